@@ -1,0 +1,39 @@
+# The two commands of the set-up contract:
+#   make demo   installs what is missing, builds, runs the main job
+#   make check  installs, builds with sanitizers, runs every test and the fuzzer
+BUILD       ?= build
+CHECK_BUILD ?= build-check
+FUZZ_BUILD  ?= build-fuzz
+FUZZ_SECONDS ?= 60
+JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: all deps build demo check test fuzz clean format
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	./scripts/demo.sh $(BUILD)/bin/opsched
+
+check: deps
+	cmake -S . -B $(CHECK_BUILD) -DCMAKE_BUILD_TYPE=Debug -DOPSCHED_SANITIZE=ON -DOPSCHED_WERROR=ON
+	cmake --build $(CHECK_BUILD) -j $(JOBS)
+	cd $(CHECK_BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) fuzz
+
+fuzz: deps
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DOPSCHED_FUZZ=ON -DOPSCHED_TESTS=OFF
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_onnx
+	./scripts/run-fuzz.sh $(FUZZ_BUILD)/bin/fuzz_onnx $(FUZZ_SECONDS)
+
+clean:
+	rm -rf $(BUILD) $(CHECK_BUILD) $(FUZZ_BUILD)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -1,0 +1,10 @@
+/* opsched/opsched.h - the whole public API of libopsched. */
+#ifndef OPSCHED_OPSCHED_H
+#define OPSCHED_OPSCHED_H
+
+#include "opsched/core.h"
+#include "opsched/graph.h"
+#include "opsched/onnx.h"
+#include "opsched/zoo.h"
+
+#endif /* OPSCHED_OPSCHED_H */

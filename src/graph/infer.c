@@ -1,0 +1,669 @@
+/*
+ * infer.c - shape inference and cost counting, one function per operator
+ * family.  Every check that fails names the node and what does not fit.
+ *
+ * Cost conventions: a multiply-add counts 2 FLOPs (convolution, Gemm,
+ * MatMul; bias additions are not counted, as in torchvision's figures);
+ * element-wise ops, pooling and normalisation count one FLOP per element
+ * they touch; data movement (Concat, Transpose, Slice...) counts none.
+ * Bytes are each input and output once.
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/util.h"
+#include "graph/graph_impl.h"
+
+typedef struct infer_args {
+    opsched_graph *g;
+    const char *name;
+    opsched_op_kind op;
+    opsched_op_attr *attr;
+    const opsched_tensor *in[16];
+    int n_in;
+    int n_out;
+    opsched_shape *out;
+    opsched_dtype *dt;
+    opsched_cost *cost;
+} infer_args;
+
+#define BAD(a, ...) bad_shape((a), __FILE__, __LINE__, __VA_ARGS__)
+
+static opsched_status bad_shape(const infer_args *a, const char *file, int line, const char *fmt,
+                                ...) OS_PRINTF(4, 5);
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static opsched_status bad_shape(const infer_args *a, const char *file, int line, const char *fmt,
+                                ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return os_fail(a->g->ctx, OPSCHED_ERR_SHAPE, file, line, "node '%s' (%s): %s", a->name,
+                   opsched_op_name(a->op), msg);
+}
+
+static opsched_status bad_arg(const infer_args *a, const char *what)
+{
+    return OS_FAIL(a->g->ctx, OPSCHED_ERR_INVALID_ARG, "node '%s' (%s): %s", a->name,
+                   opsched_op_name(a->op), what);
+}
+
+static const char *fmt_shape(const opsched_shape *s, char *buf, size_t n)
+{
+    return opsched_shape_format(s, buf, n);
+}
+
+static int64_t tensor_bytes(const opsched_tensor *t)
+{
+    return opsched_shape_numel(&t->shape) * (int64_t)opsched_dtype_size(t->dtype);
+}
+
+static opsched_status need_inputs(const infer_args *a, int lo, int hi)
+{
+    if (a->n_in < lo || a->n_in > hi) {
+        char m[96];
+        snprintf(m, sizeof(m), "takes %d to %d inputs, got %d", lo, hi, a->n_in);
+        return bad_arg(a, m);
+    }
+    for (int i = 0; i < lo; i++)
+        if (!a->in[i]) return bad_arg(a, "a required input is missing");
+    return OPSCHED_OK;
+}
+
+static opsched_status need_outputs(const infer_args *a, int n)
+{
+    if (a->n_out != n) {
+        char m[64];
+        snprintf(m, sizeof(m), "has %d outputs, expected %d", a->n_out, n);
+        return bad_arg(a, m);
+    }
+    return OPSCHED_OK;
+}
+
+static opsched_status need_rank(const infer_args *a, int idx, int rank)
+{
+    if (a->in[idx]->shape.ndim != rank) {
+        char b[128];
+        return BAD(a, "input %d '%s' must have rank %d, has shape %s", idx, a->in[idx]->name,
+                   rank, fmt_shape(&a->in[idx]->shape, b, sizeof(b)));
+    }
+    return OPSCHED_OK;
+}
+
+static int norm_axis(int64_t *axis, int rank)
+{
+    if (*axis < -rank || *axis >= rank) return 0;
+    if (*axis < 0) *axis += rank;
+    return 1;
+}
+
+int os_broadcast(const opsched_shape *x, const opsched_shape *y, opsched_shape *out)
+{
+    int n = OS_MAX(x->ndim, y->ndim);
+    opsched_shape r = {.ndim = n};
+    for (int i = 0; i < n; i++) {
+        int xi = x->ndim - n + i, yi = y->ndim - n + i;
+        int64_t dx = xi >= 0 ? x->d[xi] : 1, dy = yi >= 0 ? y->d[yi] : 1;
+        if (dx == dy || dy == 1)
+            r.d[i] = dx;
+        else if (dx == 1)
+            r.d[i] = dy;
+        else
+            return 0;
+    }
+    *out = r;
+    return 1;
+}
+
+/* Output extent of a sliding window; ceil_mode follows PyTorch (the last
+ * window must start inside the input or the left padding). */
+static int64_t window_out(int64_t in, int64_t pad0, int64_t pad1, int64_t k, int64_t stride,
+                          int64_t dil, int ceil_mode)
+{
+    int64_t eff = (k - 1) * dil + 1;
+    int64_t span = in + pad0 + pad1 - eff;
+    if (span < 0) return -1;
+    int64_t o = ceil_mode ? (span + stride - 1) / stride + 1 : span / stride + 1;
+    if (ceil_mode && (o - 1) * stride >= in + pad0) o--;
+    return o;
+}
+
+static opsched_status infer_conv(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 2, 3));
+    OS_TRY(need_outputs(a, 1));
+    OS_TRY(need_rank(a, 0, 4));
+    OS_TRY(need_rank(a, 1, 4));
+    opsched_conv_attr *c = &a->attr->conv;
+    const opsched_shape *x = &a->in[0]->shape, *w = &a->in[1]->shape;
+    char b1[128], b2[128];
+    if (c->groups == 0) c->groups = 1;
+    for (int i = 0; i < 2; i++) {
+        if (c->stride[i] == 0) c->stride[i] = 1;
+        if (c->dilation[i] == 0) c->dilation[i] = 1;
+        if (c->kernel[i] == 0) c->kernel[i] = w->d[2 + i];
+    }
+    if (c->groups < 0 || c->stride[0] < 0 || c->stride[1] < 0 || c->dilation[0] < 0 ||
+        c->dilation[1] < 0)
+        return BAD(a, "groups, strides and dilations must be positive");
+    for (int i = 0; i < 4; i++)
+        if (c->pads[i] < 0) return BAD(a, "negative padding");
+    if (c->kernel[0] != w->d[2] || c->kernel[1] != w->d[3])
+        return BAD(a, "kernel %lldx%lld does not match weight %s", (long long)c->kernel[0],
+                   (long long)c->kernel[1], fmt_shape(w, b1, sizeof(b1)));
+    int64_t C = x->d[1], M = w->d[0], g = c->groups;
+    if (C % g != 0)
+        return BAD(a, "input channels %lld are not divisible by groups %lld", (long long)C,
+                   (long long)g);
+    if (M % g != 0)
+        return BAD(a, "output channels %lld are not divisible by groups %lld", (long long)M,
+                   (long long)g);
+    if (w->d[1] != C / g)
+        return BAD(a, "weight %s expects %lld input channels per group, input %s has %lld",
+                   fmt_shape(w, b1, sizeof(b1)), (long long)w->d[1], fmt_shape(x, b2, sizeof(b2)),
+                   (long long)(C / g));
+    if (a->n_in == 3 && a->in[2]) {
+        const opsched_shape *bs = &a->in[2]->shape;
+        if (bs->ndim != 1 || bs->d[0] != M)
+            return BAD(a, "bias %s does not match %lld output channels",
+                       fmt_shape(bs, b1, sizeof(b1)), (long long)M);
+    }
+    int64_t oh = window_out(x->d[2], c->pads[0], c->pads[2], c->kernel[0], c->stride[0],
+                            c->dilation[0], 0);
+    int64_t ow = window_out(x->d[3], c->pads[1], c->pads[3], c->kernel[1], c->stride[1],
+                            c->dilation[1], 0);
+    if (oh < 1 || ow < 1)
+        return BAD(a, "kernel %lldx%lld (dilation %lld) is larger than the padded input %lldx%lld",
+                   (long long)c->kernel[0], (long long)c->kernel[1], (long long)c->dilation[0],
+                   (long long)(x->d[2] + c->pads[0] + c->pads[2]),
+                   (long long)(x->d[3] + c->pads[1] + c->pads[3]));
+    opsched_shape o = {.ndim = 4, .d = {x->d[0], M, oh, ow}};
+    a->out[0] = o;
+    int64_t macs = 1;
+    int64_t f[] = {x->d[0], M, oh, ow, C / g, c->kernel[0], c->kernel[1]};
+    for (size_t i = 0; i < OS_ARRAY_LEN(f); i++)
+        if (!os_mul_ok(macs, f[i], &macs)) return BAD(a, "FLOP count overflows");
+    a->cost->flops = 2 * macs;
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_gemm(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 2, 3));
+    OS_TRY(need_outputs(a, 1));
+    OS_TRY(need_rank(a, 0, 2));
+    OS_TRY(need_rank(a, 1, 2));
+    opsched_gemm_attr *m = &a->attr->gemm;
+    const opsched_shape *A = &a->in[0]->shape, *B = &a->in[1]->shape;
+    int64_t M = m->trans_a ? A->d[1] : A->d[0], K = m->trans_a ? A->d[0] : A->d[1];
+    int64_t K2 = m->trans_b ? B->d[1] : B->d[0], N = m->trans_b ? B->d[0] : B->d[1];
+    char b1[128], b2[128];
+    if (K != K2)
+        return BAD(a, "inner dimensions differ: A %s%s, B %s%s", fmt_shape(A, b1, sizeof(b1)),
+                   m->trans_a ? " (transposed)" : "", fmt_shape(B, b2, sizeof(b2)),
+                   m->trans_b ? " (transposed)" : "");
+    opsched_shape o = {.ndim = 2, .d = {M, N}}, bc;
+    if (a->n_in == 3 && a->in[2]) {
+        if (!os_broadcast(&o, &a->in[2]->shape, &bc) || !opsched_shape_equal(&bc, &o))
+            return BAD(a, "C %s does not broadcast to %s",
+                       fmt_shape(&a->in[2]->shape, b1, sizeof(b1)), fmt_shape(&o, b2, sizeof(b2)));
+    }
+    a->out[0] = o;
+    int64_t macs;
+    if (!os_mul_ok(M, N, &macs) || !os_mul_ok(macs, K, &macs)) return BAD(a, "FLOPs overflow");
+    a->cost->flops = 2 * macs;
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_matmul(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 2, 2));
+    OS_TRY(need_outputs(a, 1));
+    opsched_shape A = a->in[0]->shape, B = a->in[1]->shape;
+    char b1[128], b2[128];
+    if (A.ndim < 1 || B.ndim < 1) return BAD(a, "inputs must have rank 1 or more");
+    int a1 = A.ndim == 1, b1d = B.ndim == 1;
+    if (a1) {
+        A.ndim = 2;
+        A.d[1] = A.d[0];
+        A.d[0] = 1;
+    }
+    if (b1d) {
+        B.ndim = 2;
+        B.d[1] = 1;
+    }
+    int64_t M = A.d[A.ndim - 2], K = A.d[A.ndim - 1], K2 = B.d[B.ndim - 2], N = B.d[B.ndim - 1];
+    if (K != K2)
+        return BAD(a, "inner dimensions differ: %s times %s",
+                   fmt_shape(&a->in[0]->shape, b1, sizeof(b1)),
+                   fmt_shape(&a->in[1]->shape, b2, sizeof(b2)));
+    opsched_shape ba = {.ndim = A.ndim - 2}, bb = {.ndim = B.ndim - 2}, bo;
+    memcpy(ba.d, A.d, sizeof(int64_t) * (size_t)ba.ndim);
+    memcpy(bb.d, B.d, sizeof(int64_t) * (size_t)bb.ndim);
+    if (!os_broadcast(&ba, &bb, &bo))
+        return BAD(a, "batch dimensions of %s and %s do not broadcast",
+                   fmt_shape(&a->in[0]->shape, b1, sizeof(b1)),
+                   fmt_shape(&a->in[1]->shape, b2, sizeof(b2)));
+    opsched_shape o = bo;
+    if (!a1) o.d[o.ndim++] = M;
+    if (!b1d) o.d[o.ndim++] = N;
+    if (o.ndim > OPSCHED_MAX_DIMS) return BAD(a, "rank too large");
+    a->out[0] = o;
+    int64_t macs = opsched_shape_numel(&bo);
+    if (!os_mul_ok(macs, M, &macs) || !os_mul_ok(macs, N, &macs) || !os_mul_ok(macs, K, &macs))
+        return BAD(a, "FLOPs overflow");
+    a->cost->flops = 2 * macs;
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_pool(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    OS_TRY(need_rank(a, 0, 4));
+    opsched_pool_attr *p = &a->attr->pool;
+    const opsched_shape *x = &a->in[0]->shape;
+    for (int i = 0; i < 2; i++) {
+        if (p->stride[i] == 0) p->stride[i] = 1;
+        if (p->dilation[i] == 0) p->dilation[i] = 1;
+        if (p->kernel[i] <= 0) return BAD(a, "pooling needs a kernel size");
+        if (p->stride[i] < 0 || p->dilation[i] < 0) return BAD(a, "negative stride or dilation");
+    }
+    for (int i = 0; i < 4; i++)
+        if (p->pads[i] < 0) return BAD(a, "negative padding");
+    if (p->pads[0] * 2 > p->kernel[0] || p->pads[1] * 2 > p->kernel[1])
+        return BAD(a, "padding %lld is more than half the kernel %lld", (long long)p->pads[0],
+                   (long long)p->kernel[0]);
+    int64_t oh = window_out(x->d[2], p->pads[0], p->pads[2], p->kernel[0], p->stride[0],
+                            p->dilation[0], p->ceil_mode);
+    int64_t ow = window_out(x->d[3], p->pads[1], p->pads[3], p->kernel[1], p->stride[1],
+                            p->dilation[1], p->ceil_mode);
+    if (oh < 1 || ow < 1)
+        return BAD(a, "kernel %lldx%lld is larger than the padded input %lldx%lld",
+                   (long long)p->kernel[0], (long long)p->kernel[1],
+                   (long long)(x->d[2] + p->pads[0] + p->pads[2]),
+                   (long long)(x->d[3] + p->pads[1] + p->pads[3]));
+    opsched_shape o = {.ndim = 4, .d = {x->d[0], x->d[1], oh, ow}};
+    a->out[0] = o;
+    a->cost->flops = opsched_shape_numel(&o) * p->kernel[0] * p->kernel[1];
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_global_pool(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    const opsched_shape *x = &a->in[0]->shape;
+    if (x->ndim < 3) return BAD(a, "input must have rank 3 or more (N, C, spatial...)");
+    opsched_shape o = *x;
+    for (int i = 2; i < o.ndim; i++) o.d[i] = 1;
+    a->out[0] = o;
+    a->cost->flops = opsched_shape_numel(x);
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_unary(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 3)); /* Clip may carry min/max as inputs */
+    OS_TRY(need_outputs(a, 1));
+    a->out[0] = a->in[0]->shape;
+    a->cost->flops = opsched_op_is_view(a->op) ? 0 : opsched_shape_numel(&a->in[0]->shape);
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_binary(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 2, 2));
+    OS_TRY(need_outputs(a, 1));
+    char b1[128], b2[128];
+    if (!os_broadcast(&a->in[0]->shape, &a->in[1]->shape, &a->out[0]))
+        return BAD(a, "shapes %s and %s do not broadcast",
+                   fmt_shape(&a->in[0]->shape, b1, sizeof(b1)),
+                   fmt_shape(&a->in[1]->shape, b2, sizeof(b2)));
+    a->cost->flops = opsched_shape_numel(&a->out[0]);
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_concat(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 16));
+    OS_TRY(need_outputs(a, 1));
+    opsched_shape o = a->in[0]->shape;
+    int64_t *axis = &a->attr->axis.axis;
+    if (!norm_axis(axis, o.ndim)) return BAD(a, "axis %lld out of range", (long long)*axis);
+    for (int i = 1; i < a->n_in; i++) {
+        if (!a->in[i]) return bad_arg(a, "a required input is missing");
+        const opsched_shape *s = &a->in[i]->shape;
+        char b1[128], b2[128];
+        int ok = s->ndim == o.ndim;
+        for (int d = 0; ok && d < o.ndim; d++)
+            if (d != *axis && s->d[d] != o.d[d]) ok = 0;
+        if (!ok)
+            return BAD(a, "input %d %s does not match %s outside axis %lld", i,
+                       fmt_shape(s, b1, sizeof(b1)),
+                       fmt_shape(&a->in[0]->shape, b2, sizeof(b2)), (long long)*axis);
+        o.d[*axis] += s->d[*axis];
+    }
+    a->out[0] = o;
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_split(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    opsched_split_attr *s = &a->attr->split;
+    const opsched_shape *x = &a->in[0]->shape;
+    if (!norm_axis(&s->axis, x->ndim)) return BAD(a, "axis %lld out of range", (long long)s->axis);
+    if (s->n != a->n_out || s->n < 1) return bad_arg(a, "split sizes do not match the outputs");
+    int64_t sum = 0;
+    for (int i = 0; i < s->n; i++) {
+        if (s->sizes[i] < 0) return BAD(a, "negative split size");
+        sum += s->sizes[i];
+        a->out[i] = *x;
+        a->out[i].d[s->axis] = s->sizes[i];
+    }
+    if (sum != x->d[s->axis])
+        return BAD(a, "split sizes add up to %lld, axis %lld has %lld", (long long)sum,
+                   (long long)s->axis, (long long)x->d[s->axis]);
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_slice(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    opsched_slice_attr *s = &a->attr->slice;
+    const opsched_shape *x = &a->in[0]->shape;
+    opsched_shape o = *x;
+    for (int d = 0; d < x->ndim; d++) {
+        int64_t dim = x->d[d], st = s->starts[d], en = s->ends[d], step = s->steps[d];
+        if (step == 0) return BAD(a, "slice step 0 on axis %d", d);
+        if (st < 0) st += dim;
+        if (en < 0) en += dim;
+        if (step > 0) {
+            st = st < 0 ? 0 : (st > dim ? dim : st);
+            en = en < 0 ? 0 : (en > dim ? dim : en);
+            o.d[d] = en > st ? (en - st + step - 1) / step : 0;
+        } else {
+            st = st < 0 ? -1 : (st > dim - 1 ? dim - 1 : st);
+            en = en < -1 ? -1 : (en > dim - 1 ? dim - 1 : en);
+            o.d[d] = st > en ? (st - en + (-step) - 1) / (-step) : 0;
+        }
+        s->starts[d] = st;
+        s->ends[d] = en;
+    }
+    a->out[0] = o;
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_gather(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 2, 2));
+    OS_TRY(need_outputs(a, 1));
+    const opsched_shape *x = &a->in[0]->shape, *idx = &a->in[1]->shape;
+    int64_t *axis = &a->attr->axis.axis;
+    if (!norm_axis(axis, x->ndim)) return BAD(a, "axis %lld out of range", (long long)*axis);
+    if (x->ndim - 1 + idx->ndim > OPSCHED_MAX_DIMS) return BAD(a, "result rank too large");
+    opsched_shape o = {0};
+    for (int d = 0; d < *axis; d++) o.d[o.ndim++] = x->d[d];
+    for (int d = 0; d < idx->ndim; d++) o.d[o.ndim++] = idx->d[d];
+    for (int d = (int)*axis + 1; d < x->ndim; d++) o.d[o.ndim++] = x->d[d];
+    a->out[0] = o;
+    return OPSCHED_OK;
+}
+
+static opsched_status per_channel(infer_args *a, int first, int last, int64_t C)
+{
+    for (int i = first; i <= last && i < a->n_in; i++) {
+        if (!a->in[i]) continue;
+        const opsched_shape *s = &a->in[i]->shape;
+        if (opsched_shape_numel(s) != C) {
+            char b[128];
+            return BAD(a, "input %d %s must hold %lld values", i, fmt_shape(s, b, sizeof(b)),
+                       (long long)C);
+        }
+    }
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_batchnorm(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 5, 5));
+    OS_TRY(need_outputs(a, 1));
+    const opsched_shape *x = &a->in[0]->shape;
+    if (x->ndim < 2) return BAD(a, "input must have a channel dimension");
+    OS_TRY(per_channel(a, 1, 4, x->d[1]));
+    a->out[0] = *x;
+    a->cost->flops = 2 * opsched_shape_numel(x);
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_axis_same(infer_args *a, int64_t flops_per_elem)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    const opsched_shape *x = &a->in[0]->shape;
+    if (!norm_axis(&a->attr->axis.axis, x->ndim))
+        return BAD(a, "axis %lld out of range", (long long)a->attr->axis.axis);
+    a->out[0] = *x;
+    a->cost->flops = flops_per_elem * opsched_shape_numel(x);
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_lrn(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    if (a->attr->lrn.size <= 0) return BAD(a, "LRN size must be positive");
+    if (a->in[0]->shape.ndim < 3) return BAD(a, "input must be N, C, spatial...");
+    a->out[0] = a->in[0]->shape;
+    a->cost->flops = opsched_shape_numel(&a->out[0]) * (a->attr->lrn.size + 3);
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_layernorm(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 2, 3));
+    OS_TRY(need_outputs(a, 1));
+    const opsched_shape *x = &a->in[0]->shape;
+    opsched_layernorm_attr *l = &a->attr->layernorm;
+    if (!norm_axis(&l->axis, x->ndim)) return BAD(a, "axis %lld out of range", (long long)l->axis);
+    int64_t inner = 1;
+    for (int d = (int)l->axis; d < x->ndim; d++) inner *= x->d[d];
+    OS_TRY(per_channel(a, 1, 2, inner));
+    a->out[0] = *x;
+    a->cost->flops = 5 * opsched_shape_numel(x);
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_reduce(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    const opsched_shape *x = &a->in[0]->shape;
+    opsched_reduce_attr *r = &a->attr->reduce;
+    int reduce[OPSCHED_MAX_DIMS] = {0};
+    if (r->n_axes < 0 || r->n_axes > x->ndim) return BAD(a, "too many axes");
+    for (int i = 0; i < r->n_axes; i++) {
+        if (!norm_axis(&r->axes[i], x->ndim))
+            return BAD(a, "axis %lld out of range", (long long)r->axes[i]);
+        reduce[r->axes[i]] = 1;
+    }
+    opsched_shape o = {0};
+    for (int d = 0; d < x->ndim; d++) {
+        int red = r->n_axes == 0 || reduce[d];
+        if (!red)
+            o.d[o.ndim++] = x->d[d];
+        else if (r->keepdims)
+            o.d[o.ndim++] = 1;
+    }
+    a->out[0] = o;
+    a->cost->flops = opsched_shape_numel(x);
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_transpose(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    const opsched_shape *x = &a->in[0]->shape;
+    opsched_transpose_attr *t = &a->attr->transpose;
+    if (t->n == 0) {
+        t->n = x->ndim;
+        for (int i = 0; i < x->ndim; i++) t->perm[i] = x->ndim - 1 - i;
+    }
+    if (t->n != x->ndim) return BAD(a, "perm has %d entries for rank %d", t->n, x->ndim);
+    int seen[OPSCHED_MAX_DIMS] = {0};
+    opsched_shape o = {.ndim = x->ndim};
+    for (int i = 0; i < t->n; i++) {
+        if (!norm_axis(&t->perm[i], x->ndim) || seen[t->perm[i]])
+            return BAD(a, "perm is not a permutation of 0..%d", x->ndim - 1);
+        seen[t->perm[i]] = 1;
+        o.d[i] = x->d[t->perm[i]];
+    }
+    a->out[0] = o;
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_pad(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    const opsched_shape *x = &a->in[0]->shape;
+    opsched_shape o = *x;
+    for (int d = 0; d < x->ndim; d++) {
+        o.d[d] = x->d[d] + a->attr->pad.pads[d] + a->attr->pad.pads[x->ndim + d];
+        if (o.d[d] < 0) return BAD(a, "padding removes more than axis %d holds", d);
+    }
+    a->out[0] = o;
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_expand(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    char b1[128], b2[128];
+    if (!os_broadcast(&a->in[0]->shape, &a->attr->shape.shape, &a->out[0]))
+        return BAD(a, "%s cannot be expanded to %s", fmt_shape(&a->in[0]->shape, b1, sizeof(b1)),
+                   fmt_shape(&a->attr->shape.shape, b2, sizeof(b2)));
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_flatten(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    const opsched_shape *x = &a->in[0]->shape;
+    int64_t axis = a->attr->axis.axis;
+    if (axis < 0) axis += x->ndim;
+    if (axis < 0 || axis > x->ndim) return BAD(a, "axis %lld out of range", (long long)axis);
+    a->attr->axis.axis = axis;
+    opsched_shape o = {.ndim = 2, .d = {1, 1}};
+    for (int d = 0; d < x->ndim; d++) o.d[d < axis ? 0 : 1] *= x->d[d];
+    a->out[0] = o;
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_reshape(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    const opsched_shape *t = &a->attr->shape.shape;
+    char b1[128], b2[128];
+    if (t->ndim < 0 || t->ndim > OPSCHED_MAX_DIMS) return BAD(a, "bad target rank");
+    for (int d = 0; d < t->ndim; d++)
+        if (t->d[d] < 0) return BAD(a, "target shape must be resolved (no -1)");
+    if (opsched_shape_numel(t) != opsched_shape_numel(&a->in[0]->shape))
+        return BAD(a, "cannot reshape %s (%lld elements) to %s",
+                   fmt_shape(&a->in[0]->shape, b1, sizeof(b1)),
+                   (long long)opsched_shape_numel(&a->in[0]->shape), fmt_shape(t, b2, sizeof(b2)));
+    a->out[0] = *t;
+    return OPSCHED_OK;
+}
+
+opsched_status os_infer(opsched_graph *g, const char *name, opsched_op_kind op,
+                        opsched_op_attr *attr, const int *inputs, int n_in, int n_out,
+                        opsched_shape *out_shapes, opsched_dtype *out_dtypes,
+                        opsched_cost *cost)
+{
+    infer_args a = {.g = g, .name = name, .op = op, .attr = attr, .n_in = n_in, .n_out = n_out,
+                    .out = out_shapes, .dt = out_dtypes, .cost = cost};
+    if (n_in > (int)OS_ARRAY_LEN(a.in))
+        return OS_FAIL(g->ctx, OPSCHED_ERR_UNSUPPORTED, "node '%s' (%s): %d inputs are too many",
+                       name, opsched_op_name(op), n_in);
+    for (int i = 0; i < n_in; i++) a.in[i] = inputs[i] >= 0 ? &g->tensors[inputs[i]] : NULL;
+    if (n_in == 0 || !a.in[0])
+        return OS_FAIL(g->ctx, OPSCHED_ERR_INVALID_ARG, "node '%s' (%s): needs an input", name,
+                       opsched_op_name(op));
+    opsched_status st;
+    switch (op) {
+    case OPSCHED_OP_CONV: st = infer_conv(&a); break;
+    case OPSCHED_OP_GEMM: st = infer_gemm(&a); break;
+    case OPSCHED_OP_MATMUL: st = infer_matmul(&a); break;
+    case OPSCHED_OP_MAXPOOL:
+    case OPSCHED_OP_AVGPOOL: st = infer_pool(&a); break;
+    case OPSCHED_OP_GLOBALAVGPOOL:
+    case OPSCHED_OP_GLOBALMAXPOOL: st = infer_global_pool(&a); break;
+    case OPSCHED_OP_RELU:
+    case OPSCHED_OP_CLIP:
+    case OPSCHED_OP_SIGMOID:
+    case OPSCHED_OP_TANH:
+    case OPSCHED_OP_GELU:
+    case OPSCHED_OP_ERF:
+    case OPSCHED_OP_HARDSIGMOID:
+    case OPSCHED_OP_HARDSWISH:
+    case OPSCHED_OP_SQRT:
+    case OPSCHED_OP_IDENTITY:
+    case OPSCHED_OP_DROPOUT: st = infer_unary(&a); break;
+    case OPSCHED_OP_ADD:
+    case OPSCHED_OP_SUB:
+    case OPSCHED_OP_MUL:
+    case OPSCHED_OP_DIV:
+    case OPSCHED_OP_POW: st = infer_binary(&a); break;
+    case OPSCHED_OP_CONCAT: st = infer_concat(&a); break;
+    case OPSCHED_OP_SPLIT: st = infer_split(&a); break;
+    case OPSCHED_OP_SLICE: st = infer_slice(&a); break;
+    case OPSCHED_OP_GATHER: st = infer_gather(&a); break;
+    case OPSCHED_OP_BATCHNORM: st = infer_batchnorm(&a); break;
+    case OPSCHED_OP_SOFTMAX: st = infer_axis_same(&a, 3); break;
+    case OPSCHED_OP_LRN: st = infer_lrn(&a); break;
+    case OPSCHED_OP_LAYERNORM: st = infer_layernorm(&a); break;
+    case OPSCHED_OP_REDUCEMEAN: st = infer_reduce(&a); break;
+    case OPSCHED_OP_TRANSPOSE: st = infer_transpose(&a); break;
+    case OPSCHED_OP_PAD: st = infer_pad(&a); break;
+    case OPSCHED_OP_EXPAND: st = infer_expand(&a); break;
+    case OPSCHED_OP_FLATTEN: st = infer_flatten(&a); break;
+    case OPSCHED_OP_RESHAPE: st = infer_reshape(&a); break;
+    default:
+        return OS_FAIL(g->ctx, OPSCHED_ERR_UNSUPPORTED, "node '%s': operator %d unknown", name,
+                       (int)op);
+    }
+    if (st != OPSCHED_OK) return st;
+
+    /* Shared accounting: dtypes, bytes, parameters, output elements. */
+    for (int i = 0; i < n_out; i++) {
+        out_dtypes[i] = a.in[0]->dtype;
+        int64_t n = opsched_shape_numel(&out_shapes[i]);
+        if (n < 0) return BAD(&a, "output %d has too many elements", i);
+        cost->out_elems += n;
+        cost->bytes_written += n * (int64_t)opsched_dtype_size(out_dtypes[i]);
+    }
+    for (int i = 0; i < n_in; i++) {
+        if (!a.in[i]) continue;
+        cost->bytes_read += tensor_bytes(a.in[i]);
+        if (a.in[i]->kind == OPSCHED_TENSOR_WEIGHT) cost->params += opsched_shape_numel(&a.in[i]->shape);
+    }
+    if (opsched_op_is_view(op)) {
+        cost->bytes_read = 0;
+        cost->bytes_written = 0;
+        cost->flops = 0;
+    }
+    return OPSCHED_OK;
+}

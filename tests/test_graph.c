@@ -1,0 +1,300 @@
+/*
+ * test_graph.c - the graph module: builder, shape inference, costs, totals.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "opsched/graph.h"
+
+static opsched_graph *new_graph(opsched_ctx **ctx)
+{
+    opsched_graph *g = NULL;
+    assert_int_equal(opsched_ctx_create(ctx), OPSCHED_OK);
+    assert_int_equal(opsched_graph_create(*ctx, "t", &g), OPSCHED_OK);
+    return g;
+}
+
+static int add_input(opsched_graph *g, const char *name, const char *dims)
+{
+    opsched_shape s;
+    int id = -1;
+    assert_int_equal(opsched_shape_parse(dims, &s), OPSCHED_OK);
+    assert_int_equal(opsched_graph_add_tensor(g, name, OPSCHED_TENSOR_INPUT, OPSCHED_F32, &s, &id),
+                     OPSCHED_OK);
+    return id;
+}
+
+static void done(opsched_ctx *ctx, opsched_graph *g)
+{
+    opsched_graph_free(g);
+    opsched_ctx_free(ctx);
+}
+
+static void test_shape_parse(void **state)
+{
+    (void)state;
+    opsched_shape s;
+    char buf[64];
+    assert_int_equal(opsched_shape_parse("1x3x224x224", &s), OPSCHED_OK);
+    assert_int_equal(s.ndim, 4);
+    assert_string_equal(opsched_shape_format(&s, buf, sizeof(buf)), "1x3x224x224");
+    assert_int_equal(opsched_shape_parse("2,5", &s), OPSCHED_OK);
+    assert_int_equal(s.d[1], 5);
+    assert_int_not_equal(opsched_shape_parse("", &s), OPSCHED_OK);
+    assert_int_not_equal(opsched_shape_parse("1x0", &s), OPSCHED_OK);
+    assert_int_not_equal(opsched_shape_parse("1x-3", &s), OPSCHED_OK);
+    assert_int_not_equal(opsched_shape_parse("1xx3", &s), OPSCHED_OK);
+    assert_int_not_equal(opsched_shape_parse("1x2x3x4x5x6x7x8x9", &s), OPSCHED_OK);
+    assert_int_not_equal(opsched_shape_parse("abc", &s), OPSCHED_OK);
+}
+
+static void test_conv_shapes_and_flops(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_graph *g = new_graph(&ctx);
+    int x = add_input(g, "x", "2x3x224x224"), y = -1;
+    opsched_conv_desc d = {.out_channels = 64, .kernel_h = 7, .kernel_w = 7, .stride_h = 2,
+                           .stride_w = 2, .pad_h = 3, .pad_w = 3, .bias = 1};
+    assert_int_equal(opsched_build_conv(g, "conv1", x, &d, &y), OPSCHED_OK);
+    const opsched_tensor *t = opsched_graph_tensor(g, y);
+    char buf[64];
+    assert_string_equal(opsched_shape_format(&t->shape, buf, sizeof(buf)), "2x64x112x112");
+    const opsched_node *n = opsched_graph_node(g, 0);
+    /* 2 * N*M*OH*OW*C*kh*kw */
+    assert_int_equal(n->cost.flops, 2LL * 2 * 64 * 112 * 112 * 3 * 7 * 7);
+    assert_int_equal(n->cost.params, 64 * 3 * 7 * 7 + 64);
+    assert_int_equal(n->cost.bytes_written, 2LL * 64 * 112 * 112 * 4);
+    assert_int_equal(n->cost.bytes_read, (2LL * 3 * 224 * 224 + 64 * 3 * 49 + 64) * 4);
+    done(ctx, g);
+}
+
+static void test_conv_bad_groups(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_graph *g = new_graph(&ctx);
+    int x = add_input(g, "x", "1x6x8x8");
+    opsched_shape ws = {.ndim = 4, .d = {8, 2, 3, 3}};
+    int w;
+    assert_int_equal(opsched_graph_add_tensor(g, "w", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &ws, &w),
+                     OPSCHED_OK);
+    opsched_op_attr a;
+    memset(&a, 0, sizeof(a));
+    a.conv.groups = 4; /* 6 channels are not divisible by 4 */
+    int ins[2] = {x, w};
+    assert_int_equal(opsched_graph_add_node(g, "bad", OPSCHED_OP_CONV, &a, ins, 2, 1, NULL, NULL),
+                     OPSCHED_ERR_SHAPE);
+    assert_non_null(strstr(opsched_ctx_last_error(ctx), "not divisible by groups"));
+    assert_non_null(strstr(opsched_ctx_last_error(ctx), "'bad'"));
+    assert_int_equal(opsched_graph_num_nodes(g), 0);
+    assert_int_equal(opsched_graph_num_tensors(g), 2);
+    done(ctx, g);
+}
+
+static void test_kernel_larger_than_input(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_graph *g = new_graph(&ctx);
+    int x = add_input(g, "x", "1x3x4x4");
+    opsched_conv_desc d = {.out_channels = 8, .kernel_h = 7, .kernel_w = 7, .pad_h = 1, .pad_w = 1};
+    assert_int_equal(opsched_build_conv(g, "big", x, &d, NULL), OPSCHED_ERR_SHAPE);
+    assert_non_null(strstr(opsched_ctx_last_error(ctx), "larger than the padded input"));
+    /* with enough padding it works */
+    d.pad_h = d.pad_w = 2;
+    int y;
+    assert_int_equal(opsched_build_conv(g, "ok", x, &d, &y), OPSCHED_OK);
+    assert_int_equal(opsched_graph_tensor(g, y)->shape.d[2], 2);
+    done(ctx, g);
+}
+
+static void test_pool_ceil_mode(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_graph *g = new_graph(&ctx);
+    int x = add_input(g, "x", "1x64x112x112"), y, z;
+    /* squeezenet: MaxPool(3, 2, ceil_mode=True) on 111 gives 55; on 112 floor gives 55, ceil 56 */
+    assert_int_equal(opsched_build_pool(g, "p1", OPSCHED_OP_MAXPOOL, x, 3, 2, 0, 1, 0, &y), OPSCHED_OK);
+    assert_int_equal(opsched_graph_tensor(g, y)->shape.d[2], 56);
+    assert_int_equal(opsched_build_pool(g, "p2", OPSCHED_OP_MAXPOOL, x, 3, 2, 0, 0, 0, &z), OPSCHED_OK);
+    assert_int_equal(opsched_graph_tensor(g, z)->shape.d[2], 55);
+    /* the last window must start inside the input or left padding */
+    int w = add_input(g, "w", "1x1x5x5"), v;
+    assert_int_equal(opsched_build_pool(g, "p3", OPSCHED_OP_AVGPOOL, w, 2, 2, 1, 1, 1, &v), OPSCHED_OK);
+    assert_int_equal(opsched_graph_tensor(g, v)->shape.d[2], 3);
+    done(ctx, g);
+}
+
+static void test_gemm_matmul_broadcast(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_graph *g = new_graph(&ctx);
+    int x = add_input(g, "x", "4x512"), y;
+    assert_int_equal(opsched_build_linear(g, "fc", x, 1000, 1, &y), OPSCHED_OK);
+    assert_int_equal(opsched_graph_tensor(g, y)->shape.d[1], 1000);
+    assert_int_equal(opsched_graph_node(g, 0)->cost.flops, 2LL * 4 * 512 * 1000);
+
+    int a = add_input(g, "a", "2x1x8x16"), b = add_input(g, "b", "3x16x4"), c;
+    int ins[2] = {a, b};
+    assert_int_equal(opsched_graph_add_node(g, "mm", OPSCHED_OP_MATMUL, NULL, ins, 2, 1, NULL, &c),
+                     OPSCHED_OK);
+    char buf[64];
+    assert_string_equal(opsched_shape_format(&opsched_graph_tensor(g, c)->shape, buf, 64), "2x3x8x4");
+    assert_int_equal(opsched_graph_node(g, 1)->cost.flops, 2LL * 6 * 8 * 4 * 16);
+
+    int p = add_input(g, "p", "2x3"), q = add_input(g, "q", "4x3");
+    int pq[2] = {p, q};
+    assert_int_equal(opsched_graph_add_node(g, "add", OPSCHED_OP_ADD, NULL, pq, 2, 1, NULL, NULL),
+                     OPSCHED_ERR_SHAPE);
+    assert_non_null(strstr(opsched_ctx_last_error(ctx), "do not broadcast"));
+    done(ctx, g);
+}
+
+static void test_concat_split_views(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_graph *g = new_graph(&ctx);
+    int a = add_input(g, "a", "1x16x8x8"), b = add_input(g, "b", "1x32x8x8"), c;
+    int ab[2] = {a, b};
+    assert_int_equal(opsched_build_concat(g, "cat", ab, 2, 1, &c), OPSCHED_OK);
+    assert_int_equal(opsched_graph_tensor(g, c)->shape.d[1], 48);
+    int bad = add_input(g, "bad", "1x16x4x4");
+    int abad[2] = {a, bad};
+    assert_int_equal(opsched_build_concat(g, "cat2", abad, 2, 1, NULL), OPSCHED_ERR_SHAPE);
+
+    opsched_op_attr sp;
+    memset(&sp, 0, sizeof(sp));
+    sp.split.axis = 1;
+    sp.split.n = 2;
+    sp.split.sizes[0] = 24;
+    sp.split.sizes[1] = 24;
+    int outs[2];
+    assert_int_equal(opsched_graph_add_node(g, "split", OPSCHED_OP_SPLIT, &sp, &c, 1, 2, NULL, outs),
+                     OPSCHED_OK);
+    assert_string_equal(opsched_graph_tensor(g, outs[1])->name, "split:1");
+
+    int f;
+    assert_int_equal(opsched_build_flatten(g, "flat", outs[0], 1, &f), OPSCHED_OK);
+    assert_int_equal(opsched_graph_tensor(g, f)->shape.d[1], 24 * 64);
+    const opsched_node *fn = opsched_graph_node(g, 2);
+    assert_true(opsched_op_is_view(fn->op));
+    assert_int_equal(fn->cost.bytes_read + fn->cost.bytes_written + fn->cost.flops, 0);
+
+    opsched_op_attr r;
+    memset(&r, 0, sizeof(r));
+    r.shape.shape.ndim = 2;
+    r.shape.shape.d[0] = 7;
+    r.shape.shape.d[1] = 100;
+    assert_int_equal(opsched_build_unary(g, "rs", OPSCHED_OP_RESHAPE, &r, f, NULL), OPSCHED_ERR_SHAPE);
+    done(ctx, g);
+}
+
+static void test_names_unique(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_graph *g = new_graph(&ctx);
+    int x = add_input(g, "x", "1x4"), y;
+    opsched_shape s = {.ndim = 1, .d = {4}};
+    assert_int_equal(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &s, NULL),
+                     OPSCHED_ERR_INVALID_ARG);
+    assert_int_equal(opsched_build_unary(g, "relu", OPSCHED_OP_RELU, NULL, x, &y), OPSCHED_OK);
+    assert_int_equal(opsched_build_unary(g, "relu", OPSCHED_OP_RELU, NULL, y, NULL),
+                     OPSCHED_ERR_INVALID_ARG);
+    int found = -1;
+    assert_int_equal(opsched_graph_find_tensor(g, "relu", &found), OPSCHED_OK);
+    assert_int_equal(found, y);
+    assert_int_equal(opsched_graph_find_tensor(g, "nope", &found), OPSCHED_ERR_NOT_FOUND);
+    /* many tensors: the name table grows */
+    char name[32];
+    int prev = y;
+    for (int i = 0; i < 500; i++) {
+        snprintf(name, sizeof(name), "r%d", i);
+        assert_int_equal(opsched_build_unary(g, name, OPSCHED_OP_RELU, NULL, prev, &prev), OPSCHED_OK);
+    }
+    assert_int_equal(opsched_graph_find_tensor(g, "r321", &found), OPSCHED_OK);
+    assert_string_equal(opsched_graph_tensor(g, found)->name, "r321");
+    done(ctx, g);
+}
+
+static void test_peak_memory(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_graph *g = new_graph(&ctx);
+    /* x(400B) -> a = relu(x) -> b = relu(a) -> flatten(b) -> c = add(b, a) */
+    int x = add_input(g, "x", "1x100"), a, b, f, c;
+    assert_int_equal(opsched_build_unary(g, "a", OPSCHED_OP_RELU, NULL, x, &a), OPSCHED_OK);
+    assert_int_equal(opsched_build_unary(g, "b", OPSCHED_OP_RELU, NULL, a, &b), OPSCHED_OK);
+    assert_int_equal(opsched_build_flatten(g, "f", b, 1, &f), OPSCHED_OK);
+    assert_int_equal(opsched_build_binary(g, "c", OPSCHED_OP_ADD, f, a, &c), OPSCHED_OK);
+    assert_int_equal(opsched_graph_mark_output(g, c), OPSCHED_OK);
+    opsched_graph_totals t;
+    assert_int_equal(opsched_graph_totals_compute(g, &t), OPSCHED_OK);
+    /* node a: x+a = 800; x freed.  node b: a+b = 800.  node c: a+b+c = 1200 */
+    assert_int_equal(t.peak_activation_bytes, 1200);
+    assert_int_equal(t.n_nodes, 4);
+    assert_int_equal(t.n_compute_nodes, 3);
+    assert_int_equal(t.flops, 300);
+    done(ctx, g);
+}
+
+static void test_batchnorm_params(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_graph *g = new_graph(&ctx);
+    int x = add_input(g, "x", "1x8x4x4");
+    assert_int_equal(opsched_build_batchnorm(g, "bn", x, 1e-5f, NULL), OPSCHED_OK);
+    opsched_graph_totals t;
+    assert_int_equal(opsched_graph_totals_compute(g, &t), OPSCHED_OK);
+    assert_int_equal(t.params, 16); /* scale and shift; running stats are not parameters */
+    done(ctx, g);
+}
+
+static void test_set_data(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_graph *g = new_graph(&ctx);
+    opsched_shape s = {.ndim = 1, .d = {3}};
+    int w;
+    float v[3] = {1, 2, 3};
+    assert_int_equal(opsched_graph_add_tensor(g, "w", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &s, &w),
+                     OPSCHED_OK);
+    assert_int_equal(opsched_graph_set_data(g, w, v, 8), OPSCHED_ERR_SHAPE);
+    assert_int_equal(opsched_graph_set_data(g, w, v, sizeof(v)), OPSCHED_OK);
+    assert_memory_equal(opsched_graph_tensor(g, w)->data, v, sizeof(v));
+    done(ctx, g);
+}
+
+static void test_free_null(void **state)
+{
+    (void)state;
+    opsched_graph_free(NULL);
+    opsched_ctx_free(NULL);
+    assert_string_equal(opsched_status_str(OPSCHED_ERR_SHAPE), "impossible shape");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shape_parse),        cmocka_unit_test(test_conv_shapes_and_flops),
+        cmocka_unit_test(test_conv_bad_groups),    cmocka_unit_test(test_kernel_larger_than_input),
+        cmocka_unit_test(test_pool_ceil_mode),     cmocka_unit_test(test_gemm_matmul_broadcast),
+        cmocka_unit_test(test_concat_split_views), cmocka_unit_test(test_names_unique),
+        cmocka_unit_test(test_peak_memory),        cmocka_unit_test(test_batchnorm_params),
+        cmocka_unit_test(test_set_data),           cmocka_unit_test(test_free_null),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,238 @@
+/*
+ * cmd_info.c - `opsched info`: a network layer by layer, and its totals.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "tool.h"
+
+static const char info_help[] =
+    "usage: opsched info <zoo-name|file.onnx> [options]\n"
+    "\n"
+    "One row per layer: name, operator, input and output shapes, kernel, stride,\n"
+    "padding, FLOPs (multiply-add = 2), parameters and bytes moved; then the totals.\n"
+    "\n"
+    "  --batch N            batch size (default: the model's, 1 for the zoo)\n"
+    "  --input-size H[xW]   input height and width (default: the model's)\n"
+    "  --shapes SPEC        ONNX input shapes, e.g. input:1x3x224x224,mask:1x77\n"
+    "  --bn fold|keep       zoo: fold BatchNormalization into convolutions (default,\n"
+    "                       the deployed form torch.onnx.export writes) or keep it\n"
+    "  --format F           table (default), csv or json\n"
+    "  -h, --help           this help\n";
+
+/* The attributes worth a column: kernel, stride and padding of windows. */
+static void window_attrs(const opsched_node *n, char *k, char *s, char *p, size_t sz)
+{
+    k[0] = s[0] = p[0] = '\0';
+    const int64_t *kk = NULL, *ss = NULL, *pp = NULL;
+    if (n->op == OPSCHED_OP_CONV) {
+        kk = n->attr.conv.kernel;
+        ss = n->attr.conv.stride;
+        pp = n->attr.conv.pads;
+    } else if (n->op == OPSCHED_OP_MAXPOOL || n->op == OPSCHED_OP_AVGPOOL) {
+        kk = n->attr.pool.kernel;
+        ss = n->attr.pool.stride;
+        pp = n->attr.pool.pads;
+    }
+    if (!kk) return;
+    snprintf(k, sz, "%lldx%lld", (long long)kk[0], (long long)kk[1]);
+    snprintf(s, sz, "%lldx%lld", (long long)ss[0], (long long)ss[1]);
+    if (pp[0] == pp[2] && pp[1] == pp[3])
+        snprintf(p, sz, "%lldx%lld", (long long)pp[0], (long long)pp[1]);
+    else
+        snprintf(p, sz, "%lld,%lld,%lld,%lld", (long long)pp[0], (long long)pp[1],
+                 (long long)pp[2], (long long)pp[3]);
+}
+
+/* Shapes of the non-weight inputs joined by '+'. */
+static void input_shapes(const opsched_graph *g, const opsched_node *n, char *buf, size_t sz)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n->n_inputs && used + 1 < sz; i++) {
+        const opsched_tensor *t = opsched_graph_tensor(g, n->inputs[i]);
+        if (!t || t->kind == OPSCHED_TENSOR_WEIGHT || t->kind == OPSCHED_TENSOR_CONSTANT) continue;
+        char s[128];
+        opsched_shape_format(&t->shape, s, sizeof(s));
+        int w = snprintf(buf + used, sz - used, "%s%s", used ? "+" : "", s);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+}
+
+static void print_table(const opsched_graph *g, const opsched_graph_totals *tot)
+{
+    char h[32], a[32], b[32];
+    printf("%-4s %-36s %-18s %-16s %-16s %-6s %-6s %-8s %9s %9s %9s\n", "#", "layer", "op",
+           "input", "output", "kernel", "stride", "pad", "FLOPs", "params", "bytes");
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
+        const opsched_node *n = opsched_graph_node(g, i);
+        char in[256], out[128], k[32], s[32], p[64];
+        input_shapes(g, n, in, sizeof(in));
+        opsched_shape_format(&opsched_graph_tensor(g, n->outputs[0])->shape, out, sizeof(out));
+        window_attrs(n, k, s, p, sizeof(k));
+        printf("%-4d %-36s %-18s %-16s %-16s %-6s %-6s %-8s %9s %9s %9s\n", i, n->name,
+               opsched_op_name(n->op), in, out, k, s, p, tool_human((double)n->cost.flops, h, 32),
+               tool_human((double)n->cost.params, a, 32),
+               tool_human((double)(n->cost.bytes_read + n->cost.bytes_written), b, 32));
+    }
+    printf("\n%s: %d layers (%d compute)\n", opsched_graph_name(g), tot->n_nodes,
+           tot->n_compute_nodes);
+    printf("  FLOPs            %lld (%.3f GFLOPs, %.3f GMACs)\n", (long long)tot->flops,
+           (double)tot->flops / 1e9, (double)tot->flops / 2e9);
+    printf("  parameters       %lld (%.2f M)\n", (long long)tot->params, (double)tot->params / 1e6);
+    printf("  weight memory    %s B\n", tool_human((double)tot->weight_bytes, h, 32));
+    printf("  peak activations %s B (sequential, node order)\n",
+           tool_human((double)tot->peak_activation_bytes, h, 32));
+    printf("  bytes moved      %s B\n",
+           tool_human((double)(tot->bytes_read + tot->bytes_written), h, 32));
+}
+
+static void print_csv(const opsched_graph *g)
+{
+    printf("index,layer,op,input_shape,output_shape,kernel,stride,pads,flops,params,"
+           "bytes_read,bytes_written\n");
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
+        const opsched_node *n = opsched_graph_node(g, i);
+        char in[256], out[128], k[32], s[32], p[64];
+        input_shapes(g, n, in, sizeof(in));
+        opsched_shape_format(&opsched_graph_tensor(g, n->outputs[0])->shape, out, sizeof(out));
+        window_attrs(n, k, s, p, sizeof(k));
+        printf("%d,", i);
+        tool_csv_field(stdout, n->name);
+        printf(",%s,%s,%s,%s,%s,", opsched_op_name(n->op), in, out, k, s);
+        tool_csv_field(stdout, p);
+        printf(",%lld,%lld,%lld,%lld\n", (long long)n->cost.flops, (long long)n->cost.params,
+               (long long)n->cost.bytes_read, (long long)n->cost.bytes_written);
+    }
+}
+
+static cJSON *shape_json(const opsched_shape *s)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < s->ndim; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)s->d[i]));
+    return a;
+}
+
+static int print_json(const opsched_graph *g, const opsched_graph_totals *tot)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "model", opsched_graph_name(g));
+    cJSON *inputs = cJSON_AddArrayToObject(root, "inputs");
+    for (int i = 0; i < opsched_graph_num_inputs(g); i++) {
+        const opsched_tensor *t = opsched_graph_tensor(g, opsched_graph_input(g, i));
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", t->name);
+        cJSON_AddItemToObject(o, "shape", shape_json(&t->shape));
+        cJSON_AddStringToObject(o, "dtype", opsched_dtype_name(t->dtype));
+        cJSON_AddItemToArray(inputs, o);
+    }
+    cJSON *layers = cJSON_AddArrayToObject(root, "layers");
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
+        const opsched_node *n = opsched_graph_node(g, i);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", n->name);
+        cJSON_AddStringToObject(o, "op", opsched_op_name(n->op));
+        cJSON *ins = cJSON_AddArrayToObject(o, "inputs");
+        for (int k = 0; k < n->n_inputs; k++) {
+            const opsched_tensor *t = opsched_graph_tensor(g, n->inputs[k]);
+            if (!t || t->kind == OPSCHED_TENSOR_WEIGHT || t->kind == OPSCHED_TENSOR_CONSTANT) continue;
+            cJSON_AddItemToArray(ins, shape_json(&t->shape));
+        }
+        cJSON *outs = cJSON_AddArrayToObject(o, "outputs");
+        for (int k = 0; k < n->n_outputs; k++)
+            cJSON_AddItemToArray(outs, shape_json(&opsched_graph_tensor(g, n->outputs[k])->shape));
+        char kb[32], sb[32], pb[64];
+        window_attrs(n, kb, sb, pb, sizeof(kb));
+        if (kb[0]) {
+            cJSON_AddStringToObject(o, "kernel", kb);
+            cJSON_AddStringToObject(o, "stride", sb);
+            cJSON_AddStringToObject(o, "pads", pb);
+        }
+        if (n->op == OPSCHED_OP_CONV) cJSON_AddNumberToObject(o, "groups", (double)n->attr.conv.groups);
+        cJSON_AddNumberToObject(o, "flops", (double)n->cost.flops);
+        cJSON_AddNumberToObject(o, "params", (double)n->cost.params);
+        cJSON_AddNumberToObject(o, "bytes_read", (double)n->cost.bytes_read);
+        cJSON_AddNumberToObject(o, "bytes_written", (double)n->cost.bytes_written);
+        cJSON_AddItemToArray(layers, o);
+    }
+    cJSON *t = cJSON_AddObjectToObject(root, "totals");
+    cJSON_AddNumberToObject(t, "layers", tot->n_nodes);
+    cJSON_AddNumberToObject(t, "compute_layers", tot->n_compute_nodes);
+    cJSON_AddNumberToObject(t, "flops", (double)tot->flops);
+    cJSON_AddNumberToObject(t, "params", (double)tot->params);
+    cJSON_AddNumberToObject(t, "weight_bytes", (double)tot->weight_bytes);
+    cJSON_AddNumberToObject(t, "peak_activation_bytes", (double)tot->peak_activation_bytes);
+    cJSON_AddNumberToObject(t, "bytes_read", (double)tot->bytes_read);
+    cJSON_AddNumberToObject(t, "bytes_written", (double)tot->bytes_written);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) return 0;
+    puts(text);
+    cJSON_free(text);
+    return 1;
+}
+
+int cmd_info(opsched_ctx *ctx, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"batch", required_argument, NULL, 'b'}, {"input-size", required_argument, NULL, 's'},
+        {"shapes", required_argument, NULL, 'S'}, {"bn", required_argument, NULL, 'B'},
+        {"format", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    tool_model_opts mo = {.fold_bn = 1};
+    tool_format fmt = TOOL_FMT_TABLE;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            if (!tool_parse_int(optarg, 1, 1 << 20, &mo.batch))
+                return tool_usage_error("info", "--batch wants a positive integer, got '%s'", optarg);
+            break;
+        case 's':
+            if (!tool_parse_size(optarg, &mo.height, &mo.width))
+                return tool_usage_error("info", "--input-size wants H or HxW, got '%s'", optarg);
+            break;
+        case 'S': mo.shapes = optarg; break;
+        case 'B':
+            if (strcmp(optarg, "fold") == 0) mo.fold_bn = 1;
+            else if (strcmp(optarg, "keep") == 0) mo.fold_bn = 0;
+            else return tool_usage_error("info", "--bn wants fold or keep, got '%s'", optarg);
+            break;
+        case 'f':
+            if (!tool_parse_format(optarg, &fmt))
+                return tool_usage_error("info", "--format wants table, csv or json, got '%s'", optarg);
+            break;
+        case 'h': fputs(info_help, stdout); return TOOL_EXIT_OK;
+        default:
+            return tool_usage_error("info", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return tool_usage_error("info", optind >= argc ? "which model? give a zoo name or an .onnx file"
+                                                       : "one model at a time");
+    mo.model = argv[optind];
+    opsched_graph *g = NULL;
+    opsched_status st = tool_load_model(ctx, &mo, &g);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, mo.model);
+    opsched_graph_totals tot;
+    int rc = TOOL_EXIT_OK;
+    st = opsched_graph_totals_compute(g, &tot);
+    if (st != OPSCHED_OK) {
+        rc = tool_fail(ctx, st, mo.model);
+    } else if (fmt == TOOL_FMT_TABLE) {
+        print_table(g, &tot);
+    } else if (fmt == TOOL_FMT_CSV) {
+        print_csv(g);
+    } else if (!print_json(g, &tot)) {
+        fprintf(stderr, "opsched: out of memory writing JSON\n");
+        rc = TOOL_EXIT_FAIL;
+    }
+    opsched_graph_free(g);
+    return rc;
+}

@@ -1,0 +1,70 @@
+/*
+ * cmd_models.c - `opsched models`: the built-in networks and their totals.
+ */
+#include <getopt.h>
+#include <string.h>
+
+#include "tool.h"
+
+static const char models_help[] =
+    "usage: opsched models [--batch N] [--format table|csv]\n"
+    "\n"
+    "Lists the built-in networks (torchvision architectures) at their default\n"
+    "input size, deployed form (BatchNormalization folded), with FLOPs,\n"
+    "parameters and peak activation memory.\n";
+
+int cmd_models(opsched_ctx *ctx, int argc, char **argv)
+{
+    static const struct option opts[] = {{"batch", required_argument, NULL, 'b'},
+                                         {"format", required_argument, NULL, 'f'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int64_t batch = 1;
+    tool_format fmt = TOOL_FMT_TABLE;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            if (!tool_parse_int(optarg, 1, 1 << 20, &batch))
+                return tool_usage_error("models", "--batch wants a positive integer, got '%s'", optarg);
+            break;
+        case 'f':
+            if (!tool_parse_format(optarg, &fmt) || fmt == TOOL_FMT_JSON)
+                return tool_usage_error("models", "--format wants table or csv, got '%s'", optarg);
+            break;
+        case 'h': fputs(models_help, stdout); return TOOL_EXIT_OK;
+        default: return tool_usage_error("models", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc) return tool_usage_error("models", "unexpected argument '%s'", argv[optind]);
+
+    if (fmt == TOOL_FMT_CSV)
+        printf("model,input,layers,flops,params,peak_activation_bytes\n");
+    else
+        printf("%-14s %-14s %7s %10s %12s %12s  %s\n", "model", "input", "layers", "GFLOPs",
+               "params", "peak act.", "description");
+    for (int i = 0; i < opsched_zoo_count(); i++) {
+        const opsched_zoo_info *zi = opsched_zoo_at(i);
+        opsched_zoo_options zo = {.batch = batch, .fold_bn = 1};
+        opsched_graph *g = NULL;
+        opsched_status st = opsched_zoo_build(ctx, zi->name, &zo, &g);
+        if (st != OPSCHED_OK) return tool_fail(ctx, st, zi->name);
+        opsched_graph_totals t;
+        st = opsched_graph_totals_compute(g, &t);
+        opsched_graph_free(g);
+        if (st != OPSCHED_OK) return tool_fail(ctx, st, zi->name);
+        char in[64], pk[32];
+        snprintf(in, sizeof(in), "%lldx3x%lldx%lld", (long long)batch, (long long)zi->default_size,
+                 (long long)zi->default_size);
+        if (fmt == TOOL_FMT_CSV)
+            printf("%s,%s,%d,%lld,%lld,%lld\n", zi->name, in, t.n_nodes, (long long)t.flops,
+                   (long long)t.params, (long long)t.peak_activation_bytes);
+        else
+            printf("%-14s %-14s %7d %10.3f %12lld %10sB  %s\n", zi->name, in, t.n_nodes,
+                   (double)t.flops / 1e9, (long long)t.params,
+                   tool_human((double)t.peak_activation_bytes, pk, sizeof(pk)), zi->description);
+    }
+    return TOOL_EXIT_OK;
+}

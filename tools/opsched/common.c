@@ -1,0 +1,105 @@
+/*
+ * common.c - helpers shared by the subcommands: errors, parsing, loading.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tool.h"
+
+int tool_fail(opsched_ctx *ctx, opsched_status st, const char *what)
+{
+    const char *msg = opsched_ctx_last_error(ctx);
+    if (!msg || !*msg) msg = opsched_status_str(st);
+    fprintf(stderr, "opsched: %s: %s\n", what, msg);
+    return TOOL_EXIT_FAIL;
+}
+
+int tool_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "opsched %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'opsched %s --help'.\n", cmd);
+    return TOOL_EXIT_USAGE;
+}
+
+int tool_parse_format(const char *s, tool_format *out)
+{
+    if (strcmp(s, "table") == 0) *out = TOOL_FMT_TABLE;
+    else if (strcmp(s, "csv") == 0) *out = TOOL_FMT_CSV;
+    else if (strcmp(s, "json") == 0) *out = TOOL_FMT_JSON;
+    else return 0;
+    return 1;
+}
+
+int tool_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+int tool_parse_size(const char *s, int64_t *h, int64_t *w)
+{
+    opsched_shape sh;
+    if (opsched_shape_parse(s, &sh) != OPSCHED_OK || sh.ndim < 1 || sh.ndim > 2) return 0;
+    if (sh.d[0] > 65536 || sh.d[sh.ndim - 1] > 65536) return 0;
+    *h = sh.d[0];
+    *w = sh.ndim == 2 ? sh.d[1] : sh.d[0];
+    return 1;
+}
+
+static int is_onnx_path(const char *m)
+{
+    size_t n = strlen(m);
+    struct stat st;
+    if (n > 5 && strcmp(m + n - 5, ".onnx") == 0) return 1;
+    return strchr(m, '/') != NULL || stat(m, &st) == 0;
+}
+
+opsched_status tool_load_model(opsched_ctx *ctx, const tool_model_opts *o, opsched_graph **out)
+{
+    if (is_onnx_path(o->model)) {
+        opsched_onnx_options oo = {.shapes = o->shapes, .batch = o->batch, .height = o->height,
+                                   .width = o->width, .load_weights = o->load_weights};
+        return opsched_onnx_load_file(ctx, o->model, &oo, out);
+    }
+    opsched_zoo_options zo = {.batch = o->batch, .height = o->height, .width = o->width,
+                              .fold_bn = o->fold_bn};
+    return opsched_zoo_build(ctx, o->model, &zo, out);
+}
+
+const char *tool_human(double v, char *buf, size_t n)
+{
+    static const char *const units[] = {"", "K", "M", "G", "T", "P"};
+    int u = 0;
+    while ((v >= 1000.0 || v <= -1000.0) && u < 5) {
+        v /= 1000.0;
+        u++;
+    }
+    if (u == 0) snprintf(buf, n, "%.0f", v);
+    else snprintf(buf, n, v >= 100 ? "%.0f%s" : v >= 10 ? "%.1f%s" : "%.2f%s", v, units[u]);
+    return buf;
+}
+
+void tool_csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}

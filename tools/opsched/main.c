@@ -1,0 +1,59 @@
+/*
+ * main.c - the opsched command-line tool: dispatch to one subcommand.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "tool.h"
+
+static const tool_cmd commands[] = {
+    {"models", "list the built-in networks with their totals", cmd_models},
+    {"info", "show a network layer by layer: shapes, FLOPs, parameters, bytes", cmd_info},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: opsched [--version] [--help] <command> [<args>]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'opsched <command> --help' describes a command.\n");
+}
+
+static void log_to_stderr(opsched_log_level level, const char *msg, void *user)
+{
+    static const char *const names[] = {"error", "warning", "info", "debug"};
+    (void)user;
+    fprintf(stderr, "opsched: %s: %s\n", names[level], msg);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return TOOL_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return TOOL_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("opsched %s\n", opsched_version());
+        return TOOL_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (strcmp(argv[1], commands[i].name) != 0) continue;
+        opsched_ctx *ctx = NULL;
+        if (opsched_ctx_create(&ctx) != OPSCHED_OK) {
+            fprintf(stderr, "opsched: out of memory\n");
+            return TOOL_EXIT_FAIL;
+        }
+        opsched_ctx_set_log(ctx, log_to_stderr, NULL, OPSCHED_LOG_WARN);
+        int rc = commands[i].run(ctx, argc - 1, argv + 1);
+        opsched_ctx_free(ctx);
+        return rc;
+    }
+    fprintf(stderr, "opsched: '%s' is not a command\n\n", argv[1]);
+    usage(stderr);
+    return TOOL_EXIT_USAGE;
+}

@@ -1,0 +1,56 @@
+/*
+ * tool.h - what the subcommands of the opsched tool share.  The tool uses
+ * only libopsched's public API.
+ */
+#ifndef OPSCHED_TOOL_H
+#define OPSCHED_TOOL_H
+
+#include <stdio.h>
+
+#include "opsched/opsched.h"
+
+/* Exit codes: 0 success, 1 a failure while doing the work, 2 a usage error. */
+enum { TOOL_EXIT_OK = 0, TOOL_EXIT_FAIL = 1, TOOL_EXIT_USAGE = 2 };
+
+typedef enum tool_format { TOOL_FMT_TABLE, TOOL_FMT_CSV, TOOL_FMT_JSON } tool_format;
+
+/* How to obtain a graph: a zoo name or an .onnx path, with size overrides. */
+typedef struct tool_model_opts {
+    const char *model;
+    int64_t batch;          /* 0: the model's own */
+    int64_t height, width;  /* 0: the model's own */
+    const char *shapes;     /* ONNX: "name:1x3x224x224,..." */
+    int fold_bn;            /* zoo: deployed form (BN folded) */
+    int load_weights;       /* ONNX: keep initializer payloads */
+} tool_model_opts;
+
+typedef struct tool_cmd {
+    const char *name;
+    const char *summary;
+    int (*run)(opsched_ctx *ctx, int argc, char **argv);
+} tool_cmd;
+
+int cmd_models(opsched_ctx *ctx, int argc, char **argv);
+int cmd_info(opsched_ctx *ctx, int argc, char **argv);
+
+/* Prints "opsched: <what>: <library message>" to stderr; returns TOOL_EXIT_FAIL. */
+int tool_fail(opsched_ctx *ctx, opsched_status st, const char *what);
+/* Prints "opsched <cmd>: <msg>" and a hint to stderr; returns TOOL_EXIT_USAGE. */
+int tool_usage_error(const char *cmd, const char *fmt, ...);
+
+int tool_parse_format(const char *s, tool_format *out);
+/* "224" or "224x320" */
+int tool_parse_size(const char *s, int64_t *h, int64_t *w);
+int tool_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out);
+
+/* Loads a zoo model or an ONNX file (a name ending in .onnx or naming an
+ * existing file).  Errors are left on ctx. */
+opsched_status tool_load_model(opsched_ctx *ctx, const tool_model_opts *o, opsched_graph **out);
+
+/* 1234567 -> "1.23M" (SI, 3 significant digits). */
+const char *tool_human(double v, char *buf, size_t n);
+
+/* Writes s as a CSV field (quoted when needed). */
+void tool_csv_field(FILE *f, const char *s);
+
+#endif /* OPSCHED_TOOL_H */
