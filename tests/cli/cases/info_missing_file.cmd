@@ -1,0 +1,1 @@
+info $TESTDATA/no_such_file.onnx
