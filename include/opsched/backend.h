@@ -1,0 +1,163 @@
+/*
+ * opsched/backend.h - devices that run operators: CUDA GPUs (cuDNN, cuBLAS)
+ * and the CPU (oneDNN).
+ *
+ * The objects, from the top: a backend ("cuda", "cpu") has devices; a device
+ * has streams and buffers (device memory); a plan is one graph node made
+ * ready to run on a device: descriptors built, an algorithm chosen, the
+ * workspace allocated.  A plan is launched many times, on any stream of its
+ * device, reading and writing buffers the caller owns.
+ *
+ * "Not supported" is an answer, not a failure of the backend: planning a
+ * node a backend or an algorithm cannot run returns OPSCHED_ERR_UNSUPPORTED
+ * with the reason on the context; device memory exhaustion returns
+ * OPSCHED_ERR_DEVICE_OOM.  Both leave the device usable.
+ *
+ * Ownership: a device must outlive its streams, buffers and plans.  A plan
+ * borrows nothing from the graph it was made from once created.
+ */
+#ifndef OPSCHED_BACKEND_H
+#define OPSCHED_BACKEND_H
+
+#include "opsched/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct opsched_device opsched_device;
+typedef struct opsched_stream opsched_stream;
+typedef struct opsched_buffer opsched_buffer;
+typedef struct opsched_plan opsched_plan;
+
+typedef enum opsched_math {
+    OPSCHED_MATH_FP32 = 0,  /* strict fp32: no tensor-core rounding */
+    OPSCHED_MATH_TF32,      /* fp32 data, tf32 tensor cores allowed */
+    OPSCHED_MATH_FP16,      /* fp16 data, fp32 accumulation */
+    OPSCHED_MATH_BF16,      /* bf16 data, fp32 accumulation */
+    OPSCHED_MATH_COUNT
+} opsched_math;
+
+const char *opsched_math_name(opsched_math m); /* "fp32", "tf32", "fp16", "bf16" */
+opsched_status opsched_math_from_name(const char *name, opsched_math *out);
+/* The data type tensors are stored in under a math mode. */
+opsched_dtype opsched_math_dtype(opsched_math m);
+
+typedef struct opsched_device_info {
+    char backend[16];          /* "cuda" or "cpu" */
+    int index;                 /* within the backend */
+    char name[128];            /* "NVIDIA H100 80GB HBM3", CPU model name */
+    char uuid[80];             /* GPU UUID; CPU: a hash of the model name */
+    char pci_bus_id[32];       /* GPU only */
+    char driver_version[32];
+    char runtime_version[32];  /* CUDA runtime */
+    char library_versions[160];/* "cudnn 9.19.0; cublas 13.0.0" or "onednn 2.6.3" */
+    int sm_count;              /* GPU SMs or CPU cores */
+    int cc_major, cc_minor;    /* compute capability; 0 on CPU */
+    int64_t memory_bytes;
+    int64_t l2_bytes;          /* last-level cache */
+    int has_power;             /* instantaneous power can be read */
+    int has_energy;            /* a cumulative energy counter can be read */
+    double power_limit_w;      /* 0 when unknown */
+} opsched_device_info;
+
+/* Backends compiled into this build, in order of preference ("cuda", "cpu"). */
+int opsched_backend_count(void);
+const char *opsched_backend_name(int i);
+
+/* Devices a backend can see now (0 when none, e.g. no GPU or no driver).
+ * An unknown backend name gives OPSCHED_ERR_NOT_FOUND. */
+opsched_status opsched_device_count(opsched_ctx *ctx, const char *backend, int *out);
+opsched_status opsched_device_open(opsched_ctx *ctx, const char *backend, int index,
+                                   opsched_device **out);
+void opsched_device_close(opsched_device *dev);
+opsched_status opsched_device_info_get(opsched_device *dev, opsched_device_info *out);
+opsched_ctx *opsched_device_ctx(const opsched_device *dev);
+/* Waits for all work on the device. */
+opsched_status opsched_device_sync(opsched_device *dev);
+
+/* Streams.  The device's default stream is returned by
+ * opsched_device_stream (borrowed). */
+opsched_status opsched_stream_create(opsched_device *dev, opsched_stream **out);
+void opsched_stream_free(opsched_stream *s);
+opsched_stream *opsched_device_stream(opsched_device *dev);
+opsched_status opsched_stream_sync(opsched_stream *s);
+
+/* Buffers: device memory of a given size. */
+opsched_status opsched_buffer_alloc(opsched_device *dev, size_t bytes, opsched_buffer **out);
+void opsched_buffer_free(opsched_buffer *b);
+size_t opsched_buffer_size(const opsched_buffer *b);
+opsched_status opsched_buffer_upload(opsched_buffer *b, size_t offset, const void *src,
+                                     size_t bytes);
+opsched_status opsched_buffer_download(const opsched_buffer *b, size_t offset, void *dst,
+                                       size_t bytes);
+/* Fills with uniform values in [-1, 1) of dtype from a seed (reproducible). */
+opsched_status opsched_buffer_fill_random(opsched_buffer *b, opsched_dtype dt, uint64_t seed);
+
+/* ---- plans ---------------------------------------------------------- */
+
+/* Algorithm names: "heuristic" (the library's first choice), "find" (the
+ * fastest by the library's own measurement), or a backend-specific name
+ * such as cuDNN's "implicit_gemm", "implicit_precomp_gemm", "gemm",
+ * "direct", "fft", "fft_tiling", "winograd", "winograd_nonfused". */
+typedef struct opsched_plan_options {
+    const char *algo;          /* NULL means "heuristic" */
+    opsched_math math;
+    opsched_layout layout;     /* NCHW or NHWC activations */
+    size_t workspace_limit;    /* 0: no limit beyond free memory */
+    int fuse_activation;       /* conv: fold a following Relu when the library can */
+} opsched_plan_options;
+
+/* Forward convolution algorithms a backend can try, in its order; the list
+ * is static.  *names may be NULL when the backend has none. */
+opsched_status opsched_device_conv_algos(opsched_device *dev, const char *const **names,
+                                         int *n);
+
+/* Plans graph node `node` (its input and output shapes and attributes).
+ * OPSCHED_ERR_UNSUPPORTED when the backend or the requested algorithm
+ * cannot run it (the message says why), OPSCHED_ERR_DEVICE_OOM when the
+ * workspace does not fit. */
+opsched_status opsched_plan_create(opsched_device *dev, const opsched_graph *g, int node,
+                                   const opsched_plan_options *opts, opsched_plan **out);
+void opsched_plan_free(opsched_plan *p);
+
+typedef struct opsched_plan_info {
+    char algo[48];             /* the algorithm actually used */
+    size_t workspace_bytes;
+    int fused_activation;      /* 1 when a following Relu was fused */
+} opsched_plan_info;
+opsched_status opsched_plan_info_get(const opsched_plan *p, opsched_plan_info *out);
+
+/* Enqueues one run of the plan on stream s (NULL: the default stream).
+ * inputs[i] and outputs[i] follow the node's inputs and outputs (an omitted
+ * optional input is NULL); each must hold the tensor in the plan's dtype
+ * and layout.  Returns without waiting. */
+opsched_status opsched_plan_launch(opsched_plan *p, opsched_stream *s,
+                                   opsched_buffer *const *inputs, opsched_buffer *const *outputs);
+
+/* ---- timing and energy ---------------------------------------------- */
+
+/* Device-side timestamps on a stream (CUDA events; host clock on CPU). */
+typedef struct opsched_timer opsched_timer;
+opsched_status opsched_timer_create(opsched_device *dev, opsched_timer **out);
+void opsched_timer_free(opsched_timer *t);
+opsched_status opsched_timer_start(opsched_timer *t, opsched_stream *s);
+opsched_status opsched_timer_stop(opsched_timer *t, opsched_stream *s);
+/* Waits for the stop mark; milliseconds between start and stop. */
+opsched_status opsched_timer_elapsed_ms(opsched_timer *t, double *ms);
+
+typedef struct opsched_power_sample {
+    double power_w;            /* NaN when unavailable */
+    double energy_mj;          /* cumulative counter; NaN when unavailable */
+    double temperature_c;      /* NaN when unavailable */
+    double sm_clock_mhz;       /* NaN when unavailable */
+} opsched_power_sample;
+
+/* Reads the device's power state now.  OPSCHED_ERR_UNSUPPORTED when the
+ * device has no sensor at all (then every field is NaN). */
+opsched_status opsched_device_power(opsched_device *dev, opsched_power_sample *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OPSCHED_BACKEND_H */

@@ -1,0 +1,141 @@
+/*
+ * opsched/measure.h - measuring what one operator costs: latency
+ * statistics and energy, on any backend.
+ *
+ * Method (what trtexec, nn-Meter and Zeus users expect): plan the node,
+ * fill its inputs with random data, warm up by time and by count, then time
+ * repetitions with device timestamps.  Operators of a few microseconds are
+ * timed in batches of back-to-back launches between two timestamps and
+ * divided, so launch overhead and timer resolution do not dominate.  In
+ * `cold` cache state the inputs rotate through copies that together exceed
+ * the last-level cache; `hot` reuses one set, as a network's producer feeds
+ * its consumer.
+ *
+ * Energy: a window of at least energy_window_ms of back-to-back launches;
+ * the device's cumulative energy counter is read after a device sync at both
+ * ends and divided by the launch count; idle power is measured just before;
+ * a sampling thread integrates power by the trapezoid rule as a cross-check,
+ * and is the result where no counter exists.
+ */
+#ifndef OPSCHED_MEASURE_H
+#define OPSCHED_MEASURE_H
+
+#include "opsched/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum opsched_cache_state {
+    OPSCHED_CACHE_HOT = 0,
+    OPSCHED_CACHE_COLD
+} opsched_cache_state;
+
+const char *opsched_cache_name(opsched_cache_state c); /* "hot", "cold" */
+
+typedef struct opsched_stats {
+    int n;
+    double min, max, mean, median, std;
+    double p90, p95, p99;
+    double trimmed_mean;       /* mean of the samples within 3 std of the mean */
+    double cv;                 /* std / mean */
+} opsched_stats;
+
+/* Statistics of n samples (n >= 1; the array is not modified). */
+opsched_status opsched_stats_compute(const double *samples, int n, opsched_stats *out);
+
+/* trtexec warns above this coefficient of variation. */
+#define OPSCHED_CV_WARN 0.025
+
+typedef struct opsched_measure_options {
+    double warmup_ms;          /* warm up at least this long (default 200) */
+    int warmup_iters;          /* and at least this many launches (default 10) */
+    int iters;                 /* timed samples, at least (default 50) */
+    double min_ms;             /* and keep sampling until this much time (default 500) */
+    int max_iters;             /* upper bound on samples (default 10000) */
+    double sample_min_us;      /* batch launches until a sample lasts this long (default 200) */
+    opsched_cache_state cache;
+    int energy;                /* 1: also measure energy */
+    double energy_window_ms;   /* default 1000, never below 1000 */
+    double idle_ms;            /* idle-power window before (default 300) */
+    double cooldown_ms;        /* sleep before each measurement (default 0) */
+    opsched_plan_options plan;
+    uint64_t seed;             /* input data seed (default 1) */
+} opsched_measure_options;
+
+/* The defaults above. */
+void opsched_measure_options_default(opsched_measure_options *o);
+
+typedef struct opsched_energy {
+    int valid;
+    char method[16];           /* "counter" or "power" (integrated samples) */
+    long launches;             /* in the window */
+    double window_ms;
+    double energy_j;           /* per launch, total */
+    double dynamic_energy_j;   /* per launch, idle power subtracted */
+    double energy_power_j;     /* per launch, from the integrated power samples */
+    double power_mean_w;
+    double idle_power_w;
+    double temperature_c;
+    double sm_clock_mhz;
+    double power_limit_w;
+} opsched_energy;
+
+typedef struct opsched_measurement {
+    opsched_status status;     /* OK, UNSUPPORTED, DEVICE_OOM or the failure */
+    char message[256];         /* why, when status is not OK */
+    char algo[48];
+    size_t workspace_bytes;
+    opsched_math math;
+    opsched_layout layout;
+    opsched_cache_state cache;
+    int launches_per_sample;
+    opsched_stats stats;       /* per launch, milliseconds */
+    int unstable;              /* cv above OPSCHED_CV_WARN */
+    opsched_energy energy;
+} opsched_measurement;
+
+/* Measures node `node` of g on dev.  Returns OPSCHED_OK whenever *out holds
+ * a result, including "unsupported" and "out of device memory" results
+ * (out->status says which); other statuses are failures of the harness or
+ * the device, with the message on the context. */
+opsched_status opsched_measure_node(opsched_device *dev, const opsched_graph *g, int node,
+                                    const opsched_measure_options *opts,
+                                    opsched_measurement *out);
+
+/* ---- operator configurations ---------------------------------------- */
+
+/* A named parameter of an operator configuration, as a user writes it:
+ * {"in_channels", 64}. */
+typedef struct opsched_param {
+    const char *name;
+    int64_t value;
+} opsched_param;
+
+/* Operators that can be configured by parameters, e.g. "conv2d", "linear",
+ * "matmul", "maxpool", "avgpool", "relu", "add", "concat", "batchnorm",
+ * "softmax", "layernorm"... (static list). */
+int opsched_opconfig_count(void);
+const char *opsched_opconfig_name(int i);
+/* The parameter names an operator takes, with their defaults (static). */
+opsched_status opsched_opconfig_params(const char *op, const opsched_param **params, int *n);
+
+/* Builds a one-node graph for an operator configuration.  Unknown
+ * operators or parameters give OPSCHED_ERR_INVALID_ARG; impossible
+ * combinations OPSCHED_ERR_SHAPE.  The node is node 0. */
+opsched_status opsched_opconfig_build(opsched_ctx *ctx, const char *op, const opsched_param *params,
+                                      int n_params, opsched_dtype dtype, opsched_graph **out);
+
+/* Copies node `node` of g, with its inputs (activations become INPUT
+ * tensors, weights stay weights), into a new one-node graph. */
+opsched_status opsched_graph_extract_node(const opsched_graph *g, int node, opsched_graph **out);
+
+/* A canonical text that identifies a node's configuration: operator,
+ * attributes, input shapes and dtype, but no names.  Two nodes with the
+ * same signature cost the same to run. */
+opsched_status opsched_node_signature(const opsched_graph *g, int node, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OPSCHED_MEASURE_H */

@@ -1,0 +1,109 @@
+/*
+ * opsched/store.h - the measurement database (SQLite).
+ *
+ * One file holds devices (with their environment), operator configurations
+ * under a canonical signature, runs (what was asked, shard, start and end,
+ * tool version) and measurements (every statistic, energy, algorithm, math
+ * mode, layout, cache state and status).  Each measurement is committed as
+ * soon as it is added, so a killed sweep loses at most the configuration in
+ * flight.  WAL mode and a busy timeout let several processes write one file.
+ * The schema version lives in PRAGMA user_version; a file from a newer
+ * opsched is refused with OPSCHED_ERR_VERSION.
+ */
+#ifndef OPSCHED_STORE_H
+#define OPSCHED_STORE_H
+
+#include <stdio.h>
+
+#include "opsched/measure.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct opsched_store opsched_store;
+
+/* Opens (creating if needed) a database file.  The context must outlive
+ * the store. */
+opsched_status opsched_store_open(opsched_ctx *ctx, const char *path, opsched_store **out);
+void opsched_store_close(opsched_store *s);
+/* The schema version this build writes. */
+int opsched_store_schema_version(void);
+
+typedef struct opsched_run_info {
+    const char *command;       /* the command line, for provenance */
+    const char *spec;          /* the sweep spec text, or NULL */
+    int shard_index;           /* 0-based; 0 of 1 when not sharded */
+    int shard_count;
+} opsched_run_info;
+
+opsched_status opsched_store_begin_run(opsched_store *s, const opsched_run_info *info,
+                                       int64_t *run_id);
+/* status: "done", "interrupted", "failed". */
+opsched_status opsched_store_end_run(opsched_store *s, int64_t run_id, const char *status);
+
+/* Finds or adds a device by (backend, uuid); the environment is updated. */
+opsched_status opsched_store_device(opsched_store *s, const opsched_device_info *info,
+                                    int64_t *device_id);
+
+/* The user-facing description of a configuration; -1 where a field does
+ * not apply.  For convolutions these fill the classic sweep columns. */
+typedef struct opsched_config_record {
+    char signature[512];
+    char op[32];               /* "conv2d", "linear", "maxpool", ... */
+    int64_t batch, in_channels, out_channels, kernel, stride, padding, groups;
+    int64_t height, width;     /* input spatial size */
+    int64_t flops, bytes;
+    char dtype[8];
+} opsched_config_record;
+
+/* Describes node `node` of g. */
+opsched_status opsched_config_record_from_node(const opsched_graph *g, int node,
+                                               opsched_config_record *out);
+
+/* Finds or adds a configuration by signature. */
+opsched_status opsched_store_config(opsched_store *s, const opsched_config_record *rec,
+                                    int64_t *config_id);
+
+/* The settings that make two measurements of one configuration comparable:
+ * algorithm policy, math, layout, cache state, energy on/off. */
+void opsched_settings_key(const opsched_measure_options *o, char *buf, size_t size);
+
+/* Whether a measurement of this configuration with these settings on this
+ * device is already stored (any status but "error"). */
+opsched_status opsched_store_has(opsched_store *s, int64_t device_id, int64_t config_id,
+                                 const char *settings_key, int *found);
+
+/* Adds one measurement and commits it. */
+opsched_status opsched_store_add(opsched_store *s, int64_t run_id, int64_t device_id,
+                                 int64_t config_id, const char *settings_key,
+                                 const char *algo_policy, const opsched_measurement *m,
+                                 int64_t *measurement_id);
+
+typedef struct opsched_merge_stats {
+    int64_t runs, devices, configs;
+    int64_t measurements_added, measurements_skipped; /* skipped: already present */
+} opsched_merge_stats;
+
+/* Copies everything from the database at src_path into s, deduplicated
+ * (a measurement is the same when its run, device, configuration, settings
+ * and time are); runs keep their identity, so provenance survives. */
+opsched_status opsched_store_merge(opsched_store *s, const char *src_path,
+                                   opsched_merge_stats *stats);
+
+/* Writes measurements as CSV.  op_filter ("conv2d", NULL for all).  For
+ * convolutions the first columns are the classic sweep layout: Batch size,
+ * In Channels, Out Channels, Kernel Size, Stride, Width, Height, Flops,
+ * Latency, Latency Type; then algorithm, statistics and energy. */
+opsched_status opsched_store_export_csv(opsched_store *s, FILE *f, const char *op_filter);
+
+typedef struct opsched_store_summary {
+    int64_t devices, runs, configs, measurements;
+    int64_t ok, unsupported, oom, errors;
+} opsched_store_summary;
+opsched_status opsched_store_summary_get(opsched_store *s, opsched_store_summary *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OPSCHED_STORE_H */

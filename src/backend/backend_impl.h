@@ -1,0 +1,69 @@
+/*
+ * backend_impl.h - the function table a backend fills in, and the
+ * generic objects the registry wraps around it (ggml-backend's shape).
+ *
+ * Every slot takes the context first and reports failures on it.  Slots
+ * marked optional may be NULL; the registry (registry.c) handles that case
+ * once, so callers of the public API never see it.  Device, stream, memory,
+ * plan and timer handles are opaque to the registry ("void *impl").  The
+ * default stream of a device is the NULL stream handle.
+ */
+#ifndef OS_BACKEND_IMPL_H
+#define OS_BACKEND_IMPL_H
+
+#include "opsched/backend.h"
+
+typedef struct os_backend_iface {
+    const char *name;
+
+    /* Devices visible now; 0 (and OK) when the driver or hardware is absent. */
+    opsched_status (*device_count)(opsched_ctx *ctx, int *out);
+    opsched_status (*device_open)(opsched_ctx *ctx, int index, void **dev);
+    void (*device_close)(void *dev);
+    opsched_status (*device_info)(opsched_ctx *ctx, void *dev, opsched_device_info *out);
+    opsched_status (*device_sync)(opsched_ctx *ctx, void *dev);
+
+    opsched_status (*stream_create)(opsched_ctx *ctx, void *dev, void **stream);
+    void (*stream_free)(void *dev, void *stream);
+    opsched_status (*stream_sync)(opsched_ctx *ctx, void *dev, void *stream);
+
+    /* Device memory.  alloc returns OPSCHED_ERR_DEVICE_OOM when it does not fit. */
+    opsched_status (*mem_alloc)(opsched_ctx *ctx, void *dev, size_t bytes, void **ptr);
+    void (*mem_free)(void *dev, void *ptr);
+    opsched_status (*mem_upload)(opsched_ctx *ctx, void *dev, void *dst, const void *src,
+                                 size_t bytes);
+    opsched_status (*mem_download)(opsched_ctx *ctx, void *dev, void *dst, const void *src,
+                                   size_t bytes);
+
+    /* Plans node `node`; fills *info (algorithm used, workspace).  The plan
+     * owns its workspace. */
+    opsched_status (*plan_create)(opsched_ctx *ctx, void *dev, const opsched_graph *g, int node,
+                                  const opsched_plan_options *opts, void **plan,
+                                  opsched_plan_info *info);
+    void (*plan_free)(void *dev, void *plan);
+    /* in/out are device pointers in node order (NULL for omitted inputs). */
+    opsched_status (*plan_launch)(opsched_ctx *ctx, void *dev, void *plan, void *stream,
+                                  void *const *in, void *const *out);
+
+    /* Timers: mark(which=0) start, mark(which=1) stop, elapsed waits. */
+    opsched_status (*timer_create)(opsched_ctx *ctx, void *dev, void **timer);
+    void (*timer_free)(void *dev, void *timer);
+    opsched_status (*timer_mark)(opsched_ctx *ctx, void *dev, void *timer, void *stream,
+                                 int which);
+    opsched_status (*timer_elapsed)(opsched_ctx *ctx, void *dev, void *timer, double *ms);
+
+    /* Optional: forward convolution algorithm names (static). */
+    const char *const *conv_algos;
+    int n_conv_algos;
+    /* Optional: power, energy counter, temperature, clock. */
+    opsched_status (*power)(opsched_ctx *ctx, void *dev, opsched_power_sample *out);
+} os_backend_iface;
+
+#ifdef OPSCHED_HAVE_CUDA
+extern const os_backend_iface os_backend_cuda;
+#endif
+#ifdef OPSCHED_HAVE_DNNL
+extern const os_backend_iface os_backend_cpu;
+#endif
+
+#endif /* OS_BACKEND_IMPL_H */

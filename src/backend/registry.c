@@ -1,0 +1,466 @@
+/*
+ * registry.c - the public backend API over the backends' function tables:
+ * which backends this build has, and the generic device, stream, buffer,
+ * plan and timer objects that carry a backend's opaque handles.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend_impl.h"
+#include "core/error.h"
+
+struct opsched_device {
+    const os_backend_iface *be;
+    opsched_ctx *ctx;
+    void *impl;
+    int index;
+    struct opsched_stream *default_stream;
+};
+
+struct opsched_stream {
+    opsched_device *dev;
+    void *impl; /* NULL: the device's default stream */
+};
+
+struct opsched_buffer {
+    opsched_device *dev;
+    void *ptr;
+    size_t size;
+};
+
+struct opsched_plan {
+    opsched_device *dev;
+    void *impl;
+    opsched_plan_info info;
+    int n_inputs, n_outputs;
+};
+
+struct opsched_timer {
+    opsched_device *dev;
+    void *impl;
+};
+
+static const os_backend_iface *const backends[] = {
+#ifdef OPSCHED_HAVE_CUDA
+    &os_backend_cuda,
+#endif
+#ifdef OPSCHED_HAVE_DNNL
+    &os_backend_cpu,
+#endif
+    NULL};
+
+#define N_BACKENDS ((int)(sizeof(backends) / sizeof(backends[0])) - 1)
+
+int opsched_backend_count(void) { return N_BACKENDS; }
+
+const char *opsched_backend_name(int i)
+{
+    return i >= 0 && i < N_BACKENDS ? backends[i]->name : NULL;
+}
+
+static opsched_status find_backend(opsched_ctx *ctx, const char *name,
+                                   const os_backend_iface **out)
+{
+    for (int i = 0; i < N_BACKENDS; i++) {
+        if (name && strcmp(backends[i]->name, name) == 0) {
+            *out = backends[i];
+            return OPSCHED_OK;
+        }
+    }
+    char have[64] = "";
+    for (int i = 0; i < N_BACKENDS; i++) {
+        strncat(have, i ? ", " : "", sizeof(have) - strlen(have) - 1);
+        strncat(have, backends[i]->name, sizeof(have) - strlen(have) - 1);
+    }
+    return OS_FAIL(ctx, OPSCHED_ERR_NOT_FOUND, "no backend '%s' in this build (it has: %s)",
+                   name ? name : "(null)", N_BACKENDS ? have : "none");
+}
+
+static const char *const math_names[OPSCHED_MATH_COUNT] = {"fp32", "tf32", "fp16", "bf16"};
+
+const char *opsched_math_name(opsched_math m)
+{
+    return (int)m >= 0 && m < OPSCHED_MATH_COUNT ? math_names[m] : "?";
+}
+
+opsched_status opsched_math_from_name(const char *name, opsched_math *out)
+{
+    for (int i = 0; name && i < OPSCHED_MATH_COUNT; i++) {
+        if (strcmp(name, math_names[i]) == 0) {
+            *out = (opsched_math)i;
+            return OPSCHED_OK;
+        }
+    }
+    return OPSCHED_ERR_NOT_FOUND;
+}
+
+opsched_dtype opsched_math_dtype(opsched_math m)
+{
+    return m == OPSCHED_MATH_FP16 ? OPSCHED_F16 : m == OPSCHED_MATH_BF16 ? OPSCHED_BF16 : OPSCHED_F32;
+}
+
+opsched_status opsched_device_count(opsched_ctx *ctx, const char *backend, int *out)
+{
+    const os_backend_iface *be = NULL;
+    if (!out) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "device_count: out is NULL");
+    *out = 0;
+    OS_TRY(find_backend(ctx, backend, &be));
+    return be->device_count(ctx, out);
+}
+
+opsched_status opsched_device_open(opsched_ctx *ctx, const char *backend, int index,
+                                   opsched_device **out)
+{
+    const os_backend_iface *be = NULL;
+    if (!out) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "device_open: out is NULL");
+    *out = NULL;
+    OS_TRY(find_backend(ctx, backend, &be));
+    int n = 0;
+    OS_TRY(be->device_count(ctx, &n));
+    if (index < 0 || index >= n)
+        return OS_FAIL(ctx, OPSCHED_ERR_NOT_FOUND, "%s device %d does not exist (%d visible)",
+                       be->name, index, n);
+    opsched_device *d = calloc(1, sizeof(*d));
+    opsched_stream *s = calloc(1, sizeof(*s));
+    if (!d || !s) {
+        free(d);
+        free(s);
+        return OS_NOMEM(ctx);
+    }
+    opsched_status st = be->device_open(ctx, index, &d->impl);
+    if (st != OPSCHED_OK) {
+        free(d);
+        free(s);
+        return st;
+    }
+    d->be = be;
+    d->ctx = ctx;
+    d->index = index;
+    s->dev = d;
+    d->default_stream = s;
+    *out = d;
+    return OPSCHED_OK;
+}
+
+void opsched_device_close(opsched_device *dev)
+{
+    if (!dev) return;
+    dev->be->device_close(dev->impl);
+    free(dev->default_stream);
+    free(dev);
+}
+
+opsched_ctx *opsched_device_ctx(const opsched_device *dev) { return dev ? dev->ctx : NULL; }
+
+opsched_status opsched_device_info_get(opsched_device *dev, opsched_device_info *out)
+{
+    if (!dev || !out) return OPSCHED_ERR_INVALID_ARG;
+    memset(out, 0, sizeof(*out));
+    OS_TRY(dev->be->device_info(dev->ctx, dev->impl, out));
+    snprintf(out->backend, sizeof(out->backend), "%s", dev->be->name);
+    out->index = dev->index;
+    return OPSCHED_OK;
+}
+
+opsched_status opsched_device_sync(opsched_device *dev)
+{
+    if (!dev) return OPSCHED_ERR_INVALID_ARG;
+    return dev->be->device_sync(dev->ctx, dev->impl);
+}
+
+opsched_status opsched_device_conv_algos(opsched_device *dev, const char *const **names, int *n)
+{
+    if (!dev || !names || !n) return OPSCHED_ERR_INVALID_ARG;
+    *names = dev->be->conv_algos;
+    *n = dev->be->conv_algos ? dev->be->n_conv_algos : 0;
+    return OPSCHED_OK;
+}
+
+opsched_status opsched_device_power(opsched_device *dev, opsched_power_sample *out)
+{
+    if (!dev || !out) return OPSCHED_ERR_INVALID_ARG;
+    out->power_w = out->energy_mj = out->temperature_c = out->sm_clock_mhz = NAN;
+    if (!dev->be->power)
+        return OS_FAIL(dev->ctx, OPSCHED_ERR_UNSUPPORTED, "%s device has no power sensor",
+                       dev->be->name);
+    return dev->be->power(dev->ctx, dev->impl, out);
+}
+
+/* ---- streams -------------------------------------------------------- */
+
+opsched_status opsched_stream_create(opsched_device *dev, opsched_stream **out)
+{
+    if (!dev || !out) return OPSCHED_ERR_INVALID_ARG;
+    opsched_stream *s = calloc(1, sizeof(*s));
+    if (!s) return OS_NOMEM(dev->ctx);
+    opsched_status st = dev->be->stream_create(dev->ctx, dev->impl, &s->impl);
+    if (st != OPSCHED_OK) {
+        free(s);
+        return st;
+    }
+    s->dev = dev;
+    *out = s;
+    return OPSCHED_OK;
+}
+
+void opsched_stream_free(opsched_stream *s)
+{
+    if (!s || s == s->dev->default_stream) return;
+    s->dev->be->stream_free(s->dev->impl, s->impl);
+    free(s);
+}
+
+opsched_stream *opsched_device_stream(opsched_device *dev)
+{
+    return dev ? dev->default_stream : NULL;
+}
+
+opsched_status opsched_stream_sync(opsched_stream *s)
+{
+    if (!s) return OPSCHED_ERR_INVALID_ARG;
+    return s->dev->be->stream_sync(s->dev->ctx, s->dev->impl, s->impl);
+}
+
+/* ---- buffers -------------------------------------------------------- */
+
+opsched_status opsched_buffer_alloc(opsched_device *dev, size_t bytes, opsched_buffer **out)
+{
+    if (!dev || !out) return OPSCHED_ERR_INVALID_ARG;
+    *out = NULL;
+    opsched_buffer *b = calloc(1, sizeof(*b));
+    if (!b) return OS_NOMEM(dev->ctx);
+    opsched_status st = dev->be->mem_alloc(dev->ctx, dev->impl, bytes ? bytes : 1, &b->ptr);
+    if (st != OPSCHED_OK) {
+        free(b);
+        return st;
+    }
+    b->dev = dev;
+    b->size = bytes;
+    *out = b;
+    return OPSCHED_OK;
+}
+
+void opsched_buffer_free(opsched_buffer *b)
+{
+    if (!b) return;
+    b->dev->be->mem_free(b->dev->impl, b->ptr);
+    free(b);
+}
+
+size_t opsched_buffer_size(const opsched_buffer *b) { return b ? b->size : 0; }
+
+static opsched_status check_range(const opsched_buffer *b, size_t offset, size_t bytes)
+{
+    if (offset > b->size || bytes > b->size - offset)
+        return OS_FAIL(b->dev->ctx, OPSCHED_ERR_INVALID_ARG,
+                       "buffer access [%zu, +%zu) outside its %zu bytes", offset, bytes, b->size);
+    return OPSCHED_OK;
+}
+
+opsched_status opsched_buffer_upload(opsched_buffer *b, size_t offset, const void *src,
+                                     size_t bytes)
+{
+    if (!b || (!src && bytes)) return OPSCHED_ERR_INVALID_ARG;
+    OS_TRY(check_range(b, offset, bytes));
+    return b->dev->be->mem_upload(b->dev->ctx, b->dev->impl, (char *)b->ptr + offset, src, bytes);
+}
+
+opsched_status opsched_buffer_download(const opsched_buffer *b, size_t offset, void *dst,
+                                       size_t bytes)
+{
+    if (!b || (!dst && bytes)) return OPSCHED_ERR_INVALID_ARG;
+    OS_TRY(check_range(b, offset, bytes));
+    return b->dev->be->mem_download(b->dev->ctx, b->dev->impl, dst, (char *)b->ptr + offset,
+                                    bytes);
+}
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Round-to-nearest-even float -> half and -> bfloat16. */
+static uint16_t f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+    uint32_t mant = x & 0x7fffffu;
+    if (exp <= 0) {
+        if (exp < -10) return (uint16_t)sign;
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t h = mant >> shift;
+        uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
+    uint32_t h = sign | ((uint32_t)exp << 10) | (mant >> 13);
+    uint32_t rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
+    return (uint16_t)h;
+}
+
+static uint16_t f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+opsched_status opsched_buffer_fill_random(opsched_buffer *b, opsched_dtype dt, uint64_t seed)
+{
+    if (!b) return OPSCHED_ERR_INVALID_ARG;
+    size_t esz = opsched_dtype_size(dt);
+    if (!esz) return OS_FAIL(b->dev->ctx, OPSCHED_ERR_INVALID_ARG, "fill_random: bad dtype");
+    size_t n = b->size / esz;
+    unsigned char *host = malloc(b->size ? b->size : 1);
+    if (!host) return OS_NOMEM(b->dev->ctx);
+    uint64_t state = seed * 0x2545f4914f6cdd1dull + 1;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = splitmix64(&state);
+        float v = (float)((double)(r >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
+        switch (dt) {
+        case OPSCHED_F32: memcpy(host + 4 * i, &v, 4); break;
+        case OPSCHED_F16: {
+            uint16_t h = f32_to_f16(v);
+            memcpy(host + 2 * i, &h, 2);
+            break;
+        }
+        case OPSCHED_BF16: {
+            uint16_t h = f32_to_bf16(v);
+            memcpy(host + 2 * i, &h, 2);
+            break;
+        }
+        case OPSCHED_INT8: host[i] = (unsigned char)(r & 0xff); break;
+        case OPSCHED_INT32: {
+            int32_t k = (int32_t)(r % 7);
+            memcpy(host + 4 * i, &k, 4);
+            break;
+        }
+        default: {
+            int64_t k = (int64_t)(r % 7);
+            memcpy(host + 8 * i, &k, 8);
+            break;
+        }
+        }
+    }
+    memset(host + n * esz, 0, b->size - n * esz);
+    opsched_status st = opsched_buffer_upload(b, 0, host, b->size);
+    free(host);
+    return st;
+}
+
+/* ---- plans ---------------------------------------------------------- */
+
+opsched_status opsched_plan_create(opsched_device *dev, const opsched_graph *g, int node,
+                                   const opsched_plan_options *opts, opsched_plan **out)
+{
+    if (!dev || !g || !out) return OPSCHED_ERR_INVALID_ARG;
+    *out = NULL;
+    const opsched_node *n = opsched_graph_node(g, node);
+    if (!n) return OS_FAIL(dev->ctx, OPSCHED_ERR_INVALID_ARG, "plan: node %d does not exist", node);
+    opsched_plan_options def;
+    memset(&def, 0, sizeof(def));
+    if (!opts) opts = &def;
+    if ((int)opts->math < 0 || opts->math >= OPSCHED_MATH_COUNT)
+        return OS_FAIL(dev->ctx, OPSCHED_ERR_INVALID_ARG, "plan: bad math mode");
+    opsched_plan *p = calloc(1, sizeof(*p));
+    if (!p) return OS_NOMEM(dev->ctx);
+    opsched_status st = dev->be->plan_create(dev->ctx, dev->impl, g, node, opts, &p->impl, &p->info);
+    if (st != OPSCHED_OK) {
+        free(p);
+        return st;
+    }
+    p->dev = dev;
+    p->n_inputs = n->n_inputs;
+    p->n_outputs = n->n_outputs;
+    *out = p;
+    return OPSCHED_OK;
+}
+
+void opsched_plan_free(opsched_plan *p)
+{
+    if (!p) return;
+    p->dev->be->plan_free(p->dev->impl, p->impl);
+    free(p);
+}
+
+opsched_status opsched_plan_info_get(const opsched_plan *p, opsched_plan_info *out)
+{
+    if (!p || !out) return OPSCHED_ERR_INVALID_ARG;
+    *out = p->info;
+    return OPSCHED_OK;
+}
+
+#define OS_PLAN_MAX_IO 64
+
+opsched_status opsched_plan_launch(opsched_plan *p, opsched_stream *s,
+                                   opsched_buffer *const *inputs, opsched_buffer *const *outputs)
+{
+    if (!p || (!inputs && p->n_inputs) || !outputs) return OPSCHED_ERR_INVALID_ARG;
+    if (p->n_inputs > OS_PLAN_MAX_IO || p->n_outputs > OS_PLAN_MAX_IO)
+        return OS_FAIL(p->dev->ctx, OPSCHED_ERR_UNSUPPORTED, "plan: too many inputs or outputs");
+    if (!s) s = p->dev->default_stream;
+    if (s->dev != p->dev)
+        return OS_FAIL(p->dev->ctx, OPSCHED_ERR_INVALID_ARG, "plan: stream of another device");
+    void *in[OS_PLAN_MAX_IO], *out[OS_PLAN_MAX_IO];
+    for (int i = 0; i < p->n_inputs; i++) in[i] = inputs[i] ? inputs[i]->ptr : NULL;
+    for (int i = 0; i < p->n_outputs; i++) {
+        if (!outputs[i]) return OS_FAIL(p->dev->ctx, OPSCHED_ERR_INVALID_ARG, "plan: output %d missing", i);
+        out[i] = outputs[i]->ptr;
+    }
+    return p->dev->be->plan_launch(p->dev->ctx, p->dev->impl, p->impl, s->impl, in, out);
+}
+
+/* ---- timers --------------------------------------------------------- */
+
+opsched_status opsched_timer_create(opsched_device *dev, opsched_timer **out)
+{
+    if (!dev || !out) return OPSCHED_ERR_INVALID_ARG;
+    opsched_timer *t = calloc(1, sizeof(*t));
+    if (!t) return OS_NOMEM(dev->ctx);
+    opsched_status st = dev->be->timer_create(dev->ctx, dev->impl, &t->impl);
+    if (st != OPSCHED_OK) {
+        free(t);
+        return st;
+    }
+    t->dev = dev;
+    *out = t;
+    return OPSCHED_OK;
+}
+
+void opsched_timer_free(opsched_timer *t)
+{
+    if (!t) return;
+    t->dev->be->timer_free(t->dev->impl, t->impl);
+    free(t);
+}
+
+opsched_status opsched_timer_start(opsched_timer *t, opsched_stream *s)
+{
+    if (!t) return OPSCHED_ERR_INVALID_ARG;
+    if (!s) s = t->dev->default_stream;
+    return t->dev->be->timer_mark(t->dev->ctx, t->dev->impl, t->impl, s->impl, 0);
+}
+
+opsched_status opsched_timer_stop(opsched_timer *t, opsched_stream *s)
+{
+    if (!t) return OPSCHED_ERR_INVALID_ARG;
+    if (!s) s = t->dev->default_stream;
+    return t->dev->be->timer_mark(t->dev->ctx, t->dev->impl, t->impl, s->impl, 1);
+}
+
+opsched_status opsched_timer_elapsed_ms(opsched_timer *t, double *ms)
+{
+    if (!t || !ms) return OPSCHED_ERR_INVALID_ARG;
+    return t->dev->be->timer_elapsed(t->dev->ctx, t->dev->impl, t->impl, ms);
+}
