@@ -6,5 +6,8 @@
 #include "opsched/graph.h"
 #include "opsched/onnx.h"
 #include "opsched/zoo.h"
+#include "opsched/backend.h"
+#include "opsched/measure.h"
+#include "opsched/store.h"
 
 #endif /* OPSCHED_OPSCHED_H */

@@ -59,6 +59,11 @@ typedef struct os_backend_iface {
     opsched_status (*power)(opsched_ctx *ctx, void *dev, opsched_power_sample *out);
 } os_backend_iface;
 
+/* opsched_device_power reporting failures on ctx instead of the device's
+ * context, for a sampling thread that must not share the caller's context. */
+opsched_status os_device_power_with(opsched_device *dev, opsched_ctx *ctx,
+                                    opsched_power_sample *out);
+
 #ifdef OPSCHED_HAVE_CUDA
 extern const os_backend_iface os_backend_cuda;
 #endif

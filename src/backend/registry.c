@@ -178,14 +178,20 @@ opsched_status opsched_device_conv_algos(opsched_device *dev, const char *const 
     return OPSCHED_OK;
 }
 
-opsched_status opsched_device_power(opsched_device *dev, opsched_power_sample *out)
+opsched_status os_device_power_with(opsched_device *dev, opsched_ctx *ctx,
+                                    opsched_power_sample *out)
 {
     if (!dev || !out) return OPSCHED_ERR_INVALID_ARG;
     out->power_w = out->energy_mj = out->temperature_c = out->sm_clock_mhz = NAN;
     if (!dev->be->power)
-        return OS_FAIL(dev->ctx, OPSCHED_ERR_UNSUPPORTED, "%s device has no power sensor",
+        return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "%s device has no power sensor",
                        dev->be->name);
-    return dev->be->power(dev->ctx, dev->impl, out);
+    return dev->be->power(ctx, dev->impl, out);
+}
+
+opsched_status opsched_device_power(opsched_device *dev, opsched_power_sample *out)
+{
+    return os_device_power_with(dev, dev ? dev->ctx : NULL, out);
 }
 
 /* ---- streams -------------------------------------------------------- */

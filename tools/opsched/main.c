@@ -9,6 +9,8 @@
 static const tool_cmd commands[] = {
     {"models", "list the built-in networks with their totals", cmd_models},
     {"info", "show a network layer by layer: shapes, FLOPs, parameters, bytes", cmd_info},
+    {"devices", "list GPUs and the CPU with versions, memory, power and energy", cmd_devices},
+    {"bench", "measure one operator configuration, one row per algorithm", cmd_bench},
 };
 
 static void usage(FILE *f)

@@ -6,6 +6,7 @@
 #define OPSCHED_TOOL_H
 
 #include <stdio.h>
+#include <stdint.h>
 
 #include "opsched/opsched.h"
 
@@ -32,6 +33,25 @@ typedef struct tool_cmd {
 
 int cmd_models(opsched_ctx *ctx, int argc, char **argv);
 int cmd_info(opsched_ctx *ctx, int argc, char **argv);
+int cmd_devices(opsched_ctx *ctx, int argc, char **argv);
+int cmd_bench(opsched_ctx *ctx, int argc, char **argv);
+
+/* Measurement options shared by bench, sweep and profile. */
+typedef struct tool_measure_args {
+    opsched_measure_options opts;
+    const char *algo;       /* policy as given: heuristic, find, all, or a name */
+    const char *backend;    /* NULL: cuda if present, else cpu */
+    int device;
+} tool_measure_args;
+
+void tool_measure_args_init(tool_measure_args *a);
+int tool_measure_flag_takes_value(const char *name);
+/* Applies --name val; 1 consumed, 0 not a measurement flag, -1 bad value
+ * (already reported). */
+int tool_measure_flag(const char *cmd, const char *name, const char *val, tool_measure_args *a);
+/* Opens the device the arguments name (fills a->backend when defaulted). */
+opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_device **out);
+extern const char *tool_measure_help;
 
 /* Prints "opsched: <what>: <library message>" to stderr; returns TOOL_EXIT_FAIL. */
 int tool_fail(opsched_ctx *ctx, opsched_status st, const char *what);

@@ -1,0 +1,241 @@
+/*
+ * harness.c - timing one node: plan, buffers, warm-up, batched samples,
+ * statistics, and the optional energy window.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/util.h"
+#include "measure/measure_impl.h"
+
+#define MAX_IO 64
+#define MAX_SETS 64
+
+void opsched_measure_options_default(opsched_measure_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->warmup_ms = 200;
+    o->warmup_iters = 10;
+    o->iters = 50;
+    o->min_ms = 500;
+    o->max_iters = 10000;
+    o->sample_min_us = 200;
+    o->cache = OPSCHED_CACHE_HOT;
+    o->energy_window_ms = 1000;
+    o->idle_ms = 300;
+    o->seed = 1;
+    o->plan.math = OPSCHED_MATH_FP32;
+}
+
+typedef struct bench {
+    opsched_device *dev;
+    opsched_plan *plan;
+    int n_in, n_out;
+    int n_sets;                        /* input copies rotated through (cold cache) */
+    int next_set;
+    opsched_buffer *in[MAX_SETS][MAX_IO];
+    opsched_buffer *out[MAX_IO];
+    int per_sample;                    /* launches per timed sample */
+} bench;
+
+static opsched_status launch_once(bench *b)
+{
+    opsched_status st = opsched_plan_launch(b->plan, NULL, b->in[b->next_set], b->out);
+    b->next_set = (b->next_set + 1) % b->n_sets;
+    return st;
+}
+
+static opsched_status launch_sample(void *user, int *launches)
+{
+    bench *b = user;
+    for (int i = 0; i < b->per_sample; i++) OS_TRY(launch_once(b));
+    *launches = b->per_sample;
+    return OPSCHED_OK;
+}
+
+/* The dtype a tensor is stored in under the plan's math mode. */
+static opsched_dtype storage_dtype(const opsched_tensor *t, opsched_math m)
+{
+    if (t->dtype == OPSCHED_F32 || t->dtype == OPSCHED_F16 || t->dtype == OPSCHED_BF16)
+        return opsched_math_dtype(m);
+    return t->dtype;
+}
+
+static size_t tensor_bytes(const opsched_tensor *t, opsched_math m)
+{
+    return (size_t)opsched_shape_numel(&t->shape) * opsched_dtype_size(storage_dtype(t, m));
+}
+
+/* Records a result that is not a failure of the harness (unsupported, OOM). */
+static opsched_status record(opsched_measurement *out, opsched_ctx *ctx, opsched_status st)
+{
+    if (st != OPSCHED_ERR_UNSUPPORTED && st != OPSCHED_ERR_DEVICE_OOM) return st;
+    out->status = st;
+    snprintf(out->message, sizeof(out->message), "%s", opsched_ctx_last_error(ctx));
+    opsched_ctx_clear_error(ctx);
+    return OPSCHED_OK;
+}
+
+static opsched_status alloc_buffers(bench *b, const opsched_graph *g, const opsched_node *n,
+                                    const opsched_measure_options *o, int64_t l2_bytes)
+{
+    size_t in_bytes = 0;
+    for (int i = 0; i < n->n_inputs; i++) {
+        const opsched_tensor *t = opsched_graph_tensor(g, n->inputs[i]);
+        if (t) in_bytes += tensor_bytes(t, o->plan.math);
+    }
+    b->n_sets = 1;
+    if (o->cache == OPSCHED_CACHE_COLD && in_bytes > 0) {
+        /* Rotate through copies that together exceed twice the cache. */
+        int64_t need = (2 * (l2_bytes > 0 ? l2_bytes : (64 << 20))) / (int64_t)in_bytes + 1;
+        b->n_sets = (int)OS_MIN(need, MAX_SETS);
+        if (b->n_sets < 2) b->n_sets = 2;
+    }
+    for (int s = 0; s < b->n_sets; s++) {
+        for (int i = 0; i < n->n_inputs; i++) {
+            const opsched_tensor *t = opsched_graph_tensor(g, n->inputs[i]);
+            if (!t) continue;
+            OS_TRY(opsched_buffer_alloc(b->dev, tensor_bytes(t, o->plan.math), &b->in[s][i]));
+            if (t->data && storage_dtype(t, o->plan.math) == t->dtype)
+                OS_TRY(opsched_buffer_upload(b->in[s][i], 0, t->data, t->data_bytes));
+            else
+                OS_TRY(opsched_buffer_fill_random(b->in[s][i], storage_dtype(t, o->plan.math),
+                                                  o->seed + (uint64_t)(s * MAX_IO + i)));
+        }
+    }
+    for (int i = 0; i < n->n_outputs; i++) {
+        const opsched_tensor *t = opsched_graph_tensor(g, n->outputs[i]);
+        OS_TRY(opsched_buffer_alloc(b->dev, tensor_bytes(t, o->plan.math), &b->out[i]));
+    }
+    return OPSCHED_OK;
+}
+
+static void free_buffers(bench *b)
+{
+    for (int s = 0; s < MAX_SETS; s++)
+        for (int i = 0; i < MAX_IO; i++) opsched_buffer_free(b->in[s][i]);
+    for (int i = 0; i < MAX_IO; i++) opsched_buffer_free(b->out[i]);
+}
+
+static opsched_status time_samples(bench *b, opsched_timer *timer, const opsched_measure_options *o,
+                                   opsched_measurement *out)
+{
+    opsched_ctx *ctx = opsched_device_ctx(b->dev);
+    /* Warm-up by time and by count. */
+    double t0 = os_now_ms();
+    int warm = 0;
+    while (warm < o->warmup_iters || os_now_ms() - t0 < o->warmup_ms) {
+        OS_TRY(launch_once(b));
+        if (++warm % 32 == 0) OS_TRY(opsched_device_sync(b->dev));
+        if (warm > 1000000) break;
+    }
+    OS_TRY(opsched_device_sync(b->dev));
+
+    /* Launches per sample: enough that one sample lasts sample_min_us. */
+    b->per_sample = 1;
+    for (int round = 0; round < 8; round++) {
+        double ms = 0;
+        OS_TRY(opsched_timer_start(timer, NULL));
+        for (int i = 0; i < b->per_sample; i++) OS_TRY(launch_once(b));
+        OS_TRY(opsched_timer_stop(timer, NULL));
+        OS_TRY(opsched_timer_elapsed_ms(timer, &ms));
+        if (ms * 1000.0 >= o->sample_min_us || b->per_sample >= 4096) break;
+        double per = ms / b->per_sample;
+        int want = per > 0 ? (int)ceil(o->sample_min_us / 1000.0 / per * 1.2) : b->per_sample * 8;
+        b->per_sample = OS_MIN(OS_MAX(want, b->per_sample * 2), 4096);
+    }
+
+    int cap = o->max_iters > 0 ? o->max_iters : 10000;
+    double *samples = malloc(sizeof(double) * (size_t)cap);
+    if (!samples) return OS_NOMEM(ctx);
+    int n = 0;
+    double total = 0;
+    opsched_status st = OPSCHED_OK;
+    while (n < cap && (n < o->iters || total < o->min_ms)) {
+        double ms = 0;
+        OS_TRY_GOTO(st, opsched_timer_start(timer, NULL), done);
+        for (int i = 0; i < b->per_sample; i++) OS_TRY_GOTO(st, launch_once(b), done);
+        OS_TRY_GOTO(st, opsched_timer_stop(timer, NULL), done);
+        OS_TRY_GOTO(st, opsched_timer_elapsed_ms(timer, &ms), done);
+        samples[n++] = ms / b->per_sample;
+        total += ms;
+    }
+    out->launches_per_sample = b->per_sample;
+    OS_TRY_GOTO(st, opsched_stats_compute(samples, n, &out->stats), done);
+    out->unstable = out->stats.cv > OPSCHED_CV_WARN;
+done:
+    free(samples);
+    return st;
+}
+
+opsched_status opsched_measure_node(opsched_device *dev, const opsched_graph *g, int node,
+                                    const opsched_measure_options *opts, opsched_measurement *out)
+{
+    if (!dev || !g || !out) return OPSCHED_ERR_INVALID_ARG;
+    opsched_ctx *ctx = opsched_device_ctx(dev);
+    const opsched_node *n = opsched_graph_node(g, node);
+    if (!n) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "measure: node %d does not exist", node);
+    if (n->n_inputs > MAX_IO || n->n_outputs > MAX_IO)
+        return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "measure: node '%s' has too many inputs", n->name);
+    opsched_measure_options o;
+    if (opts)
+        o = *opts;
+    else
+        opsched_measure_options_default(&o);
+    if (o.energy && o.energy_window_ms < 1000) o.energy_window_ms = 1000;
+    memset(out, 0, sizeof(*out));
+    out->math = o.plan.math;
+    out->layout = o.plan.layout;
+    out->cache = o.cache;
+    snprintf(out->algo, sizeof(out->algo), "%s", o.plan.algo ? o.plan.algo : "heuristic");
+
+    opsched_device_info info;
+    OS_TRY(opsched_device_info_get(dev, &info));
+    os_sleep_ms(o.cooldown_ms);
+
+    bench *b = calloc(1, sizeof(*b));
+    opsched_timer *timer = NULL;
+    opsched_status st = OPSCHED_OK;
+    if (!b) return OS_NOMEM(ctx);
+    b->dev = dev;
+    b->n_in = n->n_inputs;
+    b->n_out = n->n_outputs;
+
+    st = opsched_plan_create(dev, g, node, &o.plan, &b->plan);
+    if (st != OPSCHED_OK) {
+        st = record(out, ctx, st);
+        goto done;
+    }
+    opsched_plan_info pi;
+    OS_TRY_GOTO(st, opsched_plan_info_get(b->plan, &pi), done);
+    snprintf(out->algo, sizeof(out->algo), "%s", pi.algo);
+    out->workspace_bytes = pi.workspace_bytes;
+
+    st = alloc_buffers(b, g, n, &o, info.l2_bytes);
+    if (st != OPSCHED_OK) {
+        st = record(out, ctx, st);
+        goto done;
+    }
+    OS_TRY_GOTO(st, opsched_timer_create(dev, &timer), done);
+    st = time_samples(b, timer, &o, out);
+    if (st != OPSCHED_OK) {
+        st = record(out, ctx, st);
+        goto done;
+    }
+    if (o.energy) OS_TRY_GOTO(st, os_measure_energy(dev, launch_sample, b, o.energy_window_ms,
+                                                    o.idle_ms, &out->energy), done);
+done:
+    opsched_timer_free(timer);
+    free_buffers(b);
+    opsched_plan_free(b->plan);
+    free(b);
+    if (st != OPSCHED_OK && out->status == OPSCHED_OK) {
+        /* A failure of this configuration; keep the device usable for the next one. */
+        out->status = st;
+        snprintf(out->message, sizeof(out->message), "%s", opsched_ctx_last_error(ctx));
+    }
+    return st;
+}
