@@ -1,0 +1,240 @@
+/*
+ * sql.c - the store's SQLite plumbing: connecting, mapping SQLite result
+ * codes to opsched statuses with a message that names the file and the
+ * call, preparing and stepping statements, transactions and binding.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/util.h"
+#include "store/store_impl.h"
+
+opsched_status os_store_fail(opsched_store *s, int rc, const char *call, const char *file, int line)
+{
+    const char *path = s->path ? s->path : "?";
+    const char *msg = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
+    int sys = s->db ? sqlite3_system_errno(s->db) : 0;
+    switch (rc & 0xff) {
+    case SQLITE_FULL:
+        return os_fail(s->ctx, OPSCHED_ERR_IO, file, line, "database %s: disk full (%s: %s)", path,
+                       call, msg);
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+        if (sys == ENOSPC)
+            return os_fail(s->ctx, OPSCHED_ERR_IO, file, line, "database %s: disk full (%s: %s)",
+                           path, call, msg);
+        if (sys != 0)
+            return os_fail(s->ctx, OPSCHED_ERR_IO, file, line, "database %s: %s failed: %s (%s)",
+                           path, call, msg, strerror(sys));
+        return os_fail(s->ctx, OPSCHED_ERR_IO, file, line, "database %s: %s failed: %s", path, call,
+                       msg);
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+        return os_fail(s->ctx, OPSCHED_ERR_PARSE, file, line,
+                       "database %s is not an opsched database or is corrupt (%s: %s)", path, call,
+                       msg);
+    case SQLITE_NOMEM:
+        return os_fail(s->ctx, OPSCHED_ERR_NOMEM, file, line, "database %s: %s: %s", path, call,
+                       msg);
+    default:
+        return os_fail(s->ctx, OPSCHED_ERR_BACKEND, file, line, "database %s: %s failed: %s", path,
+                       call, msg);
+    }
+}
+
+opsched_status os_store_connect(opsched_ctx *ctx, const char *path, int readonly,
+                                opsched_store **out)
+{
+    opsched_status st = OPSCHED_OK;
+    opsched_store *s = calloc(1, sizeof(*s));
+    *out = NULL;
+    if (!s) return OS_NOMEM(ctx);
+    s->ctx = ctx;
+    OS_TRY_GOTO(st, os_strdup(ctx, path, &s->path), done);
+    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    int rc = sqlite3_open_v2(path, &s->db, flags, NULL);
+    if (rc != SQLITE_OK) {
+        st = OS_STORE_FAIL(s, rc, "sqlite3_open_v2");
+        goto done;
+    }
+    sqlite3_extended_result_codes(s->db, 1);
+    rc = sqlite3_busy_timeout(s->db, OS_STORE_BUSY_MS);
+    if (rc != SQLITE_OK) {
+        st = OS_STORE_FAIL(s, rc, "sqlite3_busy_timeout");
+        goto done;
+    }
+    /* SQLite silently falls back to read-only when the file is not
+     * writable; say so now rather than at the first measurement. */
+    if (!readonly && sqlite3_db_readonly(s->db, "main") == 1) {
+        st = OS_FAIL(ctx, OPSCHED_ERR_IO, "database %s: the file is not writable", path);
+        goto done;
+    }
+    *out = s;
+    s = NULL;
+done:
+    opsched_store_close(s);
+    return st;
+}
+
+void opsched_store_close(opsched_store *s)
+{
+    if (!s) return;
+    sqlite3_close_v2(s->db);
+    free(s->path);
+    free(s);
+}
+
+opsched_status os_store_prepare_at(opsched_store *s, const char *sql, sqlite3_stmt **out,
+                                   const char *file, int line)
+{
+    *out = NULL;
+    int rc = sqlite3_prepare_v2(s->db, sql, -1, out, NULL);
+    if (rc != SQLITE_OK) return os_store_fail(s, rc, "sqlite3_prepare_v2", file, line);
+    return OPSCHED_OK;
+}
+
+opsched_status os_store_step_at(opsched_store *s, sqlite3_stmt *stmt, const char *what, int *row,
+                                const char *file, int line)
+{
+    int rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+        if (row) *row = rc == SQLITE_ROW;
+        return OPSCHED_OK;
+    }
+    char call[160];
+    snprintf(call, sizeof(call), "sqlite3_step (%s)", what);
+    return os_store_fail(s, rc, call, file, line);
+}
+
+opsched_status os_store_exec_at(opsched_store *s, const char *sql, const char *what,
+                                const char *file, int line)
+{
+    opsched_status st = OPSCHED_OK;
+    sqlite3_stmt *stmt = NULL;
+    const char *next = sql;
+    while (next && *next) {
+        const char *tail = NULL;
+        int rc = sqlite3_prepare_v2(s->db, next, -1, &stmt, &tail);
+        if (rc != SQLITE_OK) {
+            st = os_store_fail(s, rc, "sqlite3_prepare_v2", file, line);
+            goto done;
+        }
+        next = tail;
+        if (!stmt) continue; /* whitespace or a comment */
+        int row = 1;
+        while (row)
+            OS_TRY_GOTO(st, os_store_step_at(s, stmt, what, &row, file, line), done);
+        sqlite3_finalize(stmt);
+        stmt = NULL;
+    }
+done:
+    sqlite3_finalize(stmt);
+    return st;
+}
+
+opsched_status os_store_begin(opsched_store *s)
+{
+    return OS_STORE_EXEC(s, "BEGIN IMMEDIATE", "begin transaction");
+}
+
+opsched_status os_store_commit(opsched_store *s)
+{
+    return OS_STORE_EXEC(s, "COMMIT", "commit");
+}
+
+void os_store_rollback(opsched_store *s)
+{
+    if (s && s->db && !sqlite3_get_autocommit(s->db))
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+opsched_status os_store_user_version(opsched_store *s, int *out)
+{
+    opsched_status st;
+    sqlite3_stmt *stmt = NULL;
+    int row = 0;
+    *out = 0;
+    OS_TRY_GOTO(st, OS_STORE_PREPARE(s, "PRAGMA user_version", &stmt), done);
+    OS_TRY_GOTO(st, OS_STORE_STEP(s, stmt, "read the schema version", &row), done);
+    if (row) *out = sqlite3_column_int(stmt, 0);
+done:
+    sqlite3_finalize(stmt);
+    return st;
+}
+
+opsched_status os_store_check_version(opsched_store *s, int version)
+{
+    if (version <= OS_STORE_SCHEMA) return OPSCHED_OK;
+    return OS_FAIL(s->ctx, OPSCHED_ERR_VERSION,
+                   "database %s was written by a newer opsched (schema %d, this build reads up "
+                   "to %d)",
+                   s->path, version, OS_STORE_SCHEMA);
+}
+
+void os_bind_begin(os_binder *b, sqlite3_stmt *stmt)
+{
+    b->stmt = stmt;
+    b->idx = 0;
+    b->rc = SQLITE_OK;
+}
+
+void os_bind_text(os_binder *b, const char *v)
+{
+    if (b->rc != SQLITE_OK) return;
+    b->idx++;
+    b->rc = v ? sqlite3_bind_text(b->stmt, b->idx, v, -1, SQLITE_TRANSIENT)
+              : sqlite3_bind_null(b->stmt, b->idx);
+}
+
+void os_bind_text_opt(os_binder *b, const char *v)
+{
+    os_bind_text(b, v && *v ? v : NULL);
+}
+
+void os_bind_int(os_binder *b, int64_t v)
+{
+    if (b->rc != SQLITE_OK) return;
+    b->rc = sqlite3_bind_int64(b->stmt, ++b->idx, (sqlite3_int64)v);
+}
+
+void os_bind_int_opt(os_binder *b, int64_t v)
+{
+    if (v < 0)
+        os_bind_null(b);
+    else
+        os_bind_int(b, v);
+}
+
+void os_bind_double(os_binder *b, double v)
+{
+    if (b->rc != SQLITE_OK) return;
+    b->idx++;
+    b->rc = isnan(v) ? sqlite3_bind_null(b->stmt, b->idx) : sqlite3_bind_double(b->stmt, b->idx, v);
+}
+
+void os_bind_null(os_binder *b)
+{
+    if (b->rc != SQLITE_OK) return;
+    b->rc = sqlite3_bind_null(b->stmt, ++b->idx);
+}
+
+opsched_status os_bind_end_at(opsched_store *s, const os_binder *b, const char *file, int line)
+{
+    if (b->rc == SQLITE_OK) return OPSCHED_OK;
+    char call[64];
+    snprintf(call, sizeof(call), "sqlite3_bind (parameter %d)", b->idx);
+    return os_store_fail(s, b->rc, call, file, line);
+}
+
+double os_store_now(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0) return (double)time(NULL);
+    return (double)ts.tv_sec + (double)(ts.tv_nsec / 1000) / 1e6;
+}

@@ -1,0 +1,124 @@
+/*
+ * store_impl.h - what the files of the measurement database share: the
+ * store object, the schema version, the column lists that the writer and
+ * the merge must agree on, and small SQLite helpers that turn every failed
+ * call into a status with the file, the call and SQLite's message.
+ *
+ * Every value reaches SQLite through sqlite3_bind_*; the only SQL text is
+ * constant.  Every write runs in a BEGIN IMMEDIATE transaction: in WAL mode
+ * a transaction that starts as a reader and later writes can fail with
+ * SQLITE_BUSY without waiting when another process committed in between,
+ * while an immediate one waits for the write lock under the busy timeout.
+ */
+#ifndef OS_STORE_IMPL_H
+#define OS_STORE_IMPL_H
+
+#include <sqlite3.h>
+
+#include "core/error.h"
+#include "opsched/store.h"
+
+/* The schema this build writes and the newest it can read. */
+#define OS_STORE_SCHEMA 1
+/* How long a writer waits for another process's transaction to finish. */
+#define OS_STORE_BUSY_MS 30000
+
+struct opsched_store {
+    opsched_ctx *ctx; /* borrowed */
+    sqlite3 *db;
+    char *path; /* owned copy, for messages */
+};
+
+/* Columns of `runs` without the id, in the order merge copies them. */
+#define OS_RUN_COLUMNS                                                                             \
+    "uuid, command, spec, user, host, shard_index, shard_count, started_at, ended_at, "            \
+    "status, tool_version"
+
+/* Columns of `devices` without the id. */
+#define OS_DEVICE_COLUMNS                                                                          \
+    "backend, uuid, name, pci_bus_id, driver_version, runtime_version, library_versions, "         \
+    "sm_count, cc_major, cc_minor, memory_bytes, l2_bytes, power_limit_w, has_power, "             \
+    "has_energy, first_seen, last_seen"
+
+/* Columns of `configs` without the id. */
+#define OS_CONFIG_COLUMNS                                                                          \
+    "signature, op, batch, in_channels, out_channels, kernel, stride, padding, groups, "           \
+    "height, width, flops, bytes, dtype"
+
+/* Columns of `measurements` after id, run_id, device_id and config_id. */
+#define OS_MEASUREMENT_COLUMNS                                                                     \
+    "settings_key, algo_policy, algo, math, layout, cache, status, message, n, min_ms, "           \
+    "max_ms, mean_ms, median_ms, std_ms, p90_ms, p95_ms, p99_ms, trimmed_mean_ms, cv, "            \
+    "unstable, launches_per_sample, workspace_bytes, energy_valid, energy_method, "                \
+    "energy_launches, energy_window_ms, energy_j, dynamic_energy_j, energy_power_j, "              \
+    "power_mean_w, idle_power_w, temperature_c, sm_clock_mhz, power_limit_w, created_at"
+
+/* Opens a connection to path (read-only, or read-write and created when
+ * missing) with extended result codes and the busy timeout; no schema work.
+ * *out is freed with opsched_store_close. */
+opsched_status os_store_connect(opsched_ctx *ctx, const char *path, int readonly,
+                                opsched_store **out);
+
+/* Creates the schema in a new file, or checks the version of an existing
+ * one; switches the file to WAL mode.  Called once by opsched_store_open. */
+opsched_status os_store_schema_ensure(opsched_store *s);
+
+/* PRAGMA user_version of the connection's main database. */
+opsched_status os_store_user_version(opsched_store *s, int *out);
+
+/* OPSCHED_ERR_VERSION with the standard message when version is newer than
+ * this build reads; OK otherwise. */
+opsched_status os_store_check_version(opsched_store *s, int version);
+
+/* Records a failed SQLite call (rc) and returns its status: disk full and
+ * other I/O failures, including a file that cannot be opened or written,
+ * give OPSCHED_ERR_IO; a file that is not a database or is corrupt
+ * OPSCHED_ERR_PARSE; SQLite out of memory OPSCHED_ERR_NOMEM; anything else
+ * OPSCHED_ERR_BACKEND.  call names what failed. */
+opsched_status os_store_fail(opsched_store *s, int rc, const char *call, const char *file,
+                             int line);
+#define OS_STORE_FAIL(s, rc, call) os_store_fail((s), (rc), (call), __FILE__, __LINE__)
+
+opsched_status os_store_prepare_at(opsched_store *s, const char *sql, sqlite3_stmt **out,
+                                   const char *file, int line);
+/* Steps once; *row (may be NULL) is 1 for a row, 0 when done.  what names
+ * the statement in the message. */
+opsched_status os_store_step_at(opsched_store *s, sqlite3_stmt *stmt, const char *what, int *row,
+                                const char *file, int line);
+/* Runs constant SQL (one or more statements, no values). */
+opsched_status os_store_exec_at(opsched_store *s, const char *sql, const char *what,
+                                const char *file, int line);
+#define OS_STORE_PREPARE(s, sql, out) os_store_prepare_at((s), (sql), (out), __FILE__, __LINE__)
+#define OS_STORE_STEP(s, stmt, what, row)                                                          \
+    os_store_step_at((s), (stmt), (what), (row), __FILE__, __LINE__)
+#define OS_STORE_EXEC(s, sql, what) os_store_exec_at((s), (sql), (what), __FILE__, __LINE__)
+
+/* BEGIN IMMEDIATE / COMMIT; rollback does nothing outside a transaction and
+ * cannot fail (its result would hide the error that led to it). */
+opsched_status os_store_begin(opsched_store *s);
+opsched_status os_store_commit(opsched_store *s);
+void os_store_rollback(opsched_store *s);
+
+/* Binds parameters 1, 2, ... in order; the first failure is kept in rc and
+ * later calls do nothing, so a statement's binds are checked once. */
+typedef struct os_binder {
+    sqlite3_stmt *stmt;
+    int idx;
+    int rc;
+} os_binder;
+
+void os_bind_begin(os_binder *b, sqlite3_stmt *stmt);
+void os_bind_text(os_binder *b, const char *v);     /* NULL binds NULL */
+void os_bind_text_opt(os_binder *b, const char *v); /* NULL or "" binds NULL */
+void os_bind_int(os_binder *b, int64_t v);
+void os_bind_int_opt(os_binder *b, int64_t v); /* negative (not applicable) binds NULL */
+void os_bind_double(os_binder *b, double v);   /* NaN binds NULL */
+void os_bind_null(os_binder *b);
+/* OK, or the failure of the first bind recorded on the store. */
+opsched_status os_bind_end_at(opsched_store *s, const os_binder *b, const char *file, int line);
+#define OS_BIND_END(s, b) os_bind_end_at((s), (b), __FILE__, __LINE__)
+
+/* Unix time in seconds, with microseconds. */
+double os_store_now(void);
+
+#endif /* OS_STORE_IMPL_H */
