@@ -407,7 +407,7 @@ opsched_status opsched_plan_info_get(const opsched_plan *p, opsched_plan_info *o
     return OPSCHED_OK;
 }
 
-#define OS_PLAN_MAX_IO 64
+#define OS_PLAN_MAX_IO 128
 
 opsched_status opsched_plan_launch(opsched_plan *p, opsched_stream *s,
                                    opsched_buffer *const *inputs, opsched_buffer *const *outputs)

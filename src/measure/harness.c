@@ -11,7 +11,7 @@
 #include "core/util.h"
 #include "measure/measure_impl.h"
 
-#define MAX_IO 64
+#define MAX_IO 128
 #define MAX_SETS 64
 
 void opsched_measure_options_default(opsched_measure_options *o)

@@ -146,9 +146,9 @@ opsched_status opsched_graph_extract_node(const opsched_graph *g, int node, opsc
     *out = NULL;
     opsched_graph *x = NULL;
     opsched_status st;
-    int ins[64];
-    const char *out_names[64];
-    if (n->n_inputs > 64 || n->n_outputs > 64)
+    int ins[128];
+    const char *out_names[128];
+    if (n->n_inputs > 128 || n->n_outputs > 128)
         return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "node '%s': too many inputs", n->name);
     char name[512];
     snprintf(name, sizeof(name), "%s:%s", opsched_graph_name(g), n->name);
@@ -168,7 +168,7 @@ opsched_status opsched_graph_extract_node(const opsched_graph *g, int node, opsc
         ins[i] = id;
     }
     for (int i = 0; i < n->n_outputs; i++) out_names[i] = opsched_graph_tensor(g, n->outputs[i])->name;
-    int outs[64];
+    int outs[128];
     OS_TRY_GOTO(st, opsched_graph_add_node(x, n->name, n->op, &n->attr, ins, n->n_inputs,
                                            n->n_outputs, out_names, outs), fail);
     for (int i = 0; i < n->n_outputs; i++) OS_TRY_GOTO(st, opsched_graph_mark_output(x, outs[i]), fail);
