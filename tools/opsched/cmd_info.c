@@ -84,10 +84,10 @@ static void print_table(const opsched_graph *g, const opsched_graph_totals *tot)
     printf("  FLOPs            %lld (%.3f GFLOPs, %.3f GMACs)\n", (long long)tot->flops,
            (double)tot->flops / 1e9, (double)tot->flops / 2e9);
     printf("  parameters       %lld (%.2f M)\n", (long long)tot->params, (double)tot->params / 1e6);
-    printf("  weight memory    %s B\n", tool_human((double)tot->weight_bytes, h, 32));
-    printf("  peak activations %s B (sequential, node order)\n",
+    printf("  weight memory    %sB\n", tool_human((double)tot->weight_bytes, h, 32));
+    printf("  peak activations %sB (sequential, node order)\n",
            tool_human((double)tot->peak_activation_bytes, h, 32));
-    printf("  bytes moved      %s B\n",
+    printf("  bytes moved      %sB\n",
            tool_human((double)(tot->bytes_read + tot->bytes_written), h, 32));
 }
 

@@ -10,8 +10,9 @@ static const char models_help[] =
     "usage: opsched models [--batch N] [--format table|csv]\n"
     "\n"
     "Lists the built-in networks (torchvision architectures) at their default\n"
-    "input size, deployed form (BatchNormalization folded), with FLOPs,\n"
-    "parameters and peak activation memory.\n";
+    "input size: layers, FLOPs and peak activation memory of the deployed form\n"
+    "(BatchNormalization folded, as torch.onnx.export writes it), parameters of\n"
+    "the trained form (torchvision's count) and of the deployed form.\n";
 
 int cmd_models(opsched_ctx *ctx, int argc, char **argv)
 {
@@ -41,29 +42,35 @@ int cmd_models(opsched_ctx *ctx, int argc, char **argv)
     if (optind != argc) return tool_usage_error("models", "unexpected argument '%s'", argv[optind]);
 
     if (fmt == TOOL_FMT_CSV)
-        printf("model,input,layers,flops,params,peak_activation_bytes\n");
+        printf("model,input,layers,flops,params,params_deployed,peak_activation_bytes\n");
     else
-        printf("%-14s %-14s %7s %10s %12s %12s  %s\n", "model", "input", "layers", "GFLOPs",
-               "params", "peak act.", "description");
+        printf("%-14s %-14s %7s %10s %12s %12s %10s  %s\n", "model", "input", "layers", "GFLOPs",
+               "params", "deployed", "peak act.", "description");
     for (int i = 0; i < opsched_zoo_count(); i++) {
         const opsched_zoo_info *zi = opsched_zoo_at(i);
         opsched_zoo_options zo = {.batch = batch, .fold_bn = 1};
         opsched_graph *g = NULL;
         opsched_status st = opsched_zoo_build(ctx, zi->name, &zo, &g);
         if (st != OPSCHED_OK) return tool_fail(ctx, st, zi->name);
-        opsched_graph_totals t;
+        opsched_graph_totals t, tu;
         st = opsched_graph_totals_compute(g, &t);
+        opsched_graph_free(g);
+        if (st != OPSCHED_OK) return tool_fail(ctx, st, zi->name);
+        /* torchvision counts parameters of the trained form (BatchNorm kept) */
+        zo.fold_bn = 0;
+        st = opsched_zoo_build(ctx, zi->name, &zo, &g);
+        if (st == OPSCHED_OK) st = opsched_graph_totals_compute(g, &tu);
         opsched_graph_free(g);
         if (st != OPSCHED_OK) return tool_fail(ctx, st, zi->name);
         char in[64], pk[32];
         snprintf(in, sizeof(in), "%lldx3x%lldx%lld", (long long)batch, (long long)zi->default_size,
                  (long long)zi->default_size);
         if (fmt == TOOL_FMT_CSV)
-            printf("%s,%s,%d,%lld,%lld,%lld\n", zi->name, in, t.n_nodes, (long long)t.flops,
-                   (long long)t.params, (long long)t.peak_activation_bytes);
+            printf("%s,%s,%d,%lld,%lld,%lld,%lld\n", zi->name, in, t.n_nodes, (long long)t.flops,
+                   (long long)tu.params, (long long)t.params, (long long)t.peak_activation_bytes);
         else
-            printf("%-14s %-14s %7d %10.3f %12lld %10sB  %s\n", zi->name, in, t.n_nodes,
-                   (double)t.flops / 1e9, (long long)t.params,
+            printf("%-14s %-14s %7d %10.3f %12lld %12lld %9sB  %s\n", zi->name, in, t.n_nodes,
+                   (double)t.flops / 1e9, (long long)tu.params, (long long)t.params,
                    tool_human((double)t.peak_activation_bytes, pk, sizeof(pk)), zi->description);
     }
     return TOOL_EXIT_OK;

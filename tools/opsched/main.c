@@ -11,6 +11,10 @@ static const tool_cmd commands[] = {
     {"info", "show a network layer by layer: shapes, FLOPs, parameters, bytes", cmd_info},
     {"devices", "list GPUs and the CPU with versions, memory, power and energy", cmd_devices},
     {"bench", "measure one operator configuration, one row per algorithm", cmd_bench},
+    {"sweep", "measure every configuration of a sweep spec into a database", cmd_sweep},
+    {"merge", "merge measurement databases (shards) into one", cmd_merge},
+    {"export", "write a database's measurements as CSV", cmd_export},
+    {"status", "count what a measurement database holds", cmd_status},
 };
 
 static void usage(FILE *f)

@@ -35,6 +35,10 @@ int cmd_models(opsched_ctx *ctx, int argc, char **argv);
 int cmd_info(opsched_ctx *ctx, int argc, char **argv);
 int cmd_devices(opsched_ctx *ctx, int argc, char **argv);
 int cmd_bench(opsched_ctx *ctx, int argc, char **argv);
+int cmd_sweep(opsched_ctx *ctx, int argc, char **argv);
+int cmd_merge(opsched_ctx *ctx, int argc, char **argv);
+int cmd_export(opsched_ctx *ctx, int argc, char **argv);
+int cmd_status(opsched_ctx *ctx, int argc, char **argv);
 
 /* Measurement options shared by bench, sweep and profile. */
 typedef struct tool_measure_args {

@@ -1,0 +1,1 @@
+export json --db /nonexistent/x.db

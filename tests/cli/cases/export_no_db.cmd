@@ -1,0 +1,1 @@
+export csv --db /nonexistent/x.db

@@ -1,0 +1,1 @@
+info alexnet --batch 2 --input-size 256

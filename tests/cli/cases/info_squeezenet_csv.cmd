@@ -1,0 +1,1 @@
+info squeezenet1_1 --format csv

@@ -1,0 +1,1 @@
+merge /nonexistent/a.db

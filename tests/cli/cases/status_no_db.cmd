@@ -1,0 +1,1 @@
+status --db /nonexistent/x.db

@@ -1,0 +1,1 @@
+sweep --default --db /nonexistent/x.db --gpus 0,x

@@ -1,0 +1,1 @@
+sweep --default --dry-run --shard 2/2

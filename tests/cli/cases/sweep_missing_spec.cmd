@@ -1,0 +1,1 @@
+sweep /nonexistent/spec.yml --db /nonexistent/x.db

@@ -1,0 +1,90 @@
+/*
+ * cmd_merge.c - `opsched merge A.db B.db... -o ALL.db`: the databases of a
+ * sweep's shards (or of several machines) into one, deduplicated, every
+ * measurement keeping the run it came from.
+ */
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tool.h"
+
+static void merge_help(void)
+{
+    printf("usage: opsched merge A.db B.db... -o ALL.db\n\n"
+           "Copies every run, device, configuration and measurement of the sources into\n"
+           "ALL.db (created when missing).  Rows already there are not copied again, so\n"
+           "merging a file twice, or merging into a file that has some of it, is safe.\n"
+           "Each source is copied in one transaction.\n");
+}
+
+/* Whether a and b are the same file (both must exist). */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int cmd_merge(opsched_ctx *ctx, int argc, char **argv)
+{
+    const char *out = NULL;
+    const char *srcs[256];
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            merge_help();
+            return TOOL_EXIT_OK;
+        }
+        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
+            if (i + 1 >= argc) return tool_usage_error("merge", "%s needs a file", argv[i]);
+            out = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return tool_usage_error("merge", "unknown option '%s'", argv[i]);
+        } else if (n == (int)(sizeof(srcs) / sizeof(srcs[0]))) {
+            return tool_usage_error("merge", "too many databases");
+        } else {
+            srcs[n++] = argv[i];
+        }
+    }
+    if (!out) return tool_usage_error("merge", "where to? -o ALL.db is required");
+    if (!n) return tool_usage_error("merge", "which databases? e.g. opsched merge a.db b.db -o all.db");
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        if (stat(srcs[i], &st) != 0) {
+            fprintf(stderr, "opsched merge: %s: no such database\n", srcs[i]);
+            return TOOL_EXIT_FAIL;
+        }
+        if (strcmp(srcs[i], out) == 0 || same_file(srcs[i], out))
+            return tool_usage_error("merge", "%s is both a source and the output", srcs[i]);
+    }
+    opsched_store *store = NULL;
+    opsched_status s = opsched_store_open(ctx, out, &store);
+    if (s != OPSCHED_OK) return tool_fail(ctx, s, out);
+    int rc = TOOL_EXIT_OK;
+    opsched_merge_stats total;
+    memset(&total, 0, sizeof(total));
+    for (int i = 0; i < n; i++) {
+        opsched_merge_stats ms;
+        s = opsched_store_merge(store, srcs[i], &ms);
+        if (s != OPSCHED_OK) {
+            rc = tool_fail(ctx, s, srcs[i]);
+            break;
+        }
+        printf("%s: %lld runs, %lld devices, %lld configurations, %lld measurements added "
+               "(%lld already there)\n",
+               srcs[i], (long long)ms.runs, (long long)ms.devices, (long long)ms.configs,
+               (long long)ms.measurements_added, (long long)ms.measurements_skipped);
+        total.measurements_added += ms.measurements_added;
+        total.measurements_skipped += ms.measurements_skipped;
+    }
+    opsched_store_summary sum;
+    if (rc == TOOL_EXIT_OK && (s = opsched_store_summary_get(store, &sum)) != OPSCHED_OK)
+        rc = tool_fail(ctx, s, out);
+    if (rc == TOOL_EXIT_OK)
+        printf("%s: %lld measurements added, %lld already there; it now holds %lld runs, "
+               "%lld devices, %lld configurations, %lld measurements\n",
+               out, (long long)total.measurements_added, (long long)total.measurements_skipped,
+               (long long)sum.runs, (long long)sum.devices, (long long)sum.configs,
+               (long long)sum.measurements);
+    opsched_store_close(store);
+    return rc;
+}

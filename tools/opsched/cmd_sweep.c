@@ -1,0 +1,416 @@
+/*
+ * cmd_sweep.c - `opsched sweep SPEC.yml --db FILE`: every configuration of
+ * a sweep spec measured into the database, on one or several devices, by
+ * shard, resuming what an earlier run left; a progress bar on a terminal,
+ * progress lines every few seconds otherwise.  The first Ctrl-C (or
+ * SIGTERM) lets the configurations in flight finish; a second one aborts.
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "opsched/sweep.h"
+#include "tool.h"
+
+#define MAX_GPUS 64
+#define MAX_FLAGS 32
+#define PLAIN_EVERY_S 5.0
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+    static const char msg[] =
+        "\nopsched sweep: stopping after the configurations in flight; Ctrl-C again to abort\n";
+    if (stop_flag) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    stop_flag = 1;
+    ssize_t r = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+    (void)r;
+}
+
+static void sweep_help(void)
+{
+    printf("usage: opsched sweep SPEC.yml --db FILE [options] [measurement options]\n"
+           "       opsched sweep --default --db FILE [options]\n\n"
+           "Measures every configuration of a sweep spec (docs/SWEEP.md) into a database.\n"
+           "Configurations already measured with the same settings are skipped, so a\n"
+           "sweep that was stopped or killed completes when run again.\n\n"
+           "options:\n"
+           "  --db FILE          the database (created when missing)\n"
+           "  --gpus LIST        devices to use, one worker each: 0,1,2,3 or all\n"
+           "                     (default: --device, else 0)\n"
+           "  --shard I/N        measure shard I of N (0-based); default from\n"
+           "                     SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT or\n"
+           "                     SLURM_PROCID/SLURM_NTASKS, else 0/1\n"
+           "  --no-resume        measure again what the database already has\n"
+           "  --dry-run          print the configurations and counts; measure nothing\n"
+           "  --default          use the built-in spec (a small conv2d grid)\n\n"
+           "Measurement options override the spec's measure: section.\n%s",
+           tool_measure_help);
+}
+
+/* ---- progress ----------------------------------------------------------- */
+
+typedef struct progress_state {
+    int tty;
+    double last_print;
+    int printed;
+} progress_state;
+
+static const char *duration(double s, char *buf, size_t n)
+{
+    if (s < 0 || !isfinite(s)) snprintf(buf, n, "?");
+    else if (s < 60) snprintf(buf, n, "%.0fs", s);
+    else if (s < 3600) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+    return buf;
+}
+
+static void on_progress(const opsched_sweep_progress *p, void *user)
+{
+    progress_state *ps = user;
+    int64_t reached = p->done + p->skipped;
+    int last = reached == p->total;
+    char eta[32];
+    duration(p->eta_s, eta, sizeof(eta));
+    if (ps->tty) {
+        const int width = 30;
+        int fill = p->total ? (int)((double)reached / (double)p->total * width) : width;
+        char bar[64];
+        for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
+        bar[width] = '\0';
+        fprintf(stderr, "\r\033[K[%s] %lld/%lld  %.1f/s  ETA %s  (%lld skipped, %lld failed)", bar,
+                (long long)reached, (long long)p->total, p->rate, eta, (long long)p->skipped,
+                (long long)p->failed);
+        if (last) fputc('\n', stderr);
+        fflush(stderr);
+        ps->printed = !last;
+        return;
+    }
+    if (!last && p->elapsed_s - ps->last_print < PLAIN_EVERY_S && p->device >= 0) return;
+    ps->last_print = p->elapsed_s;
+    fprintf(stderr, "opsched sweep: %lld/%lld (%.1f%%), %lld skipped, %lld failed, %.1f/s, ETA %s\n",
+            (long long)reached, (long long)p->total,
+            p->total ? 100.0 * (double)reached / (double)p->total : 100.0, (long long)p->skipped,
+            (long long)p->failed, p->rate, eta);
+}
+
+/* ---- arguments ---------------------------------------------------------- */
+
+typedef struct sweep_args {
+    const char *spec_path;
+    int use_default;
+    const char *db;
+    const char *gpus;
+    int shard_index, shard_count;
+    const char *shard_from;    /* where the shard came from, for the message */
+    int no_resume, dry_run;
+    const char *flags[MAX_FLAGS][2]; /* measurement flags, applied after the spec */
+    int n_flags;
+} sweep_args;
+
+static int parse_shard(const char *text, int *index, int *count)
+{
+    int64_t i, n;
+    const char *slash = strchr(text, '/');
+    char head[32];
+    if (!slash || (size_t)(slash - text) >= sizeof(head)) return 0;
+    memcpy(head, text, (size_t)(slash - text));
+    head[slash - text] = '\0';
+    if (!tool_parse_int(head, 0, 1000000, &i) || !tool_parse_int(slash + 1, 1, 1000000, &n) || i >= n)
+        return 0;
+    *index = (int)i;
+    *count = (int)n;
+    return 1;
+}
+
+/* The shard from SLURM's environment, when --shard is not given. */
+static int shard_from_env(sweep_args *a)
+{
+    static const char *const pairs[2][2] = {{"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT"},
+                                            {"SLURM_PROCID", "SLURM_NTASKS"}};
+    for (int p = 0; p < 2; p++) {
+        const char *id = getenv(pairs[p][0]), *count = getenv(pairs[p][1]);
+        if (!id || !count) continue;
+        int64_t i, n, min = 0;
+        const char *min_s = p == 0 ? getenv("SLURM_ARRAY_TASK_MIN") : NULL;
+        if (min_s && !tool_parse_int(min_s, 0, 1000000, &min)) min = -1;
+        if (!tool_parse_int(id, 0, 1000000, &i) || !tool_parse_int(count, 1, 1000000, &n) ||
+            min < 0 || i - min < 0 || i - min >= n) {
+            tool_usage_error("sweep", "%s=%s and %s=%s do not name a shard; use --shard I/N",
+                             pairs[p][0], id, pairs[p][1], count);
+            return -1;
+        }
+        a->shard_index = (int)(i - min);
+        a->shard_count = (int)n;
+        a->shard_from = pairs[p][0];
+        return 1;
+    }
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, sweep_args *a, tool_measure_args *scratch)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(arg, "--db") == 0 || strcmp(arg, "--gpus") == 0 || strcmp(arg, "--shard") == 0) {
+            if (!val) return tool_usage_error("sweep", "%s needs a value", arg);
+            if (arg[2] == 'd') a->db = val;
+            else if (arg[2] == 'g') a->gpus = val;
+            else if (!parse_shard(val, &a->shard_index, &a->shard_count))
+                return tool_usage_error("sweep", "--shard wants I/N with 0 <= I < N, got '%s'", val);
+            else a->shard_from = "--shard";
+            i++;
+        } else if (strcmp(arg, "--no-resume") == 0) {
+            a->no_resume = 1;
+        } else if (strcmp(arg, "--dry-run") == 0) {
+            a->dry_run = 1;
+        } else if (strcmp(arg, "--default") == 0) {
+            a->use_default = 1;
+        } else if (strncmp(arg, "--", 2) == 0) {
+            const char *name = arg + 2;
+            int takes = strcmp(name, "energy") != 0;
+            int r = tool_measure_flag("sweep", name, val, scratch);
+            if (r < 0) return TOOL_EXIT_USAGE;
+            if (r == 0) return tool_usage_error("sweep", "unknown option '%s'", arg);
+            if (a->n_flags == MAX_FLAGS) return tool_usage_error("sweep", "too many options");
+            a->flags[a->n_flags][0] = name;
+            a->flags[a->n_flags][1] = takes ? val : NULL;
+            a->n_flags++;
+            if (takes) i++;
+        } else if (a->spec_path) {
+            return tool_usage_error("sweep", "one spec at a time ('%s'?)", arg);
+        } else {
+            a->spec_path = arg;
+        }
+    }
+    if (!a->spec_path && !a->use_default)
+        return tool_usage_error("sweep", "which spec? e.g. opsched sweep spec.yml --db results.db");
+    if (a->spec_path && a->use_default)
+        return tool_usage_error("sweep", "a spec file or --default, not both");
+    if (!a->db && !a->dry_run) return tool_usage_error("sweep", "where to? --db FILE is required");
+    if (!a->shard_from && shard_from_env(a) < 0) return TOOL_EXIT_USAGE;
+    if (!a->shard_count) a->shard_count = 1;
+    return TOOL_EXIT_OK;
+}
+
+/* "0,1,3" or "all" into devices[]. */
+static int parse_gpus(opsched_ctx *ctx, const char *text, const char *backend, int *devices, int *n)
+{
+    *n = 0;
+    if (strcmp(text, "all") == 0) {
+        int count = 0;
+        if (opsched_device_count(ctx, backend, &count) != OPSCHED_OK || count == 0)
+            return tool_usage_error("sweep", "--gpus all: the %s backend sees no device", backend);
+        for (int i = 0; i < count && i < MAX_GPUS; i++) devices[(*n)++] = i;
+        return TOOL_EXIT_OK;
+    }
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%s", text);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int64_t v;
+        if (*n == MAX_GPUS || !tool_parse_int(tok, 0, 1023, &v))
+            return tool_usage_error("sweep", "--gpus wants device indices like 0,1,2,3 or all, got '%s'",
+                                    text);
+        devices[(*n)++] = (int)v;
+    }
+    if (!*n) return tool_usage_error("sweep", "--gpus wants device indices like 0,1,2,3 or all");
+    return TOOL_EXIT_OK;
+}
+
+/* The first backend that sees a device (cuda when a GPU is there), as
+ * tool_open_device chooses, without opening one. */
+static const char *default_backend(opsched_ctx *ctx)
+{
+    for (int b = 0; b < opsched_backend_count(); b++) {
+        int n = 0;
+        if (opsched_device_count(ctx, opsched_backend_name(b), &n) == OPSCHED_OK && n > 0)
+            return opsched_backend_name(b);
+        opsched_ctx_clear_error(ctx);
+    }
+    return opsched_backend_count() ? opsched_backend_name(0) : "none";
+}
+
+/* The command line, for the run's provenance (malloc'd). */
+static char *join_command(int argc, char **argv)
+{
+    size_t len = strlen("opsched") + 1;
+    for (int i = 0; i < argc; i++) len += strlen(argv[i]) + 1;
+    char *s = malloc(len);
+    if (!s) return NULL;
+    strcpy(s, "opsched");
+    for (int i = 0; i < argc; i++) {
+        strcat(s, " ");
+        strcat(s, argv[i]);
+    }
+    return s;
+}
+
+/* ---- dry run ------------------------------------------------------------ */
+
+static int dry_run(opsched_ctx *ctx, const opsched_sweep_spec *spec, const sweep_args *a,
+                   const char *const *algos, int n_algos)
+{
+    int n = opsched_sweep_spec_num_configs(spec), in_shard = 0;
+    for (int i = 0; i < n; i++) {
+        if (opsched_sweep_spec_shard_of(spec, i, a->shard_count) != a->shard_index) continue;
+        const opsched_graph *g = opsched_sweep_spec_config(spec, i);
+        opsched_config_record rec;
+        opsched_status st = opsched_config_record_from_node(g, 0, &rec);
+        if (st != OPSCHED_OK) return tool_fail(ctx, st, "configuration");
+        char flops[32];
+        printf("%-14s %8s  %s\n", rec.op, tool_human((double)rec.flops, flops, sizeof(flops)),
+               rec.signature);
+        in_shard++;
+    }
+    opsched_sweep_counts c;
+    opsched_sweep_spec_counts(spec, &c);
+    printf("%d configuration%s", in_shard, in_shard == 1 ? "" : "s");
+    if (a->shard_count > 1) printf(" in shard %d/%d (of %d)", a->shard_index, a->shard_count, n);
+    printf("; algorithm policies:");
+    for (int i = 0; i < n_algos; i++) printf(" %s", algos[i]);
+    printf("\n%lld combinations looked at: %lld filtered, %lld impossible, %lld duplicates",
+           (long long)c.combinations, (long long)c.filtered, (long long)c.impossible,
+           (long long)c.duplicates);
+    if (c.excluded) printf(", %lld views or other operators", (long long)c.excluded);
+    printf("\n");
+    return TOOL_EXIT_OK;
+}
+
+/* ---- the command -------------------------------------------------------- */
+
+static int report_result(opsched_ctx *ctx, opsched_status st, const opsched_sweep_result *r,
+                         const char *db)
+{
+    printf("%lld measured (%lld ok, %lld unsupported, %lld out of memory, %lld failed), "
+           "%lld already in %s, %lld left; %.1f s",
+           (long long)r->measured, (long long)r->ok, (long long)r->unsupported, (long long)r->oom,
+           (long long)r->errors, (long long)r->skipped, db, (long long)r->remaining, r->elapsed_s);
+    if (r->measured && r->elapsed_s > 0) printf(" (%.1f/s)", (double)r->measured / r->elapsed_s);
+    printf("\n");
+    if (st == OPSCHED_ERR_INTERRUPTED) {
+        fprintf(stderr, "opsched sweep: %s\n", opsched_ctx_last_error(ctx));
+        return 130;
+    }
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "sweep");
+    if (r->errors) {
+        fprintf(stderr, "opsched sweep: %lld measurement(s) failed (status error); run the sweep "
+                        "again to retry them\n", (long long)r->errors);
+        return TOOL_EXIT_FAIL;
+    }
+    return TOOL_EXIT_OK;
+}
+
+int cmd_sweep(opsched_ctx *ctx, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            sweep_help();
+            return TOOL_EXIT_OK;
+        }
+    }
+    sweep_args a;
+    tool_measure_args ma;
+    memset(&a, 0, sizeof(a));
+    tool_measure_args_init(&ma);
+    int rc = parse_args(argc, argv, &a, &ma);
+    if (rc != TOOL_EXIT_OK) return rc;
+
+    opsched_sweep_spec *spec = NULL;
+    char *command = NULL;
+    opsched_status st;
+    if (a.use_default) {
+        const char *text = opsched_sweep_default_spec();
+        st = opsched_sweep_spec_parse(ctx, text, strlen(text), "<default spec>", &spec);
+    } else {
+        st = opsched_sweep_spec_load(ctx, a.spec_path, &spec);
+    }
+    if (st == OPSCHED_ERR_INVALID_ARG || st == OPSCHED_ERR_PARSE) {
+        fprintf(stderr, "opsched sweep: %s\n", opsched_ctx_last_error(ctx));
+        return TOOL_EXIT_USAGE;
+    }
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "sweep");
+
+    /* The spec's measure: section, then the command line's flags over it. */
+    tool_measure_args_init(&ma);
+    ma.opts = *opsched_sweep_spec_measure(spec);
+    for (int i = 0; i < a.n_flags; i++) tool_measure_flag("sweep", a.flags[i][0], a.flags[i][1], &ma);
+    const char *algo_list[32];
+    int n_algos = 0;
+    char algo_buf[256];
+    if (ma.algo) {
+        snprintf(algo_buf, sizeof(algo_buf), "%s", ma.algo);
+        char *save = NULL;
+        for (char *t = strtok_r(algo_buf, ",", &save); t && n_algos < 32; t = strtok_r(NULL, ",", &save))
+            algo_list[n_algos++] = t;
+    } else {
+        for (int i = 0; i < opsched_sweep_spec_num_algos(spec) && n_algos < 32; i++)
+            algo_list[n_algos++] = opsched_sweep_spec_algo(spec, i);
+    }
+    if (a.dry_run) {
+        rc = dry_run(ctx, spec, &a, algo_list, n_algos);
+        goto done;
+    }
+
+    int devices[MAX_GPUS], n_devices = 1;
+    devices[0] = ma.device;
+    if (!ma.backend) ma.backend = default_backend(ctx);
+    if (a.gpus && (rc = parse_gpus(ctx, a.gpus, ma.backend, devices, &n_devices)) != TOOL_EXIT_OK)
+        goto done;
+    command = join_command(argc, argv);
+    progress_state ps = {.tty = isatty(STDERR_FILENO)};
+    opsched_sweep_options so;
+    opsched_sweep_options_default(&so);
+    so.backend = ma.backend;
+    so.devices = devices;
+    so.n_devices = n_devices;
+    so.db_path = a.db;
+    so.shard_index = a.shard_index;
+    so.shard_count = a.shard_count;
+    so.resume = !a.no_resume;
+    so.measure = &ma.opts;
+    so.algos = algo_list;
+    so.n_algos = n_algos;
+    so.command = command;
+    so.progress = on_progress;
+    so.progress_user = &ps;
+    so.stop = &stop_flag;
+    if (a.shard_count > 1)
+        fprintf(stderr, "opsched sweep: shard %d/%d (from %s)\n", a.shard_index, a.shard_count,
+                a.shard_from);
+
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    opsched_sweep_result res;
+    st = opsched_sweep_run(ctx, spec, &so, &res);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (ps.printed) fputc('\n', stderr);
+    if (st != OPSCHED_OK && res.run_id == 0) {
+        /* Nothing ran: bad options, a missing device, a database that cannot be opened. */
+        if (st == OPSCHED_ERR_INVALID_ARG) {
+            fprintf(stderr, "opsched sweep: %s\n", opsched_ctx_last_error(ctx));
+            rc = TOOL_EXIT_USAGE;
+        } else {
+            rc = tool_fail(ctx, st, "sweep");
+        }
+        goto done;
+    }
+    rc = report_result(ctx, st, &res, a.db);
+done:
+    free(command);
+    opsched_sweep_spec_free(spec);
+    return rc;
+}
