@@ -79,6 +79,30 @@ static opsched_status record(opsched_measurement *out, opsched_ctx *ctx, opsched
     return OPSCHED_OK;
 }
 
+/* Gather's indices must address the gathered axis: random values in range. */
+static opsched_status fill_indices(opsched_buffer *b, const opsched_tensor *t, int64_t extent,
+                                   uint64_t seed, opsched_ctx *ctx)
+{
+    int64_t n = opsched_shape_numel(&t->shape);
+    size_t esz = opsched_dtype_size(t->dtype);
+    unsigned char *host = malloc((size_t)n * esz + 1);
+    if (!host) return OS_NOMEM(ctx);
+    uint64_t x = seed;
+    for (int64_t i = 0; i < n; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        int64_t v = extent > 0 ? (int64_t)((x >> 33) % (uint64_t)extent) : 0;
+        if (esz == 8) {
+            memcpy(host + i * 8, &v, 8);
+        } else {
+            int32_t w = (int32_t)v;
+            memcpy(host + i * 4, &w, 4);
+        }
+    }
+    opsched_status st = opsched_buffer_upload(b, 0, host, (size_t)n * esz);
+    free(host);
+    return st;
+}
+
 static opsched_status alloc_buffers(bench *b, const opsched_graph *g, const opsched_node *n,
                                     const opsched_measure_options *o, int64_t l2_bytes)
 {
@@ -101,7 +125,11 @@ static opsched_status alloc_buffers(bench *b, const opsched_graph *g, const opsc
             OS_TRY(opsched_buffer_alloc(b->dev, tensor_bytes(t, o->plan.math), &b->in[s][i]));
             if (t->data && storage_dtype(t, o->plan.math) == t->dtype)
                 OS_TRY(opsched_buffer_upload(b->in[s][i], 0, t->data, t->data_bytes));
-            else
+            else if (n->op == OPSCHED_OP_GATHER && i == 1) {
+                const opsched_tensor *d = opsched_graph_tensor(g, n->inputs[0]);
+                OS_TRY(fill_indices(b->in[s][i], t, d->shape.d[n->attr.axis.axis],
+                                    o->seed + (uint64_t)s, opsched_device_ctx(b->dev)));
+            } else
                 OS_TRY(opsched_buffer_fill_random(b->in[s][i], storage_dtype(t, o->plan.math),
                                                   o->seed + (uint64_t)(s * MAX_IO + i)));
         }

@@ -1,0 +1,269 @@
+/*
+ * cpu_plan.c - CPU plans: what every plan shares (options checked, the node
+ * copied out of the graph, oneDNN primitive descriptors made with a user
+ * scratchpad, memory objects bound at launch) and the launch itself.  The
+ * per-operator choices live in cpu_ops.c and cpu_loops.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_impl.h"
+
+/* ---- oneDNN helpers ----------------------------------------------------- */
+
+opsched_status cpu_plain_md(opsched_ctx *ctx, int ndim, const int64_t *dims, dnnl_memory_desc_t *md)
+{
+    dnnl_dims_t d, strides;
+    if (ndim > DNNL_MAX_NDIMS)
+        return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "cpu: rank %d is above oneDNN's %d", ndim,
+                       DNNL_MAX_NDIMS);
+    if (ndim == 0) {
+        d[0] = 1;
+        ndim = 1;
+    } else {
+        for (int i = 0; i < ndim; i++)
+            d[i] = dims[i];
+    }
+    dnnl_dim_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= d[i] > 0 ? d[i] : 1;
+    }
+    CPU_DNNL(ctx, dnnl_memory_desc_init_by_strides(md, ndim, d, dnnl_f32, strides));
+    return OPSCHED_OK;
+}
+
+opsched_status cpu_attr_create(opsched_ctx *ctx, float scale, const_dnnl_post_ops_t post_ops,
+                               dnnl_primitive_attr_t *attr)
+{
+    opsched_status st = OPSCHED_OK;
+    *attr = NULL;
+    CPU_DNNL(ctx, dnnl_primitive_attr_create(attr));
+    CPU_DNNL_GOTO(st, ctx,
+                  dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user), fail);
+    if (scale != 1.0f)
+        CPU_DNNL_GOTO(st, ctx, dnnl_primitive_attr_set_output_scales(*attr, 1, 0, &scale), fail);
+    if (post_ops) CPU_DNNL_GOTO(st, ctx, dnnl_primitive_attr_set_post_ops(*attr, post_ops), fail);
+    return OPSCHED_OK;
+fail:
+    dnnl_primitive_attr_destroy(*attr);
+    *attr = NULL;
+    return st;
+}
+
+opsched_status cpu_pd_create(opsched_ctx *ctx, cpu_dev *dev, const_dnnl_op_desc_t desc, float scale,
+                             const_dnnl_post_ops_t post_ops, const char *what,
+                             dnnl_primitive_desc_t *pd)
+{
+    dnnl_primitive_attr_t attr = NULL;
+    *pd = NULL;
+    OS_TRY(cpu_attr_create(ctx, scale, post_ops, &attr));
+    dnnl_status_t s = dnnl_primitive_desc_create(pd, desc, attr, dev->engine, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    if (s == dnnl_unimplemented)
+        return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED,
+                       "%s: oneDNN has no implementation for this configuration", what);
+    if (s != dnnl_success)
+        return cpu_dnnl_fail(ctx, s, "dnnl_primitive_desc_create", __FILE__, __LINE__);
+    return OPSCHED_OK;
+}
+
+void cpu_prim_release(cpu_prim *p)
+{
+    if (!p) return;
+    for (int i = 0; i < p->n_binds; i++)
+        if (p->binds[i].mem) dnnl_memory_destroy(p->binds[i].mem);
+    if (p->prim) dnnl_primitive_destroy(p->prim);
+    free(p->scratch);
+    memset(p, 0, sizeof(*p));
+}
+
+static opsched_status bind(opsched_ctx *ctx, cpu_dev *dev, cpu_prim *p,
+                           const dnnl_memory_desc_t *md, int arg, int io, void *handle)
+{
+    if (p->n_binds >= CPU_MAX_ARGS)
+        return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "cpu: more than %d primitive arguments",
+                       CPU_MAX_ARGS);
+    cpu_bind *b = &p->binds[p->n_binds];
+    CPU_DNNL(ctx, dnnl_memory_create(&b->mem, md, dev->engine, handle));
+    b->arg = arg;
+    b->io = io;
+    p->n_binds++;
+    return OPSCHED_OK;
+}
+
+opsched_status cpu_prim_from_pd(opsched_ctx *ctx, cpu_dev *dev, cpu_prim *p,
+                                dnnl_primitive_desc_t pd, const int *args, const int *io, int n)
+{
+    opsched_status st = OPSCHED_OK;
+    const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t scratch = md ? dnnl_memory_desc_get_size(md) : 0;
+    CPU_DNNL_GOTO(st, ctx, dnnl_primitive_create(&p->prim, pd), done);
+    if (scratch) {
+        p->scratch = cpu_aligned_alloc(scratch);
+        if (!p->scratch) {
+            st = OS_FAIL(ctx, OPSCHED_ERR_DEVICE_OOM, "cpu: a %zu-byte scratchpad does not fit",
+                         scratch);
+            goto done;
+        }
+        p->scratch_bytes = scratch;
+        OS_TRY_GOTO(st, bind(ctx, dev, p, md, DNNL_ARG_SCRATCHPAD, CPU_IO_FIXED, p->scratch), done);
+    }
+    for (int i = 0; i < n; i++) {
+        const dnnl_memory_desc_t *amd =
+            dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, args[i]);
+        if (!amd || amd->ndims == 0) {
+            st = OS_FAIL(ctx, OPSCHED_ERR_BACKEND, "oneDNN: the primitive has no argument %d",
+                         args[i]);
+            goto done;
+        }
+        OS_TRY_GOTO(st, bind(ctx, dev, p, amd, args[i], io[i], DNNL_MEMORY_NONE), done);
+    }
+done:
+    dnnl_primitive_desc_destroy(pd);
+    if (st != OPSCHED_OK) cpu_prim_release(p);
+    return st;
+}
+
+opsched_status cpu_prim_run(opsched_ctx *ctx, cpu_prim *p, dnnl_stream_t stream, void *const *in,
+                            void *const *out)
+{
+    dnnl_exec_arg_t args[CPU_MAX_ARGS];
+    for (int i = 0; i < p->n_binds; i++) {
+        cpu_bind *b = &p->binds[i];
+        if (b->io != CPU_IO_FIXED) {
+            void *h = b->io >= 0 ? in[b->io] : out[-b->io - 1];
+            CPU_DNNL(ctx, dnnl_memory_set_data_handle(b->mem, h));
+        }
+        args[i].arg = b->arg;
+        args[i].memory = b->mem;
+    }
+    CPU_DNNL(ctx, dnnl_primitive_execute(p->prim, stream, p->n_binds, args));
+    return OPSCHED_OK;
+}
+
+/* ---- plans -------------------------------------------------------------- */
+
+/* 1 when the only reader of the node's output is a Relu that a convolution
+ * can absorb. */
+static int next_is_relu(const opsched_graph *g, int node)
+{
+    const opsched_node *n = opsched_graph_node(g, node);
+    if (n->n_outputs != 1 || opsched_graph_num_consumers(g, n->outputs[0]) != 1) return 0;
+    for (int i = node + 1; i < opsched_graph_num_nodes(g); i++) {
+        const opsched_node *c = opsched_graph_node(g, i);
+        for (int k = 0; k < c->n_inputs; k++)
+            if (c->inputs[k] == n->outputs[0]) return c->op == OPSCHED_OP_RELU;
+    }
+    return 0;
+}
+
+static opsched_status copy_node(opsched_ctx *ctx, const opsched_graph *g, int node, cpu_node *out)
+{
+    const opsched_node *n = opsched_graph_node(g, node);
+    if (n->n_inputs > CPU_MAX_IO || n->n_outputs > CPU_MAX_IO)
+        return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED,
+                       "cpu: node '%s' has too many inputs or outputs", n->name);
+    out->op = n->op;
+    out->attr = n->attr;
+    out->n_in = n->n_inputs;
+    out->n_out = n->n_outputs;
+    for (int i = 0; i < n->n_inputs; i++) {
+        const opsched_tensor *t = n->inputs[i] >= 0 ? opsched_graph_tensor(g, n->inputs[i]) : NULL;
+        out->has_in[i] = t != NULL;
+        if (t) {
+            out->in[i] = t->shape;
+            out->in_dt[i] = t->dtype;
+        }
+    }
+    for (int i = 0; i < n->n_outputs; i++)
+        out->out[i] = opsched_graph_tensor(g, n->outputs[i])->shape;
+    return OPSCHED_OK;
+}
+
+static opsched_status check_options(opsched_ctx *ctx, const opsched_node *n,
+                                    const opsched_plan_options *opts)
+{
+    if (opts->math == OPSCHED_MATH_FP16 || opts->math == OPSCHED_MATH_BF16)
+        return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED,
+                       "cpu backend: %s math is not supported (fp32 only)",
+                       opsched_math_name(opts->math));
+    if (opts->math != OPSCHED_MATH_FP32 && opts->math != OPSCHED_MATH_TF32)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "cpu backend: bad math mode %d",
+                       (int)opts->math);
+    if (opts->layout != OPSCHED_LAYOUT_NCHW)
+        return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED,
+                       "cpu backend: node '%s' (%s): only the NCHW layout is supported", n->name,
+                       opsched_op_name(n->op));
+    return OPSCHED_OK;
+}
+
+void cpu_plan_free(void *dev, void *plan)
+{
+    (void)dev;
+    cpu_plan *p = plan;
+    if (!p) return;
+    cpu_prim_release(&p->main);
+    free(p);
+}
+
+opsched_status cpu_plan_create(opsched_ctx *ctx, void *d, const opsched_graph *g, int node,
+                               const opsched_plan_options *opts, void **plan,
+                               opsched_plan_info *info)
+{
+    cpu_dev *dev = d;
+    opsched_status st = OPSCHED_OK;
+    const opsched_node *n = opsched_graph_node(g, node);
+    if (!n) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "cpu: node %d does not exist", node);
+    OS_TRY(check_options(ctx, n, opts));
+    cpu_plan *p = calloc(1, sizeof(*p));
+    if (!p) return OS_NOMEM(ctx);
+    memset(info, 0, sizeof(*info));
+    OS_TRY_GOTO(st, copy_node(ctx, g, node, &p->node), fail);
+    if (n->op == OPSCHED_OP_CONV) {
+        p->node.fused_relu = opts->fuse_activation && next_is_relu(g, node);
+        OS_TRY_GOTO(st, cpu_ops_conv(ctx, dev, p, opts, info), fail);
+        info->fused_activation = p->node.fused_relu;
+    } else {
+        OS_TRY_GOTO(st, cpu_ops_build(ctx, dev, p, info), fail);
+    }
+    if (!p->main.prim && !p->loop) {
+        st = OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED,
+                     "cpu backend: node '%s' (%s) has no implementation", n->name,
+                     opsched_op_name(n->op));
+        goto fail;
+    }
+    info->workspace_bytes = p->main.scratch_bytes;
+    if (opts->workspace_limit && info->workspace_bytes > opts->workspace_limit) {
+        st = OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED,
+                     "cpu backend: node '%s' needs a %zu-byte scratchpad, above the limit of %zu",
+                     n->name, info->workspace_bytes, opts->workspace_limit);
+        goto fail;
+    }
+    *plan = p;
+    return OPSCHED_OK;
+fail:
+    cpu_plan_free(dev, p);
+    return st;
+}
+
+opsched_status cpu_plan_launch(opsched_ctx *ctx, void *d, void *plan, void *stream, void *const *in,
+                               void *const *out)
+{
+    cpu_dev *dev = d;
+    cpu_plan *p = plan;
+    const cpu_node *n = &p->node;
+    for (int i = 0; i < n->n_in; i++)
+        if (n->has_in[i] && !in[i])
+            return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "cpu: %s input %d has no buffer",
+                           opsched_op_name(n->op), i);
+    for (int i = 0; i < n->n_out; i++)
+        if (!out[i])
+            return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "cpu: %s output %d has no buffer",
+                           opsched_op_name(n->op), i);
+    if (p->pre) OS_TRY(p->pre(ctx, n, in, out));
+    if (p->main.prim)
+        OS_TRY(cpu_prim_run(ctx, &p->main, stream ? (dnnl_stream_t)stream : dev->stream, in, out));
+    if (p->loop) OS_TRY(p->loop(ctx, n, in, out));
+    return OPSCHED_OK;
+}
