@@ -498,7 +498,7 @@ static void test_export_csv(void **state)
         "Batch size,In Channels,Out Channels,Kernel Size,Stride,Width,Height,Flops,Latency,"
         "Latency Type,op,padding,groups,dtype,algo_policy,algo,math,layout,cache,status,n,min,"
         "max,mean,std,p90,p95,p99,trimmed_mean,cv,workspace_bytes,energy_j,dynamic_energy_j,"
-        "power_mean_w,energy_method,device_name,device_uuid,run_uuid,created_at,signature\n";
+        "power_mean_w,energy_method,device_name,device_uuid,run_uuid,created_at,signature,energy_power_j,idle_power_w,energy_window_ms,energy_launches,launches_per_sample\n";
     const char *conv_row =
         "1,64,128,3,1,28,56,12345,0.5,median_ms,conv2d,1,1,f32,heuristic,implicit_gemm,tf32,"
         "nchw,hot,ok,50,0.4,0.6,0.5,0.01,0.55,0.57,0.59,0.5,0.02,1024,,,,,"

@@ -54,7 +54,12 @@ static const char *const columns[] = {"Batch size",
                                       "device_uuid",
                                       "run_uuid",
                                       "created_at",
-                                      "signature"};
+                                      "signature",
+                                      "energy_power_j",
+                                      "idle_power_w",
+                                      "energy_window_ms",
+                                      "energy_launches",
+                                      "launches_per_sample"};
 
 static const char export_sql[] =
     "SELECT c.batch, c.in_channels, c.out_channels, c.kernel, c.stride, c.width, c.height,"
@@ -62,7 +67,8 @@ static const char export_sql[] =
     " m.algo, m.math, m.layout, m.cache, m.status, m.n, m.min_ms, m.max_ms, m.mean_ms,"
     " m.std_ms, m.p90_ms, m.p95_ms, m.p99_ms, m.trimmed_mean_ms, m.cv, m.workspace_bytes,"
     " m.energy_j, m.dynamic_energy_j, m.power_mean_w, m.energy_method, d.name, d.uuid, r.uuid,"
-    " m.created_at, c.signature"
+    " m.created_at, c.signature, m.energy_power_j, m.idle_power_w, m.energy_window_ms,"
+    " m.energy_launches, m.launches_per_sample"
     " FROM measurements AS m JOIN configs AS c ON c.id = m.config_id"
     " JOIN devices AS d ON d.id = m.device_id JOIN runs AS r ON r.id = m.run_id"
     " WHERE ?1 IS NULL OR c.op = ?1 ORDER BY m.id";
@@ -129,7 +135,7 @@ opsched_status opsched_store_export_csv(opsched_store *s, FILE *f, const char *o
         if (!row) break;
         for (int i = 0; i < n; i++) {
             if (i) fputc(',', f);
-            put_cell(f, stmt, i, i == n - 2);
+            put_cell(f, stmt, i, i == 38);
         }
         fputc('\n', f);
     }
