@@ -1,0 +1,434 @@
+/*
+ * cuda_dnn.c - the operators cuDNN's legacy API runs besides convolution:
+ * pooling, activations, batch normalisation, softmax and LRN.
+ *
+ * Each falls back to an own kernel (kernels.cu) where cuDNN cannot express
+ * the node: pooling with asymmetric padding, dilation or a ceil-mode output
+ * cuDNN's floor formula does not give; Clip with a lower bound other than 0;
+ * LRN parameters outside cuDNN's ranges or in NHWC; sizes beyond 32 bits.
+ * bf16 data also goes to the own kernels (cuDNN's legacy pooling,
+ * activation, softmax and LRN are not documented for bf16), as does batch
+ * normalisation in fp16/bf16 or NHWC (cuDNN wants its parameters in fp32
+ * there).  plan info's algo says which ran: "cudnn" or "kernel".
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_impl.h"
+
+typedef struct dnn_plan {
+    cu_plan base;
+    cuk_type kt;
+    int use_cudnn;
+    cudnnTensorDescriptor_t x_desc, y_desc, p_desc;
+    cudnnPoolingDescriptor_t pool_desc;
+    cudnnActivationDescriptor_t act_desc;
+    cudnnLRNDescriptor_t lrn_desc;
+    double eps;
+    cuk_pool_desc pool;
+    cuk_lrn_desc lrn;
+    cuk_unary_op op;
+    float p0, p1;
+    int64_t n, channels, cstride; /* element count; per-channel addressing */
+    int64_t outer, axis, inner;   /* softmax */
+} dnn_plan;
+
+static void dnn_release(cu_plan *base)
+{
+    dnn_plan *p = (dnn_plan *)base;
+    if (p->x_desc) (void)cudnnDestroyTensorDescriptor(p->x_desc);
+    if (p->y_desc) (void)cudnnDestroyTensorDescriptor(p->y_desc);
+    if (p->p_desc) (void)cudnnDestroyTensorDescriptor(p->p_desc);
+    if (p->pool_desc) (void)cudnnDestroyPoolingDescriptor(p->pool_desc);
+    if (p->act_desc) (void)cudnnDestroyActivationDescriptor(p->act_desc);
+    if (p->lrn_desc) (void)cudnnDestroyLRNDescriptor(p->lrn_desc);
+}
+
+static opsched_status dnn_new(const cu_plan_args *a, cu_launch_fn launch, dnn_plan **out)
+{
+    const opsched_tensor *x = cu_in(a, 0);
+    if (!x || !cu_dtype_is_float(x->dtype))
+        return CU_UNSUPPORTED(a, "%s data", x ? opsched_dtype_name(x->dtype) : "missing");
+    cu_plan *base = NULL;
+    OS_TRY(cu_plan_alloc(a, sizeof(dnn_plan), launch, dnn_release, &base));
+    dnn_plan *p = (dnn_plan *)base;
+    p->kt = a->kt;
+    *out = p;
+    return OPSCHED_OK;
+}
+
+static opsched_status dnn_done(const cu_plan_args *a, dnn_plan *p, cu_plan **out)
+{
+    snprintf(a->info->algo, sizeof(a->info->algo), "%s", p->use_cudnn ? "cudnn" : "kernel");
+    *out = &p->base;
+    return OPSCHED_OK;
+}
+
+/* A 4-D cuDNN descriptor of n, c, h, w, created on first use. */
+static opsched_status desc_4d(const cu_plan_args *a, cudnnTensorDescriptor_t *d, int nhwc,
+                              int64_t n, int64_t c, int64_t h, int64_t w)
+{
+    if (!*d) CUDNN_CHECK(a->ctx, cudnnCreateTensorDescriptor(d));
+    CUDNN_CHECK(a->ctx,
+                cudnnSetTensor4dDescriptor(*d, nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                           cu_cudnn_type(a->dt), (int)n, (int)c, (int)h, (int)w));
+    return OPSCHED_OK;
+}
+
+/* 1 when all of n values are in 1..INT_MAX and so is their product. */
+static int cudnn_dims_ok(const int64_t *v, int n)
+{
+    int64_t prod = 1;
+    for (int i = 0; i < n; i++) {
+        if (v[i] < 1 || !cu_fits_int(v[i])) return 0;
+        prod *= v[i];
+        if (!cu_fits_int(prod)) return 0;
+    }
+    return 1;
+}
+
+/* N, C and the product of the remaining dims of a rank >= 2 shape. */
+static void ncs(const opsched_shape *s, int64_t *n, int64_t *c, int64_t *sp)
+{
+    *n = s->d[0];
+    *c = s->ndim > 1 ? s->d[1] : 1;
+    *sp = 1;
+    for (int i = 2; i < s->ndim; i++)
+        *sp *= s->d[i];
+}
+
+/* ---- pooling --------------------------------------------------------- */
+
+static opsched_status pool_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
+                                  void *const *in, void *const *out)
+{
+    dnn_plan *p = (dnn_plan *)base;
+    const float one = 1.0f, zero = 0.0f;
+    if (!p->use_cudnn) {
+        CUDA_CHECK(ctx, cuk_pool2d(p->kt, &p->pool, in[0], out[0], s));
+        return OPSCHED_OK;
+    }
+    CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
+    CUDNN_CHECK(ctx, cudnnPoolingForward(dev->cudnn, p->pool_desc, &one, p->x_desc, in[0], &zero,
+                                         p->y_desc, out[0]));
+    return OPSCHED_OK;
+}
+
+/* Tries cuDNN pooling of an [n, c, h, w] input (window kh x kw, symmetric
+ * pads ph, pw); leaves use_cudnn 0 when cuDNN's output differs from oh x ow. */
+static opsched_status pool_cudnn(const cu_plan_args *a, dnn_plan *p, int is_max, int incl_pad,
+                                 int nhwc, const int64_t *x4, int64_t oh, int64_t ow,
+                                 const int64_t *win)
+{
+    int64_t dims[] = {x4[0],  x4[1],  x4[2],      x4[3],      oh,     ow,
+                      win[0], win[1], win[2] + 1, win[3] + 1, win[4], win[5]};
+    for (int i = 0; i < (int)OS_ARRAY_LEN(dims); i++)
+        if (!cudnn_dims_ok(&dims[i], 1)) return OPSCHED_OK;
+    if (!cudnn_dims_ok(x4, 4)) return OPSCHED_OK;
+    cudnnPoolingMode_t mode = is_max     ? CUDNN_POOLING_MAX
+                              : incl_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                         : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    CUDNN_CHECK(a->ctx, cudnnCreatePoolingDescriptor(&p->pool_desc));
+    CUDNN_CHECK(a->ctx, cudnnSetPooling2dDescriptor(p->pool_desc, mode, CUDNN_NOT_PROPAGATE_NAN,
+                                                    (int)win[0], (int)win[1], (int)win[2],
+                                                    (int)win[3], (int)win[4], (int)win[5]));
+    OS_TRY(desc_4d(a, &p->x_desc, nhwc, x4[0], x4[1], x4[2], x4[3]));
+    int n = 0, c = 0, h = 0, w = 0;
+    CUDNN_CHECK(a->ctx, cudnnGetPooling2dForwardOutputDim(p->pool_desc, p->x_desc, &n, &c, &h, &w));
+    if (h != oh || w != ow) return OPSCHED_OK;
+    OS_TRY(desc_4d(a, &p->y_desc, nhwc, n, c, h, w));
+    p->use_cudnn = 1;
+    return OPSCHED_OK;
+}
+
+opsched_status cu_plan_pool(const cu_plan_args *a, cu_plan **out)
+{
+    const opsched_pool_attr *at = &a->node->attr.pool;
+    const opsched_tensor *x = cu_in(a, 0), *y = cu_out(a, 0);
+    dnn_plan *p = NULL;
+    opsched_status st = OPSCHED_OK;
+    OS_TRY(dnn_new(a, pool_launch, &p));
+    int is_max = a->node->op == OPSCHED_OP_MAXPOOL;
+    cuk_pool_desc *d = &p->pool;
+    int64_t xs[4], ys[4];
+    cu_strides(a, x, xs);
+    cu_strides(a, y, ys);
+    d->is_max = is_max;
+    d->count_include_pad = at->count_include_pad;
+    d->nhwc = cu_is_nhwc(a, y);
+    d->N = x->shape.d[0];
+    d->C = x->shape.d[1];
+    d->H = x->shape.d[2];
+    d->W = x->shape.d[3];
+    d->OH = y->shape.d[2];
+    d->OW = y->shape.d[3];
+    d->kh = at->kernel[0];
+    d->kw = at->kernel[1];
+    d->sh = at->stride[0] ? at->stride[0] : 1;
+    d->sw = at->stride[1] ? at->stride[1] : 1;
+    d->dh = at->dilation[0] ? at->dilation[0] : 1;
+    d->dw = at->dilation[1] ? at->dilation[1] : 1;
+    d->pad_t = at->pads[0];
+    d->pad_l = at->pads[1];
+    d->pad_b = at->pads[2];
+    d->pad_r = at->pads[3];
+    memcpy(d->xs, xs, sizeof(xs));
+    memcpy(d->ys, ys, sizeof(ys));
+    if (a->dt != OPSCHED_BF16 && d->dh == 1 && d->dw == 1 && d->pad_t == d->pad_b &&
+        d->pad_l == d->pad_r) {
+        int64_t x4[4] = {d->N, d->C, d->H, d->W};
+        int64_t win[6] = {d->kh, d->kw, d->pad_t, d->pad_l, d->sh, d->sw};
+        OS_TRY_GOTO(st,
+                    pool_cudnn(a, p, is_max, d->count_include_pad, d->nhwc, x4, d->OH, d->OW, win),
+                    fail);
+    }
+    return dnn_done(a, p, out);
+fail:
+    cu_plan_destroy(&p->base);
+    return st;
+}
+
+opsched_status cu_plan_global_pool(const cu_plan_args *a, cu_plan **out)
+{
+    const opsched_tensor *x = cu_in(a, 0);
+    dnn_plan *p = NULL;
+    opsched_status st = OPSCHED_OK;
+    OS_TRY(dnn_new(a, pool_launch, &p));
+    int is_max = a->node->op == OPSCHED_OP_GLOBALMAXPOOL;
+    int64_t n, c, sp;
+    ncs(&x->shape, &n, &c, &sp);
+    /* [N, C, spatial...] viewed as [N, C, S, 1]; channels-last keeps C innermost. */
+    int nhwc = cu_is_nhwc(a, x);
+    cuk_pool_desc *d = &p->pool;
+    d->is_max = is_max;
+    d->count_include_pad = 1;
+    d->nhwc = nhwc;
+    d->N = n;
+    d->C = c;
+    d->H = sp;
+    d->W = 1;
+    d->OH = d->OW = 1;
+    d->kh = sp;
+    d->kw = 1;
+    d->sh = d->sw = d->dh = d->dw = 1;
+    int64_t xs_nchw[4] = {c * sp, sp, 1, 1}, xs_nhwc[4] = {c * sp, 1, c, c};
+    int64_t ys[4] = {c, 1, 1, 1};
+    memcpy(d->xs, nhwc ? xs_nhwc : xs_nchw, sizeof(d->xs));
+    memcpy(d->ys, ys, sizeof(d->ys));
+    if (a->dt != OPSCHED_BF16) {
+        int64_t x4[4] = {n, c, sp, 1};
+        int64_t win[6] = {sp, 1, 0, 0, 1, 1};
+        OS_TRY_GOTO(st, pool_cudnn(a, p, is_max, 1, nhwc, x4, 1, 1, win), fail);
+    }
+    return dnn_done(a, p, out);
+fail:
+    cu_plan_destroy(&p->base);
+    return st;
+}
+
+/* ---- activations ----------------------------------------------------- */
+
+static opsched_status act_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
+                                 void *const *in, void *const *out)
+{
+    dnn_plan *p = (dnn_plan *)base;
+    const float one = 1.0f, zero = 0.0f;
+    if (!p->use_cudnn) {
+        CUDA_CHECK(ctx, cuk_unary(p->kt, p->op, p->p0, p->p1, p->n, in[0], out[0], s));
+        return OPSCHED_OK;
+    }
+    CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
+    CUDNN_CHECK(ctx, cudnnActivationForward(dev->cudnn, p->act_desc, &one, p->x_desc, in[0], &zero,
+                                            p->x_desc, out[0]));
+    return OPSCHED_OK;
+}
+
+opsched_status cu_plan_activation(const cu_plan_args *a, cu_plan **out)
+{
+    const opsched_tensor *x = cu_in(a, 0);
+    dnn_plan *p = NULL;
+    opsched_status st = OPSCHED_OK;
+    OS_TRY(dnn_new(a, act_launch, &p));
+    p->n = opsched_shape_numel(&x->shape);
+    cudnnActivationMode_t mode = CUDNN_ACTIVATION_RELU;
+    double coef = 0.0;
+    int cudnn_ok = a->dt != OPSCHED_BF16 && cudnn_dims_ok(&p->n, 1);
+    switch (a->node->op) {
+    case OPSCHED_OP_RELU:
+        p->op = CUK_RELU;
+        break;
+    case OPSCHED_OP_SIGMOID:
+        p->op = CUK_SIGMOID;
+        mode = CUDNN_ACTIVATION_SIGMOID;
+        break;
+    case OPSCHED_OP_TANH:
+        p->op = CUK_TANH;
+        mode = CUDNN_ACTIVATION_TANH;
+        break;
+    default: /* Clip */
+        p->op = CUK_CLIP;
+        p->p0 = a->node->attr.clip.min;
+        p->p1 = a->node->attr.clip.max;
+        if (p->p0 != 0.0f) {
+            cudnn_ok = 0;
+        } else if (!isinf(p->p1) || p->p1 < 0) {
+            mode = CUDNN_ACTIVATION_CLIPPED_RELU;
+            coef = p->p1;
+        }
+        break;
+    }
+    if (cudnn_ok) {
+        OS_TRY_GOTO(st, desc_4d(a, &p->x_desc, 0, 1, 1, 1, p->n), fail);
+        CUDNN_CHECK_GOTO(a->ctx, st, cudnnCreateActivationDescriptor(&p->act_desc), fail);
+        CUDNN_CHECK_GOTO(
+            a->ctx, st,
+            cudnnSetActivationDescriptor(p->act_desc, mode, CUDNN_NOT_PROPAGATE_NAN, coef), fail);
+        p->use_cudnn = 1;
+    }
+    return dnn_done(a, p, out);
+fail:
+    cu_plan_destroy(&p->base);
+    return st;
+}
+
+/* ---- batch normalisation --------------------------------------------- */
+
+static opsched_status bn_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
+                                void *const *in, void *const *out)
+{
+    dnn_plan *p = (dnn_plan *)base;
+    const float one = 1.0f, zero = 0.0f;
+    if (!p->use_cudnn) {
+        CUDA_CHECK(ctx, cuk_batchnorm(p->kt, p->n, p->channels, p->cstride, (float)p->eps, in[0],
+                                      in[1], in[2], in[3], in[4], out[0], s));
+        return OPSCHED_OK;
+    }
+    CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
+    CUDNN_CHECK(ctx, cudnnBatchNormalizationForwardInference(
+                         dev->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, p->x_desc, in[0],
+                         p->x_desc, out[0], p->p_desc, in[1], in[2], in[3], in[4], p->eps));
+    return OPSCHED_OK;
+}
+
+opsched_status cu_plan_batchnorm(const cu_plan_args *a, cu_plan **out)
+{
+    const opsched_tensor *x = cu_in(a, 0);
+    dnn_plan *p = NULL;
+    opsched_status st = OPSCHED_OK;
+    OS_TRY(dnn_new(a, bn_launch, &p));
+    int64_t n, c, sp;
+    ncs(&x->shape, &n, &c, &sp);
+    p->n = opsched_shape_numel(&x->shape);
+    p->channels = c;
+    p->cstride = cu_is_nhwc(a, x) ? 1 : sp;
+    p->eps = a->node->attr.bn.epsilon;
+    int64_t dims[4] = {n, c, sp, 1};
+    if (a->dt == OPSCHED_F32 && !cu_is_nhwc(a, x) && cudnn_dims_ok(dims, 4) &&
+        p->eps >= CUDNN_BN_MIN_EPSILON) {
+        OS_TRY_GOTO(st, desc_4d(a, &p->x_desc, 0, n, c, sp, 1), fail);
+        CUDNN_CHECK_GOTO(a->ctx, st, cudnnCreateTensorDescriptor(&p->p_desc), fail);
+        CUDNN_CHECK_GOTO(
+            a->ctx, st,
+            cudnnDeriveBNTensorDescriptor(p->p_desc, p->x_desc, CUDNN_BATCHNORM_SPATIAL), fail);
+        p->use_cudnn = 1;
+    }
+    return dnn_done(a, p, out);
+fail:
+    cu_plan_destroy(&p->base);
+    return st;
+}
+
+/* ---- softmax --------------------------------------------------------- */
+
+static opsched_status softmax_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base,
+                                     cudaStream_t s, void *const *in, void *const *out)
+{
+    dnn_plan *p = (dnn_plan *)base;
+    const float one = 1.0f, zero = 0.0f;
+    if (!p->use_cudnn) {
+        CUDA_CHECK(ctx, cuk_softmax(p->kt, p->outer, p->axis, p->inner, in[0], out[0], s));
+        return OPSCHED_OK;
+    }
+    CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
+    CUDNN_CHECK(ctx,
+                cudnnSoftmaxForward(dev->cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL,
+                                    &one, p->x_desc, in[0], &zero, p->x_desc, out[0]));
+    return OPSCHED_OK;
+}
+
+opsched_status cu_plan_softmax(const cu_plan_args *a, cu_plan **out)
+{
+    const opsched_tensor *x = cu_in(a, 0);
+    dnn_plan *p = NULL;
+    opsched_status st = OPSCHED_OK;
+    OS_TRY(dnn_new(a, softmax_launch, &p));
+    cu_axis_split(a, x, (int)a->node->attr.axis.axis, &p->outer, &p->axis, &p->inner);
+    int64_t dims[4] = {p->outer, p->axis, p->inner, 1};
+    if (a->dt != OPSCHED_BF16 && cudnn_dims_ok(dims, 4)) {
+        /* Softmax over C of [outer, axis, inner, 1] for every (n, h, w). */
+        OS_TRY_GOTO(st, desc_4d(a, &p->x_desc, 0, p->outer, p->axis, p->inner, 1), fail);
+        p->use_cudnn = 1;
+    }
+    return dnn_done(a, p, out);
+fail:
+    cu_plan_destroy(&p->base);
+    return st;
+}
+
+/* ---- LRN ------------------------------------------------------------- */
+
+static opsched_status lrn_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
+                                 void *const *in, void *const *out)
+{
+    dnn_plan *p = (dnn_plan *)base;
+    const float one = 1.0f, zero = 0.0f;
+    if (!p->use_cudnn) {
+        CUDA_CHECK(ctx, cuk_lrn(p->kt, &p->lrn, in[0], out[0], s));
+        return OPSCHED_OK;
+    }
+    CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
+    CUDNN_CHECK(ctx,
+                cudnnLRNCrossChannelForward(dev->cudnn, p->lrn_desc, CUDNN_LRN_CROSS_CHANNEL_DIM1,
+                                            &one, p->x_desc, in[0], &zero, p->x_desc, out[0]));
+    return OPSCHED_OK;
+}
+
+opsched_status cu_plan_lrn(const cu_plan_args *a, cu_plan **out)
+{
+    const opsched_lrn_attr *l = &a->node->attr.lrn;
+    const opsched_tensor *x = cu_in(a, 0);
+    dnn_plan *p = NULL;
+    opsched_status st = OPSCHED_OK;
+    OS_TRY(dnn_new(a, lrn_launch, &p));
+    int64_t n, c, sp;
+    ncs(&x->shape, &n, &c, &sp);
+    int nhwc = cu_is_nhwc(a, x);
+    cuk_lrn_desc *d = &p->lrn;
+    d->N = n;
+    d->C = c;
+    d->S = sp;
+    d->cstride = nhwc ? 1 : sp;
+    d->sstride = nhwc ? c : 1;
+    d->size = l->size;
+    d->alpha = l->alpha;
+    d->beta = l->beta;
+    d->bias = l->bias;
+    int64_t dims[4] = {n, c, sp, 1};
+    /* cuDNN divides alpha by the window like ONNX, and centres the window
+     * the same way (floor((n-1)/2) behind, the rest ahead). */
+    if (a->dt != OPSCHED_BF16 && !nhwc && cudnn_dims_ok(dims, 4) && l->size >= CUDNN_LRN_MIN_N &&
+        l->size <= CUDNN_LRN_MAX_N && l->bias >= CUDNN_LRN_MIN_K && l->beta >= CUDNN_LRN_MIN_BETA) {
+        OS_TRY_GOTO(st, desc_4d(a, &p->x_desc, 0, n, c, sp, 1), fail);
+        CUDNN_CHECK_GOTO(a->ctx, st, cudnnCreateLRNDescriptor(&p->lrn_desc), fail);
+        CUDNN_CHECK_GOTO(
+            a->ctx, st,
+            cudnnSetLRNDescriptor(p->lrn_desc, (unsigned)l->size, l->alpha, l->beta, l->bias),
+            fail);
+        p->use_cudnn = 1;
+    }
+    return dnn_done(a, p, out);
+fail:
+    cu_plan_destroy(&p->base);
+    return st;
+}

@@ -1,0 +1,272 @@
+/*
+ * cuda_gemm.c - Gemm and MatMul through cuBLAS (cublasGemmEx and
+ * cublasGemmStridedBatchedEx).
+ *
+ * Row-major tensors go to column-major cuBLAS by the usual swap: a
+ * row-major R x C matrix is a column-major C x R one, so Y = op(A) op(B)
+ * is computed as Y^T = op(B)^T op(A)^T with B passed first.  Math modes:
+ * strict fp32 uses CUBLAS_COMPUTE_32F (the handle's math mode stays
+ * CUBLAS_DEFAULT_MATH, so no TF32), tf32 CUBLAS_COMPUTE_32F_FAST_TF32, and
+ * fp16/bf16 data CUBLAS_COMPUTE_32F (fp32 accumulation).
+ *
+ * MatMul batches: one GEMM when only A is batched (the batch folds into
+ * M), one strided-batched call when each operand is either fully batched or
+ * shared by every batch, and otherwise (a general broadcast such as
+ * [2,1,M,K] x [1,3,K,N]) one GEMM per batch entry.
+ *
+ * Gemm's C is broadcast into Y by a copy kernel before the GEMM runs with
+ * beta.  Each plan owns a cuBLAS workspace (cublasSetWorkspace at every
+ * launch, after cublasSetStream, which resets it), so plans can run on
+ * different streams at once.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_impl.h"
+
+typedef struct gemm_plan {
+    cu_plan base;
+    cudaDataType_t type;
+    cublasComputeType_t compute;
+    /* The column-major call: first operand B, second A. */
+    cublasOperation_t op_b, op_a;
+    int m, n, k, ldb, lda, ldc;
+    float alpha, beta;
+    int copy_c; /* broadcast input 2 into the output first */
+    cuk_nd c_nd;
+    size_t elem;
+    int batch; /* strided-batched count, 1 for a single GEMM */
+    long long stride_a, stride_b, stride_y;
+    int n_loop;               /* > 0: one GEMM per entry of the offsets below */
+    int64_t *loop_a, *loop_b; /* element offsets per output batch entry */
+} gemm_plan;
+
+static void gemm_release(cu_plan *base)
+{
+    gemm_plan *p = (gemm_plan *)base;
+    free(p->loop_a);
+    free(p->loop_b);
+}
+
+static opsched_status gemm_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
+                                  void *const *in, void *const *out)
+{
+    gemm_plan *p = (gemm_plan *)base;
+    const char *A = in[0], *B = in[1];
+    char *Y = out[0];
+    CUBLAS_CHECK(ctx, cublasSetStream(dev->cublas, s));
+    CUBLAS_CHECK(ctx, cublasSetWorkspace(dev->cublas, base->workspace, base->workspace_bytes));
+    if (p->copy_c) CUDA_CHECK(ctx, cuk_copy(p->elem, &p->c_nd, in[2], Y, s));
+    if (p->n_loop) {
+        size_t ystep = (size_t)p->m * (size_t)p->n * p->elem;
+        for (int i = 0; i < p->n_loop; i++)
+            CUBLAS_CHECK(ctx, cublasGemmEx(dev->cublas, p->op_b, p->op_a, p->m, p->n, p->k,
+                                           &p->alpha, B + p->loop_b[i] * (int64_t)p->elem, p->type,
+                                           p->ldb, A + p->loop_a[i] * (int64_t)p->elem, p->type,
+                                           p->lda, &p->beta, Y + (size_t)i * ystep, p->type, p->ldc,
+                                           p->compute, CUBLAS_GEMM_DEFAULT));
+    } else if (p->batch > 1) {
+        CUBLAS_CHECK(ctx, cublasGemmStridedBatchedEx(dev->cublas, p->op_b, p->op_a, p->m, p->n,
+                                                     p->k, &p->alpha, B, p->type, p->ldb,
+                                                     p->stride_b, A, p->type, p->lda, p->stride_a,
+                                                     &p->beta, Y, p->type, p->ldc, p->stride_y,
+                                                     p->batch, p->compute, CUBLAS_GEMM_DEFAULT));
+    } else {
+        CUBLAS_CHECK(ctx, cublasGemmEx(dev->cublas, p->op_b, p->op_a, p->m, p->n, p->k, &p->alpha,
+                                       B, p->type, p->ldb, A, p->type, p->lda, &p->beta, Y, p->type,
+                                       p->ldc, p->compute, CUBLAS_GEMM_DEFAULT));
+    }
+    return OPSCHED_OK;
+}
+
+/* Common set-up: types, compute type, workspace. */
+static opsched_status gemm_new(const cu_plan_args *a, gemm_plan **out)
+{
+    for (int i = 0; i < a->node->n_inputs; i++) {
+        const opsched_tensor *t = cu_in(a, i);
+        if (t && !cu_dtype_is_float(t->dtype))
+            return CU_UNSUPPORTED(a, "matrix products of %s data", opsched_dtype_name(t->dtype));
+        if (t && cu_is_nhwc(a, t))
+            return CU_UNSUPPORTED(a, "a 4-D operand in the NHWC layout (only NCHW supported)");
+    }
+    cu_plan *base = NULL;
+    OS_TRY(cu_plan_alloc(a, sizeof(gemm_plan), gemm_launch, gemm_release, &base));
+    gemm_plan *p = (gemm_plan *)base;
+    p->elem = opsched_dtype_size(a->dt);
+    p->type = a->dt == OPSCHED_F16 ? CUDA_R_16F : a->dt == OPSCHED_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+    p->compute =
+        a->opts->math == OPSCHED_MATH_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    p->alpha = 1.0f;
+    p->beta = 0.0f;
+    p->batch = 1;
+    /* cuBLAS's recommended workspace: 32 MiB on Hopper and later, 4 MiB before. */
+    int major = 0;
+    opsched_status st = OPSCHED_OK;
+    CUDA_CHECK_GOTO(
+        a->ctx, st,
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, a->dev->index), fail);
+    size_t ws = major >= 9 ? (size_t)32 << 20 : (size_t)4 << 20;
+    if (a->opts->workspace_limit && a->opts->workspace_limit < ws) ws = a->opts->workspace_limit;
+    base->workspace_bytes = ws;
+    if (ws) OS_TRY_GOTO(st, cu_malloc(a->ctx, ws, &base->workspace), fail);
+    *out = p;
+    return OPSCHED_OK;
+fail:
+    cu_plan_destroy(base);
+    return st;
+}
+
+static int dims_fit(int64_t m, int64_t n, int64_t k)
+{
+    return m > 0 && n > 0 && k > 0 && cu_fits_int(m) && cu_fits_int(n) && cu_fits_int(k);
+}
+
+opsched_status cu_plan_gemm(const cu_plan_args *a, cu_plan **out)
+{
+    const opsched_gemm_attr *g = &a->node->attr.gemm;
+    const opsched_tensor *A = cu_in(a, 0), *C = cu_in(a, 2), *Y = cu_out(a, 0);
+    int64_t M = Y->shape.d[0], N = Y->shape.d[1];
+    int64_t K = g->trans_a ? A->shape.d[0] : A->shape.d[1];
+    if (!dims_fit(M, N, K))
+        return CU_UNSUPPORTED(a, "GEMM of %lldx%lldx%lld (each must be in 1..2^31-1)", (long long)M,
+                              (long long)N, (long long)K);
+    gemm_plan *p = NULL;
+    OS_TRY(gemm_new(a, &p));
+    p->op_b = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    p->op_a = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    p->m = (int)N;
+    p->n = (int)M;
+    p->k = (int)K;
+    p->ldb = (int)(g->trans_b ? K : N);
+    p->lda = (int)(g->trans_a ? M : K);
+    p->ldc = (int)N;
+    p->alpha = g->alpha;
+    if (C && g->beta != 0.0f) {
+        /* C broadcast to [M, N]: right-aligned, stride 0 where it has extent 1. */
+        cuk_nd *nd = &p->c_nd;
+        const opsched_shape *cs = &C->shape;
+        memset(nd, 0, sizeof(*nd));
+        nd->ndim = 2;
+        nd->shape[0] = M;
+        nd->shape[1] = N;
+        nd->stride[0][0] = N;
+        nd->stride[0][1] = 1;
+        int64_t cst = 1;
+        for (int i = 1; i >= 0; i--) {
+            int ci = cs->ndim - 2 + i;
+            int64_t d = ci >= 0 ? cs->d[ci] : 1;
+            nd->stride[1][i] = d == 1 ? 0 : cst;
+            cst *= d;
+        }
+        cu_nd_simplify(nd, 2);
+        p->copy_c = 1;
+        p->beta = g->beta;
+    }
+    snprintf(a->info->algo, sizeof(a->info->algo), "cublas_gemm");
+    *out = &p->base;
+    return OPSCHED_OK;
+}
+
+/* Element offsets of each batch entry of an operand whose batch dims
+ * (rank nb, right-aligned against the output's) broadcast to bo. */
+static void batch_offsets(const opsched_shape *bo, const int64_t *dims, int nb, int64_t mat,
+                          int64_t *offs)
+{
+    int64_t st[OPSCHED_MAX_DIMS] = {0}, s = mat;
+    for (int i = bo->ndim - 1; i >= 0; i--) {
+        int di = nb - bo->ndim + i;
+        int64_t d = di >= 0 ? dims[di] : 1;
+        st[i] = d == 1 ? 0 : s;
+        s *= d;
+    }
+    int64_t total = opsched_shape_numel(bo);
+    for (int64_t b = 0; b < total; b++) {
+        int64_t rest = b, off = 0;
+        for (int i = bo->ndim - 1; i >= 0; i--) {
+            off += (rest % bo->d[i]) * st[i];
+            rest /= bo->d[i];
+        }
+        offs[b] = off;
+    }
+}
+
+/* The single stride that reproduces offs (0 when shared), or -1. */
+static int64_t uniform_stride(const int64_t *offs, int64_t n)
+{
+    int64_t s = n > 1 ? offs[1] - offs[0] : 0;
+    for (int64_t i = 0; i < n; i++)
+        if (offs[i] != i * s) return -1;
+    return s;
+}
+
+opsched_status cu_plan_matmul(const cu_plan_args *a, cu_plan **out)
+{
+    opsched_shape As = cu_in(a, 0)->shape, Bs = cu_in(a, 1)->shape;
+    if (As.ndim == 1) {
+        As.ndim = 2;
+        As.d[1] = As.d[0];
+        As.d[0] = 1;
+    }
+    if (Bs.ndim == 1) {
+        Bs.ndim = 2;
+        Bs.d[1] = 1;
+    }
+    int64_t M = As.d[As.ndim - 2], K = As.d[As.ndim - 1], N = Bs.d[Bs.ndim - 1];
+    opsched_shape bo = {.ndim = 0};
+    int nba = As.ndim - 2, nbb = Bs.ndim - 2;
+    bo.ndim = OS_MAX(nba, nbb);
+    for (int i = 0; i < bo.ndim; i++) {
+        int ia = nba - bo.ndim + i, ib = nbb - bo.ndim + i;
+        int64_t da = ia >= 0 ? As.d[ia] : 1, db = ib >= 0 ? Bs.d[ib] : 1;
+        bo.d[i] = da == 1 ? db : da;
+    }
+    int64_t batch = opsched_shape_numel(&bo);
+    if (!dims_fit(M, N, K) || batch < 1 || !cu_fits_int(batch))
+        return CU_UNSUPPORTED(a,
+                              "batched GEMM of %lld x %lldx%lldx%lld (each must be in "
+                              "1..2^31-1)",
+                              (long long)batch, (long long)M, (long long)N, (long long)K);
+    int64_t *oa = malloc(sizeof(int64_t) * (size_t)batch);
+    int64_t *ob = malloc(sizeof(int64_t) * (size_t)batch);
+    gemm_plan *p = NULL;
+    opsched_status st = OPSCHED_OK;
+    if (!oa || !ob) {
+        st = OS_NOMEM(a->ctx);
+        goto done;
+    }
+    batch_offsets(&bo, As.d, nba, M * K, oa);
+    batch_offsets(&bo, Bs.d, nbb, K * N, ob);
+    OS_TRY_GOTO(st, gemm_new(a, &p), done);
+    p->op_b = CUBLAS_OP_N;
+    p->op_a = CUBLAS_OP_N;
+    p->m = (int)N;
+    p->n = (int)M;
+    p->k = (int)K;
+    p->ldb = (int)N;
+    p->lda = (int)K;
+    p->ldc = (int)N;
+    int64_t sa = uniform_stride(oa, batch), sb = uniform_stride(ob, batch);
+    const char *algo = "cublas_gemm";
+    if (batch > 1 && sb == 0 && sa == M * K && cu_fits_int(batch * M)) {
+        p->n = (int)(batch * M); /* B shared: the batch is just more rows of A */
+    } else if (batch > 1 && sa >= 0 && sb >= 0) {
+        p->batch = (int)batch;
+        p->stride_a = sa;
+        p->stride_b = sb;
+        p->stride_y = M * N;
+        algo = "cublas_strided_batched";
+    } else if (batch > 1) {
+        p->n_loop = (int)batch;
+        p->loop_a = oa;
+        p->loop_b = ob;
+        oa = ob = NULL;
+        algo = "cublas_gemm_loop";
+    }
+    snprintf(a->info->algo, sizeof(a->info->algo), "%s", algo);
+    *out = &p->base;
+done:
+    free(oa);
+    free(ob);
+    return st;
+}

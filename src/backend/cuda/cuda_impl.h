@@ -1,0 +1,242 @@
+/*
+ * cuda_impl.h - what the CUDA backend's files share: the device, the plan,
+ * the vendor check macros and the helpers that turn graph shapes into
+ * strides.
+ *
+ * Streams: each device owns one stream created non-blocking at open; it is
+ * the device's default stream (the registry's NULL stream handle), so work
+ * on it can be captured into a CUDA graph and never serialises with the
+ * legacy NULL stream.  cuDNN and cuBLAS handles are per device; every launch
+ * binds them to the launch's stream first (cudnnSetStream, cublasSetStream,
+ * then cublasSetWorkspace, because cublasSetStream resets the workspace).
+ *
+ * Layouts: under OPSCHED_LAYOUT_NHWC every 4-D tensor of a plan (conv and
+ * pooling activations, conv weights as [M, kh, kw, C/g]) is stored
+ * channels-last; tensors of any other rank stay row-major.  Shapes remain
+ * logical (NCHW) everywhere in the graph.
+ *
+ * Data types: floating-point tensors are stored in the math mode's type
+ * (opsched_math_dtype); integer tensors (Gather indices, or data moved by
+ * Concat/Slice/...) keep the graph's type.
+ */
+#ifndef OS_CUDA_IMPL_H
+#define OS_CUDA_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include "backend/backend_impl.h"
+#include "backend/cuda/kernels.h"
+#include "core/error.h"
+#include "core/util.h"
+
+/* ---- vendor error handling ------------------------------------------- */
+
+/* Record a failed call on ctx and return the status it maps to:
+ * cudaErrorMemoryAllocation, CUBLAS_STATUS_ALLOC_FAILED and cuDNN's
+ * allocation failures are OPSCHED_ERR_DEVICE_OOM; cuDNN's and cuBLAS's
+ * "not supported" are OPSCHED_ERR_UNSUPPORTED; the rest OPSCHED_ERR_BACKEND.
+ * The CUDA runtime's last error is cleared so a later launch check does not
+ * see it again. */
+opsched_status cu_fail_cuda(opsched_ctx *ctx, cudaError_t err, const char *call, const char *file,
+                            int line);
+opsched_status cu_fail_cudnn(opsched_ctx *ctx, cudnnStatus_t err, const char *call,
+                             const char *file, int line);
+opsched_status cu_fail_cublas(opsched_ctx *ctx, cublasStatus_t err, const char *call,
+                              const char *file, int line);
+
+/* Return on failure. */
+#define CUDA_CHECK(ctx, call)                                                                      \
+    do {                                                                                           \
+        cudaError_t cu_e_ = (call);                                                                \
+        if (cu_e_ != cudaSuccess) return cu_fail_cuda((ctx), cu_e_, #call, __FILE__, __LINE__);    \
+    } while (0)
+#define CUDNN_CHECK(ctx, call)                                                                     \
+    do {                                                                                           \
+        cudnnStatus_t cu_e_ = (call);                                                              \
+        if (cu_e_ != CUDNN_STATUS_SUCCESS)                                                         \
+            return cu_fail_cudnn((ctx), cu_e_, #call, __FILE__, __LINE__);                         \
+    } while (0)
+#define CUBLAS_CHECK(ctx, call)                                                                    \
+    do {                                                                                           \
+        cublasStatus_t cu_e_ = (call);                                                             \
+        if (cu_e_ != CUBLAS_STATUS_SUCCESS)                                                        \
+            return cu_fail_cublas((ctx), cu_e_, #call, __FILE__, __LINE__);                        \
+    } while (0)
+
+/* Set st and jump to a function's cleanup label on failure. */
+#define CUDA_CHECK_GOTO(ctx, st, call, label)                                                      \
+    do {                                                                                           \
+        cudaError_t cu_e_ = (call);                                                                \
+        if (cu_e_ != cudaSuccess) {                                                                \
+            (st) = cu_fail_cuda((ctx), cu_e_, #call, __FILE__, __LINE__);                          \
+            goto label;                                                                            \
+        }                                                                                          \
+    } while (0)
+#define CUDNN_CHECK_GOTO(ctx, st, call, label)                                                     \
+    do {                                                                                           \
+        cudnnStatus_t cu_e_ = (call);                                                              \
+        if (cu_e_ != CUDNN_STATUS_SUCCESS) {                                                       \
+            (st) = cu_fail_cudnn((ctx), cu_e_, #call, __FILE__, __LINE__);                         \
+            goto label;                                                                            \
+        }                                                                                          \
+    } while (0)
+#define CUBLAS_CHECK_GOTO(ctx, st, call, label)                                                    \
+    do {                                                                                           \
+        cublasStatus_t cu_e_ = (call);                                                             \
+        if (cu_e_ != CUBLAS_STATUS_SUCCESS) {                                                      \
+            (st) = cu_fail_cublas((ctx), cu_e_, #call, __FILE__, __LINE__);                        \
+            goto label;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* ---- NVML (cuda_nvml.c) ---------------------------------------------- */
+
+typedef struct cu_nvml cu_nvml;
+
+/* Opens libnvidia-ml.so.1 and finds the GPU with this PCI bus id.  NULL
+ * when NVML or the GPU cannot be had (logged at INFO, not an error): power
+ * readings are then simply unavailable. */
+cu_nvml *cu_nvml_open(opsched_ctx *ctx, const char *pci_bus_id);
+void cu_nvml_close(cu_nvml *n);
+int cu_nvml_has_power(const cu_nvml *n);
+int cu_nvml_has_energy(const cu_nvml *n);
+/* Enforced power limit in W, 0 when unknown. */
+double cu_nvml_power_limit(const cu_nvml *n);
+/* The driver version ("580.65.06"); 0 when unknown. */
+int cu_nvml_driver_version(const cu_nvml *n, char *buf, size_t size);
+/* Fills what can be read (NaN elsewhere); 0 when nothing could be read. */
+int cu_nvml_sample(const cu_nvml *n, opsched_power_sample *out);
+
+/* ---- devices --------------------------------------------------------- */
+
+typedef struct cu_device {
+    int index;
+    cudaStream_t stream; /* the default stream (non-blocking, owned) */
+    cudnnHandle_t cudnn;
+    cublasHandle_t cublas;
+    cu_nvml *nvml; /* NULL when NVML is unavailable */
+    char pci_bus_id[32];
+} cu_device;
+
+/* Makes dev's GPU current on this thread. */
+opsched_status cu_device_use(opsched_ctx *ctx, const cu_device *dev);
+
+/* Device memory that reports exhaustion as OPSCHED_ERR_DEVICE_OOM. */
+opsched_status cu_malloc(opsched_ctx *ctx, size_t bytes, void **out);
+/* Free device memory in bytes, 0 when it cannot be read. */
+size_t cu_free_memory(void);
+
+/* ---- plans ----------------------------------------------------------- */
+
+typedef struct cu_plan cu_plan;
+
+/* Runs one plan on a stream; in/out are device pointers in node order. */
+typedef opsched_status (*cu_launch_fn)(opsched_ctx *ctx, cu_device *dev, cu_plan *p, cudaStream_t s,
+                                       void *const *in, void *const *out);
+/* Releases what the op-specific part of a plan owns (not the plan itself). */
+typedef void (*cu_release_fn)(cu_plan *p);
+
+/* The common head of every plan.  Op-specific plans embed it first. */
+struct cu_plan {
+    cu_launch_fn launch;
+    cu_release_fn release; /* may be NULL */
+    void *workspace;       /* owned device memory, NULL when none */
+    size_t workspace_bytes;
+    int n_in, n_out;
+    uint64_t need_in; /* bit i: launch must be given input i */
+};
+
+/* What a planner gets: the node and its tensors, the options, and where
+ * to write the plan's info. */
+typedef struct cu_plan_args {
+    opsched_ctx *ctx;
+    cu_device *dev;
+    const opsched_graph *g;
+    const opsched_node *node;
+    const opsched_plan_options *opts;
+    opsched_dtype dt; /* floating-point storage type under opts->math */
+    cuk_type kt;      /* the same, for kernels.h */
+    opsched_plan_info *info;
+} cu_plan_args;
+
+/* Allocates a zeroed plan of `size` bytes (>= sizeof(cu_plan)). */
+opsched_status cu_plan_alloc(const cu_plan_args *a, size_t size, cu_launch_fn launch,
+                             cu_release_fn release, cu_plan **out);
+/* Frees a plan: its release hook, its workspace, then the plan. */
+void cu_plan_destroy(cu_plan *p);
+
+/* Node tensors; NULL for an omitted optional input or a bad index. */
+const opsched_tensor *cu_in(const cu_plan_args *a, int i);
+const opsched_tensor *cu_out(const cu_plan_args *a, int i);
+
+/* Fails with OPSCHED_ERR_UNSUPPORTED naming the node and the reason. */
+opsched_status cu_unsupported(const cu_plan_args *a, const char *file, int line, const char *fmt,
+                              ...) OS_PRINTF(4, 5);
+#define CU_UNSUPPORTED(a, ...) cu_unsupported((a), __FILE__, __LINE__, __VA_ARGS__)
+
+/* 1 when every floating-point input is of a float type this plan stores. */
+int cu_dtype_is_float(opsched_dtype dt);
+/* Element size of tensor t in this plan (math type for floats). */
+size_t cu_elem_size(const cu_plan_args *a, const opsched_tensor *t);
+cudnnDataType_t cu_cudnn_type(opsched_dtype dt);
+
+/* 1 when t is stored channels-last in this plan (NHWC and rank 4). */
+int cu_is_nhwc(const cu_plan_args *a, const opsched_tensor *t);
+/* Element strides of t's logical dims as stored in this plan. */
+void cu_strides(const cu_plan_args *a, const opsched_tensor *t, int64_t *st);
+/* The order in which t's logical dims are laid out in memory, outermost
+ * first (identity, or 0,2,3,1 for channels-last). */
+void cu_mem_order(const cu_plan_args *a, const opsched_tensor *t, int *order);
+/* outer/axis/inner sizes of t around logical dim `axis` in memory order. */
+void cu_axis_split(const cu_plan_args *a, const opsched_tensor *t, int axis, int64_t *outer,
+                   int64_t *len, int64_t *inner);
+
+/* Drops unit dims, orders dims by operand 0's strides (outermost first)
+ * and merges dims that are contiguous for all `nops` operands. */
+void cu_nd_simplify(cuk_nd *nd, int nops);
+
+/* 1 when v fits a cuDNN int dimension. */
+int cu_fits_int(int64_t v);
+
+/* Planners, one per family (cuda_conv.c, cuda_gemm.c, cuda_dnn.c,
+ * cuda_kops.c).  Each fills a->info and returns the plan in *out. */
+opsched_status cu_plan_conv(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_gemm(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_matmul(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_pool(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_global_pool(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_activation(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_batchnorm(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_softmax(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_lrn(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_unary(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_binary(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_concat(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_split(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_slice(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_gather(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_transpose(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_pad(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_expand(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_layernorm(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_reduce(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_view(const cu_plan_args *a, cu_plan **out);
+
+/* Entry points of the function table that live in cuda_plan.c. */
+opsched_status cu_plan_create(opsched_ctx *ctx, void *dev, const opsched_graph *g, int node,
+                              const opsched_plan_options *opts, void **plan,
+                              opsched_plan_info *info);
+void cu_plan_free(void *dev, void *plan);
+opsched_status cu_plan_launch(opsched_ctx *ctx, void *dev, void *plan, void *stream,
+                              void *const *in, void *const *out);
+
+/* The conv algorithm names, in cuDNN's enum order (cuda_conv.c). */
+#define CU_N_CONV_ALGOS 8
+extern const char *const cu_conv_algo_names[CU_N_CONV_ALGOS];
+
+#endif /* OS_CUDA_IMPL_H */

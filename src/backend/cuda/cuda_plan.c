@@ -1,0 +1,299 @@
+/*
+ * cuda_plan.c - planning a node on a CUDA device: which planner handles
+ * which operator, the plan's common head, and the helpers every planner
+ * uses to turn logical shapes into the strides the plan stores them with.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_impl.h"
+
+/* ---- tensors and types ----------------------------------------------- */
+
+const opsched_tensor *cu_in(const cu_plan_args *a, int i)
+{
+    if (i < 0 || i >= a->node->n_inputs || a->node->inputs[i] < 0) return NULL;
+    return opsched_graph_tensor(a->g, a->node->inputs[i]);
+}
+
+const opsched_tensor *cu_out(const cu_plan_args *a, int i)
+{
+    if (i < 0 || i >= a->node->n_outputs) return NULL;
+    return opsched_graph_tensor(a->g, a->node->outputs[i]);
+}
+
+opsched_status cu_unsupported(const cu_plan_args *a, const char *file, int line, const char *fmt,
+                              ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return os_fail(a->ctx, OPSCHED_ERR_UNSUPPORTED, file, line, "cuda: node '%s' (%s): %s",
+                   a->node->name ? a->node->name : "?", opsched_op_name(a->node->op), msg);
+}
+
+int cu_dtype_is_float(opsched_dtype dt)
+{
+    return dt == OPSCHED_F32 || dt == OPSCHED_F16 || dt == OPSCHED_BF16;
+}
+
+size_t cu_elem_size(const cu_plan_args *a, const opsched_tensor *t)
+{
+    return opsched_dtype_size(cu_dtype_is_float(t->dtype) ? a->dt : t->dtype);
+}
+
+cudnnDataType_t cu_cudnn_type(opsched_dtype dt)
+{
+    return dt == OPSCHED_F16    ? CUDNN_DATA_HALF
+           : dt == OPSCHED_BF16 ? CUDNN_DATA_BFLOAT16
+                                : CUDNN_DATA_FLOAT;
+}
+
+int cu_fits_int(int64_t v)
+{
+    return v >= 0 && v <= 0x7fffffff;
+}
+
+/* ---- layouts --------------------------------------------------------- */
+
+int cu_is_nhwc(const cu_plan_args *a, const opsched_tensor *t)
+{
+    return a->opts->layout == OPSCHED_LAYOUT_NHWC && t->shape.ndim == 4;
+}
+
+void cu_mem_order(const cu_plan_args *a, const opsched_tensor *t, int *order)
+{
+    static const int nhwc[4] = {0, 2, 3, 1};
+    for (int i = 0; i < t->shape.ndim; i++)
+        order[i] = cu_is_nhwc(a, t) ? nhwc[i] : i;
+}
+
+void cu_strides(const cu_plan_args *a, const opsched_tensor *t, int64_t *st)
+{
+    int order[OPSCHED_MAX_DIMS];
+    cu_mem_order(a, t, order);
+    int64_t s = 1;
+    for (int i = t->shape.ndim - 1; i >= 0; i--) {
+        st[order[i]] = s;
+        s *= t->shape.d[order[i]];
+    }
+}
+
+void cu_axis_split(const cu_plan_args *a, const opsched_tensor *t, int axis, int64_t *outer,
+                   int64_t *len, int64_t *inner)
+{
+    int order[OPSCHED_MAX_DIMS], pos = 0;
+    cu_mem_order(a, t, order);
+    while (pos < t->shape.ndim && order[pos] != axis)
+        pos++;
+    *outer = *inner = 1;
+    for (int i = 0; i < t->shape.ndim; i++) {
+        if (i < pos) *outer *= t->shape.d[order[i]];
+        if (i > pos) *inner *= t->shape.d[order[i]];
+    }
+    *len = t->shape.d[axis];
+}
+
+static int64_t abs64(int64_t v)
+{
+    return v < 0 ? -v : v;
+}
+
+static void nd_move(cuk_nd *nd, int nops, int to, int from)
+{
+    nd->shape[to] = nd->shape[from];
+    for (int k = 0; k < nops; k++)
+        nd->stride[k][to] = nd->stride[k][from];
+}
+
+static void nd_swap(cuk_nd *nd, int nops, int i, int j)
+{
+    int64_t t = nd->shape[i];
+    nd->shape[i] = nd->shape[j];
+    nd->shape[j] = t;
+    for (int k = 0; k < nops; k++) {
+        t = nd->stride[k][i];
+        nd->stride[k][i] = nd->stride[k][j];
+        nd->stride[k][j] = t;
+    }
+}
+
+void cu_nd_simplify(cuk_nd *nd, int nops)
+{
+    int n = 0;
+    for (int i = 0; i < nd->ndim; i++)
+        if (nd->shape[i] != 1) nd_move(nd, nops, n++, i);
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && abs64(nd->stride[0][j - 1]) < abs64(nd->stride[0][j]); j--)
+            nd_swap(nd, nops, j - 1, j);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        int merge = m > 0;
+        for (int k = 0; merge && k < nops; k++)
+            merge = nd->stride[k][m - 1] == nd->stride[k][i] * nd->shape[i];
+        if (merge) {
+            nd->shape[m - 1] *= nd->shape[i];
+            for (int k = 0; k < nops; k++)
+                nd->stride[k][m - 1] = nd->stride[k][i];
+        } else {
+            nd_move(nd, nops, m++, i);
+        }
+    }
+    if (m == 0) {
+        m = 1;
+        nd->shape[0] = 1;
+        for (int k = 0; k < nops; k++)
+            nd->stride[k][0] = 0;
+    }
+    nd->ndim = m;
+}
+
+/* ---- the plan head --------------------------------------------------- */
+
+opsched_status cu_plan_alloc(const cu_plan_args *a, size_t size, cu_launch_fn launch,
+                             cu_release_fn release, cu_plan **out)
+{
+    cu_plan *p = calloc(1, size);
+    if (!p) return OS_NOMEM(a->ctx);
+    p->launch = launch;
+    p->release = release;
+    p->n_in = a->node->n_inputs;
+    p->n_out = a->node->n_outputs;
+    for (int i = 0; i < p->n_in && i < 64; i++)
+        if (a->node->inputs[i] >= 0) p->need_in |= 1ull << i;
+    *out = p;
+    return OPSCHED_OK;
+}
+
+void cu_plan_destroy(cu_plan *p)
+{
+    if (!p) return;
+    if (p->release) p->release(p);
+    if (p->workspace) (void)cudaFree(p->workspace);
+    (void)cudaGetLastError();
+    free(p);
+}
+
+/* ---- the table's plan slots ------------------------------------------ */
+
+static opsched_status dispatch(const cu_plan_args *a, cu_plan **p)
+{
+    switch (a->node->op) {
+    case OPSCHED_OP_CONV:
+        return cu_plan_conv(a, p);
+    case OPSCHED_OP_GEMM:
+        return cu_plan_gemm(a, p);
+    case OPSCHED_OP_MATMUL:
+        return cu_plan_matmul(a, p);
+    case OPSCHED_OP_MAXPOOL:
+    case OPSCHED_OP_AVGPOOL:
+        return cu_plan_pool(a, p);
+    case OPSCHED_OP_GLOBALAVGPOOL:
+    case OPSCHED_OP_GLOBALMAXPOOL:
+        return cu_plan_global_pool(a, p);
+    case OPSCHED_OP_RELU:
+    case OPSCHED_OP_SIGMOID:
+    case OPSCHED_OP_TANH:
+    case OPSCHED_OP_CLIP:
+        return cu_plan_activation(a, p);
+    case OPSCHED_OP_GELU:
+    case OPSCHED_OP_ERF:
+    case OPSCHED_OP_HARDSIGMOID:
+    case OPSCHED_OP_HARDSWISH:
+    case OPSCHED_OP_SQRT:
+        return cu_plan_unary(a, p);
+    case OPSCHED_OP_ADD:
+    case OPSCHED_OP_SUB:
+    case OPSCHED_OP_MUL:
+    case OPSCHED_OP_DIV:
+    case OPSCHED_OP_POW:
+        return cu_plan_binary(a, p);
+    case OPSCHED_OP_CONCAT:
+        return cu_plan_concat(a, p);
+    case OPSCHED_OP_SPLIT:
+        return cu_plan_split(a, p);
+    case OPSCHED_OP_SLICE:
+        return cu_plan_slice(a, p);
+    case OPSCHED_OP_GATHER:
+        return cu_plan_gather(a, p);
+    case OPSCHED_OP_BATCHNORM:
+        return cu_plan_batchnorm(a, p);
+    case OPSCHED_OP_SOFTMAX:
+        return cu_plan_softmax(a, p);
+    case OPSCHED_OP_LRN:
+        return cu_plan_lrn(a, p);
+    case OPSCHED_OP_LAYERNORM:
+        return cu_plan_layernorm(a, p);
+    case OPSCHED_OP_REDUCEMEAN:
+        return cu_plan_reduce(a, p);
+    case OPSCHED_OP_TRANSPOSE:
+        return cu_plan_transpose(a, p);
+    case OPSCHED_OP_PAD:
+        return cu_plan_pad(a, p);
+    case OPSCHED_OP_EXPAND:
+        return cu_plan_expand(a, p);
+    case OPSCHED_OP_FLATTEN:
+    case OPSCHED_OP_RESHAPE:
+    case OPSCHED_OP_IDENTITY:
+    case OPSCHED_OP_DROPOUT:
+        return cu_plan_view(a, p);
+    default:
+        return CU_UNSUPPORTED(a, "operator %d is not supported", (int)a->node->op);
+    }
+}
+
+opsched_status cu_plan_create(opsched_ctx *ctx, void *impl, const opsched_graph *g, int node,
+                              const opsched_plan_options *opts, void **plan,
+                              opsched_plan_info *info)
+{
+    cu_device *dev = impl;
+    const opsched_node *n = opsched_graph_node(g, node);
+    if (!n) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "cuda: node %d does not exist", node);
+    if (opts->layout != OPSCHED_LAYOUT_NCHW && opts->layout != OPSCHED_LAYOUT_NHWC)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "cuda: unknown layout %d", (int)opts->layout);
+    if (n->n_inputs > 64)
+        return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "cuda: node '%s' has %d inputs (64 at most)",
+                       n->name, n->n_inputs);
+    cu_plan_args a = {.ctx = ctx,
+                      .dev = dev,
+                      .g = g,
+                      .node = n,
+                      .opts = opts,
+                      .dt = opsched_math_dtype(opts->math),
+                      .info = info};
+    a.kt = a.dt == OPSCHED_F16 ? CUK_F16 : a.dt == OPSCHED_BF16 ? CUK_BF16 : CUK_F32;
+    memset(info, 0, sizeof(*info));
+    OS_TRY(cu_device_use(ctx, dev));
+    cu_plan *p = NULL;
+    OS_TRY(dispatch(&a, &p));
+    info->workspace_bytes = p->workspace_bytes;
+    *plan = p;
+    return OPSCHED_OK;
+}
+
+void cu_plan_free(void *impl, void *plan)
+{
+    cu_device *dev = impl;
+    if (!plan) return;
+    if (cudaSetDevice(dev->index) != cudaSuccess) (void)cudaGetLastError();
+    cu_plan_destroy(plan);
+}
+
+opsched_status cu_plan_launch(opsched_ctx *ctx, void *impl, void *plan, void *stream,
+                              void *const *in, void *const *out)
+{
+    cu_device *dev = impl;
+    cu_plan *p = plan;
+    for (int i = 0; i < p->n_in && i < 64; i++)
+        if ((p->need_in >> i & 1) && !in[i])
+            return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "cuda: launch without input %d", i);
+    for (int i = 0; i < p->n_out; i++)
+        if (!out[i])
+            return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "cuda: launch without output %d", i);
+    OS_TRY(cu_device_use(ctx, dev));
+    return p->launch(ctx, dev, p, stream ? (cudaStream_t)stream : dev->stream, in, out);
+}

@@ -1,0 +1,700 @@
+/*
+ * kernels.cu - the CUDA backend's own kernels (see kernels.h).
+ *
+ * Plain grid-stride kernels that favour being obviously right over being
+ * the fastest: element-wise maths in f32 whatever the storage type, one
+ * thread per output element for data movement, one block (or warp) per row
+ * for reductions.  The host side keeps the number of dimensions small by
+ * merging contiguous ones before calling.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <math_constants.h>
+
+#include "backend/cuda/kernels.h"
+
+namespace
+{
+
+const int kThreads = 256;
+const int64_t kMaxBlocks = 65536;
+
+int blocks_for(int64_t n)
+{
+    int64_t b = (n + kThreads - 1) / kThreads;
+    return (int)(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b));
+}
+
+template <typename T> __device__ __forceinline__ float ld(T v);
+template <> __device__ __forceinline__ float ld<float>(float v)
+{
+    return v;
+}
+template <> __device__ __forceinline__ float ld<__half>(__half v)
+{
+    return __half2float(v);
+}
+template <> __device__ __forceinline__ float ld<__nv_bfloat16>(__nv_bfloat16 v)
+{
+    return __bfloat162float(v);
+}
+
+template <typename T> __device__ __forceinline__ T st(float v);
+template <> __device__ __forceinline__ float st<float>(float v)
+{
+    return v;
+}
+template <> __device__ __forceinline__ __half st<__half>(float v)
+{
+    return __float2half_rn(v);
+}
+template <> __device__ __forceinline__ __nv_bfloat16 st<__nv_bfloat16>(float v)
+{
+    return __float2bfloat16_rn(v);
+}
+
+#define GRID_STRIDE(i, n)                                                                          \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                      \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+/* Offsets of the first nops operands of nd at linear index i. */
+template <int NOPS>
+__device__ __forceinline__ void nd_offsets(const cuk_nd &d, int64_t i, int64_t *off)
+{
+    for (int k = 0; k < NOPS; k++)
+        off[k] = d.offset[k];
+    for (int j = d.ndim - 1; j >= 0; j--) {
+        int64_t q = i / d.shape[j];
+        int64_t r = i - q * d.shape[j];
+        i = q;
+        for (int k = 0; k < NOPS; k++)
+            off[k] += r * d.stride[k][j];
+    }
+}
+
+int64_t nd_numel(const cuk_nd *d)
+{
+    int64_t n = 1;
+    for (int i = 0; i < d->ndim; i++)
+        n *= d->shape[i];
+    return n;
+}
+
+/* Sums v over a block of a multiple of 32 threads; every thread gets it. */
+__device__ float block_sum(float v, float *sh)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    if (w == 0) {
+        v = lane < nw ? sh[lane] : 0.0f;
+        for (int o = 16; o > 0; o >>= 1)
+            v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (lane == 0) sh[0] = v;
+    }
+    __syncthreads();
+    return sh[0];
+}
+
+__device__ float block_max(float v, float *sh)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    if (w == 0) {
+        v = lane < nw ? sh[lane] : -CUDART_INF_F;
+        for (int o = 16; o > 0; o >>= 1)
+            v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+        if (lane == 0) sh[0] = v;
+    }
+    __syncthreads();
+    return sh[0];
+}
+
+/* ---- element-wise ---------------------------------------------------- */
+
+__device__ __forceinline__ float unary_op(cuk_unary_op op, float x, float p0, float p1)
+{
+    switch (op) {
+    case CUK_RELU:
+        return x > 0.0f ? x : 0.0f;
+    case CUK_SIGMOID:
+        return 1.0f / (1.0f + expf(-x));
+    case CUK_TANH:
+        return tanhf(x);
+    case CUK_CLIP:
+        return fminf(fmaxf(x, p0), p1);
+    case CUK_GELU_ERF:
+        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case CUK_GELU_TANH:
+        return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case CUK_ERF:
+        return erff(x);
+    case CUK_HARDSIGMOID:
+        return fminf(fmaxf(p0 * x + p1, 0.0f), 1.0f);
+    case CUK_HARDSWISH:
+        return x * fminf(fmaxf(x * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
+    case CUK_SQRT:
+        return sqrtf(x);
+    }
+    return x;
+}
+
+template <typename T>
+__global__ void k_unary(cuk_unary_op op, float p0, float p1, int64_t n, const T *x, T *y)
+{
+    GRID_STRIDE(i, n) y[i] = st<T>(unary_op(op, ld<T>(x[i]), p0, p1));
+}
+
+__device__ __forceinline__ float binary_op(cuk_binary_op op, float a, float b)
+{
+    switch (op) {
+    case CUK_ADD:
+        return a + b;
+    case CUK_SUB:
+        return a - b;
+    case CUK_MUL:
+        return a * b;
+    case CUK_DIV:
+        return a / b;
+    case CUK_POW:
+        return powf(a, b);
+    }
+    return a;
+}
+
+template <typename T>
+__global__ void k_binary(cuk_binary_op op, cuk_nd d, int64_t n, const T *a, const T *b, T *y)
+{
+    GRID_STRIDE(i, n)
+    {
+        int64_t off[3];
+        nd_offsets<3>(d, i, off);
+        y[off[0]] = st<T>(binary_op(op, ld<T>(a[off[1]]), ld<T>(b[off[2]])));
+    }
+}
+
+/* ---- data movement --------------------------------------------------- */
+
+template <typename E> __global__ void k_copy(cuk_nd d, int64_t n, const E *src, E *dst)
+{
+    GRID_STRIDE(i, n)
+    {
+        int64_t off[2];
+        nd_offsets<2>(d, i, off);
+        dst[off[0]] = src[off[1]];
+    }
+}
+
+struct concat_args {
+    const void *p[CUK_MAX_SPLIT];
+    int64_t cum[CUK_MAX_SPLIT + 1]; /* running sums of the axis sizes */
+    int n;
+};
+
+template <typename E> __global__ void k_concat(concat_args a, int64_t outer, int64_t inner, E *dst)
+{
+    int64_t row = a.cum[a.n] * inner, n = outer * row;
+    GRID_STRIDE(i, n)
+    {
+        int64_t o = i / row, r = i - o * row;
+        int k = 0;
+        while (k + 1 < a.n && r >= a.cum[k + 1] * inner)
+            k++;
+        int64_t len = (a.cum[k + 1] - a.cum[k]) * inner;
+        dst[i] = ((const E *)a.p[k])[o * len + (r - a.cum[k] * inner)];
+    }
+}
+
+template <typename E>
+__global__ void k_split(concat_args a, int64_t outer, int64_t inner, const E *src)
+{
+    int64_t row = a.cum[a.n] * inner, n = outer * row;
+    GRID_STRIDE(i, n)
+    {
+        int64_t o = i / row, r = i - o * row;
+        int k = 0;
+        while (k + 1 < a.n && r >= a.cum[k + 1] * inner)
+            k++;
+        int64_t len = (a.cum[k + 1] - a.cum[k]) * inner;
+        ((E *)a.p[k])[o * len + (r - a.cum[k] * inner)] = src[i];
+    }
+}
+
+template <typename T> __global__ void k_pad(cuk_pad_desc d, int64_t n, const T *x, T *y)
+{
+    GRID_STRIDE(i, n)
+    {
+        int64_t rest = i, off = 0;
+        bool inside = true;
+        for (int j = d.ndim - 1; j >= 0; j--) {
+            int64_t q = rest / d.out_shape[j];
+            int64_t c = rest - q * d.out_shape[j] - d.begin[j];
+            int64_t len = d.in_shape[j];
+            rest = q;
+            if (c < 0 || c >= len) {
+                if (d.mode == CUK_PAD_CONSTANT || len == 0) {
+                    inside = false;
+                    break;
+                }
+                if (d.mode == CUK_PAD_EDGE) {
+                    c = c < 0 ? 0 : len - 1;
+                } else if (len == 1) {
+                    c = 0;
+                } else {
+                    int64_t period = 2 * (len - 1);
+                    c %= period;
+                    if (c < 0) c += period;
+                    if (c >= len) c = period - c;
+                }
+            }
+            off += c * d.in_stride[j];
+        }
+        y[i] = inside ? x[off] : st<T>(d.value);
+    }
+}
+
+template <typename E, typename I>
+__global__ void k_gather(int64_t outer, int64_t axis, int64_t n_idx, int64_t inner, const I *idx,
+                         const E *x, E *y)
+{
+    int64_t n = outer * n_idx * inner;
+    GRID_STRIDE(i, n)
+    {
+        int64_t r = i % inner, t = i / inner;
+        int64_t j = t % n_idx, o = t / n_idx;
+        int64_t k = (int64_t)idx[j];
+        if (k < 0) k += axis;
+        k = k < 0 ? 0 : (k >= axis ? axis - 1 : k);
+        y[i] = x[(o * axis + k) * inner + r];
+    }
+}
+
+/* ---- per-channel ----------------------------------------------------- */
+
+template <typename T>
+__global__ void k_bias_add(int64_t n, int64_t C, int64_t cstride, const T *bias, T *y)
+{
+    GRID_STRIDE(i, n)
+    {
+        int64_t c = (i / cstride) % C;
+        y[i] = st<T>(ld<T>(y[i]) + ld<T>(bias[c]));
+    }
+}
+
+template <typename T>
+__global__ void k_batchnorm(int64_t n, int64_t C, int64_t cstride, float eps, const T *x,
+                            const T *scale, const T *bias, const T *mean, const T *var, T *y)
+{
+    GRID_STRIDE(i, n)
+    {
+        int64_t c = (i / cstride) % C;
+        float s = ld<T>(scale[c]) * rsqrtf(ld<T>(var[c]) + eps);
+        y[i] = st<T>((ld<T>(x[i]) - ld<T>(mean[c])) * s + ld<T>(bias[c]));
+    }
+}
+
+/* ---- normalisation and reductions ------------------------------------ */
+
+template <typename T>
+__global__ void k_layernorm(int64_t rows, int64_t cols, float eps, const T *x, const T *scale,
+                            const T *bias, T *y)
+{
+    __shared__ float sh[32];
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T *xr = x + r * cols;
+        T *yr = y + r * cols;
+        float s = 0.0f;
+        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+            s += ld<T>(xr[j]);
+        float mean = block_sum(s, sh) / (float)cols;
+        float v = 0.0f;
+        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+            float d = ld<T>(xr[j]) - mean;
+            v += d * d;
+        }
+        float rstd = rsqrtf(block_sum(v, sh) / (float)cols + eps);
+        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+            float o = (ld<T>(xr[j]) - mean) * rstd * ld<T>(scale[j]);
+            if (bias) o += ld<T>(bias[j]);
+            yr[j] = st<T>(o);
+        }
+    }
+}
+
+/* Softmax over rows of contiguous elements: one block per row. */
+template <typename T> __global__ void k_softmax_rows(int64_t rows, int64_t len, const T *x, T *y)
+{
+    __shared__ float sh[32];
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T *xr = x + r * len;
+        T *yr = y + r * len;
+        float m = -CUDART_INF_F;
+        for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+            m = fmaxf(m, ld<T>(xr[j]));
+        m = block_max(m, sh);
+        float s = 0.0f;
+        for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+            s += expf(ld<T>(xr[j]) - m);
+        float inv = 1.0f / block_sum(s, sh);
+        for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+            yr[j] = st<T>(expf(ld<T>(xr[j]) - m) * inv);
+    }
+}
+
+/* Softmax over a strided axis: one thread per (outer, inner) pair. */
+template <typename T>
+__global__ void k_softmax_strided(int64_t outer, int64_t axis, int64_t inner, const T *x, T *y)
+{
+    int64_t n = outer * inner;
+    GRID_STRIDE(i, n)
+    {
+        int64_t o = i / inner, r = i - o * inner;
+        const T *xp = x + o * axis * inner + r;
+        T *yp = y + o * axis * inner + r;
+        float m = -CUDART_INF_F;
+        for (int64_t k = 0; k < axis; k++)
+            m = fmaxf(m, ld<T>(xp[k * inner]));
+        float s = 0.0f;
+        for (int64_t k = 0; k < axis; k++)
+            s += expf(ld<T>(xp[k * inner]) - m);
+        float inv = 1.0f / s;
+        for (int64_t k = 0; k < axis; k++)
+            yp[k * inner] = st<T>(expf(ld<T>(xp[k * inner]) - m) * inv);
+    }
+}
+
+/* One warp per output element. */
+template <typename T>
+__global__ void k_reduce_mean(cuk_reduce_desc d, int64_t n_out, int64_t n_red, const T *x, T *y)
+{
+    int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    int64_t n_warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    int lane = threadIdx.x & 31;
+    for (int64_t o = warp; o < n_out; o += n_warps) {
+        int64_t rest = o, in_base = 0, out_off = 0;
+        for (int j = d.n_kept - 1; j >= 0; j--) {
+            int64_t q = rest / d.kept[j], c = rest - q * d.kept[j];
+            rest = q;
+            in_base += c * d.in_kept[j];
+            out_off += c * d.out_kept[j];
+        }
+        float s = 0.0f;
+        for (int64_t r = lane; r < n_red; r += 32) {
+            int64_t rr = r, off = in_base;
+            for (int j = d.n_red - 1; j >= 0; j--) {
+                int64_t q = rr / d.red[j], c = rr - q * d.red[j];
+                rr = q;
+                off += c * d.in_red[j];
+            }
+            s += ld<T>(x[off]);
+        }
+        for (int k = 16; k > 0; k >>= 1)
+            s += __shfl_xor_sync(0xffffffffu, s, k);
+        if (lane == 0) y[out_off] = st<T>(s / (float)n_red);
+    }
+}
+
+template <typename T> __global__ void k_pool2d(cuk_pool_desc d, int64_t n, const T *x, T *y)
+{
+    GRID_STRIDE(i, n)
+    {
+        int64_t t = i, nn, c, oh, ow;
+        if (d.nhwc) {
+            c = t % d.C;
+            t /= d.C;
+            ow = t % d.OW;
+            t /= d.OW;
+            oh = t % d.OH;
+            nn = t / d.OH;
+        } else {
+            ow = t % d.OW;
+            t /= d.OW;
+            oh = t % d.OH;
+            t /= d.OH;
+            c = t % d.C;
+            nn = t / d.C;
+        }
+        int64_t h0 = oh * d.sh - d.pad_t, w0 = ow * d.sw - d.pad_l;
+        const T *xp = x + nn * d.xs[0] + c * d.xs[1];
+        float acc = d.is_max ? -CUDART_INF_F : 0.0f;
+        int64_t count = 0;
+        for (int64_t ki = 0; ki < d.kh; ki++) {
+            int64_t h = h0 + ki * d.dh;
+            bool h_in = h >= 0 && h < d.H, h_pad = h >= -d.pad_t && h < d.H + d.pad_b;
+            for (int64_t kj = 0; kj < d.kw; kj++) {
+                int64_t w = w0 + kj * d.dw;
+                bool w_in = w >= 0 && w < d.W, w_pad = w >= -d.pad_l && w < d.W + d.pad_r;
+                if (h_in && w_in) {
+                    float v = ld<T>(xp[h * d.xs[2] + w * d.xs[3]]);
+                    acc = d.is_max ? fmaxf(acc, v) : acc + v;
+                }
+                if (d.count_include_pad ? (h_pad && w_pad) : (h_in && w_in)) count++;
+            }
+        }
+        float out = d.is_max ? acc : (count ? acc / (float)count : 0.0f);
+        y[nn * d.ys[0] + c * d.ys[1] + oh * d.ys[2] + ow * d.ys[3]] = st<T>(out);
+    }
+}
+
+template <typename T> __global__ void k_lrn(cuk_lrn_desc d, int64_t n, const T *x, T *y)
+{
+    GRID_STRIDE(i, n)
+    {
+        int64_t s = i % d.S, t = i / d.S;
+        int64_t c = t % d.C, nn = t / d.C;
+        int64_t base = nn * d.C * d.S + s * d.sstride;
+        int64_t lo = c - (d.size - 1) / 2, hi = c + d.size / 2;
+        if (lo < 0) lo = 0;
+        if (hi > d.C - 1) hi = d.C - 1;
+        float sum = 0.0f;
+        for (int64_t k = lo; k <= hi; k++) {
+            float v = ld<T>(x[base + k * d.cstride]);
+            sum += v * v;
+        }
+        float v = ld<T>(x[base + c * d.cstride]);
+        y[base + c * d.cstride] = st<T>(v / powf(d.bias + d.alpha / (float)d.size * sum, d.beta));
+    }
+}
+
+} /* namespace */
+
+/* ---- dispatch -------------------------------------------------------- */
+
+#define DISPATCH_FLOAT(t, ...)                                                                     \
+    switch (t) {                                                                                   \
+    case CUK_F32: {                                                                                \
+        typedef float T;                                                                           \
+        __VA_ARGS__;                                                                               \
+        break;                                                                                     \
+    }                                                                                              \
+    case CUK_F16: {                                                                                \
+        typedef __half T;                                                                          \
+        __VA_ARGS__;                                                                               \
+        break;                                                                                     \
+    }                                                                                              \
+    case CUK_BF16: {                                                                               \
+        typedef __nv_bfloat16 T;                                                                   \
+        __VA_ARGS__;                                                                               \
+        break;                                                                                     \
+    }                                                                                              \
+    default:                                                                                       \
+        return cudaErrorInvalidValue;                                                              \
+    }
+
+#define DISPATCH_SIZE(elem, ...)                                                                   \
+    switch (elem) {                                                                                \
+    case 1: {                                                                                      \
+        typedef uint8_t E;                                                                         \
+        __VA_ARGS__;                                                                               \
+        break;                                                                                     \
+    }                                                                                              \
+    case 2: {                                                                                      \
+        typedef uint16_t E;                                                                        \
+        __VA_ARGS__;                                                                               \
+        break;                                                                                     \
+    }                                                                                              \
+    case 4: {                                                                                      \
+        typedef uint32_t E;                                                                        \
+        __VA_ARGS__;                                                                               \
+        break;                                                                                     \
+    }                                                                                              \
+    case 8: {                                                                                      \
+        typedef uint64_t E;                                                                        \
+        __VA_ARGS__;                                                                               \
+        break;                                                                                     \
+    }                                                                                              \
+    default:                                                                                       \
+        return cudaErrorInvalidValue;                                                              \
+    }
+
+extern "C" cudaError_t cuk_unary(cuk_type t, cuk_unary_op op, float p0, float p1, int64_t n,
+                                 const void *x, void *y, cudaStream_t stream)
+{
+    if (n <= 0) return cudaSuccess;
+    DISPATCH_FLOAT(t, k_unary<T>
+                   <<<blocks_for(n), kThreads, 0, stream>>>(op, p0, p1, n, (const T *)x, (T *)y));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_binary(cuk_type t, cuk_binary_op op, const cuk_nd *nd, const void *a,
+                                  const void *b, void *y, cudaStream_t stream)
+{
+    int64_t n = nd_numel(nd);
+    if (n <= 0) return cudaSuccess;
+    DISPATCH_FLOAT(t, k_binary<T><<<blocks_for(n), kThreads, 0, stream>>>(op, *nd, n, (const T *)a,
+                                                                          (const T *)b, (T *)y));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_copy(size_t elem, const cuk_nd *nd, const void *src, void *dst,
+                                cudaStream_t stream)
+{
+    int64_t n = nd_numel(nd);
+    if (n <= 0) return cudaSuccess;
+    DISPATCH_SIZE(elem, k_copy<E>
+                  <<<blocks_for(n), kThreads, 0, stream>>>(*nd, n, (const E *)src, (E *)dst));
+    return cudaGetLastError();
+}
+
+static int concat_pack(int n, const int64_t *axis, concat_args *a)
+{
+    if (n < 1 || n > CUK_MAX_SPLIT) return 0;
+    a->n = n;
+    a->cum[0] = 0;
+    for (int k = 0; k < n; k++)
+        a->cum[k + 1] = a->cum[k] + axis[k];
+    return 1;
+}
+
+extern "C" cudaError_t cuk_concat(size_t elem, int n, const void *const *src, const int64_t *axis,
+                                  int64_t outer, int64_t inner, void *dst, cudaStream_t stream)
+{
+    concat_args a;
+    if (n > CUK_MAX_CONCAT || !concat_pack(n, axis, &a)) return cudaErrorInvalidValue;
+    for (int k = 0; k < n; k++)
+        a.p[k] = src[k];
+    int64_t total = outer * a.cum[n] * inner;
+    if (total <= 0) return cudaSuccess;
+    DISPATCH_SIZE(elem, k_concat<E>
+                  <<<blocks_for(total), kThreads, 0, stream>>>(a, outer, inner, (E *)dst));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_split(size_t elem, int n, const void *src, const int64_t *axis,
+                                 int64_t outer, int64_t inner, void *const *dst,
+                                 cudaStream_t stream)
+{
+    concat_args a;
+    if (!concat_pack(n, axis, &a)) return cudaErrorInvalidValue;
+    for (int k = 0; k < n; k++)
+        a.p[k] = dst[k];
+    int64_t total = outer * a.cum[n] * inner;
+    if (total <= 0) return cudaSuccess;
+    DISPATCH_SIZE(elem, k_split<E>
+                  <<<blocks_for(total), kThreads, 0, stream>>>(a, outer, inner, (const E *)src));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_pad(cuk_type t, const cuk_pad_desc *d, const void *x, void *y,
+                               cudaStream_t stream)
+{
+    int64_t n = 1;
+    for (int i = 0; i < d->ndim; i++)
+        n *= d->out_shape[i];
+    if (n <= 0) return cudaSuccess;
+    DISPATCH_FLOAT(t,
+                   k_pad<T><<<blocks_for(n), kThreads, 0, stream>>>(*d, n, (const T *)x, (T *)y));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_gather(size_t elem, int64_t outer, int64_t axis, int64_t n_idx,
+                                  int64_t inner, const void *idx, int idx_is_32, const void *x,
+                                  void *y, cudaStream_t stream)
+{
+    int64_t n = outer * n_idx * inner;
+    if (n <= 0) return cudaSuccess;
+    if (axis <= 0) return cudaErrorInvalidValue;
+    if (idx_is_32) {
+        DISPATCH_SIZE(elem,
+                      k_gather<E, int32_t><<<blocks_for(n), kThreads, 0, stream>>>(
+                          outer, axis, n_idx, inner, (const int32_t *)idx, (const E *)x, (E *)y));
+    } else {
+        DISPATCH_SIZE(elem,
+                      k_gather<E, int64_t><<<blocks_for(n), kThreads, 0, stream>>>(
+                          outer, axis, n_idx, inner, (const int64_t *)idx, (const E *)x, (E *)y));
+    }
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_bias_add(cuk_type t, int64_t n, int64_t C, int64_t cstride,
+                                    const void *bias, void *y, cudaStream_t stream)
+{
+    if (n <= 0) return cudaSuccess;
+    if (C <= 0 || cstride <= 0) return cudaErrorInvalidValue;
+    DISPATCH_FLOAT(t, k_bias_add<T><<<blocks_for(n), kThreads, 0, stream>>>(
+                          n, C, cstride, (const T *)bias, (T *)y));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_batchnorm(cuk_type t, int64_t n, int64_t C, int64_t cstride, float eps,
+                                     const void *x, const void *scale, const void *bias,
+                                     const void *mean, const void *var, void *y,
+                                     cudaStream_t stream)
+{
+    if (n <= 0) return cudaSuccess;
+    if (C <= 0 || cstride <= 0) return cudaErrorInvalidValue;
+    DISPATCH_FLOAT(t, k_batchnorm<T><<<blocks_for(n), kThreads, 0, stream>>>(
+                          n, C, cstride, eps, (const T *)x, (const T *)scale, (const T *)bias,
+                          (const T *)mean, (const T *)var, (T *)y));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_layernorm(cuk_type t, int64_t rows, int64_t cols, float eps,
+                                     const void *x, const void *scale, const void *bias, void *y,
+                                     cudaStream_t stream)
+{
+    if (rows <= 0 || cols <= 0) return cudaSuccess;
+    int grid = (int)(rows < kMaxBlocks ? rows : kMaxBlocks);
+    DISPATCH_FLOAT(t, k_layernorm<T><<<grid, kThreads, 0, stream>>>(rows, cols, eps, (const T *)x,
+                                                                    (const T *)scale,
+                                                                    (const T *)bias, (T *)y));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_softmax(cuk_type t, int64_t outer, int64_t axis, int64_t inner,
+                                   const void *x, void *y, cudaStream_t stream)
+{
+    if (outer <= 0 || axis <= 0 || inner <= 0) return cudaSuccess;
+    if (inner == 1) {
+        int grid = (int)(outer < kMaxBlocks ? outer : kMaxBlocks);
+        DISPATCH_FLOAT(t, k_softmax_rows<T>
+                       <<<grid, kThreads, 0, stream>>>(outer, axis, (const T *)x, (T *)y));
+    } else {
+        DISPATCH_FLOAT(t, k_softmax_strided<T><<<blocks_for(outer * inner), kThreads, 0, stream>>>(
+                              outer, axis, inner, (const T *)x, (T *)y));
+    }
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_reduce_mean(cuk_type t, const cuk_reduce_desc *d, const void *x, void *y,
+                                       cudaStream_t stream)
+{
+    int64_t n_out = 1, n_red = 1;
+    for (int i = 0; i < d->n_kept; i++)
+        n_out *= d->kept[i];
+    for (int i = 0; i < d->n_red; i++)
+        n_red *= d->red[i];
+    if (n_out <= 0 || n_red <= 0) return cudaSuccess;
+    int grid = blocks_for(n_out * 32);
+    DISPATCH_FLOAT(t, k_reduce_mean<T>
+                   <<<grid, kThreads, 0, stream>>>(*d, n_out, n_red, (const T *)x, (T *)y));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_pool2d(cuk_type t, const cuk_pool_desc *d, const void *x, void *y,
+                                  cudaStream_t stream)
+{
+    int64_t n = d->N * d->C * d->OH * d->OW;
+    if (n <= 0) return cudaSuccess;
+    DISPATCH_FLOAT(t, k_pool2d<T>
+                   <<<blocks_for(n), kThreads, 0, stream>>>(*d, n, (const T *)x, (T *)y));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_lrn(cuk_type t, const cuk_lrn_desc *d, const void *x, void *y,
+                               cudaStream_t stream)
+{
+    int64_t n = d->N * d->C * d->S;
+    if (n <= 0) return cudaSuccess;
+    if (d->size <= 0) return cudaErrorInvalidValue;
+    DISPATCH_FLOAT(t,
+                   k_lrn<T><<<blocks_for(n), kThreads, 0, stream>>>(*d, n, (const T *)x, (T *)y));
+    return cudaGetLastError();
+}
