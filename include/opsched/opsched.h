@@ -9,5 +9,6 @@
 #include "opsched/backend.h"
 #include "opsched/measure.h"
 #include "opsched/store.h"
+#include "opsched/sweep.h"
 
 #endif /* OPSCHED_OPSCHED_H */

@@ -191,6 +191,9 @@ static int parse_args(int argc, char **argv, sweep_args *a, tool_measure_args *s
             a->spec_path = arg;
         }
     }
+    for (int i = 0; i < a->n_flags && a->gpus; i++)
+        if (strcmp(a->flags[i][0], "device") == 0)
+            return tool_usage_error("sweep", "--device or --gpus, not both");
     if (!a->spec_path && !a->use_default)
         return tool_usage_error("sweep", "which spec? e.g. opsched sweep spec.yml --db results.db");
     if (a->spec_path && a->use_default)

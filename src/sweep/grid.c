@@ -1,0 +1,410 @@
+/*
+ * grid.c - `op:` sweep entries: every combination of the listed parameter
+ * values of one operator configuration (opsched_opconfig_params names the
+ * parameters), less those a filter rejects and those whose shapes cannot
+ * work, in the order the parameters are written (the first varies slowest).
+ *
+ * A parameter's value is an integer, a list of integers, a range
+ * {from, to, step} or {from, to, times}, or `same` for width and kernel_w
+ * (the same as height and kernel).  Each value is checked on its own
+ * before any combination is built, so a bad one is reported at its line.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "sweep/sweep_impl.h"
+
+#define MAX_PARAMS 24
+#define MAX_FILTERS 32
+#define MAX_RANGE 10000
+
+typedef enum cmp_op { CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_EQ, CMP_NE } cmp_op;
+
+/* A parameter (index into the op's list) or a number. */
+typedef struct operand {
+    int param;      /* -1: a constant */
+    int64_t value;
+} operand;
+
+/* One side of a filter: an operand, or two joined by arith
+ * ("4 * in_channels", "height / stride"). */
+typedef struct side {
+    operand x, y;
+    char arith;     /* 0 (x alone), '+', '-', '*', '/' or '%' */
+} side;
+
+typedef struct filter {
+    side a, b;
+    cmp_op op;
+} filter;
+
+typedef struct grid {
+    const char *op;
+    const opsched_param *defs;   /* the op's parameters, with defaults */
+    int n_defs;
+    /* Parameters the entry lists, in its order. */
+    int n_axes;
+    int axis_param[MAX_PARAMS];  /* index into defs */
+    int64_t *values[MAX_PARAMS];
+    int n_values[MAX_PARAMS];
+    filter filters[MAX_FILTERS];
+    int n_filters;
+    int64_t limit;               /* 0: none */
+} grid;
+
+static void grid_free(grid *g)
+{
+    for (int i = 0; i < g->n_axes; i++) free(g->values[i]);
+}
+
+static int find_param(const grid *g, const char *name, size_t len)
+{
+    for (int i = 0; i < g->n_defs; i++)
+        if (strlen(g->defs[i].name) == len && strncmp(g->defs[i].name, name, len) == 0) return i;
+    return -1;
+}
+
+static void param_names(const grid *g, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < g->n_defs; i++) {
+        strncat(buf, i ? ", " : "", size - strlen(buf) - 1);
+        strncat(buf, g->defs[i].name, size - strlen(buf) - 1);
+    }
+}
+
+/* The parameter `same` stands for, or NULL when it has none. */
+static const char *same_as(const char *param)
+{
+    if (strcmp(param, "width") == 0) return "height";
+    if (strcmp(param, "kernel_w") == 0) return "kernel";
+    return NULL;
+}
+
+static opsched_status push_value(const os_yaml *y, const yaml_node_t *n, grid *g, int axis,
+                                 size_t *cap, int64_t v)
+{
+    if (g->n_values[axis] >= MAX_RANGE)
+        return os_sweep_fail(y, n, "%s: more than %d values", g->defs[g->axis_param[axis]].name,
+                             MAX_RANGE);
+    OS_TRY(os_grow(y->spec->ctx, (void **)&g->values[axis], cap, (size_t)g->n_values[axis] + 1,
+                   sizeof(int64_t)));
+    g->values[axis][g->n_values[axis]++] = v;
+    return OPSCHED_OK;
+}
+
+/* {from: a, to: b, step: s} or {from: a, to: b, times: f}. */
+static opsched_status parse_range(const os_yaml *y, const yaml_node_t *m, grid *g, int axis,
+                                  size_t *cap)
+{
+    static const char *const keys[] = {"from", "to", "step", "times"};
+    const char *name = g->defs[g->axis_param[axis]].name;
+    char what[96];
+    int64_t from = 0, to = 0, step = 0, times = 0;
+    snprintf(what, sizeof(what), "params: %s", name);
+    OS_TRY(os_yaml_check_keys(y, m, keys, OS_ARRAY_LEN(keys), 0, what));
+    int from_id = os_yaml_get(y, m, "from"), to_id = os_yaml_get(y, m, "to");
+    int step_id = os_yaml_get(y, m, "step"), times_id = os_yaml_get(y, m, "times");
+    if (!from_id || !to_id || (step_id != 0) == (times_id != 0))
+        return os_sweep_fail(y, m, "%s: a range is {from: A, to: B, step: S} or {from: A, to: B, "
+                                   "times: F}", what);
+    OS_TRY(os_yaml_int(y, os_yaml_node(y, from_id), 0, INT32_MAX, "from", &from));
+    OS_TRY(os_yaml_int(y, os_yaml_node(y, to_id), from, INT32_MAX, "to", &to));
+    if (step_id) OS_TRY(os_yaml_int(y, os_yaml_node(y, step_id), 1, INT32_MAX, "step", &step));
+    if (times_id) OS_TRY(os_yaml_int(y, os_yaml_node(y, times_id), 2, 1024, "times", &times));
+    if (times && from == 0) return os_sweep_fail(y, m, "%s: a range with times: starts above 0", what);
+    for (int64_t v = from; v <= to; v = step ? v + step : v * times)
+        OS_TRY(push_value(y, m, g, axis, cap, v));
+    return OPSCHED_OK;
+}
+
+/* Checks one value alone: out-of-range values are errors at their line. */
+static opsched_status check_value(const os_yaml *y, const yaml_node_t *n, const grid *g,
+                                  const char *name, int64_t v)
+{
+    opsched_ctx *ctx = y->spec->ctx;
+    opsched_param p = {name, v};
+    opsched_graph *one = NULL;
+    opsched_status st = opsched_opconfig_build(ctx, g->op, &p, 1, OPSCHED_F32, &one);
+    opsched_graph_free(one);
+    if (st == OPSCHED_ERR_INVALID_ARG) return os_sweep_fail(y, n, "%s", opsched_ctx_last_error(ctx));
+    if (st == OPSCHED_ERR_SHAPE) opsched_ctx_clear_error(ctx);
+    return st == OPSCHED_ERR_SHAPE ? OPSCHED_OK : st;
+}
+
+static opsched_status parse_axis(const os_yaml *y, const yaml_node_pair_t *pair, grid *g)
+{
+    const yaml_node_t *kn = os_yaml_node(y, pair->key), *vn = os_yaml_node(y, pair->value);
+    const char *name = os_yaml_scalar(kn);
+    char names[256];
+    int param = name ? find_param(g, name, strlen(name)) : -1;
+    if (param < 0) {
+        param_names(g, names, sizeof(names));
+        return os_sweep_fail(y, kn, "%s has no parameter '%s' (it has: %s)", g->op,
+                             name ? name : "?", names);
+    }
+    for (int a = 0; a < g->n_axes; a++)
+        if (g->axis_param[a] == param) return os_sweep_fail(y, kn, "params: '%s' is given twice", name);
+    if (g->n_axes == MAX_PARAMS) return os_sweep_fail(y, kn, "too many parameters");
+    int axis = g->n_axes++;
+    size_t cap = 0;
+    char what[96];
+    g->axis_param[axis] = param;
+    snprintf(what, sizeof(what), "params: %s", name);
+    if (vn->type == YAML_MAPPING_NODE) return parse_range(y, vn, g, axis, &cap);
+    yaml_node_item_t one;
+    const yaml_node_item_t *ids;
+    int n;
+    OS_TRY(os_yaml_list(y, pair->value, what, &one, &ids, &n));
+    for (int i = 0; i < n; i++) {
+        const yaml_node_t *item = os_yaml_node(y, ids[i]);
+        int64_t v = 0;
+        if (strcmp(os_yaml_scalar(item), "same") == 0) {
+            if (!same_as(name))
+                return os_sweep_fail(y, item, "%s: only width and kernel_w can be 'same'", what);
+        } else {
+            OS_TRY(os_yaml_int(y, item, -1, INT32_MAX, what, &v));
+            OS_TRY(check_value(y, item, g, name, v));
+        }
+        for (int k = 0; k < g->n_values[axis]; k++)
+            if (g->values[axis][k] == v)
+                return os_sweep_fail(y, item, "%s: %s is listed twice", what, os_yaml_scalar(item));
+        OS_TRY(push_value(y, item, g, axis, &cap, v));
+    }
+    return OPSCHED_OK;
+}
+
+/* ---- filters ------------------------------------------------------------ */
+
+static const char *skip_space(const char *s)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    return s;
+}
+
+/* Reads a parameter name or an integer at *s; 0 when there is neither.
+ * *unknown is set to the first name that is not a parameter. */
+static int parse_operand(const grid *g, const char **s, operand *out, const char **unknown)
+{
+    const char *p = *s;
+    if (isalpha((unsigned char)*p) || *p == '_') {
+        const char *start = p;
+        while (isalnum((unsigned char)*p) || *p == '_') p++;
+        out->param = find_param(g, start, (size_t)(p - start));
+        out->value = 0;
+        if (out->param < 0 && !*unknown) *unknown = start;
+    } else {
+        char *end = NULL;
+        long long v = strtoll(p, &end, 10);
+        if (end == p) return 0;
+        out->param = -1;
+        out->value = v;
+        p = end;
+    }
+    *s = p;
+    return 1;
+}
+
+static int parse_side(const grid *g, const char **s, side *out, const char **unknown)
+{
+    memset(out, 0, sizeof(*out));
+    if (!parse_operand(g, s, &out->x, unknown)) return 0;
+    const char *p = skip_space(*s);
+    if (!*p || !strchr("+-*/%", *p)) return 1;
+    out->arith = *p;
+    p = skip_space(p + 1);
+    if (!parse_operand(g, &p, &out->y, unknown)) return 0;
+    *s = p;
+    return 1;
+}
+
+static int parse_cmp(const char **s, cmp_op *out)
+{
+    static const struct { const char *text; cmp_op op; } ops[] = {
+        {"<=", CMP_LE}, {">=", CMP_GE}, {"==", CMP_EQ}, {"!=", CMP_NE}, {"<", CMP_LT}, {">", CMP_GT}};
+    for (size_t i = 0; i < OS_ARRAY_LEN(ops); i++) {
+        size_t n = strlen(ops[i].text);
+        if (strncmp(*s, ops[i].text, n) == 0) {
+            *s += n;
+            *out = ops[i].op;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static opsched_status parse_filter(const os_yaml *y, const yaml_node_t *n, grid *g)
+{
+    const char *text = os_yaml_scalar(n);
+    const char *s = skip_space(text), *unknown = NULL;
+    filter f;
+    if (g->n_filters == MAX_FILTERS) return os_sweep_fail(y, n, "more than %d filters", MAX_FILTERS);
+    int ok = parse_side(g, &s, &f.a, &unknown);
+    s = skip_space(s);
+    ok = ok && parse_cmp(&s, &f.op);
+    s = skip_space(s);
+    ok = ok && parse_side(g, &s, &f.b, &unknown);
+    s = skip_space(s);
+    if (!ok || *s)
+        return os_sweep_fail(y, n, "filter '%s': expected 'A OP B' where A and B are a parameter "
+                                   "or an integer, or two joined by + - * / %%, and OP is one of "
+                                   "< <= > >= == !=", text);
+    if (unknown) {
+        size_t len = strspn(unknown, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+        char names[256];
+        param_names(g, names, sizeof(names));
+        return os_sweep_fail(y, n, "filter '%s': %s has no parameter '%.*s' (it has: %s)", text,
+                             g->op, (int)len, unknown, names);
+    }
+    g->filters[g->n_filters++] = f;
+    return OPSCHED_OK;
+}
+
+static opsched_status parse_filters(const os_yaml *y, int id, grid *g)
+{
+    yaml_node_item_t one;
+    const yaml_node_item_t *ids;
+    int n;
+    OS_TRY(os_yaml_list(y, id, "filters", &one, &ids, &n));
+    for (int i = 0; i < n; i++) OS_TRY(parse_filter(y, os_yaml_node(y, ids[i]), g));
+    return OPSCHED_OK;
+}
+
+/* A parameter's value for filters: `same` (0) reads as what it mirrors. */
+static int64_t effective(const grid *g, const int64_t *vals, int param)
+{
+    const char *mirror = same_as(g->defs[param].name);
+    if (mirror && vals[param] == 0) return vals[find_param(g, mirror, strlen(mirror))];
+    return vals[param];
+}
+
+static int64_t operand_value(const grid *g, const int64_t *vals, const operand *o)
+{
+    return o->param >= 0 ? effective(g, vals, o->param) : o->value;
+}
+
+/* A side's value; 0 when it divides by zero (the filter then fails). */
+static int side_value(const grid *g, const int64_t *vals, const side *sd, int64_t *out)
+{
+    int64_t x = operand_value(g, vals, &sd->x), y = operand_value(g, vals, &sd->y);
+    switch (sd->arith) {
+    case '+': *out = x + y; break;
+    case '-': *out = x - y; break;
+    case '*': *out = x * y; break;
+    case '/':
+    case '%':
+        if (y == 0) return 0;
+        *out = sd->arith == '/' ? x / y : x % y;
+        break;
+    default: *out = x; break;
+    }
+    return 1;
+}
+
+static int passes(const grid *g, const int64_t *vals)
+{
+    for (int i = 0; i < g->n_filters; i++) {
+        const filter *f = &g->filters[i];
+        int64_t a = 0, b = 0;
+        int r = 0;
+        if (!side_value(g, vals, &f->a, &a) || !side_value(g, vals, &f->b, &b)) return 0;
+        switch (f->op) {
+        case CMP_LT: r = a < b; break;
+        case CMP_LE: r = a <= b; break;
+        case CMP_GT: r = a > b; break;
+        case CMP_GE: r = a >= b; break;
+        case CMP_EQ: r = a == b; break;
+        case CMP_NE: r = a != b; break;
+        }
+        if (!r) return 0;
+    }
+    return 1;
+}
+
+/* ---- expansion ---------------------------------------------------------- */
+
+static opsched_status expand(const os_yaml *y, const yaml_node_t *entry, const grid *g)
+{
+    opsched_sweep_spec *spec = y->spec;
+    int64_t product = 1;
+    for (int a = 0; a < g->n_axes; a++)
+        if (!os_mul_ok(product, g->n_values[a], &product) || product > OS_SWEEP_MAX_COMBINATIONS)
+            return os_sweep_fail(y, entry, "%s: more than %d combinations; split the grid or "
+                                           "list fewer values", g->op, OS_SWEEP_MAX_COMBINATIONS);
+    int idx[MAX_PARAMS] = {0};
+    int64_t vals[MAX_PARAMS];
+    opsched_param params[MAX_PARAMS];
+    int64_t added_here = 0;
+    for (int64_t c = 0; c < product; c++) {
+        for (int i = 0; i < g->n_defs; i++) vals[i] = g->defs[i].value;
+        for (int a = 0; a < g->n_axes; a++) {
+            vals[g->axis_param[a]] = g->values[a][idx[a]];
+            params[a].name = g->defs[g->axis_param[a]].name;
+            params[a].value = g->values[a][idx[a]];
+        }
+        for (int a = g->n_axes - 1; a >= 0; a--) { /* the odometer: the last axis turns fastest */
+            if (++idx[a] < g->n_values[a]) break;
+            idx[a] = 0;
+        }
+        spec->counts.combinations++;
+        if (!passes(g, vals)) {
+            spec->counts.filtered++;
+            continue;
+        }
+        opsched_graph *one = NULL;
+        opsched_status st = opsched_opconfig_build(spec->ctx, g->op, params, g->n_axes,
+                                                   OPSCHED_F32, &one);
+        if (st == OPSCHED_ERR_SHAPE) {
+            opsched_ctx_clear_error(spec->ctx);
+            spec->counts.impossible++;
+            continue;
+        }
+        if (st == OPSCHED_ERR_INVALID_ARG)
+            return os_sweep_fail(y, entry, "%s", opsched_ctx_last_error(spec->ctx));
+        OS_TRY(st);
+        int added = 0;
+        OS_TRY(os_sweep_add_config(spec, one, &added));
+        added_here += added;
+        if (g->limit && added_here >= g->limit) break;
+    }
+    return OPSCHED_OK;
+}
+
+opsched_status os_sweep_grid(const os_yaml *y, const yaml_node_t *entry, int top_level)
+{
+    static const char *const keys[] = {"op", "params", "filters", "limit"};
+    grid g;
+    memset(&g, 0, sizeof(g));
+    opsched_status st = OPSCHED_OK;
+    OS_TRY(os_yaml_check_keys(y, entry, keys, OS_ARRAY_LEN(keys), top_level, "a grid entry"));
+    const yaml_node_t *opn = os_yaml_node(y, os_yaml_get(y, entry, "op"));
+    OS_TRY(os_yaml_want(y, opn, YAML_SCALAR_NODE, "op"));
+    g.op = os_yaml_scalar(opn);
+    if (opsched_opconfig_params(g.op, &g.defs, &g.n_defs) != OPSCHED_OK) {
+        char names[512] = "";
+        for (int i = 0; i < opsched_opconfig_count(); i++) {
+            strncat(names, i ? ", " : "", sizeof(names) - strlen(names) - 1);
+            strncat(names, opsched_opconfig_name(i), sizeof(names) - strlen(names) - 1);
+        }
+        return os_sweep_fail(y, opn, "unknown operator '%s' (known: %s)", g.op, names);
+    }
+    if (g.n_defs > MAX_PARAMS) return os_sweep_fail(y, opn, "%s: too many parameters", g.op);
+    const yaml_node_t *params = os_yaml_node(y, os_yaml_get(y, entry, "params"));
+    if (params) {
+        OS_TRY(os_yaml_want(y, params, YAML_MAPPING_NODE, "params"));
+        for (const yaml_node_pair_t *p = params->data.mapping.pairs.start;
+             p < params->data.mapping.pairs.top; p++)
+            OS_TRY_GOTO(st, parse_axis(y, p, &g), done);
+    }
+    int filters = os_yaml_get(y, entry, "filters");
+    if (filters) OS_TRY_GOTO(st, parse_filters(y, filters, &g), done);
+    const yaml_node_t *limit = os_yaml_node(y, os_yaml_get(y, entry, "limit"));
+    if (limit) OS_TRY_GOTO(st, os_yaml_int(y, limit, 1, INT32_MAX, "limit", &g.limit), done);
+    st = expand(y, entry, &g);
+done:
+    grid_free(&g);
+    return st;
+}

@@ -1,0 +1,595 @@
+/*
+ * spec.c - sweep specs: reading the YAML document (libyaml's document API,
+ * whose marks give every error its line), the top level and the measure:
+ * section, the configurations the entries produce (deduplicated by
+ * signature), the shard split, and the built-in default spec.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "sweep/sweep_impl.h"
+
+static const char default_spec[] =
+    "# The built-in sweep of `opsched sweep --default`: a small conv2d grid,\n"
+    "# short measurements.\n"
+    "measure:\n"
+    "  warmup_ms: 50\n"
+    "  warmup_iters: 3\n"
+    "  iters: 10\n"
+    "  min_ms: 100\n"
+    "  algo: heuristic\n"
+    "sweeps:\n"
+    "  - op: conv2d\n"
+    "    params:\n"
+    "      batch: [1, 8]\n"
+    "      in_channels: [32, 64, 128]\n"
+    "      out_channels: [32, 64, 128]\n"
+    "      height: [14, 28, 56]\n"
+    "      width: same\n"
+    "      kernel: [1, 3]\n"
+    "      stride: [1, 2]\n"
+    "    filters:\n"
+    "      - out_channels >= in_channels\n";
+
+const char *opsched_sweep_default_spec(void) { return default_spec; }
+
+const char *const os_sweep_top_keys[] = {"measure", "description"};
+const size_t os_sweep_n_top_keys = OS_ARRAY_LEN(os_sweep_top_keys);
+
+/* ---- YAML helpers ------------------------------------------------------- */
+
+opsched_status os_sweep_fail(const os_yaml *y, const yaml_node_t *n, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return OS_FAIL(y->spec->ctx, OPSCHED_ERR_INVALID_ARG, "%s:%zu: %s", y->spec->origin,
+                   n ? n->start_mark.line + 1 : (size_t)1, msg);
+}
+
+yaml_node_t *os_yaml_node(const os_yaml *y, int id)
+{
+    return id > 0 ? yaml_document_get_node(y->doc, id) : NULL;
+}
+
+const char *os_yaml_scalar(const yaml_node_t *n)
+{
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+opsched_status os_yaml_want(const os_yaml *y, const yaml_node_t *n, yaml_node_type_t type,
+                            const char *what)
+{
+    static const char *const kinds[] = {"nothing", "a value", "a list", "a mapping"};
+    if (n && n->type == type) return OPSCHED_OK;
+    return os_sweep_fail(y, n, "%s must be %s, not %s", what, kinds[type],
+                         n ? kinds[n->type] : "missing");
+}
+
+opsched_status os_yaml_int(const os_yaml *y, const yaml_node_t *n, int64_t lo, int64_t hi,
+                           const char *what, int64_t *out)
+{
+    OS_TRY(os_yaml_want(y, n, YAML_SCALAR_NODE, what));
+    const char *s = os_yaml_scalar(n);
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end != '\0')
+        return os_sweep_fail(y, n, "%s must be an integer, not '%s'", what, s);
+    if (v < lo || v > hi)
+        return os_sweep_fail(y, n, "%s must be in %lld..%lld, not %lld", what, (long long)lo,
+                             (long long)hi, v);
+    *out = v;
+    return OPSCHED_OK;
+}
+
+static opsched_status yaml_double(const os_yaml *y, const yaml_node_t *n, double lo, double hi,
+                                  const char *what, double *out)
+{
+    OS_TRY(os_yaml_want(y, n, YAML_SCALAR_NODE, what));
+    const char *s = os_yaml_scalar(n);
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0') return os_sweep_fail(y, n, "%s must be a number, not '%s'", what, s);
+    if (!(v >= lo && v <= hi)) return os_sweep_fail(y, n, "%s must be in %g..%g, not %s", what, lo, hi, s);
+    *out = v;
+    return OPSCHED_OK;
+}
+
+opsched_status os_yaml_bool(const os_yaml *y, const yaml_node_t *n, const char *what, int *out)
+{
+    static const char *const yes[] = {"true", "yes", "on", "1", "True", "TRUE", "Yes", "On"};
+    static const char *const no[] = {"false", "no", "off", "0", "False", "FALSE", "No", "Off"};
+    OS_TRY(os_yaml_want(y, n, YAML_SCALAR_NODE, what));
+    const char *s = os_yaml_scalar(n);
+    for (size_t i = 0; i < OS_ARRAY_LEN(yes); i++) {
+        if (strcmp(s, yes[i]) == 0 || strcmp(s, no[i]) == 0) {
+            *out = strcmp(s, yes[i]) == 0;
+            return OPSCHED_OK;
+        }
+    }
+    return os_sweep_fail(y, n, "%s must be true or false, not '%s'", what, s);
+}
+
+opsched_status os_yaml_list(const os_yaml *y, int id, const char *what, yaml_node_item_t *one,
+                            const yaml_node_item_t **ids, int *count)
+{
+    const yaml_node_t *n = os_yaml_node(y, id);
+    if (n && n->type == YAML_SCALAR_NODE) {
+        *one = id;
+        *ids = one;
+        *count = 1;
+        return OPSCHED_OK;
+    }
+    OS_TRY(os_yaml_want(y, n, YAML_SEQUENCE_NODE, what));
+    const yaml_node_item_t *a = n->data.sequence.items.start, *b = n->data.sequence.items.top;
+    if (a == b) return os_sweep_fail(y, n, "%s is an empty list", what);
+    for (const yaml_node_item_t *it = a; it < b; it++)
+        if (os_yaml_node(y, *it)->type != YAML_SCALAR_NODE)
+            return os_sweep_fail(y, os_yaml_node(y, *it), "%s: each item must be a single value",
+                                 what);
+    *ids = a;
+    *count = (int)(b - a);
+    return OPSCHED_OK;
+}
+
+static int key_in(const char *k, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(k, list[i]) == 0) return 1;
+    return 0;
+}
+
+opsched_status os_yaml_check_keys(const os_yaml *y, const yaml_node_t *m,
+                                  const char *const *allowed, size_t n_allowed, int top_level,
+                                  const char *where)
+{
+    for (const yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        const yaml_node_t *kn = os_yaml_node(y, p->key);
+        const char *k = os_yaml_scalar(kn);
+        if (!k) return os_sweep_fail(y, kn, "%s: keys must be plain names", where);
+        for (const yaml_node_pair_t *q = m->data.mapping.pairs.start; q < p; q++) {
+            const char *prev = os_yaml_scalar(os_yaml_node(y, q->key));
+            if (prev && strcmp(prev, k) == 0)
+                return os_sweep_fail(y, kn, "%s: '%s' is given twice", where, k);
+        }
+        if (key_in(k, allowed, n_allowed) ||
+            (top_level && key_in(k, os_sweep_top_keys, os_sweep_n_top_keys)))
+            continue;
+        char names[256] = "";
+        for (size_t i = 0; i < n_allowed; i++) {
+            strncat(names, i ? ", " : "", sizeof(names) - strlen(names) - 1);
+            strncat(names, allowed[i], sizeof(names) - strlen(names) - 1);
+        }
+        return os_sweep_fail(y, kn, "%s: unknown key '%s' (known: %s)", where, k, names);
+    }
+    return OPSCHED_OK;
+}
+
+int os_yaml_get(const os_yaml *y, const yaml_node_t *m, const char *key)
+{
+    for (const yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        const char *k = os_yaml_scalar(os_yaml_node(y, p->key));
+        if (k && strcmp(k, key) == 0) return p->value;
+    }
+    return 0;
+}
+
+/* ---- configurations ----------------------------------------------------- */
+
+uint64_t os_sweep_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static opsched_status table_insert(opsched_sweep_spec *spec, size_t index)
+{
+    if ((spec->n_configs + 1) * 2 > spec->table_size) {
+        size_t size = spec->table_size ? spec->table_size * 2 : 256;
+        size_t *t = calloc(size, sizeof(*t));
+        if (!t) return OS_NOMEM(spec->ctx);
+        for (size_t i = 0; i < spec->n_configs; i++) {
+            size_t k = (size_t)spec->configs[i].hash & (size - 1);
+            while (t[k]) k = (k + 1) & (size - 1);
+            t[k] = i + 1;
+        }
+        free(spec->table);
+        spec->table = t;
+        spec->table_size = size;
+    }
+    size_t k = (size_t)spec->configs[index].hash & (spec->table_size - 1);
+    while (spec->table[k]) k = (k + 1) & (spec->table_size - 1);
+    spec->table[k] = index + 1;
+    return OPSCHED_OK;
+}
+
+static int table_has(const opsched_sweep_spec *spec, uint64_t hash, const char *sig)
+{
+    if (!spec->table_size) return 0;
+    for (size_t k = (size_t)hash & (spec->table_size - 1); spec->table[k];
+         k = (k + 1) & (spec->table_size - 1)) {
+        const os_sweep_config *c = &spec->configs[spec->table[k] - 1];
+        if (c->hash == hash && strcmp(c->signature, sig) == 0) return 1;
+    }
+    return 0;
+}
+
+opsched_status os_sweep_add_config(opsched_sweep_spec *spec, opsched_graph *g, int *added)
+{
+    char sig[512];
+    char *copy = NULL;
+    opsched_status st;
+    *added = 0;
+    OS_TRY_GOTO(st, opsched_node_signature(g, 0, sig, sizeof(sig)), done);
+    uint64_t hash = os_sweep_hash(sig);
+    if (table_has(spec, hash, sig)) {
+        spec->counts.duplicates++;
+        goto done;
+    }
+    OS_TRY_GOTO(st, os_grow(spec->ctx, (void **)&spec->configs, &spec->cap_configs,
+                            spec->n_configs + 1, sizeof(*spec->configs)), done);
+    OS_TRY_GOTO(st, os_strdup(spec->ctx, sig, &copy), done);
+    os_sweep_config *c = &spec->configs[spec->n_configs];
+    c->graph = g;
+    c->signature = copy;
+    c->hash = hash;
+    c->flops = opsched_graph_node(g, 0)->cost.flops;
+    st = table_insert(spec, spec->n_configs);
+    if (st != OPSCHED_OK) {
+        memset(c, 0, sizeof(*c));
+        goto done;
+    }
+    spec->n_configs++;
+    *added = 1;
+    return OPSCHED_OK;
+done:
+    opsched_graph_free(g);
+    free(copy);
+    return st;
+}
+
+static int cmp_shard(const void *a, const void *b)
+{
+    const os_sweep_config *x = *(const os_sweep_config *const *)a;
+    const os_sweep_config *y = *(const os_sweep_config *const *)b;
+    if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
+    return strcmp(x->signature, y->signature);
+}
+
+/* Ranks the configurations by (hash, signature): the shard split. */
+static opsched_status rank_configs(opsched_sweep_spec *spec)
+{
+    if (!spec->n_configs) return OPSCHED_OK;
+    os_sweep_config **order = malloc(spec->n_configs * sizeof(*order));
+    if (!order) return OS_NOMEM(spec->ctx);
+    for (size_t i = 0; i < spec->n_configs; i++) order[i] = &spec->configs[i];
+    qsort(order, spec->n_configs, sizeof(*order), cmp_shard);
+    for (size_t i = 0; i < spec->n_configs; i++) order[i]->shard_rank = (int)i;
+    free(order);
+    return OPSCHED_OK;
+}
+
+/* ---- the measure: section ----------------------------------------------- */
+
+static opsched_status parse_algos(const os_yaml *y, int id)
+{
+    opsched_sweep_spec *spec = y->spec;
+    yaml_node_item_t one;
+    const yaml_node_item_t *ids;
+    int n;
+    OS_TRY(os_yaml_list(y, id, "measure: algo", &one, &ids, &n));
+    spec->algos = calloc((size_t)n, sizeof(*spec->algos));
+    if (!spec->algos) return OS_NOMEM(spec->ctx);
+    for (int i = 0; i < n; i++) {
+        const yaml_node_t *an = os_yaml_node(y, ids[i]);
+        const char *a = os_yaml_scalar(an);
+        if (!*a || strspn(a, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(a) || strlen(a) > 40)
+            return os_sweep_fail(y, an, "measure: algo: '%s' is not a policy (heuristic, find, "
+                                        "all) or an algorithm name", a);
+        for (int k = 0; k < spec->n_algos; k++)
+            if (strcmp(spec->algos[k], a) == 0)
+                return os_sweep_fail(y, an, "measure: algo: '%s' is listed twice", a);
+        OS_TRY(os_strdup(spec->ctx, a, &spec->algos[spec->n_algos]));
+        spec->n_algos++;
+    }
+    return OPSCHED_OK;
+}
+
+static opsched_status parse_measure(const os_yaml *y, const yaml_node_t *m)
+{
+    static const char *const keys[] = {
+        "warmup_ms", "warmup_iters", "iters", "max_iters", "min_ms", "sample_us", "energy",
+        "energy_window_ms", "idle_ms", "cooldown_ms", "cache", "math", "layout", "algo", "seed"};
+    opsched_measure_options *o = &y->spec->measure;
+    OS_TRY(os_yaml_want(y, m, YAML_MAPPING_NODE, "measure"));
+    OS_TRY(os_yaml_check_keys(y, m, keys, OS_ARRAY_LEN(keys), 0, "measure"));
+    for (const yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        const char *k = os_yaml_scalar(os_yaml_node(y, p->key));
+        const yaml_node_t *v = os_yaml_node(y, p->value);
+        const char *s = os_yaml_scalar(v);
+        char what[64];
+        int64_t iv = 0;
+        snprintf(what, sizeof(what), "measure: %s", k);
+        if (strcmp(k, "algo") == 0) {
+            OS_TRY(parse_algos(y, p->value));
+        } else if (strcmp(k, "energy") == 0) {
+            OS_TRY(os_yaml_bool(y, v, what, &o->energy));
+        } else if (strcmp(k, "warmup_iters") == 0 || strcmp(k, "iters") == 0 ||
+                   strcmp(k, "max_iters") == 0) {
+            OS_TRY(os_yaml_int(y, v, 1, 10000000, what, &iv));
+            if (k[0] == 'w') o->warmup_iters = (int)iv;
+            else if (k[0] == 'i') o->iters = (int)iv;
+            else o->max_iters = (int)iv;
+        } else if (strcmp(k, "seed") == 0) {
+            OS_TRY(os_yaml_int(y, v, 0, INT64_MAX, what, &iv));
+            o->seed = (uint64_t)iv;
+        } else if (strcmp(k, "cache") == 0) {
+            OS_TRY(os_yaml_want(y, v, YAML_SCALAR_NODE, what));
+            if (strcmp(s, "hot") == 0) o->cache = OPSCHED_CACHE_HOT;
+            else if (strcmp(s, "cold") == 0) o->cache = OPSCHED_CACHE_COLD;
+            else return os_sweep_fail(y, v, "measure: cache must be hot or cold, not '%s'", s);
+        } else if (strcmp(k, "math") == 0) {
+            OS_TRY(os_yaml_want(y, v, YAML_SCALAR_NODE, what));
+            if (opsched_math_from_name(s, &o->plan.math) != OPSCHED_OK)
+                return os_sweep_fail(y, v, "measure: math must be fp32, tf32, fp16 or bf16, not '%s'", s);
+        } else if (strcmp(k, "layout") == 0) {
+            OS_TRY(os_yaml_want(y, v, YAML_SCALAR_NODE, what));
+            if (strcmp(s, "nchw") == 0) o->plan.layout = OPSCHED_LAYOUT_NCHW;
+            else if (strcmp(s, "nhwc") == 0) o->plan.layout = OPSCHED_LAYOUT_NHWC;
+            else return os_sweep_fail(y, v, "measure: layout must be nchw or nhwc, not '%s'", s);
+        } else {
+            double d = 0;
+            OS_TRY(yaml_double(y, v, 0, 3.6e6, what, &d));
+            if (strcmp(k, "warmup_ms") == 0) o->warmup_ms = d;
+            else if (strcmp(k, "min_ms") == 0) o->min_ms = d;
+            else if (strcmp(k, "sample_us") == 0) o->sample_min_us = d;
+            else if (strcmp(k, "energy_window_ms") == 0) o->energy_window_ms = d;
+            else if (strcmp(k, "idle_ms") == 0) o->idle_ms = d;
+            else o->cooldown_ms = d;
+        }
+    }
+    if (o->max_iters < o->iters) o->max_iters = o->iters;
+    return OPSCHED_OK;
+}
+
+/* ---- the top level ------------------------------------------------------ */
+
+static opsched_status parse_entry(const os_yaml *y, const yaml_node_t *e, int top_level)
+{
+    OS_TRY(os_yaml_want(y, e, YAML_MAPPING_NODE, "a sweep entry"));
+    int has_op = os_yaml_get(y, e, "op") != 0, has_nets = os_yaml_get(y, e, "networks") != 0;
+    if (has_op && has_nets)
+        return os_sweep_fail(y, e, "a sweep entry has either op: (a parameter grid) or "
+                                   "networks:, not both");
+    if (has_op) return os_sweep_grid(y, e, top_level);
+    if (has_nets) return os_sweep_networks(y, e, top_level);
+    return os_sweep_fail(y, e, "a sweep entry needs op: (a parameter grid) or networks: "
+                               "(every distinct operator of these networks)");
+}
+
+static opsched_status parse_root(const os_yaml *y, const yaml_node_t *root)
+{
+    static const char *const keys[] = {"measure", "description", "sweeps"};
+    if (!root || (root->type == YAML_SCALAR_NODE && !*os_yaml_scalar(root)))
+        return os_sweep_fail(y, root, "the spec is empty: it needs op: (a parameter grid), "
+                                      "networks: or sweeps: (a list of those)");
+    OS_TRY(os_yaml_want(y, root, YAML_MAPPING_NODE, "a sweep spec"));
+    int measure = os_yaml_get(y, root, "measure"), sweeps = os_yaml_get(y, root, "sweeps");
+    const yaml_node_t *desc = os_yaml_node(y, os_yaml_get(y, root, "description"));
+    if (desc) OS_TRY(os_yaml_want(y, desc, YAML_SCALAR_NODE, "description"));
+    if (measure) OS_TRY(parse_measure(y, os_yaml_node(y, measure)));
+    if (!sweeps) return parse_entry(y, root, 1);
+    OS_TRY(os_yaml_check_keys(y, root, keys, OS_ARRAY_LEN(keys), 0, "the top level (with sweeps:)"));
+    const yaml_node_t *list = os_yaml_node(y, sweeps);
+    OS_TRY(os_yaml_want(y, list, YAML_SEQUENCE_NODE, "sweeps"));
+    if (list->data.sequence.items.start == list->data.sequence.items.top)
+        return os_sweep_fail(y, list, "sweeps is an empty list");
+    for (const yaml_node_item_t *it = list->data.sequence.items.start;
+         it < list->data.sequence.items.top; it++)
+        OS_TRY(parse_entry(y, os_yaml_node(y, *it), 0));
+    return OPSCHED_OK;
+}
+
+/* Loads the one document of text; a YAML syntax error is a parse error
+ * with libyaml's description and position. */
+static opsched_status load_document(opsched_sweep_spec *spec, const char *text, size_t len,
+                                    yaml_document_t *doc, int *loaded)
+{
+    yaml_parser_t parser;
+    yaml_document_t extra;
+    opsched_status st = OPSCHED_OK;
+    *loaded = 0;
+    if (!yaml_parser_initialize(&parser)) return OS_NOMEM(spec->ctx);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, doc)) {
+        const char *problem = parser.problem ? parser.problem : "not valid YAML";
+        if (parser.context)
+            st = OS_FAIL(spec->ctx, OPSCHED_ERR_PARSE, "%s:%zu:%zu: %s (%s on line %zu)",
+                         spec->origin, parser.problem_mark.line + 1,
+                         parser.problem_mark.column + 1, problem, parser.context,
+                         parser.context_mark.line + 1);
+        else
+            st = OS_FAIL(spec->ctx, OPSCHED_ERR_PARSE, "%s:%zu:%zu: %s", spec->origin,
+                         parser.problem_mark.line + 1, parser.problem_mark.column + 1, problem);
+        goto done;
+    }
+    *loaded = 1;
+    if (!yaml_parser_load(&parser, &extra)) {
+        st = OS_FAIL(spec->ctx, OPSCHED_ERR_PARSE, "%s:%zu: %s after the first document",
+                     spec->origin, parser.problem_mark.line + 1,
+                     parser.problem ? parser.problem : "not valid YAML");
+        goto done;
+    }
+    if (yaml_document_get_root_node(&extra))
+        st = OS_FAIL(spec->ctx, OPSCHED_ERR_INVALID_ARG,
+                     "%s:%zu: a spec is one YAML document; this is a second one", spec->origin,
+                     extra.start_mark.line + 1);
+    yaml_document_delete(&extra);
+done:
+    yaml_parser_delete(&parser);
+    return st;
+}
+
+static opsched_status parse_text(opsched_sweep_spec *spec)
+{
+    yaml_document_t doc;
+    int loaded = 0;
+    opsched_status st = load_document(spec, spec->text, strlen(spec->text), &doc, &loaded);
+    if (st == OPSCHED_OK) {
+        os_yaml y = {.spec = spec, .doc = &doc};
+        st = parse_root(&y, yaml_document_get_root_node(&doc));
+    }
+    if (loaded) yaml_document_delete(&doc);
+    if (st == OPSCHED_OK && spec->n_algos == 0) {
+        spec->algos = calloc(1, sizeof(*spec->algos));
+        if (!spec->algos) return OS_NOMEM(spec->ctx);
+        OS_TRY(os_strdup(spec->ctx, "heuristic", &spec->algos[0]));
+        spec->n_algos = 1;
+    }
+    if (st == OPSCHED_OK) st = rank_configs(spec);
+    return st;
+}
+
+static opsched_status spec_new(opsched_ctx *ctx, const char *text, size_t len, const char *origin,
+                               opsched_sweep_spec **out)
+{
+    opsched_sweep_spec *spec = calloc(1, sizeof(*spec));
+    if (!spec) return OS_NOMEM(ctx);
+    spec->ctx = ctx;
+    opsched_measure_options_default(&spec->measure);
+    opsched_status st = os_strdup(ctx, origin ? origin : "<spec>", &spec->origin);
+    if (st == OPSCHED_OK && !(spec->text = malloc(len + 1))) st = OS_NOMEM(ctx);
+    if (st != OPSCHED_OK) {
+        opsched_sweep_spec_free(spec);
+        return st;
+    }
+    memcpy(spec->text, text, len);
+    spec->text[len] = '\0';
+    if (strlen(spec->text) != len) {
+        opsched_sweep_spec_free(spec);
+        return OS_FAIL(ctx, OPSCHED_ERR_PARSE, "%s: not a text file (it holds NUL bytes)",
+                       origin ? origin : "<spec>");
+    }
+    *out = spec;
+    return OPSCHED_OK;
+}
+
+opsched_status opsched_sweep_spec_parse(opsched_ctx *ctx, const char *text, size_t len,
+                                        const char *origin, opsched_sweep_spec **out)
+{
+    if (!out) return OPSCHED_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!text) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "sweep spec: no text");
+    opsched_sweep_spec *spec = NULL;
+    OS_TRY(spec_new(ctx, text, len, origin, &spec));
+    opsched_status st = parse_text(spec);
+    if (st != OPSCHED_OK) {
+        opsched_sweep_spec_free(spec);
+        return st;
+    }
+    *out = spec;
+    return OPSCHED_OK;
+}
+
+opsched_status opsched_sweep_spec_load(opsched_ctx *ctx, const char *path, opsched_sweep_spec **out)
+{
+    if (!out) return OPSCHED_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!path) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "sweep spec: no path");
+    char *text = NULL;
+    size_t len = 0;
+    opsched_sweep_spec *spec = NULL;
+    opsched_status st;
+    OS_TRY(os_read_file(ctx, path, &text, &len));
+    OS_TRY_GOTO(st, spec_new(ctx, text, len, path, &spec), done);
+    const char *slash = strrchr(path, '/');
+    if (slash) {
+        size_t n = (size_t)(slash - path) + 1;
+        spec->base_dir = malloc(n + 1);
+        if (!spec->base_dir) {
+            st = OS_NOMEM(ctx);
+            goto done;
+        }
+        memcpy(spec->base_dir, path, n);
+        spec->base_dir[n] = '\0';
+    }
+    OS_TRY_GOTO(st, parse_text(spec), done);
+    *out = spec;
+    spec = NULL;
+done:
+    opsched_sweep_spec_free(spec);
+    free(text);
+    return st;
+}
+
+void opsched_sweep_spec_free(opsched_sweep_spec *spec)
+{
+    if (!spec) return;
+    for (size_t i = 0; i < spec->n_configs; i++) {
+        opsched_graph_free(spec->configs[i].graph);
+        free(spec->configs[i].signature);
+    }
+    for (int i = 0; i < spec->n_algos; i++) free(spec->algos[i]);
+    free(spec->algos);
+    free(spec->configs);
+    free(spec->table);
+    free(spec->origin);
+    free(spec->base_dir);
+    free(spec->text);
+    free(spec);
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+const char *opsched_sweep_spec_text(const opsched_sweep_spec *spec) { return spec ? spec->text : ""; }
+
+const char *opsched_sweep_spec_origin(const opsched_sweep_spec *spec)
+{
+    return spec ? spec->origin : "";
+}
+
+const opsched_measure_options *opsched_sweep_spec_measure(const opsched_sweep_spec *spec)
+{
+    return spec ? &spec->measure : NULL;
+}
+
+int opsched_sweep_spec_num_algos(const opsched_sweep_spec *spec) { return spec ? spec->n_algos : 0; }
+
+const char *opsched_sweep_spec_algo(const opsched_sweep_spec *spec, int i)
+{
+    return spec && i >= 0 && i < spec->n_algos ? spec->algos[i] : NULL;
+}
+
+int opsched_sweep_spec_num_configs(const opsched_sweep_spec *spec)
+{
+    return spec ? (int)spec->n_configs : 0;
+}
+
+const opsched_graph *opsched_sweep_spec_config(const opsched_sweep_spec *spec, int i)
+{
+    return spec && i >= 0 && (size_t)i < spec->n_configs ? spec->configs[i].graph : NULL;
+}
+
+void opsched_sweep_spec_counts(const opsched_sweep_spec *spec, opsched_sweep_counts *out)
+{
+    if (!out) return;
+    memset(out, 0, sizeof(*out));
+    if (spec) *out = spec->counts;
+}
+
+int opsched_sweep_spec_shard_of(const opsched_sweep_spec *spec, int i, int shard_count)
+{
+    if (!spec || i < 0 || (size_t)i >= spec->n_configs || shard_count <= 1) return 0;
+    return spec->configs[i].shard_rank % shard_count;
+}

@@ -1,0 +1,95 @@
+/*
+ * sweep_impl.h - what the files of the sweep module share: the spec object,
+ * its configurations, and the YAML walking helpers that turn every problem
+ * into "file:line: message".
+ *
+ * spec.c reads the file and the top level, grid.c expands `op:` entries,
+ * networks.c expands `networks:` entries, run.c measures.
+ */
+#ifndef OS_SWEEP_IMPL_H
+#define OS_SWEEP_IMPL_H
+
+#include <yaml.h>
+
+#include "core/error.h"
+#include "opsched/sweep.h"
+
+/* A grid may combine at most this many values before filters apply. */
+#define OS_SWEEP_MAX_COMBINATIONS 1000000
+
+typedef struct os_sweep_config {
+    opsched_graph *graph;   /* one node (node 0), owned */
+    char *signature;        /* owned */
+    uint64_t hash;          /* of the signature: the shard split */
+    int64_t flops;          /* the longest-first order of the run */
+    int shard_rank;         /* position in (hash, signature) order */
+} os_sweep_config;
+
+struct opsched_sweep_spec {
+    opsched_ctx *ctx;       /* borrowed */
+    char *origin;           /* file name for messages */
+    char *base_dir;         /* relative ONNX paths start here; NULL: the current directory */
+    char *text;             /* the spec as read, NUL-terminated */
+    opsched_measure_options measure;
+    char **algos;
+    int n_algos;
+    os_sweep_config *configs;
+    size_t n_configs, cap_configs;
+    size_t *table;          /* open addressing over configs by hash: index + 1, 0 empty */
+    size_t table_size;
+    opsched_sweep_counts counts;
+};
+
+/* The parser's view of one YAML document. */
+typedef struct os_yaml {
+    opsched_sweep_spec *spec;
+    yaml_document_t *doc;
+} os_yaml;
+
+/* OPSCHED_ERR_INVALID_ARG with "origin:line: message" at node n. */
+opsched_status os_sweep_fail(const os_yaml *y, const yaml_node_t *n, const char *fmt, ...)
+    OS_PRINTF(3, 4);
+
+yaml_node_t *os_yaml_node(const os_yaml *y, int id);
+/* The scalar's text, or NULL when n is not a scalar. */
+const char *os_yaml_scalar(const yaml_node_t *n);
+/* Checks the node is a mapping / sequence / scalar, naming `what` otherwise. */
+opsched_status os_yaml_want(const os_yaml *y, const yaml_node_t *n, yaml_node_type_t type,
+                            const char *what);
+/* An integer scalar in [lo, hi]. */
+opsched_status os_yaml_int(const os_yaml *y, const yaml_node_t *n, int64_t lo, int64_t hi,
+                           const char *what, int64_t *out);
+/* true/false (also yes/no, on/off, 1/0). */
+opsched_status os_yaml_bool(const os_yaml *y, const yaml_node_t *n, const char *what, int *out);
+/* Node id's value as a list of scalar node ids (no copies): a sequence of
+ * scalars (not empty), or one scalar; *ids points into the document or at
+ * *one. */
+opsched_status os_yaml_list(const os_yaml *y, int id, const char *what, yaml_node_item_t *one,
+                            const yaml_node_item_t **ids, int *count);
+/* Rejects keys of mapping m not in allowed[] (nor, when top_level, in
+ * os_sweep_top_keys) and keys given twice; where names m in messages. */
+opsched_status os_yaml_check_keys(const os_yaml *y, const yaml_node_t *m,
+                                  const char *const *allowed, size_t n_allowed, int top_level,
+                                  const char *where);
+/* The node id of key's value in mapping m, or 0 when the key is absent. */
+int os_yaml_get(const os_yaml *y, const yaml_node_t *m, const char *key);
+
+/* Adds the configuration of node 0 of g (taken: the spec owns it from here,
+ * also on failure) unless its signature is already there (then g is freed
+ * and *added is 0). */
+opsched_status os_sweep_add_config(opsched_sweep_spec *spec, opsched_graph *g, int *added);
+
+/* Expands one sweep entry (a mapping with `op:` or `networks:`).  At the
+ * top level (a spec without `sweeps:`) the entry's mapping also holds the
+ * spec's own keys, which the entry then accepts. */
+opsched_status os_sweep_grid(const os_yaml *y, const yaml_node_t *entry, int top_level);
+opsched_status os_sweep_networks(const os_yaml *y, const yaml_node_t *entry, int top_level);
+
+/* Keys of the top level that are not an entry's. */
+extern const char *const os_sweep_top_keys[];
+extern const size_t os_sweep_n_top_keys;
+
+/* FNV-1a, 64 bits: stable across machines and builds. */
+uint64_t os_sweep_hash(const char *s);
+
+#endif /* OS_SWEEP_IMPL_H */
