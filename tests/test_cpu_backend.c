@@ -185,7 +185,7 @@ static void test_plan_answers(void **state)
     memset(&o, 0, sizeof(o));
 
     o.algo = "no_such_algorithm";
-    assert_int_equal(opsched_plan_create(f->dev, g, 0, &o, &p), OPSCHED_ERR_UNSUPPORTED);
+    assert_int_equal(opsched_plan_create(f->dev, g, 0, &o, &p), OPSCHED_ERR_INVALID_ARG);
     assert_non_null(strstr(opsched_ctx_last_error(f->ctx), "direct, winograd"));
 
     o.algo = "find";

@@ -13,6 +13,7 @@
 
 #define MAX_IO 128
 #define MAX_SETS 64
+#define ROUND 64 /* samples enqueued before the first is read */
 
 void opsched_measure_options_default(opsched_measure_options *o)
 {
@@ -176,25 +177,44 @@ static opsched_status time_samples(bench *b, opsched_timer *timer, const opsched
         b->per_sample = OS_MIN(OS_MAX(want, b->per_sample * 2), 4096);
     }
 
+    /* Samples are enqueued in rounds, each between its own pair of
+     * timestamps, and read after the round: the device never idles between
+     * samples, so clocks and queues stay as they are in steady state. */
     int cap = o->max_iters > 0 ? o->max_iters : 10000;
     double *samples = malloc(sizeof(double) * (size_t)cap);
+    opsched_timer *round_timers[ROUND];
+    int n_timers = 0;
+    opsched_status st = OPSCHED_OK;
     if (!samples) return OS_NOMEM(ctx);
+    round_timers[n_timers++] = timer;
     int n = 0;
     double total = 0;
-    opsched_status st = OPSCHED_OK;
     while (n < cap && (n < o->iters || total < o->min_ms)) {
-        double ms = 0;
-        OS_TRY_GOTO(st, opsched_timer_start(timer, NULL), done);
-        for (int i = 0; i < b->per_sample; i++) OS_TRY_GOTO(st, launch_once(b), done);
-        OS_TRY_GOTO(st, opsched_timer_stop(timer, NULL), done);
-        OS_TRY_GOTO(st, opsched_timer_elapsed_ms(timer, &ms), done);
-        samples[n++] = ms / b->per_sample;
-        total += ms;
+        int want = o->iters > n ? o->iters - n : 1;
+        if (total < o->min_ms && n > 0) {
+            double per = total / n;
+            int more = per > 0 ? (int)((o->min_ms - total) / per) + 1 : ROUND;
+            if (more > want) want = more;
+        }
+        int k = OS_MIN(OS_MIN(want, ROUND), cap - n);
+        while (n_timers < k) OS_TRY_GOTO(st, opsched_timer_create(b->dev, &round_timers[n_timers++]), done);
+        for (int j = 0; j < k; j++) {
+            OS_TRY_GOTO(st, opsched_timer_start(round_timers[j], NULL), done);
+            for (int i = 0; i < b->per_sample; i++) OS_TRY_GOTO(st, launch_once(b), done);
+            OS_TRY_GOTO(st, opsched_timer_stop(round_timers[j], NULL), done);
+        }
+        for (int j = 0; j < k; j++) {
+            double ms = 0;
+            OS_TRY_GOTO(st, opsched_timer_elapsed_ms(round_timers[j], &ms), done);
+            samples[n++] = ms / b->per_sample;
+            total += ms;
+        }
     }
     out->launches_per_sample = b->per_sample;
     OS_TRY_GOTO(st, opsched_stats_compute(samples, n, &out->stats), done);
     out->unstable = out->stats.cv > OPSCHED_CV_WARN;
 done:
+    for (int j = 1; j < n_timers; j++) opsched_timer_free(round_timers[j]);
     free(samples);
     return st;
 }

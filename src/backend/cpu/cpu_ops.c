@@ -189,7 +189,7 @@ opsched_status cpu_ops_conv(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p,
     else if (strcmp(algo, "winograd") == 0)
         alg = dnnl_convolution_winograd;
     else
-        return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED,
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
                        "cpu backend: unknown convolution algorithm '%s' (valid: heuristic, find, "
                        "direct, winograd)",
                        algo);

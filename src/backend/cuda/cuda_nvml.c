@@ -21,6 +21,27 @@ typedef struct nvml_device_st *nvml_device;
 #define NVML_OK 0
 #define NVML_TEMPERATURE_GPU 0
 #define NVML_CLOCK_SM 1
+/* nvmlDeviceGetPowerUsage is averaged over about a second on Ampere and
+ * later, which smears a 1 s window; this field is the instantaneous power. */
+#define NVML_FI_DEV_POWER_INSTANT 186
+
+typedef struct nvml_field_value {
+    unsigned int field_id;
+    unsigned int scope_id;
+    long long timestamp;
+    long long latency_usec;
+    int value_type;
+    nvml_return ret;
+    union {
+        double d;
+        unsigned int ui;
+        unsigned long ul;
+        unsigned long long ull;
+        long long sll;
+        int si;
+        unsigned short us;
+    } value;
+} nvml_field_value;
 
 typedef struct nvml_fns {
     nvml_return (*init)(void);
@@ -33,6 +54,7 @@ typedef struct nvml_fns {
     nvml_return (*clock_info)(nvml_device, int, unsigned int *);
     nvml_return (*power_limit)(nvml_device, unsigned int *);
     nvml_return (*driver_version)(char *, unsigned int);
+    nvml_return (*field_values)(nvml_device, int, nvml_field_value *);
 } nvml_fns;
 
 struct cu_nvml {
@@ -40,6 +62,7 @@ struct cu_nvml {
     nvml_fns fn;
     nvml_device dev;
     int has_power, has_energy;
+    int has_instant;           /* NVML_FI_DEV_POWER_INSTANT answers */
 };
 
 /* dlsym into a function pointer without the object-to-function cast ISO C
@@ -94,6 +117,7 @@ cu_nvml *cu_nvml_open(opsched_ctx *ctx, const char *pci_bus_id)
     LOAD(lib, f->clock_info, "nvmlDeviceGetClockInfo", NULL);
     LOAD(lib, f->power_limit, "nvmlDeviceGetEnforcedPowerLimit", NULL);
     LOAD(lib, f->driver_version, "nvmlSystemGetDriverVersion", NULL);
+    LOAD(lib, f->field_values, "nvmlDeviceGetFieldValues", NULL);
     nvml_return r = f->init && f->by_pci_bus_id ? f->init() : -1;
     if (r != NVML_OK) {
         os_log(ctx, OPSCHED_LOG_INFO, "cuda: NVML unusable, so no power readings (%s)",
@@ -115,6 +139,12 @@ cu_nvml *cu_nvml_open(opsched_ctx *ctx, const char *pci_bus_id)
     unsigned long long mj = 0;
     n->has_power = f->power_usage && f->power_usage(n->dev, &mw) == NVML_OK;
     n->has_energy = f->total_energy && f->total_energy(n->dev, &mj) == NVML_OK;
+    if (f->field_values) {
+        nvml_field_value fv;
+        memset(&fv, 0, sizeof(fv));
+        fv.field_id = NVML_FI_DEV_POWER_INSTANT;
+        n->has_instant = f->field_values(n->dev, 1, &fv) == NVML_OK && fv.ret == NVML_OK;
+    }
     return n;
 }
 
@@ -155,7 +185,13 @@ int cu_nvml_sample(const cu_nvml *n, opsched_power_sample *out)
     int got = 0;
     unsigned int v = 0;
     unsigned long long mj = 0;
-    if (n->has_power && n->fn.power_usage(n->dev, &v) == NVML_OK) {
+    nvml_field_value fv;
+    memset(&fv, 0, sizeof(fv));
+    fv.field_id = NVML_FI_DEV_POWER_INSTANT;
+    if (n->has_instant && n->fn.field_values(n->dev, 1, &fv) == NVML_OK && fv.ret == NVML_OK) {
+        out->power_w = fv.value.ui / 1000.0;
+        got = 1;
+    } else if (n->has_power && n->fn.power_usage(n->dev, &v) == NVML_OK) {
         out->power_w = v / 1000.0;
         got = 1;
     }

@@ -1,0 +1,260 @@
+/*
+ * onnx_impl.h - the ONNX importer's internal state, shared by its files.
+ *
+ * Loading runs in passes over the unpacked ModelProto: every name becomes a
+ * value (loader.c), nodes are sorted topologically, graph inputs are split
+ * into real inputs and weights (inputs.c), then each node in order is either
+ * evaluated on the host (fold.c: shape arithmetic with known operands),
+ * turned into an alias (Identity of a weight), or added to the graph
+ * (ops.c, views.c).  tensor.c decodes TensorProtos; attr.c reads attributes.
+ *
+ * Values never own proto memory: names and TensorProto pointers are borrowed
+ * from the unpacked model, which lives until the load returns.
+ */
+#ifndef OS_ONNX_IMPL_H
+#define OS_ONNX_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "onnx.pb-c.h"
+#include "opsched/onnx.h"
+
+/* Largest dimension accepted from a file, and the element cap of any tensor
+ * whose size the importer computes: keeps every product in int64 range. */
+#define OS_ONNX_MAX_DIM ((int64_t)1 << 31)
+#define OS_ONNX_MAX_NUMEL ((int64_t)1 << 40)
+/* Host-side constants: the biggest one kept, and all of them together.
+ * Shape arithmetic needs a few elements; a hostile file must not be able to
+ * make the importer allocate gigabytes by chaining ConstantOfShape nodes. */
+#define OS_ONNX_FOLD_MAX_ELEMS ((int64_t)1 << 16)
+#define OS_ONNX_FOLD_BUDGET ((int64_t)1 << 22)
+
+/* ONNX TensorProto.DataType values used by name. */
+enum {
+    OS_ONNX_UNDEFINED = 0,
+    OS_ONNX_FLOAT = 1,
+    OS_ONNX_UINT8 = 2,
+    OS_ONNX_INT8 = 3,
+    OS_ONNX_UINT16 = 4,
+    OS_ONNX_INT16 = 5,
+    OS_ONNX_INT32 = 6,
+    OS_ONNX_INT64 = 7,
+    OS_ONNX_STRING = 8,
+    OS_ONNX_BOOL = 9,
+    OS_ONNX_FLOAT16 = 10,
+    OS_ONNX_DOUBLE = 11,
+    OS_ONNX_UINT32 = 12,
+    OS_ONNX_UINT64 = 13,
+    OS_ONNX_BFLOAT16 = 16
+};
+
+/* A tensor whose values are known at load time.  Integers (and booleans)
+ * are held as int64, floating types as double rounded to their own
+ * precision. */
+typedef struct os_cval {
+    int32_t elem;        /* ONNX element type */
+    opsched_shape shape; /* ndim 0 is a scalar */
+    int64_t n;           /* element count */
+    int is_float;
+    int64_t *i; /* n values when !is_float */
+    double *f;  /* n values when is_float */
+} os_cval;
+
+typedef enum os_role {
+    OS_ROLE_NONE = 0, /* declared but not yet defined */
+    OS_ROLE_INPUT,    /* a real input of the model */
+    OS_ROLE_WEIGHT,   /* a learned parameter: initializer or weight input */
+    OS_ROLE_CONST,    /* a Constant node, integer initializer or folded value */
+    OS_ROLE_ACT,      /* produced by a graph node */
+    OS_ROLE_UNUSED    /* a graph input nothing reads */
+} os_role;
+
+typedef struct os_val {
+    const char *name; /* borrowed from the model */
+    os_role role;
+    int32_t elem; /* ONNX element type; 0 when unknown */
+    int has_shape;
+    opsched_shape shape;
+    int id;                        /* graph tensor, -1 until it is needed */
+    os_cval *cv;                   /* known value (owned by the loader), or NULL */
+    const Onnx__TensorProto *init; /* payload of a weight, or NULL */
+    int alias;                     /* the value this is another name for, or -1 */
+    int producer;                  /* index of the producing ONNX node, or -1 */
+    int is_graph_input;
+    /* A zero Pad merged into the AveragePool that reads it: the value to
+     * pool instead, and the spatial pads (top, left, bottom, right). */
+    int pad_src;
+    int64_t pad[4];
+} os_val;
+
+typedef struct os_loader {
+    opsched_ctx *ctx;
+    opsched_onnx_options opts;
+    const char *base_dir; /* NULL: no external data can be read */
+    const Onnx__GraphProto *gp;
+    int64_t opset; /* of the default domain */
+    opsched_graph *g;
+
+    os_val *vals;
+    size_t n_vals, cap_vals;
+    int *htab; /* open addressing: value index or -1 */
+    size_t hcap;
+
+    os_cval **cvs; /* every host constant, freed at the end */
+    size_t n_cvs, cap_cvs;
+    int64_t fold_used; /* elements held by all of them */
+    int fold_too_big;  /* the last fold failed only for size */
+
+    int n_nodes;
+    int *in_off, *in_val;   /* node i reads in_val[in_off[i]..in_off[i+1]) (-1: omitted) */
+    int *out_off, *out_val; /* and writes out_val[out_off[i]..out_off[i+1]) (-1: omitted) */
+    int *use_off, *use_node, *use_pos; /* value v is read by (use_node, use_pos)[use_off[v]..] */
+    int *order;                        /* topological order of the nodes */
+} os_loader;
+
+/* ---- loader.c -------------------------------------------------------- */
+
+/* The value index for name, or -1. */
+int os_onnx_find(const os_loader *L, const char *name);
+/* Follows Identity aliases to the value that carries the data. */
+int os_onnx_root(const os_loader *L, int v);
+/* "name" of node i, or "<op_type>_<i>" when the file gives none. */
+const char *os_onnx_node_label(const Onnx__NodeProto *node, int i, char *buf, size_t size);
+/* Number of node inputs and the value index of input k (-1 when omitted or absent). */
+int os_onnx_num_in(const os_loader *L, int node);
+int os_onnx_in(const os_loader *L, int node, int k);
+int os_onnx_num_out(const os_loader *L, int node);
+int os_onnx_out(const os_loader *L, int node, int k);
+/* Number of nodes reading value v (through any of its names). */
+int os_onnx_num_uses(const os_loader *L, int v);
+
+/* ---- inputs.c -------------------------------------------------------- */
+
+/* Decides which graph inputs are weights (export_params=False) and adds the
+ * real inputs to the graph with their final shapes. */
+opsched_status os_onnx_inputs(os_loader *L);
+
+/* ---- tensor.c -------------------------------------------------------- */
+
+const char *os_onnx_elem_name(int32_t elem);
+/* Maps an ONNX element type; OPSCHED_ERR_UNSUPPORTED (naming what) if the
+ * graph cannot hold it. */
+opsched_status os_onnx_dtype(opsched_ctx *ctx, int32_t elem, const char *what, opsched_dtype *out);
+int32_t os_onnx_elem_of(opsched_dtype dt);
+int os_onnx_elem_is_float(int32_t elem);
+/* Size in bytes of one element in a file, 0 for strings and unknown types. */
+size_t os_onnx_elem_size(int32_t elem);
+/* Checks dims (0 <= d <= 2^31, rank <= 8, product in range). */
+opsched_status os_onnx_tensor_shape(opsched_ctx *ctx, const Onnx__TensorProto *t, const char *what,
+                                    opsched_shape *out);
+/* Checks dims and that raw_data holds exactly what they need (cheap: no
+ * payload is copied). */
+opsched_status os_onnx_tensor_check(os_loader *L, const Onnx__TensorProto *t, const char *what);
+/* Decodes a TensorProto into a host constant.  *out stays NULL (status OK)
+ * when the tensor has more than max_elems elements, has no data in the
+ * file, or keeps it in an external file that may not be read now. */
+opsched_status os_onnx_tensor_cval(os_loader *L, const Onnx__TensorProto *t, const char *what,
+                                   int64_t max_elems, os_cval **out);
+/* The payload of an initializer in the layout of its graph dtype (malloc'd). */
+opsched_status os_onnx_tensor_payload(os_loader *L, const Onnx__TensorProto *t, const char *what,
+                                      opsched_dtype dt, void **out, size_t *bytes);
+/* The payload of a host constant converted to dt (malloc'd). */
+opsched_status os_onnx_cval_payload(opsched_ctx *ctx, const os_cval *cv, opsched_dtype dt,
+                                    void **out, size_t *bytes);
+
+/* x rounded to the precision of a floating type / wrapped to an integer
+ * type, as a Cast to elem would. */
+double os_onnx_round_to(int32_t elem, double x);
+int64_t os_onnx_wrap_int(int32_t elem, int64_t x);
+/* Saturating, NaN-safe conversion (C leaves out-of-range casts undefined). */
+int64_t os_onnx_float_to_int(double x);
+
+/* ---- fold.c ---------------------------------------------------------- */
+
+/* A new host constant of the given type and shape, zero-filled, owned by L. */
+opsched_status os_onnx_cval_new(os_loader *L, int32_t elem, const opsched_shape *shape,
+                                os_cval **out);
+/* Element k as int64 / double, whatever the storage. */
+int64_t os_onnx_cval_int(const os_cval *cv, int64_t k);
+double os_onnx_cval_float(const os_cval *cv, int64_t k);
+/* Evaluates node i on the host when its operands are known and it is cheap;
+ * *done says whether it was (its outputs then carry constants). */
+opsched_status os_onnx_fold(os_loader *L, int node, int *done);
+
+/* ---- attr.c ---------------------------------------------------------- */
+
+const Onnx__AttributeProto *os_onnx_attr(const Onnx__NodeProto *n, const char *name);
+/* Each getter leaves *out at its default when the attribute is absent and
+ * fails with OPSCHED_ERR_PARSE when it has another type. */
+opsched_status os_onnx_attr_int(os_loader *L, int node, const char *name, int64_t *out);
+opsched_status os_onnx_attr_float(os_loader *L, int node, const char *name, float *out);
+/* Copies at most max ints; *n is set to the count (left alone when absent).
+ * More than max: OPSCHED_ERR_UNSUPPORTED. */
+opsched_status os_onnx_attr_ints(os_loader *L, int node, const char *name, int64_t *out, int max,
+                                 int *n);
+/* A borrowed, NUL-terminated copy in buf; *out stays as given when absent. */
+opsched_status os_onnx_attr_string(os_loader *L, int node, const char *name, char *buf, size_t size,
+                                   const char **out);
+
+/* Records a failure that names node i and its op type. */
+opsched_status os_onnx_node_fail(os_loader *L, int node, opsched_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+/* Unsupported-operator error: "unsupported operator 'X' (node 'n', opset 17)". */
+opsched_status os_onnx_unsupported_op(os_loader *L, int node);
+
+/* ---- ops.c, views.c -------------------------------------------------- */
+
+/* Adds node i to the graph (or aliases/merges it away). */
+opsched_status os_onnx_convert(os_loader *L, int node);
+/* The graph tensor for value v, created on first use for weights and
+ * constants. */
+opsched_status os_onnx_tensor_id(os_loader *L, int v, int *out);
+/* The static shape of value v; OPSCHED_ERR_PARSE when it has none. */
+opsched_status os_onnx_shape_of(os_loader *L, int node, int v, opsched_shape *out);
+/* The known value of input k of node i; NULL when absent or not known. */
+const os_cval *os_onnx_in_cval(const os_loader *L, int node, int k);
+/* Input k must be a known integer vector (or absent when optional): its
+ * values (at most max) and count; *n = -1 when absent. */
+opsched_status os_onnx_in_ints(os_loader *L, int node, int k, const char *what, int64_t *out,
+                               int max, int *n);
+/* Adds a graph node for ONNX node i reading the given values; records its
+ * first n_out outputs. */
+opsched_status os_onnx_emit(os_loader *L, int node, opsched_op_kind op, const opsched_op_attr *attr,
+                            const int *in_vals, int n_in, int n_out);
+/* Makes output k of node i another name for value v. */
+void os_onnx_alias(os_loader *L, int node, int k, int v);
+/* Normalises axis against rank (negative counts from the end). */
+opsched_status os_onnx_axis(os_loader *L, int node, int64_t axis, int rank, int64_t *out);
+
+/* views.c: Reshape, Flatten, Squeeze, Unsqueeze, Expand, Slice, Split,
+ * Gather, Pad, Transpose, Identity, Dropout and Cast on tensors whose values
+ * are not known; *done is 0 when op is none of these. */
+opsched_status os_onnx_convert_view(os_loader *L, int node, const char *op, int *done);
+
+/* Output shapes of the shape-changing ops for an input of shape in, shared
+ * by folding and conversion.  They read the node's attributes and its
+ * constant inputs as the opset says. */
+opsched_status os_onnx_reshape_to(os_loader *L, int node, const opsched_shape *in,
+                                  opsched_shape *out);
+opsched_status os_onnx_squeeze_to(os_loader *L, int node, const opsched_shape *in,
+                                  opsched_shape *out);
+opsched_status os_onnx_unsqueeze_to(os_loader *L, int node, const opsched_shape *in,
+                                    opsched_shape *out);
+opsched_status os_onnx_flatten_to(os_loader *L, int node, const opsched_shape *in,
+                                  opsched_shape *out, int64_t *axis);
+opsched_status os_onnx_expand_to(os_loader *L, int node, const opsched_shape *in,
+                                 opsched_shape *out);
+opsched_status os_onnx_slice_to(os_loader *L, int node, const opsched_shape *in,
+                                opsched_slice_attr *attr, opsched_shape *out);
+/* Checks a computed shape: every dim in 0..2^31 and at most 2^40 elements
+ * (so that byte and FLOP counts of any op stay in int64). */
+opsched_status os_onnx_check_dims(os_loader *L, int node, const opsched_shape *s);
+/* numpy broadcasting of two shapes; OPSCHED_ERR_SHAPE naming the node. */
+opsched_status os_onnx_broadcast(os_loader *L, int node, const opsched_shape *a,
+                                 const opsched_shape *b, opsched_shape *out);
+
+#endif /* OS_ONNX_IMPL_H */

@@ -1,0 +1,789 @@
+/*
+ * test_onnx.c - the ONNX importer: every supported op, opset variants,
+ * constant folding, weights given as inputs, external data, overrides,
+ * files that must be refused, and real torchvision exports.
+ *
+ * The files come from tests/onnx/make_models.py (ctest runs it first) in
+ * $OPSCHED_TESTDATA/onnx; the tests skip when that is not set.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <dirent.h>
+
+#include "opsched/onnx.h"
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("OPSCHED_TESTDATA");
+    if (!d) skip();
+    return d;
+}
+
+static char *read_all(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *size = (size_t)n;
+    return buf;
+}
+
+typedef struct loaded {
+    opsched_ctx *ctx;
+    opsched_graph *g;
+    opsched_status st;
+} loaded;
+
+static loaded load_opts(const char *rel, const opsched_onnx_options *opts)
+{
+    char path[1024];
+    loaded l = {0};
+    snprintf(path, sizeof(path), "%s/onnx/%s", data_dir(), rel);
+    assert_int_equal(opsched_ctx_create(&l.ctx), OPSCHED_OK);
+    l.st = opsched_onnx_load_file(l.ctx, path, opts, &l.g);
+    if (l.st == OPSCHED_OK)
+        assert_non_null(l.g);
+    else
+        assert_null(l.g);
+    return l;
+}
+
+/* Loads a file that must load. */
+static loaded load_ok(const char *rel, const opsched_onnx_options *opts)
+{
+    loaded l = load_opts(rel, opts);
+    if (l.st != OPSCHED_OK) print_error("%s: %s\n", rel, opsched_ctx_last_error(l.ctx));
+    assert_int_equal(l.st, OPSCHED_OK);
+    return l;
+}
+
+static void unload(loaded *l)
+{
+    opsched_graph_free(l->g);
+    opsched_ctx_free(l->ctx);
+}
+
+static const opsched_node *node(const loaded *l, int i)
+{
+    const opsched_node *n = opsched_graph_node(l->g, i);
+    assert_non_null(n);
+    return n;
+}
+
+static const opsched_tensor *tensor(const loaded *l, int id)
+{
+    const opsched_tensor *t = opsched_graph_tensor(l->g, id);
+    assert_non_null(t);
+    return t;
+}
+
+static void assert_shape(const opsched_shape *s, const char *want)
+{
+    char buf[128];
+    opsched_shape_format(s, buf, sizeof(buf));
+    if (strcmp(buf, want) != 0) print_error("shape %s, expected %s\n", buf, want);
+    assert_string_equal(buf, want);
+}
+
+/* ---- each small model: node kinds and output shapes --------------------- */
+
+typedef struct small_case {
+    const char *file;
+    const char *ops; /* ONNX-style names of the graph's nodes, space separated */
+    const char *out; /* shape of the first graph output */
+    int n_inputs;
+} small_case;
+
+static const small_case small_cases[] = {
+    {"conv_basic", "Conv", "1x8x32x32", 1},
+    {"conv_group_dil", "Conv", "1x8x16x16", 1},
+    {"conv_asym", "Conv", "1x4x8x9", 1},
+    {"conv_same_upper", "Conv", "1x4x8x8", 1},
+    {"conv_same_lower", "Conv", "1x4x8x8", 1},
+    {"conv_valid", "Conv", "1x4x8x8", 1},
+    {"gemm", "Gemm", "2x8", 1},
+    {"matmul", "MatMul", "2x3x4x6", 1},
+    {"maxpool_ceil", "MaxPool", "1x2x5x5", 1},
+    {"maxpool_dil", "MaxPool", "1x2x9x9", 1},
+    {"avgpool", "AveragePool", "1x2x5x5", 1},
+    {"pad_avgpool", "AveragePool", "1x2x9x9", 1},
+    {"global_pools", "GlobalAveragePool GlobalMaxPool", "2x4x1x1", 1},
+    {"unary_chain", "Relu Sigmoid Tanh Erf HardSigmoid HardSwish Sqrt LRN Softmax", "2x6x4x4", 1},
+    {"gelu_op20", "Gelu", "2x8", 1},
+    {"binary_bcast", "Add Sub Mul Div Pow", "2x3x4", 1},
+    {"two_inputs_add", "Add", "2x3", 2},
+    {"clip_op11", "Clip", "1x4", 1},
+    {"clip_op6", "Clip", "1x4", 1},
+    {"concat", "Concat", "1x5x4x4", 2},
+    {"split_op11", "Split", "1x2x4", 1},
+    {"split_op13", "Split", "1x2x4", 1},
+    {"split_equal", "Split", "1x2x3", 1},
+    {"split_op18", "Split", "1x2x3", 1},
+    {"slice_op13", "Slice", "2x4x6", 1},
+    {"slice_op9", "Slice", "4x10x4", 1},
+    {"gather_act", "Gather", "2x2x3", 1},
+    {"transpose", "Transpose", "1x3x4x2", 1},
+    {"pad_reflect", "Pad", "1x2x9x8", 1},
+    {"pad_op2", "Pad", "1x2x7x7", 1},
+    {"expand", "Expand", "2x3x4", 1},
+    {"flatten", "Flatten", "6x20", 1},
+    {"reshape", "Reshape", "2x12x5", 1},
+    {"squeeze_op11", "Reshape Reshape", "1x3x4x1", 1},
+    {"squeeze_op13", "Reshape Reshape", "1x3x4x1", 1},
+    {"identity_dropout", "Identity Dropout", "2x3", 1},
+    {"batchnorm", "BatchNormalization", "1x4x3x3", 1},
+    {"layernorm_op17", "LayerNormalization", "2x5x8", 1},
+    {"reducemean_op13", "ReduceMean", "2x3", 1},
+    {"reducemean_op18", "ReduceMean", "2x3x4x1", 1},
+    {"softmax_op11_last", "Softmax", "2x3x4", 1},
+    {"shape_chain", "Reshape", "2x192", 1},
+    {"fold_arith", "Div Reshape", "4x32", 1},
+    {"constant_nodes", "Reshape Mul Reshape", "3x1x4", 1},
+    {"identity_weight", "Conv Conv", "1x4x8x8", 1},
+    {"weights_as_inputs", "Conv Reshape Transpose Expand Concat Add ReduceMean Sub Mul Add MatMul",
+     "1x5x32", 1},
+    {"unsorted", "Sigmoid Relu", "2x3", 1},
+    {"old_inputs_with_inits", "Conv", "1x4x6x6", 1},
+};
+
+static void test_small_models(void **state)
+{
+    (void)state;
+    for (size_t c = 0; c < sizeof(small_cases) / sizeof(small_cases[0]); c++) {
+        const small_case *sc = &small_cases[c];
+        char rel[256], ops[512] = "";
+        snprintf(rel, sizeof(rel), "small/%s.onnx", sc->file);
+        loaded l = load_ok(rel, NULL);
+        for (int i = 0; i < opsched_graph_num_nodes(l.g); i++) {
+            if (i) strcat(ops, " ");
+            strcat(ops, opsched_op_name(node(&l, i)->op));
+        }
+        if (strcmp(ops, sc->ops) != 0) print_error("%s: nodes '%s'\n", sc->file, ops);
+        assert_string_equal(ops, sc->ops);
+        assert_true(opsched_graph_num_outputs(l.g) >= 1);
+        assert_shape(&tensor(&l, opsched_graph_output(l.g, 0))->shape, sc->out);
+        if (opsched_graph_num_inputs(l.g) != sc->n_inputs)
+            print_error("%s: %d inputs\n", sc->file, opsched_graph_num_inputs(l.g));
+        assert_int_equal(opsched_graph_num_inputs(l.g), sc->n_inputs);
+        unload(&l);
+    }
+}
+
+/* ---- attributes ------------------------------------------------------------ */
+
+static void test_conv_attrs(void **state)
+{
+    (void)state;
+    loaded l = load_ok("small/conv_asym.onnx", NULL);
+    const opsched_conv_attr *c = &node(&l, 0)->attr.conv;
+    assert_int_equal(c->pads[0], 0);
+    assert_int_equal(c->pads[1], 1);
+    assert_int_equal(c->pads[2], 2);
+    assert_int_equal(c->pads[3], 3);
+    assert_int_equal(c->stride[0], 2);
+    assert_int_equal(c->kernel[0], 3); /* no kernel_shape: taken from the weight */
+    unload(&l);
+
+    /* SAME_UPPER puts the odd pixel at the end, SAME_LOWER at the start. */
+    l = load_ok("small/conv_same_upper.onnx", NULL);
+    c = &node(&l, 0)->attr.conv;
+    assert_int_equal(c->pads[0], 1);
+    assert_int_equal(c->pads[2], 2);
+    unload(&l);
+    l = load_ok("small/conv_same_lower.onnx", NULL);
+    c = &node(&l, 0)->attr.conv;
+    assert_int_equal(c->pads[0], 2);
+    assert_int_equal(c->pads[2], 1);
+    unload(&l);
+
+    l = load_ok("small/conv_group_dil.onnx", NULL);
+    c = &node(&l, 0)->attr.conv;
+    assert_int_equal(c->groups, 2);
+    assert_int_equal(c->dilation[0], 2);
+    assert_int_equal(c->dilation[1], 2);
+    /* 2 FLOPs per multiply-add: N*M*OH*OW * (C/g)*kh*kw */
+    assert_int_equal(node(&l, 0)->cost.flops, 2LL * 8 * 16 * 16 * 2 * 3 * 3);
+    unload(&l);
+}
+
+static void test_pool_and_gemm_attrs(void **state)
+{
+    (void)state;
+    loaded l = load_ok("small/maxpool_ceil.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.pool.ceil_mode, 1);
+    assert_int_equal(node(&l, 0)->attr.pool.stride[1], 2);
+    unload(&l);
+
+    l = load_ok("small/avgpool.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.pool.count_include_pad, 1);
+    assert_int_equal(node(&l, 0)->attr.pool.pads[3], 1);
+    unload(&l);
+
+    /* A zero Pad feeding an AveragePool becomes the pool's own padding. */
+    l = load_ok("small/pad_avgpool.onnx", NULL);
+    const opsched_pool_attr *p = &node(&l, 0)->attr.pool;
+    assert_int_equal(p->pads[0], 1);
+    assert_int_equal(p->pads[1], 1);
+    assert_int_equal(p->pads[2], 1);
+    assert_int_equal(p->pads[3], 1);
+    assert_int_equal(p->count_include_pad, 1);
+    assert_shape(&tensor(&l, node(&l, 0)->inputs[0])->shape, "1x2x9x9");
+    unload(&l);
+
+    l = load_ok("small/gemm.onnx", NULL);
+    const opsched_gemm_attr *g = &node(&l, 0)->attr.gemm;
+    assert_true(g->alpha == 0.5f && g->beta == 2.0f);
+    assert_int_equal(g->trans_a, 0);
+    assert_int_equal(g->trans_b, 1);
+    assert_int_equal(node(&l, 0)->n_inputs, 3);
+    unload(&l);
+}
+
+static void test_activation_attrs(void **state)
+{
+    (void)state;
+    loaded l = load_ok("small/clip_op11.onnx", NULL);
+    assert_true(node(&l, 0)->attr.clip.min == 0.0f && node(&l, 0)->attr.clip.max == 6.0f);
+    unload(&l);
+    l = load_ok("small/clip_op6.onnx", NULL);
+    assert_true(node(&l, 0)->attr.clip.min == 0.0f && node(&l, 0)->attr.clip.max == 6.0f);
+    unload(&l);
+    l = load_ok("small/gelu_op20.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.gelu.tanh_approx, 1);
+    unload(&l);
+    l = load_ok("small/unary_chain.onnx", NULL);
+    assert_true(node(&l, 4)->attr.hardsigmoid.alpha == 0.25f);
+    assert_true(node(&l, 4)->attr.hardsigmoid.beta == 0.5f);
+    assert_int_equal(node(&l, 7)->attr.lrn.size, 5);
+    assert_int_equal(node(&l, 8)->attr.axis.axis, 1);
+    unload(&l);
+    l = load_ok("small/batchnorm.onnx", NULL);
+    assert_true(node(&l, 0)->attr.bn.epsilon == 1e-3f);
+    assert_int_equal(node(&l, 0)->n_inputs, 5);
+    unload(&l);
+    l = load_ok("small/layernorm_op17.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.layernorm.axis, 2);
+    assert_true(node(&l, 0)->attr.layernorm.epsilon == 1e-6f);
+    unload(&l);
+}
+
+static void test_data_movement_attrs(void **state)
+{
+    (void)state;
+    loaded l = load_ok("small/slice_op13.onnx", NULL);
+    const opsched_slice_attr *s = &node(&l, 0)->attr.slice;
+    assert_int_equal(s->starts[0], 1);
+    assert_int_equal(s->steps[0], 2);
+    assert_int_equal(s->starts[1], 9);
+    assert_int_equal(s->steps[1], -3);
+    assert_int_equal(s->starts[2], 0);
+    assert_int_equal(s->ends[2], 6);
+    assert_int_equal(s->steps[2], 1);
+    unload(&l);
+
+    const char *splits[] = {"small/split_op11.onnx", "small/split_op13.onnx"};
+    for (int k = 0; k < 2; k++) {
+        l = load_ok(splits[k], NULL);
+        const opsched_split_attr *sp = &node(&l, 0)->attr.split;
+        assert_int_equal(sp->axis, 1);
+        assert_int_equal(sp->n, 2);
+        assert_int_equal(sp->sizes[0], 2);
+        assert_int_equal(sp->sizes[1], 4);
+        assert_shape(&tensor(&l, node(&l, 0)->outputs[1])->shape, "1x4x4");
+        unload(&l);
+    }
+    l = load_ok("small/split_op18.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.split.sizes[2], 2);
+    unload(&l);
+
+    /* Gather of an activation: the indices become a constant with data. */
+    l = load_ok("small/gather_act.onnx", NULL);
+    const opsched_tensor *idx = tensor(&l, node(&l, 0)->inputs[1]);
+    assert_int_equal(idx->kind, OPSCHED_TENSOR_CONSTANT);
+    assert_int_equal(idx->dtype, OPSCHED_INT64);
+    assert_int_equal(idx->data_bytes, 2 * sizeof(int64_t));
+    const int64_t *iv = idx->data;
+    assert_int_equal(iv[0], 4);
+    assert_int_equal(iv[1], 0);
+    assert_int_equal(node(&l, 0)->attr.axis.axis, 1);
+    unload(&l);
+
+    l = load_ok("small/pad_reflect.onnx", NULL);
+    const opsched_pad_attr *pa = &node(&l, 0)->attr.pad;
+    assert_int_equal(pa->mode, OPSCHED_PAD_REFLECT);
+    assert_int_equal(pa->pads[2], 1);
+    assert_int_equal(pa->pads[3], 2);
+    assert_int_equal(pa->pads[6], 3);
+    assert_int_equal(pa->pads[7], 1);
+    unload(&l);
+    l = load_ok("small/pad_op2.onnx", NULL);
+    assert_true(node(&l, 0)->attr.pad.value == 0.5f);
+    unload(&l);
+
+    l = load_ok("small/transpose.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.transpose.n, 4);
+    assert_int_equal(node(&l, 0)->attr.transpose.perm[1], 2);
+    unload(&l);
+    l = load_ok("small/reshape.onnx", NULL);
+    assert_shape(&node(&l, 0)->attr.shape.shape, "2x12x5");
+    unload(&l);
+    l = load_ok("small/expand.onnx", NULL);
+    assert_shape(&node(&l, 0)->attr.shape.shape, "2x3x4");
+    unload(&l);
+    l = load_ok("small/flatten.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.axis.axis, 2);
+    unload(&l);
+    l = load_ok("small/concat.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.axis.axis, 1);
+    unload(&l);
+    l = load_ok("small/reducemean_op13.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.reduce.n_axes, 2);
+    assert_int_equal(node(&l, 0)->attr.reduce.keepdims, 0);
+    unload(&l);
+    l = load_ok("small/reducemean_op18.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.reduce.n_axes, 1);
+    assert_int_equal(node(&l, 0)->attr.reduce.axes[0], 3);
+    unload(&l);
+}
+
+/* ---- weights, constants, folding ------------------------------------------- */
+
+static int count_kind(const loaded *l, opsched_tensor_kind kind)
+{
+    int n = 0;
+    for (int i = 0; i < opsched_graph_num_tensors(l->g); i++)
+        if (tensor(l, i)->kind == kind) n++;
+    return n;
+}
+
+static void test_weights(void **state)
+{
+    (void)state;
+    /* An Identity of a weight is another name for it, not a node. */
+    loaded l = load_ok("small/identity_weight.onnx", NULL);
+    assert_int_equal(count_kind(&l, OPSCHED_TENSOR_WEIGHT), 1);
+    assert_int_equal(node(&l, 0)->inputs[1], node(&l, 1)->inputs[1]);
+    unload(&l);
+
+    /* export_params=False: parameters are graph inputs, real input is x. */
+    l = load_ok("small/weights_as_inputs.onnx", NULL);
+    assert_int_equal(opsched_graph_num_inputs(l.g), 1);
+    assert_string_equal(tensor(&l, opsched_graph_input(l.g, 0))->name, "x");
+    assert_int_equal(count_kind(&l, OPSCHED_TENSOR_WEIGHT), 7);
+    const char *weights[] = {"cw", "cb", "cls", "pos", "gamma", "beta", "wq"};
+    for (int k = 0; k < 7; k++) {
+        int id;
+        assert_int_equal(opsched_graph_find_tensor(l.g, weights[k], &id), OPSCHED_OK);
+        assert_int_equal(tensor(&l, id)->kind, OPSCHED_TENSOR_WEIGHT);
+    }
+    unload(&l);
+
+    /* Two real inputs added together stay inputs. */
+    l = load_ok("small/two_inputs_add.onnx", NULL);
+    assert_int_equal(count_kind(&l, OPSCHED_TENSOR_WEIGHT), 0);
+    unload(&l);
+
+    /* Initializers listed as inputs too (old exporters) are weights. */
+    l = load_ok("small/old_inputs_with_inits.onnx", NULL);
+    assert_int_equal(opsched_graph_num_inputs(l.g), 1);
+    assert_int_equal(count_kind(&l, OPSCHED_TENSOR_WEIGHT), 1);
+    unload(&l);
+}
+
+static void test_weight_payloads(void **state)
+{
+    (void)state;
+    loaded l = load_ok("small/conv_basic.onnx", NULL);
+    const opsched_tensor *w = tensor(&l, node(&l, 0)->inputs[1]);
+    assert_int_equal(w->kind, OPSCHED_TENSOR_WEIGHT);
+    assert_null(w->data);
+    unload(&l);
+
+    opsched_onnx_options o = {.load_weights = 1};
+    l = load_ok("small/conv_basic.onnx", &o);
+    w = tensor(&l, node(&l, 0)->inputs[1]);
+    assert_non_null(w->data);
+    assert_int_equal(w->data_bytes, 8 * 3 * 3 * 3 * sizeof(float));
+    assert_int_equal(tensor(&l, node(&l, 0)->inputs[2])->data_bytes, 8 * sizeof(float));
+    unload(&l);
+}
+
+static void test_constants(void **state)
+{
+    (void)state;
+    loaded l = load_ok("small/constant_nodes.onnx", NULL);
+    const opsched_tensor *half = tensor(&l, node(&l, 1)->inputs[1]);
+    assert_int_equal(half->kind, OPSCHED_TENSOR_CONSTANT);
+    assert_int_equal(half->shape.ndim, 0);
+    assert_non_null(half->data);
+    assert_true(*(const float *)half->data == 0.5f);
+    assert_shape(&tensor(&l, node(&l, 0)->outputs[0])->shape, "3x4");
+    unload(&l);
+
+    /* Shape -> Slice -> Cast -> Sqrt gives the divisor 2; the rest folds
+     * into the target shape (4, -1). */
+    l = load_ok("small/fold_arith.onnx", NULL);
+    const opsched_tensor *r = tensor(&l, node(&l, 0)->inputs[1]);
+    assert_int_equal(r->kind, OPSCHED_TENSOR_CONSTANT);
+    assert_int_equal(r->dtype, OPSCHED_F32);
+    assert_true(*(const float *)r->data == 2.0f);
+    assert_shape(&node(&l, 1)->attr.shape.shape, "4x32");
+    assert_int_equal(count_kind(&l, OPSCHED_TENSOR_CONSTANT), 1);
+    unload(&l);
+
+    l = load_ok("small/shape_chain.onnx", NULL);
+    assert_int_equal(opsched_graph_num_tensors(l.g), 2);
+    unload(&l);
+}
+
+/* ---- input shapes ------------------------------------------------------------ */
+
+static void test_missing_shape(void **state)
+{
+    (void)state;
+    loaded l = load_opts("small/dim_param.onnx", NULL);
+    assert_int_equal(l.st, OPSCHED_ERR_INVALID_ARG);
+    const char *msg = opsched_ctx_last_error(l.ctx);
+    assert_non_null(strstr(msg, "'x'"));
+    assert_non_null(strstr(msg, "dimension 0"));
+    assert_non_null(strstr(msg, "batch"));
+    assert_non_null(strstr(msg, "--shapes"));
+    unload(&l);
+}
+
+static void test_overrides(void **state)
+{
+    (void)state;
+    opsched_onnx_options o = {.batch = 2, .height = 16, .width = 12};
+    loaded l = load_ok("small/dim_param.onnx", &o);
+    assert_shape(&tensor(&l, opsched_graph_input(l.g, 0))->shape, "2x3x16x12");
+    unload(&l);
+
+    opsched_onnx_options s = {.shapes = "x:1x3x8x8"};
+    l = load_ok("small/dim_param.onnx", &s);
+    assert_shape(&tensor(&l, opsched_graph_output(l.g, 0))->shape, "1x3x8x8");
+    unload(&l);
+
+    /* Comma-separated dims and a batch override applied after --shapes. */
+    opsched_onnx_options sb = {.shapes = "x:1,3,8,8", .batch = 4};
+    l = load_ok("small/dim_param.onnx", &sb);
+    assert_shape(&tensor(&l, opsched_graph_input(l.g, 0))->shape, "4x3x8x8");
+    unload(&l);
+
+    opsched_onnx_options m = {.shapes = "tokens:2x5x8,mask:1x5x1"};
+    l = load_ok("small/multi_input.onnx", &m);
+    assert_int_equal(opsched_graph_num_inputs(l.g), 2);
+    assert_shape(&tensor(&l, opsched_graph_output(l.g, 0))->shape, "2x5x8");
+    unload(&l);
+
+    /* A static model still takes batch and spatial overrides. */
+    opsched_onnx_options b = {.batch = 4, .height = 20, .width = 20};
+    l = load_ok("small/conv_basic.onnx", &b);
+    assert_shape(&tensor(&l, opsched_graph_output(l.g, 0))->shape, "4x8x20x20");
+    unload(&l);
+
+    opsched_onnx_options bad = {.shapes = "nope:1x3x8x8"};
+    l = load_opts("small/dim_param.onnx", &bad);
+    assert_int_equal(l.st, OPSCHED_ERR_INVALID_ARG);
+    assert_non_null(strstr(opsched_ctx_last_error(l.ctx), "'nope'"));
+    assert_non_null(strstr(opsched_ctx_last_error(l.ctx), "its inputs: x"));
+    unload(&l);
+
+    opsched_onnx_options rank = {.shapes = "x:1x3x8"};
+    l = load_opts("small/dim_param.onnx", &rank);
+    assert_int_equal(l.st, OPSCHED_ERR_INVALID_ARG);
+    unload(&l);
+
+    opsched_onnx_options junk = {.shapes = "x:1xQx8x8"};
+    l = load_opts("small/dim_param.onnx", &junk);
+    assert_int_equal(l.st, OPSCHED_ERR_INVALID_ARG);
+    unload(&l);
+}
+
+/* ---- external data ---------------------------------------------------------- */
+
+static void test_external_data(void **state)
+{
+    (void)state;
+    loaded l = load_ok("ext/model.onnx", NULL);
+    assert_null(tensor(&l, node(&l, 0)->inputs[1])->data);
+    unload(&l);
+
+    opsched_onnx_options o = {.load_weights = 1};
+    l = load_ok("ext/model.onnx", &o);
+    const opsched_tensor *w = tensor(&l, node(&l, 0)->inputs[1]);
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/onnx/ext/weights.bin", data_dir());
+    size_t n;
+    char *want = read_all(path, &n);
+    assert_int_equal(w->data_bytes, n);
+    assert_memory_equal(w->data, want, n);
+    free(want);
+    unload(&l);
+
+    /* From memory there is no folder: shapes load, weights cannot. */
+    snprintf(path, sizeof(path), "%s/onnx/ext/model.onnx", data_dir());
+    char *buf = read_all(path, &n);
+    opsched_ctx *ctx;
+    opsched_graph *g = NULL;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    assert_int_equal(opsched_onnx_load_buffer(ctx, buf, n, NULL, NULL, "mem", &g), OPSCHED_OK);
+    assert_string_equal(opsched_graph_name(g), "mem");
+    opsched_graph_free(g);
+    g = NULL;
+    assert_int_equal(opsched_onnx_load_buffer(ctx, buf, n, NULL, &o, "mem", &g), OPSCHED_ERR_IO);
+    assert_null(g);
+    free(buf);
+    opsched_ctx_free(ctx);
+}
+
+static void test_external_escape(void **state)
+{
+    (void)state;
+    const char *files[] = {"ext_escape/model.onnx", "ext_link/model.onnx"};
+    for (int k = 0; k < 2; k++) {
+        /* Shapes only: nothing is read, so the model loads. */
+        loaded l = load_ok(files[k], NULL);
+        unload(&l);
+        opsched_onnx_options o = {.load_weights = 1};
+        l = load_opts(files[k], &o);
+        assert_int_equal(l.st, OPSCHED_ERR_IO);
+        const char *msg = opsched_ctx_last_error(l.ctx);
+        if (!strstr(msg, "outside")) print_error("%s: %s\n", files[k], msg);
+        assert_non_null(strstr(msg, "outside the model's folder"));
+        unload(&l);
+    }
+}
+
+/* ---- files that must be refused ------------------------------------------------ */
+
+typedef struct bad_case {
+    const char *file;
+    int load_weights;
+    opsched_status st;
+    const char *says; /* a piece of the message */
+} bad_case;
+
+static const bad_case bad_cases[] = {
+    {"bad/empty.onnx", 0, OPSCHED_ERR_PARSE, "empty"},
+    {"bad/truncated.onnx", 0, OPSCHED_ERR_PARSE, "truncated"},
+    {"bad/random.onnx", 0, OPSCHED_ERR_PARSE, "not an ONNX model"},
+    {"bad/text.onnx", 0, OPSCHED_ERR_PARSE, "not an ONNX model"},
+    {"bad/no_ir_version.onnx", 0, OPSCHED_ERR_PARSE, "ir_version"},
+    {"bad/cycle.onnx", 0, OPSCHED_ERR_PARSE, "cycle"},
+    {"bad/undefined_input.onnx", 0, OPSCHED_ERR_PARSE, "'nowhere'"},
+    {"bad/unsupported_op.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
+     "unsupported operator 'NonMaxSuppression' (node 'nms_1', opset 17)"},
+    {"bad/conv_groups.onnx", 0, OPSCHED_ERR_SHAPE, "bad_conv"},
+    {"bad/kernel_too_big.onnx", 0, OPSCHED_ERR_SHAPE, "big_kernel"},
+    {"bad/conv_1d.onnx", 0, OPSCHED_ERR_UNSUPPORTED, "only 2-D"},
+    {"bad/maxpool_indices.onnx", 0, OPSCHED_ERR_UNSUPPORTED, "Indices"},
+    {"bad/short_raw_data.onnx", 0, OPSCHED_ERR_PARSE, "raw_data"},
+    {"bad/huge_dims.onnx", 0, OPSCHED_ERR_PARSE, "dimension"},
+    {"small/batchnorm_training.onnx", 0, OPSCHED_ERR_UNSUPPORTED, "training"},
+    {"small/softmax_op11_bad_axis.onnx", 0, OPSCHED_ERR_UNSUPPORTED, "opset 11"},
+};
+
+static void test_bad_files(void **state)
+{
+    (void)state;
+    for (size_t c = 0; c < sizeof(bad_cases) / sizeof(bad_cases[0]); c++) {
+        const bad_case *bc = &bad_cases[c];
+        opsched_onnx_options o = {.load_weights = bc->load_weights};
+        loaded l = load_opts(bc->file, &o);
+        const char *msg = opsched_ctx_last_error(l.ctx);
+        if (l.st != bc->st || !strstr(msg, bc->says))
+            print_error("%s: %s: %s\n", bc->file, opsched_status_str(l.st), msg);
+        assert_int_equal(l.st, bc->st);
+        assert_non_null(strstr(msg, bc->says));
+        /* The message says which file. */
+        assert_non_null(strstr(msg, bc->file));
+        unload(&l);
+    }
+}
+
+/* Every prefix of a valid model is refused cleanly or loads; none crash. */
+static void test_prefixes(void **state)
+{
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/onnx/small/weights_as_inputs.onnx", data_dir());
+    size_t n;
+    char *buf = read_all(path, &n);
+    opsched_ctx *ctx;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    for (size_t k = 0; k < n; k++) {
+        opsched_graph *g = NULL;
+        opsched_status st = opsched_onnx_load_buffer(ctx, buf, k, NULL, NULL, NULL, &g);
+        if (st != OPSCHED_OK) assert_true(opsched_ctx_last_error(ctx)[0] != '\0');
+        opsched_graph_free(g);
+    }
+    free(buf);
+    opsched_ctx_free(ctx);
+}
+
+/* Inputs that once crashed the fuzzer load cleanly (or fail cleanly). */
+static void test_fuzz_regressions(void **state)
+{
+    (void)state;
+    const char *src = getenv("OPSCHED_SOURCE_DIR");
+    if (!src) skip();
+    char dir[1024];
+    snprintf(dir, sizeof(dir), "%s/tests/fuzz/regressions", src);
+    DIR *d = opendir(dir);
+    if (!d) skip();
+    opsched_ctx *ctx;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.') continue;
+        char path[2048];
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        size_t n;
+        char *buf = read_all(path, &n);
+        for (int weights = 0; weights <= 1; weights++) {
+            opsched_onnx_options o = {.load_weights = weights};
+            opsched_graph *g = NULL;
+            opsched_status st = opsched_onnx_load_buffer(ctx, buf, n, NULL, &o, NULL, &g);
+            if (st != OPSCHED_OK) assert_true(opsched_ctx_last_error(ctx)[0] != '\0');
+            opsched_graph_free(g);
+        }
+        free(buf);
+    }
+    closedir(d);
+    opsched_ctx_free(ctx);
+}
+
+static void test_api_errors(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_graph *g = NULL;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    assert_int_equal(opsched_onnx_load_buffer(ctx, NULL, 4, NULL, NULL, NULL, &g),
+                     OPSCHED_ERR_INVALID_ARG);
+    assert_int_equal(opsched_onnx_load_file(ctx, "/nonexistent/model.onnx", NULL, &g),
+                     OPSCHED_ERR_IO);
+    assert_non_null(strstr(opsched_ctx_last_error(ctx), "/nonexistent/model.onnx"));
+    assert_int_equal(opsched_onnx_load_file(ctx, NULL, NULL, &g), OPSCHED_ERR_INVALID_ARG);
+    assert_null(g);
+    opsched_ctx_free(ctx);
+}
+
+/* ---- torchvision exports ---------------------------------------------------------- */
+
+typedef struct torch_case {
+    const char *file;
+    const char *input;  /* shape of the one real input */
+    const char *has;    /* ops that must appear, space separated */
+    int64_t min_params; /* parameters the graph must at least hold */
+} torch_case;
+
+static const torch_case torch_cases[] = {
+    {"alexnet_op13", "1x3x224x224", "Conv MaxPool AveragePool Flatten Gemm", 61000000},
+    {"alexnet_op11", "1x3x224x224", "Conv MaxPool Gemm", 61000000},
+    {"vgg16_op13", "1x3x224x224", "Conv MaxPool Gemm", 138000000},
+    {"resnet50_op13", "1x3x224x224", "Conv Add GlobalAveragePool Gemm", 25000000},
+    {"resnet152_op13", "1x3x224x224", "Conv Add Gemm", 59000000},
+    {"densenet121_op13", "1x3x224x224", "Conv BatchNormalization Concat AveragePool", 7900000},
+    {"googlenet_op13", "1x3x224x224", "Conv MaxPool Concat", 6500000},
+    {"googlenet_op17", "1x3x224x224", "Conv MaxPool Concat", 6500000},
+    {"inception_v3_op13", "1x3x299x299", "Conv AveragePool Concat", 23000000},
+    {"squeezenet1_1_op13", "1x3x224x224", "Conv Concat GlobalAveragePool", 1200000},
+    {"squeezenet1_1_op11", "1x3x224x224", "Conv Concat", 1200000},
+    {"squeezenet1_1_params_op13", "1x3x224x224", "Conv Concat", 1200000},
+    {"mobilenet_v2_op13", "1x3x224x224", "Conv Clip Add Gemm", 3400000},
+    {"mobilenet_v3_small_op13", "1x3x224x224", "Conv HardSigmoid Mul", 2500000},
+    {"mobilenet_v3_small_op17", "1x3x224x224", "Conv HardSwish HardSigmoid", 2500000},
+    {"shufflenet_v2_x0_5_op13", "1x3x224x224", "Conv Reshape Transpose Slice Concat", 1300000},
+    {"efficientnet_b0_op13", "1x3x224x224", "Conv Sigmoid Mul GlobalAveragePool", 5200000},
+    {"vit_b_16_op13", "1x3x224x224", "Conv MatMul Softmax ReduceMean Erf Gather", 86000000},
+    {"vit_b_16_op17", "1x3x224x224", "Conv MatMul Softmax LayerNormalization Erf", 86000000},
+};
+
+static int has_op(const loaded *l, const char *name)
+{
+    for (int i = 0; i < opsched_graph_num_nodes(l->g); i++)
+        if (strcmp(opsched_op_name(node(l, i)->op), name) == 0) return 1;
+    return 0;
+}
+
+static void test_torch_exports(void **state)
+{
+    (void)state;
+    for (size_t c = 0; c < sizeof(torch_cases) / sizeof(torch_cases[0]); c++) {
+        const torch_case *tc = &torch_cases[c];
+        char rel[256];
+        snprintf(rel, sizeof(rel), "torch/%s.onnx", tc->file);
+        loaded l = load_ok(rel, NULL);
+        assert_int_equal(opsched_graph_num_inputs(l.g), 1);
+        assert_int_equal(opsched_graph_num_outputs(l.g), 1);
+        assert_shape(&tensor(&l, opsched_graph_input(l.g, 0))->shape, tc->input);
+        assert_shape(&tensor(&l, opsched_graph_output(l.g, 0))->shape, "1x1000");
+        char ops[256];
+        snprintf(ops, sizeof(ops), "%s", tc->has);
+        for (char *op = strtok(ops, " "); op; op = strtok(NULL, " ")) {
+            if (!has_op(&l, op)) print_error("%s: no %s node\n", tc->file, op);
+            assert_true(has_op(&l, op));
+        }
+        opsched_graph_totals t;
+        assert_int_equal(opsched_graph_totals_compute(l.g, &t), OPSCHED_OK);
+        assert_true(t.flops > 0);
+        if (t.params < tc->min_params)
+            print_error("%s: %lld parameters\n", tc->file, (long long)t.params);
+        assert_true(t.params >= tc->min_params);
+        unload(&l);
+    }
+}
+
+/* Batch and size overrides go through a whole network.  (Not every export
+ * allows it: without dynamic_axes torch bakes the sizes into Reshape
+ * targets, as in shufflenet's channel shuffle.) */
+static void test_torch_resized(void **state)
+{
+    (void)state;
+    opsched_onnx_options o = {.batch = 2, .height = 160, .width = 160};
+    loaded l = load_ok("torch/resnet50_op13.onnx", &o);
+    assert_shape(&tensor(&l, opsched_graph_output(l.g, 0))->shape, "2x1000");
+    unload(&l);
+    l = load_ok("torch/googlenet_op13.onnx", &o);
+    assert_shape(&tensor(&l, opsched_graph_output(l.g, 0))->shape, "2x1000");
+    unload(&l);
+    opsched_onnx_options w = {.load_weights = 1};
+    l = load_ok("torch/squeezenet1_1_params_op13.onnx", &w);
+    int with_data = 0;
+    for (int i = 0; i < opsched_graph_num_tensors(l.g); i++)
+        if (tensor(&l, i)->kind == OPSCHED_TENSOR_WEIGHT && tensor(&l, i)->data) with_data++;
+    assert_int_equal(with_data, count_kind(&l, OPSCHED_TENSOR_WEIGHT));
+    assert_true(with_data > 30); /* identical zero biases are shared */
+    unload(&l);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_small_models),        cmocka_unit_test(test_conv_attrs),
+        cmocka_unit_test(test_pool_and_gemm_attrs), cmocka_unit_test(test_activation_attrs),
+        cmocka_unit_test(test_data_movement_attrs), cmocka_unit_test(test_weights),
+        cmocka_unit_test(test_weight_payloads),     cmocka_unit_test(test_constants),
+        cmocka_unit_test(test_missing_shape),       cmocka_unit_test(test_overrides),
+        cmocka_unit_test(test_external_data),       cmocka_unit_test(test_external_escape),
+        cmocka_unit_test(test_bad_files),           cmocka_unit_test(test_prefixes),
+        cmocka_unit_test(test_fuzz_regressions),
+        cmocka_unit_test(test_api_errors),          cmocka_unit_test(test_torch_exports),
+        cmocka_unit_test(test_torch_resized),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
