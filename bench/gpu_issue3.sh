@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Issue 3 on the GPU machine: tests of the CUDA backend, then the four
 # benchmarks (throughput, stability, agreement, energy).  Run from the repo
-# root with a release build in build-gpu and its libraries in .carry/lib.
+# root after scripts/gpu-carry.sh packed a release build into .carry.
 #   bash bench/gpu_issue3.sh OUTDIR
 set -uo pipefail
 out=${1:-/tmp/issue3}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-bin=$PWD/build-gpu/bin/opsched
+bin=$PWD/.carry/bin/opsched
 py=/opt/torch/.venv/bin/python3
 [ -x "$py" ] || py=python3
 {
@@ -21,7 +21,7 @@ $bin devices > "$out/devices.txt" 2>&1; cat "$out/devices.txt"
 
 echo "== tests"
 for t in test_cuda_gpu test_conformance test_measure; do
-  ./build-gpu/tests/$t > "$out/$t.log" 2>&1; echo "$t: rc=$? $(grep -E 'PASSED|FAILED' "$out/$t.log" | tr '\n' ' ')"
+  ./.carry/tests/$t > "$out/$t.log" 2>&1; echo "$t: rc=$? $(grep -E 'PASSED|FAILED' "$out/$t.log" | tr '\n' ' ')"
 done
 
 times=$out/times.txt; : > "$times"
@@ -58,3 +58,5 @@ echo "== bench, all algorithms, one config"
 $bin bench conv2d --batch 16 --in-channels 64 --out-channels 64 --height 56 --kernel 3 --algo all --math tf32 > "$out/bench_all.txt" 2>&1; cat "$out/bench_all.txt"
 
 python3 bench/analyze_issue3.py "$out" | tee "$out/report.txt"
+# One archive, so every file comes back from the device machine.
+tar -C "$(dirname "$out")" -czf "$out.tar.gz" "$(basename "$out")" --exclude='*.db-wal' --exclude='*.db-shm'
