@@ -2,9 +2,12 @@
  * test_cuda_gpu.c - what is particular to the CUDA backend, on device 0:
  * every cuDNN convolution algorithm on the shapes that trip them up (3x3,
  * 7x7 stride 2, 1x1, depthwise, 7x1, asymmetric padding, dilation), the
- * tf32/fp16/bf16 math modes, the NHWC layout through convolution, pooling
- * and the ops around them, device-memory exhaustion (reported, and the
- * device still works after), streams and timers, and NVML power and energy.
+ * graph-API policies (heuristic, find) and the legacy ones (heuristic_v7,
+ * find_v7) in every math mode and layout, a graph plan launched on changing
+ * buffers, the tf32/fp16/bf16 math modes, the NHWC layout through
+ * convolution, pooling and the ops around them, device-memory exhaustion
+ * (reported, and the device still works after), streams and timers, and
+ * NVML power and energy.
  * The op conformance test covers every operator in NCHW; this one is about
  * the GPU.
  *
@@ -290,8 +293,10 @@ static opsched_status run_case(const tcase *c, const opsched_plan_options *o, do
 }
 
 /* Runs c and checks it: UNSUPPORTED is allowed (and printed) only when
- * may_be_unsupported.  Returns 1 when it ran. */
-static int check_case(const tcase *c, const opsched_plan_options *o, int may_be_unsupported)
+ * may_be_unsupported.  Returns 1 when it ran, with what the plan chose in
+ * *info_out when it is not NULL. */
+static int check_case_info(const tcase *c, const opsched_plan_options *o, int may_be_unsupported,
+                           opsched_plan_info *info_out)
 {
     double err = 0;
     opsched_plan_info info;
@@ -313,7 +318,13 @@ static int check_case(const tcase *c, const opsched_plan_options *o, int may_be_
     if (!(err <= tolerance[o->math]))
         fail_msg("%s [%s %s %s -> %s]: relative L2 error %.3g > %.0e", c->label,
                  opsched_math_name(o->math), lay, algo, info.algo, err, tolerance[o->math]);
+    if (info_out) *info_out = info;
     return 1;
+}
+
+static int check_case(const tcase *c, const opsched_plan_options *o, int may_be_unsupported)
+{
+    return check_case_info(c, o, may_be_unsupported, NULL);
 }
 
 static opsched_plan_options opts_of(opsched_math m, opsched_layout l, const char *algo)
@@ -381,6 +392,10 @@ static void conv_all_algos(opsched_math m, opsched_layout l)
         ran += check_case(c, &o, 0);
         o.algo = "find";
         ran += check_case(c, &o, 0);
+        o.algo = "heuristic_v7";
+        ran += check_case(c, &o, 0);
+        o.algo = "find_v7";
+        ran += check_case(c, &o, 0);
         for (int a = 0; a < n_names; a++) {
             o.algo = names[a];
             if (check_case(c, &o, 1))
@@ -429,6 +444,105 @@ static void test_conv_math_modes(void **state)
                 check_case(c, &o, 0);
                 tcase_free(c);
             }
+}
+
+/* The policies in every math mode and layout on every shape: heuristic and
+ * find through cuDNN's graph API (the plan names the engine), heuristic_v7
+ * and find_v7 through the legacy API (the plan names a legacy algorithm).
+ * Strict fp32's tolerance would catch a TF32 engine. */
+static void test_conv_policies(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    static const char *const policies[] = {"heuristic", "find", "heuristic_v7", "find_v7"};
+    const char *const *names = NULL;
+    int n_names = 0;
+    assert_int_equal(opsched_device_conv_algos(env.dev, &names, &n_names), OPSCHED_OK);
+    for (int m = 0; m < OPSCHED_MATH_COUNT; m++)
+        for (int l = 0; l < 2; l++)
+            for (size_t i = 0; i < sizeof(conv_cfgs) / sizeof(conv_cfgs[0]); i++) {
+                tcase *c = conv_case(&conv_cfgs[i]);
+                for (size_t k = 0; k < sizeof(policies) / sizeof(policies[0]); k++) {
+                    opsched_plan_options o =
+                        opts_of((opsched_math)m, (opsched_layout)l, policies[k]);
+                    opsched_plan_info info;
+                    check_case_info(c, &o, 0, &info);
+                    int legacy = 0;
+                    for (int a = 0; a < n_names; a++)
+                        legacy |= strcmp(info.algo, names[a]) == 0;
+                    if (k < 2 ? strncmp(info.algo, "graph:eng", 9) != 0 : !legacy)
+                        fail_msg("%s [%s %s]: plan says it used '%s'", c->label,
+                                 opsched_math_name(o.math), policies[k], info.algo);
+                }
+                tcase_free(c);
+            }
+}
+
+/* One graph plan launched on buffer sets that change from launch to launch
+ * and come back: each launch must write its own output from its own inputs
+ * (the plan keeps a variant pack per pointer set). */
+static void test_conv_graph_buffer_sets(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    enum { SETS = 3 };
+    static const int order[] = {0, 1, 2, 1, 0, 2, 0};
+    tcase *c = conv_case(&conv_cfgs[0]);
+    const opsched_node *n = opsched_graph_node(c->g, c->node);
+    opsched_plan_options o = opts_of(OPSCHED_MATH_FP32, OPSCHED_LAYOUT_NCHW, "heuristic");
+    opsched_plan *plan = NULL;
+    opsched_buffer *in[SETS][3], *out[SETS];
+    float *host[SETS][3], *ref[SETS];
+    size_t y_cnt = (size_t)opsched_shape_numel(&opsched_graph_tensor(c->g, n->outputs[0])->shape);
+    float *got = malloc(y_cnt * sizeof(float)), *poison = malloc(y_cnt * sizeof(float));
+    assert_non_null(got);
+    assert_non_null(poison);
+    memset(poison, 0xff, y_cnt * sizeof(float));
+    assert_int_equal(opsched_plan_create(env.dev, c->g, c->node, &o, &plan), OPSCHED_OK);
+    for (int s = 0; s < SETS; s++) {
+        test_rng rng;
+        test_rng_seed(&rng, 1000u + (uint64_t)s);
+        for (int i = 0; i < 3; i++) {
+            const opsched_tensor *t = opsched_graph_tensor(c->g, n->inputs[i]);
+            size_t cnt = (size_t)opsched_shape_numel(&t->shape);
+            host[s][i] = malloc(cnt * sizeof(float));
+            assert_non_null(host[s][i]);
+            for (size_t k = 0; k < cnt; k++)
+                host[s][i][k] = (float)test_rng_uniform(&rng, -1.0, 1.0);
+            assert_int_equal(opsched_buffer_alloc(env.dev, cnt * sizeof(float), &in[s][i]),
+                             OPSCHED_OK);
+            assert_int_equal(opsched_buffer_upload(in[s][i], 0, host[s][i], cnt * sizeof(float)),
+                             OPSCHED_OK);
+        }
+        ref[s] = malloc(y_cnt * sizeof(float));
+        assert_non_null(ref[s]);
+        const void *ref_in[3] = {host[s][0], host[s][1], host[s][2]};
+        assert_int_equal(ref_run_node(c->g, c->node, ref_in, &ref[s], 0), 0);
+        assert_int_equal(opsched_buffer_alloc(env.dev, y_cnt * sizeof(float), &out[s]), OPSCHED_OK);
+    }
+    for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+        int s = order[k];
+        assert_int_equal(opsched_buffer_upload(out[s], 0, poison, y_cnt * sizeof(float)),
+                         OPSCHED_OK);
+        assert_int_equal(opsched_plan_launch(plan, NULL, in[s], &out[s]), OPSCHED_OK);
+        assert_int_equal(opsched_buffer_download(out[s], 0, got, y_cnt * sizeof(float)),
+                         OPSCHED_OK);
+        double err = rel_l2(got, ref[s], y_cnt);
+        if (!(err <= tolerance[OPSCHED_MATH_FP32]))
+            fail_msg("launch %zu on buffer set %d: relative L2 error %.3g", k, s, err);
+    }
+    for (int s = 0; s < SETS; s++) {
+        for (int i = 0; i < 3; i++) {
+            opsched_buffer_free(in[s][i]);
+            free(host[s][i]);
+        }
+        opsched_buffer_free(out[s]);
+        free(ref[s]);
+    }
+    free(got);
+    free(poison);
+    opsched_plan_free(plan);
+    tcase_free(c);
 }
 
 static void test_conv_bad_algo(void **state)
@@ -855,6 +969,8 @@ int main(void)
         cmocka_unit_test(test_conv_algos_fp16),
         cmocka_unit_test(test_conv_nhwc),
         cmocka_unit_test(test_conv_math_modes),
+        cmocka_unit_test(test_conv_policies),
+        cmocka_unit_test(test_conv_graph_buffer_sets),
         cmocka_unit_test(test_conv_bad_algo),
         cmocka_unit_test(test_gemm_math_modes),
         cmocka_unit_test(test_nhwc_ops),

@@ -85,6 +85,13 @@ opsched_status opsched_stream_sync(opsched_stream *s);
 
 /* Buffers: device memory of a given size. */
 opsched_status opsched_buffer_alloc(opsched_device *dev, size_t bytes, opsched_buffer **out);
+/* A buffer for bytes [offset, offset + bytes) of parent, without a copy: it
+ * can be launched, uploaded and downloaded like any other.  It borrows
+ * parent's memory (parent must outlive it); freeing it frees only the
+ * view.  A range outside parent gives OPSCHED_ERR_INVALID_ARG. */
+opsched_status opsched_buffer_view(opsched_buffer *parent, size_t offset, size_t bytes,
+                                   opsched_buffer **out);
+/* Frees the buffer, and its memory unless it is a view. */
 void opsched_buffer_free(opsched_buffer *b);
 size_t opsched_buffer_size(const opsched_buffer *b);
 opsched_status opsched_buffer_upload(opsched_buffer *b, size_t offset, const void *src,
@@ -96,10 +103,13 @@ opsched_status opsched_buffer_fill_random(opsched_buffer *b, opsched_dtype dt, u
 
 /* ---- plans ---------------------------------------------------------- */
 
-/* Algorithm names: "heuristic" (the library's first choice), "find" (the
- * fastest by the library's own measurement), or a backend-specific name
- * such as cuDNN's "implicit_gemm", "implicit_precomp_gemm", "gemm",
- * "direct", "fft", "fft_tiling", "winograd", "winograd_nonfused". */
+/* Algorithm names: "heuristic" (the library's first choice: on CUDA the
+ * cuDNN 9 graph API's engine heuristics, as PyTorch uses them), "find" (the
+ * fastest of the candidates by measurement, PyTorch's cudnn.benchmark), on
+ * CUDA "heuristic_v7" and "find_v7" (the legacy API's choice and search),
+ * or a backend-specific algorithm: cuDNN's legacy "implicit_gemm",
+ * "implicit_precomp_gemm", "gemm", "direct", "fft", "fft_tiling",
+ * "winograd", "winograd_nonfused"; oneDNN's "direct", "winograd". */
 typedef struct opsched_plan_options {
     const char *algo;          /* NULL means "heuristic" */
     opsched_math math;

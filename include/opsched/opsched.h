@@ -8,7 +8,9 @@
 #include "opsched/zoo.h"
 #include "opsched/backend.h"
 #include "opsched/measure.h"
+#include "opsched/exec.h"
 #include "opsched/store.h"
 #include "opsched/sweep.h"
+#include "opsched/profile.h"
 
 #endif /* OPSCHED_OPSCHED_H */

@@ -20,52 +20,99 @@ typedef struct opsched_profile_options {
     double warmup_ms;              /* default 200 */
     int iters;                     /* timed inferences, at least (default 50) */
     double min_ms;                 /* and at least this long (default 500) */
-    int cuda_graph;                /* 1: also time replays of a captured graph */
-    int layers;                    /* 1: time every layer (event pairs), iters runs */
+    int cuda_graph;                /* 1: also time replays of a captured graph (default 1) */
+    int layers;                    /* 1: time every layer (event pairs), iters runs (default 1) */
     int energy;                    /* 1: energy per inference over a >= 1 s window */
     int layer_energy;              /* 1: energy of each distinct layer, own window */
     double energy_window_ms;       /* default 1000, never below */
     double idle_ms;                /* default 300 */
-    int check;                     /* 1: compare outputs with the CPU backend */
+    int check;                     /* 1: compare outputs with the CPU backend (default 1) */
 } opsched_profile_options;
 
 void opsched_profile_options_default(opsched_profile_options *o);
 
 typedef struct opsched_layer_profile {
     int node;
+    int timed;                     /* 0: runs nothing of its own (a view, a fused Relu) */
+    opsched_stats stats;           /* layer-timed runs, ms; n = 0 when not timed */
     double median_ms, mean_ms;     /* from layer-timed runs; 0 for views */
+    double run_ms;                 /* in the layer-timed run whose total is the median */
     double energy_j;               /* measured in the layer's own window; NaN if not */
-    char algo[48];
-    int fallback;
+    opsched_energy energy;         /* that window (shared by layers of one signature) */
+    char algo[48];                 /* what ran: an algorithm, "view" or "fused" */
+    int fallback;                  /* 1: the asked algorithm could not run it */
+    size_t workspace_bytes;
 } opsched_layer_profile;
 
 typedef struct opsched_profile_result {
     opsched_stats e2e;             /* free-running inference, ms */
     opsched_stats e2e_graph;       /* replayed CUDA graph, ms (n = 0 when not run) */
     opsched_stats e2e_layered;     /* layer-timed inference, whole run, ms */
-    double enqueue_ms;             /* host time to enqueue one inference */
-    opsched_energy energy;         /* per inference (free-running) */
+    double enqueue_ms;             /* host time to enqueue one inference (median) */
+    /* Per inference, over a window of back-to-back inferences: replays of
+     * the captured graph when one was timed, free-running runs otherwise. */
+    opsched_energy energy;
+    int energy_from_graph;         /* 1: the window replayed the CUDA graph */
     size_t peak_memory_bytes;      /* arena + weights + workspaces */
+    int n_fallbacks;               /* layers run with the fallback algorithm */
     int n_layers;
     opsched_layer_profile *layers; /* n_layers entries, owned by the result */
     double layer_sum_ms;           /* sum of per-layer medians */
     double attribution_latency;    /* layer_sum_ms / e2e.median */
-    double layer_energy_sum_j;     /* NaN unless layer_energy */
+    double layer_energy_sum_j;     /* NaN unless every timed layer has an energy */
     double attribution_energy;     /* layer_energy_sum_j / energy.energy_j */
-    double check_rel_l2;           /* vs CPU backend; NaN when not checked */
+    double check_rel_l2;           /* vs CPU backend; NaN when not checked, inf when an
+                                    * output is not finite */
     int check_passed;
     double check_tolerance;
+    /* Power samples of the energy window (n_power = 0 when none): ms from
+     * the start of its busy part (negative: the idle window before it) and
+     * watts.  Owned by the result. */
+    int n_power;
+    double *power_t_ms, *power_w;
 } opsched_profile_result;
 
-/* Profiles g on dev.  *out is owned by the caller (free with
- * opsched_profile_result_free). */
+/* Profiles g on dev: the numerics check first (when asked), then warm-up,
+ * free-running inferences (timed in rounds enqueued ahead, so the device
+ * never waits for the host between samples), the host's enqueue time,
+ * replays of a captured graph, layer-timed runs, and the energy windows.
+ * A backend without graphs leaves e2e_graph.n at 0; a device without a
+ * power sensor leaves the energies invalid (NaN): neither is a failure.
+ * An algorithm that a layer cannot run fails with OPSCHED_ERR_UNSUPPORTED
+ * naming the layer, unless opts->exec.algo_fallback is set.  The check
+ * needs the CPU backend (OPSCHED_ERR_UNSUPPORTED without it) and compares
+ * every graph output under the same seed: weights from the graph's
+ * payloads, or random from the seed, are the same on both executors.
+ * *out is owned by the caller (free with opsched_profile_result_free). */
 opsched_status opsched_profile_graph(opsched_device *dev, const opsched_graph *g,
                                      const opsched_profile_options *opts,
                                      opsched_profile_result **out);
 void opsched_profile_result_free(opsched_profile_result *r);
 
-/* The tolerance of the numerics check for a math mode (relative L2). */
+/* The tolerance of the numerics check for a math mode (relative L2):
+ * fp32 1e-5, tf32 5e-3, fp16 2e-2, bf16 5e-2. */
 double opsched_profile_tolerance(opsched_math m);
+
+/* ---- timelines ---------------------------------------------------------- */
+
+/* A Chrome trace-event file (JSON, opens in Perfetto and chrome://tracing)
+ * built from profiles: per device a process, per stream a thread track
+ * with one complete event per layer that ran, and a counter track of the
+ * power samples.  Layer events come from one layer-timed run (the one
+ * whose total is the median), laid end to end in node order: the gaps
+ * between layers are not measured and not shown.  Each profile added goes
+ * after the previous one on the time axis, under an event naming it. */
+typedef struct opsched_trace opsched_trace;
+
+opsched_status opsched_trace_create(opsched_ctx *ctx, opsched_trace **out);
+void opsched_trace_free(opsched_trace *t);
+/* Adds r (profiled from g on the device described by dev) under label
+ * (e.g. "resnet50 b1 224").  Everything is copied. */
+opsched_status opsched_trace_add_profile(opsched_trace *t, const opsched_device_info *dev,
+                                         const opsched_graph *g,
+                                         const opsched_profile_result *r, const char *label);
+/* Writes the file (replacing it). */
+opsched_status opsched_trace_write(const opsched_trace *t, const char *path);
 
 #ifdef __cplusplus
 }

@@ -3,8 +3,9 @@
  *
  * One file holds devices (with their environment), operator configurations
  * under a canonical signature, runs (what was asked, shard, start and end,
- * tool version) and measurements (every statistic, energy, algorithm, math
- * mode, layout, cache state and status).  Each measurement is committed as
+ * tool version), measurements (every statistic, energy, algorithm, math
+ * mode, layout, cache state and status) and network runs (whole networks
+ * profiled end to end).  Each measurement is committed as
  * soon as it is added, so a killed sweep loses at most the configuration in
  * flight.  WAL mode and a busy timeout let several processes write one file.
  * The schema version lives in PRAGMA user_version; a file from a newer
@@ -83,6 +84,7 @@ opsched_status opsched_store_add(opsched_store *s, int64_t run_id, int64_t devic
 typedef struct opsched_merge_stats {
     int64_t runs, devices, configs;
     int64_t measurements_added, measurements_skipped; /* skipped: already present */
+    int64_t network_runs_added;
 } opsched_merge_stats;
 
 /* Copies everything from the database at src_path into s, deduplicated
@@ -102,6 +104,57 @@ typedef struct opsched_store_summary {
     int64_t ok, unsupported, oom, errors;
 } opsched_store_summary;
 opsched_status opsched_store_summary_get(opsched_store *s, opsched_store_summary *out);
+
+/* ---- whole networks (opsched profile) --------------------------------- */
+
+/* One profiled network under one setting and one mode.  Texts are
+ * borrowed for the call.  NaN marks a value that was not measured; the
+ * statistics are stored as NULL when stats.n is 0. */
+typedef struct opsched_network_record {
+    const char *model;         /* zoo name or ONNX file stem */
+    int64_t batch, height, width;
+    const char *algo_policy;   /* "heuristic", "find" or an algorithm; NULL: heuristic */
+    const char *algo_fallback; /* policy for layers the algorithm cannot run; NULL: none */
+    opsched_math math;
+    opsched_layout layout;
+    const char *mode;          /* "free", "graph" (replayed CUDA graph) or "layered" */
+    opsched_stats stats;       /* per inference, ms */
+    double enqueue_ms;         /* host time to enqueue one inference */
+    opsched_energy energy;     /* per inference */
+    int64_t peak_memory_bytes; /* -1: unknown */
+    double layer_sum_ms, attribution_latency;
+    double layer_energy_j, attribution_energy;
+    double check_rel_l2;
+    int check_passed;          /* -1: not checked */
+} opsched_network_record;
+
+/* Adds one row to network_runs and commits it. */
+opsched_status opsched_store_add_network(opsched_store *s, int64_t run_id, int64_t device_id,
+                                         const opsched_network_record *rec, int64_t *id);
+
+/* Whether this device already has a profile of (model, batch, height,
+ * width, algo_policy, math, layout) in any mode: what a resumed profile
+ * skips. */
+opsched_status opsched_store_has_network(opsched_store *s, int64_t device_id,
+                                         const opsched_network_record *key, int *found);
+
+/* What network_runs holds, one row per (device, model, batch, settings). */
+typedef struct opsched_network_summary {
+    const char *device;        /* backend:name */
+    const char *model;
+    int64_t batch;
+    const char *algo_policy;
+    const char *math, *layout;
+    int64_t sizes;             /* distinct input sizes profiled */
+    int64_t min_size, max_size;
+    int64_t rows;              /* all modes */
+} opsched_network_summary;
+
+/* Calls fn once per summary row, ordered by model, batch and settings;
+ * the row's texts are borrowed for the call. */
+typedef void (*opsched_network_summary_fn)(const opsched_network_summary *row, void *user);
+opsched_status opsched_store_network_summaries(opsched_store *s, opsched_network_summary_fn fn,
+                                               void *user);
 
 #ifdef __cplusplus
 }

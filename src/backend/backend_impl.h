@@ -57,12 +57,33 @@ typedef struct os_backend_iface {
     int n_conv_algos;
     /* Optional: power, energy counter, temperature, clock. */
     opsched_status (*power)(opsched_ctx *ctx, void *dev, opsched_power_sample *out);
+
+    /* Optional, all four or none: device graphs (CUDA graphs).  graph_begin
+     * starts recording the work enqueued on stream; graph_end stops and
+     * makes it replayable in *graph, or with graph NULL abandons the
+     * recording silently (after a failed launch).  On any failure nothing
+     * stays recorded and the stream stays usable.  graph_launch enqueues
+     * one replay on stream. */
+    opsched_status (*graph_begin)(opsched_ctx *ctx, void *dev, void *stream);
+    opsched_status (*graph_end)(opsched_ctx *ctx, void *dev, void *stream, void **graph);
+    opsched_status (*graph_launch)(opsched_ctx *ctx, void *dev, void *graph, void *stream);
+    void (*graph_free)(void *dev, void *graph);
 } os_backend_iface;
 
 /* opsched_device_power reporting failures on ctx instead of the device's
  * context, for a sampling thread that must not share the caller's context. */
 opsched_status os_device_power_with(opsched_device *dev, opsched_ctx *ctx,
                                     opsched_power_sample *out);
+
+/* Device graphs over the optional slots, for the executor (internal until
+ * a public graph object is worth having).  OPSCHED_ERR_UNSUPPORTED, with the
+ * backend named, where the backend has none.  os_stream_graph_end with
+ * graph NULL abandons a recording and reports nothing.  A graph is freed
+ * with the device it was recorded on; NULL is harmless. */
+opsched_status os_stream_graph_begin(opsched_stream *s);
+opsched_status os_stream_graph_end(opsched_stream *s, void **graph);
+opsched_status os_stream_graph_launch(opsched_stream *s, void *graph);
+void os_device_graph_free(opsched_device *dev, void *graph);
 
 #ifdef OPSCHED_HAVE_CUDA
 extern const os_backend_iface os_backend_cuda;

@@ -1,7 +1,8 @@
 /*
  * registry.c - the public backend API over the backends' function tables:
  * which backends this build has, and the generic device, stream, buffer,
- * plan and timer objects that carry a backend's opaque handles.
+ * plan and timer objects that carry a backend's opaque handles; device
+ * graphs for the executor.
  */
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +11,8 @@
 
 #include "backend/backend_impl.h"
 #include "core/error.h"
+#include "core/half.h"
+#include "core/util.h"
 
 struct opsched_device {
     const os_backend_iface *be;
@@ -28,6 +31,7 @@ struct opsched_buffer {
     opsched_device *dev;
     void *ptr;
     size_t size;
+    int owner; /* 1: ptr was allocated for this buffer; 0: a view inside another */
 };
 
 struct opsched_plan {
@@ -231,6 +235,14 @@ opsched_status opsched_stream_sync(opsched_stream *s)
 
 /* ---- buffers -------------------------------------------------------- */
 
+static opsched_status check_range(const opsched_buffer *b, size_t offset, size_t bytes)
+{
+    if (offset > b->size || bytes > b->size - offset)
+        return OS_FAIL(b->dev->ctx, OPSCHED_ERR_INVALID_ARG,
+                       "buffer access [%zu, +%zu) outside its %zu bytes", offset, bytes, b->size);
+    return OPSCHED_OK;
+}
+
 opsched_status opsched_buffer_alloc(opsched_device *dev, size_t bytes, opsched_buffer **out)
 {
     if (!dev || !out) return OPSCHED_ERR_INVALID_ARG;
@@ -244,6 +256,23 @@ opsched_status opsched_buffer_alloc(opsched_device *dev, size_t bytes, opsched_b
     }
     b->dev = dev;
     b->size = bytes;
+    b->owner = 1;
+    *out = b;
+    return OPSCHED_OK;
+}
+
+opsched_status opsched_buffer_view(opsched_buffer *parent, size_t offset, size_t bytes,
+                                   opsched_buffer **out)
+{
+    if (!parent || !out) return OPSCHED_ERR_INVALID_ARG;
+    *out = NULL;
+    OS_TRY(check_range(parent, offset, bytes));
+    opsched_buffer *b = calloc(1, sizeof(*b));
+    if (!b) return OS_NOMEM(parent->dev->ctx);
+    b->dev = parent->dev;
+    b->ptr = (char *)parent->ptr + offset;
+    b->size = bytes;
+    b->owner = 0;
     *out = b;
     return OPSCHED_OK;
 }
@@ -251,19 +280,11 @@ opsched_status opsched_buffer_alloc(opsched_device *dev, size_t bytes, opsched_b
 void opsched_buffer_free(opsched_buffer *b)
 {
     if (!b) return;
-    b->dev->be->mem_free(b->dev->impl, b->ptr);
+    if (b->owner) b->dev->be->mem_free(b->dev->impl, b->ptr);
     free(b);
 }
 
 size_t opsched_buffer_size(const opsched_buffer *b) { return b ? b->size : 0; }
-
-static opsched_status check_range(const opsched_buffer *b, size_t offset, size_t bytes)
-{
-    if (offset > b->size || bytes > b->size - offset)
-        return OS_FAIL(b->dev->ctx, OPSCHED_ERR_INVALID_ARG,
-                       "buffer access [%zu, +%zu) outside its %zu bytes", offset, bytes, b->size);
-    return OPSCHED_OK;
-}
 
 opsched_status opsched_buffer_upload(opsched_buffer *b, size_t offset, const void *src,
                                      size_t bytes)
@@ -282,46 +303,6 @@ opsched_status opsched_buffer_download(const opsched_buffer *b, size_t offset, v
                                     bytes);
 }
 
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Round-to-nearest-even float -> half and -> bfloat16. */
-static uint16_t f32_to_f16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u;
-    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-    uint32_t mant = x & 0x7fffffu;
-    if (exp <= 0) {
-        if (exp < -10) return (uint16_t)sign;
-        mant |= 0x800000u;
-        uint32_t shift = (uint32_t)(14 - exp);
-        uint32_t h = mant >> shift;
-        uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1))) h++;
-        return (uint16_t)(sign | h);
-    }
-    if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
-    uint32_t h = sign | ((uint32_t)exp << 10) | (mant >> 13);
-    uint32_t rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
-    return (uint16_t)h;
-}
-
-static uint16_t f32_to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
-
 opsched_status opsched_buffer_fill_random(opsched_buffer *b, opsched_dtype dt, uint64_t seed)
 {
     if (!b) return OPSCHED_ERR_INVALID_ARG;
@@ -330,30 +311,33 @@ opsched_status opsched_buffer_fill_random(opsched_buffer *b, opsched_dtype dt, u
     size_t n = b->size / esz;
     unsigned char *host = malloc(b->size ? b->size : 1);
     if (!host) return OS_NOMEM(b->dev->ctx);
-    uint64_t state = seed * 0x2545f4914f6cdd1dull + 1;
+    os_rng rng;
+    os_rng_seed(&rng, seed);
     for (size_t i = 0; i < n; i++) {
-        uint64_t r = splitmix64(&state);
-        float v = (float)((double)(r >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
         switch (dt) {
-        case OPSCHED_F32: memcpy(host + 4 * i, &v, 4); break;
+        case OPSCHED_F32: {
+            float v = os_rng_sym(&rng);
+            memcpy(host + 4 * i, &v, 4);
+            break;
+        }
         case OPSCHED_F16: {
-            uint16_t h = f32_to_f16(v);
+            uint16_t h = os_f32_to_f16(os_rng_sym(&rng));
             memcpy(host + 2 * i, &h, 2);
             break;
         }
         case OPSCHED_BF16: {
-            uint16_t h = f32_to_bf16(v);
+            uint16_t h = os_f32_to_bf16(os_rng_sym(&rng));
             memcpy(host + 2 * i, &h, 2);
             break;
         }
-        case OPSCHED_INT8: host[i] = (unsigned char)(r & 0xff); break;
+        case OPSCHED_INT8: host[i] = (unsigned char)(os_rng_next(&rng) & 0xff); break;
         case OPSCHED_INT32: {
-            int32_t k = (int32_t)(r % 7);
+            int32_t k = (int32_t)(os_rng_next(&rng) % 7);
             memcpy(host + 4 * i, &k, 4);
             break;
         }
         default: {
-            int64_t k = (int64_t)(r % 7);
+            int64_t k = (int64_t)(os_rng_next(&rng) % 7);
             memcpy(host + 8 * i, &k, 8);
             break;
         }
@@ -469,4 +453,43 @@ opsched_status opsched_timer_elapsed_ms(opsched_timer *t, double *ms)
 {
     if (!t || !ms) return OPSCHED_ERR_INVALID_ARG;
     return t->dev->be->timer_elapsed(t->dev->ctx, t->dev->impl, t->impl, ms);
+}
+
+/* ---- device graphs ---------------------------------------------------- */
+
+static opsched_status graphs_supported(const opsched_device *dev)
+{
+    if (!dev->be->graph_begin || !dev->be->graph_end || !dev->be->graph_launch ||
+        !dev->be->graph_free)
+        return OS_FAIL(dev->ctx, OPSCHED_ERR_UNSUPPORTED,
+                       "the %s backend cannot capture work into a device graph", dev->be->name);
+    return OPSCHED_OK;
+}
+
+opsched_status os_stream_graph_begin(opsched_stream *s)
+{
+    if (!s) return OPSCHED_ERR_INVALID_ARG;
+    OS_TRY(graphs_supported(s->dev));
+    return s->dev->be->graph_begin(s->dev->ctx, s->dev->impl, s->impl);
+}
+
+opsched_status os_stream_graph_end(opsched_stream *s, void **graph)
+{
+    if (!s) return OPSCHED_ERR_INVALID_ARG;
+    if (graph) *graph = NULL;
+    OS_TRY(graphs_supported(s->dev));
+    return s->dev->be->graph_end(s->dev->ctx, s->dev->impl, s->impl, graph);
+}
+
+opsched_status os_stream_graph_launch(opsched_stream *s, void *graph)
+{
+    if (!s || !graph) return OPSCHED_ERR_INVALID_ARG;
+    OS_TRY(graphs_supported(s->dev));
+    return s->dev->be->graph_launch(s->dev->ctx, s->dev->impl, graph, s->impl);
+}
+
+void os_device_graph_free(opsched_device *dev, void *graph)
+{
+    if (!dev || !graph || !dev->be->graph_free) return;
+    dev->be->graph_free(dev->impl, graph);
 }

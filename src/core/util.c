@@ -1,5 +1,6 @@
 /*
- * util.c - growable arrays, string copies, checked arithmetic, file reading.
+ * util.c - growable arrays, string copies, checked arithmetic, file reading,
+ * the random stream.
  */
 #include "core/util.h"
 
@@ -52,6 +53,24 @@ int os_add_ok(int64_t a, int64_t b, int64_t *out)
     if (a < 0 || b < 0 || a > INT64_MAX - b) return 0;
     *out = a + b;
     return 1;
+}
+
+void os_rng_seed(os_rng *r, uint64_t seed)
+{
+    r->state = seed * 0x2545f4914f6cdd1dull + 1;
+}
+
+uint64_t os_rng_next(os_rng *r)
+{
+    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+float os_rng_sym(os_rng *r)
+{
+    return (float)((double)(os_rng_next(r) >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
 }
 
 opsched_status os_read_file(opsched_ctx *ctx, const char *path, char **out, size_t *size)

@@ -1,5 +1,6 @@
 /*
- * util.h - small helpers: growable arrays, string copies, checked arithmetic.
+ * util.h - small helpers: growable arrays, string copies, checked arithmetic,
+ * the library's reproducible random stream.
  */
 #ifndef OS_CORE_UTIL_H
 #define OS_CORE_UTIL_H
@@ -23,6 +24,17 @@ opsched_status os_strdup(opsched_ctx *ctx, const char *s, char **out);
 /* Checked a*b and a+b for non-negative int64; 0 on overflow. */
 int os_mul_ok(int64_t a, int64_t b, int64_t *out);
 int os_add_ok(int64_t a, int64_t b, int64_t *out);
+
+/* The random stream behind opsched_buffer_fill_random and the executor's
+ * weights (splitmix64): the same seed gives the same values everywhere. */
+typedef struct os_rng {
+    uint64_t state;
+} os_rng;
+
+void os_rng_seed(os_rng *r, uint64_t seed);
+uint64_t os_rng_next(os_rng *r);
+/* The next value as a float, uniform in [-1, 1). */
+float os_rng_sym(os_rng *r);
 
 /* Reads a whole file into a malloc'd buffer (NUL-terminated; size excludes it). */
 opsched_status os_read_file(opsched_ctx *ctx, const char *path, char **out, size_t *size);

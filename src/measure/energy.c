@@ -98,11 +98,43 @@ static double integrate(const sampler *s, double t0, double t1, double *mean_w)
     return span > 0.5 * (t1 - t0) ? j : NAN;
 }
 
+/* The samples from t0 on, relative to t_ref, into a caller-owned copy. */
+static opsched_status copy_samples(const sampler *s, double t0, double t_ref, opsched_ctx *ctx,
+                                   os_power_trace *trace)
+{
+    int first = 0;
+    while (first < s->n && s->t[first] < t0) first++;
+    int n = s->n - first;
+    if (n <= 0) return OPSCHED_OK;
+    trace->t_ms = malloc(sizeof(double) * (size_t)n);
+    trace->w = malloc(sizeof(double) * (size_t)n);
+    if (!trace->t_ms || !trace->w) {
+        free(trace->t_ms);
+        free(trace->w);
+        trace->t_ms = trace->w = NULL;
+        return OS_NOMEM(ctx);
+    }
+    for (int i = 0; i < n; i++) {
+        trace->t_ms[i] = s->t[first + i] - t_ref;
+        trace->w[i] = s->w[first + i];
+    }
+    trace->n = n;
+    return OPSCHED_OK;
+}
+
 opsched_status os_measure_energy(opsched_device *dev, os_launch_fn launch, void *user,
                                  double window_ms, double idle_ms, opsched_energy *out)
 {
+    return os_measure_energy_trace(dev, launch, user, window_ms, idle_ms, out, NULL);
+}
+
+opsched_status os_measure_energy_trace(opsched_device *dev, os_launch_fn launch, void *user,
+                                       double window_ms, double idle_ms, opsched_energy *out,
+                                       os_power_trace *trace)
+{
     opsched_ctx *ctx = opsched_device_ctx(dev);
     opsched_status st = OPSCHED_OK;
+    if (trace) memset(trace, 0, sizeof(*trace));
     memset(out, 0, sizeof(*out));
     out->energy_j = out->dynamic_energy_j = out->energy_power_j = NAN;
     out->power_mean_w = out->idle_power_w = out->temperature_c = out->sm_clock_mhz = NAN;
@@ -199,6 +231,7 @@ opsched_status os_measure_energy(opsched_device *dev, os_launch_fn launch, void 
         out->dynamic_energy_j = (out->energy_j * (double)launches - idle_w * dt_s) / (double)launches;
     out->temperature_c = !isnan(s->temp) ? s->temp : pb1.temperature_c;
     out->sm_clock_mhz = !isnan(s->clock) ? s->clock : pb1.sm_clock_mhz;
+    if (trace) st = copy_samples(s, ti0, tb0, ctx, trace);
 done:
     if (started) {
         pthread_mutex_lock(&s->lock);

@@ -6,6 +6,8 @@
  * os_store_schema_ensure to upgrade older files; never edit a released
  * version's tables in place):
  *   1  devices, runs, configs, measurements.
+ *   2  network_runs: whole networks profiled end to end (opsched profile).
+ *      A version-1 file gains the table when a build of version 2 opens it.
  *
  * Sizes and counts that do not apply to a configuration (the kernel of a
  * linear layer) are NULL, so queries read "kernel IS NULL" rather than
@@ -102,8 +104,52 @@ static const char schema_v1[] =
     " power_limit_w REAL,"
     " created_at REAL NOT NULL);"
     "CREATE INDEX measurements_lookup ON measurements (device_id, config_id, settings_key);"
-    "CREATE INDEX measurements_run ON measurements (run_id);"
-    "PRAGMA user_version = " OS_STR(OS_STORE_SCHEMA) ";";
+    "CREATE INDEX measurements_run ON measurements (run_id);";
+
+/* Version 2: one row per profiled (network, batch, input size, settings)
+ * and mode: free-running, replayed graph or layer-timed. */
+static const char schema_v2[] =
+    "CREATE TABLE network_runs ("
+    " id INTEGER PRIMARY KEY,"
+    " run_id INTEGER NOT NULL REFERENCES runs (id),"
+    " device_id INTEGER NOT NULL REFERENCES devices (id),"
+    " model TEXT NOT NULL,"
+    " batch INTEGER NOT NULL,"
+    " input_size INTEGER NOT NULL,"
+    " input_width INTEGER,"
+    " algo_policy TEXT NOT NULL,"
+    " algo_fallback TEXT,"
+    " math TEXT NOT NULL,"
+    " layout TEXT NOT NULL,"
+    " mode TEXT NOT NULL CHECK (mode IN ('free', 'graph', 'layered')),"
+    " n INTEGER,"
+    " min_ms REAL, max_ms REAL, mean_ms REAL, median_ms REAL, std_ms REAL,"
+    " p90_ms REAL, p95_ms REAL, p99_ms REAL, trimmed_mean_ms REAL, cv REAL,"
+    " enqueue_ms REAL,"
+    " energy_valid INTEGER NOT NULL,"
+    " energy_method TEXT,"
+    " energy_launches INTEGER,"
+    " energy_window_ms REAL,"
+    " energy_j REAL,"
+    " dynamic_energy_j REAL,"
+    " energy_power_j REAL,"
+    " power_mean_w REAL,"
+    " idle_power_w REAL,"
+    " temperature_c REAL,"
+    " sm_clock_mhz REAL,"
+    " power_limit_w REAL,"
+    " peak_memory_bytes INTEGER,"
+    " layer_sum_ms REAL,"
+    " attribution_latency REAL,"
+    " layer_energy_j REAL,"
+    " attribution_energy REAL,"
+    " check_rel_l2 REAL,"
+    " check_passed INTEGER,"
+    " created_at REAL NOT NULL);"
+    "CREATE INDEX network_runs_lookup ON network_runs"
+    " (device_id, model, batch, input_size, algo_policy, math, layout);";
+
+static const char set_version[] = "PRAGMA user_version = " OS_STR(OS_STORE_SCHEMA);
 
 /* WAL lets readers and one writer of several processes share the file.
  * Some file systems (network mounts) cannot do WAL; the rollback journal
@@ -175,6 +221,10 @@ opsched_status os_store_schema_ensure(opsched_store *s)
         OS_TRY_GOTO(st, check_empty(s), done);
         OS_TRY_GOTO(st, OS_STORE_EXEC(s, schema_v1, "create the schema"), done);
     }
+    if (version < 2)
+        OS_TRY_GOTO(st, OS_STORE_EXEC(s, schema_v2, "add the network_runs table"), done);
+    if (version < OS_STORE_SCHEMA)
+        OS_TRY_GOTO(st, OS_STORE_EXEC(s, set_version, "set the schema version"), done);
     OS_TRY_GOTO(st, os_store_commit(s), done);
 done:
     if (st != OPSCHED_OK) os_store_rollback(s);

@@ -19,7 +19,7 @@
 #include "opsched/store.h"
 
 /* The schema this build writes and the newest it can read. */
-#define OS_STORE_SCHEMA 1
+#define OS_STORE_SCHEMA 2
 /* How long a writer waits for another process's transaction to finish. */
 #define OS_STORE_BUSY_MS 30000
 
@@ -52,6 +52,20 @@ struct opsched_store {
     "unstable, launches_per_sample, workspace_bytes, energy_valid, energy_method, "                \
     "energy_launches, energy_window_ms, energy_j, dynamic_energy_j, energy_power_j, "              \
     "power_mean_w, idle_power_w, temperature_c, sm_clock_mhz, power_limit_w, created_at"
+
+/* Columns of `network_runs` after id, run_id and device_id. */
+#define OS_NETWORK_COLUMNS                                                                         \
+    "model, batch, input_size, input_width, algo_policy, algo_fallback, math, layout, mode, n, "   \
+    "min_ms, max_ms, mean_ms, median_ms, std_ms, p90_ms, p95_ms, p99_ms, trimmed_mean_ms, cv, "    \
+    "enqueue_ms, energy_valid, energy_method, energy_launches, energy_window_ms, energy_j, "       \
+    "dynamic_energy_j, energy_power_j, power_mean_w, idle_power_w, temperature_c, sm_clock_mhz, "  \
+    "power_limit_w, peak_memory_bytes, layer_sum_ms, attribution_latency, layer_energy_j, "        \
+    "attribution_energy, check_rel_l2, check_passed, created_at"
+
+/* Copies the attached database `src`'s network_runs into main inside the
+ * merge's transaction, mapping runs and devices by their keys; *added gets
+ * the rows written.  (network.c) */
+opsched_status os_store_merge_networks(opsched_store *s, int64_t *added);
 
 /* Opens a connection to path (read-only, or read-write and created when
  * missing) with extended result codes and the busy timeout; no schema work.

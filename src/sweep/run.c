@@ -312,7 +312,8 @@ static opsched_status start_workers(opsched_ctx *ctx, sweep *sw)
 
 static int is_policy(const char *a)
 {
-    return strcmp(a, "heuristic") == 0 || strcmp(a, "find") == 0;
+    return strcmp(a, "heuristic") == 0 || strcmp(a, "find") == 0 ||
+           strcmp(a, "heuristic_v7") == 0 || strcmp(a, "find_v7") == 0;
 }
 
 static opsched_status add_policy(opsched_ctx *ctx, sweep *sw, const char *name, int conv_only)

@@ -20,7 +20,7 @@ SEEDS = ["conv_basic", "conv_same_lower", "gemm", "maxpool_ceil", "pad_avgpool",
          "squeeze_op13", "identity_dropout", "batchnorm", "layernorm_op17", "reducemean_op13",
          "reducemean_op18", "softmax_op11_last", "shape_chain", "fold_arith", "constant_nodes",
          "identity_weight", "weights_as_inputs", "dim_param", "multi_input", "unsorted",
-         "old_inputs_with_inits"]
+         "old_inputs_with_inits", "typed_fields"]
 TORCH = [("alexnet_op13", "alexnet", {}, 224, 13, False),
          ("squeezenet1_1_op13", "squeezenet1_1", {}, 224, 13, False)]
 LIMIT = 20 * 1024

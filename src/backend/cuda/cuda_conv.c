@@ -1,18 +1,21 @@
 /*
- * cuda_conv.c - 2-D convolution through cuDNN's legacy API
- * (cudnnConvolutionForward), with every forward algorithm selectable.
+ * cuda_conv.c - 2-D convolution: which path plans it, and the path through
+ * cuDNN's legacy API (cudnnConvolutionForward) with every forward algorithm
+ * selectable.
  *
- * Algorithm choice: "heuristic" (or NULL) takes the first result of
- * cudnnGetConvolutionForwardAlgorithm_v7 that fits the workspace limit;
- * "find" measures with cudnnFindConvolutionForwardAlgorithmEx on scratch
- * buffers allocated (and freed) at plan time; a named algorithm is checked
- * against the heuristic's per-algorithm status and its workspace query, and
- * "not supported" comes back as OPSCHED_ERR_UNSUPPORTED naming it and the
- * configuration.  After the choice the descriptor takes the math type the
- * result was measured with (cuDNN 7.4+ needs algo + math type together),
+ * Algorithm choice: "heuristic" (or NULL) and "find" go to cuDNN's graph
+ * API (cuda_conv_graph.c), as PyTorch does with cudnn.benchmark off and on.
+ * The legacy API stays under explicit names: "heuristic_v7" takes the first
+ * result of cudnnGetConvolutionForwardAlgorithm_v7 that fits the workspace
+ * limit; "find_v7" measures with cudnnFindConvolutionForwardAlgorithmEx on
+ * scratch buffers allocated (and freed) at plan time; a named algorithm is
+ * checked against the heuristic's per-algorithm status and its workspace
+ * query, and "not supported" comes back as OPSCHED_ERR_UNSUPPORTED naming it
+ * and the configuration.  After the choice the descriptor takes the math type
+ * the result was measured with (cuDNN 7.4+ needs algo + math type together),
  * except in strict fp32, which stays CUDNN_FMA_MATH.
  *
- * cuDNN pads symmetrically only: the symmetric part of the node's padding
+ * The legacy API pads symmetrically only: the symmetric part of the node's padding
  * goes to cuDNN and the excess (e.g. TensorFlow's "SAME" bottom/right) is
  * written by a pad kernel into a scratch copy of the input owned by the plan.
  * Bias is added by a per-channel kernel after the convolution; a following
@@ -38,8 +41,7 @@ typedef struct conv_plan {
     int pad_input; /* run `pad` into `padded` first */
     cuk_pad_desc pad;
     void *padded;
-    int has_bias;
-    int64_t y_numel, out_channels, channel_stride;
+    cu_conv_bias bias;
 } conv_plan;
 
 /* What a plan is working on, for messages. */
@@ -73,9 +75,25 @@ static opsched_status conv_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *bas
     CUDNN_CHECK(ctx, cudnnConvolutionForward(dev->cudnn, &one, p->x_desc, x, p->w_desc, in[1],
                                              p->conv_desc, p->algo, base->workspace,
                                              base->workspace_bytes, &zero, p->y_desc, out[0]));
-    if (p->has_bias)
-        CUDA_CHECK(ctx, cuk_bias_add(p->kt, p->y_numel, p->out_channels, p->channel_stride, in[2],
-                                     out[0], s));
+    return cu_conv_bias_add(ctx, &p->bias, p->kt, in[2], out[0], s);
+}
+
+void cu_conv_bias_init(const cu_plan_args *a, cu_conv_bias *b)
+{
+    const opsched_tensor *y = cu_out(a, 0);
+    memset(b, 0, sizeof(*b));
+    if (!cu_in(a, 2)) return;
+    b->on = 1;
+    b->numel = opsched_shape_numel(&y->shape);
+    b->channels = y->shape.d[1];
+    b->channel_stride = cu_is_nhwc(a, y) ? 1 : y->shape.d[2] * y->shape.d[3];
+}
+
+opsched_status cu_conv_bias_add(opsched_ctx *ctx, const cu_conv_bias *b, cuk_type kt,
+                                const void *bias, void *y, cudaStream_t s)
+{
+    if (b->on)
+        CUDA_CHECK(ctx, cuk_bias_add(kt, b->numel, b->channels, b->channel_stride, bias, y, s));
     return OPSCHED_OK;
 }
 
@@ -157,10 +175,11 @@ static opsched_status pick_heuristic(const cu_plan_args *a, conv_plan *p, const 
     if (k == n) {
         char d[256];
         describe(a, cs, d, sizeof(d));
-        st = CU_UNSUPPORTED(a,
-                            "no cuDNN algorithm runs this convolution within %zu bytes of "
-                            "workspace (%s)",
-                            limit, d);
+        st = CU_UNSUPPORTED(
+            a,
+            "heuristic_v7: no cuDNN algorithm runs this convolution within %zu bytes of "
+            "workspace (%s)",
+            limit, d);
     } else {
         p->algo = perf[k].algo;
         st = set_math(a, p, perf[k].mathType);
@@ -243,7 +262,7 @@ static opsched_status pick_find(const cu_plan_args *a, conv_plan *p, const conv_
         char d[256];
         describe(a, cs, d, sizeof(d));
         st = CU_UNSUPPORTED(a,
-                            "find: no cuDNN algorithm ran this convolution within %zu bytes "
+                            "find_v7: no cuDNN algorithm ran this convolution within %zu bytes "
                             "of workspace (%s)",
                             ws_bytes, d);
         goto done;
@@ -389,18 +408,20 @@ static opsched_status alloc_workspace(const cu_plan_args *a, conv_plan *p, const
 
 opsched_status cu_plan_conv(const cu_plan_args *a, cu_plan **out)
 {
-    const opsched_tensor *x = cu_in(a, 0), *w = cu_in(a, 1), *b = cu_in(a, 2), *y = cu_out(a, 0);
+    const opsched_tensor *x = cu_in(a, 0), *w = cu_in(a, 1), *y = cu_out(a, 0);
     if (!x || !w || !y || x->shape.ndim != 4 || w->shape.ndim != 4 || y->shape.ndim != 4)
         return CU_UNSUPPORTED(a, "only 2-D convolution (4-D tensors) is supported");
     if (!cu_dtype_is_float(x->dtype) || !cu_dtype_is_float(w->dtype))
         return CU_UNSUPPORTED(a, "convolution of %s data", opsched_dtype_name(x->dtype));
     const char *name = a->opts->algo ? a->opts->algo : "heuristic";
+    if (strcmp(name, "heuristic") == 0) return cu_plan_conv_graph(a, 0, out);
+    if (strcmp(name, "find") == 0) return cu_plan_conv_graph(a, 1, out);
     int named = algo_index(name);
-    if (named < 0 && strcmp(name, "heuristic") != 0 && strcmp(name, "find") != 0)
+    if (named < 0 && strcmp(name, "heuristic_v7") != 0 && strcmp(name, "find_v7") != 0)
         return OS_FAIL(a->ctx, OPSCHED_ERR_INVALID_ARG,
                        "cuda: unknown convolution algorithm '%s' (heuristic, find, "
-                       "implicit_gemm, implicit_precomp_gemm, gemm, direct, fft, fft_tiling, "
-                       "winograd, winograd_nonfused)",
+                       "heuristic_v7, find_v7, implicit_gemm, implicit_precomp_gemm, gemm, "
+                       "direct, fft, fft_tiling, winograd, winograd_nonfused)",
                        name);
 
     cu_plan *base = NULL;
@@ -415,18 +436,13 @@ opsched_status cu_plan_conv(const cu_plan_args *a, cu_plan **out)
     size_t w_bytes = (size_t)opsched_shape_numel(&w->shape) * opsched_dtype_size(a->dt);
     if (named >= 0)
         OS_TRY_GOTO(st, pick_named(a, p, &cs, named), fail);
-    else if (strcmp(name, "find") == 0)
+    else if (strcmp(name, "find_v7") == 0)
         OS_TRY_GOTO(st, pick_find(a, p, &cs, limit, w_bytes), fail);
     else
         OS_TRY_GOTO(st, pick_heuristic(a, p, &cs, limit), fail);
     OS_TRY_GOTO(st, alloc_workspace(a, p, &cs, limit), fail);
 
-    if (b) {
-        p->has_bias = 1;
-        p->y_numel = opsched_shape_numel(&y->shape);
-        p->out_channels = y->shape.d[1];
-        p->channel_stride = cu_is_nhwc(a, y) ? 1 : y->shape.d[2] * y->shape.d[3];
-    }
+    cu_conv_bias_init(a, &p->bias);
     snprintf(a->info->algo, sizeof(a->info->algo), "%s", cu_conv_algo_names[p->algo]);
     a->info->fused_activation = 0;
     *out = base;

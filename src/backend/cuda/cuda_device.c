@@ -362,4 +362,8 @@ const os_backend_iface os_backend_cuda = {
     .conv_algos = cu_conv_algo_names,
     .n_conv_algos = CU_N_CONV_ALGOS,
     .power = cu_power,
+    .graph_begin = cu_graph_begin,
+    .graph_end = cu_graph_end,
+    .graph_launch = cu_graph_launch,
+    .graph_free = cu_graph_free,
 };

@@ -235,8 +235,34 @@ void cu_plan_free(void *dev, void *plan);
 opsched_status cu_plan_launch(opsched_ctx *ctx, void *dev, void *plan, void *stream,
                               void *const *in, void *const *out);
 
+/* Device graphs (cuda_graph.c): the table's optional graph slots. */
+opsched_status cu_graph_begin(opsched_ctx *ctx, void *dev, void *stream);
+opsched_status cu_graph_end(opsched_ctx *ctx, void *dev, void *stream, void **graph);
+opsched_status cu_graph_launch(opsched_ctx *ctx, void *dev, void *graph, void *stream);
+void cu_graph_free(void *dev, void *graph);
+
 /* The conv algorithm names, in cuDNN's enum order (cuda_conv.c). */
 #define CU_N_CONV_ALGOS 8
 extern const char *const cu_conv_algo_names[CU_N_CONV_ALGOS];
+
+/* ---- convolution, shared by the legacy and graph-API paths ------------ */
+
+/* The per-channel bias both paths add with a kernel after cuDNN's
+ * convolution (cuda_conv.c). */
+typedef struct cu_conv_bias {
+    int on; /* 0: the node has no bias input */
+    int64_t numel, channels, channel_stride;
+} cu_conv_bias;
+void cu_conv_bias_init(const cu_plan_args *a, cu_conv_bias *b);
+/* Enqueues y += bias[c] on s when b->on. */
+opsched_status cu_conv_bias_add(opsched_ctx *ctx, const cu_conv_bias *b, cuk_type kt,
+                                const void *bias, void *y, cudaStream_t s);
+
+/* A convolution plan through cuDNN's graph API (cuda_conv_graph.c): the
+ * first engine config of heuristics mode A (then the fallback list) that
+ * the math mode allows and that fits the workspace limit, or with `find`
+ * the fastest of several such configs timed at plan time.  The node has
+ * been checked to be a 2-D float convolution. */
+opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out);
 
 #endif /* OS_CUDA_IMPL_H */

@@ -288,6 +288,26 @@ __global__ void k_bias_add(int64_t n, int64_t C, int64_t cstride, const T *bias,
     }
 }
 
+/* Bias over NCHW planes: one channel per plane, so no division per element. */
+template <typename T>
+__global__ void k_bias_add_planes(unsigned planes, unsigned C, unsigned hw, const T *bias, T *y)
+{
+    for (unsigned p = blockIdx.y; p < planes; p += gridDim.y) {
+        float b = ld<T>(bias[p % C]);
+        T *row = y + (size_t)p * hw;
+        for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < hw; i += blockDim.x * gridDim.x)
+            row[i] = st<T>(ld<T>(row[i]) + b);
+    }
+}
+
+/* Bias with channels innermost (NHWC): 32-bit index arithmetic. */
+template <typename T>
+__global__ void k_bias_add_inner(unsigned n, unsigned C, const T *bias, T *y)
+{
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+        y[i] = st<T>(ld<T>(y[i]) + ld<T>(bias[i % C]));
+}
+
 template <typename T>
 __global__ void k_batchnorm(int64_t n, int64_t C, int64_t cstride, float eps, const T *x,
                             const T *scale, const T *bias, const T *mean, const T *var, T *y)
@@ -618,6 +638,21 @@ extern "C" cudaError_t cuk_bias_add(cuk_type t, int64_t n, int64_t C, int64_t cs
 {
     if (n <= 0) return cudaSuccess;
     if (C <= 0 || cstride <= 0) return cudaErrorInvalidValue;
+    if (n < ((int64_t)1 << 31) && n % cstride == 0) {
+        unsigned planes = (unsigned)(n / cstride), hw = (unsigned)cstride;
+        if (cstride == 1) {
+            DISPATCH_FLOAT(t, k_bias_add_inner<T><<<blocks_for(n), kThreads, 0, stream>>>(
+                                  (unsigned)n, (unsigned)C, (const T *)bias, (T *)y));
+        } else {
+            unsigned threads = hw >= 256 ? 256u : ((hw + 31u) / 32u) * 32u;
+            unsigned gx = (hw + threads - 1) / threads;
+            if (gx > 64) gx = 64;
+            dim3 grid(gx, planes < 65535u ? planes : 65535u);
+            DISPATCH_FLOAT(t, k_bias_add_planes<T><<<grid, threads, 0, stream>>>(
+                                  planes, (unsigned)C, hw, (const T *)bias, (T *)y));
+        }
+        return cudaGetLastError();
+    }
     DISPATCH_FLOAT(t, k_bias_add<T><<<blocks_for(n), kThreads, 0, stream>>>(
                           n, C, cstride, (const T *)bias, (T *)y));
     return cudaGetLastError();

@@ -1,0 +1,628 @@
+/*
+ * cuda_conv_graph.c - 2-D convolution through cuDNN's graph ("backend")
+ * API, the path PyTorch takes: an operation graph of one ConvolutionForward,
+ * engine configs from heuristics mode A and then the fallback list, and
+ * "heuristic" keeps the first config the math mode allows that finalizes
+ * into an execution plan within the workspace limit (cudnn.benchmark off),
+ * "find" times up to GRAPH_MAX_FIND such plans on scratch buffers at plan
+ * time and keeps the fastest (cudnn.benchmark on).
+ *
+ * Math modes: the graph API has no math type; every mode computes in float
+ * and the mode filters engines by their numerical notes.  Strict fp32 drops
+ * TENSOR_CORE engines (for float data they round the inputs to TF32); every
+ * mode drops DOWN_CONVERT_INPUTS, as PyTorch does.
+ *
+ * Tensors are given as logical NCHW dims with the plan's strides, so NHWC
+ * needs nothing of its own; the filter's [M, C/g, kh, kw] against the
+ * input's C gives cuDNN the group count; the node's four paddings go to the
+ * pre- and post-paddings as they are, so asymmetric padding needs no pad
+ * kernel.  Tensors claim 16-byte alignment, which launches check.  Bias is
+ * added by a kernel after the convolution, as the legacy path does.
+ *
+ * A variant pack (the tensors' ids bound to device pointers) costs 0.4 to
+ * 0.8 us of host time to build (measured with cuDNN 9.19), up to a tenth of
+ * a small convolution's host-bound launch, so a plan keeps the packs of the
+ * last GRAPH_PACKS pointer sets it ran with (the harness rotates up to 64
+ * input sets in cold cache mode) and builds one only for a new set.  A launch therefore writes
+ * to its plan: like its context, a plan is used by one thread at a time.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_impl.h"
+
+#define GRAPH_ALIGN 16    /* bytes claimed for every tensor */
+#define GRAPH_MAX_FIND 16 /* execution plans "find" times */
+#define GRAPH_FIND_RUNS 3 /* timed runs of each, after one warm-up */
+#define GRAPH_PACKS 64    /* variant packs a plan keeps */
+
+enum { UID_X = 1, UID_W = 2, UID_Y = 3 };
+
+typedef struct pack_slot {
+    const void *x, *w;
+    void *y;
+    cudnnBackendDescriptor_t pack; /* NULL: slot unused */
+} pack_slot;
+
+typedef struct graph_plan {
+    cu_plan base;
+    /* The graph the execution plan was built from, kept while it lives. */
+    cudnnBackendDescriptor_t x, w, y, conv, op, graph, cfg, plan;
+    pack_slot packs[GRAPH_PACKS];
+    int next_pack; /* the slot the next new pointer set replaces */
+    cuk_type kt;
+    cu_conv_bias bias;
+} graph_plan;
+
+/* An engine config that finalized into an execution plan. */
+typedef struct candidate {
+    cudnnBackendDescriptor_t cfg, plan;
+    int64_t engine; /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX */
+    size_t workspace;
+    float ms; /* "find": best time, < 0 when it did not run */
+} candidate;
+
+/* Why engine configs were passed over, for the message when none is left. */
+typedef struct tally {
+    int configs, filtered, unsupported, too_big;
+} tally;
+
+/* ---- descriptors ----------------------------------------------------- */
+
+static void bk_free(cudnnBackendDescriptor_t *d)
+{
+    if (*d) (void)cudnnBackendDestroyDescriptor(*d);
+    *d = NULL;
+}
+
+static opsched_status bk_new(opsched_ctx *ctx, cudnnBackendDescriptorType_t type,
+                             cudnnBackendDescriptor_t *d)
+{
+    *d = NULL;
+    CUDNN_CHECK(ctx, cudnnBackendCreateDescriptor(type, d));
+    return OPSCHED_OK;
+}
+
+#define BK_SET(ctx, d, name, type, n, v)                                                           \
+    CUDNN_CHECK((ctx), cudnnBackendSetAttribute((d), (name), (type), (n), (v)))
+
+static void describe(const cu_plan_args *a, char *buf, size_t size)
+{
+    const opsched_conv_attr *c = &a->node->attr.conv;
+    const opsched_tensor *x = cu_in(a, 0), *w = cu_in(a, 1);
+    snprintf(buf, size,
+             "kernel %lldx%lld, stride %lldx%lld, dilation %lldx%lld, pads %lld,%lld,%lld,%lld, "
+             "groups %lld, input %lldx%lldx%lldx%lld, %lld outputs, %s, %s",
+             (long long)w->shape.d[2], (long long)w->shape.d[3], (long long)c->stride[0],
+             (long long)c->stride[1], (long long)c->dilation[0], (long long)c->dilation[1],
+             (long long)c->pads[0], (long long)c->pads[1], (long long)c->pads[2],
+             (long long)c->pads[3], (long long)(c->groups ? c->groups : 1),
+             (long long)x->shape.d[0], (long long)x->shape.d[1], (long long)x->shape.d[2],
+             (long long)x->shape.d[3], (long long)w->shape.d[0], opsched_math_name(a->opts->math),
+             a->opts->layout == OPSCHED_LAYOUT_NHWC ? "NHWC" : "NCHW");
+}
+
+/* Finalizes a descriptor of the graph: cuDNN's "not supported" becomes
+ * OPSCHED_ERR_UNSUPPORTED naming the configuration. */
+static opsched_status finalize(const cu_plan_args *a, cudnnBackendDescriptor_t d, const char *what,
+                               const char *file, int line)
+{
+    cudnnStatus_t e = cudnnBackendFinalize(d);
+    if (e == CUDNN_STATUS_SUCCESS) return OPSCHED_OK;
+    if (CUDNN_STATUS_CATEGORY(e) != CUDNN_STATUS_NOT_SUPPORTED)
+        return cu_fail_cudnn(a->ctx, e, what, file, line);
+    char why[256] = "", d_[320];
+    cudnnGetLastErrorString(why, sizeof(why));
+    describe(a, d_, sizeof(d_));
+    return cu_unsupported(a, file, line, "cuDNN's graph API cannot build the %s: %s%s%s (%s)", what,
+                          cudnnGetErrorString(e), why[0] ? ": " : "", why, d_);
+}
+#define FINALIZE(a, d, what) finalize((a), (d), (what), __FILE__, __LINE__)
+
+/* ---- the operation graph --------------------------------------------- */
+
+static opsched_status make_tensor(const cu_plan_args *a, int64_t uid, const opsched_tensor *t,
+                                  cudnnBackendDescriptor_t *out)
+{
+    cudnnDataType_t dt = cu_cudnn_type(a->dt);
+    int64_t strides[4], align = GRAPH_ALIGN;
+    cu_strides(a, t, strides);
+    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_TENSOR_DESCRIPTOR, out));
+    BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
+    BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, t->shape.d);
+    BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides);
+    BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+    BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
+    return FINALIZE(a, *out, "tensor descriptor");
+}
+
+/* The output the convolution's arithmetic gives must be the graph's. */
+static opsched_status check_shape(const cu_plan_args *a)
+{
+    const opsched_conv_attr *c = &a->node->attr.conv;
+    const opsched_tensor *x = cu_in(a, 0), *w = cu_in(a, 1), *y = cu_out(a, 0);
+    int64_t o[2];
+    for (int i = 0; i < 2; i++) {
+        int64_t in = x->shape.d[2 + i] + c->pads[i] + c->pads[2 + i];
+        int64_t span = c->dilation[i] * (w->shape.d[2 + i] - 1) + 1;
+        if (c->stride[i] < 1 || c->dilation[i] < 1 || c->pads[i] < 0 || c->pads[2 + i] < 0)
+            return CU_UNSUPPORTED(a, "stride, dilation or padding out of range");
+        o[i] = in >= span ? (in - span) / c->stride[i] + 1 : 0;
+    }
+    if (y->shape.d[0] != x->shape.d[0] || y->shape.d[1] != w->shape.d[0] || y->shape.d[2] != o[0] ||
+        y->shape.d[3] != o[1])
+        return OS_FAIL(a->ctx, OPSCHED_ERR_INVALID_ARG,
+                       "cuda: node '%s': the graph's output is %lldx%lldx%lldx%lld, the "
+                       "convolution gives %lldx%lldx%lldx%lld",
+                       a->node->name, (long long)y->shape.d[0], (long long)y->shape.d[1],
+                       (long long)y->shape.d[2], (long long)y->shape.d[3], (long long)x->shape.d[0],
+                       (long long)w->shape.d[0], (long long)o[0], (long long)o[1]);
+    return OPSCHED_OK;
+}
+
+static opsched_status build_graph(const cu_plan_args *a, graph_plan *p)
+{
+    const opsched_conv_attr *c = &a->node->attr.conv;
+    cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+    cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+    int64_t dims = 2, pre[2] = {c->pads[0], c->pads[1]}, post[2] = {c->pads[2], c->pads[3]};
+    float alpha = 1.0f, beta = 0.0f;
+    OS_TRY(make_tensor(a, UID_X, cu_in(a, 0), &p->x));
+    OS_TRY(make_tensor(a, UID_W, cu_in(a, 1), &p->w));
+    OS_TRY(make_tensor(a, UID_Y, cu_out(a, 0), &p->y));
+
+    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &p->conv));
+    BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
+    BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1,
+           &mode);
+    BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims);
+    BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pre);
+    BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, post);
+    BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, c->dilation);
+    BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, c->stride);
+    OS_TRY(FINALIZE(a, p->conv, "convolution descriptor"));
+
+    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &p->op));
+    BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+           1, &p->x);
+    BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+           1, &p->w);
+    BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+           1, &p->y);
+    BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->conv);
+    BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1,
+           &alpha);
+    BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1,
+           &beta);
+    OS_TRY(FINALIZE(a, p->op, "convolution operation"));
+
+    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &p->graph));
+    BK_SET(a->ctx, p->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
+           &a->dev->cudnn);
+    BK_SET(a->ctx, p->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+           &p->op);
+    return FINALIZE(a, p->graph, "operation graph");
+}
+
+/* ---- engine configs -------------------------------------------------- */
+
+static void configs_free(cudnnBackendDescriptor_t *cfgs, int64_t n)
+{
+    for (int64_t i = 0; cfgs && i < n; i++)
+        bk_free(&cfgs[i]);
+    free(cfgs);
+}
+
+/* The engine configs heuristics `mode` proposes for the graph, best first:
+ * *cfgs is malloc'd and the caller owns every descriptor in it; *n is 0
+ * when the mode has nothing for this graph. */
+static opsched_status engine_configs(const cu_plan_args *a, cudnnBackendDescriptor_t graph,
+                                     cudnnBackendHeurMode_t mode, cudnnBackendDescriptor_t **cfgs,
+                                     int64_t *n)
+{
+    cudnnBackendDescriptor_t heur = NULL, *list = NULL;
+    int64_t count = 0, got = 0;
+    opsched_status st = OPSCHED_OK;
+    *cfgs = NULL;
+    *n = 0;
+    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));
+    CUDNN_CHECK_GOTO(a->ctx, st,
+                     cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph),
+                     done);
+    CUDNN_CHECK_GOTO(
+        a->ctx, st,
+        cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode),
+        done);
+    cudnnStatus_t e = cudnnBackendFinalize(heur);
+    if (e != CUDNN_STATUS_SUCCESS) {
+        if (CUDNN_STATUS_CATEGORY(e) != CUDNN_STATUS_NOT_SUPPORTED)
+            st = cu_fail_cudnn(a->ctx, e, "cudnnBackendFinalize(engine heuristics)", __FILE__,
+                               __LINE__);
+        goto done;
+    }
+    CUDNN_CHECK_GOTO(a->ctx, st,
+                     cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, NULL),
+                     done);
+    if (count <= 0) goto done;
+    list = calloc((size_t)count, sizeof(*list));
+    if (!list) {
+        st = OS_NOMEM(a->ctx);
+        goto done;
+    }
+    for (int64_t i = 0; i < count; i++)
+        OS_TRY_GOTO(st, bk_new(a->ctx, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &list[i]), done);
+    CUDNN_CHECK_GOTO(a->ctx, st,
+                     cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, list),
+                     done);
+done:
+    bk_free(&heur);
+    if (st != OPSCHED_OK) {
+        configs_free(list, count);
+        return st;
+    }
+    if (got > count) got = count;
+    for (int64_t i = got; i < count; i++) /* created but not filled */
+        bk_free(&list[i]);
+    *cfgs = list;
+    *n = got;
+    return OPSCHED_OK;
+}
+
+/* 1 when the math mode forbids an engine with these numerical notes. */
+static int notes_forbid(opsched_math m, const cudnnBackendNumericalNote_t *notes, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) return 1;
+        if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE && m == OPSCHED_MATH_FP32) return 1;
+    }
+    return 0;
+}
+
+/* The engine behind cfg: its global index, and whether the math mode
+ * allows it. */
+static opsched_status engine_info(const cu_plan_args *a, cudnnBackendDescriptor_t cfg,
+                                  int64_t *index, int *allowed)
+{
+    cudnnBackendDescriptor_t eng = NULL;
+    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+    int64_t got = 0, n = 0;
+    opsched_status st = OPSCHED_OK;
+    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng));
+    CUDNN_CHECK_GOTO(a->ctx, st,
+                     cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,
+                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got, &eng),
+                     done);
+    CUDNN_CHECK_GOTO(a->ctx, st,
+                     cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64,
+                                              1, &got, index),
+                     done);
+    CUDNN_CHECK_GOTO(a->ctx, st,
+                     cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                                              CUDNN_TYPE_NUMERICAL_NOTE,
+                                              CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes),
+                     done);
+    *allowed = !notes_forbid(a->opts->math, notes, OS_MIN(n, CUDNN_NUMERICAL_NOTE_TYPE_COUNT));
+done:
+    bk_free(&eng);
+    return st;
+}
+
+/* Makes cfg a candidate when the math mode allows its engine, cuDNN builds
+ * an execution plan from it and the plan's workspace fits; c->plan stays
+ * NULL otherwise and t says why.  A candidate takes cfg over. */
+static opsched_status try_config(const cu_plan_args *a, cudnnBackendDescriptor_t cfg, size_t limit,
+                                 candidate *c, tally *t)
+{
+    cudnnBackendDescriptor_t plan = NULL;
+    int64_t ws = 0, got = 0;
+    int allowed = 0;
+    opsched_status st = OPSCHED_OK;
+    memset(c, 0, sizeof(*c));
+    t->configs++;
+    OS_TRY(engine_info(a, cfg, &c->engine, &allowed));
+    if (!allowed) {
+        t->filtered++;
+        return OPSCHED_OK;
+    }
+    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
+    CUDNN_CHECK_GOTO(a->ctx, st,
+                     cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+                                              CUDNN_TYPE_HANDLE, 1, &a->dev->cudnn),
+                     done);
+    CUDNN_CHECK_GOTO(a->ctx, st,
+                     cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg),
+                     done);
+    cudnnStatus_t e = cudnnBackendFinalize(plan);
+    if (e != CUDNN_STATUS_SUCCESS) {
+        /* An engine that turns down this configuration: try the next. */
+        if (CUDNN_STATUS_CATEGORY(e) == CUDNN_STATUS_NOT_SUPPORTED ||
+            CUDNN_STATUS_CATEGORY(e) == CUDNN_STATUS_BAD_PARAM)
+            t->unsupported++;
+        else
+            st = cu_fail_cudnn(a->ctx, e, "cudnnBackendFinalize(execution plan)", __FILE__,
+                               __LINE__);
+        goto done;
+    }
+    CUDNN_CHECK_GOTO(a->ctx, st,
+                     cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                              CUDNN_TYPE_INT64, 1, &got, &ws),
+                     done);
+    if (ws < 0 || (uint64_t)ws > limit) {
+        t->too_big++;
+        goto done;
+    }
+    c->cfg = cfg;
+    c->plan = plan;
+    c->workspace = (size_t)ws;
+    plan = NULL;
+done:
+    bk_free(&plan);
+    return st;
+}
+
+static void candidates_free(candidate *c, int n)
+{
+    for (int i = 0; i < n; i++) {
+        bk_free(&c[i].plan);
+        bk_free(&c[i].cfg);
+    }
+}
+
+/* Up to max candidates, from heuristics mode A's configs and then from the
+ * fallback list's, in their order. */
+static opsched_status collect(const cu_plan_args *a, graph_plan *p, size_t limit, int max,
+                              candidate *c, int *n, tally *t)
+{
+    static const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+    opsched_status st = OPSCHED_OK;
+    *n = 0;
+    for (int m = 0; m < 2 && *n < max && st == OPSCHED_OK; m++) {
+        cudnnBackendDescriptor_t *cfgs = NULL;
+        int64_t k = 0;
+        OS_TRY(engine_configs(a, p->graph, modes[m], &cfgs, &k));
+        for (int64_t i = 0; i < k && *n < max && st == OPSCHED_OK; i++) {
+            st = try_config(a, cfgs[i], limit, &c[*n], t);
+            if (st == OPSCHED_OK && c[*n].plan) {
+                cfgs[i] = NULL;
+                (*n)++;
+            }
+        }
+        configs_free(cfgs, k);
+    }
+    return st;
+}
+
+/* ---- variant packs and launches -------------------------------------- */
+
+static opsched_status pack_build(opsched_ctx *ctx, void *ws, const void *x, const void *w, void *y,
+                                 cudnnBackendDescriptor_t *out)
+{
+    const int64_t uids[3] = {UID_X, UID_W, UID_Y};
+    void *ptrs[3] = {(void *)x, (void *)w, y};
+    OS_TRY(bk_new(ctx, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, out));
+    BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
+    BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
+    BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+    CUDNN_CHECK(ctx, cudnnBackendFinalize(*out));
+    return OPSCHED_OK;
+}
+
+/* The plan's variant pack for these pointers, built on first sight. */
+static opsched_status pack_for(opsched_ctx *ctx, graph_plan *p, const void *x, const void *w,
+                               void *y, cudnnBackendDescriptor_t *out)
+{
+    for (int i = 0; i < GRAPH_PACKS; i++) {
+        const pack_slot *s = &p->packs[i];
+        if (s->pack && s->x == x && s->w == w && s->y == y) {
+            *out = s->pack;
+            return OPSCHED_OK;
+        }
+    }
+    const void *ptrs[3] = {x, w, y};
+    for (int i = 0; i < 3; i++)
+        if ((uintptr_t)ptrs[i] % GRAPH_ALIGN)
+            return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
+                           "cuda: convolution (cuDNN graph API) given a %s buffer at %p, which is "
+                           "not %d-byte aligned",
+                           i == 0   ? "input"
+                           : i == 1 ? "weight"
+                                    : "output",
+                           ptrs[i], GRAPH_ALIGN);
+    pack_slot *s = &p->packs[p->next_pack];
+    bk_free(&s->pack);
+    opsched_status st = pack_build(ctx, p->base.workspace, x, w, y, &s->pack);
+    if (st != OPSCHED_OK) {
+        bk_free(&s->pack);
+        return st;
+    }
+    s->x = x;
+    s->w = w;
+    s->y = y;
+    p->next_pack = (p->next_pack + 1) % GRAPH_PACKS;
+    *out = s->pack;
+    return OPSCHED_OK;
+}
+
+static void graph_release(cu_plan *base)
+{
+    graph_plan *p = (graph_plan *)base;
+    for (int i = 0; i < GRAPH_PACKS; i++)
+        bk_free(&p->packs[i].pack);
+    bk_free(&p->plan);
+    bk_free(&p->cfg);
+    bk_free(&p->graph);
+    bk_free(&p->op);
+    bk_free(&p->conv);
+    bk_free(&p->y);
+    bk_free(&p->w);
+    bk_free(&p->x);
+}
+
+static opsched_status graph_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
+                                   void *const *in, void *const *out)
+{
+    graph_plan *p = (graph_plan *)base;
+    cudnnBackendDescriptor_t pack = NULL;
+    OS_TRY(pack_for(ctx, p, in[0], in[1], out[0], &pack));
+    CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
+    CUDNN_CHECK(ctx, cudnnBackendExecute(dev->cudnn, p->plan, pack));
+    return cu_conv_bias_add(ctx, &p->bias, p->kt, in[2], out[0], s);
+}
+
+/* ---- find ------------------------------------------------------------ */
+
+static size_t tensor_bytes(const cu_plan_args *a, const opsched_tensor *t)
+{
+    return (size_t)opsched_shape_numel(&t->shape) * opsched_dtype_size(a->dt);
+}
+
+/* One warm-up run, then the best of GRAPH_FIND_RUNS into c->ms; a plan
+ * cuDNN refuses to run is left at -1. */
+static opsched_status time_one(const cu_plan_args *a, candidate *c, cudnnBackendDescriptor_t pack,
+                               cudaEvent_t *ev, cudaStream_t s)
+{
+    cudnnHandle_t h = a->dev->cudnn;
+    cudnnStatus_t e = cudnnBackendExecute(h, c->plan, pack);
+    if (e != CUDNN_STATUS_SUCCESS) {
+        char why[256] = "";
+        cudnnGetLastErrorString(why, sizeof(why));
+        (void)cudaGetLastError();
+        os_log(a->ctx, OPSCHED_LOG_DEBUG, "cuda: node '%s': find: engine %lld did not run: %s%s%s",
+               a->node->name, (long long)c->engine, cudnnGetErrorString(e), why[0] ? ": " : "",
+               why);
+        return OPSCHED_OK;
+    }
+    CUDA_CHECK(a->ctx, cudaStreamSynchronize(s));
+    for (int r = 0; r < GRAPH_FIND_RUNS; r++) {
+        float ms = 0.0f;
+        CUDA_CHECK(a->ctx, cudaEventRecord(ev[0], s));
+        CUDNN_CHECK(a->ctx, cudnnBackendExecute(h, c->plan, pack));
+        CUDA_CHECK(a->ctx, cudaEventRecord(ev[1], s));
+        CUDA_CHECK(a->ctx, cudaEventSynchronize(ev[1]));
+        CUDA_CHECK(a->ctx, cudaEventElapsedTime(&ms, ev[0], ev[1]));
+        if (c->ms < 0.0f || ms < c->ms) c->ms = ms;
+    }
+    return OPSCHED_OK;
+}
+
+/* Times every candidate on zeroed scratch tensors and a workspace as large
+ * as the hungriest one wants (shrunk while it does not fit; candidates it
+ * cannot serve are not timed). */
+static opsched_status time_candidates(const cu_plan_args *a, candidate *c, int n)
+{
+    void *x = NULL, *w = NULL, *y = NULL, *ws = NULL;
+    cudaEvent_t ev[2] = {NULL, NULL};
+    cudnnBackendDescriptor_t pack = NULL;
+    size_t xb = tensor_bytes(a, cu_in(a, 0)), wb = tensor_bytes(a, cu_in(a, 1));
+    size_t yb = tensor_bytes(a, cu_out(a, 0)), ws_bytes = 0;
+    cudaStream_t s = a->dev->stream;
+    opsched_status st = OPSCHED_OK;
+    for (int i = 0; i < n; i++) {
+        c[i].ms = -1.0f;
+        if (c[i].workspace > ws_bytes) ws_bytes = c[i].workspace;
+    }
+    OS_TRY_GOTO(st, cu_malloc(a->ctx, xb, &x), done);
+    OS_TRY_GOTO(st, cu_malloc(a->ctx, wb, &w), done);
+    OS_TRY_GOTO(st, cu_malloc(a->ctx, yb, &y), done);
+    CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(x, 0, xb), done);
+    CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(w, 0, wb), done);
+    while (ws_bytes && cudaMalloc(&ws, ws_bytes) != cudaSuccess) {
+        size_t next = 0;
+        (void)cudaGetLastError();
+        ws = NULL;
+        for (int i = 0; i < n; i++)
+            if (c[i].workspace < ws_bytes && c[i].workspace > next) next = c[i].workspace;
+        ws_bytes = next;
+    }
+    OS_TRY_GOTO(st, pack_build(a->ctx, ws, x, w, y, &pack), done);
+    CUDA_CHECK_GOTO(a->ctx, st, cudaEventCreate(&ev[0]), done);
+    CUDA_CHECK_GOTO(a->ctx, st, cudaEventCreate(&ev[1]), done);
+    CUDNN_CHECK_GOTO(a->ctx, st, cudnnSetStream(a->dev->cudnn, s), done);
+    for (int i = 0; i < n; i++) {
+        if (c[i].workspace > ws_bytes) continue;
+        OS_TRY_GOTO(st, time_one(a, &c[i], pack, ev, s), done);
+        os_log(a->ctx, OPSCHED_LOG_DEBUG, "cuda: node '%s': find: engine %lld, %zu B: %.4f ms",
+               a->node->name, (long long)c[i].engine, c[i].workspace, (double)c[i].ms);
+    }
+done:
+    bk_free(&pack);
+    for (int i = 0; i < 2; i++)
+        if (ev[i]) (void)cudaEventDestroy(ev[i]);
+    (void)cudaFree(ws);
+    (void)cudaFree(x);
+    (void)cudaFree(w);
+    (void)cudaFree(y);
+    (void)cudaGetLastError();
+    return st;
+}
+
+static int fastest(const candidate *c, int n)
+{
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (c[i].ms >= 0.0f && (best < 0 || c[i].ms < c[best].ms)) best = i;
+    return best;
+}
+
+/* ---- the planner ----------------------------------------------------- */
+
+opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out)
+{
+    candidate c[GRAPH_MAX_FIND];
+    tally t = {0, 0, 0, 0};
+    int n = 0, keep = 0;
+    char d[320];
+    cu_plan *base = NULL;
+    memset(c, 0, sizeof(c));
+    OS_TRY(check_shape(a));
+    OS_TRY(cu_plan_alloc(a, sizeof(graph_plan), graph_launch, graph_release, &base));
+    graph_plan *p = (graph_plan *)base;
+    opsched_status st = OPSCHED_OK;
+    p->kt = a->kt;
+    cu_conv_bias_init(a, &p->bias);
+    size_t limit = a->opts->workspace_limit ? a->opts->workspace_limit : cu_free_memory();
+    OS_TRY_GOTO(st, build_graph(a, p), fail);
+    OS_TRY_GOTO(st, collect(a, p, limit, find ? GRAPH_MAX_FIND : 1, c, &n, &t), fail);
+    if (n == 0) {
+        describe(a, d, sizeof(d));
+        st = CU_UNSUPPORTED(a,
+                            "%s: none of the %d engine configs cuDNN's graph API proposes runs "
+                            "this convolution (%d excluded by the math mode's numerical notes, %d "
+                            "not supported, %d need more than %zu bytes of workspace; %s); "
+                            "heuristic_v7 tries the legacy API",
+                            find ? "find" : "heuristic", t.configs, t.filtered, t.unsupported,
+                            t.too_big, limit, d);
+        goto fail;
+    }
+    if (find) {
+        OS_TRY_GOTO(st, time_candidates(a, c, n), fail);
+        keep = fastest(c, n);
+        if (keep < 0) {
+            describe(a, d, sizeof(d));
+            st = CU_UNSUPPORTED(a, "find: none of the %d execution plans ran (%s)", n, d);
+            goto fail;
+        }
+    }
+    p->cfg = c[keep].cfg;
+    p->plan = c[keep].plan;
+    c[keep].cfg = c[keep].plan = NULL;
+    base->workspace_bytes = c[keep].workspace;
+    if (base->workspace_bytes)
+        OS_TRY_GOTO(st, cu_malloc(a->ctx, base->workspace_bytes, &base->workspace), fail);
+    snprintf(a->info->algo, sizeof(a->info->algo), "graph:eng%lld", (long long)c[keep].engine);
+    a->info->fused_activation = 0;
+    candidates_free(c, n);
+    *out = base;
+    return OPSCHED_OK;
+fail:
+    candidates_free(c, n);
+    cu_plan_destroy(base);
+    return st;
+}

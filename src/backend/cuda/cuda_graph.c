@@ -1,0 +1,101 @@
+/*
+ * cuda_graph.c - CUDA graphs: the work a caller enqueues on one stream,
+ * recorded by stream capture and instantiated once, then replayed with a
+ * single launch (no per-kernel launch overhead on the host).
+ *
+ * Capture is thread-local: other threads may keep using CUDA while this one
+ * records, and this thread is stopped from calls that would break the
+ * recording.  Whatever goes wrong, the capture is ended and the runtime's
+ * error cleared, so the stream is usable again for ordinary launches.
+ */
+#include <stdlib.h>
+
+#include "backend/cuda/cuda_impl.h"
+
+typedef struct cu_graph {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+} cu_graph;
+
+static cudaStream_t graph_stream(const cu_device *dev, void *stream)
+{
+    return stream ? (cudaStream_t)stream : dev->stream;
+}
+
+/* Ends a capture in progress on s, if any, and drops what it recorded. */
+static void abandon(cudaStream_t s)
+{
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &cs) == cudaSuccess && cs != cudaStreamCaptureStatusNone) {
+        cudaGraph_t g = NULL;
+        if (cudaStreamEndCapture(s, &g) == cudaSuccess && g) (void)cudaGraphDestroy(g);
+    }
+    (void)cudaGetLastError();
+}
+
+void cu_graph_free(void *impl, void *graph)
+{
+    cu_device *dev = impl;
+    cu_graph *g = graph;
+    if (!g) return;
+    if (cudaSetDevice(dev->index) == cudaSuccess) {
+        if (g->exec) (void)cudaGraphExecDestroy(g->exec);
+        if (g->graph) (void)cudaGraphDestroy(g->graph);
+    }
+    (void)cudaGetLastError();
+    free(g);
+}
+
+opsched_status cu_graph_begin(opsched_ctx *ctx, void *impl, void *stream)
+{
+    cu_device *dev = impl;
+    OS_TRY(cu_device_use(ctx, dev));
+    cudaStream_t s = graph_stream(dev, stream);
+    cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) {
+        abandon(s);
+        return cu_fail_cuda(ctx, e, "cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal)",
+                            __FILE__, __LINE__);
+    }
+    return OPSCHED_OK;
+}
+
+opsched_status cu_graph_end(opsched_ctx *ctx, void *impl, void *stream, void **out)
+{
+    cu_device *dev = impl;
+    opsched_status st = OPSCHED_OK;
+    cudaStream_t s = graph_stream(dev, stream);
+    if (!out) {
+        if (cudaSetDevice(dev->index) == cudaSuccess) abandon(s);
+        (void)cudaGetLastError();
+        return OPSCHED_OK;
+    }
+    *out = NULL;
+    cu_graph *g = calloc(1, sizeof(*g));
+    if (!g) {
+        abandon(s);
+        return OS_NOMEM(ctx);
+    }
+    OS_TRY_GOTO(st, cu_device_use(ctx, dev), fail);
+    CUDA_CHECK_GOTO(ctx, st, cudaStreamEndCapture(s, &g->graph), fail);
+    if (!g->graph) {
+        st = OS_FAIL(ctx, OPSCHED_ERR_BACKEND, "cudaStreamEndCapture: no capture was in progress");
+        goto fail;
+    }
+    CUDA_CHECK_GOTO(ctx, st, cudaGraphInstantiate(&g->exec, g->graph, 0), fail);
+    *out = g;
+    return OPSCHED_OK;
+fail:
+    abandon(s);
+    cu_graph_free(dev, g);
+    return st;
+}
+
+opsched_status cu_graph_launch(opsched_ctx *ctx, void *impl, void *graph, void *stream)
+{
+    cu_device *dev = impl;
+    cu_graph *g = graph;
+    OS_TRY(cu_device_use(ctx, dev));
+    CUDA_CHECK(ctx, cudaGraphLaunch(g->exec, graph_stream(dev, stream)));
+    return OPSCHED_OK;
+}

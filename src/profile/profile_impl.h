@@ -1,0 +1,51 @@
+/*
+ * profile_impl.h - what the files of the network profiler share: the state
+ * of one profile and its steps (timing.c, check.c, layer_energy.c), called
+ * in order by opsched_profile_graph (profile.c).
+ */
+#ifndef OS_PROFILE_IMPL_H
+#define OS_PROFILE_IMPL_H
+
+#include "opsched/profile.h"
+
+typedef struct os_profiler {
+    opsched_device *dev;
+    opsched_ctx *ctx;                 /* the device's */
+    const opsched_graph *g;
+    opsched_profile_options o;        /* defaults applied */
+    opsched_executor *ex;
+    int graph_ready;                  /* a CUDA graph was captured */
+    opsched_profile_result *r;
+} os_profiler;
+
+/* Runs inferences (replays when use_graph) back to back for at least ms
+ * and at least min_runs, then waits for the device. */
+opsched_status os_profile_warmup(os_profiler *p, int use_graph, double ms, int min_runs);
+
+/* Times inferences (replays when use_graph), each between its own pair of
+ * timestamps, until o.iters samples and o.min_ms of them; rounds of
+ * samples are enqueued one ahead of the round being read, so the device
+ * never waits for the host between samples. */
+opsched_status os_profile_sample(os_profiler *p, int use_graph, opsched_stats *out);
+
+/* Host time to enqueue one inference onto an idle device (median). */
+opsched_status os_profile_enqueue(os_profiler *p, double *out_ms);
+
+/* o.iters layer-timed runs (at most OS_PROFILE_MAX_LAYERED): per-layer
+ * statistics, the whole run's, and the representative run's layer times. */
+#define OS_PROFILE_MAX_LAYERED 1000
+opsched_status os_profile_layers(os_profiler *p);
+
+/* Energy per inference over a window of back-to-back inferences (graph
+ * replays when one was captured), with its power samples. */
+opsched_status os_profile_energy(os_profiler *p);
+
+/* Runs the graph once on the device and once on the CPU backend in strict
+ * fp32 with the same seed, and compares every output (relative L2). */
+opsched_status os_profile_check(os_profiler *p);
+
+/* Energy of each distinct layer configuration (by signature) in its own
+ * window, given to every layer of that configuration; the sum. */
+opsched_status os_profile_layer_energy(os_profiler *p);
+
+#endif /* OS_PROFILE_IMPL_H */

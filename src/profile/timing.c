@@ -1,0 +1,195 @@
+/*
+ * timing.c - the clocks of a network profile: warm-up, free-running and
+ * replayed inferences, the host's enqueue time, layer-timed runs and the
+ * energy window.
+ *
+ * Each end-to-end sample is one inference between its own pair of device
+ * timestamps.  Samples are enqueued in rounds, and a round is enqueued
+ * before the previous one is read, so the device always has the next
+ * inference queued: no sample starts on a device that went idle while the
+ * host read timers (clocks would drop and the first kernel would pay for
+ * waking up), which is what a server running the network back to back
+ * sees.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/util.h"
+#include "measure/measure_impl.h"
+#include "profile/profile_impl.h"
+
+#define ROUND 16             /* samples per round */
+#define MAX_SAMPLES 200000   /* an upper bound on any one sampling */
+#define ENQUEUE_SAMPLES 20
+
+static opsched_status launch(os_profiler *p, int use_graph)
+{
+    return use_graph ? opsched_executor_replay(p->ex) : opsched_executor_run(p->ex, NULL);
+}
+
+opsched_status os_profile_warmup(os_profiler *p, int use_graph, double ms, int min_runs)
+{
+    double t0 = os_now_ms();
+    int n = 0;
+    while (n < min_runs || os_now_ms() - t0 < ms) {
+        OS_TRY(launch(p, use_graph));
+        /* Bound the queue so the host's clock follows the device's. */
+        if (++n % 8 == 0) OS_TRY(opsched_device_sync(p->dev));
+        if (n >= 1000000) break;
+    }
+    return opsched_device_sync(p->dev);
+}
+
+/* How many samples the next round should hold, given n read (total_ms
+ * together) and pending enqueued but not read. */
+static int next_round(const opsched_profile_options *o, int n, int pending, double total_ms)
+{
+    int want = o->iters - (n + pending);
+    if (o->min_ms > 0) {
+        double per = n > 0 ? total_ms / n : 0;
+        double have = total_ms + per * pending;
+        if (per <= 0)
+            want = OS_MAX(want, ROUND);
+        else if (have < o->min_ms)
+            want = OS_MAX(want, (int)((o->min_ms - have) / per) + 1);
+    }
+    want = OS_MIN(want, ROUND);
+    want = OS_MIN(want, MAX_SAMPLES - n - pending);
+    return OS_MAX(want, 0);
+}
+
+static opsched_status enqueue_round(os_profiler *p, int use_graph, opsched_timer **timers, int k)
+{
+    for (int j = 0; j < k; j++) {
+        OS_TRY(opsched_timer_start(timers[j], NULL));
+        OS_TRY(launch(p, use_graph));
+        OS_TRY(opsched_timer_stop(timers[j], NULL));
+    }
+    return OPSCHED_OK;
+}
+
+opsched_status os_profile_sample(os_profiler *p, int use_graph, opsched_stats *out)
+{
+    opsched_status st = OPSCHED_OK;
+    opsched_timer *timers[2][ROUND];
+    double *samples = NULL;
+    size_t cap = 0;
+    int n = 0, k[2] = {0, 0}, cur = 0;
+    double total = 0;
+    memset(timers, 0, sizeof(timers));
+    for (int s = 0; s < 2; s++)
+        for (int j = 0; j < ROUND; j++)
+            OS_TRY_GOTO(st, opsched_timer_create(p->dev, &timers[s][j]), done);
+    k[cur] = next_round(&p->o, 0, 0, 0);
+    OS_TRY_GOTO(st, enqueue_round(p, use_graph, timers[cur], k[cur]), done);
+    while (k[cur] > 0) {
+        int nxt = 1 - cur;
+        k[nxt] = next_round(&p->o, n, k[cur], total);
+        OS_TRY_GOTO(st, enqueue_round(p, use_graph, timers[nxt], k[nxt]), done);
+        OS_TRY_GOTO(st, os_grow(p->ctx, (void **)&samples, &cap, (size_t)(n + k[cur]),
+                                sizeof(double)), done);
+        for (int j = 0; j < k[cur]; j++) {
+            double ms = 0;
+            OS_TRY_GOTO(st, opsched_timer_elapsed_ms(timers[cur][j], &ms), done);
+            samples[n++] = ms;
+            total += ms;
+        }
+        cur = nxt;
+    }
+    OS_TRY_GOTO(st, opsched_device_sync(p->dev), done);
+    OS_TRY_GOTO(st, opsched_stats_compute(samples, n, out), done);
+done:
+    for (int s = 0; s < 2; s++)
+        for (int j = 0; j < ROUND; j++) opsched_timer_free(timers[s][j]);
+    free(samples);
+    return st;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+opsched_status os_profile_enqueue(os_profiler *p, double *out_ms)
+{
+    double t[ENQUEUE_SAMPLES];
+    int n = OS_MIN(OS_MAX(p->o.iters, 5), ENQUEUE_SAMPLES);
+    for (int i = 0; i < n; i++) {
+        OS_TRY(opsched_device_sync(p->dev));
+        double t0 = os_now_ms();
+        OS_TRY(opsched_executor_run(p->ex, NULL));
+        t[i] = os_now_ms() - t0;
+    }
+    OS_TRY(opsched_device_sync(p->dev));
+    qsort(t, (size_t)n, sizeof(double), cmp_double);
+    *out_ms = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    return OPSCHED_OK;
+}
+
+/* The run whose total is nearest the median total. */
+static int representative_run(const double *totals, int runs, double median)
+{
+    int best = 0;
+    for (int r = 1; r < runs; r++)
+        if (fabs(totals[r] - median) < fabs(totals[best] - median)) best = r;
+    return best;
+}
+
+opsched_status os_profile_layers(os_profiler *p)
+{
+    opsched_status st = OPSCHED_OK;
+    opsched_profile_result *res = p->r;
+    int nl = res->n_layers, runs = OS_MIN(p->o.iters, OS_PROFILE_MAX_LAYERED);
+    double *all = malloc(sizeof(double) * (size_t)(nl > 0 ? nl : 1) * (size_t)runs);
+    double *totals = malloc(sizeof(double) * (size_t)runs);
+    double *col = malloc(sizeof(double) * (size_t)runs);
+    if (!all || !totals || !col) {
+        st = OS_NOMEM(p->ctx);
+        goto done;
+    }
+    /* One untimed run: the timers are created on the first. */
+    OS_TRY_GOTO(st, opsched_executor_run_layers(p->ex, all, NULL), done);
+    for (int r = 0; r < runs; r++)
+        OS_TRY_GOTO(st, opsched_executor_run_layers(p->ex, all + (size_t)r * (size_t)nl,
+                                                    &totals[r]), done);
+    OS_TRY_GOTO(st, opsched_stats_compute(totals, runs, &res->e2e_layered), done);
+    int rep = representative_run(totals, runs, res->e2e_layered.median);
+    for (int i = 0; i < nl; i++) {
+        opsched_layer_profile *l = &res->layers[i];
+        if (!l->timed) continue;
+        for (int r = 0; r < runs; r++) col[r] = all[(size_t)r * (size_t)nl + (size_t)i];
+        OS_TRY_GOTO(st, opsched_stats_compute(col, runs, &l->stats), done);
+        l->median_ms = l->stats.median;
+        l->mean_ms = l->stats.mean;
+        l->run_ms = all[(size_t)rep * (size_t)nl + (size_t)i];
+    }
+done:
+    free(all);
+    free(totals);
+    free(col);
+    return st;
+}
+
+static opsched_status energy_launch(void *user, int *launches)
+{
+    os_profiler *p = user;
+    OS_TRY(launch(p, p->graph_ready));
+    *launches = 1;
+    return OPSCHED_OK;
+}
+
+opsched_status os_profile_energy(os_profiler *p)
+{
+    os_power_trace trace;
+    opsched_profile_result *r = p->r;
+    OS_TRY(os_measure_energy_trace(p->dev, energy_launch, p, p->o.energy_window_ms, p->o.idle_ms,
+                                   &r->energy, &trace));
+    r->energy_from_graph = r->energy.valid && p->graph_ready;
+    r->n_power = trace.n;
+    r->power_t_ms = trace.t_ms;
+    r->power_w = trace.w;
+    return OPSCHED_OK;
+}

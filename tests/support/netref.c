@@ -1,0 +1,96 @@
+/*
+ * netref.c - whole networks on the host (see netref.h): every node through
+ * ref_run_node, in graph order, each tensor kept until the end.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/netref.h"
+#include "support/reference.h"
+#include "support/rng.h"
+
+#define NETREF_MAX_IO 40
+
+int netref_set_weights(opsched_graph *g, uint64_t seed)
+{
+    test_rng r;
+    test_rng_seed(&r, seed);
+    for (int t = 0; t < opsched_graph_num_tensors(g); t++) {
+        const opsched_tensor *ts = opsched_graph_tensor(g, t);
+        if (ts->data || ts->dtype != OPSCHED_F32) continue;
+        if (ts->kind != OPSCHED_TENSOR_WEIGHT && ts->kind != OPSCHED_TENSOR_CONSTANT) continue;
+        int64_t n = opsched_shape_numel(&ts->shape);
+        int64_t fan_in = ts->shape.ndim >= 2 && ts->shape.d[0] > 0 ? n / ts->shape.d[0] : 0;
+        double a = fan_in > 0 ? sqrt(6.0 / (double)fan_in) : 0.1;
+        float *v = malloc(sizeof(float) * (size_t)(n ? n : 1));
+        if (!v) return -1;
+        for (int64_t i = 0; i < n; i++) v[i] = (float)test_rng_uniform(&r, -a, a);
+        int rc = opsched_graph_set_data(g, t, v, sizeof(float) * (size_t)n) == OPSCHED_OK ? 0 : -1;
+        free(v);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+float **netref_run(const opsched_graph *g, const float *const *inputs)
+{
+    int nt = opsched_graph_num_tensors(g), no = opsched_graph_num_outputs(g);
+    const void **val = calloc((size_t)nt + 1, sizeof(*val));
+    float **own = calloc((size_t)nt + 1, sizeof(*own));
+    float **outs = calloc((size_t)no + 1, sizeof(*outs));
+    int ok = val && own && outs;
+    for (int i = 0; ok && i < opsched_graph_num_inputs(g); i++)
+        val[opsched_graph_input(g, i)] = inputs[i];
+    for (int t = 0; ok && t < nt; t++) {
+        const opsched_tensor *ts = opsched_graph_tensor(g, t);
+        if (ts->data) val[t] = ts->data;
+    }
+    for (int i = 0; ok && i < opsched_graph_num_nodes(g); i++) {
+        const opsched_node *n = opsched_graph_node(g, i);
+        const void *in[NETREF_MAX_IO] = {0};
+        float *out[NETREF_MAX_IO] = {0};
+        if (n->n_inputs > NETREF_MAX_IO || n->n_outputs > NETREF_MAX_IO) {
+            ok = 0;
+            break;
+        }
+        for (int k = 0; k < n->n_inputs; k++) in[k] = n->inputs[k] >= 0 ? val[n->inputs[k]] : NULL;
+        for (int k = 0; k < n->n_outputs && ok; k++) {
+            int t = n->outputs[k];
+            int64_t cnt = opsched_shape_numel(&opsched_graph_tensor(g, t)->shape);
+            own[t] = malloc(sizeof(float) * (size_t)(cnt ? cnt : 1));
+            ok = own[t] != NULL;
+            out[k] = own[t];
+            val[t] = own[t];
+        }
+        if (ok) ok = ref_run_node(g, i, in, out, 0) == 0;
+    }
+    for (int i = 0; ok && i < no; i++) {
+        int t = opsched_graph_output(g, i);
+        int64_t cnt = opsched_shape_numel(&opsched_graph_tensor(g, t)->shape);
+        outs[i] = malloc(sizeof(float) * (size_t)(cnt ? cnt : 1));
+        ok = outs[i] && val[t];
+        if (ok) memcpy(outs[i], val[t], sizeof(float) * (size_t)cnt);
+    }
+    for (int t = 0; own && t < nt; t++) free(own[t]);
+    free(own);
+    free(val);
+    if (!ok && outs) {
+        for (int i = 0; i < no; i++) free(outs[i]);
+        free(outs);
+        outs = NULL;
+    }
+    return outs;
+}
+
+double netref_rel_l2(const float *a, const float *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(a[i]) || !isfinite(b[i])) return INFINITY;
+        double d = (double)a[i] - (double)b[i];
+        num += d * d;
+        den += (double)b[i] * b[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}

@@ -1,0 +1,29 @@
+/*
+ * netref.h - whole networks on the host for the executor tests: weights
+ * written into a graph (so every executor and the reference read the same
+ * values), the graph run node by node with the reference operators, and
+ * the error measure the comparisons use.
+ */
+#ifndef OS_TEST_NETREF_H
+#define OS_TEST_NETREF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opsched/graph.h"
+
+/* Gives every WEIGHT and float CONSTANT tensor without a payload random
+ * values: He-uniform (+-sqrt(6 / fan_in), fan_in = elements / dim 0) for
+ * tensors of rank >= 2, so deep networks neither vanish nor overflow, and
+ * +-0.1 for rank 0 and 1 (biases).  0 on success. */
+int netref_set_weights(opsched_graph *g, uint64_t seed);
+
+/* Runs g on the host: inputs[i] holds graph input i (f32).  Returns one
+ * malloc'd f32 array per graph output (free each, then the array), or NULL
+ * when an operator failed. */
+float **netref_run(const opsched_graph *g, const float *const *inputs);
+
+/* ||a - b|| / ||b|| over n values (a NaN or infinity gives +inf). */
+double netref_rel_l2(const float *a, const float *b, size_t n);
+
+#endif /* OS_TEST_NETREF_H */

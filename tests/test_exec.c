@@ -1,0 +1,483 @@
+/*
+ * test_exec.c - the executor on the CPU backend: whole graphs against the
+ * host reference run node by node on the same weights (a hand-built graph
+ * with a branch, a concat, an add and a view; squeezenet1_1 and resnet50),
+ * the memory plan (views alias, the arena against the sequential peak for
+ * every zoo network), layer timing, capture where the backend has no
+ * graphs, and forced convolution algorithms with and without fallback.
+ *
+ * The CUDA side (math modes, capture and replay) is in test_exec_gpu.c.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/half.h"
+#include "exec/exec_impl.h"
+#include "opsched/opsched.h"
+#include "support/netref.h"
+#include "support/rng.h"
+
+static struct {
+    opsched_ctx *ctx;
+    opsched_device *cpu; /* NULL: no CPU backend in this build, every test skips */
+} env;
+
+#define SKIP_WITHOUT_CPU()                                                                         \
+    do {                                                                                           \
+        if (!env.cpu) {                                                                            \
+            print_message("SKIP: no cpu device\n");                                                \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        opsched_status st_ = (call);                                                               \
+        if (st_ != OPSCHED_OK)                                                                     \
+            fail_msg("%s: %s: %s", #call, opsched_status_str(st_),                                 \
+                     opsched_ctx_last_error(env.ctx));                                             \
+    } while (0)
+
+/* ---- graphs ------------------------------------------------------------- */
+
+/* x[1,3,8,8] -> conv1 -> relu1 -> {convA 1x1, convB 3x3} -> add -> concat
+ * with relu1 -> maxpool -> flatten -> fc[10].  Outputs: fc, and the add
+ * (alive to the end while everything after it runs). */
+static opsched_graph *small_graph(void)
+{
+    opsched_graph *g = NULL;
+    opsched_shape xs = {4, {1, 3, 8, 8}};
+    int x, c1, r1, a, b, s, cat, p, f, fc;
+    CHECK(opsched_graph_create(env.ctx, "small", &g));
+    CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
+    opsched_conv_desc d3 = {.out_channels = 4, .kernel_h = 3, .kernel_w = 3, .stride_h = 1,
+                            .stride_w = 1, .pad_h = 1, .pad_w = 1, .bias = 1};
+    opsched_conv_desc d1 = {.out_channels = 4, .kernel_h = 1, .kernel_w = 1, .stride_h = 1,
+                            .stride_w = 1, .bias = 1};
+    CHECK(opsched_build_conv(g, "conv1", x, &d3, &c1));
+    CHECK(opsched_build_unary(g, "relu1", OPSCHED_OP_RELU, NULL, c1, &r1));
+    CHECK(opsched_build_conv(g, "convA", r1, &d1, &a));
+    CHECK(opsched_build_conv(g, "convB", r1, &d3, &b));
+    CHECK(opsched_build_binary(g, "add", OPSCHED_OP_ADD, a, b, &s));
+    int parts[2] = {s, r1};
+    CHECK(opsched_build_concat(g, "concat", parts, 2, 1, &cat));
+    CHECK(opsched_build_pool(g, "pool", OPSCHED_OP_MAXPOOL, cat, 2, 2, 0, 0, 0, &p));
+    CHECK(opsched_build_flatten(g, "flatten", p, 1, &f));
+    CHECK(opsched_build_linear(g, "fc", f, 10, 1, &fc));
+    CHECK(opsched_graph_mark_output(g, fc));
+    CHECK(opsched_graph_mark_output(g, s));
+    assert_int_equal(netref_set_weights(g, 11), 0);
+    return g;
+}
+
+/* A zoo network at batch 1 with BN folded; size 0 is the model's own. */
+static opsched_graph *zoo(const char *name, int64_t size)
+{
+    opsched_graph *g = NULL;
+    opsched_zoo_options zo = {.batch = 1, .height = size, .fold_bn = 1};
+    CHECK(opsched_zoo_build(env.ctx, name, &zo, &g));
+    return g;
+}
+
+static float *random_input(const opsched_graph *g, int i, uint64_t seed, size_t *n)
+{
+    const opsched_tensor *t = opsched_graph_tensor(g, opsched_graph_input(g, i));
+    *n = (size_t)opsched_shape_numel(&t->shape);
+    float *v = malloc(sizeof(float) * *n);
+    assert_non_null(v);
+    test_rng r;
+    test_rng_seed(&r, seed);
+    for (size_t k = 0; k < *n; k++) v[k] = (float)test_rng_uniform(&r, -1, 1);
+    return v;
+}
+
+/* Runs g on the CPU executor (opts) and on the reference; every output
+ * must agree within tol. */
+static void compare_with_reference(opsched_graph *g, const opsched_exec_options *opts, double tol)
+{
+    size_t n = 0;
+    float *x = random_input(g, 0, 5, &n);
+    const float *ins[1] = {x};
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.cpu, g, opts, &ex));
+    CHECK(opsched_executor_set_input(ex, 0, x, n));
+    CHECK(opsched_executor_run(ex, NULL));
+    CHECK(opsched_device_sync(env.cpu));
+    float **ref = netref_run(g, ins);
+    assert_non_null(ref);
+    for (int o = 0; o < opsched_graph_num_outputs(g); o++) {
+        size_t m = opsched_executor_output_numel(ex, o);
+        assert_true(m > 0);
+        float *y = malloc(sizeof(float) * m);
+        assert_non_null(y);
+        CHECK(opsched_executor_get_output(ex, o, y, m));
+        double err = netref_rel_l2(y, ref[o], m);
+        print_message("%s output %d: %zu values, relative L2 error %.3g\n", opsched_graph_name(g),
+                      o, m, err);
+        assert_true(err < tol);
+        free(y);
+        free(ref[o]);
+    }
+    free(ref);
+    free(x);
+    opsched_executor_free(ex);
+}
+
+/* ---- whole graphs against the reference --------------------------------- */
+
+static void test_small_graph(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_graph *g = small_graph();
+    compare_with_reference(g, NULL, 1e-5);
+    opsched_graph_free(g);
+}
+
+/* A Relu fused into conv1 runs nothing of its own and aliases its output. */
+static void test_fused_relu(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_graph *g = small_graph();
+    opsched_exec_options o = {.plan = {.fuse_activation = 1}};
+    compare_with_reference(g, &o, 1e-5);
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.cpu, g, &o, &ex));
+    const opsched_layer_info *relu = opsched_executor_layer(ex, 1);
+    assert_non_null(relu);
+    assert_string_equal(relu->algo, "fused");
+    opsched_executor_free(ex);
+    opsched_graph_free(g);
+}
+
+/* squeezenet1_1 at 224x224; resnet50 at 112x112, every layer of it but a
+ * quarter of the reference's work (the reference is slow on purpose). */
+static void test_zoo_models(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    const char *names[] = {"squeezenet1_1", "resnet50"};
+    const int64_t sizes[] = {224, 112};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        opsched_graph *g = zoo(names[i], sizes[i]);
+        assert_int_equal(netref_set_weights(g, 100 + i), 0);
+        compare_with_reference(g, NULL, 1e-4);
+        opsched_graph_free(g);
+    }
+}
+
+/* ---- memory ------------------------------------------------------------- */
+
+static void view_flags(const opsched_graph *g, unsigned char *alias)
+{
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++)
+        alias[i] = (unsigned char)opsched_op_is_view(opsched_graph_node(g, i)->op);
+}
+
+/* x -> relu -> identity -> add(relu, identity): aliased, the identity's
+ * output costs nothing, so two large tensors are live at the add instead
+ * of three. */
+static opsched_graph *view_graph(void)
+{
+    opsched_graph *g = NULL;
+    opsched_shape xs = {4, {1, 8, 16, 16}};
+    int x, r, id, s;
+    CHECK(opsched_graph_create(env.ctx, "views", &g));
+    CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
+    CHECK(opsched_build_unary(g, "relu", OPSCHED_OP_RELU, NULL, x, &r));
+    CHECK(opsched_graph_add_node(g, "identity", OPSCHED_OP_IDENTITY, NULL, &r, 1, 1, NULL, &id));
+    CHECK(opsched_build_binary(g, "add", OPSCHED_OP_ADD, r, id, &s));
+    CHECK(opsched_graph_mark_output(g, s));
+    return g;
+}
+
+static void test_views_alias(void **state)
+{
+    (void)state;
+    opsched_graph *g = view_graph();
+    unsigned char alias[64];
+    view_flags(g, alias);
+    os_memplan with, without;
+    CHECK(os_memplan_compute(env.ctx, g, OPSCHED_MATH_FP32, alias, &with));
+    CHECK(os_memplan_compute(env.ctx, g, OPSCHED_MATH_FP32, NULL, &without));
+    print_message("view graph arena: %zu bytes with views aliased, %zu without\n",
+                  with.arena_bytes, without.arena_bytes);
+    assert_true(with.arena_bytes < without.arena_bytes);
+    int r = -1, id = -1;
+    CHECK(opsched_graph_find_tensor(g, "relu", &r));
+    CHECK(opsched_graph_find_tensor(g, "identity", &id));
+    assert_int_equal(with.root[id], r);
+    assert_true(with.offset[id] == with.offset[r]);
+    assert_true(without.offset[id] != without.offset[r]);
+    os_memplan_release(&with);
+    os_memplan_release(&without);
+    if (env.cpu) compare_with_reference(g, NULL, 1e-6);
+    opsched_graph_free(g);
+
+    /* The small graph's Flatten: aliased, reported as a view, and fp16
+     * halves the arena. */
+    g = small_graph();
+    assert_true(opsched_graph_num_nodes(g) <= 64);
+    view_flags(g, alias);
+    os_memplan full, half;
+    CHECK(os_memplan_compute(env.ctx, g, OPSCHED_MATH_FP32, alias, &full));
+    CHECK(os_memplan_compute(env.ctx, g, OPSCHED_MATH_FP16, alias, &half));
+    assert_true(half.arena_bytes < full.arena_bytes);
+    int flat = -1;
+    CHECK(opsched_graph_find_tensor(g, "flatten", &flat));
+    int fnode = opsched_graph_tensor(g, flat)->producer;
+    assert_true(full.offset[flat] == full.offset[opsched_graph_node(g, fnode)->inputs[0]]);
+    if (env.cpu) {
+        opsched_executor *ex = NULL;
+        opsched_exec_info info;
+        CHECK(opsched_executor_create(env.cpu, g, NULL, &ex));
+        CHECK(opsched_executor_info(ex, &info));
+        assert_int_equal(info.arena_bytes, full.arena_bytes);
+        assert_int_equal(info.n_layers, opsched_graph_num_nodes(g));
+        assert_true(info.weight_bytes > 0);
+        const opsched_layer_info *li = opsched_executor_layer(ex, fnode);
+        assert_non_null(li);
+        assert_string_equal(li->algo, "view");
+        assert_int_equal(li->node, fnode);
+        assert_null(opsched_executor_layer(ex, -1));
+        assert_null(opsched_executor_layer(ex, info.n_layers));
+        opsched_executor_free(ex);
+    }
+    os_memplan_release(&full);
+    os_memplan_release(&half);
+    opsched_graph_free(g);
+}
+
+/* The arena of every zoo network (batch 1, fp32) is at least the largest
+ * live set of a sequential run and not far above it.  The sequential count
+ * frees the graph input after its last reader while the arena keeps it for
+ * the whole run (callers set it once and run many times), so the bound on
+ * the allocator's waste leaves the input region out. */
+static void test_arena_vs_peak(void **state)
+{
+    (void)state;
+    for (int i = 0; i < opsched_zoo_count(); i++) {
+        const char *name = opsched_zoo_at(i)->name;
+        opsched_graph *g = zoo(name, 0);
+        int nn = opsched_graph_num_nodes(g);
+        unsigned char *alias = calloc((size_t)nn, 1);
+        assert_non_null(alias);
+        view_flags(g, alias);
+        opsched_graph_totals tot;
+        os_memplan mp;
+        CHECK(opsched_graph_totals_compute(g, &tot));
+        CHECK(os_memplan_compute(env.ctx, g, OPSCHED_MATH_FP32, alias, &mp));
+        double peak = (double)tot.peak_activation_bytes;
+        double ratio = (double)mp.arena_bytes / peak;
+        double act_ratio = (double)(mp.arena_bytes - mp.input_bytes) / peak;
+        print_message("%-16s arena %10zu bytes (inputs %8zu), sequential peak %10lld bytes, "
+                      "ratio %.3f (%.3f without the input region)\n",
+                      name, mp.arena_bytes, mp.input_bytes, (long long)tot.peak_activation_bytes,
+                      ratio, act_ratio);
+        assert_true((int64_t)mp.arena_bytes >= tot.peak_activation_bytes);
+        assert_true(act_ratio <= 1.3);
+        os_memplan_release(&mp);
+        free(alias);
+        opsched_graph_free(g);
+    }
+}
+
+/* ---- running ------------------------------------------------------------ */
+
+static void test_run_layers(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_graph *g = zoo("squeezenet1_1", 0);
+    int nn = opsched_graph_num_nodes(g);
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &ex));
+    double *ms = malloc(sizeof(double) * (size_t)nn), total = 0, sum = 0;
+    assert_non_null(ms);
+    for (int rep = 0; rep < 2; rep++) {
+        for (int i = 0; i < nn; i++) ms[i] = -1;
+        CHECK(opsched_executor_run_layers(ex, ms, &total));
+        sum = 0;
+        for (int i = 0; i < nn; i++) {
+            assert_true(ms[i] >= 0);
+            sum += ms[i];
+        }
+        assert_true(total > 0);
+    }
+    print_message("squeezenet1_1 on cpu: %.3f ms whole run, %.3f ms summed over %d layers\n",
+                  total, sum, nn);
+    /* Views run nothing and take no time. */
+    for (int i = 0; i < nn; i++)
+        if (opsched_op_is_view(opsched_graph_node(g, i)->op)) assert_true(ms[i] == 0);
+    CHECK(opsched_executor_run_layers(ex, NULL, NULL));
+    free(ms);
+    opsched_executor_free(ex);
+    opsched_graph_free(g);
+}
+
+static void test_capture_unsupported(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_graph *g = small_graph();
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &ex));
+    assert_int_equal(opsched_executor_capture(ex), OPSCHED_ERR_UNSUPPORTED);
+    assert_non_null(strstr(opsched_ctx_last_error(env.ctx), "cpu"));
+    assert_int_equal(opsched_executor_replay(ex), OPSCHED_ERR_INVALID_ARG);
+    /* The executor still runs. */
+    CHECK(opsched_executor_run(ex, NULL));
+    opsched_executor_free(ex);
+    opsched_graph_free(g);
+}
+
+static void test_forced_algorithm(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_graph *g = small_graph();
+    opsched_executor *ex = NULL;
+    opsched_exec_options o = {.plan = {.algo = "winograd"}};
+    assert_int_equal(opsched_executor_create(env.cpu, g, &o, &ex), OPSCHED_ERR_UNSUPPORTED);
+    assert_null(ex);
+    const char *msg = opsched_ctx_last_error(env.ctx);
+    print_message("without fallback: %s\n", msg);
+    assert_non_null(strstr(msg, "layer 'conv1': winograd cannot run it: "));
+
+    o.algo_fallback = "heuristic";
+    CHECK(opsched_executor_create(env.cpu, g, &o, &ex));
+    opsched_exec_info info;
+    CHECK(opsched_executor_info(ex, &info));
+    int convs = 0;
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
+        const opsched_layer_info *li = opsched_executor_layer(ex, i);
+        int is_conv = opsched_graph_node(g, i)->op == OPSCHED_OP_CONV;
+        convs += is_conv;
+        assert_int_equal(li->fallback, is_conv);
+        if (is_conv) {
+            assert_true(li->fallback_reason[0] != '\0');
+            assert_string_not_equal(li->algo, "winograd");
+        }
+    }
+    print_message("with fallback: %d layers fell back (%s)\n", info.n_fallbacks,
+                  opsched_executor_layer(ex, 0)->fallback_reason);
+    assert_int_equal(info.n_fallbacks, convs);
+    opsched_executor_free(ex);
+
+    o.algo_fallback = "fastest";
+    assert_int_equal(opsched_executor_create(env.cpu, g, &o, &ex), OPSCHED_ERR_INVALID_ARG);
+    opsched_graph_free(g);
+}
+
+static void test_io_errors(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_graph *g = small_graph();
+    opsched_executor *ex = NULL;
+    float v[192];
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &ex));
+    assert_int_equal(opsched_executor_set_input(ex, 0, v, 10), OPSCHED_ERR_INVALID_ARG);
+    assert_int_equal(opsched_executor_set_input(ex, 1, v, 192), OPSCHED_ERR_INVALID_ARG);
+    assert_int_equal(opsched_executor_get_output(ex, 2, v, 10), OPSCHED_ERR_INVALID_ARG);
+    assert_int_equal(opsched_executor_output_numel(ex, 0), 10);
+    assert_int_equal(opsched_executor_output_numel(ex, 1), 4 * 8 * 8);
+    assert_int_equal(opsched_executor_output_numel(ex, 2), 0);
+    /* Same seed, same inputs, same outputs. */
+    float y1[10], y2[10];
+    CHECK(opsched_executor_randomize_inputs(ex, 3));
+    CHECK(opsched_executor_run(ex, NULL));
+    CHECK(opsched_executor_get_output(ex, 0, y1, 10));
+    CHECK(opsched_executor_randomize_inputs(ex, 4));
+    CHECK(opsched_executor_run(ex, NULL));
+    CHECK(opsched_executor_get_output(ex, 0, y2, 10));
+    assert_memory_not_equal(y1, y2, sizeof(y1));
+    CHECK(opsched_executor_randomize_inputs(ex, 3));
+    CHECK(opsched_executor_run(ex, NULL));
+    CHECK(opsched_executor_get_output(ex, 0, y2, 10));
+    assert_memory_equal(y1, y2, sizeof(y1));
+    opsched_executor_free(ex);
+    opsched_executor_free(NULL);
+    assert_int_equal(opsched_executor_create(NULL, g, NULL, &ex), OPSCHED_ERR_INVALID_ARG);
+    opsched_graph_free(g);
+}
+
+/* ---- conversions -------------------------------------------------------- */
+
+static void test_conversions(void **state)
+{
+    (void)state;
+    const float vals[] = {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 1e-7f, 6.1035156e-05f, 3.14159f};
+    for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+        float h = os_f16_to_f32(os_f32_to_f16(vals[i]));
+        float b = os_bf16_to_f32(os_f32_to_bf16(vals[i]));
+        assert_true(fabsf(h - vals[i]) <= fabsf(vals[i]) * 1e-3f + 6e-8f);
+        assert_true(fabsf(b - vals[i]) <= fabsf(vals[i]) * 8e-3f);
+    }
+    assert_true(isinf(os_f16_to_f32(os_f32_to_f16(1e6f))));
+    assert_true(isnan(os_f16_to_f32(os_f32_to_f16(NAN))));
+    assert_true(isnan(os_bf16_to_f32(os_f32_to_bf16(NAN))));
+    assert_int_equal(os_f32_to_f16(1.0f), 0x3c00);
+    assert_int_equal(os_f32_to_bf16(1.0f), 0x3f80);
+
+    /* NCHW -> NHWC in f16 and back. */
+    opsched_shape s = {4, {2, 3, 2, 2}};
+    float src[24], back[24];
+    uint16_t mid[24];
+    for (int i = 0; i < 24; i++) src[i] = (float)i;
+    os_exec_convert(src, OPSCHED_F32, mid, OPSCHED_F16, 24, &s, 1);
+    /* element (n=0, c=1, h=0, w=1) sits at ((0*2+0)*2+1)*3+1 = 4 */
+    assert_true(os_f16_to_f32(mid[4]) == src[(0 * 3 + 1) * 4 + 0 * 2 + 1]);
+    os_exec_convert(mid, OPSCHED_F16, back, OPSCHED_F32, 24, &s, -1);
+    assert_memory_equal(src, back, sizeof(src));
+    int64_t idx[3] = {5, 0, 1 << 30}, idx2[3];
+    os_exec_convert(idx, OPSCHED_INT64, idx2, OPSCHED_INT64, 3, NULL, 0);
+    assert_memory_equal(idx, idx2, sizeof(idx));
+}
+
+/* ---- set-up ------------------------------------------------------------- */
+
+static int setup(void **state)
+{
+    (void)state;
+    if (opsched_ctx_create(&env.ctx) != OPSCHED_OK) return -1;
+    int count = 0;
+    if (opsched_device_count(env.ctx, "cpu", &count) != OPSCHED_OK || count == 0) {
+        print_message("SKIP: no cpu device\n");
+        return 0;
+    }
+    if (opsched_device_open(env.ctx, "cpu", 0, &env.cpu) != OPSCHED_OK) {
+        print_error("cannot open the cpu device: %s\n", opsched_ctx_last_error(env.ctx));
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    opsched_device_close(env.cpu);
+    opsched_ctx_free(env.ctx);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conversions),   cmocka_unit_test(test_small_graph),
+        cmocka_unit_test(test_fused_relu),    cmocka_unit_test(test_views_alias),
+        cmocka_unit_test(test_arena_vs_peak), cmocka_unit_test(test_run_layers),
+        cmocka_unit_test(test_capture_unsupported), cmocka_unit_test(test_forced_algorithm),
+        cmocka_unit_test(test_io_errors),     cmocka_unit_test(test_zoo_models),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,48 @@
+/*
+ * profile_report.h - what `opsched profile` makes of one profiled (batch,
+ * size): CSV rows, the terminal summary with its warnings, and the rows of
+ * the measurement database.  Shared by cmd_profile.c and profile_report.c.
+ */
+#ifndef OPSCHED_PROFILE_REPORT_H
+#define OPSCHED_PROFILE_REPORT_H
+
+#include <stdio.h>
+
+#include "tool.h"
+
+/* One (batch, size) just profiled, with what it was profiled under. */
+typedef struct profile_item {
+    const char *model;
+    const char *algo_policy;        /* "heuristic", "find" or an algorithm */
+    const char *algo_fallback;      /* NULL or "heuristic" */
+    opsched_math math;
+    opsched_layout layout;
+    int64_t batch, size;
+    const opsched_graph *g;
+    const opsched_profile_result *r;
+    const opsched_device_info *dev;
+} profile_item;
+
+/* Writes the header line of each CSV file. */
+void report_overall_header(FILE *f);
+void report_layers_header(FILE *f);
+/* One row of <model>_<algo>_overall.csv; the rows of _layers.csv. */
+void report_overall_row(FILE *f, const profile_item *it);
+void report_layers_rows(FILE *f, const profile_item *it);
+
+/* trtexec's performance summary, for one item. */
+void report_summary(FILE *f, const profile_item *it);
+/* One line for one item, when many are profiled. */
+void report_line(FILE *f, const profile_item *it);
+/* Prints the item's warnings (enqueue-bound, unstable, numerics failed)
+ * to stderr; returns 1 when the numerics check failed. */
+int report_warnings(const profile_item *it);
+
+/* Stores the item: each timed layer as a measurement of its
+ * configuration (settings key with ";mode=network"), then one
+ * network_runs row per mode (free last, so a size counts as done only
+ * when everything of it is in). */
+opsched_status report_store(opsched_store *s, int64_t run_id, int64_t device_id,
+                            const profile_item *it);
+
+#endif /* OPSCHED_PROFILE_REPORT_H */
