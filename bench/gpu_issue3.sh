@@ -34,7 +34,7 @@ echo "sweep rc=$rc"; tail -3 "$out/sweep.log"
 echo "sweep_s=$(python3 -c "print($t1-$t0)")" >> "$times"
 $bin export csv --db "$out/sweep.db" --op conv2d -o "$out/sweep.csv"
 echo "== 1b. PyTorch: one process over the same configs"
-t0=$(tsec); $py bench/peers/torch_conv.py loop --csv "$out/sweep.csv" --out "$out/torch_loop.csv" --math tf32 --warmup-ms 20 --iters 50 2>&1 | tail -1; t1=$(tsec)
+t0=$(tsec); $py bench/peers/torch_conv.py loop --csv "$out/sweep.csv" --out "$out/torch_loop.csv" --math tf32 --warmup-ms 20 --iters 50 --method graph 2>&1 | tail -1; t1=$(tsec)
 echo "torch_loop_s=$(python3 -c "print($t1-$t0)")" >> "$times"
 echo "torch_loop_n=$(($(wc -l < "$out/torch_loop.csv") - 1))" >> "$times"
 echo "== 1c. PyTorch: one process per config (20 configs)"
@@ -59,4 +59,4 @@ $bin bench conv2d --batch 16 --in-channels 64 --out-channels 64 --height 56 --ke
 
 python3 bench/analyze_issue3.py "$out" | tee "$out/report.txt"
 # One archive, so every file comes back from the device machine.
-tar -C "$(dirname "$out")" -czf "$out.tar.gz" "$(basename "$out")" --exclude='*.db-wal' --exclude='*.db-shm'
+tar -C "$(dirname "$out")" --exclude='*.db-wal' --exclude='*.db-shm' -czf "$out.tar.gz" "$(basename "$out")"

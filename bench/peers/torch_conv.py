@@ -7,6 +7,7 @@ PyTorch the way profiling scripts do: nn.functional.conv2d on random input,
 warm-up, then CUDA-event-timed samples; the median is reported.
 
   torch_conv.py loop --csv sweep.csv --out torch.csv [--math tf32] [--algo heuristic|find]
+                     [--method events|graph]
   torch_conv.py one  --sig 'Conv|x:1x64x56x56:f32|...' [--math tf32]
   torch_conv.py per-process --csv sweep.csv --out per_process.csv [--limit N]
 
@@ -48,7 +49,42 @@ def setup(math, algo):
     return torch
 
 
-def time_conv(torch, cfg, warmup_ms, iters, dtype):
+def time_graph(torch, run, iters, sample_min_us=200.0):
+    """opsched's method: L launches captured once as a CUDA graph, replayed
+    between two events per sample; samples enqueued back to back."""
+    L = 1
+    for _ in range(10):
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            run()
+        torch.cuda.current_stream().wait_stream(s)
+        with torch.cuda.graph(g):
+            for _ in range(L):
+                run()
+        g.replay()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        torch.cuda.synchronize()
+        ms = a.elapsed_time(b)
+        if ms * 1000 >= sample_min_us or L >= 4096:
+            break
+        per = ms / L
+        L = min(max(int(sample_min_us / 1000 / per * 1.2) + 1, 2 * L), 4096)
+    start = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    stop = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    for i in range(iters):
+        start[i].record()
+        g.replay()
+        stop[i].record()
+    torch.cuda.synchronize()
+    return [x.elapsed_time(y) / L for x, y in zip(start, stop)]
+
+
+def time_conv(torch, cfg, warmup_ms, iters, dtype, method="events"):
     import torch.nn.functional as F
     dev = "cuda"
     x = torch.randn(*cfg["x"], device=dev, dtype=dtype)
@@ -70,6 +106,9 @@ def time_conv(torch, cfg, warmup_ms, iters, dtype):
         if n % 32 == 0:
             torch.cuda.synchronize()
     torch.cuda.synchronize()
+    if method == "graph":
+        samples = time_graph(torch, run, iters)
+        return statistics.median(samples), samples
     start = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
     stop = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
     for i in range(iters):
@@ -107,6 +146,9 @@ def main():
     ap.add_argument("--warmup-ms", type=float, default=20)
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--limit", type=int)
+    ap.add_argument("--method", default="events", choices=["events", "graph"],
+                    help="events: an event pair around each call (common scripts); "
+                         "graph: opsched's method, CUDA-graph replays of L calls")
     a = ap.parse_args()
 
     if a.mode == "per-process":
@@ -119,7 +161,8 @@ def main():
                 s0 = time.perf_counter()
                 res = subprocess.run([sys.executable, __file__, "one", "--sig", r["signature"],
                                       "--math", a.math, "--algo", a.algo,
-                                      "--warmup-ms", str(a.warmup_ms), "--iters", str(a.iters)],
+                                      "--warmup-ms", str(a.warmup_ms), "--iters", str(a.iters),
+                                      "--method", a.method],
                                      capture_output=True, text=True, check=True)
                 wr.writerow([r["signature"], res.stdout.strip(), f"{time.perf_counter() - s0:.3f}"])
         total = time.perf_counter() - t0
@@ -129,7 +172,7 @@ def main():
     torch = setup(a.math, a.algo)
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(a.math, torch.float32)
     if a.mode == "one":
-        med, _ = time_conv(torch, parse_sig(a.sig), a.warmup_ms, a.iters, dtype)
+        med, _ = time_conv(torch, parse_sig(a.sig), a.warmup_ms, a.iters, dtype, a.method)
         print(f"{med:.6f}")
         return
 
@@ -139,7 +182,8 @@ def main():
         wr = csv.writer(f)
         wr.writerow(["signature", "median_ms", "cv"])
         for r in rows:
-            med, s = time_conv(torch, parse_sig(r["signature"]), a.warmup_ms, a.iters, dtype)
+            med, s = time_conv(torch, parse_sig(r["signature"]), a.warmup_ms, a.iters, dtype,
+                               a.method)
             cv = statistics.pstdev(s) / statistics.mean(s) if len(s) > 1 else 0
             wr.writerow([r["signature"], f"{med:.6f}", f"{cv:.5f}"])
     total = time.perf_counter() - t0

@@ -4,9 +4,13 @@
  *
  * Method (what trtexec, nn-Meter and Zeus users expect): plan the node,
  * fill its inputs with random data, warm up by time and by count, then time
- * repetitions with device timestamps.  Operators of a few microseconds are
- * timed in batches of back-to-back launches between two timestamps and
- * divided, so launch overhead and timer resolution do not dominate.  In
+ * repetitions with device timestamps.  A sample is a batch of back-to-back
+ * launches, enough to last sample_min_us, recorded once as a device graph
+ * (CUDA graph) and replayed between two timestamps, then divided: the
+ * device runs the launches as fast as it can, so operators of a few
+ * microseconds are timed as the GPU runs them, not as fast as the host can
+ * enqueue them.  Samples are enqueued in rounds and read afterwards, so the
+ * device never idles between them.  In
  * `cold` cache state the inputs rotate through copies that together exceed
  * the last-level cache; `hot` reuses one set, as a network's producer feeds
  * its consumer.
@@ -61,6 +65,7 @@ typedef struct opsched_measure_options {
     double cooldown_ms;        /* sleep before each measurement (default 0) */
     opsched_plan_options plan;
     uint64_t seed;             /* input data seed (default 1) */
+    int direct_launches;       /* 1: never replay captured device graphs (default 0) */
 } opsched_measure_options;
 
 /* The defaults above. */
@@ -90,6 +95,7 @@ typedef struct opsched_measurement {
     opsched_layout layout;
     opsched_cache_state cache;
     int launches_per_sample;
+    int graph_replay;          /* 1: each sample replayed the launches as a CUDA graph */
     opsched_stats stats;       /* per launch, milliseconds */
     int unstable;              /* cv above OPSCHED_CV_WARN */
     opsched_energy energy;

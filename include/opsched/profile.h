@@ -65,6 +65,10 @@ typedef struct opsched_profile_result {
                                     * output is not finite */
     int check_passed;
     double check_tolerance;
+    /* Why the check could not run, e.g. the CPU backend is not in this
+     * build or cannot run an operator of g ("" when it ran or was not
+     * asked for; check_rel_l2 is then NaN). */
+    char check_note[256];
     /* Power samples of the energy window (n_power = 0 when none): ms from
      * the start of its busy part (negative: the idle window before it) and
      * watts.  Owned by the result. */
@@ -80,9 +84,10 @@ typedef struct opsched_profile_result {
  * power sensor leaves the energies invalid (NaN): neither is a failure.
  * An algorithm that a layer cannot run fails with OPSCHED_ERR_UNSUPPORTED
  * naming the layer, unless opts->exec.algo_fallback is set.  The check
- * needs the CPU backend (OPSCHED_ERR_UNSUPPORTED without it) and compares
- * every graph output under the same seed: weights from the graph's
- * payloads, or random from the seed, are the same on both executors.
+ * runs g on the CPU backend and compares every graph output under the same
+ * seed (weights from the graph's payloads, or random from the seed, are
+ * the same on both executors); where the CPU backend is missing or cannot
+ * run g, check_note says why and the profile goes on.
  * *out is owned by the caller (free with opsched_profile_result_free). */
 opsched_status opsched_profile_graph(opsched_device *dev, const opsched_graph *g,
                                      const opsched_profile_options *opts,

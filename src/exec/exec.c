@@ -22,19 +22,19 @@
 typedef struct ex_tensor {
     opsched_tensor_kind kind;
     opsched_shape shape;
-    opsched_dtype sdt;     /* storage dtype */
-    int nhwc;              /* stored channels-last */
+    opsched_dtype sdt; /* storage dtype */
+    int nhwc;          /* stored channels-last */
     size_t numel, bytes;
-    int64_t index_extent;  /* > 0: Gather indices into an axis of this extent */
-    opsched_buffer *buf;   /* borrowed from the arena or weights; NULL when unused */
-    int owns_buf;          /* buf is a view this tensor created */
+    int64_t index_extent; /* > 0: Gather indices into an axis of this extent */
+    opsched_buffer *buf;  /* borrowed from the arena or weights; NULL when unused */
+    int owns_buf;         /* buf is a view this tensor created */
 } ex_tensor;
 
 typedef struct ex_node {
-    opsched_plan *plan;    /* NULL: an alias, nothing runs */
-    opsched_buffer **in;   /* into the executor's io array */
+    opsched_plan *plan;  /* NULL: an alias, nothing runs */
+    opsched_buffer **in; /* into the executor's io array */
     opsched_buffer **out;
-    opsched_timer *timer;  /* created by the first run_layers */
+    opsched_timer *timer; /* created by the first run_layers */
 } ex_node;
 
 struct opsched_executor {
@@ -46,11 +46,11 @@ struct opsched_executor {
     ex_node *nodes;
     opsched_layer_info *layers;
     ex_tensor *tensors;
-    int *inputs, *outputs;   /* tensor ids */
-    opsched_buffer **io;     /* every node's inputs then outputs */
+    int *inputs, *outputs; /* tensor ids */
+    opsched_buffer **io;   /* every node's inputs then outputs */
     opsched_buffer *arena, *weights;
     opsched_timer *total_timer;
-    void *graph;             /* captured device graph, NULL when none */
+    void *graph; /* captured device graph, NULL when none */
     opsched_exec_info info;
 };
 
@@ -107,8 +107,10 @@ static opsched_status copy_graph(opsched_executor *ex, const opsched_graph *g)
                 idx->index_extent = ext;
         }
     }
-    for (int i = 0; i < ex->n_inputs; i++) ex->inputs[i] = opsched_graph_input(g, i);
-    for (int i = 0; i < ex->n_outputs; i++) ex->outputs[i] = opsched_graph_output(g, i);
+    for (int i = 0; i < ex->n_inputs; i++)
+        ex->inputs[i] = opsched_graph_input(g, i);
+    for (int i = 0; i < ex->n_outputs; i++)
+        ex->outputs[i] = opsched_graph_output(g, i);
     return OPSCHED_OK;
 }
 
@@ -409,8 +411,7 @@ const opsched_layer_info *opsched_executor_layer(const opsched_executor *ex, int
 /* The tensor behind graph input or output i (ids[i] of n_io), checked
  * against a caller's array of n values. */
 static opsched_status check_io(const opsched_executor *ex, const int *ids, int n_io, int i,
-                               const char *what, const float *data, size_t n,
-                               const ex_tensor **out)
+                               const char *what, const float *data, size_t n, const ex_tensor **out)
 {
     if (i < 0 || i >= n_io)
         return OS_FAIL(ex->ctx, OPSCHED_ERR_INVALID_ARG,
@@ -426,8 +427,7 @@ static opsched_status check_io(const opsched_executor *ex, const int *ids, int n
     return OPSCHED_OK;
 }
 
-opsched_status opsched_executor_set_input(opsched_executor *ex, int i, const float *data,
-                                          size_t n)
+opsched_status opsched_executor_set_input(opsched_executor *ex, int i, const float *data, size_t n)
 {
     if (!ex) return OPSCHED_ERR_INVALID_ARG;
     const ex_tensor *t = NULL;
@@ -488,8 +488,7 @@ opsched_status opsched_executor_run(opsched_executor *ex, opsched_stream *s)
     return OPSCHED_OK;
 }
 
-opsched_status opsched_executor_run_layers(opsched_executor *ex, double *layer_ms,
-                                           double *total_ms)
+opsched_status opsched_executor_run_layers(opsched_executor *ex, double *layer_ms, double *total_ms)
 {
     if (!ex) return OPSCHED_ERR_INVALID_ARG;
     if (!ex->total_timer) OS_TRY(opsched_timer_create(ex->dev, &ex->total_timer));

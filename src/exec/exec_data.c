@@ -47,7 +47,8 @@ static double load(const void *p, opsched_dtype dt, size_t i)
         memcpy(&h, b + 2 * i, 2);
         return dt == OPSCHED_F16 ? os_f16_to_f32(h) : os_bf16_to_f32(h);
     }
-    case OPSCHED_INT8: return (signed char)b[i];
+    case OPSCHED_INT8:
+        return (signed char)b[i];
     case OPSCHED_INT32: {
         int32_t v;
         memcpy(&v, b + 4 * i, 4);
@@ -76,7 +77,9 @@ static void store(void *p, opsched_dtype dt, size_t i, double v)
         memcpy(b + 2 * i, &h, 2);
         break;
     }
-    case OPSCHED_INT8: b[i] = (unsigned char)(signed char)(isfinite(v) ? v : 0); break;
+    case OPSCHED_INT8:
+        b[i] = (unsigned char)(signed char)(isfinite(v) ? v : 0);
+        break;
     case OPSCHED_INT32: {
         int32_t k = (int32_t)(isfinite(v) ? v : 0);
         memcpy(b + 4 * i, &k, 4);

@@ -41,12 +41,12 @@ void os_exec_convert(const void *src, opsched_dtype sdt, void *dst, opsched_dtyp
  * nothing of its own: its output uses its first input's memory (views;
  * a Relu fused into the convolution before it). */
 typedef struct os_memplan {
-    size_t arena_bytes;  /* the input region plus the activations' peak */
-    size_t input_bytes;  /* the input region */
+    size_t arena_bytes; /* the input region plus the activations' peak */
+    size_t input_bytes; /* the input region */
     int n_tensors;
-    int *root;           /* per tensor: the tensor whose memory it uses */
-    size_t *offset;      /* per tensor: its root's arena offset, or OS_MEMPLAN_NONE */
-    size_t *bytes;       /* per tensor: storage bytes */
+    int *root;      /* per tensor: the tensor whose memory it uses */
+    size_t *offset; /* per tensor: its root's arena offset, or OS_MEMPLAN_NONE */
+    size_t *bytes;  /* per tensor: storage bytes */
 } os_memplan;
 
 /* Plans g's activations under math mode m (element sizes).  alias has one

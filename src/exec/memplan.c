@@ -161,7 +161,8 @@ opsched_status os_memplan_compute(opsched_ctx *ctx, const opsched_graph *g, opsc
     }
     qsort(blocks, (size_t)nb, sizeof(block), by_size_desc);
     size_t peak = place_blocks(blocks, nb, placed);
-    for (int i = 0; i < nb; i++) out->offset[blocks[i].tensor] = out->input_bytes + blocks[i].offset;
+    for (int i = 0; i < nb; i++)
+        out->offset[blocks[i].tensor] = out->input_bytes + blocks[i].offset;
     for (int t = 0; t < nt; t++)
         if (out->root[t] != t) out->offset[t] = out->offset[out->root[t]];
     out->arena_bytes = out->input_bytes + peak;

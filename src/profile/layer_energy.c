@@ -59,8 +59,8 @@ opsched_status os_profile_layer_energy(os_profiler *p)
     }
     for (int i = 0; i < nl; i++)
         if (r->layers[i].timed)
-            OS_TRY_GOTO(st, opsched_node_signature(p->g, i, sigs + (size_t)i * SIG_BYTES,
-                                                   SIG_BYTES), done);
+            OS_TRY_GOTO(
+                st, opsched_node_signature(p->g, i, sigs + (size_t)i * SIG_BYTES, SIG_BYTES), done);
     for (int i = 0; i < nl; i++) {
         if (!r->layers[i].timed || done_flags[i]) continue;
         opsched_measure_options mo;

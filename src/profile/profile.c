@@ -128,7 +128,8 @@ static void attribute(opsched_profile_result *r, int layers_timed)
 {
     if (layers_timed) {
         double sum = 0;
-        for (int i = 0; i < r->n_layers; i++) sum += r->layers[i].median_ms;
+        for (int i = 0; i < r->n_layers; i++)
+            sum += r->layers[i].median_ms;
         r->layer_sum_ms = sum;
         if (r->e2e.median > 0) r->attribution_latency = sum / r->e2e.median;
     }

@@ -10,11 +10,11 @@
 
 typedef struct os_profiler {
     opsched_device *dev;
-    opsched_ctx *ctx;                 /* the device's */
+    opsched_ctx *ctx; /* the device's */
     const opsched_graph *g;
-    opsched_profile_options o;        /* defaults applied */
+    opsched_profile_options o; /* defaults applied */
     opsched_executor *ex;
-    int graph_ready;                  /* a CUDA graph was captured */
+    int graph_ready; /* a CUDA graph was captured */
     opsched_profile_result *r;
 } os_profiler;
 

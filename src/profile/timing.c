@@ -20,8 +20,8 @@
 #include "measure/measure_impl.h"
 #include "profile/profile_impl.h"
 
-#define ROUND 16             /* samples per round */
-#define MAX_SAMPLES 200000   /* an upper bound on any one sampling */
+#define ROUND 16           /* samples per round */
+#define MAX_SAMPLES 200000 /* an upper bound on any one sampling */
 #define ENQUEUE_SAMPLES 20
 
 static opsched_status launch(os_profiler *p, int use_graph)
@@ -88,8 +88,9 @@ opsched_status os_profile_sample(os_profiler *p, int use_graph, opsched_stats *o
         int nxt = 1 - cur;
         k[nxt] = next_round(&p->o, n, k[cur], total);
         OS_TRY_GOTO(st, enqueue_round(p, use_graph, timers[nxt], k[nxt]), done);
-        OS_TRY_GOTO(st, os_grow(p->ctx, (void **)&samples, &cap, (size_t)(n + k[cur]),
-                                sizeof(double)), done);
+        OS_TRY_GOTO(st,
+                    os_grow(p->ctx, (void **)&samples, &cap, (size_t)(n + k[cur]), sizeof(double)),
+                    done);
         for (int j = 0; j < k[cur]; j++) {
             double ms = 0;
             OS_TRY_GOTO(st, opsched_timer_elapsed_ms(timers[cur][j], &ms), done);
@@ -102,7 +103,8 @@ opsched_status os_profile_sample(os_profiler *p, int use_graph, opsched_stats *o
     OS_TRY_GOTO(st, opsched_stats_compute(samples, n, out), done);
 done:
     for (int s = 0; s < 2; s++)
-        for (int j = 0; j < ROUND; j++) opsched_timer_free(timers[s][j]);
+        for (int j = 0; j < ROUND; j++)
+            opsched_timer_free(timers[s][j]);
     free(samples);
     return st;
 }
@@ -153,14 +155,15 @@ opsched_status os_profile_layers(os_profiler *p)
     /* One untimed run: the timers are created on the first. */
     OS_TRY_GOTO(st, opsched_executor_run_layers(p->ex, all, NULL), done);
     for (int r = 0; r < runs; r++)
-        OS_TRY_GOTO(st, opsched_executor_run_layers(p->ex, all + (size_t)r * (size_t)nl,
-                                                    &totals[r]), done);
+        OS_TRY_GOTO(
+            st, opsched_executor_run_layers(p->ex, all + (size_t)r * (size_t)nl, &totals[r]), done);
     OS_TRY_GOTO(st, opsched_stats_compute(totals, runs, &res->e2e_layered), done);
     int rep = representative_run(totals, runs, res->e2e_layered.median);
     for (int i = 0; i < nl; i++) {
         opsched_layer_profile *l = &res->layers[i];
         if (!l->timed) continue;
-        for (int r = 0; r < runs; r++) col[r] = all[(size_t)r * (size_t)nl + (size_t)i];
+        for (int r = 0; r < runs; r++)
+            col[r] = all[(size_t)r * (size_t)nl + (size_t)i];
         OS_TRY_GOTO(st, opsched_stats_compute(col, runs, &l->stats), done);
         l->median_ms = l->stats.median;
         l->mean_ms = l->stats.mean;

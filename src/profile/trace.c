@@ -29,8 +29,8 @@
 struct opsched_trace {
     opsched_ctx *ctx;
     cJSON *root;
-    cJSON *events;          /* borrowed from root */
-    double next_us;         /* where the next profile starts */
+    cJSON *events;  /* borrowed from root */
+    double next_us; /* where the next profile starts */
     int n_devices;
     char devices[MAX_DEVICES][64];
 };
@@ -151,9 +151,11 @@ static opsched_status profile_event(opsched_trace *t, const opsched_profile_resu
         !cJSON_AddNumberToObject(e, "dur", dur) ||
         !cJSON_AddNumberToObject(args, "e2e_median_ms", r->e2e.median) ||
         !cJSON_AddNumberToObject(args, "layered_median_ms", r->e2e_layered.median) ||
-        !cJSON_AddNumberToObject(args, "layer_sum_ms", isnan(r->layer_sum_ms) ? 0 : r->layer_sum_ms))
+        !cJSON_AddNumberToObject(args, "layer_sum_ms",
+                                 isnan(r->layer_sum_ms) ? 0 : r->layer_sum_ms))
         return OS_NOMEM(t->ctx);
-    if (r->e2e_graph.n > 0 && !cJSON_AddNumberToObject(args, "graph_median_ms", r->e2e_graph.median))
+    if (r->e2e_graph.n > 0 &&
+        !cJSON_AddNumberToObject(args, "graph_median_ms", r->e2e_graph.median))
         return OS_NOMEM(t->ctx);
     if (r->energy.valid &&
         !cJSON_AddNumberToObject(args, "energy_per_inference_j", r->energy.energy_j))
@@ -177,8 +179,8 @@ static opsched_status power_events(opsched_trace *t, const opsched_profile_resul
 }
 
 opsched_status opsched_trace_add_profile(opsched_trace *t, const opsched_device_info *dev,
-                                         const opsched_graph *g,
-                                         const opsched_profile_result *r, const char *label)
+                                         const opsched_graph *g, const opsched_profile_result *r,
+                                         const char *label)
 {
     if (!t) return OPSCHED_ERR_INVALID_ARG;
     if (!dev || !g || !r || !label)
