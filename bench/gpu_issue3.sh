@@ -6,7 +6,9 @@
 set -uo pipefail
 out=${1:-/tmp/issue3}
 mkdir -p "$out"
-export LD_LIBRARY_PATH=$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+cudnn_venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
+# The cuDNN PyTorch loads, so both sides run the same library.
+export LD_LIBRARY_PATH=$PWD/.carry/lib:$cudnn_venv:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 bin=$PWD/.carry/bin/opsched
 py=/opt/torch/.venv/bin/python3
 [ -x "$py" ] || py=python3
