@@ -21,6 +21,10 @@ trap 'rm -rf "$work"' EXIT
 mkdir "$work/corpus"
 cp "$seeds"/* "$work/corpus/"
 
+# The fuzz build compiles UBSan in recover mode: make undefined behaviour
+# stop the run (and keep the input) like a crash does.
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+
 # New inputs go to the first folder (the copy); crashes, leaks and timeouts
 # to regressions/.
 "$bin" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=25 \

@@ -58,10 +58,16 @@ static opsched_graph *small_graph(void)
     int x, c1, r1, a, b, s, cat, p, f, fc;
     CHECK(opsched_graph_create(env.ctx, "small", &g));
     CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
-    opsched_conv_desc d3 = {.out_channels = 4, .kernel_h = 3, .kernel_w = 3, .stride_h = 1,
-                            .stride_w = 1, .pad_h = 1, .pad_w = 1, .bias = 1};
-    opsched_conv_desc d1 = {.out_channels = 4, .kernel_h = 1, .kernel_w = 1, .stride_h = 1,
-                            .stride_w = 1, .bias = 1};
+    opsched_conv_desc d3 = {.out_channels = 4,
+                            .kernel_h = 3,
+                            .kernel_w = 3,
+                            .stride_h = 1,
+                            .stride_w = 1,
+                            .pad_h = 1,
+                            .pad_w = 1,
+                            .bias = 1};
+    opsched_conv_desc d1 = {
+        .out_channels = 4, .kernel_h = 1, .kernel_w = 1, .stride_h = 1, .stride_w = 1, .bias = 1};
     CHECK(opsched_build_conv(g, "conv1", x, &d3, &c1));
     CHECK(opsched_build_unary(g, "relu1", OPSCHED_OP_RELU, NULL, c1, &r1));
     CHECK(opsched_build_conv(g, "convA", r1, &d1, &a));
@@ -95,7 +101,8 @@ static float *random_input(const opsched_graph *g, int i, uint64_t seed, size_t 
     assert_non_null(v);
     test_rng r;
     test_rng_seed(&r, seed);
-    for (size_t k = 0; k < *n; k++) v[k] = (float)test_rng_uniform(&r, -1, 1);
+    for (size_t k = 0; k < *n; k++)
+        v[k] = (float)test_rng_uniform(&r, -1, 1);
     return v;
 }
 
@@ -209,8 +216,8 @@ static void test_views_alias(void **state)
     os_memplan with, without;
     CHECK(os_memplan_compute(env.ctx, g, OPSCHED_MATH_FP32, alias, &with));
     CHECK(os_memplan_compute(env.ctx, g, OPSCHED_MATH_FP32, NULL, &without));
-    print_message("view graph arena: %zu bytes with views aliased, %zu without\n",
-                  with.arena_bytes, without.arena_bytes);
+    print_message("view graph arena: %zu bytes with views aliased, %zu without\n", with.arena_bytes,
+                  without.arena_bytes);
     assert_true(with.arena_bytes < without.arena_bytes);
     int r = -1, id = -1;
     CHECK(opsched_graph_find_tensor(g, "relu", &r));
@@ -304,7 +311,8 @@ static void test_run_layers(void **state)
     double *ms = malloc(sizeof(double) * (size_t)nn), total = 0, sum = 0;
     assert_non_null(ms);
     for (int rep = 0; rep < 2; rep++) {
-        for (int i = 0; i < nn; i++) ms[i] = -1;
+        for (int i = 0; i < nn; i++)
+            ms[i] = -1;
         CHECK(opsched_executor_run_layers(ex, ms, &total));
         sum = 0;
         for (int i = 0; i < nn; i++) {
@@ -313,8 +321,8 @@ static void test_run_layers(void **state)
         }
         assert_true(total > 0);
     }
-    print_message("squeezenet1_1 on cpu: %.3f ms whole run, %.3f ms summed over %d layers\n",
-                  total, sum, nn);
+    print_message("squeezenet1_1 on cpu: %.3f ms whole run, %.3f ms summed over %d layers\n", total,
+                  sum, nn);
     /* Views run nothing and take no time. */
     for (int i = 0; i < nn; i++)
         if (opsched_op_is_view(opsched_graph_node(g, i)->op)) assert_true(ms[i] == 0);
@@ -433,7 +441,8 @@ static void test_conversions(void **state)
     opsched_shape s = {4, {2, 3, 2, 2}};
     float src[24], back[24];
     uint16_t mid[24];
-    for (int i = 0; i < 24; i++) src[i] = (float)i;
+    for (int i = 0; i < 24; i++)
+        src[i] = (float)i;
     os_exec_convert(src, OPSCHED_F32, mid, OPSCHED_F16, 24, &s, 1);
     /* element (n=0, c=1, h=0, w=1) sits at ((0*2+0)*2+1)*3+1 = 4 */
     assert_true(os_f16_to_f32(mid[4]) == src[(0 * 3 + 1) * 4 + 0 * 2 + 1]);
@@ -473,11 +482,11 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_conversions),   cmocka_unit_test(test_small_graph),
-        cmocka_unit_test(test_fused_relu),    cmocka_unit_test(test_views_alias),
-        cmocka_unit_test(test_arena_vs_peak), cmocka_unit_test(test_run_layers),
+        cmocka_unit_test(test_conversions),         cmocka_unit_test(test_small_graph),
+        cmocka_unit_test(test_fused_relu),          cmocka_unit_test(test_views_alias),
+        cmocka_unit_test(test_arena_vs_peak),       cmocka_unit_test(test_run_layers),
         cmocka_unit_test(test_capture_unsupported), cmocka_unit_test(test_forced_algorithm),
-        cmocka_unit_test(test_io_errors),     cmocka_unit_test(test_zoo_models),
+        cmocka_unit_test(test_io_errors),           cmocka_unit_test(test_zoo_models),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -68,12 +68,8 @@ opsched_status os_onnx_reshape_to(os_loader *L, int node, const opsched_shape *i
     int64_t want[OPSCHED_MAX_DIMS];
     int n = -1;
     int64_t allowzero = 0;
-    if (L->opset < 5) {
-        OS_TRY(os_onnx_attr_ints(L, node, "shape", want, OPSCHED_MAX_DIMS, &n));
-    } else {
-        OS_TRY(os_onnx_in_ints(L, node, 1, "shape", want, OPSCHED_MAX_DIMS, &n));
-        OS_TRY(os_onnx_attr_int(L, node, "allowzero", &allowzero));
-    }
+    OS_TRY(os_onnx_in_ints(L, node, 1, "shape", want, OPSCHED_MAX_DIMS, &n));
+    OS_TRY(os_onnx_attr_int(L, node, "allowzero", &allowzero));
     if (n < 0) return bad(L, node, "no target shape");
     opsched_shape o = {.ndim = n};
     int infer = -1;

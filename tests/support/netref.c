@@ -25,7 +25,8 @@ int netref_set_weights(opsched_graph *g, uint64_t seed)
         double a = fan_in > 0 ? sqrt(6.0 / (double)fan_in) : 0.1;
         float *v = malloc(sizeof(float) * (size_t)(n ? n : 1));
         if (!v) return -1;
-        for (int64_t i = 0; i < n; i++) v[i] = (float)test_rng_uniform(&r, -a, a);
+        for (int64_t i = 0; i < n; i++)
+            v[i] = (float)test_rng_uniform(&r, -a, a);
         int rc = opsched_graph_set_data(g, t, v, sizeof(float) * (size_t)n) == OPSCHED_OK ? 0 : -1;
         free(v);
         if (rc) return rc;
@@ -54,7 +55,8 @@ float **netref_run(const opsched_graph *g, const float *const *inputs)
             ok = 0;
             break;
         }
-        for (int k = 0; k < n->n_inputs; k++) in[k] = n->inputs[k] >= 0 ? val[n->inputs[k]] : NULL;
+        for (int k = 0; k < n->n_inputs; k++)
+            in[k] = n->inputs[k] >= 0 ? val[n->inputs[k]] : NULL;
         for (int k = 0; k < n->n_outputs && ok; k++) {
             int t = n->outputs[k];
             int64_t cnt = opsched_shape_numel(&opsched_graph_tensor(g, t)->shape);
@@ -72,11 +74,13 @@ float **netref_run(const opsched_graph *g, const float *const *inputs)
         ok = outs[i] && val[t];
         if (ok) memcpy(outs[i], val[t], sizeof(float) * (size_t)cnt);
     }
-    for (int t = 0; own && t < nt; t++) free(own[t]);
+    for (int t = 0; own && t < nt; t++)
+        free(own[t]);
     free(own);
     free(val);
     if (!ok && outs) {
-        for (int i = 0; i < no; i++) free(outs[i]);
+        for (int i = 0; i < no; i++)
+            free(outs[i]);
         free(outs);
         outs = NULL;
     }

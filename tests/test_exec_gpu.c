@@ -1,0 +1,304 @@
+/*
+ * test_exec_gpu.c - the executor on CUDA device 0: resnet50 and googlenet
+ * (batch 1, BN folded, the same weights and input everywhere) in every math
+ * mode against the CPU executor in fp32, NHWC included; capture and replay
+ * as a CUDA graph against an ordinary run; layer timing.
+ *
+ * Without a CUDA device (CI) every test prints "SKIP: no CUDA device" and
+ * passes.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "opsched/opsched.h"
+#include "support/netref.h"
+#include "support/rng.h"
+
+static struct {
+    opsched_ctx *ctx;
+    opsched_device *gpu; /* NULL: no CUDA device, every test skips */
+    opsched_device *cpu; /* NULL: no CPU backend; CUDA fp32 is the baseline then */
+} env;
+
+/* Relative L2 error allowed against fp32 on the CPU, by math mode. */
+static const double tolerance[OPSCHED_MATH_COUNT] = {1e-5, 5e-3, 2e-2, 5e-2};
+
+#define SKIP_WITHOUT_GPU()                                                                         \
+    do {                                                                                           \
+        if (!env.gpu) {                                                                            \
+            print_message("SKIP: no CUDA device\n");                                               \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        opsched_status st_ = (call);                                                               \
+        if (st_ != OPSCHED_OK)                                                                     \
+            fail_msg("%s: %s: %s", #call, opsched_status_str(st_),                                 \
+                     opsched_ctx_last_error(env.ctx));                                             \
+    } while (0)
+
+static opsched_graph *zoo(const char *name, uint64_t seed)
+{
+    opsched_graph *g = NULL;
+    opsched_zoo_options zo = {.batch = 1, .fold_bn = 1};
+    CHECK(opsched_zoo_build(env.ctx, name, &zo, &g));
+    assert_int_equal(netref_set_weights(g, seed), 0);
+    return g;
+}
+
+static float *random_values(size_t n, uint64_t seed)
+{
+    float *v = malloc(sizeof(float) * n);
+    assert_non_null(v);
+    test_rng r;
+    test_rng_seed(&r, seed);
+    for (size_t k = 0; k < n; k++)
+        v[k] = (float)test_rng_uniform(&r, -1, 1);
+    return v;
+}
+
+static size_t input_numel(const opsched_graph *g)
+{
+    return (size_t)opsched_shape_numel(&opsched_graph_tensor(g, opsched_graph_input(g, 0))->shape);
+}
+
+/* Output 0 of one inference of g on dev under opts, from input x; NULL
+ * (with the reason printed) when the executor cannot be made and
+ * may_fail is set. */
+static float *infer(opsched_device *dev, const opsched_graph *g, const opsched_exec_options *o,
+                    const float *x, int may_fail, size_t *n)
+{
+    opsched_executor *ex = NULL;
+    opsched_status st = opsched_executor_create(dev, g, o, &ex);
+    if (st != OPSCHED_OK && may_fail) {
+        print_message("  (cannot run: %s: %s)\n", opsched_status_str(st),
+                      opsched_ctx_last_error(env.ctx));
+        return NULL;
+    }
+    CHECK(st);
+    CHECK(opsched_executor_set_input(ex, 0, x, input_numel(g)));
+    CHECK(opsched_executor_run(ex, NULL));
+    CHECK(opsched_device_sync(dev));
+    *n = opsched_executor_output_numel(ex, 0);
+    float *y = malloc(sizeof(float) * *n);
+    assert_non_null(y);
+    CHECK(opsched_executor_get_output(ex, 0, y, *n));
+    opsched_exec_info info;
+    CHECK(opsched_executor_info(ex, &info));
+    print_message("  arena %zu bytes, weights %zu bytes, workspaces %zu bytes, %d fallbacks\n",
+                  info.arena_bytes, info.weight_bytes, info.workspace_bytes, info.n_fallbacks);
+    opsched_executor_free(ex);
+    return y;
+}
+
+static void check_math_modes(const char *model)
+{
+    opsched_graph *g = zoo(model, 21);
+    size_t nx = input_numel(g), n_ref = 0, n = 0;
+    float *x = random_values(nx, 8);
+    opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};
+    print_message("%s: baseline fp32 on %s\n", model, env.cpu ? "cpu" : "cuda");
+    float *ref = infer(env.cpu ? env.cpu : env.gpu, g, &base, x, 0, &n_ref);
+    int failures = 0; /* every mode is tried and printed before the verdict */
+    for (int layout = 0; layout < 2; layout++) {
+        for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
+            opsched_exec_options o = {
+                .plan = {.math = (opsched_math)m, .layout = (opsched_layout)layout}};
+            print_message("%s on cuda, %s %s:\n", model, opsched_math_name((opsched_math)m),
+                          layout ? "NHWC" : "NCHW");
+            /* NHWC is checked where the backend plans the whole network. */
+            float *y = infer(env.gpu, g, &o, x, layout == 1, &n);
+            if (!y) continue;
+            assert_int_equal(n, n_ref);
+            double err = netref_rel_l2(y, ref, n);
+            print_message("  relative L2 error against fp32 %.3g (limit %.0e)%s\n", err,
+                          tolerance[m], err < tolerance[m] ? "" : "  FAILED");
+            failures += !(err < tolerance[m]);
+            free(y);
+        }
+    }
+    assert_int_equal(failures, 0);
+    free(ref);
+    free(x);
+    opsched_graph_free(g);
+}
+
+static void test_resnet50_math(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    check_math_modes("resnet50");
+}
+
+static void test_googlenet_math(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    check_math_modes("googlenet");
+}
+
+/* Milliseconds per inference over reps, eager or replayed. */
+static double time_runs(opsched_executor *ex, int reps, int replay)
+{
+    opsched_timer *t = NULL;
+    double ms = 0;
+    CHECK(opsched_timer_create(env.gpu, &t));
+    CHECK(opsched_timer_start(t, NULL));
+    for (int i = 0; i < reps; i++)
+        CHECK(replay ? opsched_executor_replay(ex) : opsched_executor_run(ex, NULL));
+    CHECK(opsched_timer_stop(t, NULL));
+    CHECK(opsched_timer_elapsed_ms(t, &ms));
+    opsched_timer_free(t);
+    return ms / reps;
+}
+
+static void test_capture_replay(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    const char *models[] = {"resnet50", "googlenet"};
+    for (size_t mi = 0; mi < 2; mi++) {
+        opsched_graph *g = zoo(models[mi], 22);
+        size_t nx = input_numel(g);
+        float *a = random_values(nx, 1), *b = random_values(nx, 2);
+        opsched_executor *ex = NULL;
+        CHECK(opsched_executor_create(env.gpu, g, NULL, &ex));
+        assert_int_equal(opsched_executor_replay(ex), OPSCHED_ERR_INVALID_ARG);
+        size_t n = opsched_executor_output_numel(ex, 0);
+        float *y_run = malloc(sizeof(float) * n), *y_a = malloc(sizeof(float) * n),
+              *y_b = malloc(sizeof(float) * n);
+        assert_true(y_run && y_a && y_b);
+
+        CHECK(opsched_executor_set_input(ex, 0, a, nx));
+        CHECK(opsched_executor_run(ex, NULL));
+        CHECK(opsched_executor_get_output(ex, 0, y_run, n));
+
+        CHECK(opsched_executor_capture(ex));
+        CHECK(opsched_executor_capture(ex)); /* again: the first graph is replaced */
+        CHECK(opsched_executor_set_input(ex, 0, b, nx));
+        CHECK(opsched_executor_replay(ex));
+        CHECK(opsched_device_sync(env.gpu));
+        CHECK(opsched_executor_get_output(ex, 0, y_b, n));
+        CHECK(opsched_executor_set_input(ex, 0, a, nx));
+        CHECK(opsched_executor_replay(ex));
+        CHECK(opsched_device_sync(env.gpu));
+        CHECK(opsched_executor_get_output(ex, 0, y_a, n));
+        double same = netref_rel_l2(y_a, y_run, n), other = netref_rel_l2(y_b, y_run, n);
+        print_message("%s: replay vs run, same input %.3g, other input %.3g\n", models[mi], same,
+                      other);
+        assert_true(same < 1e-6);
+        assert_true(other > 1e-3);
+
+        /* Eager launches still work after a capture. */
+        CHECK(opsched_executor_run(ex, NULL));
+        CHECK(opsched_device_sync(env.gpu));
+
+        int nn = opsched_graph_num_nodes(g);
+        double *ms = malloc(sizeof(double) * (size_t)nn), total = 0, sum = 0;
+        assert_non_null(ms);
+        for (int rep = 0; rep < 3; rep++)
+            CHECK(opsched_executor_run_layers(ex, ms, &total));
+        for (int i = 0; i < nn; i++) {
+            assert_true(ms[i] >= 0);
+            sum += ms[i];
+        }
+        assert_true(total > 0);
+        for (int i = 0; i < 10; i++)
+            CHECK(opsched_executor_replay(ex));
+        double eager = time_runs(ex, 50, 0), graph = time_runs(ex, 50, 1);
+        print_message("%s fp32: %.3f ms eager, %.3f ms replayed; layer-timed run %.3f ms "
+                      "(layers sum %.3f ms)\n",
+                      models[mi], eager, graph, total, sum);
+        free(ms);
+        free(y_run);
+        free(y_a);
+        free(y_b);
+        free(a);
+        free(b);
+        opsched_executor_free(ex);
+        opsched_graph_free(g);
+    }
+}
+
+/* A forced algorithm that cannot run some layer: named in the error, or
+ * replaced by the heuristic's choice with the reason kept. */
+static void test_forced_algorithm(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    opsched_graph *g = zoo("googlenet", 23);
+    opsched_executor *ex = NULL;
+    opsched_exec_options o = {.plan = {.algo = "winograd"}};
+    opsched_status st = opsched_executor_create(env.gpu, g, &o, &ex);
+    if (st == OPSCHED_OK) {
+        print_message("winograd runs every googlenet convolution here\n");
+        opsched_executor_free(ex);
+    } else {
+        assert_int_equal(st, OPSCHED_ERR_UNSUPPORTED);
+        print_message("without fallback: %s\n", opsched_ctx_last_error(env.ctx));
+        assert_non_null(strstr(opsched_ctx_last_error(env.ctx), "winograd cannot run it"));
+        o.algo_fallback = "heuristic";
+        CHECK(opsched_executor_create(env.gpu, g, &o, &ex));
+        opsched_exec_info info;
+        CHECK(opsched_executor_info(ex, &info));
+        print_message("with fallback: %d of %d layers fell back\n", info.n_fallbacks,
+                      info.n_layers);
+        assert_true(info.n_fallbacks > 0);
+        CHECK(opsched_executor_run(ex, NULL));
+        CHECK(opsched_device_sync(env.gpu));
+        opsched_executor_free(ex);
+    }
+    opsched_graph_free(g);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (opsched_ctx_create(&env.ctx) != OPSCHED_OK) return -1;
+    int count = 0;
+    if (opsched_device_count(env.ctx, "cuda", &count) != OPSCHED_OK || count == 0) {
+        print_message("SKIP: no CUDA device\n");
+        return 0;
+    }
+    if (opsched_device_open(env.ctx, "cuda", 0, &env.gpu) != OPSCHED_OK) {
+        print_error("cannot open cuda device 0: %s\n", opsched_ctx_last_error(env.ctx));
+        return -1;
+    }
+    opsched_device_info info;
+    if (opsched_device_info_get(env.gpu, &info) == OPSCHED_OK)
+        print_message("device: %s (%s)\n", info.name, info.library_versions);
+    if (opsched_device_count(env.ctx, "cpu", &count) == OPSCHED_OK && count > 0 &&
+        opsched_device_open(env.ctx, "cpu", 0, &env.cpu) != OPSCHED_OK)
+        env.cpu = NULL;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    opsched_device_close(env.gpu);
+    opsched_device_close(env.cpu);
+    opsched_ctx_free(env.ctx);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_resnet50_math),
+        cmocka_unit_test(test_googlenet_math),
+        cmocka_unit_test(test_capture_replay),
+        cmocka_unit_test(test_forced_algorithm),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
