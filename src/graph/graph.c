@@ -124,8 +124,12 @@ static opsched_status check_shape(opsched_graph *g, const char *name, const opsc
             return OS_FAIL(g->ctx, OPSCHED_ERR_SHAPE, "tensor '%s': dimension %d is %lld", name,
                            i, (long long)s->d[i]);
     }
-    if (opsched_shape_numel(s) < 0)
-        return OS_FAIL(g->ctx, OPSCHED_ERR_SHAPE, "tensor '%s': element count overflows", name);
+    /* 2^40 elements (4 TiB of f32) is beyond any device; the cap keeps every
+     * byte and FLOP count below it far from int64 overflow. */
+    int64_t n = opsched_shape_numel(s);
+    if (n < 0 || n > OS_MAX_ELEMS)
+        return OS_FAIL(g->ctx, OPSCHED_ERR_SHAPE, "tensor '%s': %s elements are more than 2^40",
+                       name, n < 0 ? "overflowing" : "so many");
     return OPSCHED_OK;
 }
 

@@ -7,6 +7,9 @@
 
 #include "opsched/graph.h"
 
+/* The most elements one tensor may have. */
+#define OS_MAX_ELEMS ((int64_t)1 << 40)
+
 struct opsched_graph {
     opsched_ctx *ctx;
     char *name;

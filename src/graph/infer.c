@@ -292,7 +292,10 @@ static opsched_status infer_pool(infer_args *a)
                    (long long)(x->d[3] + p->pads[1] + p->pads[3]));
     opsched_shape o = {.ndim = 4, .d = {x->d[0], x->d[1], oh, ow}};
     a->out[0] = o;
-    a->cost->flops = opsched_shape_numel(&o) * p->kernel[0] * p->kernel[1];
+    int64_t f = 0;
+    if (!os_mul_ok(opsched_shape_numel(&o), p->kernel[0], &f) || !os_mul_ok(f, p->kernel[1], &f))
+        return BAD(a, "FLOP count overflows");
+    a->cost->flops = f;
     return OPSCHED_OK;
 }
 
@@ -652,7 +655,7 @@ opsched_status os_infer(opsched_graph *g, const char *name, opsched_op_kind op,
     for (int i = 0; i < n_out; i++) {
         out_dtypes[i] = a.in[0]->dtype;
         int64_t n = opsched_shape_numel(&out_shapes[i]);
-        if (n < 0) return BAD(&a, "output %d has too many elements", i);
+        if (n < 0 || n > OS_MAX_ELEMS) return BAD(&a, "output %d has more than 2^40 elements", i);
         cost->out_elems += n;
         cost->bytes_written += n * (int64_t)opsched_dtype_size(out_dtypes[i]);
     }

@@ -9,6 +9,7 @@
  * Graph inputs are live from the start; weights and constants are counted
  * separately (weight_bytes), not as activations.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,15 @@
 static int64_t bytes_of(const opsched_tensor *t)
 {
     return opsched_shape_numel(&t->shape) * (int64_t)opsched_dtype_size(t->dtype);
+}
+
+/* Sums that saturate instead of overflowing (graphs of huge FLOP counts). */
+static void add_sat(int64_t *acc, int64_t v)
+{
+    if (v > 0 && *acc > INT64_MAX - v)
+        *acc = INT64_MAX;
+    else
+        *acc += v;
 }
 
 opsched_status opsched_graph_totals_compute(const opsched_graph *g, opsched_graph_totals *out)
@@ -37,17 +47,17 @@ opsched_status opsched_graph_totals_compute(const opsched_graph *g, opsched_grap
         last[t] = -1;
         const opsched_tensor *ts = &g->tensors[t];
         if (ts->kind == OPSCHED_TENSOR_WEIGHT) {
-            out->params += opsched_shape_numel(&ts->shape);
-            out->weight_bytes += bytes_of(ts);
+            add_sat(&out->params, opsched_shape_numel(&ts->shape));
+            add_sat(&out->weight_bytes, bytes_of(ts));
         } else if (ts->kind == OPSCHED_TENSOR_CONSTANT) {
-            out->weight_bytes += bytes_of(ts);
+            add_sat(&out->weight_bytes, bytes_of(ts));
         }
     }
     for (size_t i = 0; i < g->n_nodes; i++) {
         const opsched_node *n = &g->nodes[i];
-        out->flops += n->cost.flops;
-        out->bytes_read += n->cost.bytes_read;
-        out->bytes_written += n->cost.bytes_written;
+        add_sat(&out->flops, n->cost.flops);
+        add_sat(&out->bytes_read, n->cost.bytes_read);
+        add_sat(&out->bytes_written, n->cost.bytes_written);
         out->n_nodes++;
         if (!opsched_op_is_view(n->op)) out->n_compute_nodes++;
         if (opsched_op_is_view(n->op) && n->inputs[0] >= 0) root[n->outputs[0]] = root[n->inputs[0]];
