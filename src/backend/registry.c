@@ -19,6 +19,10 @@ struct opsched_device {
     opsched_ctx *ctx;
     void *impl;
     int index;
+    /* Device properties do not change while it is open; the query costs
+     * the driver a round trip (cudaGetDeviceProperties), so ask once. */
+    opsched_device_info info;
+    int info_valid;
     struct opsched_stream *default_stream;
 };
 
@@ -161,10 +165,14 @@ opsched_ctx *opsched_device_ctx(const opsched_device *dev) { return dev ? dev->c
 opsched_status opsched_device_info_get(opsched_device *dev, opsched_device_info *out)
 {
     if (!dev || !out) return OPSCHED_ERR_INVALID_ARG;
-    memset(out, 0, sizeof(*out));
-    OS_TRY(dev->be->device_info(dev->ctx, dev->impl, out));
-    snprintf(out->backend, sizeof(out->backend), "%s", dev->be->name);
-    out->index = dev->index;
+    if (!dev->info_valid) {
+        memset(&dev->info, 0, sizeof(dev->info));
+        OS_TRY(dev->be->device_info(dev->ctx, dev->impl, &dev->info));
+        snprintf(dev->info.backend, sizeof(dev->info.backend), "%s", dev->be->name);
+        dev->info.index = dev->index;
+        dev->info_valid = 1;
+    }
+    *out = dev->info;
     return OPSCHED_OK;
 }
 

@@ -205,10 +205,14 @@ static opsched_status time_samples(bench *b, opsched_timer *timer, const opsched
         if (warm > 1000000) break;
     }
     OS_TRY(opsched_device_sync(b->dev));
+    double warm_ms = os_now_ms() - t0;
 
     /* Launches per sample: enough that one sample lasts sample_min_us,
-     * checked again once the launches are captured as a graph. */
-    b->per_sample = 1;
+     * checked again once the launches are captured as a graph.  The
+     * warm-up's pace bounds the time of one launch from above. */
+    double per_warm = warm > 0 ? warm_ms / warm : 0;
+    b->per_sample = per_warm > 0 ? (int)ceil(o->sample_min_us / 1000.0 / per_warm) : 1;
+    b->per_sample = OS_MIN(OS_MAX(b->per_sample, 1), 4096);
     for (int round = 0; round < 10; round++) {
         double ms = 0;
         if (!o->direct_launches) OS_TRY(capture_sample(b));
