@@ -131,6 +131,7 @@ static void test_profile_squeezenet(void **state)
     assert_true(r->attribution_latency > 0.25 && r->attribution_latency < 4.0);
 
     assert_true(r->check_passed);
+    assert_string_equal(r->check_note, "");
     assert_true(r->check_rel_l2 <= 1e-5);
     assert_true(r->check_tolerance == 1e-5);
     opsched_profile_result_free(r);
@@ -185,7 +186,8 @@ static void test_forced_algorithm(void **state)
     r = profile_ok(fx, &o);
     assert_true(r->n_fallbacks > 0);
     int flagged = 0;
-    for (int i = 0; i < r->n_layers; i++) flagged += r->layers[i].fallback;
+    for (int i = 0; i < r->n_layers; i++)
+        flagged += r->layers[i].fallback;
     assert_int_equal(flagged, r->n_fallbacks);
     assert_true(r->check_passed);
     opsched_profile_result_free(r);
@@ -327,8 +329,8 @@ static void on_summary(const opsched_network_summary *s, void *user)
     summary_seen *seen = user;
     size_t len = strlen(seen->text);
     snprintf(seen->text + len, sizeof(seen->text) - len, "%s|%s|%lld|%lld|%lld-%lld|%lld;",
-             s->device, s->model, (long long)s->batch, (long long)s->sizes,
-             (long long)s->min_size, (long long)s->max_size, (long long)s->rows);
+             s->device, s->model, (long long)s->batch, (long long)s->sizes, (long long)s->min_size,
+             (long long)s->max_size, (long long)s->rows);
     seen->rows++;
 }
 

@@ -59,6 +59,13 @@ typedef struct opsched_profile_result {
     opsched_layer_profile *layers; /* n_layers entries, owned by the result */
     double layer_sum_ms;           /* sum of per-layer medians */
     double attribution_latency;    /* layer_sum_ms / e2e.median */
+    double attribution_graph;      /* layer_sum_ms / e2e_graph.median; NaN without a graph */
+    /* 1: each layer-timed run was queued behind graph replays long enough
+     * to cover its enqueueing, so the device ran its layers back to back
+     * and the per-layer times exclude host launch gaps; 0: a layer whose
+     * launch reached the device late counts the wait in its time (when
+     * enqueueing is slower than the device: e2e.median ~ enqueue_ms). */
+    int layers_queued;
     double layer_energy_sum_j;     /* NaN unless every timed layer has an energy */
     double attribution_energy;     /* layer_energy_sum_j / energy.energy_j */
     double check_rel_l2;           /* vs CPU backend; NaN when not checked, inf when an

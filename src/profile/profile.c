@@ -77,7 +77,7 @@ static opsched_status result_new(opsched_ctx *ctx, int n_layers, opsched_profile
     r->n_layers = n_layers;
     r->enqueue_ms = NAN;
     energy_unknown(&r->energy);
-    r->layer_sum_ms = r->attribution_latency = NAN;
+    r->layer_sum_ms = r->attribution_latency = r->attribution_graph = NAN;
     r->layer_energy_sum_j = r->attribution_energy = NAN;
     r->check_rel_l2 = NAN;
     for (int i = 0; i < n_layers; i++) {
@@ -132,6 +132,8 @@ static void attribute(opsched_profile_result *r, int layers_timed)
             sum += r->layers[i].median_ms;
         r->layer_sum_ms = sum;
         if (r->e2e.median > 0) r->attribution_latency = sum / r->e2e.median;
+        if (r->e2e_graph.n > 0 && r->e2e_graph.median > 0)
+            r->attribution_graph = sum / r->e2e_graph.median;
     }
     if (!isnan(r->layer_energy_sum_j) && r->energy.valid && r->energy.energy_j > 0)
         r->attribution_energy = r->layer_energy_sum_j / r->energy.energy_j;

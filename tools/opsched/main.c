@@ -12,6 +12,7 @@ static const tool_cmd commands[] = {
     {"devices", "list GPUs and the CPU with versions, memory, power and energy", cmd_devices},
     {"bench", "measure one operator configuration, one row per algorithm", cmd_bench},
     {"sweep", "measure every configuration of a sweep spec into a database", cmd_sweep},
+    {"profile", "profile a whole network: latency, layers, energy, numerics", cmd_profile},
     {"merge", "merge measurement databases (shards) into one", cmd_merge},
     {"export", "write a database's measurements as CSV", cmd_export},
     {"status", "count what a measurement database holds", cmd_status},

@@ -16,15 +16,20 @@
 
 static void csv_num(FILE *f, double v)
 {
-    if (isfinite(v)) fprintf(f, ",%.6g", v);
-    else if (isinf(v)) fprintf(f, ",inf");
-    else fputc(',', f);
+    if (isfinite(v))
+        fprintf(f, ",%.6g", v);
+    else if (isinf(v))
+        fprintf(f, ",inf");
+    else
+        fputc(',', f);
 }
 
 static void csv_int(FILE *f, int64_t v)
 {
-    if (v >= 0) fprintf(f, ",%lld", (long long)v);
-    else fputc(',', f);
+    if (v >= 0)
+        fprintf(f, ",%lld", (long long)v);
+    else
+        fputc(',', f);
 }
 
 static void csv_text(FILE *f, const char *s)
@@ -38,7 +43,7 @@ void report_overall_header(FILE *f)
     fprintf(f, "model,algorithm,batch,input_size,mean,std,min,max,median,p90,p99,throughput,"
                "power_mean_w,energy_per_inference_j,peak_memory_bytes,e2e_graph_median_ms,"
                "layer_sum_ms,attribution_latency_pct,attribution_energy_pct,check_rel_l2,"
-               "enqueue_ms,cv,math,layout,fallback_layers\n");
+               "enqueue_ms,cv,math,layout,fallback_layers,attribution_graph_pct,layers_queued\n");
 }
 
 void report_overall_row(FILE *f, const profile_item *it)
@@ -68,7 +73,9 @@ void report_overall_row(FILE *f, const profile_item *it)
     csv_num(f, s->cv);
     csv_text(f, opsched_math_name(it->math));
     csv_text(f, it->layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw");
-    fprintf(f, ",%d\n", r->n_fallbacks);
+    fprintf(f, ",%d", r->n_fallbacks);
+    csv_num(f, 100.0 * r->attribution_graph);
+    fprintf(f, ",%d\n", r->layers_queued);
 }
 
 void report_layers_header(FILE *f)
@@ -80,8 +87,10 @@ void report_layers_header(FILE *f)
 /* "3" for a square kernel or stride, "7x1" otherwise; "" when none. */
 static void pair_text(const int64_t v[2], char *buf, size_t n)
 {
-    if (v[0] == v[1]) snprintf(buf, n, "%lld", (long long)v[0]);
-    else snprintf(buf, n, "%lldx%lld", (long long)v[0], (long long)v[1]);
+    if (v[0] == v[1])
+        snprintf(buf, n, "%lld", (long long)v[0]);
+    else
+        snprintf(buf, n, "%lldx%lld", (long long)v[0], (long long)v[1]);
 }
 
 static void kernel_stride(const opsched_node *n, char *k, char *s, size_t size)
@@ -137,8 +146,9 @@ static int is_host_backend(const profile_item *it)
 
 static void stats_line(FILE *f, const char *what, const opsched_stats *s)
 {
-    fprintf(f, "%-22s min = %.4f ms, max = %.4f ms, mean = %.4f ms, median = %.4f ms, "
-               "p90 = %.4f ms, p99 = %.4f ms (%d samples, CV %.2f%%)\n",
+    fprintf(f,
+            "%-22s min = %.4f ms, max = %.4f ms, mean = %.4f ms, median = %.4f ms, "
+            "p90 = %.4f ms, p99 = %.4f ms (%d samples, CV %.2f%%)\n",
             what, s->min, s->max, s->mean, s->median, s->p90, s->p99, s->n, 100.0 * s->cv);
 }
 
@@ -148,15 +158,16 @@ static void energy_lines(FILE *f, const opsched_profile_result *r)
     if (!e->valid) {
         fprintf(f, "%-22s n/a (not measured, or no power sensor)\n", "Energy:");
     } else {
-        fprintf(f, "%-22s %.6f J/inference (dynamic %.6f J), power %.1f W (idle %.1f W), "
-                   "%ld inferences in %.2f s, %s%s\n",
+        fprintf(f,
+                "%-22s %.6f J/inference (dynamic %.6f J), power %.1f W (idle %.1f W), "
+                "%ld inferences in %.2f s, %s%s\n",
                 "Energy:", e->energy_j, e->dynamic_energy_j, e->power_mean_w, e->idle_power_w,
                 e->launches, e->window_ms / 1000.0, e->method,
                 r->energy_from_graph ? ", CUDA graph replays" : "");
     }
     if (!isnan(r->layer_energy_sum_j))
-        fprintf(f, "%-22s sum %.6f J = %.1f%% of the network's\n", "Layer energy:",
-                r->layer_energy_sum_j, 100.0 * r->attribution_energy);
+        fprintf(f, "%-22s sum %.6f J = %.1f%% of the network's\n",
+                "Layer energy:", r->layer_energy_sum_j, 100.0 * r->attribution_energy);
 }
 
 void report_summary(FILE *f, const profile_item *it)
@@ -168,26 +179,33 @@ void report_summary(FILE *f, const profile_item *it)
             it->dev->backend, it->dev->index, it->dev->name, it->algo_policy,
             r->n_fallbacks ? " (+ fallback)" : "", opsched_math_name(it->math),
             it->layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw");
-    fprintf(f, "%-22s %.2f inferences/s (batch %lld / median latency)\n", "Throughput:",
-            r->e2e.median > 0 ? (double)it->batch * 1000.0 / r->e2e.median : 0.0,
+    fprintf(f, "%-22s %.2f inferences/s (batch %lld / median latency)\n",
+            "Throughput:", r->e2e.median > 0 ? (double)it->batch * 1000.0 / r->e2e.median : 0.0,
             (long long)it->batch);
     stats_line(f, "Latency:", &r->e2e);
     fprintf(f, "%-22s median = %.4f ms%s\n", "Enqueue Time:", r->enqueue_ms,
             is_host_backend(it) ? " (the CPU backend computes while it enqueues)" : "");
     if (r->e2e_layered.n > 0) {
         stats_line(f, "Compute (layered):", &r->e2e_layered);
-        fprintf(f, "%-22s layer sum %.4f ms = %.1f%% of the median latency (per-layer medians; "
-                   "gaps between layers not counted)\n",
+        fprintf(f, "%-22s layer sum %.4f ms = %.1f%% of the median latency",
                 "Attribution:", r->layer_sum_ms, 100.0 * r->attribution_latency);
+        if (!isnan(r->attribution_graph))
+            fprintf(f, ", %.1f%% of the CUDA graph's", 100.0 * r->attribution_graph);
+        fprintf(f, " (per-layer medians; %s)\n",
+                r->layers_queued ? "layers queued behind graph replays: device time, launch "
+                                   "gaps excluded"
+                                 : "a launch that reaches the device late counts in its layer");
     }
     if (r->e2e_graph.n > 0)
         stats_line(f, "CUDA Graph Latency:", &r->e2e_graph);
     else
         fprintf(f, "%-22s n/a (off, or the backend has no graphs)\n", "CUDA Graph Latency:");
     energy_lines(f, r);
-    fprintf(f, "%-22s %sB (activations after reuse + weights + workspaces)\n", "Peak memory:",
-            tool_human((double)r->peak_memory_bytes, mem, sizeof(mem)));
-    if (isnan(r->check_rel_l2))
+    fprintf(f, "%-22s %sB (activations after reuse + weights + workspaces)\n",
+            "Peak memory:", tool_human((double)r->peak_memory_bytes, mem, sizeof(mem)));
+    if (r->check_note[0])
+        fprintf(f, "%-22s not checked: %s\n", "Numerics:", r->check_note);
+    else if (isnan(r->check_rel_l2))
         fprintf(f, "%-22s not checked\n", "Numerics:");
     else
         fprintf(f, "%-22s relative L2 %.3g against the CPU backend in fp32 (tolerance %.0e): %s\n",
@@ -205,8 +223,7 @@ void report_line(FILE *f, const profile_item *it)
     if (!isnan(r->attribution_latency))
         fprintf(f, ", layers %.1f%%", 100.0 * r->attribution_latency);
     if (r->energy.valid) fprintf(f, ", %.4f J/inf", r->energy.energy_j);
-    if (!isnan(r->check_rel_l2))
-        fprintf(f, ", check %s", r->check_passed ? "passed" : "FAILED");
+    if (!isnan(r->check_rel_l2)) fprintf(f, ", check %s", r->check_passed ? "passed" : "FAILED");
     fputc('\n', f);
 }
 
@@ -215,19 +232,25 @@ int report_warnings(const profile_item *it)
     const opsched_profile_result *r = it->r;
     const char *where = it->model;
     if (!is_host_backend(it) && r->enqueue_ms >= 0.9 * r->e2e.median)
-        fprintf(stderr, "opsched: warning: %s b%lld %lld is enqueue-bound: enqueueing one "
-                        "inference takes %.4f ms, >= 90%% of its latency %.4f ms; the host limits "
-                        "throughput (a CUDA graph removes most of that)\n",
+        fprintf(stderr,
+                "opsched: warning: %s b%lld %lld is enqueue-bound: enqueueing one "
+                "inference takes %.4f ms, >= 90%% of its latency %.4f ms; the host limits "
+                "throughput (a CUDA graph removes most of that)\n",
                 where, (long long)it->batch, (long long)it->size, r->enqueue_ms, r->e2e.median);
     if (r->e2e.cv > OPSCHED_CV_WARN)
-        fprintf(stderr, "opsched: warning: %s b%lld %lld is unstable: the coefficient of "
-                        "variation of its latency is %.1f%% (> %.1f%%); the device may be shared "
-                        "or throttling\n",
+        fprintf(stderr,
+                "opsched: warning: %s b%lld %lld is unstable: the coefficient of "
+                "variation of its latency is %.1f%% (> %.1f%%); the device may be shared "
+                "or throttling\n",
                 where, (long long)it->batch, (long long)it->size, 100.0 * r->e2e.cv,
                 100.0 * OPSCHED_CV_WARN);
+    if (r->check_note[0])
+        fprintf(stderr, "opsched: warning: %s b%lld %lld: numerics not checked: %s\n", where,
+                (long long)it->batch, (long long)it->size, r->check_note);
     if (!isnan(r->check_rel_l2) && !r->check_passed) {
-        fprintf(stderr, "opsched: error: %s b%lld %lld: numerics check failed: relative L2 "
-                        "error %.3g against the CPU backend exceeds %.0e\n",
+        fprintf(stderr,
+                "opsched: error: %s b%lld %lld: numerics check failed: relative L2 "
+                "error %.3g against the CPU backend exceeds %.0e\n",
                 where, (long long)it->batch, (long long)it->size, r->check_rel_l2,
                 r->check_tolerance);
         return 1;

@@ -13,8 +13,8 @@
 /* One (batch, size) just profiled, with what it was profiled under. */
 typedef struct profile_item {
     const char *model;
-    const char *algo_policy;        /* "heuristic", "find" or an algorithm */
-    const char *algo_fallback;      /* NULL or "heuristic" */
+    const char *algo_policy;   /* "heuristic", "find" or an algorithm */
+    const char *algo_fallback; /* NULL or "heuristic" */
     opsched_math math;
     opsched_layout layout;
     int64_t batch, size;

@@ -39,6 +39,7 @@ int cmd_sweep(opsched_ctx *ctx, int argc, char **argv);
 int cmd_merge(opsched_ctx *ctx, int argc, char **argv);
 int cmd_export(opsched_ctx *ctx, int argc, char **argv);
 int cmd_status(opsched_ctx *ctx, int argc, char **argv);
+int cmd_profile(opsched_ctx *ctx, int argc, char **argv);
 
 /* Measurement options shared by bench, sweep and profile. */
 typedef struct tool_measure_args {
