@@ -545,6 +545,56 @@ static void test_conv_graph_buffer_sets(void **state)
     tcase_free(c);
 }
 
+/* A convolution with bias whose only reader is a Relu; the case's node is
+ * the convolution. */
+static tcase *conv_relu_case(const conv_cfg *k)
+{
+    tcase *c = conv_case(k);
+    int conv = c->node, y = opsched_graph_node(c->g, conv)->outputs[0];
+    snprintf(c->label + strlen(c->label), sizeof(c->label) - strlen(c->label), " + Relu");
+    opsched_op_attr a = attr0();
+    int r = -1;
+    if (opsched_graph_add_node(c->g, "relu", OPSCHED_OP_RELU, &a, &y, 1, 1, NULL, &r) != OPSCHED_OK)
+        fail_msg("%s: %s", c->label, opsched_ctx_last_error(env.ctx));
+    c->node = conv;
+    return c;
+}
+
+/* Conv + bias + Relu planned with fuse_activation in every math mode and
+ * layout: the plan must take the Relu (fused into cuDNN's graph or into
+ * the epilogue kernel) and match the host's conv + bias + relu; prints
+ * which combinations cuDNN fused ("+bias+relu" in the algorithm). */
+static void test_conv_fused_epilogue(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    static const int cfgs[] = {0, 1, 2, 3};
+    for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
+        for (int l = 0; l < 2; l++) {
+            opsched_layout lay = l ? OPSCHED_LAYOUT_NHWC : OPSCHED_LAYOUT_NCHW;
+            int fused = 0, total = 0;
+            for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
+                tcase *c = conv_relu_case(&conv_cfgs[cfgs[i]]);
+                opsched_plan_options o = opts_of((opsched_math)m, lay, NULL);
+                opsched_plan_info info;
+                o.fuse_activation = 1;
+                assert_int_equal(check_case_info(c, &o, 0, &info), 1);
+                assert_int_equal(info.fused_activation, 1);
+                total++;
+                fused += strstr(info.algo, "+relu") != NULL;
+                print_message("  %s [%s %s]: %s\n", c->label, opsched_math_name(o.math),
+                              l ? "nhwc" : "nchw", info.algo);
+                o.fuse_activation = 0; /* the bias alone, the Relu left to its node */
+                assert_int_equal(check_case_info(c, &o, 0, &info), 1);
+                assert_int_equal(info.fused_activation, 0);
+                tcase_free(c);
+            }
+            print_message("  conv+bias+relu %s %s: cuDNN fused %d of %d\n",
+                          opsched_math_name((opsched_math)m), l ? "nhwc" : "nchw", fused, total);
+        }
+    }
+}
+
 static void test_conv_bad_algo(void **state)
 {
     (void)state;
@@ -971,6 +1021,7 @@ int main(void)
         cmocka_unit_test(test_conv_math_modes),
         cmocka_unit_test(test_conv_policies),
         cmocka_unit_test(test_conv_graph_buffer_sets),
+        cmocka_unit_test(test_conv_fused_epilogue),
         cmocka_unit_test(test_conv_bad_algo),
         cmocka_unit_test(test_gemm_math_modes),
         cmocka_unit_test(test_nhwc_ops),

@@ -155,6 +155,10 @@ opsched_status opsched_timer_start(opsched_timer *t, opsched_stream *s);
 opsched_status opsched_timer_stop(opsched_timer *t, opsched_stream *s);
 /* Waits for the stop mark; milliseconds between start and stop. */
 opsched_status opsched_timer_elapsed_ms(opsched_timer *t, double *ms);
+/* Waits for b's start mark; milliseconds from a's start mark to b's.  A
+ * chain of timers whose start marks sit at the boundaries between pieces
+ * of work times each piece with one mark per boundary, not two. */
+opsched_status opsched_timer_between_ms(opsched_timer *a, opsched_timer *b, double *ms);
 
 typedef struct opsched_power_sample {
     double power_w;            /* NaN when unavailable */

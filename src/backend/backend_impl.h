@@ -51,6 +51,8 @@ typedef struct os_backend_iface {
     opsched_status (*timer_mark)(opsched_ctx *ctx, void *dev, void *timer, void *stream,
                                  int which);
     opsched_status (*timer_elapsed)(opsched_ctx *ctx, void *dev, void *timer, double *ms);
+    /* Waits for b's start mark; milliseconds from a's start mark to b's. */
+    opsched_status (*timer_between)(opsched_ctx *ctx, void *dev, void *a, void *b, double *ms);
 
     /* Optional: forward convolution algorithm names (static). */
     const char *const *conv_algos;

@@ -457,6 +457,12 @@ opsched_status opsched_timer_stop(opsched_timer *t, opsched_stream *s)
     return t->dev->be->timer_mark(t->dev->ctx, t->dev->impl, t->impl, s->impl, 1);
 }
 
+opsched_status opsched_timer_between_ms(opsched_timer *a, opsched_timer *b, double *ms)
+{
+    if (!a || !b || !ms || a->dev != b->dev) return OPSCHED_ERR_INVALID_ARG;
+    return a->dev->be->timer_between(a->dev->ctx, a->dev->impl, a->impl, b->impl, ms);
+}
+
 opsched_status opsched_timer_elapsed_ms(opsched_timer *t, double *ms)
 {
     if (!t || !ms) return OPSCHED_ERR_INVALID_ARG;

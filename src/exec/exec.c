@@ -10,6 +10,7 @@
  * before it aliases that convolution's output the same way.
  */
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,7 @@ struct opsched_executor {
     opsched_buffer **io;   /* every node's inputs then outputs */
     opsched_buffer *arena, *weights;
     opsched_timer *total_timer;
+    opsched_timer *end_timer; /* the boundary after the last layer */
     void *graph; /* captured device graph, NULL when none */
     opsched_exec_info info;
 };
@@ -238,11 +240,48 @@ static opsched_status plan_all(opsched_executor *ex, const opsched_graph *g,
 
 /* ---- memory ------------------------------------------------------------- */
 
-/* Logical-order host values for tensor t from seed: uniform in [-1, 1) for
- * floats (opsched_buffer_fill_random's stream), indices in range for Gather
+/* How random weights are drawn: lo + (hi - lo) * u for u uniform in
+ * [0, 1).  Multiplying weights are scaled by fan-in (as PyTorch's default
+ * initialisation does) so activations of a deep network stay in range even
+ * in fp16; normalisation scales and variances stay positive. */
+typedef struct fill_range {
+    float lo, hi;
+} fill_range;
+
+static fill_range weight_range(const opsched_graph *g, int tensor)
+{
+    fill_range r = {-1.0f, 1.0f};
+    const opsched_tensor *t = opsched_graph_tensor(g, tensor);
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
+        const opsched_node *n = opsched_graph_node(g, i);
+        for (int k = 0; k < n->n_inputs; k++) {
+            if (n->inputs[k] != tensor || k == 0) continue;
+            int64_t fan_in = 0;
+            if ((n->op == OPSCHED_OP_CONV || n->op == OPSCHED_OP_GEMM) && k == 1 &&
+                t->shape.ndim >= 2)
+                fan_in = n->op == OPSCHED_OP_GEMM && !n->attr.gemm.trans_b
+                             ? t->shape.d[0]
+                             : opsched_shape_numel(&t->shape) / t->shape.d[0];
+            else if (n->op == OPSCHED_OP_MATMUL && k == 1 && t->shape.ndim >= 2)
+                fan_in = t->shape.d[t->shape.ndim - 2];
+            if (fan_in > 0) {
+                float b = sqrtf(6.0f / (float)fan_in);
+                return (fill_range){-b, b};
+            }
+            if ((n->op == OPSCHED_OP_BATCHNORM && (k == 1 || k == 4)) ||
+                (n->op == OPSCHED_OP_LAYERNORM && k == 1))
+                return (fill_range){0.5f, 1.5f};
+            return (fill_range){-0.1f, 0.1f}; /* biases, shifts, means, embeddings */
+        }
+    }
+    return r;
+}
+
+/* Logical-order host values for tensor t from seed: floats uniform in
+ * range (opsched_buffer_fill_random's stream), indices in range for Gather
  * indices, small integers otherwise; then stored as t is, into dst. */
 static opsched_status random_host(opsched_executor *ex, const ex_tensor *t, uint64_t seed,
-                                  void *dst)
+                                  fill_range range_f, void *dst)
 {
     float *v = malloc(sizeof(float) * (t->numel ? t->numel : 1));
     if (!v) return OS_NOMEM(ex->ctx);
@@ -251,7 +290,8 @@ static opsched_status random_host(opsched_executor *ex, const ex_tensor *t, uint
     int is_int = t->sdt != OPSCHED_F32 && t->sdt != OPSCHED_F16 && t->sdt != OPSCHED_BF16;
     uint64_t range = t->index_extent > 0 ? (uint64_t)t->index_extent : 7;
     for (size_t i = 0; i < t->numel; i++)
-        v[i] = is_int ? (float)(os_rng_next(&rng) % range) : os_rng_sym(&rng);
+        v[i] = is_int ? (float)(os_rng_next(&rng) % range)
+                      : range_f.lo + (range_f.hi - range_f.lo) * 0.5f * (os_rng_sym(&rng) + 1.0f);
     os_exec_convert(v, OPSCHED_F32, dst, t->sdt, t->numel, &t->shape, t->nhwc);
     free(v);
     return OPSCHED_OK;
@@ -282,7 +322,8 @@ static opsched_status load_weights(opsched_executor *ex, const opsched_graph *g,
             os_exec_convert(src->data, src->dtype, host + off, et->sdt, et->numel, &et->shape,
                             et->nhwc);
         else
-            OS_TRY_GOTO(st, random_host(ex, et, seed + (uint64_t)t, host + off), done);
+            OS_TRY_GOTO(st, random_host(ex, et, seed + (uint64_t)t, weight_range(g, t), host + off),
+                        done);
         OS_TRY_GOTO(st, opsched_buffer_view(ex->weights, off, et->bytes, &et->buf), done);
         et->owns_buf = 1;
         off += align_up(et->bytes ? et->bytes : 1);
@@ -330,6 +371,7 @@ void opsched_executor_free(opsched_executor *ex)
     if (!ex) return;
     os_device_graph_free(ex->dev, ex->graph);
     opsched_timer_free(ex->total_timer);
+    opsched_timer_free(ex->end_timer);
     for (int i = 0; ex->nodes && i < ex->n_nodes; i++) {
         opsched_plan_free(ex->nodes[i].plan);
         opsched_timer_free(ex->nodes[i].timer);
@@ -468,7 +510,7 @@ opsched_status opsched_executor_randomize_inputs(opsched_executor *ex, uint64_t 
         if (!t->buf) continue;
         void *host = malloc(t->bytes ? t->bytes : 1);
         if (!host) return OS_NOMEM(ex->ctx);
-        opsched_status st = random_host(ex, t, seed + (uint64_t)id, host);
+        opsched_status st = random_host(ex, t, seed + (uint64_t)id, (fill_range){-1.0f, 1.0f}, host);
         if (st == OPSCHED_OK) st = opsched_buffer_upload(t->buf, 0, host, t->bytes);
         free(host);
         OS_TRY(st);
@@ -488,6 +530,9 @@ opsched_status opsched_executor_run(opsched_executor *ex, opsched_stream *s)
     return OPSCHED_OK;
 }
 
+/* Layers are timed by marks at the boundaries between them (one device
+ * timestamp per boundary, the next layer's start being the previous one's
+ * end), so the layers add up exactly to the layer-timed run. */
 opsched_status opsched_executor_run_layers(opsched_executor *ex, double *layer_ms, double *total_ms)
 {
     if (!ex) return OPSCHED_ERR_INVALID_ARG;
@@ -501,13 +546,28 @@ opsched_status opsched_executor_run_layers(opsched_executor *ex, double *layer_m
         if (!n->plan) continue;
         OS_TRY(opsched_timer_start(n->timer, NULL));
         OS_TRY(opsched_plan_launch(n->plan, NULL, n->in, n->out));
-        OS_TRY(opsched_timer_stop(n->timer, NULL));
     }
+    /* the end mark: the total timer's stop, reached through a second start mark */
+    if (!ex->end_timer) OS_TRY(opsched_timer_create(ex->dev, &ex->end_timer));
+    OS_TRY(opsched_timer_start(ex->end_timer, NULL));
     OS_TRY(opsched_timer_stop(ex->total_timer, NULL));
+    opsched_timer *prev = NULL;
+    int prev_node = -1;
     for (int i = 0; i < ex->n_nodes; i++) {
+        if (layer_ms) layer_ms[i] = 0;
+        if (!ex->nodes[i].plan) continue;
+        if (prev) {
+            double ms = 0;
+            OS_TRY(opsched_timer_between_ms(prev, ex->nodes[i].timer, &ms));
+            if (layer_ms) layer_ms[prev_node] = ms;
+        }
+        prev = ex->nodes[i].timer;
+        prev_node = i;
+    }
+    if (prev) {
         double ms = 0;
-        if (ex->nodes[i].plan) OS_TRY(opsched_timer_elapsed_ms(ex->nodes[i].timer, &ms));
-        if (layer_ms) layer_ms[i] = ms;
+        OS_TRY(opsched_timer_between_ms(prev, ex->end_timer, &ms));
+        if (layer_ms) layer_ms[prev_node] = ms;
     }
     double total = 0;
     OS_TRY(opsched_timer_elapsed_ms(ex->total_timer, &total));

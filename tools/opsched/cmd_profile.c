@@ -61,6 +61,8 @@ static void profile_help(void)
            "  --algo-fallback heuristic  run layers the algorithm cannot run with the\n"
            "                         library's choice (and record that)\n"
            "  --cuda-graph on|off    also time replays of a captured CUDA graph (default on)\n"
+           "  --fuse on|off          run a convolution, its bias and a following ReLU as one\n"
+           "                         operation where the backend can (default on)\n"
            "  --layers on|off        time every layer: layers CSV, attribution (default on)\n"
            "  --layer-energy         energy of each distinct layer in its own window\n"
            "                         (implies --energy)\n"
@@ -89,6 +91,7 @@ typedef struct profile_args {
     stage_kind stage;
     const char *algo_fallback;
     int cuda_graph, layers, check, layer_energy, fold_bn, dry_run;
+    int fuse; /* conv + bias + ReLU as one operation where the backend can */
     const char *out_dir, *db, *trace;
     const char *flags[MAX_FLAGS][2]; /* measurement flags, applied after the stage */
     int n_flags;
@@ -125,7 +128,7 @@ static int own_value_flag(profile_args *a, const char *arg, const char *val, int
 {
     static const char *const names[] = {"--batch",      "--sizes",  "--stage", "--algo-fallback",
                                         "--cuda-graph", "--layers", "--check", "--out-dir",
-                                        "--db",         "--trace"};
+                                        "--db",         "--trace",  "--fuse"};
     int which = -1;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strcmp(arg, names[i]) == 0) which = (int)i;
@@ -160,6 +163,9 @@ static int own_value_flag(profile_args *a, const char *arg, const char *val, int
     case 4:
         *rc = parse_on_off(arg, val, &a->cuda_graph);
         break;
+    case 10:
+        *rc = parse_on_off(arg, val, &a->fuse);
+        break;
     case 5:
         *rc = parse_on_off(arg, val, &a->layers);
         break;
@@ -181,7 +187,7 @@ static int own_value_flag(profile_args *a, const char *arg, const char *val, int
 
 static int parse_args(int argc, char **argv, profile_args *a, tool_measure_args *scratch)
 {
-    a->cuda_graph = a->layers = 1;
+    a->cuda_graph = a->layers = a->fuse = 1;
     a->check = -1;
     a->out_dir = ".";
     a->batches[0] = 1;
@@ -514,6 +520,7 @@ static void profile_options(const run_state *rs, opsched_profile_options *po)
     opsched_profile_options_default(po);
     po->exec.plan = mo->plan;
     po->exec.plan.algo = rs->algo;
+    po->exec.plan.fuse_activation = rs->a->fuse;
     po->exec.algo_fallback = rs->a->algo_fallback;
     po->exec.seed = mo->seed;
     po->warmup_ms = mo->warmup_ms;

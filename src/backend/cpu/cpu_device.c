@@ -299,6 +299,17 @@ static opsched_status cpu_timer_mark(opsched_ctx *ctx, void *d, void *timer, voi
     return OPSCHED_OK;
 }
 
+static opsched_status cpu_timer_between(opsched_ctx *ctx, void *d, void *a, void *b, double *ms)
+{
+    (void)d;
+    cpu_timer *ta = a, *tb = b;
+    if (!ta->marked[0] || !tb->marked[0])
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "cpu timer: a start was never marked");
+    *ms = (double)(tb->t[0].tv_sec - ta->t[0].tv_sec) * 1e3 +
+          (double)(tb->t[0].tv_nsec - ta->t[0].tv_nsec) / 1e6;
+    return OPSCHED_OK;
+}
+
 static opsched_status cpu_timer_elapsed(opsched_ctx *ctx, void *d, void *timer, double *ms)
 {
     (void)d;
@@ -336,6 +347,7 @@ const os_backend_iface os_backend_cpu = {
     .timer_free = cpu_timer_free,
     .timer_mark = cpu_timer_mark,
     .timer_elapsed = cpu_timer_elapsed,
+    .timer_between = cpu_timer_between,
     .conv_algos = cpu_conv_algos,
     .n_conv_algos = (int)OS_ARRAY_LEN(cpu_conv_algos),
     .power = cpu_power,

@@ -19,7 +19,8 @@
  * goes to cuDNN and the excess (e.g. TensorFlow's "SAME" bottom/right) is
  * written by a pad kernel into a scratch copy of the input owned by the plan.
  * Bias is added by a per-channel kernel after the convolution; a following
- * Relu is never fused (plan info reports fused_activation = 0).
+ * Relu is never fused here (plan info reports fused_activation = 0); the
+ * graph-API path fuses both.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +83,7 @@ void cu_conv_bias_init(const cu_plan_args *a, cu_conv_bias *b)
 {
     const opsched_tensor *y = cu_out(a, 0);
     memset(b, 0, sizeof(*b));
-    if (!cu_in(a, 2)) return;
-    b->on = 1;
+    b->on = cu_in(a, 2) != NULL;
     b->numel = opsched_shape_numel(&y->shape);
     b->channels = y->shape.d[1];
     b->channel_stride = cu_is_nhwc(a, y) ? 1 : y->shape.d[2] * y->shape.d[3];
@@ -92,8 +92,9 @@ void cu_conv_bias_init(const cu_plan_args *a, cu_conv_bias *b)
 opsched_status cu_conv_bias_add(opsched_ctx *ctx, const cu_conv_bias *b, cuk_type kt,
                                 const void *bias, void *y, cudaStream_t s)
 {
-    if (b->on)
-        CUDA_CHECK(ctx, cuk_bias_add(kt, b->numel, b->channels, b->channel_stride, bias, y, s));
+    if (b->on || b->relu)
+        CUDA_CHECK(ctx, cuk_bias_add(kt, b->numel, b->channels, b->channel_stride,
+                                     b->on ? bias : NULL, b->relu, y, s));
     return OPSCHED_OK;
 }
 

@@ -16,8 +16,15 @@
  * needs nothing of its own; the filter's [M, C/g, kh, kw] against the
  * input's C gives cuDNN the group count; the node's four paddings go to the
  * pre- and post-paddings as they are, so asymmetric padding needs no pad
- * kernel.  Tensors claim 16-byte alignment, which launches check.  Bias is
- * added by a kernel after the convolution, as the legacy path does.
+ * kernel.  Tensors claim 16-byte alignment, which launches check.
+ *
+ * Epilogue: the bias, and a Relu that is the output's only reader when the
+ * options ask for fusion, join the graph as pointwise ADD and RELU_FWD ops
+ * behind the convolution, through virtual float tensors, so one engine
+ * (a runtime-fusion one, as a rule) writes the finished output.  When no
+ * engine the math mode allows runs that graph, the plan silently takes the
+ * convolution alone and does the epilogue in one kernel after it; either
+ * way a requested Relu is done by the plan and reported fused.
  *
  * A variant pack (the tensors' ids bound to device pointers) costs 0.4 to
  * 0.8 us of host time to build (measured with cuDNN 9.19), up to a tenth of
@@ -26,6 +33,7 @@
  * input sets in cold cache mode) and builds one only for a new set.  A launch therefore writes
  * to its plan: like its context, a plan is used by one thread at a time.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,10 +46,10 @@
 #define GRAPH_FIND_RUNS 3 /* timed runs of each, after one warm-up */
 #define GRAPH_PACKS 64    /* variant packs a plan keeps */
 
-enum { UID_X = 1, UID_W = 2, UID_Y = 3 };
+enum { UID_X = 1, UID_W = 2, UID_Y = 3, UID_B = 4, UID_CONV_OUT = 5, UID_ADD_OUT = 6 };
 
 typedef struct pack_slot {
-    const void *x, *w;
+    const void *x, *w, *b;
     void *y;
     cudnnBackendDescriptor_t pack; /* NULL: slot unused */
 } pack_slot;
@@ -50,10 +58,13 @@ typedef struct graph_plan {
     cu_plan base;
     /* The graph the execution plan was built from, kept while it lives. */
     cudnnBackendDescriptor_t x, w, y, conv, op, graph, cfg, plan;
+    /* The fused epilogue's bias, virtual tensors and pointwise ops. */
+    cudnnBackendDescriptor_t b, conv_out, add_out, pw_add, pw_relu, op_add, op_relu;
+    int fuse_bias, fuse_relu; /* what the graph computes after the conv */
     pack_slot packs[GRAPH_PACKS];
     int next_pack; /* the slot the next new pointer set replaces */
     cuk_type kt;
-    cu_conv_bias bias;
+    cu_conv_bias bias; /* the epilogue kernel's work: none when fused */
 } graph_plan;
 
 /* An engine config that finalized into an execution plan. */
@@ -123,19 +134,92 @@ static opsched_status finalize(const cu_plan_args *a, cudnnBackendDescriptor_t d
 
 /* ---- the operation graph --------------------------------------------- */
 
-static opsched_status make_tensor(const cu_plan_args *a, int64_t uid, const opsched_tensor *t,
-                                  cudnnBackendDescriptor_t *out)
+/* A 4-D tensor; a virtual one lives only inside the fused graph. */
+static opsched_status make_desc(const cu_plan_args *a, int64_t uid, cudnnDataType_t dt,
+                                const int64_t *dims, const int64_t *strides, int is_virtual,
+                                cudnnBackendDescriptor_t *out)
 {
-    cudnnDataType_t dt = cu_cudnn_type(a->dt);
-    int64_t strides[4], align = GRAPH_ALIGN;
-    cu_strides(a, t, strides);
+    int64_t align = GRAPH_ALIGN;
+    bool virt = is_virtual != 0;
     OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_TENSOR_DESCRIPTOR, out));
     BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
-    BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, t->shape.d);
+    BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
     BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides);
     BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
     BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
+    if (virt) BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt);
     return FINALIZE(a, *out, "tensor descriptor");
+}
+
+static opsched_status make_tensor(const cu_plan_args *a, int64_t uid, const opsched_tensor *t,
+                                  cudnnBackendDescriptor_t *out)
+{
+    int64_t strides[4];
+    cu_strides(a, t, strides);
+    return make_desc(a, uid, cu_cudnn_type(a->dt), t->shape.d, strides, 0, out);
+}
+
+/* An intermediate of the fused graph: the output's shape, in float. */
+static opsched_status make_virtual(const cu_plan_args *a, int64_t uid,
+                                   cudnnBackendDescriptor_t *out)
+{
+    const opsched_tensor *y = cu_out(a, 0);
+    int64_t strides[4];
+    cu_strides(a, y, strides);
+    return make_desc(a, uid, CUDNN_DATA_FLOAT, y->shape.d, strides, 1, out);
+}
+
+/* The bias as a [1, M, 1, 1] tensor that broadcasts over the output. */
+static opsched_status make_bias(const cu_plan_args *a, cudnnBackendDescriptor_t *out)
+{
+    const opsched_tensor *y = cu_out(a, 0);
+    int64_t m = y->shape.d[1], dims[4] = {1, m, 1, 1};
+    int64_t nchw[4] = {m, 1, 1, 1}, nhwc[4] = {m, 1, m, m};
+    return make_desc(a, UID_B, cu_cudnn_type(a->dt), dims, cu_is_nhwc(a, y) ? nhwc : nchw, 0,
+                     out);
+}
+
+/* A pointwise op y = mode(x[, b]) computed in float. */
+static opsched_status make_pointwise(const cu_plan_args *a, cudnnPointwiseMode_t mode,
+                                     cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
+                                     cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t *pw,
+                                     cudnnBackendDescriptor_t *op)
+{
+    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, pw));
+    BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+    BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    OS_TRY(FINALIZE(a, *pw, "pointwise descriptor"));
+    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op));
+    BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
+           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, pw);
+    BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+           &x);
+    if (b)
+        BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+               1, &b);
+    BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+           &y);
+    return FINALIZE(a, *op, "pointwise operation");
+}
+
+/* 1 when the node's output has one reader, a Relu of it alone, and is not
+ * an output of the graph: the Relu the executor lets a plan absorb. */
+static int relu_follows(const cu_plan_args *a)
+{
+    const opsched_graph *g = a->g;
+    const opsched_node *n = a->node;
+    if (!g || n->n_outputs != 1) return 0;
+    int y = n->outputs[0];
+    if (opsched_graph_num_consumers(g, y) != 1) return 0;
+    for (int i = 0; i < opsched_graph_num_outputs(g); i++)
+        if (opsched_graph_output(g, i) == y) return 0;
+    for (int j = 0; j < opsched_graph_num_nodes(g); j++) {
+        const opsched_node *c = opsched_graph_node(g, j);
+        for (int k = 0; k < c->n_inputs; k++)
+            if (c->inputs[k] == y) return c->op == OPSCHED_OP_RELU && c->n_inputs == 1;
+    }
+    return 0;
 }
 
 /* The output the convolution's arithmetic gives must be the graph's. */
@@ -172,6 +256,8 @@ static opsched_status build_graph(const cu_plan_args *a, graph_plan *p)
     OS_TRY(make_tensor(a, UID_X, cu_in(a, 0), &p->x));
     OS_TRY(make_tensor(a, UID_W, cu_in(a, 1), &p->w));
     OS_TRY(make_tensor(a, UID_Y, cu_out(a, 0), &p->y));
+    int fused = p->fuse_bias || p->fuse_relu;
+    if (fused) OS_TRY(make_virtual(a, UID_CONV_OUT, &p->conv_out));
 
     OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &p->conv));
     BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
@@ -190,7 +276,7 @@ static opsched_status build_graph(const cu_plan_args *a, graph_plan *p)
     BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR,
            1, &p->w);
     BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-           1, &p->y);
+           1, fused ? &p->conv_out : &p->y);
     BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->conv);
     BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1,
@@ -199,11 +285,27 @@ static opsched_status build_graph(const cu_plan_args *a, graph_plan *p)
            &beta);
     OS_TRY(FINALIZE(a, p->op, "convolution operation"));
 
+    cudnnBackendDescriptor_t ops[3] = {p->op, NULL, NULL}, last = p->conv_out;
+    int64_t n_ops = 1;
+    if (p->fuse_bias) {
+        if (p->fuse_relu) OS_TRY(make_virtual(a, UID_ADD_OUT, &p->add_out));
+        OS_TRY(make_bias(a, &p->b));
+        OS_TRY(make_pointwise(a, CUDNN_POINTWISE_ADD, last, p->b,
+                              p->fuse_relu ? p->add_out : p->y, &p->pw_add, &p->op_add));
+        ops[n_ops++] = p->op_add;
+        last = p->add_out;
+    }
+    if (p->fuse_relu) {
+        OS_TRY(make_pointwise(a, CUDNN_POINTWISE_RELU_FWD, last, NULL, p->y, &p->pw_relu,
+                              &p->op_relu));
+        ops[n_ops++] = p->op_relu;
+    }
+
     OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &p->graph));
     BK_SET(a->ctx, p->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
            &a->dev->cudnn);
-    BK_SET(a->ctx, p->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-           &p->op);
+    BK_SET(a->ctx, p->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n_ops,
+           ops);
     return FINALIZE(a, p->graph, "operation graph");
 }
 
@@ -401,14 +503,16 @@ static opsched_status collect(const cu_plan_args *a, graph_plan *p, size_t limit
 
 /* ---- variant packs and launches -------------------------------------- */
 
-static opsched_status pack_build(opsched_ctx *ctx, void *ws, const void *x, const void *w, void *y,
-                                 cudnnBackendDescriptor_t *out)
+/* b is the bias when the graph adds it, and NULL otherwise. */
+static opsched_status pack_build(opsched_ctx *ctx, void *ws, const void *x, const void *w,
+                                 const void *b, void *y, cudnnBackendDescriptor_t *out)
 {
-    const int64_t uids[3] = {UID_X, UID_W, UID_Y};
-    void *ptrs[3] = {(void *)x, (void *)w, y};
+    const int64_t uids[4] = {UID_X, UID_W, UID_Y, UID_B};
+    void *ptrs[4] = {(void *)x, (void *)w, y, (void *)b};
+    int64_t n = b ? 4 : 3;
     OS_TRY(bk_new(ctx, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, out));
-    BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
-    BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
+    BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
+    BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs);
     BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
     CUDNN_CHECK(ctx, cudnnBackendFinalize(*out));
     return OPSCHED_OK;
@@ -416,38 +520,58 @@ static opsched_status pack_build(opsched_ctx *ctx, void *ws, const void *x, cons
 
 /* The plan's variant pack for these pointers, built on first sight. */
 static opsched_status pack_for(opsched_ctx *ctx, graph_plan *p, const void *x, const void *w,
-                               void *y, cudnnBackendDescriptor_t *out)
+                               const void *b, void *y, cudnnBackendDescriptor_t *out)
 {
     for (int i = 0; i < GRAPH_PACKS; i++) {
         const pack_slot *s = &p->packs[i];
-        if (s->pack && s->x == x && s->w == w && s->y == y) {
+        if (s->pack && s->x == x && s->w == w && s->b == b && s->y == y) {
             *out = s->pack;
             return OPSCHED_OK;
         }
     }
-    const void *ptrs[3] = {x, w, y};
-    for (int i = 0; i < 3; i++)
+    const void *ptrs[4] = {x, w, y, b};
+    for (int i = 0; i < 4; i++)
         if ((uintptr_t)ptrs[i] % GRAPH_ALIGN)
             return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
                            "cuda: convolution (cuDNN graph API) given a %s buffer at %p, which is "
                            "not %d-byte aligned",
                            i == 0   ? "input"
                            : i == 1 ? "weight"
-                                    : "output",
+                           : i == 2 ? "output"
+                                    : "bias",
                            ptrs[i], GRAPH_ALIGN);
     pack_slot *s = &p->packs[p->next_pack];
     bk_free(&s->pack);
-    opsched_status st = pack_build(ctx, p->base.workspace, x, w, y, &s->pack);
+    opsched_status st = pack_build(ctx, p->base.workspace, x, w, b, y, &s->pack);
     if (st != OPSCHED_OK) {
         bk_free(&s->pack);
         return st;
     }
     s->x = x;
     s->w = w;
+    s->b = b;
     s->y = y;
     p->next_pack = (p->next_pack + 1) % GRAPH_PACKS;
     *out = s->pack;
     return OPSCHED_OK;
+}
+
+/* Frees the operation graph and what it was built from. */
+static void graph_free(graph_plan *p)
+{
+    bk_free(&p->graph);
+    bk_free(&p->op_relu);
+    bk_free(&p->pw_relu);
+    bk_free(&p->op_add);
+    bk_free(&p->pw_add);
+    bk_free(&p->b);
+    bk_free(&p->add_out);
+    bk_free(&p->conv_out);
+    bk_free(&p->op);
+    bk_free(&p->conv);
+    bk_free(&p->y);
+    bk_free(&p->w);
+    bk_free(&p->x);
 }
 
 static void graph_release(cu_plan *base)
@@ -457,12 +581,7 @@ static void graph_release(cu_plan *base)
         bk_free(&p->packs[i].pack);
     bk_free(&p->plan);
     bk_free(&p->cfg);
-    bk_free(&p->graph);
-    bk_free(&p->op);
-    bk_free(&p->conv);
-    bk_free(&p->y);
-    bk_free(&p->w);
-    bk_free(&p->x);
+    graph_free(p);
 }
 
 static opsched_status graph_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
@@ -470,7 +589,7 @@ static opsched_status graph_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *ba
 {
     graph_plan *p = (graph_plan *)base;
     cudnnBackendDescriptor_t pack = NULL;
-    OS_TRY(pack_for(ctx, p, in[0], in[1], out[0], &pack));
+    OS_TRY(pack_for(ctx, p, in[0], in[1], p->fuse_bias ? in[2] : NULL, out[0], &pack));
     CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
     CUDNN_CHECK(ctx, cudnnBackendExecute(dev->cudnn, p->plan, pack));
     return cu_conv_bias_add(ctx, &p->bias, p->kt, in[2], out[0], s);
@@ -515,9 +634,10 @@ static opsched_status time_one(const cu_plan_args *a, candidate *c, cudnnBackend
 /* Times every candidate on zeroed scratch tensors and a workspace as large
  * as the hungriest one wants (shrunk while it does not fit; candidates it
  * cannot serve are not timed). */
-static opsched_status time_candidates(const cu_plan_args *a, candidate *c, int n)
+static opsched_status time_candidates(const cu_plan_args *a, const graph_plan *p, candidate *c,
+                                      int n)
 {
-    void *x = NULL, *w = NULL, *y = NULL, *ws = NULL;
+    void *x = NULL, *w = NULL, *b = NULL, *y = NULL, *ws = NULL;
     cudaEvent_t ev[2] = {NULL, NULL};
     cudnnBackendDescriptor_t pack = NULL;
     size_t xb = tensor_bytes(a, cu_in(a, 0)), wb = tensor_bytes(a, cu_in(a, 1));
@@ -533,6 +653,11 @@ static opsched_status time_candidates(const cu_plan_args *a, candidate *c, int n
     OS_TRY_GOTO(st, cu_malloc(a->ctx, yb, &y), done);
     CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(x, 0, xb), done);
     CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(w, 0, wb), done);
+    if (p->fuse_bias) {
+        size_t bb = tensor_bytes(a, cu_in(a, 2));
+        OS_TRY_GOTO(st, cu_malloc(a->ctx, bb, &b), done);
+        CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(b, 0, bb), done);
+    }
     while (ws_bytes && cudaMalloc(&ws, ws_bytes) != cudaSuccess) {
         size_t next = 0;
         (void)cudaGetLastError();
@@ -541,7 +666,7 @@ static opsched_status time_candidates(const cu_plan_args *a, candidate *c, int n
             if (c[i].workspace < ws_bytes && c[i].workspace > next) next = c[i].workspace;
         ws_bytes = next;
     }
-    OS_TRY_GOTO(st, pack_build(a->ctx, ws, x, w, y, &pack), done);
+    OS_TRY_GOTO(st, pack_build(a->ctx, ws, x, w, b, y, &pack), done);
     CUDA_CHECK_GOTO(a->ctx, st, cudaEventCreate(&ev[0]), done);
     CUDA_CHECK_GOTO(a->ctx, st, cudaEventCreate(&ev[1]), done);
     CUDNN_CHECK_GOTO(a->ctx, st, cudnnSetStream(a->dev->cudnn, s), done);
@@ -558,6 +683,7 @@ done:
     (void)cudaFree(ws);
     (void)cudaFree(x);
     (void)cudaFree(w);
+    (void)cudaFree(b);
     (void)cudaFree(y);
     (void)cudaGetLastError();
     return st;
@@ -573,56 +699,90 @@ static int fastest(const candidate *c, int n)
 
 /* ---- the planner ----------------------------------------------------- */
 
-opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out)
+/* Builds p's graph (with the epilogue p->fuse_* asks for) and keeps the
+ * chosen execution plan in p->plan, its engine in *engine; on failure p
+ * keeps no execution plan. */
+static opsched_status choose(const cu_plan_args *a, graph_plan *p, int find, int64_t *engine)
 {
     candidate c[GRAPH_MAX_FIND];
     tally t = {0, 0, 0, 0};
     int n = 0, keep = 0;
     char d[320];
-    cu_plan *base = NULL;
-    memset(c, 0, sizeof(c));
-    OS_TRY(check_shape(a));
-    OS_TRY(cu_plan_alloc(a, sizeof(graph_plan), graph_launch, graph_release, &base));
-    graph_plan *p = (graph_plan *)base;
     opsched_status st = OPSCHED_OK;
-    p->kt = a->kt;
-    cu_conv_bias_init(a, &p->bias);
+    memset(c, 0, sizeof(c));
     size_t limit = a->opts->workspace_limit ? a->opts->workspace_limit : cu_free_memory();
-    OS_TRY_GOTO(st, build_graph(a, p), fail);
-    OS_TRY_GOTO(st, collect(a, p, limit, find ? GRAPH_MAX_FIND : 1, c, &n, &t), fail);
+    OS_TRY(build_graph(a, p));
+    OS_TRY_GOTO(st, collect(a, p, limit, find ? GRAPH_MAX_FIND : 1, c, &n, &t), done);
     if (n == 0) {
         describe(a, d, sizeof(d));
         st = CU_UNSUPPORTED(a,
                             "%s: none of the %d engine configs cuDNN's graph API proposes runs "
-                            "this convolution (%d excluded by the math mode's numerical notes, %d "
-                            "not supported, %d need more than %zu bytes of workspace; %s); "
+                            "this convolution%s (%d excluded by the math mode's numerical notes, "
+                            "%d not supported, %d need more than %zu bytes of workspace; %s); "
                             "heuristic_v7 tries the legacy API",
-                            find ? "find" : "heuristic", t.configs, t.filtered, t.unsupported,
-                            t.too_big, limit, d);
-        goto fail;
+                            find ? "find" : "heuristic", t.configs,
+                            p->fuse_bias || p->fuse_relu ? " with its epilogue" : "", t.filtered,
+                            t.unsupported, t.too_big, limit, d);
+        goto done;
     }
     if (find) {
-        OS_TRY_GOTO(st, time_candidates(a, c, n), fail);
+        OS_TRY_GOTO(st, time_candidates(a, p, c, n), done);
         keep = fastest(c, n);
         if (keep < 0) {
             describe(a, d, sizeof(d));
             st = CU_UNSUPPORTED(a, "find: none of the %d execution plans ran (%s)", n, d);
-            goto fail;
+            goto done;
         }
     }
     p->cfg = c[keep].cfg;
     p->plan = c[keep].plan;
     c[keep].cfg = c[keep].plan = NULL;
-    base->workspace_bytes = c[keep].workspace;
+    p->base.workspace_bytes = c[keep].workspace;
+    *engine = c[keep].engine;
+done:
+    candidates_free(c, n);
+    return st;
+}
+
+opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out)
+{
+    cu_plan *base = NULL;
+    int64_t engine = 0;
+    OS_TRY(check_shape(a));
+    OS_TRY(cu_plan_alloc(a, sizeof(graph_plan), graph_launch, graph_release, &base));
+    graph_plan *p = (graph_plan *)base;
+    opsched_status st = OPSCHED_OK;
+    int relu = a->opts->fuse_activation && relu_follows(a);
+    p->kt = a->kt;
+    p->fuse_bias = cu_in(a, 2) != NULL;
+    p->fuse_relu = relu;
+    if (p->fuse_bias || p->fuse_relu) {
+        st = choose(a, p, find, &engine);
+        if (st != OPSCHED_OK) {
+            /* No engine fuses the epilogue here: the convolution alone and a
+             * kernel after it do the same work. */
+            os_log(a->ctx, OPSCHED_LOG_DEBUG,
+                   "cuda: node '%s': the epilogue runs as a kernel: %s (%s)", a->node->name,
+                   opsched_ctx_last_error(a->ctx), opsched_status_str(st));
+            opsched_ctx_clear_error(a->ctx);
+            graph_free(p);
+            p->fuse_bias = p->fuse_relu = 0;
+            st = OPSCHED_OK;
+        }
+    }
+    if (!p->plan) OS_TRY_GOTO(st, choose(a, p, find, &engine), fail);
+    if (!p->fuse_bias && !p->fuse_relu) {
+        cu_conv_bias_init(a, &p->bias);
+        p->bias.relu = relu;
+    }
     if (base->workspace_bytes)
         OS_TRY_GOTO(st, cu_malloc(a->ctx, base->workspace_bytes, &base->workspace), fail);
-    snprintf(a->info->algo, sizeof(a->info->algo), "graph:eng%lld", (long long)c[keep].engine);
-    a->info->fused_activation = 0;
-    candidates_free(c, n);
+    snprintf(a->info->algo, sizeof(a->info->algo), "graph:eng%lld%s%s", (long long)engine,
+             p->fuse_bias ? "+bias" : "", p->fuse_relu ? "+relu" : "");
+    a->info->fused_activation = relu;
     *out = base;
     return OPSCHED_OK;
 fail:
-    candidates_free(c, n);
     cu_plan_destroy(base);
     return st;
 }

@@ -336,6 +336,16 @@ static opsched_status cu_timer_elapsed(opsched_ctx *ctx, void *impl, void *timer
     return OPSCHED_OK;
 }
 
+static opsched_status cu_timer_between(opsched_ctx *ctx, void *impl, void *a, void *b, double *ms)
+{
+    float f = 0.0f;
+    OS_TRY(cu_device_use(ctx, impl));
+    CUDA_CHECK(ctx, cudaEventSynchronize(((cu_timer *)b)->ev[0]));
+    CUDA_CHECK(ctx, cudaEventElapsedTime(&f, ((cu_timer *)a)->ev[0], ((cu_timer *)b)->ev[0]));
+    *ms = f;
+    return OPSCHED_OK;
+}
+
 /* ---- the table ------------------------------------------------------- */
 
 const os_backend_iface os_backend_cuda = {
@@ -359,6 +369,7 @@ const os_backend_iface os_backend_cuda = {
     .timer_free = cu_timer_free,
     .timer_mark = cu_timer_mark,
     .timer_elapsed = cu_timer_elapsed,
+    .timer_between = cu_timer_between,
     .conv_algos = cu_conv_algo_names,
     .n_conv_algos = CU_N_CONV_ALGOS,
     .power = cu_power,

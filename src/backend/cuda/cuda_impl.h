@@ -248,21 +248,28 @@ extern const char *const cu_conv_algo_names[CU_N_CONV_ALGOS];
 /* ---- convolution, shared by the legacy and graph-API paths ------------ */
 
 /* The per-channel bias both paths add with a kernel after cuDNN's
- * convolution (cuda_conv.c). */
+ * convolution, and the Relu the graph-API path folds into that kernel when
+ * cuDNN cannot fuse it (cuda_conv.c). */
 typedef struct cu_conv_bias {
-    int on; /* 0: the node has no bias input */
+    int on;   /* 0: the node has no bias input */
+    int relu; /* rectify after the bias */
     int64_t numel, channels, channel_stride;
 } cu_conv_bias;
+/* Sets b up for the node's bias, without the Relu. */
 void cu_conv_bias_init(const cu_plan_args *a, cu_conv_bias *b);
-/* Enqueues y += bias[c] on s when b->on. */
+/* Enqueues y += bias[c] when b->on, then y = max(y, 0) when b->relu, as one
+ * kernel on s. */
 opsched_status cu_conv_bias_add(opsched_ctx *ctx, const cu_conv_bias *b, cuk_type kt,
                                 const void *bias, void *y, cudaStream_t s);
 
 /* A convolution plan through cuDNN's graph API (cuda_conv_graph.c): the
  * first engine config of heuristics mode A (then the fallback list) that
  * the math mode allows and that fits the workspace limit, or with `find`
- * the fastest of several such configs timed at plan time.  The node has
- * been checked to be a 2-D float convolution. */
+ * the fastest of several such configs timed at plan time.  The bias, and
+ * with opts->fuse_activation a Relu that is the output's only reader, are
+ * fused into cuDNN's operation graph when an engine runs it, and otherwise
+ * run as one kernel after the convolution.  The node has been checked to
+ * be a 2-D float convolution. */
 opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out);
 
 #endif /* OS_CUDA_IMPL_H */

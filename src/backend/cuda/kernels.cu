@@ -278,34 +278,69 @@ __global__ void k_gather(int64_t outer, int64_t axis, int64_t n_idx, int64_t inn
 
 /* ---- per-channel ----------------------------------------------------- */
 
-template <typename T>
+/* The bias kernels take the Relu a convolution's plan folds into them as a
+ * template flag, so the epilogue after a convolution is one pass over y. */
+template <typename T, bool RELU> __device__ __forceinline__ T bias_out(T y, float b)
+{
+    float v = ld<T>(y) + b;
+    return st<T>(RELU ? fmaxf(v, 0.0f) : v);
+}
+
+template <typename T, bool RELU>
 __global__ void k_bias_add(int64_t n, int64_t C, int64_t cstride, const T *bias, T *y)
 {
     GRID_STRIDE(i, n)
     {
         int64_t c = (i / cstride) % C;
-        y[i] = st<T>(ld<T>(y[i]) + ld<T>(bias[c]));
+        y[i] = bias_out<T, RELU>(y[i], ld<T>(bias[c]));
     }
 }
 
 /* Bias over NCHW planes: one channel per plane, so no division per element. */
-template <typename T>
+template <typename T, bool RELU>
 __global__ void k_bias_add_planes(unsigned planes, unsigned C, unsigned hw, const T *bias, T *y)
 {
     for (unsigned p = blockIdx.y; p < planes; p += gridDim.y) {
         float b = ld<T>(bias[p % C]);
         T *row = y + (size_t)p * hw;
         for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < hw; i += blockDim.x * gridDim.x)
-            row[i] = st<T>(ld<T>(row[i]) + b);
+            row[i] = bias_out<T, RELU>(row[i], b);
+    }
+}
+
+/* Float NCHW planes whose size is a multiple of 4: 16-byte loads and stores
+ * (the planes of a 16-byte aligned tensor then stay aligned). */
+template <bool RELU>
+__global__ void k_bias_add_planes4(unsigned planes, unsigned C, unsigned hw4, const float *bias,
+                                   float4 *y)
+{
+    for (unsigned p = blockIdx.y; p < planes; p += gridDim.y) {
+        float b = bias[p % C];
+        float4 *row = y + (size_t)p * hw4;
+        for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < hw4;
+             i += blockDim.x * gridDim.x) {
+            float4 v = row[i];
+            v.x += b;
+            v.y += b;
+            v.z += b;
+            v.w += b;
+            if (RELU) {
+                v.x = fmaxf(v.x, 0.0f);
+                v.y = fmaxf(v.y, 0.0f);
+                v.z = fmaxf(v.z, 0.0f);
+                v.w = fmaxf(v.w, 0.0f);
+            }
+            row[i] = v;
+        }
     }
 }
 
 /* Bias with channels innermost (NHWC): 32-bit index arithmetic. */
-template <typename T>
+template <typename T, bool RELU>
 __global__ void k_bias_add_inner(unsigned n, unsigned C, const T *bias, T *y)
 {
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
-        y[i] = st<T>(ld<T>(y[i]) + ld<T>(bias[i % C]));
+        y[i] = bias_out<T, RELU>(y[i], ld<T>(bias[i % C]));
 }
 
 template <typename T>
@@ -633,29 +668,44 @@ extern "C" cudaError_t cuk_gather(size_t elem, int64_t outer, int64_t axis, int6
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t cuk_bias_add(cuk_type t, int64_t n, int64_t C, int64_t cstride,
-                                    const void *bias, void *y, cudaStream_t stream)
+template <bool RELU>
+static cudaError_t bias_add(cuk_type t, int64_t n, int64_t C, int64_t cstride, const void *bias,
+                            void *y, cudaStream_t stream)
 {
-    if (n <= 0) return cudaSuccess;
-    if (C <= 0 || cstride <= 0) return cudaErrorInvalidValue;
     if (n < ((int64_t)1 << 31) && n % cstride == 0) {
         unsigned planes = (unsigned)(n / cstride), hw = (unsigned)cstride;
         if (cstride == 1) {
-            DISPATCH_FLOAT(t, k_bias_add_inner<T><<<blocks_for(n), kThreads, 0, stream>>>(
-                                  (unsigned)n, (unsigned)C, (const T *)bias, (T *)y));
-        } else {
-            unsigned threads = hw >= 256 ? 256u : ((hw + 31u) / 32u) * 32u;
-            unsigned gx = (hw + threads - 1) / threads;
-            if (gx > 64) gx = 64;
-            dim3 grid(gx, planes < 65535u ? planes : 65535u);
-            DISPATCH_FLOAT(t, k_bias_add_planes<T><<<grid, threads, 0, stream>>>(
-                                  planes, (unsigned)C, hw, (const T *)bias, (T *)y));
+            DISPATCH_FLOAT(t, (k_bias_add_inner<T, RELU><<<blocks_for(n), kThreads, 0, stream>>>(
+                                  (unsigned)n, (unsigned)C, (const T *)bias, (T *)y)));
+            return cudaGetLastError();
         }
+        int vec = t == CUK_F32 && hw % 4 == 0 && (uintptr_t)y % 16 == 0;
+        unsigned len = vec ? hw / 4 : hw;
+        unsigned threads = len >= 256 ? 256u : ((len + 31u) / 32u) * 32u;
+        unsigned gx = (len + threads - 1) / threads;
+        if (gx > 64) gx = 64;
+        dim3 grid(gx, planes < 65535u ? planes : 65535u);
+        if (vec)
+            k_bias_add_planes4<RELU><<<grid, threads, 0, stream>>>(planes, (unsigned)C, len,
+                                                                   (const float *)bias, (float4 *)y);
+        else
+            DISPATCH_FLOAT(t, (k_bias_add_planes<T, RELU><<<grid, threads, 0, stream>>>(
+                                  planes, (unsigned)C, hw, (const T *)bias, (T *)y)));
         return cudaGetLastError();
     }
-    DISPATCH_FLOAT(t, k_bias_add<T><<<blocks_for(n), kThreads, 0, stream>>>(
-                          n, C, cstride, (const T *)bias, (T *)y));
+    DISPATCH_FLOAT(t, (k_bias_add<T, RELU><<<blocks_for(n), kThreads, 0, stream>>>(
+                          n, C, cstride, (const T *)bias, (T *)y)));
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_bias_add(cuk_type t, int64_t n, int64_t C, int64_t cstride,
+                                    const void *bias, int relu, void *y, cudaStream_t stream)
+{
+    if (n <= 0) return cudaSuccess;
+    if (C <= 0 || cstride <= 0) return cudaErrorInvalidValue;
+    if (!bias) return relu ? cuk_unary(t, CUK_RELU, 0.0f, 0.0f, n, y, y, stream) : cudaSuccess;
+    return relu ? bias_add<true>(t, n, C, cstride, bias, y, stream)
+                : bias_add<false>(t, n, C, cstride, bias, y, stream);
 }
 
 extern "C" cudaError_t cuk_batchnorm(cuk_type t, int64_t n, int64_t C, int64_t cstride, float eps,

@@ -96,9 +96,10 @@ cudaError_t cuk_gather(size_t elem, int64_t outer, int64_t axis, int64_t n_idx, 
 
 /* Per-channel operations on a contiguous tensor of n elements whose channel
  * index is (i / cstride) % C. */
-/* y[i] += bias[c] */
+/* y[i] += bias[c], then y[i] = max(y[i], 0) when relu; bias may be NULL
+ * (then only the Relu, or nothing). */
 cudaError_t cuk_bias_add(cuk_type t, int64_t n, int64_t C, int64_t cstride, const void *bias,
-                         void *y, cudaStream_t stream);
+                         int relu, void *y, cudaStream_t stream);
 /* y = (x - mean[c]) * scale[c] / sqrt(var[c] + eps) + bias[c] */
 cudaError_t cuk_batchnorm(cuk_type t, int64_t n, int64_t C, int64_t cstride, float eps,
                           const void *x, const void *scale, const void *bias, const void *mean,
