@@ -66,6 +66,13 @@ def main(d):
         print(f"{model:14s} b{b:<3d} layers {f(r['layer_sum_ms']):8.3f} ms / e2e {f(r['median']):8.3f} ms "
               f"= {f(r['attribution_latency_pct']):6.1f}%" + (f"   energy {ae:6.1f}%" if ae == ae else ""))
 
+    le = load_opsched(str(d / "layer_energy" / "*_overall.csv"))
+    if le:
+        print("energy attribution (every distinct layer measured in its own >= 1 s window):")
+        for (model, b), r in sorted(le.items()):
+            print(f"{model:14s} b{b:<3d} layers sum / end-to-end energy per inference = "
+                  f"{f(r['attribution_energy_pct']):6.1f}%   (latency {f(r['attribution_latency_pct']):6.1f}%)")
+
     print("\n== 3. energy per inference, resnet50 (two separate runs)")
     e1 = load_opsched(str(d / "energy1" / "*_overall.csv"))
     e2 = load_opsched(str(d / "energy2" / "*_overall.csv"))
