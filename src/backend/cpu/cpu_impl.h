@@ -24,7 +24,7 @@
 /* The most inputs or outputs a node may have here (Split's 32 outputs). */
 #define CPU_MAX_IO 40
 /* The most execution arguments of one primitive (Concat's 16 sources). */
-#define CPU_MAX_ARGS 24
+#define CPU_MAX_ARGS 136 /* a Concat of 128 inputs, its output and scratchpad */
 /* Host buffers are aligned like this (a cache line, and AVX-512 friendly). */
 #define CPU_ALIGN 64
 

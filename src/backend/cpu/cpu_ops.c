@@ -485,9 +485,9 @@ static opsched_status build_concat(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p,
 {
     opsched_status st = OPSCHED_OK;
     const cpu_node *n = &p->node;
-    dnnl_memory_desc_t srcs[16], dst;
-    int args[17], io[17];
-    if (n->n_in > 16)
+    dnnl_memory_desc_t srcs[128], dst;
+    int args[129], io[129];
+    if (n->n_in > 128)
         return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "cpu: Concat of %d inputs", n->n_in);
     for (int i = 0; i < n->n_in; i++) {
         OS_TRY(plain(ctx, &n->in[i], &srcs[i]));

@@ -21,8 +21,8 @@ extern "C" {
 #endif
 
 #define CUK_MAX_DIMS 8
-#define CUK_MAX_CONCAT 16
-#define CUK_MAX_SPLIT 32
+#define CUK_MAX_CONCAT 128 /* DenseNet-121 concatenates up to 25; the kernel argument stays < 4 KiB */
+#define CUK_MAX_SPLIT 128
 
 typedef enum cuk_type { CUK_F32 = 0, CUK_F16, CUK_BF16 } cuk_type;
 
