@@ -191,7 +191,7 @@ def main():
                torch=torch.__version__, cudnn=torch.backends.cudnn.version())
     print("torch %s, cuDNN %s, %s; math %s, cudnn.benchmark %s" %
           (env["torch"], env["cudnn"], env["device"], env["math"], args.benchmark), flush=True)
-    with open(args.out, "w", newline="") as f:
+    with open(args.out, "w", newline="", buffering=1) as f:
         writer = csv.DictWriter(f, fieldnames=FIELDS)
         writer.writeheader()
         for name in args.models:
