@@ -73,8 +73,10 @@ def main(d):
             print(f"{model:14s} b{b:<3d} layers sum / end-to-end energy per inference = "
                   f"{f(r['attribution_energy_pct']):6.1f}%   (latency {f(r['attribution_latency_pct']):6.1f}%)")
 
-    print("\n== 3. energy per inference, resnet50 (two separate runs)")
     e1 = load_opsched(str(d / "energy1" / "*_overall.csv"))
+    if not e1:
+        return
+    print("\n== 3. energy per inference, resnet50 (two separate runs)")
     e2 = load_opsched(str(d / "energy2" / "*_overall.csv"))
     for key in sorted(e1):
         a, b2 = f(e1[key]["energy_per_inference_j"]), f(e2.get(key, {}).get("energy_per_inference_j"))
