@@ -25,6 +25,8 @@ check: deps
 	cmake -S . -B $(CHECK_BUILD) -DCMAKE_BUILD_TYPE=Debug -DOPSCHED_SANITIZE=ON -DOPSCHED_WERROR=ON
 	cmake --build $(CHECK_BUILD) -j $(JOBS)
 	cd $(CHECK_BUILD) && ctest --output-on-failure -j $(JOBS)
+	@echo "GPU tests (label gpu), what they said:"
+	@cd $(CHECK_BUILD) && ctest -L gpu -V 2>&1 | grep -E "SKIP|Passed|Failed" || true
 	$(MAKE) fuzz
 
 fuzz: deps

@@ -33,19 +33,26 @@ static void bench_help(void)
            tool_measure_help);
 }
 
-static void print_row(const opsched_measurement *m, const opsched_node *n, int energy)
+static void print_row(const char *policy, const opsched_measurement *m, const opsched_node *n,
+                      int energy)
 {
+    /* "heuristic=graph:eng38": the policy asked for and what it chose */
+    char label[96];
+    if (strcmp(policy, m->algo) == 0 || m->status != OPSCHED_OK)
+        snprintf(label, sizeof(label), "%s", policy);
+    else
+        snprintf(label, sizeof(label), "%s=%s", policy, m->algo);
     if (m->status != OPSCHED_OK) {
         const char *what = m->status == OPSCHED_ERR_UNSUPPORTED ? "unsupported"
                            : m->status == OPSCHED_ERR_DEVICE_OOM ? "out of memory"
                                                                  : "error";
-        printf("%-22s %-13s %s\n", m->algo, what, m->message);
+        printf("%-34s %-13s %s\n", label, what, m->message);
         return;
     }
     const opsched_stats *s = &m->stats;
     double sec = s->median / 1e3;
     char ws[32];
-    printf("%-22s %-13s %10.4f %10.4f %10.4f %10.4f %6.2f%% %6d %8sB %8.2f %8.1f", m->algo, "ok",
+    printf("%-34s %-13s %10.4f %10.4f %10.4f %10.4f %6.2f%% %6d %8sB %8.2f %8.1f", label, "ok",
            s->median, s->mean, s->min, s->p99, 100.0 * s->cv, m->launches_per_sample,
            tool_human((double)m->workspace_bytes, ws, sizeof(ws)),
            sec > 0 ? (double)n->cost.flops / sec / 1e12 : 0.0,
@@ -142,7 +149,7 @@ int cmd_bench(opsched_ctx *ctx, int argc, char **argv)
            opsched_cache_name(ma.opts.cache));
     printf("config %s\nFLOPs %lld, bytes %lld\n\n", sig, (long long)node->cost.flops,
            (long long)(node->cost.bytes_read + node->cost.bytes_written));
-    printf("%-22s %-13s %10s %10s %10s %10s %7s %6s %9s %8s %8s", "algorithm", "status",
+    printf("%-34s %-13s %10s %10s %10s %10s %7s %6s %9s %8s %8s", "algorithm", "status",
            "median_ms", "mean_ms", "min_ms", "p99_ms", "cv", "batch", "workspace", "TFLOP/s", "GB/s");
     if (ma.opts.energy) printf(" %10s %10s %8s", "energy_mJ", "dynamic_mJ", "power_W");
     printf("\n");
@@ -157,7 +164,7 @@ int cmd_bench(opsched_ctx *ctx, int argc, char **argv)
             goto done;
         }
         if (st != OPSCHED_OK) opsched_ctx_clear_error(ctx);
-        print_row(&m, node, ma.opts.energy);
+        print_row(list[a], &m, node, ma.opts.energy);
         if (m.status == OPSCHED_OK) ok++;
         if (m.status == OPSCHED_OK && m.unstable) unstable++;
     }
