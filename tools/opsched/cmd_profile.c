@@ -28,21 +28,7 @@
 #define PLAIN_EVERY_S 5.0
 #define FULL_SUMMARIES 4 /* more items than this: one line each */
 
-static volatile sig_atomic_t stop_flag;
-
-static void on_signal(int sig)
-{
-    static const char msg[] =
-        "\nopsched profile: stopping after the size in flight; Ctrl-C again to abort\n";
-    if (stop_flag) {
-        signal(sig, SIG_DFL);
-        raise(sig);
-        return;
-    }
-    stop_flag = 1;
-    ssize_t r = write(STDERR_FILENO, msg, sizeof(msg) - 1);
-    (void)r;
-}
+static volatile sig_atomic_t *stop_flag;
 
 static void profile_help(void)
 {
@@ -700,7 +686,7 @@ static opsched_status run_items(run_state *rs, const int64_t *sizes, int n_sizes
 {
     for (int b = 0; b < rs->a->n_batches; b++) {
         for (int s = 0; s < n_sizes; s++) {
-            if (stop_flag) return OPSCHED_ERR_INTERRUPTED;
+            if (*stop_flag) return OPSCHED_ERR_INTERRUPTED;
             if (skip && skip[b * n_sizes + s]) continue;
             char next[96];
             int failed = 0;
@@ -835,16 +821,9 @@ int cmd_profile(opsched_ctx *ctx, int argc, char **argv)
     if (pg.skipped)
         fprintf(stderr, "opsched profile: %d of %d (batch, size) already in %s: skipped\n",
                 pg.skipped, pg.total, a.db);
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    stop_flag = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    stop_flag = tool_stop_install("\nopsched profile: stopping after the size in flight; Ctrl-C again to abort\n");
     opsched_status st = run_items(&rs, sizes, n_sizes, skip, &pg);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    tool_stop_restore();
     progress_clear(&pg);
     if (!pg.tty && st == OPSCHED_OK) progress_show(&pg, NULL);
     rc = finish(&rs, st, &pg, paths);

@@ -18,21 +18,7 @@
 #define MAX_FLAGS 32
 #define PLAIN_EVERY_S 5.0
 
-static volatile sig_atomic_t stop_flag;
-
-static void on_signal(int sig)
-{
-    static const char msg[] =
-        "\nopsched sweep: stopping after the configurations in flight; Ctrl-C again to abort\n";
-    if (stop_flag) {
-        signal(sig, SIG_DFL);
-        raise(sig);
-        return;
-    }
-    stop_flag = 1;
-    ssize_t r = write(STDERR_FILENO, msg, sizeof(msg) - 1);
-    (void)r;
-}
+static volatile sig_atomic_t *stop_flag;
 
 static void sweep_help(void)
 {
@@ -385,21 +371,15 @@ int cmd_sweep(opsched_ctx *ctx, int argc, char **argv)
     so.command = command;
     so.progress = on_progress;
     so.progress_user = &ps;
-    so.stop = &stop_flag;
     if (a.shard_count > 1)
         fprintf(stderr, "opsched sweep: shard %d/%d (from %s)\n", a.shard_index, a.shard_count,
                 a.shard_from);
 
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    stop_flag = tool_stop_install("\nopsched sweep: stopping after the configurations in flight; Ctrl-C again to abort\n");
+    so.stop = stop_flag;
     opsched_sweep_result res;
     st = opsched_sweep_run(ctx, spec, &so, &res);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    tool_stop_restore();
     if (ps.printed) fputc('\n', stderr);
     if (st != OPSCHED_OK && res.run_id == 0) {
         /* Nothing ran: bad options, a missing device, a database that cannot be opened. */

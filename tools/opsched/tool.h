@@ -5,6 +5,7 @@
 #ifndef OPSCHED_TOOL_H
 #define OPSCHED_TOOL_H
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdint.h>
 
@@ -57,6 +58,12 @@ int tool_measure_flag(const char *cmd, const char *name, const char *val, tool_m
 /* Opens the device the arguments name (fills a->backend when defaulted). */
 opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_device **out);
 extern const char *tool_measure_help;
+
+/* Installs the SIGINT/SIGTERM handler of long commands: the first signal
+ * prints message and sets the returned flag (finish what is in flight), a
+ * second one ends the process.  tool_stop_restore puts the old ones back. */
+volatile sig_atomic_t *tool_stop_install(const char *message);
+void tool_stop_restore(void);
 
 /* Prints "opsched: <what>: <library message>" to stderr; returns TOOL_EXIT_FAIL. */
 int tool_fail(opsched_ctx *ctx, opsched_status st, const char *what);
