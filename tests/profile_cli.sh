@@ -35,7 +35,7 @@ check() { # check NAME COMMAND...: passes when the command succeeds
 }
 quick=(--backend cpu --iters 3 --warmup-ms 10 --min-ms 0 --out-dir "$tmp/out" --db "$tmp/p.db")
 
-overall_header="model,algorithm,batch,input_size,mean,std,min,max,median,p90,p99,throughput,power_mean_w,energy_per_inference_j,peak_memory_bytes,e2e_graph_median_ms,layer_sum_ms,attribution_latency_pct,attribution_energy_pct,check_rel_l2,enqueue_ms,cv,math,layout,fallback_layers,attribution_graph_pct,layers_queued"
+overall_header="model,algorithm,batch,input_size,mean,std,min,max,median,p90,p99,throughput,power_mean_w,energy_per_inference_j,peak_memory_bytes,e2e_graph_median_ms,layer_sum_ms,attribution_latency_pct,attribution_energy_pct,check_rel_l2,enqueue_ms,cv,math,layout,fallback_layers,attribution_graph_pct,layers_queued,layer_isolated_sum_ms,attribution_isolated_pct"
 layers_header="batch,input_size,layer,op,in_channels,out_channels,kernel_size,stride,output_shape,flops,mean_ms,median_ms,percentage,energy_j,algorithm"
 
 # csv_ok MODEL ITEMS [CHECKED]: the two CSV files of MODEL have their

@@ -24,6 +24,10 @@ typedef struct opsched_profile_options {
     int layers;                    /* 1: time every layer (event pairs), iters runs (default 1) */
     int energy;                    /* 1: energy per inference over a >= 1 s window */
     int layer_energy;              /* 1: energy of each distinct layer, own window */
+    int isolated;                  /* 1: time each distinct layer alone with the operator
+                                    * harness (CUDA-graph replays, no timestamps between
+                                    * layers); their sum against the end to end is the
+                                    * additivity check (implied by layer_energy) */
     double energy_window_ms;       /* default 1000, never below */
     double idle_ms;                /* default 300 */
     int check;                     /* 1: compare outputs with the CPU backend (default 1) */
@@ -38,6 +42,7 @@ typedef struct opsched_layer_profile {
     double median_ms, mean_ms;     /* from layer-timed runs; 0 for views */
     double run_ms;                 /* in the layer-timed run whose total is the median */
     double energy_j;               /* measured in the layer's own window; NaN if not */
+    double isolated_ms;            /* median alone (operator harness); NaN if not */
     opsched_energy energy;         /* that window (shared by layers of one signature) */
     char algo[48];                 /* what ran: an algorithm, "view" or "fused" */
     int fallback;                  /* 1: the asked algorithm could not run it */
@@ -68,6 +73,8 @@ typedef struct opsched_profile_result {
     int layers_queued;
     double layer_energy_sum_j;     /* NaN unless every timed layer has an energy */
     double attribution_energy;     /* layer_energy_sum_j / energy.energy_j */
+    double layer_isolated_sum_ms;  /* NaN unless isolated */
+    double attribution_isolated;   /* layer_isolated_sum_ms / e2e_graph (else e2e) median */
     double check_rel_l2;           /* vs CPU backend; NaN when not checked, inf when an
                                     * output is not finite */
     int check_passed;

@@ -22,35 +22,36 @@
 
 /* The harness's options for layer i: the executor's settings, a short
  * timing (the window is what matters), energy on. */
-static void layer_options(const os_profiler *p, int i, opsched_measure_options *m)
+static void layer_options(const os_profiler *p, int i, int energy, opsched_measure_options *m)
 {
     const opsched_node *n = opsched_graph_node(p->g, i);
     const opsched_layer_profile *l = &p->r->layers[i];
     opsched_measure_options_default(m);
     m->plan = p->o.exec.plan;
-    m->plan.fuse_activation = 0;
+    /* a fused conv+bias+ReLU is one layer in the network: measure it so */
+    m->plan.fuse_activation = p->o.exec.plan.fuse_activation;
     const char *algo = m->plan.algo;
     int named = algo && strcmp(algo, "heuristic") != 0 && strcmp(algo, "find") != 0;
     /* As the executor does: a named algorithm is for convolutions, and a
      * layer that fell back ran with the library's choice. */
     if ((named && n->op != OPSCHED_OP_CONV) || l->fallback) m->plan.algo = NULL;
     m->warmup_ms = OS_MIN(p->o.warmup_ms, 100.0);
-    m->iters = 10;
+    m->iters = energy ? 10 : 30;
     m->min_ms = 0;
-    m->energy = 1;
+    m->energy = energy;
     m->energy_window_ms = p->o.energy_window_ms;
     m->idle_ms = p->o.idle_ms;
     m->seed = p->o.exec.seed;
 }
 
-opsched_status os_profile_layer_energy(os_profiler *p)
+opsched_status os_profile_layers_alone(os_profiler *p, int energy)
 {
     opsched_status st = OPSCHED_OK;
     opsched_profile_result *r = p->r;
     int nl = r->n_layers;
     opsched_device_info info;
     OS_TRY(opsched_device_info_get(p->dev, &info));
-    if (!info.has_power && !info.has_energy) return OPSCHED_OK; /* nothing to read: NaN */
+    if (!info.has_power && !info.has_energy) energy = 0; /* nothing to read: NaN */
     char *sigs = calloc((size_t)(nl > 0 ? nl : 1), SIG_BYTES);
     unsigned char *done_flags = calloc((size_t)(nl > 0 ? nl : 1), 1);
     if (!sigs || !done_flags) {
@@ -65,7 +66,7 @@ opsched_status os_profile_layer_energy(os_profiler *p)
         if (!r->layers[i].timed || done_flags[i]) continue;
         opsched_measure_options mo;
         opsched_measurement m;
-        layer_options(p, i, &mo);
+        layer_options(p, i, energy, &mo);
         opsched_status ms = opsched_measure_node(p->dev, p->g, i, &mo, &m);
         if (ms != OPSCHED_OK && m.status == OPSCHED_OK) {
             st = ms;
@@ -77,19 +78,24 @@ opsched_status os_profile_layer_energy(os_profiler *p)
             if (!r->layers[j].timed || strcmp(sigs + (size_t)j * SIG_BYTES, sig) != 0) continue;
             done_flags[j] = 1;
             if (m.status != OPSCHED_OK) continue;
+            r->layers[j].isolated_ms = m.stats.median;
+            if (!energy) continue;
             r->layers[j].energy = m.energy;
             r->layers[j].energy_j = m.energy.valid ? m.energy.energy_j : NAN;
         }
     }
-    double sum = 0;
+    double sum = 0, ms = 0;
     for (int i = 0; i < nl; i++) {
         if (!r->layers[i].timed) {
             r->layers[i].energy_j = 0;
+            r->layers[i].isolated_ms = 0;
             continue;
         }
         sum += r->layers[i].energy_j; /* NaN when any layer has none */
+        ms += r->layers[i].isolated_ms;
     }
-    r->layer_energy_sum_j = sum;
+    if (energy) r->layer_energy_sum_j = sum;
+    r->layer_isolated_sum_ms = ms;
 done:
     free(sigs);
     free(done_flags);

@@ -79,11 +79,13 @@ static opsched_status result_new(opsched_ctx *ctx, int n_layers, opsched_profile
     energy_unknown(&r->energy);
     r->layer_sum_ms = r->attribution_latency = r->attribution_graph = NAN;
     r->layer_energy_sum_j = r->attribution_energy = NAN;
+    r->layer_isolated_sum_ms = r->attribution_isolated = NAN;
     r->check_rel_l2 = NAN;
     for (int i = 0; i < n_layers; i++) {
         opsched_layer_profile *l = &r->layers[i];
         l->node = i;
         l->energy_j = NAN;
+        l->isolated_ms = NAN;
         energy_unknown(&l->energy);
     }
     *out = r;
@@ -137,6 +139,10 @@ static void attribute(opsched_profile_result *r, int layers_timed)
     }
     if (!isnan(r->layer_energy_sum_j) && r->energy.valid && r->energy.energy_j > 0)
         r->attribution_energy = r->layer_energy_sum_j / r->energy.energy_j;
+    /* Alone, a layer runs without launch gaps: the CUDA graph is the fair whole. */
+    double whole = r->e2e_graph.n > 0 ? r->e2e_graph.median : r->e2e.median;
+    if (!isnan(r->layer_isolated_sum_ms) && whole > 0)
+        r->attribution_isolated = r->layer_isolated_sum_ms / whole;
 }
 
 static opsched_status apply_defaults(opsched_ctx *ctx, const opsched_profile_options *in,
@@ -179,7 +185,8 @@ opsched_status opsched_profile_graph(opsched_device *dev, const opsched_graph *g
     if (p.o.cuda_graph) OS_TRY_GOTO(st, graph_replays(&p), fail);
     if (p.o.layers) OS_TRY_GOTO(st, os_profile_layers(&p), fail);
     if (p.o.energy) OS_TRY_GOTO(st, os_profile_energy(&p), fail);
-    if (p.o.layer_energy) OS_TRY_GOTO(st, os_profile_layer_energy(&p), fail);
+    if (p.o.layer_energy || p.o.isolated)
+        OS_TRY_GOTO(st, os_profile_layers_alone(&p, p.o.layer_energy), fail);
     attribute(p.r, p.o.layers);
     opsched_executor_free(p.ex);
     *out = p.r;

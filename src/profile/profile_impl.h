@@ -46,6 +46,7 @@ opsched_status os_profile_check(os_profiler *p);
 
 /* Energy of each distinct layer configuration (by signature) in its own
  * window, given to every layer of that configuration; the sum. */
-opsched_status os_profile_layer_energy(os_profiler *p);
+/* Measures every distinct layer alone (latency; energy too when energy). */
+opsched_status os_profile_layers_alone(os_profiler *p, int energy);
 
 #endif /* OS_PROFILE_IMPL_H */

@@ -50,6 +50,9 @@ static void profile_help(void)
            "  --fuse on|off          run a convolution, its bias and a following ReLU as one\n"
            "                         operation where the backend can (default on)\n"
            "  --layers on|off        time every layer: layers CSV, attribution (default on)\n"
+           "  --isolated             also time each distinct layer alone (CUDA-graph replays,\n"
+           "                         no timestamps between layers): the sum against the end\n"
+           "                         to end checks that the layers account for the network\n"
            "  --layer-energy         energy of each distinct layer in its own window\n"
            "                         (implies --energy)\n"
            "  --check on|off         compare outputs with the CPU backend (default on, off\n"
@@ -76,7 +79,7 @@ typedef struct profile_args {
     const char *sizes_text;
     stage_kind stage;
     const char *algo_fallback;
-    int cuda_graph, layers, check, layer_energy, fold_bn, dry_run;
+    int cuda_graph, layers, check, layer_energy, isolated, fold_bn, dry_run;
     int fuse; /* conv + bias + ReLU as one operation where the backend can */
     const char *out_dir, *db, *trace;
     const char *flags[MAX_FLAGS][2]; /* measurement flags, applied after the stage */
@@ -187,6 +190,8 @@ static int parse_args(int argc, char **argv, profile_args *a, tool_measure_args 
             i++;
         } else if (strcmp(arg, "--layer-energy") == 0) {
             a->layer_energy = 1;
+        } else if (strcmp(arg, "--isolated") == 0) {
+            a->isolated = 1;
         } else if (strcmp(arg, "--fold-bn") == 0) {
             a->fold_bn = 1;
         } else if (strcmp(arg, "--dry-run") == 0) {
@@ -514,6 +519,7 @@ static void profile_options(const run_state *rs, opsched_profile_options *po)
     po->min_ms = mo->min_ms;
     po->energy = mo->energy || rs->a->layer_energy;
     po->layer_energy = rs->a->layer_energy;
+    po->isolated = rs->a->isolated;
     po->energy_window_ms = mo->energy_window_ms;
     po->idle_ms = mo->idle_ms;
     po->cuda_graph = rs->a->cuda_graph;

@@ -43,7 +43,8 @@ void report_overall_header(FILE *f)
     fprintf(f, "model,algorithm,batch,input_size,mean,std,min,max,median,p90,p99,throughput,"
                "power_mean_w,energy_per_inference_j,peak_memory_bytes,e2e_graph_median_ms,"
                "layer_sum_ms,attribution_latency_pct,attribution_energy_pct,check_rel_l2,"
-               "enqueue_ms,cv,math,layout,fallback_layers,attribution_graph_pct,layers_queued\n");
+               "enqueue_ms,cv,math,layout,fallback_layers,attribution_graph_pct,layers_queued,"
+               "layer_isolated_sum_ms,attribution_isolated_pct\n");
 }
 
 void report_overall_row(FILE *f, const profile_item *it)
@@ -75,7 +76,10 @@ void report_overall_row(FILE *f, const profile_item *it)
     csv_text(f, it->layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw");
     fprintf(f, ",%d", r->n_fallbacks);
     csv_num(f, 100.0 * r->attribution_graph);
-    fprintf(f, ",%d\n", r->layers_queued);
+    fprintf(f, ",%d", r->layers_queued);
+    csv_num(f, r->layer_isolated_sum_ms);
+    csv_num(f, 100.0 * r->attribution_isolated);
+    fputc('\n', f);
 }
 
 void report_layers_header(FILE *f)
@@ -168,6 +172,10 @@ static void energy_lines(FILE *f, const opsched_profile_result *r)
     if (!isnan(r->layer_energy_sum_j))
         fprintf(f, "%-22s sum %.6f J = %.1f%% of the network's\n",
                 "Layer energy:", r->layer_energy_sum_j, 100.0 * r->attribution_energy);
+    if (!isnan(r->layer_isolated_sum_ms))
+        fprintf(f, "%-22s sum %.4f ms = %.1f%% of the %s (each distinct layer timed alone)\n",
+                "Layers alone:", r->layer_isolated_sum_ms, 100.0 * r->attribution_isolated,
+                r->e2e_graph.n > 0 ? "CUDA graph's latency" : "median latency");
 }
 
 void report_summary(FILE *f, const profile_item *it)
