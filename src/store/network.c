@@ -24,50 +24,6 @@ static const char *policy_text(const char *p)
     return p && *p ? p : "heuristic";
 }
 
-static void bind_stats(os_binder *b, const opsched_stats *t)
-{
-    if (t->n <= 0) { /* n and the ten statistics */
-        for (int i = 0; i < 11; i++)
-            os_bind_null(b);
-        return;
-    }
-    os_bind_int(b, t->n);
-    os_bind_double(b, t->min);
-    os_bind_double(b, t->max);
-    os_bind_double(b, t->mean);
-    os_bind_double(b, t->median);
-    os_bind_double(b, t->std);
-    os_bind_double(b, t->p90);
-    os_bind_double(b, t->p95);
-    os_bind_double(b, t->p99);
-    os_bind_double(b, t->trimmed_mean);
-    os_bind_double(b, t->cv);
-}
-
-static void bind_energy(os_binder *b, const opsched_energy *e)
-{
-    os_bind_int(b, e->valid != 0);
-    if (!e->valid) { /* the method and the ten values */
-        for (int i = 0; i < 11; i++)
-            os_bind_null(b);
-        return;
-    }
-    char method[sizeof(e->method) + 1];
-    memcpy(method, e->method, sizeof(e->method));
-    method[sizeof(e->method)] = '\0';
-    os_bind_text_opt(b, method);
-    os_bind_int(b, e->launches);
-    os_bind_double(b, e->window_ms);
-    os_bind_double(b, e->energy_j);
-    os_bind_double(b, e->dynamic_energy_j);
-    os_bind_double(b, e->energy_power_j);
-    os_bind_double(b, e->power_mean_w);
-    os_bind_double(b, e->idle_power_w);
-    os_bind_double(b, e->temperature_c);
-    os_bind_double(b, e->sm_clock_mhz);
-    os_bind_double(b, e->power_limit_w);
-}
-
 static int valid_mode(const char *m)
 {
     return m && (strcmp(m, "free") == 0 || strcmp(m, "graph") == 0 || strcmp(m, "layered") == 0);
@@ -106,9 +62,9 @@ opsched_status opsched_store_add_network(opsched_store *s, int64_t run_id, int64
     os_bind_text(&b, opsched_math_name(rec->math));
     os_bind_text(&b, layout_text(rec->layout));
     os_bind_text(&b, rec->mode);
-    bind_stats(&b, &rec->stats);
+    os_bind_stats(&b, &rec->stats);
     os_bind_double(&b, rec->enqueue_ms);
-    bind_energy(&b, &rec->energy);
+    os_bind_energy(&b, &rec->energy);
     os_bind_int_opt(&b, rec->peak_memory_bytes);
     os_bind_double(&b, rec->layer_sum_ms);
     os_bind_double(&b, rec->attribution_latency);

@@ -238,3 +238,50 @@ double os_store_now(void)
     if (clock_gettime(CLOCK_REALTIME, &ts) != 0) return (double)time(NULL);
     return (double)ts.tv_sec + (double)(ts.tv_nsec / 1000) / 1e6;
 }
+
+/* The eleven statistics columns (n, min ... cv) and the twelve energy
+ * columns (valid, method, ten values), in schema order; NULL where nothing
+ * was measured. */
+void os_bind_stats(os_binder *b, const opsched_stats *t)
+{
+    if (t->n <= 0) { /* nothing was timed: n and the ten statistics are NULL */
+        for (int i = 0; i < 11; i++)
+            os_bind_null(b);
+        return;
+    }
+    os_bind_int(b, t->n);
+    os_bind_double(b, t->min);
+    os_bind_double(b, t->max);
+    os_bind_double(b, t->mean);
+    os_bind_double(b, t->median);
+    os_bind_double(b, t->std);
+    os_bind_double(b, t->p90);
+    os_bind_double(b, t->p95);
+    os_bind_double(b, t->p99);
+    os_bind_double(b, t->trimmed_mean);
+    os_bind_double(b, t->cv);
+}
+
+void os_bind_energy(os_binder *b, const opsched_energy *e)
+{
+    os_bind_int(b, e->valid != 0);
+    if (!e->valid) { /* the method and the ten values are NULL */
+        for (int i = 0; i < 11; i++)
+            os_bind_null(b);
+        return;
+    }
+    char method[sizeof(e->method) + 1];
+    memcpy(method, e->method, sizeof(e->method));
+    method[sizeof(e->method)] = '\0';
+    os_bind_text_opt(b, method);
+    os_bind_int(b, e->launches);
+    os_bind_double(b, e->window_ms);
+    os_bind_double(b, e->energy_j);
+    os_bind_double(b, e->dynamic_energy_j);
+    os_bind_double(b, e->energy_power_j);
+    os_bind_double(b, e->power_mean_w);
+    os_bind_double(b, e->idle_power_w);
+    os_bind_double(b, e->temperature_c);
+    os_bind_double(b, e->sm_clock_mhz);
+    os_bind_double(b, e->power_limit_w);
+}

@@ -314,51 +314,6 @@ static const char *status_text(opsched_status st)
     }
 }
 
-static void bind_stats(os_binder *b, const opsched_measurement *m)
-{
-    const opsched_stats *t = &m->stats;
-    if (t->n <= 0) { /* nothing was timed: n and the ten statistics are NULL */
-        for (int i = 0; i < 11; i++)
-            os_bind_null(b);
-        return;
-    }
-    os_bind_int(b, t->n);
-    os_bind_double(b, t->min);
-    os_bind_double(b, t->max);
-    os_bind_double(b, t->mean);
-    os_bind_double(b, t->median);
-    os_bind_double(b, t->std);
-    os_bind_double(b, t->p90);
-    os_bind_double(b, t->p95);
-    os_bind_double(b, t->p99);
-    os_bind_double(b, t->trimmed_mean);
-    os_bind_double(b, t->cv);
-}
-
-static void bind_energy(os_binder *b, const opsched_energy *e)
-{
-    os_bind_int(b, e->valid != 0);
-    if (!e->valid) { /* the method and the ten values are NULL */
-        for (int i = 0; i < 11; i++)
-            os_bind_null(b);
-        return;
-    }
-    char method[sizeof(e->method) + 1];
-    memcpy(method, e->method, sizeof(e->method));
-    method[sizeof(e->method)] = '\0';
-    os_bind_text_opt(b, method);
-    os_bind_int(b, e->launches);
-    os_bind_double(b, e->window_ms);
-    os_bind_double(b, e->energy_j);
-    os_bind_double(b, e->dynamic_energy_j);
-    os_bind_double(b, e->energy_power_j);
-    os_bind_double(b, e->power_mean_w);
-    os_bind_double(b, e->idle_power_w);
-    os_bind_double(b, e->temperature_c);
-    os_bind_double(b, e->sm_clock_mhz);
-    os_bind_double(b, e->power_limit_w);
-}
-
 opsched_status opsched_store_add(opsched_store *s, int64_t run_id, int64_t device_id,
                                  int64_t config_id, const char *settings_key,
                                  const char *algo_policy, const opsched_measurement *m,
@@ -401,11 +356,11 @@ opsched_status opsched_store_add(opsched_store *s, int64_t run_id, int64_t devic
     os_bind_text(&b, opsched_cache_name(m->cache));
     os_bind_text(&b, status_text(m->status));
     os_bind_text_opt(&b, message);
-    bind_stats(&b, m);
+    os_bind_stats(&b, &m->stats);
     os_bind_int(&b, m->unstable != 0);
     os_bind_int(&b, m->launches_per_sample);
     os_bind_int(&b, (int64_t)m->workspace_bytes);
-    bind_energy(&b, &m->energy);
+    os_bind_energy(&b, &m->energy);
     os_bind_double(&b, os_store_now());
     OS_TRY_GOTO(st, OS_BIND_END(s, &b), done);
     OS_TRY_GOTO(st, OS_STORE_STEP(s, stmt, "add measurement", NULL), done);

@@ -135,4 +135,8 @@ opsched_status os_bind_end_at(opsched_store *s, const os_binder *b, const char *
 /* Unix time in seconds, with microseconds. */
 double os_store_now(void);
 
+/* Binds a measurement's statistics (11 columns) and energy (12 columns). */
+void os_bind_stats(os_binder *b, const opsched_stats *t);
+void os_bind_energy(os_binder *b, const opsched_energy *e);
+
 #endif /* OS_STORE_IMPL_H */
