@@ -240,6 +240,32 @@ static void test_settings_key(void **state)
     assert_string_equal(key, "algo=winograd;math=fp16;layout=nhwc;cache=cold;energy=1");
 }
 
+typedef struct counted {
+    int rows;
+    int64_t measurements;
+    char last_status[16];
+    int runs_done;
+    int64_t run_rows;
+} counted;
+
+static void count_cb(const opsched_measurement_count *r, void *user)
+{
+    counted *c = user;
+    c->rows++;
+    c->measurements += r->measurements;
+    assert_int_equal(r->configs, 1);
+    snprintf(c->last_status, sizeof(c->last_status), "%s", r->status);
+}
+
+static void run_cb(const opsched_run_summary *r, void *user)
+{
+    counted *c = user;
+    if (strcmp(r->status, "done") == 0) c->runs_done++;
+    c->run_rows += r->measurements;
+    assert_true(r->ended_at >= r->started_at);
+    assert_int_equal(r->shard_count, 1);
+}
+
 static void test_add_has_reopen(void **state)
 {
     fixture *fx = *state;
@@ -313,6 +339,17 @@ static void test_add_has_reopen(void **state)
     assert_int_equal(sum.unsupported, 1);
     assert_int_equal(sum.oom, 1);
     assert_int_equal(sum.errors, 1);
+    /* one row per (device, op, status); the run lists its four rows */
+    counted cnt;
+    memset(&cnt, 0, sizeof(cnt));
+    assert_int_equal(opsched_store_measurement_counts(s, count_cb, &cnt), OPSCHED_OK);
+    assert_int_equal(cnt.rows, 4);
+    assert_int_equal(cnt.measurements, 4);
+    assert_string_equal(cnt.last_status, "unsupported");
+    assert_int_equal(opsched_store_runs(s, run_cb, &cnt), OPSCHED_OK);
+    assert_int_equal(cnt.runs_done, 1);
+    assert_int_equal(cnt.run_rows, 4);
+    assert_int_equal(opsched_store_runs(s, NULL, &cnt), OPSCHED_ERR_INVALID_ARG);
     opsched_store_close(s);
 
     char v[128];

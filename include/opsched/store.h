@@ -156,6 +156,33 @@ typedef void (*opsched_network_summary_fn)(const opsched_network_summary *row, v
 opsched_status opsched_store_network_summaries(opsched_store *s, opsched_network_summary_fn fn,
                                                void *user);
 
+/* Measurements counted by device, operator and status. */
+typedef struct opsched_measurement_count {
+    const char *device;        /* backend:name */
+    const char *op;            /* "conv2d", ... */
+    const char *status;        /* ok, unsupported, oom, error */
+    int64_t configs;           /* distinct configurations */
+    int64_t measurements;
+} opsched_measurement_count;
+typedef void (*opsched_measurement_count_fn)(const opsched_measurement_count *row, void *user);
+/* Calls fn once per (device, op, status); texts borrowed for the call. */
+opsched_status opsched_store_measurement_counts(opsched_store *s, opsched_measurement_count_fn fn,
+                                                void *user);
+
+/* One run: what was asked and how it ended.  A run still "running" whose
+ * process is gone was killed (kill -9, a lost node); re-running the same
+ * command resumes it. */
+typedef struct opsched_run_summary {
+    int64_t id;
+    const char *uuid, *command, *user, *host, *status;
+    int shard_index, shard_count;
+    double started_at, ended_at;   /* unix seconds; ended_at 0 while running */
+    int64_t measurements, network_rows;
+} opsched_run_summary;
+typedef void (*opsched_run_summary_fn)(const opsched_run_summary *row, void *user);
+/* Calls fn once per run, oldest first; texts borrowed for the call. */
+opsched_status opsched_store_runs(opsched_store *s, opsched_run_summary_fn fn, void *user);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,8 +11,39 @@ static void status_help(void)
 {
     printf("usage: opsched status --db FILE\n\n"
            "Counts the devices, runs, configurations and measurements of a database,\n"
-           "measurements by status (ok, unsupported, out of memory, error), and lists\n"
+           "measurements by status (ok, unsupported, out of memory, error) and by device\n"
+           "and operator, every run (status, shard, rows, duration, command; a run left\n"
+           "\"running\" by a killed process resumes when its command runs again), and\n"
            "the networks profiled: model, batch, settings and the input sizes done.\n");
+}
+
+static void print_count(const opsched_measurement_count *r, void *user)
+{
+    int *rows = user;
+    if ((*rows)++ == 0)
+        printf("  by device, operator and status:\n    %-36s %-14s %-12s %8s %8s\n", "device",
+               "op", "status", "configs", "rows");
+    printf("    %-36s %-14s %-12s %8lld %8lld\n", r->device, r->op, r->status,
+           (long long)r->configs, (long long)r->measurements);
+}
+
+static void print_run(const opsched_run_summary *r, void *user)
+{
+    int *rows = user;
+    if ((*rows)++ == 0)
+        printf("  runs:\n    %4s %-12s %-7s %8s %8s %9s  %s\n", "id", "status", "shard", "rows",
+               "networks", "minutes", "command");
+    char shard[24];
+    snprintf(shard, sizeof(shard), "%d/%d", r->shard_index, r->shard_count);
+    double minutes = r->ended_at > 0 ? (r->ended_at - r->started_at) / 60.0 : -1;
+    char dur[24];
+    if (minutes >= 0)
+        snprintf(dur, sizeof(dur), "%.1f", minutes);
+    else
+        snprintf(dur, sizeof(dur), "-");
+    /* A run still "running" when nothing runs was killed; its rows are kept. */
+    printf("    %4lld %-12s %-7s %8lld %8lld %9s  %.70s\n", (long long)r->id, r->status, shard,
+           (long long)r->measurements, (long long)r->network_rows, dur, r->command);
 }
 
 static void print_network(const opsched_network_summary *r, void *user)
@@ -65,8 +96,10 @@ int cmd_status(opsched_ctx *ctx, int argc, char **argv)
     printf("    unsupported   %lld\n", (long long)s.unsupported);
     printf("    out of memory %lld\n", (long long)s.oom);
     printf("    error         %lld\n", (long long)s.errors);
-    int rows = 0;
-    st = opsched_store_network_summaries(store, print_network, &rows);
+    int counts = 0, runs = 0, rows = 0;
+    st = opsched_store_measurement_counts(store, print_count, &counts);
+    if (st == OPSCHED_OK) st = opsched_store_runs(store, print_run, &runs);
+    if (st == OPSCHED_OK) st = opsched_store_network_summaries(store, print_network, &rows);
     opsched_store_close(store);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, db);
     if (!rows) printf("  network runs    0\n");
