@@ -428,6 +428,8 @@ static opsched_status fold_concat(os_loader *L, int node)
     o.d[axis] = 0;
     for (int k = 0; k < n; k++) {
         const os_cval *c = os_onnx_in_cval(L, node, k);
+        /* an omitted ("") input is no tensor to concatenate */
+        if (!c) return os_onnx_node_fail(L, node, OPSCHED_ERR_PARSE, "input %d is missing", k);
         int ok = c->shape.ndim == o.ndim;
         for (int d = 0; ok && d < o.ndim; d++)
             if (d != axis && c->shape.d[d] != o.d[d]) ok = 0;
