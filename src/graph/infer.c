@@ -367,8 +367,10 @@ static opsched_status infer_split(infer_args *a)
     if (s->n != a->n_out || s->n < 1) return bad_arg(a, "split sizes do not match the outputs");
     int64_t sum = 0;
     for (int i = 0; i < s->n; i++) {
-        if (s->sizes[i] < 0) return BAD(a, "negative split size");
-        sum += s->sizes[i];
+        if (s->sizes[i] < 0 || s->sizes[i] > x->d[s->axis])
+            return BAD(a, "split size %lld does not fit axis %lld of %lld", (long long)s->sizes[i],
+                       (long long)s->axis, (long long)x->d[s->axis]);
+        sum += s->sizes[i]; /* at most 32 terms of at most 2^40: no overflow */
         a->out[i] = *x;
         a->out[i].d[s->axis] = s->sizes[i];
     }
@@ -388,16 +390,22 @@ static opsched_status infer_slice(infer_args *a)
     for (int d = 0; d < x->ndim; d++) {
         int64_t dim = x->d[d], st = s->starts[d], en = s->ends[d], step = s->steps[d];
         if (step == 0) return BAD(a, "slice step 0 on axis %d", d);
+        if (step < -INT64_MAX) step = -INT64_MAX; /* so that -step exists */
+        /* Clamp before any arithmetic: exporters write INT64_MAX for "to the end". */
+        if (st < -dim) st = -dim - 1;
+        if (en < -dim) en = -dim - 1;
+        if (st > dim) st = dim;
+        if (en > dim) en = dim;
         if (st < 0) st += dim;
         if (en < 0) en += dim;
         if (step > 0) {
-            st = st < 0 ? 0 : (st > dim ? dim : st);
-            en = en < 0 ? 0 : (en > dim ? dim : en);
-            o.d[d] = en > st ? (en - st + step - 1) / step : 0;
+            st = st < 0 ? 0 : st;
+            en = en < 0 ? 0 : en;
+            o.d[d] = en > st ? (en - st - 1) / step + 1 : 0;
         } else {
             st = st < 0 ? -1 : (st > dim - 1 ? dim - 1 : st);
             en = en < -1 ? -1 : (en > dim - 1 ? dim - 1 : en);
-            o.d[d] = st > en ? (st - en + (-step) - 1) / (-step) : 0;
+            o.d[d] = st > en ? (st - en - 1) / (-step) + 1 : 0;
         }
         s->starts[d] = st;
         s->ends[d] = en;
