@@ -27,6 +27,8 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN
 
 # New inputs go to the first folder (the copy); crashes, leaks and timeouts
 # to regressions/.
-"$bin" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=25 \
+# A fixed seed (FUZZ_SEED, default 1) makes the run repeatable: the inputs
+# CI tries in its minute are the first ones a longer run with this seed tried.
+"$bin" -seed="${FUZZ_SEED:-1}" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=25 \
        -artifact_prefix="$regressions/" -print_final_stats=1 \
        "$work/corpus" "$seeds" "$regressions"
