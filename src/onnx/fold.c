@@ -491,6 +491,9 @@ static opsched_status fold_range(os_loader *L, int node, const os_cval *s, const
 {
     if (s->n != 1 || l->n != 1 || d->n != 1)
         return os_onnx_node_fail(L, node, OPSCHED_ERR_PARSE, "Range takes scalars");
+    if (s->is_float != l->is_float || s->is_float != d->is_float)
+        return os_onnx_node_fail(L, node, OPSCHED_ERR_PARSE,
+                                 "Range's start, limit and delta must have one type");
     double start = os_onnx_cval_float(s, 0), limit = os_onnx_cval_float(l, 0),
            delta = os_onnx_cval_float(d, 0);
     if (delta == 0 || isnan(start) || isnan(limit) || isnan(delta))
@@ -505,7 +508,7 @@ static opsched_status fold_range(os_loader *L, int node, const os_cval *s, const
     for (int64_t k = 0; k < r->n; k++) {
         if (r->is_float)
             put(r, k, start + (double)k * delta, 0, 1);
-        else
+        else /* wraps rather than overflows on hostile values */
             put(r, k, 0, (int64_t)((uint64_t)s->i[0] + (uint64_t)k * (uint64_t)d->i[0]), 0);
     }
     set_out(L, node, 0, r);
