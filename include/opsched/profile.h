@@ -43,6 +43,10 @@ typedef struct opsched_layer_profile {
     double run_ms;                 /* in the layer-timed run whose total is the median */
     double energy_j;               /* measured in the layer's own window; NaN if not */
     double isolated_ms;            /* median alone (operator harness); NaN if not */
+    opsched_measurement isolated;  /* that measurement in full (status, stats, energy,
+                                    * algorithm); status OPSCHED_ERR_UNSUPPORTED when the
+                                    * layer was not measured alone */
+    int fused_next;                /* 1: the layer runs the Relu after it too (fused) */
     opsched_energy energy;         /* that window (shared by layers of one signature) */
     char algo[48];                 /* what ran: an algorithm, "view" or "fused" */
     int fallback;                  /* 1: the asked algorithm could not run it */

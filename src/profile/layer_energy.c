@@ -78,6 +78,7 @@ opsched_status os_profile_layers_alone(os_profiler *p, int energy)
             if (!r->layers[j].timed || strcmp(sigs + (size_t)j * SIG_BYTES, sig) != 0) continue;
             done_flags[j] = 1;
             if (m.status != OPSCHED_OK) continue;
+            r->layers[j].isolated = m;
             r->layers[j].isolated_ms = m.stats.median;
             if (!energy) continue;
             r->layers[j].energy = m.energy;

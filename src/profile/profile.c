@@ -86,6 +86,7 @@ static opsched_status result_new(opsched_ctx *ctx, int n_layers, opsched_profile
         l->node = i;
         l->energy_j = NAN;
         l->isolated_ms = NAN;
+        l->isolated.status = OPSCHED_ERR_UNSUPPORTED;
         energy_unknown(&l->energy);
     }
     *out = r;
@@ -109,6 +110,14 @@ static void copy_layer_info(os_profiler *p)
         l->fallback = li->fallback;
         l->workspace_bytes = li->workspace_bytes;
         l->timed = strcmp(l->algo, "view") != 0 && strcmp(l->algo, "fused") != 0;
+    }
+    /* A fused Relu ran inside the layer that produced its input. */
+    for (int i = 0; i < p->r->n_layers; i++) {
+        if (strcmp(p->r->layers[i].algo, "fused") != 0) continue;
+        const opsched_node *n = opsched_graph_node(p->g, i);
+        const opsched_tensor *t = n && n->n_inputs > 0 ? opsched_graph_tensor(p->g, n->inputs[0]) : NULL;
+        if (t && t->producer >= 0 && t->producer < p->r->n_layers)
+            p->r->layers[t->producer].fused_next = 1;
     }
 }
 

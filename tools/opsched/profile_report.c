@@ -311,6 +311,38 @@ static opsched_status store_layers(opsched_store *s, int64_t run_id, int64_t dev
     return OPSCHED_OK;
 }
 
+/* Layers measured alone (--isolated, --layer-energy) are what the operator
+ * harness measures, so they go in under the harness's own settings key
+ * (a sweep of the same configuration finds them), with ";fused=relu" when
+ * the layer ran the Relu after it too. */
+static opsched_status store_isolated(opsched_store *s, int64_t run_id, int64_t device_id,
+                                     const profile_item *it)
+{
+    const opsched_profile_result *r = it->r;
+    opsched_measure_options mo;
+    char key[256];
+    opsched_measure_options_default(&mo);
+    mo.plan.algo = it->algo_policy;
+    mo.plan.math = it->math;
+    mo.plan.layout = it->layout;
+    for (int i = 0; i < r->n_layers; i++) {
+        const opsched_layer_profile *l = &r->layers[i];
+        if (!l->timed || l->isolated.status != OPSCHED_OK || l->isolated.stats.n == 0) continue;
+        opsched_config_record rec;
+        int64_t config_id = 0;
+        opsched_status st = opsched_config_record_from_node(it->g, i, &rec);
+        if (st == OPSCHED_OK) st = opsched_store_config(s, &rec, &config_id);
+        if (st != OPSCHED_OK) return st;
+        mo.energy = l->isolated.energy.valid;
+        opsched_settings_key(&mo, key, sizeof(key));
+        if (l->fused_next) strncat(key, ";fused=relu", sizeof(key) - strlen(key) - 1);
+        st = opsched_store_add(s, run_id, device_id, config_id, key, it->algo_policy,
+                               &l->isolated, NULL);
+        if (st != OPSCHED_OK) return st;
+    }
+    return OPSCHED_OK;
+}
+
 static void network_record(const profile_item *it, const char *mode, opsched_network_record *n)
 {
     const opsched_profile_result *r = it->r;
@@ -353,6 +385,7 @@ opsched_status report_store(opsched_store *s, int64_t run_id, int64_t device_id,
 {
     opsched_network_record n;
     opsched_status st = store_layers(s, run_id, device_id, it);
+    if (st == OPSCHED_OK) st = store_isolated(s, run_id, device_id, it);
     if (st != OPSCHED_OK) return st;
     if (it->r->e2e_layered.n > 0) {
         network_record(it, "layered", &n);
