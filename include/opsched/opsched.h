@@ -12,5 +12,6 @@
 #include "opsched/store.h"
 #include "opsched/sweep.h"
 #include "opsched/profile.h"
+#include "opsched/sched.h"
 
 #endif /* OPSCHED_OPSCHED_H */
