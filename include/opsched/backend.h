@@ -83,6 +83,26 @@ void opsched_stream_free(opsched_stream *s);
 opsched_stream *opsched_device_stream(opsched_device *dev);
 opsched_status opsched_stream_sync(opsched_stream *s);
 
+/* Events order work across the streams of one device without the host
+ * waiting: opsched_event_record marks the point that the work enqueued on
+ * a stream so far has reached; opsched_stream_wait_event makes the work
+ * enqueued on a stream after the call wait until the event's latest record
+ * (at the time of the call) is reached.  Waiting on an event never recorded
+ * waits for nothing.  Events carry no timestamps (opsched_timer does).
+ * Both calls may be made while streams are captured into a device graph,
+ * where they become the graph's edges: that is how work on several streams
+ * is captured together (the other streams wait on an event recorded on the
+ * capturing stream, and the capturing stream waits on events recorded on
+ * them before the capture ends).  On backends whose streams finish every
+ * launch before it returns (the CPU) program order already orders the
+ * streams, and both calls do nothing. */
+typedef struct opsched_event opsched_event;
+opsched_status opsched_event_create(opsched_device *dev, opsched_event **out);
+void opsched_event_free(opsched_event *e);
+/* s NULL: the device's stream. */
+opsched_status opsched_event_record(opsched_event *e, opsched_stream *s);
+opsched_status opsched_stream_wait_event(opsched_stream *s, opsched_event *e);
+
 /* Buffers: device memory of a given size. */
 opsched_status opsched_buffer_alloc(opsched_device *dev, size_t bytes, opsched_buffer **out);
 /* A buffer for bytes [offset, offset + bytes) of parent, without a copy: it

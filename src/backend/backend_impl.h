@@ -70,6 +70,18 @@ typedef struct os_backend_iface {
     opsched_status (*graph_end)(opsched_ctx *ctx, void *dev, void *stream, void **graph);
     opsched_status (*graph_launch)(opsched_ctx *ctx, void *dev, void *graph, void *stream);
     void (*graph_free)(void *dev, void *graph);
+
+    /* Optional, all four or none: events that order work across streams
+     * (no timing).  event_record marks the point the work enqueued on
+     * stream so far has reached; stream_wait makes later work on stream
+     * wait for the latest record of event.  Both may be called while
+     * streams are being captured (they become the graph's edges).  A
+     * backend without them must finish every launch before it returns
+     * (the CPU), so that program order already orders its streams. */
+    opsched_status (*event_create)(opsched_ctx *ctx, void *dev, void **event);
+    void (*event_free)(void *dev, void *event);
+    opsched_status (*event_record)(opsched_ctx *ctx, void *dev, void *event, void *stream);
+    opsched_status (*stream_wait)(opsched_ctx *ctx, void *dev, void *stream, void *event);
 } os_backend_iface;
 
 /* opsched_device_power reporting failures on ctx instead of the device's

@@ -50,6 +50,11 @@ struct opsched_timer {
     void *impl;
 };
 
+struct opsched_event {
+    opsched_device *dev;
+    void *impl; /* NULL on backends without events */
+};
+
 static const os_backend_iface *const backends[] = {
 #ifdef OPSCHED_HAVE_CUDA
     &os_backend_cuda,
@@ -239,6 +244,58 @@ opsched_status opsched_stream_sync(opsched_stream *s)
 {
     if (!s) return OPSCHED_ERR_INVALID_ARG;
     return s->dev->be->stream_sync(s->dev->ctx, s->dev->impl, s->impl);
+}
+
+/* ---- events --------------------------------------------------------- */
+
+static int has_events(const opsched_device *dev)
+{
+    return dev->be->event_create && dev->be->event_free && dev->be->event_record &&
+           dev->be->stream_wait;
+}
+
+opsched_status opsched_event_create(opsched_device *dev, opsched_event **out)
+{
+    if (!dev || !out) return OPSCHED_ERR_INVALID_ARG;
+    *out = NULL;
+    opsched_event *e = calloc(1, sizeof(*e));
+    if (!e) return OS_NOMEM(dev->ctx);
+    e->dev = dev;
+    if (has_events(dev)) {
+        opsched_status st = dev->be->event_create(dev->ctx, dev->impl, &e->impl);
+        if (st != OPSCHED_OK) {
+            free(e);
+            return st;
+        }
+    }
+    *out = e;
+    return OPSCHED_OK;
+}
+
+void opsched_event_free(opsched_event *e)
+{
+    if (!e) return;
+    if (e->impl) e->dev->be->event_free(e->dev->impl, e->impl);
+    free(e);
+}
+
+opsched_status opsched_event_record(opsched_event *e, opsched_stream *s)
+{
+    if (!e) return OPSCHED_ERR_INVALID_ARG;
+    if (!s) s = e->dev->default_stream;
+    if (s->dev != e->dev)
+        return OS_FAIL(e->dev->ctx, OPSCHED_ERR_INVALID_ARG, "event: stream of another device");
+    if (!e->impl) return OPSCHED_OK;
+    return e->dev->be->event_record(e->dev->ctx, e->dev->impl, e->impl, s->impl);
+}
+
+opsched_status opsched_stream_wait_event(opsched_stream *s, opsched_event *e)
+{
+    if (!s || !e) return OPSCHED_ERR_INVALID_ARG;
+    if (s->dev != e->dev)
+        return OS_FAIL(e->dev->ctx, OPSCHED_ERR_INVALID_ARG, "event: stream of another device");
+    if (!e->impl) return OPSCHED_OK;
+    return e->dev->be->stream_wait(e->dev->ctx, e->dev->impl, s->impl, e->impl);
 }
 
 /* ---- buffers -------------------------------------------------------- */

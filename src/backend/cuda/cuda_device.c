@@ -377,4 +377,8 @@ const os_backend_iface os_backend_cuda = {
     .graph_end = cu_graph_end,
     .graph_launch = cu_graph_launch,
     .graph_free = cu_graph_free,
+    .event_create = cu_event_create,
+    .event_free = cu_event_free,
+    .event_record = cu_event_record,
+    .stream_wait = cu_stream_wait,
 };

@@ -9,6 +9,9 @@
  * legacy NULL stream.  cuDNN and cuBLAS handles are per device; every launch
  * binds them to the launch's stream first (cudnnSetStream, cublasSetStream,
  * then cublasSetWorkspace, because cublasSetStream resets the workspace).
+ * Launches are enqueued from one thread, so the binding holds for the call
+ * that follows it, and every plan owns its workspace: plans running at the
+ * same time on different streams never share scratch memory.
  *
  * Layouts: under OPSCHED_LAYOUT_NHWC every 4-D tensor of a plan (conv and
  * pooling activations, conv weights as [M, kh, kw, C/g]) is stored
@@ -240,6 +243,12 @@ opsched_status cu_graph_begin(opsched_ctx *ctx, void *dev, void *stream);
 opsched_status cu_graph_end(opsched_ctx *ctx, void *dev, void *stream, void **graph);
 opsched_status cu_graph_launch(opsched_ctx *ctx, void *dev, void *graph, void *stream);
 void cu_graph_free(void *dev, void *graph);
+
+/* Events without timing (cuda_event.c): the table's optional event slots. */
+opsched_status cu_event_create(opsched_ctx *ctx, void *dev, void **event);
+void cu_event_free(void *dev, void *event);
+opsched_status cu_event_record(opsched_ctx *ctx, void *dev, void *event, void *stream);
+opsched_status cu_stream_wait(opsched_ctx *ctx, void *dev, void *stream, void *event);
 
 /* The conv algorithm names, in cuDNN's enum order (cuda_conv.c). */
 #define CU_N_CONV_ALGOS 8
