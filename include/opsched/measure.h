@@ -109,6 +109,29 @@ opsched_status opsched_measure_node(opsched_device *dev, const opsched_graph *g,
                                     const opsched_measure_options *opts,
                                     opsched_measurement *out);
 
+/* ---- device calibration --------------------------------------------- */
+
+/* What a device does at its best under one math mode, measured through
+ * the backend API: the anchors of a roofline and the fixed costs that sit
+ * between operators.  NaN marks what could not be measured. */
+typedef struct opsched_calibration {
+    char math[8];              /* "fp32", "tf32", "fp16", "bf16" */
+    double peak_flops;         /* FLOP/s: the best of a few large GEMMs */
+    double bandwidth;          /* bytes/s: a large element-wise Add, arrays far beyond the cache */
+    double launch_us;          /* host time to enqueue one small launch (median, eager) */
+    double graph_node_us;      /* device time per node of a replayed graph of tiny launches,
+                                  minus their work; on backends without device graphs, the
+                                  per-launch overhead of back-to-back tiny launches */
+    double idle_power_w;       /* NaN without a power sensor */
+    double created_at;         /* Unix seconds */
+} opsched_calibration;
+
+/* Measures dev under math mode `math` (sizes fit the device: 8192^3
+ * GEMMs on a GPU, smaller on a CPU).  OPSCHED_ERR_UNSUPPORTED when the
+ * device cannot run that math mode at all. */
+opsched_status opsched_device_calibrate(opsched_device *dev, opsched_math math,
+                                        opsched_calibration *out);
+
 /* ---- operator configurations ---------------------------------------- */
 
 /* A named parameter of an operator configuration, as a user writes it:

@@ -85,6 +85,7 @@ typedef struct opsched_merge_stats {
     int64_t runs, devices, configs;
     int64_t measurements_added, measurements_skipped; /* skipped: already present */
     int64_t network_runs_added;
+    int64_t calibrations;      /* added, or replaced by a newer one */
 } opsched_merge_stats;
 
 /* Copies everything from the database at src_path into s, deduplicated
@@ -104,6 +105,17 @@ typedef struct opsched_store_summary {
     int64_t ok, unsupported, oom, errors;
 } opsched_store_summary;
 opsched_status opsched_store_summary_get(opsched_store *s, opsched_store_summary *out);
+
+/* ---- device calibrations (opsched devices --calibrate) ---------------- */
+
+/* Stores a calibration of a device under its math mode (c->math); a newer
+ * one replaces the one stored before. */
+opsched_status opsched_store_calibration_put(opsched_store *s, int64_t device_id,
+                                             const opsched_calibration *c);
+/* The stored calibration of (device, math); *found is 0 (and *out
+ * untouched) when there is none.  Values not measured come back NaN. */
+opsched_status opsched_store_calibration_get(opsched_store *s, int64_t device_id, const char *math,
+                                             opsched_calibration *out, int *found);
 
 /* ---- whole networks (opsched profile) --------------------------------- */
 
@@ -182,6 +194,102 @@ typedef struct opsched_run_summary {
 typedef void (*opsched_run_summary_fn)(const opsched_run_summary *row, void *user);
 /* Calls fn once per run, oldest first; texts borrowed for the call. */
 opsched_status opsched_store_runs(opsched_store *s, opsched_run_summary_fn fn, void *user);
+
+/* ---- datasets for prediction (src/store/dataset.c) ---------------------- */
+
+/* A device as the database knows it. */
+typedef struct opsched_device_row {
+    int64_t id;
+    char backend[16];
+    char name[128];
+    char uuid[80];
+    int sm_count;              /* GPU SMs or CPU cores; 0 when unknown */
+    int64_t memory_bytes, l2_bytes;
+    int64_t measurements;      /* rows in measurements */
+} opsched_device_row;
+
+/* Finds a device by id ("3") or by a case-insensitive part of
+ * "backend:name" or of its uuid ("h100", "cpu").  NULL or "" picks the
+ * only device that has measurements.  OPSCHED_ERR_NOT_FOUND when nothing
+ * matches, OPSCHED_ERR_INVALID_ARG naming the candidates when several do. */
+opsched_status opsched_store_find_device(opsched_store *s, const char *name,
+                                         opsched_device_row *out);
+
+/* Which measurements a dataset holds.  NULL texts match anything.  Rows
+ * layer-timed inside a network (settings key with ";mode=network") are
+ * not harness measurements and are left out unless include_network. */
+typedef struct opsched_dataset_query {
+    int64_t device_id;
+    const char *math;          /* "tf32" ... */
+    const char *layout;        /* "nchw", "nhwc" */
+    const char *algo_policy;   /* "heuristic" ... */
+    const char *cache;         /* "hot", "cold" */
+    int include_network;       /* 1: also ";mode=network" rows */
+    int include_failed;        /* 1: also unsupported, oom and error rows */
+} opsched_dataset_query;
+
+/* One measurement with its configuration.  The settings key's fields are
+ * split out: fused_relu is 1 for ";fused=relu" (a convolution measured
+ * with the Relu after it fused in: a kind of operator of its own),
+ * network for ";mode=network". */
+typedef struct opsched_dataset_row {
+    int64_t measurement_id, config_id, run_id;
+    opsched_config_record config;
+    char settings_key[256];
+    char algo_policy[48], algo[48];
+    char math[8], layout[8], cache[8], status[16];
+    int fused_relu, network;
+    double median_ms, cv;      /* NaN when not timed */
+    int energy_valid;
+    double energy_j;           /* per launch, total; NaN unless energy_valid */
+    double power_mean_w;       /* NaN unless energy_valid */
+    double created_at;
+} opsched_dataset_row;
+
+/* Called per row (borrowed for the call); a status other than OK stops
+ * the walk and is returned. */
+typedef opsched_status (*opsched_dataset_fn)(const opsched_dataset_row *row, void *user);
+
+/* Walks the measurements q selects, oldest first (created_at, id). */
+opsched_status opsched_store_dataset(opsched_store *s, const opsched_dataset_query *q,
+                                     opsched_dataset_fn fn, void *user);
+
+/* What changes when measurements q selects are added or replaced: their
+ * count, largest id and latest created_at (0 for none). */
+typedef struct opsched_dataset_fingerprint {
+    int64_t count, max_id;
+    double max_created_at;
+} opsched_dataset_fingerprint;
+opsched_status opsched_store_dataset_fingerprint(opsched_store *s, const opsched_dataset_query *q,
+                                                 opsched_dataset_fingerprint *out);
+
+/* A network_runs row (opsched profile) as prediction reads it. */
+typedef struct opsched_network_run_row {
+    int64_t id, device_id;
+    char model[128];
+    int64_t batch, height, width;
+    char algo_policy[48], math[8], layout[8];
+    char mode[8];              /* "free", "graph", "layered" */
+    double median_ms, cv;      /* per inference; NaN when not timed */
+    double enqueue_ms;         /* NaN when not measured */
+    int energy_valid;
+    double energy_j;           /* per inference; NaN unless energy_valid */
+    int64_t peak_memory_bytes; /* -1 when unknown */
+    double created_at;
+} opsched_network_run_row;
+
+/* Which network runs to walk; NULL texts match anything. */
+typedef struct opsched_network_run_query {
+    int64_t device_id;
+    const char *model, *algo_policy, *math, *layout, *mode;
+} opsched_network_run_query;
+
+typedef opsched_status (*opsched_network_run_fn)(const opsched_network_run_row *row, void *user);
+/* Walks the timed network runs q selects, ordered by model, batch, size,
+ * mode and time; a status other than OK from fn stops and is returned. */
+opsched_status opsched_store_network_runs_get(opsched_store *s,
+                                              const opsched_network_run_query *q,
+                                              opsched_network_run_fn fn, void *user);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,10 @@
  *   1  devices, runs, configs, measurements.
  *   2  network_runs: whole networks profiled end to end (opsched profile).
  *      A version-1 file gains the table when a build of version 2 opens it.
+ *   3  calibrations: a device's peak FLOP rate, bandwidth, launch and graph
+ *      node overheads and idle power per math mode (opsched devices
+ *      --calibrate), one row per (device, math).  Older files gain the
+ *      table in place.
  *
  * Sizes and counts that do not apply to a configuration (the kernel of a
  * linear layer) are NULL, so queries read "kernel IS NULL" rather than
@@ -149,6 +153,20 @@ static const char schema_v2[] =
     "CREATE INDEX network_runs_lookup ON network_runs"
     " (device_id, model, batch, input_size, algo_policy, math, layout);";
 
+/* Version 3: the latest calibration of each (device, math mode). */
+static const char schema_v3[] =
+    "CREATE TABLE calibrations ("
+    " id INTEGER PRIMARY KEY,"
+    " device_id INTEGER NOT NULL REFERENCES devices (id),"
+    " math TEXT NOT NULL,"
+    " peak_flops REAL,"
+    " bandwidth REAL,"
+    " launch_us REAL,"
+    " graph_node_us REAL,"
+    " idle_power_w REAL,"
+    " created_at REAL NOT NULL,"
+    " UNIQUE (device_id, math));";
+
 static const char set_version[] = "PRAGMA user_version = " OS_STR(OS_STORE_SCHEMA);
 
 /* WAL lets readers and one writer of several processes share the file.
@@ -223,6 +241,8 @@ opsched_status os_store_schema_ensure(opsched_store *s)
     }
     if (version < 2)
         OS_TRY_GOTO(st, OS_STORE_EXEC(s, schema_v2, "add the network_runs table"), done);
+    if (version < 3)
+        OS_TRY_GOTO(st, OS_STORE_EXEC(s, schema_v3, "add the calibrations table"), done);
     if (version < OS_STORE_SCHEMA)
         OS_TRY_GOTO(st, OS_STORE_EXEC(s, set_version, "set the schema version"), done);
     OS_TRY_GOTO(st, os_store_commit(s), done);

@@ -19,7 +19,7 @@
 #include "opsched/store.h"
 
 /* The schema this build writes and the newest it can read. */
-#define OS_STORE_SCHEMA 2
+#define OS_STORE_SCHEMA 3
 /* How long a writer waits for another process's transaction to finish. */
 #define OS_STORE_BUSY_MS 30000
 
@@ -61,6 +61,16 @@ struct opsched_store {
     "dynamic_energy_j, energy_power_j, power_mean_w, idle_power_w, temperature_c, sm_clock_mhz, "  \
     "power_limit_w, peak_memory_bytes, layer_sum_ms, attribution_latency, layer_energy_j, "        \
     "attribution_energy, check_rel_l2, check_passed, created_at"
+
+/* Columns of `calibrations` after id and device_id. */
+#define OS_CALIBRATION_COLUMNS                                                                     \
+    "math, peak_flops, bandwidth, launch_us, graph_node_us, idle_power_w, created_at"
+
+/* Copies the attached database `src`'s calibrations into main inside the
+ * merge's transaction (devices mapped by their keys; the newer of two
+ * calibrations of one device and math mode wins); *added gets the rows
+ * written or replaced.  (calibration.c) */
+opsched_status os_store_merge_calibrations(opsched_store *s, int64_t *added);
 
 /* Copies the attached database `src`'s network_runs into main inside the
  * merge's transaction, mapping runs and devices by their keys; *added gets
