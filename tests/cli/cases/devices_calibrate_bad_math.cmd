@@ -1,0 +1,1 @@
+devices --calibrate --math fp32,fp8
