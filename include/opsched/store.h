@@ -117,6 +117,35 @@ opsched_status opsched_store_calibration_put(opsched_store *s, int64_t device_id
 opsched_status opsched_store_calibration_get(opsched_store *s, int64_t device_id, const char *math,
                                              opsched_calibration *out, int *found);
 
+/* ---- shipped data ------------------------------------------------------ */
+
+/* Measurements that ship with opsched as SQL text, data/<name>/ (one file
+ * per table: devices, runs, configs, measurements, network_runs,
+ * calibrations; written by scripts/export-data.py), so that a prediction
+ * for a device works without measuring it first.  The text is built into a
+ * database in the cache directory on first use and rebuilt when the text
+ * changes (its fingerprint, a hash of the files, is in the file's name).
+ *
+ * The data directory is $OPSCHED_DATA_DIR, else the source tree's data/
+ * when it exists, else the installed share/opsched/data.  The cache
+ * directory is $OPSCHED_CACHE_DIR, else $XDG_CACHE_HOME/opsched, else
+ * ~/.cache/opsched, else a folder in the build tree. */
+
+/* The data directory in use. */
+opsched_status opsched_shipped_data_dir(opsched_ctx *ctx, char *buf, size_t size);
+/* The names of the shipped data sets, comma-separated and sorted ("" when
+ * there are none). */
+opsched_status opsched_shipped_names(opsched_ctx *ctx, char *buf, size_t size);
+/* Builds the database of data set `name` unless it is current; its path
+ * into path.  OPSCHED_ERR_NOT_FOUND when there is no such data set (the
+ * message lists those there are); a missing or malformed file gives
+ * OPSCHED_ERR_IO or OPSCHED_ERR_PARSE with the file (and line) named. */
+opsched_status opsched_shipped_database(opsched_ctx *ctx, const char *name, char *path,
+                                        size_t size);
+/* opsched_shipped_database, then opens it. */
+opsched_status opsched_store_open_shipped(opsched_ctx *ctx, const char *name,
+                                          opsched_store **out);
+
 /* ---- whole networks (opsched profile) --------------------------------- */
 
 /* One profiled network under one setting and one mode.  Texts are
