@@ -7,7 +7,8 @@
  * buffers, the tf32/fp16/bf16 math modes, the NHWC layout through
  * convolution, pooling and the ops around them, device-memory exhaustion
  * (reported, and the device still works after), streams and timers, and
- * NVML power and energy.
+ * NVML power and energy; Concat and Split on rows that take 16-byte copies,
+ * and a Concat of more inputs than one kernel launch takes.
  * The op conformance test covers every operator in NCHW; this one is about
  * the GPU.
  *
@@ -700,15 +701,32 @@ static tcase *binary_case(opsched_op_kind op, const char *a, const char *b)
     return c;
 }
 
-static tcase *concat_case(void)
+/* Concat of three inputs on channels: rows of 4-byte multiples (5x5
+ * planes), or of 16-byte multiples (4x4 planes: the vector copy). */
+static tcase *concat_case(const char *x0, const char *x1, const char *x2)
 {
-    tcase *c = tcase_new("Concat channels 2x3x5x5,2x6x5x5,2x1x5x5");
-    int ins[3] = {add_t(c, "a", OPSCHED_TENSOR_INPUT, OPSCHED_F32, "2x3x5x5"),
-                  add_t(c, "b", OPSCHED_TENSOR_INPUT, OPSCHED_F32, "2x6x5x5"),
-                  add_t(c, "c", OPSCHED_TENSOR_INPUT, OPSCHED_F32, "2x1x5x5")};
+    tcase *c = tcase_new("Concat channels %s,%s,%s", x0, x1, x2);
+    int ins[3] = {add_t(c, "a", OPSCHED_TENSOR_INPUT, OPSCHED_F32, x0),
+                  add_t(c, "b", OPSCHED_TENSOR_INPUT, OPSCHED_F32, x1),
+                  add_t(c, "c", OPSCHED_TENSOR_INPUT, OPSCHED_F32, x2)};
     opsched_op_attr a = attr0();
     a.axis.axis = 1;
     node(c, OPSCHED_OP_CONCAT, &a, ins, 3, 1);
+    return c;
+}
+
+static tcase *split_case(const char *x, int64_t s0, int64_t s1, int64_t s2)
+{
+    tcase *c = tcase_new("Split channels %s into %lld,%lld,%lld", x, (long long)s0, (long long)s1,
+                         (long long)s2);
+    int in = add_t(c, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, x);
+    opsched_op_attr a = attr0();
+    a.split.axis = 1;
+    a.split.n = 3;
+    a.split.sizes[0] = s0;
+    a.split.sizes[1] = s1;
+    a.split.sizes[2] = s2;
+    node(c, OPSCHED_OP_SPLIT, &a, &in, 1, 3);
     return c;
 }
 
@@ -776,7 +794,10 @@ static void test_nhwc_ops(void **state)
         unary_case(OPSCHED_OP_TRANSPOSE, &perm, "2x3x4x5"),
         binary_case(OPSCHED_OP_ADD, "2x8x4x4", "8x1x1"),
         binary_case(OPSCHED_OP_MUL, "2x8x4x4", "2x8x1x1"),
-        concat_case(),
+        concat_case("2x3x5x5", "2x6x5x5", "2x1x5x5"),
+        concat_case("2x8x4x4", "2x4x4x4", "2x12x4x4"),
+        split_case("2x24x4x4", 8, 4, 12),
+        split_case("2x10x3x3", 3, 6, 1),
         bn_case(),
         reshape_case(OPSCHED_OP_FLATTEN, "2x16x1x1", "-"),   /* a view in both layouts */
         reshape_case(OPSCHED_OP_FLATTEN, "2x3x4x5", "-"),    /* NHWC: a reordering copy */
@@ -790,6 +811,82 @@ static void test_nhwc_ops(void **state)
             }
         tcase_free(cases[i]);
     }
+}
+
+/* Concat of more inputs than one kernel launch takes (64): two launches.
+ * Input 66 is a view 4 bytes into its buffer, so the second launch copies
+ * 4-byte units and the first 16-byte ones.  Compared bit for bit. */
+static void test_concat_many(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    enum { N_IN = 70, PLANE = 4, ODD = 66 };
+    tcase *c = tcase_new("Concat of %d inputs", N_IN);
+    int ins[N_IN];
+    int64_t ch[N_IN], total = 0;
+    char name[16], dims[32];
+    for (int k = 0; k < N_IN; k++) {
+        ch[k] = 1 + k % 3;
+        total += ch[k];
+        snprintf(name, sizeof(name), "x%d", k);
+        snprintf(dims, sizeof(dims), "2x%lldx2x2", (long long)ch[k]);
+        ins[k] = add_t(c, name, OPSCHED_TENSOR_INPUT, OPSCHED_F32, dims);
+    }
+    opsched_op_attr a = attr0();
+    a.axis.axis = 1;
+    node(c, OPSCHED_OP_CONCAT, &a, ins, N_IN, 1);
+    opsched_plan_options o = opts_of(OPSCHED_MATH_FP32, OPSCHED_LAYOUT_NCHW, NULL);
+    opsched_plan *p = NULL;
+    if (opsched_plan_create(env.dev, c->g, c->node, &o, &p) != OPSCHED_OK)
+        fail_msg("%s: %s", c->label, opsched_ctx_last_error(env.ctx));
+
+    opsched_buffer *parent = NULL, *bin[N_IN] = {0}, *bout = NULL;
+    float *x[N_IN];
+    for (int k = 0; k < N_IN; k++) {
+        size_t cnt = (size_t)(2 * ch[k] * PLANE), bytes = cnt * sizeof(float);
+        x[k] = malloc(bytes);
+        assert_non_null(x[k]);
+        for (size_t i = 0; i < cnt; i++)
+            x[k][i] = (float)(k * 1000 + (int)i);
+        if (k == ODD) {
+            assert_int_equal(opsched_buffer_alloc(env.dev, bytes + 4, &parent), OPSCHED_OK);
+            assert_int_equal(opsched_buffer_view(parent, 4, bytes, &bin[k]), OPSCHED_OK);
+        } else {
+            assert_int_equal(opsched_buffer_alloc(env.dev, bytes, &bin[k]), OPSCHED_OK);
+        }
+        assert_int_equal(opsched_buffer_upload(bin[k], 0, x[k], bytes), OPSCHED_OK);
+    }
+    size_t ycnt = (size_t)(2 * total * PLANE);
+    float *y = malloc(ycnt * sizeof(float));
+    assert_non_null(y);
+    memset(y, 0xff, ycnt * sizeof(float));
+    assert_int_equal(opsched_buffer_alloc(env.dev, ycnt * sizeof(float), &bout), OPSCHED_OK);
+    assert_int_equal(opsched_buffer_upload(bout, 0, y, ycnt * sizeof(float)), OPSCHED_OK);
+    opsched_buffer *out[1] = {bout};
+    if (opsched_plan_launch(p, NULL, bin, out) != OPSCHED_OK ||
+        opsched_device_sync(env.dev) != OPSCHED_OK)
+        fail_msg("%s: %s", c->label, opsched_ctx_last_error(env.ctx));
+    assert_int_equal(opsched_buffer_download(bout, 0, y, ycnt * sizeof(float)), OPSCHED_OK);
+    for (int64_t n = 0; n < 2; n++) {
+        int64_t at = n * total * PLANE;
+        for (int k = 0; k < N_IN; k++) {
+            int64_t len = ch[k] * PLANE;
+            for (int64_t i = 0; i < len; i++)
+                if (memcmp(&y[at + i], &x[k][n * len + i], sizeof(float)) != 0)
+                    fail_msg("%s: batch %lld input %d element %lld: %g, expected %g", c->label,
+                             (long long)n, k, (long long)i, y[at + i], x[k][n * len + i]);
+            at += len;
+        }
+    }
+    for (int k = 0; k < N_IN; k++) {
+        opsched_buffer_free(bin[k]);
+        free(x[k]);
+    }
+    opsched_buffer_free(parent);
+    opsched_buffer_free(bout);
+    free(y);
+    opsched_plan_free(p);
+    tcase_free(c);
 }
 
 /* Gather whose indices are not constant data: read from the buffer. */
@@ -1025,6 +1122,7 @@ int main(void)
         cmocka_unit_test(test_conv_bad_algo),
         cmocka_unit_test(test_gemm_math_modes),
         cmocka_unit_test(test_nhwc_ops),
+        cmocka_unit_test(test_concat_many),
         cmocka_unit_test(test_gather_runtime_indices),
         cmocka_unit_test(test_oom),
         cmocka_unit_test(test_streams_and_timers),

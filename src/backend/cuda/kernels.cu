@@ -4,9 +4,14 @@
  * Plain grid-stride kernels that favour being obviously right over being
  * the fastest: element-wise maths in f32 whatever the storage type, one
  * thread per output element for data movement, one block (or warp) per row
- * for reductions.  The host side keeps the number of dimensions small by
- * merging contiguous ones before calling.
+ * for reductions.  Concat and Split, which DenseNet runs after every layer,
+ * are the exception: wide row copies at memory bandwidth.  The host side
+ * keeps the number of dimensions small by merging contiguous ones before
+ * calling.
  */
+#include <stdint.h>
+#include <string.h>
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math_constants.h>
@@ -210,38 +215,64 @@ template <typename E> __global__ void k_copy(cuk_nd d, int64_t n, const E *src, 
     }
 }
 
-struct concat_args {
-    const void *p[CUK_MAX_SPLIT];
-    int64_t cum[CUK_MAX_SPLIT + 1]; /* running sums of the axis sizes */
+/* Concat and Split move rows: `rows` rows of each piece, `row` units long,
+ * from src (rows `spitch` apart) to dst (rows `dpitch` apart).  A unit is
+ * the widest of 16, 8, 4, 2 or 1 bytes that every pointer, length and pitch
+ * of the launch is a multiple of, so the copy is 16-byte loads and stores
+ * whenever the tensors allow.  The launch's pieces are cut into tiles of
+ * kThreads * kRowsUnroll units; a block finds its piece from the first tile
+ * of each (once per tile, not per element), so large and small pieces share
+ * the grid evenly. */
+const int kRowsUnroll = 4;
+const int kRowsTile = kThreads * kRowsUnroll;
+const int kMaxPieces = 64; /* per launch: the argument stays under 4 KiB */
+
+struct rows_piece {
+    const char *src;
+    char *dst;
+    int64_t row, spitch, dpitch; /* in units of the launch */
+};
+
+struct rows_args {
+    rows_piece p[kMaxPieces];
+    int64_t first[kMaxPieces + 1]; /* first tile of each piece; first[n] = all tiles */
+    int64_t rows;
     int n;
 };
 
-template <typename E> __global__ void k_concat(concat_args a, int64_t outer, int64_t inner, E *dst)
+/* I is the index type: 32-bit when every offset of the launch fits. */
+template <typename U, typename I> __global__ void k_copy_rows(const __grid_constant__ rows_args a)
 {
-    int64_t row = a.cum[a.n] * inner, n = outer * row;
-    GRID_STRIDE(i, n)
-    {
-        int64_t o = i / row, r = i - o * row;
-        int k = 0;
-        while (k + 1 < a.n && r >= a.cum[k + 1] * inner)
-            k++;
-        int64_t len = (a.cum[k + 1] - a.cum[k]) * inner;
-        dst[i] = ((const E *)a.p[k])[o * len + (r - a.cum[k] * inner)];
-    }
-}
-
-template <typename E>
-__global__ void k_split(concat_args a, int64_t outer, int64_t inner, const E *src)
-{
-    int64_t row = a.cum[a.n] * inner, n = outer * row;
-    GRID_STRIDE(i, n)
-    {
-        int64_t o = i / row, r = i - o * row;
-        int k = 0;
-        while (k + 1 < a.n && r >= a.cum[k + 1] * inner)
-            k++;
-        int64_t len = (a.cum[k + 1] - a.cum[k]) * inner;
-        ((E *)a.p[k])[o * len + (r - a.cum[k] * inner)] = src[i];
+    const int64_t tiles = a.first[a.n];
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int k = 0, hi = a.n - 1;
+        while (k < hi) {
+            int mid = (k + hi + 1) / 2;
+            if (a.first[mid] <= t)
+                k = mid;
+            else
+                hi = mid - 1;
+        }
+        const rows_piece &p = a.p[k];
+        const U *src = (const U *)p.src;
+        U *dst = (U *)p.dst;
+        const I row = (I)p.row, sp = (I)p.spitch, dp = (I)p.dpitch, n = (I)(p.row * a.rows);
+        const I j0 = (I)((t - a.first[k]) * kRowsTile) + (I)threadIdx.x;
+        U v[kRowsUnroll];
+        I at[kRowsUnroll];
+#pragma unroll
+        for (int u = 0; u < kRowsUnroll; u++) {
+            I j = j0 + (I)(u * kThreads);
+            at[u] = 0;
+            if (j < n) {
+                I r = j / row, c = j - r * row;
+                v[u] = src[r * sp + c];
+                at[u] = r * dp + c;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < kRowsUnroll; u++)
+            if (j0 + (I)(u * kThreads) < n) dst[at[u]] = v[u];
     }
 }
 
@@ -640,43 +671,116 @@ extern "C" cudaError_t cuk_copy(size_t elem, const cuk_nd *nd, const void *src, 
     return cudaGetLastError();
 }
 
-static int concat_pack(int n, const int64_t *axis, concat_args *a)
+/* A Concat or Split piece in bytes. */
+typedef struct rows_bytes {
+    const void *src;
+    void *dst;
+    int64_t row, spitch, dpitch;
+} rows_bytes;
+
+template <typename U> static cudaError_t rows_launch(const rows_args &a, bool wide, cudaStream_t s)
 {
-    if (n < 1 || n > CUK_MAX_SPLIT) return 0;
-    a->n = n;
-    a->cum[0] = 0;
-    for (int k = 0; k < n; k++)
-        a->cum[k + 1] = a->cum[k] + axis[k];
-    return 1;
+    const int64_t max_blocks = (int64_t)1 << 20;
+    int64_t tiles = a.first[a.n];
+    unsigned grid = (unsigned)(tiles < max_blocks ? tiles : max_blocks);
+    if (wide)
+        k_copy_rows<U, int64_t><<<grid, kThreads, 0, s>>>(a);
+    else
+        k_copy_rows<U, uint32_t><<<grid, kThreads, 0, s>>>(a);
+    return cudaGetLastError();
+}
+
+/* Copies `rows` rows of up to kMaxPieces pieces in one launch. */
+static cudaError_t rows_copy(const rows_bytes *pc, int n, int64_t rows, cudaStream_t s)
+{
+    uint64_t bits = 0;
+    int64_t span = 0;
+    for (int k = 0; k < n; k++) {
+        if (pc[k].row <= 0) continue;
+        bits |= (uint64_t)(uintptr_t)pc[k].src | (uint64_t)(uintptr_t)pc[k].dst |
+                (uint64_t)pc[k].row | (uint64_t)pc[k].spitch | (uint64_t)pc[k].dpitch;
+        int64_t pitch = pc[k].spitch > pc[k].dpitch ? pc[k].spitch : pc[k].dpitch;
+        if (rows * pitch > span) span = rows * pitch;
+    }
+    if (!bits) return cudaSuccess; /* every piece empty */
+    int64_t unit = (int64_t)(bits & (~bits + 1));
+    if (unit > 16) unit = 16;
+    rows_args a;
+    memset(&a, 0, sizeof(a));
+    a.rows = rows;
+    for (int k = 0; k < n; k++) {
+        if (pc[k].row <= 0) continue;
+        rows_piece *p = &a.p[a.n];
+        p->src = (const char *)pc[k].src;
+        p->dst = (char *)pc[k].dst;
+        p->row = pc[k].row / unit;
+        p->spitch = pc[k].spitch / unit;
+        p->dpitch = pc[k].dpitch / unit;
+        a.first[a.n + 1] = a.first[a.n] + (rows * p->row + kRowsTile - 1) / kRowsTile;
+        a.n++;
+    }
+    /* 32-bit indices when every offset, and a tile past the end, fit */
+    bool wide = span / unit > (int64_t)INT32_MAX - kRowsTile;
+    switch (unit) {
+    case 16:
+        return rows_launch<uint4>(a, wide, s);
+    case 8:
+        return rows_launch<uint2>(a, wide, s);
+    case 4:
+        return rows_launch<uint32_t>(a, wide, s);
+    case 2:
+        return rows_launch<uint16_t>(a, wide, s);
+    default:
+        return rows_launch<uint8_t>(a, wide, s);
+    }
+}
+
+/* Concat (split = 0) or Split (split = 1): piece k is the contiguous tensor
+ * part[k], [outer, axis[k], inner], and block k of the middle axis of
+ * `whole`, [outer, sum(axis), inner].  Launches of up to kMaxPieces pieces. */
+static cudaError_t concat_or_split(int split, size_t elem, int n, void *const *part,
+                                   const int64_t *axis, int64_t outer, int64_t inner, void *whole,
+                                   cudaStream_t s)
+{
+    if (n < 0 || outer < 0 || inner < 0 || elem == 0) return cudaErrorInvalidValue;
+    int64_t total = 0;
+    for (int k = 0; k < n; k++) {
+        if (axis[k] < 0) return cudaErrorInvalidValue;
+        total += axis[k];
+    }
+    if (outer == 0 || inner == 0 || total == 0) return cudaSuccess;
+    const int64_t eb = (int64_t)elem * inner, pitch = total * eb;
+    rows_bytes pc[kMaxPieces];
+    int64_t off = 0;
+    for (int k0 = 0; k0 < n; k0 += kMaxPieces) {
+        int m = n - k0 < kMaxPieces ? n - k0 : kMaxPieces;
+        for (int k = 0; k < m; k++) {
+            char *at = (char *)whole + off;
+            int64_t row = axis[k0 + k] * eb;
+            pc[k].row = row;
+            pc[k].src = split ? (const void *)at : (const void *)part[k0 + k];
+            pc[k].dst = split ? part[k0 + k] : (void *)at;
+            pc[k].spitch = split ? pitch : row;
+            pc[k].dpitch = split ? row : pitch;
+            off += row;
+        }
+        cudaError_t e = rows_copy(pc, m, outer, s);
+        if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
 }
 
 extern "C" cudaError_t cuk_concat(size_t elem, int n, const void *const *src, const int64_t *axis,
                                   int64_t outer, int64_t inner, void *dst, cudaStream_t stream)
 {
-    concat_args a;
-    if (n > CUK_MAX_CONCAT || !concat_pack(n, axis, &a)) return cudaErrorInvalidValue;
-    for (int k = 0; k < n; k++)
-        a.p[k] = src[k];
-    int64_t total = outer * a.cum[n] * inner;
-    if (total <= 0) return cudaSuccess;
-    DISPATCH_SIZE(elem, k_concat<E>
-                  <<<blocks_for(total), kThreads, 0, stream>>>(a, outer, inner, (E *)dst));
-    return cudaGetLastError();
+    return concat_or_split(0, elem, n, (void *const *)src, axis, outer, inner, dst, stream);
 }
 
 extern "C" cudaError_t cuk_split(size_t elem, int n, const void *src, const int64_t *axis,
                                  int64_t outer, int64_t inner, void *const *dst,
                                  cudaStream_t stream)
 {
-    concat_args a;
-    if (!concat_pack(n, axis, &a)) return cudaErrorInvalidValue;
-    for (int k = 0; k < n; k++)
-        a.p[k] = dst[k];
-    int64_t total = outer * a.cum[n] * inner;
-    if (total <= 0) return cudaSuccess;
-    DISPATCH_SIZE(elem, k_split<E>
-                  <<<blocks_for(total), kThreads, 0, stream>>>(a, outer, inner, (const E *)src));
-    return cudaGetLastError();
+    return concat_or_split(1, elem, n, dst, axis, outer, inner, (void *)src, stream);
 }
 
 extern "C" cudaError_t cuk_pad(cuk_type t, const cuk_pad_desc *d, const void *x, void *y,

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define CUK_MAX_DIMS 8
-#define CUK_MAX_CONCAT 128 /* DenseNet-121 concatenates up to 25; the kernel argument stays < 4 KiB */
+#define CUK_MAX_CONCAT 128 /* a plan's inputs; DenseNet-121 concatenates up to 25 */
 #define CUK_MAX_SPLIT 128
 
 typedef enum cuk_type { CUK_F32 = 0, CUK_F16, CUK_BF16 } cuk_type;
@@ -64,7 +64,8 @@ cudaError_t cuk_copy(size_t elem, const cuk_nd *nd, const void *src, void *dst,
                      cudaStream_t stream);
 
 /* Concatenation of n contiguous sources along a middle axis: source k is
- * [outer, axis[k], inner], dst is [outer, sum(axis), inner]. */
+ * [outer, axis[k], inner], dst is [outer, sum(axis), inner].  Any n: one
+ * launch per 64 sources.  Only bytes move, so elem is any element size. */
 cudaError_t cuk_concat(size_t elem, int n, const void *const *src, const int64_t *axis,
                        int64_t outer, int64_t inner, void *dst, cudaStream_t stream);
 
