@@ -257,9 +257,11 @@ typedef struct opsched_stage_sample {
     double measured_ms;             /* the stage measured as a whole */
 } opsched_stage_sample;
 
-/* Least-squares fit of capacity, stage_ms and stream_ms to the samples
- * (merge_factor is kept).  Fewer than 3 usable samples keep the defaults
- * (n_fit 0). */
+/* Least-squares fit (relative residuals) of capacity, stage_ms and
+ * stream_ms to the samples; out->merge_factor is kept when > 0 (merged
+ * stages are not fitted yet), everything else is written.  Fewer than 3
+ * usable samples give the defaults with n_fit 0; without samples of two
+ * or more groups only stage_ms is fitted. */
 opsched_status opsched_contention_fit(opsched_ctx *ctx, const opsched_stage_sample *samples,
                                       int n, opsched_contention *out);
 
