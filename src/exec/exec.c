@@ -26,7 +26,7 @@ typedef struct ex_tensor {
     opsched_dtype sdt; /* storage dtype */
     int nhwc;          /* stored channels-last */
     size_t numel, bytes;
-    int64_t index_extent; /* > 0: Gather indices into an axis of this extent */
+    os_exec_fill fill;    /* graph inputs: how random values are drawn */
     opsched_buffer *buf;  /* borrowed from the arena or weights; NULL when unused */
     int owns_buf;         /* buf is a view this tensor created */
 } ex_tensor;
@@ -91,6 +91,7 @@ static opsched_status copy_graph(opsched_executor *ex, const opsched_graph *g)
         et->nhwc = os_exec_is_nhwc(src, ex->layout);
         et->numel = (size_t)opsched_shape_numel(&src->shape);
         et->bytes = os_exec_tensor_bytes(src, ex->math);
+        if (src->kind == OPSCHED_TENSOR_INPUT) et->fill = os_exec_fill_for(g, t);
     }
     size_t pos = 0;
     for (int i = 0; i < ex->n_nodes; i++) {
@@ -99,15 +100,6 @@ static opsched_status copy_graph(opsched_executor *ex, const opsched_graph *g)
         ex->nodes[i].out = ex->io + pos + n->n_inputs;
         pos += (size_t)(n->n_inputs + n->n_outputs);
         ex->layers[i].node = i;
-        if (n->op == OPSCHED_OP_GATHER && n->n_inputs >= 2 && n->inputs[0] >= 0 &&
-            n->inputs[1] >= 0) {
-            const opsched_tensor *d = opsched_graph_tensor(g, n->inputs[0]);
-            int64_t axis = n->attr.axis.axis;
-            int64_t ext = axis >= 0 && axis < d->shape.ndim ? d->shape.d[axis] : 0;
-            ex_tensor *idx = &ex->tensors[n->inputs[1]];
-            if (ext > 0 && (idx->index_extent == 0 || ext < idx->index_extent))
-                idx->index_extent = ext;
-        }
     }
     for (int i = 0; i < ex->n_inputs; i++)
         ex->inputs[i] = opsched_graph_input(g, i);
@@ -119,35 +111,38 @@ static opsched_status copy_graph(opsched_executor *ex, const opsched_graph *g)
 /* ---- planning ----------------------------------------------------------- */
 
 /* 1 when a tensor's stored order is its logical row-major order. */
-static int rowmajor(const ex_tensor *t)
+static int rowmajor(const opsched_tensor *t, opsched_layout layout)
 {
-    return !t->nhwc || t->shape.d[1] == 1 || t->shape.d[2] * t->shape.d[3] == 1;
+    return !os_exec_is_nhwc(t, layout) || t->shape.d[1] == 1 || t->shape.d[2] * t->shape.d[3] == 1;
 }
 
-static int view_can_alias(const opsched_executor *ex, const opsched_node *n)
+int os_exec_view_aliases(const opsched_graph *g, int node, opsched_math m, opsched_layout layout)
 {
-    if (!opsched_op_is_view(n->op) || n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs != 1)
+    const opsched_node *n = opsched_graph_node(g, node);
+    if (!n || !opsched_op_is_view(n->op) || n->n_inputs < 1 || n->inputs[0] < 0 ||
+        n->n_outputs != 1)
         return 0;
-    const ex_tensor *x = &ex->tensors[n->inputs[0]], *y = &ex->tensors[n->outputs[0]];
-    if (x->bytes != y->bytes) return 0;
-    return opsched_shape_equal(&x->shape, &y->shape) || (rowmajor(x) && rowmajor(y));
+    const opsched_tensor *x = opsched_graph_tensor(g, n->inputs[0]);
+    const opsched_tensor *y = opsched_graph_tensor(g, n->outputs[0]);
+    if (os_exec_tensor_bytes(x, m) != os_exec_tensor_bytes(y, m)) return 0;
+    return opsched_shape_equal(&x->shape, &y->shape) ||
+           (rowmajor(x, layout) && rowmajor(y, layout));
 }
 
-static int is_graph_output(const opsched_executor *ex, int t)
+static int is_graph_output(const opsched_graph *g, int t)
 {
-    for (int i = 0; i < ex->n_outputs; i++)
-        if (ex->outputs[i] == t) return 1;
+    for (int i = 0; i < opsched_graph_num_outputs(g); i++)
+        if (opsched_graph_output(g, i) == t) return 1;
     return 0;
 }
 
-/* The Relu that is the only reader of node i's output, or -1. */
-static int relu_reader(const opsched_executor *ex, const opsched_graph *g, int i)
+int os_exec_relu_reader(const opsched_graph *g, int i)
 {
     const opsched_node *n = opsched_graph_node(g, i);
     if (n->n_outputs != 1 || opsched_graph_num_consumers(g, n->outputs[0]) != 1 ||
-        is_graph_output(ex, n->outputs[0]))
+        is_graph_output(g, n->outputs[0]))
         return -1;
-    for (int j = i + 1; j < ex->n_nodes; j++) {
+    for (int j = i + 1; j < opsched_graph_num_nodes(g); j++) {
         const opsched_node *c = opsched_graph_node(g, j);
         for (int k = 0; k < c->n_inputs; k++)
             if (c->inputs[k] == n->outputs[0])
@@ -161,12 +156,12 @@ static int named_algo(const char *algo)
     return algo && strcmp(algo, "heuristic") != 0 && strcmp(algo, "find") != 0;
 }
 
-/* Plans node i with the executor's options and the fallback policy. */
-static opsched_status plan_node(opsched_executor *ex, const opsched_graph *g, int i,
-                                const opsched_exec_options *o, opsched_plan **out)
+opsched_status os_exec_plan_node(opsched_device *dev, const opsched_graph *g, int i,
+                                 const opsched_exec_options *o, opsched_layer_info *li,
+                                 opsched_plan **out)
 {
     const opsched_node *n = opsched_graph_node(g, i);
-    opsched_layer_info *li = &ex->layers[i];
+    opsched_ctx *ctx = opsched_device_ctx(dev);
     opsched_plan_options po = o->plan;
     char reason[512];
     int named = named_algo(po.algo);
@@ -174,25 +169,25 @@ static opsched_status plan_node(opsched_executor *ex, const opsched_graph *g, in
         if (named) po.algo = NULL;
         po.fuse_activation = 0;
     }
-    opsched_status st = opsched_plan_create(ex->dev, g, i, &po, out);
+    opsched_status st = opsched_plan_create(dev, g, i, &po, out);
     if (st == OPSCHED_ERR_UNSUPPORTED && n->op == OPSCHED_OP_CONV && named) {
-        snprintf(reason, sizeof(reason), "%s", opsched_ctx_last_error(ex->ctx));
+        snprintf(reason, sizeof(reason), "%s", opsched_ctx_last_error(ctx));
         if (!o->algo_fallback)
-            return OS_FAIL(ex->ctx, OPSCHED_ERR_UNSUPPORTED, "layer '%s': %s cannot run it: %s",
+            return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "layer '%s': %s cannot run it: %s",
                            n->name, po.algo, reason);
         li->fallback = 1;
         snprintf(li->fallback_reason, sizeof(li->fallback_reason), "%.*s",
                  (int)sizeof(li->fallback_reason) - 1, reason);
-        opsched_ctx_clear_error(ex->ctx);
+        opsched_ctx_clear_error(ctx);
         po.algo = NULL;
-        st = opsched_plan_create(ex->dev, g, i, &po, out);
+        st = opsched_plan_create(dev, g, i, &po, out);
     }
     if (st == OPSCHED_ERR_UNSUPPORTED) {
         char quoted[300];
-        snprintf(reason, sizeof(reason), "%s", opsched_ctx_last_error(ex->ctx));
+        snprintf(reason, sizeof(reason), "%s", opsched_ctx_last_error(ctx));
         snprintf(quoted, sizeof(quoted), "'%s'", n->name);
         if (!strstr(reason, quoted))
-            return OS_FAIL(ex->ctx, st, "layer '%s' (%s): %s", n->name, opsched_op_name(n->op),
+            return OS_FAIL(ctx, st, "layer '%s' (%s): %s", n->name, opsched_op_name(n->op),
                            reason);
     }
     return st;
@@ -203,27 +198,26 @@ static opsched_status plan_all(opsched_executor *ex, const opsched_graph *g,
                                const opsched_exec_options *o, unsigned char *alias)
 {
     for (int i = 0; i < ex->n_nodes; i++) {
-        const opsched_node *n = opsched_graph_node(g, i);
         opsched_layer_info *li = &ex->layers[i];
         if (alias[i]) continue; /* a Relu fused into the node before */
-        if (view_can_alias(ex, n)) {
+        if (os_exec_view_aliases(g, i, ex->math, ex->layout)) {
             alias[i] = 1;
             snprintf(li->algo, sizeof(li->algo), "view");
             continue;
         }
         ex_node *en = &ex->nodes[i];
-        OS_TRY(plan_node(ex, g, i, o, &en->plan));
+        OS_TRY(os_exec_plan_node(ex->dev, g, i, o, li, &en->plan));
         opsched_plan_info pi;
         OS_TRY(opsched_plan_info_get(en->plan, &pi));
         if (pi.fused_activation) {
-            int j = relu_reader(ex, g, i);
+            int j = os_exec_relu_reader(g, i);
             if (j < 0) {
                 /* The Relu's input is also wanted unrectified: plan without fusing. */
                 opsched_exec_options plain = *o;
                 plain.plan.fuse_activation = 0;
                 opsched_plan_free(en->plan);
                 en->plan = NULL;
-                OS_TRY(plan_node(ex, g, i, &plain, &en->plan));
+                OS_TRY(os_exec_plan_node(ex->dev, g, i, &plain, li, &en->plan));
                 OS_TRY(opsched_plan_info_get(en->plan, &pi));
             } else {
                 alias[j] = 1;
@@ -239,63 +233,6 @@ static opsched_status plan_all(opsched_executor *ex, const opsched_graph *g,
 }
 
 /* ---- memory ------------------------------------------------------------- */
-
-/* How random weights are drawn: lo + (hi - lo) * u for u uniform in
- * [0, 1).  Multiplying weights are scaled by fan-in (as PyTorch's default
- * initialisation does) so activations of a deep network stay in range even
- * in fp16; normalisation scales and variances stay positive. */
-typedef struct fill_range {
-    float lo, hi;
-} fill_range;
-
-static fill_range weight_range(const opsched_graph *g, int tensor)
-{
-    fill_range r = {-1.0f, 1.0f};
-    const opsched_tensor *t = opsched_graph_tensor(g, tensor);
-    for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
-        const opsched_node *n = opsched_graph_node(g, i);
-        for (int k = 0; k < n->n_inputs; k++) {
-            if (n->inputs[k] != tensor || k == 0) continue;
-            int64_t fan_in = 0;
-            if ((n->op == OPSCHED_OP_CONV || n->op == OPSCHED_OP_GEMM) && k == 1 &&
-                t->shape.ndim >= 2)
-                fan_in = n->op == OPSCHED_OP_GEMM && !n->attr.gemm.trans_b
-                             ? t->shape.d[0]
-                             : opsched_shape_numel(&t->shape) / t->shape.d[0];
-            else if (n->op == OPSCHED_OP_MATMUL && k == 1 && t->shape.ndim >= 2)
-                fan_in = t->shape.d[t->shape.ndim - 2];
-            if (fan_in > 0) {
-                float b = sqrtf(6.0f / (float)fan_in);
-                return (fill_range){-b, b};
-            }
-            if ((n->op == OPSCHED_OP_BATCHNORM && (k == 1 || k == 4)) ||
-                (n->op == OPSCHED_OP_LAYERNORM && k == 1))
-                return (fill_range){0.5f, 1.5f};
-            return (fill_range){-0.1f, 0.1f}; /* biases, shifts, means, embeddings */
-        }
-    }
-    return r;
-}
-
-/* Logical-order host values for tensor t from seed: floats uniform in
- * range (opsched_buffer_fill_random's stream), indices in range for Gather
- * indices, small integers otherwise; then stored as t is, into dst. */
-static opsched_status random_host(opsched_executor *ex, const ex_tensor *t, uint64_t seed,
-                                  fill_range range_f, void *dst)
-{
-    float *v = malloc(sizeof(float) * (t->numel ? t->numel : 1));
-    if (!v) return OS_NOMEM(ex->ctx);
-    os_rng rng;
-    os_rng_seed(&rng, seed);
-    int is_int = t->sdt != OPSCHED_F32 && t->sdt != OPSCHED_F16 && t->sdt != OPSCHED_BF16;
-    uint64_t range = t->index_extent > 0 ? (uint64_t)t->index_extent : 7;
-    for (size_t i = 0; i < t->numel; i++)
-        v[i] = is_int ? (float)(os_rng_next(&rng) % range)
-                      : range_f.lo + (range_f.hi - range_f.lo) * 0.5f * (os_rng_sym(&rng) + 1.0f);
-    os_exec_convert(v, OPSCHED_F32, dst, t->sdt, t->numel, &t->shape, t->nhwc);
-    free(v);
-    return OPSCHED_OK;
-}
 
 /* Packs every weight and constant into one buffer and uploads it: payloads
  * converted to the storage type and order, random values where a tensor
@@ -317,13 +254,8 @@ static opsched_status load_weights(opsched_executor *ex, const opsched_graph *g,
     for (int t = 0; t < ex->n_tensors; t++) {
         ex_tensor *et = &ex->tensors[t];
         if (et->kind != OPSCHED_TENSOR_WEIGHT && et->kind != OPSCHED_TENSOR_CONSTANT) continue;
-        const opsched_tensor *src = opsched_graph_tensor(g, t);
-        if (src->data && src->data_bytes == et->numel * opsched_dtype_size(src->dtype))
-            os_exec_convert(src->data, src->dtype, host + off, et->sdt, et->numel, &et->shape,
-                            et->nhwc);
-        else
-            OS_TRY_GOTO(st, random_host(ex, et, seed + (uint64_t)t, weight_range(g, t), host + off),
-                        done);
+        OS_TRY_GOTO(
+            st, os_exec_tensor_values(ex->ctx, g, t, ex->math, ex->layout, seed, host + off), done);
         OS_TRY_GOTO(st, opsched_buffer_view(ex->weights, off, et->bytes, &et->buf), done);
         et->owns_buf = 1;
         off += align_up(et->bytes ? et->bytes : 1);
@@ -509,10 +441,17 @@ opsched_status opsched_executor_randomize_inputs(opsched_executor *ex, uint64_t 
         const ex_tensor *t = &ex->tensors[id];
         if (!t->buf) continue;
         void *host = malloc(t->bytes ? t->bytes : 1);
-        if (!host) return OS_NOMEM(ex->ctx);
-        opsched_status st = random_host(ex, t, seed + (uint64_t)id, (fill_range){-1.0f, 1.0f}, host);
-        if (st == OPSCHED_OK) st = opsched_buffer_upload(t->buf, 0, host, t->bytes);
+        float *v = malloc(sizeof(float) * (t->numel ? t->numel : 1));
+        opsched_status st = OPSCHED_OK;
+        if (!host || !v) {
+            st = OS_NOMEM(ex->ctx);
+        } else {
+            os_exec_random_values(&t->fill, t->sdt, t->numel, seed + (uint64_t)id, v);
+            os_exec_convert(v, OPSCHED_F32, host, t->sdt, t->numel, &t->shape, t->nhwc);
+            st = opsched_buffer_upload(t->buf, 0, host, t->bytes);
+        }
         free(host);
+        free(v);
         OS_TRY(st);
     }
     return OPSCHED_OK;

@@ -1,12 +1,16 @@
 /*
  * exec_data.c - host-side data for the executor: the dtype and order a
- * tensor is stored in on the device, and conversion between that and the
- * f32 NCHW arrays callers (and graph payloads) hold.
+ * tensor is stored in on the device, conversion between that and the f32
+ * NCHW arrays callers (and graph payloads) hold, and the values of tensors
+ * without a payload (random from a seed).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "core/half.h"
+#include "core/util.h"
 #include "exec/exec_impl.h"
 
 static int is_float(opsched_dtype dt)
@@ -117,4 +121,93 @@ void os_exec_convert(const void *src, opsched_dtype sdt, void *dst, opsched_dtyp
         else
             store(dst, ddt, to, load(src, sdt, from));
     }
+}
+
+/* ---- values of tensors without a payload --------------------------------- */
+
+/* Multiplying weights are scaled by fan-in (as PyTorch's default
+ * initialisation does) so activations of a deep network stay in range even
+ * in fp16; normalisation scales and variances stay positive. */
+static void weight_range(const opsched_graph *g, int tensor, os_exec_fill *f)
+{
+    const opsched_tensor *t = opsched_graph_tensor(g, tensor);
+    f->lo = -1.0f;
+    f->hi = 1.0f;
+    if (t->kind == OPSCHED_TENSOR_INPUT) return;
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
+        const opsched_node *n = opsched_graph_node(g, i);
+        for (int k = 0; k < n->n_inputs; k++) {
+            if (n->inputs[k] != tensor || k == 0) continue;
+            int64_t fan_in = 0;
+            if ((n->op == OPSCHED_OP_CONV || n->op == OPSCHED_OP_GEMM) && k == 1 &&
+                t->shape.ndim >= 2)
+                fan_in = n->op == OPSCHED_OP_GEMM && !n->attr.gemm.trans_b
+                             ? t->shape.d[0]
+                             : opsched_shape_numel(&t->shape) / t->shape.d[0];
+            else if (n->op == OPSCHED_OP_MATMUL && k == 1 && t->shape.ndim >= 2)
+                fan_in = t->shape.d[t->shape.ndim - 2];
+            if (fan_in > 0) {
+                f->hi = sqrtf(6.0f / (float)fan_in);
+                f->lo = -f->hi;
+            } else if ((n->op == OPSCHED_OP_BATCHNORM && (k == 1 || k == 4)) ||
+                       (n->op == OPSCHED_OP_LAYERNORM && k == 1)) {
+                f->lo = 0.5f;
+                f->hi = 1.5f;
+            } else {
+                f->lo = -0.1f; /* biases, shifts, means, embeddings */
+                f->hi = 0.1f;
+            }
+            return;
+        }
+    }
+}
+
+os_exec_fill os_exec_fill_for(const opsched_graph *g, int tensor)
+{
+    os_exec_fill f = {-1.0f, 1.0f, 0};
+    weight_range(g, tensor, &f);
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
+        const opsched_node *n = opsched_graph_node(g, i);
+        if (n->op != OPSCHED_OP_GATHER || n->n_inputs < 2 || n->inputs[1] != tensor ||
+            n->inputs[0] < 0)
+            continue;
+        const opsched_tensor *d = opsched_graph_tensor(g, n->inputs[0]);
+        int64_t axis = n->attr.axis.axis;
+        int64_t ext = axis >= 0 && axis < d->shape.ndim ? d->shape.d[axis] : 0;
+        if (ext > 0 && (f.index_extent == 0 || ext < f.index_extent)) f.index_extent = ext;
+    }
+    return f;
+}
+
+void os_exec_random_values(const os_exec_fill *f, opsched_dtype dt, size_t n, uint64_t seed,
+                           float *dst)
+{
+    os_rng rng;
+    os_rng_seed(&rng, seed);
+    uint64_t range = f->index_extent > 0 ? (uint64_t)f->index_extent : 7;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = !is_float(dt) ? (float)(os_rng_next(&rng) % range)
+                               : f->lo + (f->hi - f->lo) * 0.5f * (os_rng_sym(&rng) + 1.0f);
+}
+
+opsched_status os_exec_tensor_values(opsched_ctx *ctx, const opsched_graph *g, int tensor,
+                                     opsched_math m, opsched_layout layout, uint64_t seed,
+                                     void *dst)
+{
+    const opsched_tensor *t = opsched_graph_tensor(g, tensor);
+    size_t n = (size_t)opsched_shape_numel(&t->shape);
+    opsched_dtype sdt = os_exec_storage_dtype(t->dtype, m);
+    int nhwc = os_exec_is_nhwc(t, layout);
+    if (t->kind != OPSCHED_TENSOR_INPUT && t->data &&
+        t->data_bytes == n * opsched_dtype_size(t->dtype)) {
+        os_exec_convert(t->data, t->dtype, dst, sdt, n, &t->shape, nhwc);
+        return OPSCHED_OK;
+    }
+    float *v = malloc(sizeof(float) * (n ? n : 1));
+    if (!v) return OS_NOMEM(ctx);
+    os_exec_fill f = os_exec_fill_for(g, tensor);
+    os_exec_random_values(&f, t->dtype, n, seed + (uint64_t)tensor, v);
+    os_exec_convert(v, OPSCHED_F32, dst, sdt, n, &t->shape, nhwc);
+    free(v);
+    return OPSCHED_OK;
 }

@@ -33,6 +33,39 @@ int os_exec_is_nhwc(const opsched_tensor *t, opsched_layout layout);
 void os_exec_convert(const void *src, opsched_dtype sdt, void *dst, opsched_dtype ddt, size_t n,
                      const opsched_shape *s, int perm);
 
+/* How the executor draws values for a tensor without a payload: floats
+ * uniform in [lo, hi), integers below index_extent (Gather indices into
+ * an axis of that extent) or below 7 when 0. */
+typedef struct os_exec_fill {
+    float lo, hi;
+    int64_t index_extent;
+} os_exec_fill;
+
+/* The draw for tensor t of g: graph inputs in [-1, 1); weights by their
+ * role (fan-in scaled multipliers, positive normalisation scales and
+ * variances, small biases and shifts). */
+os_exec_fill os_exec_fill_for(const opsched_graph *g, int t);
+/* n values drawn as f says for a tensor of dtype dt, from seed, in f32. */
+void os_exec_random_values(const os_exec_fill *f, opsched_dtype dt, size_t n, uint64_t seed,
+                           float *dst);
+/* Weight, constant or input t of g as the executor stores it under (m,
+ * layout): its payload (not for inputs), else values drawn from seed + t;
+ * dst holds os_exec_tensor_bytes. */
+opsched_status os_exec_tensor_values(opsched_ctx *ctx, const opsched_graph *g, int t,
+                                     opsched_math m, opsched_layout layout, uint64_t seed,
+                                     void *dst);
+
+/* Planning rules the executors share (exec.c).  A view node aliases its
+ * input when the stored order of both sides is the same; a Relu that is
+ * the only reader of a node's output (not a graph output) can be fused
+ * into it; a node is planned with the options' algorithm, falling back as
+ * o->algo_fallback says (li gets the fallback and its reason). */
+int os_exec_view_aliases(const opsched_graph *g, int node, opsched_math m, opsched_layout layout);
+int os_exec_relu_reader(const opsched_graph *g, int node);
+opsched_status os_exec_plan_node(opsched_device *dev, const opsched_graph *g, int node,
+                                 const opsched_exec_options *o, opsched_layer_info *li,
+                                 opsched_plan **out);
+
 /* Where every tensor's memory is.  Activations and graph inputs live in
  * one arena: the inputs in a region of their own at its start (alive for
  * the whole run), then the activations at offsets that a greedy interval
@@ -55,5 +88,18 @@ typedef struct os_memplan {
 opsched_status os_memplan_compute(opsched_ctx *ctx, const opsched_graph *g, opsched_math m,
                                   const unsigned char *alias, os_memplan *out);
 void os_memplan_release(os_memplan *p);
+
+/* A block of memory alive from step first to step last (inclusive). */
+typedef struct os_memblock {
+    int id;          /* the caller's */
+    int first, last;
+    size_t size;     /* a multiple of OS_EXEC_ALIGN */
+    size_t offset;   /* set by os_memplan_place */
+} os_memblock;
+
+/* Places blocks so that blocks alive at a common step never overlap
+ * (greedy by size: see memplan.c); reorders them.  *peak gets the end of
+ * the highest block. */
+opsched_status os_memplan_place(opsched_ctx *ctx, os_memblock *blocks, int n, size_t *peak);
 
 #endif /* OS_EXEC_IMPL_H */

@@ -21,12 +21,7 @@
 #include "core/error.h"
 #include "exec/exec_impl.h"
 
-typedef struct block {
-    int tensor;
-    int first, last; /* node interval, inclusive */
-    size_t size;     /* aligned */
-    size_t offset;   /* within the activation region */
-} block;
+typedef os_memblock block;
 
 static size_t align_up(size_t v)
 {
@@ -38,7 +33,7 @@ static int by_size_desc(const void *pa, const void *pb)
     const block *a = pa, *b = pb;
     if (a->size != b->size) return a->size > b->size ? -1 : 1;
     if (a->first != b->first) return a->first < b->first ? -1 : 1;
-    return a->tensor < b->tensor ? -1 : a->tensor > b->tensor;
+    return a->id < b->id ? -1 : a->id > b->id;
 }
 
 static int live_together(const block *a, const block *b)
@@ -76,6 +71,16 @@ static size_t place_blocks(block *blocks, int n, int *placed)
         placed[pos] = i;
     }
     return peak;
+}
+
+opsched_status os_memplan_place(opsched_ctx *ctx, os_memblock *blocks, int n, size_t *peak)
+{
+    int *placed = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    if (!placed) return OS_NOMEM(ctx);
+    qsort(blocks, (size_t)n, sizeof(block), by_size_desc);
+    *peak = place_blocks(blocks, n, placed);
+    free(placed);
+    return OPSCHED_OK;
 }
 
 void os_memplan_release(os_memplan *p)
@@ -152,7 +157,7 @@ opsched_status os_memplan_compute(opsched_ctx *ctx, const opsched_graph *g, opsc
         for (int k = 0; k < n->n_outputs; k++) {
             int t = n->outputs[k];
             block *b = &blocks[nb++];
-            b->tensor = t;
+            b->id = t;
             b->first = i;
             b->last = last[t] > i ? last[t] : i; /* read by nobody: alive while written */
             b->size = align_up(out->bytes[t] ? out->bytes[t] : 1);
@@ -162,7 +167,7 @@ opsched_status os_memplan_compute(opsched_ctx *ctx, const opsched_graph *g, opsc
     qsort(blocks, (size_t)nb, sizeof(block), by_size_desc);
     size_t peak = place_blocks(blocks, nb, placed);
     for (int i = 0; i < nb; i++)
-        out->offset[blocks[i].tensor] = out->input_bytes + blocks[i].offset;
+        out->offset[blocks[i].id] = out->input_bytes + blocks[i].offset;
     for (int t = 0; t < nt; t++)
         if (out->root[t] != t) out->offset[t] = out->offset[out->root[t]];
     out->arena_bytes = out->input_bytes + peak;
