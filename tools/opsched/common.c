@@ -1,6 +1,7 @@
 /*
  * common.c - helpers shared by the subcommands: errors, parsing, loading.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -75,6 +76,41 @@ opsched_status tool_load_model(opsched_ctx *ctx, const tool_model_opts *o, opsch
     opsched_zoo_options zo = {.batch = o->batch, .height = o->height, .width = o->width,
                               .fold_bn = o->fold_bn};
     return opsched_zoo_build(ctx, o->model, &zo, out);
+}
+
+int tool_db_or_shipped(opsched_ctx *ctx, const char *cmd, const char *db, const char *device,
+                       char *path, size_t size)
+{
+    char names[256] = "", lower[80];
+    if (db) {
+        snprintf(path, size, "%s", db);
+        return TOOL_EXIT_OK;
+    }
+    if (opsched_shipped_names(ctx, names, sizeof(names)) != OPSCHED_OK) {
+        opsched_ctx_clear_error(ctx);
+        names[0] = '\0';
+    }
+    if (!device)
+        return tool_usage_error(cmd, "which measurements? --db FILE, or --device NAME for "
+                                     "shipped data (%s)",
+                                names[0] ? names : "none in this installation");
+    size_t i = 0;
+    for (; device[i] && i + 1 < sizeof(lower); i++)
+        lower[i] = (char)tolower((unsigned char)device[i]);
+    lower[i] = '\0';
+    /* Only a name of the list is built: a typo is a usage error. */
+    int known = 0;
+    for (const char *p = names; *p && !known;) {
+        size_t n = strcspn(p, ",");
+        known = n == strlen(lower) && strncmp(p, lower, n) == 0;
+        p += n + (p[n] == ',');
+    }
+    if (!known)
+        return tool_usage_error(cmd, "no --db, and no shipped data for device '%s' (shipped: %s)",
+                                device, names[0] ? names : "none");
+    opsched_status st = opsched_shipped_database(ctx, lower, path, size);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "shipped data");
+    return TOOL_EXIT_OK;
 }
 
 const char *tool_human(double v, char *buf, size_t n)

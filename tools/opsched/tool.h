@@ -79,6 +79,15 @@ int tool_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out);
  * existing file).  Errors are left on ctx. */
 opsched_status tool_load_model(opsched_ctx *ctx, const tool_model_opts *o, opsched_graph **out);
 
+/* The database a prediction command reads (predict, train-model,
+ * validate): db when given, else the shipped data set that device names
+ * (--device h100: data/h100, built into the cache on first use; matched
+ * case-insensitively).  path gets the file.  On failure the problem is
+ * printed and TOOL_EXIT_USAGE (no --db and no such data set) or
+ * TOOL_EXIT_FAIL (bad data files) is returned; TOOL_EXIT_OK otherwise. */
+int tool_db_or_shipped(opsched_ctx *ctx, const char *cmd, const char *db, const char *device,
+                       char *path, size_t size);
+
 /* 1234567 -> "1.23M" (SI, 3 significant digits). */
 const char *tool_human(double v, char *buf, size_t n);
 
