@@ -12,6 +12,7 @@
 #include "opsched/store.h"
 #include "opsched/sweep.h"
 #include "opsched/profile.h"
+#include "opsched/predict.h"
 #include "opsched/sched.h"
 
 #endif /* OPSCHED_OPSCHED_H */

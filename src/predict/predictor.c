@@ -1,0 +1,550 @@
+/*
+ * predictor.c - the predictor: the database's distinct measured
+ * configurations under one device and settings (the exact lookups and the
+ * training rows), the saved or freshly trained models, and the prediction
+ * of operators, source by source (exact, learned, roofline, none).  Also
+ * the exclusions of leave-one-model-out validation.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "core/util.h"
+#include "opsched/zoo.h"
+#include "predict/predict_impl.h"
+
+/* ---- exclusions -------------------------------------------------------------- */
+
+struct opsched_exclusion {
+    opsched_ctx *ctx;
+    char *name;
+    os_map sigs;
+    uint64_t hash;          /* sum of the signatures' hashes: independent of order */
+};
+
+opsched_status opsched_exclusion_create(opsched_ctx *ctx, const char *name,
+                                        opsched_exclusion **out)
+{
+    if (!out) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "opsched_exclusion_create: out is NULL");
+    *out = NULL;
+    opsched_exclusion *x = calloc(1, sizeof(*x));
+    if (!x) return OS_NOMEM(ctx);
+    x->ctx = ctx;
+    opsched_status st = os_strdup(ctx, name && *name ? name : "excluded", &x->name);
+    if (st != OPSCHED_OK) {
+        free(x);
+        return st;
+    }
+    *out = x;
+    return OPSCHED_OK;
+}
+
+void opsched_exclusion_free(opsched_exclusion *x)
+{
+    if (!x) return;
+    os_map_free(&x->sigs);
+    free(x->name);
+    free(x);
+}
+
+static opsched_status exclusion_add(opsched_exclusion *x, const char *sig)
+{
+    if (os_map_get(&x->sigs, sig) >= 0) return OPSCHED_OK;
+    OS_TRY(os_map_put(x->ctx, &x->sigs, sig, 1));
+    x->hash += os_hash64(sig);
+    return OPSCHED_OK;
+}
+
+opsched_status opsched_exclusion_add_graph(opsched_exclusion *x, const opsched_graph *g)
+{
+    if (!x) return OPSCHED_ERR_INVALID_ARG;
+    if (!g) return OS_FAIL(x->ctx, OPSCHED_ERR_INVALID_ARG, "opsched_exclusion_add_graph: no graph");
+    char sig[512];
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
+        OS_TRY(opsched_node_signature(g, i, sig, sizeof(sig)));
+        OS_TRY(exclusion_add(x, sig));
+    }
+    return OPSCHED_OK;
+}
+
+opsched_status opsched_exclusion_add_zoo(opsched_exclusion *x, const char *model,
+                                         const int64_t *batches, int n_batches,
+                                         const int64_t *sizes, int n_sizes)
+{
+    if (!x) return OPSCHED_ERR_INVALID_ARG;
+    if (!model || !batches || n_batches < 1)
+        return OS_FAIL(x->ctx, OPSCHED_ERR_INVALID_ARG,
+                       "opsched_exclusion_add_zoo: a model and batch sizes are required");
+    int64_t def = 0;
+    if (!sizes || n_sizes < 1) {
+        sizes = &def;
+        n_sizes = 1;
+    }
+    /* Both the torchvision form and the deployed one (BatchNormalization
+     * folded): every configuration the model can show. */
+    for (int b = 0; b < n_batches; b++)
+        for (int s = 0; s < n_sizes; s++)
+            for (int fold = 0; fold < 2; fold++) {
+                opsched_zoo_options zo = {.batch = batches[b], .height = sizes[s],
+                                          .fold_bn = fold};
+                opsched_graph *g = NULL;
+                OS_TRY(opsched_zoo_build(x->ctx, model, &zo, &g));
+                opsched_status st = opsched_exclusion_add_graph(x, g);
+                opsched_graph_free(g);
+                OS_TRY(st);
+            }
+    return OPSCHED_OK;
+}
+
+int opsched_exclusion_count(const opsched_exclusion *x)
+{
+    return x ? (int)x->sigs.count : 0;
+}
+
+/* ---- options ------------------------------------------------------------------- */
+
+void opsched_predictor_options_default(opsched_predictor_options *o)
+{
+    if (!o) return;
+    memset(o, 0, sizeof(*o));
+    o->math = OPSCHED_MATH_TF32;
+    o->layout = OPSCHED_LAYOUT_NCHW;
+    o->algo_policy = "heuristic";
+    o->cache = OPSCHED_CACHE_HOT;
+    o->folds = 5;
+    o->rounds = 300;
+    o->max_depth = 6;
+    o->eta = 0.1;
+    o->train = 1;
+}
+
+static opsched_status check_options(opsched_ctx *ctx, const opsched_predictor_options *o)
+{
+    if (o->folds < 2 || o->folds > 100)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "predictor: folds must be 2..100, got %d",
+                       o->folds);
+    if (o->rounds < 1 || o->rounds > 100000)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "predictor: rounds must be 1..100000, got %d",
+                       o->rounds);
+    if (o->max_depth < 1 || o->max_depth > 20)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "predictor: max_depth must be 1..20, got %d",
+                       o->max_depth);
+    if (!(o->eta > 0 && o->eta <= 1))
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "predictor: eta must be in (0, 1], got %g",
+                       o->eta);
+    if ((int)o->math < 0 || o->math >= OPSCHED_MATH_COUNT)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "predictor: unknown math mode %d",
+                       (int)o->math);
+    return OPSCHED_OK;
+}
+
+/* ---- reading the measurements ------------------------------------------------------ */
+
+void os_entry_key(const char *signature, int fused_relu, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s#%d", signature, fused_relu ? 1 : 0);
+}
+
+typedef struct load_state {
+    opsched_predictor *p;
+    const opsched_exclusion *x;
+} load_state;
+
+static opsched_status take_row(const opsched_dataset_row *r, void *user)
+{
+    load_state *ls = user;
+    opsched_predictor *p = ls->p;
+    if (ls->x && os_map_get(&ls->x->sigs, r->config.signature) >= 0) {
+        p->info.excluded_rows++;
+        return OPSCHED_OK;
+    }
+    if (!(r->median_ms > 0) || !isfinite(r->median_ms)) return OPSCHED_OK;
+    char key[600];
+    os_entry_key(r->config.signature, r->fused_relu, key, sizeof(key));
+    int64_t idx = os_map_get(&p->index, key);
+    if (idx < 0) {
+        double f[OPSCHED_FEATURE_COUNT];
+        if (opsched_features(p->ctx, &r->config, r->fused_relu, &p->fdev, f) != OPSCHED_OK) {
+            os_log(p->ctx, OPSCHED_LOG_DEBUG, "measurement %lld left out: %s",
+                   (long long)r->measurement_id, opsched_ctx_last_error(p->ctx));
+            opsched_ctx_clear_error(p->ctx);
+            return OPSCHED_OK;
+        }
+        OS_TRY(os_grow(p->ctx, (void **)&p->entries, &p->cap_entries, p->n_entries + 1,
+                       sizeof(os_entry)));
+        os_entry *e = &p->entries[p->n_entries];
+        memset(e, 0, sizeof(*e));
+        OS_TRY(os_strdup(p->ctx, key, &e->key));
+        OS_TRY(os_map_put(p->ctx, &p->index, key, (int64_t)p->n_entries));
+        idx = (int64_t)p->n_entries++;
+        snprintf(e->op, sizeof(e->op), "%s%s", r->config.op, r->fused_relu ? "+relu" : "");
+        e->family = opsched_op_family_of(r->config.op, r->fused_relu);
+        e->fused_relu = r->fused_relu;
+        e->flops = r->config.flops > 0 ? (double)r->config.flops : 0;
+        for (int i = 0; i < OPSCHED_FEATURE_COUNT; i++) e->f[i] = (float)f[i];
+        e->energy_j = NAN;
+    }
+    /* Rows come oldest first: the latest measurement wins. */
+    os_entry *e = &p->entries[idx];
+    e->measurement_id = r->measurement_id;
+    e->ms = r->median_ms;
+    e->cv = r->cv;
+    if (r->energy_valid && r->energy_j > 0 && isfinite(r->energy_j)) {
+        e->energy_id = r->measurement_id;
+        e->energy_j = r->energy_j;
+    }
+    return OPSCHED_OK;
+}
+
+static opsched_status load_entries(opsched_predictor *p, const opsched_exclusion *x)
+{
+    opsched_dataset_query q = {.device_id = p->info.device.id, .math = p->math,
+                               .layout = p->layout, .algo_policy = p->algo_policy,
+                               .cache = p->cache};
+    OS_TRY(opsched_store_dataset_fingerprint(p->store, &q, &p->info.fingerprint));
+    load_state ls = {p, x};
+    OS_TRY(opsched_store_dataset(p->store, &q, take_row, &ls));
+    p->info.rows = (int64_t)p->n_entries;
+    for (size_t i = 0; i < p->n_entries; i++) {
+        const os_entry *e = &p->entries[i];
+        p->info.energy_rows += e->energy_id > 0;
+        int64_t c = os_map_get(&p->op_rows, e->op);
+        OS_TRY(os_map_put(p->ctx, &p->op_rows, e->op, (c < 0 ? 0 : c) + 1));
+    }
+    return OPSCHED_OK;
+}
+
+/* ---- open ------------------------------------------------------------------------ */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void make_tag(opsched_predictor *p, const opsched_exclusion *x)
+{
+    p->tag[0] = '\0';
+    if (!x) return;
+    char name[48];
+    size_t n = 0;
+    for (const char *c = x->name; *c && n + 1 < sizeof(name) && n < 40; c++)
+        name[n++] = (isalnum((unsigned char)*c) || *c == '_' || *c == '-' || *c == '.') ? *c : '_';
+    name[n] = '\0';
+    snprintf(p->tag, sizeof(p->tag), "%s-%016llx", name, (unsigned long long)x->hash);
+    p->excl_hash = x->hash;
+    p->excl_count = (int64_t)x->sigs.count;
+}
+
+static opsched_status train_and_save(opsched_predictor *p, const char *reason)
+{
+    os_log(p->ctx, OPSCHED_LOG_INFO, "training the models of %s:%s (%s %s %s %s): %s",
+           p->info.device.backend, p->info.device.name, p->math, p->layout, p->algo_policy,
+           p->cache, reason);
+    double t0 = now_s();
+    OS_TRY(os_predict_train(p));
+    p->info.train_seconds = now_s() - t0;
+    p->info.trained = 1;
+    snprintf(p->info.train_reason, sizeof(p->info.train_reason), "%s", reason);
+    if (os_predict_save(p) != OPSCHED_OK) {
+        os_log(p->ctx, OPSCHED_LOG_WARN, "models kept in memory only: %s",
+               opsched_ctx_last_error(p->ctx));
+        opsched_ctx_clear_error(p->ctx);
+    }
+    return OPSCHED_OK;
+}
+
+opsched_status opsched_predictor_open(opsched_ctx *ctx, const char *db_path,
+                                      const opsched_predictor_options *opts,
+                                      opsched_predictor **out)
+{
+    opsched_status st = OPSCHED_OK;
+    opsched_predictor_options def;
+    if (!out) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "opsched_predictor_open: out is NULL");
+    *out = NULL;
+    if (!opts) {
+        opsched_predictor_options_default(&def);
+        opts = &def;
+    }
+    OS_TRY(check_options(ctx, opts));
+    struct stat sb;
+    if (!db_path || stat(db_path, &sb) != 0)
+        return OS_FAIL(ctx, OPSCHED_ERR_NOT_FOUND, "database %s does not exist",
+                       db_path ? db_path : "(null)");
+    opsched_predictor *p = calloc(1, sizeof(*p));
+    if (!p) return OS_NOMEM(ctx);
+    p->ctx = ctx;
+    p->o = *opts;
+    p->power_model = -1;
+    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) p->family_model[f] = -1;
+    const char *policy = opts->algo_policy && *opts->algo_policy ? opts->algo_policy : "heuristic";
+    OS_TRY_GOTO(st, os_strdup(ctx, db_path, &p->db_path), fail);
+    OS_TRY_GOTO(st, os_strdup(ctx, policy, &p->algo_policy), fail);
+    OS_TRY_GOTO(st, os_strdup(ctx, opts->device, &p->device_name), fail);
+    OS_TRY_GOTO(st, os_strdup(ctx, opts->exclude_model_runs, &p->exclude_model_runs), fail);
+    p->o.device = p->device_name;
+    p->o.algo_policy = p->algo_policy;
+    p->o.exclude_model_runs = p->exclude_model_runs;
+    p->o.exclude = NULL; /* borrowed for this call only */
+    p->o.models_dir = NULL;
+    if (opts->models_dir && *opts->models_dir) {
+        OS_TRY_GOTO(st, os_strdup(ctx, opts->models_dir, &p->models_dir), fail);
+    } else {
+        size_t n = strlen(db_path) + 8;
+        p->models_dir = malloc(n);
+        if (!p->models_dir) {
+            st = OS_NOMEM(ctx);
+            goto fail;
+        }
+        snprintf(p->models_dir, n, "%s.models", db_path);
+    }
+    snprintf(p->math, sizeof(p->math), "%s", opsched_math_name(opts->math));
+    snprintf(p->layout, sizeof(p->layout), "%s",
+             opts->layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw");
+    snprintf(p->cache, sizeof(p->cache), "%s", opsched_cache_name(opts->cache));
+    opsched_predictor_info *in = &p->info;
+    snprintf(in->math, sizeof(in->math), "%s", p->math);
+    snprintf(in->layout, sizeof(in->layout), "%s", p->layout);
+    snprintf(in->algo_policy, sizeof(in->algo_policy), "%s", p->algo_policy);
+    snprintf(in->cache, sizeof(in->cache), "%s", p->cache);
+    snprintf(in->models_dir, sizeof(in->models_dir), "%s", p->models_dir);
+
+    OS_TRY_GOTO(st, opsched_store_open(ctx, db_path, &p->store), fail);
+    OS_TRY_GOTO(st, opsched_store_find_device(p->store, opts->device, &in->device), fail);
+    int found = 0;
+    OS_TRY_GOTO(st,
+                opsched_store_calibration_get(p->store, in->device.id, p->math, &in->calibration,
+                                              &found),
+                fail);
+    in->has_calibration = found;
+    p->fdev.sm_count = in->device.sm_count;
+    p->fdev.peak_flops = found ? in->calibration.peak_flops : NAN;
+    p->fdev.bandwidth = found ? in->calibration.bandwidth : NAN;
+    p->fdev.node_floor_us = found ? in->calibration.graph_node_us : NAN;
+    make_tag(p, opts->exclude);
+    os_predict_paths(p, in->metadata_file, sizeof(in->metadata_file), NULL, 0);
+    OS_TRY_GOTO(st, load_entries(p, opts->exclude), fail);
+
+    char reason[96] = "asked to retrain";
+    int current = 0;
+    if (!opts->retrain) OS_TRY_GOTO(st, os_predict_load(p, &current, reason, sizeof(reason)), fail);
+    if (!current) {
+        if (opts->train || opts->retrain) {
+            OS_TRY_GOTO(st, train_and_save(p, reason), fail);
+        } else {
+            os_log(ctx, OPSCHED_LOG_WARN, "no current learned models (%s): learned predictions off",
+                   reason);
+        }
+    }
+    *out = p;
+    return OPSCHED_OK;
+fail:
+    opsched_predictor_free(p);
+    return st;
+}
+
+void opsched_predictor_free(opsched_predictor *p)
+{
+    if (!p) return;
+    for (int i = 0; i < p->n_models; i++) os_xgb_free(p->models[i].booster);
+    for (size_t i = 0; i < p->n_entries; i++) free(p->entries[i].key);
+    free(p->entries);
+    os_map_free(&p->index);
+    os_map_free(&p->op_rows);
+    opsched_store_close(p->store);
+    free(p->db_path);
+    free(p->device_name);
+    free(p->algo_policy);
+    free(p->models_dir);
+    free(p->exclude_model_runs);
+    free(p);
+}
+
+opsched_status opsched_predictor_info_get(const opsched_predictor *p, opsched_predictor_info *out)
+{
+    if (!p || !out) return OPSCHED_ERR_INVALID_ARG;
+    *out = p->info;
+    return OPSCHED_OK;
+}
+
+int opsched_predictor_num_models(const opsched_predictor *p)
+{
+    return p ? p->n_models : 0;
+}
+
+const opsched_model_info *opsched_predictor_model(const opsched_predictor *p, int i)
+{
+    return p && i >= 0 && i < p->n_models ? &p->models[i].info : NULL;
+}
+
+/* ---- operators ------------------------------------------------------------------------ */
+
+static void pred_none(opsched_op_prediction *o, opsched_op_family family)
+{
+    memset(o, 0, sizeof(*o));
+    o->source = o->energy_source = OPSCHED_SOURCE_NONE;
+    o->ms = o->error = o->energy_j = o->energy_error = NAN;
+    o->family = family;
+}
+
+static double roofline_ms(const opsched_predictor *p, const opsched_config_record *rec)
+{
+    const opsched_feature_device *d = &p->fdev;
+    if (!(d->peak_flops > 0) || !(d->bandwidth > 0) || rec->bytes < 0) return NAN;
+    double flops = rec->flops > 0 ? (double)rec->flops : 0;
+    double s = fmax(flops / d->peak_flops, (double)rec->bytes / d->bandwidth);
+    double floor_us = isfinite(d->node_floor_us) && d->node_floor_us > 0 ? d->node_floor_us : 0;
+    return s * 1e3 + floor_us * 1e-3;
+}
+
+/* Whether the learned models may answer for this operator kind. */
+static int learned_covers(const opsched_predictor *p, const char *op, opsched_op_family family)
+{
+    int mi = p->family_model[family];
+    if (mi < 0 || !p->models[mi].booster) return 0;
+    return os_map_get(&p->op_rows, op) >= OS_OP_MIN_ROWS;
+}
+
+/* Predicts n configurations; learned ones in one call per family. */
+opsched_status os_predict_many(opsched_predictor *p, const opsched_config_record *recs,
+                               const int *fused, int n, opsched_op_prediction *out)
+{
+    opsched_status st = OPSCHED_OK;
+    float *x = malloc(sizeof(float) * OPSCHED_FEATURE_COUNT * (size_t)(n > 0 ? n : 1));
+    double *y = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    int *idx = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    unsigned char *want_power = calloc((size_t)(n > 0 ? n : 1), 1);
+    if (!x || !y || !idx || !want_power) {
+        st = OS_NOMEM(p->ctx);
+        goto done;
+    }
+    float *feat = malloc(sizeof(float) * OPSCHED_FEATURE_COUNT * (size_t)(n > 0 ? n : 1));
+    if (!feat) {
+        st = OS_NOMEM(p->ctx);
+        goto done;
+    }
+    char key[600], op[48];
+    for (int i = 0; i < n; i++) {
+        const opsched_config_record *r = &recs[i];
+        opsched_op_family fam = opsched_op_family_of(r->op, fused[i]);
+        pred_none(&out[i], fam);
+        double f[OPSCHED_FEATURE_COUNT];
+        st = opsched_features(p->ctx, r, fused[i], &p->fdev, f);
+        if (st != OPSCHED_OK) {
+            free(feat);
+            goto done;
+        }
+        for (int k = 0; k < OPSCHED_FEATURE_COUNT; k++)
+            feat[(size_t)i * OPSCHED_FEATURE_COUNT + k] = (float)f[k];
+        os_entry_key(r->signature, fused[i], key, sizeof(key));
+        int64_t e = os_map_get(&p->index, key);
+        snprintf(op, sizeof(op), "%s%s", r->op, fused[i] ? "+relu" : "");
+        if (e >= 0) {
+            const os_entry *en = &p->entries[e];
+            out[i].source = OPSCHED_SOURCE_EXACT;
+            out[i].ms = en->ms;
+            out[i].error = isfinite(en->cv) ? en->cv : 0;
+            out[i].measurement_id = en->measurement_id;
+            if (en->energy_id > 0) {
+                out[i].energy_source = OPSCHED_SOURCE_EXACT;
+                out[i].energy_j = en->energy_j;
+                out[i].energy_error = out[i].error;
+            }
+        } else if (learned_covers(p, op, fam)) {
+            out[i].source = OPSCHED_SOURCE_LEARNED;
+            const os_model *m = &p->models[p->family_model[fam]];
+            out[i].error = m->info.cv.median_ape;
+            snprintf(out[i].model, sizeof(out[i].model), "%s", m->info.name);
+        } else {
+            double ms = roofline_ms(p, r);
+            if (isfinite(ms)) {
+                out[i].source = OPSCHED_SOURCE_ROOFLINE;
+                out[i].ms = ms;
+                out[i].error = OPSCHED_ROOFLINE_ERROR;
+            }
+        }
+        want_power[i] = out[i].source != OPSCHED_SOURCE_NONE &&
+                        out[i].energy_source == OPSCHED_SOURCE_NONE;
+    }
+    for (int fam = 0; fam < OPSCHED_FAMILY_COUNT; fam++) {
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            if (out[i].source != OPSCHED_SOURCE_LEARNED || (int)out[i].family != fam) continue;
+            memcpy(x + (size_t)m * OPSCHED_FEATURE_COUNT, feat + (size_t)i * OPSCHED_FEATURE_COUNT,
+                   sizeof(float) * OPSCHED_FEATURE_COUNT);
+            idx[m++] = i;
+        }
+        if (m == 0) continue;
+        st = os_predict_learned(p, (opsched_op_family)fam, x, m, y);
+        if (st != OPSCHED_OK) {
+            free(feat);
+            goto done;
+        }
+        for (int j = 0; j < m; j++) out[idx[j]].ms = y[j];
+    }
+    const os_model *pm = p->power_model >= 0 ? &p->models[p->power_model] : NULL;
+    if (pm && pm->booster) {
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            if (!want_power[i] || !isfinite(out[i].ms)) continue;
+            memcpy(x + (size_t)m * OPSCHED_FEATURE_COUNT, feat + (size_t)i * OPSCHED_FEATURE_COUNT,
+                   sizeof(float) * OPSCHED_FEATURE_COUNT);
+            idx[m++] = i;
+        }
+        float *pw = malloc(sizeof(float) * (size_t)(m > 0 ? m : 1));
+        if (!pw) st = OS_NOMEM(p->ctx);
+        if (pw && m > 0) st = os_xgb_predict(p->ctx, pm->booster, x, m, pw);
+        for (int j = 0; st == OPSCHED_OK && j < m; j++) {
+            opsched_op_prediction *o = &out[idx[j]];
+            o->energy_j = o->ms * 1e-3 * exp((double)pw[j]);
+            switch (o->source) {
+            case OPSCHED_SOURCE_EXACT:
+                o->energy_source = OPSCHED_SOURCE_LEARNED;
+                o->energy_error = p->power_only_ape;
+                break;
+            case OPSCHED_SOURCE_LEARNED:
+                o->energy_source = OPSCHED_SOURCE_LEARNED;
+                o->energy_error = p->power_energy_ape;
+                break;
+            default:
+                o->energy_source = OPSCHED_SOURCE_ROOFLINE;
+                o->energy_error = OPSCHED_ROOFLINE_ERROR;
+                break;
+            }
+        }
+        free(pw);
+    }
+    free(feat);
+done:
+    free(x);
+    free(y);
+    free(idx);
+    free(want_power);
+    return st;
+}
+
+opsched_status opsched_predict_config(opsched_predictor *p, const opsched_config_record *rec,
+                                      int fused_relu, opsched_op_prediction *out)
+{
+    if (!p) return OPSCHED_ERR_INVALID_ARG;
+    if (!rec || !out)
+        return OS_FAIL(p->ctx, OPSCHED_ERR_INVALID_ARG, "opsched_predict_config: NULL argument");
+    int fused = fused_relu != 0;
+    return os_predict_many(p, rec, &fused, 1, out);
+}
+
+opsched_status opsched_predict_node(opsched_predictor *p, const opsched_graph *g, int node,
+                                    int fused_relu, opsched_op_prediction *out)
+{
+    if (!p) return OPSCHED_ERR_INVALID_ARG;
+    if (!g || !out)
+        return OS_FAIL(p->ctx, OPSCHED_ERR_INVALID_ARG, "opsched_predict_node: NULL argument");
+    opsched_config_record rec;
+    OS_TRY(opsched_config_record_from_node(g, node, &rec));
+    return opsched_predict_config(p, &rec, fused_relu, out);
+}

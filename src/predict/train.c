@@ -1,0 +1,513 @@
+/*
+ * train.c - the learned models: operator families grouped until each
+ * group has enough rows, one XGBoost regressor of log latency per group,
+ * one of log effective power (energy per launch / latency) over every
+ * family, k-fold cross-validation for the error estimates, and the
+ * FLOPs-only log-log line per family as the baseline they are judged
+ * against.
+ *
+ * Folds are assigned by a seeded shuffle of the distinct configurations
+ * (one row per signature and fusion, its latest measurement), so repeated
+ * measurements of one configuration never sit on both sides of a fold.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "predict/predict_impl.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The q-quantile of sorted v (linear interpolation). */
+static double quantile(const double *v, int64_t n, double q)
+{
+    if (n <= 0) return NAN;
+    double pos = q * (double)(n - 1);
+    int64_t i = (int64_t)floor(pos);
+    if (i + 1 >= n) return v[n - 1];
+    double t = pos - (double)i;
+    return v[i] * (1 - t) + v[i + 1] * t;
+}
+
+void os_cv_summarize(const double *ape, int64_t n, opsched_cv_error *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->median_ape = out->p90_ape = out->max_ape = out->within10 = NAN;
+    double *v = n > 0 ? malloc(sizeof(double) * (size_t)n) : NULL;
+    if (!v) return;
+    int64_t m = 0, within = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(ape[i])) continue;
+        v[m++] = ape[i];
+        within += ape[i] <= 0.10;
+    }
+    if (m > 0) {
+        qsort(v, (size_t)m, sizeof(double), cmp_double);
+        out->n = m;
+        out->median_ape = quantile(v, m, 0.5);
+        out->p90_ape = quantile(v, m, 0.9);
+        out->max_ape = v[m - 1];
+        out->within10 = (double)within / (double)m;
+    }
+    free(v);
+}
+
+/* ---- folds ---------------------------------------------------------------- */
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* fold[i] in 0..k-1: a seeded permutation dealt round robin. */
+static void assign_folds(int *fold, int64_t n, int k)
+{
+    int64_t *perm = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+    if (!perm) { /* plain round robin: still a valid split */
+        for (int64_t i = 0; i < n; i++) fold[i] = (int)(i % k);
+        return;
+    }
+    uint64_t s = OS_CV_SEED;
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)(splitmix(&s) % (uint64_t)(i + 1));
+        int64_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    for (int64_t i = 0; i < n; i++) fold[perm[i]] = (int)(i % k);
+    free(perm);
+}
+
+/* ---- baseline: log ms = a + b log flops, per family --------------------------- */
+
+static double log_flops(double flops)
+{
+    return log(flops > 1 ? flops : 1);
+}
+
+/* Least squares over rows i with use[i]; a flat line when x does not vary. */
+static int fit_line(const double *x, const double *y, const unsigned char *use, int64_t n,
+                    double *a, double *b)
+{
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!use[i]) continue;
+        sx += x[i];
+        sy += y[i];
+        sxx += x[i] * x[i];
+        sxy += x[i] * y[i];
+        m++;
+    }
+    if (m == 0) return 0;
+    double den = (double)m * sxx - sx * sx;
+    if (m < 2 || fabs(den) < 1e-12 * (1 + sxx * (double)m)) {
+        *b = 0;
+        *a = sy / (double)m;
+    } else {
+        *b = ((double)m * sxy - sx * sy) / den;
+        *a = (sy - *b * sx) / (double)m;
+    }
+    return 1;
+}
+
+/* ---- one model: rows, CV, final fit ---------------------------------------------- */
+
+typedef struct train_set {
+    int64_t n;
+    int64_t *entry;        /* index into p->entries */
+    float *x;              /* n x features */
+    float *y;              /* target */
+} train_set;
+
+static void set_free(train_set *t)
+{
+    free(t->entry);
+    free(t->x);
+    free(t->y);
+    memset(t, 0, sizeof(*t));
+}
+
+static opsched_status set_alloc(opsched_ctx *ctx, train_set *t, int64_t n)
+{
+    memset(t, 0, sizeof(*t));
+    size_t m = (size_t)(n > 0 ? n : 1);
+    t->entry = malloc(sizeof(int64_t) * m);
+    t->x = malloc(sizeof(float) * m * OPSCHED_FEATURE_COUNT);
+    t->y = malloc(sizeof(float) * m);
+    if (!t->entry || !t->x || !t->y) {
+        set_free(t);
+        return OS_NOMEM(ctx);
+    }
+    return OPSCHED_OK;
+}
+
+static void set_add(train_set *t, int64_t e, const float *f, double y)
+{
+    t->entry[t->n] = e;
+    memcpy(t->x + (size_t)t->n * OPSCHED_FEATURE_COUNT, f, sizeof(float) * OPSCHED_FEATURE_COUNT);
+    t->y[t->n] = (float)y;
+    t->n++;
+}
+
+static os_xgb_params xgb_params(const opsched_predictor *p)
+{
+    os_xgb_params prm = {.rounds = p->o.rounds, .max_depth = p->o.max_depth,
+                         .threads = p->o.threads, .eta = p->o.eta, .seed = OS_CV_SEED};
+    return prm;
+}
+
+/* Out-of-fold predictions of the target of every row of t into oof (NaN
+ * for rows whose training side was empty). */
+static opsched_status cross_validate(opsched_predictor *p, const train_set *t, int k,
+                                     const int *fold, double *oof)
+{
+    opsched_status st = OPSCHED_OK;
+    train_set tr, te;
+    float *pred = NULL;
+    void *b = NULL;
+    os_xgb_params prm = xgb_params(p);
+    OS_TRY(set_alloc(p->ctx, &tr, t->n));
+    OS_TRY_GOTO(st, set_alloc(p->ctx, &te, t->n), done);
+    pred = malloc(sizeof(float) * (size_t)(t->n > 0 ? t->n : 1));
+    if (!pred) {
+        st = OS_NOMEM(p->ctx);
+        goto done;
+    }
+    for (int64_t i = 0; i < t->n; i++) oof[i] = NAN;
+    for (int f = 0; f < k; f++) {
+        tr.n = te.n = 0;
+        for (int64_t i = 0; i < t->n; i++) {
+            const float *x = t->x + (size_t)i * OPSCHED_FEATURE_COUNT;
+            set_add(fold[i] == f ? &te : &tr, i, x, t->y[i]);
+        }
+        if (tr.n == 0 || te.n == 0) continue;
+        OS_TRY_GOTO(st, os_xgb_train(p->ctx, tr.x, tr.y, tr.n, &prm, &b), done);
+        OS_TRY_GOTO(st, os_xgb_predict(p->ctx, b, te.x, te.n, pred), done);
+        for (int64_t j = 0; j < te.n; j++) oof[te.entry[j]] = pred[j];
+        os_xgb_free(b);
+        b = NULL;
+    }
+done:
+    os_xgb_free(b);
+    free(pred);
+    set_free(&tr);
+    set_free(&te);
+    return st;
+}
+
+/* The FLOPs-only line of each family, out of fold (oof of log ms), and
+ * fitted on all rows into m->base_a/b. */
+static opsched_status baseline(opsched_predictor *p, os_model *m, const train_set *t, int k,
+                               const int *fold, double *oof)
+{
+    int64_t n = t->n;
+    double *x = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    double *y = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    unsigned char *use = malloc((size_t)(n > 0 ? n : 1));
+    if (!x || !y || !use) {
+        free(x);
+        free(y);
+        free(use);
+        return OS_NOMEM(p->ctx);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = log_flops(p->entries[t->entry[i]].flops);
+        y[i] = t->y[i];
+        oof[i] = NAN;
+    }
+    for (int fam = 0; fam < OPSCHED_FAMILY_COUNT; fam++) {
+        if (!(m->families & (1u << fam))) continue;
+        for (int f = 0; f < k; f++) {
+            double a = 0, b = 0;
+            for (int64_t i = 0; i < n; i++)
+                use[i] = fold[i] != f && (int)p->entries[t->entry[i]].family == fam;
+            int ok = fit_line(x, y, use, n, &a, &b);
+            if (!ok) { /* no row of this family outside the fold: the group's line */
+                for (int64_t i = 0; i < n; i++) use[i] = fold[i] != f;
+                ok = fit_line(x, y, use, n, &a, &b);
+            }
+            if (!ok) continue;
+            for (int64_t i = 0; i < n; i++)
+                if (fold[i] == f && (int)p->entries[t->entry[i]].family == fam)
+                    oof[i] = a + b * x[i];
+        }
+        for (int64_t i = 0; i < n; i++) use[i] = (int)p->entries[t->entry[i]].family == fam;
+        m->base_a[fam] = m->base_b[fam] = NAN;
+        fit_line(x, y, use, n, &m->base_a[fam], &m->base_b[fam]);
+    }
+    free(x);
+    free(y);
+    free(use);
+    return OPSCHED_OK;
+}
+
+/* APE of exp(pred) against exp(target). */
+static void ape_of(const train_set *t, const double *pred_log, double *ape)
+{
+    for (int64_t i = 0; i < t->n; i++) {
+        double actual = exp((double)t->y[i]);
+        ape[i] = isfinite(pred_log[i]) ? fabs(exp(pred_log[i]) - actual) / actual : NAN;
+    }
+}
+
+static void model_name(unsigned families, char *buf, size_t size)
+{
+    if (families == (1u << OPSCHED_FAMILY_COUNT) - 1) {
+        snprintf(buf, size, "all");
+        return;
+    }
+    buf[0] = '\0';
+    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) {
+        if (!(families & (1u << f))) continue;
+        size_t used = strlen(buf);
+        snprintf(buf + used, size - used, "%s%s", used ? "," : "", opsched_op_family_name(f));
+    }
+}
+
+/* "conv2d:120,conv2d+relu:40" over the rows of t. */
+static void ops_text(const opsched_predictor *p, const train_set *t, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (int64_t i = 0; i < t->n; i++) {
+        const char *op = p->entries[t->entry[i]].op;
+        int seen = 0;
+        for (int64_t j = 0; j < i && !seen; j++) seen = strcmp(p->entries[t->entry[j]].op, op) == 0;
+        if (seen) continue;
+        int64_t count = 0;
+        for (int64_t j = i; j < t->n; j++) count += strcmp(p->entries[t->entry[j]].op, op) == 0;
+        size_t used = strlen(buf);
+        if (used + strlen(op) + 24 >= size) break;
+        snprintf(buf + used, size - used, "%s%s:%lld", used ? "," : "", op, (long long)count);
+    }
+}
+
+/* Trains the latency model of group m over the rows in t. oof_ms gets
+ * the out-of-fold latency of each row's entry. */
+static opsched_status train_latency(opsched_predictor *p, os_model *m, const train_set *t,
+                                    double *oof_ms)
+{
+    opsched_status st = OPSCHED_OK;
+    int64_t n = t->n;
+    int k = (int)OS_MIN((int64_t)p->o.folds, n);
+    int *fold = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    double *oof = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    double *ape = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    if (!fold || !oof || !ape) {
+        st = OS_NOMEM(p->ctx);
+        goto done;
+    }
+    m->info.rows = n;
+    m->info.folds = k;
+    ops_text(p, t, m->info.ops, sizeof(m->info.ops));
+    if (n < OS_MODEL_MIN_ROWS || k < 2) goto done; /* too few: its families fall back */
+    assign_folds(fold, n, k);
+    OS_TRY_GOTO(st, cross_validate(p, t, k, fold, oof), done);
+    for (int64_t i = 0; i < n; i++) oof_ms[t->entry[i]] = isfinite(oof[i]) ? exp(oof[i]) : NAN;
+    ape_of(t, oof, ape);
+    os_cv_summarize(ape, n, &m->info.cv);
+    OS_TRY_GOTO(st, baseline(p, m, t, k, fold, oof), done);
+    ape_of(t, oof, ape);
+    os_cv_summarize(ape, n, &m->info.baseline);
+    os_xgb_params prm = xgb_params(p);
+    OS_TRY_GOTO(st, os_xgb_train(p->ctx, t->x, t->y, n, &prm, &m->booster), done);
+    m->info.trained = 1;
+done:
+    free(fold);
+    free(oof);
+    free(ape);
+    return st;
+}
+
+/* The power model: log(energy / latency) over every family.  Its info.cv
+ * is the error of energy predicted from out-of-fold latency and power (an
+ * unmeasured configuration); info.baseline the same with the fold's median
+ * power instead of the model; power_only_ape the error with the measured
+ * latency. */
+static opsched_status train_power(opsched_predictor *p, os_model *m, const double *oof_ms)
+{
+    opsched_status st = OPSCHED_OK;
+    train_set t;
+    int64_t n = 0;
+    for (size_t i = 0; i < p->n_entries; i++) {
+        const os_entry *e = &p->entries[i];
+        n += e->energy_id > 0 && e->energy_j > 0 && e->ms > 0;
+    }
+    OS_TRY(set_alloc(p->ctx, &t, n));
+    int *fold = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    double *oof = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    double *ape = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    double *ape_base = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    double *pw = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    if (!fold || !oof || !ape || !ape_base || !pw) {
+        st = OS_NOMEM(p->ctx);
+        goto done;
+    }
+    for (size_t i = 0; i < p->n_entries; i++) {
+        const os_entry *e = &p->entries[i];
+        if (e->energy_id > 0 && e->energy_j > 0 && e->ms > 0)
+            set_add(&t, (int64_t)i, e->f, log(e->energy_j / (e->ms * 1e-3)));
+    }
+    snprintf(m->info.name, sizeof(m->info.name), "power");
+    m->families = 0;
+    m->info.rows = n;
+    ops_text(p, &t, m->info.ops, sizeof(m->info.ops));
+    int k = (int)OS_MIN((int64_t)p->o.folds, n);
+    m->info.folds = k;
+    if (n < OS_MODEL_MIN_ROWS || k < 2) goto done;
+    assign_folds(fold, n, k);
+    OS_TRY_GOTO(st, cross_validate(p, &t, k, fold, oof), done);
+    /* The baseline's power: the median of the training side of each fold. */
+    for (int f = 0; f < k; f++) {
+        int64_t c = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (fold[i] != f) pw[c++] = t.y[i];
+        qsort(pw, (size_t)c, sizeof(double), cmp_double);
+        double med = quantile(pw, c, 0.5);
+        for (int64_t i = 0; i < n; i++)
+            if (fold[i] == f) ape_base[i] = med; /* log power, turned into an APE below */
+    }
+    int64_t only_n = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const os_entry *e = &p->entries[t.entry[i]];
+        double lat = oof_ms[t.entry[i]];
+        double e_only = e->ms * 1e-3 * exp(oof[i]);
+        pw[only_n++] = fabs(e_only - e->energy_j) / e->energy_j;
+        ape[i] = isfinite(lat) && isfinite(oof[i])
+                     ? fabs(lat * 1e-3 * exp(oof[i]) - e->energy_j) / e->energy_j
+                     : NAN;
+        ape_base[i] = isfinite(lat) ? fabs(lat * 1e-3 * exp(ape_base[i]) - e->energy_j) / e->energy_j
+                                    : NAN;
+    }
+    os_cv_summarize(ape, n, &m->info.cv);
+    os_cv_summarize(ape_base, n, &m->info.baseline);
+    opsched_cv_error only;
+    os_cv_summarize(pw, only_n, &only);
+    p->power_only_ape = only.median_ape;
+    p->power_energy_ape = m->info.cv.median_ape;
+    os_xgb_params prm = xgb_params(p);
+    OS_TRY_GOTO(st, os_xgb_train(p->ctx, t.x, t.y, n, &prm, &m->booster), done);
+    m->info.trained = 1;
+done:
+    free(fold);
+    free(oof);
+    free(ape);
+    free(ape_base);
+    free(pw);
+    set_free(&t);
+    return st;
+}
+
+static void free_models(opsched_predictor *p)
+{
+    for (int i = 0; i < p->n_models; i++) {
+        os_xgb_free(p->models[i].booster);
+        p->models[i].booster = NULL;
+    }
+    p->n_models = 0;
+    p->power_model = -1;
+    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) p->family_model[f] = -1;
+}
+
+/* Groups families: the smallest one short of OS_FAMILY_MIN_ROWS joins the
+ * largest other one, until none is short or one is left. */
+static void group_families(const int64_t *rows, int *group)
+{
+    int64_t size[OPSCHED_FAMILY_COUNT];
+    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) {
+        group[f] = f;
+        size[f] = rows[f];
+    }
+    for (;;) {
+        int small = -1, big = -1, groups = 0;
+        for (int g = 0; g < OPSCHED_FAMILY_COUNT; g++) {
+            if (size[g] == 0) continue;
+            groups++;
+            if (size[g] < OS_FAMILY_MIN_ROWS && (small < 0 || size[g] < size[small])) small = g;
+        }
+        if (small < 0 || groups < 2) break;
+        for (int g = 0; g < OPSCHED_FAMILY_COUNT; g++)
+            if (g != small && size[g] > 0 && (big < 0 || size[g] > size[big])) big = g;
+        for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++)
+            if (group[f] == small) group[f] = big;
+        size[big] += size[small];
+        size[small] = 0;
+    }
+}
+
+opsched_status os_predict_train(opsched_predictor *p)
+{
+    opsched_status st = OPSCHED_OK;
+    double *oof_ms = NULL;
+    train_set t = {0};
+    free_models(p);
+    int64_t rows[OPSCHED_FAMILY_COUNT] = {0};
+    for (size_t i = 0; i < p->n_entries; i++)
+        if (p->entries[i].ms > 0) rows[p->entries[i].family]++;
+    int group[OPSCHED_FAMILY_COUNT];
+    group_families(rows, group);
+    oof_ms = malloc(sizeof(double) * (p->n_entries ? p->n_entries : 1));
+    if (!oof_ms) return OS_NOMEM(p->ctx);
+    for (size_t i = 0; i < p->n_entries; i++) oof_ms[i] = NAN;
+    for (int g = 0; g < OPSCHED_FAMILY_COUNT; g++) {
+        unsigned fams = 0;
+        int64_t n = 0;
+        for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++)
+            if (group[f] == g && rows[f] > 0) {
+                fams |= 1u << f;
+                n += rows[f];
+            }
+        if (!fams) continue;
+        os_model *m = &p->models[p->n_models];
+        memset(m, 0, sizeof(*m));
+        m->families = fams;
+        model_name(fams, m->info.name, sizeof(m->info.name));
+        OS_TRY_GOTO(st, set_alloc(p->ctx, &t, n), done);
+        for (size_t i = 0; i < p->n_entries; i++) {
+            const os_entry *e = &p->entries[i];
+            if (e->ms > 0 && (fams & (1u << e->family))) set_add(&t, (int64_t)i, e->f, log(e->ms));
+        }
+        os_log(p->ctx, OPSCHED_LOG_INFO, "training %s: %lld rows, %d-fold cross-validation",
+               m->info.name, (long long)n, p->o.folds);
+        OS_TRY_GOTO(st, train_latency(p, m, &t, oof_ms), done);
+        set_free(&t);
+        for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++)
+            if (fams & (1u << f)) p->family_model[f] = p->n_models;
+        p->n_models++;
+    }
+    os_model *pm = &p->models[p->n_models];
+    memset(pm, 0, sizeof(*pm));
+    p->power_only_ape = p->power_energy_ape = NAN;
+    OS_TRY_GOTO(st, train_power(p, pm, oof_ms), done);
+    if (pm->info.rows > 0) p->power_model = p->n_models++;
+done:
+    set_free(&t);
+    free(oof_ms);
+    if (st != OPSCHED_OK) free_models(p);
+    return st;
+}
+
+opsched_status os_predict_learned(opsched_predictor *p, opsched_op_family family, const float *x,
+                                  int64_t n, double *out_ms)
+{
+    for (int64_t i = 0; i < n; i++) out_ms[i] = NAN;
+    int mi = family >= 0 && family < OPSCHED_FAMILY_COUNT ? p->family_model[family] : -1;
+    if (n < 1 || mi < 0 || !p->models[mi].booster) return OPSCHED_OK;
+    float *y = malloc(sizeof(float) * (size_t)n);
+    if (!y) return OS_NOMEM(p->ctx);
+    opsched_status st = os_xgb_predict(p->ctx, p->models[mi].booster, x, n, y);
+    if (st == OPSCHED_OK)
+        for (int64_t i = 0; i < n; i++) out_ms[i] = exp((double)y[i]);
+    free(y);
+    return st;
+}
