@@ -398,7 +398,8 @@ static void test_store_networks(void **state)
 
     /* A schema-1 file (no network_runs, no calibrations) gains the tables
      * when opened. */
-    sql(path, "DROP TABLE network_runs; DROP TABLE calibrations; PRAGMA user_version = 1;");
+    sql(path, "DROP TABLE network_runs; DROP TABLE calibrations; DROP TABLE stages;"
+              " PRAGMA user_version = 1;");
     assert_int_equal(opsched_store_open(fx->ctx, path, &s), OPSCHED_OK);
     assert_int_equal(opsched_store_has_network(s, dev, &n, &found), OPSCHED_OK);
     assert_int_equal(found, 0);
@@ -412,7 +413,7 @@ static void test_store_networks(void **state)
     assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
     assert_int_equal(sqlite3_step(st), SQLITE_ROW);
     assert_int_equal(sqlite3_column_int(st, 0), opsched_store_schema_version());
-    assert_int_equal(opsched_store_schema_version(), 3);
+    assert_int_equal(opsched_store_schema_version(), 4);
     sqlite3_finalize(st);
     sqlite3_close(db);
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "opsched/opsched.h"
 #include "sched/sched_impl.h"
@@ -884,8 +885,8 @@ static void test_sequential_greedy(void **state)
 typedef struct counting_cost {
     noisy_cost inner;
     int64_t calls;
-    volatile int stop_after; /* 0: never */
-    volatile int *stop;
+    int stop_after; /* 0: never */
+    volatile sig_atomic_t *stop;
 } counting_cost;
 
 static opsched_status counting_stage_cost(void *user, const opsched_graph *g,
@@ -933,7 +934,7 @@ static void zoo_search(const char *model, double limit_s)
     assert_true(ios->predicted_ms < 0.95 * seq->predicted_ms);
 
     /* a stop request ends the search at the next evaluation */
-    volatile int stop = 0;
+    volatile sig_atomic_t stop = 0;
     opsched_schedule *stopped = NULL;
     c.stop = &stop;
     c.stop_after = 5;
@@ -1107,6 +1108,179 @@ static void test_stage_signature(void **state)
     opsched_ctx_free(ctx);
 }
 
+/* ---- measured stages in the database --------------------------------------------- */
+
+static void exec_sql(const char *path, const char *text)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *err = NULL;
+    int rc = sqlite3_exec(db, text, NULL, NULL, &err);
+    if (rc != SQLITE_OK) fprintf(stderr, "%s: %s\n", text, err ? err : "?");
+    sqlite3_free(err);
+    assert_int_equal(rc, SQLITE_OK);
+    sqlite3_close(db);
+}
+
+static int64_t fake_device(opsched_store *s, const char *uuid)
+{
+    opsched_device_info d;
+    memset(&d, 0, sizeof(d));
+    snprintf(d.backend, sizeof(d.backend), "cuda");
+    snprintf(d.name, sizeof(d.name), "Test GPU");
+    snprintf(d.uuid, sizeof(d.uuid), "%s", uuid);
+    int64_t id = 0;
+    assert_int_equal(opsched_store_device(s, &d, &id), OPSCHED_OK);
+    return id;
+}
+
+/* A stand-in for the device: the predicted cost, counted. */
+typedef struct fake_measure {
+    opsched_predicted_cost pred;
+    int calls;
+} fake_measure;
+
+static opsched_status fake_measure_stage(void *user, const opsched_graph *g,
+                                         const opsched_stage *st, double *ms)
+{
+    fake_measure *m = user;
+    m->calls++;
+    return opsched_stage_cost_predicted(&m->pred, g, st, ms);
+}
+
+static void remove_db(const char *path)
+{
+    char p[300];
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(p, sizeof(p), "%s%s", path, suffix[k]);
+        remove(p);
+    }
+}
+
+static void test_stage_store(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx = new_ctx();
+    char dir[] = "/tmp/opsched_stages_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128], other[128];
+    snprintf(path, sizeof(path), "%s/a.db", dir);
+    snprintf(other, sizeof(other), "%s/b.db", dir);
+    opsched_store *s;
+    ok(ctx, opsched_store_open(ctx, path, &s));
+    int64_t dev = fake_device(s, "GPU-1");
+
+    opsched_stage_record r = {.signature = "concurrent: [x]", .kind = "concurrent", .batch = 1,
+                              .math = "tf32", .layout = "nchw", .algo_policy = "heuristic",
+                              .n_groups = 1, .n_ops = 1, .median_ms = 0.5, .longest_ms = NAN,
+                              .sum_ms = NAN, .created_at = 100};
+    double ms = 0;
+    int found = -1;
+    ok(ctx, opsched_store_stage_get(s, dev, &r, &ms, &found));
+    assert_int_equal(found, 0);
+    ok(ctx, opsched_store_stage_put(s, dev, &r));
+    ok(ctx, opsched_store_stage_get(s, dev, &r, &ms, &found));
+    assert_int_equal(found, 1);
+    assert_true(ms == 0.5);
+    r.median_ms = 0.25; /* measured again: replaces */
+    r.created_at = 200;
+    ok(ctx, opsched_store_stage_put(s, dev, &r));
+    ok(ctx, opsched_store_stage_get(s, dev, &r, &ms, &found));
+    assert_true(ms == 0.25);
+    r.batch = 8; /* another key */
+    ok(ctx, opsched_store_stage_get(s, dev, &r, &ms, &found));
+    assert_int_equal(found, 0);
+    r.batch = 1;
+    r.kind = "parallel";
+    assert_int_equal(opsched_store_stage_put(s, dev, &r), OPSCHED_ERR_INVALID_ARG);
+    r.kind = "concurrent";
+    assert_int_not_equal(opsched_store_stage_put(s, dev + 7, &r), OPSCHED_OK); /* no device */
+
+    /* a search measures each distinct stage once; the second one runs nothing */
+    opsched_graph *g = mini_inception(ctx, "mini");
+    fake_measure fm = {0};
+    fm.pred.node_ms = flop_costs(g);
+    fm.pred.n_nodes = opsched_graph_num_nodes(g);
+    opsched_contention_defaults(&fm.pred.model);
+    fm.pred.model.capacity = 3.0;
+    fm.pred.model.stage_ms = 0.005;
+    opsched_stage_cache cache = {.store = s, .device_id = dev, .batch = 1, .math = "tf32",
+                                 .layout = "nchw", .algo_policy = "heuristic",
+                                 .measure = fake_measure_stage, .measure_user = &fm,
+                                 .node_ms = fm.pred.node_ms, .n_nodes = fm.pred.n_nodes};
+    opsched_schedule *first, *second;
+    opsched_search_stats st1, st2;
+    search(g, OPSCHED_SEARCH_IOS, 3, 8, 1, 0, opsched_stage_cost_cached, &cache, &first, &st1);
+    assert_true(fm.calls > 0);
+    assert_int_equal(cache.measured, fm.calls);
+    assert_int_equal(cache.measured, st1.stage_evals);
+    int calls = fm.calls;
+    cache.hits = 0;
+    search(g, OPSCHED_SEARCH_IOS, 3, 8, 1, 0, opsched_stage_cost_cached, &cache, &second, &st2);
+    assert_int_equal(fm.calls, calls);
+    assert_int_equal(cache.hits, st2.stage_evals);
+    assert_true(fabs(first->predicted_ms - second->predicted_ms) < 1e-12);
+    /* lookups only: everything is there */
+    cache.measure = NULL;
+    opsched_schedule *third;
+    search(g, OPSCHED_SEARCH_GREEDY, 0, 8, 1, 0, opsched_stage_cost_cached, &cache, &third, NULL);
+    opsched_schedule_free(third);
+
+    /* the contention model fitted from the stored stages finds what
+     * "measured" them (the fake measures with capacity 3, 5 us per stage) */
+    opsched_contention fit;
+    opsched_contention_defaults(&fit);
+    ok(ctx, opsched_contention_fit_store(s, ctx, dev, "tf32", "nchw", "heuristic", &fit));
+    assert_true(fit.n_fit > 10);
+    assert_true(fabs(fit.stage_ms - 0.005) < 1e-4);
+    assert_true(fit.fit_rms_rel < 0.01);
+    opsched_contention none;
+    opsched_contention_defaults(&none);
+    ok(ctx, opsched_contention_fit_store(s, ctx, dev, "fp16", "nchw", "heuristic", &none));
+    assert_int_equal(none.n_fit, 0);
+    opsched_store_close(s);
+
+    /* merge: a newer row wins, an older one does not */
+    opsched_store *b;
+    ok(ctx, opsched_store_open(ctx, other, &b));
+    fake_device(b, "GPU-0");
+    int64_t bdev = fake_device(b, "GPU-1");
+    r.median_ms = 0.125;
+    r.created_at = 300;
+    ok(ctx, opsched_store_stage_put(b, bdev, &r));
+    opsched_stage_record r2 = r;
+    r2.signature = "concurrent: [y]";
+    r2.created_at = 50;
+    ok(ctx, opsched_store_stage_put(b, bdev, &r2));
+    opsched_store_close(b);
+    ok(ctx, opsched_store_open(ctx, path, &s));
+    opsched_merge_stats mst;
+    ok(ctx, opsched_store_merge(s, other, &mst));
+    assert_int_equal(mst.stages, 2);
+    ok(ctx, opsched_store_stage_get(s, dev, &r, &ms, &found));
+    assert_true(ms == 0.125);
+    ok(ctx, opsched_store_merge(s, other, &mst));
+    assert_int_equal(mst.stages, 0);
+    opsched_store_close(s);
+
+    /* a schema-3 file gains the stages table when opened */
+    exec_sql(other, "DROP TABLE stages; PRAGMA user_version = 3;");
+    ok(ctx, opsched_store_open(ctx, other, &b));
+    ok(ctx, opsched_store_stage_put(b, bdev, &r));
+    opsched_store_close(b);
+    assert_int_equal(opsched_store_schema_version(), 4);
+
+    free((void *)fm.pred.node_ms);
+    opsched_schedule_free(first);
+    opsched_schedule_free(second);
+    opsched_graph_free(g);
+    remove_db(path);
+    remove_db(other);
+    rmdir(dir);
+    opsched_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1124,6 +1298,7 @@ int main(void)
         cmocka_unit_test(test_predicted_cost),
         cmocka_unit_test(test_contention_fit),
         cmocka_unit_test(test_stage_signature),
+        cmocka_unit_test(test_stage_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

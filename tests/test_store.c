@@ -271,7 +271,7 @@ static void test_add_has_reopen(void **state)
     fixture *fx = *state;
     char path[128];
     path_in(fx, "m.db", path, sizeof(path));
-    assert_int_equal(opsched_store_schema_version(), 3);
+    assert_int_equal(opsched_store_schema_version(), 4);
     seeded z = seed(fx, path, "Conv|1x64x56x28|k3s1p1g1|f32");
     const char *key = "algo=heuristic;math=tf32;layout=nchw;cache=hot;energy=0";
     int found = -1;
@@ -382,7 +382,7 @@ static void test_newer_schema_refused(void **state)
     const char *msg = opsched_ctx_last_error(fx->ctx);
     assert_non_null(strstr(msg, path));
     assert_non_null(strstr(msg, "was written by a newer opsched (schema 999, this build reads "
-                                "up to 3)"));
+                                "up to 4)"));
 }
 
 static void test_not_a_database(void **state)

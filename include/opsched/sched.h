@@ -37,7 +37,10 @@
 #ifndef OPSCHED_SCHED_H
 #define OPSCHED_SCHED_H
 
+#include <signal.h>
+
 #include "opsched/graph.h"
+#include "opsched/store.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -205,7 +208,7 @@ typedef struct opsched_search_options {
     void *user;
     /* Polled between stage evaluations; when it becomes non-zero the search
      * stops with OPSCHED_ERR_INTERRUPTED.  NULL: never. */
-    volatile const int *stop;
+    volatile sig_atomic_t *stop;
 } opsched_search_options;
 
 typedef struct opsched_search_stats {
@@ -276,6 +279,38 @@ typedef struct opsched_predicted_cost {
 /* An opsched_stage_cost_fn; user is an opsched_predicted_cost. */
 opsched_status opsched_stage_cost_predicted(void *user, const opsched_graph *g,
                                             const opsched_stage *stage, double *ms);
+
+/* ---- measured stage costs, kept in the database ----------------------- */
+
+/* The user data of opsched_stage_cost_cached.  A stage is looked up in
+ * the stages table by its signature and the settings below; when absent
+ * it is measured with `measure` (the schedule executor's stage timing)
+ * and stored, with the single-op sums of its groups when node_ms is
+ * given (what the contention fit needs).  store NULL: measure every time.
+ * measure NULL: lookups only (a stage never measured is
+ * OPSCHED_ERR_NOT_FOUND).  Everything borrowed. */
+typedef struct opsched_stage_cache {
+    opsched_store *store;
+    int64_t device_id;
+    int64_t batch;
+    const char *math, *layout, *algo_policy;
+    opsched_stage_cost_fn measure;
+    void *measure_user;
+    const double *node_ms;          /* single-op costs per node, or NULL */
+    int n_nodes;
+    int64_t hits, measured;         /* answered from the database; measured now */
+} opsched_stage_cache;
+
+/* An opsched_stage_cost_fn; user is an opsched_stage_cache. */
+opsched_status opsched_stage_cost_cached(void *user, const opsched_graph *g,
+                                         const opsched_stage *stage, double *ms);
+
+/* Fits *inout (start from opsched_contention_defaults) to the concurrent
+ * stages stored for (device, math, layout, policy) that carry single-op
+ * sums; n_fit says how many. */
+opsched_status opsched_contention_fit_store(opsched_store *s, opsched_ctx *ctx, int64_t device_id,
+                                            const char *math, const char *layout,
+                                            const char *algo_policy, opsched_contention *inout);
 
 #ifdef __cplusplus
 }

@@ -86,6 +86,7 @@ typedef struct opsched_merge_stats {
     int64_t measurements_added, measurements_skipped; /* skipped: already present */
     int64_t network_runs_added;
     int64_t calibrations;      /* added, or replaced by a newer one */
+    int64_t stages;            /* measured schedule stages added or replaced */
 } opsched_merge_stats;
 
 /* Copies everything from the database at src_path into s, deduplicated
@@ -116,6 +117,42 @@ opsched_status opsched_store_calibration_put(opsched_store *s, int64_t device_id
  * untouched) when there is none.  Values not measured come back NaN. */
 opsched_status opsched_store_calibration_get(opsched_store *s, int64_t device_id, const char *math,
                                              opsched_calibration *out, int *found);
+
+/* ---- measured schedule stages (opsched schedule --cost measure) --------- */
+
+/* One stage of an inter-operator schedule measured as a whole.  The
+ * signature is opsched_stage_signature's text; longest_ms and sum_ms are
+ * the single-operator costs of its longest group and of all its groups
+ * when the caller knew them (NaN otherwise): the contention model is
+ * fitted from them. */
+typedef struct opsched_stage_record {
+    const char *signature;
+    const char *kind;          /* "concurrent" or "merge" */
+    int64_t batch;
+    const char *math;          /* "tf32", ... */
+    const char *layout;        /* "nchw" or "nhwc" */
+    const char *algo_policy;   /* "heuristic", "find", ... */
+    int n_groups, n_ops;
+    double median_ms;
+    double longest_ms, sum_ms;
+    double created_at;         /* Unix seconds; 0 when putting: now */
+} opsched_stage_record;
+
+/* Stores a measured stage; a later one of the same (device, signature,
+ * batch, math, layout, policy) replaces it. */
+opsched_status opsched_store_stage_put(opsched_store *s, int64_t device_id,
+                                       const opsched_stage_record *r);
+/* Looks a stage up by key (r's signature, batch, math, layout and policy);
+ * *found is 0 when absent, else *median_ms is set. */
+opsched_status opsched_store_stage_get(opsched_store *s, int64_t device_id,
+                                       const opsched_stage_record *key, double *median_ms,
+                                       int *found);
+/* Calls fn for every stored stage of a device under (math, layout,
+ * policy); the record's strings are borrowed for the call. */
+typedef void (*opsched_stage_record_fn)(const opsched_stage_record *r, void *user);
+opsched_status opsched_store_stages(opsched_store *s, int64_t device_id, const char *math,
+                                    const char *layout, const char *algo_policy,
+                                    opsched_stage_record_fn fn, void *user);
 
 /* ---- shipped data ------------------------------------------------------ */
 

@@ -6,7 +6,9 @@
  * ids: runs by uuid, devices by (backend, uuid), configurations by
  * signature, measurements by (run, device, configuration, settings key,
  * created_at), network runs by (run, device, model, batch, size, mode,
- * created_at), calibrations by (device, math mode), the newer winning.
+ * created_at), calibrations by (device, math mode) and measured schedule
+ * stages by (device, signature, batch, math, layout, policy), the newer
+ * winning.
  * So merging a file twice, or merging files that share runs,
  * adds each row once, and every measurement keeps the run it came from.
  * The whole copy is one transaction: a failure leaves this file as it was.
@@ -137,6 +139,7 @@ opsched_status opsched_store_merge(opsched_store *s, const char *src_path,
     r.measurements_skipped = total - r.measurements_added;
     OS_TRY_GOTO(st, os_store_merge_networks(s, &r.network_runs_added), done);
     OS_TRY_GOTO(st, os_store_merge_calibrations(s, &r.calibrations), done);
+    OS_TRY_GOTO(st, os_store_merge_stages(s, &r.stages), done);
     OS_TRY_GOTO(st, os_store_commit(s), done);
     if (stats) *stats = r;
 done:

@@ -12,6 +12,10 @@
  *      node overheads and idle power per math mode (opsched devices
  *      --calibrate), one row per (device, math).  Older files gain the
  *      table in place.
+ *   4  stages: stages of inter-operator schedules measured as a whole
+ *      (opsched schedule --cost measure), by stage signature, with the
+ *      single-operator costs of their groups for the contention fit.
+ *      Older files gain the table in place.
  *
  * Sizes and counts that do not apply to a configuration (the kernel of a
  * linear layer) are NULL, so queries read "kernel IS NULL" rather than
@@ -167,6 +171,26 @@ static const char schema_v3[] =
     " created_at REAL NOT NULL,"
     " UNIQUE (device_id, math));";
 
+/* Version 4: one row per (device, stage signature, batch, math, layout,
+ * algorithm policy); a later measurement replaces the earlier. */
+static const char schema_v4[] =
+    "CREATE TABLE stages ("
+    " id INTEGER PRIMARY KEY,"
+    " device_id INTEGER NOT NULL REFERENCES devices (id),"
+    " signature TEXT NOT NULL,"
+    " kind TEXT NOT NULL CHECK (kind IN ('concurrent', 'merge')),"
+    " batch INTEGER NOT NULL,"
+    " math TEXT NOT NULL,"
+    " layout TEXT NOT NULL,"
+    " algo_policy TEXT NOT NULL,"
+    " n_groups INTEGER NOT NULL,"
+    " n_ops INTEGER NOT NULL,"
+    " median_ms REAL NOT NULL,"
+    " longest_ms REAL,"
+    " sum_ms REAL,"
+    " created_at REAL NOT NULL,"
+    " UNIQUE (device_id, signature, batch, math, layout, algo_policy));";
+
 static const char set_version[] = "PRAGMA user_version = " OS_STR(OS_STORE_SCHEMA);
 
 /* WAL lets readers and one writer of several processes share the file.
@@ -243,6 +267,8 @@ opsched_status os_store_schema_ensure(opsched_store *s)
         OS_TRY_GOTO(st, OS_STORE_EXEC(s, schema_v2, "add the network_runs table"), done);
     if (version < 3)
         OS_TRY_GOTO(st, OS_STORE_EXEC(s, schema_v3, "add the calibrations table"), done);
+    if (version < 4)
+        OS_TRY_GOTO(st, OS_STORE_EXEC(s, schema_v4, "add the stages table"), done);
     if (version < OS_STORE_SCHEMA)
         OS_TRY_GOTO(st, OS_STORE_EXEC(s, set_version, "set the schema version"), done);
     OS_TRY_GOTO(st, os_store_commit(s), done);

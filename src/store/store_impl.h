@@ -19,7 +19,7 @@
 #include "opsched/store.h"
 
 /* The schema this build writes and the newest it can read. */
-#define OS_STORE_SCHEMA 3
+#define OS_STORE_SCHEMA 4
 /* How long a writer waits for another process's transaction to finish. */
 #define OS_STORE_BUSY_MS 30000
 
@@ -65,6 +65,17 @@ struct opsched_store {
 /* Columns of `calibrations` after id and device_id. */
 #define OS_CALIBRATION_COLUMNS                                                                     \
     "math, peak_flops, bandwidth, launch_us, graph_node_us, idle_power_w, created_at"
+
+/* Columns of `stages` after id and device_id. */
+#define OS_STAGE_COLUMNS                                                                           \
+    "signature, kind, batch, math, layout, algo_policy, n_groups, n_ops, median_ms, longest_ms, "  \
+    "sum_ms, created_at"
+
+/* Copies the attached database `src`'s measured stages into main inside
+ * the merge's transaction (devices mapped by their keys; the newer of two
+ * measurements of one stage and setting wins); *added gets the rows
+ * written or replaced.  (stage.c) */
+opsched_status os_store_merge_stages(opsched_store *s, int64_t *added);
 
 /* Copies the attached database `src`'s calibrations into main inside the
  * merge's transaction (devices mapped by their keys; the newer of two

@@ -16,6 +16,8 @@ static const tool_cmd commands[] = {
     {"merge", "merge measurement databases (shards) into one", cmd_merge},
     {"export", "write a database's measurements as CSV", cmd_export},
     {"status", "count what a measurement database holds", cmd_status},
+    {"validate", "predict profiled networks and compare with what was measured", cmd_validate},
+    {"schedule", "search an inter-operator schedule (sequential, greedy, IOS)", cmd_schedule},
 };
 
 static void usage(FILE *f)

@@ -41,6 +41,8 @@ int cmd_merge(opsched_ctx *ctx, int argc, char **argv);
 int cmd_export(opsched_ctx *ctx, int argc, char **argv);
 int cmd_status(opsched_ctx *ctx, int argc, char **argv);
 int cmd_profile(opsched_ctx *ctx, int argc, char **argv);
+int cmd_validate(opsched_ctx *ctx, int argc, char **argv);
+int cmd_schedule(opsched_ctx *ctx, int argc, char **argv);
 
 /* Measurement options shared by bench, sweep and profile. */
 typedef struct tool_measure_args {

@@ -1,0 +1,368 @@
+/*
+ * cmd_schedule.c - `opsched schedule <model>`: searches an inter-operator
+ * schedule (sequential, greedy, or the IOS dynamic program) under
+ * predicted or measured stage costs, prints it and writes the schedule
+ * file.
+ *
+ * Predicted costs (the default) need no GPU: each operator's cost comes
+ * from the predictor over a measurement database (exact measurements,
+ * learned models, roofline), and concurrent groups are combined by the
+ * contention model fitted to the stages the database holds measured (its
+ * defaults, said as such, when there are none).
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool.h"
+
+static const char schedule_help[] =
+    "usage: opsched schedule <zoo-name|file.onnx> [options]\n"
+    "\n"
+    "Searches which operators run concurrently (groups on their own streams) or merged\n"
+    "(convolutions sharing an input), stage after stage; prints the search time, the\n"
+    "states explored, the stage evaluations, the predicted latency and the schedule.\n"
+    "\n"
+    "  --searcher S         sequential, greedy or ios (default ios)\n"
+    "  --cost C             predict (default): operators predicted from the database,\n"
+    "                       combined by the contention model fitted to measured stages;\n"
+    "                       measure: every distinct stage run on the device, kept in the\n"
+    "                       database so the next search runs nothing\n"
+    "  --r N                IOS: operators per group (default 3)\n"
+    "  --s N                IOS and greedy: groups per stage (default 8)\n"
+    "  --max-block-ops N    IOS: operators per part of a block (default 50, at most 64)\n"
+    "  --no-merge           IOS: no merged convolutions\n"
+    "  --db FILE            the measurement database\n"
+    "  --data NAME          a shipped data set instead of --db (see docs/PREDICT.md)\n"
+    "  --device D           the device in the database: id or part of its name\n"
+    "                       (default: the only one measured)\n"
+    "  --math M             fp32, tf32 (default), fp16 or bf16\n"
+    "  --layout L           nchw (default) or nhwc\n"
+    "  --algo POLICY        convolution algorithm policy (default heuristic)\n"
+    "  --batch N            batch size (default: the model's, 1 for the zoo)\n"
+    "  --input-size H[xW]   input height and width (default: the model's)\n"
+    "  --shapes SPEC        ONNX input shapes, e.g. input:1x3x224x224\n"
+    "  --bn fold|keep       zoo: BatchNormalization folded into the convolutions\n"
+    "                       (default: fold, the deployed form)\n"
+    "  -o, --output FILE    write the schedule (JSON, docs/SCHEDULE.md)\n"
+    "  --quiet              print the summary only, not every stage\n"
+    "  -h, --help           this help\n";
+
+typedef struct sched_args {
+    tool_model_opts mo;
+    opsched_search_options so;
+    const char *cost;
+    const char *db, *data, *device, *algo, *output;
+    opsched_math math;
+    opsched_layout layout;
+    int quiet;
+} sched_args;
+
+static int parse_args(int argc, char **argv, sched_args *a)
+{
+    static const struct option opts[] = {
+        {"searcher", required_argument, NULL, 'S'}, {"cost", required_argument, NULL, 'c'},
+        {"r", required_argument, NULL, 'r'}, {"s", required_argument, NULL, 's'},
+        {"max-block-ops", required_argument, NULL, 'm'}, {"no-merge", no_argument, NULL, 'M'},
+        {"db", required_argument, NULL, 'd'}, {"data", required_argument, NULL, 'D'},
+        {"device", required_argument, NULL, 'v'}, {"math", required_argument, NULL, 'x'},
+        {"layout", required_argument, NULL, 'l'}, {"algo", required_argument, NULL, 'a'},
+        {"batch", required_argument, NULL, 'b'}, {"input-size", required_argument, NULL, 'i'},
+        {"shapes", required_argument, NULL, 'H'}, {"bn", required_argument, NULL, 'B'},
+        {"output", required_argument, NULL, 'o'}, {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    int c;
+    int64_t v;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'S':
+            if (opsched_searcher_from_name(optarg, &a->so.searcher) != OPSCHED_OK)
+                return tool_usage_error("schedule", "--searcher wants sequential, greedy or ios, "
+                                                    "got '%s'", optarg);
+            break;
+        case 'c':
+            if (strcmp(optarg, "predict") != 0 && strcmp(optarg, "measure") != 0)
+                return tool_usage_error("schedule", "--cost wants predict or measure, got '%s'",
+                                        optarg);
+            a->cost = optarg;
+            break;
+        case 'r':
+        case 's':
+        case 'm':
+            if (!tool_parse_int(optarg, 1, 64, &v))
+                return tool_usage_error("schedule", "--%s wants 1 to 64, got '%s'",
+                                        c == 'r' ? "r" : c == 's' ? "s" : "max-block-ops", optarg);
+            if (c == 'r') a->so.r = (int)v;
+            else if (c == 's') a->so.s = (int)v;
+            else a->so.max_block_ops = (int)v;
+            break;
+        case 'M': a->so.no_merge = 1; break;
+        case 'd': a->db = optarg; break;
+        case 'D': a->data = optarg; break;
+        case 'v': a->device = optarg; break;
+        case 'x':
+            if (opsched_math_from_name(optarg, &a->math) != OPSCHED_OK)
+                return tool_usage_error("schedule", "--math wants fp32, tf32, fp16 or bf16, got '%s'",
+                                        optarg);
+            break;
+        case 'l':
+            if (strcmp(optarg, "nchw") == 0) a->layout = OPSCHED_LAYOUT_NCHW;
+            else if (strcmp(optarg, "nhwc") == 0) a->layout = OPSCHED_LAYOUT_NHWC;
+            else return tool_usage_error("schedule", "--layout wants nchw or nhwc, got '%s'", optarg);
+            break;
+        case 'a': a->algo = optarg; break;
+        case 'b':
+            if (!tool_parse_int(optarg, 1, 1 << 20, &a->mo.batch))
+                return tool_usage_error("schedule", "--batch wants a positive integer, got '%s'",
+                                        optarg);
+            break;
+        case 'i':
+            if (!tool_parse_size(optarg, &a->mo.height, &a->mo.width))
+                return tool_usage_error("schedule", "--input-size wants H or HxW, got '%s'", optarg);
+            break;
+        case 'H': a->mo.shapes = optarg; break;
+        case 'B':
+            if (strcmp(optarg, "fold") == 0) a->mo.fold_bn = 1;
+            else if (strcmp(optarg, "keep") == 0) a->mo.fold_bn = 0;
+            else return tool_usage_error("schedule", "--bn wants fold or keep, got '%s'", optarg);
+            break;
+        case 'o': a->output = optarg; break;
+        case 'q': a->quiet = 1; break;
+        case 'h': fputs(schedule_help, stdout); return -1;
+        default:
+            return tool_usage_error("schedule", "unknown or incomplete option '%s'",
+                                    argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return tool_usage_error("schedule", optind >= argc
+                                                ? "which model? give a zoo name or an .onnx file"
+                                                : "one model at a time");
+    if (a->db && a->data)
+        return tool_usage_error("schedule", "--db and --data name two databases; give one");
+    a->mo.model = argv[optind];
+    return 0;
+}
+
+/* ---- costs -------------------------------------------------------------- */
+
+/* What the cost function needs, and what the report says about it. */
+typedef struct cost_setup {
+    char db_path[1024];
+    opsched_predictor *pred;
+    opsched_store *store;
+    int64_t device_id;
+    char device[160];
+    double *node_ms;
+    int n_by_source[OPSCHED_SOURCE_COUNT];
+    opsched_predicted_cost pc;
+} cost_setup;
+
+static const char *layout_name(opsched_layout l)
+{
+    return l == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw";
+}
+
+/* Every node's single-op cost from the predictor: a convolution carries
+ * the Relu fused into it, views and fused Relus cost nothing. */
+static int predict_nodes(opsched_ctx *ctx, const opsched_graph *g, cost_setup *c)
+{
+    opsched_predict_options po;
+    opsched_predict_options_default(&po);
+    po.fuse = 1;
+    opsched_network_prediction *np = NULL;
+    opsched_status st = opsched_predict_network(c->pred, g, &po, &np);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "predict the layers");
+    int n = opsched_graph_num_nodes(g);
+    c->node_ms = calloc((size_t)n + 1, sizeof(double));
+    if (!c->node_ms) {
+        opsched_network_prediction_free(np);
+        fprintf(stderr, "opsched: out of memory\n");
+        return TOOL_EXIT_FAIL;
+    }
+    for (int i = 0; i < n; i++) {
+        const opsched_layer_prediction *l = &np->layers[i];
+        c->n_by_source[l->p.source]++;
+        if (l->launches == 0) continue;
+        if (!(l->p.ms >= 0)) {
+            fprintf(stderr,
+                    "opsched schedule: nothing predicts layer '%s' (%s): measure it (opsched "
+                    "sweep), or calibrate the device (opsched devices --calibrate --db)\n",
+                    opsched_graph_node(g, i)->name, opsched_op_name(opsched_graph_node(g, i)->op));
+            opsched_network_prediction_free(np);
+            return TOOL_EXIT_FAIL;
+        }
+        c->node_ms[i] = l->p.ms;
+    }
+    opsched_network_prediction_free(np);
+    return TOOL_EXIT_OK;
+}
+
+static int setup_predict(opsched_ctx *ctx, const sched_args *a, const opsched_graph *g,
+                         cost_setup *c)
+{
+    opsched_predictor_options o;
+    opsched_predictor_options_default(&o);
+    o.device = a->device;
+    o.math = a->math;
+    o.layout = a->layout;
+    if (a->algo) o.algo_policy = a->algo;
+    opsched_status st = opsched_predictor_open(ctx, c->db_path, &o, &c->pred);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, c->db_path);
+    opsched_predictor_info info;
+    st = opsched_predictor_info_get(c->pred, &info);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "predictor");
+    c->device_id = info.device.id;
+    snprintf(c->device, sizeof(c->device), "%s:%s", info.device.backend, info.device.name);
+    int rc = predict_nodes(ctx, g, c);
+    if (rc != TOOL_EXIT_OK) return rc;
+    c->pc.node_ms = c->node_ms;
+    c->pc.n_nodes = opsched_graph_num_nodes(g);
+    opsched_contention_defaults(&c->pc.model);
+    st = opsched_store_open(ctx, c->db_path, &c->store);
+    if (st == OPSCHED_OK)
+        st = opsched_contention_fit_store(c->store, ctx, c->device_id, opsched_math_name(a->math),
+                                          layout_name(a->layout), o.algo_policy, &c->pc.model);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "fit the contention model");
+    return TOOL_EXIT_OK;
+}
+
+static void cost_release(cost_setup *c)
+{
+    opsched_predictor_free(c->pred);
+    opsched_store_close(c->store);
+    free(c->node_ms);
+}
+
+/* ---- the report ------------------------------------------------------------ */
+
+static void print_line(const char *line, void *user)
+{
+    (void)user;
+    puts(line);
+}
+
+static void print_setup(const sched_args *a, const opsched_graph *g, const cost_setup *c)
+{
+    printf("%s: %d nodes; cost %s from %s, device %s, %s %s, algo %s\n", opsched_graph_name(g),
+           opsched_graph_num_nodes(g), a->cost, c->db_path, c->device, opsched_math_name(a->math),
+           layout_name(a->layout), a->algo ? a->algo : "heuristic");
+    printf("  operators predicted: %d exact, %d learned, %d roofline (%d views or fused)\n",
+           c->n_by_source[OPSCHED_SOURCE_EXACT], c->n_by_source[OPSCHED_SOURCE_LEARNED],
+           c->n_by_source[OPSCHED_SOURCE_ROOFLINE], c->n_by_source[OPSCHED_SOURCE_VIEW]);
+    const opsched_contention *m = &c->pc.model;
+    printf("  contention: capacity %.2f groups, %.1f us per stage, %.1f us per extra stream, "
+           "merge x%.2f ",
+           m->capacity, 1e3 * m->stage_ms, 1e3 * m->stream_ms, m->merge_factor);
+    if (m->n_fit > 0)
+        printf("(fitted to %d measured stages, rms %.1f%%)\n", m->n_fit, 100 * m->fit_rms_rel);
+    else
+        printf("(DEFAULTS: no measured stages in the database; run a measured search to fit)\n");
+}
+
+/* Sequential and greedy under the same cost, for comparison. */
+static void print_baselines(opsched_ctx *ctx, const opsched_graph *g, const sched_args *a,
+                            const opsched_search_options *o)
+{
+    double ms[2] = {NAN, NAN};
+    for (int i = 0; i < 2; i++) {
+        opsched_search_options b = *o;
+        b.searcher = i == 0 ? OPSCHED_SEARCH_SEQUENTIAL : OPSCHED_SEARCH_GREEDY;
+        if (b.searcher == a->so.searcher) continue;
+        opsched_schedule *s = NULL;
+        if (opsched_schedule_search(g, &b, &s, NULL) == OPSCHED_OK) ms[i] = s->predicted_ms;
+        else opsched_ctx_clear_error(ctx);
+        opsched_schedule_free(s);
+    }
+    if (!isnan(ms[0])) printf("  sequential under the same cost: %.4f ms\n", ms[0]);
+    if (!isnan(ms[1])) printf("  greedy under the same cost: %.4f ms\n", ms[1]);
+}
+
+int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
+{
+    sched_args a;
+    memset(&a, 0, sizeof(a));
+    a.mo.fold_bn = 1;
+    a.so.searcher = OPSCHED_SEARCH_IOS;
+    a.cost = "predict";
+    a.math = OPSCHED_MATH_TF32;
+    a.layout = OPSCHED_LAYOUT_NCHW;
+    int rc = parse_args(argc, argv, &a);
+    if (rc < 0) return TOOL_EXIT_OK;
+    if (rc) return rc;
+
+    if (strcmp(a.cost, "measure") == 0) {
+        fprintf(stderr, "opsched schedule: --cost measure needs the schedule executor's stage "
+                        "timing, which this build does not have yet; use --cost predict\n");
+        return TOOL_EXIT_FAIL;
+    }
+    cost_setup c;
+    memset(&c, 0, sizeof(c));
+    opsched_status st;
+    if (a.data) {
+        st = opsched_shipped_database(ctx, a.data, c.db_path, sizeof(c.db_path));
+        if (st != OPSCHED_OK) return tool_fail(ctx, st, a.data);
+    } else if (a.db) {
+        snprintf(c.db_path, sizeof(c.db_path), "%s", a.db);
+    } else {
+        return tool_usage_error("schedule", "predicted costs need a database: --db FILE or "
+                                            "--data NAME");
+    }
+    opsched_graph *g = NULL;
+    opsched_schedule *s = NULL;
+    st = tool_load_model(ctx, &a.mo, &g);
+    if (st != OPSCHED_OK) {
+        rc = tool_fail(ctx, st, a.mo.model);
+        goto done;
+    }
+    rc = setup_predict(ctx, &a, g, &c);
+    if (rc != TOOL_EXIT_OK) goto done;
+
+    a.so.cost = opsched_stage_cost_predicted;
+    a.so.user = &c.pc;
+    a.so.stop = tool_stop_install("opsched schedule: stopping the search");
+    opsched_search_stats stats;
+    st = opsched_schedule_search(g, &a.so, &s, &stats);
+    tool_stop_restore();
+    if (st != OPSCHED_OK) {
+        rc = tool_fail(ctx, st, "search");
+        goto done;
+    }
+    if ((st = opsched_schedule_set_string(s, "device", c.device)) != OPSCHED_OK ||
+        (st = opsched_schedule_set_string(s, "cost", a.cost)) != OPSCHED_OK) {
+        rc = tool_fail(ctx, st, "schedule");
+        goto done;
+    }
+    print_setup(&a, g, &c);
+    printf("search: %s", opsched_searcher_name(a.so.searcher));
+    if (a.so.searcher == OPSCHED_SEARCH_IOS)
+        printf(" (r=%d, s=%d, merges %s), %d blocks in %d parts (largest %d operators)", s->r,
+               s->s, a.so.no_merge ? "off" : "on", stats.n_blocks, stats.n_parts,
+               stats.largest_part);
+    printf("\n  %.3f s, %lld states, %lld endings, %lld stage evaluations, %lld answered from "
+           "the memo\n",
+           stats.seconds, (long long)stats.states, (long long)stats.endings,
+           (long long)stats.stage_evals, (long long)stats.cost_cache_hits);
+    printf("  predicted latency: %.4f ms in %d stages\n", s->predicted_ms, s->n_stages);
+    print_baselines(ctx, g, &a, &a.so);
+    if (!a.quiet) {
+        printf("\n");
+        opsched_schedule_describe(s, g, print_line, NULL);
+    }
+    if (a.output) {
+        st = opsched_schedule_write(s, g, a.output);
+        if (st != OPSCHED_OK) {
+            rc = tool_fail(ctx, st, a.output);
+            goto done;
+        }
+        printf("\nwrote %s\n", a.output);
+    }
+done:
+    opsched_schedule_free(s);
+    opsched_graph_free(g);
+    cost_release(&c);
+    return rc;
+}
