@@ -8,7 +8,8 @@
  * convolution, pooling and the ops around them, device-memory exhaustion
  * (reported, and the device still works after), streams and timers, and
  * NVML power and energy; Concat and Split on rows that take 16-byte copies,
- * and a Concat of more inputs than one kernel launch takes.
+ * and a Concat of more inputs than one kernel launch takes; random fill on
+ * the device against the host's.
  * The op conformance test covers every operator in NCHW; this one is about
  * the GPU.
  *
@@ -889,6 +890,60 @@ static void test_concat_many(void **state)
     tcase_free(c);
 }
 
+/* Random fill runs on the GPU: the values must be the host fill's (the CPU
+ * backend's buffers use it) bit for bit, in every dtype, with the bytes
+ * after the last whole element zeroed. */
+static void test_fill_random(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    opsched_device *cpu = NULL;
+    if (opsched_device_open(env.ctx, "cpu", 0, &cpu) != OPSCHED_OK) {
+        print_message("SKIP: no cpu backend to compare with: %s\n",
+                      opsched_ctx_last_error(env.ctx));
+        opsched_ctx_clear_error(env.ctx);
+        return;
+    }
+    const size_t n = 100003;
+    for (int d = 0; d < OPSCHED_DTYPE_COUNT; d++) {
+        opsched_dtype dt = (opsched_dtype)d;
+        size_t esz = opsched_dtype_size(dt), bytes = n * esz + esz - 1;
+        opsched_buffer *bg = NULL, *bc = NULL;
+        unsigned char *g = malloc(bytes), *c = malloc(bytes);
+        assert_non_null(g);
+        assert_non_null(c);
+        memset(g, 0xab, bytes);
+        assert_int_equal(opsched_buffer_alloc(env.dev, bytes, &bg), OPSCHED_OK);
+        assert_int_equal(opsched_buffer_alloc(cpu, bytes, &bc), OPSCHED_OK);
+        assert_int_equal(opsched_buffer_upload(bg, 0, g, bytes), OPSCHED_OK);
+        assert_int_equal(opsched_buffer_fill_random(bg, dt, 42 + (uint64_t)d), OPSCHED_OK);
+        assert_int_equal(opsched_buffer_fill_random(bc, dt, 42 + (uint64_t)d), OPSCHED_OK);
+        assert_int_equal(opsched_buffer_download(bg, 0, g, bytes), OPSCHED_OK);
+        assert_int_equal(opsched_buffer_download(bc, 0, c, bytes), OPSCHED_OK);
+        for (size_t i = 0; i < bytes; i++)
+            if (g[i] != c[i])
+                fail_msg("fill_random %s: byte %zu (element %zu): %02x on the GPU, %02x on host",
+                         opsched_dtype_name(dt), i, i / esz, g[i], c[i]);
+        for (size_t i = n * esz; i < bytes; i++)
+            assert_int_equal(g[i], 0);
+        if (dt == OPSCHED_F32) {
+            int neg = 0;
+            for (size_t i = 0; i < n; i++) {
+                float v;
+                memcpy(&v, g + 4 * i, 4);
+                assert_true(v >= -1.0f && v < 1.0f);
+                neg += v < 0;
+            }
+            assert_true(neg > (int)(n / 3) && neg < (int)(2 * n / 3));
+        }
+        opsched_buffer_free(bg);
+        opsched_buffer_free(bc);
+        free(g);
+        free(c);
+    }
+    opsched_device_close(cpu);
+}
+
 /* Gather whose indices are not constant data: read from the buffer. */
 static void test_gather_runtime_indices(void **state)
 {
@@ -1123,6 +1178,7 @@ int main(void)
         cmocka_unit_test(test_gemm_math_modes),
         cmocka_unit_test(test_nhwc_ops),
         cmocka_unit_test(test_concat_many),
+        cmocka_unit_test(test_fill_random),
         cmocka_unit_test(test_gather_runtime_indices),
         cmocka_unit_test(test_oom),
         cmocka_unit_test(test_streams_and_timers),

@@ -34,6 +34,11 @@ typedef struct os_backend_iface {
                                  size_t bytes);
     opsched_status (*mem_download)(opsched_ctx *ctx, void *dev, void *dst, const void *src,
                                    size_t bytes);
+    /* Optional: opsched_buffer_fill_random on the device (the same values,
+     * without a host buffer and a copy), finished when it returns.  NULL:
+     * the registry fills a host buffer and uploads it. */
+    opsched_status (*mem_fill_random)(opsched_ctx *ctx, void *dev, void *ptr, size_t bytes,
+                                      opsched_dtype dt, uint64_t seed);
 
     /* Plans node `node`; fills *info (algorithm used, workspace).  The plan
      * owns its workspace. */

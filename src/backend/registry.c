@@ -373,6 +373,8 @@ opsched_status opsched_buffer_fill_random(opsched_buffer *b, opsched_dtype dt, u
     if (!b) return OPSCHED_ERR_INVALID_ARG;
     size_t esz = opsched_dtype_size(dt);
     if (!esz) return OS_FAIL(b->dev->ctx, OPSCHED_ERR_INVALID_ARG, "fill_random: bad dtype");
+    if (b->dev->be->mem_fill_random)
+        return b->dev->be->mem_fill_random(b->dev->ctx, b->dev->impl, b->ptr, b->size, dt, seed);
     size_t n = b->size / esz;
     unsigned char *host = malloc(b->size ? b->size : 1);
     if (!host) return OS_NOMEM(b->dev->ctx);

@@ -26,7 +26,9 @@ int os_mul_ok(int64_t a, int64_t b, int64_t *out);
 int os_add_ok(int64_t a, int64_t b, int64_t *out);
 
 /* The random stream behind opsched_buffer_fill_random and the executor's
- * weights (splitmix64): the same seed gives the same values everywhere. */
+ * weights (splitmix64): the same seed gives the same values everywhere.
+ * Value i is a function of the seeded state and i alone, which the CUDA
+ * backend's fill kernel (cuk_fill_random) relies on. */
 typedef struct os_rng {
     uint64_t state;
 } os_rng;

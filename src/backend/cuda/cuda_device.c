@@ -282,6 +282,33 @@ static opsched_status cu_mem_download(opsched_ctx *ctx, void *impl, void *dst, c
     return OPSCHED_OK;
 }
 
+/* Ordered like an upload (after all work on the device) and finished on
+ * return; only the generation moved to the GPU, so the values are the
+ * registry's host fill's, bit for bit. */
+static opsched_status cu_mem_fill_random(opsched_ctx *ctx, void *impl, void *ptr, size_t bytes,
+                                         opsched_dtype dt, uint64_t seed)
+{
+    cu_device *dev = impl;
+    static const cuk_fill_kind kinds[OPSCHED_DTYPE_COUNT] = {
+        [OPSCHED_F32] = CUK_FILL_F32,   [OPSCHED_F16] = CUK_FILL_F16,
+        [OPSCHED_BF16] = CUK_FILL_BF16, [OPSCHED_INT8] = CUK_FILL_U8,
+        [OPSCHED_INT32] = CUK_FILL_I32, [OPSCHED_INT64] = CUK_FILL_I64};
+    if ((int)dt < 0 || dt >= OPSCHED_DTYPE_COUNT)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "fill_random: bad dtype");
+    cuk_fill_kind k = kinds[dt];
+    size_t esz = opsched_dtype_size(dt), n = bytes / esz;
+    os_rng rng;
+    os_rng_seed(&rng, seed);
+    OS_TRY(cu_device_use(ctx, dev));
+    if (!bytes) return OPSCHED_OK;
+    CUDA_CHECK(ctx, cudaDeviceSynchronize());
+    CUDA_CHECK(ctx, cuk_fill_random(k, (int64_t)n, rng.state, ptr, dev->stream));
+    if (bytes > n * esz)
+        CUDA_CHECK(ctx, cudaMemsetAsync((char *)ptr + n * esz, 0, bytes - n * esz, dev->stream));
+    CUDA_CHECK(ctx, cudaStreamSynchronize(dev->stream));
+    return OPSCHED_OK;
+}
+
 /* ---- timers ---------------------------------------------------------- */
 
 typedef struct cu_timer {
@@ -362,6 +389,7 @@ const os_backend_iface os_backend_cuda = {
     .mem_free = cu_mem_free,
     .mem_upload = cu_mem_upload,
     .mem_download = cu_mem_download,
+    .mem_fill_random = cu_mem_fill_random,
     .plan_create = cu_plan_create,
     .plan_free = cu_plan_free,
     .plan_launch = cu_plan_launch,

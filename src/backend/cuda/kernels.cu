@@ -276,6 +276,41 @@ template <typename U, typename I> __global__ void k_copy_rows(const __grid_const
     }
 }
 
+/* Element i of splitmix64's stream from state (os_rng_next's i + 1-th). */
+__device__ __forceinline__ uint64_t splitmix_at(uint64_t state, int64_t i)
+{
+    uint64_t z = state + (uint64_t)(i + 1) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* os_rng_sym: exact in double, rounded once to float. */
+__device__ __forceinline__ float splitmix_sym(uint64_t z)
+{
+    return (float)((double)(z >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
+}
+
+template <cuk_fill_kind K> __global__ void k_fill_random(int64_t n, uint64_t state, void *y)
+{
+    GRID_STRIDE(i, n)
+    {
+        uint64_t z = splitmix_at(state, i);
+        if (K == CUK_FILL_F32)
+            ((float *)y)[i] = splitmix_sym(z);
+        else if (K == CUK_FILL_F16)
+            ((__half *)y)[i] = __float2half_rn(splitmix_sym(z));
+        else if (K == CUK_FILL_BF16)
+            ((__nv_bfloat16 *)y)[i] = __float2bfloat16_rn(splitmix_sym(z));
+        else if (K == CUK_FILL_U8)
+            ((uint8_t *)y)[i] = (uint8_t)(z & 0xff);
+        else if (K == CUK_FILL_I32)
+            ((int32_t *)y)[i] = (int32_t)(z % 7);
+        else
+            ((int64_t *)y)[i] = (int64_t)(z % 7);
+    }
+}
+
 template <typename T> __global__ void k_pad(cuk_pad_desc d, int64_t n, const T *x, T *y)
 {
     GRID_STRIDE(i, n)
@@ -781,6 +816,35 @@ extern "C" cudaError_t cuk_split(size_t elem, int n, const void *src, const int6
                                  cudaStream_t stream)
 {
     return concat_or_split(1, elem, n, dst, axis, outer, inner, (void *)src, stream);
+}
+
+extern "C" cudaError_t cuk_fill_random(cuk_fill_kind k, int64_t n, uint64_t state, void *y,
+                                       cudaStream_t stream)
+{
+    if (n <= 0) return cudaSuccess;
+    switch (k) {
+    case CUK_FILL_F32:
+        k_fill_random<CUK_FILL_F32><<<blocks_for(n), kThreads, 0, stream>>>(n, state, y);
+        break;
+    case CUK_FILL_F16:
+        k_fill_random<CUK_FILL_F16><<<blocks_for(n), kThreads, 0, stream>>>(n, state, y);
+        break;
+    case CUK_FILL_BF16:
+        k_fill_random<CUK_FILL_BF16><<<blocks_for(n), kThreads, 0, stream>>>(n, state, y);
+        break;
+    case CUK_FILL_U8:
+        k_fill_random<CUK_FILL_U8><<<blocks_for(n), kThreads, 0, stream>>>(n, state, y);
+        break;
+    case CUK_FILL_I32:
+        k_fill_random<CUK_FILL_I32><<<blocks_for(n), kThreads, 0, stream>>>(n, state, y);
+        break;
+    case CUK_FILL_I64:
+        k_fill_random<CUK_FILL_I64><<<blocks_for(n), kThreads, 0, stream>>>(n, state, y);
+        break;
+    default:
+        return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
 }
 
 extern "C" cudaError_t cuk_pad(cuk_type t, const cuk_pad_desc *d, const void *x, void *y,
