@@ -216,7 +216,8 @@ static void synth_fill(fixture *fx, synth *y, int with_energy)
 static void quiet_options(opsched_predictor_options *o)
 {
     opsched_predictor_options_default(o);
-    o->rounds = 150;
+    o->rounds = 80;
+    o->folds = 4;
     o->threads = 1;
 }
 

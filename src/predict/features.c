@@ -184,6 +184,7 @@ enum {
 };
 
 _Static_assert(F_END == OPSCHED_FEATURE_COUNT, "feature list and count disagree");
+_Static_assert(F_FLOPS == OS_F_FLOPS && F_BYTES == OS_F_BYTES, "predict_impl.h disagrees");
 
 const char *opsched_feature_name(int i)
 {

@@ -112,7 +112,9 @@ static cJSON *meta_json(const opsched_predictor *p)
         cJSON_AddNumberToObject(prm, "max_depth", p->o.max_depth);
         cJSON_AddNumberToObject(prm, "eta", p->o.eta);
         cJSON_AddNumberToObject(prm, "seed", OS_CV_SEED);
-        cJSON_AddStringToObject(prm, "target", "log(median ms); power: log(energy J / s)");
+        cJSON_AddStringToObject(prm, "target",
+                                "log(median ms); power: log(energy J / s); trees start from "
+                                "base: beta . (1, ln(FLOPs + 1), ln(bytes + 1)) per family");
     }
     cJSON_AddNumberToObject(root, "rows", (double)in->rows);
     cJSON_AddNumberToObject(root, "energy_rows", (double)in->energy_rows);
@@ -159,6 +161,15 @@ static cJSON *meta_json(const opsched_predictor *p)
             cJSON_AddItemToArray(ab, cJSON_CreateNumber(isfinite(m->base_a[f]) ? m->base_a[f] : 0));
             cJSON_AddItemToArray(ab, cJSON_CreateNumber(isfinite(m->base_b[f]) ? m->base_b[f] : 0));
             cJSON_AddItemToObject(line, opsched_op_family_name(f), ab);
+        }
+        cJSON *base = m->use_base ? cJSON_AddObjectToObject(o, "base") : NULL;
+        if (!m->use_base) cJSON_AddNullToObject(o, "base");
+        for (int f = 0; base && f < OPSCHED_FAMILY_COUNT; f++) {
+            cJSON *b = cJSON_CreateArray();
+            for (int k = 0; b && k < OS_BASE_TERMS; k++)
+                cJSON_AddItemToArray(b, cJSON_CreateNumber(isfinite(m->beta[f][k]) ? m->beta[f][k]
+                                                                                   : 0));
+            cJSON_AddItemToObject(base, opsched_op_family_name(f), b);
         }
         cJSON_AddItemToArray(models, o);
     }
@@ -345,6 +356,15 @@ static opsched_status read_models(opsched_predictor *p, const cJSON *root, const
             om->base_b[f] = cJSON_IsNumber(cJSON_GetArrayItem(ab, 1))
                                 ? cJSON_GetArrayItem(ab, 1)->valuedouble
                                 : NAN;
+        }
+        const cJSON *base = cJSON_GetObjectItemCaseSensitive(m, "base");
+        om->use_base = cJSON_IsObject(base);
+        for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) {
+            const cJSON *b = cJSON_GetObjectItemCaseSensitive(base, opsched_op_family_name(f));
+            for (int k = 0; k < OS_BASE_TERMS; k++) {
+                const cJSON *v = cJSON_GetArrayItem(b, k);
+                om->beta[f][k] = cJSON_IsNumber(v) ? v->valuedouble : 0;
+            }
         }
         p->n_models++;
         if (!om->info.trained) continue;

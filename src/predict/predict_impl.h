@@ -15,7 +15,14 @@
  * older version are stale. */
 #define OS_FEATURE_VERSION 1
 /* Version of the metadata file's layout. */
-#define OS_MODEL_FORMAT 1
+#define OS_MODEL_FORMAT 2
+
+/* The smooth base every model starts from, per family:
+ * target ~ beta . (1, ln(FLOPs + 1), ln(bytes + 1)). */
+#define OS_BASE_TERMS 3
+/* Where FLOPs and bytes sit in the feature vector (features.c checks). */
+#define OS_F_FLOPS 14
+#define OS_F_BYTES 15
 
 /* Rows a family needs for a model of its own; smaller ones are merged. */
 #define OS_FAMILY_MIN_ROWS 40
@@ -70,12 +77,14 @@ typedef struct os_xgb_params {
 } os_xgb_params;
 
 /* Trains a regressor on n rows of OPSCHED_FEATURE_COUNT floats (NaN:
- * missing) and targets y.  *booster freed with os_xgb_free. */
-opsched_status os_xgb_train(opsched_ctx *ctx, const float *x, const float *y, int64_t n,
-                            const os_xgb_params *prm, void **booster);
-/* Predicts n rows into out. */
-opsched_status os_xgb_predict(opsched_ctx *ctx, void *booster, const float *x, int64_t n,
-                              float *out);
+ * missing) and targets y; margin (NULL: none) is each row's starting
+ * point, which the trees learn to correct.  *booster freed with
+ * os_xgb_free. */
+opsched_status os_xgb_train(opsched_ctx *ctx, const float *x, const float *margin, const float *y,
+                            int64_t n, const os_xgb_params *prm, void **booster);
+/* Predicts n rows (with their margins, as trained) into out. */
+opsched_status os_xgb_predict(opsched_ctx *ctx, void *booster, const float *x,
+                              const float *margin, int64_t n, float *out);
 opsched_status os_xgb_save(opsched_ctx *ctx, void *booster, const char *path);
 opsched_status os_xgb_load(opsched_ctx *ctx, const char *path, void **booster);
 void os_xgb_free(void *booster);
@@ -103,6 +112,8 @@ typedef struct os_model {
     unsigned families;              /* bit per opsched_op_family */
     void *booster;                  /* NULL: not trained */
     double base_a[OPSCHED_FAMILY_COUNT], base_b[OPSCHED_FAMILY_COUNT]; /* log ms = a + b log flops */
+    int use_base;                   /* 0: the trees alone (beta all 0) */
+    double beta[OPSCHED_FAMILY_COUNT][OS_BASE_TERMS]; /* the trees' starting point */
 } os_model;
 
 #define OS_MAX_MODELS (OPSCHED_FAMILY_COUNT + 1)
@@ -153,6 +164,10 @@ void os_predict_paths(const opsched_predictor *p, char *meta, size_t meta_size, 
  * out (NaN when the family has no model). */
 opsched_status os_predict_learned(opsched_predictor *p, opsched_op_family family, const float *x,
                                   int64_t n, double *out_ms);
+/* A model's raw prediction (its target: log ms or log W) of n rows,
+ * row i of family fam[i], base included. */
+opsched_status os_model_predict(opsched_predictor *p, const os_model *m, const int *fam,
+                                const float *x, int64_t n, float *out);
 
 /* Predicts n configurations (fused[i]: with the Relu after it), the
  * learned ones in one XGBoost call per family.  (predictor.c) */

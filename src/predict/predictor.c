@@ -490,15 +490,18 @@ opsched_status os_predict_many(opsched_predictor *p, const opsched_config_record
     const os_model *pm = p->power_model >= 0 ? &p->models[p->power_model] : NULL;
     if (pm && pm->booster) {
         int m = 0;
-        for (int i = 0; i < n; i++) {
+        int *fams = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+        for (int i = 0; fams && i < n; i++) {
             if (!want_power[i] || !isfinite(out[i].ms)) continue;
             memcpy(x + (size_t)m * OPSCHED_FEATURE_COUNT, feat + (size_t)i * OPSCHED_FEATURE_COUNT,
                    sizeof(float) * OPSCHED_FEATURE_COUNT);
+            fams[m] = (int)out[i].family;
             idx[m++] = i;
         }
         float *pw = malloc(sizeof(float) * (size_t)(m > 0 ? m : 1));
-        if (!pw) st = OS_NOMEM(p->ctx);
-        if (pw && m > 0) st = os_xgb_predict(p->ctx, pm->booster, x, m, pw);
+        if (!pw || !fams) st = OS_NOMEM(p->ctx);
+        if (st == OPSCHED_OK && m > 0) st = os_model_predict(p, pm, fams, x, m, pw);
+        free(fams);
         for (int j = 0; st == OPSCHED_OK && j < m; j++) {
             opsched_op_prediction *o = &out[idx[j]];
             o->energy_j = o->ms * 1e-3 * exp((double)pw[j]);

@@ -121,20 +121,111 @@ static int fit_line(const double *x, const double *y, const unsigned char *use, 
     return 1;
 }
 
+/* ---- the base the trees start from ------------------------------------------------ */
+
+static void base_terms(const float *f, double z[OS_BASE_TERMS])
+{
+    double flops = isfinite(f[OS_F_FLOPS]) && f[OS_F_FLOPS] > 0 ? f[OS_F_FLOPS] : 0;
+    double bytes = isfinite(f[OS_F_BYTES]) && f[OS_F_BYTES] > 0 ? f[OS_F_BYTES] : 0;
+    z[0] = 1;
+    z[1] = log(flops + 1);
+    z[2] = log(bytes + 1);
+}
+
+/* Ridge least squares of y on the base terms over rows with use[i] (a
+ * little ridge keeps collinear terms, FLOPs proportional to bytes, from
+ * blowing up).  0 when no row is used. */
+static int fit_beta(const float *x, const float *y, const unsigned char *use, int64_t n,
+                    double beta[OS_BASE_TERMS])
+{
+    double a[OS_BASE_TERMS][OS_BASE_TERMS + 1];
+    memset(a, 0, sizeof(a));
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!use[i]) continue;
+        double z[OS_BASE_TERMS];
+        base_terms(x + (size_t)i * OPSCHED_FEATURE_COUNT, z);
+        for (int r = 0; r < OS_BASE_TERMS; r++) {
+            for (int c = 0; c < OS_BASE_TERMS; c++) a[r][c] += z[r] * z[c];
+            a[r][OS_BASE_TERMS] += z[r] * y[i];
+        }
+        m++;
+    }
+    if (m == 0) return 0;
+    double tr = 0;
+    for (int r = 0; r < OS_BASE_TERMS; r++) tr += a[r][r];
+    for (int r = 1; r < OS_BASE_TERMS; r++) a[r][r] += 1e-6 * tr + 1e-9; /* not the intercept */
+    for (int c = 0; c < OS_BASE_TERMS; c++) { /* Gaussian elimination, partial pivoting */
+        int piv = c;
+        for (int r = c + 1; r < OS_BASE_TERMS; r++)
+            if (fabs(a[r][c]) > fabs(a[piv][c])) piv = r;
+        if (fabs(a[piv][c]) < 1e-300) return 0;
+        for (int k = 0; k <= OS_BASE_TERMS; k++) {
+            double t = a[c][k];
+            a[c][k] = a[piv][k];
+            a[piv][k] = t;
+        }
+        for (int r = 0; r < OS_BASE_TERMS; r++) {
+            if (r == c) continue;
+            double f = a[r][c] / a[c][c];
+            for (int k = c; k <= OS_BASE_TERMS; k++) a[r][k] -= f * a[c][k];
+        }
+    }
+    for (int r = 0; r < OS_BASE_TERMS; r++) beta[r] = a[r][OS_BASE_TERMS] / a[r][r];
+    return 1;
+}
+
+/* The base of each family from the rows with use[i] (row i of family
+ * fam[i]): its own fit with at least 2 * OS_BASE_TERMS rows, else the
+ * fit over all used rows. */
+static void fit_bases(const float *x, const float *y, const int *fam, const unsigned char *use,
+                      int64_t n, double beta[OPSCHED_FAMILY_COUNT][OS_BASE_TERMS])
+{
+    double all[OS_BASE_TERMS] = {0, 0, 0};
+    unsigned char *u = malloc((size_t)(n > 0 ? n : 1));
+    if (!fit_beta(x, y, use, n, all)) memset(all, 0, sizeof(all));
+    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) {
+        int64_t rows = 0;
+        for (int64_t i = 0; u && i < n; i++) {
+            u[i] = use[i] && fam[i] == f;
+            rows += u[i];
+        }
+        if (!u || rows < 2 * OS_BASE_TERMS || !fit_beta(x, y, u, n, beta[f]))
+            memcpy(beta[f], all, sizeof(all));
+    }
+    free(u);
+}
+
+/* beta: OPSCHED_FAMILY_COUNT rows of OS_BASE_TERMS. */
+static void margins(const float *x, const int *fam, int64_t n, const double *beta, float *out)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double z[OS_BASE_TERMS], v = 0;
+        base_terms(x + (size_t)i * OPSCHED_FEATURE_COUNT, z);
+        int f = fam[i] >= 0 && fam[i] < OPSCHED_FAMILY_COUNT ? fam[i] : OPSCHED_FAMILY_OTHER;
+        for (int k = 0; k < OS_BASE_TERMS; k++) v += beta[f * OS_BASE_TERMS + k] * z[k];
+        out[i] = (float)v;
+    }
+}
+
 /* ---- one model: rows, CV, final fit ---------------------------------------------- */
 
 typedef struct train_set {
     int64_t n;
     int64_t *entry;        /* index into p->entries */
+    int *fam;              /* each row's family */
     float *x;              /* n x features */
     float *y;              /* target */
+    float *margin;         /* the base, per row */
 } train_set;
 
 static void set_free(train_set *t)
 {
     free(t->entry);
+    free(t->fam);
     free(t->x);
     free(t->y);
+    free(t->margin);
     memset(t, 0, sizeof(*t));
 }
 
@@ -143,18 +234,21 @@ static opsched_status set_alloc(opsched_ctx *ctx, train_set *t, int64_t n)
     memset(t, 0, sizeof(*t));
     size_t m = (size_t)(n > 0 ? n : 1);
     t->entry = malloc(sizeof(int64_t) * m);
+    t->fam = malloc(sizeof(int) * m);
     t->x = malloc(sizeof(float) * m * OPSCHED_FEATURE_COUNT);
     t->y = malloc(sizeof(float) * m);
-    if (!t->entry || !t->x || !t->y) {
+    t->margin = malloc(sizeof(float) * m);
+    if (!t->entry || !t->fam || !t->x || !t->y || !t->margin) {
         set_free(t);
         return OS_NOMEM(ctx);
     }
     return OPSCHED_OK;
 }
 
-static void set_add(train_set *t, int64_t e, const float *f, double y)
+static void set_add(train_set *t, int64_t e, int fam, const float *f, double y)
 {
     t->entry[t->n] = e;
+    t->fam[t->n] = fam;
     memcpy(t->x + (size_t)t->n * OPSCHED_FEATURE_COUNT, f, sizeof(float) * OPSCHED_FEATURE_COUNT);
     t->y[t->n] = (float)y;
     t->n++;
@@ -168,19 +262,22 @@ static os_xgb_params xgb_params(const opsched_predictor *p)
 }
 
 /* Out-of-fold predictions of the target of every row of t into oof (NaN
- * for rows whose training side was empty). */
+ * for rows whose training side was empty); each fold fits its own bases. */
 static opsched_status cross_validate(opsched_predictor *p, const train_set *t, int k,
-                                     const int *fold, double *oof)
+                                     const int *fold, int use_base, double *oof)
 {
     opsched_status st = OPSCHED_OK;
     train_set tr, te;
     float *pred = NULL;
+    unsigned char *use = NULL;
     void *b = NULL;
+    double beta[OPSCHED_FAMILY_COUNT][OS_BASE_TERMS];
     os_xgb_params prm = xgb_params(p);
     OS_TRY(set_alloc(p->ctx, &tr, t->n));
     OS_TRY_GOTO(st, set_alloc(p->ctx, &te, t->n), done);
     pred = malloc(sizeof(float) * (size_t)(t->n > 0 ? t->n : 1));
-    if (!pred) {
+    use = malloc((size_t)(t->n > 0 ? t->n : 1));
+    if (!pred || !use) {
         st = OS_NOMEM(p->ctx);
         goto done;
     }
@@ -189,11 +286,16 @@ static opsched_status cross_validate(opsched_predictor *p, const train_set *t, i
         tr.n = te.n = 0;
         for (int64_t i = 0; i < t->n; i++) {
             const float *x = t->x + (size_t)i * OPSCHED_FEATURE_COUNT;
-            set_add(fold[i] == f ? &te : &tr, i, x, t->y[i]);
+            set_add(fold[i] == f ? &te : &tr, i, t->fam[i], x, t->y[i]);
         }
         if (tr.n == 0 || te.n == 0) continue;
-        OS_TRY_GOTO(st, os_xgb_train(p->ctx, tr.x, tr.y, tr.n, &prm, &b), done);
-        OS_TRY_GOTO(st, os_xgb_predict(p->ctx, b, te.x, te.n, pred), done);
+        for (int64_t i = 0; i < tr.n; i++) use[i] = 1;
+        memset(beta, 0, sizeof(beta));
+        if (use_base) fit_bases(tr.x, tr.y, tr.fam, use, tr.n, beta);
+        margins(tr.x, tr.fam, tr.n, &beta[0][0], tr.margin);
+        margins(te.x, te.fam, te.n, &beta[0][0], te.margin);
+        OS_TRY_GOTO(st, os_xgb_train(p->ctx, tr.x, tr.margin, tr.y, tr.n, &prm, &b), done);
+        OS_TRY_GOTO(st, os_xgb_predict(p->ctx, b, te.x, te.margin, te.n, pred), done);
         for (int64_t j = 0; j < te.n; j++) oof[te.entry[j]] = pred[j];
         os_xgb_free(b);
         b = NULL;
@@ -201,8 +303,38 @@ static opsched_status cross_validate(opsched_predictor *p, const train_set *t, i
 done:
     os_xgb_free(b);
     free(pred);
+    free(use);
     set_free(&tr);
     set_free(&te);
+    return st;
+}
+
+/* The final fit of m on every row of t: bases (when m->use_base), then
+ * the trees. */
+static opsched_status fit_final(opsched_predictor *p, os_model *m, train_set *t)
+{
+    unsigned char *use = malloc((size_t)(t->n > 0 ? t->n : 1));
+    if (!use) return OS_NOMEM(p->ctx);
+    for (int64_t i = 0; i < t->n; i++) use[i] = 1;
+    memset(m->beta, 0, sizeof(m->beta));
+    if (m->use_base) fit_bases(t->x, t->y, t->fam, use, t->n, m->beta);
+    free(use);
+    margins(t->x, t->fam, t->n, &m->beta[0][0], t->margin);
+    os_xgb_params prm = xgb_params(p);
+    OS_TRY(os_xgb_train(p->ctx, t->x, t->margin, t->y, t->n, &prm, &m->booster));
+    m->info.trained = 1;
+    return OPSCHED_OK;
+}
+
+opsched_status os_model_predict(opsched_predictor *p, const os_model *m, const int *fam,
+                                const float *x, int64_t n, float *out)
+{
+    if (n < 1) return OPSCHED_OK;
+    float *margin = malloc(sizeof(float) * (size_t)n);
+    if (!margin) return OS_NOMEM(p->ctx);
+    margins(x, fam, n, &m->beta[0][0], margin);
+    opsched_status st = os_xgb_predict(p->ctx, m->booster, x, margin, n, out);
+    free(margin);
     return st;
 }
 
@@ -292,9 +424,39 @@ static void ops_text(const opsched_predictor *p, const train_set *t, char *buf, 
     }
 }
 
+/* Cross-validates the trees alone and the trees on the smooth base and
+ * keeps the variant with the lower median APE (its out-of-fold log
+ * predictions in oof): trees alone fit staircases closely, the base
+ * carries the trend between and beyond the measured sizes. */
+static opsched_status choose_variant(opsched_predictor *p, os_model *m, const train_set *t, int k,
+                                     const int *fold, double *oof)
+{
+    int64_t n = t->n;
+    double *alt = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    double *ape = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    opsched_status st = alt && ape ? OPSCHED_OK : OS_NOMEM(p->ctx);
+    opsched_cv_error plain, based;
+    if (st == OPSCHED_OK) st = cross_validate(p, t, k, fold, 0, oof);
+    if (st == OPSCHED_OK) st = cross_validate(p, t, k, fold, 1, alt);
+    if (st == OPSCHED_OK) {
+        ape_of(t, oof, ape);
+        os_cv_summarize(ape, n, &plain);
+        ape_of(t, alt, ape);
+        os_cv_summarize(ape, n, &based);
+        m->use_base = based.median_ape < plain.median_ape;
+        if (m->use_base) memcpy(oof, alt, sizeof(double) * (size_t)n);
+        os_log(p->ctx, OPSCHED_LOG_INFO, "%s: cv median %.1f%% trees alone, %.1f%% on the base: %s",
+               m->info.name, 100 * plain.median_ape, 100 * based.median_ape,
+               m->use_base ? "base" : "trees alone");
+    }
+    free(alt);
+    free(ape);
+    return st;
+}
+
 /* Trains the latency model of group m over the rows in t. oof_ms gets
  * the out-of-fold latency of each row's entry. */
-static opsched_status train_latency(opsched_predictor *p, os_model *m, const train_set *t,
+static opsched_status train_latency(opsched_predictor *p, os_model *m, train_set *t,
                                     double *oof_ms)
 {
     opsched_status st = OPSCHED_OK;
@@ -312,16 +474,14 @@ static opsched_status train_latency(opsched_predictor *p, os_model *m, const tra
     ops_text(p, t, m->info.ops, sizeof(m->info.ops));
     if (n < OS_MODEL_MIN_ROWS || k < 2) goto done; /* too few: its families fall back */
     assign_folds(fold, n, k);
-    OS_TRY_GOTO(st, cross_validate(p, t, k, fold, oof), done);
+    OS_TRY_GOTO(st, choose_variant(p, m, t, k, fold, oof), done);
     for (int64_t i = 0; i < n; i++) oof_ms[t->entry[i]] = isfinite(oof[i]) ? exp(oof[i]) : NAN;
     ape_of(t, oof, ape);
     os_cv_summarize(ape, n, &m->info.cv);
     OS_TRY_GOTO(st, baseline(p, m, t, k, fold, oof), done);
     ape_of(t, oof, ape);
     os_cv_summarize(ape, n, &m->info.baseline);
-    os_xgb_params prm = xgb_params(p);
-    OS_TRY_GOTO(st, os_xgb_train(p->ctx, t->x, t->y, n, &prm, &m->booster), done);
-    m->info.trained = 1;
+    OS_TRY_GOTO(st, fit_final(p, m, t), done);
 done:
     free(fold);
     free(oof);
@@ -356,7 +516,7 @@ static opsched_status train_power(opsched_predictor *p, os_model *m, const doubl
     for (size_t i = 0; i < p->n_entries; i++) {
         const os_entry *e = &p->entries[i];
         if (e->energy_id > 0 && e->energy_j > 0 && e->ms > 0)
-            set_add(&t, (int64_t)i, e->f, log(e->energy_j / (e->ms * 1e-3)));
+            set_add(&t, (int64_t)i, (int)e->family, e->f, log(e->energy_j / (e->ms * 1e-3)));
     }
     snprintf(m->info.name, sizeof(m->info.name), "power");
     m->families = 0;
@@ -366,7 +526,7 @@ static opsched_status train_power(opsched_predictor *p, os_model *m, const doubl
     m->info.folds = k;
     if (n < OS_MODEL_MIN_ROWS || k < 2) goto done;
     assign_folds(fold, n, k);
-    OS_TRY_GOTO(st, cross_validate(p, &t, k, fold, oof), done);
+    OS_TRY_GOTO(st, choose_variant(p, m, &t, k, fold, oof), done);
     /* The baseline's power: the median of the training side of each fold. */
     for (int f = 0; f < k; f++) {
         int64_t c = 0;
@@ -395,9 +555,7 @@ static opsched_status train_power(opsched_predictor *p, os_model *m, const doubl
     os_cv_summarize(pw, only_n, &only);
     p->power_only_ape = only.median_ape;
     p->power_energy_ape = m->info.cv.median_ape;
-    os_xgb_params prm = xgb_params(p);
-    OS_TRY_GOTO(st, os_xgb_train(p->ctx, t.x, t.y, n, &prm, &m->booster), done);
-    m->info.trained = 1;
+    OS_TRY_GOTO(st, fit_final(p, m, &t), done);
 done:
     free(fold);
     free(oof);
@@ -475,7 +633,8 @@ opsched_status os_predict_train(opsched_predictor *p)
         OS_TRY_GOTO(st, set_alloc(p->ctx, &t, n), done);
         for (size_t i = 0; i < p->n_entries; i++) {
             const os_entry *e = &p->entries[i];
-            if (e->ms > 0 && (fams & (1u << e->family))) set_add(&t, (int64_t)i, e->f, log(e->ms));
+            if (e->ms > 0 && (fams & (1u << e->family)))
+                set_add(&t, (int64_t)i, (int)e->family, e->f, log(e->ms));
         }
         os_log(p->ctx, OPSCHED_LOG_INFO, "training %s: %lld rows, %d-fold cross-validation",
                m->info.name, (long long)n, p->o.folds);
@@ -504,10 +663,13 @@ opsched_status os_predict_learned(opsched_predictor *p, opsched_op_family family
     int mi = family >= 0 && family < OPSCHED_FAMILY_COUNT ? p->family_model[family] : -1;
     if (n < 1 || mi < 0 || !p->models[mi].booster) return OPSCHED_OK;
     float *y = malloc(sizeof(float) * (size_t)n);
-    if (!y) return OS_NOMEM(p->ctx);
-    opsched_status st = os_xgb_predict(p->ctx, p->models[mi].booster, x, n, y);
+    int *fam = malloc(sizeof(int) * (size_t)n);
+    opsched_status st = y && fam ? OPSCHED_OK : OS_NOMEM(p->ctx);
+    for (int64_t i = 0; st == OPSCHED_OK && i < n; i++) fam[i] = (int)family;
+    if (st == OPSCHED_OK) st = os_model_predict(p, &p->models[mi], fam, x, n, y);
     if (st == OPSCHED_OK)
         for (int64_t i = 0; i < n; i++) out_ms[i] = exp((double)y[i]);
     free(y);
+    free(fam);
     return st;
 }

@@ -28,14 +28,24 @@
         }                                                                                          \
     } while (0)
 
-static opsched_status matrix(opsched_ctx *ctx, const float *x, int64_t n, DMatrixHandle *out)
+/* A dense matrix; margin (may be NULL) is each row's starting point,
+ * which the trees correct. */
+static opsched_status matrix(opsched_ctx *ctx, const float *x, const float *margin, int64_t n,
+                             DMatrixHandle *out)
 {
     XGB_CHECK(ctx, XGDMatrixCreateFromMat(x, (bst_ulong)n, OPSCHED_FEATURE_COUNT, NAN, out));
+    if (margin && XGDMatrixSetFloatInfo(*out, "base_margin", margin, (bst_ulong)n) != 0) {
+        opsched_status st = OS_FAIL(ctx, OPSCHED_ERR_BACKEND, "XGBoost: base_margin: %s",
+                                    XGBGetLastError());
+        XGDMatrixFree(*out);
+        *out = NULL;
+        return st;
+    }
     return OPSCHED_OK;
 }
 
-opsched_status os_xgb_train(opsched_ctx *ctx, const float *x, const float *y, int64_t n,
-                            const os_xgb_params *prm, void **booster)
+opsched_status os_xgb_train(opsched_ctx *ctx, const float *x, const float *margin, const float *y,
+                            int64_t n, const os_xgb_params *prm, void **booster)
 {
     opsched_status st = OPSCHED_OK;
     DMatrixHandle d = NULL;
@@ -43,7 +53,7 @@ opsched_status os_xgb_train(opsched_ctx *ctx, const float *x, const float *y, in
     char v[32];
     *booster = NULL;
     if (n < 1) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "XGBoost: no rows to train on");
-    OS_TRY(matrix(ctx, x, n, &d));
+    OS_TRY(matrix(ctx, x, margin, n, &d));
     XGB_CHECK_GOTO(ctx, st, XGDMatrixSetFloatInfo(d, "label", y, (bst_ulong)n), done);
     XGB_CHECK_GOTO(ctx, st, XGBoosterCreate(&d, 1, &b), done);
     /* Deterministic: exact histogram splits over all rows and columns, a
@@ -74,15 +84,15 @@ done:
     return st;
 }
 
-opsched_status os_xgb_predict(opsched_ctx *ctx, void *booster, const float *x, int64_t n,
-                              float *out)
+opsched_status os_xgb_predict(opsched_ctx *ctx, void *booster, const float *x,
+                              const float *margin, int64_t n, float *out)
 {
     opsched_status st = OPSCHED_OK;
     DMatrixHandle d = NULL;
     bst_ulong len = 0;
     const float *res = NULL;
     if (n < 1) return OPSCHED_OK;
-    OS_TRY(matrix(ctx, x, n, &d));
+    OS_TRY(matrix(ctx, x, margin, n, &d));
     XGB_CHECK_GOTO(ctx, st, XGBoosterPredict(booster, d, 0, 0, 0, &len, &res), done);
     if (len != (bst_ulong)n) {
         st = OS_FAIL(ctx, OPSCHED_ERR_BACKEND, "XGBoost: %llu predictions for %lld rows",
