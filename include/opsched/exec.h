@@ -21,6 +21,8 @@
 #define OPSCHED_EXEC_H
 
 #include "opsched/backend.h"
+#include "opsched/measure.h"
+#include "opsched/sched.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -89,6 +91,164 @@ opsched_status opsched_executor_run_layers(opsched_executor *ex, double *layer_m
 opsched_status opsched_executor_capture(opsched_executor *ex);
 /* Enqueues one replay of the captured graph on the device's stream. */
 opsched_status opsched_executor_replay(opsched_executor *ex);
+
+/* ---- running a schedule ------------------------------------------------ */
+
+/* A schedule executor runs a graph as an opsched_schedule says (sched.h):
+ * one stream per group index (the device's stream and as many more as the
+ * widest stage has groups), each group's nodes in order on its stream.
+ * Streams are ordered by events only where a node reads memory another
+ * stream wrote (or writes memory another stream used before), never by
+ * the host: stages are not barriers, and the device may start a node as
+ * soon as what it reads is ready.  A run forks from the device's stream
+ * and joins back into it, so timers and replays on that stream bracket a
+ * whole inference, and the whole run can be captured as one device graph.
+ *
+ * Memory: one arena laid out from lifetimes counted in stages (every
+ * tensor a stage touches is alive for the whole stage, so concurrent
+ * nodes never share memory); where memory is reused, the writer of the
+ * new tensor is ordered after every reader of the old one.  Concat
+ * elision: when the parts of a Concat are contiguous slices of its output
+ * (channel axis at batch 1 in NCHW: every dim outside the axis in memory
+ * order is 1), their producers write straight into the slices and the
+ * Concat runs nothing.  A MERGE stage runs one convolution with the
+ * members' kernels zero-padded and stacked along the output channels
+ * (their biases stacked, their Relus fused or run once); the members'
+ * outputs are its channel slices where contiguous, and a Split copies
+ * them out otherwise.
+ *
+ * Weights and inputs are drawn exactly as opsched_executor draws them
+ * from the same seed, so outputs can be compared with the sequential
+ * executor's (opsched_sched_executor_compare).
+ *
+ * The schedule's batch and input size are informational: a schedule
+ * searched at one batch size runs on the graph at another, as long as the
+ * nodes are the same (opsched_schedule_validate). */
+typedef struct opsched_sched_executor opsched_sched_executor;
+
+typedef struct opsched_sched_exec_options {
+    opsched_exec_options exec;     /* math, layout, algorithm policy, fusion, seed */
+    int no_concat_elision;         /* 1: every Concat copies */
+    /* Nodes of stages with more than one group share the device while
+     * they run: an algorithm policy for them (NULL: exec.plan.algo), and
+     * a workspace limit per node (0: exec.plan.workspace_limit).  "find"
+     * times candidates alone, on an idle device, where the widest grid
+     * wins; under concurrency the library's heuristic choice (or a
+     * smaller workspace) is often the better one. */
+    const char *concurrent_algo;
+    size_t concurrent_workspace_limit;
+} opsched_sched_exec_options;
+
+/* Plans everything and lays out memory.  Fails like
+ * opsched_executor_create, and with the reason of
+ * opsched_schedule_validate for a schedule that does not fit g. */
+opsched_status opsched_sched_executor_create(opsched_device *dev, const opsched_graph *g,
+                                             const opsched_schedule *s,
+                                             const opsched_sched_exec_options *opts,
+                                             opsched_sched_executor **out);
+void opsched_sched_executor_free(opsched_sched_executor *ex);
+
+/* What happens to one graph node. */
+typedef enum opsched_node_role {
+    OPSCHED_ROLE_LAUNCH = 0,       /* planned and launched on its stream */
+    OPSCHED_ROLE_VIEW,             /* aliases its input: runs nothing */
+    OPSCHED_ROLE_VIEW_COPY,        /* a view that must copy, on its producer's stream */
+    OPSCHED_ROLE_FUSED,            /* a Relu run inside the node before it */
+    OPSCHED_ROLE_CONCAT_ELIDED,    /* its inputs were written into its slices */
+    OPSCHED_ROLE_MERGED            /* a member (or member's Relu) of a merged conv */
+} opsched_node_role;
+
+typedef struct opsched_sched_node_info {
+    int node;
+    opsched_node_role role;
+    int stage;                     /* 0-based; -1 for views */
+    int stream;                    /* its group's stream (where its work, if any, runs);
+                                    * -1 for views that alias */
+    char algo[48];
+    int fallback;
+    size_t workspace_bytes;
+} opsched_sched_node_info;
+
+typedef struct opsched_sched_exec_info {
+    int n_stages;
+    int n_streams;
+    int n_launches;                /* plans launched per inference */
+    int n_waits;                   /* cross-stream event waits per inference, fork and join
+                                    * not counted */
+    int n_concats_elided;
+    int n_merges;                  /* MERGE stages */
+    int n_merge_splits;            /* of them, with a Split copying members' outputs out */
+    size_t arena_bytes;
+    size_t weight_bytes;           /* the graph's weights plus the merged convolutions' */
+    size_t workspace_bytes;
+    int n_fallbacks;
+} opsched_sched_exec_info;
+
+opsched_status opsched_sched_executor_info(const opsched_sched_executor *ex,
+                                           opsched_sched_exec_info *out);
+/* NULL when out of range; borrowed. */
+const opsched_sched_node_info *opsched_sched_executor_node(const opsched_sched_executor *ex,
+                                                           int node);
+
+/* As the opsched_executor functions of the same names. */
+opsched_status opsched_sched_executor_randomize_inputs(opsched_sched_executor *ex,
+                                                       uint64_t seed);
+opsched_status opsched_sched_executor_set_input(opsched_sched_executor *ex, int i,
+                                                const float *data, size_t n);
+opsched_status opsched_sched_executor_get_output(opsched_sched_executor *ex, int i,
+                                                 float *data, size_t n);
+size_t opsched_sched_executor_output_numel(const opsched_sched_executor *ex, int i);
+
+/* Enqueues one inference (forked from and joined into the device's
+ * stream); does not wait. */
+opsched_status opsched_sched_executor_run(opsched_sched_executor *ex);
+/* Captures one inference, every stream, as one device graph.
+ * OPSCHED_ERR_UNSUPPORTED on backends without graphs. */
+opsched_status opsched_sched_executor_capture(opsched_sched_executor *ex);
+/* Enqueues one replay on the device's stream. */
+opsched_status opsched_sched_executor_replay(opsched_sched_executor *ex);
+
+/* One launch of a traced run: a pair of device timestamps around it on
+ * its stream, times from the start of the run (stream 0's mark). */
+typedef struct opsched_sched_span {
+    int node;                      /* the graph node; for a merged conv its first member */
+    int stage, stream;
+    char label[96];                /* the node's name, or "merge(a+b+...)" */
+    double start_ms, dur_ms;
+} opsched_sched_span;
+
+/* Runs one inference with timestamps around every launch and waits;
+ * *spans (n_launches entries, malloc'd: free()) in enqueue order and the
+ * whole run's ms.  The marks cost the device a little: the spans show
+ * where work ran and overlapped, the timed runs give the latency. */
+opsched_status opsched_sched_executor_trace(opsched_sched_executor *ex, opsched_sched_span **spans,
+                                            int *n_spans, double *total_ms);
+
+typedef struct opsched_run_timing_options {
+    double warmup_ms;              /* default 100 */
+    int iters;                     /* samples, at least (default 50) */
+    double min_ms;                 /* and at least this long in all (default 200) */
+} opsched_run_timing_options;
+
+typedef struct opsched_run_timing {
+    opsched_stats stats;           /* ms per inference */
+    double p10;                    /* 10th percentile, ms */
+} opsched_run_timing;
+
+/* Times inferences back to back, each between its own pair of timestamps
+ * on the device's stream (rounds of samples enqueued ahead of the round
+ * being read, so the device never waits for the host): free-running runs,
+ * or replays of the captured graph when use_graph (capture first).
+ * opts NULL: the defaults. */
+opsched_status opsched_sched_executor_time(opsched_sched_executor *ex, int use_graph,
+                                           const opsched_run_timing_options *opts,
+                                           opsched_run_timing *out);
+
+/* Relative L2 error of ex's outputs against ref's (both already run on
+ * the same inputs): sqrt(sum (a - b)^2 / sum b^2) over all outputs; inf
+ * when a value is not finite.  The graphs must have the same outputs. */
+opsched_status opsched_sched_executor_compare(opsched_sched_executor *ex, opsched_executor *ref,
+                                              double *rel_l2);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,1081 @@
+/*
+ * sched_exec.c - building the schedule executor: what each node becomes
+ * (a launch on a stream, an alias, a slice of a concat, a member of a
+ * merged convolution), the launches in the order they are enqueued, the
+ * weights and the memory.
+ *
+ * Enqueue order: views that must copy a graph input first, then stage by
+ * stage; inside a concurrent stage the groups' nodes round-robin (the
+ * first node of every group, then the second...), so that a free-running
+ * (not captured) inference gives every stream work early; a view that
+ * must copy runs right after the node it views, on its stream.  Groups
+ * keep the stream of what they read where they can (a group goes to the
+ * stream of the producer of its first node's first input when that stream
+ * is free in the stage), which saves events.
+ *
+ * Memory: lifetimes are counted in stages (from the stage of a tensor's
+ * first writer to that of its last reader; graph outputs to the end), so
+ * tensors of one stage never share memory whatever stream or order their
+ * nodes run in.  Where two tensors of different stages do share memory,
+ * the program (sched_run.c) makes the new writer wait for every use of the
+ * old tensor.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend_impl.h"
+#include "core/error.h"
+#include "core/util.h"
+#include "exec/sched_exec_impl.h"
+
+#define SX_NONE SIZE_MAX
+
+static size_t align_up(size_t v)
+{
+    return (v + OS_EXEC_ALIGN - 1) / OS_EXEC_ALIGN * OS_EXEC_ALIGN;
+}
+
+/* ---- tensors -------------------------------------------------------------- */
+
+int os_sx_root(const opsched_sched_executor *ex, int t, size_t *offset)
+{
+    size_t off = 0;
+    for (int hops = 0; hops <= ex->n_tensors && ex->tensors[t].parent != t; hops++) {
+        off += ex->tensors[t].rel;
+        t = ex->tensors[t].parent;
+    }
+    if (offset) *offset = off;
+    return t;
+}
+
+static opsched_status add_tensor(opsched_sched_executor *ex, opsched_tensor_kind kind,
+                                 const opsched_shape *shape, opsched_dtype dt, int *out)
+{
+    if (ex->n_tensors == ex->cap_tensors) {
+        int cap = ex->cap_tensors ? 2 * ex->cap_tensors : 64;
+        sx_tensor *t = realloc(ex->tensors, sizeof(*t) * (size_t)cap);
+        if (!t) return OS_NOMEM(ex->ctx);
+        ex->tensors = t;
+        ex->cap_tensors = cap;
+    }
+    int id = ex->n_tensors++;
+    sx_tensor *t = &ex->tensors[id];
+    memset(t, 0, sizeof(*t));
+    opsched_tensor tmp;
+    memset(&tmp, 0, sizeof(tmp));
+    tmp.dtype = dt;
+    tmp.shape = *shape;
+    t->kind = kind;
+    t->shape = *shape;
+    t->sdt = os_exec_storage_dtype(dt, ex->math);
+    t->nhwc = os_exec_is_nhwc(&tmp, ex->layout);
+    t->numel = (size_t)opsched_shape_numel(shape);
+    t->bytes = os_exec_tensor_bytes(&tmp, ex->math);
+    t->parent = id;
+    t->arena_off = SX_NONE;
+    *out = id;
+    return OPSCHED_OK;
+}
+
+static opsched_status copy_graph(opsched_sched_executor *ex, const opsched_graph *g)
+{
+    ex->n_nodes = opsched_graph_num_nodes(g);
+    ex->n_graph_tensors = opsched_graph_num_tensors(g);
+    ex->n_inputs = opsched_graph_num_inputs(g);
+    ex->n_outputs = opsched_graph_num_outputs(g);
+    ex->nodes = calloc((size_t)ex->n_nodes + 1, sizeof(*ex->nodes));
+    ex->inputs = calloc((size_t)ex->n_inputs + 1, sizeof(int));
+    ex->outputs = calloc((size_t)ex->n_outputs + 1, sizeof(int));
+    if (!ex->nodes || !ex->inputs || !ex->outputs) return OS_NOMEM(ex->ctx);
+    for (int t = 0; t < ex->n_graph_tensors; t++) {
+        const opsched_tensor *src = opsched_graph_tensor(g, t);
+        int id = 0;
+        OS_TRY(add_tensor(ex, src->kind, &src->shape, src->dtype, &id));
+        if (src->kind == OPSCHED_TENSOR_INPUT) ex->tensors[id].fill = os_exec_fill_for(g, t);
+    }
+    for (int i = 0; i < ex->n_nodes; i++) {
+        ex->nodes[i].node = i;
+        ex->nodes[i].role = OPSCHED_ROLE_LAUNCH;
+        ex->nodes[i].stage = -1;
+        ex->nodes[i].stream = -1;
+    }
+    for (int i = 0; i < ex->n_inputs; i++) {
+        ex->inputs[i] = opsched_graph_input(g, i);
+        ex->tensors[ex->inputs[i]].used = 1;
+    }
+    for (int i = 0; i < ex->n_outputs; i++) {
+        ex->outputs[i] = opsched_graph_output(g, i);
+        ex->tensors[ex->outputs[i]].used = 1;
+    }
+    return OPSCHED_OK;
+}
+
+/* outer and inner element counts around logical axis `axis` of a tensor,
+ * in the order it is stored (NCHW, or N,H,W,C when channels-last). */
+static void axis_split(const sx_tensor *t, int axis, int64_t *outer, int64_t *inner)
+{
+    static const int nhwc[4] = {0, 2, 3, 1};
+    int order[OPSCHED_MAX_DIMS], pos = 0;
+    for (int i = 0; i < t->shape.ndim; i++)
+        order[i] = t->nhwc ? nhwc[i] : i;
+    while (pos < t->shape.ndim && order[pos] != axis)
+        pos++;
+    *outer = *inner = 1;
+    for (int i = 0; i < t->shape.ndim; i++) {
+        if (i < pos) *outer *= t->shape.d[order[i]];
+        if (i > pos) *inner *= t->shape.d[order[i]];
+    }
+}
+
+/* ---- launches ------------------------------------------------------------- */
+
+static opsched_status add_launch(opsched_sched_executor *ex, opsched_plan *plan, int node,
+                                 int stage, int stream, const char *label, const int *in, int n_in,
+                                 const int *out, int n_out)
+{
+    if (ex->n_launches == ex->cap_launches) {
+        int cap = ex->cap_launches ? 2 * ex->cap_launches : 64;
+        sx_launch *l = realloc(ex->launches, sizeof(*l) * (size_t)cap);
+        if (!l) return OS_NOMEM(ex->ctx);
+        ex->launches = l;
+        ex->cap_launches = cap;
+    }
+    sx_launch *l = &ex->launches[ex->n_launches];
+    memset(l, 0, sizeof(*l));
+    l->record = -1;
+    l->in = malloc(sizeof(int) * (size_t)(n_in + 1));
+    l->out = malloc(sizeof(int) * (size_t)(n_out + 1));
+    l->bin = calloc((size_t)n_in + 1, sizeof(*l->bin));
+    l->bout = calloc((size_t)n_out + 1, sizeof(*l->bout));
+    if (!l->in || !l->out || !l->bin || !l->bout) {
+        free(l->in);
+        free(l->out);
+        free(l->bin);
+        free(l->bout);
+        return OS_NOMEM(ex->ctx);
+    }
+    ex->n_launches++;
+    l->plan = plan;
+    l->node = node;
+    l->stage = stage;
+    l->stream = stream;
+    snprintf(l->label, sizeof(l->label), "%s", label);
+    l->n_in = n_in;
+    l->n_out = n_out;
+    for (int i = 0; i < n_in; i++) {
+        l->in[i] = in[i];
+        if (in[i] >= 0) ex->tensors[in[i]].used = 1;
+    }
+    for (int i = 0; i < n_out; i++) {
+        l->out[i] = out[i];
+        ex->tensors[out[i]].used = 1;
+    }
+    return OPSCHED_OK;
+}
+
+/* ---- planning ------------------------------------------------------------- */
+
+/* Where the schedule puts every node: stage, and the stage's group. */
+typedef struct sx_place {
+    int stage, group;
+    int merge_first; /* a merge member or its Relu: the merge's first member, else -1 */
+} sx_place;
+
+/* Build-time state: the schedule's placement, the plans made so far and
+ * the merged convolutions' own launches waiting for their stage. */
+typedef struct sx_build {
+    const opsched_graph *g;
+    const opsched_schedule *s;
+    const opsched_sched_exec_options *o;
+    sx_place *place;
+    opsched_plan **plans; /* per node, NULL when it launches nothing */
+    int *follow_next;     /* copying views after the same node: a list per node */
+    int *follow_head;     /* per node (+1 slot for the prologue at index n_nodes) */
+    /* per stage, for MERGE stages: up to three launches (conv, relu, split) */
+    struct merge_launches {
+        int n;
+        opsched_plan *plan[3];
+        int n_in[3], n_out[3];
+        int *in[3], *out[3];
+        char label[96];
+    } * merges;
+} sx_build;
+
+static opsched_exec_options node_options(const sx_build *b, int stage)
+{
+    opsched_exec_options o = b->o->exec;
+    if (stage >= 0 && b->s->stages[stage].kind == OPSCHED_STAGE_CONCURRENT &&
+        b->s->stages[stage].n_groups > 1) {
+        if (b->o->concurrent_algo) o.plan.algo = b->o->concurrent_algo;
+        if (b->o->concurrent_workspace_limit)
+            o.plan.workspace_limit = b->o->concurrent_workspace_limit;
+    }
+    return o;
+}
+
+static void note_plan(opsched_sched_executor *ex, int node, const opsched_plan *p,
+                      const opsched_layer_info *li)
+{
+    opsched_plan_info pi;
+    opsched_sched_node_info *ni = &ex->nodes[node];
+    if (opsched_plan_info_get(p, &pi) == OPSCHED_OK) {
+        snprintf(ni->algo, sizeof(ni->algo), "%s", pi.algo);
+        ni->workspace_bytes = pi.workspace_bytes;
+        ex->info.workspace_bytes += pi.workspace_bytes;
+    }
+    ni->fallback = li->fallback;
+    ex->info.n_fallbacks += li->fallback;
+}
+
+/* Plans node i; a convolution that fused the Relu after it makes that
+ * Relu an alias of its output. */
+static opsched_status plan_node(opsched_sched_executor *ex, sx_build *b, int i)
+{
+    opsched_exec_options o = node_options(b, b->place[i].stage);
+    opsched_layer_info li;
+    memset(&li, 0, sizeof(li));
+    OS_TRY(os_exec_plan_node(ex->dev, b->g, i, &o, &li, &b->plans[i]));
+    opsched_plan_info pi;
+    OS_TRY(opsched_plan_info_get(b->plans[i], &pi));
+    if (pi.fused_activation) {
+        int j = os_exec_relu_reader(b->g, i);
+        if (j < 0 || b->place[j].merge_first >= 0) {
+            /* The Relu's input is also wanted unrectified: plan without fusing. */
+            opsched_plan_free(b->plans[i]);
+            b->plans[i] = NULL;
+            o.plan.fuse_activation = 0;
+            memset(&li, 0, sizeof(li));
+            OS_TRY(os_exec_plan_node(ex->dev, b->g, i, &o, &li, &b->plans[i]));
+        } else {
+            const opsched_node *r = opsched_graph_node(b->g, j);
+            ex->nodes[j].role = OPSCHED_ROLE_FUSED;
+            snprintf(ex->nodes[j].algo, sizeof(ex->nodes[j].algo), "fused");
+            ex->tensors[r->outputs[0]].parent = opsched_graph_node(b->g, i)->outputs[0];
+        }
+    }
+    note_plan(ex, i, b->plans[i], &li);
+    return OPSCHED_OK;
+}
+
+/* The f32 values, in logical order, that the sequential executor gives
+ * weight t (its payload or the seeded draw). */
+static opsched_status weight_f32(opsched_sched_executor *ex, const opsched_graph *g, int t,
+                                 uint64_t seed, float **out)
+{
+    const opsched_tensor *x = opsched_graph_tensor(g, t);
+    size_t n = (size_t)opsched_shape_numel(&x->shape);
+    float *v = malloc(sizeof(float) * (n ? n : 1));
+    if (!v) return OS_NOMEM(ex->ctx);
+    if (x->data && x->data_bytes == n * opsched_dtype_size(x->dtype)) {
+        os_exec_convert(x->data, x->dtype, v, OPSCHED_F32, n, NULL, 0);
+    } else {
+        os_exec_fill f = os_exec_fill_for(g, t);
+        os_exec_random_values(&f, x->dtype, n, seed + (uint64_t)t, v);
+    }
+    *out = v;
+    return OPSCHED_OK;
+}
+
+/* The merged weights and biases in f32: each member's kernel at its
+ * offset inside the merged kernel, rows at its channel offset; zeros
+ * elsewhere (and for a member without bias). */
+static opsched_status merged_weights(opsched_sched_executor *ex, const opsched_graph *g,
+                                     const opsched_merge *m, int64_t C, uint64_t seed, float *w,
+                                     float *bias)
+{
+    int64_t KH = m->kernel[0], KW = m->kernel[1];
+    for (int i = 0; i < m->n_members; i++) {
+        const opsched_merge_member *mm = &m->members[i];
+        const opsched_node *n = opsched_graph_node(g, mm->node);
+        const opsched_tensor *wt = opsched_graph_tensor(g, n->inputs[1]);
+        int64_t M = wt->shape.d[0], kh = wt->shape.d[2], kw = wt->shape.d[3];
+        if (wt->shape.d[1] != C || M != mm->out_channels || mm->kernel_offset[0] + kh > KH ||
+            mm->kernel_offset[1] + kw > KW)
+            return OS_FAIL(ex->ctx, OPSCHED_ERR_SHAPE,
+                           "merge: the weights of '%s' do not fit the merged kernel", n->name);
+        float *v = NULL;
+        OS_TRY(weight_f32(ex, g, n->inputs[1], seed, &v));
+        for (int64_t o = 0; o < M; o++)
+            for (int64_t c = 0; c < C; c++)
+                for (int64_t y = 0; y < kh; y++)
+                    for (int64_t x = 0; x < kw; x++)
+                        w[(((mm->channel_offset + o) * C + c) * KH + mm->kernel_offset[0] + y) *
+                              KW +
+                          mm->kernel_offset[1] + x] = v[((o * C + c) * kh + y) * kw + x];
+        free(v);
+        if (n->n_inputs > 2 && n->inputs[2] >= 0) {
+            OS_TRY(weight_f32(ex, g, n->inputs[2], seed, &v));
+            memcpy(bias + mm->channel_offset, v, sizeof(float) * (size_t)M);
+            free(v);
+        }
+    }
+    return OPSCHED_OK;
+}
+
+/* An executor weight tensor holding what tensor t of graph p stores. */
+static opsched_status merge_weight_tensor(opsched_sched_executor *ex, const opsched_graph *p, int t,
+                                          uint64_t seed, int *out)
+{
+    const opsched_tensor *x = opsched_graph_tensor(p, t);
+    OS_TRY(add_tensor(ex, OPSCHED_TENSOR_WEIGHT, &x->shape, x->dtype, out));
+    sx_tensor *et = &ex->tensors[*out];
+    et->host = malloc(et->bytes ? et->bytes : 1);
+    if (!et->host) return OS_NOMEM(ex->ctx);
+    return os_exec_tensor_values(ex->ctx, p, t, ex->math, ex->layout, seed, et->host);
+}
+
+/* The private one-stage graph of merge stage k: the merged convolution
+ * (weights as payloads), its Relu, and a Split when the members' outputs
+ * are not contiguous slices of its output. */
+static opsched_status merge_graph(opsched_sched_executor *ex, sx_build *b, int k,
+                                  opsched_graph **out, int *split)
+{
+    const opsched_merge *m = &b->s->stages[k].merge;
+    const opsched_graph *g = b->g;
+    const opsched_tensor *x = opsched_graph_tensor(g, m->input);
+    const opsched_node *first = opsched_graph_node(g, m->members[0].node);
+    const opsched_tensor *y0 = opsched_graph_tensor(g, first->outputs[0]);
+    opsched_status st = OPSCHED_OK;
+    opsched_graph *p = NULL;
+    float *w = NULL, *bias = NULL;
+    int64_t C = x->shape.ndim == 4 ? x->shape.d[1] : 0;
+    if (C <= 0 || m->out_channels <= 0)
+        return OS_FAIL(ex->ctx, OPSCHED_ERR_SHAPE, "stage %d: a merge over a %d-D input", k + 1,
+                       x->shape.ndim);
+    opsched_shape ws = {4, {m->out_channels, C, m->kernel[0], m->kernel[1]}};
+    opsched_shape bs = {1, {m->out_channels}};
+    size_t nw = (size_t)opsched_shape_numel(&ws);
+    w = calloc(nw ? nw : 1, sizeof(float));
+    bias = calloc((size_t)m->out_channels, sizeof(float));
+    if (!w || !bias) {
+        st = OS_NOMEM(ex->ctx);
+        goto done;
+    }
+    OS_TRY_GOTO(st, merged_weights(ex, g, m, C, b->o->exec.seed, w, bias), done);
+    char name[64];
+    snprintf(name, sizeof(name), "merge%d", k + 1);
+    OS_TRY_GOTO(st, opsched_graph_create(ex->ctx, name, &p), done);
+    int ids[3], conv_out = 0, final = 0;
+    OS_TRY_GOTO(
+        st, opsched_graph_add_tensor(p, "x", OPSCHED_TENSOR_INPUT, x->dtype, &x->shape, &ids[0]),
+        done);
+    OS_TRY_GOTO(st,
+                opsched_graph_add_tensor(p, "w", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &ws, &ids[1]),
+                done);
+    OS_TRY_GOTO(st,
+                opsched_graph_add_tensor(p, "b", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &bs, &ids[2]),
+                done);
+    OS_TRY_GOTO(st, opsched_graph_set_data(p, ids[1], w, nw * sizeof(float)), done);
+    OS_TRY_GOTO(
+        st, opsched_graph_set_data(p, ids[2], bias, (size_t)m->out_channels * sizeof(float)), done);
+    opsched_op_attr a;
+    memset(&a, 0, sizeof(a));
+    a.conv.kernel[0] = m->kernel[0];
+    a.conv.kernel[1] = m->kernel[1];
+    a.conv.stride[0] = m->stride[0];
+    a.conv.stride[1] = m->stride[1];
+    a.conv.dilation[0] = a.conv.dilation[1] = 1;
+    memcpy(a.conv.pads, m->pads, sizeof(a.conv.pads));
+    a.conv.groups = 1;
+    OS_TRY_GOTO(
+        st, opsched_graph_add_node(p, name, OPSCHED_OP_CONV, &a, ids, 3, 1, NULL, &conv_out), done);
+    const opsched_tensor *yt = opsched_graph_tensor(p, conv_out);
+    if (yt->shape.d[0] != y0->shape.d[0] || yt->shape.d[2] != y0->shape.d[2] ||
+        yt->shape.d[3] != y0->shape.d[3]) {
+        st = OS_FAIL(ex->ctx, OPSCHED_ERR_SHAPE,
+                     "stage %d: the merged convolution's output is not the members' size", k + 1);
+        goto done;
+    }
+    final = conv_out;
+    if (m->members[0].relu >= 0) {
+        snprintf(name, sizeof(name), "merge%d.relu", k + 1);
+        OS_TRY_GOTO(
+            st,
+            opsched_graph_add_node(p, name, OPSCHED_OP_RELU, NULL, &conv_out, 1, 1, NULL, &final),
+            done);
+    }
+    sx_tensor probe;
+    memset(&probe, 0, sizeof(probe));
+    probe.shape = opsched_graph_tensor(p, final)->shape;
+    probe.nhwc = ex->layout == OPSCHED_LAYOUT_NHWC;
+    int64_t outer = 0, inner = 0;
+    axis_split(&probe, 1, &outer, &inner);
+    *split = outer != 1;
+    if (*split) {
+        if (m->n_members > (int)OS_ARRAY_LEN(a.split.sizes)) {
+            st = OS_FAIL(ex->ctx, OPSCHED_ERR_UNSUPPORTED,
+                         "stage %d: %d merged convolutions cannot be split apart (at most %d)",
+                         k + 1, m->n_members, (int)OS_ARRAY_LEN(a.split.sizes));
+            goto done;
+        }
+        memset(&a, 0, sizeof(a));
+        a.split.axis = 1;
+        a.split.n = m->n_members;
+        for (int i = 0; i < m->n_members; i++)
+            a.split.sizes[i] = m->members[i].out_channels;
+        snprintf(name, sizeof(name), "merge%d.split", k + 1);
+        OS_TRY_GOTO(st,
+                    opsched_graph_add_node(p, name, OPSCHED_OP_SPLIT, &a, &final, 1, m->n_members,
+                                           NULL, NULL),
+                    done);
+    }
+    *out = p;
+    p = NULL;
+done:
+    opsched_graph_free(p);
+    free(w);
+    free(bias);
+    return st;
+}
+
+/* The member's output as the rest of the graph reads it: its Relu's
+ * output when it carries one, else the convolution's. */
+static int member_final(const opsched_graph *g, const opsched_merge_member *mm)
+{
+    int n = mm->relu >= 0 ? mm->relu : mm->node;
+    return opsched_graph_node(g, n)->outputs[0];
+}
+
+/* Plans merge stage k: its launches wait in b->merges[k] for the stage;
+ * the members' outputs become slices of the merged output, or the
+ * Split's outputs. */
+static opsched_status plan_merge(opsched_sched_executor *ex, sx_build *b, int k)
+{
+    const opsched_merge *m = &b->s->stages[k].merge;
+    struct merge_launches *ml = &b->merges[k];
+    opsched_graph *p = NULL;
+    int split = 0;
+    opsched_status st = OPSCHED_OK;
+    OS_TRY(merge_graph(ex, b, k, &p, &split));
+    /* executor tensors for p's: x, w, b, conv out, relu out */
+    int map[8] = {m->input, -1, -1, -1, -1, -1, -1, -1};
+    OS_TRY_GOTO(st, merge_weight_tensor(ex, p, 1, b->o->exec.seed, &map[1]), done);
+    OS_TRY_GOTO(st, merge_weight_tensor(ex, p, 2, b->o->exec.seed, &map[2]), done);
+    const opsched_tensor *yt = opsched_graph_tensor(p, 3);
+    OS_TRY_GOTO(st, add_tensor(ex, OPSCHED_TENSOR_ACTIVATION, &yt->shape, yt->dtype, &map[3]),
+                done);
+    int has_relu = m->members[0].relu >= 0, fused = 0, final = map[3];
+    opsched_exec_options o = node_options(b, k);
+    opsched_layer_info li;
+    memset(&li, 0, sizeof(li));
+    snprintf(ml->label, sizeof(ml->label), "merge(");
+    for (int i = 0; i < m->n_members; i++) {
+        const char *nm = opsched_graph_node(b->g, m->members[i].node)->name;
+        size_t len = strlen(ml->label);
+        snprintf(ml->label + len, sizeof(ml->label) - len, "%s%s", i ? "+" : "", nm);
+    }
+    size_t len = strlen(ml->label);
+    snprintf(ml->label + len, sizeof(ml->label) - len, ")");
+
+    OS_TRY_GOTO(st, os_exec_plan_node(ex->dev, p, 0, &o, &li, &ml->plan[0]), done);
+    opsched_plan_info pi;
+    OS_TRY_GOTO(st, opsched_plan_info_get(ml->plan[0], &pi), done);
+    fused = has_relu && pi.fused_activation;
+    for (int i = 0; i < m->n_members; i++) {
+        opsched_sched_node_info *ni = &ex->nodes[m->members[i].node];
+        snprintf(ni->algo, sizeof(ni->algo), "%s", pi.algo);
+        ni->workspace_bytes = pi.workspace_bytes;
+        ni->fallback = li.fallback;
+        if (m->members[i].relu >= 0)
+            snprintf(ex->nodes[m->members[i].relu].algo, sizeof(ni->algo), "%s",
+                     fused ? "fused" : "merged");
+    }
+    ex->info.workspace_bytes += pi.workspace_bytes;
+    ex->info.n_fallbacks += li.fallback;
+    ml->n = 1;
+    ml->n_in[0] = 3;
+    ml->n_out[0] = 1;
+    ml->in[0] = malloc(sizeof(int) * 3);
+    ml->out[0] = malloc(sizeof(int));
+    if (!ml->in[0] || !ml->out[0]) {
+        st = OS_NOMEM(ex->ctx);
+        goto done;
+    }
+    memcpy(ml->in[0], map, sizeof(int) * 3);
+    ml->out[0][0] = map[3];
+    if (has_relu && !fused) {
+        const opsched_tensor *zt = opsched_graph_tensor(p, 4);
+        OS_TRY_GOTO(st, add_tensor(ex, OPSCHED_TENSOR_ACTIVATION, &zt->shape, zt->dtype, &map[4]),
+                    done);
+        memset(&li, 0, sizeof(li));
+        OS_TRY_GOTO(st, os_exec_plan_node(ex->dev, p, 1, &o, &li, &ml->plan[1]), done);
+        ml->in[1] = malloc(sizeof(int));
+        ml->out[1] = malloc(sizeof(int));
+        if (!ml->in[1] || !ml->out[1]) {
+            st = OS_NOMEM(ex->ctx);
+            goto done;
+        }
+        ml->n_in[1] = ml->n_out[1] = 1;
+        ml->in[1][0] = map[3];
+        ml->out[1][0] = map[4];
+        ml->n = 2;
+        final = map[4];
+    }
+    if (split) {
+        int node = has_relu ? 2 : 1, j = ml->n;
+        memset(&li, 0, sizeof(li));
+        OS_TRY_GOTO(st, os_exec_plan_node(ex->dev, p, node, &o, &li, &ml->plan[j]), done);
+        ml->in[j] = malloc(sizeof(int));
+        ml->out[j] = malloc(sizeof(int) * (size_t)m->n_members);
+        if (!ml->in[j] || !ml->out[j]) {
+            st = OS_NOMEM(ex->ctx);
+            goto done;
+        }
+        ml->n_in[j] = 1;
+        ml->n_out[j] = m->n_members;
+        ml->in[j][0] = final;
+        for (int i = 0; i < m->n_members; i++)
+            ml->out[j][i] = member_final(b->g, &m->members[i]);
+        ml->n++;
+        ex->info.n_merge_splits++;
+    } else {
+        /* Members' outputs are channel slices: contiguous (checked above). */
+        const sx_tensor *ft = &ex->tensors[final];
+        int64_t outer = 0, inner = 0;
+        axis_split(ft, 1, &outer, &inner);
+        size_t esz = opsched_dtype_size(ft->sdt);
+        for (int i = 0; i < m->n_members; i++) {
+            const opsched_merge_member *mm = &m->members[i];
+            size_t off = (size_t)(mm->channel_offset * inner) * esz;
+            int c = opsched_graph_node(b->g, mm->node)->outputs[0];
+            ex->tensors[c].parent = map[3];
+            ex->tensors[c].rel = off;
+            if (mm->relu >= 0) {
+                int r = opsched_graph_node(b->g, mm->relu)->outputs[0];
+                ex->tensors[r].parent = final;
+                ex->tensors[r].rel = off;
+            }
+        }
+    }
+    ex->info.n_merges++;
+done:
+    opsched_graph_free(p);
+    return st;
+}
+
+/* Concat elision: the parts of Concat node c become slices of its output
+ * when slices along the axis are contiguous there and each part's memory
+ * can move: an activation root of its own, or consecutive parts that
+ * together fill one root exactly, in order (the members of a merged
+ * convolution whose output is a run of the concat's parts). */
+static void elide_concat(opsched_sched_executor *ex, const sx_build *b, int c)
+{
+    const opsched_node *n = opsched_graph_node(b->g, c);
+    if (n->n_outputs != 1 || n->n_inputs < 1 || n->n_inputs > 1024) return;
+    const sx_tensor *y = &ex->tensors[n->outputs[0]];
+    int axis = (int)n->attr.axis.axis;
+    if (axis < 0) axis += y->shape.ndim;
+    if (axis < 0 || axis >= y->shape.ndim) return;
+    int64_t outer = 0, inner = 0;
+    axis_split(y, axis, &outer, &inner);
+    if (outer != 1) return;
+    int roots[1024];
+    size_t offs[1024];
+    int self = os_sx_root(ex, n->outputs[0], NULL);
+    for (int i = 0; i < n->n_inputs; i++) {
+        int t = n->inputs[i];
+        if (t < 0) return;
+        roots[i] = os_sx_root(ex, t, &offs[i]);
+        const sx_tensor *r = &ex->tensors[roots[i]];
+        if (r->kind != OPSCHED_TENSOR_ACTIVATION || roots[i] == self) return;
+        if (roots[i] < ex->n_graph_tensors && opsched_graph_tensor(b->g, roots[i])->producer < 0)
+            return;
+    }
+    for (int i = 0, j = 0; i < n->n_inputs; i = j) {
+        size_t expect = 0;
+        for (j = i; j < n->n_inputs && roots[j] == roots[i]; j++) {
+            if (offs[j] != expect) return;
+            expect += ex->tensors[n->inputs[j]].bytes;
+        }
+        if (expect != ex->tensors[roots[i]].bytes) return;
+        for (int k = j; k < n->n_inputs; k++)
+            if (roots[k] == roots[i]) return;
+    }
+    size_t esz = opsched_dtype_size(y->sdt), off = 0;
+    for (int i = 0; i < n->n_inputs; i++) {
+        if (i == 0 || roots[i] != roots[i - 1]) {
+            ex->tensors[roots[i]].parent = n->outputs[0];
+            ex->tensors[roots[i]].rel = off;
+        }
+        off += (size_t)(ex->tensors[n->inputs[i]].shape.d[axis] * inner) * esz;
+    }
+    ex->nodes[c].role = OPSCHED_ROLE_CONCAT_ELIDED;
+    snprintf(ex->nodes[c].algo, sizeof(ex->nodes[c].algo), "in place");
+    ex->info.n_concats_elided++;
+}
+
+/* Roles and plans of every node. */
+static opsched_status plan_all(opsched_sched_executor *ex, sx_build *b)
+{
+    const opsched_graph *g = b->g;
+    for (int i = 0; i < ex->n_nodes; i++) {
+        const opsched_node *n = opsched_graph_node(g, i);
+        if (!opsched_op_is_view(n->op)) continue;
+        if (os_exec_view_aliases(g, i, ex->math, ex->layout)) {
+            ex->nodes[i].role = OPSCHED_ROLE_VIEW;
+            snprintf(ex->nodes[i].algo, sizeof(ex->nodes[i].algo), "view");
+            ex->tensors[n->outputs[0]].parent = n->inputs[0];
+        } else {
+            ex->nodes[i].role = OPSCHED_ROLE_VIEW_COPY;
+        }
+    }
+    for (int k = 0; k < b->s->n_stages; k++) {
+        const opsched_stage *sg = &b->s->stages[k];
+        if (sg->kind != OPSCHED_STAGE_MERGE) continue;
+        for (int i = 0; i < sg->merge.n_members; i++) {
+            ex->nodes[sg->merge.members[i].node].role = OPSCHED_ROLE_MERGED;
+            if (sg->merge.members[i].relu >= 0)
+                ex->nodes[sg->merge.members[i].relu].role = OPSCHED_ROLE_MERGED;
+        }
+        OS_TRY(plan_merge(ex, b, k));
+    }
+    for (int i = 0; i < ex->n_nodes; i++) {
+        const opsched_node *n = opsched_graph_node(g, i);
+        if (ex->nodes[i].role != OPSCHED_ROLE_LAUNCH && ex->nodes[i].role != OPSCHED_ROLE_VIEW_COPY)
+            continue;
+        if (n->op == OPSCHED_OP_CONCAT && !b->o->no_concat_elision) continue;
+        OS_TRY(plan_node(ex, b, i));
+    }
+    if (!b->o->no_concat_elision) {
+        for (int i = ex->n_nodes - 1; i >= 0; i--)
+            if (opsched_graph_node(g, i)->op == OPSCHED_OP_CONCAT &&
+                ex->nodes[i].role == OPSCHED_ROLE_LAUNCH)
+                elide_concat(ex, b, i);
+        for (int i = 0; i < ex->n_nodes; i++)
+            if (opsched_graph_node(g, i)->op == OPSCHED_OP_CONCAT &&
+                ex->nodes[i].role == OPSCHED_ROLE_LAUNCH)
+                OS_TRY(plan_node(ex, b, i));
+    }
+    return OPSCHED_OK;
+}
+
+/* ---- the schedule --------------------------------------------------------- */
+
+static opsched_status place_nodes(opsched_sched_executor *ex, sx_build *b)
+{
+    const opsched_schedule *s = b->s;
+    for (int i = 0; i < ex->n_nodes; i++) {
+        b->place[i].stage = b->place[i].group = -1;
+        b->place[i].merge_first = -1;
+    }
+    for (int k = 0; k < s->n_stages; k++) {
+        const opsched_stage *sg = &s->stages[k];
+        if (sg->kind == OPSCHED_STAGE_MERGE) {
+            for (int i = 0; i < sg->merge.n_members; i++) {
+                const opsched_merge_member *mm = &sg->merge.members[i];
+                b->place[mm->node] = (sx_place){k, 0, sg->merge.members[0].node};
+                if (mm->relu >= 0) b->place[mm->relu] = (sx_place){k, 0, sg->merge.members[0].node};
+            }
+            continue;
+        }
+        for (int j = 0; j < sg->n_groups; j++)
+            for (int p = 0; p < sg->groups[j].n_nodes; p++)
+                b->place[sg->groups[j].nodes[p]] = (sx_place){k, j, -1};
+    }
+    for (int i = 0; i < ex->n_nodes; i++)
+        ex->nodes[i].stage = b->place[i].stage;
+    return OPSCHED_OK;
+}
+
+/* Copying views run after the node they view (through views), or first. */
+static void list_followers(opsched_sched_executor *ex, sx_build *b)
+{
+    for (int i = 0; i <= ex->n_nodes; i++)
+        b->follow_head[i] = -1;
+    int *next = b->follow_next; /* lists built back to front keep node order */
+    for (int i = ex->n_nodes - 1; i >= 0; i--) {
+        next[i] = -1;
+        if (ex->nodes[i].role != OPSCHED_ROLE_VIEW_COPY) continue;
+        const opsched_node *n = opsched_graph_node(b->g, i);
+        int p = opsched_tensor_scheduled_producer(b->g, n->inputs[0]);
+        int slot = p < 0 ? ex->n_nodes : p;
+        next[i] = b->follow_head[slot];
+        b->follow_head[slot] = i;
+        ex->nodes[i].stage = p < 0 ? 0 : b->place[p].stage;
+    }
+}
+
+static opsched_status launch_node(opsched_sched_executor *ex, sx_build *b, int i, int stage,
+                                  int stream)
+{
+    const opsched_node *n = opsched_graph_node(b->g, i);
+    ex->nodes[i].stream = stream;
+    if (b->plans[i]) {
+        OS_TRY(add_launch(ex, b->plans[i], i, stage, stream, n->name, n->inputs, n->n_inputs,
+                          n->outputs, n->n_outputs));
+        b->plans[i] = NULL; /* the launch owns it */
+    }
+    for (int v = b->follow_head[i]; v >= 0; v = b->follow_next[v])
+        OS_TRY(launch_node(ex, b, v, stage, stream));
+    return OPSCHED_OK;
+}
+
+/* The stream of the node that produced what node i reads first. */
+static int preferred_stream(const opsched_sched_executor *ex, const sx_build *b, int i)
+{
+    const opsched_node *n = opsched_graph_node(b->g, i);
+    for (int k = 0; k < n->n_inputs; k++) {
+        if (n->inputs[k] < 0) continue;
+        int p = opsched_tensor_scheduled_producer(b->g, n->inputs[k]);
+        if (p < 0) continue;
+        if (ex->nodes[p].stream >= 0) return ex->nodes[p].stream;
+        if (b->place[p].merge_first >= 0) return ex->nodes[b->place[p].merge_first].stream;
+    }
+    return -1;
+}
+
+static opsched_status launch_merge(opsched_sched_executor *ex, sx_build *b, int k, int stream)
+{
+    const opsched_merge *m = &b->s->stages[k].merge;
+    struct merge_launches *ml = &b->merges[k];
+    int first = m->members[0].node;
+    for (int j = 0; j < ml->n; j++) {
+        OS_TRY(add_launch(ex, ml->plan[j], first, k, stream, ml->label, ml->in[j], ml->n_in[j],
+                          ml->out[j], ml->n_out[j]));
+        ml->plan[j] = NULL;
+    }
+    for (int i = 0; i < m->n_members; i++) {
+        ex->nodes[m->members[i].node].stream = stream;
+        if (m->members[i].relu >= 0) ex->nodes[m->members[i].relu].stream = stream;
+    }
+    for (int i = 0; i < m->n_members; i++) {
+        for (int v = b->follow_head[m->members[i].node]; v >= 0; v = b->follow_next[v])
+            OS_TRY(launch_node(ex, b, v, k, stream));
+        if (m->members[i].relu >= 0)
+            for (int v = b->follow_head[m->members[i].relu]; v >= 0; v = b->follow_next[v])
+                OS_TRY(launch_node(ex, b, v, k, stream));
+    }
+    return OPSCHED_OK;
+}
+
+static opsched_status launch_all(opsched_sched_executor *ex, sx_build *b)
+{
+    const opsched_schedule *s = b->s;
+    int width = 1;
+    for (int k = 0; k < s->n_stages; k++)
+        if (s->stages[k].kind == OPSCHED_STAGE_CONCURRENT && s->stages[k].n_groups > width)
+            width = s->stages[k].n_groups;
+    ex->n_streams = width;
+    int *stream_of = malloc(sizeof(int) * (size_t)width);
+    unsigned char *taken = malloc((size_t)width);
+    if (!stream_of || !taken) {
+        free(stream_of);
+        free(taken);
+        return OS_NOMEM(ex->ctx);
+    }
+    opsched_status st = OPSCHED_OK;
+    for (int v = b->follow_head[ex->n_nodes]; v >= 0; v = b->follow_next[v])
+        OS_TRY_GOTO(st, launch_node(ex, b, v, 0, 0), done);
+    for (int k = 0; k < s->n_stages; k++) {
+        const opsched_stage *sg = &s->stages[k];
+        if (sg->kind == OPSCHED_STAGE_MERGE) {
+            int pref = preferred_stream(ex, b, sg->merge.members[0].node);
+            OS_TRY_GOTO(st, launch_merge(ex, b, k, pref >= 0 ? pref : 0), done);
+            continue;
+        }
+        memset(taken, 0, (size_t)width);
+        for (int j = 0; j < sg->n_groups; j++) {
+            int pref = preferred_stream(ex, b, sg->groups[j].nodes[0]);
+            stream_of[j] = pref >= 0 && !taken[pref] ? pref : -1;
+            if (stream_of[j] >= 0) taken[stream_of[j]] = 1;
+        }
+        for (int j = 0, free_s = 0; j < sg->n_groups; j++) {
+            if (stream_of[j] >= 0) continue;
+            while (taken[free_s])
+                free_s++;
+            stream_of[j] = free_s;
+            taken[free_s] = 1;
+        }
+        int longest = 0;
+        for (int j = 0; j < sg->n_groups; j++)
+            longest = OS_MAX(longest, sg->groups[j].n_nodes);
+        for (int p = 0; p < longest; p++)
+            for (int j = 0; j < sg->n_groups; j++)
+                if (p < sg->groups[j].n_nodes)
+                    OS_TRY_GOTO(st, launch_node(ex, b, sg->groups[j].nodes[p], k, stream_of[j]),
+                                done);
+    }
+done:
+    free(stream_of);
+    free(taken);
+    return st;
+}
+
+/* ---- memory --------------------------------------------------------------- */
+
+static int in_weights(const sx_tensor *t)
+{
+    return t->kind == OPSCHED_TENSOR_WEIGHT || t->kind == OPSCHED_TENSOR_CONSTANT;
+}
+
+/* Packs the weights that launches read into one buffer. */
+static opsched_status load_weights(opsched_sched_executor *ex, const opsched_graph *g,
+                                   uint64_t seed)
+{
+    opsched_status st = OPSCHED_OK;
+    size_t total = 0;
+    for (int t = 0; t < ex->n_tensors; t++) {
+        const sx_tensor *et = &ex->tensors[t];
+        if (in_weights(et) && et->used && et->parent == t)
+            total += align_up(et->bytes ? et->bytes : 1);
+    }
+    ex->info.weight_bytes = total;
+    OS_TRY(opsched_buffer_alloc(ex->dev, total, &ex->weights));
+    unsigned char *host = calloc(total ? total : 1, 1);
+    if (!host) return OS_NOMEM(ex->ctx);
+    size_t off = 0;
+    for (int t = 0; t < ex->n_tensors; t++) {
+        sx_tensor *et = &ex->tensors[t];
+        if (!in_weights(et) || !et->used || et->parent != t) continue;
+        if (et->host)
+            memcpy(host + off, et->host, et->bytes);
+        else
+            OS_TRY_GOTO(
+                st, os_exec_tensor_values(ex->ctx, g, t, ex->math, ex->layout, seed, host + off),
+                done);
+        OS_TRY_GOTO(st, opsched_buffer_view(ex->weights, off, et->bytes, &et->buf), done);
+        off += align_up(et->bytes ? et->bytes : 1);
+    }
+    OS_TRY_GOTO(st, opsched_buffer_upload(ex->weights, 0, host, total), done);
+done:
+    free(host);
+    return st;
+}
+
+/* Lifetimes in stages, placement, and a buffer for every tensor used. */
+static opsched_status lay_out(opsched_sched_executor *ex)
+{
+    opsched_status st = OPSCHED_OK;
+    int nt = ex->n_tensors;
+    int *first = malloc(sizeof(int) * (size_t)(nt + 1)),
+        *last = malloc(sizeof(int) * (size_t)(nt + 1));
+    os_memblock *blocks = malloc(sizeof(os_memblock) * (size_t)(nt + 1));
+    if (!first || !last || !blocks) {
+        st = OS_NOMEM(ex->ctx);
+        goto done;
+    }
+    for (int t = 0; t < nt; t++) {
+        first[t] = INT32_MAX;
+        last[t] = -1;
+    }
+    for (int u = 0; u < ex->n_launches; u++) {
+        const sx_launch *l = &ex->launches[u];
+        for (int i = 0; i < l->n_in + l->n_out; i++) {
+            int t = i < l->n_in ? l->in[i] : l->out[i - l->n_in];
+            if (t < 0) continue;
+            int r = os_sx_root(ex, t, NULL);
+            first[r] = OS_MIN(first[r], l->stage);
+            last[r] = OS_MAX(last[r], l->stage);
+        }
+    }
+    for (int i = 0; i < ex->n_outputs; i++) {
+        int r = os_sx_root(ex, ex->outputs[i], NULL);
+        last[r] = ex->n_stages;
+        if (first[r] == INT32_MAX) first[r] = 0;
+    }
+    /* graph inputs: their own region, alive throughout */
+    size_t off = 0;
+    for (int i = 0; i < ex->n_inputs; i++) {
+        sx_tensor *t = &ex->tensors[ex->inputs[i]];
+        t->arena_off = off;
+        off += align_up(t->bytes ? t->bytes : 1);
+    }
+    size_t input_bytes = off, peak = 0;
+    int nb = 0;
+    for (int t = 0; t < nt; t++) {
+        const sx_tensor *et = &ex->tensors[t];
+        if (et->parent != t || in_weights(et) || et->kind == OPSCHED_TENSOR_INPUT || last[t] < 0)
+            continue;
+        blocks[nb].id = t;
+        blocks[nb].first = first[t];
+        blocks[nb].last = last[t];
+        blocks[nb].size = align_up(et->bytes ? et->bytes : 1);
+        blocks[nb].offset = 0;
+        nb++;
+    }
+    OS_TRY_GOTO(st, os_memplan_place(ex->ctx, blocks, nb, &peak), done);
+    for (int i = 0; i < nb; i++)
+        ex->tensors[blocks[i].id].arena_off = input_bytes + blocks[i].offset;
+    ex->info.arena_bytes = input_bytes + peak;
+    OS_TRY_GOTO(st, opsched_buffer_alloc(ex->dev, ex->info.arena_bytes, &ex->arena), done);
+    for (int t = 0; t < nt; t++) {
+        sx_tensor *et = &ex->tensors[t];
+        if (!et->used || et->buf) continue;
+        size_t rel = 0;
+        int r = os_sx_root(ex, t, &rel);
+        const sx_tensor *rt = &ex->tensors[r];
+        if (in_weights(rt)) {
+            if (!rt->buf) continue;
+            OS_TRY_GOTO(st, opsched_buffer_view(rt->buf, rel, et->bytes, &et->buf), done);
+        } else if (rt->arena_off != SX_NONE) {
+            OS_TRY_GOTO(
+                st, opsched_buffer_view(ex->arena, rt->arena_off + rel, et->bytes, &et->buf), done);
+        }
+    }
+    for (int u = 0; u < ex->n_launches; u++) {
+        sx_launch *l = &ex->launches[u];
+        for (int i = 0; i < l->n_in; i++)
+            l->bin[i] = l->in[i] >= 0 ? ex->tensors[l->in[i]].buf : NULL;
+        for (int i = 0; i < l->n_out; i++) {
+            l->bout[i] = ex->tensors[l->out[i]].buf;
+            if (!l->bout[i]) {
+                st = OS_FAIL(ex->ctx, OPSCHED_ERR_INVALID_ARG,
+                             "schedule executor: '%s' writes a tensor without memory", l->label);
+                goto done;
+            }
+        }
+    }
+done:
+    free(first);
+    free(last);
+    free(blocks);
+    return st;
+}
+
+/* ---- create and free ------------------------------------------------------ */
+
+static void build_release(sx_build *b, int n_nodes)
+{
+    for (int i = 0; b->plans && i < n_nodes; i++)
+        opsched_plan_free(b->plans[i]);
+    for (int k = 0; b->merges && k < b->s->n_stages; k++) {
+        for (int j = 0; j < 3; j++) {
+            opsched_plan_free(b->merges[k].plan[j]);
+            free(b->merges[k].in[j]);
+            free(b->merges[k].out[j]);
+        }
+    }
+    free(b->plans);
+    free(b->merges);
+    free(b->place);
+    free(b->follow_head);
+    free(b->follow_next);
+}
+
+void opsched_sched_executor_free(opsched_sched_executor *ex)
+{
+    if (!ex) return;
+    os_device_graph_free(ex->dev, ex->graph);
+    opsched_timer_free(ex->ref_timer);
+    opsched_timer_free(ex->end_timer);
+    for (int u = 0; ex->launches && u < ex->n_launches; u++) {
+        sx_launch *l = &ex->launches[u];
+        opsched_plan_free(l->plan);
+        opsched_timer_free(l->timer);
+        free(l->in);
+        free(l->out);
+        free(l->bin);
+        free(l->bout);
+        free(l->waits);
+    }
+    for (int t = 0; ex->tensors && t < ex->n_tensors; t++) {
+        opsched_buffer_free(ex->tensors[t].buf);
+        free(ex->tensors[t].host);
+    }
+    for (int e = 0; ex->events && e < ex->n_events; e++)
+        opsched_event_free(ex->events[e]);
+    for (int k = 1; ex->streams && k < ex->n_streams; k++)
+        opsched_stream_free(ex->streams[k]);
+    opsched_buffer_free(ex->arena);
+    opsched_buffer_free(ex->weights);
+    free(ex->launches);
+    free(ex->tensors);
+    free(ex->nodes);
+    free(ex->inputs);
+    free(ex->outputs);
+    free(ex->events);
+    free(ex->streams);
+    free(ex);
+}
+
+static opsched_status make_streams(opsched_sched_executor *ex)
+{
+    ex->streams = calloc((size_t)ex->n_streams, sizeof(*ex->streams));
+    if (!ex->streams) return OS_NOMEM(ex->ctx);
+    ex->streams[0] = opsched_device_stream(ex->dev);
+    for (int k = 1; k < ex->n_streams; k++)
+        OS_TRY(opsched_stream_create(ex->dev, &ex->streams[k]));
+    return OPSCHED_OK;
+}
+
+opsched_status opsched_sched_executor_create(opsched_device *dev, const opsched_graph *g,
+                                             const opsched_schedule *s,
+                                             const opsched_sched_exec_options *opts,
+                                             opsched_sched_executor **out)
+{
+    if (!dev || !g || !s || !out) return OPSCHED_ERR_INVALID_ARG;
+    *out = NULL;
+    opsched_ctx *ctx = opsched_device_ctx(dev);
+    opsched_sched_exec_options o;
+    memset(&o, 0, sizeof(o));
+    if (opts) o = *opts;
+    if (!o.exec.seed) o.exec.seed = 1;
+    if (o.exec.algo_fallback && strcmp(o.exec.algo_fallback, "heuristic") != 0)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
+                       "schedule executor: algorithm fallback '%s' (valid: none, heuristic)",
+                       o.exec.algo_fallback);
+    if ((int)o.exec.plan.math < 0 || o.exec.plan.math >= OPSCHED_MATH_COUNT)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "schedule executor: bad math mode %d",
+                       (int)o.exec.plan.math);
+    OS_TRY(opsched_schedule_validate(g, s));
+
+    opsched_status st = OPSCHED_OK;
+    sx_build b;
+    memset(&b, 0, sizeof(b));
+    opsched_sched_executor *ex = calloc(1, sizeof(*ex));
+    if (!ex) return OS_NOMEM(ctx);
+    ex->dev = dev;
+    ex->ctx = ctx;
+    ex->math = o.exec.plan.math;
+    ex->layout = o.exec.plan.layout;
+    ex->n_stages = s->n_stages;
+    OS_TRY_GOTO(st, copy_graph(ex, g), fail);
+    b.g = g;
+    b.s = s;
+    b.o = &o;
+    b.place = calloc((size_t)ex->n_nodes + 1, sizeof(*b.place));
+    b.plans = calloc((size_t)ex->n_nodes + 1, sizeof(*b.plans));
+    b.follow_head = calloc((size_t)ex->n_nodes + 1, sizeof(int));
+    b.follow_next = calloc((size_t)ex->n_nodes + 1, sizeof(int));
+    b.merges = calloc((size_t)s->n_stages + 1, sizeof(*b.merges));
+    if (!b.place || !b.plans || !b.follow_head || !b.follow_next || !b.merges) {
+        st = OS_NOMEM(ctx);
+        goto fail;
+    }
+    OS_TRY_GOTO(st, place_nodes(ex, &b), fail);
+    OS_TRY_GOTO(st, plan_all(ex, &b), fail);
+    list_followers(ex, &b);
+    OS_TRY_GOTO(st, launch_all(ex, &b), fail);
+    ex->info.n_stages = s->n_stages;
+    ex->info.n_streams = ex->n_streams;
+    ex->info.n_launches = ex->n_launches;
+    OS_TRY_GOTO(st, load_weights(ex, g, o.exec.seed), fail);
+    OS_TRY_GOTO(st, lay_out(ex), fail);
+    OS_TRY_GOTO(st, make_streams(ex), fail);
+    OS_TRY_GOTO(st, os_sx_build_program(ex), fail);
+    OS_TRY_GOTO(st, opsched_sched_executor_randomize_inputs(ex, o.exec.seed), fail);
+    build_release(&b, ex->n_nodes);
+    *out = ex;
+    return OPSCHED_OK;
+fail:
+    build_release(&b, ex->n_nodes);
+    opsched_sched_executor_free(ex);
+    return st;
+}
+
+opsched_status opsched_sched_executor_info(const opsched_sched_executor *ex,
+                                           opsched_sched_exec_info *out)
+{
+    if (!ex || !out) return OPSCHED_ERR_INVALID_ARG;
+    *out = ex->info;
+    return OPSCHED_OK;
+}
+
+const opsched_sched_node_info *opsched_sched_executor_node(const opsched_sched_executor *ex,
+                                                           int node)
+{
+    if (!ex || node < 0 || node >= ex->n_nodes) return NULL;
+    return &ex->nodes[node];
+}

@@ -1,0 +1,500 @@
+/*
+ * sched_run.c - running the schedule executor: the program that orders
+ * its streams, free runs, capture into one device graph, traced runs,
+ * timing, inputs and outputs.
+ *
+ * The program is found once, at create.  Every launch reads and writes
+ * byte ranges of the arena; a launch must wait for the earlier launches
+ * that wrote a range it reads, and for every earlier use of a range it
+ * writes (memory that the layout reused).  Launches on its own stream are
+ * ordered already.  For the others, a vector clock per stream (the last
+ * launch of every stream it is known to run after) keeps only the waits
+ * that no earlier wait implies: one event wait per other stream at most,
+ * on the event recorded right after the latest launch needed there.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend_impl.h"
+#include "core/error.h"
+#include "core/util.h"
+#include "exec/sched_exec_impl.h"
+#include "measure/measure_impl.h"
+
+/* ---- the program ---------------------------------------------------------- */
+
+typedef struct sx_access {
+    int launch;
+    size_t lo, hi; /* arena bytes [lo, hi) */
+    int write;
+} sx_access;
+
+/* The arena range of tensor t, 0 when it is not in the arena. */
+static int arena_range(const opsched_sched_executor *ex, int t, size_t *lo, size_t *hi)
+{
+    if (t < 0) return 0;
+    size_t rel = 0;
+    int r = os_sx_root(ex, t, &rel);
+    const sx_tensor *rt = &ex->tensors[r];
+    if (rt->arena_off == SIZE_MAX || rt->kind == OPSCHED_TENSOR_INPUT) return 0;
+    *lo = rt->arena_off + rel;
+    *hi = *lo + ex->tensors[t].bytes;
+    return *hi > *lo;
+}
+
+typedef struct sx_order {
+    int ns;
+    int *clock;    /* ns x ns: clock[q * ns + r] = launches of stream r that q runs after */
+    int *snap;     /* per launch, ns: its stream's clock right after it */
+    int *seq;      /* per launch: its position on its stream, from 1 */
+    int *need_seq; /* per stream: the latest launch needed there (its seq) */
+    int *need_at;  /* and which launch */
+} sx_order;
+
+static void need(const opsched_sched_executor *ex, sx_order *o, int q, int d)
+{
+    int r = ex->launches[d].stream;
+    if (r != q && o->seq[d] > o->need_seq[r]) {
+        o->need_seq[r] = o->seq[d];
+        o->need_at[r] = d;
+    }
+}
+
+/* Adds what launch u must wait for to o->need_* from the accesses before it. */
+static void dependencies(const opsched_sched_executor *ex, sx_order *o, int u, const sx_access *acc,
+                         int n_acc)
+{
+    const sx_launch *l = &ex->launches[u];
+    for (int i = 0; i < l->n_in + l->n_out; i++) {
+        int write = i >= l->n_in;
+        size_t lo = 0, hi = 0;
+        if (!arena_range(ex, write ? l->out[i - l->n_in] : l->in[i], &lo, &hi)) continue;
+        for (int a = 0; a < n_acc; a++)
+            if ((write || acc[a].write) && acc[a].lo < hi && lo < acc[a].hi)
+                need(ex, o, l->stream, acc[a].launch);
+    }
+}
+
+static opsched_status record_accesses(opsched_sched_executor *ex, int u, sx_access **acc,
+                                      int *n_acc, size_t *cap)
+{
+    const sx_launch *l = &ex->launches[u];
+    for (int i = 0; i < l->n_in + l->n_out; i++) {
+        int write = i >= l->n_in;
+        size_t lo = 0, hi = 0;
+        if (!arena_range(ex, write ? l->out[i - l->n_in] : l->in[i], &lo, &hi)) continue;
+        OS_TRY(os_grow(ex->ctx, (void **)acc, cap, (size_t)*n_acc + 1, sizeof(sx_access)));
+        (*acc)[(*n_acc)++] = (sx_access){u, lo, hi, write};
+    }
+    return OPSCHED_OK;
+}
+
+opsched_status os_sx_build_program(opsched_sched_executor *ex)
+{
+    opsched_status st = OPSCHED_OK;
+    int ns = ex->n_streams, nl = ex->n_launches;
+    sx_order o;
+    sx_access *acc = NULL;
+    size_t cap = 0;
+    int n_acc = 0;
+    int *count = calloc((size_t)ns, sizeof(int));
+    int *event_of = malloc(sizeof(int) * (size_t)(nl + 1));
+    o.ns = ns;
+    o.clock = calloc((size_t)ns * (size_t)ns, sizeof(int));
+    o.snap = calloc((size_t)(nl + 1) * (size_t)ns, sizeof(int));
+    o.seq = calloc((size_t)nl + 1, sizeof(int));
+    o.need_seq = calloc((size_t)ns, sizeof(int));
+    o.need_at = calloc((size_t)ns, sizeof(int));
+    if (!count || !event_of || !o.clock || !o.snap || !o.seq || !o.need_seq || !o.need_at) {
+        st = OS_NOMEM(ex->ctx);
+        goto done;
+    }
+    int n_events = ns; /* the fork and one join per other stream */
+    for (int u = 0; u < nl; u++)
+        event_of[u] = -1;
+    for (int u = 0; u < nl; u++) {
+        sx_launch *l = &ex->launches[u];
+        int q = l->stream;
+        for (int r = 0; r < ns; r++) {
+            o.need_seq[r] = 0;
+            o.need_at[r] = -1;
+        }
+        dependencies(ex, &o, u, acc, n_acc);
+        int n_w = 0;
+        for (int r = 0; r < ns; r++)
+            if (o.need_at[r] >= 0 && o.need_seq[r] > o.clock[q * ns + r]) n_w++;
+        if (n_w) {
+            l->waits = malloc(sizeof(int) * (size_t)n_w);
+            if (!l->waits) {
+                st = OS_NOMEM(ex->ctx);
+                goto done;
+            }
+        }
+        for (int r = 0; r < ns; r++) {
+            int d = o.need_at[r];
+            if (d < 0 || o.need_seq[r] <= o.clock[q * ns + r]) continue;
+            if (event_of[d] < 0) event_of[d] = n_events++;
+            l->waits[l->n_waits++] = event_of[d];
+            for (int k = 0; k < ns; k++)
+                o.clock[q * ns + k] = OS_MAX(o.clock[q * ns + k], o.snap[(size_t)d * ns + k]);
+        }
+        ex->info.n_waits += l->n_waits;
+        o.seq[u] = ++count[q];
+        o.clock[q * ns + q] = o.seq[u];
+        memcpy(&o.snap[(size_t)u * ns], &o.clock[q * ns], sizeof(int) * (size_t)ns);
+        OS_TRY_GOTO(st, record_accesses(ex, u, &acc, &n_acc, &cap), done);
+    }
+    for (int u = 0; u < nl; u++)
+        ex->launches[u].record = event_of[u];
+    ex->events = calloc((size_t)n_events, sizeof(*ex->events));
+    if (!ex->events) {
+        st = OS_NOMEM(ex->ctx);
+        goto done;
+    }
+    ex->n_events = n_events;
+    for (int e = 0; e < n_events; e++)
+        OS_TRY_GOTO(st, opsched_event_create(ex->dev, &ex->events[e]), done);
+done:
+    free(count);
+    free(event_of);
+    free(o.clock);
+    free(o.snap);
+    free(o.seq);
+    free(o.need_seq);
+    free(o.need_at);
+    free(acc);
+    return st;
+}
+
+/* ---- running -------------------------------------------------------------- */
+
+static opsched_status fork_streams(opsched_sched_executor *ex)
+{
+    if (ex->n_streams < 2) return OPSCHED_OK;
+    OS_TRY(opsched_event_record(ex->events[SX_EVENT_FORK], ex->streams[0]));
+    for (int k = 1; k < ex->n_streams; k++)
+        OS_TRY(opsched_stream_wait_event(ex->streams[k], ex->events[SX_EVENT_FORK]));
+    return OPSCHED_OK;
+}
+
+static opsched_status join_streams(opsched_sched_executor *ex)
+{
+    for (int k = 1; k < ex->n_streams; k++) {
+        OS_TRY(opsched_event_record(ex->events[k], ex->streams[k]));
+        OS_TRY(opsched_stream_wait_event(ex->streams[0], ex->events[k]));
+    }
+    return OPSCHED_OK;
+}
+
+/* Enqueues the launches (with a timestamp pair around each when traced). */
+static opsched_status run_launches(opsched_sched_executor *ex, int traced)
+{
+    for (int u = 0; u < ex->n_launches; u++) {
+        sx_launch *l = &ex->launches[u];
+        opsched_stream *s = ex->streams[l->stream];
+        for (int w = 0; w < l->n_waits; w++)
+            OS_TRY(opsched_stream_wait_event(s, ex->events[l->waits[w]]));
+        if (traced) OS_TRY(opsched_timer_start(l->timer, s));
+        OS_TRY(opsched_plan_launch(l->plan, s, l->bin, l->bout));
+        if (traced) OS_TRY(opsched_timer_stop(l->timer, s));
+        if (l->record >= 0) OS_TRY(opsched_event_record(ex->events[l->record], s));
+    }
+    return OPSCHED_OK;
+}
+
+/* One inference: fork, launches, join.  After a failure the streams are
+ * still joined (best effort), so a capture in progress can be ended. */
+static opsched_status run_once(opsched_sched_executor *ex, int traced)
+{
+    opsched_status st = fork_streams(ex);
+    if (st == OPSCHED_OK) st = run_launches(ex, traced);
+    if (st != OPSCHED_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof(msg), "%s", opsched_ctx_last_error(ex->ctx));
+        (void)join_streams(ex);
+        os_fail(ex->ctx, st, __FILE__, __LINE__, "%s", msg);
+        return st;
+    }
+    return join_streams(ex);
+}
+
+opsched_status opsched_sched_executor_run(opsched_sched_executor *ex)
+{
+    if (!ex) return OPSCHED_ERR_INVALID_ARG;
+    return run_once(ex, 0);
+}
+
+opsched_status opsched_sched_executor_capture(opsched_sched_executor *ex)
+{
+    if (!ex) return OPSCHED_ERR_INVALID_ARG;
+    opsched_stream *s = ex->streams[0];
+    os_device_graph_free(ex->dev, ex->graph);
+    ex->graph = NULL;
+    OS_TRY(os_stream_graph_begin(s));
+    opsched_status st = run_once(ex, 0);
+    if (st != OPSCHED_OK) {
+        (void)os_stream_graph_end(s, NULL);
+        return st;
+    }
+    return os_stream_graph_end(s, &ex->graph);
+}
+
+opsched_status opsched_sched_executor_replay(opsched_sched_executor *ex)
+{
+    if (!ex) return OPSCHED_ERR_INVALID_ARG;
+    if (!ex->graph)
+        return OS_FAIL(ex->ctx, OPSCHED_ERR_INVALID_ARG,
+                       "schedule executor: replay before a successful capture");
+    return os_stream_graph_launch(ex->streams[0], ex->graph);
+}
+
+opsched_status opsched_sched_executor_trace(opsched_sched_executor *ex, opsched_sched_span **spans,
+                                            int *n_spans, double *total_ms)
+{
+    if (!ex || !spans || !n_spans) return OPSCHED_ERR_INVALID_ARG;
+    *spans = NULL;
+    *n_spans = 0;
+    if (!ex->ref_timer) OS_TRY(opsched_timer_create(ex->dev, &ex->ref_timer));
+    if (!ex->end_timer) OS_TRY(opsched_timer_create(ex->dev, &ex->end_timer));
+    for (int u = 0; u < ex->n_launches; u++)
+        if (!ex->launches[u].timer) OS_TRY(opsched_timer_create(ex->dev, &ex->launches[u].timer));
+    OS_TRY(opsched_device_sync(ex->dev));
+    OS_TRY(opsched_timer_start(ex->ref_timer, ex->streams[0]));
+    OS_TRY(run_once(ex, 1));
+    OS_TRY(opsched_timer_start(ex->end_timer, ex->streams[0]));
+    opsched_sched_span *out = calloc((size_t)ex->n_launches + 1, sizeof(*out));
+    if (!out) return OS_NOMEM(ex->ctx);
+    opsched_status st = OPSCHED_OK;
+    for (int u = 0; u < ex->n_launches; u++) {
+        const sx_launch *l = &ex->launches[u];
+        opsched_sched_span *sp = &out[u];
+        sp->node = l->node;
+        sp->stage = l->stage;
+        sp->stream = l->stream;
+        snprintf(sp->label, sizeof(sp->label), "%s", l->label);
+        OS_TRY_GOTO(st, opsched_timer_between_ms(ex->ref_timer, l->timer, &sp->start_ms), fail);
+        OS_TRY_GOTO(st, opsched_timer_elapsed_ms(l->timer, &sp->dur_ms), fail);
+    }
+    if (total_ms)
+        OS_TRY_GOTO(st, opsched_timer_between_ms(ex->ref_timer, ex->end_timer, total_ms), fail);
+    *spans = out;
+    *n_spans = ex->n_launches;
+    return OPSCHED_OK;
+fail:
+    free(out);
+    return st;
+}
+
+/* ---- timing --------------------------------------------------------------- */
+
+#define ROUND 16
+#define MAX_SAMPLES 100000
+
+static opsched_status launch(opsched_sched_executor *ex, int use_graph)
+{
+    return use_graph ? opsched_sched_executor_replay(ex) : opsched_sched_executor_run(ex);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* How many samples the next round holds, given n read (total ms together)
+ * and pending enqueued. */
+static int next_round(const opsched_run_timing_options *o, int n, int pending, double total)
+{
+    int want = o->iters - (n + pending);
+    if (o->min_ms > 0) {
+        double per = n > 0 ? total / n : 0;
+        if (per <= 0)
+            want = OS_MAX(want, ROUND);
+        else if (total + per * pending < o->min_ms)
+            want = OS_MAX(want, (int)((o->min_ms - total - per * pending) / per) + 1);
+    }
+    want = OS_MIN(want, ROUND);
+    want = OS_MIN(want, MAX_SAMPLES - n - pending);
+    return OS_MAX(want, 0);
+}
+
+opsched_status opsched_sched_executor_time(opsched_sched_executor *ex, int use_graph,
+                                           const opsched_run_timing_options *opts,
+                                           opsched_run_timing *out)
+{
+    if (!ex || !out) return OPSCHED_ERR_INVALID_ARG;
+    opsched_run_timing_options o = {100.0, 50, 200.0};
+    if (opts) o = *opts;
+    if (o.iters < 1) o.iters = 1;
+    memset(out, 0, sizeof(*out));
+    opsched_status st = OPSCHED_OK;
+    opsched_timer *timers[2][ROUND];
+    double *samples = NULL;
+    size_t cap = 0;
+    int n = 0, k[2] = {0, 0}, cur = 0;
+    double total = 0;
+    memset(timers, 0, sizeof(timers));
+    opsched_stream *s0 = ex->streams[0];
+    /* warm-up, the queue bounded so the host's clock follows the device's */
+    double t0 = os_now_ms();
+    for (int i = 0; i < 3 || os_now_ms() - t0 < o.warmup_ms; i++) {
+        OS_TRY(launch(ex, use_graph));
+        if (i % 8 == 7) OS_TRY(opsched_device_sync(ex->dev));
+        if (i >= 100000) break;
+    }
+    OS_TRY(opsched_device_sync(ex->dev));
+    for (int r = 0; r < 2; r++)
+        for (int j = 0; j < ROUND; j++)
+            OS_TRY_GOTO(st, opsched_timer_create(ex->dev, &timers[r][j]), done);
+    k[cur] = next_round(&o, 0, 0, 0);
+    for (int j = 0; j < k[cur]; j++) {
+        OS_TRY_GOTO(st, opsched_timer_start(timers[cur][j], s0), done);
+        OS_TRY_GOTO(st, launch(ex, use_graph), done);
+        OS_TRY_GOTO(st, opsched_timer_stop(timers[cur][j], s0), done);
+    }
+    while (k[cur] > 0) {
+        int nxt = 1 - cur;
+        k[nxt] = next_round(&o, n, k[cur], total);
+        for (int j = 0; j < k[nxt]; j++) {
+            OS_TRY_GOTO(st, opsched_timer_start(timers[nxt][j], s0), done);
+            OS_TRY_GOTO(st, launch(ex, use_graph), done);
+            OS_TRY_GOTO(st, opsched_timer_stop(timers[nxt][j], s0), done);
+        }
+        OS_TRY_GOTO(st,
+                    os_grow(ex->ctx, (void **)&samples, &cap, (size_t)(n + k[cur]), sizeof(double)),
+                    done);
+        for (int j = 0; j < k[cur]; j++) {
+            double ms = 0;
+            OS_TRY_GOTO(st, opsched_timer_elapsed_ms(timers[cur][j], &ms), done);
+            samples[n++] = ms;
+            total += ms;
+        }
+        cur = nxt;
+    }
+    OS_TRY_GOTO(st, opsched_device_sync(ex->dev), done);
+    OS_TRY_GOTO(st, opsched_stats_compute(samples, n, &out->stats), done);
+    qsort(samples, (size_t)n, sizeof(double), cmp_double);
+    {
+        double pos = 0.1 * (double)(n - 1);
+        int lo = (int)floor(pos), hi = lo + 1 < n ? lo + 1 : lo;
+        out->p10 = samples[lo] + (samples[hi] - samples[lo]) * (pos - (double)lo);
+    }
+done:
+    for (int r = 0; r < 2; r++)
+        for (int j = 0; j < ROUND; j++)
+            opsched_timer_free(timers[r][j]);
+    free(samples);
+    return st;
+}
+
+/* ---- inputs and outputs --------------------------------------------------- */
+
+static opsched_status check_io(const opsched_sched_executor *ex, const int *ids, int n_io, int i,
+                               const char *what, const float *data, size_t n, const sx_tensor **out)
+{
+    if (i < 0 || i >= n_io)
+        return OS_FAIL(ex->ctx, OPSCHED_ERR_INVALID_ARG,
+                       "schedule executor: graph %s %d does not exist (the graph has %d)", what, i,
+                       n_io);
+    const sx_tensor *t = &ex->tensors[ids[i]];
+    if (!data || n != t->numel)
+        return OS_FAIL(ex->ctx, OPSCHED_ERR_INVALID_ARG,
+                       "schedule executor: graph %s %d holds %zu values, not %zu", what, i,
+                       t->numel, n);
+    if (!t->buf)
+        return OS_FAIL(ex->ctx, OPSCHED_ERR_INVALID_ARG,
+                       "schedule executor: graph %s %d has no memory", what, i);
+    *out = t;
+    return OPSCHED_OK;
+}
+
+static opsched_status upload_f32(opsched_sched_executor *ex, const sx_tensor *t, const float *v)
+{
+    void *host = malloc(t->bytes ? t->bytes : 1);
+    if (!host) return OS_NOMEM(ex->ctx);
+    os_exec_convert(v, OPSCHED_F32, host, t->sdt, t->numel, &t->shape, t->nhwc);
+    opsched_status st = opsched_buffer_upload(t->buf, 0, host, t->bytes);
+    free(host);
+    return st;
+}
+
+opsched_status opsched_sched_executor_set_input(opsched_sched_executor *ex, int i,
+                                                const float *data, size_t n)
+{
+    if (!ex) return OPSCHED_ERR_INVALID_ARG;
+    const sx_tensor *t = NULL;
+    OS_TRY(check_io(ex, ex->inputs, ex->n_inputs, i, "input", data, n, &t));
+    return upload_f32(ex, t, data);
+}
+
+opsched_status opsched_sched_executor_get_output(opsched_sched_executor *ex, int i, float *data,
+                                                 size_t n)
+{
+    if (!ex) return OPSCHED_ERR_INVALID_ARG;
+    const sx_tensor *t = NULL;
+    OS_TRY(check_io(ex, ex->outputs, ex->n_outputs, i, "output", data, n, &t));
+    void *host = malloc(t->bytes ? t->bytes : 1);
+    if (!host) return OS_NOMEM(ex->ctx);
+    opsched_status st = opsched_buffer_download(t->buf, 0, host, t->bytes);
+    if (st == OPSCHED_OK) os_exec_convert(host, t->sdt, data, OPSCHED_F32, n, &t->shape, -t->nhwc);
+    free(host);
+    return st;
+}
+
+size_t opsched_sched_executor_output_numel(const opsched_sched_executor *ex, int i)
+{
+    if (!ex || i < 0 || i >= ex->n_outputs) return 0;
+    return ex->tensors[ex->outputs[i]].numel;
+}
+
+opsched_status opsched_sched_executor_randomize_inputs(opsched_sched_executor *ex, uint64_t seed)
+{
+    if (!ex) return OPSCHED_ERR_INVALID_ARG;
+    for (int i = 0; i < ex->n_inputs; i++) {
+        int id = ex->inputs[i];
+        const sx_tensor *t = &ex->tensors[id];
+        if (!t->buf) continue;
+        float *v = malloc(sizeof(float) * (t->numel ? t->numel : 1));
+        if (!v) return OS_NOMEM(ex->ctx);
+        os_exec_random_values(&t->fill, t->sdt, t->numel, seed + (uint64_t)id, v);
+        opsched_status st = upload_f32(ex, t, v);
+        free(v);
+        OS_TRY(st);
+    }
+    return OPSCHED_OK;
+}
+
+opsched_status opsched_sched_executor_compare(opsched_sched_executor *ex, opsched_executor *ref,
+                                              double *rel_l2)
+{
+    if (!ex || !ref || !rel_l2) return OPSCHED_ERR_INVALID_ARG;
+    double num = 0, den = 0;
+    int finite = 1;
+    opsched_status st = OPSCHED_OK;
+    for (int i = 0; i < ex->n_outputs && st == OPSCHED_OK; i++) {
+        size_t n = opsched_sched_executor_output_numel(ex, i);
+        if (n != opsched_executor_output_numel(ref, i))
+            return OS_FAIL(ex->ctx, OPSCHED_ERR_SHAPE,
+                           "compare: output %d has %zu values here and %zu in the reference", i, n,
+                           opsched_executor_output_numel(ref, i));
+        float *a = malloc(sizeof(float) * (n ? n : 1)), *b = malloc(sizeof(float) * (n ? n : 1));
+        if (!a || !b) st = OS_NOMEM(ex->ctx);
+        if (st == OPSCHED_OK) st = opsched_sched_executor_get_output(ex, i, a, n);
+        if (st == OPSCHED_OK) st = opsched_executor_get_output(ref, i, b, n);
+        for (size_t k = 0; st == OPSCHED_OK && k < n; k++) {
+            if (!isfinite(a[k]) || !isfinite(b[k])) finite = 0;
+            double d = (double)a[k] - (double)b[k];
+            num += d * d;
+            den += (double)b[k] * (double)b[k];
+        }
+        free(a);
+        free(b);
+    }
+    OS_TRY(st);
+    if (!finite)
+        *rel_l2 = INFINITY;
+    else
+        *rel_l2 = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
+    return OPSCHED_OK;
+}
