@@ -33,10 +33,11 @@ static const char schedule_help[] =
     "  --s N                IOS and greedy: groups per stage (default 8)\n"
     "  --max-block-ops N    IOS: operators per part of a block (default 50, at most 64)\n"
     "  --no-merge           IOS: no merged convolutions\n"
-    "  --db FILE            the measurement database\n"
-    "  --data NAME          a shipped data set instead of --db (see docs/PREDICT.md)\n"
+    "  --db FILE            the measurement database (default: the shipped data of\n"
+    "                       --device)\n"
     "  --device D           the device in the database: id or part of its name\n"
-    "                       (default: the only one measured)\n"
+    "                       (default: the only one measured); without --db, the\n"
+    "                       shipped data set of that name (h100)\n"
     "  --math M             fp32, tf32 (default), fp16 or bf16\n"
     "  --layout L           nchw (default) or nhwc\n"
     "  --algo POLICY        convolution algorithm policy (default heuristic)\n"
@@ -53,7 +54,7 @@ typedef struct sched_args {
     tool_model_opts mo;
     opsched_search_options so;
     const char *cost;
-    const char *db, *data, *device, *algo, *output;
+    const char *db, *device, *algo, *output;
     opsched_math math;
     opsched_layout layout;
     int quiet;
@@ -65,7 +66,7 @@ static int parse_args(int argc, char **argv, sched_args *a)
         {"searcher", required_argument, NULL, 'S'}, {"cost", required_argument, NULL, 'c'},
         {"r", required_argument, NULL, 'r'}, {"s", required_argument, NULL, 's'},
         {"max-block-ops", required_argument, NULL, 'm'}, {"no-merge", no_argument, NULL, 'M'},
-        {"db", required_argument, NULL, 'd'}, {"data", required_argument, NULL, 'D'},
+        {"db", required_argument, NULL, 'd'},
         {"device", required_argument, NULL, 'v'}, {"math", required_argument, NULL, 'x'},
         {"layout", required_argument, NULL, 'l'}, {"algo", required_argument, NULL, 'a'},
         {"batch", required_argument, NULL, 'b'}, {"input-size", required_argument, NULL, 'i'},
@@ -101,7 +102,6 @@ static int parse_args(int argc, char **argv, sched_args *a)
             break;
         case 'M': a->so.no_merge = 1; break;
         case 'd': a->db = optarg; break;
-        case 'D': a->data = optarg; break;
         case 'v': a->device = optarg; break;
         case 'x':
             if (opsched_math_from_name(optarg, &a->math) != OPSCHED_OK)
@@ -141,8 +141,6 @@ static int parse_args(int argc, char **argv, sched_args *a)
         return tool_usage_error("schedule", optind >= argc
                                                 ? "which model? give a zoo name or an .onnx file"
                                                 : "one model at a time");
-    if (a->db && a->data)
-        return tool_usage_error("schedule", "--db and --data name two databases; give one");
     a->mo.model = argv[optind];
     return 0;
 }
@@ -302,15 +300,8 @@ int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
     cost_setup c;
     memset(&c, 0, sizeof(c));
     opsched_status st;
-    if (a.data) {
-        st = opsched_shipped_database(ctx, a.data, c.db_path, sizeof(c.db_path));
-        if (st != OPSCHED_OK) return tool_fail(ctx, st, a.data);
-    } else if (a.db) {
-        snprintf(c.db_path, sizeof(c.db_path), "%s", a.db);
-    } else {
-        return tool_usage_error("schedule", "predicted costs need a database: --db FILE or "
-                                            "--data NAME");
-    }
+    rc = tool_db_or_shipped(ctx, "schedule", a.db, a.device, c.db_path, sizeof(c.db_path));
+    if (rc != TOOL_EXIT_OK) return rc;
     opsched_graph *g = NULL;
     opsched_schedule *s = NULL;
     st = tool_load_model(ctx, &a.mo, &g);
