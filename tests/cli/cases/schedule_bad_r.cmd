@@ -1,0 +1,1 @@
+schedule googlenet --r 0

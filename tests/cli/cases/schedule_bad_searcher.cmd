@@ -1,0 +1,1 @@
+schedule googlenet --searcher annealing

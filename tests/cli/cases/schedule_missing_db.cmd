@@ -1,0 +1,1 @@
+schedule googlenet --db /nonexistent/x.db
