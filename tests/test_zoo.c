@@ -29,6 +29,25 @@
  * The ONNX files' Pad + Constant pairs are how the exporter writes a padded
  * average pool (and, oddly, DenseNet's unpadded one); the zoo keeps a
  * single AveragePool with pads, so they have no counterpart here.
+ *
+ * The networks torchvision lacks have references of their own.  RandWire's
+ * graphs are ours (fixed seeds), so its numbers come from a second
+ * implementation of the generator and the layer rules,
+ * tests/zoo_randwire_reference.py:
+ *
+ *   randwire        params=5640289 folded=5621420 macs=583829240 size=224
+ *                   nodes=519 folded=420 wiring=0xb49fc74cd2f4e1b3
+ *   randwire_large  params=62040718 folded=61967905 macs=7864030896 size=224
+ *                   nodes=603 folded=489 wiring=0xe3a97de200cb47c2
+ *
+ * (the paper reports 5.6M parameters and 583M multiply-adds for the small
+ * regime with C = 78, 61.5M and 7.9G for the regular one with C = 154, on
+ * graphs of its own).  NASNet-A's come from tests/zoo_nasnet_reference.py,
+ * the network in PyTorch, whose parameter counts equal Keras' published
+ * trainable parameters (NASNetMobile 5,289,978, NASNetLarge 88,753,150):
+ *
+ *   nasnet          params=5289978 folded=5271939 macs=563638816 size=224
+ *   nasnet_large    params=88753150 folded=88656076 macs=23783414658 size=331
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,6 +57,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "opsched/zoo.h"
@@ -46,10 +66,10 @@ typedef struct zoo_ref {
     const char *name;
     int64_t default_size;
     int64_t min_size;      /* torchvision's, except AlexNet and VGG (see zoo.c) */
-    int64_t params;        /* torchvision's num_params, fold_bn = 0 */
+    int64_t params;        /* torchvision's num_params (or the reference's), fold_bn = 0 */
     int64_t params_folded; /* each conv-then-BN's 2C parameters become a C bias */
     int64_t macs;          /* Conv2d + Linear multiply-adds, batch 1, default size */
-    double gflops;         /* torchvision's published GFLOPS (multiply-adds, rounded) */
+    double gflops;         /* published GFLOPS (multiply-adds, rounded): torchvision, papers */
     /* Nodes per operator, in opsched_op_kind order.  Unfolded: torchvision's
      * modules and functional calls one for one.  Folded: the ONNX file's
      * nodes above, less Pad and Constant. */
@@ -96,6 +116,23 @@ static const zoo_ref refs[] = {
     {"squeezenet1_1", 224, 17, 1235496, 1235496, 349151936, 0.35,
      "Conv:26 MaxPool:3 GlobalAveragePool:1 Relu:26 Concat:8 Flatten:1 Dropout:1",
      "Conv:26 MaxPool:3 GlobalAveragePool:1 Relu:26 Concat:8 Flatten:1"},
+    {"randwire", 224, 1, 5640289, 5621420, 583829240, 0.583,
+     "Conv:195 Gemm:1 GlobalAveragePool:1 Relu:98 Add:121 Mul:3 BatchNormalization:99 Flatten:1",
+     "Conv:195 Gemm:1 GlobalAveragePool:1 Relu:98 Add:121 Mul:3 Flatten:1"},
+    {"randwire_large", 224, 1, 62040718, 61967905, 7864030896, 7.9,
+     "Conv:226 Gemm:1 GlobalAveragePool:1 Relu:113 Add:143 Mul:4 BatchNormalization:114 "
+     "Flatten:1",
+     "Conv:226 Gemm:1 GlobalAveragePool:1 Relu:113 Add:143 Mul:4 Flatten:1"},
+    {"nasnet", 224, 3, 5289978, 5271939, 563638816, 0.564,
+     "Conv:356 Gemm:1 MaxPool:8 AveragePool:52 GlobalAveragePool:1 Relu:192 Add:80 Concat:20 "
+     "Slice:4 BatchNormalization:192 Pad:4 Flatten:1 Dropout:1",
+     "Conv:356 Gemm:1 MaxPool:8 AveragePool:52 GlobalAveragePool:1 Relu:192 Add:80 Concat:20 "
+     "Slice:4 BatchNormalization:4 Pad:4 Flatten:1"},
+    {"nasnet_large", 331, 3, 88753150, 88656076, 23783414658, 23.8,
+     "Conv:488 Gemm:1 MaxPool:8 AveragePool:70 GlobalAveragePool:1 Relu:264 Add:110 Concat:26 "
+     "Slice:4 BatchNormalization:264 Pad:4 Flatten:1 Dropout:1",
+     "Conv:488 Gemm:1 MaxPool:8 AveragePool:70 GlobalAveragePool:1 Relu:264 Add:110 Concat:26 "
+     "Slice:4 BatchNormalization:4 Pad:4 Flatten:1"},
 };
 
 #define N_REFS ((int)(sizeof(refs) / sizeof(refs[0])))
@@ -235,13 +272,13 @@ static void check_model(const zoo_ref *r, int fold)
     assert_logits(g, 1);
 
     if (t.params != (fold ? r->params_folded : r->params))
-        fail_msg("%s fold_bn=%d: %lld parameters, torchvision has %lld", r->name, fold,
+        fail_msg("%s fold_bn=%d: %lld parameters, the reference has %lld", r->name, fold,
                  (long long)t.params, (long long)(fold ? r->params_folded : r->params));
     /* Folding moves no multiply-add: the scale goes into the weights. */
     assert_int_equal(conv_gemm_flops(g), 2 * r->macs);
     double gmacs = (double)conv_gemm_flops(g) / 2e9;
     if (fabs(gmacs - r->gflops) > 0.02 * r->gflops)
-        fail_msg("%s: %.4f GMACs, torchvision publishes %.2f", r->name, gmacs, r->gflops);
+        fail_msg("%s: %.4f GMACs, the published figure is %.3g", r->name, gmacs, r->gflops);
     assert_true(t.flops > conv_gemm_flops(g));
 
     op_histogram(g, ops, sizeof(ops));
@@ -379,6 +416,235 @@ static void test_shapes(void **state)
     assert_int_equal(s->d[1], 2048);
     assert_int_equal(s->d[2], 8);
     assert_int_equal(s->d[3], 8);
+    opsched_graph_free(g);
+}
+
+/* ---- RandWire and NASNet-A --------------------------------------------- */
+
+/* Two graphs are the same: tensors (names, kinds, shapes, payloads) and
+ * nodes (names, operators, inputs, outputs, costs), in the same order. */
+static void assert_same_graph(const opsched_graph *a, const opsched_graph *b)
+{
+    assert_int_equal(opsched_graph_num_tensors(a), opsched_graph_num_tensors(b));
+    assert_int_equal(opsched_graph_num_nodes(a), opsched_graph_num_nodes(b));
+    for (int i = 0; i < opsched_graph_num_tensors(a); i++) {
+        const opsched_tensor *x = opsched_graph_tensor(a, i), *y = opsched_graph_tensor(b, i);
+        assert_string_equal(x->name, y->name);
+        assert_int_equal(x->kind, y->kind);
+        assert_true(opsched_shape_equal(&x->shape, &y->shape));
+        assert_int_equal(x->data_bytes, y->data_bytes);
+        if (x->data_bytes) assert_memory_equal(x->data, y->data, x->data_bytes);
+    }
+    for (int i = 0; i < opsched_graph_num_nodes(a); i++) {
+        const opsched_node *x = opsched_graph_node(a, i), *y = opsched_graph_node(b, i);
+        assert_string_equal(x->name, y->name);
+        assert_int_equal(x->op, y->op);
+        assert_int_equal(x->n_inputs, y->n_inputs);
+        assert_memory_equal(x->inputs, y->inputs, sizeof(int) * (size_t)x->n_inputs);
+        assert_int_equal(x->n_outputs, y->n_outputs);
+        assert_memory_equal(x->outputs, y->outputs, sizeof(int) * (size_t)x->n_outputs);
+        assert_memory_equal(&x->cost, &y->cost, sizeof(x->cost));
+    }
+}
+
+typedef struct rw_edge {
+    int stage, from, to;
+} rw_edge;
+
+static int rw_edge_cmp(const void *pa, const void *pb)
+{
+    const rw_edge *a = pa, *b = pb;
+    if (a->stage != b->stage) return a->stage < b->stage ? -1 : 1;
+    if (a->from != b->from) return a->from < b->from ? -1 : 1;
+    return (a->to > b->to) - (a->to < b->to);
+}
+
+static uint64_t fnv1a(uint64_t h, int v)
+{
+    for (int i = 0; i < 4; i++) {
+        h ^= ((uint32_t)v >> (8 * i)) & 0xFF;
+        h *= UINT64_C(0x100000001B3);
+    }
+    return h;
+}
+
+/* The edges of every random stage, read back from the built (unfolded)
+ * graph: node v of stage s aggregates "conv<s>.n<u>.bn" through its Adds,
+ * or through its ReLU when it has one input.  Hashed as the reference
+ * hashes them. */
+static uint64_t rw_wiring(const opsched_graph *g, int *n_edges)
+{
+    rw_edge edges[512];
+    int n = 0;
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
+        const opsched_node *nd = opsched_graph_node(g, i);
+        int s, v, u, s2;
+        char rest[16];
+        if (nd->op != OPSCHED_OP_ADD && nd->op != OPSCHED_OP_RELU) continue;
+        if (sscanf(nd->name, "conv%d.n%d.%15s", &s, &v, rest) != 3) continue;
+        for (int k = 0; k < nd->n_inputs; k++) {
+            const char *in = opsched_graph_tensor(g, nd->inputs[k])->name;
+            if (sscanf(in, "conv%d.n%d.%15s", &s2, &u, rest) != 3 || s2 != s ||
+                strcmp(rest, "bn") != 0)
+                continue;
+            assert_true(n < (int)(sizeof(edges) / sizeof(edges[0])));
+            assert_true(u < v);
+            edges[n++] = (rw_edge){s, u, v};
+        }
+    }
+    qsort(edges, (size_t)n, sizeof(edges[0]), rw_edge_cmp);
+    uint64_t h = UINT64_C(0xCBF29CE484222325);
+    for (int i = 0; i < n; i++)
+        h = fnv1a(fnv1a(fnv1a(h, edges[i].stage), edges[i].from), edges[i].to);
+    *n_edges = n;
+    return h;
+}
+
+static void test_randwire(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        uint64_t wiring;
+        int edges, nodes, nodes_folded;
+    } want[] = {
+        {"randwire", UINT64_C(0xb49fc74cd2f4e1b3), 3 * 64, 519, 420},
+        {"randwire_large", UINT64_C(0xe3a97de200cb47c2), 32 + 3 * 64, 603, 489},
+    };
+    for (size_t m = 0; m < sizeof(want) / sizeof(want[0]); m++) {
+        opsched_graph *g = build(want[m].name, 0, 0, 0, 0);
+        opsched_graph *again = build(want[m].name, 0, 0, 0, 0);
+        opsched_graph *folded = build(want[m].name, 0, 0, 0, 1);
+        int n_edges = 0;
+        uint64_t h = rw_wiring(g, &n_edges);
+        if (h != want[m].wiring || n_edges != want[m].edges)
+            fail_msg("%s: %d edges hashing to 0x%016llx, the reference has %d and 0x%016llx",
+                     want[m].name, n_edges, (unsigned long long)h, want[m].edges,
+                     (unsigned long long)want[m].wiring);
+        assert_int_equal(opsched_graph_num_nodes(g), want[m].nodes);
+        assert_int_equal(opsched_graph_num_nodes(folded), want[m].nodes_folded);
+        /* The graphs come from fixed seeds: every build is the same. */
+        assert_same_graph(g, again);
+        opsched_graph_free(g);
+        opsched_graph_free(again);
+        opsched_graph_free(folded);
+    }
+
+    /* Input nodes read the stage input with stride 2, at the previous
+     * stage's width; the stage output averages the sinks. */
+    opsched_graph *g = build("randwire", 0, 0, 0, 0);
+    int id;
+    assert_int_equal(opsched_graph_find_tensor(g, "conv4.n0.dw.weight", &id), OPSCHED_OK);
+    assert_int_equal(opsched_graph_tensor(g, id)->shape.d[0], 78);
+    assert_int_equal(opsched_graph_find_tensor(g, "conv4.n0.dw", &id), OPSCHED_OK);
+    const opsched_node *dw = opsched_graph_node(g, opsched_graph_tensor(g, id)->producer);
+    assert_int_equal(dw->attr.conv.stride[0], 2);
+    assert_int_equal(dw->attr.conv.groups, 78);
+    assert_int_equal(opsched_graph_find_tensor(g, "conv4.n0.pw.weight", &id), OPSCHED_OK);
+    assert_int_equal(opsched_graph_tensor(g, id)->shape.d[0], 156);
+    assert_int_equal(opsched_graph_tensor(g, id)->shape.d[1], 78);
+    assert_int_equal(opsched_graph_find_tensor(g, "conv4.n31.dw", &id), OPSCHED_OK);
+    dw = opsched_graph_node(g, opsched_graph_tensor(g, id)->producer);
+    assert_int_equal(dw->attr.conv.stride[0], 1);
+    assert_int_equal(dw->attr.conv.groups, 156);
+    assert_int_equal(opsched_graph_find_tensor(g, "conv5.out.scale", &id), OPSCHED_OK);
+    const opsched_tensor *scale = opsched_graph_tensor(g, id);
+    assert_int_equal(scale->kind, OPSCHED_TENSOR_CONSTANT);
+    float v;
+    assert_int_equal(scale->data_bytes, sizeof(v));
+    memcpy(&v, scale->data, sizeof(v));
+    assert_true(v == 1.0f / 3.0f); /* conv5 has 3 output nodes */
+    assert_int_equal(opsched_graph_find_tensor(g, "conv5.out.mean", &id), OPSCHED_OK);
+    const opsched_shape *s = &opsched_graph_tensor(g, id)->shape; /* 312 x 7 x 7 */
+    assert_int_equal(s->d[1], 312);
+    assert_int_equal(s->d[2], 7);
+    opsched_graph_free(g);
+}
+
+/* The pads of the convolution or pooling that writes tensor name. */
+static void assert_pads(const opsched_graph *g, const char *name, int64_t top, int64_t bottom)
+{
+    int id;
+    if (opsched_graph_find_tensor(g, name, &id) != OPSCHED_OK) fail_msg("no tensor '%s'", name);
+    const opsched_node *n = opsched_graph_node(g, opsched_graph_tensor(g, id)->producer);
+    const int64_t *p = n->op == OPSCHED_OP_CONV ? n->attr.conv.pads : n->attr.pool.pads;
+    if (p[0] != top || p[1] != top || p[2] != bottom || p[3] != bottom)
+        fail_msg("%s: pads %lld %lld %lld %lld, want %lld %lld %lld %lld", name, (long long)p[0],
+                 (long long)p[1], (long long)p[2], (long long)p[3], (long long)top, (long long)top,
+                 (long long)bottom, (long long)bottom);
+}
+
+static void assert_shape(const opsched_graph *g, const char *name, int64_t c, int64_t hw)
+{
+    int id;
+    if (opsched_graph_find_tensor(g, name, &id) != OPSCHED_OK) fail_msg("no tensor '%s'", name);
+    const opsched_shape *s = &opsched_graph_tensor(g, id)->shape;
+    if (s->d[1] != c || s->d[2] != hw || s->d[3] != hw)
+        fail_msg("%s: %lldx%lldx%lld, want %lldx%lldx%lld", name, (long long)s->d[1],
+                 (long long)s->d[2], (long long)s->d[3], (long long)c, (long long)hw,
+                 (long long)hw);
+}
+
+/* The input a node reads first. */
+static const char *first_input(const opsched_graph *g, const char *node_output)
+{
+    int id;
+    if (opsched_graph_find_tensor(g, node_output, &id) != OPSCHED_OK)
+        fail_msg("no tensor '%s'", node_output);
+    const opsched_node *n = opsched_graph_node(g, opsched_graph_tensor(g, id)->producer);
+    return opsched_graph_tensor(g, n->inputs[0])->name;
+}
+
+static void test_nasnet(void **state)
+{
+    (void)state;
+    /* Feature maps, as the reference prints them. */
+    opsched_graph *g = build("nasnet", 0, 0, 0, 0);
+    assert_shape(g, "cell_0.cat_1", 264, 28);
+    assert_shape(g, "reduction_cell_0.cat", 352, 14);
+    assert_shape(g, "reduction_cell_1.cat", 704, 7);
+    assert_shape(g, "cell_15.cat", 1056, 7);
+    /* SAME padding: a stride-2 window over an odd input (conv0's 111)
+     * pads evenly; over an even one (cell_stem_0's 56) one less before. */
+    assert_pads(g, "cell_stem_0.comb_iter_0_left.separable_1.depthwise_conv2d", 2, 2);
+    assert_pads(g, "cell_stem_1.comb_iter_0_left.separable_1.depthwise_conv2d", 1, 2);
+    assert_pads(g, "cell_stem_1.comb_iter_0_left.separable_2.depthwise_conv2d", 2, 2);
+    assert_pads(g, "reduction_cell_1.comb_iter_1_left", 0, 1);
+    assert_pads(g, "conv0.conv", 0, 0);
+    int id;
+    assert_int_equal(opsched_graph_find_tensor(g, "cell_stem_0.comb_iter_2_left", &id), OPSCHED_OK);
+    const opsched_node *avg = opsched_graph_node(g, opsched_graph_tensor(g, id)->producer);
+    assert_int_equal(avg->op, OPSCHED_OP_AVGPOOL);
+    assert_int_equal(avg->attr.pool.count_include_pad, 0);
+    /* The factorized reduction's second path, one pixel down and right. */
+    assert_shape(g, "cell_stem_1.path_2.pad", 32, 112);
+    assert_shape(g, "cell_stem_1.slice", 32, 111);
+    assert_shape(g, "cell_stem_1.path_2.avgpool", 32, 56);
+    /* Mobile: the first cell after a reduction reads its input as x_prev. */
+    assert_string_equal(first_input(g, "cell_6.relu"), "cell_3.cat");
+    assert_string_equal(first_input(g, "cell_12.relu"), "cell_9.cat");
+    opsched_graph_free(g);
+
+    g = build("nasnet", 0, 0, 0, 1);
+    assert_true(has_tensor(g, "cell_0.final_path_bn"));
+    assert_false(has_tensor(g, "cell_0.conv_1x1.bn"));
+    assert_true(has_tensor(g, "cell_0.conv_1x1.conv.bias"));
+    assert_false(has_tensor(g, "dropout"));
+    opsched_graph_free(g);
+
+    g = build("nasnet_large", 0, 0, 0, 0);
+    assert_shape(g, "cell_0.cat_1", 1008, 42);
+    assert_shape(g, "reduction_cell_0.cat", 1344, 21);
+    assert_shape(g, "reduction_cell_1.cat", 2688, 11);
+    assert_shape(g, "cell_17.cat", 4032, 11);
+    assert_pads(g, "reduction_cell_0.comb_iter_0_left.separable_1.depthwise_conv2d", 1, 2);
+    assert_pads(g, "reduction_cell_1.comb_iter_0_left.separable_1.depthwise_conv2d", 2, 2);
+    /* Large: the cell before the reduction's input (skip_reduction_layer_input). */
+    assert_string_equal(first_input(g, "cell_6.relu"), "cell_4.cat");
+    assert_string_equal(first_input(g, "cell_12.relu"), "cell_10.cat");
+    opsched_graph *again = build("nasnet_large", 0, 0, 0, 0);
+    assert_same_graph(g, again);
+    opsched_graph_free(again);
     opsched_graph_free(g);
 }
 
@@ -521,7 +787,8 @@ int main(void)
         cmocka_unit_test(test_registry),     cmocka_unit_test(test_names),
         cmocka_unit_test(test_densenet),     cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_sizes),        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_null_options),
+        cmocka_unit_test(test_null_options), cmocka_unit_test(test_randwire),
+        cmocka_unit_test(test_nasnet),
     };
     enum { N_COMMON = sizeof(common) / sizeof(common[0]), N_PER = 4 };
     static char names[N_REFS * N_PER][64];

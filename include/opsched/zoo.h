@@ -2,7 +2,9 @@
  * opsched/zoo.h - built-in networks, written with the builder API.
  *
  * Each network matches torchvision's architecture of the same name: the same
- * layers, shapes and parameter counts.  fold_bn gives the deployed form that
+ * layers, shapes and parameter counts.  Those torchvision lacks follow their
+ * paper and a named reference implementation (randwire, nasnet: see
+ * src/zoo/randwire.c and nasnet.c).  fold_bn gives the deployed form that
  * torch.onnx.export writes in eval mode: every BatchNormalization that
  * follows a convolution is folded into it (the convolution gains a bias).
  */
@@ -17,7 +19,7 @@ extern "C" {
 
 typedef struct opsched_zoo_options {
     int64_t batch;     /* 0 means 1 */
-    int64_t height;    /* 0 means the model's default (224, or 299 for inception_v3) */
+    int64_t height;    /* 0 means the model's default (224; inception_v3 299, nasnet_large 331) */
     int64_t width;     /* 0 means height */
     int fold_bn;       /* 1: BatchNormalization folded into the preceding conv */
 } opsched_zoo_options;
@@ -25,7 +27,7 @@ typedef struct opsched_zoo_options {
 typedef struct opsched_zoo_info {
     const char *name;          /* "resnet50" */
     const char *description;   /* one line */
-    int64_t default_size;      /* 224 or 299 */
+    int64_t default_size;      /* 224, 299 or 331 */
     int64_t min_size;          /* smallest input side the network accepts */
 } opsched_zoo_info;
 

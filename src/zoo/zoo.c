@@ -22,7 +22,9 @@ typedef struct zoo_model {
  * os_zoo_adaptive_avgpool), that is from 223 and 224 pixels up.
  * GoogLeNet's 15 and SqueezeNet's 17 rest on ceil-mode max pooling giving
  * one output for a window that overhangs the input by less than a stride,
- * as PyTorch and the ONNX output-size formula both do.
+ * as PyTorch and the ONNX output-size formula both do.  RandWire pads
+ * every window and NASNet pads SAME, so any size fits that NASNet's
+ * unpadded 3x3 conv0 fits.
  */
 static const zoo_model models[] = {
     {{"alexnet", "AlexNet, torchvision's one-GPU variant", 224, 223}, os_zoo_build_alexnet},
@@ -36,6 +38,13 @@ static const zoo_model models[] = {
      os_zoo_build_googlenet},
     {{"inception_v3", "Inception v3, no auxiliary head", 299, 75}, os_zoo_build_inception_v3},
     {{"squeezenet1_1", "SqueezeNet 1.1", 224, 17}, os_zoo_build_squeezenet1_1},
+    {{"randwire", "RandWire-WS(4, 0.75), small regime, C=78 (fixed-seed graphs)", 224, 1},
+     os_zoo_build_randwire},
+    {{"randwire_large", "RandWire-WS(4, 0.75), regular regime, C=154 (IOS's RandWire)", 224, 1},
+     os_zoo_build_randwire_large},
+    {{"nasnet", "NASNet-A Mobile (4 @ 1056)", 224, 3}, os_zoo_build_nasnet},
+    {{"nasnet_large", "NASNet-A Large (6 @ 4032), IOS's NasNet", 331, 3},
+     os_zoo_build_nasnet_large},
 };
 
 int opsched_zoo_count(void)

@@ -45,6 +45,10 @@ opsched_status os_zoo_build_densenet121(os_zoo_net *net, int x, int *out);
 opsched_status os_zoo_build_googlenet(os_zoo_net *net, int x, int *out);
 opsched_status os_zoo_build_inception_v3(os_zoo_net *net, int x, int *out);
 opsched_status os_zoo_build_squeezenet1_1(os_zoo_net *net, int x, int *out);
+opsched_status os_zoo_build_randwire(os_zoo_net *net, int x, int *out);
+opsched_status os_zoo_build_randwire_large(os_zoo_net *net, int x, int *out);
+opsched_status os_zoo_build_nasnet(os_zoo_net *net, int x, int *out);
+opsched_status os_zoo_build_nasnet_large(os_zoo_net *net, int x, int *out);
 
 /* A convolution without bias (the form that precedes a BatchNorm): out
  * channels, kernel kh x kw, one stride for both axes, padding ph, pw. */
