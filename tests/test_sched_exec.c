@@ -2,7 +2,7 @@
  * test_sched_exec.c - the schedule executor on the CPU backend: schedules
  * (hand-made concurrent groups, merged convolutions, greedy and IOS
  * searches) give the sequential executor's outputs on small graphs and on
- * googlenet at a small input size; concat elision and merges happen where
+ * googlenet at 32x32; concat elision and merges happen where
  * they should (and not where slices are not contiguous); the program
  * orders every pair of launches that touch the same memory (checked
  * against a transitive closure of its stream order and event waits) yet
@@ -445,13 +445,13 @@ static void test_no_elision_at_batch(void **state)
     opsched_graph_free(g2);
 }
 
-/* Schedules from the searchers on the block graph and googlenet at 64x64:
+/* Schedules from the searchers on the block graph and googlenet at 32x32:
  * the sequential schedule, greedy and IOS (merges allowed), fused and not. */
 static void test_searched(void **state)
 {
     (void)state;
     SKIP_WITHOUT_CPU();
-    opsched_graph *graphs[2] = {block_graph(1), zoo("googlenet", 1, 64)};
+    opsched_graph *graphs[2] = {block_graph(1), zoo("googlenet", 1, 32)};
     const opsched_searcher which[3] = {OPSCHED_SEARCH_SEQUENTIAL, OPSCHED_SEARCH_GREEDY,
                                        OPSCHED_SEARCH_IOS};
     for (int gi = 0; gi < 2; gi++) {
@@ -545,6 +545,60 @@ static void test_refused(void **state)
     opsched_graph_free(b);
 }
 
+/* Measured stage costs: a concurrent stage and a merged one cost a
+ * positive finite time, a stage seen again is answered from the table,
+ * and the measured cost drives an IOS search whose schedule runs. */
+static void test_stage_cost(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_graph *g = block_graph(1);
+    opsched_schedule *s = NULL;
+    CHECK(opsched_schedule_create(g, &s));
+    add_stage(s, g, (const char *const[]){"stem,stem_relu", NULL});
+    add_stage(s, g, (const char *const[]){"b1,b1_relu", "b2,b2_relu", "pool,b4,b4_relu", NULL});
+    int convs[2] = {node_index(g, "b1"), node_index(g, "b3")};
+    int relus[2] = {node_index(g, "b1_relu"), node_index(g, "b3_relu")};
+    int k = -1;
+    CHECK(opsched_schedule_add_merge(s, g, convs, relus, 2, &k));
+    opsched_stage_measure_options mo;
+    memset(&mo, 0, sizeof(mo));
+    mo.timing = (opsched_run_timing_options){.warmup_ms = 0.1, .iters = 3, .min_ms = 0};
+    opsched_stage_measurer *m = NULL;
+    CHECK(opsched_stage_measurer_create(env.cpu, &mo, &m));
+    double ms[3], again = 0;
+    for (int i = 0; i < 3; i++) {
+        CHECK(opsched_stage_cost_measured(m, g, &s->stages[i], &ms[i]));
+        print_message("stage %d: %.4f ms\n", i + 1, ms[i]);
+        assert_true(isfinite(ms[i]) && ms[i] > 0);
+    }
+    CHECK(opsched_stage_cost_measured(m, g, &s->stages[1], &again));
+    assert_true(again == ms[1]);
+    opsched_stage_measurer_stats st;
+    opsched_stage_measurer_stats_get(m, &st);
+    assert_int_equal(st.measured, 3);
+    assert_int_equal(st.cached, 1);
+    assert_int_equal(st.unsupported, 0);
+    opsched_schedule_free(s);
+
+    opsched_search_options o;
+    memset(&o, 0, sizeof(o));
+    o.searcher = OPSCHED_SEARCH_IOS;
+    o.cost = opsched_stage_cost_measured;
+    o.user = m;
+    CHECK(opsched_schedule_search(g, &o, &s, NULL));
+    opsched_stage_measurer_stats_get(m, &st);
+    print_message("IOS with measured costs: %d stages, predicted %.4f ms; %lld stages measured, "
+                  "%lld cached, %.2f s\n",
+                  s->n_stages, s->predicted_ms, (long long)st.measured, (long long)st.cached,
+                  st.seconds);
+    assert_true(st.measured > 3);
+    assert_true(run_both(g, s, NULL, NULL) <= 1e-5);
+    opsched_schedule_free(s);
+    opsched_stage_measurer_free(m);
+    opsched_graph_free(g);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -573,6 +627,7 @@ int main(void)
         cmocka_unit_test(test_searched),
         cmocka_unit_test(test_trace_and_capture),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_stage_cost),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -250,6 +250,49 @@ opsched_status opsched_sched_executor_time(opsched_sched_executor *ex, int use_g
 opsched_status opsched_sched_executor_compare(opsched_sched_executor *ex, opsched_executor *ref,
                                               double *rel_l2);
 
+/* ---- measured stage costs ---------------------------------------------- */
+
+/* A stage measured alone on a device, for the schedule searchers: the
+ * stage's nodes are copied into a graph of their own (what they read from
+ * outside the stage becomes its inputs, random), run by a schedule
+ * executor with the stage's groups on their streams (or the merged
+ * convolution), warmed up, and timed as replays of a device graph that
+ * holds enough back-to-back runs of the stage for a sample of
+ * sample_min_us (free runs on backends without graphs); the cost is the
+ * median per run.  Costs are kept by stage signature
+ * (opsched_stage_signature: the nodes' signatures, batch included, and the
+ * group structure), so a stage seen again costs nothing; math, layout and
+ * algorithm are the measurer's.  A stage the device cannot run (an
+ * algorithm or a merged convolution it does not support, memory) costs
+ * +inf, so a search avoids it. */
+typedef struct opsched_stage_measurer opsched_stage_measurer;
+
+typedef struct opsched_stage_measure_options {
+    opsched_sched_exec_options exec;
+    opsched_run_timing_options timing; /* zeros: 10 ms warm-up, 15 samples, 10 ms */
+    double sample_min_us;              /* 0: 100 */
+    int no_graph;                      /* 1: time free runs even where graphs exist */
+} opsched_stage_measure_options;
+
+opsched_status opsched_stage_measurer_create(opsched_device *dev,
+                                             const opsched_stage_measure_options *opts,
+                                             opsched_stage_measurer **out);
+void opsched_stage_measurer_free(opsched_stage_measurer *m);
+
+/* An opsched_stage_cost_fn; user is an opsched_stage_measurer. */
+opsched_status opsched_stage_cost_measured(void *user, const opsched_graph *g,
+                                           const opsched_stage *stage, double *ms);
+
+typedef struct opsched_stage_measurer_stats {
+    int64_t measured;              /* stages built and timed */
+    int64_t cached;                /* answered from an earlier measurement */
+    int64_t unsupported;           /* of the measured, those that cost +inf */
+    double seconds;                /* spent measuring */
+} opsched_stage_measurer_stats;
+
+void opsched_stage_measurer_stats_get(const opsched_stage_measurer *m,
+                                      opsched_stage_measurer_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -84,4 +84,8 @@ int os_sx_root(const opsched_sched_executor *ex, int t, size_t *offset);
  * and creates the events. */
 opsched_status os_sx_build_program(opsched_sched_executor *ex);
 
+/* Captures `repeat` inferences back to back as the executor's device
+ * graph (a replay then runs them all). */
+opsched_status os_sx_capture(opsched_sched_executor *ex, int repeat);
+
 #endif /* OS_SCHED_EXEC_IMPL_H */

@@ -225,19 +225,26 @@ opsched_status opsched_sched_executor_run(opsched_sched_executor *ex)
     return run_once(ex, 0);
 }
 
-opsched_status opsched_sched_executor_capture(opsched_sched_executor *ex)
+opsched_status os_sx_capture(opsched_sched_executor *ex, int repeat)
 {
-    if (!ex) return OPSCHED_ERR_INVALID_ARG;
     opsched_stream *s = ex->streams[0];
     os_device_graph_free(ex->dev, ex->graph);
     ex->graph = NULL;
     OS_TRY(os_stream_graph_begin(s));
-    opsched_status st = run_once(ex, 0);
+    opsched_status st = OPSCHED_OK;
+    for (int i = 0; i < repeat && st == OPSCHED_OK; i++)
+        st = run_once(ex, 0);
     if (st != OPSCHED_OK) {
         (void)os_stream_graph_end(s, NULL);
         return st;
     }
     return os_stream_graph_end(s, &ex->graph);
+}
+
+opsched_status opsched_sched_executor_capture(opsched_sched_executor *ex)
+{
+    if (!ex) return OPSCHED_ERR_INVALID_ARG;
+    return os_sx_capture(ex, 1);
 }
 
 opsched_status opsched_sched_executor_replay(opsched_sched_executor *ex)
