@@ -9,8 +9,9 @@
  * Composition, per mode:
  *   graph  T = scale * sum_i g_i            + launch_us * launches
  *   eager  T = scale * sum_i max(g_i, host) + launch_us * launches
- * fitted by least squares on relative residuals to the database's network
- * runs ("graph" rows for graph mode, "free" rows for eager), leaving out
+ * (scale > 0, launch_us >= 0, host >= 0: a fit outside falls back to the
+ * bound), fitted by least squares on relative residuals to the database's
+ * network runs ("graph" rows for graph mode, "free" rows for eager), leaving out
  * the excluded model's runs; the eager host floor by a grid search.  Runs
  * whose layers are all exact are preferred (when there are at least two);
  * otherwise every run whose layers all have a prediction.  Without runs:
@@ -296,16 +297,19 @@ static double fit_linear(const fit_run *runs, const unsigned char *use, size_t n
         m++;
     }
     double det = suu * svv - suv * suv;
-    *a = 1;
-    *c = 0;
-    if (m >= 2 && fabs(det) > 1e-12 * suu * svv) {
-        *a = (su * svv - sv * suv) / det;
-        *c = (sv * suu - su * suv) / det;
+    int solved = m >= 2 && fabs(det) > 1e-12 * suu * svv;
+    *a = solved ? (su * svv - sv * suv) / det : NAN;
+    *c = solved ? (sv * suu - su * suv) / det : NAN;
+    /* Only what can happen: a positive scale, no negative time per launch. */
+    if (solved && *a > 0 && *c < 0) {
+        *c = 0;
+        *a = su / suu;
     }
-    if (!(*a > 0) || m < 2 || !(fabs(det) > 1e-12 * suu * svv)) {
-        /* one run, or a degenerate set: the sum as it is plus a gap */
+    if (!(*a > 0) || !(*c >= 0)) {
+        /* one run, or a degenerate or unphysical fit: the sum as it is
+         * plus a gap */
         *a = 1;
-        *c = svv > 0 ? (sv - suv) / svv : 0;
+        *c = svv > 0 ? fmax(0, (sv - suv) / svv) : 0;
     }
     double rss = 0;
     for (size_t i = 0; i < n; i++) {

@@ -31,6 +31,8 @@
 /* Rows of an operator kind the learned models must have seen before they
  * are trusted with it. */
 #define OS_OP_MIN_ROWS 3
+/* Training sets smaller than this train on one thread unless told. */
+#define OS_XGB_PARALLEL_ROWS 5000
 /* Seed of the fold assignment and of XGBoost. */
 #define OS_CV_SEED 20261122u
 

@@ -254,10 +254,14 @@ static void set_add(train_set *t, int64_t e, int fam, const float *f, double y)
     t->n++;
 }
 
-static os_xgb_params xgb_params(const opsched_predictor *p)
+/* Threads: as asked; by default one below OS_XGB_PARALLEL_ROWS rows,
+ * where XGBoost's threads cost more than they give (and spin for long on a
+ * busy machine), all above. */
+static os_xgb_params xgb_params(const opsched_predictor *p, int64_t rows)
 {
+    int threads = p->o.threads > 0 ? p->o.threads : rows < OS_XGB_PARALLEL_ROWS ? 1 : 0;
     os_xgb_params prm = {.rounds = p->o.rounds, .max_depth = p->o.max_depth,
-                         .threads = p->o.threads, .eta = p->o.eta, .seed = OS_CV_SEED};
+                         .threads = threads, .eta = p->o.eta, .seed = OS_CV_SEED};
     return prm;
 }
 
@@ -272,7 +276,7 @@ static opsched_status cross_validate(opsched_predictor *p, const train_set *t, i
     unsigned char *use = NULL;
     void *b = NULL;
     double beta[OPSCHED_FAMILY_COUNT][OS_BASE_TERMS];
-    os_xgb_params prm = xgb_params(p);
+    os_xgb_params prm = xgb_params(p, t->n);
     OS_TRY(set_alloc(p->ctx, &tr, t->n));
     OS_TRY_GOTO(st, set_alloc(p->ctx, &te, t->n), done);
     pred = malloc(sizeof(float) * (size_t)(t->n > 0 ? t->n : 1));
@@ -320,7 +324,7 @@ static opsched_status fit_final(opsched_predictor *p, os_model *m, train_set *t)
     if (m->use_base) fit_bases(t->x, t->y, t->fam, use, t->n, m->beta);
     free(use);
     margins(t->x, t->fam, t->n, &m->beta[0][0], t->margin);
-    os_xgb_params prm = xgb_params(p);
+    os_xgb_params prm = xgb_params(p, t->n);
     OS_TRY(os_xgb_train(p->ctx, t->x, t->margin, t->y, t->n, &prm, &m->booster));
     m->info.trained = 1;
     return OPSCHED_OK;

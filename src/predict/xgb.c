@@ -76,6 +76,8 @@ opsched_status os_xgb_train(opsched_ctx *ctx, const float *x, const float *margi
     }
     for (int it = 0; it < prm->rounds; it++)
         XGB_CHECK_GOTO(ctx, st, XGBoosterUpdateOneIter(b, it, d), done);
+    /* Predictions are of a network's layers at most: one thread. */
+    XGB_CHECK_GOTO(ctx, st, XGBoosterSetParam(b, "nthread", "1"), done);
     *booster = b;
     b = NULL;
 done:
@@ -121,6 +123,12 @@ opsched_status os_xgb_load(opsched_ctx *ctx, const char *path, void **booster)
     if (XGBoosterLoadModel(b, path) != 0) {
         opsched_status st = OS_FAIL(ctx, OPSCHED_ERR_PARSE, "XGBoost: cannot load the model %s: %s",
                                     path, XGBGetLastError());
+        XGBoosterFree(b);
+        return st;
+    }
+    if (XGBoosterSetParam(b, "nthread", "1") != 0) {
+        opsched_status st = OS_FAIL(ctx, OPSCHED_ERR_BACKEND, "XGBoost: nthread: %s",
+                                    XGBGetLastError());
         XGBoosterFree(b);
         return st;
     }

@@ -16,6 +16,9 @@ static const tool_cmd commands[] = {
     {"merge", "merge measurement databases (shards) into one", cmd_merge},
     {"export", "write a database's measurements as CSV", cmd_export},
     {"status", "count what a measurement database holds", cmd_status},
+    {"train-model", "train the learned cost models of a device from its measurements",
+     cmd_train_model},
+    {"predict", "predict a network's latency, energy and memory from measurements", cmd_predict},
     {"validate", "predict profiled networks and compare with what was measured", cmd_validate},
     {"schedule", "search an inter-operator schedule (sequential, greedy, IOS)", cmd_schedule},
 };

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# `opsched train-model` and `opsched predict` end to end on the CPU backend:
+# squeezenet1_1 at input size 32 profiled with --isolated (every
+# distinct layer measured alone, stored as the harness stores it), then the
+# models trained (saved next to the database), and the network predicted in
+# table, CSV and JSON: every layer exact (coverage 100%), the total equal to
+# the stored layers' sum (no CUDA-graph runs and no calibration on this
+# database), a second predict reusing the saved models, and the usage
+# errors of both commands.
+#
+# usage: predict_cli.sh [path/to/opsched]   (default: $OPSCHED_BIN)
+# Needs python3 for the checks.
+set -u
+bin=${1:-${OPSCHED_BIN:-}}
+py=${OPSCHED_PYTHON:-python3}
+if [ -z "$bin" ] || [ ! -x "$bin" ]; then
+  echo "usage: $0 path/to/opsched"; exit 2
+fi
+if ! "$bin" devices 2>/dev/null | grep -q '^cpu:0'; then
+  echo "SKIP: no cpu device in this build"; echo "0 passed, 0 failed"; exit 0
+fi
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+tmp=$(mktemp -d /tmp/opsched_predict_XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+check() { # check NAME COMMAND...: passes when the command succeeds
+  local name=$1; shift
+  if "$@"; then pass=$((pass+1)); echo "ok   $name"; else fail=$((fail+1)); echo "FAIL $name"; fi
+}
+db=$tmp/p.db
+common=(--db "$db" --math fp32 --quiet)
+
+"$bin" profile squeezenet1_1 --sizes 32 --isolated --check off --cuda-graph off --backend cpu \
+  --iters 3 --warmup-ms 5 --min-ms 0 --out-dir "$tmp/out" --db "$db" >"$tmp/profile.log" 2>&1
+check "profile --isolated stores the layers" test $? = 0
+
+"$bin" train-model "${common[@]}" --folds 3 --rounds 30 >"$tmp/train.txt" 2>"$tmp/train.err"
+check "train-model runs" test $? = 0
+check "train-model reports the models" grep -q "cv median" "$tmp/train.txt"
+check "train-model saves next to the database" test -d "$db.models"
+check "train-model writes the metadata" sh -c "ls '$db.models'/*.meta.json >/dev/null"
+
+"$bin" train-model "${common[@]}" --folds 3 --rounds 30 --format json >"$tmp/train.json"
+check "train-model json" "$py" -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d['configurations'] > 5 and d['models'], d
+assert all('cv' in m and 'baseline' in m for m in d['models'])
+" "$tmp/train.json"
+
+"$bin" predict squeezenet1_1 --input-size 32 "${common[@]}" --format json >"$tmp/p.json" \
+  2>"$tmp/p.err"
+check "predict json" test $? = 0
+check "every layer exact, total = layer sum" "$py" - "$tmp/p.json" "$tmp/out/squeezenet1_1_heuristic_layers.csv" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d["totals"]
+assert t["coverage_time"] == 1 and t["coverage_flops"] == 1, t
+assert t["sources"]["exact"] == t["launches"] and t["sources"]["none"] == 0, t
+assert all(l["source"] == "exact" and l["measurement_id"] > 0 for l in d["layers"])
+assert abs(t["latency_ms"] - sum(l["ms"] for l in d["layers"])) < 1e-9 * t["latency_ms"]
+assert d["composition"]["source"] == "none", d["composition"]
+assert t["peak_memory_bytes"] == t["peak_activation_bytes"] + t["weight_bytes"] > 0
+EOF
+
+"$bin" predict squeezenet1_1 --input-size 32 "${common[@]}" --format csv >"$tmp/p.csv"
+check "predict csv" "$py" -c "
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert rows[-1]['kind'] == 'total' and all(r['kind'] == 'layer' for r in rows[:-1])
+assert all(r['source'] == 'exact' for r in rows[:-1])
+" "$tmp/p.csv"
+
+"$bin" predict squeezenet1_1 --input-size 32 --db "$db" --math fp32 >"$tmp/p.txt" 2>"$tmp/p2.err"
+check "predict table" grep -q "coverage (exact)     100.0% of the time, 100.0% of the FLOPs" \
+  "$tmp/p.txt"
+check "saved models reused" sh -c "! grep -q 'training the models' '$tmp/p2.err'"
+
+"$bin" predict squeezenet1_1 --input-size 32 --db "$db" --math fp32 --fuse off --format json \
+  --quiet >"$tmp/nofuse.json"
+check "fuse off: Relus are layers, not measured alone" "$py" -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+relus = [l for l in d['layers'] if l['op'] == 'Relu']
+assert relus and all(l['source'] != 'exact' for l in relus)
+assert d['totals']['coverage_time'] is None or d['totals']['coverage_time'] < 1
+" "$tmp/nofuse.json"
+
+"$bin" predict --db "$db" >/dev/null 2>"$tmp/e1"
+check "predict without a network: usage" test $? = 2
+"$bin" predict squeezenet1_1 --db "$db" --mode fast >/dev/null 2>"$tmp/e2"
+check "predict --mode fast: usage" sh -c "test $? = 2 && grep -q 'graph or eager' '$tmp/e2'"
+"$bin" predict squeezenet1_1 --db "$tmp/none.db" >/dev/null 2>"$tmp/e3"
+check "predict on a missing database fails" sh -c "test $? = 1 && grep -q 'does not exist' '$tmp/e3'"
+"$bin" train-model --db "$db" --folds 1 >/dev/null 2>"$tmp/e4"
+check "train-model --folds 1: usage" test $? = 2
+"$bin" predict squeezenet1_1 --db "$db" --device h200 --math fp32 >/dev/null 2>"$tmp/e5"
+check "predict for a device not in the database fails" sh -c "test $? = 1 && grep -q 'no device' '$tmp/e5'"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -1,0 +1,127 @@
+/*
+ * cmd_train_model.c - `opsched train-model --db FILE [--device NAME]`:
+ * trains the learned cost models of one device and setting from the
+ * measurement database, saves them next to it, and prints each model's
+ * cross-validated error beside the FLOPs-only baseline's.
+ */
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "predict_args.h"
+
+static void train_help(void)
+{
+    printf("usage: opsched train-model [--db FILE] [--device NAME|ID] [options]\n\n"
+           "Trains the learned cost models of one device and setting (math, layout,\n"
+           "algorithm policy, cache state) from the measurements in the database: one\n"
+           "XGBoost model of log latency per operator family (conv, conv+relu for a\n"
+           "convolution measured with its Relu fused, gemm for linear and matmul, other;\n"
+           "families with too few rows share a model) and one of effective power (energy\n"
+           "per launch / latency) over all of them.  Each is judged by k-fold\n"
+           "cross-validation over distinct configurations: the median, 90th percentile\n"
+           "and largest absolute percentage error, and the share within +-10%%; the\n"
+           "FLOPs-fit columns are the same for a log-log line of latency on FLOPs per\n"
+           "family (for the power model: the training folds' median power).  Models are\n"
+           "saved in FILE.models/; `opsched predict` uses them and retrains them by\n"
+           "itself when the measurements or the calibration change.\n\n%s"
+           "  --format table|json    (default table)\n",
+           predict_args_help);
+}
+
+static void add_cv(cJSON *o, const char *name, const opsched_cv_error *e)
+{
+    cJSON *c = cJSON_AddObjectToObject(o, name);
+    if (!c) return;
+    cJSON_AddNumberToObject(c, "n", (double)e->n);
+    cJSON_AddNumberToObject(c, "median_ape", e->median_ape);
+    cJSON_AddNumberToObject(c, "p90_ape", e->p90_ape);
+    cJSON_AddNumberToObject(c, "max_ape", e->max_ape);
+    cJSON_AddNumberToObject(c, "within10", e->within10);
+}
+
+static void print_json(const opsched_predictor *p, const opsched_predictor_info *in)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return;
+    cJSON_AddStringToObject(root, "device", in->device.name);
+    cJSON_AddStringToObject(root, "backend", in->device.backend);
+    cJSON_AddNumberToObject(root, "device_id", (double)in->device.id);
+    cJSON_AddStringToObject(root, "math", in->math);
+    cJSON_AddStringToObject(root, "layout", in->layout);
+    cJSON_AddStringToObject(root, "algo_policy", in->algo_policy);
+    cJSON_AddStringToObject(root, "cache", in->cache);
+    cJSON_AddNumberToObject(root, "configurations", (double)in->rows);
+    cJSON_AddNumberToObject(root, "with_energy", (double)in->energy_rows);
+    cJSON_AddBoolToObject(root, "calibration", in->has_calibration);
+    cJSON_AddNumberToObject(root, "train_seconds", in->train_seconds);
+    cJSON_AddStringToObject(root, "metadata", in->metadata_file);
+    cJSON *models = cJSON_AddArrayToObject(root, "models");
+    for (int i = 0; models && i < opsched_predictor_num_models(p); i++) {
+        const opsched_model_info *m = opsched_predictor_model(p, i);
+        cJSON *o = cJSON_CreateObject();
+        if (!o) break;
+        cJSON_AddStringToObject(o, "name", m->name);
+        cJSON_AddStringToObject(o, "ops", m->ops);
+        cJSON_AddNumberToObject(o, "rows", (double)m->rows);
+        cJSON_AddNumberToObject(o, "folds", m->folds);
+        cJSON_AddBoolToObject(o, "trained", m->trained);
+        cJSON_AddStringToObject(o, "file", m->file);
+        add_cv(o, "cv", &m->cv);
+        add_cv(o, "baseline", &m->baseline);
+        cJSON_AddItemToArray(models, o);
+    }
+    char *text = cJSON_Print(root);
+    if (text) printf("%s\n", text);
+    cJSON_free(text);
+    cJSON_Delete(root);
+}
+
+int cmd_train_model(opsched_ctx *ctx, int argc, char **argv)
+{
+    predict_args a;
+    tool_format fmt = TOOL_FMT_TABLE;
+    predict_args_init(&a);
+    for (int i = 1; i < argc; i++) {
+        int rc = TOOL_EXIT_OK;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            train_help();
+            return TOOL_EXIT_OK;
+        }
+        int took = predict_args_take(&a, "train-model", argc, argv, &i, &rc);
+        if (took < 0) return rc;
+        if (took) continue;
+        if (strcmp(argv[i], "--format") == 0) {
+            if (i + 1 >= argc || !tool_parse_format(argv[i + 1], &fmt) || fmt == TOOL_FMT_CSV)
+                return tool_usage_error("train-model", "--format must be table or json");
+            i++;
+        } else {
+            return tool_usage_error("train-model", "unknown argument '%s'", argv[i]);
+        }
+    }
+    int rc = predict_args_finish(&a, ctx, "train-model");
+    if (rc != TOOL_EXIT_OK) return rc;
+    a.po.retrain = 1;
+    opsched_predictor *p = NULL;
+    opsched_status st = opsched_predictor_open(ctx, a.db_path, &a.po, &p);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, a.db_path);
+    opsched_predictor_info in;
+    opsched_predictor_info_get(p, &in);
+    if (fmt == TOOL_FMT_JSON) {
+        print_json(p, &in);
+    } else {
+        printf("%s:%s (device %lld in %s), %s %s, %s, cache %s\n", in.device.backend,
+               in.device.name, (long long)in.device.id, a.db_path, in.math, in.layout,
+               in.algo_policy, in.cache);
+        printf("  %lld distinct configurations measured, %lld with energy; calibration: %s\n",
+               (long long)in.rows, (long long)in.energy_rows,
+               in.has_calibration ? "yes (roofline features and fallback)" : "none");
+        if (opsched_predictor_num_models(p) == 0)
+            printf("  no measurements under these settings: nothing to train\n");
+        else
+            predict_print_models(stdout, p);
+        printf("  trained in %.1f s; models in %s\n", in.train_seconds, in.models_dir);
+    }
+    opsched_predictor_free(p);
+    return TOOL_EXIT_OK;
+}
