@@ -402,12 +402,26 @@ static double roofline_ms(const opsched_predictor *p, const opsched_config_recor
     return s * 1e3 + floor_us * 1e-3;
 }
 
-/* Whether the learned models may answer for this operator kind. */
+/* Whether the learned models may answer for this operator kind (op as
+ * "conv2d" or "conv2d+relu"): its model must have seen enough rows of it,
+ * fused or not when both share the model. */
 static int learned_covers(const opsched_predictor *p, const char *op, opsched_op_family family)
 {
     int mi = p->family_model[family];
     if (mi < 0 || !p->models[mi].booster) return 0;
-    return os_map_get(&p->op_rows, op) >= OS_OP_MIN_ROWS;
+    char base[48], fused[48];
+    size_t n = strlen(op);
+    if (n > 5 && strcmp(op + n - 5, "+relu") == 0) n -= 5;
+    snprintf(base, sizeof(base), "%.*s", (int)n, op);
+    snprintf(fused, sizeof(fused), "%.*s+relu", (int)n, op);
+    int64_t a = os_map_get(&p->op_rows, base), b = os_map_get(&p->op_rows, fused);
+    int64_t rows = (a > 0 ? a : 0);
+    if (p->models[mi].families & (1u << OPSCHED_FAMILY_CONV_RELU) &&
+        p->models[mi].families & (1u << OPSCHED_FAMILY_CONV))
+        rows += b > 0 ? b : 0;
+    else if (strcmp(op, base) != 0)
+        rows = b > 0 ? b : 0;
+    return rows >= OS_OP_MIN_ROWS;
 }
 
 /* Predicts n configurations; learned ones in one call per family. */

@@ -581,8 +581,12 @@ static void free_models(opsched_predictor *p)
     for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) p->family_model[f] = -1;
 }
 
-/* Groups families: the smallest one short of OS_FAMILY_MIN_ROWS joins the
- * largest other one, until none is short or one is left. */
+/* Groups families.  Convolutions with and without a fused Relu always
+ * share a model (the fused_relu feature tells them apart): fusing changes
+ * the epilogue, not the main loop, and a network's fused layers are
+ * learned from every convolution measured, fused or not.  Then the
+ * smallest group short of OS_FAMILY_MIN_ROWS joins the largest other one,
+ * until none is short or one is left. */
 static void group_families(const int64_t *rows, int *group)
 {
     int64_t size[OPSCHED_FAMILY_COUNT];
@@ -590,6 +594,9 @@ static void group_families(const int64_t *rows, int *group)
         group[f] = f;
         size[f] = rows[f];
     }
+    group[OPSCHED_FAMILY_CONV_RELU] = OPSCHED_FAMILY_CONV;
+    size[OPSCHED_FAMILY_CONV] += size[OPSCHED_FAMILY_CONV_RELU];
+    size[OPSCHED_FAMILY_CONV_RELU] = 0;
     for (;;) {
         int small = -1, big = -1, groups = 0;
         for (int g = 0; g < OPSCHED_FAMILY_COUNT; g++) {
