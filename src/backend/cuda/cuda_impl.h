@@ -151,7 +151,7 @@ struct cu_plan {
     void *workspace;       /* owned device memory, NULL when none */
     size_t workspace_bytes;
     int n_in, n_out;
-    uint64_t need_in; /* bit i: launch must be given input i */
+    uint64_t need_in; /* bit i: launch must be given input i; inputs from 64 on always */
 };
 
 /* What a planner gets: the node and its tensors, the options, and where

@@ -255,9 +255,9 @@ opsched_status cu_plan_create(opsched_ctx *ctx, void *impl, const opsched_graph 
     if (!n) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "cuda: node %d does not exist", node);
     if (opts->layout != OPSCHED_LAYOUT_NCHW && opts->layout != OPSCHED_LAYOUT_NHWC)
         return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "cuda: unknown layout %d", (int)opts->layout);
-    if (n->n_inputs > 64)
-        return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "cuda: node '%s' has %d inputs (64 at most)",
-                       n->name, n->n_inputs);
+    if (n->n_inputs > CUK_MAX_CONCAT)
+        return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "cuda: node '%s' has %d inputs (%d at most)",
+                       n->name, n->n_inputs, CUK_MAX_CONCAT);
     cu_plan_args a = {.ctx = ctx,
                       .dev = dev,
                       .g = g,
@@ -288,8 +288,9 @@ opsched_status cu_plan_launch(opsched_ctx *ctx, void *impl, void *plan, void *st
 {
     cu_device *dev = impl;
     cu_plan *p = plan;
-    for (int i = 0; i < p->n_in && i < 64; i++)
-        if ((p->need_in >> i & 1) && !in[i])
+    /* Inputs past the mask's 64 bits (a Concat's) are never optional. */
+    for (int i = 0; i < p->n_in; i++)
+        if ((i >= 64 || (p->need_in >> i & 1)) && !in[i])
             return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "cuda: launch without input %d", i);
     for (int i = 0; i < p->n_out; i++)
         if (!out[i])
