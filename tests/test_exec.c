@@ -1,7 +1,7 @@
 /*
  * test_exec.c - the executor on the CPU backend: whole graphs against the
  * host reference run node by node on the same weights (a hand-built graph
- * with a branch, a concat, an add and a view; squeezenet1_1 and resnet50),
+ * with a branch, a concat, an add and a view; four zoo networks),
  * the memory plan (views alias, the arena against the sequential peak for
  * every zoo network), layer timing, capture where the backend has no
  * graphs, and forced convolution algorithms with and without fallback.
@@ -167,13 +167,16 @@ static void test_fused_relu(void **state)
 }
 
 /* squeezenet1_1 at 224x224; resnet50 at 112x112, every layer of it but a
- * quarter of the reference's work (the reference is slow on purpose). */
+ * quarter of the reference's work (the reference is slow on purpose);
+ * randwire (Adds of many inputs, a constant Mul) and nasnet (asymmetric
+ * SAME padding, exclude-pad averages, Pad and Slice, a BatchNorm after a
+ * Concat) at 64x64. */
 static void test_zoo_models(void **state)
 {
     (void)state;
     SKIP_WITHOUT_CPU();
-    const char *names[] = {"squeezenet1_1", "resnet50"};
-    const int64_t sizes[] = {224, 112};
+    const char *names[] = {"squeezenet1_1", "resnet50", "randwire", "nasnet"};
+    const int64_t sizes[] = {224, 112, 64, 64};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         opsched_graph *g = zoo(names[i], sizes[i]);
         assert_int_equal(netref_set_weights(g, 100 + i), 0);

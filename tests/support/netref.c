@@ -12,10 +12,34 @@
 
 #define NETREF_MAX_IO 40
 
+/* BatchNormalization's running variances in [0.5, 1.5): a variance drawn
+ * like the other rank-1 tensors, in +-0.1, would make var + eps negative
+ * and the output NaN on every backend. */
+static int set_bn_variances(opsched_graph *g, test_rng *r)
+{
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
+        const opsched_node *n = opsched_graph_node(g, i);
+        if (n->op != OPSCHED_OP_BATCHNORM || n->n_inputs < 5 || n->inputs[4] < 0) continue;
+        int t = n->inputs[4];
+        const opsched_tensor *ts = opsched_graph_tensor(g, t);
+        if (ts->data || ts->dtype != OPSCHED_F32) continue;
+        int64_t c = opsched_shape_numel(&ts->shape);
+        float *v = malloc(sizeof(float) * (size_t)(c ? c : 1));
+        if (!v) return -1;
+        for (int64_t k = 0; k < c; k++)
+            v[k] = (float)test_rng_uniform(r, 0.5, 1.5);
+        int rc = opsched_graph_set_data(g, t, v, sizeof(float) * (size_t)c) == OPSCHED_OK ? 0 : -1;
+        free(v);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 int netref_set_weights(opsched_graph *g, uint64_t seed)
 {
     test_rng r;
     test_rng_seed(&r, seed);
+    if (set_bn_variances(g, &r)) return -1;
     for (int t = 0; t < opsched_graph_num_tensors(g); t++) {
         const opsched_tensor *ts = opsched_graph_tensor(g, t);
         if (ts->data || ts->dtype != OPSCHED_F32) continue;

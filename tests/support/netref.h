@@ -15,7 +15,8 @@
 /* Gives every WEIGHT and float CONSTANT tensor without a payload random
  * values: He-uniform (+-sqrt(6 / fan_in), fan_in = elements / dim 0) for
  * tensors of rank >= 2, so deep networks neither vanish nor overflow, and
- * +-0.1 for rank 0 and 1 (biases).  0 on success. */
+ * +-0.1 for rank 0 and 1 (biases), [0.5, 1.5) for BatchNormalization's
+ * running variances.  0 on success. */
 int netref_set_weights(opsched_graph *g, uint64_t seed);
 
 /* Runs g on the host: inputs[i] holds graph input i (f32).  Returns one
