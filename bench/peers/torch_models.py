@@ -116,9 +116,25 @@ def compiled_fn(torch, model, x):
     return (lambda: cm(x)), time.perf_counter() - t0
 
 
+def make_model(torch, tv, name, args):
+    """torchvision's network, or for the zoo networks torchvision lacks
+    (randwire, nasnet) the same graph rebuilt from opsched's description
+    (--graph-json-dir, files from `opsched info NAME --format json --bn keep`)."""
+    if name in ZOO:
+        size = 299 if name == "inception_v3" else 224
+        return getattr(tv.models, name)(weights=None, **KWARGS.get(name, {})), size
+    import json
+    import os
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import opsched_torch
+    with open(os.path.join(args.graph_json_dir, name + ".json")) as f:
+        desc = json.load(f)
+    return opsched_torch.build(desc), desc["inputs"][0]["shape"][2]
+
+
 def run_model(torch, tv, name, batch, args, writer, env):
-    size = 299 if name == "inception_v3" else 224
-    model = getattr(tv.models, name)(weights=None, **KWARGS.get(name, {})).eval().cuda()
+    model, size = make_model(torch, tv, name, args)
+    model = model.eval().cuda()
     x = torch.randn(batch, 3, size, size, device="cuda")
     rows = []
     with torch.inference_mode():
@@ -166,6 +182,9 @@ def main():
                     help="tf32: PyTorch's default (TF32 convolutions); fp32: strict")
     ap.add_argument("--benchmark", action="store_true",
                     help="torch.backends.cudnn.benchmark = True (autotuned algorithms)")
+    ap.add_argument("--graph-json-dir", default="",
+                    help="folder of NAME.json (opsched info --format json --bn keep) for "
+                         "networks torchvision does not have")
     ap.add_argument("--warmup-ms", type=float, default=500)
     ap.add_argument("--iters", type=int, default=100, help="samples, at least")
     ap.add_argument("--min-ms", type=float, default=1000, help="sample for at least this long")
@@ -173,7 +192,7 @@ def main():
     args.models = [m for m in args.models.split(",") if m]
     args.modes = [m for m in args.modes.split(",") if m]
     args.compile_models = [m for m in args.compile_models.split(",") if m]
-    bad = [m for m in args.models if m not in ZOO] + \
+    bad = [m for m in args.models if m not in ZOO and not args.graph_json_dir] + \
           [m for m in args.modes if m not in ("eager", "graph", "compile")]
     if bad:
         ap.error("unknown model or mode: %s" % ", ".join(bad))

@@ -117,6 +117,113 @@ static cJSON *shape_json(const opsched_shape *s)
     return a;
 }
 
+static cJSON *ints_json(const int64_t *v, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+    return a;
+}
+
+static const char *kind_name(opsched_tensor_kind k)
+{
+    switch (k) {
+    case OPSCHED_TENSOR_INPUT: return "input";
+    case OPSCHED_TENSOR_WEIGHT: return "weight";
+    case OPSCHED_TENSOR_CONSTANT: return "constant";
+    default: return "activation";
+    }
+}
+
+/* The graph's wiring and every attribute the node's computation depends
+ * on, so that another framework can rebuild the same network from this
+ * file (bench/peers/opsched_torch.py does). */
+static void add_topology(const opsched_graph *g, const opsched_node *n, cJSON *o)
+{
+    cJSON *ts = cJSON_AddArrayToObject(o, "input_tensors");
+    for (int k = 0; k < n->n_inputs; k++) {
+        const opsched_tensor *t = n->inputs[k] >= 0 ? opsched_graph_tensor(g, n->inputs[k]) : NULL;
+        if (!t) {
+            cJSON_AddItemToArray(ts, cJSON_CreateNull());
+            continue;
+        }
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", t->name);
+        cJSON_AddStringToObject(e, "kind", kind_name(t->kind));
+        cJSON_AddItemToObject(e, "shape", shape_json(&t->shape));
+        cJSON_AddItemToArray(ts, e);
+    }
+    cJSON *os = cJSON_AddArrayToObject(o, "output_tensors");
+    for (int k = 0; k < n->n_outputs; k++)
+        cJSON_AddItemToArray(os, cJSON_CreateString(opsched_graph_tensor(g, n->outputs[k])->name));
+    cJSON *a = cJSON_AddObjectToObject(o, "attrs");
+    const opsched_op_attr *at = &n->attr;
+    switch (n->op) {
+    case OPSCHED_OP_CONV:
+        cJSON_AddItemToObject(a, "kernel", ints_json(at->conv.kernel, 2));
+        cJSON_AddItemToObject(a, "stride", ints_json(at->conv.stride, 2));
+        cJSON_AddItemToObject(a, "dilation", ints_json(at->conv.dilation, 2));
+        cJSON_AddItemToObject(a, "pads", ints_json(at->conv.pads, 4));
+        cJSON_AddNumberToObject(a, "groups", (double)at->conv.groups);
+        break;
+    case OPSCHED_OP_MAXPOOL:
+    case OPSCHED_OP_AVGPOOL:
+        cJSON_AddItemToObject(a, "kernel", ints_json(at->pool.kernel, 2));
+        cJSON_AddItemToObject(a, "stride", ints_json(at->pool.stride, 2));
+        cJSON_AddItemToObject(a, "dilation", ints_json(at->pool.dilation, 2));
+        cJSON_AddItemToObject(a, "pads", ints_json(at->pool.pads, 4));
+        cJSON_AddNumberToObject(a, "ceil_mode", at->pool.ceil_mode);
+        cJSON_AddNumberToObject(a, "count_include_pad", at->pool.count_include_pad);
+        break;
+    case OPSCHED_OP_GEMM:
+        cJSON_AddNumberToObject(a, "alpha", at->gemm.alpha);
+        cJSON_AddNumberToObject(a, "beta", at->gemm.beta);
+        cJSON_AddNumberToObject(a, "trans_a", at->gemm.trans_a);
+        cJSON_AddNumberToObject(a, "trans_b", at->gemm.trans_b);
+        break;
+    case OPSCHED_OP_CONCAT:
+    case OPSCHED_OP_SOFTMAX:
+    case OPSCHED_OP_FLATTEN:
+        cJSON_AddNumberToObject(a, "axis", (double)at->axis.axis);
+        break;
+    case OPSCHED_OP_BATCHNORM:
+        cJSON_AddNumberToObject(a, "epsilon", at->bn.epsilon);
+        break;
+    case OPSCHED_OP_LRN:
+        cJSON_AddNumberToObject(a, "size", (double)at->lrn.size);
+        cJSON_AddNumberToObject(a, "alpha", at->lrn.alpha);
+        cJSON_AddNumberToObject(a, "beta", at->lrn.beta);
+        cJSON_AddNumberToObject(a, "bias", at->lrn.bias);
+        break;
+    case OPSCHED_OP_RESHAPE:
+        cJSON_AddItemToObject(a, "shape", shape_json(&at->shape.shape));
+        break;
+    case OPSCHED_OP_PAD: {
+        const opsched_tensor *x = opsched_graph_tensor(g, n->inputs[0]);
+        int nd = x ? x->shape.ndim : 0;
+        cJSON_AddItemToObject(a, "pads", ints_json(at->pad.pads, 2 * nd));
+        cJSON_AddStringToObject(a, "mode", at->pad.mode == OPSCHED_PAD_REFLECT ? "reflect"
+                                           : at->pad.mode == OPSCHED_PAD_EDGE  ? "edge"
+                                                                               : "constant");
+        cJSON_AddNumberToObject(a, "value", at->pad.value);
+        break;
+    }
+    case OPSCHED_OP_SLICE: {
+        const opsched_tensor *x = opsched_graph_tensor(g, n->inputs[0]);
+        int nd = x ? x->shape.ndim : 0;
+        cJSON_AddItemToObject(a, "starts", ints_json(at->slice.starts, nd));
+        cJSON_AddItemToObject(a, "ends", ints_json(at->slice.ends, nd));
+        cJSON_AddItemToObject(a, "steps", ints_json(at->slice.steps, nd));
+        break;
+    }
+    case OPSCHED_OP_CLIP:
+        cJSON_AddNumberToObject(a, "min", at->clip.min);
+        cJSON_AddNumberToObject(a, "max", at->clip.max);
+        break;
+    default:
+        break;
+    }
+}
+
 static int print_json(const opsched_graph *g, const opsched_graph_totals *tot)
 {
     cJSON *root = cJSON_CreateObject();
@@ -153,6 +260,7 @@ static int print_json(const opsched_graph *g, const opsched_graph_totals *tot)
             cJSON_AddStringToObject(o, "pads", pb);
         }
         if (n->op == OPSCHED_OP_CONV) cJSON_AddNumberToObject(o, "groups", (double)n->attr.conv.groups);
+        add_topology(g, n, o);
         cJSON_AddNumberToObject(o, "flops", (double)n->cost.flops);
         cJSON_AddNumberToObject(o, "params", (double)n->cost.params);
         cJSON_AddNumberToObject(o, "bytes_read", (double)n->cost.bytes_read);
