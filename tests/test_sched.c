@@ -965,6 +965,53 @@ static void test_zoo_googlenet(void **state)
     zoo_search("googlenet", 5.0);
 }
 
+/* A part too wide for the endings budget is split, and the result stays
+ * valid; the whole part searched is never worse than its halves. */
+static void test_budget_splits(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx = new_ctx();
+    opsched_graph *g;
+    ok(ctx, opsched_graph_create(ctx, "wide", &g));
+    int x = input4(g, 4, 8), ys[6];
+    for (int i = 0; i < 6; i++) {
+        char n[16];
+        snprintf(n, sizeof(n), "a%d", i);
+        int t = conv(g, n, x, 4, 3, 1, 1);
+        snprintf(n, sizeof(n), "b%d", i);
+        ys[i] = conv(g, n, t, 4, 1 + 2 * (i % 2), 1, i % 2);
+    }
+    int y;
+    ok(ctx, opsched_build_concat(g, "cat", ys, 6, 1, &y));
+    noisy_cost c = {0};
+    c.pred.node_ms = flop_costs(g);
+    c.pred.n_nodes = opsched_graph_num_nodes(g);
+    opsched_contention_defaults(&c.pred.model);
+    c.noise = 0.001;
+    opsched_search_options o = {.searcher = OPSCHED_SEARCH_IOS, .cost = noisy_stage_cost,
+                                .user = &c};
+    opsched_schedule *whole, *split;
+    opsched_search_stats sw, ss;
+    ok(ctx, opsched_schedule_search(g, &o, &whole, &sw));
+    assert_int_equal(sw.splits, 0);
+    assert_int_equal(sw.n_parts, 1);
+    o.max_part_endings = 300;
+    ok(ctx, opsched_schedule_search(g, &o, &split, &ss));
+    ok(ctx, opsched_schedule_validate(g, split));
+    assert_true(ss.splits > 0);
+    assert_int_equal(ss.n_parts, ss.splits + 1);
+    assert_true(ss.largest_part < 13);
+    assert_true(split->predicted_ms >= whole->predicted_ms - 1e-9);
+    print_message("wide: whole %.4f ms (%lld endings), split %d times %.4f ms (%lld endings)\n",
+                  whole->predicted_ms, (long long)sw.endings, ss.splits, split->predicted_ms,
+                  (long long)ss.endings);
+    free((void *)c.pred.node_ms);
+    opsched_schedule_free(whole);
+    opsched_schedule_free(split);
+    opsched_graph_free(g);
+    opsched_ctx_free(ctx);
+}
+
 /* ---- predicted costs and the contention fit ----------------------------------- */
 
 static void test_predicted_cost(void **state)
@@ -1295,6 +1342,7 @@ int main(void)
         cmocka_unit_test(test_sequential_greedy),
         cmocka_unit_test(test_zoo_googlenet),
         cmocka_unit_test(test_zoo_inception_v3),
+        cmocka_unit_test(test_budget_splits),
         cmocka_unit_test(test_predicted_cost),
         cmocka_unit_test(test_contention_fit),
         cmocka_unit_test(test_stage_signature),

@@ -204,6 +204,11 @@ typedef struct opsched_search_options {
     int s;                          /* groups per stage (0: 8); also caps greedy */
     int max_block_ops;              /* operators per part of a block (0: 50) */
     int no_merge;                   /* 1: IOS without MERGE stages */
+    /* IOS: a part whose search enumerates more endings than this is split
+     * in two (unit order) and the halves searched one after the other,
+     * again and again while needed (0: 100,000).  Wide random-wired
+     * parts need it; the result is optimal within the parts searched. */
+    int64_t max_part_endings;
     opsched_stage_cost_fn cost;     /* NULL allowed for sequential and greedy */
     void *user;
     /* Polled between stage evaluations; when it becomes non-zero the search
@@ -216,8 +221,9 @@ typedef struct opsched_search_stats {
     int64_t endings;                /* candidate last stages considered */
     int64_t stage_evals;            /* calls to the cost function */
     int64_t cost_cache_hits;        /* stages costed before, answered from the memo */
-    int n_blocks, n_parts;          /* how the graph was cut */
-    int largest_part;               /* operators in the largest part */
+    int n_blocks, n_parts;          /* how the graph was cut (parts as searched) */
+    int largest_part;               /* operators in the largest part searched */
+    int splits;                     /* parts split for the endings budget */
     double seconds;                 /* wall time of the search */
 } opsched_search_stats;
 

@@ -247,6 +247,9 @@ typedef struct search {
     uint64_t *endings;
     size_t n_endings, cap_endings;
     opsched_status enum_status;
+    /* endings enumerated in this attempt at the part, and the most allowed */
+    int64_t spent, budget;
+    int over;
 } search;
 
 static opsched_status check_stop(search *x)
@@ -489,7 +492,11 @@ static opsched_status ending_cost(search *x, uint64_t E, int kind, double *ms, i
 
 static void push_ending(search *x, uint64_t E)
 {
-    if (x->enum_status != OPSCHED_OK) return;
+    if (x->enum_status != OPSCHED_OK || x->over) return;
+    if (++x->spent > x->budget) {
+        x->over = 1;
+        return;
+    }
     if (x->n_endings == x->cap_endings) {
         size_t cap = x->cap_endings ? 2 * x->cap_endings : 256;
         uint64_t *grown = realloc(x->endings, cap * sizeof(*grown));
@@ -522,6 +529,7 @@ static uint64_t component_of(const search *x, uint64_t E, int v)
  * successor removed it from rest) or out (and with it all its ancestors). */
 static void enumerate(search *x, uint64_t rest, uint64_t E)
 {
+    if (x->over) return;
     if (!rest || popcount64(E) == x->r * x->s) {
         if (!E) return;
         uint64_t comp[OS_SCHED_MAX_PART];
@@ -551,6 +559,12 @@ static opsched_status solve(search *x, uint64_t S, double *out)
     size_t from = x->n_endings;
     enumerate(x, S, 0);
     OS_TRY(x->enum_status);
+    if (x->over) {
+        /* Over budget: the caller splits the part; nothing is recorded on
+         * the context. */
+        x->n_endings = from;
+        return OPSCHED_ERR_UNSUPPORTED;
+    }
     size_t to = x->n_endings;
     memo_val best = {INFINITY, 0, 0};
     opsched_status st = OPSCHED_OK;
@@ -634,9 +648,24 @@ static opsched_status search_part(search *x, opsched_schedule *sched, int base, 
     memo_release(&x->states);
     memo_release(&x->par_cost);
     memo_release(&x->merge_cost);
+    x->spent = 0;
+    x->over = 0;
     uint64_t full = k == 64 ? ~(uint64_t)0 : BIT(k) - 1;
     double cost;
-    OS_TRY(solve(x, full, &cost));
+    opsched_status st = solve(x, full, &cost);
+    if (st != OPSCHED_OK && x->over && k > 1) {
+        /* Too wide to search whole within the budget: its halves in unit
+         * order (each a valid cut of the part) one after the other.  Stage
+         * costs found so far stay in the canonical memo. */
+        x->over = 0;
+        x->stats->splits++;
+        int half = k / 2;
+        OS_TRY(search_part(x, sched, base, half, total));
+        return search_part(x, sched, base + half, k - half, total);
+    }
+    OS_TRY(st);
+    x->stats->n_parts++;
+    if (k > x->stats->largest_part) x->stats->largest_part = k;
     *total += cost;
     /* Walk the choices from the whole part back to nothing; stages come
      * out last first. */
@@ -813,11 +842,10 @@ opsched_status os_schedule_search(const opsched_graph *g, const opsched_search_o
         OS_TRY_GOTO(st, rank_signatures(&x), fail);
         OS_TRY_GOTO(st, os_parts_build(ctx, &x.u, max_part, cut_blocks, &parts), fail);
         stats->n_blocks = parts.n_blocks;
-        stats->n_parts = parts.n_parts;
+        x.budget = o->max_part_endings > 0 ? o->max_part_endings : 100000;
         double total = 0;
         for (int p = 0; p < parts.n_parts; p++) {
             int base = parts.part_at[p], k = parts.part_at[p + 1] - base;
-            if (k > stats->largest_part) stats->largest_part = k;
             OS_TRY_GOTO(st, search_part(&x, sched, base, k, &total), fail);
         }
         sched->predicted_ms = total;
