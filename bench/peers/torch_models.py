@@ -134,7 +134,13 @@ def make_model(torch, tv, name, args):
 
 def run_model(torch, tv, name, batch, args, writer, env):
     model, size = make_model(torch, tv, name, args)
-    model = model.eval().cuda()
+    model = model.eval()
+    if args.fold_bn:
+        # BatchNormalization folded into the convolution before it, as
+        # opsched's --bn fold (the deployed form) runs it.
+        from torch.fx.experimental.optimization import fuse
+        model = fuse(model)
+    model = model.cuda()
     x = torch.randn(batch, 3, size, size, device="cuda")
     rows = []
     with torch.inference_mode():
@@ -185,6 +191,9 @@ def main():
     ap.add_argument("--graph-json-dir", default="",
                     help="folder of NAME.json (opsched info --format json --bn keep) for "
                          "networks torchvision does not have")
+    ap.add_argument("--fold-bn", action="store_true",
+                    help="fold BatchNormalization into convolutions (torch.fx fuse), "
+                         "as opsched's deployed form")
     ap.add_argument("--warmup-ms", type=float, default=500)
     ap.add_argument("--iters", type=int, default=100, help="samples, at least")
     ap.add_argument("--min-ms", type=float, default=1000, help="sample for at least this long")
