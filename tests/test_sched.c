@@ -1012,6 +1012,64 @@ static void test_budget_splits(void **state)
     opsched_ctx_free(ctx);
 }
 
+/* A device that cannot run merges or stages of three groups or more, nor
+ * (when bad is set) the node named bad. */
+typedef struct picky_cost {
+    noisy_cost inner;
+    int bad;
+} picky_cost;
+
+static opsched_status picky_stage_cost(void *user, const opsched_graph *g, const opsched_stage *st,
+                                       double *ms)
+{
+    picky_cost *c = user;
+    if (st->kind == OPSCHED_STAGE_MERGE || st->n_groups >= 3) {
+        *ms = INFINITY;
+        return OPSCHED_OK;
+    }
+    for (int j = 0; j < st->n_groups; j++)
+        for (int i = 0; i < st->groups[j].n_nodes; i++)
+            if (st->groups[j].nodes[i] == c->bad) {
+                *ms = INFINITY;
+                return OPSCHED_OK;
+            }
+    return noisy_stage_cost(&c->inner, g, st, ms);
+}
+
+static void test_unrunnable_stages(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx = new_ctx();
+    opsched_graph *g = mini_inception(ctx, "mini");
+    picky_cost c = {.bad = -1};
+    c.inner.pred.node_ms = flop_costs(g);
+    c.inner.pred.n_nodes = opsched_graph_num_nodes(g);
+    opsched_contention_defaults(&c.inner.pred.model);
+    c.inner.pred.model.merge_factor = 0.1; /* merges would win */
+    opsched_schedule *s;
+    search(g, OPSCHED_SEARCH_IOS, 3, 8, 1, 0, picky_stage_cost, &c, &s, NULL);
+    for (int k = 0; k < s->n_stages; k++) {
+        assert_int_equal(s->stages[k].kind, OPSCHED_STAGE_CONCURRENT);
+        assert_true(s->stages[k].n_groups <= 2);
+        assert_true(isfinite(s->stages[k].ms));
+    }
+    assert_true(isfinite(s->predicted_ms));
+    opsched_schedule_free(s);
+    /* greedy starts four branches at once: it cannot run */
+    opsched_search_options o = {.searcher = OPSCHED_SEARCH_GREEDY, .cost = picky_stage_cost,
+                                .user = &c};
+    assert_int_equal(opsched_schedule_search(g, &o, &s, NULL), OPSCHED_ERR_UNSUPPORTED);
+    assert_non_null(strstr(opsched_ctx_last_error(ctx), "cannot run"));
+    /* a node that runs nowhere: no schedule */
+    c.bad = node_index(g, "gap"); /* (a signature no other node has) */
+    o.searcher = OPSCHED_SEARCH_IOS;
+    assert_int_equal(opsched_schedule_search(g, &o, &s, NULL), OPSCHED_ERR_UNSUPPORTED);
+    assert_non_null(strstr(opsched_ctx_last_error(ctx), "can run on the device"));
+    free((void *)c.inner.pred.node_ms);
+    opsched_graph_free(g);
+    opsched_ctx_free(ctx);
+}
+
 /* ---- predicted costs and the contention fit ----------------------------------- */
 
 static void test_predicted_cost(void **state)
@@ -1268,6 +1326,42 @@ static void test_stage_store(void **state)
     assert_int_equal(fm.calls, calls);
     assert_int_equal(cache.hits, st2.stage_evals);
     assert_true(fabs(first->predicted_ms - second->predicted_ms) < 1e-12);
+    /* a stage the device cannot run is answered +inf and not stored */
+    picky_cost pk = {.bad = -1};
+    pk.inner.pred = fm.pred;
+    opsched_stage_cache picky = cache;
+    picky.measure = picky_stage_cost;
+    picky.measure_user = &pk;
+    picky.hits = picky.measured = 0;
+    opsched_schedule *merged_s;
+    ok(ctx, opsched_schedule_create(g, &merged_s));
+    int mconvs[2] = {node_index(g, "m2.b2a"), node_index(g, "m2.b3a")};
+    ok(ctx, opsched_schedule_add_merge(merged_s, g, mconvs, NULL, 2, NULL));
+    double inf_ms = 0;
+    /* the first search stored this merge's cost: answered from there */
+    ok(ctx, opsched_stage_cost_cached(&picky, g, &merged_s->stages[0], &inf_ms));
+    assert_true(isfinite(inf_ms));
+    assert_int_equal(picky.hits, 1);
+    int64_t before = picky.unsupported;
+    opsched_store_close(s);
+    remove_db(path);
+    ok(ctx, opsched_store_open(ctx, path, &s));
+    dev = fake_device(s, "GPU-1");
+    picky.store = s;
+    picky.device_id = dev;
+    ok(ctx, opsched_stage_cost_cached(&picky, g, &merged_s->stages[0], &inf_ms));
+    assert_true(isinf(inf_ms));
+    assert_int_equal(picky.unsupported, before + 1);
+    ok(ctx, opsched_stage_cost_cached(&picky, g, &merged_s->stages[0], &inf_ms));
+    assert_int_equal(picky.unsupported, before + 2); /* measured again, never stored */
+    opsched_schedule_free(merged_s);
+    cache.store = s;
+    cache.device_id = dev;
+    cache.measure = fake_measure_stage;
+    opsched_schedule *fresh;
+    search(g, OPSCHED_SEARCH_IOS, 3, 8, 1, 0, opsched_stage_cost_cached, &cache, &fresh, NULL);
+    opsched_schedule_free(fresh);
+
     /* lookups only: everything is there */
     cache.measure = NULL;
     opsched_schedule *third;
@@ -1343,6 +1437,7 @@ int main(void)
         cmocka_unit_test(test_zoo_googlenet),
         cmocka_unit_test(test_zoo_inception_v3),
         cmocka_unit_test(test_budget_splits),
+        cmocka_unit_test(test_unrunnable_stages),
         cmocka_unit_test(test_predicted_cost),
         cmocka_unit_test(test_contention_fit),
         cmocka_unit_test(test_stage_signature),

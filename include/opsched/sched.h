@@ -184,8 +184,9 @@ opsched_status opsched_stage_signature(const opsched_graph *g, const opsched_sta
 
 /* ---- searching ------------------------------------------------------ */
 
-/* The cost of running one stage alone, in milliseconds.  The stage is
- * borrowed for the call only. */
+/* The cost of running one stage alone, in milliseconds; +inf when the
+ * device cannot run it (the searchers then never choose it).  The stage
+ * is borrowed for the call only. */
 typedef opsched_status (*opsched_stage_cost_fn)(void *user, const opsched_graph *g,
                                                 const opsched_stage *stage, double *ms);
 
@@ -305,6 +306,7 @@ typedef struct opsched_stage_cache {
     const double *node_ms;          /* single-op costs per node, or NULL */
     int n_nodes;
     int64_t hits, measured;         /* answered from the database; measured now */
+    int64_t unsupported;            /* of the measured, those that cost +inf (not stored) */
 } opsched_stage_cache;
 
 /* An opsched_stage_cost_fn; user is an opsched_stage_cache. */

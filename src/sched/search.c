@@ -415,7 +415,9 @@ static opsched_status cost_stage(search *x, const opsched_stage *st, double *ms)
     opsched_status status = x->o->cost(x->o->user, x->g, st, ms);
     x->stats->stage_evals++;
     if (status != OPSCHED_OK) return status;
-    if (!(*ms >= 0) || isinf(*ms))
+    /* +inf is an answer (the device cannot run this stage); the search
+     * never picks it.  NaN and negative costs are bugs of the caller. */
+    if (!(*ms >= 0))
         return OS_FAIL(x->ctx, OPSCHED_ERR_INVALID_ARG,
                        "the stage cost function returned %g ms for a stage starting with '%s'",
                        *ms,
@@ -588,9 +590,15 @@ static opsched_status solve(search *x, uint64_t S, double *out)
     /* The endings of this state were used; later states reuse the room. */
     x->n_endings = from;
     if (st != OPSCHED_OK) return st;
-    if (!best.choice)
-        return OS_FAIL(x->ctx, OPSCHED_ERR_INVALID_ARG, "no stage can end a set of %d operators",
-                       popcount64(S));
+    if (!best.choice) {
+        /* Only when every candidate cost +inf (a singleton always is one). */
+        int v = highest(S);
+        return OS_FAIL(x->ctx, OPSCHED_ERR_UNSUPPORTED,
+                       "no stage that ends with '%s' (and %d other operators before it) can run "
+                       "on the device: every candidate cost +inf",
+                       opsched_graph_node(x->g, x->u.u[x->base + v].node)->name,
+                       popcount64(S) - 1);
+    }
     *out = best.cost;
     return memo_put(x->ctx, &x->states, S, &best);
 }
@@ -783,9 +791,12 @@ opsched_status opsched_schedule_cost(opsched_schedule *s, const opsched_graph *g
     for (int i = 0; i < s->n_stages; i++) {
         double ms;
         OS_TRY(fn(user, g, &s->stages[i], &ms));
-        if (!(ms >= 0) || isinf(ms))
+        if (!(ms >= 0))
             return OS_FAIL(s->ctx, OPSCHED_ERR_INVALID_ARG,
                            "the stage cost function returned %g ms for stage %d", ms, i + 1);
+        if (isinf(ms))
+            return OS_FAIL(s->ctx, OPSCHED_ERR_UNSUPPORTED,
+                           "stage %d cannot run on the device (its cost is +inf)", i + 1);
         s->stages[i].ms = ms;
         total += ms;
     }

@@ -85,6 +85,12 @@ opsched_status opsched_stage_cost_cached(void *user, const opsched_graph *g,
     st = c->measure(c->measure_user, g, stage, ms);
     if (st != OPSCHED_OK) goto done;
     c->measured++;
+    /* A stage the device cannot run (+inf) is not stored: the table holds
+     * times, and a later build may run it. */
+    if (isinf(*ms)) {
+        c->unsupported++;
+        goto done;
+    }
     r.median_ms = *ms;
     if (c->store) st = opsched_store_stage_put(c->store, c->device_id, &r);
 done:
