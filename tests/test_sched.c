@@ -775,6 +775,7 @@ static void test_dp_vs_brute_force(void **state)
     static const int limits[][3] = {{3, 8, 0}, {2, 2, 0}, {1, 3, 0}, {3, 8, 1}, {2, 3, 0}};
     opsched_ctx *ctx = new_ctx();
     int merges_chosen = 0, graphs = 0;
+    int64_t pruned = 0;
     int64_t total_schedules = 0;
     for (unsigned seed = 1; seed <= 40; seed++) {
         opsched_graph *g = random_dag(ctx, seed, 5 + (int)(seed % 5));
@@ -806,6 +807,22 @@ static void test_dp_vs_brute_force(void **state)
                 assert_true(sg->kind == OPSCHED_STAGE_MERGE ? sg->merge.n_members <= s
                                                             : sg->n_groups <= s);
             }
+            /* branch and bound with an exact bound (every stage costs at
+             * least its longest group) finds the same optimum */
+            opsched_search_options ob = {.searcher = OPSCHED_SEARCH_IOS, .r = r, .s = s,
+                                         .max_block_ops = 64, .no_merge = no_merge,
+                                         .cost = noisy_stage_cost, .user = &c,
+                                         .node_bound_ms = c.pred.node_ms};
+            opsched_schedule *bounded;
+            opsched_search_stats sb;
+            ok(ctx, os_schedule_search(g, &ob, 0, &bounded, &sb));
+            ok(ctx, opsched_schedule_validate(g, bounded));
+            if (fabs(bounded->predicted_ms - want) > 1e-9)
+                fail_msg("seed %u r=%d s=%d merge=%d: bounded dp %.9f, brute force %.9f", seed, r,
+                         s, !no_merge, bounded->predicted_ms, want);
+            assert_true(sb.stage_evals <= st.stage_evals);
+            pruned += sb.pruned;
+            opsched_schedule_free(bounded);
             /* cut into blocks the space is smaller: never better */
             search(g, OPSCHED_SEARCH_IOS, r, s, 1, no_merge, noisy_stage_cost, &c, &cut, NULL);
             assert_true(cut->predicted_ms >= want - 1e-9);
@@ -818,6 +835,7 @@ static void test_dp_vs_brute_force(void **state)
     /* the test means something only if merges and many schedules occur */
     assert_true(merges_chosen > 0);
     assert_true(total_schedules > 10000);
+    assert_true(pruned > 0);
     print_message("%d graphs, %lld schedules enumerated, %d merges chosen\n", graphs,
                   (long long)total_schedules, merges_chosen);
     opsched_ctx_free(ctx);
@@ -923,6 +941,21 @@ static void zoo_search(const char *model, double limit_s)
     assert_int_equal(st.stage_evals, c.calls);
     assert_true(st.cost_cache_hits > 0);
     assert_true(st.states > 0 && st.endings >= st.states);
+    /* branch and bound on the single-op costs: the same latency, fewer
+     * stages costed */
+    opsched_schedule *bounded;
+    opsched_search_stats sb;
+    o.node_bound_ms = c.inner.pred.node_ms;
+    int64_t calls = c.calls;
+    ok(ctx, opsched_schedule_search(g, &o, &bounded, &sb));
+    print_message("%s with branch and bound: %lld stage evaluations, %lld candidates pruned, "
+                  "%.3f s\n",
+                  model, (long long)sb.stage_evals, (long long)sb.pruned, sb.seconds);
+    assert_true(fabs(bounded->predicted_ms - ios->predicted_ms) < 1e-9);
+    assert_true(sb.stage_evals < st.stage_evals);
+    assert_int_equal(c.calls - calls, sb.stage_evals);
+    opsched_schedule_free(bounded);
+    o.node_bound_ms = NULL;
     o.searcher = OPSCHED_SEARCH_SEQUENTIAL;
     ok(ctx, opsched_schedule_search(g, &o, &seq, NULL));
     o.searcher = OPSCHED_SEARCH_GREEDY;

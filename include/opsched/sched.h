@@ -210,6 +210,16 @@ typedef struct opsched_search_options {
      * again and again while needed (0: 100,000).  Wide random-wired
      * parts need it; the result is optimal within the parts searched. */
     int64_t max_part_endings;
+    /* IOS branch and bound, for costs that are expensive to evaluate
+     * (measured): one cost per graph node such that no stage runs faster
+     * than bound_factor (0: 1.0) x the sum of these over its longest group
+     * (a merged convolution: than its largest member).  A candidate stage
+     * that cannot beat the best found so far is then not costed.  With
+     * predicted costs and the single-op costs as the bound, factor 1 is
+     * exact; with measured costs and the single-op times, a factor below 1
+     * allows for noise.  NULL: every candidate is costed. */
+    const double *node_bound_ms;
+    double bound_factor;
     opsched_stage_cost_fn cost;     /* NULL allowed for sequential and greedy */
     void *user;
     /* Polled between stage evaluations; when it becomes non-zero the search
@@ -222,6 +232,7 @@ typedef struct opsched_search_stats {
     int64_t endings;                /* candidate last stages considered */
     int64_t stage_evals;            /* calls to the cost function */
     int64_t cost_cache_hits;        /* stages costed before, answered from the memo */
+    int64_t pruned;                 /* candidate endings never costed (branch and bound) */
     int n_blocks, n_parts;          /* how the graph was cut (parts as searched) */
     int largest_part;               /* operators in the largest part searched */
     int splits;                     /* parts split for the endings budget */

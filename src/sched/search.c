@@ -250,6 +250,10 @@ typedef struct search {
     /* endings enumerated in this attempt at the part, and the most allowed */
     int64_t spent, budget;
     int over;
+    /* branch and bound (node_bound_ms given): per unit of the part */
+    int bound;
+    double bound_factor;
+    double unit_bound[OS_SCHED_MAX_PART];
 } search;
 
 static opsched_status check_stop(search *x)
@@ -546,6 +550,38 @@ static void enumerate(search *x, uint64_t rest, uint64_t E)
 
 /* ---- the dynamic program ------------------------------------------------------ */
 
+/* An ending with the rest of the schedule before it, and their bound. */
+typedef struct candidate {
+    uint64_t E;
+    double rest, key;
+} candidate;
+
+static int candidate_cmp(const void *a, const void *b)
+{
+    const candidate *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return (x->E > y->E) - (x->E < y->E); /* a fixed order among equals */
+}
+
+/* What stage E costs at least: bound_factor x its longest group's sum of
+ * the per-unit bounds (a merged convolution: its largest member's). */
+static double stage_bound(const search *x, uint64_t E)
+{
+    uint64_t comp[OS_SCHED_MAX_PART];
+    int n = components(x, E, comp);
+    double longest = 0;
+    for (int c = 0; c < n; c++) {
+        double t = 0;
+        for (uint64_t b = comp[c]; b; b &= b - 1) t += x->unit_bound[lowest(b)];
+        if (t > longest) longest = t;
+    }
+    double single = 0;
+    for (uint64_t b = E; b; b &= b - 1)
+        if (x->unit_bound[lowest(b)] > single) single = x->unit_bound[lowest(b)];
+    /* Merged or concurrent, a stage is at least its largest unit. */
+    return x->bound_factor * (x->o->no_merge || !merge_candidate(x, E) ? longest : single);
+}
+
 static opsched_status solve(search *x, uint64_t S, double *out)
 {
     if (!S) {
@@ -570,13 +606,40 @@ static opsched_status solve(search *x, uint64_t S, double *out)
     size_t to = x->n_endings;
     memo_val best = {INFINITY, 0, 0};
     opsched_status st = OPSCHED_OK;
+    candidate *cand = NULL;
+    if (x->bound) {
+        /* Branch and bound: every ending's rest first (states only, their
+         * own stages bounded the same way), then the candidates in order of
+         * rest plus the stage's lower bound; once that reaches the best
+         * found, no later candidate can beat it and none is costed. */
+        cand = malloc((to - from + 1) * sizeof(*cand));
+        if (!cand) {
+            x->n_endings = from;
+            return OS_NOMEM(x->ctx);
+        }
+        for (size_t e = from; e < to && st == OPSCHED_OK; e++) {
+            candidate *cd = &cand[e - from];
+            cd->E = x->endings[e];
+            st = solve(x, S & ~cd->E, &cd->rest);
+            cd->key = cd->rest + stage_bound(x, cd->E);
+        }
+        if (st == OPSCHED_OK) qsort(cand, to - from, sizeof(*cand), candidate_cmp);
+    }
+    x->stats->endings += (int64_t)(to - from);
     for (size_t e = from; e < to && st == OPSCHED_OK; e++) {
-        uint64_t E = x->endings[e];
-        x->stats->endings++;
+        uint64_t E = cand ? cand[e - from].E : x->endings[e];
         double rest, c;
         int legal;
-        st = solve(x, S & ~E, &rest);
-        if (st != OPSCHED_OK) break;
+        if (cand) {
+            if (cand[e - from].key >= best.cost) {
+                x->stats->pruned += (int64_t)(to - e);
+                break;
+            }
+            rest = cand[e - from].rest;
+        } else {
+            st = solve(x, S & ~E, &rest);
+            if (st != OPSCHED_OK) break;
+        }
         for (int kind = 0; kind < 2 && st == OPSCHED_OK; kind++) {
             if (kind == 1 && (x->o->no_merge || !merge_candidate(x, E))) break;
             st = ending_cost(x, E, kind, &c, &legal);
@@ -589,6 +652,7 @@ static opsched_status solve(search *x, uint64_t S, double *out)
     }
     /* The endings of this state were used; later states reuse the room. */
     x->n_endings = from;
+    free(cand);
     if (st != OPSCHED_OK) return st;
     if (!best.choice) {
         /* Only when every candidate cost +inf (a singleton always is one). */
@@ -609,6 +673,12 @@ static void part_setup(search *x, int base, int k)
     x->k = k;
     for (int i = 0; i < k; i++) {
         int gu = base + i;
+        if (x->bound) {
+            const os_unit *un = &x->u.u[gu];
+            const double *nb = x->o->node_bound_ms;
+            x->unit_bound[i] = (nb[un->node] > 0 ? nb[un->node] : 0) +
+                               (un->relu >= 0 && nb[un->relu] > 0 ? nb[un->relu] : 0);
+        }
         x->pred[i] = x->succ[i] = x->merge_ok[i] = 0;
         for (int q = x->u.pred_at[gu]; q < x->u.pred_at[gu + 1]; q++)
             if (x->u.pred[q] >= base && x->u.pred[q] < base + k) x->pred[i] |= BIT(x->u.pred[q] - base);
@@ -854,6 +924,8 @@ opsched_status os_schedule_search(const opsched_graph *g, const opsched_search_o
         OS_TRY_GOTO(st, os_parts_build(ctx, &x.u, max_part, cut_blocks, &parts), fail);
         stats->n_blocks = parts.n_blocks;
         x.budget = o->max_part_endings > 0 ? o->max_part_endings : 100000;
+        x.bound = o->node_bound_ms != NULL;
+        x.bound_factor = o->bound_factor > 0 ? o->bound_factor : 1.0;
         double total = 0;
         for (int p = 0; p < parts.n_parts; p++) {
             int base = parts.part_at[p], k = parts.part_at[p + 1] - base;
