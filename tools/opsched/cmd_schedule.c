@@ -9,6 +9,12 @@
  * learned models, roofline), and concurrent groups are combined by the
  * contention model fitted to the stages the database holds measured (its
  * defaults, said as such, when there are none).
+ *
+ * Measured costs run every distinct stage on the device (the schedule
+ * executor's stage measurer) and keep it in the database: first every
+ * operator alone (the single-op costs, which also bound the search: a
+ * candidate that cannot beat the best found is not run), then the stages
+ * the search asks for.  A second search on the same device runs nothing.
  */
 #include <getopt.h>
 #include <math.h>
@@ -33,11 +39,16 @@ static const char schedule_help[] =
     "  --s N                IOS and greedy: groups per stage (default 8)\n"
     "  --max-block-ops N    IOS: operators per part of a block (default 50, at most 64)\n"
     "  --no-merge           IOS: no merged convolutions\n"
-    "  --db FILE            the measurement database (default: the shipped data of\n"
-    "                       --device)\n"
-    "  --device D           the device in the database: id or part of its name\n"
-    "                       (default: the only one measured); without --db, the\n"
-    "                       shipped data set of that name (h100)\n"
+    "  --db FILE            the measurement database; predict: default the shipped\n"
+    "                       data of --device; measure: where stages are kept\n"
+    "  --device D           predict: the device in the database, id or part of its\n"
+    "                       name (default: the only one measured); without --db,\n"
+    "                       the shipped data set of that name (h100)\n"
+    "  --backend B          measure: cuda or cpu (default: cuda when a GPU is present)\n"
+    "  --index N            measure: device index within the backend (default 0)\n"
+    "  --bound F            measure: skip a candidate stage that cannot beat the best\n"
+    "                       found even if it ran in F x its longest group's operators\n"
+    "                       alone (default 0.9; off: cost every candidate)\n"
     "  --math M             fp32, tf32 (default), fp16 or bf16\n"
     "  --layout L           nchw (default) or nhwc\n"
     "  --algo POLICY        convolution algorithm policy (default heuristic)\n"
@@ -54,7 +65,9 @@ typedef struct sched_args {
     tool_model_opts mo;
     opsched_search_options so;
     const char *cost;
-    const char *db, *device, *algo, *output;
+    const char *db, *device, *algo, *output, *backend;
+    int index;
+    double bound; /* 0: off */
     opsched_math math;
     opsched_layout layout;
     int quiet;
@@ -72,6 +85,8 @@ static int parse_args(int argc, char **argv, sched_args *a)
         {"batch", required_argument, NULL, 'b'}, {"input-size", required_argument, NULL, 'i'},
         {"shapes", required_argument, NULL, 'H'}, {"bn", required_argument, NULL, 'B'},
         {"output", required_argument, NULL, 'o'}, {"quiet", no_argument, NULL, 'q'},
+        {"backend", required_argument, NULL, 'K'}, {"index", required_argument, NULL, 'I'},
+        {"bound", required_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     int c;
     int64_t v;
@@ -130,6 +145,22 @@ static int parse_args(int argc, char **argv, sched_args *a)
             else return tool_usage_error("schedule", "--bn wants fold or keep, got '%s'", optarg);
             break;
         case 'o': a->output = optarg; break;
+        case 'K': a->backend = optarg; break;
+        case 'I':
+            if (!tool_parse_int(optarg, 0, 1 << 16, &v))
+                return tool_usage_error("schedule", "--index wants a device index, got '%s'",
+                                        optarg);
+            a->index = (int)v;
+            break;
+        case 'F': {
+            char *end = NULL;
+            double f = strtod(optarg, &end);
+            if (strcmp(optarg, "off") == 0) a->bound = 0;
+            else if (end != optarg && !*end && f > 0 && f <= 1) a->bound = f;
+            else return tool_usage_error("schedule", "--bound wants a factor in (0, 1] or off, "
+                                                     "got '%s'", optarg);
+            break;
+        }
         case 'q': a->quiet = 1; break;
         case 'h': fputs(schedule_help, stdout); return -1;
         default:
@@ -151,6 +182,10 @@ static int parse_args(int argc, char **argv, sched_args *a)
 typedef struct cost_setup {
     char db_path[1024];
     opsched_predictor *pred;
+    opsched_device *dev;
+    opsched_stage_measurer *measurer;
+    opsched_stage_cache cache;
+    int n_singletons;
     opsched_store *store;
     int64_t device_id;
     char device[160];
@@ -228,8 +263,79 @@ static int setup_predict(opsched_ctx *ctx, const sched_args *a, const opsched_gr
     return TOOL_EXIT_OK;
 }
 
+static int64_t graph_batch(const opsched_graph *g)
+{
+    if (opsched_graph_num_inputs(g) < 1) return 0;
+    const opsched_tensor *t = opsched_graph_tensor(g, opsched_graph_input(g, 0));
+    return t->shape.ndim >= 1 ? t->shape.d[0] : 0;
+}
+
+/* Opens the device, the measurer and (with --db) the database; measures
+ * every operator alone, as a stage of its own: the single-op costs stored
+ * with every stage and the search's bound. */
+static int setup_measure(opsched_ctx *ctx, const sched_args *a, const opsched_graph *g,
+                         cost_setup *c)
+{
+    tool_measure_args ma;
+    tool_measure_args_init(&ma);
+    ma.backend = a->backend;
+    ma.device = a->index;
+    opsched_status st = tool_open_device(ctx, &ma, &c->dev);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "open the device");
+    opsched_device_info info;
+    st = opsched_device_info_get(c->dev, &info);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "device");
+    snprintf(c->device, sizeof(c->device), "%s:%s", info.backend, info.name);
+    opsched_stage_measure_options mo;
+    memset(&mo, 0, sizeof(mo));
+    mo.exec.exec.plan.math = a->math;
+    mo.exec.exec.plan.layout = a->layout;
+    mo.exec.exec.plan.algo = a->algo;
+    mo.exec.exec.plan.fuse_activation = 1;
+    st = opsched_stage_measurer_create(c->dev, &mo, &c->measurer);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "stage measurer");
+    if (a->db) {
+        snprintf(c->db_path, sizeof(c->db_path), "%s", a->db);
+        st = opsched_store_open(ctx, a->db, &c->store);
+        if (st == OPSCHED_OK) st = opsched_store_device(c->store, &info, &c->device_id);
+        if (st != OPSCHED_OK) return tool_fail(ctx, st, a->db);
+    }
+    opsched_stage_cache *k = &c->cache;
+    k->store = c->store;
+    k->device_id = c->device_id;
+    k->batch = graph_batch(g);
+    k->math = opsched_math_name(a->math);
+    k->layout = layout_name(a->layout);
+    k->algo_policy = a->algo ? a->algo : "heuristic";
+    k->measure = opsched_stage_cost_measured;
+    k->measure_user = c->measurer;
+
+    int n = opsched_graph_num_nodes(g);
+    c->node_ms = calloc((size_t)n + 1, sizeof(double));
+    if (!c->node_ms) {
+        fprintf(stderr, "opsched: out of memory\n");
+        return TOOL_EXIT_FAIL;
+    }
+    /* The sequential schedule is one operator (with its fused Relu) per
+     * stage: measuring it measures every operator alone. */
+    opsched_search_options so = {.searcher = OPSCHED_SEARCH_SEQUENTIAL,
+                                 .cost = opsched_stage_cost_cached, .user = k};
+    opsched_schedule *seq = NULL;
+    st = opsched_schedule_search(g, &so, &seq, NULL);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "measure the operators alone");
+    for (int i = 0; i < seq->n_stages; i++)
+        c->node_ms[seq->stages[i].groups[0].nodes[0]] = seq->stages[i].ms;
+    c->n_singletons = seq->n_stages;
+    opsched_schedule_free(seq);
+    k->node_ms = c->node_ms;
+    k->n_nodes = n;
+    return TOOL_EXIT_OK;
+}
+
 static void cost_release(cost_setup *c)
 {
+    opsched_stage_measurer_free(c->measurer);
+    opsched_device_close(c->dev);
     opsched_predictor_free(c->pred);
     opsched_store_close(c->store);
     free(c->node_ms);
@@ -241,6 +347,19 @@ static void print_line(const char *line, void *user)
 {
     (void)user;
     puts(line);
+}
+
+static void print_measured(const sched_args *a, const opsched_graph *g, const cost_setup *c)
+{
+    opsched_stage_measurer_stats ms;
+    opsched_stage_measurer_stats_get(c->measurer, &ms);
+    printf("%s: %d nodes; cost measure on %s, %s %s, algo %s\n", opsched_graph_name(g),
+           opsched_graph_num_nodes(g), c->device, opsched_math_name(a->math),
+           layout_name(a->layout), a->algo ? a->algo : "heuristic");
+    printf("  %d operators alone; stages: %lld measured now (%lld cannot run), %lld from %s; "
+           "%.1f s measuring\n",
+           c->n_singletons, (long long)c->cache.measured, (long long)c->cache.unsupported,
+           (long long)c->cache.hits, c->store ? c->db_path : "nowhere (no --db)", ms.seconds);
 }
 
 static void print_setup(const sched_args *a, const opsched_graph *g, const cost_setup *c)
@@ -288,20 +407,19 @@ int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
     a.cost = "predict";
     a.math = OPSCHED_MATH_TF32;
     a.layout = OPSCHED_LAYOUT_NCHW;
+    a.bound = 0.9;
     int rc = parse_args(argc, argv, &a);
     if (rc < 0) return TOOL_EXIT_OK;
     if (rc) return rc;
 
-    if (strcmp(a.cost, "measure") == 0) {
-        fprintf(stderr, "opsched schedule: --cost measure needs the schedule executor's stage "
-                        "timing, which this build does not have yet; use --cost predict\n");
-        return TOOL_EXIT_FAIL;
-    }
+    int measure = strcmp(a.cost, "measure") == 0;
     cost_setup c;
     memset(&c, 0, sizeof(c));
     opsched_status st;
-    rc = tool_db_or_shipped(ctx, "schedule", a.db, a.device, c.db_path, sizeof(c.db_path));
-    if (rc != TOOL_EXIT_OK) return rc;
+    if (!measure) {
+        rc = tool_db_or_shipped(ctx, "schedule", a.db, a.device, c.db_path, sizeof(c.db_path));
+        if (rc != TOOL_EXIT_OK) return rc;
+    }
     opsched_graph *g = NULL;
     opsched_schedule *s = NULL;
     st = tool_load_model(ctx, &a.mo, &g);
@@ -309,12 +427,23 @@ int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
         rc = tool_fail(ctx, st, a.mo.model);
         goto done;
     }
-    rc = setup_predict(ctx, &a, g, &c);
-    if (rc != TOOL_EXIT_OK) goto done;
-
-    a.so.cost = opsched_stage_cost_predicted;
-    a.so.user = &c.pc;
     a.so.stop = tool_stop_install("opsched schedule: stopping the search");
+    rc = measure ? setup_measure(ctx, &a, g, &c) : setup_predict(ctx, &a, g, &c);
+    if (rc != TOOL_EXIT_OK) {
+        tool_stop_restore();
+        goto done;
+    }
+    if (measure) {
+        a.so.cost = opsched_stage_cost_cached;
+        a.so.user = &c.cache;
+        if (a.bound > 0) {
+            a.so.node_bound_ms = c.node_ms;
+            a.so.bound_factor = a.bound;
+        }
+    } else {
+        a.so.cost = opsched_stage_cost_predicted;
+        a.so.user = &c.pc;
+    }
     opsched_search_stats stats;
     st = opsched_schedule_search(g, &a.so, &s, &stats);
     tool_stop_restore();
@@ -327,18 +456,23 @@ int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
         rc = tool_fail(ctx, st, "schedule");
         goto done;
     }
-    print_setup(&a, g, &c);
+    if (measure) print_measured(&a, g, &c);
+    else print_setup(&a, g, &c);
     printf("search: %s", opsched_searcher_name(a.so.searcher));
     if (a.so.searcher == OPSCHED_SEARCH_IOS)
         printf(" (r=%d, s=%d, merges %s), %d blocks in %d parts (largest %d operators)", s->r,
                s->s, a.so.no_merge ? "off" : "on", stats.n_blocks, stats.n_parts,
                stats.largest_part);
     printf("\n  %.3f s, %lld states, %lld endings, %lld stage evaluations, %lld answered from "
-           "the memo\n",
+           "the memo",
            stats.seconds, (long long)stats.states, (long long)stats.endings,
            (long long)stats.stage_evals, (long long)stats.cost_cache_hits);
-    printf("  predicted latency: %.4f ms in %d stages\n", s->predicted_ms, s->n_stages);
-    print_baselines(ctx, g, &a, &a.so);
+    if (a.so.node_bound_ms) printf(", %lld pruned by the bound", (long long)stats.pruned);
+    if (stats.splits) printf(", %d parts split for the endings budget", stats.splits);
+    printf("\n  %s latency: %.4f ms in %d stages\n", measure ? "measured (sum of stages)"
+                                                           : "predicted",
+           s->predicted_ms, s->n_stages);
+    if (!measure) print_baselines(ctx, g, &a, &a.so);
     if (!a.quiet) {
         printf("\n");
         opsched_schedule_describe(s, g, print_line, NULL);

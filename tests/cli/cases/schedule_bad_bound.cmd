@@ -1,0 +1,1 @@
+schedule googlenet --cost measure --bound 2
