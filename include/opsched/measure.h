@@ -99,6 +99,7 @@ typedef struct opsched_measurement {
     opsched_stats stats;       /* per launch, milliseconds */
     int unstable;              /* cv above OPSCHED_CV_WARN */
     opsched_energy energy;
+    int fused_activation;      /* 1: the plan folded the Relu after the node into it */
 } opsched_measurement;
 
 /* Measures node `node` of g on dev.  Returns OPSCHED_OK whenever *out holds

@@ -78,9 +78,14 @@ const char *opsched_sweep_spec_algo(const opsched_sweep_spec *spec, int i);
 
 /* Distinct configurations, in the order the spec lists them. */
 int opsched_sweep_spec_num_configs(const opsched_sweep_spec *spec);
-/* The one-node graph of configuration i (its node 0); borrowed, owned by
- * the spec.  NULL when i is out of range. */
+/* The graph of configuration i: its node 0 is what is measured; borrowed,
+ * owned by the spec.  NULL when i is out of range. */
 const opsched_graph *opsched_sweep_spec_config(const opsched_sweep_spec *spec, int i);
+/* 1 when configuration i is a convolution measured with the Relu after it
+ * fused in (node 1 of its graph; a networks entry with fuse: true).  Its
+ * measurements are stored under the settings key with ";fused=relu", as
+ * opsched profile stores such layers, so a prediction finds them. */
+int opsched_sweep_spec_config_fused(const opsched_sweep_spec *spec, int i);
 
 typedef struct opsched_sweep_counts {
     int64_t combinations;   /* grid combinations and network nodes looked at */

@@ -319,6 +319,7 @@ opsched_status opsched_measure_node(opsched_device *dev, const opsched_graph *g,
     OS_TRY_GOTO(st, opsched_plan_info_get(b->plan, &pi), done);
     snprintf(out->algo, sizeof(out->algo), "%s", pi.algo);
     out->workspace_bytes = pi.workspace_bytes;
+    out->fused_activation = pi.fused_activation;
 
     st = alloc_buffers(b, g, n, &o, info.l2_bytes);
     if (st != OPSCHED_OK) {

@@ -366,7 +366,7 @@ static opsched_status expand(const os_yaml *y, const yaml_node_t *entry, const g
             return os_sweep_fail(y, entry, "%s", opsched_ctx_last_error(spec->ctx));
         OS_TRY(st);
         int added = 0;
-        OS_TRY(os_sweep_add_config(spec, one, &added));
+        OS_TRY(os_sweep_add_config(spec, one, 0, &added));
         added_here += added;
         if (g->limit && added_here >= g->limit) break;
     }

@@ -6,7 +6,10 @@
  * Nodes that only view their input (Reshape, Flatten, ...) cost nothing and
  * are left out.  Each kept node is copied into a one-node graph
  * (opsched_graph_extract_node), so it is measured exactly as a sweep's grid
- * configuration of the same signature would be.
+ * configuration of the same signature would be.  With `fuse: true` a
+ * convolution whose only reader is a Relu is taken as the executor runs
+ * it, the two as one fused launch (a fused configuration), and the Relu
+ * itself is left out.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -50,6 +53,7 @@ typedef struct net_entry {
     int n_nets, n_batches, n_sizes, n_ops;
     yaml_node_item_t one_net, one_batch, one_size, one_op;
     int fold_bn;
+    int fuse;
     int64_t limit;
     int64_t added;
 } net_entry;
@@ -131,27 +135,59 @@ static opsched_status load_network(const os_yaml *y, const yaml_node_t *n, const
     return st;
 }
 
+/* The Relu that is the only reader of convolution i's output, which is
+ * not a graph output (the executor's fusion rule); -1 when there is none. */
+static int fused_relu_of(const opsched_graph *g, int i)
+{
+    const opsched_node *n = opsched_graph_node(g, i);
+    if (n->op != OPSCHED_OP_CONV || n->n_outputs != 1) return -1;
+    int y = n->outputs[0];
+    if (opsched_graph_num_consumers(g, y) != 1) return -1;
+    for (int k = 0; k < opsched_graph_num_outputs(g); k++)
+        if (opsched_graph_output(g, k) == y) return -1;
+    for (int j = i + 1; j < opsched_graph_num_nodes(g); j++) {
+        const opsched_node *c = opsched_graph_node(g, j);
+        for (int k = 0; k < c->n_inputs; k++)
+            if (c->inputs[k] == y)
+                return c->op == OPSCHED_OP_RELU && c->n_inputs == 1 ? j : -1;
+    }
+    return -1;
+}
+
 /* Adds the wanted nodes of g; *full is set when the entry's limit is reached. */
 static opsched_status add_nodes(const os_yaml *y, net_entry *e, const opsched_graph *g, int *full)
 {
     opsched_sweep_spec *spec = y->spec;
-    for (int i = 0; i < opsched_graph_num_nodes(g) && !*full; i++) {
+    int n = opsched_graph_num_nodes(g);
+    unsigned char *runs_fused = calloc((size_t)(n > 0 ? n : 1), 1);
+    opsched_status st = OPSCHED_OK;
+    if (!runs_fused) return OS_NOMEM(spec->ctx);
+    for (int i = 0; i < n && !*full; i++) {
         const opsched_node *node = opsched_graph_node(g, i);
         char op[32];
         spec->counts.combinations++;
         user_name(node->op, op, sizeof(op));
-        if (opsched_op_is_view(node->op) || !wants_op(y, e, op)) {
+        if (opsched_op_is_view(node->op) || runs_fused[i] || !wants_op(y, e, op)) {
             spec->counts.excluded++;
             continue;
         }
-        opsched_graph *one = NULL;
-        int added = 0;
-        OS_TRY(opsched_graph_extract_node(g, i, &one));
-        OS_TRY(os_sweep_add_config(spec, one, &added));
+        opsched_graph *one = NULL, *fused = NULL;
+        int added = 0, relu = e->fuse ? fused_relu_of(g, i) : -1;
+        OS_TRY_GOTO(st, opsched_graph_extract_node(g, i, &one), done);
+        if (relu >= 0) {
+            runs_fused[relu] = 1;
+            st = os_sweep_fused_graph(spec->ctx, one, &fused);
+            opsched_graph_free(one);
+            OS_TRY_GOTO(st, st, done);
+            one = fused;
+        }
+        OS_TRY_GOTO(st, os_sweep_add_config(spec, one, relu >= 0, &added), done);
         e->added += added;
         *full = e->limit && e->added >= e->limit;
     }
-    return OPSCHED_OK;
+done:
+    free(runs_fused);
+    return st;
 }
 
 static opsched_status expand(const os_yaml *y, net_entry *e)
@@ -193,7 +229,8 @@ static opsched_status expand(const os_yaml *y, net_entry *e)
 
 opsched_status os_sweep_networks(const os_yaml *y, const yaml_node_t *entry, int top_level)
 {
-    static const char *const keys[] = {"networks", "batch", "sizes", "ops", "fold_bn", "limit"};
+    static const char *const keys[] = {"networks", "batch", "sizes", "ops",
+                                       "fold_bn",  "fuse",  "limit"};
     net_entry e;
     memset(&e, 0, sizeof(e));
     OS_TRY(os_yaml_check_keys(y, entry, keys, OS_ARRAY_LEN(keys), top_level, "a networks entry"));
@@ -223,6 +260,8 @@ opsched_status os_sweep_networks(const os_yaml *y, const yaml_node_t *entry, int
     }
     const yaml_node_t *n = os_yaml_node(y, os_yaml_get(y, entry, "fold_bn"));
     if (n) OS_TRY(os_yaml_bool(y, n, "fold_bn", &e.fold_bn));
+    n = os_yaml_node(y, os_yaml_get(y, entry, "fuse"));
+    if (n) OS_TRY(os_yaml_bool(y, n, "fuse", &e.fuse));
     n = os_yaml_node(y, os_yaml_get(y, entry, "limit"));
     if (n) OS_TRY(os_yaml_int(y, n, 1, INT32_MAX, "limit", &e.limit));
     return expand(y, &e);

@@ -60,6 +60,7 @@ struct sweep {
     /* Policies after "all" is expanded, and their settings keys. */
     const char *policies[MAX_POLICIES];
     char keys[MAX_POLICIES][256];
+    char fused_keys[MAX_POLICIES][280]; /* keys[] + ";fused=relu" */
     int conv_only[MAX_POLICIES]; /* an algorithm's name: convolutions only */
     int n_policies;
     item *items;
@@ -119,7 +120,7 @@ static int stop_requested(const sweep *sw)
 
 /* Copies node 0 of src into a new graph on ctx, so a worker never touches
  * the spec's context (contexts are per thread). */
-static opsched_status clone_config(opsched_ctx *ctx, const opsched_graph *src, opsched_graph **out)
+static opsched_status clone_one(opsched_ctx *ctx, const opsched_graph *src, opsched_graph **out)
 {
     const opsched_node *n = opsched_graph_node(src, 0);
     opsched_graph *g = NULL;
@@ -170,10 +171,13 @@ static opsched_status run_item(worker *w, const item *it)
     opsched_graph *g = NULL;
     opsched_measurement m;
     memset(&m, 0, sizeof(m));
-    opsched_status st = clone_config(w->ctx, c->graph, &g);
+    /* A fused configuration keeps its Relu (node 1) for the plan to fold in. */
+    opsched_status st = c->fused ? os_sweep_copy_graph(w->ctx, c->graph, &g)
+                                 : clone_one(w->ctx, c->graph, &g);
     if (st != OPSCHED_OK) return worker_fail(w, st, c->signature);
     opsched_measure_options o = sw->measure;
     o.plan.algo = sw->policies[it->policy];
+    o.plan.fuse_activation = c->fused;
     st = opsched_measure_node(w->dev, g, 0, &o, &m);
     if (st != OPSCHED_OK) {
         /* The harness keeps the device usable; the failure is this item's result. */
@@ -184,8 +188,11 @@ static opsched_status run_item(worker *w, const item *it)
         opsched_ctx_clear_error(w->ctx);
     }
     opsched_graph_free(g);
+    /* A Relu the backend could not fold in ran apart: not a fused measurement. */
+    int fused_ran = c->fused && (m.status != OPSCHED_OK || m.fused_activation);
     st = opsched_store_add(w->store, sw->run_id, w->device_id, it->config_id,
-                           sw->keys[it->policy], sw->policies[it->policy], &m, NULL);
+                           fused_ran ? sw->fused_keys[it->policy] : sw->keys[it->policy],
+                           sw->policies[it->policy], &m, NULL);
     if (st != OPSCHED_OK) {
         char what[640];
         snprintf(what, sizeof(what), "cannot store the measurement of %s", c->signature);
@@ -328,6 +335,7 @@ static opsched_status add_policy(opsched_ctx *ctx, sweep *sw, const char *name, 
     opsched_measure_options o = sw->measure;
     o.plan.algo = name;
     opsched_settings_key(&o, sw->keys[i], sizeof(sw->keys[i]));
+    snprintf(sw->fused_keys[i], sizeof(sw->fused_keys[i]), "%s;fused=relu", sw->keys[i]);
     return OPSCHED_OK;
 }
 
@@ -373,11 +381,12 @@ static opsched_status resolve_policies(opsched_ctx *ctx, sweep *sw)
 
 /* Whether any device of the run has this item (resume). */
 static opsched_status already_measured(sweep *sw, opsched_store *store, int64_t config_id,
-                                       int policy, int *found)
+                                       int policy, int fused, int *found)
 {
+    const char *key = fused ? sw->fused_keys[policy] : sw->keys[policy];
     *found = 0;
     for (int i = 0; i < sw->n_workers && !*found; i++)
-        OS_TRY(opsched_store_has(store, sw->workers[i].device_id, config_id, sw->keys[policy], found));
+        OS_TRY(opsched_store_has(store, sw->workers[i].device_id, config_id, key, found));
     return OPSCHED_OK;
 }
 
@@ -414,7 +423,9 @@ static opsched_status plan_items(opsched_ctx *ctx, sweep *sw, opsched_store *sto
         for (int p = 0; p < sw->n_policies; p++) {
             if (sw->conv_only[p] && n->op != OPSCHED_OP_CONV) continue;
             int found = 0;
-            if (o->resume) OS_TRY(already_measured(sw, store, config_id, p, &found));
+            if (o->resume)
+                OS_TRY(already_measured(sw, store, config_id, p,
+                                        opsched_sweep_spec_config_fused(sw->spec, c), &found));
             sw->res.total++;
             if (found) {
                 sw->res.skipped++;

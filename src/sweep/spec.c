@@ -214,26 +214,30 @@ static opsched_status table_insert(opsched_sweep_spec *spec, size_t index)
     return OPSCHED_OK;
 }
 
-static int table_has(const opsched_sweep_spec *spec, uint64_t hash, const char *sig)
+static int table_has(const opsched_sweep_spec *spec, uint64_t hash, const char *sig, int fused)
 {
     if (!spec->table_size) return 0;
     for (size_t k = (size_t)hash & (spec->table_size - 1); spec->table[k];
          k = (k + 1) & (spec->table_size - 1)) {
         const os_sweep_config *c = &spec->configs[spec->table[k] - 1];
-        if (c->hash == hash && strcmp(c->signature, sig) == 0) return 1;
+        if (c->hash == hash && c->fused == fused && strcmp(c->signature, sig) == 0) return 1;
     }
     return 0;
 }
 
-opsched_status os_sweep_add_config(opsched_sweep_spec *spec, opsched_graph *g, int *added)
+opsched_status os_sweep_add_config(opsched_sweep_spec *spec, opsched_graph *g, int fused,
+                                   int *added)
 {
-    char sig[512];
+    char sig[512], key[560];
     char *copy = NULL;
     opsched_status st;
     *added = 0;
     OS_TRY_GOTO(st, opsched_node_signature(g, 0, sig, sizeof(sig)), done);
-    uint64_t hash = os_sweep_hash(sig);
-    if (table_has(spec, hash, sig)) {
+    /* A fused configuration is an item of its own: another hash, so the
+     * shard split treats it as one. */
+    snprintf(key, sizeof(key), "%s%s", sig, fused ? ";fused=relu" : "");
+    uint64_t hash = os_sweep_hash(key);
+    if (table_has(spec, hash, sig, fused)) {
         spec->counts.duplicates++;
         goto done;
     }
@@ -245,6 +249,7 @@ opsched_status os_sweep_add_config(opsched_sweep_spec *spec, opsched_graph *g, i
     c->signature = copy;
     c->hash = hash;
     c->flops = opsched_graph_node(g, 0)->cost.flops;
+    c->fused = fused != 0;
     st = table_insert(spec, spec->n_configs);
     if (st != OPSCHED_OK) {
         memset(c, 0, sizeof(*c));
@@ -264,7 +269,8 @@ static int cmp_shard(const void *a, const void *b)
     const os_sweep_config *x = *(const os_sweep_config *const *)a;
     const os_sweep_config *y = *(const os_sweep_config *const *)b;
     if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
-    return strcmp(x->signature, y->signature);
+    int c = strcmp(x->signature, y->signature);
+    return c ? c : x->fused - y->fused;
 }
 
 /* Ranks the configurations by (hash, signature): the shard split. */
@@ -579,6 +585,11 @@ int opsched_sweep_spec_num_configs(const opsched_sweep_spec *spec)
 const opsched_graph *opsched_sweep_spec_config(const opsched_sweep_spec *spec, int i)
 {
     return spec && i >= 0 && (size_t)i < spec->n_configs ? spec->configs[i].graph : NULL;
+}
+
+int opsched_sweep_spec_config_fused(const opsched_sweep_spec *spec, int i)
+{
+    return spec && i >= 0 && (size_t)i < spec->n_configs ? spec->configs[i].fused : 0;
 }
 
 void opsched_sweep_spec_counts(const opsched_sweep_spec *spec, opsched_sweep_counts *out)

@@ -18,11 +18,12 @@
 #define OS_SWEEP_MAX_COMBINATIONS 1000000
 
 typedef struct os_sweep_config {
-    opsched_graph *graph;   /* one node (node 0), owned */
+    opsched_graph *graph;   /* node 0, owned; fused: node 1 is the Relu reading it */
     char *signature;        /* owned */
     uint64_t hash;          /* of the signature: the shard split */
     int64_t flops;          /* the longest-first order of the run */
     int shard_rank;         /* position in (hash, signature) order */
+    int fused;              /* 1: a convolution measured with the Relu after it fused in */
 } os_sweep_config;
 
 struct opsched_sweep_spec {
@@ -75,9 +76,22 @@ opsched_status os_yaml_check_keys(const os_yaml *y, const yaml_node_t *m,
 int os_yaml_get(const os_yaml *y, const yaml_node_t *m, const char *key);
 
 /* Adds the configuration of node 0 of g (taken: the spec owns it from here,
- * also on failure) unless its signature is already there (then g is freed
- * and *added is 0). */
-opsched_status os_sweep_add_config(opsched_sweep_spec *spec, opsched_graph *g, int *added);
+ * also on failure) unless its signature is already there with the same
+ * fusion (then g is freed and *added is 0).  fused: g's node 1 is a Relu
+ * that is the only reader of node 0, a convolution, and the two are
+ * measured as one fused launch (the executor's rule). */
+opsched_status os_sweep_add_config(opsched_sweep_spec *spec, opsched_graph *g, int fused,
+                                   int *added);
+
+/* A convolution and the Relu after it as a two-node graph: node 0 copied
+ * from node 0 of conv (a one-node graph), its output read only by a Relu
+ * (node 1), which is the graph's output; *out owned by the caller. */
+opsched_status os_sweep_fused_graph(opsched_ctx *ctx, const opsched_graph *conv,
+                                    opsched_graph **out);
+
+/* Copies every node of src, in order, with its tensors (payloads copied)
+ * and outputs, into a new graph on ctx. */
+opsched_status os_sweep_copy_graph(opsched_ctx *ctx, const opsched_graph *src, opsched_graph **out);
 
 /* Expands one sweep entry (a mapping with `op:` or `networks:`).  At the
  * top level (a spec without `sweeps:`) the entry's mapping also holds the

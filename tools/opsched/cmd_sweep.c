@@ -23,10 +23,17 @@ static volatile sig_atomic_t *stop_flag;
 static void sweep_help(void)
 {
     printf("usage: opsched sweep SPEC.yml --db FILE [options] [measurement options]\n"
-           "       opsched sweep --default --db FILE [options]\n\n"
+           "       opsched sweep --default --db FILE [options]\n"
+           "       opsched sweep --for-model MODEL [--batch LIST] [--sizes LIST] --db FILE ...\n"
+           "       opsched sweep --adaptive --db FILE [--target-error PCT] [--budget-s S] ...\n\n"
            "Measures every configuration of a sweep spec (docs/SWEEP.md) into a database.\n"
            "Configurations already measured with the same settings are skipped, so a\n"
            "sweep that was stopped or killed completes when run again.\n\n"
+           "--for-model measures what a prediction of MODEL (a zoo name or an .onnx\n"
+           "file) at these batch sizes and input sizes lacks: every layer as the\n"
+           "executor runs it (a convolution with its Relu fused in) that the database\n"
+           "has no measurement of under these settings.  --adaptive grows the training\n"
+           "data where the learned models err most ('opsched sweep --adaptive --help').\n\n"
            "options:\n"
            "  --db FILE          the database (created when missing)\n"
            "  --gpus LIST        devices to use, one worker each: 0,1,2,3 or all\n"
@@ -36,7 +43,12 @@ static void sweep_help(void)
            "                     SLURM_PROCID/SLURM_NTASKS, else 0/1\n"
            "  --no-resume        measure again what the database already has\n"
            "  --dry-run          print the configurations and counts; measure nothing\n"
-           "  --default          use the built-in spec (a small conv2d grid)\n\n"
+           "  --default          use the built-in spec (a small conv2d grid)\n"
+           "  --for-model MODEL  the configurations of MODEL instead of a spec\n"
+           "  --batch LIST       with --for-model: batch sizes (default 1)\n"
+           "  --sizes LIST       with --for-model: input sizes, 224,299 or 224x320\n"
+           "                     (default: the model's own)\n"
+           "  --no-fuse          with --for-model: convolutions without their Relu\n\n"
            "Measurement options override the spec's measure: section.\n%s",
            tool_measure_help);
 }
@@ -97,6 +109,9 @@ typedef struct sweep_args {
     int shard_index, shard_count;
     const char *shard_from;    /* where the shard came from, for the message */
     int no_resume, dry_run;
+    const char *for_model;     /* --for-model: the spec is made from these */
+    const char *batch, *sizes;
+    int no_fuse;
     const char *flags[MAX_FLAGS][2]; /* measurement flags, applied after the spec */
     int n_flags;
 } sweep_args;
@@ -146,7 +161,16 @@ static int parse_args(int argc, char **argv, sweep_args *a, tool_measure_args *s
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(arg, "--db") == 0 || strcmp(arg, "--gpus") == 0 || strcmp(arg, "--shard") == 0) {
+        if (strcmp(arg, "--for-model") == 0 || strcmp(arg, "--batch") == 0 ||
+            strcmp(arg, "--sizes") == 0) {
+            if (!val) return tool_usage_error("sweep", "%s needs a value", arg);
+            if (arg[2] == 'f') a->for_model = val;
+            else if (arg[2] == 'b') a->batch = val;
+            else a->sizes = val;
+            i++;
+        } else if (strcmp(arg, "--no-fuse") == 0) {
+            a->no_fuse = 1;
+        } else if (strcmp(arg, "--db") == 0 || strcmp(arg, "--gpus") == 0 || strcmp(arg, "--shard") == 0) {
             if (!val) return tool_usage_error("sweep", "%s needs a value", arg);
             if (arg[2] == 'd') a->db = val;
             else if (arg[2] == 'g') a->gpus = val;
@@ -180,10 +204,12 @@ static int parse_args(int argc, char **argv, sweep_args *a, tool_measure_args *s
     for (int i = 0; i < a->n_flags && a->gpus; i++)
         if (strcmp(a->flags[i][0], "device") == 0)
             return tool_usage_error("sweep", "--device or --gpus, not both");
-    if (!a->spec_path && !a->use_default)
+    if (!a->for_model && (a->batch || a->sizes || a->no_fuse))
+        return tool_usage_error("sweep", "--batch, --sizes and --no-fuse go with --for-model");
+    if (!!a->spec_path + a->use_default + !!a->for_model > 1)
+        return tool_usage_error("sweep", "one of a spec file, --default and --for-model");
+    if (!a->spec_path && !a->use_default && !a->for_model)
         return tool_usage_error("sweep", "which spec? e.g. opsched sweep spec.yml --db results.db");
-    if (a->spec_path && a->use_default)
-        return tool_usage_error("sweep", "a spec file or --default, not both");
     if (!a->db && !a->dry_run) return tool_usage_error("sweep", "where to? --db FILE is required");
     if (!a->shard_from && shard_from_env(a) < 0) return TOOL_EXIT_USAGE;
     if (!a->shard_count) a->shard_count = 1;
@@ -243,6 +269,68 @@ static char *join_command(int argc, char **argv)
     return s;
 }
 
+/* ---- --for-model ---------------------------------------------------------- */
+
+/* Appends s to the YAML text as a double-quoted scalar. */
+static void yaml_quoted(char *buf, size_t size, const char *s)
+{
+    size_t n = strlen(buf);
+    if (n + 1 < size) buf[n++] = '"';
+    for (; *s && n + 3 < size; s++) {
+        if (*s == '"' || *s == '\\') buf[n++] = '\\';
+        buf[n++] = *s;
+    }
+    if (n + 1 < size) buf[n++] = '"';
+    buf[n] = '\0';
+}
+
+/* The spec of --for-model: one networks entry with the model, its batch
+ * sizes and input sizes, fused as the executor runs it.  *out malloc'd. */
+static int for_model_spec(const sweep_args *a, char **out)
+{
+    size_t size = 4096;
+    char *t = calloc(size, 1);
+    char buf[512];
+    int64_t v, h, w;
+    if (!t) return TOOL_EXIT_FAIL;
+    strcat(t, "description: ");
+    yaml_quoted(t, size, "what a prediction of the model lacks (opsched sweep --for-model)");
+    strcat(t, "\nnetworks: [");
+    yaml_quoted(t, size, a->for_model);
+    strcat(t, "]\nbatch: [");
+    snprintf(buf, sizeof(buf), "%s", a->batch ? a->batch : "1");
+    int first = 1;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (!tool_parse_int(tok, 1, 1 << 20, &v)) {
+            free(t);
+            return tool_usage_error("sweep", "--batch wants sizes like 1,8,32, got '%s'", a->batch);
+        }
+        snprintf(t + strlen(t), size - strlen(t), "%s%lld", first ? "" : ", ", (long long)v);
+        first = 0;
+    }
+    strcat(t, "]\n");
+    if (a->sizes) {
+        strcat(t, "sizes: [");
+        snprintf(buf, sizeof(buf), "%s", a->sizes);
+        first = 1;
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+             tok = strtok_r(NULL, ",", &save)) {
+            if (!tool_parse_size(tok, &h, &w) || strlen(t) + 64 > size) {
+                free(t);
+                return tool_usage_error("sweep", "--sizes wants sizes like 224,299 or 224x320, "
+                                                 "got '%s'", a->sizes);
+            }
+            snprintf(t + strlen(t), size - strlen(t), "%s\"%lldx%lld\"", first ? "" : ", ",
+                     (long long)h, (long long)w);
+            first = 0;
+        }
+        strcat(t, "]\n");
+    }
+    snprintf(t + strlen(t), size - strlen(t), "fuse: %s\n", a->no_fuse ? "false" : "true");
+    *out = t;
+    return TOOL_EXIT_OK;
+}
+
 /* ---- dry run ------------------------------------------------------------ */
 
 static int dry_run(opsched_ctx *ctx, const opsched_sweep_spec *spec, const sweep_args *a,
@@ -255,8 +343,10 @@ static int dry_run(opsched_ctx *ctx, const opsched_sweep_spec *spec, const sweep
         opsched_config_record rec;
         opsched_status st = opsched_config_record_from_node(g, 0, &rec);
         if (st != OPSCHED_OK) return tool_fail(ctx, st, "configuration");
-        char flops[32];
-        printf("%-14s %8s  %s\n", rec.op, tool_human((double)rec.flops, flops, sizeof(flops)),
+        char flops[32], op[48];
+        snprintf(op, sizeof(op), "%s%s", rec.op,
+                 opsched_sweep_spec_config_fused(spec, i) ? "+relu" : "");
+        printf("%-14s %8s  %s\n", op, tool_human((double)rec.flops, flops, sizeof(flops)),
                rec.signature);
         in_shard++;
     }
@@ -300,6 +390,8 @@ static int report_result(opsched_ctx *ctx, opsched_status st, const opsched_swee
 
 int cmd_sweep(opsched_ctx *ctx, int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--adaptive") == 0) return tool_sweep_adaptive(ctx, argc, argv);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             sweep_help();
@@ -316,7 +408,14 @@ int cmd_sweep(opsched_ctx *ctx, int argc, char **argv)
     opsched_sweep_spec *spec = NULL;
     char *command = NULL;
     opsched_status st;
-    if (a.use_default) {
+    char *made = NULL;
+    if (a.for_model) {
+        if ((rc = for_model_spec(&a, &made)) != TOOL_EXIT_OK) return rc;
+        char origin[300];
+        snprintf(origin, sizeof(origin), "<for-model %s>", a.for_model);
+        st = opsched_sweep_spec_parse(ctx, made, strlen(made), origin, &spec);
+        free(made);
+    } else if (a.use_default) {
         const char *text = opsched_sweep_default_spec();
         st = opsched_sweep_spec_parse(ctx, text, strlen(text), "<default spec>", &spec);
     } else {

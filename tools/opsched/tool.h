@@ -42,6 +42,8 @@ int cmd_export(opsched_ctx *ctx, int argc, char **argv);
 int cmd_status(opsched_ctx *ctx, int argc, char **argv);
 int cmd_profile(opsched_ctx *ctx, int argc, char **argv);
 int cmd_validate(opsched_ctx *ctx, int argc, char **argv);
+/* opsched sweep --adaptive (cmd_sweep_adaptive.c). */
+int tool_sweep_adaptive(opsched_ctx *ctx, int argc, char **argv);
 int cmd_train_model(opsched_ctx *ctx, int argc, char **argv);
 int cmd_predict(opsched_ctx *ctx, int argc, char **argv);
 int cmd_schedule(opsched_ctx *ctx, int argc, char **argv);
