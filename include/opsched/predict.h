@@ -87,7 +87,7 @@ typedef struct opsched_feature_device {
     double node_floor_us;      /* the calibration's graph_node_us; NaN: none */
 } opsched_feature_device;
 
-#define OPSCHED_FEATURE_COUNT 38
+#define OPSCHED_FEATURE_COUNT 42
 
 /* The feature's name ("flops", "waves_128x128", ...); NULL out of range. */
 const char *opsched_feature_name(int i);
@@ -105,7 +105,9 @@ const char *opsched_feature_name(int i);
  *   one per group; linear and matmul their own); output tiles, waves
  *   (ceil(tiles / SMs)) and the tail wave's occupied share for tiles of
  *   64x64, 128x128 and 128x256; element-wise view: output elements, blocks
- *   of 1024 elements and their waves; input elements.
+ *   of 1024 elements and their waves; input elements; whether a Conv or
+ *   Gemm has a bias; bytes of the first input, of the second (weights)
+ *   and of the output.
  * Features that do not apply are NaN.  OPSCHED_ERR_INVALID_ARG when the
  * signature cannot be read. */
 opsched_status opsched_features(opsched_ctx *ctx, const opsched_config_record *rec, int fused_relu,
@@ -153,9 +155,9 @@ typedef struct opsched_predictor_options {
     const char *algo_policy;       /* default "heuristic" */
     opsched_cache_state cache;     /* default hot (what a network's layers see) */
     int folds;                     /* cross-validation folds (default 5) */
-    int rounds;                    /* boosting rounds (default 300) */
-    int max_depth;                 /* tree depth (default 6) */
-    double eta;                    /* learning rate (default 0.1) */
+    int rounds;                    /* boosting rounds (default 600) */
+    int max_depth;                 /* tree depth (default 8) */
+    double eta;                    /* learning rate (default 0.05) */
     int threads;                   /* XGBoost threads (default 0: one below 5000 rows, else all) */
     int train;                     /* 1 (default): train when the models are missing or stale;
                                     * 0: use current saved models only */

@@ -109,9 +109,14 @@ static int parse_token(os_sig *g, const char *t, const char *end)
         if (!colon) return 0;
         opsched_shape sh;
         if (!parse_shape(t + 2, colon, &sh)) return 0;
+        char dt[16];
+        opsched_dtype dtype = OPSCHED_F32;
+        snprintf(dt, sizeof(dt), "%.*s", (int)(end - colon - 1), colon + 1);
+        if (opsched_dtype_from_name(dt, &dtype) != OPSCHED_OK) return 0;
         if (g->n_inputs < OS_SIG_MAX_INPUTS) {
             g->role[g->n_inputs] = t[0];
             g->shape[g->n_inputs] = sh;
+            g->elem_bytes[g->n_inputs] = (int)opsched_dtype_size(dtype);
         }
         g->n_inputs++;
         int64_t n = opsched_shape_numel(&sh);
@@ -175,12 +180,14 @@ static const char *const feature_names[OPSCHED_FEATURE_COUNT] = {
     "bytes", "log2_flops", "log2_bytes", "intensity", "log2_roofline_us", "log2_intensity_ridge",
     "gemm_m", "gemm_n", "gemm_k", "gemm_count", "tiles_64x64", "waves_64x64", "tail_64x64",
     "tiles_128x128", "waves_128x128", "tail_128x128", "tiles_128x256", "waves_128x256",
-    "tail_128x256", "out_elems", "ew_blocks", "ew_waves", "in_elems"};
+    "tail_128x256", "out_elems", "ew_blocks", "ew_waves", "in_elems", "bias", "in_bytes",
+    "second_bytes", "out_bytes"};
 
 enum {
     F_OP, F_FUSED, F_BATCH, F_CIN, F_COUT, F_KH, F_KW, F_STRIDE, F_PAD, F_GROUPS, F_H, F_W, F_HO,
     F_WO, F_FLOPS, F_BYTES, F_LFLOPS, F_LBYTES, F_AI, F_LROOF, F_LRIDGE, F_GM, F_GN, F_GK, F_GCOUNT,
-    F_TILES0, F_EW_ELEMS = F_TILES0 + 9, F_EW_BLOCKS, F_EW_WAVES, F_IN_ELEMS, F_END
+    F_TILES0, F_EW_ELEMS = F_TILES0 + 9, F_EW_BLOCKS, F_EW_WAVES, F_IN_ELEMS, F_BIAS, F_IN_BYTES,
+    F_SECOND_BYTES, F_OUT_BYTES, F_END
 };
 
 _Static_assert(F_END == OPSCHED_FEATURE_COUNT, "feature list and count disagree");
@@ -337,6 +344,14 @@ opsched_status opsched_features(opsched_ctx *ctx, const opsched_config_record *r
         tile_features(gcount, gm, gn, tiles[i][0], tiles[i][1], dev->sm_count,
                       &out[F_TILES0 + 3 * i]);
     out[F_EW_ELEMS] = out_elems;
+    /* A convolution's or Gemm's bias (the third input) is an epilogue or a
+     * pass of its own over the output, depending on the library. */
+    if (g.op == OPSCHED_OP_CONV || g.op == OPSCHED_OP_GEMM)
+        out[F_BIAS] = g.n_inputs > 2 && g.role[2] != '-' ? 1 : 0;
+    int eb = x ? g.elem_bytes[0] : 4;
+    if (x) out[F_IN_BYTES] = (double)opsched_shape_numel(x) * eb;
+    if (w) out[F_SECOND_BYTES] = (double)opsched_shape_numel(w) * g.elem_bytes[1];
+    if (out_elems > 0) out[F_OUT_BYTES] = out_elems * eb;
     if (out_elems > 0) {
         double blocks = ceil(out_elems / 1024.0);
         out[F_EW_BLOCKS] = blocks;

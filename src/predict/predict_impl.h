@@ -13,7 +13,7 @@
 
 /* Bumped whenever opsched_features changes meaning: saved models of an
  * older version are stale. */
-#define OS_FEATURE_VERSION 1
+#define OS_FEATURE_VERSION 2
 /* Version of the metadata file's layout. */
 #define OS_MODEL_FORMAT 2
 
@@ -46,6 +46,7 @@ typedef struct os_sig {
     int n_inputs;                          /* all inputs, omitted ones included */
     char role[OS_SIG_MAX_INPUTS];          /* 'x', 'w', 'c', or '-' (omitted) */
     opsched_shape shape[OS_SIG_MAX_INPUTS];
+    int elem_bytes[OS_SIG_MAX_INPUTS];
     int64_t in_elems_total;                /* over every present input */
     int64_t in_elems_max;
     int has_k, has_s, has_p, has_d;

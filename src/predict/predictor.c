@@ -116,9 +116,9 @@ void opsched_predictor_options_default(opsched_predictor_options *o)
     o->algo_policy = "heuristic";
     o->cache = OPSCHED_CACHE_HOT;
     o->folds = 5;
-    o->rounds = 300;
-    o->max_depth = 6;
-    o->eta = 0.1;
+    o->rounds = 600;
+    o->max_depth = 8;
+    o->eta = 0.05;
     o->train = 1;
 }
 

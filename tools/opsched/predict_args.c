@@ -19,9 +19,9 @@ const char *predict_args_help =
     "  --algo POLICY          the algorithm policy measured (default heuristic)\n"
     "  --cache hot|cold       the cache state measured (default hot)\n"
     "  --folds N              cross-validation folds (default 5)\n"
-    "  --rounds N             boosting rounds (default 300)\n"
-    "  --depth N              tree depth (default 6)\n"
-    "  --eta X                learning rate (default 0.1)\n"
+    "  --rounds N             boosting rounds (default 600)\n"
+    "  --depth N              tree depth (default 8)\n"
+    "  --eta X                learning rate (default 0.05)\n"
     "  --threads N            XGBoost threads (default: 1 below 5000 rows, else all)\n"
     "  --quiet                no progress messages\n";
 
