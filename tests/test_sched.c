@@ -1166,6 +1166,7 @@ static void test_contention_fit(void **state)
     opsched_ctx *ctx = new_ctx();
     opsched_contention truth = {.capacity = 3.0, .stage_ms = 0.006, .stream_ms = 0.004};
     opsched_stage_sample smp[60];
+    memset(smp, 0, sizeof(smp));
     srand(7);
     for (int i = 0; i < 60; i++) {
         int groups = 1 + i % 6;
@@ -1184,11 +1185,28 @@ static void test_contention_fit(void **state)
     opsched_contention fit;
     opsched_contention_defaults(&fit);
     ok(ctx, opsched_contention_fit(ctx, smp, 60, &fit));
+    assert_int_equal(fit.n_merge_fit, 0);
+    assert_true(fit.merge_factor == 0.85); /* kept */
     assert_int_equal(fit.n_fit, 60);
     assert_true(fabs(fit.capacity - 3.0) < 0.05);
     assert_true(fabs(fit.stage_ms - 0.006) < 5e-4);
     assert_true(fabs(fit.stream_ms - 0.004) < 5e-4);
     assert_true(fit.fit_rms_rel < 0.01);
+    /* merged stages give the merge factor, after the stage cost */
+    opsched_stage_sample mixed[70];
+    memcpy(mixed, smp, sizeof(smp));
+    for (int i = 60; i < 70; i++) {
+        double scaled = 0.05 + 0.01 * i;
+        mixed[i] = (opsched_stage_sample){.n_groups = 0, .longest_ms = scaled / 3,
+                                          .sum_ms = scaled, .measured_ms = 0.6 * scaled + 0.006,
+                                          .merge = 1};
+    }
+    opsched_contention_defaults(&fit);
+    ok(ctx, opsched_contention_fit(ctx, mixed, 70, &fit));
+    assert_int_equal(fit.n_fit, 60);
+    assert_int_equal(fit.n_merge_fit, 10);
+    assert_true(fabs(fit.merge_factor - 0.6) < 0.01);
+    assert_true(fabs(fit.capacity - 3.0) < 0.05);
     /* too few samples keep the defaults, and say so */
     opsched_contention few;
     opsched_contention_defaults(&few);
@@ -1198,7 +1216,9 @@ static void test_contention_fit(void **state)
     /* single-group stages only: capacity and stream cost cannot show */
     opsched_stage_sample single[5];
     for (int i = 0; i < 5; i++) {
-        single[i] = (opsched_stage_sample){1, 0.1 * (i + 1), 0.1 * (i + 1), 0.1 * (i + 1) + 0.01};
+        double t = 0.1 * (i + 1);
+        single[i] = (opsched_stage_sample){
+            .n_groups = 1, .longest_ms = t, .sum_ms = t, .measured_ms = t + 0.01};
     }
     opsched_contention_defaults(&few);
     ok(ctx, opsched_contention_fit(ctx, single, 5, &few));
@@ -1409,6 +1429,9 @@ static void test_stage_store(void **state)
     assert_true(fit.n_fit > 10);
     assert_true(fabs(fit.stage_ms - 0.005) < 1e-4);
     assert_true(fit.fit_rms_rel < 0.01);
+    /* the fake merges at the default factor, 0.85 */
+    assert_true(fit.n_merge_fit >= 2);
+    assert_true(fabs(fit.merge_factor - 0.85) < 0.01);
     opsched_contention none;
     opsched_contention_defaults(&none);
     ok(ctx, opsched_contention_fit_store(s, ctx, dev, "fp16", "nchw", "heuristic", &none));

@@ -265,6 +265,7 @@ typedef struct opsched_contention {
     double merge_factor;            /* merged conv time vs the member sum */
     int n_fit;                      /* measured stages fitted from; 0: the defaults */
     double fit_rms_rel;             /* relative RMS error of the fit (NaN when n_fit 0) */
+    int n_merge_fit;                /* merged stages merge_factor was fitted from (0: kept) */
 } opsched_contention;
 
 /* The defaults used when nothing was measured (documented in SCHEDULE.md). */
@@ -274,15 +275,18 @@ void opsched_contention_defaults(opsched_contention *out);
 typedef struct opsched_stage_sample {
     int n_groups;
     double longest_ms;              /* the longest group's sum of single-op costs */
-    double sum_ms;                  /* all groups' single-op costs */
+    double sum_ms;                  /* all groups' single-op costs; a merge: its members'
+                                     * costs scaled to the merged kernel, plus their Relus */
     double measured_ms;             /* the stage measured as a whole */
+    int merge;                      /* 1: a merged convolution */
 } opsched_stage_sample;
 
 /* Least-squares fit (relative residuals) of capacity, stage_ms and
- * stream_ms to the samples; out->merge_factor is kept when > 0 (merged
- * stages are not fitted yet), everything else is written.  Fewer than 3
- * usable samples give the defaults with n_fit 0; without samples of two
- * or more groups only stage_ms is fitted. */
+ * stream_ms to the concurrent samples, then of merge_factor to the merged
+ * ones (given the fitted stage_ms).  Fewer than 3 usable concurrent
+ * samples give the defaults with n_fit 0; without samples of two or more
+ * groups only stage_ms is fitted; fewer than 2 merged samples keep
+ * out->merge_factor when it is > 0 (else the default). */
 opsched_status opsched_contention_fit(opsched_ctx *ctx, const opsched_stage_sample *samples,
                                       int n, opsched_contention *out);
 
@@ -324,9 +328,9 @@ typedef struct opsched_stage_cache {
 opsched_status opsched_stage_cost_cached(void *user, const opsched_graph *g,
                                          const opsched_stage *stage, double *ms);
 
-/* Fits *inout (start from opsched_contention_defaults) to the concurrent
- * stages stored for (device, math, layout, policy) that carry single-op
- * sums; n_fit says how many. */
+/* Fits *inout (start from opsched_contention_defaults) to the stages
+ * stored for (device, math, layout, policy) that carry single-op sums;
+ * n_fit and n_merge_fit say how many. */
 opsched_status opsched_contention_fit_store(opsched_store *s, opsched_ctx *ctx, int64_t device_id,
                                             const char *math, const char *layout,
                                             const char *algo_policy, opsched_contention *inout);

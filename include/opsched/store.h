@@ -123,8 +123,9 @@ opsched_status opsched_store_calibration_get(opsched_store *s, int64_t device_id
 /* One stage of an inter-operator schedule measured as a whole.  The
  * signature is opsched_stage_signature's text; longest_ms and sum_ms are
  * the single-operator costs of its longest group and of all its groups
- * when the caller knew them (NaN otherwise): the contention model is
- * fitted from them. */
+ * when the caller knew them (NaN otherwise; for a merge, the members'
+ * costs scaled to the merged kernel): the contention model is fitted
+ * from them. */
 typedef struct opsched_stage_record {
     const char *signature;
     const char *kind;          /* "concurrent" or "merge" */
@@ -283,7 +284,9 @@ opsched_status opsched_store_find_device(opsched_store *s, const char *name,
 
 /* Which measurements a dataset holds.  NULL texts match anything.  Rows
  * layer-timed inside a network (settings key with ";mode=network") are
- * not harness measurements and are left out unless include_network. */
+ * not harness measurements and are left out unless include_network; so
+ * are a layer's host enqueue times (";mode=host": the host's ms to launch
+ * it in a free run, not device time) unless include_host. */
 typedef struct opsched_dataset_query {
     int64_t device_id;
     const char *math;          /* "tf32" ... */
@@ -292,19 +295,20 @@ typedef struct opsched_dataset_query {
     const char *cache;         /* "hot", "cold" */
     int include_network;       /* 1: also ";mode=network" rows */
     int include_failed;        /* 1: also unsupported, oom and error rows */
+    int include_host;          /* 1: also ";mode=host" rows */
 } opsched_dataset_query;
 
 /* One measurement with its configuration.  The settings key's fields are
  * split out: fused_relu is 1 for ";fused=relu" (a convolution measured
  * with the Relu after it fused in: a kind of operator of its own),
- * network for ";mode=network". */
+ * network for ";mode=network", host for ";mode=host". */
 typedef struct opsched_dataset_row {
     int64_t measurement_id, config_id, run_id;
     opsched_config_record config;
     char settings_key[256];
     char algo_policy[48], algo[48];
     char math[8], layout[8], cache[8], status[16];
-    int fused_relu, network;
+    int fused_relu, network, host;
     double median_ms, cv;      /* NaN when not timed */
     int energy_valid;
     double energy_j;           /* per launch, total; NaN unless energy_valid */

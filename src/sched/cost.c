@@ -17,6 +17,7 @@
 
 void opsched_contention_defaults(opsched_contention *out)
 {
+    memset(out, 0, sizeof(*out));
     /* Guesses, not measurements (n_fit 0 says so): batch-1 operators of
      * CNNs fill a fraction of a large GPU, so about two groups' worth of
      * work overlaps; a cross-stream event costs a few microseconds in a
@@ -28,6 +29,7 @@ void opsched_contention_defaults(opsched_contention *out)
     out->merge_factor = 0.85;
     out->n_fit = 0;
     out->fit_rms_rel = NAN;
+    out->n_merge_fit = 0;
 }
 
 static double group_ms(const opsched_predicted_cost *p, const opsched_group *gr)
@@ -151,6 +153,27 @@ static double fit_line(const double *y, const double *x, const double *w, int n,
     return best;
 }
 
+/* merge_factor by weighted least squares through the origin:
+ * measured - stage_ms = f x scaled member sum, weights 1 / measured^2. */
+static void fit_merges(const opsched_stage_sample *samples, int n, opsched_contention *out)
+{
+    double sxy = 0, sxx = 0;
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        const opsched_stage_sample *s = &samples[i];
+        if (!s->merge || !(s->measured_ms > 0) || !(s->sum_ms > 0) || isinf(s->measured_ms) ||
+            isinf(s->sum_ms))
+            continue;
+        double w = 1 / (s->measured_ms * s->measured_ms), y = s->measured_ms - out->stage_ms;
+        sxy += w * s->sum_ms * y;
+        sxx += w * s->sum_ms * s->sum_ms;
+        m++;
+    }
+    if (m < 2 || !(sxx > 0) || !(sxy > 0)) return;
+    out->merge_factor = sxy / sxx;
+    out->n_merge_fit = m;
+}
+
 opsched_status opsched_contention_fit(opsched_ctx *ctx, const opsched_stage_sample *samples,
                                       int n, opsched_contention *out)
 {
@@ -169,6 +192,7 @@ opsched_status opsched_contention_fit(opsched_ctx *ctx, const opsched_stage_samp
     }
     for (int i = 0; i < n; i++) {
         const opsched_stage_sample *s = &samples[i];
+        if (s->merge) continue;
         if (!(s->measured_ms > 0) || !(s->longest_ms >= 0) || !(s->sum_ms >= s->longest_ms) ||
             s->n_groups < 1 || isinf(s->measured_ms) || isinf(s->sum_ms))
             continue;
@@ -185,6 +209,7 @@ opsched_status opsched_contention_fit(opsched_ctx *ctx, const opsched_stage_samp
     if (m < 3) {
         free(buf);
         free(T);
+        fit_merges(samples, n, out);
         return OPSCHED_OK;
     }
     /* Capacity enters through a max(): searched on a geometric grid, the
@@ -209,6 +234,7 @@ opsched_status opsched_contention_fit(opsched_ctx *ctx, const opsched_stage_samp
     out->fit_rms_rel = sqrt(best / m);
     free(buf);
     free(T);
+    fit_merges(samples, n, out);
     return OPSCHED_OK;
 }
 

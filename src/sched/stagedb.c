@@ -11,10 +11,11 @@
 #include "core/error.h"
 #include "sched/sched_impl.h"
 
-/* The single-op costs of the stage's longest group and of all groups;
- * NaN when the caller gave none. */
-static void single_op_sums(const opsched_stage_cache *c, const opsched_stage *st, double *longest,
-                           double *sum, int *n_ops)
+/* The single-op costs of the stage's longest group and of all groups (a
+ * merge: its members, each scaled to the merged kernel's area, as the
+ * predicted cost counts them); NaN when the caller gave none. */
+static void single_op_sums(const opsched_stage_cache *c, const opsched_graph *g,
+                           const opsched_stage *st, double *longest, double *sum, int *n_ops)
 {
     *longest = *sum = 0;
     *n_ops = 0;
@@ -35,10 +36,18 @@ static void single_op_sums(const opsched_stage_cache *c, const opsched_stage *st
         double t = 0;
         for (int i = 0; i < count; i++) {
             (*n_ops)++;
-            if (!have || nodes[i] < 0 || nodes[i] >= c->n_nodes || !(c->node_ms[nodes[i]] >= 0))
+            if (!have || nodes[i] < 0 || nodes[i] >= c->n_nodes || !(c->node_ms[nodes[i]] >= 0)) {
                 have = 0;
-            else
-                t += c->node_ms[nodes[i]];
+                continue;
+            }
+            double scale = 1;
+            if (st->kind == OPSCHED_STAGE_MERGE && i == 0) {
+                /* the member as the merged kernel makes it work */
+                const opsched_conv_attr *a = &opsched_graph_node(g, nodes[0])->attr.conv;
+                scale = (double)(st->merge.kernel[0] * st->merge.kernel[1]) /
+                        (double)(a->kernel[0] * a->kernel[1]);
+            }
+            t += c->node_ms[nodes[i]] * scale;
         }
         *sum += t;
         if (t > *longest) *longest = t;
@@ -62,7 +71,7 @@ opsched_status opsched_stage_cost_cached(void *user, const opsched_graph *g,
     r.layout = c->layout;
     r.algo_policy = c->algo_policy;
     r.n_groups = stage->kind == OPSCHED_STAGE_MERGE ? 0 : stage->n_groups;
-    single_op_sums(c, stage, &r.longest_ms, &r.sum_ms, &r.n_ops);
+    single_op_sums(c, g, stage, &r.longest_ms, &r.sum_ms, &r.n_ops);
     opsched_status st = OPSCHED_OK;
     int found = 0;
     if (c->store) {
@@ -107,8 +116,7 @@ typedef struct fit_rows {
 static void collect(const opsched_stage_record *r, void *user)
 {
     fit_rows *f = user;
-    if (f->nomem || strcmp(r->kind, "concurrent") != 0 || isnan(r->longest_ms) || isnan(r->sum_ms))
-        return;
+    if (f->nomem || isnan(r->longest_ms) || isnan(r->sum_ms)) return;
     if (f->n == f->cap) {
         int cap = f->cap ? 2 * f->cap : 64;
         opsched_stage_sample *grown = realloc(f->s, (size_t)cap * sizeof(*grown));
@@ -124,6 +132,7 @@ static void collect(const opsched_stage_record *r, void *user)
     x->longest_ms = r->longest_ms;
     x->sum_ms = r->sum_ms;
     x->measured_ms = r->median_ms;
+    x->merge = strcmp(r->kind, "merge") == 0;
 }
 
 opsched_status opsched_contention_fit_store(opsched_store *s, opsched_ctx *ctx, int64_t device_id,

@@ -371,13 +371,15 @@ static void print_setup(const sched_args *a, const opsched_graph *g, const cost_
            c->n_by_source[OPSCHED_SOURCE_EXACT], c->n_by_source[OPSCHED_SOURCE_LEARNED],
            c->n_by_source[OPSCHED_SOURCE_ROOFLINE], c->n_by_source[OPSCHED_SOURCE_VIEW]);
     const opsched_contention *m = &c->pc.model;
-    printf("  contention: capacity %.2f groups, %.1f us per stage, %.1f us per extra stream, "
-           "merge x%.2f ",
-           m->capacity, 1e3 * m->stage_ms, 1e3 * m->stream_ms, m->merge_factor);
+    printf("  contention: capacity %.2f groups, %.1f us per stage, %.1f us per extra stream ",
+           m->capacity, 1e3 * m->stage_ms, 1e3 * m->stream_ms);
     if (m->n_fit > 0)
         printf("(fitted to %d measured stages, rms %.1f%%)\n", m->n_fit, 100 * m->fit_rms_rel);
     else
         printf("(DEFAULTS: no measured stages in the database; run a measured search to fit)\n");
+    printf("  merged convolutions: x%.2f of their members ", m->merge_factor);
+    if (m->n_merge_fit > 0) printf("(fitted to %d measured merges)\n", m->n_merge_fit);
+    else printf("(DEFAULT: fewer than two measured merges)\n");
 }
 
 /* Sequential and greedy under the same cost, for comparison. */
