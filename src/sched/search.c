@@ -438,7 +438,7 @@ static int build_merge(search *x, uint64_t E, opsched_stage *stage)
 {
     int n = popcount64(E);
     if (n < 2) return 0;
-    int convs[OS_SCHED_MAX_PART], i = 0, relu = -2;
+    int convs[OS_SCHED_MAX_PART] = {0}, i = 0, relu = -2;
     for (uint64_t b = E; b; b &= b - 1) {
         int v = lowest(b);
         const os_unit *un = &x->u.u[x->base + v];
