@@ -55,10 +55,22 @@ def build(desc):
                     if not a.get("trans_b", 0):
                         raise ValueError("%s: Gemm without transB" % l["name"])
                     mod = nn.Linear(w[1], w[0], bias=len(params) > 1)
+                elif op in ("MaxPool", "AveragePool") and _pads_sym(a["pads"]) is None:
+                    # TensorFlow's SAME padding (NASNet): pad first; an average
+                    # that excludes the padding divides by the count of real
+                    # elements under the window.
+                    p = a["pads"]
+                    pre = (p[1], p[3], p[0], p[2])
+                    if op == "MaxPool":
+                        mod = nn.MaxPool2d(tuple(a["kernel"]), tuple(a["stride"]), 0,
+                                           tuple(a["dilation"]), ceil_mode=bool(a["ceil_mode"]))
+                        pre = pre + ("max",)
+                    else:
+                        mod = nn.AvgPool2d(tuple(a["kernel"]), tuple(a["stride"]), 0,
+                                           ceil_mode=bool(a["ceil_mode"]), count_include_pad=True)
+                        pre = pre + ("avg" if a["count_include_pad"] else "avg_excl",)
                 elif op in ("MaxPool", "AveragePool"):
                     sym = _pads_sym(a["pads"])
-                    if sym is None:
-                        raise ValueError("%s: asymmetric pooling pads" % l["name"])
                     if op == "MaxPool":
                         mod = nn.MaxPool2d(tuple(a["kernel"]), tuple(a["stride"]), sym,
                                            tuple(a["dilation"]), ceil_mode=bool(a["ceil_mode"]))
@@ -68,6 +80,18 @@ def build(desc):
                                            count_include_pad=bool(a["count_include_pad"]))
                 if mod is not None:
                     self.mods[key] = mod
+                elif params:
+                    # an element-wise op with a constant operand (RandWire's
+                    # aggregation weights): a buffer of that shape, in the
+                    # operand's place
+                    acts = []
+                    for j, t in enumerate(ins):
+                        if t["kind"] in ("input", "activation"):
+                            acts.append(t["name"])
+                        else:
+                            b = "%s_c%d" % (key, j)
+                            self.register_buffer(b, torch.rand(t["shape"]) + 0.5)
+                            acts.append("@" + b)
                 self.steps.append((op, key if mod is not None else None, pre, acts,
                                    l["output_tensors"], a))
             self.output = self.steps[-1][4][0]
@@ -75,8 +99,17 @@ def build(desc):
         def forward(self, *xs):
             env = dict(zip(self.inputs, xs))
             for op, key, pre, acts, outs, a in self.steps:
-                x = [env[n] for n in acts]
-                if key is not None:
+                x = [getattr(self, n[1:]) if n[0] == "@" else env[n] for n in acts]
+                if key is not None and pre is not None and len(pre) == 5:
+                    m, kind = self.mods[key], pre[4]
+                    if kind == "max":
+                        y = m(F.pad(x[0], pre[:4], value=float("-inf")))
+                    elif kind == "avg":
+                        y = m(F.pad(x[0], pre[:4]))
+                    else:
+                        ones = torch.ones_like(x[0][:, :1])
+                        y = m(F.pad(x[0], pre[:4])) / m(F.pad(ones, pre[:4]))
+                elif key is not None:
                     y = self.mods[key](F.pad(x[0], pre) if pre else x[0])
                 elif op == "Relu":
                     y = F.relu(x[0])
