@@ -135,7 +135,7 @@ def make_model(torch, tv, name, args):
 def run_model(torch, tv, name, batch, args, writer, env):
     model, size = make_model(torch, tv, name, args)
     model = model.eval()
-    if args.fold_bn:
+    if args.fold_bn and name in ZOO:  # the rebuilt graphs come folded (--bn fold)
         # BatchNormalization folded into the convolution before it, as
         # opsched's --bn fold (the deployed form) runs it.
         from torch.fx.experimental.optimization import fuse
