@@ -36,7 +36,7 @@ check() { # check NAME COMMAND...: passes when the command succeeds
 quick=(--backend cpu --iters 3 --warmup-ms 10 --min-ms 0 --out-dir "$tmp/out" --db "$tmp/p.db")
 
 overall_header="model,algorithm,batch,input_size,mean,std,min,max,median,p90,p99,throughput,power_mean_w,energy_per_inference_j,peak_memory_bytes,e2e_graph_median_ms,layer_sum_ms,attribution_latency_pct,attribution_energy_pct,check_rel_l2,enqueue_ms,cv,math,layout,fallback_layers,attribution_graph_pct,layers_queued,layer_isolated_sum_ms,attribution_isolated_pct"
-layers_header="batch,input_size,layer,op,in_channels,out_channels,kernel_size,stride,output_shape,flops,mean_ms,median_ms,percentage,energy_j,algorithm"
+layers_header="batch,input_size,layer,op,in_channels,out_channels,kernel_size,stride,output_shape,flops,mean_ms,median_ms,percentage,energy_j,algorithm,host_ms"
 
 # csv_ok MODEL ITEMS [CHECKED]: the two CSV files of MODEL have their
 # headers, ITEMS overall rows, one layers row per node and item, every
@@ -119,6 +119,27 @@ check "squeezenet1_1 CSV files" csv_ok squeezenet1_1 4
 check "squeezenet1_1 a row for every layer" layers_cover squeezenet1_1 squeezenet1_1 64
 check "squeezenet1_1 trace" trace_ok "$tmp/sq.json" 4
 check "squeezenet1_1 summaries" grep -q "=== Performance summary: squeezenet1_1, batch 2, 96x96" "$tmp/sq.out"
+
+# host_rows_ok DB: every layer stored as layer-timed (";mode=network") also
+# has its host enqueue time (";mode=host", plus ";fused=relu" where it ran
+# the Relu after it, the same key otherwise), with an algorithm and a
+# non-negative median.
+host_rows_ok() {
+  "$py" - "$1" <<'EOF'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+q = "select run_id, config_id, replace(replace(settings_key, ';mode=%s', ''), ';fused=relu', ''), algo from measurements where settings_key like '%%;mode=%s%%'"
+net, host = sorted(c.execute(q % ("network", "network")).fetchall()), sorted(c.execute(q % ("host", "host")).fetchall())
+if not host or net != host:
+    sys.exit("%d ;mode=network rows, %d ;mode=host rows, not the same layers" % (len(net), len(host)))
+bad = c.execute("select count(*) from measurements where settings_key like '%;mode=host%' and (median_ms is null or median_ms < 0 or algo is null or algo = '' or n < 2)").fetchone()[0]
+if bad:
+    sys.exit("%d ;mode=host rows without a time or an algorithm" % bad)
+print("  %d host enqueue rows" % len(host))
+EOF
+}
+check "squeezenet1_1 host enqueue rows" host_rows_ok "$tmp/p.db"
+check "squeezenet1_1 host summary" grep -q "^Host enqueue: *sum of layers" "$tmp/sq.out"
 
 # --- resume: everything is in the database --------------------------------
 check "resume skips" run "$tmp/again" squeezenet1_1 "${quick[@]}" --batch 1,2 --sizes 64,96

@@ -224,7 +224,7 @@ static void quiet_options(opsched_predictor_options *o)
 /* ---- tests ------------------------------------------------------------------------ */
 
 typedef struct walk {
-    int rows, fused, network;
+    int rows, fused, network, host;
     int64_t max_id;
 } walk;
 
@@ -234,6 +234,7 @@ static opsched_status count_row(const opsched_dataset_row *r, void *user)
     w->rows++;
     w->fused += r->fused_relu;
     w->network += r->network;
+    w->host += r->host;
     if (r->measurement_id > w->max_id) w->max_id = r->measurement_id;
     return OPSCHED_OK;
 }
@@ -248,18 +249,27 @@ static void test_dataset(void **state)
     synth_add(fx, &y, &r, 0, 0.010, 0, NULL);
     synth_add(fx, &y, &r, 1, 0.011, 0, NULL);
     synth_add(fx, &y, &r, 0, 0.050, 0, ";mode=network");
+    synth_add(fx, &y, &r, 0, 0.020, 0, ";mode=host"); /* host enqueue time, not device time */
     opsched_dataset_query q = {.device_id = y.dev, .math = "tf32", .layout = "nchw"};
     walk w = {0};
     OK(fx, opsched_store_dataset(y.s, &q, count_row, &w));
     assert_int_equal(w.rows, 2);
     assert_int_equal(w.fused, 1);
     assert_int_equal(w.network, 0);
+    assert_int_equal(w.host, 0);
     q.include_network = 1;
     memset(&w, 0, sizeof(w));
     OK(fx, opsched_store_dataset(y.s, &q, count_row, &w));
     assert_int_equal(w.rows, 3);
     assert_int_equal(w.network, 1);
+    assert_int_equal(w.host, 0);
     q.include_network = 0;
+    q.include_host = 1;
+    memset(&w, 0, sizeof(w));
+    OK(fx, opsched_store_dataset(y.s, &q, count_row, &w));
+    assert_int_equal(w.rows, 3);
+    assert_int_equal(w.host, 1);
+    q.include_host = 0;
     q.math = "fp16";
     memset(&w, 0, sizeof(w));
     OK(fx, opsched_store_dataset(y.s, &q, count_row, &w));

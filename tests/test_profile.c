@@ -110,11 +110,17 @@ static void test_profile_squeezenet(void **state)
         assert_true(l->algo[0] != '\0');
         if (opsched_op_is_view(n->op)) assert_false(l->timed);
         if (!l->timed) {
+            assert_true(l->host_ms == 0); /* views and fused Relus enqueue nothing */
+            assert_int_equal(l->host.n, 0);
             assert_int_equal(l->stats.n, 0);
             assert_true(l->median_ms == 0);
             continue;
         }
         timed++;
+        assert_int_equal(l->host.n, 30);
+        assert_true(isfinite(l->host_ms) && l->host_ms > 0);
+        assert_true(l->host_ms == l->host.median);
+        assert_true(l->host.min <= l->host_ms && l->host_ms <= l->host.max);
         assert_int_equal(l->stats.n, 5);
         assert_true(l->median_ms > 0 && l->run_ms > 0);
         assert_true(l->median_ms == l->stats.median);
@@ -134,7 +140,67 @@ static void test_profile_squeezenet(void **state)
     assert_string_equal(r->check_note, "");
     assert_true(r->check_rel_l2 <= 1e-5);
     assert_true(r->check_tolerance == 1e-5);
+
+    /* Host enqueue times: on the CPU a launch computes, so the layers' sum
+     * is one free run's time, at most the measured enqueue time (loosely:
+     * a shared machine's CPU timings are noisy, and the medians per layer
+     * of 30 runs on a warm cache often come out well below it). */
+    double host_sum = 0;
+    for (int i = 0; i < r->n_layers; i++)
+        host_sum += r->layers[i].host_ms;
+    print_message("host enqueue: layer sum %.3f ms, free run's enqueue %.3f ms\n",
+                  r->layer_host_sum_ms, r->enqueue_ms);
+    assert_true(fabs(host_sum - r->layer_host_sum_ms) < 1e-9);
+    assert_true(r->layer_host_sum_ms > 0);
+    assert_true(r->layer_host_sum_ms <= 4.0 * r->enqueue_ms);
     opsched_profile_result_free(r);
+}
+
+/* The executor's host-timed run directly: every node gets a time, the
+ * nodes that run nothing 0, and the whole run's outputs are a free run's. */
+static void test_executor_host_timed(void **state)
+{
+    fixture *fx = *state;
+    opsched_executor *ex = NULL;
+    opsched_exec_options eo;
+    memset(&eo, 0, sizeof(eo));
+    eo.plan.fuse_activation = 1;
+    assert_int_equal(opsched_executor_create(fx->dev, fx->g, &eo, &ex), OPSCHED_OK);
+    int n = opsched_graph_num_nodes(fx->g);
+    double *ms = malloc(sizeof(double) * (size_t)n);
+    assert_non_null(ms);
+    for (int i = 0; i < n; i++)
+        ms[i] = -1;
+    assert_int_equal(opsched_executor_run_host_timed(ex, NULL, ms), OPSCHED_OK);
+    assert_int_equal(opsched_device_sync(fx->dev), OPSCHED_OK);
+    int launched = 0, idle = 0;
+    for (int i = 0; i < n; i++) {
+        const opsched_layer_info *li = opsched_executor_layer(ex, i);
+        assert_true(isfinite(ms[i]) && ms[i] >= 0);
+        if (strcmp(li->algo, "view") == 0 || strcmp(li->algo, "fused") == 0) {
+            assert_true(ms[i] == 0);
+            idle++;
+        } else {
+            assert_true(ms[i] > 0);
+            launched++;
+        }
+    }
+    assert_true(launched > 20 && idle > 0);
+    size_t numel = opsched_executor_output_numel(ex, 0);
+    float *a = malloc(sizeof(float) * numel), *b = malloc(sizeof(float) * numel);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(opsched_executor_get_output(ex, 0, a, numel), OPSCHED_OK);
+    assert_int_equal(opsched_executor_run(ex, NULL), OPSCHED_OK);
+    assert_int_equal(opsched_device_sync(fx->dev), OPSCHED_OK);
+    assert_int_equal(opsched_executor_get_output(ex, 0, b, numel), OPSCHED_OK);
+    assert_memory_equal(a, b, sizeof(float) * numel);
+    assert_int_equal(opsched_executor_run_host_timed(ex, NULL, NULL), OPSCHED_ERR_INVALID_ARG);
+    assert_int_equal(opsched_executor_run_host_timed(NULL, NULL, ms), OPSCHED_ERR_INVALID_ARG);
+    free(a);
+    free(b);
+    free(ms);
+    opsched_executor_free(ex);
 }
 
 static void test_profile_options_off(void **state)
@@ -156,7 +222,21 @@ static void test_profile_options_off(void **state)
     assert_true(isnan(r->attribution_energy));
     opsched_profile_result_free(r);
 
+    o.host_runs = 0; /* no host-timed runs: NaN, no statistics */
+    r = profile_ok(fx, &o);
+    assert_true(isnan(r->layer_host_sum_ms));
+    for (int i = 0; i < r->n_layers; i++) {
+        assert_true(isnan(r->layers[i].host_ms));
+        assert_int_equal(r->layers[i].host.n, 0);
+    }
+    opsched_profile_result_free(r);
+
     /* Bad options fail before anything runs. */
+    o.host_runs = -1;
+    r = NULL;
+    assert_int_equal(opsched_profile_graph(fx->dev, fx->g, &o, &r), OPSCHED_ERR_INVALID_ARG);
+    assert_null(r);
+    o.host_runs = 30;
     o.iters = 0;
     r = NULL;
     assert_int_equal(opsched_profile_graph(fx->dev, fx->g, &o, &r), OPSCHED_ERR_INVALID_ARG);
@@ -467,6 +547,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_tolerance),
         cmocka_unit_test_setup_teardown(test_profile_squeezenet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_options_off, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_executor_host_timed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_forced_algorithm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_networks, setup, teardown),

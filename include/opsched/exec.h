@@ -80,6 +80,16 @@ size_t opsched_executor_output_numel(const opsched_executor *ex, int i);
 /* Enqueues one inference on stream s (NULL: the device's stream); does not wait. */
 opsched_status opsched_executor_run(opsched_executor *ex, opsched_stream *s);
 
+/* Enqueues one inference like opsched_executor_run (no device syncs, no
+ * timestamps) and writes the host's time spent in each node's launch
+ * call(s) to layer_host_ms[node], in ms (CLOCK_MONOTONIC around the
+ * launch; 0 for nodes that run nothing: views, fused Relus).  On a device
+ * whose queue is full a launch blocks, and the wait counts: sync before
+ * the run to measure the enqueue cost alone.  On the CPU backend a launch
+ * computes, so the time is the layer's. */
+opsched_status opsched_executor_run_host_timed(opsched_executor *ex, opsched_stream *s,
+                                               double *layer_host_ms);
+
 /* One inference with a timestamp pair around every node; waits, then
  * writes each node's milliseconds to layer_ms[node] (0 for views) and the
  * whole run's to *total_ms (NULL allowed). */

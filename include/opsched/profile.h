@@ -31,6 +31,11 @@ typedef struct opsched_profile_options {
     double energy_window_ms;       /* default 1000, never below */
     double idle_ms;                /* default 300 */
     int check;                     /* 1: compare outputs with the CPU backend (default 1) */
+    /* Host enqueue cost per layer: after 3 warm-up runs, host_runs free
+     * runs (default 30; 0: off), the device synced before each so that
+     * no launch waits for a full queue, with the host's time in each
+     * layer's launch call(s) taken by opsched_executor_run_host_timed. */
+    int host_runs;
 } opsched_profile_options;
 
 void opsched_profile_options_default(opsched_profile_options *o);
@@ -51,6 +56,11 @@ typedef struct opsched_layer_profile {
     char algo[48];                 /* what ran: an algorithm, "view" or "fused" */
     int fallback;                  /* 1: the asked algorithm could not run it */
     size_t workspace_bytes;
+    /* Host time to enqueue the layer's launch(es) in a free run (median
+     * over host_runs runs), ms: 0 for layers that run nothing, NaN when
+     * not measured; host holds the runs' statistics (n = 0 when not). */
+    double host_ms;
+    opsched_stats host;
 } opsched_layer_profile;
 
 typedef struct opsched_profile_result {
@@ -78,6 +88,7 @@ typedef struct opsched_profile_result {
     double layer_energy_sum_j;     /* NaN unless every timed layer has an energy */
     double attribution_energy;     /* layer_energy_sum_j / energy.energy_j */
     double layer_isolated_sum_ms;  /* NaN unless isolated */
+    double layer_host_sum_ms;      /* sum of the layers' host_ms; NaN when not measured */
     double attribution_isolated;   /* layer_isolated_sum_ms / e2e_graph (else e2e) median */
     double check_rel_l2;           /* vs CPU backend; NaN when not checked, inf when an
                                     * output is not finite */
@@ -96,7 +107,8 @@ typedef struct opsched_profile_result {
 
 /* Profiles g on dev: the numerics check first (when asked), then warm-up,
  * free-running inferences (timed in rounds enqueued ahead, so the device
- * never waits for the host between samples), the host's enqueue time,
+ * never waits for the host between samples), the host's enqueue time (of
+ * the whole inference, and of each layer when host_runs > 0),
  * replays of a captured graph, layer-timed runs, and the energy windows.
  * A backend without graphs leaves e2e_graph.n at 0; a device without a
  * power sensor leaves the energies invalid (NaN): neither is a failure.

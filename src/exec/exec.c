@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/util.h"
 #include "exec/exec_impl.h"
+#include "measure/measure_impl.h"
 
 /* What the executor keeps of a graph tensor. */
 typedef struct ex_tensor {
@@ -465,6 +466,21 @@ opsched_status opsched_executor_run(opsched_executor *ex, opsched_stream *s)
     for (int i = 0; i < ex->n_nodes; i++) {
         ex_node *n = &ex->nodes[i];
         if (n->plan) OS_TRY(opsched_plan_launch(n->plan, s, n->in, n->out));
+    }
+    return OPSCHED_OK;
+}
+
+opsched_status opsched_executor_run_host_timed(opsched_executor *ex, opsched_stream *s,
+                                               double *layer_host_ms)
+{
+    if (!ex || !layer_host_ms) return OPSCHED_ERR_INVALID_ARG;
+    for (int i = 0; i < ex->n_nodes; i++) {
+        ex_node *n = &ex->nodes[i];
+        layer_host_ms[i] = 0;
+        if (!n->plan) continue;
+        double t0 = os_now_ms();
+        OS_TRY(opsched_plan_launch(n->plan, s, n->in, n->out));
+        layer_host_ms[i] = os_now_ms() - t0;
     }
     return OPSCHED_OK;
 }

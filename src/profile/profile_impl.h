@@ -31,6 +31,11 @@ opsched_status os_profile_sample(os_profiler *p, int use_graph, opsched_stats *o
 /* Host time to enqueue one inference onto an idle device (median). */
 opsched_status os_profile_enqueue(os_profiler *p, double *out_ms);
 
+/* o.host_runs free runs (after a few warm-up ones), each on a synced
+ * device, with the host's time in every layer's launches: per-layer
+ * medians and statistics, and their sum. */
+opsched_status os_profile_host_layers(os_profiler *p);
+
 /* o.iters layer-timed runs (at most OS_PROFILE_MAX_LAYERED): per-layer
  * statistics, the whole run's, and the representative run's layer times. */
 #define OS_PROFILE_MAX_LAYERED 1000

@@ -11,6 +11,11 @@
  * waking up), which is what a server running the network back to back
  * sees.
  *
+ * Host-timed runs take the host's clock around each layer's launch calls
+ * in a free run started on a drained queue: what enqueueing the layer
+ * costs the host (a cuDNN engine's host overhead), the bound on a small
+ * network's free-running latency.
+ *
  * Layer-timed runs put a pair of timestamps around every layer.  Where
  * enqueueing an inference takes the host longer than the device needs to
  * run it (small networks, small batches), a layer's launch reaches the
@@ -139,6 +144,46 @@ opsched_status os_profile_enqueue(os_profiler *p, double *out_ms)
     qsort(t, (size_t)n, sizeof(double), cmp_double);
     *out_ms = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
     return OPSCHED_OK;
+}
+
+#define HOST_WARMUP 3
+#define HOST_MAX_RUNS 10000
+
+opsched_status os_profile_host_layers(os_profiler *p)
+{
+    opsched_status st = OPSCHED_OK;
+    opsched_profile_result *res = p->r;
+    int nl = res->n_layers, runs = OS_MIN(p->o.host_runs, HOST_MAX_RUNS);
+    size_t cells = (size_t)(nl > 0 ? nl : 1) * (size_t)runs;
+    double *all = malloc(sizeof(double) * cells);
+    double *col = malloc(sizeof(double) * (size_t)runs);
+    if (!all || !col) {
+        st = OS_NOMEM(p->ctx);
+        goto done;
+    }
+    /* Each run starts on a drained queue, so no launch waits for room and
+     * a layer's time is its enqueue cost alone. */
+    for (int r = -HOST_WARMUP; r < runs; r++) {
+        OS_TRY_GOTO(st, opsched_device_sync(p->dev), done);
+        double *row = all + (size_t)(r < 0 ? 0 : r) * (size_t)nl;
+        OS_TRY_GOTO(st, opsched_executor_run_host_timed(p->ex, NULL, row), done);
+    }
+    OS_TRY_GOTO(st, opsched_device_sync(p->dev), done);
+    double sum = 0;
+    for (int i = 0; i < nl; i++) {
+        opsched_layer_profile *l = &res->layers[i];
+        for (int r = 0; r < runs; r++)
+            col[r] = all[(size_t)r * (size_t)nl + (size_t)i];
+        OS_TRY_GOTO(st, opsched_stats_compute(col, runs, &l->host), done);
+        l->host_ms = l->host.median;
+        if (!l->timed) l->host.n = 0; /* ran nothing: 0 ms, no statistics */
+        sum += l->host_ms;
+    }
+    res->layer_host_sum_ms = sum;
+done:
+    free(all);
+    free(col);
+    return st;
 }
 
 /* Graph replays to enqueue before a layer-timed run so that the device is

@@ -152,12 +152,13 @@ done:
 
 /* The WHERE clause shared by the dataset and its fingerprint; parameters:
  * device, math x2, layout x2, policy x2, cache x2, include_network,
- * include_failed. */
+ * include_host, include_failed. */
 #define DATASET_WHERE                                                                              \
     " WHERE m.device_id = ?"                                                                       \
     " AND (? IS NULL OR m.math = ?) AND (? IS NULL OR m.layout = ?)"                               \
     " AND (? IS NULL OR m.algo_policy = ?) AND (? IS NULL OR m.cache = ?)"                         \
     " AND (? OR instr(m.settings_key, ';mode=network') = 0)"                                       \
+    " AND (? OR instr(m.settings_key, ';mode=host') = 0)"                                          \
     " AND (? OR m.status = 'ok')"
 
 static opsched_status bind_query(opsched_store *s, sqlite3_stmt *stmt,
@@ -171,6 +172,7 @@ static opsched_status bind_query(opsched_store *s, sqlite3_stmt *stmt,
     bind_filter(&b, q->algo_policy);
     bind_filter(&b, q->cache);
     os_bind_int(&b, q->include_network != 0);
+    os_bind_int(&b, q->include_host != 0);
     os_bind_int(&b, q->include_failed != 0);
     return OS_BIND_END(s, &b);
 }
@@ -218,6 +220,7 @@ static void read_row(sqlite3_stmt *stmt, opsched_dataset_row *r)
     copy_text(c->dtype, sizeof(c->dtype), stmt, 29);
     r->fused_relu = key_has(r->settings_key, "fused=relu");
     r->network = key_has(r->settings_key, "mode=network");
+    r->host = key_has(r->settings_key, "mode=host");
 }
 
 opsched_status opsched_store_dataset(opsched_store *s, const opsched_dataset_query *q,

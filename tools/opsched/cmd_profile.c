@@ -50,6 +50,8 @@ static void profile_help(void)
            "  --fuse on|off          run a convolution, its bias and a following ReLU as one\n"
            "                         operation where the backend can (default on)\n"
            "  --layers on|off        time every layer: layers CSV, attribution (default on)\n"
+           "  --host-layers on|off   the host's time to enqueue each layer in a free run\n"
+           "                         (30 runs on a drained queue; default on)\n"
            "  --isolated             also time each distinct layer alone (CUDA-graph replays,\n"
            "                         no timestamps between layers): the sum against the end\n"
            "                         to end checks that the layers account for the network\n"
@@ -79,7 +81,7 @@ typedef struct profile_args {
     const char *sizes_text;
     stage_kind stage;
     const char *algo_fallback;
-    int cuda_graph, layers, check, layer_energy, isolated, fold_bn, dry_run;
+    int cuda_graph, layers, host_layers, check, layer_energy, isolated, fold_bn, dry_run;
     int fuse; /* conv + bias + ReLU as one operation where the backend can */
     const char *out_dir, *db, *trace;
     const char *flags[MAX_FLAGS][2]; /* measurement flags, applied after the stage */
@@ -117,7 +119,7 @@ static int own_value_flag(profile_args *a, const char *arg, const char *val, int
 {
     static const char *const names[] = {"--batch",      "--sizes",  "--stage", "--algo-fallback",
                                         "--cuda-graph", "--layers", "--check", "--out-dir",
-                                        "--db",         "--trace",  "--fuse"};
+                                        "--db",         "--trace",  "--fuse",  "--host-layers"};
     int which = -1;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strcmp(arg, names[i]) == 0) which = (int)i;
@@ -155,6 +157,9 @@ static int own_value_flag(profile_args *a, const char *arg, const char *val, int
     case 10:
         *rc = parse_on_off(arg, val, &a->fuse);
         break;
+    case 11:
+        *rc = parse_on_off(arg, val, &a->host_layers);
+        break;
     case 5:
         *rc = parse_on_off(arg, val, &a->layers);
         break;
@@ -176,7 +181,7 @@ static int own_value_flag(profile_args *a, const char *arg, const char *val, int
 
 static int parse_args(int argc, char **argv, profile_args *a, tool_measure_args *scratch)
 {
-    a->cuda_graph = a->layers = a->fuse = 1;
+    a->cuda_graph = a->layers = a->fuse = a->host_layers = 1;
     a->check = -1;
     a->out_dir = ".";
     a->batches[0] = 1;
@@ -524,6 +529,7 @@ static void profile_options(const run_state *rs, opsched_profile_options *po)
     po->idle_ms = mo->idle_ms;
     po->cuda_graph = rs->a->cuda_graph;
     po->layers = rs->a->layers;
+    if (!rs->a->host_layers) po->host_runs = 0;
     po->check = rs->a->check;
 }
 

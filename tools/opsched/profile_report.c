@@ -85,7 +85,7 @@ void report_overall_row(FILE *f, const profile_item *it)
 void report_layers_header(FILE *f)
 {
     fprintf(f, "batch,input_size,layer,op,in_channels,out_channels,kernel_size,stride,"
-               "output_shape,flops,mean_ms,median_ms,percentage,energy_j,algorithm\n");
+               "output_shape,flops,mean_ms,median_ms,percentage,energy_j,algorithm,host_ms\n");
 }
 
 /* "3" for a square kernel or stride, "7x1" otherwise; "" when none. */
@@ -137,6 +137,7 @@ void report_layers_rows(FILE *f, const profile_item *it)
         csv_num(f, r->layer_sum_ms > 0 ? 100.0 * l->median_ms / r->layer_sum_ms : NAN);
         csv_num(f, l->energy_j);
         csv_text(f, algo);
+        csv_num(f, l->host_ms);
         fputc('\n', f);
     }
 }
@@ -193,6 +194,9 @@ void report_summary(FILE *f, const profile_item *it)
     stats_line(f, "Latency:", &r->e2e);
     fprintf(f, "%-22s median = %.4f ms%s\n", "Enqueue Time:", r->enqueue_ms,
             is_host_backend(it) ? " (the CPU backend computes while it enqueues)" : "");
+    if (!isnan(r->layer_host_sum_ms))
+        fprintf(f, "%-22s sum of layers %.4f ms (the free run's enqueue %.4f ms)\n",
+                "Host enqueue:", r->layer_host_sum_ms, r->enqueue_ms);
     if (r->e2e_layered.n > 0) {
         stats_line(f, "Compute (layered):", &r->e2e_layered);
         fprintf(f, "%-22s layer sum %.4f ms = %.1f%% of the median latency",
@@ -343,6 +347,56 @@ static opsched_status store_isolated(opsched_store *s, int64_t run_id, int64_t d
     return OPSCHED_OK;
 }
 
+/* Each layer's host enqueue time in a free run (per-layer medians over the
+ * host-timed runs) under the harness's settings key with ";mode=host"
+ * (and ";fused=relu" when the layer ran the Relu after it): the host cost
+ * of launching that configuration with that engine (the algorithm column),
+ * what a free-running (eager) prediction adds up against device time. */
+static opsched_status store_host(opsched_store *s, int64_t run_id, int64_t device_id,
+                                 const profile_item *it)
+{
+    const opsched_profile_result *r = it->r;
+    opsched_measure_options mo;
+    char key[256];
+    opsched_measure_options_default(&mo);
+    mo.plan.algo = it->algo_policy;
+    mo.plan.math = it->math;
+    mo.plan.layout = it->layout;
+    mo.energy = 0;
+    opsched_settings_key(&mo, key, sizeof(key));
+    strncat(key, ";mode=host", sizeof(key) - strlen(key) - 1);
+    size_t base = strlen(key);
+    for (int i = 0; i < r->n_layers; i++) {
+        const opsched_layer_profile *l = &r->layers[i];
+        if (!l->timed || l->host.n == 0 || isnan(l->host_ms)) continue;
+        opsched_config_record rec;
+        int64_t config_id = 0;
+        opsched_status st = opsched_config_record_from_node(it->g, i, &rec);
+        if (st == OPSCHED_OK) st = opsched_store_config(s, &rec, &config_id);
+        if (st != OPSCHED_OK) return st;
+        opsched_measurement m;
+        memset(&m, 0, sizeof(m));
+        m.status = OPSCHED_OK;
+        snprintf(m.algo, sizeof(m.algo), "%s", l->algo);
+        m.workspace_bytes = l->workspace_bytes;
+        m.math = it->math;
+        m.layout = it->layout;
+        m.cache = OPSCHED_CACHE_HOT;
+        m.launches_per_sample = 1;
+        m.stats = l->host;
+        m.unstable = l->host.cv > OPSCHED_CV_WARN;
+        m.energy.valid = 0;
+        if (l->fallback)
+            snprintf(m.message, sizeof(m.message), "%s could not run it: fallback %s",
+                     it->algo_policy, it->algo_fallback ? it->algo_fallback : "heuristic");
+        key[base] = '\0';
+        if (l->fused_next) strncat(key, ";fused=relu", sizeof(key) - strlen(key) - 1);
+        st = opsched_store_add(s, run_id, device_id, config_id, key, it->algo_policy, &m, NULL);
+        if (st != OPSCHED_OK) return st;
+    }
+    return OPSCHED_OK;
+}
+
 static void network_record(const profile_item *it, const char *mode, opsched_network_record *n)
 {
     const opsched_profile_result *r = it->r;
@@ -386,6 +440,7 @@ opsched_status report_store(opsched_store *s, int64_t run_id, int64_t device_id,
     opsched_network_record n;
     opsched_status st = store_layers(s, run_id, device_id, it);
     if (st == OPSCHED_OK) st = store_isolated(s, run_id, device_id, it);
+    if (st == OPSCHED_OK) st = store_host(s, run_id, device_id, it);
     if (st != OPSCHED_OK) return st;
     if (it->r->e2e_layered.n > 0) {
         network_record(it, "layered", &n);

@@ -39,7 +39,9 @@ void report_line(FILE *f, const profile_item *it);
 int report_warnings(const profile_item *it);
 
 /* Stores the item: each timed layer as a measurement of its
- * configuration (settings key with ";mode=network"), then one
+ * configuration (settings key with ";mode=network"), the layers timed
+ * alone (the harness's key), each layer's host enqueue time (the
+ * harness's key with ";mode=host"), then one
  * network_runs row per mode (free last, so a size counts as done only
  * when everything of it is in). */
 opsched_status report_store(opsched_store *s, int64_t run_id, int64_t device_id,
