@@ -5,8 +5,11 @@ usage: scripts/export-data.py DB OUTDIR [--device PART]...
 
 Writes OUTDIR/{devices,runs,configs,measurements,network_runs,calibrations}.sql:
 one file per table, a header line that the loader checks
-("-- opsched data: table=T schema=N rows=N"), then one INSERT per row, one
-row per line, with an explicit column list.  Foreign keys are written as
+("-- opsched data: table=T schema=N rows=N"), then INSERTs with an
+explicit column list, one row per line (a line break inside a text is
+written as || char(10) ||, so a row never spans lines; the loader names
+the line of a row it cannot insert); a new INSERT starts at rows chosen by
+a hash of their text, about every 32 rows.  Foreign keys are written as
 lookups by key - a run by its uuid, a device by (backend, uuid), a
 configuration by its signature - so the text does not depend on row ids,
 and rows are ordered by those keys, so exporting again after more
@@ -20,12 +23,15 @@ from when OUTDIR is data/NAME (src/store/shipped.c).
 insensitive), and the runs, configurations and rows that belong to them.
 """
 import argparse
+import hashlib
 import math
 import os
 import sqlite3
 import sys
 
 TABLES = ["devices", "runs", "configs", "measurements", "network_runs", "calibrations"]
+# Rows per INSERT statement, on average.
+CHUNK = 32
 # The newest schema this script knows; a newer database is refused.  Schema
 # 4's stages table (measured schedule stages, a per-device cache) is not
 # exported.
@@ -75,7 +81,20 @@ def literal(v):
         return repr(v)
     if isinstance(v, bytes):
         return "X'" + v.hex() + "'"
-    return "'" + str(v).replace("'", "''") + "'"
+    text = str(v).replace("'", "''")
+    if "\n" not in text and "\r" not in text:
+        return "'" + text + "'"
+    # One row per line: line breaks become char() calls.
+    parts, piece = [], ""
+    for ch in text:
+        if ch in "\r\n":
+            parts.append("'" + piece + "'")
+            parts.append("char(13)" if ch == "\r" else "char(10)")
+            piece = ""
+        else:
+            piece += ch
+    parts.append("'" + piece + "'")
+    return "(" + " || ".join(parts) + ")"
 
 
 def columns(db, table):
@@ -121,6 +140,15 @@ def where_clause(table, keep):
     raise ValueError(table)
 
 
+def starts_statement(line):
+    """Whether a row begins a new INSERT: by a hash of its own text, so the
+    statements hold about CHUNK rows each and a row added or removed moves
+    no boundary but its own (SQLite prepares a statement of thousands of
+    rows with subqueries in quadratic time, so one INSERT per table would
+    not do)."""
+    return hashlib.blake2b(line.encode(), digest_size=4).digest()[0] % CHUNK == 0
+
+
 def export_table(db, table, keep, out_path, version):
     fks, source, order = JOINS[table]
     cols = columns(db, table)
@@ -133,21 +161,27 @@ def export_table(db, table, keep, out_path, version):
     where, params = where_clause(table, keep)
     sql = f"SELECT {', '.join(select)} FROM {table} {source}{where} ORDER BY {order}"
     rows = db.execute(sql, params).fetchall()
-    head = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ("
+    lines = []
+    for row in rows:
+        values, i = [], 0
+        for col in cols:
+            if col in fks:
+                pattern, *keys = fks[col]
+                values.append(pattern.format(*(literal(row[i + k]) for k in range(len(keys)))))
+                i += len(keys)
+            else:
+                values.append(literal(row[i]))
+                i += 1
+        lines.append("(" + ", ".join(values) + ")")
+    head = f"INSERT INTO {table} ({', '.join(cols)}) VALUES\n"
     tmp = out_path + ".tmp"
     with open(tmp, "w", encoding="utf-8", newline="\n") as f:
         f.write(f"-- opsched data: table={table} schema={version} rows={len(rows)}\n")
-        for row in rows:
-            values, i = [], 0
-            for col in cols:
-                if col in fks:
-                    pattern, *keys = fks[col]
-                    values.append(pattern.format(*(literal(row[i + k]) for k in range(len(keys)))))
-                    i += len(keys)
-                else:
-                    values.append(literal(row[i]))
-                    i += 1
-            f.write(head + ", ".join(values) + ");\n")
+        for n, line in enumerate(lines):
+            if n == 0 or starts_statement(line):
+                f.write(head)
+            last = n == len(lines) - 1 or starts_statement(lines[n + 1])
+            f.write(line + (";\n" if last else ",\n"))
     os.replace(tmp, out_path)
     return len(rows)
 

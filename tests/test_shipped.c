@@ -406,6 +406,22 @@ static void test_export_ignores_ids(void **state)
     char *ta = read_all(pa), *tb = read_all(pb);
     assert_string_equal(ta, tb);
     assert_non_null(strstr(ta, "(SELECT id FROM configs WHERE signature = "));
+    /* A header, then INSERT lines and one line per row. */
+    int lines = 0, rows = 0, inserts = 0;
+    for (const char *c = ta; *c; c++) {
+        if (c != ta && c[-1] != '\n') continue;
+        lines++;
+        rows += *c == '(';
+        inserts += strncmp(c, "INSERT INTO measurements (", 26) == 0;
+    }
+    assert_int_equal(rows, 4);
+    assert_true(inserts >= 1);
+    assert_int_equal(lines, 1 + inserts + rows);
+    /* The run's spec has line breaks and quotes: still one line, exact. */
+    snprintf(pa, sizeof(pa), "%s/runs.sql", da);
+    char *runs = read_all(pa);
+    assert_non_null(strstr(runs, "('a: ''b''' || char(10) || 'c: 1' || char(10) || '')"));
+    free(runs);
     free(ta);
     free(tb);
 }
@@ -425,6 +441,20 @@ static void edit(const fixture *fx, const char *table, const char *from, const c
     write_all(p, out);
     free(out);
     free(text);
+}
+
+/* The line number of the first line of table's file that holds needle. */
+static int line_with(const fixture *fx, const char *table, const char *needle)
+{
+    char p[256];
+    snprintf(p, sizeof(p), "%s/%s.sql", fx->set, table);
+    char *text = read_all(p);
+    char *at = strstr(text, needle);
+    assert_non_null(at);
+    int line = 1;
+    for (char *c = text; c < at; c++) line += *c == '\n';
+    free(text);
+    return line;
 }
 
 static void expect_fail(fixture *fx, opsched_status want, const char *needle)
@@ -490,13 +520,25 @@ static void test_bad_files(void **state)
     edit(fx, "runs", "INSERT INTO runs", "INSERT INTO configs");
     expect_fail(fx, OPSCHED_ERR_PARSE, "only INSERT INTO runs");
     RESET();
-    edit(fx, "calibrations", "VALUES (", "VALUES (,");
+    edit(fx, "calibrations", "VALUES\n(", "VALUES\n(,");
     expect_fail(fx, OPSCHED_ERR_PARSE, "calibrations.sql:2: near \",\"");
 
-    /* A row whose key names nothing: its foreign key is NULL. */
+    /* A row whose key names nothing: its foreign key is NULL; the line of
+     * that row is named (line 3 is the first row: the header, the INSERT). */
     RESET();
+    char want[128];
     edit(fx, "measurements", "WHERE uuid = '", "WHERE uuid = 'x");
-    expect_fail(fx, OPSCHED_ERR_PARSE, "measurements.sql:2: NOT NULL constraint failed");
+    expect_fail(fx, OPSCHED_ERR_PARSE, "measurements.sql:3: NOT NULL constraint failed");
+    RESET();
+    edit(fx, "measurements", "'unsupported'", "'fine'"); /* a row in the middle */
+    snprintf(want, sizeof(want), "measurements.sql:%d: CHECK constraint failed",
+             line_with(fx, "measurements", "'fine'"));
+    assert_true(line_with(fx, "measurements", "'fine'") > 3);
+    expect_fail(fx, OPSCHED_ERR_PARSE, want);
+    /* Only char() among the functions. */
+    RESET();
+    edit(fx, "runs", "'done'", "lower('DONE')");
+    expect_fail(fx, OPSCHED_ERR_PARSE, "runs.sql:2: not authorized to use function: lower");
 
     /* Nothing half-built is left behind, and good data builds again. */
     RESET();

@@ -7,9 +7,11 @@
  * like code.  Each file starts with a header line,
  *     -- opsched data: table=<table> schema=<n> rows=<count>
  * and holds INSERTs into that one table only (an authorizer refuses
- * anything else), foreign keys written as lookups by key (run uuid, device
- * backend and uuid, configuration signature), so the rows do not depend on
- * ids.  The whole build is one transaction, and the row count in each
+ * anything else; the one function allowed is char(), for line breaks in
+ * texts), one row per line, foreign keys written as lookups by key (run
+ * uuid, device backend and uuid, configuration signature), so the rows do
+ * not depend on ids.  A row that cannot be inserted is found again by
+ * inserting the statement's rows one at a time, and named by its line.  The whole build is one transaction, and the row count in each
  * header is checked, so a truncated file is an error, not a smaller data
  * set.
  *
@@ -208,13 +210,14 @@ static int authorize(void *user, int action, const char *a, const char *b, const
                      const char *d)
 {
     const char *table = user;
-    (void)b;
     (void)c;
     (void)d;
     switch (action) {
     case SQLITE_INSERT: return a && strcmp(a, table) == 0 ? SQLITE_OK : SQLITE_DENY;
     case SQLITE_SELECT:
     case SQLITE_READ: return SQLITE_OK;
+    case SQLITE_FUNCTION: return b && strcmp(b, "char") == 0 ? SQLITE_OK : SQLITE_DENY;
+    case SQLITE_SAVEPOINT: return SQLITE_OK; /* find_bad_row's, inside the build's transaction */
     default: return SQLITE_DENY;
     }
 }
@@ -225,6 +228,48 @@ static int line_of(const char *text, const char *at)
     for (const char *p = text; p < at; p++)
         if (*p == '\n') line++;
     return line;
+}
+
+/* Statement [start, end) failed: inserts its rows one line at a time, each
+ * "INSERT ... VALUES" + line, to name the line that fails (*line, and its
+ * message in msg).  0 when no single row fails. */
+static int find_bad_row(sqlite3 *db, const char *text, const char *start, const char *end,
+                        int *line, char *msg, size_t size)
+{
+    const char *values = NULL;
+    for (const char *p = start; p + 6 <= end; p++)
+        if (strncmp(p, "VALUES", 6) == 0) {
+            values = p + 6;
+            break;
+        }
+    if (!values || sqlite3_exec(db, "SAVEPOINT probe", NULL, NULL, NULL) != SQLITE_OK) return 0;
+    int found = 0;
+    size_t head = (size_t)(values - start);
+    for (const char *p = values; p < end && !found;) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol) eol = end;
+        const char *q = p, *r = eol;
+        while (q < r && isspace((unsigned char)*q)) q++;
+        while (r > q && (isspace((unsigned char)r[-1]) || r[-1] == ',' || r[-1] == ';')) r--;
+        if (q < r && *q == '(') {
+            size_t n = head + 1 + (size_t)(r - q);
+            char *sql = malloc(n + 2);
+            if (!sql) break;
+            memcpy(sql, start, head);
+            sql[head] = ' ';
+            memcpy(sql + head + 1, q, (size_t)(r - q));
+            sql[n] = '\0';
+            if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+                snprintf(msg, size, "%s", sqlite3_errmsg(db));
+                *line = line_of(text, q);
+                found = 1;
+            }
+            free(sql);
+        }
+        p = eol + 1;
+    }
+    sqlite3_exec(db, "ROLLBACK TO probe; RELEASE probe", NULL, NULL, NULL);
+    return found;
 }
 
 /* Runs the statements of one file; fails with the file and line. */
@@ -257,9 +302,16 @@ static opsched_status load_text(opsched_store *s, const text_file *f, const char
             rc = sqlite3_step(stmt);
             if (rc == SQLITE_ROW) continue;
             if (rc == SQLITE_DONE) break;
-            st = OS_FAIL(ctx, (rc & 0xff) == SQLITE_CONSTRAINT ? OPSCHED_ERR_PARSE
-                                                                : OPSCHED_ERR_IO,
-                         "%s:%d: %s", f->path, line_of(f->text, start), sqlite3_errmsg(s->db));
+            char msg[512];
+            int line = line_of(f->text, start);
+            snprintf(msg, sizeof(msg), "%s", sqlite3_errmsg(s->db));
+            opsched_status kind = (rc & 0xff) == SQLITE_CONSTRAINT ? OPSCHED_ERR_PARSE
+                                                                    : OPSCHED_ERR_IO;
+            sqlite3_finalize(stmt);
+            stmt = NULL;
+            if (kind == OPSCHED_ERR_PARSE)
+                find_bad_row(s->db, f->text, start, tail, &line, msg, sizeof(msg));
+            st = OS_FAIL(ctx, kind, "%s:%d: %s", f->path, line, msg);
             goto done;
         }
         rows += sqlite3_changes(s->db);
