@@ -146,6 +146,13 @@ void opsched_trace_free(opsched_trace *t);
 opsched_status opsched_trace_add_profile(opsched_trace *t, const opsched_device_info *dev,
                                          const opsched_graph *g,
                                          const opsched_profile_result *r, const char *label);
+/* Adds one traced run of a schedule (opsched_sched_executor_trace) under
+ * label: a thread track per stream with one complete event per launch,
+ * at the times the device recorded (so overlap between streams shows),
+ * and the run's event on the profiles track.  Everything is copied. */
+opsched_status opsched_trace_add_schedule(opsched_trace *t, const opsched_device_info *dev,
+                                          const opsched_sched_span *spans, int n_spans,
+                                          double total_ms, const char *label);
 /* Writes the file (replacing it). */
 opsched_status opsched_trace_write(const opsched_trace *t, const char *path);
 

@@ -11,7 +11,8 @@
  * between layers are not measured, so they are not shown, and each event
  * says so.  The power samples come from the energy window, a separate
  * stretch of back-to-back inferences, drawn from the start of the
- * profile's slot.
+ * profile's slot.  A traced run of a schedule adds one thread per
+ * stream (ids from 100), its launches at the times the device recorded.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -33,6 +34,7 @@ struct opsched_trace {
     double next_us; /* where the next profile starts */
     int n_devices;
     char devices[MAX_DEVICES][64];
+    int sched_tracks[MAX_DEVICES]; /* schedule stream tracks named so far */
 };
 
 static const char timing_note[] =
@@ -202,6 +204,54 @@ opsched_status opsched_trace_add_profile(opsched_trace *t, const opsched_device_
     double span = fmax(fmax(ts - base, power_span), 1.0);
     OS_TRY(profile_event(t, r, label, pid, base, span));
     /* A gap, so one profile's end does not touch the next one's start. */
+    t->next_us = base + span + fmax(0.1 * span, 100.0);
+    return OPSCHED_OK;
+}
+
+/* Schedule streams get thread ids from here on, named on first use. */
+#define SCHED_TID 100
+
+opsched_status opsched_trace_add_schedule(opsched_trace *t, const opsched_device_info *dev,
+                                          const opsched_sched_span *spans, int n_spans,
+                                          double total_ms, const char *label)
+{
+    if (!t) return OPSCHED_ERR_INVALID_ARG;
+    if (!dev || (!spans && n_spans) || n_spans < 0 || !label)
+        return OS_FAIL(t->ctx, OPSCHED_ERR_INVALID_ARG, "trace: NULL argument");
+    int pid = 0, streams = 0;
+    OS_TRY(device_pid(t, dev, &pid));
+    double base = t->next_us, span = fmax(total_ms * 1000.0, 1.0);
+    for (int i = 0; i < n_spans; i++)
+        streams = spans[i].stream + 1 > streams ? spans[i].stream + 1 : streams;
+    for (int k = t->sched_tracks[pid - 1]; k < streams; k++) {
+        char name[64];
+        snprintf(name, sizeof(name), "schedule stream %d", k);
+        OS_TRY(metadata(t, "thread_name", pid, SCHED_TID + k, name));
+        t->sched_tracks[pid - 1] = k + 1;
+    }
+    for (int i = 0; i < n_spans; i++) {
+        const opsched_sched_span *sp = &spans[i];
+        cJSON *e = event(t, "X", sp->label, pid, SCHED_TID + sp->stream,
+                         base + sp->start_ms * 1000.0);
+        cJSON *args = e ? cJSON_AddObjectToObject(e, "args") : NULL;
+        if (!args || !cJSON_AddStringToObject(e, "cat", "launch") ||
+            !cJSON_AddNumberToObject(e, "dur", sp->dur_ms * 1000.0) ||
+            !cJSON_AddNumberToObject(args, "stage", sp->stage + 1) ||
+            !cJSON_AddNumberToObject(args, "stream", sp->stream) ||
+            !cJSON_AddNumberToObject(args, "node", sp->node) ||
+            !cJSON_AddStringToObject(args, "timing",
+                                     "one traced run: a timestamp pair around every launch on "
+                                     "its stream, from the run's start on stream 0"))
+            return OS_NOMEM(t->ctx);
+    }
+    cJSON *e = event(t, "X", label, pid, PROFILE_TID, base);
+    cJSON *args = e ? cJSON_AddObjectToObject(e, "args") : NULL;
+    if (!args || !cJSON_AddStringToObject(e, "cat", "schedule") ||
+        !cJSON_AddNumberToObject(e, "dur", span) ||
+        !cJSON_AddNumberToObject(args, "traced_run_ms", total_ms) ||
+        !cJSON_AddNumberToObject(args, "launches", n_spans) ||
+        !cJSON_AddNumberToObject(args, "streams", streams))
+        return OS_NOMEM(t->ctx);
     t->next_us = base + span + fmax(0.1 * span, 100.0);
     return OPSCHED_OK;
 }

@@ -21,6 +21,7 @@ static const tool_cmd commands[] = {
     {"predict", "predict a network's latency, energy and memory from measurements", cmd_predict},
     {"validate", "predict profiled networks and compare with what was measured", cmd_validate},
     {"schedule", "search an inter-operator schedule (sequential, greedy, IOS)", cmd_schedule},
+    {"run", "run schedules on a device: latency, CUDA graph, speed-up, numerics", cmd_run},
 };
 
 static void usage(FILE *f)

@@ -47,6 +47,7 @@ int tool_sweep_adaptive(opsched_ctx *ctx, int argc, char **argv);
 int cmd_train_model(opsched_ctx *ctx, int argc, char **argv);
 int cmd_predict(opsched_ctx *ctx, int argc, char **argv);
 int cmd_schedule(opsched_ctx *ctx, int argc, char **argv);
+int cmd_run(opsched_ctx *ctx, int argc, char **argv);
 
 /* Measurement options shared by bench, sweep and profile. */
 typedef struct tool_measure_args {

@@ -1,0 +1,1 @@
+run googlenet --compare sequential,annealing --backend cpu

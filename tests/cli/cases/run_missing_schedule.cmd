@@ -1,0 +1,1 @@
+run googlenet --schedule /nonexistent/s.json --backend cpu
