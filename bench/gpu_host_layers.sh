@@ -26,7 +26,7 @@ c = sqlite3.connect(sys.argv[1])
 for run_id, in c.execute("select distinct run_id from measurements where settings_key like '%;mode=host%'"):
     n, s = c.execute("select count(*), sum(median_ms) from measurements where run_id=? and settings_key like '%;mode=host%'", (run_id,)).fetchone()
     print("run %d: %d host rows (distinct layers may repeat per size), sum %.4f ms" % (run_id, n, s))
-for row in c.execute("select model, batch, height, enqueue_ms, median_ms from network_runs where mode='free' order by model, height"):
+for row in c.execute("select model, batch, input_size, enqueue_ms, median_ms from network_runs where mode='free' order by model, input_size"):
     print("free: %s b%d %d: enqueue %.4f ms, latency %.4f ms" % row)
 print("largest host costs:")
 for row in c.execute("select c.op, c.in_channels, c.out_channels, c.kernel, c.stride, c.height, m.algo, m.settings_key, m.median_ms from measurements m join configs c on c.id=m.config_id where m.settings_key like '%;mode=host%' order by m.median_ms desc limit 10"):
