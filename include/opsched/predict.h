@@ -30,8 +30,9 @@
  *
  * A network's latency is composed from its layers, mirroring what the
  * executor runs: graph mode (one replayed CUDA graph) = scale x sum of
- * layers + per-launch gap x launches; eager mode = scale x sum of
- * max(layer, host floor) + per-launch gap x launches.  The terms are fitted
+ * layers + per-launch gap x launches + a cost per GB of weights read (cold
+ * in a network, cached when a layer is timed alone); eager mode the longer
+ * of that and the host's time to enqueue the launches.  The terms are fitted
  * by least squares to the whole-network runs in the database (opsched
  * profile), and fall back to the calibration's launch costs.
  *
@@ -264,16 +265,24 @@ typedef enum opsched_predict_mode {
 
 const char *opsched_predict_mode_name(opsched_predict_mode m); /* "graph", "eager" */
 
-/* How layers compose into a network's time and energy, per mode. */
+/* How layers compose into a network's time and energy, per mode:
+ *   device = scale x sum of layers + launch_us x launches
+ *            + weight_ms_per_gb x GB of weights the layers read
+ *   graph mode: the device's time; eager mode: the longer of the device's
+ *   and the host's (sum over launches of host_us of the layer's family). */
 typedef struct opsched_composition {
     opsched_predict_mode mode;
     char source[16];               /* "fit", "calibration" or "none" (plain sum) */
-    int runs;                      /* network runs fitted */
-    int runs_exact;                /* of them, every layer exact */
+    int runs;                      /* network runs the device terms were fitted to */
+    int runs_exact;                /* runs whose layers are all exact */
     double scale;                  /* multiplies the sum of layers */
     double launch_us;              /* per launch */
-    double host_us;                /* eager: a layer costs at least this (host-bound) */
-    double rms_rel;                /* relative residual of the fit (NaN: no fit) */
+    double weight_ms_per_gb;       /* per GB of weights the layers read (cold in a network,
+                                    * cached when a layer is timed alone) */
+    double rms_rel;                /* relative residual over every run (NaN: no fit) */
+    double host_us[OPSCHED_FAMILY_COUNT]; /* eager: host time per launch, by family */
+    int host_runs;                 /* runs with an enqueue time the host costs were fitted to */
+    double host_rms_rel;
     char energy_source[16];        /* "fit", "calibration", "none" */
     int energy_runs;
     double energy_scale;           /* multiplies the sum of layer energies */
@@ -301,6 +310,7 @@ typedef struct opsched_layer_prediction {
     int fused_into;                /* a fused Relu: the layer running it; else -1 */
     int launches;                  /* 1, or 0 for what runs nothing */
     int64_t flops;                 /* the layer's, with a fused Relu's */
+    int64_t weight_bytes;          /* weights it reads, in the math mode's type */
     opsched_op_prediction p;
 } opsched_layer_prediction;
 

@@ -7,10 +7,13 @@
  * on.  Every other node is one launch.
  *
  * Composition, per mode:
- *   graph  T = scale * sum_i g_i            + launch_us * launches
- *   eager  T = scale * sum_i max(g_i, host) + launch_us * launches
- * (scale > 0, launch_us >= 0, host >= 0: a fit outside falls back to the
- * bound), fitted by least squares on relative residuals to the database's
+ *   graph  T = scale * sum_i g_i            + launch_us * launches + w * W
+ *   eager  T = scale * sum_i max(g_i, host) + launch_us * launches + w * W
+ * where W is the GB of weights the layers read: a layer timed alone finds
+ * its weights in the cache, inside a network they come from memory (at
+ * batch 1 that is most of why the layers sum to 90% of the end to end).
+ * scale > 0, launch_us >= 0, w >= 0: a term whose fit leaves its bound is
+ * dropped.  Fitted by least squares on relative residuals to the database's
  * network runs ("graph" rows for graph mode, "free" rows for eager), leaving out
  * the excluded model's runs; the eager host floor by a grid search.  Runs
  * whose layers are all exact are preferred (when there are at least two);
@@ -96,6 +99,10 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
     opsched_status st = OPSCHED_OK;
     int n = opsched_graph_num_nodes(g);
     opsched_layout layout = p->o.layout;
+    /* The graph counts its logical f32 tensors; the executor stores them in
+     * the math mode's type. */
+    double dtype_scale = (double)opsched_dtype_size(opsched_math_dtype(p->o.math)) /
+                         (double)opsched_dtype_size(OPSCHED_F32);
     opsched_config_record *recs = malloc(sizeof(*recs) * (size_t)(n > 0 ? n : 1));
     int *fused = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
     int *which = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
@@ -120,6 +127,13 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
         if (l->fused_into >= 0 || view_aliases(g, node, layout)) continue; /* runs nothing */
         l->launches = 1;
         l->flops = node->cost.flops;
+        for (int k = 0; k < node->n_inputs; k++) {
+            const opsched_tensor *t = node->inputs[k] >= 0 ? opsched_graph_tensor(g, node->inputs[k])
+                                                            : NULL;
+            if (t && t->kind == OPSCHED_TENSOR_WEIGHT)
+                l->weight_bytes += (int64_t)((double)opsched_shape_numel(&t->shape) *
+                                             (double)opsched_dtype_size(t->dtype) * dtype_scale);
+        }
         if (fuse && node->op == OPSCHED_OP_CONV) {
             int j = relu_reader(g, i);
             if (j >= 0) {
@@ -147,6 +161,7 @@ done:
  * *energy_complete when one has no energy. */
 typedef struct layer_sums {
     double ms, exact_ms, flops, exact_flops, energy, var_ms, var_energy;
+    double weight_gb;                /* weights read by the launched layers */
     int launches, complete, energy_complete, all_exact;
 } layer_sums;
 
@@ -159,6 +174,7 @@ static void sum_layers(const opsched_network_prediction *r, layer_sums *s)
         s->flops += (double)l->flops;
         if (!l->launches) continue;
         s->launches++;
+        s->weight_gb += (double)l->weight_bytes * 1e-9;
         const opsched_op_prediction *o = &l->p;
         if (o->source == OPSCHED_SOURCE_EXACT) {
             s->exact_ms += o->ms;
@@ -185,10 +201,14 @@ static void sum_layers(const opsched_network_prediction *r, layer_sums *s)
 
 /* ---- composition fit -------------------------------------------------------------- */
 
+/* What the fit needs of one network run. */
 typedef struct fit_run {
-    int n;                  /* launched layers */
-    double *g;              /* their predicted ms */
+    double s_ms;            /* sum of the predicted layers */
+    int n;                  /* launches */
+    int n_fam[OPSCHED_FAMILY_COUNT]; /* launches by family */
+    double weight_gb;       /* weights the layers read */
     double t_ms;            /* measured */
+    double enqueue_ms;      /* measured host time per inference; NaN when none */
     double sum_energy;      /* NaN unless every layer has one */
     double e_j;             /* measured energy; NaN when none */
     int exact;
@@ -239,104 +259,167 @@ static opsched_status take_run(const opsched_network_run_row *run, void *user)
     memset(&r, 0, sizeof(r));
     st = predict_layers(p, g, 1, &r);
     opsched_graph_free(g);
-    if (st != OPSCHED_OK) {
-        free(r.layers);
-        return st;
-    }
     layer_sums s;
-    sum_layers(&r, &s);
-    if (!s.complete) {
-        free(r.layers);
+    if (st == OPSCHED_OK) sum_layers(&r, &s);
+    if (st == OPSCHED_OK && !s.complete) {
         fs->skipped++;
-        return OPSCHED_OK;
+    } else if (st == OPSCHED_OK &&
+               (st = os_grow(p->ctx, (void **)&fs->runs, &fs->cap, fs->n + 1, sizeof(fit_run))) ==
+                   OPSCHED_OK) {
+        fit_run *fr = &fs->runs[fs->n++];
+        memset(fr, 0, sizeof(*fr));
+        fr->s_ms = s.ms;
+        fr->n = s.launches;
+        for (int i = 0; i < r.n_layers; i++)
+            if (r.layers[i].launches) fr->n_fam[r.layers[i].p.family]++;
+        fr->weight_gb = s.weight_gb;
+        fr->t_ms = run->median_ms;
+        fr->enqueue_ms = run->enqueue_ms > 0 ? run->enqueue_ms : NAN;
+        fr->sum_energy = s.energy_complete ? s.energy : NAN;
+        fr->e_j = run->energy_valid ? run->energy_j : NAN;
+        fr->exact = s.all_exact;
     }
-    st = os_grow(p->ctx, (void **)&fs->runs, &fs->cap, fs->n + 1, sizeof(fit_run));
-    double *gv = st == OPSCHED_OK ? malloc(sizeof(double) * (size_t)(s.launches ? s.launches : 1))
-                                  : NULL;
-    if (st == OPSCHED_OK && !gv) st = OS_NOMEM(p->ctx);
-    if (st != OPSCHED_OK) {
-        free(r.layers);
-        return st;
-    }
-    fit_run *fr = &fs->runs[fs->n++];
-    fr->n = 0;
-    fr->g = gv;
-    for (int i = 0; i < r.n_layers; i++)
-        if (r.layers[i].launches) gv[fr->n++] = r.layers[i].p.ms;
-    fr->t_ms = run->median_ms;
-    fr->sum_energy = s.energy_complete ? s.energy : NAN;
-    fr->e_j = run->energy_valid ? run->energy_j : NAN;
-    fr->exact = s.all_exact;
     free(r.layers);
-    return OPSCHED_OK;
+    return st;
 }
 
-/* Sum of max(g, host) over a run's layers. */
-static double floor_sum(const fit_run *r, double host_ms)
+/* Solves the k x k system a x = b (Gaussian elimination, partial
+ * pivoting); 0 when singular. */
+static int solve(int k, double a[4][4], double b[4], double x[4])
 {
-    double s = 0;
-    for (int i = 0; i < r->n; i++) s += fmax(r->g[i], host_ms);
-    return s;
+    double scale = 0;
+    for (int r = 0; r < k; r++) scale = fmax(scale, fabs(a[r][r]));
+    for (int c = 0; c < k; c++) {
+        int piv = c;
+        for (int r = c + 1; r < k; r++)
+            if (fabs(a[r][c]) > fabs(a[piv][c])) piv = r;
+        if (!(fabs(a[piv][c]) > 1e-12 * scale)) return 0;
+        for (int j = 0; j < k; j++) {
+            double t = a[c][j];
+            a[c][j] = a[piv][j];
+            a[piv][j] = t;
+        }
+        double t = b[c];
+        b[c] = b[piv];
+        b[piv] = t;
+        for (int r = 0; r < k; r++) {
+            if (r == c) continue;
+            double f = a[r][c] / a[c][c];
+            for (int j = c; j < k; j++) a[r][j] -= f * a[c][j];
+            b[r] -= f * b[c];
+        }
+    }
+    for (int c = 0; c < k; c++) x[c] = b[c] / a[c][c];
+    return 1;
 }
 
-/* Least squares of relative residuals for T = a*S + c*L over the runs
- * with use[i]; returns the rms relative residual. */
-static double fit_linear(const fit_run *runs, const unsigned char *use, size_t n, double host_ms,
-                         double *a, double *c)
+/* Least squares of relative residuals, (sum_j coef_j t_ij - y_i) / rel_i
+ * over rows with use[i] (rel_i is y_i unless a term is known, e.g. the
+ * host's least cost per launch, and moved to y's side).  Terms in
+ * `required` are always fitted and must come out positive; the others are
+ * tried in every subset and must come out >= 0 (a term that would go
+ * negative is dropped).  Terms 0..k-1 (k <= 4); terms(row, t) writes a
+ * row's terms.  coef gets the best physical fit (0 for dropped terms);
+ * returns its rms relative residual, NaN when nothing fits. */
+typedef void (*terms_fn)(const fit_run *r, const void *extra, double *t, double *y, double *rel);
+
+static double fit_subsets(const fit_run *runs, const unsigned char *use, size_t n, int k,
+                          unsigned required, terms_fn terms, const void *extra, double coef[4])
 {
-    double suu = 0, suv = 0, svv = 0, su = 0, sv = 0;
     int m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!use[i]) continue;
-        double u = floor_sum(&runs[i], host_ms) / runs[i].t_ms, v = runs[i].n / runs[i].t_ms;
-        suu += u * u;
-        suv += u * v;
-        svv += v * v;
-        su += u;
-        sv += v;
-        m++;
+    for (size_t i = 0; i < n; i++) m += use[i];
+    double best = NAN;
+    for (int j = 0; j < k; j++) coef[j] = 0;
+    if (m == 0) return NAN;
+    for (unsigned subset = 1; subset < (1u << k); subset++) {
+        if ((subset & required) != required) continue;
+        int cols[4], q = 0;
+        for (int j = 0; j < k; j++)
+            if (subset & (1u << j)) cols[q++] = j;
+        if (q > m) continue;
+        double a[4][4] = {{0}}, b[4] = {0}, x[4] = {0};
+        for (size_t i = 0; i < n; i++) {
+            if (!use[i]) continue;
+            double t[4], y, rel;
+            terms(&runs[i], extra, t, &y, &rel);
+            for (int r = 0; r < q; r++) {
+                for (int c = 0; c < q; c++) a[r][c] += t[cols[r]] * t[cols[c]] / (rel * rel);
+                b[r] += t[cols[r]] * y / (rel * rel);
+            }
+        }
+        if (!solve(q, a, b, x)) continue;
+        int ok = 1;
+        for (int j = 0; j < q; j++)
+            ok &= (required & (1u << cols[j])) ? x[j] > 0 : x[j] >= 0;
+        if (!ok) continue;
+        double full[4] = {0, 0, 0, 0}, rss = 0;
+        for (int j = 0; j < q; j++) full[cols[j]] = x[j];
+        for (size_t i = 0; i < n; i++) {
+            if (!use[i]) continue;
+            double t[4], y, rel, pred = 0;
+            terms(&runs[i], extra, t, &y, &rel);
+            for (int j = 0; j < k; j++) pred += full[j] * t[j];
+            rss += (pred - y) * (pred - y) / (rel * rel);
+        }
+        double rms = sqrt(rss / m);
+        if (isnan(best) || rms < best) {
+            best = rms;
+            memcpy(coef, full, sizeof(double) * (size_t)k);
+        }
     }
-    double det = suu * svv - suv * suv;
-    int solved = m >= 2 && fabs(det) > 1e-12 * suu * svv;
-    *a = solved ? (su * svv - sv * suv) / det : NAN;
-    *c = solved ? (sv * suu - su * suv) / det : NAN;
-    /* Only what can happen: a positive scale, no negative time per launch. */
-    if (solved && *a > 0 && *c < 0) {
-        *c = 0;
-        *a = su / suu;
-    }
-    if (!(*a > 0) || !(*c >= 0)) {
-        /* one run, or a degenerate or unphysical fit: the sum as it is
-         * plus a gap */
-        *a = 1;
-        *c = svv > 0 ? fmax(0, (sv - suv) / svv) : 0;
-    }
-    double rss = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!use[i]) continue;
-        double pred = *a * floor_sum(&runs[i], host_ms) + *c * runs[i].n;
-        double e = pred / runs[i].t_ms - 1;
-        rss += e * e;
-    }
-    return m > 0 ? sqrt(rss / m) : NAN;
+    return best;
 }
 
-static double composed_ms(const opsched_composition *c, const double *g, int n)
+/* Device time: scale * layers + launch gap * launches + per GB of weights. */
+static void device_terms(const fit_run *r, const void *extra, double *t, double *y, double *rel)
 {
-    double s = 0;
-    double host = c->mode == OPSCHED_PREDICT_EAGER ? c->host_us * 1e-3 : 0;
-    for (int i = 0; i < n; i++) s += fmax(g[i], host);
-    return c->scale * s + c->launch_us * 1e-3 * n;
+    (void)extra;
+    t[0] = r->s_ms;
+    t[1] = r->n;
+    t[2] = r->weight_gb;
+    *y = *rel = r->t_ms;
 }
 
-static double plain_sum(const double *g, int n)
+/* Host time to enqueue an inference beyond the smallest launch cost
+ * (*extra, ms): a cost per launch of each family. */
+static void host_terms(const fit_run *r, const void *extra, double *t, double *y, double *rel)
 {
-    double s = 0;
-    for (int i = 0; i < n; i++) s += g[i];
-    return s;
+    const double *floor_ms = extra;
+    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) t[f] = r->n_fam[f];
+    *y = r->enqueue_ms - *floor_ms * r->n;
+    *rel = r->enqueue_ms;
+}
+
+static double device_ms(const opsched_composition *c, double s_ms, int n, double weight_gb)
+{
+    return c->scale * s_ms + c->launch_us * 1e-3 * n + c->weight_ms_per_gb * weight_gb;
+}
+
+static double host_ms(const opsched_composition *c, const int *n_fam)
+{
+    double h = 0;
+    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) h += c->host_us[f] * 1e-3 * n_fam[f];
+    return h;
+}
+
+/* Graph mode: the device's time.  Eager: the device's or the host's,
+ * whichever is longer (launches are enqueued ahead of the device). */
+static double composed_ms(const opsched_composition *c, double s_ms, int n, double weight_gb,
+                          const int *n_fam)
+{
+    double d = device_ms(c, s_ms, n, weight_gb);
+    return c->mode == OPSCHED_PREDICT_EAGER ? fmax(d, host_ms(c, n_fam)) : d;
 }
 
 /* E = alpha * sumE + beta * (T - S) / 1000, relative least squares. */
+static void energy_terms(const fit_run *r, const void *extra, double *t, double *y, double *rel)
+{
+    const opsched_composition *c = extra;
+    t[0] = r->sum_energy;
+    t[1] = (composed_ms(c, r->s_ms, r->n, r->weight_gb, r->n_fam) - r->s_ms) * 1e-3;
+    *y = *rel = r->e_j;
+}
+
 static void fit_energy(opsched_predictor *p, opsched_composition *c, const fit_run *runs,
                        size_t n)
 {
@@ -349,39 +432,45 @@ static void fit_energy(opsched_predictor *p, opsched_composition *c, const fit_r
     snprintf(c->energy_source, sizeof(c->energy_source), "%s",
              isfinite(idle) ? "calibration" : "none");
     c->energy_rms_rel = NAN;
-    double s11 = 0, s12 = 0, s22 = 0, s1 = 0, s2 = 0;
+    unsigned char *use = malloc(n ? n : 1);
+    if (!use) return; /* the fallback stands */
     int m = 0;
     for (size_t i = 0; i < n; i++) {
-        const fit_run *r = &runs[i];
-        if (!(r->e_j > 0) || !isfinite(r->sum_energy)) continue;
-        double gap_s = (composed_ms(c, r->g, r->n) - plain_sum(r->g, r->n)) * 1e-3;
-        double x1 = r->sum_energy / r->e_j, x2 = gap_s / r->e_j;
-        s11 += x1 * x1;
-        s12 += x1 * x2;
-        s22 += x2 * x2;
-        s1 += x1;
-        s2 += x2;
-        m++;
+        use[i] = runs[i].e_j > 0 && isfinite(runs[i].sum_energy) && runs[i].sum_energy > 0;
+        m += use[i];
     }
-    if (m == 0) return;
-    double det = s11 * s22 - s12 * s12;
-    if (m >= 3 && fabs(det) > 1e-12 * s11 * s22) {
-        c->energy_scale = (s1 * s22 - s2 * s12) / det;
-        c->gap_power_w = (s2 * s11 - s1 * s12) / det;
-    } else if (s11 > 0) {
-        c->energy_scale = (s1 - c->gap_power_w * s12) / s11;
+    double coef[4];
+    /* With few runs the gap power is not fitted but taken as stated. */
+    double rms = m >= 3 ? fit_subsets(runs, use, n, 2, 1u, energy_terms, c, coef)
+                        : NAN;
+    if (m > 0 && isnan(rms)) {
+        double sxx = 0, sxy = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!use[i]) continue;
+            double t[4], y, rel;
+            energy_terms(&runs[i], c, t, &y, &rel);
+            sxx += t[0] * t[0] / (y * y);
+            sxy += t[0] / y * (1 - c->gap_power_w * t[1] / y);
+        }
+        coef[0] = sxx > 0 ? sxy / sxx : 1;
+        coef[1] = c->gap_power_w;
     }
-    c->energy_runs = m;
-    snprintf(c->energy_source, sizeof(c->energy_source), "fit");
-    double rss = 0;
-    for (size_t i = 0; i < n; i++) {
-        const fit_run *r = &runs[i];
-        if (!(r->e_j > 0) || !isfinite(r->sum_energy)) continue;
-        double gap_s = (composed_ms(c, r->g, r->n) - plain_sum(r->g, r->n)) * 1e-3;
-        double e = (c->energy_scale * r->sum_energy + c->gap_power_w * gap_s) / r->e_j - 1;
-        rss += e * e;
+    if (m > 0 && coef[0] > 0) {
+        c->energy_scale = coef[0];
+        c->gap_power_w = coef[1];
+        c->energy_runs = m;
+        snprintf(c->energy_source, sizeof(c->energy_source), "fit");
+        double rss = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!use[i]) continue;
+            double t[4], y, rel;
+            energy_terms(&runs[i], c, t, &y, &rel);
+            double e = (coef[0] * t[0] + coef[1] * t[1]) / y - 1;
+            rss += e * e;
+        }
+        c->energy_rms_rel = sqrt(rss / m);
     }
-    c->energy_rms_rel = sqrt(rss / m);
+    free(use);
 }
 
 static void fallback_composition(const opsched_predictor *p, opsched_composition *c)
@@ -389,14 +478,59 @@ static void fallback_composition(const opsched_predictor *p, opsched_composition
     const opsched_predictor_info *in = &p->info;
     c->scale = 1;
     c->launch_us = 0;
-    c->host_us = 0;
-    c->rms_rel = NAN;
+    c->weight_ms_per_gb = 0;
+    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) c->host_us[f] = 0;
+    c->rms_rel = c->host_rms_rel = NAN;
     snprintf(c->source, sizeof(c->source), "none");
     if (!in->has_calibration) return;
     double node = in->calibration.graph_node_us, launch = in->calibration.launch_us;
     if (isfinite(node) && node > 0) c->launch_us = node;
-    if (c->mode == OPSCHED_PREDICT_EAGER && isfinite(launch) && launch > 0) c->host_us = launch;
-    if (c->launch_us > 0 || c->host_us > 0) snprintf(c->source, sizeof(c->source), "calibration");
+    if (c->mode == OPSCHED_PREDICT_EAGER && isfinite(launch) && launch > 0)
+        for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) c->host_us[f] = launch;
+    if (c->launch_us > 0 || c->host_us[0] > 0)
+        snprintf(c->source, sizeof(c->source), "calibration");
+}
+
+/* Eager: the host's cost per launch of each family, from the measured
+ * enqueue times: the calibration's launch cost (the least a launch costs
+ * the host) plus a non-negative extra per family.  Families never launched
+ * get the average per launch. */
+static void fit_host(opsched_predictor *p, opsched_composition *c, const fit_run *runs, size_t n)
+{
+    const opsched_predictor_info *in = &p->info;
+    double floor_ms = in->has_calibration && in->calibration.launch_us > 0
+                          ? in->calibration.launch_us * 1e-3
+                          : 0;
+    unsigned char *use = malloc(n ? n : 1);
+    if (!use) return;
+    int m = 0, seen[OPSCHED_FAMILY_COUNT] = {0};
+    double launches = 0, host = 0;
+    for (size_t i = 0; i < n; i++) {
+        use[i] = runs[i].enqueue_ms > floor_ms * runs[i].n;
+        m += use[i];
+        if (!use[i]) continue;
+        launches += runs[i].n;
+        host += runs[i].enqueue_ms;
+        for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) seen[f] |= runs[i].n_fam[f] > 0;
+    }
+    double coef[4];
+    double rms = m > 0 ? fit_subsets(runs, use, n, OPSCHED_FAMILY_COUNT, 0, host_terms, &floor_ms,
+                                     coef)
+                       : NAN;
+    if (!isnan(rms)) {
+        double mean_us = launches > 0 ? host / launches * 1e3 : 0;
+        for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++)
+            c->host_us[f] = seen[f] ? (floor_ms + coef[f]) * 1e3 : mean_us;
+        double rss = 0; /* of the whole enqueue time */
+        for (size_t i = 0; i < n; i++) {
+            if (!use[i]) continue;
+            double e = host_ms(c, runs[i].n_fam) / runs[i].enqueue_ms - 1;
+            rss += e * e;
+        }
+        c->host_rms_rel = sqrt(rss / m);
+        c->host_runs = m;
+    }
+    free(use);
 }
 
 static opsched_status fit_composition(opsched_predictor *p, opsched_predict_mode mode,
@@ -412,35 +546,46 @@ static opsched_status fit_composition(opsched_predictor *p, opsched_predict_mode
                                    .mode = mode == OPSCHED_PREDICT_GRAPH ? "graph" : "free"};
     unsigned char *use = NULL;
     OS_TRY_GOTO(st, opsched_store_network_runs_get(p->store, &q, take_run, &fs), done);
-    int exact = 0;
-    for (size_t i = 0; i < fs.n; i++) exact += fs.runs[i].exact;
     use = malloc(fs.n ? fs.n : 1);
     if (!use) {
         st = OS_NOMEM(p->ctx);
         goto done;
     }
-    for (size_t i = 0; i < fs.n; i++) use[i] = exact >= 2 ? (unsigned char)fs.runs[i].exact : 1;
-    c->runs = exact >= 2 ? exact : (int)fs.n;
+    if (mode == OPSCHED_PREDICT_EAGER) fit_host(p, c, fs.runs, fs.n);
+    /* The device terms from runs whose layers are all exact (when there
+     * are two), and in eager mode from runs the device bounds (the host
+     * took less than 90% of the time to enqueue them). */
+    int exact = 0, device_bound = 0;
+    for (size_t i = 0; i < fs.n; i++) {
+        const fit_run *r = &fs.runs[i];
+        int bound = mode == OPSCHED_PREDICT_GRAPH || !(r->enqueue_ms >= 0.9 * r->t_ms);
+        exact += r->exact && bound;
+        device_bound += bound;
+    }
+    for (size_t i = 0; i < fs.n; i++) {
+        const fit_run *r = &fs.runs[i];
+        int bound = mode == OPSCHED_PREDICT_GRAPH || !(r->enqueue_ms >= 0.9 * r->t_ms);
+        use[i] = (unsigned char)((device_bound >= 2 ? bound : 1) && (exact >= 2 ? r->exact : 1));
+        c->runs += use[i];
+    }
     c->runs_exact = exact;
-    if (fs.n > 0) {
-        double best = INFINITY, a = 1, lc = 0, h = 0;
-        int steps = mode == OPSCHED_PREDICT_EAGER ? 200 : 0;
-        for (int k = 0; k <= steps; k++) {
-            double host_ms = k * 0.5e-3; /* 0 .. 100 us */
-            double ta, tc;
-            double rms = fit_linear(fs.runs, use, fs.n, host_ms, &ta, &tc);
-            if (rms < best) {
-                best = rms;
-                a = ta;
-                lc = tc;
-                h = host_ms;
-            }
-        }
-        c->scale = a;
-        c->launch_us = lc * 1e3;
-        c->host_us = h * 1e3;
-        c->rms_rel = best;
+    double coef[4];
+    double rms = fit_subsets(fs.runs, use, fs.n, 3, 1u, device_terms, NULL, coef);
+    if (!isnan(rms)) {
+        c->scale = coef[0];
+        c->launch_us = coef[1] * 1e3;
+        c->weight_ms_per_gb = coef[2];
         snprintf(c->source, sizeof(c->source), "fit");
+        /* The error of the whole: every run, composed as predicted. */
+        double rss = 0;
+        for (size_t i = 0; i < fs.n; i++) {
+            const fit_run *r = &fs.runs[i];
+            double e = composed_ms(c, r->s_ms, r->n, r->weight_gb, r->n_fam) / r->t_ms - 1;
+            rss += e * e;
+        }
+        c->rms_rel = fs.n ? sqrt(rss / (double)fs.n) : NAN;
+    } else {
+        c->runs = 0;
     }
     fit_energy(p, c, fs.runs, fs.n);
     if (fs.skipped)
@@ -448,7 +593,6 @@ static opsched_status fit_composition(opsched_predictor *p, opsched_predict_mode
                "composition (%s): %d network runs left out (not buildable or not fully predicted)",
                opsched_predict_mode_name(mode), fs.skipped);
 done:
-    for (size_t i = 0; i < fs.n; i++) free(fs.runs[i].g);
     free(fs.runs);
     free(use);
     return st;
@@ -505,18 +649,13 @@ opsched_status opsched_predict_network(opsched_predictor *p, const opsched_graph
     r->coverage_flops = s.flops > 0 ? s.exact_flops / s.flops : NAN;
     const opsched_composition *c = &r->composition;
     if (s.complete) {
-        double *gv = malloc(sizeof(double) * (size_t)(s.launches ? s.launches : 1));
-        if (!gv) {
-            st = OS_NOMEM(p->ctx);
-            goto fail;
-        }
-        int k = 0;
+        int n_fam[OPSCHED_FAMILY_COUNT] = {0};
         for (int i = 0; i < r->n_layers; i++)
-            if (r->layers[i].launches) gv[k++] = r->layers[i].p.ms;
+            if (r->layers[i].launches) n_fam[r->layers[i].p.family]++;
         r->layer_sum_ms = s.ms;
-        r->total_ms = composed_ms(c, gv, k);
-        free(gv);
+        r->total_ms = composed_ms(c, s.ms, s.launches, s.weight_gb, n_fam);
         r->coverage_time = s.ms > 0 ? s.exact_ms / s.ms : NAN;
+        /* Layer errors as independent, plus the composition's residual. */
         double layers_rel = s.ms > 0 ? c->scale * sqrt(s.var_ms) / r->total_ms : 0;
         double fit = isfinite(c->rms_rel) ? c->rms_rel : 0;
         r->total_error = sqrt(layers_rel * layers_rel + fit * fit);

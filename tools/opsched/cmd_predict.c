@@ -128,6 +128,22 @@ static void fmt_num(char *buf, size_t n, const char *f, double v)
         snprintf(buf, n, "nan");
 }
 
+static double weight_gb(const opsched_network_prediction *r)
+{
+    double w = 0;
+    for (int i = 0; i < r->n_layers; i++)
+        if (r->layers[i].launches) w += (double)r->layers[i].weight_bytes * 1e-9;
+    return w;
+}
+
+static double host_total(const opsched_network_prediction *r)
+{
+    double h = 0;
+    for (int i = 0; i < r->n_layers; i++)
+        if (r->layers[i].launches) h += r->composition.host_us[r->layers[i].p.family] * 1e-3;
+    return h;
+}
+
 static void print_table(const predict_cmd *c, const opsched_graph *g,
                         const opsched_network_prediction *r, const opsched_predictor_info *in)
 {
@@ -159,18 +175,19 @@ static void print_table(const predict_cmd *c, const opsched_graph *g,
            r->n_by_source[OPSCHED_SOURCE_NONE], r->n_by_source[OPSCHED_SOURCE_VIEW]);
     fmt_num(buf, sizeof(buf), "%.4f ms", r->layer_sum_ms);
     printf("  sum of layers        %s\n", buf);
-    if (r->mode == OPSCHED_PREDICT_EAGER)
-        printf("  composition          %s: %.4f x sum of max(layer, %.1f us) + %.2f us x "
-               "launches",
-               k->source, k->scale, k->host_us, k->launch_us);
-    else
-        printf("  composition          %s: %.4f x sum + %.2f us x launches", k->source, k->scale,
-               k->launch_us);
+    printf("  composition          %s: %.4f x sum + %.2f us x launches + %.3f ms/GB x %.3f GB "
+           "of weights",
+           k->source, k->scale, k->launch_us, k->weight_ms_per_gb, weight_gb(r));
     if (strcmp(k->source, "fit") == 0)
         printf(" (%d network runs, %d all exact; rms %.1f%%)\n", k->runs, k->runs_exact,
                100 * k->rms_rel);
     else
         printf("\n");
+    if (r->mode == OPSCHED_PREDICT_EAGER)
+        printf("  host (eager)         %.1f us per conv, %.1f per conv+relu, %.1f per gemm, "
+               "%.1f per other launch: %.4f ms\n",
+               k->host_us[OPSCHED_FAMILY_CONV], k->host_us[OPSCHED_FAMILY_CONV_RELU],
+               k->host_us[OPSCHED_FAMILY_GEMM], k->host_us[OPSCHED_FAMILY_OTHER], host_total(r));
     fmt_num(buf, sizeof(buf), "%.4f ms", r->total_ms);
     fmt_pct(err, sizeof(err), r->total_error);
     printf("  predicted latency    %s  (+-%s)\n", buf, err);
@@ -273,7 +290,11 @@ static void print_json(const predict_cmd *c, const opsched_graph *g,
         cJSON_AddNumberToObject(co, "runs_exact", k->runs_exact);
         cJSON_AddNumberToObject(co, "scale", k->scale);
         cJSON_AddNumberToObject(co, "launch_us", k->launch_us);
-        cJSON_AddNumberToObject(co, "host_us", k->host_us);
+        cJSON_AddNumberToObject(co, "weight_ms_per_gb", k->weight_ms_per_gb);
+        cJSON *h = cJSON_AddObjectToObject(co, "host_us");
+        for (int f = 0; h && f < OPSCHED_FAMILY_COUNT; f++)
+            cJSON_AddNumberToObject(h, opsched_op_family_name((opsched_op_family)f), k->host_us[f]);
+        cJSON_AddNumberToObject(co, "host_rms_rel", k->host_rms_rel);
         cJSON_AddNumberToObject(co, "rms_rel", k->rms_rel);
         cJSON_AddStringToObject(co, "energy_source", k->energy_source);
         cJSON_AddNumberToObject(co, "energy_scale", k->energy_scale);
