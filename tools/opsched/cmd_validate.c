@@ -589,6 +589,8 @@ int cmd_validate(opsched_ctx *ctx, int argc, char **argv)
             break;
         }
     if (a.csv && (rc = write_csv(&v, a.csv))) goto done;
+    /* The tables are out before PLplot's drivers load (cairo, fonts). */
+    fflush(stdout);
     if (a.plot && (rc = plot(&v, &dev, a.plot))) goto done;
     if (a.csv) printf("wrote %s\n", a.csv);
     if (a.plot) printf("wrote %s\n", a.plot);
