@@ -553,6 +553,45 @@ static void test_bad_files(void **state)
 #undef RESET
 }
 
+static int header_rows(const char *dir, const char *table)
+{
+    char p[256];
+    snprintf(p, sizeof(p), "%s/%s.sql", dir, table);
+    char *text = read_all(p);
+    const char *at = strstr(text, "rows=");
+    assert_non_null(at);
+    int n = atoi(at + 5);
+    free(text);
+    return n;
+}
+
+static void test_export_one_device(void **state)
+{
+    fixture *fx = *state;
+    if (!need_python()) skip();
+    char src[192], cmd[1024], path[1200];
+    snprintf(src, sizeof(src), "%s/src.db", fx->dir);
+    make_db(fx, src);
+    /* Only the CPU: its device, its one measurement with its run and
+     * configuration, nothing of the GPU. */
+    snprintf(cmd, sizeof(cmd),
+             "'%s' '%s/scripts/export-data.py' '%s' '%s' --device cpu-1 > /dev/null", python(),
+             getenv("OPSCHED_SOURCE_DIR"), src, fx->set);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(header_rows(fx->set, "devices"), 1);
+    assert_int_equal(header_rows(fx->set, "runs"), 1);
+    assert_int_equal(header_rows(fx->set, "configs"), 1);
+    assert_int_equal(header_rows(fx->set, "measurements"), 1);
+    assert_int_equal(header_rows(fx->set, "network_runs"), 0);
+    assert_int_equal(header_rows(fx->set, "calibrations"), 0);
+    assert_int_equal(opsched_shipped_database(fx->ctx, "test", path, sizeof(path)), OPSCHED_OK);
+    /* A device no row matches is an error of the script. */
+    snprintf(cmd, sizeof(cmd),
+             "'%s' '%s/scripts/export-data.py' '%s' '%s/x' --device a100 2> /dev/null", python(),
+             getenv("OPSCHED_SOURCE_DIR"), src, fx->dir);
+    assert_int_not_equal(system(cmd), 0);
+}
+
 static void test_no_data_dir(void **state)
 {
     fixture *fx = *state;
@@ -576,6 +615,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export_ignores_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_export_one_device, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_data_dir, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
