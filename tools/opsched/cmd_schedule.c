@@ -49,6 +49,8 @@ static const char schedule_help[] =
     "  --bound F            measure: skip a candidate stage that cannot beat the best\n"
     "                       found even if it ran in F x its longest group's operators\n"
     "                       alone (default 0.9; off: cost every candidate)\n"
+    "  --stage-ms W,M       measure: warm-up and sampling per stage in ms (default\n"
+    "                       10,10: each stage warmed up W ms, then sampled >= M ms)\n"
     "  --math M             fp32, tf32 (default), fp16 or bf16\n"
     "  --layout L           nchw (default) or nhwc\n"
     "  --algo POLICY        convolution algorithm policy (default heuristic)\n"
@@ -68,6 +70,7 @@ typedef struct sched_args {
     const char *db, *device, *algo, *output, *backend;
     int index;
     double bound; /* 0: off */
+    double stage_warmup_ms, stage_min_ms; /* 0: the measurer's defaults */
     opsched_math math;
     opsched_layout layout;
     int quiet;
@@ -86,7 +89,7 @@ static int parse_args(int argc, char **argv, sched_args *a)
         {"shapes", required_argument, NULL, 'H'}, {"bn", required_argument, NULL, 'B'},
         {"output", required_argument, NULL, 'o'}, {"quiet", no_argument, NULL, 'q'},
         {"backend", required_argument, NULL, 'K'}, {"index", required_argument, NULL, 'I'},
-        {"bound", required_argument, NULL, 'F'},
+        {"bound", required_argument, NULL, 'F'}, {"stage-ms", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     int c;
     int64_t v;
@@ -159,6 +162,17 @@ static int parse_args(int argc, char **argv, sched_args *a)
             else if (end != optarg && !*end && f > 0 && f <= 1) a->bound = f;
             else return tool_usage_error("schedule", "--bound wants a factor in (0, 1] or off, "
                                                      "got '%s'", optarg);
+            break;
+        }
+        case 'T': {
+            char *end = NULL;
+            double w = strtod(optarg, &end), m = -1;
+            if (end != optarg && *end == ',') m = strtod(end + 1, &end);
+            if (!(w > 0 && m > 0 && !*end))
+                return tool_usage_error("schedule", "--stage-ms wants WARMUP,MIN in ms, e.g. 2,3, "
+                                                    "got '%s'", optarg);
+            a->stage_warmup_ms = w;
+            a->stage_min_ms = m;
             break;
         }
         case 'q': a->quiet = 1; break;
@@ -292,6 +306,11 @@ static int setup_measure(opsched_ctx *ctx, const sched_args *a, const opsched_gr
     mo.exec.exec.plan.layout = a->layout;
     mo.exec.exec.plan.algo = a->algo;
     mo.exec.exec.plan.fuse_activation = 1;
+    if (a->stage_min_ms > 0) { /* else the measurer's defaults */
+        mo.timing.warmup_ms = a->stage_warmup_ms;
+        mo.timing.min_ms = a->stage_min_ms;
+        mo.timing.iters = 10;
+    }
     st = opsched_stage_measurer_create(c->dev, &mo, &c->measurer);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, "stage measurer");
     if (a->db) {
