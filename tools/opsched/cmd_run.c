@@ -411,9 +411,11 @@ static int save_schedules(opsched_ctx *ctx, const run_args *a, const opsched_gra
                           const run_item *items, int n)
 {
     for (int i = 0; i < n; i++) {
-        char path[1024];
-        snprintf(path, sizeof(path), "%s/%s_%s.json", a->save_dir, opsched_graph_name(g),
-                 items[i].label);
+        char path[4096];
+        int len = snprintf(path, sizeof(path), "%s/%s_%s.json", a->save_dir,
+                           opsched_graph_name(g), items[i].label);
+        if (len < 0 || (size_t)len >= sizeof(path))
+            return tool_usage_error("run", "--save-schedules: the path is too long");
         opsched_status st = opsched_schedule_write(items[i].s, g, path);
         if (st != OPSCHED_OK) return tool_fail(ctx, st, path);
         printf("wrote %s\n", path);
