@@ -501,6 +501,8 @@ static opsched_status plan_merge(opsched_sched_executor *ex, sx_build *b, int k)
                     done);
         memset(&li, 0, sizeof(li));
         OS_TRY_GOTO(st, os_exec_plan_node(ex->dev, p, 1, &o, &li, &ml->plan[1]), done);
+        OS_TRY_GOTO(st, opsched_plan_info_get(ml->plan[1], &pi), done);
+        ex->info.workspace_bytes += pi.workspace_bytes;
         ml->in[1] = malloc(sizeof(int));
         ml->out[1] = malloc(sizeof(int));
         if (!ml->in[1] || !ml->out[1]) {
@@ -517,6 +519,8 @@ static opsched_status plan_merge(opsched_sched_executor *ex, sx_build *b, int k)
         int node = has_relu ? 2 : 1, j = ml->n;
         memset(&li, 0, sizeof(li));
         OS_TRY_GOTO(st, os_exec_plan_node(ex->dev, p, node, &o, &li, &ml->plan[j]), done);
+        OS_TRY_GOTO(st, opsched_plan_info_get(ml->plan[j], &pi), done);
+        ex->info.workspace_bytes += pi.workspace_bytes;
         ml->in[j] = malloc(sizeof(int));
         ml->out[j] = malloc(sizeof(int) * (size_t)m->n_members);
         if (!ml->in[j] || !ml->out[j]) {
