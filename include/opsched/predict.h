@@ -159,7 +159,7 @@ typedef struct opsched_predictor_options {
     int rounds;                    /* boosting rounds (default 600) */
     int max_depth;                 /* tree depth (default 8) */
     double eta;                    /* learning rate (default 0.05) */
-    int threads;                   /* XGBoost threads (default 0: one below 5000 rows, else all) */
+    int threads;                   /* XGBoost threads (default 0: one below 1000 rows, else all) */
     int train;                     /* 1 (default): train when the models are missing or stale;
                                     * 0: use current saved models only */
     int retrain;                   /* 1: train even when the saved models are current */

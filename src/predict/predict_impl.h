@@ -32,7 +32,7 @@
  * are trusted with it. */
 #define OS_OP_MIN_ROWS 3
 /* Training sets smaller than this train on one thread unless told. */
-#define OS_XGB_PARALLEL_ROWS 5000
+#define OS_XGB_PARALLEL_ROWS 1000
 /* Seed of the fold assignment and of XGBoost. */
 #define OS_CV_SEED 20261122u
 

@@ -22,7 +22,7 @@ const char *predict_args_help =
     "  --rounds N             boosting rounds (default 600)\n"
     "  --depth N              tree depth (default 8)\n"
     "  --eta X                learning rate (default 0.05)\n"
-    "  --threads N            XGBoost threads (default: 1 below 5000 rows, else all)\n"
+    "  --threads N            XGBoost threads (default: 1 below 1000 rows, else all)\n"
     "  --quiet                no progress messages\n";
 
 void predict_args_init(predict_args *a)
