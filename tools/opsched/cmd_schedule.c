@@ -49,6 +49,9 @@ static const char schedule_help[] =
     "  --bound F            measure: skip a candidate stage that cannot beat the best\n"
     "                       found even if it ran in F x its longest group's operators\n"
     "                       alone (default 0.9; off: cost every candidate)\n"
+    "  --stages-device ID   predict: fit the contention model to the stages measured\n"
+    "                       on this device (its id in the database; default: the\n"
+    "                       predicting device), e.g. another unit of the same GPU\n"
     "  --stage-ms W,M       measure: warm-up and sampling per stage in ms (default\n"
     "                       10,10: each stage warmed up W ms, then sampled >= M ms)\n"
     "  --math M             fp32, tf32 (default), fp16 or bf16\n"
@@ -71,6 +74,7 @@ typedef struct sched_args {
     int index;
     double bound; /* 0: off */
     double stage_warmup_ms, stage_min_ms; /* 0: the measurer's defaults */
+    int64_t stages_device;                /* 0: the predicting device */
     opsched_math math;
     opsched_layout layout;
     int quiet;
@@ -90,6 +94,7 @@ static int parse_args(int argc, char **argv, sched_args *a)
         {"output", required_argument, NULL, 'o'}, {"quiet", no_argument, NULL, 'q'},
         {"backend", required_argument, NULL, 'K'}, {"index", required_argument, NULL, 'I'},
         {"bound", required_argument, NULL, 'F'}, {"stage-ms", required_argument, NULL, 'T'},
+        {"stages-device", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     int c;
     int64_t v;
@@ -175,6 +180,11 @@ static int parse_args(int argc, char **argv, sched_args *a)
             a->stage_min_ms = m;
             break;
         }
+        case 'D':
+            if (!tool_parse_int(optarg, 1, INT64_MAX, &a->stages_device))
+                return tool_usage_error("schedule", "--stages-device wants a device id of the "
+                                                    "database, got '%s'", optarg);
+            break;
         case 'q': a->quiet = 1; break;
         case 'h': fputs(schedule_help, stdout); return -1;
         default:
@@ -271,7 +281,9 @@ static int setup_predict(opsched_ctx *ctx, const sched_args *a, const opsched_gr
     opsched_contention_defaults(&c->pc.model);
     st = opsched_store_open(ctx, c->db_path, &c->store);
     if (st == OPSCHED_OK)
-        st = opsched_contention_fit_store(c->store, ctx, c->device_id, opsched_math_name(a->math),
+        st = opsched_contention_fit_store(c->store, ctx,
+                                          a->stages_device > 0 ? a->stages_device : c->device_id,
+                                          opsched_math_name(a->math),
                                           layout_name(a->layout), o.algo_policy, &c->pc.model);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, "fit the contention model");
     return TOOL_EXIT_OK;
