@@ -50,6 +50,14 @@ static void remove_tree(const char *path)
     rmdir(path);
 }
 
+/* OPSCHED_TEST_VERBOSE=1 shows the library's progress messages. */
+static void test_log(opsched_log_level level, const char *msg, void *user)
+{
+    (void)level;
+    (void)user;
+    fprintf(stderr, "  [log] %s\n", msg);
+}
+
 static int setup(void **state)
 {
     fixture *fx = calloc(1, sizeof(*fx));
@@ -60,6 +68,8 @@ static int setup(void **state)
         return -1;
     }
     snprintf(fx->db, sizeof(fx->db), "%s/m.db", fx->dir);
+    if (getenv("OPSCHED_TEST_VERBOSE"))
+        opsched_ctx_set_log(fx->ctx, test_log, NULL, OPSCHED_LOG_INFO);
     *state = fx;
     return 0;
 }

@@ -113,8 +113,10 @@ static cJSON *meta_json(const opsched_predictor *p)
         cJSON_AddNumberToObject(prm, "eta", p->o.eta);
         cJSON_AddNumberToObject(prm, "seed", OS_CV_SEED);
         cJSON_AddStringToObject(prm, "target",
-                                "log(median ms); power: log(energy J / s); trees start from "
-                                "base: beta . (1, ln(FLOPs + 1), ln(bytes + 1)) per family");
+                                "log(median ms); power: log(energy J / s); each model's trees "
+                                "start from its variant: trees (0), base (beta . (1, ln(FLOPs + "
+                                "1), ln(bytes + 1)) per family) or roofline (ln of the roofline "
+                                "ms)");
     }
     cJSON_AddNumberToObject(root, "rows", (double)in->rows);
     cJSON_AddNumberToObject(root, "energy_rows", (double)in->energy_rows);
@@ -162,8 +164,10 @@ static cJSON *meta_json(const opsched_predictor *p)
             cJSON_AddItemToArray(ab, cJSON_CreateNumber(isfinite(m->base_b[f]) ? m->base_b[f] : 0));
             cJSON_AddItemToObject(line, opsched_op_family_name(f), ab);
         }
-        cJSON *base = m->use_base ? cJSON_AddObjectToObject(o, "base") : NULL;
-        if (!m->use_base) cJSON_AddNullToObject(o, "base");
+        cJSON_AddStringToObject(o, "variant", os_variant_name(m->variant));
+        int fitted = m->variant != OS_VARIANT_ROOFLINE;
+        cJSON *base = fitted ? cJSON_AddObjectToObject(o, "base") : NULL;
+        if (!fitted) cJSON_AddNullToObject(o, "base");
         for (int f = 0; base && f < OPSCHED_FAMILY_COUNT; f++) {
             cJSON *b = cJSON_CreateArray();
             for (int k = 0; b && k < OS_BASE_TERMS; k++)
@@ -358,7 +362,10 @@ static opsched_status read_models(opsched_predictor *p, const cJSON *root, const
                                 : NAN;
         }
         const cJSON *base = cJSON_GetObjectItemCaseSensitive(m, "base");
-        om->use_base = cJSON_IsObject(base);
+        const char *variant = str(m, "variant");
+        om->variant = strcmp(variant, "base") == 0       ? OS_VARIANT_BASE
+                      : strcmp(variant, "roofline") == 0 ? OS_VARIANT_ROOFLINE
+                                                         : OS_VARIANT_TREES;
         for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) {
             const cJSON *b = cJSON_GetObjectItemCaseSensitive(base, opsched_op_family_name(f));
             for (int k = 0; k < OS_BASE_TERMS; k++) {

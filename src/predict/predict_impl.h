@@ -14,8 +14,12 @@
 /* Bumped whenever opsched_features changes meaning: saved models of an
  * older version are stale. */
 #define OS_FEATURE_VERSION 2
+/* Relative margin by which a variant anchored in physics (roofline, base)
+ * is preferred to the one with the lowest CV error: random folds do not
+ * reward extrapolation, which networks outside the measured range need. */
+#define OS_VARIANT_PREFERENCE 1.10
 /* Version of the metadata file's layout. */
-#define OS_MODEL_FORMAT 2
+#define OS_MODEL_FORMAT 3
 
 /* The smooth base every model starts from, per family:
  * target ~ beta . (1, ln(FLOPs + 1), ln(bytes + 1)). */
@@ -109,13 +113,21 @@ typedef struct os_entry {
     float f[OPSCHED_FEATURE_COUNT];
 } os_entry;
 
+/* What a model's trees start from (XGBoost's base_margin): nothing, a
+ * least-squares line of the target on ln FLOPs and ln bytes per family,
+ * or (latency models with a calibration) the log of the roofline time, so
+ * the trees learn how far from the roofline an operator runs. */
+typedef enum os_variant { OS_VARIANT_TREES = 0, OS_VARIANT_BASE, OS_VARIANT_ROOFLINE } os_variant;
+
+const char *os_variant_name(os_variant v); /* "trees", "base", "roofline" */
+
 /* A latency model of a group of families, or the power model. */
 typedef struct os_model {
     opsched_model_info info;
     unsigned families;              /* bit per opsched_op_family */
     void *booster;                  /* NULL: not trained */
     double base_a[OPSCHED_FAMILY_COUNT], base_b[OPSCHED_FAMILY_COUNT]; /* log ms = a + b log flops */
-    int use_base;                   /* 0: the trees alone (beta all 0) */
+    os_variant variant;             /* what the trees start from */
     double beta[OPSCHED_FAMILY_COUNT][OS_BASE_TERMS]; /* the trees' starting point */
 } os_model;
 

@@ -178,6 +178,23 @@ static int fit_beta(const float *x, const float *y, const unsigned char *use, in
 /* The base of each family from the rows with use[i] (row i of family
  * fam[i]): its own fit with at least 2 * OS_BASE_TERMS rows, else the
  * fit over all used rows. */
+/* The trees-alone variant starts every row at the mean target of the rows
+ * with use[i] (XGBoost's own starting score is ignored once margins are
+ * given). */
+static void fit_constant(const float *y, const unsigned char *use, int64_t n,
+                         double beta[OPSCHED_FAMILY_COUNT][OS_BASE_TERMS])
+{
+    double sum = 0;
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (use[i]) {
+            sum += y[i];
+            m++;
+        }
+    memset(beta, 0, sizeof(double) * OPSCHED_FAMILY_COUNT * OS_BASE_TERMS);
+    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) beta[f][0] = m ? sum / (double)m : 0;
+}
+
 static void fit_bases(const float *x, const float *y, const int *fam, const unsigned char *use,
                       int64_t n, double beta[OPSCHED_FAMILY_COUNT][OS_BASE_TERMS])
 {
@@ -196,15 +213,40 @@ static void fit_bases(const float *x, const float *y, const int *fam, const unsi
     free(u);
 }
 
-/* beta: OPSCHED_FAMILY_COUNT rows of OS_BASE_TERMS. */
-static void margins(const float *x, const int *fam, int64_t n, const double *beta, float *out)
+const char *os_variant_name(os_variant v)
+{
+    return v == OS_VARIANT_BASE ? "base" : v == OS_VARIANT_ROOFLINE ? "roofline" : "trees";
+}
+
+/* ln of the roofline time in ms of a feature row (FLOPs, bytes), with the
+ * per-node floor; NaN without a calibration. */
+static double ln_roofline_ms(const opsched_feature_device *d, const float *f)
+{
+    if (!(d->peak_flops > 0) || !(d->bandwidth > 0)) return NAN;
+    double flops = isfinite(f[OS_F_FLOPS]) && f[OS_F_FLOPS] > 0 ? f[OS_F_FLOPS] : 0;
+    double bytes = isfinite(f[OS_F_BYTES]) && f[OS_F_BYTES] > 0 ? f[OS_F_BYTES] : 0;
+    double floor_us = isfinite(d->node_floor_us) && d->node_floor_us > 0 ? d->node_floor_us : 1;
+    return log(fmax(flops / d->peak_flops, bytes / d->bandwidth) * 1e3 + floor_us * 1e-3);
+}
+
+/* Each row's starting point under a variant (beta: OPSCHED_FAMILY_COUNT
+ * rows of OS_BASE_TERMS: the fitted lines of OS_VARIANT_BASE, the mean
+ * target alone for OS_VARIANT_TREES). */
+static void margins(const opsched_predictor *p, os_variant v, const float *x, const int *fam,
+                    int64_t n, const double *beta, float *out)
 {
     for (int64_t i = 0; i < n; i++) {
-        double z[OS_BASE_TERMS], v = 0;
-        base_terms(x + (size_t)i * OPSCHED_FEATURE_COUNT, z);
-        int f = fam[i] >= 0 && fam[i] < OPSCHED_FAMILY_COUNT ? fam[i] : OPSCHED_FAMILY_OTHER;
-        for (int k = 0; k < OS_BASE_TERMS; k++) v += beta[f * OS_BASE_TERMS + k] * z[k];
-        out[i] = (float)v;
+        const float *f = x + (size_t)i * OPSCHED_FEATURE_COUNT;
+        double val = 0;
+        if (v == OS_VARIANT_ROOFLINE) {
+            val = ln_roofline_ms(&p->fdev, f);
+        } else {
+            double z[OS_BASE_TERMS];
+            base_terms(f, z);
+            int g = fam[i] >= 0 && fam[i] < OPSCHED_FAMILY_COUNT ? fam[i] : OPSCHED_FAMILY_OTHER;
+            for (int k = 0; k < OS_BASE_TERMS; k++) val += beta[g * OS_BASE_TERMS + k] * z[k];
+        }
+        out[i] = (float)(isfinite(val) ? val : 0);
     }
 }
 
@@ -268,7 +310,7 @@ static os_xgb_params xgb_params(const opsched_predictor *p, int64_t rows)
 /* Out-of-fold predictions of the target of every row of t into oof (NaN
  * for rows whose training side was empty); each fold fits its own bases. */
 static opsched_status cross_validate(opsched_predictor *p, const train_set *t, int k,
-                                     const int *fold, int use_base, double *oof)
+                                     const int *fold, os_variant variant, double *oof)
 {
     opsched_status st = OPSCHED_OK;
     train_set tr, te;
@@ -295,9 +337,12 @@ static opsched_status cross_validate(opsched_predictor *p, const train_set *t, i
         if (tr.n == 0 || te.n == 0) continue;
         for (int64_t i = 0; i < tr.n; i++) use[i] = 1;
         memset(beta, 0, sizeof(beta));
-        if (use_base) fit_bases(tr.x, tr.y, tr.fam, use, tr.n, beta);
-        margins(tr.x, tr.fam, tr.n, &beta[0][0], tr.margin);
-        margins(te.x, te.fam, te.n, &beta[0][0], te.margin);
+        if (variant == OS_VARIANT_BASE)
+            fit_bases(tr.x, tr.y, tr.fam, use, tr.n, beta);
+        else if (variant == OS_VARIANT_TREES)
+            fit_constant(tr.y, use, tr.n, beta);
+        margins(p, variant, tr.x, tr.fam, tr.n, &beta[0][0], tr.margin);
+        margins(p, variant, te.x, te.fam, te.n, &beta[0][0], te.margin);
         OS_TRY_GOTO(st, os_xgb_train(p->ctx, tr.x, tr.margin, tr.y, tr.n, &prm, &b), done);
         OS_TRY_GOTO(st, os_xgb_predict(p->ctx, b, te.x, te.margin, te.n, pred), done);
         for (int64_t j = 0; j < te.n; j++) oof[te.entry[j]] = pred[j];
@@ -313,17 +358,20 @@ done:
     return st;
 }
 
-/* The final fit of m on every row of t: bases (when m->use_base), then
- * the trees. */
+/* The final fit of m on every row of t: its variant's base, then the
+ * trees. */
 static opsched_status fit_final(opsched_predictor *p, os_model *m, train_set *t)
 {
     unsigned char *use = malloc((size_t)(t->n > 0 ? t->n : 1));
     if (!use) return OS_NOMEM(p->ctx);
     for (int64_t i = 0; i < t->n; i++) use[i] = 1;
     memset(m->beta, 0, sizeof(m->beta));
-    if (m->use_base) fit_bases(t->x, t->y, t->fam, use, t->n, m->beta);
+    if (m->variant == OS_VARIANT_BASE)
+        fit_bases(t->x, t->y, t->fam, use, t->n, m->beta);
+    else if (m->variant == OS_VARIANT_TREES)
+        fit_constant(t->y, use, t->n, m->beta);
     free(use);
-    margins(t->x, t->fam, t->n, &m->beta[0][0], t->margin);
+    margins(p, m->variant, t->x, t->fam, t->n, &m->beta[0][0], t->margin);
     os_xgb_params prm = xgb_params(p, t->n);
     OS_TRY(os_xgb_train(p->ctx, t->x, t->margin, t->y, t->n, &prm, &m->booster));
     m->info.trained = 1;
@@ -336,7 +384,7 @@ opsched_status os_model_predict(opsched_predictor *p, const os_model *m, const i
     if (n < 1) return OPSCHED_OK;
     float *margin = malloc(sizeof(float) * (size_t)n);
     if (!margin) return OS_NOMEM(p->ctx);
-    margins(x, fam, n, &m->beta[0][0], margin);
+    margins(p, m->variant, x, fam, n, &m->beta[0][0], margin);
     opsched_status st = os_xgb_predict(p->ctx, m->booster, x, margin, n, out);
     free(margin);
     return st;
@@ -428,32 +476,51 @@ static void ops_text(const opsched_predictor *p, const train_set *t, char *buf, 
     }
 }
 
-/* Cross-validates the trees alone and the trees on the smooth base and
- * keeps the variant with the lower median APE (its out-of-fold log
- * predictions in oof): trees alone fit staircases closely, the base
- * carries the trend between and beyond the measured sizes. */
+/* Cross-validates the variants (trees alone; on the fitted base; for
+ * latency with a calibration, on the roofline) and keeps the one with the
+ * lowest median APE, except that a variant anchored in physics within
+ * OS_VARIANT_PREFERENCE of it wins (roofline before base before trees):
+ * trees alone fit staircases closely but cannot go beyond the measured
+ * range, and random folds do not test that.  oof gets the chosen
+ * variant's out-of-fold log predictions. */
 static opsched_status choose_variant(opsched_predictor *p, os_model *m, const train_set *t, int k,
-                                     const int *fold, double *oof)
+                                     const int *fold, int latency, double *oof)
 {
     int64_t n = t->n;
-    double *alt = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-    double *ape = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-    opsched_status st = alt && ape ? OPSCHED_OK : OS_NOMEM(p->ctx);
-    opsched_cv_error plain, based;
-    if (st == OPSCHED_OK) st = cross_validate(p, t, k, fold, 0, oof);
-    if (st == OPSCHED_OK) st = cross_validate(p, t, k, fold, 1, alt);
-    if (st == OPSCHED_OK) {
-        ape_of(t, oof, ape);
-        os_cv_summarize(ape, n, &plain);
-        ape_of(t, alt, ape);
-        os_cv_summarize(ape, n, &based);
-        m->use_base = based.median_ape < plain.median_ape;
-        if (m->use_base) memcpy(oof, alt, sizeof(double) * (size_t)n);
-        os_log(p->ctx, OPSCHED_LOG_INFO, "%s: cv median %.1f%% trees alone, %.1f%% on the base: %s",
-               m->info.name, 100 * plain.median_ape, 100 * based.median_ape,
-               m->use_base ? "base" : "trees alone");
+    size_t bytes = sizeof(double) * (size_t)(n > 0 ? n : 1);
+    double *cand[3] = {malloc(bytes), malloc(bytes), malloc(bytes)};
+    double *ape = malloc(bytes);
+    opsched_status st = cand[0] && cand[1] && cand[2] && ape ? OPSCHED_OK : OS_NOMEM(p->ctx);
+    double median[3] = {NAN, NAN, NAN};
+    int tried[3] = {1, 1, latency && p->fdev.peak_flops > 0 && p->fdev.bandwidth > 0};
+    for (int v = 0; st == OPSCHED_OK && v < 3; v++) {
+        if (!tried[v]) continue;
+        st = cross_validate(p, t, k, fold, (os_variant)v, cand[v]);
+        if (st != OPSCHED_OK) break;
+        opsched_cv_error e;
+        ape_of(t, cand[v], ape);
+        os_cv_summarize(ape, n, &e);
+        median[v] = e.median_ape;
     }
-    free(alt);
+    if (st == OPSCHED_OK) {
+        int best = 0;
+        for (int v = 1; v < 3; v++)
+            if (tried[v] && median[v] < median[best]) best = v;
+        int pick = best;
+        for (int v = 2; v >= 1; v--)
+            if (tried[v] && v > pick && median[v] <= median[best] * OS_VARIANT_PREFERENCE) {
+                pick = v;
+                break;
+            }
+        m->variant = (os_variant)pick;
+        memcpy(oof, cand[pick], bytes);
+        os_log(p->ctx, OPSCHED_LOG_INFO,
+               "%s: cv median %.1f%% trees alone, %.1f%% on the fitted base, %.1f%% on the "
+               "roofline: %s",
+               m->info.name, 100 * median[0], 100 * median[1], 100 * median[2],
+               os_variant_name(m->variant));
+    }
+    for (int v = 0; v < 3; v++) free(cand[v]);
     free(ape);
     return st;
 }
@@ -478,7 +545,7 @@ static opsched_status train_latency(opsched_predictor *p, os_model *m, train_set
     ops_text(p, t, m->info.ops, sizeof(m->info.ops));
     if (n < OS_MODEL_MIN_ROWS || k < 2) goto done; /* too few: its families fall back */
     assign_folds(fold, n, k);
-    OS_TRY_GOTO(st, choose_variant(p, m, t, k, fold, oof), done);
+    OS_TRY_GOTO(st, choose_variant(p, m, t, k, fold, 1, oof), done);
     for (int64_t i = 0; i < n; i++) oof_ms[t->entry[i]] = isfinite(oof[i]) ? exp(oof[i]) : NAN;
     ape_of(t, oof, ape);
     os_cv_summarize(ape, n, &m->info.cv);
@@ -530,7 +597,7 @@ static opsched_status train_power(opsched_predictor *p, os_model *m, const doubl
     m->info.folds = k;
     if (n < OS_MODEL_MIN_ROWS || k < 2) goto done;
     assign_folds(fold, n, k);
-    OS_TRY_GOTO(st, choose_variant(p, m, &t, k, fold, oof), done);
+    OS_TRY_GOTO(st, choose_variant(p, m, &t, k, fold, 0, oof), done);
     /* The baseline's power: the median of the training side of each fold. */
     for (int f = 0; f < k; f++) {
         int64_t c = 0;
