@@ -820,6 +820,41 @@ static void test_cpu_network_exact(void **state)
     opsched_graph_free(g);
 }
 
+/* A layer whose configuration cannot be described (a Concat of so many
+ * inputs that its signature overflows) is "none", not a failure. */
+static void test_undescribable_layer(void **state)
+{
+    fixture *fx = *state;
+    synth y;
+    synth_open(fx, &y);
+    opsched_config_record r;
+    conv_rec(fx, 1, 8, 8, 7, 3, 1, &r);
+    synth_add(fx, &y, &r, 0, 0.01, 0, NULL);
+    opsched_store_close(y.s);
+    opsched_graph *g = NULL;
+    OK(fx, opsched_graph_create(fx->ctx, "wide", &g));
+    int xs[64], out;
+    for (int i = 0; i < 64; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "in%d", i);
+        opsched_shape sh = {.ndim = 4, .d = {1, 8, 7, 7}};
+        OK(fx, opsched_graph_add_tensor(g, name, OPSCHED_TENSOR_INPUT, OPSCHED_F32, &sh, &xs[i]));
+    }
+    OK(fx, opsched_build_concat(g, "cat", xs, 64, 1, &out));
+    OK(fx, opsched_graph_mark_output(g, out));
+    opsched_predictor_options o;
+    quiet_options(&o);
+    opsched_predictor *p = NULL;
+    OK(fx, opsched_predictor_open(fx->ctx, fx->db, &o, &p));
+    opsched_network_prediction *np = NULL;
+    OK(fx, opsched_predict_network(p, g, NULL, &np));
+    assert_int_equal(np->n_by_source[OPSCHED_SOURCE_NONE], 1);
+    assert_true(isnan(np->total_ms) && isnan(np->layers[0].p.ms));
+    opsched_network_prediction_free(np);
+    opsched_predictor_free(p);
+    opsched_graph_free(g);
+}
+
 static void test_bad_arguments(void **state)
 {
     fixture *fx = *state;
@@ -855,6 +890,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_roofline_and_none, setup, teardown),
         cmocka_unit_test_setup_teardown(test_network_composition, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cpu_network_exact, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_undescribable_layer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

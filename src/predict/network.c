@@ -142,7 +142,15 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
                 l->flops += opsched_graph_node(g, j)->cost.flops;
             }
         }
-        OS_TRY_GOTO(st, opsched_config_record_from_node(g, i, &recs[m]), done);
+        if (opsched_config_record_from_node(g, i, &recs[m]) != OPSCHED_OK) {
+            /* e.g. a signature too long to describe: nothing to look up */
+            os_log(p->ctx, OPSCHED_LOG_DEBUG, "layer '%s' not predicted: %s", node->name,
+                   opsched_ctx_last_error(p->ctx));
+            opsched_ctx_clear_error(p->ctx);
+            l->p.source = l->p.energy_source = OPSCHED_SOURCE_NONE;
+            l->p.ms = l->p.error = l->p.energy_j = l->p.energy_error = NAN;
+            continue;
+        }
         fused[m] = l->fused_relu;
         which[m++] = i;
     }

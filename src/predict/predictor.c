@@ -448,10 +448,13 @@ opsched_status os_predict_many(opsched_predictor *p, const opsched_config_record
         opsched_op_family fam = opsched_op_family_of(r->op, fused[i]);
         pred_none(&out[i], fam);
         double f[OPSCHED_FEATURE_COUNT];
-        st = opsched_features(p->ctx, r, fused[i], &p->fdev, f);
-        if (st != OPSCHED_OK) {
-            free(feat);
-            goto done;
+        /* A signature the features cannot read leaves the exact lookup and
+         * the roofline; it is not a failure of the whole prediction. */
+        int feat_ok = opsched_features(p->ctx, r, fused[i], &p->fdev, f) == OPSCHED_OK;
+        if (!feat_ok) {
+            os_log(p->ctx, OPSCHED_LOG_DEBUG, "no features: %s", opsched_ctx_last_error(p->ctx));
+            opsched_ctx_clear_error(p->ctx);
+            for (int k = 0; k < OPSCHED_FEATURE_COUNT; k++) f[k] = NAN;
         }
         for (int k = 0; k < OPSCHED_FEATURE_COUNT; k++)
             feat[(size_t)i * OPSCHED_FEATURE_COUNT + k] = (float)f[k];
@@ -469,7 +472,7 @@ opsched_status os_predict_many(opsched_predictor *p, const opsched_config_record
                 out[i].energy_j = en->energy_j;
                 out[i].energy_error = out[i].error;
             }
-        } else if (learned_covers(p, op, fam)) {
+        } else if (feat_ok && learned_covers(p, op, fam)) {
             out[i].source = OPSCHED_SOURCE_LEARNED;
             const os_model *m = &p->models[p->family_model[fam]];
             out[i].error = m->info.cv.median_ape;
@@ -482,7 +485,7 @@ opsched_status os_predict_many(opsched_predictor *p, const opsched_config_record
                 out[i].error = OPSCHED_ROOFLINE_ERROR;
             }
         }
-        want_power[i] = out[i].source != OPSCHED_SOURCE_NONE &&
+        want_power[i] = feat_ok && out[i].source != OPSCHED_SOURCE_NONE &&
                         out[i].energy_source == OPSCHED_SOURCE_NONE;
     }
     for (int fam = 0; fam < OPSCHED_FAMILY_COUNT; fam++) {
