@@ -151,7 +151,7 @@ static void print_table(const predict_cmd *c, const opsched_graph *g,
            (long long)(c->m.batch ? c->m.batch : 1), in->device.backend, in->device.name,
            in->math, in->layout, in->algo_policy, opsched_predict_mode_name(r->mode),
            c->o.fuse ? "on" : "off");
-    printf("  %4s %-32s %-14s %-9s %10s %8s %11s %-9s\n", "#", "layer", "op", "source", "ms",
+    printf("  %4s %-32s %-17s %-9s %10s %8s %11s %-9s\n", "#", "layer", "op", "source", "ms",
            "+-err", "energy mJ", "energy");
     int row = 0;
     for (int i = 0; i < r->n_layers; i++) {
@@ -161,7 +161,7 @@ static void print_table(const predict_cmd *c, const opsched_graph *g,
         fmt_num(ms, sizeof(ms), "%.4f", l->p.ms);
         fmt_pct(err, sizeof(err), l->p.error);
         fmt_num(mj, sizeof(mj), "%.4f", l->p.energy_j * 1e3);
-        printf("  %4d %-32.32s %-14s %-9s %10s %8s %11s %-9s\n", row++,
+        printf("  %4d %-32.32s %-17s %-9s %10s %8s %11s %-9s\n", row++,
                opsched_graph_node(g, i)->name, op_label(g, l, op, sizeof(op)),
                opsched_pred_source_name(l->p.source), ms, err, mj,
                opsched_pred_source_name(l->p.energy_source));
