@@ -272,44 +272,69 @@ int report_warnings(const profile_item *it)
 
 /* ---- database ----------------------------------------------------------- */
 
-static opsched_status store_layers(opsched_store *s, int64_t run_id, int64_t device_id,
-                                   const profile_item *it)
+/* One layer's row: its configuration (by node signature) and a measurement
+ * under the given settings key. */
+static opsched_status store_layer_row(opsched_store *s, int64_t run_id, int64_t device_id,
+                                      const profile_item *it, int node, const char *key,
+                                      const opsched_measurement *m)
 {
-    const opsched_profile_result *r = it->r;
+    opsched_config_record rec;
+    int64_t config_id = 0;
+    opsched_status st = opsched_config_record_from_node(it->g, node, &rec);
+    if (st == OPSCHED_OK) st = opsched_store_config(s, &rec, &config_id);
+    if (st == OPSCHED_OK)
+        st = opsched_store_add(s, run_id, device_id, config_id, key, it->algo_policy, m, NULL);
+    return st;
+}
+
+/* A measurement of what the executor ran for layer l, with these stats. */
+static void layer_measurement(const profile_item *it, const opsched_layer_profile *l,
+                              const opsched_stats *stats, opsched_measurement *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->status = OPSCHED_OK;
+    snprintf(m->algo, sizeof(m->algo), "%s", l->algo);
+    m->workspace_bytes = l->workspace_bytes;
+    m->math = it->math;
+    m->layout = it->layout;
+    m->cache = OPSCHED_CACHE_HOT;
+    m->launches_per_sample = 1;
+    m->stats = *stats;
+    m->unstable = stats->cv > OPSCHED_CV_WARN;
+    if (l->fallback)
+        snprintf(m->message, sizeof(m->message), "%s could not run it: fallback %s",
+                 it->algo_policy, it->algo_fallback ? it->algo_fallback : "heuristic");
+}
+
+/* The harness's settings key for this item's settings, then suffix. */
+static void layer_key(const profile_item *it, int energy, const char *suffix, int fused,
+                      char *key, size_t size)
+{
     opsched_measure_options mo;
-    char key[256];
     opsched_measure_options_default(&mo);
     mo.plan.algo = it->algo_policy;
     mo.plan.math = it->math;
     mo.plan.layout = it->layout;
-    mo.energy = 0;
+    mo.energy = energy;
+    opsched_settings_key(&mo, key, size);
+    strncat(key, suffix, size - strlen(key) - 1);
+    if (fused) strncat(key, ";fused=relu", size - strlen(key) - 1);
+}
+
+/* Layer-timed runs (inside the network): ";mode=network". */
+static opsched_status store_layers(opsched_store *s, int64_t run_id, int64_t device_id,
+                                   const profile_item *it)
+{
+    const opsched_profile_result *r = it->r;
+    char key[256];
     for (int i = 0; i < r->n_layers; i++) {
         const opsched_layer_profile *l = &r->layers[i];
         if (!l->timed || l->stats.n == 0) continue;
-        opsched_config_record rec;
-        int64_t config_id = 0;
-        opsched_status st = opsched_config_record_from_node(it->g, i, &rec);
-        if (st == OPSCHED_OK) st = opsched_store_config(s, &rec, &config_id);
-        if (st != OPSCHED_OK) return st;
         opsched_measurement m;
-        memset(&m, 0, sizeof(m));
-        m.status = OPSCHED_OK;
-        snprintf(m.algo, sizeof(m.algo), "%s", l->algo);
-        m.workspace_bytes = l->workspace_bytes;
-        m.math = it->math;
-        m.layout = it->layout;
-        m.cache = OPSCHED_CACHE_HOT;
-        m.launches_per_sample = 1;
-        m.stats = l->stats;
-        m.unstable = l->stats.cv > OPSCHED_CV_WARN;
+        layer_measurement(it, l, &l->stats, &m);
         m.energy = l->energy;
-        if (l->fallback)
-            snprintf(m.message, sizeof(m.message), "%s could not run it: fallback %s",
-                     it->algo_policy, it->algo_fallback ? it->algo_fallback : "heuristic");
-        mo.energy = l->energy.valid;
-        opsched_settings_key(&mo, key, sizeof(key));
-        strncat(key, ";mode=network", sizeof(key) - strlen(key) - 1);
-        st = opsched_store_add(s, run_id, device_id, config_id, key, it->algo_policy, &m, NULL);
+        layer_key(it, l->energy.valid, ";mode=network", 0, key, sizeof(key));
+        opsched_status st = store_layer_row(s, run_id, device_id, it, i, key, &m);
         if (st != OPSCHED_OK) return st;
     }
     return OPSCHED_OK;
@@ -323,25 +348,12 @@ static opsched_status store_isolated(opsched_store *s, int64_t run_id, int64_t d
                                      const profile_item *it)
 {
     const opsched_profile_result *r = it->r;
-    opsched_measure_options mo;
     char key[256];
-    opsched_measure_options_default(&mo);
-    mo.plan.algo = it->algo_policy;
-    mo.plan.math = it->math;
-    mo.plan.layout = it->layout;
     for (int i = 0; i < r->n_layers; i++) {
         const opsched_layer_profile *l = &r->layers[i];
         if (!l->timed || l->isolated.status != OPSCHED_OK || l->isolated.stats.n == 0) continue;
-        opsched_config_record rec;
-        int64_t config_id = 0;
-        opsched_status st = opsched_config_record_from_node(it->g, i, &rec);
-        if (st == OPSCHED_OK) st = opsched_store_config(s, &rec, &config_id);
-        if (st != OPSCHED_OK) return st;
-        mo.energy = l->isolated.energy.valid;
-        opsched_settings_key(&mo, key, sizeof(key));
-        if (l->fused_next) strncat(key, ";fused=relu", sizeof(key) - strlen(key) - 1);
-        st = opsched_store_add(s, run_id, device_id, config_id, key, it->algo_policy,
-                               &l->isolated, NULL);
+        layer_key(it, l->isolated.energy.valid, "", l->fused_next, key, sizeof(key));
+        opsched_status st = store_layer_row(s, run_id, device_id, it, i, key, &l->isolated);
         if (st != OPSCHED_OK) return st;
     }
     return OPSCHED_OK;
@@ -356,42 +368,14 @@ static opsched_status store_host(opsched_store *s, int64_t run_id, int64_t devic
                                  const profile_item *it)
 {
     const opsched_profile_result *r = it->r;
-    opsched_measure_options mo;
     char key[256];
-    opsched_measure_options_default(&mo);
-    mo.plan.algo = it->algo_policy;
-    mo.plan.math = it->math;
-    mo.plan.layout = it->layout;
-    mo.energy = 0;
-    opsched_settings_key(&mo, key, sizeof(key));
-    strncat(key, ";mode=host", sizeof(key) - strlen(key) - 1);
-    size_t base = strlen(key);
     for (int i = 0; i < r->n_layers; i++) {
         const opsched_layer_profile *l = &r->layers[i];
         if (!l->timed || l->host.n == 0 || isnan(l->host_ms)) continue;
-        opsched_config_record rec;
-        int64_t config_id = 0;
-        opsched_status st = opsched_config_record_from_node(it->g, i, &rec);
-        if (st == OPSCHED_OK) st = opsched_store_config(s, &rec, &config_id);
-        if (st != OPSCHED_OK) return st;
         opsched_measurement m;
-        memset(&m, 0, sizeof(m));
-        m.status = OPSCHED_OK;
-        snprintf(m.algo, sizeof(m.algo), "%s", l->algo);
-        m.workspace_bytes = l->workspace_bytes;
-        m.math = it->math;
-        m.layout = it->layout;
-        m.cache = OPSCHED_CACHE_HOT;
-        m.launches_per_sample = 1;
-        m.stats = l->host;
-        m.unstable = l->host.cv > OPSCHED_CV_WARN;
-        m.energy.valid = 0;
-        if (l->fallback)
-            snprintf(m.message, sizeof(m.message), "%s could not run it: fallback %s",
-                     it->algo_policy, it->algo_fallback ? it->algo_fallback : "heuristic");
-        key[base] = '\0';
-        if (l->fused_next) strncat(key, ";fused=relu", sizeof(key) - strlen(key) - 1);
-        st = opsched_store_add(s, run_id, device_id, config_id, key, it->algo_policy, &m, NULL);
+        layer_measurement(it, l, &l->host, &m);
+        layer_key(it, 0, ";mode=host", l->fused_next, key, sizeof(key));
+        opsched_status st = store_layer_row(s, run_id, device_id, it, i, key, &m);
         if (st != OPSCHED_OK) return st;
     }
     return OPSCHED_OK;
