@@ -145,22 +145,30 @@ def run_model(torch, tv, name, batch, args, writer, env):
     rows = []
     with torch.inference_mode():
         for mode in args.modes:
-            if mode == "compile" and args.compile_models and name not in args.compile_models:
+            if mode.startswith("compile") and args.compile_models and name not in args.compile_models:
                 continue
             compile_s = ""
+            # "-cl" modes: the model and input in channels_last (NHWC) memory
+            # format, PyTorch's own way to the NHWC cuDNN kernels.
+            base, cl = mode[:-3] if mode.endswith("-cl") else mode, mode.endswith("-cl")
+            m_run = model.to(memory_format=torch.channels_last) if cl else model
+            x_run = x.contiguous(memory_format=torch.channels_last) if cl else x
             try:
-                if mode == "eager":
-                    fn = lambda: model(x)
-                elif mode == "graph":
-                    fn = graph_fn(torch, model, x)
+                if base == "eager":
+                    fn = lambda: m_run(x_run)
+                elif base == "graph":
+                    fn = graph_fn(torch, m_run, x_run)
                 else:
-                    fn, compile_s = compiled_fn(torch, model, x)
+                    fn, compile_s = compiled_fn(torch, m_run, x_run)
                     compile_s = "%.1f" % compile_s
                 s = summarize(time_fn(torch, fn, args.warmup_ms, args.iters, args.min_ms))
             except Exception as e:  # one mode failing must not end the run
                 print("  %s b%d %s: FAILED %s: %s" % (name, batch, mode, type(e).__name__, e),
                       flush=True)
                 continue
+            finally:
+                if cl:  # Module.to converts in place: back to NCHW for the next mode
+                    model.to(memory_format=torch.contiguous_format)
             row = dict(model=name, batch=batch, input_size=size, mode=mode, compile_s=compile_s,
                        **s, **env)
             writer.writerow(row)
@@ -181,7 +189,8 @@ def main():
     ap.add_argument("--models", default=",".join(ZOO), help="comma-separated zoo names")
     ap.add_argument("--batch", default="1,16", help="batch sizes (default 1,16)")
     ap.add_argument("--modes", default="eager,graph",
-                    help="eager, graph and/or compile (default eager,graph)")
+                    help="eager, graph and/or compile, each also as NAME-cl (channels_last "
+                         "model and input) (default eager,graph)")
     ap.add_argument("--compile-models", default="",
                     help="models to torch.compile (default: all listed, when compile is a mode)")
     ap.add_argument("--math", choices=["tf32", "fp32"], default="tf32",
@@ -202,7 +211,8 @@ def main():
     args.modes = [m for m in args.modes.split(",") if m]
     args.compile_models = [m for m in args.compile_models.split(",") if m]
     bad = [m for m in args.models if m not in ZOO and not args.graph_json_dir] + \
-          [m for m in args.modes if m not in ("eager", "graph", "compile")]
+          [m for m in args.modes
+           if m not in ("eager", "graph", "compile", "eager-cl", "graph-cl", "compile-cl")]
     if bad:
         ap.error("unknown model or mode: %s" % ", ".join(bad))
 
