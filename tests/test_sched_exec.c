@@ -599,6 +599,35 @@ static void test_stage_cost(void **state)
     opsched_graph_free(g);
 }
 
+/* Whole schedules timed against each other: a missing candidate is
+ * skipped (+inf), the fastest is named, and nothing to run is an error. */
+static void test_time_whole(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_graph *g = block_graph(1);
+    const opsched_schedule *c[3] = {NULL, searched(g, OPSCHED_SEARCH_SEQUENTIAL),
+                                    searched(g, OPSCHED_SEARCH_GREEDY)};
+    opsched_run_timing_options to = {.warmup_ms = 0.1, .iters = 3, .min_ms = 0};
+    double ms[3] = {0, 0, 0};
+    int best = -1;
+    CHECK(opsched_schedules_time_whole(env.cpu, g, c, 3, NULL, &to, ms, &best));
+    print_message("whole: sequential %.4f ms, greedy %.4f ms; best %d\n", ms[1], ms[2], best);
+    assert_true(isinf(ms[0]));
+    assert_true(isfinite(ms[1]) && ms[1] > 0 && isfinite(ms[2]) && ms[2] > 0);
+    assert_true(best == 1 || best == 2);
+    assert_true(ms[best] <= ms[1] && ms[best] <= ms[2]);
+    const opsched_schedule *none[1] = {NULL};
+    assert_int_equal(opsched_schedules_time_whole(env.cpu, g, none, 1, NULL, &to, ms, &best),
+                     OPSCHED_ERR_UNSUPPORTED);
+    opsched_ctx_clear_error(env.ctx);
+    assert_int_equal(opsched_schedules_time_whole(env.cpu, g, c, 0, NULL, &to, ms, &best),
+                     OPSCHED_ERR_INVALID_ARG);
+    opsched_schedule_free((opsched_schedule *)c[1]);
+    opsched_schedule_free((opsched_schedule *)c[2]);
+    opsched_graph_free(g);
+}
+
 /* Events on the CPU: created, recorded and waited on without effect (its
  * streams finish every launch before it returns); NULL is refused. */
 static void test_events(void **state)
@@ -651,6 +680,7 @@ int main(void)
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_stage_cost),
         cmocka_unit_test(test_events),
+        cmocka_unit_test(test_time_whole),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

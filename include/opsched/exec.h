@@ -303,6 +303,24 @@ typedef struct opsched_stage_measurer_stats {
 void opsched_stage_measurer_stats_get(const opsched_stage_measurer *m,
                                       opsched_stage_measurer_stats *out);
 
+/* ---- end-to-end check of searched schedules ---------------------------- */
+
+/* Runs each of the n candidate schedules of g whole (NULL entries are
+ * skipped) and times it: replays of one device graph where the backend has
+ * them, else free runs; timing NULL: 50 ms warm-up, 30 samples, 100 ms.
+ * ms[i] gets candidate i's median (+inf when it cannot run here: an
+ * algorithm, a merge or memory the device lacks), *best the fastest's
+ * index.  Stage costs are measured stage by stage, so a searched schedule
+ * can lose as a whole to one whose stages looked slower; the searchers'
+ * callers keep the fastest of IOS, greedy and sequential this way.  Fails
+ * when no candidate runs. */
+opsched_status opsched_schedules_time_whole(opsched_device *dev, const opsched_graph *g,
+                                            const opsched_schedule *const *cands, int n,
+                                            const opsched_sched_exec_options *opts,
+                                            const opsched_run_timing_options *timing,
+                                            double *ms, int *best);
+
+
 #ifdef __cplusplus
 }
 #endif

@@ -20,6 +20,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tool.h"
 
@@ -52,8 +53,12 @@ static const char schedule_help[] =
     "  --stages-device ID   predict: fit the contention model to the stages measured\n"
     "                       on this device (its id in the database; default: the\n"
     "                       predicting device), e.g. another unit of the same GPU\n"
+    "  --verify on|off      measure, ios and greedy: run the found schedule whole against\n"
+    "                       the sequential and greedy ones and keep the fastest (default\n"
+    "                       on): stage costs are measured stage by stage and cannot see\n"
+    "                       what happens between stages\n"
     "  --stage-ms W,M       measure: warm-up and sampling per stage in ms (default\n"
-    "                       10,10: each stage warmed up W ms, then sampled >= M ms)\n"
+    "                       1,2: each stage warmed up W ms, then sampled >= M ms)\n"
     "  --math M             fp32, tf32 (default), fp16 or bf16\n"
     "  --layout L           nchw (default) or nhwc\n"
     "  --algo POLICY        convolution algorithm policy (default heuristic)\n"
@@ -78,6 +83,7 @@ typedef struct sched_args {
     opsched_math math;
     opsched_layout layout;
     int quiet;
+    int verify; /* measure: time the found schedule whole against sequential, greedy */
 } sched_args;
 
 static int parse_args(int argc, char **argv, sched_args *a)
@@ -94,7 +100,7 @@ static int parse_args(int argc, char **argv, sched_args *a)
         {"output", required_argument, NULL, 'o'}, {"quiet", no_argument, NULL, 'q'},
         {"backend", required_argument, NULL, 'K'}, {"index", required_argument, NULL, 'I'},
         {"bound", required_argument, NULL, 'F'}, {"stage-ms", required_argument, NULL, 'T'},
-        {"stages-device", required_argument, NULL, 'D'},
+        {"stages-device", required_argument, NULL, 'D'}, {"verify", required_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     int c;
     int64_t v;
@@ -186,6 +192,11 @@ static int parse_args(int argc, char **argv, sched_args *a)
                                                     "database, got '%s'", optarg);
             break;
         case 'q': a->quiet = 1; break;
+        case 'V':
+            if (strcmp(optarg, "on") == 0) a->verify = 1;
+            else if (strcmp(optarg, "off") == 0) a->verify = 0;
+            else return tool_usage_error("schedule", "--verify wants on or off, got '%s'", optarg);
+            break;
         case 'h': fputs(schedule_help, stdout); return -1;
         default:
             return tool_usage_error("schedule", "unknown or incomplete option '%s'",
@@ -208,6 +219,7 @@ typedef struct cost_setup {
     opsched_predictor *pred;
     opsched_device *dev;
     opsched_stage_measurer *measurer;
+    opsched_sched_exec_options xo; /* measure: how stages and whole schedules run */
     opsched_stage_cache cache;
     int n_singletons;
     opsched_store *store;
@@ -323,6 +335,7 @@ static int setup_measure(opsched_ctx *ctx, const sched_args *a, const opsched_gr
         mo.timing.min_ms = a->stage_min_ms;
         mo.timing.iters = 10;
     }
+    c->xo = mo.exec;
     st = opsched_stage_measurer_create(c->dev, &mo, &c->measurer);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, "stage measurer");
     if (a->db) {
@@ -391,6 +404,12 @@ static void print_measured(const sched_args *a, const opsched_graph *g, const co
            "%.1f s measuring\n",
            c->n_singletons, (long long)c->cache.measured, (long long)c->cache.unsupported,
            (long long)c->cache.hits, c->store ? c->db_path : "nowhere (no --db)", ms.seconds);
+    if (ms.measured > 0)
+        printf("  measuring: %.1f s copying stages and building executors, %.1f s capturing, "
+               "%.1f s timing (%.1f ms per stage); convolution plans: %lld reused, %lld built\n",
+               ms.build_seconds, ms.capture_seconds, ms.timing_seconds,
+               1e3 * ms.seconds / (double)ms.measured, (long long)ms.plan_cache_hits,
+               (long long)ms.plan_cache_misses);
 }
 
 static void print_setup(const sched_args *a, const opsched_graph *g, const cost_setup *c)
@@ -431,6 +450,59 @@ static void print_baselines(opsched_ctx *ctx, const opsched_graph *g, const sche
     if (!isnan(ms[1])) printf("  greedy under the same cost: %.4f ms\n", ms[1]);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* --verify: the found schedule, the greedy one and the sequential one run
+ * whole on the device; *s becomes the fastest (its own searcher named in
+ * the file), so what is written is never slower than sequential as
+ * measured here. */
+static int verify_whole(opsched_ctx *ctx, const sched_args *a, const opsched_graph *g,
+                        cost_setup *c, opsched_schedule **s)
+{
+    opsched_schedule *alt[3] = {*s, NULL, NULL};
+    const char *names[3] = {opsched_searcher_name(a->so.searcher), NULL, NULL};
+    opsched_searcher others[2] = {OPSCHED_SEARCH_GREEDY, OPSCHED_SEARCH_SEQUENTIAL};
+    int n = 1, rc = TOOL_EXIT_OK;
+    for (int i = 0; i < 2; i++) {
+        if (others[i] == a->so.searcher) continue;
+        opsched_search_options o = a->so;
+        o.searcher = others[i];
+        opsched_status st = opsched_schedule_search(g, &o, &alt[n], NULL);
+        if (st != OPSCHED_OK) {
+            rc = tool_fail(ctx, st, "search the schedules to check against");
+            goto done;
+        }
+        names[n++] = opsched_searcher_name(others[i]);
+    }
+    double ms[3];
+    int best = 0;
+    double t0 = now_s();
+    opsched_status st = opsched_schedules_time_whole(
+        c->dev, g, (const opsched_schedule *const *)alt, n, &c->xo, NULL, ms, &best);
+    if (st != OPSCHED_OK) {
+        rc = tool_fail(ctx, st, "run the schedules whole");
+        goto done;
+    }
+    printf("verify: run whole (%.1f s):", now_s() - t0);
+    for (int i = 0; i < n; i++) printf(" %s %.4f ms%s", names[i], ms[i], i + 1 < n ? "," : "");
+    printf("; kept %s%s\n", names[best],
+           best == 0 ? "" : " (the searched schedule was slower as a whole)");
+    if (best != 0) {
+        opsched_schedule *t = alt[0];
+        alt[0] = alt[best];
+        alt[best] = t;
+        *s = alt[0];
+    }
+done:
+    for (int i = 1; i < n; i++) opsched_schedule_free(alt[i]);
+    return rc;
+}
+
 int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
 {
     sched_args a;
@@ -441,6 +513,7 @@ int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
     a.math = OPSCHED_MATH_TF32;
     a.layout = OPSCHED_LAYOUT_NCHW;
     a.bound = 0.9;
+    a.verify = 1;
     int rc = parse_args(argc, argv, &a);
     if (rc < 0) return TOOL_EXIT_OK;
     if (rc) return rc;
@@ -491,6 +564,10 @@ int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
     }
     if (measure) print_measured(&a, g, &c);
     else print_setup(&a, g, &c);
+    if (measure && a.verify && a.so.searcher != OPSCHED_SEARCH_SEQUENTIAL) {
+        rc = verify_whole(ctx, &a, g, &c, &s);
+        if (rc != TOOL_EXIT_OK) goto done;
+    }
     printf("search: %s", opsched_searcher_name(a.so.searcher));
     if (a.so.searcher == OPSCHED_SEARCH_IOS)
         printf(" (r=%d, s=%d, merges %s), %d blocks in %d parts (largest %d operators)", s->r,
