@@ -76,6 +76,16 @@ opsched_ctx *opsched_device_ctx(const opsched_device *dev);
 /* Waits for all work on the device. */
 opsched_status opsched_device_sync(opsched_device *dev);
 
+/* Plans a backend keeps per device so that planning the same node again
+ * costs nothing (the CUDA backend: cuDNN graph-API convolution plans,
+ * keyed by everything that decides them).  hits/misses count lookups
+ * since the device was opened; entries is how many are kept now. */
+typedef struct opsched_plan_cache_stats {
+    int64_t hits, misses, evictions, entries;
+} opsched_plan_cache_stats;
+/* Zeros on backends without such a cache. */
+void opsched_device_plan_cache_stats(const opsched_device *dev, opsched_plan_cache_stats *out);
+
 /* Streams.  The device's default stream is returned by
  * opsched_device_stream (borrowed). */
 opsched_status opsched_stream_create(opsched_device *dev, opsched_stream **out);

@@ -279,7 +279,7 @@ typedef struct opsched_stage_measurer opsched_stage_measurer;
 
 typedef struct opsched_stage_measure_options {
     opsched_sched_exec_options exec;
-    opsched_run_timing_options timing; /* zeros: 10 ms warm-up, 15 samples, 10 ms */
+    opsched_run_timing_options timing; /* zeros: 1 ms warm-up, 10 samples, 2 ms */
     double sample_min_us;              /* 0: 100 */
     int no_graph;                      /* 1: time free runs even where graphs exist */
 } opsched_stage_measure_options;
@@ -297,7 +297,14 @@ typedef struct opsched_stage_measurer_stats {
     int64_t measured;              /* stages built and timed */
     int64_t cached;                /* answered from an earlier measurement */
     int64_t unsupported;           /* of the measured, those that cost +inf */
-    double seconds;                /* spent measuring */
+    double seconds;                /* spent measuring, all of it */
+    /* Where the seconds went (the rest: signatures, the cost table): */
+    double build_seconds;          /* copying stages, creating executors (plans, memory,
+                                    * weights) and freeing them */
+    double capture_seconds;        /* capturing device graphs (and recapturing with repeats) */
+    double timing_seconds;         /* the probe, warm-ups and timed samples */
+    /* The device's plan cache (opsched_device_plan_cache_stats) while measuring. */
+    int64_t plan_cache_hits, plan_cache_misses;
 } opsched_stage_measurer_stats;
 
 void opsched_stage_measurer_stats_get(const opsched_stage_measurer *m,
@@ -319,7 +326,6 @@ opsched_status opsched_schedules_time_whole(opsched_device *dev, const opsched_g
                                             const opsched_sched_exec_options *opts,
                                             const opsched_run_timing_options *timing,
                                             double *ms, int *best);
-
 
 #ifdef __cplusplus
 }

@@ -87,6 +87,9 @@ typedef struct os_backend_iface {
     void (*event_free)(void *dev, void *event);
     opsched_status (*event_record)(opsched_ctx *ctx, void *dev, void *event, void *stream);
     opsched_status (*stream_wait)(opsched_ctx *ctx, void *dev, void *stream, void *event);
+
+    /* Optional: the device's plan cache counters (zeros when NULL). */
+    void (*plan_cache_stats)(void *dev, opsched_plan_cache_stats *out);
 } os_backend_iface;
 
 /* opsched_device_power reporting failures on ctx instead of the device's

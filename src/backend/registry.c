@@ -167,6 +167,13 @@ void opsched_device_close(opsched_device *dev)
 
 opsched_ctx *opsched_device_ctx(const opsched_device *dev) { return dev ? dev->ctx : NULL; }
 
+void opsched_device_plan_cache_stats(const opsched_device *dev, opsched_plan_cache_stats *out)
+{
+    if (!out) return;
+    memset(out, 0, sizeof(*out));
+    if (dev && dev->be->plan_cache_stats) dev->be->plan_cache_stats(dev->impl, out);
+}
+
 opsched_status opsched_device_info_get(opsched_device *dev, opsched_device_info *out)
 {
     if (!dev || !out) return OPSCHED_ERR_INVALID_ARG;

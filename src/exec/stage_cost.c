@@ -36,6 +36,7 @@ struct opsched_stage_measurer {
     cost_entry *table;
     size_t cap, n; /* cap a power of two, kept at most half full */
     opsched_stage_measurer_stats stats;
+    opsched_plan_cache_stats plan_cache0; /* the device's counters at creation */
 };
 
 static uint64_t hash_text(const char *s)
@@ -95,11 +96,17 @@ opsched_status opsched_stage_measurer_create(opsched_device *dev,
     m->ctx = opsched_device_ctx(dev);
     if (opts) m->o = *opts;
     if (m->o.timing.iters <= 0) {
-        m->o.timing.warmup_ms = 10.0;
-        m->o.timing.iters = 15;
-        m->o.timing.min_ms = 10.0;
+        /* The probe before the timing has already warmed the stage up
+         * (>= 1 ms and 3 replays), every sample lasts >= sample_min_us, and
+         * a search measures stage after stage, so the device stays busy and
+         * its clocks up: a 1 ms warm-up and >= 10 samples over >= 2 ms (20
+         * samples of 100 us) give the median (docs/SCHEDULE.md). */
+        m->o.timing.warmup_ms = 1.0;
+        m->o.timing.iters = 10;
+        m->o.timing.min_ms = 2.0;
     }
     if (m->o.sample_min_us <= 0) m->o.sample_min_us = 100.0;
+    opsched_device_plan_cache_stats(dev, &m->plan_cache0);
     *out = m;
     return OPSCHED_OK;
 }
@@ -122,6 +129,10 @@ void opsched_stage_measurer_stats_get(const opsched_stage_measurer *m,
         return;
     }
     *out = m->stats;
+    opsched_plan_cache_stats pc;
+    opsched_device_plan_cache_stats(m->dev, &pc);
+    out->plan_cache_hits = pc.hits - m->plan_cache0.hits;
+    out->plan_cache_misses = pc.misses - m->plan_cache0.misses;
 }
 
 /* ---- the stage's own graph -------------------------------------------------- */
@@ -283,8 +294,10 @@ static opsched_status time_stage(opsched_stage_measurer *m, opsched_sched_execut
 {
     int use_graph = !m->o.no_graph, repeat = 1;
     opsched_run_timing t;
+    double t0 = os_now_ms();
     if (use_graph) {
         opsched_status st = os_sx_capture(ex, 1);
+        m->stats.capture_seconds += (os_now_ms() - t0) / 1000.0;
         if (st == OPSCHED_ERR_UNSUPPORTED) {
             opsched_ctx_clear_error(m->ctx);
             use_graph = 0;
@@ -294,14 +307,23 @@ static opsched_status time_stage(opsched_stage_measurer *m, opsched_sched_execut
     }
     if (use_graph) {
         opsched_run_timing_options probe = {1.0, 3, 0.0};
-        OS_TRY(opsched_sched_executor_time(ex, 1, &probe, &t));
+        t0 = os_now_ms();
+        opsched_status st = opsched_sched_executor_time(ex, 1, &probe, &t);
+        m->stats.timing_seconds += (os_now_ms() - t0) / 1000.0;
+        OS_TRY(st);
         double want_ms = m->o.sample_min_us / 1000.0;
         if (t.stats.median > 0 && t.stats.median < want_ms) {
             repeat = (int)OS_MIN(ceil(want_ms / t.stats.median), 1000.0);
-            OS_TRY(os_sx_capture(ex, repeat));
+            t0 = os_now_ms();
+            st = os_sx_capture(ex, repeat);
+            m->stats.capture_seconds += (os_now_ms() - t0) / 1000.0;
+            OS_TRY(st);
         }
     }
-    OS_TRY(opsched_sched_executor_time(ex, use_graph, &m->o.timing, &t));
+    t0 = os_now_ms();
+    opsched_status st = opsched_sched_executor_time(ex, use_graph, &m->o.timing, &t);
+    m->stats.timing_seconds += (os_now_ms() - t0) / 1000.0;
+    OS_TRY(st);
     *ms = t.stats.median / repeat;
     return OPSCHED_OK;
 }
@@ -322,7 +344,7 @@ opsched_status opsched_stage_cost_measured(void *user, const opsched_graph *g,
             return OPSCHED_OK;
         }
     }
-    double t0 = os_now_ms();
+    double t0 = os_now_ms(), tb = t0;
     opsched_status st = OPSCHED_OK;
     opsched_graph *c = NULL;
     opsched_schedule *s = NULL;
@@ -332,9 +354,11 @@ opsched_status opsched_stage_cost_measured(void *user, const opsched_graph *g,
         st = OS_NOMEM(m->ctx);
         goto done;
     }
+    tb = os_now_ms();
     OS_TRY_GOTO(st, copy_stage(g, stage, node_map, &c), done);
     OS_TRY_GOTO(st, copy_schedule(c, stage, node_map, &s), done);
     st = opsched_sched_executor_create(m->dev, c, s, &m->o.exec, &ex);
+    m->stats.build_seconds += (os_now_ms() - tb) / 1000.0;
     if (st == OPSCHED_OK) st = time_stage(m, ex, ms);
     if (st == OPSCHED_ERR_UNSUPPORTED || st == OPSCHED_ERR_DEVICE_OOM) {
         os_log(m->ctx, OPSCHED_LOG_INFO, "stage starting with '%s' cannot run here (+inf): %s",
@@ -350,9 +374,11 @@ opsched_status opsched_stage_cost_measured(void *user, const opsched_graph *g,
         sig = NULL;
     }
 done:
+    tb = os_now_ms();
     opsched_sched_executor_free(ex);
     opsched_schedule_free(s);
     opsched_graph_free(c);
+    m->stats.build_seconds += (os_now_ms() - tb) / 1000.0;
     free(node_map);
     free(sig);
     m->stats.seconds += (os_now_ms() - t0) / 1000.0;

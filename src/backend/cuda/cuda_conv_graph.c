@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_impl.h"
+#include "backend/plan_cache.h"
 
 #define GRAPH_ALIGN 16    /* bytes claimed for every tensor */
 #define GRAPH_MAX_FIND 16 /* execution plans "find" times */
@@ -54,13 +55,32 @@ typedef struct pack_slot {
     cudnnBackendDescriptor_t pack; /* NULL: slot unused */
 } pack_slot;
 
-typedef struct graph_plan {
-    cu_plan base;
+/* What planning a convolution decides: the operation graph, the chosen
+ * execution plan and what it does.  Built once per configuration and
+ * shared, through the device's plan cache, by every plan of that
+ * configuration; never changed after it is built (launches only read the
+ * execution plan), and freed with its last reference: the cache's and one
+ * per graph_plan. */
+typedef struct conv_choice {
+    int refs;
     /* The graph the execution plan was built from, kept while it lives. */
     cudnnBackendDescriptor_t x, w, y, conv, op, graph, cfg, plan;
     /* The fused epilogue's bias, virtual tensors and pointwise ops. */
     cudnnBackendDescriptor_t b, conv_out, add_out, pw_add, pw_relu, op_add, op_relu;
     int fuse_bias, fuse_relu; /* what the graph computes after the conv */
+    int64_t engine;           /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX of the plan */
+    size_t workspace;         /* the execution plan's */
+    /* The workspace limits under which planning again chooses the same:
+     * [limit_lo, limit_hi).  limit_lo is the largest workspace of the
+     * plans that were candidates, limit_hi the smallest of those passed
+     * over for needing more than the limit (SIZE_MAX when none was);
+     * every other reason to pass a config over does not depend on it. */
+    size_t limit_lo, limit_hi;
+} conv_choice;
+
+typedef struct graph_plan {
+    cu_plan base;
+    conv_choice *ch; /* one reference */
     pack_slot packs[GRAPH_PACKS];
     int next_pack; /* the slot the next new pointer set replaces */
     cuk_type kt;
@@ -78,6 +98,7 @@ typedef struct candidate {
 /* Why engine configs were passed over, for the message when none is left. */
 typedef struct tally {
     int configs, filtered, unsupported, too_big;
+    size_t min_too_big; /* the smallest workspace over the limit, SIZE_MAX when none */
 } tally;
 
 /* ---- descriptors ----------------------------------------------------- */
@@ -246,7 +267,7 @@ static opsched_status check_shape(const cu_plan_args *a)
     return OPSCHED_OK;
 }
 
-static opsched_status build_graph(const cu_plan_args *a, graph_plan *p)
+static opsched_status build_graph(const cu_plan_args *a, conv_choice *p)
 {
     const opsched_conv_attr *c = &a->node->attr.conv;
     cudnnDataType_t comp = CUDNN_DATA_FLOAT;
@@ -458,6 +479,7 @@ static opsched_status try_config(const cu_plan_args *a, cudnnBackendDescriptor_t
                      done);
     if (ws < 0 || (uint64_t)ws > limit) {
         t->too_big++;
+        if (ws > 0 && (uint64_t)ws < t->min_too_big) t->min_too_big = (size_t)ws;
         goto done;
     }
     c->cfg = cfg;
@@ -479,7 +501,7 @@ static void candidates_free(candidate *c, int n)
 
 /* Up to max candidates, from heuristics mode A's configs and then from the
  * fallback list's, in their order. */
-static opsched_status collect(const cu_plan_args *a, graph_plan *p, size_t limit, int max,
+static opsched_status collect(const cu_plan_args *a, conv_choice *p, size_t limit, int max,
                               candidate *c, int *n, tally *t)
 {
     static const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
@@ -557,7 +579,7 @@ static opsched_status pack_for(opsched_ctx *ctx, graph_plan *p, const void *x, c
 }
 
 /* Frees the operation graph and what it was built from. */
-static void graph_free(graph_plan *p)
+static void graph_free(conv_choice *p)
 {
     bk_free(&p->graph);
     bk_free(&p->op_relu);
@@ -574,14 +596,27 @@ static void graph_free(graph_plan *p)
     bk_free(&p->x);
 }
 
+static void choice_unref(conv_choice *c)
+{
+    if (!c || --c->refs > 0) return;
+    bk_free(&c->plan);
+    bk_free(&c->cfg);
+    graph_free(c);
+    free(c);
+}
+
+void cu_conv_choice_release(void *choice)
+{
+    choice_unref(choice);
+}
+
 static void graph_release(cu_plan *base)
 {
     graph_plan *p = (graph_plan *)base;
     for (int i = 0; i < GRAPH_PACKS; i++)
         bk_free(&p->packs[i].pack);
-    bk_free(&p->plan);
-    bk_free(&p->cfg);
-    graph_free(p);
+    choice_unref(p->ch);
+    p->ch = NULL;
 }
 
 static opsched_status graph_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
@@ -589,9 +624,9 @@ static opsched_status graph_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *ba
 {
     graph_plan *p = (graph_plan *)base;
     cudnnBackendDescriptor_t pack = NULL;
-    OS_TRY(pack_for(ctx, p, in[0], in[1], p->fuse_bias ? in[2] : NULL, out[0], &pack));
+    OS_TRY(pack_for(ctx, p, in[0], in[1], p->ch->fuse_bias ? in[2] : NULL, out[0], &pack));
     CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
-    CUDNN_CHECK(ctx, cudnnBackendExecute(dev->cudnn, p->plan, pack));
+    CUDNN_CHECK(ctx, cudnnBackendExecute(dev->cudnn, p->ch->plan, pack));
     return cu_conv_bias_add(ctx, &p->bias, p->kt, in[2], out[0], s);
 }
 
@@ -634,7 +669,7 @@ static opsched_status time_one(const cu_plan_args *a, candidate *c, cudnnBackend
 /* Times every candidate on zeroed scratch tensors and a workspace as large
  * as the hungriest one wants (shrunk while it does not fit; candidates it
  * cannot serve are not timed). */
-static opsched_status time_candidates(const cu_plan_args *a, const graph_plan *p, candidate *c,
+static opsched_status time_candidates(const cu_plan_args *a, const conv_choice *p, candidate *c,
                                       int n)
 {
     void *x = NULL, *w = NULL, *b = NULL, *y = NULL, *ws = NULL;
@@ -700,19 +735,21 @@ static int fastest(const candidate *c, int n)
 /* ---- the planner ----------------------------------------------------- */
 
 /* Builds p's graph (with the epilogue p->fuse_* asks for) and keeps the
- * chosen execution plan in p->plan, its engine in *engine; on failure p
- * keeps no execution plan. */
-static opsched_status choose(const cu_plan_args *a, graph_plan *p, int find, int64_t *engine)
+ * chosen execution plan in p->plan, its engine and workspace in p; on
+ * failure p keeps no execution plan.  Either way p's limit range narrows
+ * to the limits under which the same configs would be passed over. */
+static opsched_status choose(const cu_plan_args *a, conv_choice *p, int find, size_t limit)
 {
     candidate c[GRAPH_MAX_FIND];
-    tally t = {0, 0, 0, 0};
+    tally t = {0, 0, 0, 0, SIZE_MAX};
     int n = 0, keep = 0;
     char d[320];
     opsched_status st = OPSCHED_OK;
     memset(c, 0, sizeof(c));
-    size_t limit = a->opts->workspace_limit ? a->opts->workspace_limit : cu_free_memory();
     OS_TRY(build_graph(a, p));
-    OS_TRY_GOTO(st, collect(a, p, limit, find ? GRAPH_MAX_FIND : 1, c, &n, &t), done);
+    st = collect(a, p, limit, find ? GRAPH_MAX_FIND : 1, c, &n, &t);
+    if (t.min_too_big < p->limit_hi) p->limit_hi = t.min_too_big;
+    if (st != OPSCHED_OK) goto done;
     if (n == 0) {
         describe(a, d, sizeof(d));
         st = CU_UNSUPPORTED(a,
@@ -734,51 +771,134 @@ static opsched_status choose(const cu_plan_args *a, graph_plan *p, int find, int
             goto done;
         }
     }
+    for (int i = 0; i < n; i++)
+        if (c[i].workspace > p->limit_lo) p->limit_lo = c[i].workspace;
     p->cfg = c[keep].cfg;
     p->plan = c[keep].plan;
     c[keep].cfg = c[keep].plan = NULL;
-    p->base.workspace_bytes = c[keep].workspace;
-    *engine = c[keep].engine;
+    p->workspace = c[keep].workspace;
+    p->engine = c[keep].engine;
 done:
     candidates_free(c, n);
     return st;
 }
 
-opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out)
+/* Plans the convolution from scratch: the graph with the epilogue asked
+ * for (bias when the node has one, relu), or without it when no engine
+ * runs that.  *cacheable 0: the epilogue was given up for a reason that
+ * may pass (memory, a cuDNN error), so the choice is not kept. */
+static opsched_status plan_choice(const cu_plan_args *a, int find, int bias, int relu,
+                                  size_t limit, conv_choice **out, int *cacheable)
 {
-    cu_plan *base = NULL;
-    int64_t engine = 0;
-    OS_TRY(check_shape(a));
-    OS_TRY(cu_plan_alloc(a, sizeof(graph_plan), graph_launch, graph_release, &base));
-    graph_plan *p = (graph_plan *)base;
     opsched_status st = OPSCHED_OK;
-    int relu = a->opts->fuse_activation && relu_follows(a);
-    p->kt = a->kt;
-    p->fuse_bias = cu_in(a, 2) != NULL;
-    p->fuse_relu = relu;
-    if (p->fuse_bias || p->fuse_relu) {
-        st = choose(a, p, find, &engine);
+    conv_choice *c = calloc(1, sizeof(*c));
+    if (!c) return OS_NOMEM(a->ctx);
+    c->refs = 1;
+    c->limit_hi = SIZE_MAX;
+    c->fuse_bias = bias;
+    c->fuse_relu = relu;
+    *cacheable = 1;
+    if (bias || relu) {
+        st = choose(a, c, find, limit);
         if (st != OPSCHED_OK) {
             /* No engine fuses the epilogue here: the convolution alone and a
              * kernel after it do the same work. */
             os_log(a->ctx, OPSCHED_LOG_DEBUG,
                    "cuda: node '%s': the epilogue runs as a kernel: %s (%s)", a->node->name,
                    opsched_ctx_last_error(a->ctx), opsched_status_str(st));
+            if (st != OPSCHED_ERR_UNSUPPORTED) *cacheable = 0;
             opsched_ctx_clear_error(a->ctx);
-            graph_free(p);
-            p->fuse_bias = p->fuse_relu = 0;
+            graph_free(c);
+            c->fuse_bias = c->fuse_relu = 0;
             st = OPSCHED_OK;
         }
     }
-    if (!p->plan) OS_TRY_GOTO(st, choose(a, p, find, &engine), fail);
-    if (!p->fuse_bias && !p->fuse_relu) {
+    if (!c->plan) st = choose(a, c, find, limit);
+    if (st != OPSCHED_OK) {
+        choice_unref(c);
+        return st;
+    }
+    *out = c;
+    return OPSCHED_OK;
+}
+
+/* The cache key: everything planning depends on besides the device (the
+ * cache is the device's) and the workspace limit (the choice's limit
+ * range).  0 when it does not fit buf (the plan is then not cached). */
+static int choice_key(const cu_plan_args *a, int find, int bias, int relu, char *buf, size_t size)
+{
+    const opsched_conv_attr *c = &a->node->attr.conv;
+    const opsched_tensor *t[3] = {cu_in(a, 0), cu_in(a, 1), cu_out(a, 0)};
+    static const char *const names[3] = {"x", "w", "y"};
+    int w = snprintf(buf, size,
+                     "conv2d %s math %s layout %s dtype %s align %d stride %lld,%lld dilation "
+                     "%lld,%lld pads %lld,%lld,%lld,%lld groups %lld bias %d relu %d",
+                     find ? "find" : "heuristic", opsched_math_name(a->opts->math),
+                     a->opts->layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw",
+                     opsched_dtype_name(a->dt), GRAPH_ALIGN, (long long)c->stride[0],
+                     (long long)c->stride[1], (long long)c->dilation[0],
+                     (long long)c->dilation[1], (long long)c->pads[0], (long long)c->pads[1],
+                     (long long)c->pads[2], (long long)c->pads[3],
+                     (long long)(c->groups ? c->groups : 1), bias, relu);
+    if (w < 0 || (size_t)w >= size) return 0;
+    size_t n = (size_t)w;
+    for (int i = 0; i < 3; i++) {
+        int64_t st[OPSCHED_MAX_DIMS];
+        cu_strides(a, t[i], st);
+        w = snprintf(buf + n, size - n, " %s", names[i]);
+        if (w < 0 || (size_t)w >= size - n) return 0;
+        n += (size_t)w;
+        for (int d = 0; d < t[i]->shape.ndim; d++) {
+            w = snprintf(buf + n, size - n, "%s%lld/%lld", d ? "x" : " ",
+                         (long long)t[i]->shape.d[d], (long long)st[d]);
+            if (w < 0 || (size_t)w >= size - n) return 0;
+            n += (size_t)w;
+        }
+    }
+    return 1;
+}
+
+opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out)
+{
+    cu_plan *base = NULL;
+    conv_choice *ch = NULL;
+    char key[512];
+    OS_TRY(check_shape(a));
+    OS_TRY(cu_plan_alloc(a, sizeof(graph_plan), graph_launch, graph_release, &base));
+    graph_plan *p = (graph_plan *)base;
+    opsched_status st = OPSCHED_OK;
+    int relu = a->opts->fuse_activation && relu_follows(a);
+    int bias = cu_in(a, 2) != NULL;
+    size_t limit = a->opts->workspace_limit ? a->opts->workspace_limit : cu_free_memory();
+    os_plan_cache *cache = a->dev->conv_plans;
+    int keyed = cache && choice_key(a, find, bias, relu, key, sizeof(key));
+    if (keyed) {
+        conv_choice *c = os_plan_cache_get(cache, key);
+        if (c && c->limit_lo <= limit && limit < c->limit_hi) {
+            ch = c;
+            ch->refs++;
+        }
+        os_plan_cache_count(cache, ch != NULL);
+    }
+    if (!ch) {
+        int cacheable = 0;
+        OS_TRY_GOTO(st, plan_choice(a, find, bias, relu, limit, &ch, &cacheable), fail);
+        if (keyed && cacheable) {
+            ch->refs++; /* the cache's */
+            if (os_plan_cache_put(cache, key, ch) != 0) ch->refs--;
+        }
+    }
+    p->ch = ch;
+    p->kt = a->kt;
+    if (!ch->fuse_bias && !ch->fuse_relu) {
         cu_conv_bias_init(a, &p->bias);
         p->bias.relu = relu;
     }
+    base->workspace_bytes = ch->workspace;
     if (base->workspace_bytes)
         OS_TRY_GOTO(st, cu_malloc(a->ctx, base->workspace_bytes, &base->workspace), fail);
-    snprintf(a->info->algo, sizeof(a->info->algo), "graph:eng%lld%s%s", (long long)engine,
-             p->fuse_bias ? "+bias" : "", p->fuse_relu ? "+relu" : "");
+    snprintf(a->info->algo, sizeof(a->info->algo), "graph:eng%lld%s%s", (long long)ch->engine,
+             ch->fuse_bias ? "+bias" : "", ch->fuse_relu ? "+relu" : "");
     a->info->fused_activation = relu;
     *out = base;
     return OPSCHED_OK;

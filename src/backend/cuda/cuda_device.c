@@ -96,6 +96,8 @@ static void cu_device_close(void *impl)
     if (!dev) return;
     if (cudaSetDevice(dev->index) == cudaSuccess && dev->stream)
         (void)cudaStreamSynchronize(dev->stream);
+    /* Choices still referenced by live plans stay until those are freed. */
+    os_plan_cache_free(dev->conv_plans);
     if (dev->cublas) (void)cublasDestroy(dev->cublas);
     if (dev->cudnn) (void)cudnnDestroy(dev->cudnn);
     if (dev->stream) (void)cudaStreamDestroy(dev->stream);
@@ -118,6 +120,11 @@ static opsched_status cu_device_open(opsched_ctx *ctx, int index, void **out)
     CUBLAS_CHECK_GOTO(ctx, st, cublasSetMathMode(dev->cublas, CUBLAS_DEFAULT_MATH), fail);
     CUDA_CHECK_GOTO(
         ctx, st, cudaDeviceGetPCIBusId(dev->pci_bus_id, (int)sizeof(dev->pci_bus_id), index), fail);
+    dev->conv_plans = os_plan_cache_create(OS_PLAN_CACHE_DEFAULT_MAX, cu_conv_choice_release);
+    if (!dev->conv_plans) {
+        st = OS_NOMEM(ctx);
+        goto fail;
+    }
     dev->nvml = cu_nvml_open(ctx, dev->pci_bus_id);
     *out = dev;
     return OPSCHED_OK;
@@ -375,6 +382,12 @@ static opsched_status cu_timer_between(opsched_ctx *ctx, void *impl, void *a, vo
 
 /* ---- the table ------------------------------------------------------- */
 
+static void cu_plan_cache_stats(void *impl, opsched_plan_cache_stats *out)
+{
+    const cu_device *dev = impl;
+    os_plan_cache_stats(dev ? dev->conv_plans : NULL, out);
+}
+
 const os_backend_iface os_backend_cuda = {
     .name = "cuda",
     .device_count = cu_device_count,
@@ -409,4 +422,5 @@ const os_backend_iface os_backend_cuda = {
     .event_free = cu_event_free,
     .event_record = cu_event_record,
     .stream_wait = cu_stream_wait,
+    .plan_cache_stats = cu_plan_cache_stats,
 };

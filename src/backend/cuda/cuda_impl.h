@@ -33,6 +33,7 @@
 #include <cudnn.h>
 
 #include "backend/backend_impl.h"
+#include "backend/plan_cache.h"
 #include "backend/cuda/kernels.h"
 #include "core/error.h"
 #include "core/util.h"
@@ -117,6 +118,17 @@ int cu_nvml_sample(const cu_nvml *n, opsched_power_sample *out);
 
 /* ---- devices --------------------------------------------------------- */
 
+/* The plan cache: planning a cuDNN graph-API convolution (heuristics,
+ * trying engine configs, finalizing execution plans, for runtime-fusion
+ * engines compiling kernels) costs milliseconds, and the schedule search
+ * plans the same convolution in hundreds of candidate stages, so the
+ * device keeps what planning chose (cuda_conv_graph.c), at most
+ * OS_PLAN_CACHE_DEFAULT_MAX configurations, least recently used out
+ * first; plans share a choice by reference count, each keeping its own
+ * workspace and variant packs.  No lock: a device is opened and used by
+ * one thread (the sweep opens one device per worker thread, src/sweep/
+ * run.c; the energy sampler's thread only reads power through NVML), as
+ * its cuDNN handle already requires. */
 typedef struct cu_device {
     int index;
     cudaStream_t stream; /* the default stream (non-blocking, owned) */
@@ -124,6 +136,7 @@ typedef struct cu_device {
     cublasHandle_t cublas;
     cu_nvml *nvml; /* NULL when NVML is unavailable */
     char pci_bus_id[32];
+    os_plan_cache *conv_plans; /* cuDNN graph-API convolution choices */
 } cu_device;
 
 /* Makes dev's GPU current on this thread. */
@@ -280,5 +293,8 @@ opsched_status cu_conv_bias_add(opsched_ctx *ctx, const cu_conv_bias *b, cuk_typ
  * run as one kernel after the convolution.  The node has been checked to
  * be a 2-D float convolution. */
 opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out);
+/* Drops the plan cache's reference to a convolution choice (the cache's
+ * release function). */
+void cu_conv_choice_release(void *choice);
 
 #endif /* OS_CUDA_IMPL_H */
