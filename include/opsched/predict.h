@@ -218,6 +218,9 @@ typedef struct opsched_predictor_info {
     int64_t rows;                  /* distinct configurations measured (training rows) */
     int64_t energy_rows;           /* of them, with energy */
     int64_t excluded_rows;         /* left out by the exclusion */
+    int64_t host_rows;             /* distinct configurations with a host enqueue time
+                                    * (";mode=host" rows, opsched profile): eager mode's
+                                    * exact host source */
     int has_calibration;
     opsched_calibration calibration;
     opsched_dataset_fingerprint fingerprint;
@@ -269,7 +272,12 @@ const char *opsched_predict_mode_name(opsched_predict_mode m); /* "graph", "eage
  *   device = scale x sum of layers + launch_us x launches
  *            + weight_ms_per_gb x GB of weights the layers read
  *   graph mode: the device's time; eager mode: the longer of the device's
- *   and the host's (sum over launches of host_us of the layer's family). */
+ *   and the host's: the sum over launches of the layer's host time, which
+ *   is host_scale x its measured host enqueue time when its configuration
+ *   has one under the predictor's settings (";mode=host" rows of opsched
+ *   profile: an exact lookup like the device time's), else host_us of its
+ *   family.  Without host rows in the database host_scale is 0 and every
+ *   launch costs its family's host_us. */
 typedef struct opsched_composition {
     opsched_predict_mode mode;
     char source[16];               /* "fit", "calibration" or "none" (plain sum) */
@@ -280,8 +288,12 @@ typedef struct opsched_composition {
     double weight_ms_per_gb;       /* per GB of weights the layers read (cold in a network,
                                     * cached when a layer is timed alone) */
     double rms_rel;                /* relative residual over every run (NaN: no fit) */
-    double host_us[OPSCHED_FAMILY_COUNT]; /* eager: host time per launch, by family */
+    double host_us[OPSCHED_FAMILY_COUNT]; /* eager: host time per launch, by family, of a
+                                    * layer without a host measurement */
+    double host_scale;             /* eager: multiplies a layer's measured host time (";mode=host"
+                                    * row of its configuration); 0 when the database has none */
     int host_runs;                 /* runs with an enqueue time the host costs were fitted to */
+    int host_runs_measured;        /* of them, runs with a layer's host time measured */
     double host_rms_rel;
     char energy_source[16];        /* "fit", "calibration", "none" */
     int energy_runs;
@@ -312,6 +324,12 @@ typedef struct opsched_layer_prediction {
     int64_t flops;                 /* the layer's, with a fused Relu's */
     int64_t weight_bytes;          /* weights it reads, in the math mode's type */
     opsched_op_prediction p;
+    /* Eager mode: the host's time to enqueue it (ms; host_scale x the
+     * measurement, or its family's host_us); 0 in graph mode and for what
+     * runs nothing. */
+    double host_ms;
+    int host_measured;             /* 1: host_ms rests on a ";mode=host" measurement */
+    int64_t host_measurement_id;   /* that measurement; else 0 */
 } opsched_layer_prediction;
 
 typedef struct opsched_network_prediction {
@@ -329,6 +347,11 @@ typedef struct opsched_network_prediction {
     /* Shares resting on exact measurements. */
     double coverage_time;          /* of the layer sum */
     double coverage_flops;
+    /* Eager mode: the host's time per inference (sum of the layers'
+     * host_ms) and the share of it resting on host measurements; NaN in
+     * graph mode. */
+    double host_ms;
+    double coverage_host;
     /* Peak memory: activations of a sequential run (views aliased) plus
      * weights; workspaces are not included. */
     int64_t peak_activation_bytes, weight_bytes, peak_memory_bytes;

@@ -7,15 +7,18 @@
  * on.  Every other node is one launch.
  *
  * Composition, per mode:
- *   graph  T = scale * sum_i g_i            + launch_us * launches + w * W
- *   eager  T = scale * sum_i max(g_i, host) + launch_us * launches + w * W
+ *   graph  T = D = scale * sum_i g_i + launch_us * launches + w * W
+ *   eager  T = max(D, H),  H = sum_i h_i,
+ *          h_i = host_scale * (layer i's measured host time)   when its
+ *                configuration has a ";mode=host" row (opsched profile),
+ *                host_us[family of i]                           otherwise
  * where W is the GB of weights the layers read: a layer timed alone finds
  * its weights in the cache, inside a network they come from memory (at
  * batch 1 that is most of why the layers sum to 90% of the end to end).
  * scale > 0, launch_us >= 0, w >= 0: a term whose fit leaves its bound is
  * dropped.  Fitted by least squares on relative residuals to the database's
  * network runs ("graph" rows for graph mode, "free" rows for eager), leaving out
- * the excluded model's runs; the eager host floor by a grid search.  Runs
+ * the excluded model's runs; the host terms to the runs' enqueue times.  Runs
  * whose layers are all exact are preferred (when there are at least two);
  * otherwise every run whose layers all have a prediction.  Without runs:
  * scale 1 and the calibration's graph_node_us (graph) or launch_us as the
@@ -155,7 +158,19 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
         which[m++] = i;
     }
     OS_TRY_GOTO(st, os_predict_many(p, recs, fused, m, pred), done);
-    for (int k = 0; k < m; k++) r->layers[which[k]].p = pred[k];
+    for (int k = 0; k < m; k++) {
+        opsched_layer_prediction *l = &r->layers[which[k]];
+        l->p = pred[k];
+        /* The measured host time as it is; opsched_predict_network scales
+         * it by the composition's host_scale. */
+        double h = 0;
+        int64_t id = 0;
+        if (os_predict_host_lookup(p, recs[k].signature, fused[k], &h, &id)) {
+            l->host_measured = 1;
+            l->host_measurement_id = id;
+            l->host_ms = h;
+        }
+    }
 done:
     free(recs);
     free(fused);
@@ -171,6 +186,13 @@ typedef struct layer_sums {
     double ms, exact_ms, flops, exact_flops, energy, var_ms, var_energy;
     double weight_gb;                /* weights read by the launched layers */
     int launches, complete, energy_complete, all_exact;
+    /* The host side of eager mode: launches by family, the measured host
+     * times of the launched layers that have one (as measured), and the
+     * launches without one by family. */
+    double host_meas_ms;
+    int host_unmeas[OPSCHED_FAMILY_COUNT];
+    double host_meas_fam_ms[OPSCHED_FAMILY_COUNT];
+    int host_meas_fam[OPSCHED_FAMILY_COUNT];
 } layer_sums;
 
 static void sum_layers(const opsched_network_prediction *r, layer_sums *s)
@@ -184,6 +206,13 @@ static void sum_layers(const opsched_network_prediction *r, layer_sums *s)
         s->launches++;
         s->weight_gb += (double)l->weight_bytes * 1e-9;
         const opsched_op_prediction *o = &l->p;
+        if (l->host_measured) {
+            s->host_meas_ms += l->host_ms;
+            s->host_meas_fam_ms[o->family] += l->host_ms;
+            s->host_meas_fam[o->family]++;
+        } else {
+            s->host_unmeas[o->family]++;
+        }
         if (o->source == OPSCHED_SOURCE_EXACT) {
             s->exact_ms += o->ms;
             s->exact_flops += (double)l->flops;
@@ -213,10 +242,13 @@ static void sum_layers(const opsched_network_prediction *r, layer_sums *s)
 typedef struct fit_run {
     double s_ms;            /* sum of the predicted layers */
     int n;                  /* launches */
-    int n_fam[OPSCHED_FAMILY_COUNT]; /* launches by family */
     double weight_gb;       /* weights the layers read */
     double t_ms;            /* measured */
     double enqueue_ms;      /* measured host time per inference; NaN when none */
+    double host_meas_ms;    /* measured host times of its layers that have one */
+    int host_unmeas[OPSCHED_FAMILY_COUNT]; /* launches without one, by family */
+    double host_meas_fam_ms[OPSCHED_FAMILY_COUNT]; /* measured host times by family */
+    int host_meas_fam[OPSCHED_FAMILY_COUNT];       /* and their launches */
     double sum_energy;      /* NaN unless every layer has one */
     double e_j;             /* measured energy; NaN when none */
     int exact;
@@ -278,8 +310,10 @@ static opsched_status take_run(const opsched_network_run_row *run, void *user)
         memset(fr, 0, sizeof(*fr));
         fr->s_ms = s.ms;
         fr->n = s.launches;
-        for (int i = 0; i < r.n_layers; i++)
-            if (r.layers[i].launches) fr->n_fam[r.layers[i].p.family]++;
+        fr->host_meas_ms = s.host_meas_ms;
+        memcpy(fr->host_unmeas, s.host_unmeas, sizeof(fr->host_unmeas));
+        memcpy(fr->host_meas_fam_ms, s.host_meas_fam_ms, sizeof(fr->host_meas_fam_ms));
+        memcpy(fr->host_meas_fam, s.host_meas_fam, sizeof(fr->host_meas_fam));
         fr->weight_gb = s.weight_gb;
         fr->t_ms = run->median_ms;
         fr->enqueue_ms = run->enqueue_ms > 0 ? run->enqueue_ms : NAN;
@@ -291,9 +325,13 @@ static opsched_status take_run(const opsched_network_run_row *run, void *user)
     return st;
 }
 
+/* Most terms a composition fit has: the host's, a cost per launch of each
+ * family plus the scale of the measured host times. */
+#define FIT_MAX (OPSCHED_FAMILY_COUNT + 1)
+
 /* Solves the k x k system a x = b (Gaussian elimination, partial
  * pivoting); 0 when singular. */
-static int solve(int k, double a[4][4], double b[4], double x[4])
+static int solve(int k, double a[FIT_MAX][FIT_MAX], double b[FIT_MAX], double x[FIT_MAX])
 {
     double scale = 0;
     for (int r = 0; r < k; r++) scale = fmax(scale, fabs(a[r][r]));
@@ -326,13 +364,13 @@ static int solve(int k, double a[4][4], double b[4], double x[4])
  * host's least cost per launch, and moved to y's side).  Terms in
  * `required` are always fitted and must come out positive; the others are
  * tried in every subset and must come out >= 0 (a term that would go
- * negative is dropped).  Terms 0..k-1 (k <= 4); terms(row, t) writes a
+ * negative is dropped).  Terms 0..k-1 (k <= FIT_MAX); terms(row, t) writes a
  * row's terms.  coef gets the best physical fit (0 for dropped terms);
  * returns its rms relative residual, NaN when nothing fits. */
 typedef void (*terms_fn)(const fit_run *r, const void *extra, double *t, double *y, double *rel);
 
 static double fit_subsets(const fit_run *runs, const unsigned char *use, size_t n, int k,
-                          unsigned required, terms_fn terms, const void *extra, double coef[4])
+                          unsigned required, terms_fn terms, const void *extra, double coef[FIT_MAX])
 {
     int m = 0;
     for (size_t i = 0; i < n; i++) m += use[i];
@@ -341,14 +379,14 @@ static double fit_subsets(const fit_run *runs, const unsigned char *use, size_t 
     if (m == 0) return NAN;
     for (unsigned subset = 1; subset < (1u << k); subset++) {
         if ((subset & required) != required) continue;
-        int cols[4], q = 0;
+        int cols[FIT_MAX], q = 0;
         for (int j = 0; j < k; j++)
             if (subset & (1u << j)) cols[q++] = j;
         if (q > m) continue;
-        double a[4][4] = {{0}}, b[4] = {0}, x[4] = {0};
+        double a[FIT_MAX][FIT_MAX] = {{0}}, b[FIT_MAX] = {0}, x[FIT_MAX] = {0};
         for (size_t i = 0; i < n; i++) {
             if (!use[i]) continue;
-            double t[4], y, rel;
+            double t[FIT_MAX], y, rel;
             terms(&runs[i], extra, t, &y, &rel);
             for (int r = 0; r < q; r++) {
                 for (int c = 0; c < q; c++) a[r][c] += t[cols[r]] * t[cols[c]] / (rel * rel);
@@ -360,11 +398,11 @@ static double fit_subsets(const fit_run *runs, const unsigned char *use, size_t 
         for (int j = 0; j < q; j++)
             ok &= (required & (1u << cols[j])) ? x[j] > 0 : x[j] >= 0;
         if (!ok) continue;
-        double full[4] = {0, 0, 0, 0}, rss = 0;
+        double full[FIT_MAX] = {0}, rss = 0;
         for (int j = 0; j < q; j++) full[cols[j]] = x[j];
         for (size_t i = 0; i < n; i++) {
             if (!use[i]) continue;
-            double t[4], y, rel, pred = 0;
+            double t[FIT_MAX], y, rel, pred = 0;
             terms(&runs[i], extra, t, &y, &rel);
             for (int j = 0; j < k; j++) pred += full[j] * t[j];
             rss += (pred - y) * (pred - y) / (rel * rel);
@@ -389,12 +427,19 @@ static void device_terms(const fit_run *r, const void *extra, double *t, double 
 }
 
 /* Host time to enqueue an inference beyond the smallest launch cost
- * (*extra, ms): a cost per launch of each family. */
+ * (*extra, ms) of the launches without a host measurement: a cost per
+ * launch of each family for those, and a scale of the measured host times
+ * of the others (a term of its own, all zero when nothing is measured). */
 static void host_terms(const fit_run *r, const void *extra, double *t, double *y, double *rel)
 {
     const double *floor_ms = extra;
-    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) t[f] = r->n_fam[f];
-    *y = r->enqueue_ms - *floor_ms * r->n;
+    int unmeas = 0;
+    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) {
+        t[f] = r->host_unmeas[f];
+        unmeas += r->host_unmeas[f];
+    }
+    t[OPSCHED_FAMILY_COUNT] = r->host_meas_ms;
+    *y = r->enqueue_ms - *floor_ms * unmeas;
     *rel = r->enqueue_ms;
 }
 
@@ -403,20 +448,29 @@ static double device_ms(const opsched_composition *c, double s_ms, int n, double
     return c->scale * s_ms + c->launch_us * 1e-3 * n + c->weight_ms_per_gb * weight_gb;
 }
 
-static double host_ms(const opsched_composition *c, const int *n_fam)
+/* The host's time for an inference: the measured host times (scaled) and
+ * the family costs of the launches without one (unmeas, by family).
+ * Without host rows the first term is 0 and every launch is unmeasured. */
+static double host_ms(const opsched_composition *c, double meas_ms, const int *unmeas)
 {
-    double h = 0;
-    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) h += c->host_us[f] * 1e-3 * n_fam[f];
+    double h = c->host_scale * meas_ms;
+    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) h += c->host_us[f] * 1e-3 * unmeas[f];
     return h;
 }
 
-/* Graph mode: the device's time.  Eager: the device's or the host's,
- * whichever is longer (launches are enqueued ahead of the device). */
+static double run_host_ms(const opsched_composition *c, const fit_run *r)
+{
+    return host_ms(c, r->host_meas_ms, r->host_unmeas);
+}
+
+/* Graph mode: the device's time.  Eager: the device's or the host's
+ * (host_ms), whichever is longer (launches are enqueued ahead of the
+ * device). */
 static double composed_ms(const opsched_composition *c, double s_ms, int n, double weight_gb,
-                          const int *n_fam)
+                          double host)
 {
     double d = device_ms(c, s_ms, n, weight_gb);
-    return c->mode == OPSCHED_PREDICT_EAGER ? fmax(d, host_ms(c, n_fam)) : d;
+    return c->mode == OPSCHED_PREDICT_EAGER ? fmax(d, host) : d;
 }
 
 /* E = alpha * sumE + beta * (T - S) / 1000, relative least squares. */
@@ -424,7 +478,7 @@ static void energy_terms(const fit_run *r, const void *extra, double *t, double 
 {
     const opsched_composition *c = extra;
     t[0] = r->sum_energy;
-    t[1] = (composed_ms(c, r->s_ms, r->n, r->weight_gb, r->n_fam) - r->s_ms) * 1e-3;
+    t[1] = (composed_ms(c, r->s_ms, r->n, r->weight_gb, run_host_ms(c, r)) - r->s_ms) * 1e-3;
     *y = *rel = r->e_j;
 }
 
@@ -447,7 +501,7 @@ static void fit_energy(opsched_predictor *p, opsched_composition *c, const fit_r
         use[i] = runs[i].e_j > 0 && isfinite(runs[i].sum_energy) && runs[i].sum_energy > 0;
         m += use[i];
     }
-    double coef[4];
+    double coef[FIT_MAX];
     /* With few runs the gap power is not fitted but taken as stated. */
     double rms = m >= 3 ? fit_subsets(runs, use, n, 2, 1u, energy_terms, c, coef)
                         : NAN;
@@ -455,7 +509,7 @@ static void fit_energy(opsched_predictor *p, opsched_composition *c, const fit_r
         double sxx = 0, sxy = 0;
         for (size_t i = 0; i < n; i++) {
             if (!use[i]) continue;
-            double t[4], y, rel;
+            double t[FIT_MAX], y, rel;
             energy_terms(&runs[i], c, t, &y, &rel);
             sxx += t[0] * t[0] / (y * y);
             sxy += t[0] / y * (1 - c->gap_power_w * t[1] / y);
@@ -471,7 +525,7 @@ static void fit_energy(opsched_predictor *p, opsched_composition *c, const fit_r
         double rss = 0;
         for (size_t i = 0; i < n; i++) {
             if (!use[i]) continue;
-            double t[4], y, rel;
+            double t[FIT_MAX], y, rel;
             energy_terms(&runs[i], c, t, &y, &rel);
             double e = (coef[0] * t[0] + coef[1] * t[1]) / y - 1;
             rss += e * e;
@@ -488,6 +542,8 @@ static void fallback_composition(const opsched_predictor *p, opsched_composition
     c->launch_us = 0;
     c->weight_ms_per_gb = 0;
     for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) c->host_us[f] = 0;
+    /* Measured host times count as measured until a fit says otherwise. */
+    c->host_scale = c->mode == OPSCHED_PREDICT_EAGER && p->n_host > 0 ? 1 : 0;
     c->rms_rel = c->host_rms_rel = NAN;
     snprintf(c->source, sizeof(c->source), "none");
     if (!in->has_calibration) return;
@@ -499,10 +555,14 @@ static void fallback_composition(const opsched_predictor *p, opsched_composition
         snprintf(c->source, sizeof(c->source), "calibration");
 }
 
-/* Eager: the host's cost per launch of each family, from the measured
- * enqueue times: the calibration's launch cost (the least a launch costs
- * the host) plus a non-negative extra per family.  Families never launched
- * get the average per launch. */
+/* Eager: the host's time per inference, fitted to the runs' measured
+ * enqueue times with the treatment predictions get: a launch whose
+ * configuration has a host measurement costs host_scale x that
+ * measurement, any other launch the calibration's launch cost (the least a
+ * launch costs the host) plus a non-negative extra of its family.  Without
+ * host rows in the database this is the family fit alone (host_scale 0).
+ * A family never launched without a measurement costs host_scale x its
+ * measured launches' mean, else the average per launch. */
 static void fit_host(opsched_predictor *p, opsched_composition *c, const fit_run *runs, size_t n)
 {
     const opsched_predictor_info *in = &p->info;
@@ -511,32 +571,45 @@ static void fit_host(opsched_predictor *p, opsched_composition *c, const fit_run
                           : 0;
     unsigned char *use = malloc(n ? n : 1);
     if (!use) return;
-    int m = 0, seen[OPSCHED_FAMILY_COUNT] = {0};
-    double launches = 0, host = 0;
+    int m = 0, m_meas = 0, seen[OPSCHED_FAMILY_COUNT] = {0}, meas_n[OPSCHED_FAMILY_COUNT] = {0};
+    double launches = 0, host = 0, meas_ms[OPSCHED_FAMILY_COUNT] = {0};
     for (size_t i = 0; i < n; i++) {
-        use[i] = runs[i].enqueue_ms > floor_ms * runs[i].n;
+        int unmeas = 0;
+        for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) unmeas += runs[i].host_unmeas[f];
+        use[i] = runs[i].enqueue_ms > floor_ms * unmeas;
         m += use[i];
         if (!use[i]) continue;
         launches += runs[i].n;
         host += runs[i].enqueue_ms;
-        for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) seen[f] |= runs[i].n_fam[f] > 0;
+        m_meas += runs[i].host_meas_ms > 0;
+        for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) {
+            seen[f] |= runs[i].host_unmeas[f] > 0;
+            meas_ms[f] += runs[i].host_meas_fam_ms[f];
+            meas_n[f] += runs[i].host_meas_fam[f];
+        }
     }
-    double coef[4];
-    double rms = m > 0 ? fit_subsets(runs, use, n, OPSCHED_FAMILY_COUNT, 0, host_terms, &floor_ms,
-                                     coef)
-                       : NAN;
+    /* The scale of the measured host times is a term only when there are
+     * any, and then it must come out positive. */
+    int k = p->n_host > 0 ? OPSCHED_FAMILY_COUNT + 1 : OPSCHED_FAMILY_COUNT;
+    unsigned required = m_meas > 0 ? 1u << OPSCHED_FAMILY_COUNT : 0;
+    double coef[FIT_MAX];
+    double rms = m > 0 ? fit_subsets(runs, use, n, k, required, host_terms, &floor_ms, coef) : NAN;
     if (!isnan(rms)) {
+        c->host_scale = p->n_host == 0 ? 0 : m_meas > 0 ? coef[OPSCHED_FAMILY_COUNT] : 1;
         double mean_us = launches > 0 ? host / launches * 1e3 : 0;
         for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++)
-            c->host_us[f] = seen[f] ? (floor_ms + coef[f]) * 1e3 : mean_us;
+            c->host_us[f] = seen[f]       ? (floor_ms + coef[f]) * 1e3
+                            : meas_n[f] > 0 ? c->host_scale * meas_ms[f] / meas_n[f] * 1e3
+                                            : mean_us;
         double rss = 0; /* of the whole enqueue time */
         for (size_t i = 0; i < n; i++) {
             if (!use[i]) continue;
-            double e = host_ms(c, runs[i].n_fam) / runs[i].enqueue_ms - 1;
+            double e = run_host_ms(c, &runs[i]) / runs[i].enqueue_ms - 1;
             rss += e * e;
         }
         c->host_rms_rel = sqrt(rss / m);
         c->host_runs = m;
+        c->host_runs_measured = m_meas;
     }
     free(use);
 }
@@ -577,7 +650,7 @@ static opsched_status fit_composition(opsched_predictor *p, opsched_predict_mode
         c->runs += use[i];
     }
     c->runs_exact = exact;
-    double coef[4];
+    double coef[FIT_MAX];
     double rms = fit_subsets(fs.runs, use, fs.n, 3, 1u, device_terms, NULL, coef);
     if (!isnan(rms)) {
         c->scale = coef[0];
@@ -588,7 +661,7 @@ static opsched_status fit_composition(opsched_predictor *p, opsched_predict_mode
         double rss = 0;
         for (size_t i = 0; i < fs.n; i++) {
             const fit_run *r = &fs.runs[i];
-            double e = composed_ms(c, r->s_ms, r->n, r->weight_gb, r->n_fam) / r->t_ms - 1;
+            double e = composed_ms(c, r->s_ms, r->n, r->weight_gb, run_host_ms(c, r)) / r->t_ms - 1;
             rss += e * e;
         }
         c->rms_rel = fs.n ? sqrt(rss / (double)fs.n) : NAN;
@@ -656,12 +729,29 @@ opsched_status opsched_predict_network(opsched_predictor *p, const opsched_graph
     r->flops = (int64_t)s.flops;
     r->coverage_flops = s.flops > 0 ? s.exact_flops / s.flops : NAN;
     const opsched_composition *c = &r->composition;
+    /* The host side: each launched layer's host time (eager), the total
+     * and the share of it resting on host measurements. */
+    r->host_ms = r->coverage_host = NAN;
+    double host = 0;
+    for (int i = 0; i < r->n_layers; i++) {
+        opsched_layer_prediction *l = &r->layers[i];
+        if (opts->mode != OPSCHED_PREDICT_EAGER || !l->launches) {
+            l->host_ms = 0;
+            l->host_measured = 0;
+            l->host_measurement_id = 0;
+        } else {
+            l->host_ms = l->host_measured ? c->host_scale * l->host_ms
+                                          : c->host_us[l->p.family] * 1e-3;
+        }
+    }
+    if (opts->mode == OPSCHED_PREDICT_EAGER) {
+        host = host_ms(c, s.host_meas_ms, s.host_unmeas);
+        r->host_ms = host;
+        r->coverage_host = host > 0 ? c->host_scale * s.host_meas_ms / host : NAN;
+    }
     if (s.complete) {
-        int n_fam[OPSCHED_FAMILY_COUNT] = {0};
-        for (int i = 0; i < r->n_layers; i++)
-            if (r->layers[i].launches) n_fam[r->layers[i].p.family]++;
         r->layer_sum_ms = s.ms;
-        r->total_ms = composed_ms(c, s.ms, s.launches, s.weight_gb, n_fam);
+        r->total_ms = composed_ms(c, s.ms, s.launches, s.weight_gb, host);
         r->coverage_time = s.ms > 0 ? s.exact_ms / s.ms : NAN;
         /* Layer errors as independent, plus the composition's residual. */
         double layers_rel = s.ms > 0 ? c->scale * sqrt(s.var_ms) / r->total_ms : 0;

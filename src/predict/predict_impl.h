@@ -146,6 +146,10 @@ struct opsched_predictor {
     size_t n_entries, cap_entries;
     os_map index;                   /* key -> entry */
     os_map op_rows;                 /* "conv2d+relu" -> training rows */
+    os_map host_index;              /* key -> index in host_ms / host_id (";mode=host" rows) */
+    double *host_ms;                /* latest host enqueue time of the configuration, ms */
+    int64_t *host_id;               /* its measurement */
+    size_t n_host, cap_host;
     os_model models[OS_MAX_MODELS];
     int n_models;
     int family_model[OPSCHED_FAMILY_COUNT]; /* index in models, or -1 */
@@ -188,6 +192,12 @@ opsched_status os_model_predict(opsched_predictor *p, const os_model *m, const i
  * learned ones in one XGBoost call per family.  (predictor.c) */
 opsched_status os_predict_many(opsched_predictor *p, const opsched_config_record *recs,
                                const int *fused, int n, opsched_op_prediction *out);
+
+/* The host enqueue time measured for a configuration (";mode=host" rows
+ * under the predictor's settings): 1 with *ms and *measurement_id set,
+ * 0 when none.  (predictor.c) */
+int os_predict_host_lookup(const opsched_predictor *p, const char *signature, int fused_relu,
+                           double *ms, int64_t *measurement_id);
 
 /* Absolute percentage errors -> summary. */
 void os_cv_summarize(const double *ape, int64_t n, opsched_cv_error *out);

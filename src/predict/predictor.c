@@ -218,6 +218,58 @@ static opsched_status load_entries(opsched_predictor *p, const opsched_exclusion
     return OPSCHED_OK;
 }
 
+/* Host enqueue times (";mode=host" rows, opsched profile): one per
+ * configuration (signature and fusion), the latest; left out of the
+ * fingerprint and of training (they are not device time). */
+static opsched_status take_host_row(const opsched_dataset_row *r, void *user)
+{
+    load_state *ls = user;
+    opsched_predictor *p = ls->p;
+    if (!r->host || r->network) return OPSCHED_OK;
+    if (ls->x && os_map_get(&ls->x->sigs, r->config.signature) >= 0) return OPSCHED_OK;
+    if (!(r->median_ms > 0) || !isfinite(r->median_ms)) return OPSCHED_OK;
+    char key[600];
+    os_entry_key(r->config.signature, r->fused_relu, key, sizeof(key));
+    int64_t idx = os_map_get(&p->host_index, key);
+    if (idx < 0) {
+        size_t cap = p->cap_host;
+        OS_TRY(os_grow(p->ctx, (void **)&p->host_ms, &cap, p->n_host + 1, sizeof(double)));
+        cap = p->cap_host;
+        OS_TRY(os_grow(p->ctx, (void **)&p->host_id, &cap, p->n_host + 1, sizeof(int64_t)));
+        p->cap_host = cap;
+        OS_TRY(os_map_put(p->ctx, &p->host_index, key, (int64_t)p->n_host));
+        idx = (int64_t)p->n_host++;
+    }
+    /* Rows come oldest first: the latest measurement wins. */
+    p->host_ms[idx] = r->median_ms;
+    p->host_id[idx] = r->measurement_id;
+    return OPSCHED_OK;
+}
+
+static opsched_status load_host(opsched_predictor *p, const opsched_exclusion *x)
+{
+    opsched_dataset_query q = {.device_id = p->info.device.id, .math = p->math,
+                               .layout = p->layout, .algo_policy = p->algo_policy,
+                               .cache = p->cache, .include_host = 1};
+    load_state ls = {p, x};
+    OS_TRY(opsched_store_dataset(p->store, &q, take_host_row, &ls));
+    p->info.host_rows = (int64_t)p->n_host;
+    return OPSCHED_OK;
+}
+
+int os_predict_host_lookup(const opsched_predictor *p, const char *signature, int fused_relu,
+                           double *ms, int64_t *measurement_id)
+{
+    if (p->n_host == 0) return 0;
+    char key[600];
+    os_entry_key(signature, fused_relu, key, sizeof(key));
+    int64_t idx = os_map_get(&p->host_index, key);
+    if (idx < 0) return 0;
+    *ms = p->host_ms[idx];
+    *measurement_id = p->host_id[idx];
+    return 1;
+}
+
 /* ---- open ------------------------------------------------------------------------ */
 
 static double now_s(void)
@@ -329,6 +381,7 @@ opsched_status opsched_predictor_open(opsched_ctx *ctx, const char *db_path,
     make_tag(p, opts->exclude);
     os_predict_paths(p, in->metadata_file, sizeof(in->metadata_file), NULL, 0);
     OS_TRY_GOTO(st, load_entries(p, opts->exclude), fail);
+    OS_TRY_GOTO(st, load_host(p, opts->exclude), fail);
 
     char reason[96] = "asked to retrain";
     int current = 0;
@@ -356,6 +409,9 @@ void opsched_predictor_free(opsched_predictor *p)
     free(p->entries);
     os_map_free(&p->index);
     os_map_free(&p->op_rows);
+    os_map_free(&p->host_index);
+    free(p->host_ms);
+    free(p->host_id);
     opsched_store_close(p->store);
     free(p->db_path);
     free(p->device_name);

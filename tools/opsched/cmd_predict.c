@@ -136,12 +136,11 @@ static double weight_gb(const opsched_network_prediction *r)
     return w;
 }
 
-static double host_total(const opsched_network_prediction *r)
+/* Where a layer's host time (eager) comes from: its configuration's
+ * measured host enqueue time, or its family's fitted cost per launch. */
+static const char *host_source(const opsched_layer_prediction *l)
 {
-    double h = 0;
-    for (int i = 0; i < r->n_layers; i++)
-        if (r->layers[i].launches) h += r->composition.host_us[r->layers[i].p.family] * 1e-3;
-    return h;
+    return l->host_measured ? "exact" : "family";
 }
 
 static void print_table(const predict_cmd *c, const opsched_graph *g,
@@ -151,8 +150,11 @@ static void print_table(const predict_cmd *c, const opsched_graph *g,
            (long long)(c->m.batch ? c->m.batch : 1), in->device.backend, in->device.name,
            in->math, in->layout, in->algo_policy, opsched_predict_mode_name(r->mode),
            c->o.fuse ? "on" : "off");
-    printf("  %4s %-32s %-17s %-9s %10s %8s %11s %-9s\n", "#", "layer", "op", "source", "ms",
+    int eager = r->mode == OPSCHED_PREDICT_EAGER;
+    printf("  %4s %-32s %-17s %-9s %10s %8s %11s %-9s", "#", "layer", "op", "source", "ms",
            "+-err", "energy mJ", "energy");
+    if (eager) printf(" %9s %-6s", "host ms", "host");
+    printf("\n");
     int row = 0;
     for (int i = 0; i < r->n_layers; i++) {
         const opsched_layer_prediction *l = &r->layers[i];
@@ -161,10 +163,12 @@ static void print_table(const predict_cmd *c, const opsched_graph *g,
         fmt_num(ms, sizeof(ms), "%.4f", l->p.ms);
         fmt_pct(err, sizeof(err), l->p.error);
         fmt_num(mj, sizeof(mj), "%.4f", l->p.energy_j * 1e3);
-        printf("  %4d %-32.32s %-17s %-9s %10s %8s %11s %-9s\n", row++,
+        printf("  %4d %-32.32s %-17s %-9s %10s %8s %11s %-9s", row++,
                opsched_graph_node(g, i)->name, op_label(g, l, op, sizeof(op)),
                opsched_pred_source_name(l->p.source), ms, err, mj,
                opsched_pred_source_name(l->p.energy_source));
+        if (eager) printf(" %9.4f %-6s", l->host_ms, host_source(l));
+        printf("\n");
     }
     const opsched_composition *k = &r->composition;
     char buf[64], err[16];
@@ -183,11 +187,21 @@ static void print_table(const predict_cmd *c, const opsched_graph *g,
                100 * k->rms_rel);
     else
         printf("\n");
-    if (r->mode == OPSCHED_PREDICT_EAGER)
-        printf("  host (eager)         %.1f us per conv, %.1f per conv+relu, %.1f per gemm, "
-               "%.1f per other launch: %.4f ms\n",
-               k->host_us[OPSCHED_FAMILY_CONV], k->host_us[OPSCHED_FAMILY_CONV_RELU],
-               k->host_us[OPSCHED_FAMILY_GEMM], k->host_us[OPSCHED_FAMILY_OTHER], host_total(r));
+    if (eager) {
+        int measured = 0;
+        for (int i = 0; i < r->n_layers; i++) measured += r->layers[i].launches && r->layers[i].host_measured;
+        if (measured > 0)
+            printf("  host (eager)         %d launches measured x %.4f, the others %.1f us per conv, "
+                   "%.1f per conv+relu, %.1f per gemm, %.1f per other launch: %.4f ms\n",
+                   measured, k->host_scale, k->host_us[OPSCHED_FAMILY_CONV],
+                   k->host_us[OPSCHED_FAMILY_CONV_RELU], k->host_us[OPSCHED_FAMILY_GEMM],
+                   k->host_us[OPSCHED_FAMILY_OTHER], r->host_ms);
+        else
+            printf("  host (eager)         %.1f us per conv, %.1f per conv+relu, %.1f per gemm, "
+                   "%.1f per other launch: %.4f ms\n",
+                   k->host_us[OPSCHED_FAMILY_CONV], k->host_us[OPSCHED_FAMILY_CONV_RELU],
+                   k->host_us[OPSCHED_FAMILY_GEMM], k->host_us[OPSCHED_FAMILY_OTHER], r->host_ms);
+    }
     fmt_num(buf, sizeof(buf), "%.4f ms", r->total_ms);
     fmt_pct(err, sizeof(err), r->total_error);
     printf("  predicted latency    %s  (+-%s)\n", buf, err);
@@ -203,27 +217,42 @@ static void print_table(const predict_cmd *c, const opsched_graph *g,
     char ct[16], cf[16];
     fmt_pct(ct, sizeof(ct), r->coverage_time);
     fmt_pct(cf, sizeof(cf), r->coverage_flops);
-    printf("  coverage (exact)     %s of the time, %s of the FLOPs\n", ct, cf);
+    printf("  coverage (exact)     %s of the time, %s of the FLOPs", ct, cf);
+    if (eager) {
+        char ch[16];
+        fmt_pct(ch, sizeof(ch), r->coverage_host);
+        printf(", %s of the host time", ch);
+    }
+    printf("\n");
 }
 
 static void print_csv(const opsched_graph *g, const opsched_network_prediction *r)
 {
+    /* Eager mode adds the host's side (graph mode's columns unchanged). */
+    int eager = r->mode == OPSCHED_PREDICT_EAGER;
     printf("kind,node,name,op,source,ms,error,energy_mj,energy_source,energy_error,flops,"
-           "measurement_id,model\n");
+           "measurement_id,model%s\n",
+           eager ? ",host_ms,host_source,host_measurement_id" : "");
     for (int i = 0; i < r->n_layers; i++) {
         const opsched_layer_prediction *l = &r->layers[i];
         if (!l->launches) continue;
         char op[48];
         printf("layer,%d,", i);
         tool_csv_field(stdout, opsched_graph_node(g, i)->name);
-        printf(",%s,%s,%.9g,%.6g,%.9g,%s,%.6g,%lld,%lld,%s\n", op_label(g, l, op, sizeof(op)),
+        printf(",%s,%s,%.9g,%.6g,%.9g,%s,%.6g,%lld,%lld,%s", op_label(g, l, op, sizeof(op)),
                opsched_pred_source_name(l->p.source), l->p.ms, l->p.error, l->p.energy_j * 1e3,
                opsched_pred_source_name(l->p.energy_source), l->p.energy_error,
                (long long)l->flops, (long long)l->p.measurement_id, l->p.model);
+        if (eager)
+            printf(",%.9g,%s,%lld", l->host_ms, host_source(l), (long long)l->host_measurement_id);
+        printf("\n");
     }
-    printf("total,,%s,,%s,%.9g,%.6g,%.9g,,%.6g,%lld,,\n", opsched_graph_name(g),
+    printf("total,,%s,,%s,%.9g,%.6g,%.9g,,%.6g,%lld,,", opsched_graph_name(g),
            r->composition.source, r->total_ms, r->total_error, r->total_energy_j * 1e3,
            r->energy_error, (long long)r->flops);
+    /* host_source of the total: the share of the host time measured */
+    if (eager) printf(",%.9g,%.6g,", r->host_ms, r->coverage_host);
+    printf("\n");
 }
 
 static void print_json(const predict_cmd *c, const opsched_graph *g,
@@ -260,6 +289,12 @@ static void print_json(const predict_cmd *c, const opsched_graph *g,
         if (l->p.measurement_id > 0)
             cJSON_AddNumberToObject(o, "measurement_id", (double)l->p.measurement_id);
         if (l->p.model[0]) cJSON_AddStringToObject(o, "learned_model", l->p.model);
+        if (r->mode == OPSCHED_PREDICT_EAGER) {
+            cJSON_AddNumberToObject(o, "host_ms", l->host_ms);
+            cJSON_AddStringToObject(o, "host_source", host_source(l));
+            if (l->host_measurement_id > 0)
+                cJSON_AddNumberToObject(o, "host_measurement_id", (double)l->host_measurement_id);
+        }
         cJSON_AddItemToArray(layers, o);
     }
     cJSON *t = cJSON_AddObjectToObject(root, "totals");
@@ -277,6 +312,10 @@ static void print_json(const predict_cmd *c, const opsched_graph *g,
         cJSON_AddNumberToObject(t, "flops", (double)r->flops);
         cJSON_AddNumberToObject(t, "coverage_time", r->coverage_time);
         cJSON_AddNumberToObject(t, "coverage_flops", r->coverage_flops);
+        if (r->mode == OPSCHED_PREDICT_EAGER) {
+            cJSON_AddNumberToObject(t, "host_ms", r->host_ms);
+            cJSON_AddNumberToObject(t, "coverage_host", r->coverage_host);
+        }
         cJSON *s = cJSON_AddObjectToObject(t, "sources");
         for (int k = 0; s && k < OPSCHED_SOURCE_COUNT; k++)
             cJSON_AddNumberToObject(s, opsched_pred_source_name((opsched_pred_source)k),
@@ -294,6 +333,11 @@ static void print_json(const predict_cmd *c, const opsched_graph *g,
         cJSON *h = cJSON_AddObjectToObject(co, "host_us");
         for (int f = 0; h && f < OPSCHED_FAMILY_COUNT; f++)
             cJSON_AddNumberToObject(h, opsched_op_family_name((opsched_op_family)f), k->host_us[f]);
+        if (r->mode == OPSCHED_PREDICT_EAGER) {
+            cJSON_AddNumberToObject(co, "host_scale", k->host_scale);
+            cJSON_AddNumberToObject(co, "host_runs", k->host_runs);
+            cJSON_AddNumberToObject(co, "host_runs_measured", k->host_runs_measured);
+        }
         cJSON_AddNumberToObject(co, "host_rms_rel", k->host_rms_rel);
         cJSON_AddNumberToObject(co, "rms_rel", k->rms_rel);
         cJSON_AddStringToObject(co, "energy_source", k->energy_source);
