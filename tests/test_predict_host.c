@@ -1,0 +1,243 @@
+/*
+ * test_predict_host.c - eager (free-running) prediction from measured
+ * per-layer host enqueue times.  `opsched profile` on the CPU backend
+ * stores each layer's host time (";mode=host" rows) next to the layers
+ * measured alone (--isolated) and the free runs; the eager prediction of
+ * the profiled network must then take every layer's host time from those
+ * rows (host source exact, host coverage 100%), a size that was not
+ * profiled must fall back to the fitted family costs (coverage 0), graph
+ * mode must not see them, and with the host rows deleted the prediction
+ * must fall back to the family costs alone (host_scale 0), as before host
+ * rows existed.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "opsched/opsched.h"
+
+typedef struct fixture {
+    char dir[64];
+    char db[128];
+    opsched_ctx *ctx;
+} fixture;
+
+#define OK(fx, expr)                                                                               \
+    do {                                                                                           \
+        opsched_status st_ = (expr);                                                               \
+        if (st_ != OPSCHED_OK)                                                                     \
+            fail_msg("%s: %s (%s)", #expr, opsched_status_str(st_),                                \
+                     opsched_ctx_last_error((fx)->ctx));                                           \
+    } while (0)
+
+#define assert_double_equal(a, b, eps)                                                             \
+    do {                                                                                           \
+        double a_ = (a), b_ = (b);                                                                 \
+        if (!(fabs(a_ - b_) <= (eps)))                                                             \
+            fail_msg("%s = %.17g, expected %.17g (+-%g)", #a, a_, b_, (double)(eps));              \
+    } while (0)
+
+static int setup(void **state)
+{
+    fixture *fx = calloc(1, sizeof(*fx));
+    if (!fx) return -1;
+    snprintf(fx->dir, sizeof(fx->dir), "/tmp/opsched_phost_XXXXXX");
+    if (!mkdtemp(fx->dir) || opsched_ctx_create(&fx->ctx) != OPSCHED_OK) {
+        free(fx);
+        return -1;
+    }
+    snprintf(fx->db, sizeof(fx->db), "%s/host.db", fx->dir);
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *fx = *state;
+    char cmd[160];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", fx->dir);
+    opsched_ctx_free(fx->ctx);
+    free(fx);
+    return 0;
+}
+
+static void predictor(fixture *fx, opsched_predictor **p)
+{
+    opsched_predictor_options o;
+    opsched_predictor_options_default(&o);
+    o.math = OPSCHED_MATH_FP32;
+    o.rounds = 20; /* the test is about the host side, not the trees */
+    o.folds = 2;
+    o.threads = 1;
+    OK(fx, opsched_predictor_open(fx->ctx, fx->db, &o, p));
+}
+
+static opsched_network_prediction *predict(fixture *fx, opsched_predictor *p, int64_t size,
+                                           opsched_predict_mode mode)
+{
+    opsched_zoo_options zo = {.batch = 1, .height = size};
+    opsched_graph *g = NULL;
+    OK(fx, opsched_zoo_build(fx->ctx, "squeezenet1_1", &zo, &g));
+    opsched_predict_options po;
+    opsched_predict_options_default(&po);
+    po.mode = mode;
+    opsched_network_prediction *r = NULL;
+    OK(fx, opsched_predict_network(p, g, &po, &r));
+    opsched_graph_free(g);
+    return r;
+}
+
+/* The device side as composed (opsched_composition's formula). */
+static double device_ms(const opsched_network_prediction *r)
+{
+    const opsched_composition *c = &r->composition;
+    double w = 0;
+    for (int i = 0; i < r->n_layers; i++)
+        if (r->layers[i].launches) w += (double)r->layers[i].weight_bytes * 1e-9;
+    return c->scale * r->layer_sum_ms + c->launch_us * 1e-3 * r->launches + c->weight_ms_per_gb * w;
+}
+
+/* The host side from the layers, and how much of it is measured. */
+static void host_sums(const opsched_network_prediction *r, double *host, double *measured,
+                      int *n_measured)
+{
+    *host = *measured = 0;
+    *n_measured = 0;
+    for (int i = 0; i < r->n_layers; i++) {
+        const opsched_layer_prediction *l = &r->layers[i];
+        if (!l->launches) {
+            assert_true(l->host_ms == 0 && !l->host_measured);
+            continue;
+        }
+        *host += l->host_ms;
+        if (l->host_measured) {
+            *measured += l->host_ms;
+            (*n_measured)++;
+            assert_true(l->host_measurement_id > 0);
+        } else {
+            assert_double_equal(l->host_ms, r->composition.host_us[l->p.family] * 1e-3, 1e-15);
+        }
+    }
+}
+
+static void test_eager_host_rows(void **state)
+{
+    fixture *fx = *state;
+    const char *bin = getenv("OPSCHED_BIN");
+    if (!bin || !*bin) {
+        print_message("OPSCHED_BIN unset (run through ctest): skipped\n");
+        skip();
+    }
+    opsched_device *dev = NULL;
+    if (opsched_device_open(fx->ctx, "cpu", 0, &dev) != OPSCHED_OK) {
+        print_message("skipped: no CPU backend in this build\n");
+        skip();
+    }
+    opsched_device_close(dev);
+    /* Layers alone (device time), host times per layer, free runs. */
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "'%s' profile squeezenet1_1 --backend cpu --batch 1 --sizes 32,40 --math fp32 "
+             "--check off --layers off --isolated --host-layers on --iters 5 --min-ms 0 "
+             "--warmup-ms 1 --db '%s' --out-dir '%s' > '%s/profile.log' 2>&1",
+             bin, fx->db, fx->dir, fx->dir);
+    if (system(cmd) != 0) {
+        snprintf(cmd, sizeof(cmd), "cat '%s/profile.log'", fx->dir);
+        if (system(cmd) != 0) fprintf(stderr, "no log\n");
+        fail_msg("opsched profile failed");
+    }
+
+    opsched_predictor *p = NULL;
+    predictor(fx, &p);
+    opsched_predictor_info in;
+    OK(fx, opsched_predictor_info_get(p, &in));
+    assert_true(in.host_rows > 0);
+    /* Host rows are not device time: not training rows. */
+    assert_true(in.rows >= in.host_rows);
+
+    /* The profiled network: every launch's host time measured. */
+    opsched_network_prediction *r = predict(fx, p, 32, OPSCHED_PREDICT_EAGER);
+    const opsched_composition *c = &r->composition;
+    print_message("eager b1 32: host %.4f ms (scale %.4f, %d runs, %d measured, rms %.1f%%), "
+                  "device %.4f ms, total %.4f ms\n",
+                  r->host_ms, c->host_scale, c->host_runs, c->host_runs_measured,
+                  100 * c->host_rms_rel, device_ms(r), r->total_ms);
+    assert_string_equal(c->source, "fit");
+    assert_int_equal(c->host_runs, 2);
+    assert_int_equal(c->host_runs_measured, 2);
+    assert_true(c->host_scale > 0);
+    assert_true(isfinite(c->host_rms_rel));
+    double host, measured;
+    int n_measured;
+    host_sums(r, &host, &measured, &n_measured);
+    assert_int_equal(n_measured, r->launches);
+    assert_double_equal(r->coverage_host, 1.0, 1e-12);
+    assert_double_equal(r->host_ms, host, 1e-9 * host);
+    assert_double_equal(r->total_ms, fmax(device_ms(r), r->host_ms), 1e-9 * r->total_ms);
+    opsched_network_prediction_free(r);
+
+    /* A size never profiled: the layers whose configuration was profiled
+     * at another size (the small late feature maps can coincide) are
+     * measured, the rest cost their family's fitted cost. */
+    r = predict(fx, p, 48, OPSCHED_PREDICT_EAGER);
+    host_sums(r, &host, &measured, &n_measured);
+    print_message("eager b1 48: %d of %d launches measured, host coverage %.1f%%\n", n_measured,
+                  r->launches, 100 * r->coverage_host);
+    assert_true(n_measured < r->launches);
+    assert_double_equal(r->coverage_host, measured / host, 1e-12);
+    assert_double_equal(r->host_ms, host, 1e-9 * host);
+    opsched_network_prediction_free(r);
+
+    /* Graph mode does not look at the host. */
+    r = predict(fx, p, 32, OPSCHED_PREDICT_GRAPH);
+    host_sums(r, &host, &measured, &n_measured);
+    assert_int_equal(n_measured, 0);
+    assert_true(host == 0 && isnan(r->host_ms) && isnan(r->coverage_host));
+    double graph_ms = r->total_ms;
+    opsched_network_prediction_free(r);
+    opsched_predictor_free(p);
+
+    /* The host rows removed: the family costs alone, as without them. */
+    const char *py = getenv("OPSCHED_PYTHON");
+    snprintf(cmd, sizeof(cmd),
+             "'%s' -c \"import sqlite3; c = sqlite3.connect('%s'); c.execute("
+             "\\\"DELETE FROM measurements WHERE instr(settings_key, ';mode=host') > 0\\\"); "
+             "c.commit()\"",
+             py && *py ? py : "python3", fx->db);
+    assert_int_equal(system(cmd), 0);
+    predictor(fx, &p);
+    OK(fx, opsched_predictor_info_get(p, &in));
+    assert_int_equal(in.host_rows, 0);
+    r = predict(fx, p, 32, OPSCHED_PREDICT_EAGER);
+    c = &r->composition;
+    assert_double_equal(c->host_scale, 0.0, 0);
+    assert_int_equal(c->host_runs_measured, 0);
+    assert_int_equal(c->host_runs, 2);
+    host_sums(r, &host, &measured, &n_measured);
+    assert_int_equal(n_measured, 0);
+    assert_double_equal(r->coverage_host, 0.0, 0);
+    assert_double_equal(r->host_ms, host, 1e-9 * host);
+    assert_double_equal(r->total_ms, fmax(device_ms(r), r->host_ms), 1e-9 * r->total_ms);
+    opsched_network_prediction_free(r);
+    r = predict(fx, p, 32, OPSCHED_PREDICT_GRAPH);
+    assert_double_equal(r->total_ms, graph_ms, 0); /* graph mode never changed */
+    opsched_network_prediction_free(r);
+    opsched_predictor_free(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_eager_host_rows, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
