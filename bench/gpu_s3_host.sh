@@ -46,13 +46,14 @@ left() { echo $((budget - reserve - SECONDS)); }
 } > "$out/env.txt" 2>&1
 $bin --version >> "$out/env.txt" 2>&1
 
-# One profile call: a model at a batch size, the three sizes.  SIGTERM at
-# the limit stops it after the size in flight (kept in the database); KILL
-# 10 s later.
+# One profile call: a model at a batch size, the three sizes, at most
+# CALL_MAX_S (60) seconds.  SIGTERM at the limit stops it after the size in
+# flight (kept in the database); KILL 10 s later.
 profile() {
   local m=$1 b=$2 t
   t=$(left)
   if [ "$t" -lt 8 ]; then echo "$m b$b: skipped (budget)"; return 1; fi
+  [ "$t" -gt "${CALL_MAX_S:-60}" ] && t=${CALL_MAX_S:-60}   # one model cannot take it all
   local t0=$SECONDS
   timeout -k 10 "$t" $bin profile "$m" --batch "$b" --sizes 224,299,320 --math tf32 \
       --cuda-graph off --layers off --host-layers on --check off \
