@@ -404,12 +404,16 @@ static void print_measured(const sched_args *a, const opsched_graph *g, const co
            "%.1f s measuring\n",
            c->n_singletons, (long long)c->cache.measured, (long long)c->cache.unsupported,
            (long long)c->cache.hits, c->store ? c->db_path : "nowhere (no --db)", ms.seconds);
-    if (ms.measured > 0)
+    if (ms.measured > 0) {
         printf("  measuring: %.1f s copying stages and building executors, %.1f s capturing, "
-               "%.1f s timing (%.1f ms per stage); convolution plans: %lld reused, %lld built\n",
+               "%.1f s timing (%.1f ms per stage)",
                ms.build_seconds, ms.capture_seconds, ms.timing_seconds,
-               1e3 * ms.seconds / (double)ms.measured, (long long)ms.plan_cache_hits,
-               (long long)ms.plan_cache_misses);
+               1e3 * ms.seconds / (double)ms.measured);
+        if (ms.plan_cache_hits + ms.plan_cache_misses > 0) /* backends with a plan cache */
+            printf("; convolution plans: %lld reused, %lld built", (long long)ms.plan_cache_hits,
+                   (long long)ms.plan_cache_misses);
+        printf("\n");
+    }
 }
 
 static void print_setup(const sched_args *a, const opsched_graph *g, const cost_setup *c)
