@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The GPU tests and the fp32/NHWC numerics of the executor on the H100:
+# test_cuda_gpu, test_exec_gpu, test_sched_exec_gpu, test_conformance,
+# test_measure from .carry/tests, then resnet50, googlenet and
+# inception_v3 in strict fp32, NHWC, against the CPU backend.
+#   bash bench/gpu_s3_tests.sh OUTDIR    (after tar -C .carry -xJf .carry/carry.tar.xz)
+set -uo pipefail
+out=${1:-/tmp/s3_tests}
+mkdir -p "$out"
+cudnn_venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
+export LD_LIBRARY_PATH=$PWD/.carry/lib:$cudnn_venv:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+bin=$PWD/.carry/bin/opsched
+{ echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"; echo "commit: $(git rev-parse --short HEAD 2>/dev/null)"
+  nvidia-smi --query-gpu=name,driver_version,uuid --format=csv,noheader; } > "$out/env.txt"
+for t in test_cuda_gpu test_exec_gpu test_sched_exec_gpu test_conformance test_measure; do
+  [ -x .carry/tests/$t ] || continue
+  timeout ${TEST_S:-120} ./.carry/tests/$t > "$out/$t.log" 2>&1
+  echo "$t: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$out/$t.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \] test' "$out/$t.log" | head -5
+done
+for m in resnet50 googlenet inception_v3; do
+  timeout 60 $bin profile $m --batch 1 --math fp32 --layout nhwc --fold-bn --check on --layers off \
+      --host-layers off --cuda-graph off --min-ms 50 --out-dir "$out/fp32" > "$out/fp32_$m.log" 2>&1
+  echo "$m fp32 nhwc rc=$? $(grep -E 'Numerics' "$out/fp32_$m.log")"
+done
