@@ -147,6 +147,11 @@ typedef struct opsched_sched_exec_options {
      * smaller workspace) is often the better one. */
     const char *concurrent_algo;
     size_t concurrent_workspace_limit;
+    /* 1: for timing only: weights and inputs (those the graph gives no
+     * values) filled with uniform values on the device, not drawn on the
+     * host and uploaded; outputs are then not comparable with the
+     * sequential executor's.  The stage measurer builds its executors so. */
+    int timing_only;
 } opsched_sched_exec_options;
 
 /* Plans everything and lays out memory.  Fails like
@@ -254,6 +259,17 @@ opsched_status opsched_sched_executor_time(opsched_sched_executor *ex, int use_g
                                            const opsched_run_timing_options *opts,
                                            opsched_run_timing *out);
 
+/* Several executors (of one device) timed in turns, out[i] for ex[i]:
+ * rounds in which each executor gets two untimed runs and 16 timed ones,
+ * until each has opts->iters samples and opts->min_ms in all (warm-up
+ * opts->warmup_ms, in turns too).  Schedules compared this way see the
+ * same device clocks; timed one after the other for seconds each, the
+ * first looked a few percent faster than it was.  use_graph: replays
+ * (capture each first). */
+opsched_status opsched_sched_executors_time(opsched_sched_executor *const *ex, int n,
+                                            int use_graph, const opsched_run_timing_options *opts,
+                                            opsched_run_timing *out);
+
 /* Relative L2 error of ex's outputs against ref's (both already run on
  * the same inputs): sqrt(sum (a - b)^2 / sum b^2) over all outputs; inf
  * when a value is not finite.  The graphs must have the same outputs. */
@@ -314,7 +330,8 @@ void opsched_stage_measurer_stats_get(const opsched_stage_measurer *m,
 
 /* Runs each of the n candidate schedules of g whole (NULL entries are
  * skipped) and times it: replays of one device graph where the backend has
- * them, else free runs; timing NULL: 50 ms warm-up, 30 samples, 100 ms.
+ * them, else free runs), all in turns (opsched_sched_executors_time);
+ * timing NULL: 50 ms warm-up, 32 samples and 100 ms each.
  * ms[i] gets candidate i's median (+inf when it cannot run here: an
  * algorithm, a merge or memory the device lacks), *best the fastest's
  * index.  Stage costs are measured stage by stage, so a searched schedule

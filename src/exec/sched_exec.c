@@ -815,6 +815,18 @@ static int in_weights(const sx_tensor *t)
 }
 
 /* Packs the weights that launches read into one buffer. */
+/* Timing only: a float weight the graph gives no values is drawn on the
+ * device (constants, integer tensors and merged weights keep the host's
+ * values: indices and shapes must stay meaningful). */
+static int device_drawn(const opsched_sched_executor *ex, const opsched_graph *g, int t)
+{
+    const sx_tensor *et = &ex->tensors[t];
+    if (!ex->timing_only || et->host || t >= ex->n_graph_tensors) return 0;
+    const opsched_tensor *gt = opsched_graph_tensor(g, t);
+    return gt && gt->kind == OPSCHED_TENSOR_WEIGHT && !gt->data &&
+           (et->sdt == OPSCHED_F32 || et->sdt == OPSCHED_F16 || et->sdt == OPSCHED_BF16);
+}
+
 static opsched_status load_weights(opsched_sched_executor *ex, const opsched_graph *g,
                                    uint64_t seed)
 {
@@ -833,16 +845,24 @@ static opsched_status load_weights(opsched_sched_executor *ex, const opsched_gra
     for (int t = 0; t < ex->n_tensors; t++) {
         sx_tensor *et = &ex->tensors[t];
         if (!in_weights(et) || !et->used || et->parent != t) continue;
+        OS_TRY_GOTO(st, opsched_buffer_view(ex->weights, off, et->bytes, &et->buf), done);
         if (et->host)
             memcpy(host + off, et->host, et->bytes);
+        else if (device_drawn(ex, g, t))
+            /* drawn on the device, below */;
         else
             OS_TRY_GOTO(
                 st, os_exec_tensor_values(ex->ctx, g, t, ex->math, ex->layout, seed, host + off),
                 done);
-        OS_TRY_GOTO(st, opsched_buffer_view(ex->weights, off, et->bytes, &et->buf), done);
         off += align_up(et->bytes ? et->bytes : 1);
     }
     OS_TRY_GOTO(st, opsched_buffer_upload(ex->weights, 0, host, total), done);
+    for (int t = 0; ex->timing_only && t < ex->n_tensors; t++) {
+        sx_tensor *et = &ex->tensors[t];
+        if (!in_weights(et) || !et->used || et->parent != t || !et->buf) continue;
+        if (!device_drawn(ex, g, t)) continue;
+        OS_TRY_GOTO(st, opsched_buffer_fill_random(et->buf, et->sdt, seed + (uint64_t)t), done);
+    }
 done:
     free(host);
     return st;
@@ -1034,6 +1054,7 @@ opsched_status opsched_sched_executor_create(opsched_device *dev, const opsched_
     ex->ctx = ctx;
     ex->math = o.exec.plan.math;
     ex->layout = o.exec.plan.layout;
+    ex->timing_only = o.timing_only;
     ex->n_stages = s->n_stages;
     OS_TRY_GOTO(st, copy_graph(ex, g), fail);
     b.g = g;

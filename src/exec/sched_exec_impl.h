@@ -57,6 +57,7 @@ struct opsched_sched_executor {
     opsched_ctx *ctx;
     opsched_math math;
     opsched_layout layout;
+    int timing_only; /* opsched_sched_exec_options.timing_only */
     int n_nodes, n_graph_tensors, n_stages;
     int n_inputs, n_outputs;
     int *inputs, *outputs; /* tensor ids */

@@ -95,6 +95,7 @@ opsched_status opsched_stage_measurer_create(opsched_device *dev,
     m->dev = dev;
     m->ctx = opsched_device_ctx(dev);
     if (opts) m->o = *opts;
+    m->o.exec.timing_only = 1; /* values do not matter to a stage's time */
     if (m->o.timing.iters <= 0) {
         /* The probe before the timing has already warmed the stage up
          * (>= 1 ms and 3 replays), every sample lasts >= sample_min_us, and
@@ -306,7 +307,8 @@ static opsched_status time_stage(opsched_stage_measurer *m, opsched_sched_execut
         }
     }
     if (use_graph) {
-        opsched_run_timing_options probe = {1.0, 3, 0.0};
+        /* a few replays: the device is busy with stage after stage */
+        opsched_run_timing_options probe = {0.2, 2, 0.0};
         t0 = os_now_ms();
         opsched_status st = opsched_sched_executor_time(ex, 1, &probe, &t);
         m->stats.timing_seconds += (os_now_ms() - t0) / 1000.0;

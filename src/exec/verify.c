@@ -12,6 +12,7 @@
  * slower than sequential" hold by measurement rather than by model.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -25,40 +26,62 @@ opsched_status opsched_schedules_time_whole(opsched_device *dev, const opsched_g
 {
     if (!dev || !g || !cands || n < 1 || !ms || !best) return OPSCHED_ERR_INVALID_ARG;
     opsched_ctx *ctx = opsched_device_ctx(dev);
-    opsched_run_timing_options t = {50.0, 30, 100.0};
+    opsched_run_timing_options t = {50.0, 32, 100.0};
     if (timing && timing->iters > 0) t = *timing;
     *best = -1;
+    opsched_status st = OPSCHED_OK;
+    opsched_sched_executor **ex = calloc((size_t)n, sizeof(*ex));
+    opsched_sched_executor **run = calloc((size_t)n, sizeof(*run));
+    int *which = calloc((size_t)n, sizeof(int));
+    opsched_run_timing *r = calloc((size_t)n, sizeof(*r));
+    if (!ex || !run || !which || !r) {
+        st = OS_NOMEM(ctx);
+        goto done;
+    }
+    int m = 0, use_graph = 1;
     for (int i = 0; i < n; i++) {
         ms[i] = INFINITY;
         if (!cands[i]) continue;
-        opsched_sched_executor *ex = NULL;
-        opsched_run_timing r;
-        opsched_status st = opsched_sched_executor_create(dev, g, cands[i], opts, &ex);
-        int use_graph = 0;
-        if (st == OPSCHED_OK) {
-            st = opsched_sched_executor_capture(ex);
-            if (st == OPSCHED_ERR_UNSUPPORTED) {
+        st = opsched_sched_executor_create(dev, g, cands[i], opts, &ex[i]);
+        if (st == OPSCHED_OK && use_graph) {
+            st = opsched_sched_executor_capture(ex[i]);
+            if (st == OPSCHED_ERR_UNSUPPORTED && m == 0) { /* no device graphs: free runs */
                 opsched_ctx_clear_error(ctx);
+                use_graph = 0;
                 st = OPSCHED_OK;
-            } else if (st == OPSCHED_OK) {
-                use_graph = 1;
             }
         }
-        if (st == OPSCHED_OK) st = opsched_sched_executor_time(ex, use_graph, &t, &r);
-        opsched_sched_executor_free(ex);
         if (st == OPSCHED_ERR_UNSUPPORTED || st == OPSCHED_ERR_DEVICE_OOM) {
             /* This candidate cannot run here: it is simply not chosen. */
             os_log(ctx, OPSCHED_LOG_INFO, "candidate schedule %d cannot run here: %s", i,
                    opsched_ctx_last_error(ctx));
             opsched_ctx_clear_error(ctx);
+            opsched_sched_executor_free(ex[i]);
+            ex[i] = NULL;
+            st = OPSCHED_OK;
             continue;
         }
-        OS_TRY(st);
-        ms[i] = r.stats.median;
-        if (*best < 0 || ms[i] < ms[*best]) *best = i;
+        if (st != OPSCHED_OK) goto done;
+        run[m] = ex[i];
+        which[m++] = i;
     }
-    if (*best < 0)
-        return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "none of the %d candidate schedules runs here",
-                       n);
-    return OPSCHED_OK;
+    if (m == 0) {
+        st = OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "none of the %d candidate schedules runs here",
+                     n);
+        goto done;
+    }
+    /* In turns, so that every candidate sees the same device clocks. */
+    OS_TRY_GOTO(st, opsched_sched_executors_time(run, m, use_graph, &t, r), done);
+    for (int k = 0; k < m; k++) {
+        ms[which[k]] = r[k].stats.median;
+        if (*best < 0 || ms[which[k]] < ms[*best]) *best = which[k];
+    }
+done:
+    for (int i = 0; ex && i < n; i++)
+        opsched_sched_executor_free(ex[i]);
+    free(ex);
+    free(run);
+    free(which);
+    free(r);
+    return st;
 }

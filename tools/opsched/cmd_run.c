@@ -484,15 +484,15 @@ static int save_schedules(opsched_ctx *ctx, const run_args *a, const opsched_gra
 
 /* ---- running ------------------------------------------------------------ */
 
-/* Runs, checks and times one schedule; adds its traced run to tr. */
-static int run_one(opsched_ctx *ctx, opsched_device *dev, const run_args *a, const opsched_graph *g,
-                   opsched_executor *ref, opsched_trace *tr, run_item *it)
+/* Builds and checks one schedule's executor (outputs against ref). */
+static int build_one(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
+                     const opsched_graph *g, opsched_executor *ref, run_item *it,
+                     opsched_sched_executor **out)
 {
     opsched_sched_exec_options o = exec_options(a);
     opsched_sched_executor *ex = NULL;
     opsched_status st = opsched_sched_executor_create(dev, g, it->s, &o, &ex);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, it->label);
-    int rc = TOOL_EXIT_OK;
     it->rel_l2 = NAN;
     st = opsched_sched_executor_info(ex, &it->info);
     if (st == OPSCHED_OK && ref) {
@@ -500,31 +500,75 @@ static int run_one(opsched_ctx *ctx, opsched_device *dev, const run_args *a, con
         if (st == OPSCHED_OK) st = opsched_device_sync(dev);
         if (st == OPSCHED_OK) st = opsched_sched_executor_compare(ex, ref, &it->rel_l2);
     }
-    if (st == OPSCHED_OK) st = opsched_sched_executor_time(ex, 0, &a->timing, &it->free_t);
-    if (st == OPSCHED_OK && a->cuda_graph) {
-        st = opsched_sched_executor_capture(ex);
-        if (st == OPSCHED_ERR_UNSUPPORTED) {
-            opsched_ctx_clear_error(ctx);
-            st = OPSCHED_OK;
-        } else if (st == OPSCHED_OK) {
-            st = opsched_sched_executor_time(ex, 1, &a->timing, &it->graph_t);
-            it->has_graph = st == OPSCHED_OK;
+    if (st != OPSCHED_OK) {
+        opsched_sched_executor_free(ex);
+        return tool_fail(ctx, st, it->label);
+    }
+    *out = ex;
+    return TOOL_EXIT_OK;
+}
+
+/* Every schedule's executor built and checked, then timed in turns (free
+ * runs, then CUDA-graph replays), so the rows see the same device clocks;
+ * then each one's traced run. */
+static int run_all(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
+                   const opsched_graph *g, opsched_executor *ref, opsched_trace *tr,
+                   run_item *items, int n)
+{
+    opsched_sched_executor *ex[MAX_SCHEDULES] = {NULL};
+    opsched_run_timing t[MAX_SCHEDULES];
+    int rc = TOOL_EXIT_OK;
+    opsched_status st = OPSCHED_OK;
+    for (int i = 0; i < n && rc == TOOL_EXIT_OK; i++) {
+        fprintf(stderr, "building %s...\n", items[i].label);
+        rc = build_one(ctx, dev, a, g, ref, &items[i], &ex[i]);
+    }
+    if (rc != TOOL_EXIT_OK) goto done;
+    fprintf(stderr, "timing free runs...\n");
+    st = opsched_sched_executors_time(ex, n, 0, &a->timing, t);
+    if (st != OPSCHED_OK) goto fail;
+    for (int i = 0; i < n; i++) items[i].free_t = t[i];
+    if (a->cuda_graph) {
+        int graphs = 1;
+        for (int i = 0; i < n && graphs; i++) {
+            st = opsched_sched_executor_capture(ex[i]);
+            if (st == OPSCHED_ERR_UNSUPPORTED) {
+                opsched_ctx_clear_error(ctx);
+                graphs = 0;
+                st = OPSCHED_OK;
+            } else if (st != OPSCHED_OK) {
+                goto fail;
+            }
+        }
+        if (graphs) {
+            fprintf(stderr, "timing CUDA-graph replays...\n");
+            st = opsched_sched_executors_time(ex, n, 1, &a->timing, t);
+            if (st != OPSCHED_OK) goto fail;
+            for (int i = 0; i < n; i++) {
+                items[i].graph_t = t[i];
+                items[i].has_graph = 1;
+            }
         }
     }
-    if (st == OPSCHED_OK && tr) {
+    for (int i = 0; i < n && tr; i++) {
         opsched_sched_span *spans = NULL;
-        int n = 0;
+        int ns = 0;
         double total = 0;
         opsched_device_info info;
         char label[160];
-        snprintf(label, sizeof(label), "%s %s", opsched_graph_name(g), it->label);
-        st = opsched_sched_executor_trace(ex, &spans, &n, &total);
+        snprintf(label, sizeof(label), "%.100s %.31s", opsched_graph_name(g), items[i].label);
+        st = opsched_sched_executor_trace(ex[i], &spans, &ns, &total);
         if (st == OPSCHED_OK) st = opsched_device_info_get(dev, &info);
-        if (st == OPSCHED_OK) st = opsched_trace_add_schedule(tr, &info, spans, n, total, label);
+        if (st == OPSCHED_OK) st = opsched_trace_add_schedule(tr, &info, spans, ns, total, label);
         free(spans);
+        if (st != OPSCHED_OK) goto fail;
     }
-    if (st != OPSCHED_OK) rc = tool_fail(ctx, st, it->label);
-    opsched_sched_executor_free(ex);
+    goto done;
+fail:
+    rc = tool_fail(ctx, st, "run the schedules");
+done:
+    for (int i = 0; i < n; i++)
+        opsched_sched_executor_free(ex[i]);
     return rc;
 }
 
@@ -666,11 +710,8 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
         rc = tool_fail(ctx, st, "trace");
         goto done;
     }
-    for (int i = 0; i < n_items; i++) {
-        fprintf(stderr, "running %s...\n", items[i].label);
-        rc = run_one(ctx, dev, &a, g, ref, tr, &items[i]);
-        if (rc != TOOL_EXIT_OK) goto done;
-    }
+    rc = run_all(ctx, dev, &a, g, ref, tr, items, n_items);
+    if (rc != TOOL_EXIT_OK) goto done;
     double tol = opsched_profile_tolerance(a.math);
     print_table(&a, items, n_items, tol);
     if (tr) {
