@@ -47,6 +47,18 @@ for m in $models; do
       --min-ms 300 > "$out/run_${m}_b$B.log" 2>&1
   echo "$m run rc=$?"; grep -E '^(sequential|greedy|ios) |verified' "$out/run_${m}_b$B.log"
 done
+if [ "${CHEAP:-0}" = 1 ]; then
+  echo "== inception_v3: measured search again from scratch with cheaper stage timing (--stage-ms 0.2,0.5)"
+  t0=$SECONDS
+  timeout 90 $bin schedule inception_v3 --cost measure $common --stage-ms 0.2,0.5 --db "$out/cheap.db" \
+      --quiet -o "$out/sched/inception_v3_b${B}_ios_cheap.json" > "$out/search_inception_v3_b${B}_cheap.log" 2>&1
+  echo "search rc=$? $((SECONDS - t0))s"
+  grep -E '^  [0-9.]+ s,|^verify|stages:|measuring:' "$out/search_inception_v3_b${B}_cheap.log" | head -5
+  timeout 60 $bin run inception_v3 --schedule "$out/sched/inception_v3_b${B}_ios_cheap.json" $common \
+      --min-ms 300 > "$out/run_inception_v3_b${B}_cheap.log" 2>&1
+  echo "run rc=$?"; grep -E '^(sequential|file)' "$out/run_inception_v3_b${B}_cheap.log"
+  rm -f "$out"/cheap.db*
+fi
 if [ "${PRED:-0}" = 1 ]; then
   echo "== operators alone in NHWC (sweep), predicted-cost searches"
   timeout $(lim 120) $bin sweep bench/specs/s3_issue6_nhwc.yml --db "$db" --layout nhwc \
