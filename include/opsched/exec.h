@@ -326,6 +326,14 @@ typedef struct opsched_stage_measurer_stats {
 void opsched_stage_measurer_stats_get(const opsched_stage_measurer *m,
                                       opsched_stage_measurer_stats *out);
 
+/* The single-op cost of every node of the graphs it will measure stages
+ * of (node_ms[i] for node i, n entries; borrowed, must outlive the
+ * measurer's use; NULL: none).  With them the repeat count of a stage's
+ * sample comes from its longest group's single-op sum, so the stage is
+ * captured and timed once instead of probed first. */
+void opsched_stage_measurer_set_node_costs(opsched_stage_measurer *m, const double *node_ms,
+                                           int n);
+
 /* ---- end-to-end check of searched schedules ---------------------------- */
 
 /* Runs each of the n candidate schedules of g whole (NULL entries are

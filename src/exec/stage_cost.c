@@ -35,6 +35,8 @@ struct opsched_stage_measurer {
     opsched_stage_measure_options o;
     cost_entry *table;
     size_t cap, n; /* cap a power of two, kept at most half full */
+    const double *node_ms; /* single-op costs, or NULL (set_node_costs) */
+    int n_nodes;
     opsched_stage_measurer_stats stats;
     opsched_plan_cache_stats plan_cache0; /* the device's counters at creation */
 };
@@ -119,6 +121,40 @@ void opsched_stage_measurer_free(opsched_stage_measurer *m)
         free(m->table[i].sig);
     free(m->table);
     free(m);
+}
+
+void opsched_stage_measurer_set_node_costs(opsched_stage_measurer *m, const double *node_ms,
+                                           int n)
+{
+    if (!m) return;
+    m->node_ms = n > 0 ? node_ms : NULL;
+    m->n_nodes = node_ms ? n : 0;
+}
+
+/* The stage's cost estimated from single-op costs: its longest group's
+ * sum (a merge: its longest member); 0 when a node's cost is unknown. */
+static double estimate_ms(const opsched_stage_measurer *m, const opsched_stage *st)
+{
+    if (!m->node_ms) return 0;
+    double est = 0;
+    if (st->kind == OPSCHED_STAGE_MERGE) {
+        for (int i = 0; i < st->merge.n_members; i++) {
+            int v = st->merge.members[i].node;
+            if (v < 0 || v >= m->n_nodes || !(m->node_ms[v] > 0)) return 0;
+            est = fmax(est, m->node_ms[v]);
+        }
+        return est;
+    }
+    for (int j = 0; j < st->n_groups; j++) {
+        double sum = 0;
+        for (int p = 0; p < st->groups[j].n_nodes; p++) {
+            int v = st->groups[j].nodes[p];
+            if (v < 0 || v >= m->n_nodes || !(m->node_ms[v] >= 0)) return 0;
+            sum += m->node_ms[v];
+        }
+        est = fmax(est, sum);
+    }
+    return est;
 }
 
 void opsched_stage_measurer_stats_get(const opsched_stage_measurer *m,
@@ -290,30 +326,38 @@ done:
 
 /* ---- measuring ------------------------------------------------------------- */
 
-/* Median ms of one run of the stage on ex. */
-static opsched_status time_stage(opsched_stage_measurer *m, opsched_sched_executor *ex, double *ms)
+/* Median ms of one run of the stage on ex.  est_ms > 0: the stage's cost
+ * estimated from single-op costs (its longest group's sum), which sets the
+ * repeat count of a sample without a probe: concurrency cannot make a
+ * stage much shorter than its longest group alone, nor longer than all
+ * its groups in a row, so a sample lands near sample_min_us either way. */
+static opsched_status time_stage(opsched_stage_measurer *m, opsched_sched_executor *ex,
+                                 double est_ms, double *ms)
 {
     int use_graph = !m->o.no_graph, repeat = 1;
     opsched_run_timing t;
+    double want_ms = m->o.sample_min_us / 1000.0;
+    if (use_graph && est_ms > 0)
+        repeat = (int)OS_MIN(OS_MAX(ceil(want_ms / est_ms), 1.0), 1000.0);
     double t0 = os_now_ms();
     if (use_graph) {
-        opsched_status st = os_sx_capture(ex, 1);
+        opsched_status st = os_sx_capture(ex, repeat);
         m->stats.capture_seconds += (os_now_ms() - t0) / 1000.0;
         if (st == OPSCHED_ERR_UNSUPPORTED) {
             opsched_ctx_clear_error(m->ctx);
             use_graph = 0;
+            repeat = 1;
         } else {
             OS_TRY(st);
         }
     }
-    if (use_graph) {
-        /* a few replays: the device is busy with stage after stage */
+    if (use_graph && !(est_ms > 0)) {
+        /* no estimate: a few replays choose the repeat count */
         opsched_run_timing_options probe = {0.2, 2, 0.0};
         t0 = os_now_ms();
         opsched_status st = opsched_sched_executor_time(ex, 1, &probe, &t);
         m->stats.timing_seconds += (os_now_ms() - t0) / 1000.0;
         OS_TRY(st);
-        double want_ms = m->o.sample_min_us / 1000.0;
         if (t.stats.median > 0 && t.stats.median < want_ms) {
             repeat = (int)OS_MIN(ceil(want_ms / t.stats.median), 1000.0);
             t0 = os_now_ms();
@@ -361,7 +405,7 @@ opsched_status opsched_stage_cost_measured(void *user, const opsched_graph *g,
     OS_TRY_GOTO(st, copy_schedule(c, stage, node_map, &s), done);
     st = opsched_sched_executor_create(m->dev, c, s, &m->o.exec, &ex);
     m->stats.build_seconds += (os_now_ms() - tb) / 1000.0;
-    if (st == OPSCHED_OK) st = time_stage(m, ex, ms);
+    if (st == OPSCHED_OK) st = time_stage(m, ex, estimate_ms(m, stage), ms);
     if (st == OPSCHED_ERR_UNSUPPORTED || st == OPSCHED_ERR_DEVICE_OOM) {
         os_log(m->ctx, OPSCHED_LOG_INFO, "stage starting with '%s' cannot run here (+inf): %s",
                opsched_graph_node(c, 0)->name, opsched_ctx_last_error(m->ctx));

@@ -57,7 +57,8 @@ static const char schedule_help[] =
     "                       the sequential and greedy ones and keep the fastest (default\n"
     "                       on): stage costs are measured stage by stage and cannot see\n"
     "                       what happens between stages\n"
-    "  --stage-ms W,M       measure: warm-up and sampling per stage in ms (default\n"
+    "  --stage-ms W,M       measure: warm-up and sampling per stage in ms, M = 0: exactly\n"
+    "                       10 samples (default\n"
     "                       1,2: each stage warmed up W ms, then sampled >= M ms)\n"
     "  --math M             fp32, tf32 (default), fp16 or bf16\n"
     "  --layout L           nchw (default) or nhwc\n"
@@ -78,7 +79,8 @@ typedef struct sched_args {
     const char *db, *device, *algo, *output, *backend;
     int index;
     double bound; /* 0: off */
-    double stage_warmup_ms, stage_min_ms; /* 0: the measurer's defaults */
+    double stage_warmup_ms, stage_min_ms; /* --stage-ms */
+    int stage_set;                        /* 0: the measurer's defaults */
     int64_t stages_device;                /* 0: the predicting device */
     opsched_math math;
     opsched_layout layout;
@@ -179,11 +181,12 @@ static int parse_args(int argc, char **argv, sched_args *a)
             char *end = NULL;
             double w = strtod(optarg, &end), m = -1;
             if (end != optarg && *end == ',') m = strtod(end + 1, &end);
-            if (!(w > 0 && m > 0 && !*end))
+            if (!(w >= 0 && m >= 0 && !*end))
                 return tool_usage_error("schedule", "--stage-ms wants WARMUP,MIN in ms, e.g. 2,3, "
                                                     "got '%s'", optarg);
             a->stage_warmup_ms = w;
             a->stage_min_ms = m;
+            a->stage_set = 1;
             break;
         }
         case 'D':
@@ -330,7 +333,7 @@ static int setup_measure(opsched_ctx *ctx, const sched_args *a, const opsched_gr
     mo.exec.exec.plan.layout = a->layout;
     mo.exec.exec.plan.algo = a->algo;
     mo.exec.exec.plan.fuse_activation = 1;
-    if (a->stage_min_ms > 0) { /* else the measurer's defaults */
+    if (a->stage_set) { /* else the measurer's defaults */
         mo.timing.warmup_ms = a->stage_warmup_ms;
         mo.timing.min_ms = a->stage_min_ms;
         mo.timing.iters = 10;
@@ -373,6 +376,8 @@ static int setup_measure(opsched_ctx *ctx, const sched_args *a, const opsched_gr
     opsched_schedule_free(seq);
     k->node_ms = c->node_ms;
     k->n_nodes = n;
+    /* each later stage's sample length is set from these, without a probe */
+    opsched_stage_measurer_set_node_costs(c->measurer, c->node_ms, n);
     return TOOL_EXIT_OK;
 }
 
