@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Measured IOS search time on the H100 (NHWC, TF32, batch 1), each from an
+# empty stage database: inception_v3 with --stage-ms 0,0 (no warm-up beyond
+# three replays, exactly 10 samples), at the default bound 0.9 and at 1.0,
+# googlenet likewise; each found schedule then run against sequential and
+# greedy (rows timed in turns).  Then the GPU tests of the schedule executor.
+#   bash bench/gpu_s3_search.sh OUTDIR    (after tar -C .carry -xJf .carry/carry.tar.xz)
+set -uo pipefail
+out=${1:-/tmp/s3_search}
+mkdir -p "$out"
+cudnn_venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
+export LD_LIBRARY_PATH=$PWD/.carry/lib:$cudnn_venv:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+bin=$PWD/.carry/bin/opsched
+{ echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  nvidia-smi --query-gpu=name,driver_version,uuid --format=csv,noheader; } > "$out/env.txt"; cat "$out/env.txt"
+common="--batch 1 --math tf32 --layout nhwc"
+for cfg in "inception_v3 0.9" "inception_v3 1.0" "googlenet 0.9"; do
+  set -- $cfg
+  t0=$SECONDS
+  timeout 120 $bin schedule $1 --cost measure $common --stage-ms ${STAGE_MS:-0,0} --bound $2 \
+      --db "$out/s_$1_$2.db" --quiet -o "$out/${1}_bound$2.json" > "$out/search_${1}_bound$2.log" 2>&1
+  echo "$1 bound $2: rc=$? $((SECONDS - t0)) s in all"
+  grep -E '^  [0-9.]+ s,|^verify|stages:|measuring:' "$out/search_${1}_bound$2.log"
+  timeout 90 $bin run $1 --compare sequential,greedy,ios $common --db "$out/s_$1_$2.db" --min-ms 300 \
+      > "$out/run_${1}_bound$2.log" 2>&1
+  echo "run rc=$?"; grep -E '^(sequential|greedy|ios) |verified' "$out/run_${1}_bound$2.log"
+done
+rm -f "$out"/*.db*
+for t in test_sched_exec_gpu test_exec_gpu; do
+  timeout 120 ./.carry/tests/$t > "$out/$t.log" 2>&1
+  echo "$t: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$out/$t.log" | tr '\n' ' ')"
+done
