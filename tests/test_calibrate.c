@@ -242,8 +242,10 @@ static void test_calibrate_cpu(void **state)
     /* Bounds no CPU of this decade falls outside of. */
     assert_true(c.peak_flops > 1e8 && c.peak_flops < 1e14);
     assert_true(c.bandwidth > 1e8 && c.bandwidth < 1e13);
-    assert_true(c.launch_us > 0 && c.launch_us < 10000);
-    assert_true(c.graph_node_us >= 0 && c.graph_node_us < 10000);
+    /* A launch's cost is a measured time, not a target: a loaded 2-core
+     * machine measured 16 ms once; a second bounds a value gone wrong. */
+    assert_true(c.launch_us > 0 && c.launch_us < 1e6);
+    assert_true(c.graph_node_us >= 0 && c.graph_node_us < 1e6);
     assert_true(isnan(c.idle_power_w) || (c.idle_power_w > 0 && c.idle_power_w < 2000));
     assert_true(c.created_at > 1.6e9);
 

@@ -831,38 +831,52 @@ static opsched_status load_weights(opsched_sched_executor *ex, const opsched_gra
                                    uint64_t seed)
 {
     opsched_status st = OPSCHED_OK;
-    size_t total = 0;
+    size_t total = 0, host_total = 0;
     for (int t = 0; t < ex->n_tensors; t++) {
         const sx_tensor *et = &ex->tensors[t];
-        if (in_weights(et) && et->used && et->parent == t)
-            total += align_up(et->bytes ? et->bytes : 1);
+        if (!in_weights(et) || !et->used || et->parent != t) continue;
+        total += align_up(et->bytes ? et->bytes : 1);
+        if (!device_drawn(ex, g, t)) host_total = total; /* the upload ends here */
     }
     ex->info.weight_bytes = total;
     OS_TRY(opsched_buffer_alloc(ex->dev, total, &ex->weights));
-    unsigned char *host = calloc(total ? total : 1, 1);
-    if (!host) return OS_NOMEM(ex->ctx);
+    /* Host values for what is not drawn on the device, uploaded in one go
+     * up to the last such tensor (nothing at all when timing only and every
+     * weight is drawn on the device: a stage of large convolutions then
+     * costs no host memory and no copy). */
+    unsigned char *host = host_total ? calloc(host_total, 1) : NULL;
+    if (host_total && !host) return OS_NOMEM(ex->ctx);
+    /* Every weight drawn on the device and of one storage type: one fill
+     * of the whole buffer (one launch and two syncs, not two per tensor). */
+    int one_fill = !host_total && total > 0;
+    opsched_dtype fill_dt = OPSCHED_F32;
+    for (int t = 0, first = 1; one_fill && t < ex->n_tensors; t++) {
+        const sx_tensor *et = &ex->tensors[t];
+        if (!in_weights(et) || !et->used || et->parent != t) continue;
+        if (first) fill_dt = et->sdt;
+        else if (et->sdt != fill_dt) one_fill = 0;
+        first = 0;
+    }
+    if (one_fill) OS_TRY_GOTO(st, opsched_buffer_fill_random(ex->weights, fill_dt, seed), done);
     size_t off = 0;
     for (int t = 0; t < ex->n_tensors; t++) {
         sx_tensor *et = &ex->tensors[t];
         if (!in_weights(et) || !et->used || et->parent != t) continue;
         OS_TRY_GOTO(st, opsched_buffer_view(ex->weights, off, et->bytes, &et->buf), done);
-        if (et->host)
+        if (device_drawn(ex, g, t)) {
+            if (!one_fill)
+                OS_TRY_GOTO(st, opsched_buffer_fill_random(et->buf, et->sdt, seed + (uint64_t)t),
+                            done);
+        }
+        else if (et->host)
             memcpy(host + off, et->host, et->bytes);
-        else if (device_drawn(ex, g, t))
-            /* drawn on the device, below */;
         else
             OS_TRY_GOTO(
                 st, os_exec_tensor_values(ex->ctx, g, t, ex->math, ex->layout, seed, host + off),
                 done);
         off += align_up(et->bytes ? et->bytes : 1);
     }
-    OS_TRY_GOTO(st, opsched_buffer_upload(ex->weights, 0, host, total), done);
-    for (int t = 0; ex->timing_only && t < ex->n_tensors; t++) {
-        sx_tensor *et = &ex->tensors[t];
-        if (!in_weights(et) || !et->used || et->parent != t || !et->buf) continue;
-        if (!device_drawn(ex, g, t)) continue;
-        OS_TRY_GOTO(st, opsched_buffer_fill_random(et->buf, et->sdt, seed + (uint64_t)t), done);
-    }
+    if (host_total) OS_TRY_GOTO(st, opsched_buffer_upload(ex->weights, 0, host, host_total), done);
 done:
     free(host);
     return st;
