@@ -26,7 +26,7 @@ for cfg in "inception_v3 0.9" "inception_v3 1.0" "googlenet 0.9"; do
   echo "run rc=$?"; grep -E '^(sequential|file)' "$out/run_${1}_bound$2.log"
 done
 rm -f "$out"/*.db*
-for t in test_sched_exec_gpu test_exec_gpu; do
+for t in test_sched_exec_gpu test_exec_gpu test_cuda_gpu; do
   timeout 120 ./.carry/tests/$t > "$out/$t.log" 2>&1
   echo "$t: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$out/$t.log" | tr '\n' ' ')"
 done
