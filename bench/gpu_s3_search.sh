@@ -14,16 +14,17 @@ bin=$PWD/.carry/bin/opsched
 { echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   nvidia-smi --query-gpu=name,driver_version,uuid --format=csv,noheader; } > "$out/env.txt"; cat "$out/env.txt"
 common="--batch 1 --math tf32 --layout nhwc"
-for cfg in "inception_v3 0.9" "inception_v3 1.0" "googlenet 0.9"; do
-  set -- $cfg
+# CONFIGS: MODEL:BOUND:SAMPLE_US items (sample: --stage-sample-us)
+for cfg in ${CONFIGS:-inception_v3:0.9:100 inception_v3:1.0:100 googlenet:0.9:100}; do
+  IFS=: read -r m bound us <<< "$cfg"
+  tag=${m}_bound${bound}_us${us}
   t0=$SECONDS
-  timeout 120 $bin schedule $1 --cost measure $common --stage-ms ${STAGE_MS:-0,0} --bound $2 \
-      --db "$out/s_$1_$2.db" --quiet -o "$out/${1}_bound$2.json" > "$out/search_${1}_bound$2.log" 2>&1
-  echo "$1 bound $2: rc=$? $((SECONDS - t0)) s in all"
-  grep -E '^  [0-9.]+ s,|^verify|stages:|measuring:' "$out/search_${1}_bound$2.log"
-  timeout 90 $bin run $1 --schedule "$out/${1}_bound$2.json" $common --min-ms 300 \
-      > "$out/run_${1}_bound$2.log" 2>&1
-  echo "run rc=$?"; grep -E '^(sequential|file)' "$out/run_${1}_bound$2.log"
+  timeout 120 $bin schedule $m --cost measure $common --stage-ms ${STAGE_MS:-0,0} --bound $bound \
+      --stage-sample-us $us --db "$out/s_$tag.db" --quiet -o "$out/$tag.json" > "$out/search_$tag.log" 2>&1
+  echo "$m bound $bound sample $us us: rc=$? $((SECONDS - t0)) s in all"
+  grep -E '^  [0-9.]+ s,|^verify|stages:|measuring:' "$out/search_$tag.log"
+  timeout 90 $bin run $m --schedule "$out/$tag.json" $common --min-ms 300 > "$out/run_$tag.log" 2>&1
+  echo "run rc=$?"; grep -E '^(sequential|file)' "$out/run_$tag.log"
 done
 rm -f "$out"/*.db*
 for t in test_sched_exec_gpu test_exec_gpu test_cuda_gpu; do

@@ -60,6 +60,8 @@ static const char schedule_help[] =
     "  --stage-ms W,M       measure: warm-up and sampling per stage in ms, M = 0: exactly\n"
     "                       10 samples (default\n"
     "                       1,2: each stage warmed up W ms, then sampled >= M ms)\n"
+    "  --stage-sample-us U  measure: a stage replayed back to back in one device graph\n"
+    "                       until a sample lasts about U us (default 100)\n"
     "  --math M             fp32, tf32 (default), fp16 or bf16\n"
     "  --layout L           nchw (default) or nhwc\n"
     "  --algo POLICY        convolution algorithm policy (default heuristic)\n"
@@ -81,6 +83,7 @@ typedef struct sched_args {
     double bound; /* 0: off */
     double stage_warmup_ms, stage_min_ms; /* --stage-ms */
     int stage_set;                        /* 0: the measurer's defaults */
+    double stage_sample_us;               /* 0: the measurer's (100) */
     int64_t stages_device;                /* 0: the predicting device */
     opsched_math math;
     opsched_layout layout;
@@ -103,6 +106,7 @@ static int parse_args(int argc, char **argv, sched_args *a)
         {"backend", required_argument, NULL, 'K'}, {"index", required_argument, NULL, 'I'},
         {"bound", required_argument, NULL, 'F'}, {"stage-ms", required_argument, NULL, 'T'},
         {"stages-device", required_argument, NULL, 'D'}, {"verify", required_argument, NULL, 'V'},
+        {"stage-sample-us", required_argument, NULL, 'U'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     int c;
     int64_t v;
@@ -195,6 +199,15 @@ static int parse_args(int argc, char **argv, sched_args *a)
                                                     "database, got '%s'", optarg);
             break;
         case 'q': a->quiet = 1; break;
+        case 'U': {
+            char *end = NULL;
+            double us = strtod(optarg, &end);
+            if (!(end != optarg && !*end && us >= 10 && us <= 100000))
+                return tool_usage_error("schedule", "--stage-sample-us wants 10 to 100000, got '%s'",
+                                        optarg);
+            a->stage_sample_us = us;
+            break;
+        }
         case 'V':
             if (strcmp(optarg, "on") == 0) a->verify = 1;
             else if (strcmp(optarg, "off") == 0) a->verify = 0;
@@ -338,6 +351,7 @@ static int setup_measure(opsched_ctx *ctx, const sched_args *a, const opsched_gr
         mo.timing.min_ms = a->stage_min_ms;
         mo.timing.iters = 10;
     }
+    mo.sample_min_us = a->stage_sample_us;
     c->xo = mo.exec;
     st = opsched_stage_measurer_create(c->dev, &mo, &c->measurer);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, "stage measurer");
