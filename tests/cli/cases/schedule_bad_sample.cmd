@@ -1,0 +1,1 @@
+schedule googlenet --stage-sample-us 5
