@@ -11,18 +11,9 @@ set -uo pipefail
 out=${1:-/tmp/s3_issue4}
 budget=${BUDGET_S:-570}
 mkdir -p "$out/profile"
-cudnn_venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
-export LD_LIBRARY_PATH=$PWD/.carry/lib:$cudnn_venv:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-bin=$PWD/.carry/bin/opsched
-py=/opt/torch/.venv/bin/python3
+. "$(dirname "$0")/gpu_env.sh"
 left() { echo $((budget - SECONDS)); }
-{
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "commit: $(git rev-parse --short HEAD 2>/dev/null)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit,uuid --format=csv,noheader
-  $py -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())'
-} > "$out/env.txt" 2>&1
-cat "$out/env.txt"
+gpu_env_write "$out"
 models=${MODELS:-"alexnet vgg16 resnet50 resnet152 densenet121 googlenet inception_v3 squeezenet1_1"}
 echo "== opsched profile, batch 1 and 16, NHWC"
 for m in $models; do

@@ -10,17 +10,9 @@ set -uo pipefail
 out=${1:-/tmp/s3_layouts}
 budget=${BUDGET_S:-560}
 mkdir -p "$out"
-cudnn_venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
-export LD_LIBRARY_PATH=$PWD/.carry/lib:$cudnn_venv:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-bin=$PWD/.carry/bin/opsched
-py=/opt/torch/.venv/bin/python3
+. "$(dirname "$0")/gpu_env.sh"
 left() { echo $((budget - SECONDS)); }
-{
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit,uuid --format=csv,noheader
-  $py -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())'
-} > "$out/env.txt" 2>&1
-cat "$out/env.txt"
+gpu_env_write "$out"
 models=${MODELS:-"resnet50 googlenet inception_v3 squeezenet1_1 densenet121 vgg16"}
 echo "== opsched run --compare sequential,greedy (batch 1)"
 for m in $models; do

@@ -8,11 +8,8 @@
 set -uo pipefail
 out=${1:-/tmp/s3_search}
 mkdir -p "$out"
-cudnn_venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
-export LD_LIBRARY_PATH=$PWD/.carry/lib:$cudnn_venv:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-bin=$PWD/.carry/bin/opsched
-{ echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  nvidia-smi --query-gpu=name,driver_version,uuid --format=csv,noheader; } > "$out/env.txt"; cat "$out/env.txt"
+. "$(dirname "$0")/gpu_env.sh"
+gpu_env_write "$out"
 common="--batch 1 --math tf32 --layout nhwc"
 # CONFIGS: MODEL:BOUND:SAMPLE_US items (sample: --stage-sample-us)
 for cfg in ${CONFIGS:-inception_v3:0.9:100 inception_v3:1.0:100 googlenet:0.9:100}; do

@@ -7,11 +7,8 @@
 set -uo pipefail
 out=${1:-/tmp/s3_tests}
 mkdir -p "$out"
-cudnn_venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
-export LD_LIBRARY_PATH=$PWD/.carry/lib:$cudnn_venv:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-bin=$PWD/.carry/bin/opsched
-{ echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"; echo "commit: $(git rev-parse --short HEAD 2>/dev/null)"
-  nvidia-smi --query-gpu=name,driver_version,uuid --format=csv,noheader; } > "$out/env.txt"
+. "$(dirname "$0")/gpu_env.sh"
+gpu_env_write "$out"
 for t in test_cuda_gpu test_exec_gpu test_sched_exec_gpu test_conformance test_measure; do
   [ -x .carry/tests/$t ] || continue
   timeout ${TEST_S:-120} ./.carry/tests/$t > "$out/$t.log" 2>&1
