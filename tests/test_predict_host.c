@@ -8,7 +8,10 @@
  * profiled must fall back to the fitted family costs (coverage 0), graph
  * mode must not see them, and with the host rows deleted the prediction
  * must fall back to the family costs alone (host_scale 0), as before host
- * rows existed.
+ * rows existed.  A second network ("other") sharing every layer, whose
+ * host rows are 10x and later: each network takes its own rows, a
+ * network without rows of its own the median of all of them, and leaving
+ * "other" out leaves its rows out.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -129,6 +132,90 @@ static void host_sums(const opsched_network_prediction *r, double *host, double 
     }
 }
 
+/* Builds squeezenet1_1 for any run (whatever its model name). */
+static opsched_status squeeze_loader(opsched_ctx *ctx, const opsched_network_run_row *run,
+                                     void *user, opsched_graph **out)
+{
+    (void)user;
+    opsched_zoo_options zo = {.batch = run->batch, .height = run->height, .width = run->width};
+    return opsched_zoo_build(ctx, "squeezenet1_1", &zo, out);
+}
+
+static opsched_network_prediction *predict_run(fixture *fx, opsched_predictor *p,
+                                               const char *model)
+{
+    opsched_network_run_row run;
+    memset(&run, 0, sizeof(run));
+    snprintf(run.model, sizeof(run.model), "%s", model);
+    run.batch = 1;
+    run.height = run.width = 32;
+    snprintf(run.mode, sizeof(run.mode), "free");
+    opsched_network_prediction *r = NULL;
+    OK(fx, opsched_predict_network_run(p, &run, &r));
+    return r;
+}
+
+/* Every launched layer's host time measured, its measurement id below
+ * (own: 1) or at least (own: 0) first_copy. */
+static void check_host_ids(const opsched_network_prediction *r, int64_t first_copy, int below)
+{
+    for (int i = 0; i < r->n_layers; i++) {
+        const opsched_layer_prediction *l = &r->layers[i];
+        if (!l->launches) continue;
+        assert_true(l->host_measured);
+        if (below)
+            assert_true(l->host_measurement_id < first_copy);
+        else
+            assert_true(l->host_measurement_id >= first_copy);
+    }
+}
+
+/* Copies every host row into a run of a network "other" (b1 32: one free
+ * run, written after the rows), 10x slower and later than the originals;
+ * returns the first copy's measurement id. */
+static int64_t add_other_network(fixture *fx)
+{
+    char script[160], out[160], cmd[600];
+    snprintf(script, sizeof(script), "%s/other.py", fx->dir);
+    snprintf(out, sizeof(out), "%s/other.txt", fx->dir);
+    FILE *f = fopen(script, "w");
+    assert_non_null(f);
+    fputs("import sqlite3, sys\n"
+          "c = sqlite3.connect(sys.argv[1])\n"
+          "first = c.execute('SELECT max(id) FROM measurements').fetchone()[0] + 1\n"
+          "t0 = max(c.execute('SELECT max(created_at) FROM measurements').fetchone()[0],\n"
+          "         c.execute('SELECT max(created_at) FROM network_runs').fetchone()[0]) + 1\n"
+          "c.execute(\"INSERT INTO runs (uuid, command, shard_index, shard_count, started_at,\"\n"
+          "          \" ended_at, status, tool_version) VALUES ('other', 'test', 0, 1, ?, ?,\"\n"
+          "          \" 'done', 'test')\", (t0, t0 + 2))\n"
+          "run = c.execute(\"SELECT id FROM runs WHERE uuid = 'other'\").fetchone()[0]\n"
+          "def cols(t, repl):\n"
+          "    names = [r[1] for r in c.execute('PRAGMA table_info(%s)' % t) if r[1] != 'id']\n"
+          "    return ', '.join(names), ', '.join(repl.get(k, k) for k in names)\n"
+          "n, v = cols('measurements', {'run_id': '?', 'median_ms': 'median_ms * 10',\n"
+          "                             'created_at': '?'})\n"
+          "c.execute(\"INSERT INTO measurements (%s) SELECT %s FROM measurements\"\n"
+          "          \" WHERE instr(settings_key, ';mode=host') > 0 ORDER BY id\" % (n, v), (run, t0))\n"
+          "n, v = cols('network_runs', {'run_id': '?', 'model': \"'other'\", 'created_at': '?'})\n"
+          "c.execute(\"INSERT INTO network_runs (%s) SELECT %s FROM network_runs WHERE\"\n"
+          "          \" model = 'squeezenet1_1' AND mode = 'free' AND input_size = 32\"\n"
+          "          % (n, v), (run, t0 + 1))\n"
+          "c.commit()\n"
+          "print(first)\n",
+          f);
+    fclose(f);
+    const char *py = getenv("OPSCHED_PYTHON");
+    snprintf(cmd, sizeof(cmd), "'%s' '%s' '%s' > '%s'", py && *py ? py : "python3", script,
+             fx->db, out);
+    assert_int_equal(system(cmd), 0);
+    f = fopen(out, "r");
+    assert_non_null(f);
+    long long first = 0;
+    assert_int_equal(fscanf(f, "%lld", &first), 1);
+    fclose(f);
+    return (int64_t)first;
+}
+
 static void test_eager_host_rows(void **state)
 {
     fixture *fx = *state;
@@ -203,6 +290,46 @@ static void test_eager_host_rows(void **state)
     assert_int_equal(n_measured, 0);
     assert_true(host == 0 && isnan(r->host_ms) && isnan(r->coverage_host));
     double graph_ms = r->total_ms;
+    opsched_network_prediction_free(r);
+    opsched_predictor_free(p);
+
+    /* Two networks sharing every layer: each takes its own host rows (not
+     * the latest: other's), one without rows of its own the median of all. */
+    int64_t first_copy = add_other_network(fx);
+    opsched_predictor_options o;
+    opsched_predictor_options_default(&o);
+    o.math = OPSCHED_MATH_FP32;
+    o.rounds = 20;
+    o.folds = 2;
+    o.threads = 1;
+    o.loader = squeeze_loader;
+    OK(fx, opsched_predictor_open(fx->ctx, fx->db, &o, &p));
+    opsched_network_prediction *own = predict_run(fx, p, "squeezenet1_1");
+    opsched_network_prediction *other = predict_run(fx, p, "other");
+    opsched_network_prediction *none = predict_run(fx, p, "nobody");
+    print_message("own rows: squeezenet1_1 host %.4f ms, other %.4f ms, neither (median) %.4f ms\n",
+                  own->host_ms, other->host_ms, none->host_ms);
+    check_host_ids(own, first_copy, 1);
+    check_host_ids(other, first_copy, 0);
+    assert_double_equal(other->host_ms, 10 * own->host_ms, 1e-9 * other->host_ms);
+    assert_true(none->host_ms > 1.5 * own->host_ms && none->host_ms < 0.9 * other->host_ms);
+    opsched_network_prediction_free(none);
+    opsched_network_prediction_free(other);
+    /* A graph goes by its name: the zoo's squeezenet1_1 takes its own. */
+    r = predict(fx, p, 32, OPSCHED_PREDICT_EAGER);
+    check_host_ids(r, first_copy, 1);
+    assert_double_equal(r->host_ms, own->host_ms, 1e-12 * own->host_ms);
+    opsched_network_prediction_free(r);
+    opsched_network_prediction_free(own);
+    r = predict(fx, p, 32, OPSCHED_PREDICT_GRAPH);
+    assert_double_equal(r->total_ms, graph_ms, 0); /* graph mode does not look */
+    opsched_network_prediction_free(r);
+    opsched_predictor_free(p);
+    /* Leaving "other" out leaves its host rows out: the rest's median. */
+    o.exclude_model_runs = "other";
+    OK(fx, opsched_predictor_open(fx->ctx, fx->db, &o, &p));
+    r = predict_run(fx, p, "other");
+    check_host_ids(r, first_copy, 1);
     opsched_network_prediction_free(r);
     opsched_predictor_free(p);
 

@@ -275,7 +275,9 @@ const char *opsched_predict_mode_name(opsched_predict_mode m); /* "graph", "eage
  *   and the host's: the sum over launches of the layer's host time, which
  *   is host_scale x its measured host enqueue time when its configuration
  *   has one under the predictor's settings (";mode=host" rows of opsched
- *   profile: an exact lookup like the device time's), else host_us of its
+ *   profile, by signature and fusion: the median of the rows measured
+ *   profiling this network - the graph's name, a run's model - when it has
+ *   any, else of all the configuration's rows), else host_us of its
  *   family.  Without host rows in the database host_scale is 0 and every
  *   launch costs its family's host_us. */
 typedef struct opsched_composition {
@@ -329,7 +331,7 @@ typedef struct opsched_layer_prediction {
      * runs nothing. */
     double host_ms;
     int host_measured;             /* 1: host_ms rests on a ";mode=host" measurement */
-    int64_t host_measurement_id;   /* that measurement; else 0 */
+    int64_t host_measurement_id;   /* that measurement (the median row); else 0 */
 } opsched_layer_prediction;
 
 typedef struct opsched_network_prediction {

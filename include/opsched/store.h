@@ -314,6 +314,11 @@ typedef struct opsched_dataset_row {
     double energy_j;           /* per launch, total; NaN unless energy_valid */
     double power_mean_w;       /* NaN unless energy_valid */
     double created_at;
+    /* A ";mode=host" row: the network profiled when it was measured (the
+     * model of the first network_runs row of the same run and device
+     * written at or after it: opsched profile stores a network's host rows
+     * just before its network_runs rows); "" for other rows or when none. */
+    char model[128];
 } opsched_dataset_row;
 
 /* Called per row (borrowed for the call); a status other than OK stops

@@ -10,7 +10,10 @@
  *   graph  T = D = scale * sum_i g_i + launch_us * launches + w * W
  *   eager  T = max(D, H),  H = sum_i h_i,
  *          h_i = host_scale * (layer i's measured host time)   when its
- *                configuration has a ";mode=host" row (opsched profile),
+ *                configuration has a ";mode=host" row (opsched profile):
+ *                the median of the rows measured profiling this network
+ *                (the graph's name, a run's model) when it has any, else
+ *                the median of all the configuration's rows,
  *                host_us[family of i]                           otherwise
  * where W is the GB of weights the layers read: a layer timed alone finds
  * its weights in the cache, inside a network they come from memory (at
@@ -95,9 +98,10 @@ static int view_aliases(const opsched_graph *g, const opsched_node *n, opsched_l
            (rowmajor(x, layout) && rowmajor(y, layout));
 }
 
-/* Predicts every layer of g into r->layers (no composition). */
-static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *g, int fuse,
-                                     opsched_network_prediction *r)
+/* Predicts every layer of g into r->layers (no composition); model: the
+ * network's name, whose own host rows a layer's host time prefers. */
+static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *g,
+                                     const char *model, int fuse, opsched_network_prediction *r)
 {
     opsched_status st = OPSCHED_OK;
     int n = opsched_graph_num_nodes(g);
@@ -165,7 +169,7 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
          * it by the composition's host_scale. */
         double h = 0;
         int64_t id = 0;
-        if (os_predict_host_lookup(p, recs[k].signature, fused[k], &h, &id)) {
+        if (os_predict_host_lookup(p, model, recs[k].signature, fused[k], &h, &id)) {
             l->host_measured = 1;
             l->host_measurement_id = id;
             l->host_ms = h;
@@ -297,7 +301,7 @@ static opsched_status take_run(const opsched_network_run_row *run, void *user)
     OS_TRY(st);
     opsched_network_prediction r;
     memset(&r, 0, sizeof(r));
-    st = predict_layers(p, g, 1, &r);
+    st = predict_layers(p, g, run->model, 1, &r);
     opsched_graph_free(g);
     layer_sums s;
     if (st == OPSCHED_OK) sum_layers(&r, &s);
@@ -703,9 +707,9 @@ void opsched_network_prediction_free(opsched_network_prediction *r)
     free(r);
 }
 
-opsched_status opsched_predict_network(opsched_predictor *p, const opsched_graph *g,
-                                       const opsched_predict_options *opts,
-                                       opsched_network_prediction **out)
+static opsched_status predict_network(opsched_predictor *p, const opsched_graph *g,
+                                      const char *model, const opsched_predict_options *opts,
+                                      opsched_network_prediction **out)
 {
     opsched_status st = OPSCHED_OK;
     opsched_predict_options def;
@@ -721,7 +725,7 @@ opsched_status opsched_predict_network(opsched_predictor *p, const opsched_graph
     if (!r) return OS_NOMEM(p->ctx);
     r->mode = opts->mode;
     OS_TRY_GOTO(st, opsched_predictor_composition(p, opts->mode, &r->composition), fail);
-    OS_TRY_GOTO(st, predict_layers(p, g, opts->fuse, r), fail);
+    OS_TRY_GOTO(st, predict_layers(p, g, model, opts->fuse, r), fail);
     layer_sums s;
     sum_layers(r, &s);
     for (int i = 0; i < r->n_layers; i++) r->n_by_source[r->layers[i].p.source]++;
@@ -788,6 +792,13 @@ fail:
     return st;
 }
 
+opsched_status opsched_predict_network(opsched_predictor *p, const opsched_graph *g,
+                                       const opsched_predict_options *opts,
+                                       opsched_network_prediction **out)
+{
+    return predict_network(p, g, g ? opsched_graph_name(g) : NULL, opts, out);
+}
+
 opsched_status opsched_predict_network_run(opsched_predictor *p,
                                            const opsched_network_run_row *run,
                                            opsched_network_prediction **out)
@@ -809,7 +820,7 @@ opsched_status opsched_predict_network_run(opsched_predictor *p,
                        (long long)run->id, run->mode);
     opsched_graph *g = NULL;
     OS_TRY(load_run_graph(p, run, &g));
-    opsched_status st = opsched_predict_network(p, g, &o, out);
+    opsched_status st = predict_network(p, g, run->model, &o, out);
     opsched_graph_free(g);
     return st;
 }

@@ -147,9 +147,13 @@ struct opsched_predictor {
     os_map index;                   /* key -> entry */
     os_map op_rows;                 /* "conv2d+relu" -> training rows */
     os_map host_index;              /* key -> index in host_ms / host_id (";mode=host" rows) */
-    double *host_ms;                /* latest host enqueue time of the configuration, ms */
-    int64_t *host_id;               /* its measurement */
-    size_t n_host, cap_host;
+    double *host_ms;                /* median host enqueue time of the configuration's rows, ms */
+    int64_t *host_id;               /* the median row's measurement */
+    size_t n_host;
+    os_map host_own_index;          /* "<model>\x1f<key>" -> index in host_own_ms / host_own_id */
+    double *host_own_ms;            /* median of the rows measured profiling that model, ms */
+    int64_t *host_own_id;           /* the median row's measurement */
+    size_t n_host_own;
     os_model models[OS_MAX_MODELS];
     int n_models;
     int family_model[OPSCHED_FAMILY_COUNT]; /* index in models, or -1 */
@@ -194,10 +198,12 @@ opsched_status os_predict_many(opsched_predictor *p, const opsched_config_record
                                const int *fused, int n, opsched_op_prediction *out);
 
 /* The host enqueue time measured for a configuration (";mode=host" rows
- * under the predictor's settings): 1 with *ms and *measurement_id set,
- * 0 when none.  (predictor.c) */
-int os_predict_host_lookup(const opsched_predictor *p, const char *signature, int fused_relu,
-                           double *ms, int64_t *measurement_id);
+ * under the predictor's settings) in network model: the median of the
+ * rows measured profiling that model when it has any, else the median of
+ * all rows of the configuration.  1 with *ms and *measurement_id (the
+ * median row) set, 0 when none.  model may be NULL.  (predictor.c) */
+int os_predict_host_lookup(const opsched_predictor *p, const char *model, const char *signature,
+                           int fused_relu, double *ms, int64_t *measurement_id);
 
 /* Absolute percentage errors -> summary. */
 void os_cv_summarize(const double *ape, int64_t n, opsched_cv_error *out);

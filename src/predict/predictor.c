@@ -218,51 +218,138 @@ static opsched_status load_entries(opsched_predictor *p, const opsched_exclusion
     return OPSCHED_OK;
 }
 
-/* Host enqueue times (";mode=host" rows, opsched profile): one per
- * configuration (signature and fusion), the latest; left out of the
- * fingerprint and of training (they are not device time). */
+/* Host enqueue times (";mode=host" rows, opsched profile), left out of the
+ * fingerprint and of training (they are not device time).  A row is
+ * measured per layer instance of a profiled network, and a configuration
+ * shared by several networks (resnet50's layers all occur in resnet152) or
+ * repeated in one has several rows that differ (median max/min 1.2 on the
+ * H100).  Kept per configuration (signature and fusion): the median of
+ * all its rows, and per network that measured it (the row's model) the
+ * median of that network's rows; the lookup prefers the network's own. */
+typedef struct host_row {
+    int64_t cfg, own; /* index in host_ms; in host_own_ms or -1 (no model) */
+    double ms;
+    int64_t id;
+} host_row;
+
+typedef struct host_load {
+    opsched_predictor *p;
+    const opsched_exclusion *x;
+    host_row *rows;
+    size_t n, cap;
+    size_t n_own;
+} host_load;
+
 static opsched_status take_host_row(const opsched_dataset_row *r, void *user)
 {
-    load_state *ls = user;
-    opsched_predictor *p = ls->p;
+    host_load *hl = user;
+    opsched_predictor *p = hl->p;
     if (!r->host || r->network) return OPSCHED_OK;
-    if (ls->x && os_map_get(&ls->x->sigs, r->config.signature) >= 0) return OPSCHED_OK;
+    if (hl->x && os_map_get(&hl->x->sigs, r->config.signature) >= 0) return OPSCHED_OK;
+    /* Leave one model out: the model's own rows go too. */
+    if (p->exclude_model_runs && r->model[0] && strcmp(r->model, p->exclude_model_runs) == 0)
+        return OPSCHED_OK;
     if (!(r->median_ms > 0) || !isfinite(r->median_ms)) return OPSCHED_OK;
-    char key[600];
+    char key[600], own_key[760];
     os_entry_key(r->config.signature, r->fused_relu, key, sizeof(key));
     int64_t idx = os_map_get(&p->host_index, key);
     if (idx < 0) {
-        size_t cap = p->cap_host;
-        OS_TRY(os_grow(p->ctx, (void **)&p->host_ms, &cap, p->n_host + 1, sizeof(double)));
-        cap = p->cap_host;
-        OS_TRY(os_grow(p->ctx, (void **)&p->host_id, &cap, p->n_host + 1, sizeof(int64_t)));
-        p->cap_host = cap;
         OS_TRY(os_map_put(p->ctx, &p->host_index, key, (int64_t)p->n_host));
         idx = (int64_t)p->n_host++;
     }
-    /* Rows come oldest first: the latest measurement wins. */
-    p->host_ms[idx] = r->median_ms;
-    p->host_id[idx] = r->measurement_id;
+    int64_t own = -1;
+    if (r->model[0]) {
+        snprintf(own_key, sizeof(own_key), "%s\x1f%s", r->model, key);
+        own = os_map_get(&p->host_own_index, own_key);
+        if (own < 0) {
+            OS_TRY(os_map_put(p->ctx, &p->host_own_index, own_key, (int64_t)hl->n_own));
+            own = (int64_t)hl->n_own++;
+        }
+    }
+    OS_TRY(os_grow(p->ctx, (void **)&hl->rows, &hl->cap, hl->n + 1, sizeof(host_row)));
+    hl->rows[hl->n++] = (host_row){idx, own, r->median_ms, r->measurement_id};
     return OPSCHED_OK;
+}
+
+static int cmp_host_cfg(const void *a, const void *b)
+{
+    const host_row *x = a, *y = b;
+    if (x->cfg != y->cfg) return x->cfg < y->cfg ? -1 : 1;
+    if (x->ms != y->ms) return x->ms < y->ms ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static int cmp_host_own(const void *a, const void *b)
+{
+    const host_row *x = a, *y = b;
+    if (x->own != y->own) return x->own < y->own ? -1 : 1;
+    if (x->ms != y->ms) return x->ms < y->ms ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* The median of each group of rows (sorted by group, then ms) into
+ * ms[group] and id[group]: the middle row's id, the lower middle's for an
+ * even count (whose ms is the mean of the two middle rows). */
+static void group_medians(const host_row *rows, size_t n, int own, double *ms, int64_t *id)
+{
+    for (size_t i = 0; i < n;) {
+        int64_t g = own ? rows[i].own : rows[i].cfg;
+        size_t j = i;
+        while (j < n && (own ? rows[j].own : rows[j].cfg) == g) j++;
+        if (g >= 0) {
+            size_t k = j - i, mid = i + (k - 1) / 2;
+            ms[g] = k % 2 ? rows[mid].ms : 0.5 * (rows[mid].ms + rows[mid + 1].ms);
+            id[g] = rows[mid].id;
+        }
+        i = j;
+    }
 }
 
 static opsched_status load_host(opsched_predictor *p, const opsched_exclusion *x)
 {
+    opsched_status st = OPSCHED_OK;
     opsched_dataset_query q = {.device_id = p->info.device.id, .math = p->math,
                                .layout = p->layout, .algo_policy = p->algo_policy,
                                .cache = p->cache, .include_host = 1};
-    load_state ls = {p, x};
-    OS_TRY(opsched_store_dataset(p->store, &q, take_host_row, &ls));
+    host_load hl = {.p = p, .x = x};
+    OS_TRY_GOTO(st, opsched_store_dataset(p->store, &q, take_host_row, &hl), done);
+    size_t n_cfg = p->n_host ? p->n_host : 1, n_own = hl.n_own ? hl.n_own : 1;
+    p->host_ms = malloc(sizeof(double) * n_cfg);
+    p->host_id = malloc(sizeof(int64_t) * n_cfg);
+    p->host_own_ms = malloc(sizeof(double) * n_own);
+    p->host_own_id = malloc(sizeof(int64_t) * n_own);
+    if (!p->host_ms || !p->host_id || !p->host_own_ms || !p->host_own_id) {
+        st = OS_NOMEM(p->ctx);
+        goto done;
+    }
+    p->n_host_own = hl.n_own;
+    if (hl.n) {
+        qsort(hl.rows, hl.n, sizeof(host_row), cmp_host_cfg);
+        group_medians(hl.rows, hl.n, 0, p->host_ms, p->host_id);
+        qsort(hl.rows, hl.n, sizeof(host_row), cmp_host_own);
+        group_medians(hl.rows, hl.n, 1, p->host_own_ms, p->host_own_id);
+    }
     p->info.host_rows = (int64_t)p->n_host;
-    return OPSCHED_OK;
+done:
+    free(hl.rows);
+    return st;
 }
 
-int os_predict_host_lookup(const opsched_predictor *p, const char *signature, int fused_relu,
-                           double *ms, int64_t *measurement_id)
+int os_predict_host_lookup(const opsched_predictor *p, const char *model, const char *signature,
+                           int fused_relu, double *ms, int64_t *measurement_id)
 {
     if (p->n_host == 0) return 0;
-    char key[600];
+    char key[600], own_key[760];
     os_entry_key(signature, fused_relu, key, sizeof(key));
+    if (model && *model && p->n_host_own > 0) {
+        snprintf(own_key, sizeof(own_key), "%s\x1f%s", model, key);
+        int64_t own = os_map_get(&p->host_own_index, own_key);
+        if (own >= 0) {
+            *ms = p->host_own_ms[own];
+            *measurement_id = p->host_own_id[own];
+            return 1;
+        }
+    }
     int64_t idx = os_map_get(&p->host_index, key);
     if (idx < 0) return 0;
     *ms = p->host_ms[idx];
@@ -410,8 +497,11 @@ void opsched_predictor_free(opsched_predictor *p)
     os_map_free(&p->index);
     os_map_free(&p->op_rows);
     os_map_free(&p->host_index);
+    os_map_free(&p->host_own_index);
     free(p->host_ms);
     free(p->host_id);
+    free(p->host_own_ms);
+    free(p->host_own_id);
     opsched_store_close(p->store);
     free(p->db_path);
     free(p->device_name);

@@ -218,6 +218,7 @@ static void read_row(sqlite3_stmt *stmt, opsched_dataset_row *r)
     for (int i = 0; i < 11; i++)
         *ints[i] = col_int_or(stmt, 18 + i, -1);
     copy_text(c->dtype, sizeof(c->dtype), stmt, 29);
+    copy_text(r->model, sizeof(r->model), stmt, 30);
     r->fused_relu = key_has(r->settings_key, "fused=relu");
     r->network = key_has(r->settings_key, "mode=network");
     r->host = key_has(r->settings_key, "mode=host");
@@ -238,7 +239,11 @@ opsched_status opsched_store_dataset(opsched_store *s, const opsched_dataset_que
                                  " m.median_ms, m.cv, m.energy_valid, m.energy_j, m.power_mean_w,"
                                  " m.created_at, c.signature, c.op, c.batch, c.in_channels,"
                                  " c.out_channels, c.kernel, c.stride, c.padding, c.groups,"
-                                 " c.height, c.width, c.flops, c.bytes, c.dtype"
+                                 " c.height, c.width, c.flops, c.bytes, c.dtype,"
+                                 " CASE WHEN instr(m.settings_key, ';mode=host') > 0 THEN"
+                                 " (SELECT n.model FROM network_runs AS n WHERE n.run_id = m.run_id"
+                                 " AND n.device_id = m.device_id AND n.created_at >= m.created_at"
+                                 " ORDER BY n.created_at, n.id LIMIT 1) END"
                                  " FROM measurements AS m JOIN configs AS c ON c.id = m.config_id"
                                  DATASET_WHERE " ORDER BY m.created_at, m.id",
                                  &stmt),
