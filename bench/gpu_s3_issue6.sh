@@ -71,7 +71,7 @@ if [ "${PRED:-0}" = 1 ]; then
   done
 fi
 if [ "${TORCH:-1}" = 1 ]; then
-  for m in randwire nasnet; do $bin info $m --format json --bn fold > "$out/json/$m.json" 2>/dev/null; done
+  for m in randwire nasnet; do $bin info $m --batch $B --format json --bn fold > "$out/json/$m.json" 2>/dev/null; done
   echo "== PyTorch (batch $B): eager, CUDA graph, torch.compile, torch.compile channels_last"
   t=$(( $(left) - 5 )); [ $t -lt 30 ] && t=30
   timeout $t $py bench/peers/torch_models.py --models ${TORCH_MODELS:-inception_v3,googlenet,squeezenet1_1,resnet50,densenet121,randwire,nasnet} \
