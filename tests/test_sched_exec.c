@@ -181,25 +181,35 @@ static opsched_schedule *hand_schedule(const opsched_graph *g, const char *text)
     return s;
 }
 
-static opsched_schedule *searched(const opsched_graph *g, opsched_searcher which)
+/* Search options with predicted costs (a FLOP-based cost per node, the
+ * default contention model); *ms (malloc'd) holds the node costs pc reads. */
+static opsched_search_options predicted_options(const opsched_graph *g, opsched_searcher which,
+                                                opsched_predicted_cost *pc, double **ms)
 {
     opsched_search_options o;
     memset(&o, 0, sizeof(o));
     o.searcher = which;
     int n = opsched_graph_num_nodes(g);
-    double *ms = calloc((size_t)n, sizeof(double));
-    assert_non_null(ms);
+    *ms = calloc((size_t)n, sizeof(double));
+    assert_non_null(*ms);
     for (int i = 0; i < n; i++) {
         const opsched_node *nd = opsched_graph_node(g, i);
-        ms[i] = opsched_op_is_view(nd->op) ? 0 : 0.004 + (double)nd->cost.flops * 1e-9;
+        (*ms)[i] = opsched_op_is_view(nd->op) ? 0 : 0.004 + (double)nd->cost.flops * 1e-9;
     }
-    opsched_predicted_cost pc;
-    memset(&pc, 0, sizeof(pc));
-    pc.node_ms = ms;
-    pc.n_nodes = n;
-    opsched_contention_defaults(&pc.model);
+    memset(pc, 0, sizeof(*pc));
+    pc->node_ms = *ms;
+    pc->n_nodes = n;
+    opsched_contention_defaults(&pc->model);
     o.cost = opsched_stage_cost_predicted;
-    o.user = &pc;
+    o.user = pc;
+    return o;
+}
+
+static opsched_schedule *searched(const opsched_graph *g, opsched_searcher which)
+{
+    opsched_predicted_cost pc;
+    double *ms = NULL;
+    opsched_search_options o = predicted_options(g, which, &pc, &ms);
     opsched_schedule *s = NULL;
     CHECK(opsched_schedule_search(g, &o, &s, NULL));
     free(ms);
@@ -625,6 +635,30 @@ static void test_time_whole(void **state)
                      OPSCHED_ERR_INVALID_ARG);
     opsched_schedule_free((opsched_schedule *)c[1]);
     opsched_schedule_free((opsched_schedule *)c[2]);
+
+    /* The check of a searched schedule: greedy and sequential searched
+     * under the same options, the fastest kept in place. */
+    opsched_predicted_cost pc;
+    double *node_ms = NULL;
+    opsched_search_options so = predicted_options(g, OPSCHED_SEARCH_IOS, &pc, &node_ms);
+    opsched_schedule *s = NULL;
+    CHECK(opsched_schedule_search(g, &so, &s, NULL));
+    opsched_whole_check w;
+    CHECK(opsched_schedule_keep_fastest(env.cpu, g, &so, NULL, &s, &w));
+    print_message("kept %s of %d: %.4f %.4f %.4f ms\n", opsched_searcher_name(w.searcher[w.kept]),
+                  w.n, w.ms[0], w.ms[1], w.ms[2]);
+    assert_int_equal(w.n, 3);
+    assert_int_equal(w.searcher[0], OPSCHED_SEARCH_IOS);
+    assert_true(w.kept >= 0 && w.kept < 3);
+    for (int i = 0; i < 3; i++) assert_true(w.ms[w.kept] <= w.ms[i]);
+    assert_true(run_both(g, s, NULL, NULL) <= 1e-5);
+    opsched_schedule_free(s);
+    so.searcher = OPSCHED_SEARCH_GREEDY; /* the searched one is not timed twice */
+    s = searched(g, OPSCHED_SEARCH_GREEDY);
+    CHECK(opsched_schedule_keep_fastest(env.cpu, g, &so, NULL, &s, &w));
+    assert_int_equal(w.n, 2);
+    opsched_schedule_free(s);
+    free(node_ms);
     opsched_graph_free(g);
 }
 

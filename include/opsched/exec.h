@@ -352,6 +352,26 @@ opsched_status opsched_schedules_time_whole(opsched_device *dev, const opsched_g
                                             const opsched_run_timing_options *timing,
                                             double *ms, int *best);
 
+/* What opsched_schedule_keep_fastest timed: the searched schedule first,
+ * then the greedy and the sequential one (those that are not it). */
+typedef struct opsched_whole_check {
+    int n;
+    opsched_searcher searcher[3];
+    double ms[3];  /* median whole; +inf: cannot run here */
+    int kept;      /* the index now in *s (0: the searched one stayed) */
+    double seconds;
+} opsched_whole_check;
+
+/* The check of a searched schedule *s (searched with so): the greedy and
+ * sequential schedules are searched under the same options and costs
+ * (answered from memory when the costs are cached), all are run whole
+ * (opsched_schedules_time_whole, default timing), and *s becomes the
+ * fastest (the others are freed).  out (may be NULL) says what was timed. */
+opsched_status opsched_schedule_keep_fastest(opsched_device *dev, const opsched_graph *g,
+                                             const opsched_search_options *so,
+                                             const opsched_sched_exec_options *opts,
+                                             opsched_schedule **s, opsched_whole_check *out);
+
 #ifdef __cplusplus
 }
 #endif

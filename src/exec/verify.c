@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "exec/sched_exec_impl.h"
+#include "measure/measure_impl.h"
 
 opsched_status opsched_schedules_time_whole(opsched_device *dev, const opsched_graph *g,
                                             const opsched_schedule *const *cands, int n,
@@ -83,5 +84,42 @@ done:
     free(run);
     free(which);
     free(r);
+    return st;
+}
+
+opsched_status opsched_schedule_keep_fastest(opsched_device *dev, const opsched_graph *g,
+                                             const opsched_search_options *so,
+                                             const opsched_sched_exec_options *opts,
+                                             opsched_schedule **s, opsched_whole_check *out)
+{
+    if (!dev || !g || !so || !s || !*s) return OPSCHED_ERR_INVALID_ARG;
+    opsched_whole_check w;
+    memset(&w, 0, sizeof(w));
+    opsched_schedule *alt[3] = {*s, NULL, NULL};
+    const opsched_searcher others[2] = {OPSCHED_SEARCH_GREEDY, OPSCHED_SEARCH_SEQUENTIAL};
+    w.searcher[w.n++] = so->searcher;
+    opsched_status st = OPSCHED_OK;
+    double t0 = os_now_ms();
+    for (int i = 0; i < 2; i++) {
+        if (others[i] == so->searcher) continue;
+        opsched_search_options o = *so;
+        o.searcher = others[i];
+        OS_TRY_GOTO(st, opsched_schedule_search(g, &o, &alt[w.n], NULL), done);
+        w.searcher[w.n++] = others[i];
+    }
+    OS_TRY_GOTO(st,
+                opsched_schedules_time_whole(dev, g, (const opsched_schedule *const *)alt, w.n,
+                                             opts, NULL, w.ms, &w.kept),
+                done);
+    if (w.kept != 0) {
+        opsched_schedule *t = alt[0];
+        alt[0] = alt[w.kept];
+        alt[w.kept] = t;
+        *s = alt[0];
+    }
+    w.seconds = (os_now_ms() - t0) / 1000.0;
+    if (out) *out = w;
+done:
+    for (int i = 1; i < 3; i++) opsched_schedule_free(alt[i]);
     return st;
 }

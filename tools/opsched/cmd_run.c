@@ -367,44 +367,20 @@ static int verify_ios(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
     for (int i = 0; i < n_items; i++)
         if (strcmp(items[i].label, "ios") == 0) ios = &items[i];
     if (!ios) return TOOL_EXIT_OK;
-    opsched_schedule *alt[3] = {ios->s, NULL, NULL};
-    const char *names[3] = {"ios", "greedy", "sequential"};
-    opsched_searcher which[3] = {OPSCHED_SEARCH_IOS, OPSCHED_SEARCH_GREEDY,
-                                 OPSCHED_SEARCH_SEQUENTIAL};
-    int rc = TOOL_EXIT_OK;
-    for (int i = 1; i < 3; i++) {
-        opsched_search_options so = a->so;
-        so.searcher = which[i];
-        so.cost = c->store ? opsched_stage_cost_cached : opsched_stage_cost_measured;
-        so.user = c->store ? (void *)&c->cache : (void *)c->m;
-        opsched_status st = opsched_schedule_search(g, &so, &alt[i], NULL);
-        if (st != OPSCHED_OK) {
-            rc = tool_fail(ctx, st, "search the schedules to check ios against");
-            goto done;
-        }
-    }
+    opsched_search_options so = a->so;
+    so.searcher = OPSCHED_SEARCH_IOS;
+    so.cost = c->store ? opsched_stage_cost_cached : opsched_stage_cost_measured;
+    so.user = c->store ? (void *)&c->cache : (void *)c->m;
     opsched_sched_exec_options o = exec_options(a);
-    double ms[3];
-    int best = 0;
-    opsched_status st = opsched_schedules_time_whole(dev, g, (const opsched_schedule *const *)alt,
-                                                     3, &o, NULL, ms, &best);
-    if (st != OPSCHED_OK) {
-        rc = tool_fail(ctx, st, "run the schedules whole");
-        goto done;
-    }
+    opsched_whole_check w;
+    opsched_status st = opsched_schedule_keep_fastest(dev, g, &so, &o, &ios->s, &w);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "run the schedules whole");
     printf("ios verified whole: ios %.4f ms, greedy %.4f ms, sequential %.4f ms; the ios row runs "
            "%s%s\n",
-           ms[0], ms[1], ms[2], names[best], best ? "'s schedule (IOS's own was slower whole)" : "");
-    if (best) {
-        opsched_schedule *t = alt[0];
-        alt[0] = alt[best];
-        alt[best] = t;
-        ios->s = alt[0];
-        (void)opsched_schedule_set_string(ios->s, "cost", "measure");
-    }
-done:
-    for (int i = 1; i < 3; i++) opsched_schedule_free(alt[i]);
-    return rc;
+           w.ms[0], w.ms[1], w.ms[2], opsched_searcher_name(w.searcher[w.kept]),
+           w.kept ? "'s schedule (IOS's own was slower whole)" : "");
+    if (w.kept) (void)opsched_schedule_set_string(ios->s, "cost", "measure");
+    return TOOL_EXIT_OK;
 }
 
 static int search_all(opsched_ctx *ctx, opsched_device *dev, const run_args *a,

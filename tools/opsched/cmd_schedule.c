@@ -20,7 +20,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tool.h"
 
@@ -473,57 +472,23 @@ static void print_baselines(opsched_ctx *ctx, const opsched_graph *g, const sche
     if (!isnan(ms[1])) printf("  greedy under the same cost: %.4f ms\n", ms[1]);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* --verify: the found schedule, the greedy one and the sequential one run
- * whole on the device; *s becomes the fastest (its own searcher named in
- * the file), so what is written is never slower than sequential as
- * measured here. */
+/* --verify: the found schedule run whole against the greedy and the
+ * sequential one; *s becomes the fastest (its own searcher named in the
+ * file), so what is written is never slower than sequential as measured
+ * here. */
 static int verify_whole(opsched_ctx *ctx, const sched_args *a, const opsched_graph *g,
                         cost_setup *c, opsched_schedule **s)
 {
-    opsched_schedule *alt[3] = {*s, NULL, NULL};
-    const char *names[3] = {opsched_searcher_name(a->so.searcher), NULL, NULL};
-    opsched_searcher others[2] = {OPSCHED_SEARCH_GREEDY, OPSCHED_SEARCH_SEQUENTIAL};
-    int n = 1, rc = TOOL_EXIT_OK;
-    for (int i = 0; i < 2; i++) {
-        if (others[i] == a->so.searcher) continue;
-        opsched_search_options o = a->so;
-        o.searcher = others[i];
-        opsched_status st = opsched_schedule_search(g, &o, &alt[n], NULL);
-        if (st != OPSCHED_OK) {
-            rc = tool_fail(ctx, st, "search the schedules to check against");
-            goto done;
-        }
-        names[n++] = opsched_searcher_name(others[i]);
-    }
-    double ms[3];
-    int best = 0;
-    double t0 = now_s();
-    opsched_status st = opsched_schedules_time_whole(
-        c->dev, g, (const opsched_schedule *const *)alt, n, &c->xo, NULL, ms, &best);
-    if (st != OPSCHED_OK) {
-        rc = tool_fail(ctx, st, "run the schedules whole");
-        goto done;
-    }
-    printf("verify: run whole (%.1f s):", now_s() - t0);
-    for (int i = 0; i < n; i++) printf(" %s %.4f ms%s", names[i], ms[i], i + 1 < n ? "," : "");
-    printf("; kept %s%s\n", names[best],
-           best == 0 ? "" : " (the searched schedule was slower as a whole)");
-    if (best != 0) {
-        opsched_schedule *t = alt[0];
-        alt[0] = alt[best];
-        alt[best] = t;
-        *s = alt[0];
-    }
-done:
-    for (int i = 1; i < n; i++) opsched_schedule_free(alt[i]);
-    return rc;
+    opsched_whole_check w;
+    opsched_status st = opsched_schedule_keep_fastest(c->dev, g, &a->so, &c->xo, s, &w);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "run the schedules whole");
+    printf("verify: run whole (%.1f s):", w.seconds);
+    for (int i = 0; i < w.n; i++)
+        printf(" %s %.4f ms%s", opsched_searcher_name(w.searcher[i]), w.ms[i],
+               i + 1 < w.n ? "," : "");
+    printf("; kept %s%s\n", opsched_searcher_name(w.searcher[w.kept]),
+           w.kept == 0 ? "" : " (the searched schedule was slower as a whole)");
+    return TOOL_EXIT_OK;
 }
 
 int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
