@@ -82,8 +82,9 @@ opsched_status opsched_executor_run(opsched_executor *ex, opsched_stream *s);
 
 /* Enqueues one inference like opsched_executor_run (no device syncs, no
  * timestamps) and writes the host's time spent in each node's launch
- * call(s) to layer_host_ms[node], in ms (CLOCK_MONOTONIC around the
- * launch; 0 for nodes that run nothing: views, fused Relus).  On a device
+ * call(s) to layer_host_ms[node], in ms (CLOCK_MONOTONIC read once before
+ * the run and after each launch, so the nodes add up to the whole run; 0
+ * for nodes that run nothing: views, fused Relus).  On a device
  * whose queue is full a launch blocks, and the wait counts: sync before
  * the run to measure the enqueue cost alone.  On the CPU backend a launch
  * computes, so the time is the layer's. */

@@ -31,10 +31,13 @@ typedef struct opsched_profile_options {
     double energy_window_ms;       /* default 1000, never below */
     double idle_ms;                /* default 300 */
     int check;                     /* 1: compare outputs with the CPU backend (default 1) */
-    /* Host enqueue cost per layer: after 3 warm-up runs, host_runs free
-     * runs (default 30; 0: off), the device synced before each so that
-     * no launch waits for a full queue, with the host's time in each
-     * layer's launch call(s) taken by opsched_executor_run_host_timed. */
+    /* Host enqueue cost per layer (0: off): the host's time in each
+     * layer's launch call(s) (opsched_executor_run_host_timed), read in
+     * the free-running inferences that are timed, so that the layers add
+     * up to those inferences' enqueueing.  Where the device bounds the
+     * free run (launches may wait for a full queue), instead host_runs
+     * free runs (default 30) after 3 warm-up runs, the device synced
+     * before each. */
     int host_runs;
 } opsched_profile_options;
 
@@ -57,8 +60,9 @@ typedef struct opsched_layer_profile {
     int fallback;                  /* 1: the asked algorithm could not run it */
     size_t workspace_bytes;
     /* Host time to enqueue the layer's launch(es) in a free run (median
-     * over host_runs runs), ms: 0 for layers that run nothing, NaN when
-     * not measured; host holds the runs' statistics (n = 0 when not). */
+     * over the host-timed runs, see host_in_free_run), ms: 0 for layers
+     * that run nothing, NaN when not measured; host holds the runs'
+     * statistics (n = 0 when not). */
     double host_ms;
     opsched_stats host;
 } opsched_layer_profile;
@@ -89,6 +93,12 @@ typedef struct opsched_profile_result {
     double attribution_energy;     /* layer_energy_sum_j / energy.energy_j */
     double layer_isolated_sum_ms;  /* NaN unless isolated */
     double layer_host_sum_ms;      /* sum of the layers' host_ms; NaN when not measured */
+    /* 1: the layers' host times were read in the timed free-running
+     * inferences; 0: in host_runs runs on a drained queue (the device
+     * bounds the free run) or not measured. */
+    int host_in_free_run;
+    double free_host_ms;           /* host time per timed free-running inference
+                                    * (median of the layers' totals); NaN when not read */
     double attribution_isolated;   /* layer_isolated_sum_ms / e2e_graph (else e2e) median */
     double check_rel_l2;           /* vs CPU backend; NaN when not checked, inf when an
                                     * output is not finite */

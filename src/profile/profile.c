@@ -82,6 +82,7 @@ static opsched_status result_new(opsched_ctx *ctx, int n_layers, opsched_profile
     r->layer_energy_sum_j = r->attribution_energy = NAN;
     r->layer_isolated_sum_ms = r->attribution_isolated = NAN;
     r->layer_host_sum_ms = NAN;
+    r->free_host_ms = NAN;
     r->check_rel_l2 = NAN;
     for (int i = 0; i < n_layers; i++) {
         opsched_layer_profile *l = &r->layers[i];
@@ -202,10 +203,12 @@ opsched_status opsched_profile_graph(opsched_device *dev, const opsched_graph *g
         OS_TRY_GOTO(st, os_profile_layers_alone(&p, p.o.layer_energy), fail);
     attribute(p.r, p.o.layers);
     opsched_executor_free(p.ex);
+    free(p.free_host);
     *out = p.r;
     return OPSCHED_OK;
 fail:
     opsched_executor_free(p.ex);
+    free(p.free_host);
     opsched_profile_result_free(p.r);
     return st;
 }

@@ -16,6 +16,11 @@ typedef struct os_profiler {
     opsched_executor *ex;
     int graph_ready; /* a CUDA graph was captured */
     opsched_profile_result *r;
+    /* Host times of the layers in the host-timed free-running inferences
+     * (n_free_host rows of r->n_layers), owned. */
+    double *free_host;
+    size_t free_host_cap;
+    int n_free_host;
 } os_profiler;
 
 /* Runs inferences (replays when use_graph) back to back for at least ms
@@ -25,15 +30,20 @@ opsched_status os_profile_warmup(os_profiler *p, int use_graph, double ms, int m
 /* Times inferences (replays when use_graph), each between its own pair of
  * timestamps, until o.iters samples and o.min_ms of them; rounds of
  * samples are enqueued one ahead of the round being read, so the device
- * never waits for the host between samples. */
+ * never waits for the host between samples.  Free-running (not use_graph)
+ * with o.host_runs > 0, the host's time in each layer's launches is kept
+ * for each inference (p->free_host). */
 opsched_status os_profile_sample(os_profiler *p, int use_graph, opsched_stats *out);
 
 /* Host time to enqueue one inference onto an idle device (median). */
 opsched_status os_profile_enqueue(os_profiler *p, double *out_ms);
 
-/* o.host_runs free runs (after a few warm-up ones), each on a synced
- * device, with the host's time in every layer's launches: per-layer
- * medians and statistics, and their sum. */
+/* The host's time in every layer's launches: per-layer medians and
+ * statistics, and their sum.  Taken from the host-timed free-running
+ * inferences (os_profile_sample) unless the device bounds the run
+ * (enqueue_ms below 3/4 of the free latency: launches may have waited for
+ * a full queue), else from o.host_runs free runs (after a few warm-up
+ * ones) each on a synced device.  Needs e2e and enqueue_ms. */
 opsched_status os_profile_host_layers(os_profiler *p);
 
 /* o.iters layer-timed runs (at most OS_PROFILE_MAX_LAYERED): per-layer

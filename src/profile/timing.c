@@ -11,10 +11,17 @@
  * waking up), which is what a server running the network back to back
  * sees.
  *
- * Host-timed runs take the host's clock around each layer's launch calls
- * in a free run started on a drained queue: what enqueueing the layer
- * costs the host (a cuDNN engine's host overhead), the bound on a small
- * network's free-running latency.
+ * The free-running samples also read the host's clock between the layers'
+ * launch calls (opsched_executor_run_host_timed): what enqueueing each
+ * layer costs the host (a cuDNN engine's host overhead) in the very
+ * inferences whose latency is reported, the bound on a small network's
+ * free-running latency.  The host's speed drifts by tens of percent over
+ * seconds on a shared machine (the H100 host: a separate pass summed to
+ * 0.66-1.23x the free run's enqueue time at batch 1), so only times taken
+ * in the same inferences add up to them.  Where the device bounds the run,
+ * launches wait for room in a full queue and that wait would count as
+ * host time: those layers are taken from host-timed runs started on a
+ * drained queue instead.
  *
  * Layer-timed runs put a pair of timestamps around every layer.  Where
  * enqueueing an inference takes the host longer than the device needs to
@@ -75,11 +82,38 @@ static int next_round(const opsched_profile_options *o, int n, int pending, doub
     return OS_MAX(want, 0);
 }
 
+/* Most cells (layers x inferences) of host times a free-running sampling
+ * keeps; later inferences run without the host's clock. */
+#define HOST_FREE_MAX_CELLS (4 << 20)
+
+/* Room for the host times of k more host-timed inferences after the n
+ * kept; 0 when the sampling keeps none (a graph, host layers off) or the
+ * cap is reached. */
+static int host_room(os_profiler *p, int use_graph, int k)
+{
+    int nl = p->r->n_layers;
+    if (use_graph || p->o.host_runs == 0 || nl < 1) return 0;
+    if ((size_t)(p->n_free_host + k) * (size_t)nl > HOST_FREE_MAX_CELLS) return 0;
+    if (os_grow(p->ctx, (void **)&p->free_host, &p->free_host_cap,
+                (size_t)(p->n_free_host + k) * (size_t)nl, sizeof(double)) != OPSCHED_OK) {
+        opsched_ctx_clear_error(p->ctx); /* the sampling goes on without them */
+        return 0;
+    }
+    return 1;
+}
+
 static opsched_status enqueue_round(os_profiler *p, int use_graph, opsched_timer **timers, int k)
 {
+    int host = host_room(p, use_graph, k);
     for (int j = 0; j < k; j++) {
         OS_TRY(opsched_timer_start(timers[j], NULL));
-        OS_TRY(launch(p, use_graph));
+        if (host) {
+            double *row = p->free_host + (size_t)p->n_free_host * (size_t)p->r->n_layers;
+            OS_TRY(opsched_executor_run_host_timed(p->ex, NULL, row));
+            p->n_free_host++;
+        } else {
+            OS_TRY(launch(p, use_graph));
+        }
         OS_TRY(opsched_timer_stop(timers[j], NULL));
     }
     return OPSCHED_OK;
@@ -148,16 +182,64 @@ opsched_status os_profile_enqueue(os_profiler *p, double *out_ms)
 
 #define HOST_WARMUP 3
 #define HOST_MAX_RUNS 10000
+/* The device bounds a free run when the host enqueues an inference on a
+ * drained queue in less than this share of the free run's latency. */
+#define HOST_DEVICE_BOUND 0.75
+#define HOST_FREE_MIN 5 /* host-timed free-running inferences needed */
+
+/* Per-layer statistics of the host times in rows (runs x nl) and their
+ * sum into the result. */
+static opsched_status host_stats(os_profiler *p, const double *rows, int runs, double *col)
+{
+    opsched_profile_result *res = p->r;
+    int nl = res->n_layers;
+    double sum = 0;
+    for (int i = 0; i < nl; i++) {
+        opsched_layer_profile *l = &res->layers[i];
+        for (int r = 0; r < runs; r++)
+            col[r] = rows[(size_t)r * (size_t)nl + (size_t)i];
+        OS_TRY(opsched_stats_compute(col, runs, &l->host));
+        l->host_ms = l->host.median;
+        if (!l->timed) l->host.n = 0; /* ran nothing: 0 ms, no statistics */
+        sum += l->host_ms;
+    }
+    res->layer_host_sum_ms = sum;
+    return OPSCHED_OK;
+}
+
+/* The median over the host-timed free-running inferences of the host's
+ * time for the whole inference. */
+static opsched_status free_host_total(os_profiler *p, double *col)
+{
+    int nl = p->r->n_layers, runs = p->n_free_host;
+    for (int r = 0; r < runs; r++) {
+        double t = 0;
+        for (int i = 0; i < nl; i++) t += p->free_host[(size_t)r * (size_t)nl + (size_t)i];
+        col[r] = t;
+    }
+    opsched_stats s;
+    OS_TRY(opsched_stats_compute(col, runs, &s));
+    p->r->free_host_ms = s.median;
+    return OPSCHED_OK;
+}
 
 opsched_status os_profile_host_layers(os_profiler *p)
 {
     opsched_status st = OPSCHED_OK;
     opsched_profile_result *res = p->r;
     int nl = res->n_layers, runs = OS_MIN(p->o.host_runs, HOST_MAX_RUNS);
-    size_t cells = (size_t)(nl > 0 ? nl : 1) * (size_t)runs;
-    double *all = malloc(sizeof(double) * cells);
-    double *col = malloc(sizeof(double) * (size_t)runs);
-    if (!all || !col) {
+    int n_col = OS_MAX(runs, p->n_free_host);
+    double *all = NULL, *col = malloc(sizeof(double) * (size_t)(n_col > 0 ? n_col : 1));
+    if (!col) return OS_NOMEM(p->ctx);
+    if (p->n_free_host > 0) OS_TRY_GOTO(st, free_host_total(p, col), done);
+    int device_bound = !(res->enqueue_ms >= HOST_DEVICE_BOUND * res->e2e.median);
+    if (p->n_free_host >= HOST_FREE_MIN && !device_bound) {
+        res->host_in_free_run = 1;
+        st = host_stats(p, p->free_host, p->n_free_host, col);
+        goto done;
+    }
+    all = malloc(sizeof(double) * (size_t)(nl > 0 ? nl : 1) * (size_t)runs);
+    if (!all) {
         st = OS_NOMEM(p->ctx);
         goto done;
     }
@@ -169,17 +251,7 @@ opsched_status os_profile_host_layers(os_profiler *p)
         OS_TRY_GOTO(st, opsched_executor_run_host_timed(p->ex, NULL, row), done);
     }
     OS_TRY_GOTO(st, opsched_device_sync(p->dev), done);
-    double sum = 0;
-    for (int i = 0; i < nl; i++) {
-        opsched_layer_profile *l = &res->layers[i];
-        for (int r = 0; r < runs; r++)
-            col[r] = all[(size_t)r * (size_t)nl + (size_t)i];
-        OS_TRY_GOTO(st, opsched_stats_compute(col, runs, &l->host), done);
-        l->host_ms = l->host.median;
-        if (!l->timed) l->host.n = 0; /* ran nothing: 0 ms, no statistics */
-        sum += l->host_ms;
-    }
-    res->layer_host_sum_ms = sum;
+    st = host_stats(p, all, runs, col);
 done:
     free(all);
     free(col);
