@@ -275,9 +275,10 @@ const char *opsched_predict_mode_name(opsched_predict_mode m); /* "graph", "eage
  *   and the host's: the sum over launches of the layer's host time, which
  *   is host_scale x its measured host enqueue time when its configuration
  *   has one under the predictor's settings (";mode=host" rows of opsched
- *   profile, by signature and fusion: the median of the rows measured
- *   profiling this network - the graph's name, a run's model - when it has
- *   any, else of all the configuration's rows), else host_us of its
+ *   profile, by signature and fusion: predicting a stored network run, the
+ *   median of the rows measured with it when it has any; else of the rows
+ *   measured profiling this network - the graph's name, a run's model -
+ *   when it has any; else of all the configuration's rows), else host_us of its
  *   family.  Without host rows in the database host_scale is 0 and every
  *   launch costs its family's host_us. */
 typedef struct opsched_composition {
@@ -294,7 +295,9 @@ typedef struct opsched_composition {
                                     * layer without a host measurement */
     double host_scale;             /* eager: multiplies a layer's measured host time (";mode=host"
                                     * row of its configuration); 0 when the database has none */
-    int host_runs;                 /* runs with an enqueue time the host costs were fitted to */
+    int host_runs;                 /* runs the host costs were fitted to: with host rows,
+                                    * the runs the host bounds (their latency); without,
+                                    * the runs with an enqueue time */
     int host_runs_measured;        /* of them, runs with a layer's host time measured */
     double host_rms_rel;
     char energy_source[16];        /* "fit", "calibration", "none" */
@@ -318,6 +321,14 @@ typedef struct opsched_predict_options {
 
 void opsched_predict_options_default(opsched_predict_options *o);
 
+/* Which host rows a layer's measured host time is the median of. */
+enum {
+    OPSCHED_HOST_ROWS_CONFIG = 1,  /* every row of its configuration */
+    OPSCHED_HOST_ROWS_MODEL = 2,   /* the rows measured profiling this network */
+    OPSCHED_HOST_ROWS_RUN = 3      /* the rows measured with the network run predicted
+                                    * (opsched_predict_network_run): same host, same time */
+};
+
 typedef struct opsched_layer_prediction {
     int node;
     int fused_relu;                /* 1: this layer runs the Relu after it too */
@@ -330,7 +341,8 @@ typedef struct opsched_layer_prediction {
      * measurement, or its family's host_us); 0 in graph mode and for what
      * runs nothing. */
     double host_ms;
-    int host_measured;             /* 1: host_ms rests on a ";mode=host" measurement */
+    int host_measured;             /* 0: host_ms is its family's cost; else it rests on
+                                    * ";mode=host" rows: OPSCHED_HOST_ROWS_* (which rows) */
     int64_t host_measurement_id;   /* that measurement (the median row); else 0 */
 } opsched_layer_prediction;
 
@@ -354,6 +366,9 @@ typedef struct opsched_network_prediction {
      * graph mode. */
     double host_ms;
     double coverage_host;
+    /* The share of it resting on rows measured with the network run
+     * predicted (OPSCHED_HOST_ROWS_RUN); NaN in graph mode. */
+    double coverage_host_run;
     /* Peak memory: activations of a sequential run (views aliased) plus
      * weights; workspaces are not included. */
     int64_t peak_activation_bytes, weight_bytes, peak_memory_bytes;

@@ -341,6 +341,7 @@ opsched_status opsched_store_dataset_fingerprint(opsched_store *s, const opsched
 /* A network_runs row (opsched profile) as prediction reads it. */
 typedef struct opsched_network_run_row {
     int64_t id, device_id;
+    int64_t run_id;            /* the run (opsched profile call) that measured it */
     char model[128];
     int64_t batch, height, width;
     char algo_policy[48], math[8], layout[8];

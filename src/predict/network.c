@@ -100,9 +100,12 @@ static int view_aliases(const opsched_graph *g, const opsched_node *n, opsched_l
 }
 
 /* Predicts every layer of g into r->layers (no composition); model: the
- * network's name, whose own host rows a layer's host time prefers. */
+ * network's name, whose own host rows a layer's host time prefers, and
+ * of those the rows measured in run_id (> 0: a stored network run of it
+ * is being predicted). */
 static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *g,
-                                     const char *model, int fuse, opsched_network_prediction *r)
+                                     const char *model, int64_t run_id, int fuse,
+                                     opsched_network_prediction *r)
 {
     opsched_status st = OPSCHED_OK;
     int n = opsched_graph_num_nodes(g);
@@ -170,8 +173,9 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
          * it by the composition's host_scale. */
         double h = 0;
         int64_t id = 0;
-        if (os_predict_host_lookup(p, model, recs[k].signature, fused[k], &h, &id)) {
-            l->host_measured = 1;
+        int level = os_predict_host_lookup(p, model, run_id, recs[k].signature, fused[k], &h, &id);
+        if (level) {
+            l->host_measured = level;
             l->host_measurement_id = id;
             l->host_ms = h;
         }
@@ -302,7 +306,7 @@ static opsched_status take_run(const opsched_network_run_row *run, void *user)
     OS_TRY(st);
     opsched_network_prediction r;
     memset(&r, 0, sizeof(r));
-    st = predict_layers(p, g, run->model, 1, &r);
+    st = predict_layers(p, g, run->model, run->run_id, 1, &r);
     opsched_graph_free(g);
     layer_sums s;
     if (st == OPSCHED_OK) sum_layers(&r, &s);
@@ -572,13 +576,26 @@ static void fallback_composition(const opsched_predictor *p, opsched_composition
  * family's mean measured host time (over every measured launch of the
  * runs; a family never measured, the mean of all), so both kinds of launch
  * rest on measurements, and one scale is fitted (relative least squares)
- * to the runs' enqueue times.  Fitting a cost per family to what the
+ * to the measured latency of the runs the host bounds: those whose
+ * predicted device time (the device terms, fitted first) is under
+ * HOST_BOUND of it.  That is the time the host side predicts, and it was
+ * measured in the same inferences as the host rows profile reads there;
+ * the enqueue time on a drained queue is a separate measurement, seconds
+ * apart, of a host whose speed drifts (0.66-1.23x the layers' sum at
+ * batch 1 on the H100 host).  Fitting a cost per family to what the
  * measured launches leave over put the residuals of many runs on the few
  * unmeasured launches (322 us per linear launch against a measured 25 us
  * with inception_v3 left out). */
+#define HOST_BOUND 0.9
+
+static int host_bound(const opsched_composition *c, const fit_run *r)
+{
+    return device_ms(c, r->s_ms, r->n, r->weight_gb) < HOST_BOUND * r->t_ms;
+}
+
 static void fit_host_measured(opsched_composition *c, const fit_run *runs,
                               const unsigned char *use, size_t n, const double *meas_ms,
-                              const int *meas_n, int m, int m_meas)
+                              const int *meas_n, int m_meas)
 {
     double all_ms = 0, all_n = 0, mean_ms[OPSCHED_FAMILY_COUNT];
     for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) {
@@ -588,20 +605,22 @@ static void fit_host_measured(opsched_composition *c, const fit_run *runs,
     for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++)
         mean_ms[f] = meas_n[f] > 0 ? meas_ms[f] / meas_n[f] : all_n > 0 ? all_ms / all_n : 0;
     double sxx = 0, sxy = 0;
+    int m = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!use[i]) continue;
-        double t = runs[i].host_meas_ms, y = runs[i].enqueue_ms;
+        if (!use[i] || !host_bound(c, &runs[i])) continue;
+        double t = runs[i].host_meas_ms, y = runs[i].t_ms;
         for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) t += mean_ms[f] * runs[i].host_unmeas[f];
         sxx += t * t / (y * y);
         sxy += t / y;
+        m++;
     }
     c->host_scale = sxx > 0 && sxy > 0 ? sxy / sxx : 1;
     for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++)
         c->host_us[f] = c->host_scale * mean_ms[f] * 1e3;
-    double rss = 0; /* of the whole enqueue time */
+    double rss = 0; /* of the host-bound runs' latency */
     for (size_t i = 0; i < n; i++) {
-        if (!use[i]) continue;
-        double e = run_host_ms(c, &runs[i]) / runs[i].enqueue_ms - 1;
+        if (!use[i] || !host_bound(c, &runs[i])) continue;
+        double e = run_host_ms(c, &runs[i]) / runs[i].t_ms - 1;
         rss += e * e;
     }
     c->host_rms_rel = m > 0 ? sqrt(rss / m) : NAN;
@@ -635,7 +654,7 @@ static void fit_host(opsched_predictor *p, opsched_composition *c, const fit_run
         }
     }
     if (p->n_host > 0 && m_meas > 0) {
-        fit_host_measured(c, runs, use, n, meas_ms, meas_n, m, m_meas);
+        fit_host_measured(c, runs, use, n, meas_ms, meas_n, m_meas);
         free(use);
         return;
     }
@@ -683,7 +702,6 @@ static opsched_status fit_composition(opsched_predictor *p, opsched_predict_mode
         st = OS_NOMEM(p->ctx);
         goto done;
     }
-    if (mode == OPSCHED_PREDICT_EAGER) fit_host(p, c, fs.runs, fs.n);
     /* The device terms from runs whose layers are all exact (when there
      * are two), and in eager mode from runs the device bounds (the host
      * took less than 90% of the time to enqueue them). */
@@ -708,6 +726,13 @@ static opsched_status fit_composition(opsched_predictor *p, opsched_predict_mode
         c->launch_us = coef[1] * 1e3;
         c->weight_ms_per_gb = coef[2];
         snprintf(c->source, sizeof(c->source), "fit");
+    } else {
+        c->runs = 0;
+    }
+    /* The host terms after the device's: with host rows they are fitted to
+     * the runs the host bounds, which the device terms tell. */
+    if (mode == OPSCHED_PREDICT_EAGER) fit_host(p, c, fs.runs, fs.n);
+    if (!isnan(rms)) {
         /* The error of the whole: every run, composed as predicted. */
         double rss = 0;
         for (size_t i = 0; i < fs.n; i++) {
@@ -716,8 +741,6 @@ static opsched_status fit_composition(opsched_predictor *p, opsched_predict_mode
             rss += e * e;
         }
         c->rms_rel = fs.n ? sqrt(rss / (double)fs.n) : NAN;
-    } else {
-        c->runs = 0;
     }
     fit_energy(p, c, fs.runs, fs.n);
     if (fs.skipped)
@@ -755,7 +778,8 @@ void opsched_network_prediction_free(opsched_network_prediction *r)
 }
 
 static opsched_status predict_network(opsched_predictor *p, const opsched_graph *g,
-                                      const char *model, const opsched_predict_options *opts,
+                                      const char *model, int64_t run_id,
+                                      const opsched_predict_options *opts,
                                       opsched_network_prediction **out)
 {
     opsched_status st = OPSCHED_OK;
@@ -772,7 +796,7 @@ static opsched_status predict_network(opsched_predictor *p, const opsched_graph 
     if (!r) return OS_NOMEM(p->ctx);
     r->mode = opts->mode;
     OS_TRY_GOTO(st, opsched_predictor_composition(p, opts->mode, &r->composition), fail);
-    OS_TRY_GOTO(st, predict_layers(p, g, model, opts->fuse, r), fail);
+    OS_TRY_GOTO(st, predict_layers(p, g, model, run_id, opts->fuse, r), fail);
     layer_sums s;
     sum_layers(r, &s);
     for (int i = 0; i < r->n_layers; i++) r->n_by_source[r->layers[i].p.source]++;
@@ -782,8 +806,8 @@ static opsched_status predict_network(opsched_predictor *p, const opsched_graph 
     const opsched_composition *c = &r->composition;
     /* The host side: each launched layer's host time (eager), the total
      * and the share of it resting on host measurements. */
-    r->host_ms = r->coverage_host = NAN;
-    double host = 0;
+    r->host_ms = r->coverage_host = r->coverage_host_run = NAN;
+    double host = 0, host_run = 0;
     for (int i = 0; i < r->n_layers; i++) {
         opsched_layer_prediction *l = &r->layers[i];
         if (opts->mode != OPSCHED_PREDICT_EAGER || !l->launches) {
@@ -793,12 +817,14 @@ static opsched_status predict_network(opsched_predictor *p, const opsched_graph 
         } else {
             l->host_ms = l->host_measured ? c->host_scale * l->host_ms
                                           : c->host_us[l->p.family] * 1e-3;
+            if (l->host_measured == OPSCHED_HOST_ROWS_RUN) host_run += l->host_ms;
         }
     }
     if (opts->mode == OPSCHED_PREDICT_EAGER) {
         host = host_ms(c, s.host_meas_ms, s.host_unmeas);
         r->host_ms = host;
         r->coverage_host = host > 0 ? c->host_scale * s.host_meas_ms / host : NAN;
+        r->coverage_host_run = host > 0 ? host_run / host : NAN;
     }
     if (s.complete) {
         r->layer_sum_ms = s.ms;
@@ -843,7 +869,7 @@ opsched_status opsched_predict_network(opsched_predictor *p, const opsched_graph
                                        const opsched_predict_options *opts,
                                        opsched_network_prediction **out)
 {
-    return predict_network(p, g, g ? opsched_graph_name(g) : NULL, opts, out);
+    return predict_network(p, g, g ? opsched_graph_name(g) : NULL, 0, opts, out);
 }
 
 opsched_status opsched_predict_network_run(opsched_predictor *p,
@@ -867,7 +893,7 @@ opsched_status opsched_predict_network_run(opsched_predictor *p,
                        (long long)run->id, run->mode);
     opsched_graph *g = NULL;
     OS_TRY(load_run_graph(p, run, &g));
-    opsched_status st = predict_network(p, g, run->model, &o, out);
+    opsched_status st = predict_network(p, g, run->model, run->run_id, &o, out);
     opsched_graph_free(g);
     return st;
 }

@@ -154,6 +154,10 @@ struct opsched_predictor {
     double *host_own_ms;            /* median of the rows measured profiling that model, ms */
     int64_t *host_own_id;           /* the median row's measurement */
     size_t n_host_own;
+    os_map host_run_index;          /* "<model>\x1f<run id>\x1f<key>" -> index in host_run_ms */
+    double *host_run_ms;            /* median of the rows of that model measured in that run */
+    int64_t *host_run_id;           /* the median row's measurement */
+    size_t n_host_run;
     os_model models[OS_MAX_MODELS];
     int n_models;
     int family_model[OPSCHED_FAMILY_COUNT]; /* index in models, or -1 */
@@ -198,12 +202,17 @@ opsched_status os_predict_many(opsched_predictor *p, const opsched_config_record
                                const int *fused, int n, opsched_op_prediction *out);
 
 /* The host enqueue time measured for a configuration (";mode=host" rows
- * under the predictor's settings) in network model: the median of the
- * rows measured profiling that model when it has any, else the median of
- * all rows of the configuration.  1 with *ms and *measurement_id (the
- * median row) set, 0 when none.  model may be NULL.  (predictor.c) */
-int os_predict_host_lookup(const opsched_predictor *p, const char *model, const char *signature,
-                           int fused_relu, double *ms, int64_t *measurement_id);
+ * under the predictor's settings) in network model: predicting a network
+ * run that run_id measured (> 0), the median of the rows measured with it
+ * (same run, same model: the host as it was then) when it has any; else
+ * the median of the rows measured profiling that model when it has any;
+ * else the median of all rows of the configuration.  Which of the three
+ * (OPSCHED_HOST_ROWS_*) with *ms and *measurement_id (the median row)
+ * set, 0 when none.  model may be NULL,
+ * run_id 0.  (predictor.c) */
+int os_predict_host_lookup(const opsched_predictor *p, const char *model, int64_t run_id,
+                           const char *signature, int fused_relu, double *ms,
+                           int64_t *measurement_id);
 
 /* Absolute percentage errors -> summary. */
 void os_cv_summarize(const double *ape, int64_t n, opsched_cv_error *out);

@@ -223,11 +223,15 @@ static opsched_status load_entries(opsched_predictor *p, const opsched_exclusion
  * measured per layer instance of a profiled network, and a configuration
  * shared by several networks (resnet50's layers all occur in resnet152) or
  * repeated in one has several rows that differ (median max/min 1.2 on the
- * H100).  Kept per configuration (signature and fusion): the median of
- * all its rows, and per network that measured it (the row's model) the
- * median of that network's rows; the lookup prefers the network's own. */
+ * H100); the host's speed itself drifts between runs and machines.  Kept
+ * per configuration (signature and fusion): the median of all its rows;
+ * per network that measured it (the row's model) the median of that
+ * network's rows; and per network and run the median of the rows measured
+ * with that run's network runs.  The lookup prefers the narrowest. */
+enum { HOST_CFG, HOST_OWN, HOST_RUN, HOST_LEVELS };
+
 typedef struct host_row {
-    int64_t cfg, own; /* index in host_ms; in host_own_ms or -1 (no model) */
+    int64_t group[HOST_LEVELS]; /* index at each level, -1 when none */
     double ms;
     int64_t id;
 } host_row;
@@ -237,8 +241,25 @@ typedef struct host_load {
     const opsched_exclusion *x;
     host_row *rows;
     size_t n, cap;
-    size_t n_own;
 } host_load;
+
+/* The index of key in map (added, counting *n, when new). */
+static opsched_status host_group(opsched_ctx *ctx, os_map *map, const char *key, size_t *n,
+                                 int64_t *out)
+{
+    *out = os_map_get(map, key);
+    if (*out >= 0) return OPSCHED_OK;
+    OS_TRY(os_map_put(ctx, map, key, (int64_t)*n));
+    *out = (int64_t)(*n)++;
+    return OPSCHED_OK;
+}
+
+static void host_keys(const char *model, int64_t run_id, const char *key, char *own, size_t n_own,
+                      char *run, size_t n_run)
+{
+    snprintf(own, n_own, "%s\x1f%s", model, key);
+    snprintf(run, n_run, "%s\x1f%lld\x1f%s", model, (long long)run_id, key);
+}
 
 static opsched_status take_host_row(const opsched_dataset_row *r, void *user)
 {
@@ -250,52 +271,42 @@ static opsched_status take_host_row(const opsched_dataset_row *r, void *user)
     if (p->exclude_model_runs && r->model[0] && strcmp(r->model, p->exclude_model_runs) == 0)
         return OPSCHED_OK;
     if (!(r->median_ms > 0) || !isfinite(r->median_ms)) return OPSCHED_OK;
-    char key[600], own_key[760];
+    char key[600], own_key[760], run_key[800];
     os_entry_key(r->config.signature, r->fused_relu, key, sizeof(key));
-    int64_t idx = os_map_get(&p->host_index, key);
-    if (idx < 0) {
-        OS_TRY(os_map_put(p->ctx, &p->host_index, key, (int64_t)p->n_host));
-        idx = (int64_t)p->n_host++;
-    }
-    int64_t own = -1;
+    host_row h = {{-1, -1, -1}, r->median_ms, r->measurement_id};
+    OS_TRY(host_group(p->ctx, &p->host_index, key, &p->n_host, &h.group[HOST_CFG]));
     if (r->model[0]) {
-        snprintf(own_key, sizeof(own_key), "%s\x1f%s", r->model, key);
-        own = os_map_get(&p->host_own_index, own_key);
-        if (own < 0) {
-            OS_TRY(os_map_put(p->ctx, &p->host_own_index, own_key, (int64_t)hl->n_own));
-            own = (int64_t)hl->n_own++;
-        }
+        host_keys(r->model, r->run_id, key, own_key, sizeof(own_key), run_key, sizeof(run_key));
+        OS_TRY(host_group(p->ctx, &p->host_own_index, own_key, &p->n_host_own, &h.group[HOST_OWN]));
+        OS_TRY(host_group(p->ctx, &p->host_run_index, run_key, &p->n_host_run, &h.group[HOST_RUN]));
     }
     OS_TRY(os_grow(p->ctx, (void **)&hl->rows, &hl->cap, hl->n + 1, sizeof(host_row)));
-    hl->rows[hl->n++] = (host_row){idx, own, r->median_ms, r->measurement_id};
+    hl->rows[hl->n++] = h;
     return OPSCHED_OK;
 }
 
-static int cmp_host_cfg(const void *a, const void *b)
+static int host_level; /* the level cmp_host sorts by (qsort has no user pointer) */
+
+static int cmp_host(const void *a, const void *b)
 {
     const host_row *x = a, *y = b;
-    if (x->cfg != y->cfg) return x->cfg < y->cfg ? -1 : 1;
+    int64_t gx = x->group[host_level], gy = y->group[host_level];
+    if (gx != gy) return gx < gy ? -1 : 1;
     if (x->ms != y->ms) return x->ms < y->ms ? -1 : 1;
     return (x->id > y->id) - (x->id < y->id);
 }
 
-static int cmp_host_own(const void *a, const void *b)
+/* The median of each group of rows at a level (sorted by group, then ms)
+ * into ms[group] and id[group]: the middle row's id, the lower middle's
+ * for an even count (whose ms is the mean of the two middle rows). */
+static void group_medians(host_row *rows, size_t n, int level, double *ms, int64_t *id)
 {
-    const host_row *x = a, *y = b;
-    if (x->own != y->own) return x->own < y->own ? -1 : 1;
-    if (x->ms != y->ms) return x->ms < y->ms ? -1 : 1;
-    return (x->id > y->id) - (x->id < y->id);
-}
-
-/* The median of each group of rows (sorted by group, then ms) into
- * ms[group] and id[group]: the middle row's id, the lower middle's for an
- * even count (whose ms is the mean of the two middle rows). */
-static void group_medians(const host_row *rows, size_t n, int own, double *ms, int64_t *id)
-{
+    host_level = level;
+    qsort(rows, n, sizeof(host_row), cmp_host);
     for (size_t i = 0; i < n;) {
-        int64_t g = own ? rows[i].own : rows[i].cfg;
+        int64_t g = rows[i].group[level];
         size_t j = i;
-        while (j < n && (own ? rows[j].own : rows[j].cfg) == g) j++;
+        while (j < n && rows[j].group[level] == g) j++;
         if (g >= 0) {
             size_t k = j - i, mid = i + (k - 1) / 2;
             ms[g] = k % 2 ? rows[mid].ms : 0.5 * (rows[mid].ms + rows[mid + 1].ms);
@@ -313,21 +324,17 @@ static opsched_status load_host(opsched_predictor *p, const opsched_exclusion *x
                                .cache = p->cache, .include_host = 1};
     host_load hl = {.p = p, .x = x};
     OS_TRY_GOTO(st, opsched_store_dataset(p->store, &q, take_host_row, &hl), done);
-    size_t n_cfg = p->n_host ? p->n_host : 1, n_own = hl.n_own ? hl.n_own : 1;
-    p->host_ms = malloc(sizeof(double) * n_cfg);
-    p->host_id = malloc(sizeof(int64_t) * n_cfg);
-    p->host_own_ms = malloc(sizeof(double) * n_own);
-    p->host_own_id = malloc(sizeof(int64_t) * n_own);
-    if (!p->host_ms || !p->host_id || !p->host_own_ms || !p->host_own_id) {
-        st = OS_NOMEM(p->ctx);
-        goto done;
-    }
-    p->n_host_own = hl.n_own;
-    if (hl.n) {
-        qsort(hl.rows, hl.n, sizeof(host_row), cmp_host_cfg);
-        group_medians(hl.rows, hl.n, 0, p->host_ms, p->host_id);
-        qsort(hl.rows, hl.n, sizeof(host_row), cmp_host_own);
-        group_medians(hl.rows, hl.n, 1, p->host_own_ms, p->host_own_id);
+    double **ms[HOST_LEVELS] = {&p->host_ms, &p->host_own_ms, &p->host_run_ms};
+    int64_t **id[HOST_LEVELS] = {&p->host_id, &p->host_own_id, &p->host_run_id};
+    size_t n[HOST_LEVELS] = {p->n_host, p->n_host_own, p->n_host_run};
+    for (int k = 0; k < HOST_LEVELS; k++) {
+        *ms[k] = malloc(sizeof(double) * (n[k] ? n[k] : 1));
+        *id[k] = malloc(sizeof(int64_t) * (n[k] ? n[k] : 1));
+        if (!*ms[k] || !*id[k]) {
+            st = OS_NOMEM(p->ctx);
+            goto done;
+        }
+        if (hl.n) group_medians(hl.rows, hl.n, k, *ms[k], *id[k]);
     }
     p->info.host_rows = (int64_t)p->n_host;
 done:
@@ -335,26 +342,33 @@ done:
     return st;
 }
 
-int os_predict_host_lookup(const opsched_predictor *p, const char *model, const char *signature,
-                           int fused_relu, double *ms, int64_t *measurement_id)
+int os_predict_host_lookup(const opsched_predictor *p, const char *model, int64_t run_id,
+                           const char *signature, int fused_relu, double *ms,
+                           int64_t *measurement_id)
 {
     if (p->n_host == 0) return 0;
-    char key[600], own_key[760];
+    char key[600], own_key[760], run_key[800];
     os_entry_key(signature, fused_relu, key, sizeof(key));
-    if (model && *model && p->n_host_own > 0) {
-        snprintf(own_key, sizeof(own_key), "%s\x1f%s", model, key);
-        int64_t own = os_map_get(&p->host_own_index, own_key);
-        if (own >= 0) {
-            *ms = p->host_own_ms[own];
-            *measurement_id = p->host_own_id[own];
-            return 1;
+    if (model && *model) {
+        host_keys(model, run_id, key, own_key, sizeof(own_key), run_key, sizeof(run_key));
+        int64_t i = run_id > 0 ? os_map_get(&p->host_run_index, run_key) : -1;
+        if (i >= 0) {
+            *ms = p->host_run_ms[i];
+            *measurement_id = p->host_run_id[i];
+            return OPSCHED_HOST_ROWS_RUN;
+        }
+        i = os_map_get(&p->host_own_index, own_key);
+        if (i >= 0) {
+            *ms = p->host_own_ms[i];
+            *measurement_id = p->host_own_id[i];
+            return OPSCHED_HOST_ROWS_MODEL;
         }
     }
     int64_t idx = os_map_get(&p->host_index, key);
     if (idx < 0) return 0;
     *ms = p->host_ms[idx];
     *measurement_id = p->host_id[idx];
-    return 1;
+    return OPSCHED_HOST_ROWS_CONFIG;
 }
 
 /* ---- open ------------------------------------------------------------------------ */
@@ -498,10 +512,13 @@ void opsched_predictor_free(opsched_predictor *p)
     os_map_free(&p->op_rows);
     os_map_free(&p->host_index);
     os_map_free(&p->host_own_index);
+    os_map_free(&p->host_run_index);
     free(p->host_ms);
     free(p->host_id);
     free(p->host_own_ms);
     free(p->host_own_id);
+    free(p->host_run_ms);
+    free(p->host_run_id);
     opsched_store_close(p->store);
     free(p->db_path);
     free(p->device_name);

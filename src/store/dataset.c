@@ -309,7 +309,7 @@ opsched_status opsched_store_network_runs_get(opsched_store *s,
                 OS_STORE_PREPARE(s,
                                  "SELECT id, device_id, model, batch, input_size, input_width,"
                                  " algo_policy, math, layout, mode, median_ms, cv, enqueue_ms,"
-                                 " energy_valid, energy_j, peak_memory_bytes, created_at"
+                                 " energy_valid, energy_j, peak_memory_bytes, created_at, run_id"
                                  " FROM network_runs WHERE device_id = ?"
                                  " AND (? IS NULL OR model = ?)"
                                  " AND (? IS NULL OR algo_policy = ?)"
@@ -350,6 +350,7 @@ opsched_status opsched_store_network_runs_get(opsched_store *s,
         r.energy_j = r.energy_valid ? col_double_or_nan(stmt, 14) : NAN;
         r.peak_memory_bytes = col_int_or(stmt, 15, -1);
         r.created_at = sqlite3_column_double(stmt, 16);
+        r.run_id = (int64_t)sqlite3_column_int64(stmt, 17);
         OS_TRY_GOTO(st, fn(&r, user), done);
     }
 done:

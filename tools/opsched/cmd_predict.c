@@ -140,7 +140,16 @@ static double weight_gb(const opsched_network_prediction *r)
  * measured host enqueue time, or its family's fitted cost per launch. */
 static const char *host_source(const opsched_layer_prediction *l)
 {
-    return l->host_measured ? "exact" : "family";
+    switch (l->host_measured) {
+    case OPSCHED_HOST_ROWS_RUN:
+        return "run";
+    case OPSCHED_HOST_ROWS_MODEL:
+        return "model";
+    case OPSCHED_HOST_ROWS_CONFIG:
+        return "exact";
+    default:
+        return "family";
+    }
 }
 
 static void print_table(const predict_cmd *c, const opsched_graph *g,

@@ -65,6 +65,7 @@ typedef struct vrun {
     double ms, energy_j;       /* predicted */
     double err, energy_err;    /* signed, percent; NaN when not comparable */
     double coverage;           /* share of the layer sum resting on exact measurements */
+    double coverage_host_run;  /* free runs: share of it on rows measured with the run */
     double coverage_host;      /* free runs: share of the host time resting on host
                                 * measurements (";mode=host" rows); NaN for graph runs */
     int by_source[OPSCHED_SOURCE_COUNT];
@@ -234,7 +235,7 @@ static opsched_status collect(const opsched_network_run_row *r, void *user)
     vrun *x = &v->runs[v->n++];
     memset(x, 0, sizeof(*x));
     x->run = *r;
-    x->ms = x->energy_j = x->err = x->energy_err = x->coverage = x->coverage_host = NAN;
+    x->ms = x->energy_j = x->err = x->energy_err = x->coverage = x->coverage_host = x->coverage_host_run = NAN;
     return OPSCHED_OK;
 }
 
@@ -290,6 +291,7 @@ static void predict_run(opsched_ctx *ctx, opsched_predictor *p, vrun *x)
     x->energy_j = r->total_energy_j;
     x->coverage = r->coverage_time;
     x->coverage_host = r->coverage_host;
+    x->coverage_host_run = r->coverage_host_run;
     memcpy(x->by_source, r->n_by_source, sizeof(x->by_source));
     if (isfinite(x->ms)) x->err = 100.0 * (x->ms - x->run.median_ms) / x->run.median_ms;
     else snprintf(x->why, sizeof(x->why), "some layers have no prediction");
@@ -471,6 +473,7 @@ static void print_runs(const vstate *v)
         printf(" %7.0f%%", 100.0 * x->coverage);
         /* free runs whose host time rests partly on host measurements */
         if (x->coverage_host > 0) printf("  host %.0f%% measured", 100.0 * x->coverage_host);
+        if (x->coverage_host_run > 0) printf(" (%.0f%% with this run)", 100.0 * x->coverage_host_run);
         printf("\n");
     }
 }
@@ -490,7 +493,7 @@ static int write_csv(const vstate *v, const char *path)
     }
     fprintf(f, "model,batch,height,width,mode,measured_ms,predicted_ms,error_pct,measured_energy_j,"
                "predicted_energy_j,energy_error_pct,coverage_time,exact_layers,learned_layers,"
-               "roofline_layers,leave_one_out,coverage_host,note\n");
+               "roofline_layers,leave_one_out,coverage_host,coverage_host_run,note\n");
     for (int i = 0; i < v->n; i++) {
         const vrun *x = &v->runs[i];
         tool_csv_field(f, x->run.model);
@@ -507,6 +510,8 @@ static int write_csv(const vstate *v, const char *path)
                 x->by_source[OPSCHED_SOURCE_LEARNED], x->by_source[OPSCHED_SOURCE_ROOFLINE],
                 v->a->loo);
         if (isfinite(x->coverage_host)) fprintf(f, "%.4f", x->coverage_host);
+        fputc(',', f);
+        if (isfinite(x->coverage_host_run)) fprintf(f, "%.4f", x->coverage_host_run);
         fputc(',', f);
         tool_csv_field(f, x->predicted && isfinite(x->ms) ? "" : x->why);
         fputc('\n', f);
