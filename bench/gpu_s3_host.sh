@@ -8,7 +8,9 @@
 # (tf32, nchw, cuDNN heuristic, --warmup-ms 50 --min-ms 300), so that the
 # ";mode=host" rows carry the settings of the shipped data (data/h100) and
 # their configurations' signatures.  Each item also stores its free run
-# (end to end and enqueue time) measured next to the host rows.
+# (end to end and enqueue time); since session 4 the host rows are read in
+# that free run's timed inferences (drained-queue runs only where the device
+# bounds it: the profile log says which).
 #
 #   bash bench/gpu_s3_host.sh OUTDIR          (after scripts/gpu-carry.sh build-gpu)
 #
@@ -62,11 +64,15 @@ profile() {
   echo "$m b$b rc=$? $((SECONDS - t0))s: $(grep -h 'Host enqueue' "$out/profile_${m}_b$b.log" | tr -s ' ' | cut -c1-60 | paste -sd'|')"
 }
 
-echo "== batch 1"
-for m in $zoo; do profile "$m" 1; done
-for b in 8 32; do
-  echo "== batch $b (while the budget lasts)"
-  for m in $zoo; do profile "$m" "$b" || break; done
+# BATCHES: the batch sizes, in order (default "1 8 32"); the first is
+# measured for every model, the others while the budget lasts.
+first=1
+for b in ${BATCHES:-1 8 32}; do
+  echo "== batch $b"
+  for m in $zoo; do
+    if [ $first = 1 ]; then profile "$m" "$b"; else profile "$m" "$b" || break; fi
+  done
+  first=0
 done
 
 echo "== device, export, summary ($SECONDS s so far)"
@@ -95,8 +101,8 @@ import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
 # A profile item stores its host rows, then its free run (one run per call):
 # the host rows of an item are those of its run since the run's previous item.
-print("%-14s %3s %4s %6s %11s %11s %10s %7s" % ("model", "b", "size", "layers", "host sum ms",
-                                                  "enqueue ms", "latency ms", "sum/enq"))
+print("%-14s %3s %4s %6s %11s %11s %10s %7s %7s" % ("model", "b", "size", "layers", "host sum ms",
+                                                  "enqueue ms", "latency ms", "sum/enq", "sum/lat"))
 items = c.execute("SELECT run_id, model, batch, input_size, enqueue_ms, median_ms, created_at"
                   " FROM network_runs WHERE mode = 'free' ORDER BY run_id, created_at").fetchall()
 prev = {}
@@ -105,8 +111,8 @@ for run, model, b, size, enq, lat, t in items:
                      " WHERE run_id = ? AND instr(settings_key, ';mode=host') > 0"
                      " AND created_at > ? AND created_at <= ?", (run, prev.get(run, 0), t)).fetchone()
     prev[run] = t
-    print("%-14s %3d %4d %6d %11.4f %11.4f %10.4f %7.3f" % (model, b, size, n, s, enq or 0, lat,
-                                                            s / enq if enq else 0))
+    print("%-14s %3d %4d %6d %11.4f %11.4f %10.4f %7.3f %7.3f" % (model, b, size, n, s, enq or 0, lat,
+                                                                  s / enq if enq else 0, s / lat))
 print("host rows: %d, free runs: %d" % (
     c.execute("SELECT count(*) FROM measurements WHERE instr(settings_key, ';mode=host') > 0").fetchone()[0],
     len(items)))
