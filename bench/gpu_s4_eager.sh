@@ -14,15 +14,22 @@ mkdir -p "$out"
 . "$(dirname "$0")/gpu_env.sh"
 gpu_env_write "$out"
 lscpu | grep -E "Model name|^CPU\(s\)|MHz" >> "$out/env.txt"
-for t in test_cuda_gpu test_exec_gpu test_sched_exec_gpu test_conformance test_measure; do
+# STEPS: which of tests, main, repeat to run (default all three, in that order).
+steps=${STEPS:-tests main repeat}
+case " $steps " in *" tests "*) tests=${TESTS:-test_cuda_gpu test_exec_gpu test_sched_exec_gpu test_conformance test_measure} ;; *) tests= ;; esac
+for t in $tests; do
   [ -x .carry/tests/$t ] || continue
   timeout ${TEST_S:-120} ./.carry/tests/$t > "$out/$t.log" 2>&1
   echo "$t: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$out/$t.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \] test' "$out/$t.log" | head -5
 done
 t0=$SECONDS
-BUDGET_S=${MAIN_S:-300} bash bench/gpu_s3_host.sh "$out/host" > "$out/host.log" 2>&1
-echo "main pass: $((SECONDS - t0)) s"; tail -n 4 "$out/host.log"
+case " $steps " in *" main "*)
+  BUDGET_S=${MAIN_S:-300} bash bench/gpu_s3_host.sh "$out/host" > "$out/host.log" 2>&1
+  echo "main pass: $((SECONDS - t0)) s"; tail -n 4 "$out/host.log" ;;
+esac
 t0=$SECONDS
-BATCHES=1 BUDGET_S=${REPEAT_S:-120} bash bench/gpu_s3_host.sh "$out/repeat" > "$out/repeat.log" 2>&1
-echo "repeat pass: $((SECONDS - t0)) s"; tail -n 4 "$out/repeat.log"
+case " $steps " in *" repeat "*)
+  BATCHES=1 BUDGET_S=${REPEAT_S:-120} bash bench/gpu_s3_host.sh "$out/repeat" > "$out/repeat.log" 2>&1
+  echo "repeat pass: $((SECONDS - t0)) s"; tail -n 4 "$out/repeat.log" ;;
+esac
