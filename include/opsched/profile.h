@@ -31,14 +31,14 @@ typedef struct opsched_profile_options {
     double energy_window_ms;       /* default 1000, never below */
     double idle_ms;                /* default 300 */
     int check;                     /* 1: compare outputs with the CPU backend (default 1) */
-    /* Host enqueue cost per layer (0: off): the host's time in each
-     * layer's launch call(s) (opsched_executor_run_host_timed), read in
-     * the free-running inferences that are timed, so that the layers add
-     * up to those inferences' enqueueing.  Where the device bounds the
-     * free run (launches may wait for a full queue), instead host_runs
-     * free runs (default 30) after 3 warm-up runs, the device synced
-     * before each. */
-    int host_runs;
+    /* 1 (default): the host enqueue cost per layer, the host's time in
+     * each layer's launch call(s) (opsched_executor_run_host_timed) read
+     * in the free-running inferences that are timed, so that the layers
+     * add up to those inferences' enqueueing.  Those inferences are then
+     * enqueued one ahead of the one being read (not a round of 16), so
+     * that a launch never waits for room in a full queue, which would count
+     * as host time where the device bounds the run. */
+    int host_layers;
 } opsched_profile_options;
 
 void opsched_profile_options_default(opsched_profile_options *o);
@@ -60,8 +60,8 @@ typedef struct opsched_layer_profile {
     int fallback;                  /* 1: the asked algorithm could not run it */
     size_t workspace_bytes;
     /* Host time to enqueue the layer's launch(es) in a free run (median
-     * over the host-timed runs, see host_in_free_run), ms: 0 for layers
-     * that run nothing, NaN when not measured; host holds the runs'
+     * over the timed free-running inferences), ms: 0 for layers that run
+     * nothing, NaN when not measured; host holds the inferences'
      * statistics (n = 0 when not). */
     double host_ms;
     opsched_stats host;
@@ -93,10 +93,6 @@ typedef struct opsched_profile_result {
     double attribution_energy;     /* layer_energy_sum_j / energy.energy_j */
     double layer_isolated_sum_ms;  /* NaN unless isolated */
     double layer_host_sum_ms;      /* sum of the layers' host_ms; NaN when not measured */
-    /* 1: the layers' host times were read in the timed free-running
-     * inferences; 0: in host_runs runs on a drained queue (the device
-     * bounds the free run) or not measured. */
-    int host_in_free_run;
     double free_host_ms;           /* host time per timed free-running inference
                                     * (median of the layers' totals); NaN when not read */
     double attribution_isolated;   /* layer_isolated_sum_ms / e2e_graph (else e2e) median */
@@ -118,7 +114,7 @@ typedef struct opsched_profile_result {
 /* Profiles g on dev: the numerics check first (when asked), then warm-up,
  * free-running inferences (timed in rounds enqueued ahead, so the device
  * never waits for the host between samples), the host's enqueue time (of
- * the whole inference, and of each layer when host_runs > 0),
+ * the whole inference, and of each layer when host_layers),
  * replays of a captured graph, layer-timed runs, and the energy windows.
  * A backend without graphs leaves e2e_graph.n at 0; a device without a
  * power sensor leaves the energies invalid (NaN): neither is a failure.

@@ -582,7 +582,9 @@ static void fallback_composition(const opsched_predictor *p, opsched_composition
  * measured in the same inferences as the host rows profile reads there;
  * the enqueue time on a drained queue is a separate measurement, seconds
  * apart, of a host whose speed drifts (0.66-1.23x the layers' sum at
- * batch 1 on the H100 host).  Fitting a cost per family to what the
+ * batch 1 on the H100 host).  With fewer than two such runs (the device
+ * bounds them all, or a CPU backend, whose launches compute), to the
+ * enqueue times of the runs instead.  Fitting a cost per family to what the
  * measured launches leave over put the residuals of many runs on the few
  * unmeasured launches (322 us per linear launch against a measured 25 us
  * with inception_v3 left out). */
@@ -591,6 +593,15 @@ static void fallback_composition(const opsched_predictor *p, opsched_composition
 static int host_bound(const opsched_composition *c, const fit_run *r)
 {
     return device_ms(c, r->s_ms, r->n, r->weight_gb) < HOST_BOUND * r->t_ms;
+}
+
+/* What the host side of run r is fitted to (ms), or NaN when r is not
+ * used: its latency when by_latency (and the host bounds it), else its
+ * enqueue time. */
+static double host_target(const opsched_composition *c, const fit_run *r, int by_latency)
+{
+    if (by_latency) return host_bound(c, r) ? r->t_ms : NAN;
+    return r->enqueue_ms > 0 ? r->enqueue_ms : NAN;
 }
 
 static void fit_host_measured(opsched_composition *c, const fit_run *runs,
@@ -604,11 +615,15 @@ static void fit_host_measured(opsched_composition *c, const fit_run *runs,
     }
     for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++)
         mean_ms[f] = meas_n[f] > 0 ? meas_ms[f] / meas_n[f] : all_n > 0 ? all_ms / all_n : 0;
+    int bound = 0;
+    for (size_t i = 0; i < n; i++) bound += use[i] && host_bound(c, &runs[i]);
+    int by_latency = bound >= 2;
     double sxx = 0, sxy = 0;
     int m = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!use[i] || !host_bound(c, &runs[i])) continue;
-        double t = runs[i].host_meas_ms, y = runs[i].t_ms;
+        double y = use[i] ? host_target(c, &runs[i], by_latency) : NAN;
+        if (isnan(y)) continue;
+        double t = runs[i].host_meas_ms;
         for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) t += mean_ms[f] * runs[i].host_unmeas[f];
         sxx += t * t / (y * y);
         sxy += t / y;
@@ -617,10 +632,11 @@ static void fit_host_measured(opsched_composition *c, const fit_run *runs,
     c->host_scale = sxx > 0 && sxy > 0 ? sxy / sxx : 1;
     for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++)
         c->host_us[f] = c->host_scale * mean_ms[f] * 1e3;
-    double rss = 0; /* of the host-bound runs' latency */
+    double rss = 0; /* of what the host side was fitted to */
     for (size_t i = 0; i < n; i++) {
-        if (!use[i] || !host_bound(c, &runs[i])) continue;
-        double e = run_host_ms(c, &runs[i]) / runs[i].t_ms - 1;
+        double y = use[i] ? host_target(c, &runs[i], by_latency) : NAN;
+        if (isnan(y)) continue;
+        double e = run_host_ms(c, &runs[i]) / y - 1;
         rss += e * e;
     }
     c->host_rms_rel = m > 0 ? sqrt(rss / m) : NAN;

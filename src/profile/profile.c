@@ -30,7 +30,7 @@ void opsched_profile_options_default(opsched_profile_options *o)
     o->energy_window_ms = 1000;
     o->idle_ms = 300;
     o->check = 1;
-    o->host_runs = 30;
+    o->host_layers = 1;
 }
 
 double opsched_profile_tolerance(opsched_math m)
@@ -165,9 +165,9 @@ static opsched_status apply_defaults(opsched_ctx *ctx, const opsched_profile_opt
         *o = *in;
     else
         opsched_profile_options_default(o);
-    if (o->iters < 1 || o->warmup_ms < 0 || o->min_ms < 0 || o->idle_ms < 0 || o->host_runs < 0)
+    if (o->iters < 1 || o->warmup_ms < 0 || o->min_ms < 0 || o->idle_ms < 0)
         return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
-                       "profile: iters must be at least 1, host_runs and times not negative");
+                       "profile: iters must be at least 1, times not negative");
     if (o->energy_window_ms < 1000) o->energy_window_ms = 1000;
     if (!o->exec.seed) o->exec.seed = 1;
     return OPSCHED_OK;
@@ -195,7 +195,7 @@ opsched_status opsched_profile_graph(opsched_device *dev, const opsched_graph *g
     OS_TRY_GOTO(st, os_profile_warmup(&p, 0, p.o.warmup_ms, 2), fail);
     OS_TRY_GOTO(st, os_profile_sample(&p, 0, &p.r->e2e), fail);
     OS_TRY_GOTO(st, os_profile_enqueue(&p, &p.r->enqueue_ms), fail);
-    if (p.o.host_runs > 0) OS_TRY_GOTO(st, os_profile_host_layers(&p), fail);
+    if (p.o.host_layers) OS_TRY_GOTO(st, os_profile_host_layers(&p), fail);
     if (p.o.cuda_graph) OS_TRY_GOTO(st, graph_replays(&p), fail);
     if (p.o.layers) OS_TRY_GOTO(st, os_profile_layers(&p), fail);
     if (p.o.energy) OS_TRY_GOTO(st, os_profile_energy(&p), fail);

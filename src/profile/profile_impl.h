@@ -31,19 +31,17 @@ opsched_status os_profile_warmup(os_profiler *p, int use_graph, double ms, int m
  * timestamps, until o.iters samples and o.min_ms of them; rounds of
  * samples are enqueued one ahead of the round being read, so the device
  * never waits for the host between samples.  Free-running (not use_graph)
- * with o.host_runs > 0, the host's time in each layer's launches is kept
- * for each inference (p->free_host). */
+ * with o.host_layers, the host's time in each layer's launches is kept for
+ * each inference (p->free_host), and inferences are enqueued one ahead
+ * (a full launch queue would make launches wait). */
 opsched_status os_profile_sample(os_profiler *p, int use_graph, opsched_stats *out);
 
 /* Host time to enqueue one inference onto an idle device (median). */
 opsched_status os_profile_enqueue(os_profiler *p, double *out_ms);
 
-/* The host's time in every layer's launches: per-layer medians and
- * statistics, and their sum.  Taken from the host-timed free-running
- * inferences (os_profile_sample) unless the device bounds the run
- * (enqueue_ms below 3/4 of the free latency: launches may have waited for
- * a full queue), else from o.host_runs free runs (after a few warm-up
- * ones) each on a synced device.  Needs e2e and enqueue_ms. */
+/* The host's time in every layer's launches in the host-timed
+ * free-running inferences of os_profile_sample: per-layer medians and
+ * statistics, their sum, and the median time per inference. */
 opsched_status os_profile_host_layers(os_profiler *p);
 
 /* o.iters layer-timed runs (at most OS_PROFILE_MAX_LAYERED): per-layer

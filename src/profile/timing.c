@@ -18,10 +18,14 @@
  * free-running latency.  The host's speed drifts by tens of percent over
  * seconds on a shared machine (the H100 host: a separate pass summed to
  * 0.66-1.23x the free run's enqueue time at batch 1), so only times taken
- * in the same inferences add up to them.  Where the device bounds the run,
- * launches wait for room in a full queue and that wait would count as
- * host time: those layers are taken from host-timed runs started on a
- * drained queue instead.
+ * in the same inferences add up to them.  Host-timed inferences are
+ * enqueued one ahead of the one being read rather than a round ahead:
+ * where the device bounds the run, 32 inferences in flight fill the launch
+ * queue, a launch then waits for room, and that wait would count as the
+ * layer's host time.  One ahead still keeps the device busy when it
+ * bounds the run (the host needs less than an inference's device time to
+ * enqueue the next), and where the host bounds it the device waits for
+ * the host either way.
  *
  * Layer-timed runs put a pair of timestamps around every layer.  Where
  * enqueueing an inference takes the host longer than the device needs to
@@ -66,7 +70,8 @@ opsched_status os_profile_warmup(os_profiler *p, int use_graph, double ms, int m
 
 /* How many samples the next round should hold, given n read (total_ms
  * together) and pending enqueued but not read. */
-static int next_round(const opsched_profile_options *o, int n, int pending, double total_ms)
+static int next_round(const opsched_profile_options *o, int n, int pending, double total_ms,
+                      int round)
 {
     int want = o->iters - (n + pending);
     if (o->min_ms > 0) {
@@ -77,7 +82,7 @@ static int next_round(const opsched_profile_options *o, int n, int pending, doub
         else if (have < o->min_ms)
             want = OS_MAX(want, (int)((o->min_ms - have) / per) + 1);
     }
-    want = OS_MIN(want, ROUND);
+    want = OS_MIN(want, round);
     want = OS_MIN(want, MAX_SAMPLES - n - pending);
     return OS_MAX(want, 0);
 }
@@ -89,10 +94,15 @@ static int next_round(const opsched_profile_options *o, int n, int pending, doub
 /* Room for the host times of k more host-timed inferences after the n
  * kept; 0 when the sampling keeps none (a graph, host layers off) or the
  * cap is reached. */
+static int host_timed(const os_profiler *p, int use_graph)
+{
+    return !use_graph && p->o.host_layers && p->r->n_layers > 0;
+}
+
 static int host_room(os_profiler *p, int use_graph, int k)
 {
     int nl = p->r->n_layers;
-    if (use_graph || p->o.host_runs == 0 || nl < 1) return 0;
+    if (!host_timed(p, use_graph)) return 0;
     if ((size_t)(p->n_free_host + k) * (size_t)nl > HOST_FREE_MAX_CELLS) return 0;
     if (os_grow(p->ctx, (void **)&p->free_host, &p->free_host_cap,
                 (size_t)(p->n_free_host + k) * (size_t)nl, sizeof(double)) != OPSCHED_OK) {
@@ -131,11 +141,12 @@ opsched_status os_profile_sample(os_profiler *p, int use_graph, opsched_stats *o
     for (int s = 0; s < 2; s++)
         for (int j = 0; j < ROUND; j++)
             OS_TRY_GOTO(st, opsched_timer_create(p->dev, &timers[s][j]), done);
-    k[cur] = next_round(&p->o, 0, 0, 0);
+    int round = host_timed(p, use_graph) ? 1 : ROUND;
+    k[cur] = next_round(&p->o, 0, 0, 0, round);
     OS_TRY_GOTO(st, enqueue_round(p, use_graph, timers[cur], k[cur]), done);
     while (k[cur] > 0) {
         int nxt = 1 - cur;
-        k[nxt] = next_round(&p->o, n, k[cur], total);
+        k[nxt] = next_round(&p->o, n, k[cur], total, round);
         OS_TRY_GOTO(st, enqueue_round(p, use_graph, timers[nxt], k[nxt]), done);
         OS_TRY_GOTO(st,
                     os_grow(p->ctx, (void **)&samples, &cap, (size_t)(n + k[cur]), sizeof(double)),
@@ -180,15 +191,8 @@ opsched_status os_profile_enqueue(os_profiler *p, double *out_ms)
     return OPSCHED_OK;
 }
 
-#define HOST_WARMUP 3
-#define HOST_MAX_RUNS 10000
-/* The device bounds a free run when the host enqueues an inference on a
- * drained queue in less than this share of the free run's latency. */
-#define HOST_DEVICE_BOUND 0.75
-#define HOST_FREE_MIN 5 /* host-timed free-running inferences needed */
-
-/* Per-layer statistics of the host times in rows (runs x nl) and their
- * sum into the result. */
+/* Per-layer statistics of the host times in rows (runs x nl) into the
+ * layers, their sum into the result. */
 static opsched_status host_stats(os_profiler *p, const double *rows, int runs, double *col)
 {
     opsched_profile_result *res = p->r;
@@ -207,53 +211,23 @@ static opsched_status host_stats(os_profiler *p, const double *rows, int runs, d
     return OPSCHED_OK;
 }
 
-/* The median over the host-timed free-running inferences of the host's
- * time for the whole inference. */
-static opsched_status free_host_total(os_profiler *p, double *col)
+opsched_status os_profile_host_layers(os_profiler *p)
 {
     int nl = p->r->n_layers, runs = p->n_free_host;
+    if (runs < 1) return OPSCHED_OK; /* nothing was host-timed: NaN stays */
+    double *col = malloc(sizeof(double) * (size_t)runs);
+    if (!col) return OS_NOMEM(p->ctx);
     for (int r = 0; r < runs; r++) {
         double t = 0;
         for (int i = 0; i < nl; i++) t += p->free_host[(size_t)r * (size_t)nl + (size_t)i];
         col[r] = t;
     }
     opsched_stats s;
-    OS_TRY(opsched_stats_compute(col, runs, &s));
-    p->r->free_host_ms = s.median;
-    return OPSCHED_OK;
-}
-
-opsched_status os_profile_host_layers(os_profiler *p)
-{
-    opsched_status st = OPSCHED_OK;
-    opsched_profile_result *res = p->r;
-    int nl = res->n_layers, runs = OS_MIN(p->o.host_runs, HOST_MAX_RUNS);
-    int n_col = OS_MAX(runs, p->n_free_host);
-    double *all = NULL, *col = malloc(sizeof(double) * (size_t)(n_col > 0 ? n_col : 1));
-    if (!col) return OS_NOMEM(p->ctx);
-    if (p->n_free_host > 0) OS_TRY_GOTO(st, free_host_total(p, col), done);
-    int device_bound = !(res->enqueue_ms >= HOST_DEVICE_BOUND * res->e2e.median);
-    if (p->n_free_host >= HOST_FREE_MIN && !device_bound) {
-        res->host_in_free_run = 1;
-        st = host_stats(p, p->free_host, p->n_free_host, col);
-        goto done;
+    opsched_status st = opsched_stats_compute(col, runs, &s);
+    if (st == OPSCHED_OK) {
+        p->r->free_host_ms = s.median;
+        st = host_stats(p, p->free_host, runs, col);
     }
-    all = malloc(sizeof(double) * (size_t)(nl > 0 ? nl : 1) * (size_t)runs);
-    if (!all) {
-        st = OS_NOMEM(p->ctx);
-        goto done;
-    }
-    /* Each run starts on a drained queue, so no launch waits for room and
-     * a layer's time is its enqueue cost alone. */
-    for (int r = -HOST_WARMUP; r < runs; r++) {
-        OS_TRY_GOTO(st, opsched_device_sync(p->dev), done);
-        double *row = all + (size_t)(r < 0 ? 0 : r) * (size_t)nl;
-        OS_TRY_GOTO(st, opsched_executor_run_host_timed(p->ex, NULL, row), done);
-    }
-    OS_TRY_GOTO(st, opsched_device_sync(p->dev), done);
-    st = host_stats(p, all, runs, col);
-done:
-    free(all);
     free(col);
     return st;
 }

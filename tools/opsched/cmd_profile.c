@@ -51,7 +51,7 @@ static void profile_help(void)
            "                         operation where the backend can (default on)\n"
            "  --layers on|off        time every layer: layers CSV, attribution (default on)\n"
            "  --host-layers on|off   the host's time to enqueue each layer in a free run\n"
-           "                         (30 runs on a drained queue; default on)\n"
+           "                         (read in the timed free-running inferences; default on)\n"
            "  --isolated             also time each distinct layer alone (CUDA-graph replays,\n"
            "                         no timestamps between layers): the sum against the end\n"
            "                         to end checks that the layers account for the network\n"
@@ -529,7 +529,7 @@ static void profile_options(const run_state *rs, opsched_profile_options *po)
     po->idle_ms = mo->idle_ms;
     po->cuda_graph = rs->a->cuda_graph;
     po->layers = rs->a->layers;
-    if (!rs->a->host_layers) po->host_runs = 0;
+    po->host_layers = rs->a->host_layers;
     po->check = rs->a->check;
 }
 
