@@ -95,6 +95,10 @@ typedef struct opsched_profile_result {
     double layer_host_sum_ms;      /* sum of the layers' host_ms; NaN when not measured */
     double free_host_ms;           /* host time per timed free-running inference
                                     * (median of the layers' totals); NaN when not read */
+    /* 1: free_host_ms came to more than 1.6x enqueue_ms: launches waited for
+     * room in the launch queue (the device bounds the run), so the layers'
+     * host times are not kept (NaN). */
+    int host_waited;
     double attribution_isolated;   /* layer_isolated_sum_ms / e2e_graph (else e2e) median */
     double check_rel_l2;           /* vs CPU backend; NaN when not checked, inf when an
                                     * output is not finite */

@@ -41,7 +41,9 @@ opsched_status os_profile_enqueue(os_profiler *p, double *out_ms);
 
 /* The host's time in every layer's launches in the host-timed
  * free-running inferences of os_profile_sample: per-layer medians and
- * statistics, their sum, and the median time per inference. */
+ * statistics, their sum, and the median time per inference; the layers'
+ * are left NaN (host_waited) when that median is far above enqueue_ms.
+ * Needs enqueue_ms. */
 opsched_status os_profile_host_layers(os_profiler *p);
 
 /* o.iters layer-timed runs (at most OS_PROFILE_MAX_LAYERED): per-layer

@@ -194,7 +194,12 @@ void report_summary(FILE *f, const profile_item *it)
     stats_line(f, "Latency:", &r->e2e);
     fprintf(f, "%-22s median = %.4f ms%s\n", "Enqueue Time:", r->enqueue_ms,
             is_host_backend(it) ? " (the CPU backend computes while it enqueues)" : "");
-    if (!isnan(r->layer_host_sum_ms))
+    if (r->host_waited)
+        fprintf(f,
+                "%-22s %.4f ms per timed free-running inference, %.1fx the enqueue time: "
+                "launches waited for a full queue, the layers' host times not kept\n",
+                "Host enqueue:", r->free_host_ms, r->free_host_ms / r->enqueue_ms);
+    else if (!isnan(r->layer_host_sum_ms))
         fprintf(f,
                 "%-22s sum of layers %.4f ms, %.4f ms per timed free-running inference "
                 "(on a drained queue %.4f ms)\n",
