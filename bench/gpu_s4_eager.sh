@@ -4,9 +4,13 @@
 #  2. the zoo at batch 1, 8, 32 x 224, 299, 320, free-running with the
 #     layers' host times read in the timed free runs (bench/gpu_s3_host.sh,
 #     BUDGET_S 300) into OUTDIR/host,
-#  3. batch 1 again, minutes later, into OUTDIR/repeat (BUDGET_S 120): how
-#     far the host's time repeats, and how well rows of one pass predict the
-#     free runs of the other (bench/s4_eager_repeat.py, no GPU).
+#  3. batch 1 again, a minute later, into OUTDIR/repeat (BUDGET_S 120): how
+#     far the host's time repeats between passes;
+#  4. (step dense) densenet121 profiled again as bench/gpu_issue5_data.sh did
+#     (layers alone, CUDA graph, free runs, energy) into OUTDIR/dense/h100.db:
+#     data/h100's densenet121 was measured with the Concat kernel that
+#     commit 43aced7 replaced (its free runs on today's build are 6-12%
+#     faster than those data predict).
 #   bash bench/gpu_s4_eager.sh OUTDIR    (after tar -C .carry -xJf .carry/carry.tar.xz)
 set -uo pipefail
 out=${1:-/tmp/s4_eager}
@@ -14,7 +18,8 @@ mkdir -p "$out"
 . "$(dirname "$0")/gpu_env.sh"
 gpu_env_write "$out"
 lscpu | grep -E "Model name|^CPU\(s\)|MHz" >> "$out/env.txt"
-# STEPS: which of tests, main, repeat to run (default all three, in that order).
+# STEPS: which of tests, main, repeat, dense to run (default the first three;
+# they run in the order tests, dense, main, repeat).
 steps=${STEPS:-tests main repeat}
 case " $steps " in *" tests "*) tests=${TESTS:-test_cuda_gpu test_exec_gpu test_sched_exec_gpu test_conformance test_measure} ;; *) tests= ;; esac
 for t in $tests; do
@@ -23,6 +28,27 @@ for t in $tests; do
   echo "$t: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$out/$t.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \] test' "$out/$t.log" | head -5
 done
+t0=$SECONDS
+case " $steps " in *" dense "*)
+  mkdir -p "$out/dense"
+  timeout -k 10 ${DENSE_S:-280} $bin profile densenet121 --batch 1,8,32 --sizes 224,299,320 --math tf32 \
+      --isolated --layers off --energy --check off --warmup-ms 50 --min-ms 300 \
+      --db "$out/dense/h100.db" --out-dir "$out/dense/profile" > "$out/dense/profile.log" 2>&1
+  echo "dense: rc=$? $((SECONDS - t0)) s"
+  python3 - "$out/dense/h100.db" data/h100/devices.sql <<'PY'
+import re, sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+want = re.search(r"\('cuda', '([^']+)'", open(sys.argv[2]).read()).group(1)
+for i, uuid, name in c.execute("SELECT id, uuid, name FROM devices WHERE backend = 'cuda'").fetchall():
+    print("dense measured on %s %s" % (name, uuid))
+    if uuid != want:
+        c.execute("UPDATE devices SET uuid = ? WHERE id = ?", (want, i))
+        print("device row renamed to data/h100's %s" % want)
+c.commit()
+PY
+  ;;
+esac
 t0=$SECONDS
 case " $steps " in *" main "*)
   BUDGET_S=${MAIN_S:-300} bash bench/gpu_s3_host.sh "$out/host" > "$out/host.log" 2>&1

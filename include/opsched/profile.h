@@ -59,9 +59,10 @@ typedef struct opsched_layer_profile {
     char algo[48];                 /* what ran: an algorithm, "view" or "fused" */
     int fallback;                  /* 1: the asked algorithm could not run it */
     size_t workspace_bytes;
-    /* Host time to enqueue the layer's launch(es) in a free run (median
-     * over the timed free-running inferences), ms: 0 for layers that run
-     * nothing, NaN when not measured; host holds the inferences'
+    /* Host time to enqueue the layer's launch(es) in a free run, ms: its
+     * share of the median timed free-running inference (the layer's median
+     * scaled so that the layers add up to free_host_ms); 0 for layers that
+     * run nothing, NaN when not measured; host holds the inferences' raw
      * statistics (n = 0 when not). */
     double host_ms;
     opsched_stats host;

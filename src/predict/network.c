@@ -202,12 +202,13 @@ typedef struct layer_sums {
     int host_unmeas[OPSCHED_FAMILY_COUNT];
     double host_meas_fam_ms[OPSCHED_FAMILY_COUNT];
     int host_meas_fam[OPSCHED_FAMILY_COUNT];
+    int host_all_run; /* every launch's host time from rows measured with the run */
 } layer_sums;
 
 static void sum_layers(const opsched_network_prediction *r, layer_sums *s)
 {
     memset(s, 0, sizeof(*s));
-    s->complete = s->energy_complete = s->all_exact = 1;
+    s->complete = s->energy_complete = s->all_exact = s->host_all_run = 1;
     for (int i = 0; i < r->n_layers; i++) {
         const opsched_layer_prediction *l = &r->layers[i];
         s->flops += (double)l->flops;
@@ -215,6 +216,7 @@ static void sum_layers(const opsched_network_prediction *r, layer_sums *s)
         s->launches++;
         s->weight_gb += (double)l->weight_bytes * 1e-9;
         const opsched_op_prediction *o = &l->p;
+        s->host_all_run &= l->host_measured == OPSCHED_HOST_ROWS_RUN;
         if (l->host_measured) {
             s->host_meas_ms += l->host_ms;
             s->host_meas_fam_ms[o->family] += l->host_ms;
@@ -258,6 +260,7 @@ typedef struct fit_run {
     int host_unmeas[OPSCHED_FAMILY_COUNT]; /* launches without one, by family */
     double host_meas_fam_ms[OPSCHED_FAMILY_COUNT]; /* measured host times by family */
     int host_meas_fam[OPSCHED_FAMILY_COUNT];       /* and their launches */
+    int host_all_run;       /* its host rows were all measured with it */
     double sum_energy;      /* NaN unless every layer has one */
     double e_j;             /* measured energy; NaN when none */
     int exact;
@@ -320,6 +323,7 @@ static opsched_status take_run(const opsched_network_run_row *run, void *user)
         fr->s_ms = s.ms;
         fr->n = s.launches;
         fr->host_meas_ms = s.host_meas_ms;
+        fr->host_all_run = s.host_all_run && s.launches > 0;
         memcpy(fr->host_unmeas, s.host_unmeas, sizeof(fr->host_unmeas));
         memcpy(fr->host_meas_fam_ms, s.host_meas_fam_ms, sizeof(fr->host_meas_fam_ms));
         memcpy(fr->host_meas_fam, s.host_meas_fam, sizeof(fr->host_meas_fam));
@@ -582,9 +586,11 @@ static void fallback_composition(const opsched_predictor *p, opsched_composition
  * measured in the same inferences as the host rows profile reads there;
  * the enqueue time on a drained queue is a separate measurement, seconds
  * apart, of a host whose speed drifts (0.66-1.23x the layers' sum at
- * batch 1 on the H100 host).  With fewer than two such runs (the device
- * bounds them all, or a CPU backend, whose launches compute), to the
- * enqueue times of the runs instead.  Fitting a cost per family to what the
+ * batch 1 on the H100 host).  Of those, the runs whose every host row was
+ * measured with them when there are two or more: rows of another run
+ * carry another moment's (or machine's) host speed.  With fewer than two
+ * host-bound runs (the device bounds them all, or a CPU backend, whose
+ * launches compute), to the enqueue times of the runs instead.  Fitting a cost per family to what the
  * measured launches leave over put the residuals of many runs on the few
  * unmeasured launches (322 us per linear launch against a measured 25 us
  * with inception_v3 left out). */
@@ -615,13 +621,18 @@ static void fit_host_measured(opsched_composition *c, const fit_run *runs,
     }
     for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++)
         mean_ms[f] = meas_n[f] > 0 ? meas_ms[f] / meas_n[f] : all_n > 0 ? all_ms / all_n : 0;
-    int bound = 0;
-    for (size_t i = 0; i < n; i++) bound += use[i] && host_bound(c, &runs[i]);
-    int by_latency = bound >= 2;
+    int bound = 0, bound_run = 0;
+    for (size_t i = 0; i < n; i++) {
+        int b = use[i] && host_bound(c, &runs[i]);
+        bound += b;
+        bound_run += b && runs[i].host_all_run;
+    }
+    int by_latency = bound >= 2, own_only = bound_run >= 2;
     double sxx = 0, sxy = 0;
     int m = 0;
     for (size_t i = 0; i < n; i++) {
-        double y = use[i] ? host_target(c, &runs[i], by_latency) : NAN;
+        int take = use[i] && (!own_only || runs[i].host_all_run);
+        double y = take ? host_target(c, &runs[i], by_latency) : NAN;
         if (isnan(y)) continue;
         double t = runs[i].host_meas_ms;
         for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) t += mean_ms[f] * runs[i].host_unmeas[f];
@@ -634,7 +645,8 @@ static void fit_host_measured(opsched_composition *c, const fit_run *runs,
         c->host_us[f] = c->host_scale * mean_ms[f] * 1e3;
     double rss = 0; /* of what the host side was fitted to */
     for (size_t i = 0; i < n; i++) {
-        double y = use[i] ? host_target(c, &runs[i], by_latency) : NAN;
+        int take = use[i] && (!own_only || runs[i].host_all_run);
+        double y = take ? host_target(c, &runs[i], by_latency) : NAN;
         if (isnan(y)) continue;
         double e = run_host_ms(c, &runs[i]) / y - 1;
         rss += e * e;

@@ -366,8 +366,9 @@ static opsched_status store_isolated(opsched_store *s, int64_t run_id, int64_t d
     return OPSCHED_OK;
 }
 
-/* Each layer's host enqueue time in a free run (per-layer medians over the
- * host-timed runs) under the harness's settings key with ";mode=host"
+/* Each layer's host enqueue time in a free run (its share of the median
+ * timed free-running inference as the median, the inferences' other
+ * statistics as they are) under the harness's settings key with ";mode=host"
  * (and ";fused=relu" when the layer ran the Relu after it): the host cost
  * of launching that configuration with that engine (the algorithm column),
  * what a free-running (eager) prediction adds up against device time. */
@@ -381,6 +382,7 @@ static opsched_status store_host(opsched_store *s, int64_t run_id, int64_t devic
         if (!l->timed || l->host.n == 0 || isnan(l->host_ms)) continue;
         opsched_measurement m;
         layer_measurement(it, l, &l->host, &m);
+        m.stats.median = l->host_ms; /* its share of the median inference */
         layer_key(it, 0, ";mode=host", l->fused_next, key, sizeof(key));
         opsched_status st = store_layer_row(s, run_id, device_id, it, i, key, &m);
         if (st != OPSCHED_OK) return st;
