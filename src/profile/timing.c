@@ -227,6 +227,19 @@ static opsched_status host_stats(os_profiler *p, const double *rows, int runs, d
  * up to ~1.4x. */
 #define HOST_WAITED 1.6
 
+/* Whether the device queues launches (a GPU) rather than running them in
+ * the launch call (the CPU backend, where no launch waits for a queue and
+ * the two times are both compute). */
+static int launches_queue(os_profiler *p)
+{
+    opsched_device_info in;
+    if (opsched_device_info_get(p->dev, &in) != OPSCHED_OK) {
+        opsched_ctx_clear_error(p->ctx);
+        return 1;
+    }
+    return strcmp(in.backend, "cpu") != 0;
+}
+
 opsched_status os_profile_host_layers(os_profiler *p)
 {
     int nl = p->r->n_layers, runs = p->n_free_host;
@@ -242,7 +255,8 @@ opsched_status os_profile_host_layers(os_profiler *p)
     opsched_status st = opsched_stats_compute(col, runs, &s);
     if (st == OPSCHED_OK) {
         p->r->free_host_ms = s.median;
-        p->r->host_waited = p->r->enqueue_ms > 0 && s.median > HOST_WAITED * p->r->enqueue_ms;
+        p->r->host_waited = p->r->enqueue_ms > 0 && s.median > HOST_WAITED * p->r->enqueue_ms &&
+                            launches_queue(p);
         if (!p->r->host_waited) st = host_stats(p, p->free_host, runs, s.median, col);
     }
     free(col);
