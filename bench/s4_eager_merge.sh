@@ -9,8 +9,14 @@
 #   bash bench/s4_eager_merge.sh OUTDIR [DATA_OUT]
 #
 # Session 3's free runs stay (their latency is a measurement like any); only
-# their host rows go.  Writes OUTDIR/merged.db, DATA_OUT (default data/h100)
-# and, unless VALIDATE=0, OUTDIR/validate_{free,graph}.{txt,csv}.
+# their host rows go.  With OUTDIR/dense/h100.db (gpu_s4_eager.sh's step
+# dense: densenet121 profiled again on today's build), the network runs of
+# data/h100's two densenet121 profiles of 2026-11-22 (runs a0dcda73...,
+# 1c05cea8..., measured with the Concat kernel that commit 43aced7 replaced:
+# 6-12% slower) go too; their layers measured alone stay, and the new
+# profile's, measured later, are the ones the predictor takes (the latest
+# per configuration).  Writes OUTDIR/merged.db, DATA_OUT (default
+# data/h100) and, unless VALIDATE=0, OUTDIR/validate_{free,graph}.{txt,csv}.
 set -euo pipefail
 out=${1:?usage: bench/s4_eager_merge.sh OUTDIR [DATA_OUT]}
 data_out=${2:-data/h100}
@@ -22,14 +28,21 @@ OPSCHED_CACHE_DIR=$cache/ship "$bin" predict alexnet --device h100 --no-train > 
 ship=$(ls "$cache"/ship/h100-*.db)
 rm -f "$out/merged.db"
 cp "$ship" "$out/merged.db"
-python3 - "$out/merged.db" <<'PY'
+dense=
+[ -f "$out/dense/h100.db" ] && dense=$out/dense/h100.db
+python3 - "$out/merged.db" "$dense" <<'PY'
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
 n = c.execute("DELETE FROM measurements WHERE instr(settings_key, ';mode=host') > 0").rowcount
-c.commit()
 print("session 3 host rows removed: %d" % n)
+if sys.argv[2]:
+    n = c.execute("DELETE FROM network_runs WHERE model = 'densenet121' AND run_id IN"
+                  " (SELECT id FROM runs WHERE uuid IN ('a0dcda73cea0495531de9f3952b9ed9a',"
+                  " '1c05cea8cbea23f3ca41ebca5b6bb6a2'))").rowcount
+    print("densenet121 network runs of the old Concat removed: %d" % n)
+c.commit()
 PY
-"$bin" merge "$out/host/host.db" "$out/repeat/host.db" -o "$out/merged.db"
+"$bin" merge "$out/host/host.db" "$out/repeat/host.db" $dense -o "$out/merged.db"
 python3 scripts/export-data.py "$out/merged.db" "$data_out"
 head -n 1 "$data_out"/*.sql
 if [ "${VALIDATE:-1}" != 0 ]; then
