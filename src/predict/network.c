@@ -712,6 +712,19 @@ static void fit_host(opsched_predictor *p, opsched_composition *c, const fit_run
     free(use);
 }
 
+/* Whether the device bounded a free run, so that its latency is the
+ * device's time: the host took less than 90% of it, by the host rows
+ * measured in the run itself when it has them (its layers' host times add
+ * up to what the host spent on its inferences), else by the enqueue time
+ * on a drained queue (a separate measurement, seconds apart, of a host
+ * whose speed drifts: at batch 1 on the H100 host it called runs that the
+ * host bounds device-bound, and their host time went into launch_us). */
+static int device_bound_run(const fit_run *r)
+{
+    if (r->host_all_run) return r->host_meas_ms < 0.9 * r->t_ms;
+    return !(r->enqueue_ms >= 0.9 * r->t_ms);
+}
+
 static opsched_status fit_composition(opsched_predictor *p, opsched_predict_mode mode,
                                       opsched_composition *c)
 {
@@ -736,13 +749,13 @@ static opsched_status fit_composition(opsched_predictor *p, opsched_predict_mode
     int exact = 0, device_bound = 0;
     for (size_t i = 0; i < fs.n; i++) {
         const fit_run *r = &fs.runs[i];
-        int bound = mode == OPSCHED_PREDICT_GRAPH || !(r->enqueue_ms >= 0.9 * r->t_ms);
+        int bound = mode == OPSCHED_PREDICT_GRAPH || device_bound_run(r);
         exact += r->exact && bound;
         device_bound += bound;
     }
     for (size_t i = 0; i < fs.n; i++) {
         const fit_run *r = &fs.runs[i];
-        int bound = mode == OPSCHED_PREDICT_GRAPH || !(r->enqueue_ms >= 0.9 * r->t_ms);
+        int bound = mode == OPSCHED_PREDICT_GRAPH || device_bound_run(r);
         use[i] = (unsigned char)((device_bound >= 2 ? bound : 1) && (exact >= 2 ? r->exact : 1));
         c->runs += use[i];
     }
