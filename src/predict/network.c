@@ -611,8 +611,8 @@ static double host_target(const opsched_composition *c, const fit_run *r, int by
 }
 
 static void fit_host_measured(opsched_composition *c, const fit_run *runs,
-                              const unsigned char *use, size_t n, const double *meas_ms,
-                              const int *meas_n, int m_meas)
+                              const unsigned char *use, size_t n, const double *family_ms,
+                              const double *meas_ms, const int *meas_n, int m_meas)
 {
     double all_ms = 0, all_n = 0, mean_ms[OPSCHED_FAMILY_COUNT];
     for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) {
@@ -620,7 +620,10 @@ static void fit_host_measured(opsched_composition *c, const fit_run *runs,
         all_n += meas_n[f];
     }
     for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++)
-        mean_ms[f] = meas_n[f] > 0 ? meas_ms[f] / meas_n[f] : all_n > 0 ? all_ms / all_n : 0;
+        mean_ms[f] = isfinite(family_ms[f]) ? family_ms[f]
+                     : meas_n[f] > 0       ? meas_ms[f] / meas_n[f]
+                     : all_n > 0           ? all_ms / all_n
+                                           : 0;
     int bound = 0, bound_run = 0;
     for (size_t i = 0; i < n; i++) {
         int b = use[i] && host_bound(c, &runs[i]);
@@ -682,7 +685,7 @@ static void fit_host(opsched_predictor *p, opsched_composition *c, const fit_run
         }
     }
     if (p->n_host > 0 && m_meas > 0) {
-        fit_host_measured(c, runs, use, n, meas_ms, meas_n, m_meas);
+        fit_host_measured(c, runs, use, n, p->host_family_ms, meas_ms, meas_n, m_meas);
         free(use);
         return;
     }

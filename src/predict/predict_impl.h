@@ -158,6 +158,10 @@ struct opsched_predictor {
     double *host_run_ms;            /* median of the rows of that model measured in that run */
     int64_t *host_run_id;           /* the median row's measurement */
     size_t n_host_run;
+    /* Per operator family, the median over its configurations of their
+     * host times (host_ms): what a launch of a configuration never
+     * measured costs the host; NaN for a family without host rows. */
+    double host_family_ms[OPSCHED_FAMILY_COUNT];
     os_model models[OS_MAX_MODELS];
     int n_models;
     int family_model[OPSCHED_FAMILY_COUNT]; /* index in models, or -1 */

@@ -234,6 +234,7 @@ typedef struct host_row {
     int64_t group[HOST_LEVELS]; /* index at each level, -1 when none */
     double ms;
     int64_t id;
+    int family;
 } host_row;
 
 typedef struct host_load {
@@ -273,7 +274,8 @@ static opsched_status take_host_row(const opsched_dataset_row *r, void *user)
     if (!(r->median_ms > 0) || !isfinite(r->median_ms)) return OPSCHED_OK;
     char key[600], own_key[760], run_key[800];
     os_entry_key(r->config.signature, r->fused_relu, key, sizeof(key));
-    host_row h = {{-1, -1, -1}, r->median_ms, r->measurement_id};
+    host_row h = {{-1, -1, -1}, r->median_ms, r->measurement_id,
+                  (int)opsched_op_family_of(r->config.op, r->fused_relu)};
     OS_TRY(host_group(p->ctx, &p->host_index, key, &p->n_host, &h.group[HOST_CFG]));
     if (r->model[0]) {
         host_keys(r->model, r->run_id, key, own_key, sizeof(own_key), run_key, sizeof(run_key));
@@ -316,6 +318,43 @@ static void group_medians(host_row *rows, size_t n, int level, double *ms, int64
     }
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* host_family_ms: per family, the median of its configurations' host
+ * times (each configuration once, its median over its rows).  Robust
+ * where a pooled mean over launches is not: vgg16's convolutions cost the
+ * H100 host ~25 us each, resnet's ~7 us, and a network never measured is
+ * better served by the typical configuration than by the launch-weighted
+ * mean of the networks that were. */
+static opsched_status host_family_medians(opsched_predictor *p, const host_row *rows, size_t n)
+{
+    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) p->host_family_ms[f] = NAN;
+    if (p->n_host == 0) return OPSCHED_OK;
+    int *fam = malloc(sizeof(int) * p->n_host);
+    double *v = malloc(sizeof(double) * p->n_host);
+    if (!fam || !v) {
+        free(fam);
+        free(v);
+        return OS_NOMEM(p->ctx);
+    }
+    for (size_t i = 0; i < n; i++) fam[rows[i].group[HOST_CFG]] = rows[i].family;
+    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) {
+        size_t k = 0;
+        for (size_t c = 0; c < p->n_host; c++)
+            if (fam[c] == f) v[k++] = p->host_ms[c];
+        if (k == 0) continue;
+        qsort(v, k, sizeof(double), cmp_double);
+        p->host_family_ms[f] = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+    }
+    free(fam);
+    free(v);
+    return OPSCHED_OK;
+}
+
 static opsched_status load_host(opsched_predictor *p, const opsched_exclusion *x)
 {
     opsched_status st = OPSCHED_OK;
@@ -337,6 +376,7 @@ static opsched_status load_host(opsched_predictor *p, const opsched_exclusion *x
         if (hl.n) group_medians(hl.rows, hl.n, k, *ms[k], *id[k]);
     }
     p->info.host_rows = (int64_t)p->n_host;
+    OS_TRY_GOTO(st, host_family_medians(p, hl.rows, hl.n), done);
 done:
     free(hl.rows);
     return st;

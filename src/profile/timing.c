@@ -91,13 +91,15 @@ static int next_round(const opsched_profile_options *o, int n, int pending, doub
  * keeps; later inferences run without the host's clock. */
 #define HOST_FREE_MAX_CELLS (4 << 20)
 
-/* Room for the host times of k more host-timed inferences after the n
- * kept; 0 when the sampling keeps none (a graph, host layers off) or the
- * cap is reached. */
+/* Whether a sampling host-times its inferences (free-running, host layers on). */
 static int host_timed(const os_profiler *p, int use_graph)
 {
     return !use_graph && p->o.host_layers && p->r->n_layers > 0;
 }
+
+/* Room for the host times of k more host-timed inferences after the n
+ * kept; 0 when the sampling keeps none (a graph, host layers off) or the
+ * cap is reached. */
 
 static int host_room(os_profiler *p, int use_graph, int k)
 {
