@@ -24,6 +24,8 @@
 
 #include <cmocka.h>
 
+#include "support/assert_near.h"
+
 #include "opsched/opsched.h"
 
 typedef struct fixture {
@@ -91,13 +93,6 @@ static int teardown(void **state)
                      opsched_ctx_last_error((fx)->ctx));                                           \
     } while (0)
 
-/* cmocka 1.1 compares floats only. */
-#define assert_double_equal(a, b, eps)                                                             \
-    do {                                                                                           \
-        double a_ = (a), b_ = (b);                                                                 \
-        if (!(fabs(a_ - b_) <= (eps)))                                                             \
-            fail_msg("%s = %.17g, expected %.17g (+-%g)", #a, a_, b_, (double)(eps));              \
-    } while (0)
 
 /* ---- synthetic database ------------------------------------------------------ */
 

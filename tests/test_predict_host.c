@@ -25,6 +25,8 @@
 
 #include <cmocka.h>
 
+#include "support/assert_near.h"
+
 #include "opsched/opsched.h"
 
 typedef struct fixture {
@@ -41,12 +43,6 @@ typedef struct fixture {
                      opsched_ctx_last_error((fx)->ctx));                                           \
     } while (0)
 
-#define assert_double_equal(a, b, eps)                                                             \
-    do {                                                                                           \
-        double a_ = (a), b_ = (b);                                                                 \
-        if (!(fabs(a_ - b_) <= (eps)))                                                             \
-            fail_msg("%s = %.17g, expected %.17g (+-%g)", #a, a_, b_, (double)(eps));              \
-    } while (0)
 
 static int setup(void **state)
 {

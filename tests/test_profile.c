@@ -18,6 +18,8 @@
 
 #include <cjson/cJSON.h>
 #include <cmocka.h>
+
+#include "support/assert_near.h"
 #include <math.h>
 #include <sqlite3.h>
 
@@ -79,12 +81,6 @@ static opsched_profile_result *profile_ok(fixture *fx, const opsched_profile_opt
     return r;
 }
 
-#define assert_double_equal(a, b, eps)                                                             \
-    do {                                                                                           \
-        double a_ = (a), b_ = (b);                                                                 \
-        if (!(fabs(a_ - b_) <= (eps)))                                                             \
-            fail_msg("%s = %.17g, expected %.17g (+-%g)", #a, a_, b_, (double)(eps));              \
-    } while (0)
 
 /* The sum of the layers' raw median host times. */
 static double host_median_sum(const opsched_profile_result *r)
