@@ -18,12 +18,11 @@
 
 #include <cjson/cJSON.h>
 #include <cmocka.h>
-
-#include "support/assert_near.h"
 #include <math.h>
 #include <sqlite3.h>
 
 #include "core/util.h"
+#include "support/assert_near.h"
 #include "opsched/opsched.h"
 
 typedef struct fixture {
