@@ -577,8 +577,9 @@ static void fallback_composition(const opsched_predictor *p, opsched_composition
  * A family never launched without a measurement costs host_scale x its
  * measured launches' mean, else the average per launch. */
 /* With host rows: a launch without a measurement of its own costs its
- * family's mean measured host time (over every measured launch of the
- * runs; a family never measured, the mean of all), so both kinds of launch
+ * family's median configuration (host_family_ms; a family without host
+ * rows, its mean measured launch in the runs, else the mean of all), so
+ * both kinds of launch
  * rest on measurements, and one scale is fitted (relative least squares)
  * to the measured latency of the runs the host bounds: those whose
  * predicted device time (the device terms, fitted first) is under
@@ -590,10 +591,10 @@ static void fallback_composition(const opsched_predictor *p, opsched_composition
  * measured with them when there are two or more: rows of another run
  * carry another moment's (or machine's) host speed.  With fewer than two
  * host-bound runs (the device bounds them all, or a CPU backend, whose
- * launches compute), to the enqueue times of the runs instead.  Fitting a cost per family to what the
- * measured launches leave over put the residuals of many runs on the few
- * unmeasured launches (322 us per linear launch against a measured 25 us
- * with inception_v3 left out). */
+ * launches compute), to the enqueue times of the runs instead.  Fitting a
+ * cost per family to what the measured launches leave over put the
+ * residuals of many runs on the few unmeasured launches (322 us per linear
+ * launch against a measured 25 us with inception_v3 left out). */
 #define HOST_BOUND 0.9
 
 static int host_bound(const opsched_composition *c, const fit_run *r)
@@ -724,8 +725,8 @@ static void fit_host(opsched_predictor *p, opsched_composition *c, const fit_run
  * host bounds device-bound, and their host time went into launch_us). */
 static int device_bound_run(const fit_run *r)
 {
-    if (r->host_all_run) return r->host_meas_ms < 0.9 * r->t_ms;
-    return !(r->enqueue_ms >= 0.9 * r->t_ms);
+    if (r->host_all_run) return r->host_meas_ms < HOST_BOUND * r->t_ms;
+    return !(r->enqueue_ms >= HOST_BOUND * r->t_ms);
 }
 
 static opsched_status fit_composition(opsched_predictor *p, opsched_predict_mode mode,

@@ -100,7 +100,6 @@ static int host_timed(const os_profiler *p, int use_graph)
 /* Room for the host times of k more host-timed inferences after the n
  * kept; 0 when the sampling keeps none (a graph, host layers off) or the
  * cap is reached. */
-
 static int host_room(os_profiler *p, int use_graph, int k)
 {
     int nl = p->r->n_layers;
