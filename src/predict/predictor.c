@@ -318,12 +318,6 @@ static void group_medians(host_row *rows, size_t n, int level, double *ms, int64
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* host_family_ms: per family, the median of its configurations' host
  * times (each configuration once, its median over its rows).  Robust
  * where a pooled mean over launches is not: vgg16's convolutions cost the
@@ -347,8 +341,14 @@ static opsched_status host_family_medians(opsched_predictor *p, const host_row *
         for (size_t c = 0; c < p->n_host; c++)
             if (fam[c] == f) v[k++] = p->host_ms[c];
         if (k == 0) continue;
-        qsort(v, k, sizeof(double), cmp_double);
-        p->host_family_ms[f] = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+        opsched_stats st;
+        opsched_status rc = opsched_stats_compute(v, (int)k, &st);
+        if (rc != OPSCHED_OK) {
+            free(fam);
+            free(v);
+            return rc;
+        }
+        p->host_family_ms[f] = st.median;
     }
     free(fam);
     free(v);
