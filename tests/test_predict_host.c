@@ -5,7 +5,7 @@
  * measured alone (--isolated) and the free runs; the eager prediction of
  * the profiled network must then take every layer's host time from those
  * rows (host source exact, host coverage 100%), a size that was not
- * profiled must fall back to the fitted family costs (coverage 0), graph
+ * profiled must take the host model's for what was not measured, graph
  * mode must not see them, and with the host rows deleted the prediction
  * must fall back to the family costs alone (host_scale 0), as before host
  * rows existed.  A second network ("other") sharing every layer, whose
@@ -105,27 +105,42 @@ static double device_ms(const opsched_network_prediction *r)
     return c->scale * r->layer_sum_ms + c->launch_us * 1e-3 * r->launches + c->weight_ms_per_gb * w;
 }
 
-/* The host side from the layers, and how much of it is measured. */
+/* The host side from the layers, how much of it is measured, and how
+ * many launches the host model predicted. */
 static void host_sums(const opsched_network_prediction *r, double *host, double *measured,
-                      int *n_measured)
+                      int *n_measured, int *n_learned)
 {
     *host = *measured = 0;
-    *n_measured = 0;
+    *n_measured = *n_learned = 0;
     for (int i = 0; i < r->n_layers; i++) {
         const opsched_layer_prediction *l = &r->layers[i];
         if (!l->launches) {
-            assert_true(l->host_ms == 0 && !l->host_measured);
+            assert_true(l->host_ms == 0 && !l->host_measured && !l->host_learned);
             continue;
         }
         *host += l->host_ms;
         if (l->host_measured) {
+            assert_false(l->host_learned);
             *measured += l->host_ms;
             (*n_measured)++;
             assert_true(l->host_measurement_id > 0);
+        } else if (l->host_learned) {
+            assert_true(l->host_ms > 0 && isfinite(l->host_ms));
+            assert_int_equal(l->host_measurement_id, 0);
+            (*n_learned)++;
         } else {
             assert_double_equal(l->host_ms, r->composition.host_us[l->p.family] * 1e-3, 1e-15);
         }
     }
+}
+
+/* The host model, or NULL when the predictor has none. */
+static const opsched_model_info *host_model(const opsched_predictor *p)
+{
+    for (int i = 0; i < opsched_predictor_num_models(p); i++)
+        if (strcmp(opsched_predictor_model(p, i)->name, "host") == 0)
+            return opsched_predictor_model(p, i);
+    return NULL;
 }
 
 /* Builds squeezenet1_1 for any run (whatever its model name). */
@@ -244,8 +259,17 @@ static void test_eager_host_rows(void **state)
     opsched_predictor_info in;
     OK(fx, opsched_predictor_info_get(p, &in));
     assert_true(in.host_rows > 0);
-    /* Host rows are not device time: not training rows. */
+    /* Host rows are not device time: not training rows of the latency
+     * models, but of the host model, cross-validated like them. */
     assert_true(in.rows >= in.host_rows);
+    const opsched_model_info *hm = host_model(p);
+    assert_non_null(hm);
+    assert_true(hm->trained);
+    assert_int_equal(hm->rows, in.host_rows);
+    assert_true(hm->cv.n == hm->rows && isfinite(hm->cv.median_ape));
+    assert_true(isfinite(hm->baseline.median_ape));
+    print_message("host model: %lld configurations, cv median %.1f%% (FLOPs-only line %.1f%%)\n",
+                  (long long)hm->rows, 100 * hm->cv.median_ape, 100 * hm->baseline.median_ape);
 
     /* The profiled network: every launch's host time measured. */
     opsched_network_prediction *r = predict(fx, p, 32, OPSCHED_PREDICT_EAGER);
@@ -260,8 +284,8 @@ static void test_eager_host_rows(void **state)
     assert_true(c->host_scale > 0);
     assert_true(isfinite(c->host_rms_rel));
     double host, measured;
-    int n_measured;
-    host_sums(r, &host, &measured, &n_measured);
+    int n_measured, n_learned;
+    host_sums(r, &host, &measured, &n_measured, &n_learned);
     assert_int_equal(n_measured, r->launches);
     assert_double_equal(r->coverage_host, 1.0, 1e-12);
     assert_double_equal(r->host_ms, host, 1e-9 * host);
@@ -270,19 +294,20 @@ static void test_eager_host_rows(void **state)
 
     /* A size never profiled: the layers whose configuration was profiled
      * at another size (the small late feature maps can coincide) are
-     * measured, the rest cost their family's fitted cost. */
+     * measured, the host model predicts the rest. */
     r = predict(fx, p, 48, OPSCHED_PREDICT_EAGER);
-    host_sums(r, &host, &measured, &n_measured);
-    print_message("eager b1 48: %d of %d launches measured, host coverage %.1f%%\n", n_measured,
-                  r->launches, 100 * r->coverage_host);
+    host_sums(r, &host, &measured, &n_measured, &n_learned);
+    print_message("eager b1 48: %d of %d launches measured, %d learned, host coverage %.1f%%\n",
+                  n_measured, r->launches, n_learned, 100 * r->coverage_host);
     assert_true(n_measured < r->launches);
+    assert_int_equal(n_measured + n_learned, r->launches);
     assert_double_equal(r->coverage_host, measured / host, 1e-12);
     assert_double_equal(r->host_ms, host, 1e-9 * host);
     opsched_network_prediction_free(r);
 
     /* Graph mode does not look at the host. */
     r = predict(fx, p, 32, OPSCHED_PREDICT_GRAPH);
-    host_sums(r, &host, &measured, &n_measured);
+    host_sums(r, &host, &measured, &n_measured, &n_learned);
     assert_int_equal(n_measured, 0);
     assert_true(host == 0 && isnan(r->host_ms) && isnan(r->coverage_host));
     double graph_ms = r->total_ms;
@@ -340,13 +365,15 @@ static void test_eager_host_rows(void **state)
     predictor(fx, &p);
     OK(fx, opsched_predictor_info_get(p, &in));
     assert_int_equal(in.host_rows, 0);
+    assert_null(host_model(p)); /* nothing to learn from */
     r = predict(fx, p, 32, OPSCHED_PREDICT_EAGER);
     c = &r->composition;
     assert_double_equal(c->host_scale, 0.0, 0);
     assert_int_equal(c->host_runs_measured, 0);
     assert_int_equal(c->host_runs, 2);
-    host_sums(r, &host, &measured, &n_measured);
+    host_sums(r, &host, &measured, &n_measured, &n_learned);
     assert_int_equal(n_measured, 0);
+    assert_int_equal(n_learned, 0);
     assert_double_equal(r->coverage_host, 0.0, 0);
     assert_double_equal(r->host_ms, host, 1e-9 * host);
     assert_double_equal(r->total_ms, fmax(device_ms(r), r->host_ms), 1e-9 * r->total_ms);

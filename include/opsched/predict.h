@@ -338,11 +338,14 @@ typedef struct opsched_layer_prediction {
     int64_t weight_bytes;          /* weights it reads, in the math mode's type */
     opsched_op_prediction p;
     /* Eager mode: the host's time to enqueue it (ms; host_scale x the
-     * measurement, or its family's host_us); 0 in graph mode and for what
-     * runs nothing. */
+     * measurement or the host model's prediction, else its family's
+     * host_us); 0 in graph mode and for what runs nothing. */
     double host_ms;
-    int host_measured;             /* 0: host_ms is its family's cost; else it rests on
-                                    * ";mode=host" rows: OPSCHED_HOST_ROWS_* (which rows) */
+    int host_measured;             /* 0: not measured (host_learned, else its family's
+                                    * cost); else it rests on ";mode=host" rows:
+                                    * OPSCHED_HOST_ROWS_* (which rows) */
+    int host_learned;              /* 1: host_scale x the host model's prediction (no
+                                    * host row of its configuration) */
     int64_t host_measurement_id;   /* that measurement (the median row); else 0 */
 } opsched_layer_prediction;
 

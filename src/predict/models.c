@@ -113,7 +113,8 @@ static cJSON *meta_json(const opsched_predictor *p)
         cJSON_AddNumberToObject(prm, "eta", p->o.eta);
         cJSON_AddNumberToObject(prm, "seed", OS_CV_SEED);
         cJSON_AddStringToObject(prm, "target",
-                                "log(median ms); power: log(energy J / s); each model's trees "
+                                "log(median ms); power: log(energy J / s); host: log(median "
+                                "host enqueue ms); each model's trees "
                                 "start from its variant: trees (0), base (beta . (1, ln(FLOPs + "
                                 "1), ln(bytes + 1)) per family) or roofline (ln of the roofline "
                                 "ms)");
@@ -140,6 +141,10 @@ static cJSON *meta_json(const opsched_predictor *p)
         cJSON_AddNumberToObject(root, "power_model", p->power_model);
     else
         cJSON_AddNullToObject(root, "power_model");
+    if (p->host_model >= 0)
+        cJSON_AddNumberToObject(root, "host_model", p->host_model);
+    else
+        cJSON_AddNullToObject(root, "host_model");
     add_num_or_null(root, "power_only_ape", p->power_only_ape);
     add_num_or_null(root, "power_energy_ape", p->power_energy_ape);
     cJSON *models = cJSON_AddArrayToObject(root, "models");
@@ -394,6 +399,8 @@ static opsched_status read_models(opsched_predictor *p, const cJSON *root, const
     }
     double pm = num(root, "power_model", -1);
     p->power_model = pm >= 0 && pm < p->n_models ? (int)pm : -1;
+    double hm = num(root, "host_model", -1);
+    p->host_model = hm >= 0 && hm < p->n_models ? (int)hm : -1;
     p->power_only_ape = num(root, "power_only_ape", NAN);
     p->power_energy_ape = num(root, "power_energy_ape", NAN);
     p->info.train_seconds = num(root, "train_seconds", NAN);
@@ -430,7 +437,7 @@ opsched_status os_predict_load(opsched_predictor *p, int *current, char *reason,
             p->models[i].booster = NULL;
         }
         p->n_models = 0;
-        p->power_model = -1;
+        p->power_model = p->host_model = -1;
         for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) p->family_model[f] = -1;
         if (why) snprintf(reason, size, "%s", why);
         return st;

@@ -16,9 +16,11 @@
  *                the median of all the configuration's rows,
  *                host_us[family of i]: host_scale x the family's mean
  *                measured host time (the family fit without host rows)  otherwise
- * where W is the GB of weights the layers read: a layer timed alone finds
- * its weights in the cache, inside a network they come from memory (at
- * batch 1 that is most of why the layers sum to 90% of the end to end).
+ * where W is the GB of weights the layers read that fit in the L2 cache: a
+ * layer timed alone finds those in the cache, inside a network they come
+ * from memory (at batch 1 that is most of why the layers sum to 90% of the
+ * end to end); a layer whose weights are larger than the L2 (vgg16's and
+ * alexnet's first classifier layers) reads them from memory either way.
  * scale > 0, launch_us >= 0, w >= 0: a term whose fit leaves its bound is
  * dropped.  Fitted by least squares on relative residuals to the database's
  * network runs ("graph" rows for graph mode, "free" rows for eager), leaving out
@@ -97,6 +99,50 @@ static int view_aliases(const opsched_graph *g, const opsched_node *n, opsched_l
         return 0;
     return opsched_shape_equal(&x->shape, &y->shape) ||
            (rowmajor(x, layout) && rowmajor(y, layout));
+}
+
+/* The host model's time for each layer k < m (node which[k]) that no host
+ * row measured, in one XGBoost call; a layer whose features cannot be had
+ * keeps its family's cost. */
+static opsched_status learn_host(opsched_predictor *p, const opsched_config_record *recs,
+                                 const int *fused, const int *which, int m,
+                                 opsched_network_prediction *r)
+{
+    if (p->host_model < 0 || m == 0) return OPSCHED_OK;
+    opsched_status st = OPSCHED_OK;
+    float *x = malloc(sizeof(float) * OPSCHED_FEATURE_COUNT * (size_t)m);
+    int *fam = malloc(sizeof(int) * (size_t)m), *at = malloc(sizeof(int) * (size_t)m);
+    double *ms = malloc(sizeof(double) * (size_t)m);
+    if (!x || !fam || !at || !ms) {
+        st = OS_NOMEM(p->ctx);
+        goto done;
+    }
+    int n = 0;
+    for (int k = 0; k < m; k++) {
+        opsched_layer_prediction *l = &r->layers[which[k]];
+        double f[OPSCHED_FEATURE_COUNT];
+        if (l->host_measured) continue;
+        if (opsched_features(p->ctx, &recs[k], fused[k], &p->fdev, f) != OPSCHED_OK) {
+            opsched_ctx_clear_error(p->ctx);
+            continue;
+        }
+        for (int i = 0; i < OPSCHED_FEATURE_COUNT; i++)
+            x[(size_t)n * OPSCHED_FEATURE_COUNT + i] = (float)f[i];
+        fam[n] = (int)l->p.family;
+        at[n++] = which[k];
+    }
+    if (n > 0) OS_TRY_GOTO(st, os_predict_host_learned(p, fam, x, n, ms), done);
+    for (int i = 0; n > 0 && i < n; i++) {
+        if (!(ms[i] > 0) || !isfinite(ms[i])) continue;
+        r->layers[at[i]].host_learned = 1;
+        r->layers[at[i]].host_ms = ms[i];
+    }
+done:
+    free(x);
+    free(fam);
+    free(at);
+    free(ms);
+    return st;
 }
 
 /* Predicts every layer of g into r->layers (no composition); model: the
@@ -180,6 +226,7 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
             l->host_ms = h;
         }
     }
+    OS_TRY_GOTO(st, learn_host(p, recs, fused, which, m, r), done);
 done:
     free(recs);
     free(fused);
@@ -195,17 +242,20 @@ typedef struct layer_sums {
     double ms, exact_ms, flops, exact_flops, energy, var_ms, var_energy;
     double weight_gb;                /* weights read by the launched layers */
     int launches, complete, energy_complete, all_exact;
-    /* The host side of eager mode: launches by family, the measured host
-     * times of the launched layers that have one (as measured), and the
-     * launches without one by family. */
-    double host_meas_ms;
+    /* The host side of eager mode: the host times of the launched layers
+     * that have one, measured or learned (as measured or predicted), the
+     * learned ones' share of that, and the launches without one by family. */
+    double host_meas_ms, host_learned_ms;
     int host_unmeas[OPSCHED_FAMILY_COUNT];
     double host_meas_fam_ms[OPSCHED_FAMILY_COUNT];
     int host_meas_fam[OPSCHED_FAMILY_COUNT];
     int host_all_run; /* every launch's host time from rows measured with the run */
 } layer_sums;
 
-static void sum_layers(const opsched_network_prediction *r, layer_sums *s)
+/* cached_bytes: the device's L2; a layer whose weights are larger does
+ * not find them in the cache when timed alone either, so they are no
+ * extra cost inside the network (0: every layer's weights count). */
+static void sum_layers(const opsched_network_prediction *r, int64_t cached_bytes, layer_sums *s)
 {
     memset(s, 0, sizeof(*s));
     s->complete = s->energy_complete = s->all_exact = s->host_all_run = 1;
@@ -214,11 +264,13 @@ static void sum_layers(const opsched_network_prediction *r, layer_sums *s)
         s->flops += (double)l->flops;
         if (!l->launches) continue;
         s->launches++;
-        s->weight_gb += (double)l->weight_bytes * 1e-9;
+        if (cached_bytes <= 0 || l->weight_bytes <= cached_bytes)
+            s->weight_gb += (double)l->weight_bytes * 1e-9;
         const opsched_op_prediction *o = &l->p;
         s->host_all_run &= l->host_measured == OPSCHED_HOST_ROWS_RUN;
-        if (l->host_measured) {
+        if (l->host_measured || l->host_learned) {
             s->host_meas_ms += l->host_ms;
+            if (l->host_learned) s->host_learned_ms += l->host_ms;
             s->host_meas_fam_ms[o->family] += l->host_ms;
             s->host_meas_fam[o->family]++;
         } else {
@@ -312,7 +364,7 @@ static opsched_status take_run(const opsched_network_run_row *run, void *user)
     st = predict_layers(p, g, run->model, run->run_id, 1, &r);
     opsched_graph_free(g);
     layer_sums s;
-    if (st == OPSCHED_OK) sum_layers(&r, &s);
+    if (st == OPSCHED_OK) sum_layers(&r, p->info.device.l2_bytes, &s);
     if (st == OPSCHED_OK && !s.complete) {
         fs->skipped++;
     } else if (st == OPSCHED_OK &&
@@ -843,7 +895,7 @@ static opsched_status predict_network(opsched_predictor *p, const opsched_graph 
     OS_TRY_GOTO(st, opsched_predictor_composition(p, opts->mode, &r->composition), fail);
     OS_TRY_GOTO(st, predict_layers(p, g, model, run_id, opts->fuse, r), fail);
     layer_sums s;
-    sum_layers(r, &s);
+    sum_layers(r, p->info.device.l2_bytes, &s);
     for (int i = 0; i < r->n_layers; i++) r->n_by_source[r->layers[i].p.source]++;
     r->launches = s.launches;
     r->flops = (int64_t)s.flops;
@@ -857,18 +909,19 @@ static opsched_status predict_network(opsched_predictor *p, const opsched_graph 
         opsched_layer_prediction *l = &r->layers[i];
         if (opts->mode != OPSCHED_PREDICT_EAGER || !l->launches) {
             l->host_ms = 0;
-            l->host_measured = 0;
+            l->host_measured = l->host_learned = 0;
             l->host_measurement_id = 0;
         } else {
-            l->host_ms = l->host_measured ? c->host_scale * l->host_ms
-                                          : c->host_us[l->p.family] * 1e-3;
+            l->host_ms = l->host_measured || l->host_learned ? c->host_scale * l->host_ms
+                                                              : c->host_us[l->p.family] * 1e-3;
             if (l->host_measured == OPSCHED_HOST_ROWS_RUN) host_run += l->host_ms;
         }
     }
     if (opts->mode == OPSCHED_PREDICT_EAGER) {
         host = host_ms(c, s.host_meas_ms, s.host_unmeas);
         r->host_ms = host;
-        r->coverage_host = host > 0 ? c->host_scale * s.host_meas_ms / host : NAN;
+        r->coverage_host =
+            host > 0 ? c->host_scale * (s.host_meas_ms - s.host_learned_ms) / host : NAN;
         r->coverage_host_run = host > 0 ? host_run / host : NAN;
     }
     if (s.complete) {

@@ -18,8 +18,8 @@
  * is preferred to the one with the lowest CV error: random folds do not
  * reward extrapolation, which networks outside the measured range need. */
 #define OS_VARIANT_PREFERENCE 1.10
-/* Version of the metadata file's layout. */
-#define OS_MODEL_FORMAT 3
+/* Version of the metadata file's layout (4: the host model). */
+#define OS_MODEL_FORMAT 4
 
 /* The smooth base every model starts from, per family:
  * target ~ beta . (1, ln(FLOPs + 1), ln(bytes + 1)). */
@@ -131,7 +131,16 @@ typedef struct os_model {
     double beta[OPSCHED_FAMILY_COUNT][OS_BASE_TERMS]; /* the trees' starting point */
 } os_model;
 
-#define OS_MAX_MODELS (OPSCHED_FAMILY_COUNT + 1)
+/* A configuration with host rows, as the host model sees it. */
+typedef struct os_host_cfg {
+    int family;                     /* -1 when its features cannot be had */
+    char op[40];                    /* "conv2d+relu" */
+    double flops;
+    float f[OPSCHED_FEATURE_COUNT];
+} os_host_cfg;
+
+/* A latency model per family at most, the power model and the host model. */
+#define OS_MAX_MODELS (OPSCHED_FAMILY_COUNT + 2)
 
 struct opsched_predictor {
     opsched_ctx *ctx;
@@ -150,6 +159,8 @@ struct opsched_predictor {
     double *host_ms;                /* median host enqueue time of the configuration's rows, ms */
     int64_t *host_id;               /* the median row's measurement */
     size_t n_host;
+    os_host_cfg *host_cfg;          /* n_host: what the host model learns of each */
+    size_t cap_host_cfg;
     os_map host_own_index;          /* "<model>\x1f<key>" -> index in host_own_ms / host_own_id */
     double *host_own_ms;            /* median of the rows measured profiling that model, ms */
     int64_t *host_own_id;           /* the median row's measurement */
@@ -166,6 +177,7 @@ struct opsched_predictor {
     int n_models;
     int family_model[OPSCHED_FAMILY_COUNT]; /* index in models, or -1 */
     int power_model;                /* index, or -1 */
+    int host_model;                 /* index of the host model (log host ms), or -1 */
     double power_energy_ape;        /* median APE of energy = learned ms x learned power */
     double power_only_ape;          /* median APE of energy = measured ms x learned power */
     char tag[96];                   /* file-name part of the exclusion, or "" */
@@ -190,6 +202,11 @@ opsched_status os_predict_load(opsched_predictor *p, int *current, char *reason,
 /* The metadata file's path and the base of the model files. */
 void os_predict_paths(const opsched_predictor *p, char *meta, size_t meta_size, char *base,
                       size_t base_size);
+
+/* The host model's predictions (ms) of n feature rows, row i of family
+ * fam[i], into out_ms; all NaN without a host model. */
+opsched_status os_predict_host_learned(opsched_predictor *p, const int *fam, const float *x,
+                                       int64_t n, double *out_ms);
 
 /* Learned log-latency predictions of n feature rows of one family into
  * out (NaN when the family has no model). */

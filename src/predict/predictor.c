@@ -205,7 +205,10 @@ static opsched_status load_entries(opsched_predictor *p, const opsched_exclusion
     opsched_dataset_query q = {.device_id = p->info.device.id, .math = p->math,
                                .layout = p->layout, .algo_policy = p->algo_policy,
                                .cache = p->cache};
-    OS_TRY(opsched_store_dataset_fingerprint(p->store, &q, &p->info.fingerprint));
+    /* The fingerprint covers the host rows too: the host model learns them. */
+    opsched_dataset_query fq = q;
+    fq.include_host = 1;
+    OS_TRY(opsched_store_dataset_fingerprint(p->store, &fq, &p->info.fingerprint));
     load_state ls = {p, x};
     OS_TRY(opsched_store_dataset(p->store, &q, take_row, &ls));
     p->info.rows = (int64_t)p->n_entries;
@@ -219,7 +222,8 @@ static opsched_status load_entries(opsched_predictor *p, const opsched_exclusion
 }
 
 /* Host enqueue times (";mode=host" rows, opsched profile), left out of the
- * fingerprint and of training (they are not device time).  A row is
+ * device models' training (they are not device time) and learned by the
+ * host model of their own (train.c).  A row is
  * measured per layer instance of a profiled network, and a configuration
  * shared by several networks (resnet50's layers all occur in resnet152) or
  * repeated in one has several rows that differ (median max/min 1.2 on the
@@ -262,6 +266,30 @@ static void host_keys(const char *model, int64_t run_id, const char *key, char *
     snprintf(run, n_run, "%s\x1f%lld\x1f%s", model, (long long)run_id, key);
 }
 
+/* The features of host configuration i (new), what the host model learns
+ * from; a configuration whose features cannot be had is kept for lookups
+ * with family -1 (the host model leaves it out). */
+static opsched_status host_features(opsched_predictor *p, const opsched_dataset_row *r,
+                                    int family, int64_t i)
+{
+    OS_TRY(os_grow(p->ctx, (void **)&p->host_cfg, &p->cap_host_cfg, (size_t)i + 1,
+                   sizeof(os_host_cfg)));
+    os_host_cfg *c = &p->host_cfg[i];
+    double f[OPSCHED_FEATURE_COUNT];
+    if (opsched_features(p->ctx, &r->config, r->fused_relu, &p->fdev, f) != OPSCHED_OK) {
+        os_log(p->ctx, OPSCHED_LOG_DEBUG, "host row %lld not learned from: %s",
+               (long long)r->measurement_id, opsched_ctx_last_error(p->ctx));
+        opsched_ctx_clear_error(p->ctx);
+        c->family = -1;
+        return OPSCHED_OK;
+    }
+    c->family = family;
+    snprintf(c->op, sizeof(c->op), "%s%s", r->config.op, r->fused_relu ? "+relu" : "");
+    c->flops = r->config.flops > 0 ? (double)r->config.flops : 0;
+    for (int k = 0; k < OPSCHED_FEATURE_COUNT; k++) c->f[k] = (float)f[k];
+    return OPSCHED_OK;
+}
+
 static opsched_status take_host_row(const opsched_dataset_row *r, void *user)
 {
     host_load *hl = user;
@@ -276,7 +304,9 @@ static opsched_status take_host_row(const opsched_dataset_row *r, void *user)
     os_entry_key(r->config.signature, r->fused_relu, key, sizeof(key));
     host_row h = {{-1, -1, -1}, r->median_ms, r->measurement_id,
                   (int)opsched_op_family_of(r->config.op, r->fused_relu)};
+    size_t known = p->n_host;
     OS_TRY(host_group(p->ctx, &p->host_index, key, &p->n_host, &h.group[HOST_CFG]));
+    if (p->n_host > known) OS_TRY(host_features(p, r, h.family, h.group[HOST_CFG]));
     if (r->model[0]) {
         host_keys(r->model, r->run_id, key, own_key, sizeof(own_key), run_key, sizeof(run_key));
         OS_TRY(host_group(p->ctx, &p->host_own_index, own_key, &p->n_host_own, &h.group[HOST_OWN]));
@@ -420,18 +450,25 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The file-name part of models trained with something left out: the
+ * exclusion's configurations, and the host rows of exclude_model_runs's
+ * runs (the host model learns without them). */
 static void make_tag(opsched_predictor *p, const opsched_exclusion *x)
 {
     p->tag[0] = '\0';
-    if (!x) return;
+    const char *runs = p->exclude_model_runs;
+    if (!x && !runs) return;
+    const char *label = x ? x->name : runs;
+    uint64_t hash = x ? x->hash : 0;
+    if (runs) hash = hash * 1099511628211ull ^ os_hash64(runs);
     char name[48];
     size_t n = 0;
-    for (const char *c = x->name; *c && n + 1 < sizeof(name) && n < 40; c++)
+    for (const char *c = label; *c && n + 1 < sizeof(name) && n < 40; c++)
         name[n++] = (isalnum((unsigned char)*c) || *c == '_' || *c == '-' || *c == '.') ? *c : '_';
     name[n] = '\0';
-    snprintf(p->tag, sizeof(p->tag), "%s-%016llx", name, (unsigned long long)x->hash);
-    p->excl_hash = x->hash;
-    p->excl_count = (int64_t)x->sigs.count;
+    snprintf(p->tag, sizeof(p->tag), "%s-%016llx", name, (unsigned long long)hash);
+    p->excl_hash = hash;
+    p->excl_count = x ? (int64_t)x->sigs.count : 0;
 }
 
 static opsched_status train_and_save(opsched_predictor *p, const char *reason)
@@ -473,7 +510,7 @@ opsched_status opsched_predictor_open(opsched_ctx *ctx, const char *db_path,
     if (!p) return OS_NOMEM(ctx);
     p->ctx = ctx;
     p->o = *opts;
-    p->power_model = -1;
+    p->power_model = p->host_model = -1;
     for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) p->family_model[f] = -1;
     const char *policy = opts->algo_policy && *opts->algo_policy ? opts->algo_policy : "heuristic";
     OS_TRY_GOTO(st, os_strdup(ctx, db_path, &p->db_path), fail);
@@ -555,6 +592,7 @@ void opsched_predictor_free(opsched_predictor *p)
     os_map_free(&p->host_run_index);
     free(p->host_ms);
     free(p->host_id);
+    free(p->host_cfg);
     free(p->host_own_ms);
     free(p->host_own_id);
     free(p->host_run_ms);

@@ -254,8 +254,10 @@ static void margins(const opsched_predictor *p, os_variant v, const float *x, co
 
 typedef struct train_set {
     int64_t n;
-    int64_t *entry;        /* index into p->entries */
+    int64_t *entry;        /* index into p->entries (p->host_cfg for the host model) */
     int *fam;              /* each row's family */
+    const char **op;       /* each row's operator ("conv2d+relu"), borrowed */
+    double *flops;         /* each row's FLOPs (the baseline's one variable) */
     float *x;              /* n x features */
     float *y;              /* target */
     float *margin;         /* the base, per row */
@@ -265,6 +267,8 @@ static void set_free(train_set *t)
 {
     free(t->entry);
     free(t->fam);
+    free(t->op);
+    free(t->flops);
     free(t->x);
     free(t->y);
     free(t->margin);
@@ -277,20 +281,25 @@ static opsched_status set_alloc(opsched_ctx *ctx, train_set *t, int64_t n)
     size_t m = (size_t)(n > 0 ? n : 1);
     t->entry = malloc(sizeof(int64_t) * m);
     t->fam = malloc(sizeof(int) * m);
+    t->op = malloc(sizeof(*t->op) * m);
+    t->flops = malloc(sizeof(double) * m);
     t->x = malloc(sizeof(float) * m * OPSCHED_FEATURE_COUNT);
     t->y = malloc(sizeof(float) * m);
     t->margin = malloc(sizeof(float) * m);
-    if (!t->entry || !t->fam || !t->x || !t->y || !t->margin) {
+    if (!t->entry || !t->fam || !t->op || !t->flops || !t->x || !t->y || !t->margin) {
         set_free(t);
         return OS_NOMEM(ctx);
     }
     return OPSCHED_OK;
 }
 
-static void set_add(train_set *t, int64_t e, int fam, const float *f, double y)
+static void set_add(train_set *t, int64_t e, int fam, const char *op, double flops,
+                    const float *f, double y)
 {
     t->entry[t->n] = e;
     t->fam[t->n] = fam;
+    t->op[t->n] = op;
+    t->flops[t->n] = flops;
     memcpy(t->x + (size_t)t->n * OPSCHED_FEATURE_COUNT, f, sizeof(float) * OPSCHED_FEATURE_COUNT);
     t->y[t->n] = (float)y;
     t->n++;
@@ -332,7 +341,7 @@ static opsched_status cross_validate(opsched_predictor *p, const train_set *t, i
         tr.n = te.n = 0;
         for (int64_t i = 0; i < t->n; i++) {
             const float *x = t->x + (size_t)i * OPSCHED_FEATURE_COUNT;
-            set_add(fold[i] == f ? &te : &tr, i, t->fam[i], x, t->y[i]);
+            set_add(fold[i] == f ? &te : &tr, i, t->fam[i], t->op[i], t->flops[i], x, t->y[i]);
         }
         if (tr.n == 0 || te.n == 0) continue;
         for (int64_t i = 0; i < tr.n; i++) use[i] = 1;
@@ -406,7 +415,7 @@ static opsched_status baseline(opsched_predictor *p, os_model *m, const train_se
         return OS_NOMEM(p->ctx);
     }
     for (int64_t i = 0; i < n; i++) {
-        x[i] = log_flops(p->entries[t->entry[i]].flops);
+        x[i] = log_flops(t->flops[i]);
         y[i] = t->y[i];
         oof[i] = NAN;
     }
@@ -415,7 +424,7 @@ static opsched_status baseline(opsched_predictor *p, os_model *m, const train_se
         for (int f = 0; f < k; f++) {
             double a = 0, b = 0;
             for (int64_t i = 0; i < n; i++)
-                use[i] = fold[i] != f && (int)p->entries[t->entry[i]].family == fam;
+                use[i] = fold[i] != f && t->fam[i] == fam;
             int ok = fit_line(x, y, use, n, &a, &b);
             if (!ok) { /* no row of this family outside the fold: the group's line */
                 for (int64_t i = 0; i < n; i++) use[i] = fold[i] != f;
@@ -423,10 +432,10 @@ static opsched_status baseline(opsched_predictor *p, os_model *m, const train_se
             }
             if (!ok) continue;
             for (int64_t i = 0; i < n; i++)
-                if (fold[i] == f && (int)p->entries[t->entry[i]].family == fam)
+                if (fold[i] == f && t->fam[i] == fam)
                     oof[i] = a + b * x[i];
         }
-        for (int64_t i = 0; i < n; i++) use[i] = (int)p->entries[t->entry[i]].family == fam;
+        for (int64_t i = 0; i < n; i++) use[i] = t->fam[i] == fam;
         m->base_a[fam] = m->base_b[fam] = NAN;
         fit_line(x, y, use, n, &m->base_a[fam], &m->base_b[fam]);
     }
@@ -460,16 +469,16 @@ static void model_name(unsigned families, char *buf, size_t size)
 }
 
 /* "conv2d:120,conv2d+relu:40" over the rows of t. */
-static void ops_text(const opsched_predictor *p, const train_set *t, char *buf, size_t size)
+static void ops_text(const train_set *t, char *buf, size_t size)
 {
     buf[0] = '\0';
     for (int64_t i = 0; i < t->n; i++) {
-        const char *op = p->entries[t->entry[i]].op;
+        const char *op = t->op[i];
         int seen = 0;
-        for (int64_t j = 0; j < i && !seen; j++) seen = strcmp(p->entries[t->entry[j]].op, op) == 0;
+        for (int64_t j = 0; j < i && !seen; j++) seen = strcmp(t->op[j], op) == 0;
         if (seen) continue;
         int64_t count = 0;
-        for (int64_t j = i; j < t->n; j++) count += strcmp(p->entries[t->entry[j]].op, op) == 0;
+        for (int64_t j = i; j < t->n; j++) count += strcmp(t->op[j], op) == 0;
         size_t used = strlen(buf);
         if (used + strlen(op) + 24 >= size) break;
         snprintf(buf + used, size - used, "%s%s:%lld", used ? "," : "", op, (long long)count);
@@ -525,9 +534,10 @@ static opsched_status choose_variant(opsched_predictor *p, os_model *m, const tr
     return st;
 }
 
-/* Trains the latency model of group m over the rows in t. oof_ms gets
- * the out-of-fold latency of each row's entry. */
-static opsched_status train_latency(opsched_predictor *p, os_model *m, train_set *t,
+/* Trains the latency model of group m over the rows in t (log ms; the
+ * roofline variant is tried when roofline is 1: device time, not host
+ * time).  oof_ms gets the out-of-fold latency of each row's entry. */
+static opsched_status train_latency(opsched_predictor *p, os_model *m, train_set *t, int roofline,
                                     double *oof_ms)
 {
     opsched_status st = OPSCHED_OK;
@@ -542,10 +552,10 @@ static opsched_status train_latency(opsched_predictor *p, os_model *m, train_set
     }
     m->info.rows = n;
     m->info.folds = k;
-    ops_text(p, t, m->info.ops, sizeof(m->info.ops));
+    ops_text(t, m->info.ops, sizeof(m->info.ops));
     if (n < OS_MODEL_MIN_ROWS || k < 2) goto done; /* too few: its families fall back */
     assign_folds(fold, n, k);
-    OS_TRY_GOTO(st, choose_variant(p, m, t, k, fold, 1, oof), done);
+    OS_TRY_GOTO(st, choose_variant(p, m, t, k, fold, roofline, oof), done);
     for (int64_t i = 0; i < n; i++) oof_ms[t->entry[i]] = isfinite(oof[i]) ? exp(oof[i]) : NAN;
     ape_of(t, oof, ape);
     os_cv_summarize(ape, n, &m->info.cv);
@@ -587,12 +597,13 @@ static opsched_status train_power(opsched_predictor *p, os_model *m, const doubl
     for (size_t i = 0; i < p->n_entries; i++) {
         const os_entry *e = &p->entries[i];
         if (e->energy_id > 0 && e->energy_j > 0 && e->ms > 0)
-            set_add(&t, (int64_t)i, (int)e->family, e->f, log(e->energy_j / (e->ms * 1e-3)));
+            set_add(&t, (int64_t)i, (int)e->family, e->op, e->flops, e->f,
+                    log(e->energy_j / (e->ms * 1e-3)));
     }
     snprintf(m->info.name, sizeof(m->info.name), "power");
     m->families = 0;
     m->info.rows = n;
-    ops_text(p, &t, m->info.ops, sizeof(m->info.ops));
+    ops_text(&t, m->info.ops, sizeof(m->info.ops));
     int k = (int)OS_MIN((int64_t)p->o.folds, n);
     m->info.folds = k;
     if (n < OS_MODEL_MIN_ROWS || k < 2) goto done;
@@ -637,6 +648,46 @@ done:
     return st;
 }
 
+/* The host model: the log of a configuration's host enqueue time (the
+ * median of its ";mode=host" rows) from its features, one model over
+ * every family (the operator and fused_relu features tell them apart).
+ * What a launch costs the host is the library's path to the kernel, not
+ * the kernel: for a convolution it is the engine cuDNN's heuristic picks
+ * (about 10 us for the H100's 1x1 engines, 25-45 us for engines that split
+ * the reduction or transform the input), which follows from the shape, so
+ * it carries over to networks whose configurations were never profiled,
+ * where one median per family cannot (vgg16's convolutions cost 37 us,
+ * squeezenet1_1's 13 us). */
+static opsched_status train_host(opsched_predictor *p, os_model *m)
+{
+    opsched_status st = OPSCHED_OK;
+    train_set t;
+    int64_t n = 0;
+    for (size_t i = 0; i < p->n_host; i++)
+        n += p->host_cfg[i].family >= 0 && p->host_ms[i] > 0;
+    snprintf(m->info.name, sizeof(m->info.name), "host");
+    m->info.rows = n;
+    if (n == 0) return OPSCHED_OK;
+    OS_TRY(set_alloc(p->ctx, &t, n));
+    double *oof_ms = malloc(sizeof(double) * p->n_host);
+    if (!oof_ms) {
+        set_free(&t);
+        return OS_NOMEM(p->ctx);
+    }
+    for (size_t i = 0; i < p->n_host; i++) {
+        const os_host_cfg *c = &p->host_cfg[i];
+        if (c->family < 0 || !(p->host_ms[i] > 0)) continue;
+        m->families |= 1u << c->family;
+        set_add(&t, (int64_t)i, c->family, c->op, c->flops, c->f, log(p->host_ms[i]));
+    }
+    os_log(p->ctx, OPSCHED_LOG_INFO, "training host: %lld rows, %d-fold cross-validation",
+           (long long)n, p->o.folds);
+    st = train_latency(p, m, &t, 0, oof_ms);
+    free(oof_ms);
+    set_free(&t);
+    return st;
+}
+
 static void free_models(opsched_predictor *p)
 {
     for (int i = 0; i < p->n_models; i++) {
@@ -644,7 +695,7 @@ static void free_models(opsched_predictor *p)
         p->models[i].booster = NULL;
     }
     p->n_models = 0;
-    p->power_model = -1;
+    p->power_model = p->host_model = -1;
     for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) p->family_model[f] = -1;
 }
 
@@ -712,11 +763,11 @@ opsched_status os_predict_train(opsched_predictor *p)
         for (size_t i = 0; i < p->n_entries; i++) {
             const os_entry *e = &p->entries[i];
             if (e->ms > 0 && (fams & (1u << e->family)))
-                set_add(&t, (int64_t)i, (int)e->family, e->f, log(e->ms));
+                set_add(&t, (int64_t)i, (int)e->family, e->op, e->flops, e->f, log(e->ms));
         }
         os_log(p->ctx, OPSCHED_LOG_INFO, "training %s: %lld rows, %d-fold cross-validation",
                m->info.name, (long long)n, p->o.folds);
-        OS_TRY_GOTO(st, train_latency(p, m, &t, oof_ms), done);
+        OS_TRY_GOTO(st, train_latency(p, m, &t, 1, oof_ms), done);
         set_free(&t);
         for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++)
             if (fams & (1u << f)) p->family_model[f] = p->n_models;
@@ -727,6 +778,10 @@ opsched_status os_predict_train(opsched_predictor *p)
     p->power_only_ape = p->power_energy_ape = NAN;
     OS_TRY_GOTO(st, train_power(p, pm, oof_ms), done);
     if (pm->info.rows > 0) p->power_model = p->n_models++;
+    os_model *hm = &p->models[p->n_models];
+    memset(hm, 0, sizeof(*hm));
+    OS_TRY_GOTO(st, train_host(p, hm), done);
+    if (hm->info.rows > 0) p->host_model = p->n_models++;
 done:
     set_free(&t);
     free(oof_ms);
@@ -749,5 +804,20 @@ opsched_status os_predict_learned(opsched_predictor *p, opsched_op_family family
         for (int64_t i = 0; i < n; i++) out_ms[i] = exp((double)y[i]);
     free(y);
     free(fam);
+    return st;
+}
+
+opsched_status os_predict_host_learned(opsched_predictor *p, const int *fam, const float *x,
+                                       int64_t n, double *out_ms)
+{
+    for (int64_t i = 0; i < n; i++) out_ms[i] = NAN;
+    int mi = p->host_model;
+    if (n < 1 || mi < 0 || !p->models[mi].booster) return OPSCHED_OK;
+    float *y = malloc(sizeof(float) * (size_t)n);
+    if (!y) return OS_NOMEM(p->ctx);
+    opsched_status st = os_model_predict(p, &p->models[mi], fam, x, n, y);
+    if (st == OPSCHED_OK)
+        for (int64_t i = 0; i < n; i++) out_ms[i] = exp((double)y[i]);
+    free(y);
     return st;
 }

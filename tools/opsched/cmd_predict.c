@@ -33,6 +33,11 @@ static void predict_help(void)
            "  --mode graph|eager     execution to predict (default graph)\n"
            "  --fuse on|off          conv + Relu as one layer (default on)\n"
            "  --no-train             use saved models only (learned source off when stale)\n"
+           "  --leave-out            predict as if the network had never been measured:\n"
+           "                         its configurations (at this shape and, for a zoo\n"
+           "                         network, at every batch and size it was profiled at)\n"
+           "                         and its network runs left out of lookups, training\n"
+           "                         and the composition fit (what validate --loo does)\n"
            "  --format table|csv|json  (default table)\n\n%s",
            predict_args_help);
 }
@@ -42,6 +47,7 @@ typedef struct predict_cmd {
     tool_model_opts m;
     opsched_predict_options o;
     tool_format fmt;
+    int leave_out;      /* --leave-out: predict without the network's own measurements */
 } predict_cmd;
 
 static int parse_args(predict_cmd *c, int argc, char **argv, int *help)
@@ -63,6 +69,10 @@ static int parse_args(predict_cmd *c, int argc, char **argv, int *help)
         }
         if (strcmp(arg, "--no-train") == 0) {
             c->a.po.train = 0;
+            continue;
+        }
+        if (strcmp(arg, "--leave-out") == 0) {
+            c->leave_out = 1;
             continue;
         }
         if (arg[0] == '-' && arg[1] == '-') {
@@ -137,7 +147,7 @@ static double weight_gb(const opsched_network_prediction *r)
 }
 
 /* Where a layer's host time (eager) comes from: its configuration's
- * measured host enqueue time, or its family's fitted cost per launch. */
+ * measured host enqueue time, the host model, or its family's cost per launch. */
 static const char *host_source(const opsched_layer_prediction *l)
 {
     switch (l->host_measured) {
@@ -148,7 +158,7 @@ static const char *host_source(const opsched_layer_prediction *l)
     case OPSCHED_HOST_ROWS_CONFIG:
         return "exact";
     default:
-        return "family";
+        return l->host_learned ? "learned" : "family";
     }
 }
 
@@ -359,6 +369,72 @@ static void print_json(const predict_cmd *c, const opsched_graph *g,
     cJSON_Delete(root);
 }
 
+/* ---- --leave-out ----------------------------------------------------------- */
+
+typedef struct shapes_seen {
+    const char *model;
+    int64_t batches[64], sizes[64];
+    int nb, ns;
+} shapes_seen;
+
+static void add_unique(int64_t *v, int *n, int cap, int64_t x)
+{
+    for (int i = 0; i < *n; i++)
+        if (v[i] == x) return;
+    if (*n < cap) v[(*n)++] = x;
+}
+
+static opsched_status collect_shape(const opsched_network_run_row *r, void *user)
+{
+    shapes_seen *s = user;
+    if (strcmp(r->model, s->model) != 0 || r->height != r->width) return OPSCHED_OK;
+    add_unique(s->batches, &s->nb, 64, r->batch);
+    add_unique(s->sizes, &s->ns, 64, r->height);
+    return OPSCHED_OK;
+}
+
+/* Leaves the network out: the signatures of g, and of a zoo network at
+ * every batch and input size the database profiled it at; name gets the
+ * model name its runs are stored under. */
+static opsched_status leave_out(opsched_ctx *ctx, const predict_cmd *c, const opsched_graph *g,
+                                char *name, size_t n, opsched_exclusion **out)
+{
+    const opsched_zoo_info *z = opsched_zoo_find(c->m.model);
+    if (z)
+        snprintf(name, n, "%s", z->name);
+    else
+        tool_model_run_name(c->m.model, name, n);
+    opsched_exclusion *x = NULL;
+    opsched_status st = opsched_exclusion_create(ctx, name, &x);
+    if (st == OPSCHED_OK) st = opsched_exclusion_add_graph(x, g);
+    if (st == OPSCHED_OK && z) {
+        shapes_seen seen = {.model = z->name};
+        opsched_store *s = NULL;
+        st = opsched_store_open(ctx, c->a.db_path, &s);
+        opsched_device_row dev;
+        if (st == OPSCHED_OK) {
+            st = opsched_store_find_device(s, c->a.device, &dev);
+            if (st != OPSCHED_OK) opsched_store_close(s);
+        }
+        if (st == OPSCHED_OK) {
+            opsched_network_run_query q;
+            memset(&q, 0, sizeof(q));
+            q.device_id = dev.id;
+            q.model = z->name;
+            st = opsched_store_network_runs_get(s, &q, collect_shape, &seen);
+            opsched_store_close(s);
+        }
+        if (st == OPSCHED_OK && seen.nb > 0 && seen.ns > 0)
+            st = opsched_exclusion_add_zoo(x, z->name, seen.batches, seen.nb, seen.sizes, seen.ns);
+    }
+    if (st != OPSCHED_OK) {
+        opsched_exclusion_free(x);
+        return st;
+    }
+    *out = x;
+    return OPSCHED_OK;
+}
+
 int cmd_predict(opsched_ctx *ctx, int argc, char **argv)
 {
     predict_cmd c;
@@ -380,8 +456,23 @@ int cmd_predict(opsched_ctx *ctx, int argc, char **argv)
     if (st != OPSCHED_OK) return tool_fail(ctx, st, c.m.model);
     opsched_predictor *p = NULL;
     opsched_network_prediction *r = NULL;
+    opsched_exclusion *x = NULL;
+    char name[256];
+    if (c.leave_out) {
+        st = leave_out(ctx, &c, g, name, sizeof(name), &x);
+        if (st != OPSCHED_OK) {
+            opsched_graph_free(g);
+            return tool_fail(ctx, st, "--leave-out");
+        }
+        c.a.po.exclude = x;
+        c.a.po.exclude_model_runs = name;
+        if (!c.a.quiet)
+            fprintf(stderr, "opsched predict: leaving %s out (%d signatures)\n", name,
+                    opsched_exclusion_count(x));
+    }
     st = opsched_predictor_open(ctx, c.a.db_path, &c.a.po, &p);
     if (st != OPSCHED_OK) {
+        opsched_exclusion_free(x);
         opsched_graph_free(g);
         return tool_fail(ctx, st, c.a.db_path);
     }
@@ -400,6 +491,7 @@ int cmd_predict(opsched_ctx *ctx, int argc, char **argv)
     }
     opsched_network_prediction_free(r);
     opsched_predictor_free(p);
+    opsched_exclusion_free(x);
     opsched_graph_free(g);
     return rc;
 }

@@ -248,21 +248,6 @@ static int looks_like_file(const char *m)
     return (n > 5 && strcmp(m + n - 5, ".onnx") == 0) || strchr(m, '/') || stat(m, &st) == 0;
 }
 
-/* The file stem, with anything but letters, digits, '-', '_' and '.'
- * replaced, so it can name files. */
-static void model_name(const char *path, char *out, size_t n)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    snprintf(out, n, "%s", base);
-    size_t len = strlen(out);
-    if (len > 5 && strcmp(out + len - 5, ".onnx") == 0) out[len - 5] = '\0';
-    for (char *c = out; *c; c++)
-        if (!(*c >= 'a' && *c <= 'z') && !(*c >= 'A' && *c <= 'Z') && !(*c >= '0' && *c <= '9') &&
-            *c != '-' && *c != '_' && *c != '.')
-            *c = '_';
-}
-
 static int resolve_model(opsched_ctx *ctx, const char *model, model_src *m)
 {
     memset(m, 0, sizeof(*m));
@@ -282,7 +267,7 @@ static int resolve_model(opsched_ctx *ctx, const char *model, model_src *m)
         return TOOL_EXIT_OK;
     }
     m->is_file = 1;
-    model_name(model, m->name, sizeof(m->name));
+    tool_model_run_name(model, m->name, sizeof(m->name));
     opsched_graph *g = NULL;
     opsched_onnx_options oo = {0};
     opsched_status st = opsched_onnx_load_file(ctx, model, &oo, &g);

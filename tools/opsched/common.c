@@ -66,6 +66,19 @@ static int is_onnx_path(const char *m)
     return strchr(m, '/') != NULL || stat(m, &st) == 0;
 }
 
+void tool_model_run_name(const char *path, char *out, size_t n)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(out, n, "%s", base);
+    size_t len = strlen(out);
+    if (len > 5 && strcmp(out + len - 5, ".onnx") == 0) out[len - 5] = '\0';
+    for (char *c = out; *c; c++)
+        if (!(*c >= 'a' && *c <= 'z') && !(*c >= 'A' && *c <= 'Z') && !(*c >= '0' && *c <= '9') &&
+            *c != '-' && *c != '_' && *c != '.')
+            *c = '_';
+}
+
 opsched_status tool_load_model(opsched_ctx *ctx, const tool_model_opts *o, opsched_graph **out)
 {
     if (is_onnx_path(o->model)) {

@@ -82,6 +82,11 @@ int tool_parse_format(const char *s, tool_format *out);
 int tool_parse_size(const char *s, int64_t *h, int64_t *w);
 int tool_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out);
 
+/* The name a model file's runs are stored under: the file stem, with
+ * anything but letters, digits, '-', '_' and '.' replaced, so it can name
+ * files. */
+void tool_model_run_name(const char *path, char *out, size_t n);
+
 /* Loads a zoo model or an ONNX file (a name ending in .onnx or naming an
  * existing file).  Errors are left on ctx. */
 opsched_status tool_load_model(opsched_ctx *ctx, const tool_model_opts *o, opsched_graph **out);
