@@ -5,30 +5,32 @@
 #  2. the large 3x3 convolutions the operator grid left out
 #     (bench/specs/s5_conv_large.yml) into OUTDIR/conv/h100.db, its device
 #     row renamed to data/h100's (as gpu_s4_eager.sh did), for
-#     bench/s5_merge.sh.
+#     bench/s5_merge.sh;
+#  3. (step reprofile) googlenet, inception_v3 and squeezenet1_1 profiled
+#     again as bench/gpu_issue5_data.sh did (layers alone, CUDA graph, free
+#     runs, energy), and the zoo's operators at size 256 measured again
+#     (bench/specs/issue5_networks.yml), into OUTDIR/reprofile/h100.db:
+#     data/h100's profiles of those three networks and that sweep were
+#     measured on 2026-11-22 before commit 43aced7 replaced the Concat
+#     kernel (densenet121 was profiled again in session 4 for the same
+#     reason).
+#   STEPS="tests conv" (default) or any of tests, conv, reprofile;
 #   bash bench/gpu_s5.sh OUTDIR    (after tar -C .carry -xJf .carry/carry.tar.xz)
 set -uo pipefail
 out=${1:-/tmp/s5}
-mkdir -p "$out/tests" "$out/conv"
+steps=" ${STEPS:-tests conv} "
+mkdir -p "$out/tests" "$out/conv" "$out/reprofile"
 . "$(dirname "$0")/gpu_env.sh"
 gpu_env_write "$out"
-t0=$SECONDS
-case " ${STEPS:-tests conv} " in *" tests "*)
-  bash bench/gpu_s3_tests.sh "$out/tests" > "$out/tests.log" 2>&1
-  echo "tests: $((SECONDS - t0)) s"; grep -E "rc=" "$out/tests.log" ;;
-esac
-t0=$SECONDS
-case " ${STEPS:-tests conv} " in *" conv "*)
-  timeout -k 10 ${CONV_S:-330} $bin sweep bench/specs/s5_conv_large.yml --db "$out/conv/h100.db" \
-      > "$out/conv/sweep.log" 2>&1
-  echo "conv sweep: rc=$? $((SECONDS - t0)) s: $(tail -n 1 "$out/conv/sweep.log" | cut -c1-160)"
-  python3 - "$out/conv/h100.db" data/h100/devices.sql <<'PY'
+# The device row of DB renamed to data/h100's (one device in the data set).
+rename() {
+  python3 - "$1" data/h100/devices.sql <<'PY'
 import re, sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
 c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 want = re.search(r"\('cuda', '([^']+)'", open(sys.argv[2]).read()).group(1)
 for i, uuid, name in c.execute("SELECT id, uuid, name FROM devices WHERE backend = 'cuda'").fetchall():
-    print("conv measured on %s %s" % (name, uuid))
+    print("measured on %s %s" % (name, uuid))
     if uuid != want:
         c.execute("UPDATE devices SET uuid = ? WHERE id = ?", (want, i))
         print("device row renamed to data/h100's %s" % want)
@@ -37,5 +39,31 @@ print("measurements: %d ok of %d" % (
     c.execute("SELECT count(*) FROM measurements").fetchone()[0]))
 c.commit()
 PY
+}
+t0=$SECONDS
+case "$steps" in *" tests "*)
+  bash bench/gpu_s3_tests.sh "$out/tests" > "$out/tests.log" 2>&1
+  echo "tests: $((SECONDS - t0)) s"; grep -E "rc=" "$out/tests.log" ;;
+esac
+t0=$SECONDS
+case "$steps" in *" conv "*)
+  timeout -k 10 ${CONV_S:-330} $bin sweep bench/specs/s5_conv_large.yml --db "$out/conv/h100.db" \
+      > "$out/conv/sweep.log" 2>&1
+  echo "conv sweep: rc=$? $((SECONDS - t0)) s: $(tail -n 1 "$out/conv/sweep.log" | cut -c1-160)"
+  rename "$out/conv/h100.db"  ;;
+esac
+t0=$SECONDS
+case "$steps" in *" reprofile "*)
+  for m in squeezenet1_1 googlenet inception_v3; do
+    timeout -k 10 ${PROFILE_S:-200} $bin profile $m --batch 1,8,32 --sizes 224,299,320 --math tf32 \
+        --isolated --layers off --energy --check off --warmup-ms 50 --min-ms 300 \
+        --db "$out/reprofile/h100.db" --out-dir "$out/reprofile/profile" \
+        > "$out/reprofile/profile_$m.log" 2>&1
+    echo "$m: rc=$? $((SECONDS - t0)) s: $(tail -n 1 "$out/reprofile/profile_$m.log" | cut -c1-120)"
+  done
+  timeout -k 10 ${NETWORKS_S:-120} $bin sweep bench/specs/issue5_networks.yml --db "$out/reprofile/h100.db" \
+      > "$out/reprofile/sweep_networks.log" 2>&1
+  echo "networks sweep: rc=$? $((SECONDS - t0)) s: $(tail -n 1 "$out/reprofile/sweep_networks.log" | cut -c1-160)"
+  rename "$out/reprofile/h100.db"
   ;;
 esac

@@ -22,7 +22,10 @@ static void train_help(void)
            "cross-validation over distinct configurations: the median, 90th percentile\n"
            "and largest absolute percentage error, and the share within +-10%%; the\n"
            "FLOPs-fit columns are the same for a log-log line of latency on FLOPs per\n"
-           "family (for the power model: the training folds' median power).  Models are\n"
+           "family (for the power model: the training folds' median power).  With host\n"
+           "enqueue times per layer in the database (opsched profile's \";mode=host\" rows),\n"
+           "a host model of log host time per launch too, which eager predictions use for\n"
+           "layers whose configuration was never profiled.  Models are\n"
            "saved in FILE.models/; `opsched predict` uses them and retrains them by\n"
            "itself when the measurements or the calibration change.\n\n%s"
            "  --format table|json    (default table)\n",
@@ -113,8 +116,9 @@ int cmd_train_model(opsched_ctx *ctx, int argc, char **argv)
         printf("%s:%s (device %lld in %s), %s %s, %s, cache %s\n", in.device.backend,
                in.device.name, (long long)in.device.id, a.db_path, in.math, in.layout,
                in.algo_policy, in.cache);
-        printf("  %lld distinct configurations measured, %lld with energy; calibration: %s\n",
-               (long long)in.rows, (long long)in.energy_rows,
+        printf("  %lld distinct configurations measured, %lld with energy, %lld with host "
+               "times; calibration: %s\n",
+               (long long)in.rows, (long long)in.energy_rows, (long long)in.host_rows,
                in.has_calibration ? "yes (roofline features and fallback)" : "none");
         if (opsched_predictor_num_models(p) == 0)
             printf("  no measurements under these settings: nothing to train\n");

@@ -156,7 +156,10 @@ void predict_print_models(FILE *f, const opsched_predictor *p)
         pct(g, sizeof(g), m->baseline.p90_ape);
         char name[40];
         snprintf(name, sizeof(name), "%s%s", m->name,
-                 strcmp(m->name, "power") == 0 ? " (energy)" : m->trained ? "" : " (too few)");
+                 strcmp(m->name, "power") == 0  ? " (energy)"
+                 : strcmp(m->name, "host") == 0 ? " (host time)"
+                 : m->trained                   ? ""
+                                                : " (too few)");
         fprintf(f, "  %-22s %6lld %5d  %9s %7s %7s %8s | %9s %7s  %s\n", name, (long long)m->rows,
                 m->folds, m->trained ? a : "-", m->trained ? b : "-", m->trained ? c : "-",
                 m->trained ? d : "-", m->trained ? e : "-", m->trained ? g : "-", m->ops);
