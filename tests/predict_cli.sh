@@ -5,8 +5,8 @@
 # models trained (saved next to the database), and the network predicted in
 # table, CSV and JSON: every layer exact (coverage 100%), the total equal to
 # the stored layers' sum (no CUDA-graph runs and no calibration on this
-# database), a second predict reusing the saved models, and the usage
-# errors of both commands.
+# database), a second predict reusing the saved models, --leave-out (none
+# of the network's own measurements), and the usage errors of both commands.
 #
 # usage: predict_cli.sh [path/to/opsched]   (default: $OPSCHED_BIN)
 # Needs python3 for the checks.
@@ -86,6 +86,19 @@ relus = [l for l in d['layers'] if l['op'] == 'Relu']
 assert relus and all(l['source'] != 'exact' for l in relus)
 assert d['totals']['coverage_time'] is None or d['totals']['coverage_time'] < 1
 " "$tmp/nofuse.json"
+
+# --leave-out: the network's own measurements left out of lookups and
+# training; this database holds nothing else, so no layer has a source.
+"$bin" predict squeezenet1_1 --input-size 32 --db "$db" --math fp32 --leave-out --folds 3 \
+  --rounds 30 --format json >"$tmp/lo.json" 2>"$tmp/lo.err"
+check "predict --leave-out runs" test $? = 0
+check "predict --leave-out says what it left out" grep -Eq "leaving squeezenet1_1 out \([1-9][0-9]* signatures\)" "$tmp/lo.err"
+check "predict --leave-out: no layer exact" "$py" - "$tmp/lo.json" <<'EOF2'
+import json, sys
+t = json.load(open(sys.argv[1]))["totals"]
+assert t["sources"]["exact"] == 0 and t["coverage_time"] in (0, None), t
+assert t["sources"]["none"] + t["sources"]["learned"] + t["sources"]["roofline"] == t["launches"], t
+EOF2
 
 "$bin" predict --db "$db" >/dev/null 2>"$tmp/e1"
 check "predict without a network: usage" test $? = 2
