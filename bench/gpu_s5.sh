@@ -14,12 +14,14 @@
 #     measured on 2026-11-22 before commit 43aced7 replaced the Concat
 #     kernel (densenet121 was profiled again in session 4 for the same
 #     reason).
-#   STEPS="tests conv" (default) or any of tests, conv, reprofile;
+#  4. (step fused) convolutions with their Relu fused
+#     (bench/specs/s5_conv_fused.yml) into OUTDIR/fused/h100.db.
+#   STEPS="tests conv" (default) or any of tests, conv, reprofile, fused;
 #   bash bench/gpu_s5.sh OUTDIR    (after tar -C .carry -xJf .carry/carry.tar.xz)
 set -uo pipefail
 out=${1:-/tmp/s5}
 steps=" ${STEPS:-tests conv} "
-mkdir -p "$out/tests" "$out/conv" "$out/reprofile"
+mkdir -p "$out/tests" "$out/conv" "$out/reprofile" "$out/fused"
 . "$(dirname "$0")/gpu_env.sh"
 gpu_env_write "$out"
 # The device row of DB renamed to data/h100's (one device in the data set).
@@ -66,4 +68,11 @@ case "$steps" in *" reprofile "*)
   echo "networks sweep: rc=$? $((SECONDS - t0)) s: $(tail -n 1 "$out/reprofile/sweep_networks.log" | cut -c1-160)"
   rename "$out/reprofile/h100.db"
   ;;
+esac
+t0=$SECONDS
+case "$steps" in *" fused "*)
+  timeout -k 10 ${FUSED_S:-330} $bin sweep bench/specs/s5_conv_fused.yml --db "$out/fused/h100.db" \
+      > "$out/fused/sweep.log" 2>&1
+  echo "fused sweep: rc=$? $((SECONDS - t0)) s: $(tail -n 1 "$out/fused/sweep.log" | cut -c1-160)"
+  rename "$out/fused/h100.db" ;;
 esac

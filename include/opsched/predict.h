@@ -288,6 +288,8 @@ typedef struct opsched_composition {
     int runs_exact;                /* runs whose layers are all exact */
     double scale;                  /* multiplies the sum of layers */
     double launch_us;              /* per launch */
+    double fused_extra;            /* more per ms of convolutions with their Relu fused
+                                    * (cuDNN's runtime-fused engines) */
     double weight_ms_per_gb;       /* per GB of weights the layers read (cold in a network,
                                     * cached when a layer is timed alone) */
     double rms_rel;                /* relative residual over every run (NaN: no fit) */
@@ -354,6 +356,11 @@ typedef struct opsched_network_prediction {
     int n_layers;                  /* = graph nodes */
     opsched_layer_prediction *layers; /* owned by the result */
     int launches;
+    int fused_launches;            /* of them, convolutions with their Relu fused */
+    /* GB of weights the composition's weight term counts: of the layers
+     * whose weights fit in the device's L2 (a layer timed alone finds only
+     * those in the cache). */
+    double composed_weight_gb;
     int n_by_source[OPSCHED_SOURCE_COUNT];
     double layer_sum_ms;           /* sum of layers; NaN when any layer has none */
     double total_ms;               /* composed; NaN when any layer has none */

@@ -7,7 +7,8 @@
  * on.  Every other node is one launch.
  *
  * Composition, per mode:
- *   graph  T = D = scale * sum_i g_i + launch_us * launches + w * W
+ *   graph  T = D = scale * sum_i g_i + fused_extra * sum_fused g_i
+ *                  + launch_us * launches + w * W
  *   eager  T = max(D, H),  H = sum_i h_i,
  *          h_i = host_scale * (layer i's measured host time)   when its
  *                configuration has a ";mode=host" row (opsched profile):
@@ -21,7 +22,10 @@
  * from memory (at batch 1 that is most of why the layers sum to 90% of the
  * end to end); a layer whose weights are larger than the L2 (vgg16's and
  * alexnet's first classifier layers) reads them from memory either way.
- * scale > 0, launch_us >= 0, w >= 0: a term whose fit leaves its bound is
+ * (sum_fused over the Convs run with their Relu, by cuDNN's runtime-fused
+ * engines: in a free-running network they come to more than timed alone,
+ * ~6% at batch 8 and 32 on the H100, not at batch 1) and scale > 0,
+ * fused_extra, launch_us, w >= 0: a term whose fit leaves its bound is
  * dropped.  Fitted by least squares on relative residuals to the database's
  * network runs ("graph" rows for graph mode, "free" rows for eager), leaving out
  * the excluded model's runs; the host terms to the runs' enqueue times.  Runs
@@ -241,7 +245,8 @@ done:
 typedef struct layer_sums {
     double ms, exact_ms, flops, exact_flops, energy, var_ms, var_energy;
     double weight_gb;                /* weights read by the launched layers */
-    int launches, complete, energy_complete, all_exact;
+    double fused_ms;                 /* of ms, convolutions with their Relu fused */
+    int launches, fused_launches, complete, energy_complete, all_exact;
     /* The host side of eager mode: the host times of the launched layers
      * that have one, measured or learned (as measured or predicted), the
      * learned ones' share of that, and the launches without one by family. */
@@ -264,6 +269,7 @@ static void sum_layers(const opsched_network_prediction *r, int64_t cached_bytes
         s->flops += (double)l->flops;
         if (!l->launches) continue;
         s->launches++;
+        s->fused_launches += l->fused_relu;
         if (cached_bytes <= 0 || l->weight_bytes <= cached_bytes)
             s->weight_gb += (double)l->weight_bytes * 1e-9;
         const opsched_op_prediction *o = &l->p;
@@ -276,6 +282,7 @@ static void sum_layers(const opsched_network_prediction *r, int64_t cached_bytes
         } else {
             s->host_unmeas[o->family]++;
         }
+        if (l->fused_relu) s->fused_ms += o->ms;
         if (o->source == OPSCHED_SOURCE_EXACT) {
             s->exact_ms += o->ms;
             s->exact_flops += (double)l->flops;
@@ -305,6 +312,7 @@ static void sum_layers(const opsched_network_prediction *r, int64_t cached_bytes
 typedef struct fit_run {
     double s_ms;            /* sum of the predicted layers */
     int n;                  /* launches */
+    double s_fused_ms;      /* of s_ms, convolutions with their Relu fused */
     double weight_gb;       /* weights the layers read */
     double t_ms;            /* measured */
     double enqueue_ms;      /* measured host time per inference; NaN when none */
@@ -374,6 +382,7 @@ static opsched_status take_run(const opsched_network_run_row *run, void *user)
         memset(fr, 0, sizeof(*fr));
         fr->s_ms = s.ms;
         fr->n = s.launches;
+        fr->s_fused_ms = s.fused_ms;
         fr->host_meas_ms = s.host_meas_ms;
         fr->host_all_run = s.host_all_run && s.launches > 0;
         memcpy(fr->host_unmeas, s.host_unmeas, sizeof(fr->host_unmeas));
@@ -481,13 +490,15 @@ static double fit_subsets(const fit_run *runs, const unsigned char *use, size_t 
     return best;
 }
 
-/* Device time: scale * layers + launch gap * launches + per GB of weights. */
+/* Device time: scale * layers + launch gap * launches + per GB of weights
+ * + extra * fused convolutions. */
 static void device_terms(const fit_run *r, const void *extra, double *t, double *y, double *rel)
 {
     (void)extra;
     t[0] = r->s_ms;
     t[1] = r->n;
     t[2] = r->weight_gb;
+    t[3] = r->s_fused_ms;
     *y = *rel = r->t_ms;
 }
 
@@ -508,9 +519,11 @@ static void host_terms(const fit_run *r, const void *extra, double *t, double *y
     *rel = r->enqueue_ms;
 }
 
-static double device_ms(const opsched_composition *c, double s_ms, int n, double weight_gb)
+static double device_ms(const opsched_composition *c, double s_ms, int n, double fused_ms,
+                        double weight_gb)
 {
-    return c->scale * s_ms + c->launch_us * 1e-3 * n + c->weight_ms_per_gb * weight_gb;
+    return c->scale * s_ms + c->fused_extra * fused_ms + c->launch_us * 1e-3 * n +
+           c->weight_ms_per_gb * weight_gb;
 }
 
 /* The host's time for an inference: the measured host times (scaled) and
@@ -531,10 +544,10 @@ static double run_host_ms(const opsched_composition *c, const fit_run *r)
 /* Graph mode: the device's time.  Eager: the device's or the host's
  * (host_ms), whichever is longer (launches are enqueued ahead of the
  * device). */
-static double composed_ms(const opsched_composition *c, double s_ms, int n, double weight_gb,
-                          double host)
+static double composed_ms(const opsched_composition *c, double s_ms, int n, double fused_ms,
+                          double weight_gb, double host)
 {
-    double d = device_ms(c, s_ms, n, weight_gb);
+    double d = device_ms(c, s_ms, n, fused_ms, weight_gb);
     return c->mode == OPSCHED_PREDICT_EAGER ? fmax(d, host) : d;
 }
 
@@ -543,7 +556,8 @@ static void energy_terms(const fit_run *r, const void *extra, double *t, double 
 {
     const opsched_composition *c = extra;
     t[0] = r->sum_energy;
-    t[1] = (composed_ms(c, r->s_ms, r->n, r->weight_gb, run_host_ms(c, r)) - r->s_ms) * 1e-3;
+    double t_ms = composed_ms(c, r->s_ms, r->n, r->s_fused_ms, r->weight_gb, run_host_ms(c, r));
+    t[1] = (t_ms - r->s_ms) * 1e-3;
     *y = *rel = r->e_j;
 }
 
@@ -651,7 +665,7 @@ static void fallback_composition(const opsched_predictor *p, opsched_composition
 
 static int host_bound(const opsched_composition *c, const fit_run *r)
 {
-    return device_ms(c, r->s_ms, r->n, r->weight_gb) < HOST_BOUND * r->t_ms;
+    return device_ms(c, r->s_ms, r->n, r->s_fused_ms, r->weight_gb) < HOST_BOUND * r->t_ms;
 }
 
 /* What the host side of run r is fitted to (ms), or NaN when r is not
@@ -817,11 +831,12 @@ static opsched_status fit_composition(opsched_predictor *p, opsched_predict_mode
     }
     c->runs_exact = exact;
     double coef[FIT_MAX];
-    double rms = fit_subsets(fs.runs, use, fs.n, 3, 1u, device_terms, NULL, coef);
+    double rms = fit_subsets(fs.runs, use, fs.n, 4, 1u, device_terms, NULL, coef);
     if (!isnan(rms)) {
         c->scale = coef[0];
         c->launch_us = coef[1] * 1e3;
         c->weight_ms_per_gb = coef[2];
+        c->fused_extra = coef[3];
         snprintf(c->source, sizeof(c->source), "fit");
     } else {
         c->runs = 0;
@@ -834,7 +849,9 @@ static opsched_status fit_composition(opsched_predictor *p, opsched_predict_mode
         double rss = 0;
         for (size_t i = 0; i < fs.n; i++) {
             const fit_run *r = &fs.runs[i];
-            double e = composed_ms(c, r->s_ms, r->n, r->weight_gb, run_host_ms(c, r)) / r->t_ms - 1;
+            double t_ms =
+                composed_ms(c, r->s_ms, r->n, r->s_fused_ms, r->weight_gb, run_host_ms(c, r));
+            double e = t_ms / r->t_ms - 1;
             rss += e * e;
         }
         c->rms_rel = fs.n ? sqrt(rss / (double)fs.n) : NAN;
@@ -898,6 +915,8 @@ static opsched_status predict_network(opsched_predictor *p, const opsched_graph 
     sum_layers(r, p->info.device.l2_bytes, &s);
     for (int i = 0; i < r->n_layers; i++) r->n_by_source[r->layers[i].p.source]++;
     r->launches = s.launches;
+    r->fused_launches = s.fused_launches;
+    r->composed_weight_gb = s.weight_gb;
     r->flops = (int64_t)s.flops;
     r->coverage_flops = s.flops > 0 ? s.exact_flops / s.flops : NAN;
     const opsched_composition *c = &r->composition;
@@ -926,7 +945,7 @@ static opsched_status predict_network(opsched_predictor *p, const opsched_graph 
     }
     if (s.complete) {
         r->layer_sum_ms = s.ms;
-        r->total_ms = composed_ms(c, s.ms, s.launches, s.weight_gb, host);
+        r->total_ms = composed_ms(c, s.ms, s.launches, s.fused_ms, s.weight_gb, host);
         r->coverage_time = s.ms > 0 ? s.exact_ms / s.ms : NAN;
         /* Layer errors as independent, plus the composition's residual. */
         double layers_rel = s.ms > 0 ? c->scale * sqrt(s.var_ms) / r->total_ms : 0;

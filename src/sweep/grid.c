@@ -8,6 +8,8 @@
  * {from, to, step} or {from, to, times}, or `same` for width and kernel_w
  * (the same as height and kernel).  Each value is checked on its own
  * before any combination is built, so a bad one is reported at its line.
+ * `fuse: true` (conv2d) measures each configuration with a Relu after it,
+ * as the one fused launch a network runs (a ";fused=relu" measurement).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -53,6 +55,8 @@ typedef struct grid {
     filter filters[MAX_FILTERS];
     int n_filters;
     int64_t limit;               /* 0: none */
+    int fuse;                    /* conv2d: each configuration with a Relu after it, measured
+                                  * as the one fused launch a network runs (fuse: true) */
 } grid;
 
 static void grid_free(grid *g)
@@ -366,7 +370,14 @@ static opsched_status expand(const os_yaml *y, const yaml_node_t *entry, const g
             return os_sweep_fail(y, entry, "%s", opsched_ctx_last_error(spec->ctx));
         OS_TRY(st);
         int added = 0;
-        OS_TRY(os_sweep_add_config(spec, one, 0, &added));
+        if (g->fuse) {
+            opsched_graph *fused = NULL;
+            st = os_sweep_fused_graph(spec->ctx, one, &fused);
+            opsched_graph_free(one);
+            OS_TRY(st);
+            one = fused;
+        }
+        OS_TRY(os_sweep_add_config(spec, one, g->fuse, &added));
         added_here += added;
         if (g->limit && added_here >= g->limit) break;
     }
@@ -375,7 +386,7 @@ static opsched_status expand(const os_yaml *y, const yaml_node_t *entry, const g
 
 opsched_status os_sweep_grid(const os_yaml *y, const yaml_node_t *entry, int top_level)
 {
-    static const char *const keys[] = {"op", "params", "filters", "limit"};
+    static const char *const keys[] = {"op", "params", "filters", "limit", "fuse"};
     grid g;
     memset(&g, 0, sizeof(g));
     opsched_status st = OPSCHED_OK;
@@ -403,6 +414,12 @@ opsched_status os_sweep_grid(const os_yaml *y, const yaml_node_t *entry, int top
     if (filters) OS_TRY_GOTO(st, parse_filters(y, filters, &g), done);
     const yaml_node_t *limit = os_yaml_node(y, os_yaml_get(y, entry, "limit"));
     if (limit) OS_TRY_GOTO(st, os_yaml_int(y, limit, 1, INT32_MAX, "limit", &g.limit), done);
+    const yaml_node_t *fuse = os_yaml_node(y, os_yaml_get(y, entry, "fuse"));
+    if (fuse) OS_TRY_GOTO(st, os_yaml_bool(y, fuse, "fuse", &g.fuse), done);
+    if (g.fuse && strcmp(g.op, "conv2d") != 0) {
+        st = os_sweep_fail(y, fuse, "fuse: a Relu fuses into a convolution only (op %s)", g.op);
+        goto done;
+    }
     st = expand(y, entry, &g);
 done:
     grid_free(&g);

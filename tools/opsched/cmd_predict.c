@@ -138,13 +138,6 @@ static void fmt_num(char *buf, size_t n, const char *f, double v)
         snprintf(buf, n, "nan");
 }
 
-static double weight_gb(const opsched_network_prediction *r)
-{
-    double w = 0;
-    for (int i = 0; i < r->n_layers; i++)
-        if (r->layers[i].launches) w += (double)r->layers[i].weight_bytes * 1e-9;
-    return w;
-}
 
 /* Where a layer's host time (eager) comes from: its configuration's
  * measured host enqueue time, the host model, or its family's cost per launch. */
@@ -198,9 +191,10 @@ static void print_table(const predict_cmd *c, const opsched_graph *g,
            r->n_by_source[OPSCHED_SOURCE_NONE], r->n_by_source[OPSCHED_SOURCE_VIEW]);
     fmt_num(buf, sizeof(buf), "%.4f ms", r->layer_sum_ms);
     printf("  sum of layers        %s\n", buf);
-    printf("  composition          %s: %.4f x sum + %.2f us x launches + %.3f ms/GB x %.3f GB "
-           "of weights",
-           k->source, k->scale, k->launch_us, k->weight_ms_per_gb, weight_gb(r));
+    printf("  composition          %s: %.4f x sum + %.4f x %d fused + %.2f us x launches + "
+           "%.3f ms/GB x %.3f GB of weights in L2",
+           k->source, k->scale, k->fused_extra, r->fused_launches, k->launch_us,
+           k->weight_ms_per_gb, r->composed_weight_gb);
     if (strcmp(k->source, "fit") == 0)
         printf(" (%d network runs, %d all exact; rms %.1f%%)\n", k->runs, k->runs_exact,
                100 * k->rms_rel);
@@ -348,6 +342,7 @@ static void print_json(const predict_cmd *c, const opsched_graph *g,
         cJSON_AddNumberToObject(co, "runs_exact", k->runs_exact);
         cJSON_AddNumberToObject(co, "scale", k->scale);
         cJSON_AddNumberToObject(co, "launch_us", k->launch_us);
+        cJSON_AddNumberToObject(co, "fused_extra", k->fused_extra);
         cJSON_AddNumberToObject(co, "weight_ms_per_gb", k->weight_ms_per_gb);
         cJSON *h = cJSON_AddObjectToObject(co, "host_us");
         for (int f = 0; h && f < OPSCHED_FAMILY_COUNT; f++)
