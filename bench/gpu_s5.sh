@@ -16,12 +16,14 @@
 #     reason).
 #  4. (step fused) convolutions with their Relu fused
 #     (bench/specs/s5_conv_fused.yml) into OUTDIR/fused/h100.db.
-#   STEPS="tests conv" (default) or any of tests, conv, reprofile, fused;
+#  5. (step odd) 1x1 convolutions on odd-sized maps, fused and not
+#     (bench/specs/s5_conv_odd.yml) into OUTDIR/odd/h100.db.
+#   STEPS="tests conv" (default) or any of tests, conv, reprofile, fused, odd;
 #   bash bench/gpu_s5.sh OUTDIR    (after tar -C .carry -xJf .carry/carry.tar.xz)
 set -uo pipefail
 out=${1:-/tmp/s5}
 steps=" ${STEPS:-tests conv} "
-mkdir -p "$out/tests" "$out/conv" "$out/reprofile" "$out/fused"
+mkdir -p "$out/tests" "$out/conv" "$out/reprofile" "$out/fused" "$out/odd"
 . "$(dirname "$0")/gpu_env.sh"
 gpu_env_write "$out"
 # The device row of DB renamed to data/h100's (one device in the data set).
@@ -75,4 +77,11 @@ case "$steps" in *" fused "*)
       > "$out/fused/sweep.log" 2>&1
   echo "fused sweep: rc=$? $((SECONDS - t0)) s: $(tail -n 1 "$out/fused/sweep.log" | cut -c1-160)"
   rename "$out/fused/h100.db" ;;
+esac
+t0=$SECONDS
+case "$steps" in *" odd "*)
+  timeout -k 10 ${ODD_S:-330} $bin sweep bench/specs/s5_conv_odd.yml --db "$out/odd/h100.db" \
+      > "$out/odd/sweep.log" 2>&1
+  echo "odd sweep: rc=$? $((SECONDS - t0)) s: $(tail -n 1 "$out/odd/sweep.log" | cut -c1-160)"
+  rename "$out/odd/h100.db" ;;
 esac
