@@ -49,13 +49,16 @@ case "$steps" in *" tests "*)
   bash bench/gpu_s3_tests.sh "$out/tests" > "$out/tests.log" 2>&1
   echo "tests: $((SECONDS - t0)) s"; grep -E "rc=" "$out/tests.log" ;;
 esac
-t0=$SECONDS
-case "$steps" in *" conv "*)
-  timeout -k 10 ${CONV_S:-330} $bin sweep bench/specs/s5_conv_large.yml --db "$out/conv/h100.db" \
-      > "$out/conv/sweep.log" 2>&1
-  echo "conv sweep: rc=$? $((SECONDS - t0)) s: $(tail -n 1 "$out/conv/sweep.log" | cut -c1-160)"
-  rename "$out/conv/h100.db"  ;;
-esac
+# sweep_step NAME SPEC: when NAME is a step, SPEC swept into OUTDIR/NAME/h100.db
+# (at most SWEEP_S seconds), its device row renamed.
+sweep_step() {
+  case "$steps" in *" $1 "*) ;; *) return 0 ;; esac
+  local t0=$SECONDS
+  timeout -k 10 ${SWEEP_S:-330} $bin sweep "$2" --db "$out/$1/h100.db" > "$out/$1/sweep.log" 2>&1
+  echo "$1 sweep: rc=$? $((SECONDS - t0)) s: $(tail -n 1 "$out/$1/sweep.log" | cut -c1-160)"
+  rename "$out/$1/h100.db"
+}
+sweep_step conv bench/specs/s5_conv_large.yml
 t0=$SECONDS
 case "$steps" in *" reprofile "*)
   for m in squeezenet1_1 googlenet inception_v3; do
@@ -71,17 +74,5 @@ case "$steps" in *" reprofile "*)
   rename "$out/reprofile/h100.db"
   ;;
 esac
-t0=$SECONDS
-case "$steps" in *" fused "*)
-  timeout -k 10 ${FUSED_S:-330} $bin sweep bench/specs/s5_conv_fused.yml --db "$out/fused/h100.db" \
-      > "$out/fused/sweep.log" 2>&1
-  echo "fused sweep: rc=$? $((SECONDS - t0)) s: $(tail -n 1 "$out/fused/sweep.log" | cut -c1-160)"
-  rename "$out/fused/h100.db" ;;
-esac
-t0=$SECONDS
-case "$steps" in *" odd "*)
-  timeout -k 10 ${ODD_S:-330} $bin sweep bench/specs/s5_conv_odd.yml --db "$out/odd/h100.db" \
-      > "$out/odd/sweep.log" 2>&1
-  echo "odd sweep: rc=$? $((SECONDS - t0)) s: $(tail -n 1 "$out/odd/sweep.log" | cut -c1-160)"
-  rename "$out/odd/h100.db" ;;
-esac
+sweep_step fused bench/specs/s5_conv_fused.yml
+sweep_step odd bench/specs/s5_conv_odd.yml
