@@ -88,7 +88,7 @@ typedef struct opsched_feature_device {
     double node_floor_us;      /* the calibration's graph_node_us; NaN: none */
 } opsched_feature_device;
 
-#define OPSCHED_FEATURE_COUNT 42
+#define OPSCHED_FEATURE_COUNT 43
 
 /* The feature's name ("flops", "waves_128x128", ...); NULL out of range. */
 const char *opsched_feature_name(int i);
@@ -108,7 +108,8 @@ const char *opsched_feature_name(int i);
  *   64x64, 128x128 and 128x256; element-wise view: output elements, blocks
  *   of 1024 elements and their waves; input elements; whether a Conv or
  *   Gemm has a bias; bytes of the first input, of the second (weights)
- *   and of the output.
+ *   and of the output; the power of two (up to 2^6) in the input's H x W
+ *   (whether its spatial plane splits into vector-wide rows).
  * Features that do not apply are NaN.  OPSCHED_ERR_INVALID_ARG when the
  * signature cannot be read. */
 opsched_status opsched_features(opsched_ctx *ctx, const opsched_config_record *rec, int fused_relu,

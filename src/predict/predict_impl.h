@@ -13,7 +13,7 @@
 
 /* Bumped whenever opsched_features changes meaning: saved models of an
  * older version are stale. */
-#define OS_FEATURE_VERSION 2
+#define OS_FEATURE_VERSION 3
 /* Relative margin by which a variant anchored in physics (roofline, base)
  * is preferred to the one with the lowest CV error: random folds do not
  * reward extrapolation, which networks outside the measured range need. */
