@@ -12,19 +12,19 @@
  *   eager  T = max(D, H),  H = sum_i h_i,
  *          h_i = host_scale * (layer i's measured host time)   when its
  *                configuration has a ";mode=host" row (opsched profile):
- *                the median of the rows measured profiling this network
- *                (the graph's name, a run's model) when it has any, else
- *                the median of all the configuration's rows,
- *                host_us[family of i]: host_scale x the family's mean
- *                measured host time (the family fit without host rows)  otherwise
- * where W is the GB of weights the layers read that fit in the L2 cache: a
- * layer timed alone finds those in the cache, inside a network they come
- * from memory (at batch 1 that is most of why the layers sum to 90% of the
- * end to end); a layer whose weights are larger than the L2 (vgg16's and
- * alexnet's first classifier layers) reads them from memory either way.
- * (sum_fused over the Convs run with their Relu, by cuDNN's runtime-fused
- * engines: in a free-running network they come to more than timed alone,
- * ~6% at batch 8 and 32 on the H100, not at batch 1) and scale > 0,
+ *                the rows measured with the run predicted, else profiling
+ *                this network (the graph's name, a run's model), else all
+ *                the configuration's rows (the median of those),
+ *                host_scale * the host model's prediction   when it has none,
+ *                host_us[family of i]   without a host model (no host rows)
+ * where sum_fused is over the Convs run with their Relu (cuDNN's
+ * runtime-fused engines: in a free-running network they come to more than
+ * timed alone, ~6% at batch 8 and 32 on the H100), and W is the GB of
+ * weights the layers read that fit in the L2: a layer timed alone finds
+ * those in the cache, inside a network they come from memory (at batch 1
+ * that is most of why the layers sum to 90% of the end to end); a layer
+ * whose weights are larger than the L2 (vgg16's and alexnet's first
+ * classifier layers) reads them from memory either way.  scale > 0,
  * fused_extra, launch_us, w >= 0: a term whose fit leaves its bound is
  * dropped.  Fitted by least squares on relative residuals to the database's
  * network runs ("graph" rows for graph mode, "free" rows for eager), leaving out
