@@ -99,11 +99,9 @@ static opsched_network_prediction *predict(fixture *fx, opsched_predictor *p, in
 static double device_ms(const opsched_network_prediction *r)
 {
     const opsched_composition *c = &r->composition;
-    double fused_ms = 0;
-    for (int i = 0; i < r->n_layers; i++)
-        if (r->layers[i].launches && r->layers[i].fused_relu) fused_ms += r->layers[i].p.ms;
-    return c->scale * r->layer_sum_ms + c->fused_extra * fused_ms +
-           c->launch_us * 1e-3 * r->launches + c->weight_ms_per_gb * r->composed_weight_gb;
+    return c->scale * r->layer_sum_ms + c->launch_us * 1e-3 * r->launches +
+           c->fused_launch_us * 1e-3 * r->fused_launches +
+           c->weight_ms_per_gb * r->composed_weight_gb;
 }
 
 /* The host side from the layers, how much of it is measured, and how

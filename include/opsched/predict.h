@@ -289,7 +289,7 @@ typedef struct opsched_composition {
     int runs_exact;                /* runs whose layers are all exact */
     double scale;                  /* multiplies the sum of layers */
     double launch_us;              /* per launch */
-    double fused_extra;            /* more per ms of convolutions with their Relu fused
+    double fused_launch_us;        /* more per launch of a convolution with its Relu fused
                                     * (cuDNN's runtime-fused engines) */
     double weight_ms_per_gb;       /* per GB of weights the layers read (cold in a network,
                                     * cached when a layer is timed alone) */

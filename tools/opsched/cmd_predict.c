@@ -191,9 +191,9 @@ static void print_table(const predict_cmd *c, const opsched_graph *g,
            r->n_by_source[OPSCHED_SOURCE_NONE], r->n_by_source[OPSCHED_SOURCE_VIEW]);
     fmt_num(buf, sizeof(buf), "%.4f ms", r->layer_sum_ms);
     printf("  sum of layers        %s\n", buf);
-    printf("  composition          %s: %.4f x sum + %.4f x %d fused + %.2f us x launches + "
+    printf("  composition          %s: %.4f x sum + %.2f us x launches + %.2f us x %d fused + "
            "%.3f ms/GB x %.3f GB of weights in L2",
-           k->source, k->scale, k->fused_extra, r->fused_launches, k->launch_us,
+           k->source, k->scale, k->launch_us, k->fused_launch_us, r->fused_launches,
            k->weight_ms_per_gb, r->composed_weight_gb);
     if (strcmp(k->source, "fit") == 0)
         printf(" (%d network runs, %d all exact; rms %.1f%%)\n", k->runs, k->runs_exact,
@@ -342,7 +342,7 @@ static void print_json(const predict_cmd *c, const opsched_graph *g,
         cJSON_AddNumberToObject(co, "runs_exact", k->runs_exact);
         cJSON_AddNumberToObject(co, "scale", k->scale);
         cJSON_AddNumberToObject(co, "launch_us", k->launch_us);
-        cJSON_AddNumberToObject(co, "fused_extra", k->fused_extra);
+        cJSON_AddNumberToObject(co, "fused_launch_us", k->fused_launch_us);
         cJSON_AddNumberToObject(co, "weight_ms_per_gb", k->weight_ms_per_gb);
         cJSON *h = cJSON_AddObjectToObject(co, "host_us");
         for (int f = 0; h && f < OPSCHED_FAMILY_COUNT; f++)
