@@ -1,7 +1,8 @@
-# Sourced by the bench/gpu_s3_*.sh scripts on the GPU machine: the loader
+# Sourced by the bench/gpu_*.sh scripts on the GPU machine: the loader
 # path for the carried build (.carry/, scripts/gpu-carry.sh) and the cuDNN
 # of the machine's PyTorch, the binaries, and gpu_env_write OUTDIR, which
-# records date, GPU, driver, PyTorch and cuDNN versions in OUTDIR/env.txt.
+# records date, GPU, driver, PyTorch and cuDNN versions in OUTDIR/env.txt,
+# and gpu_rename_device DB.
 cudnn_venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
 export LD_LIBRARY_PATH=$PWD/.carry/lib:$cudnn_venv:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 bin=$PWD/.carry/bin/opsched
@@ -16,4 +17,24 @@ gpu_env_write() {
     [ -x "$py" ] && "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())'
   } > "$1/env.txt" 2>&1
   cat "$1/env.txt"
+}
+
+# gpu_rename_device DB: its CUDA device row renamed to data/h100's uuid (the
+# device tool lends another H100 unit from call to call; the data set has one).
+gpu_rename_device() {
+  python3 - "$1" data/h100/devices.sql <<'PY'
+import re, sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+want = re.search(r"\('cuda', '([^']+)'", open(sys.argv[2]).read()).group(1)
+for i, uuid, name in c.execute("SELECT id, uuid, name FROM devices WHERE backend = 'cuda'").fetchall():
+    print("measured on %s %s" % (name, uuid))
+    if uuid != want:
+        c.execute("UPDATE devices SET uuid = ? WHERE id = ?", (want, i))
+        print("device row renamed to data/h100's %s" % want)
+print("measurements: %d ok of %d" % (
+    c.execute("SELECT count(*) FROM measurements WHERE status = 'ok'").fetchone()[0],
+    c.execute("SELECT count(*) FROM measurements").fetchone()[0]))
+c.commit()
+PY
 }

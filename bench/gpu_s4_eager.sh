@@ -35,18 +35,7 @@ case " $steps " in *" dense "*)
       --isolated --layers off --energy --check off --warmup-ms 50 --min-ms 300 \
       --db "$out/dense/h100.db" --out-dir "$out/dense/profile" > "$out/dense/profile.log" 2>&1
   echo "dense: rc=$? $((SECONDS - t0)) s"
-  python3 - "$out/dense/h100.db" data/h100/devices.sql <<'PY'
-import re, sqlite3, sys
-c = sqlite3.connect(sys.argv[1])
-c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-want = re.search(r"\('cuda', '([^']+)'", open(sys.argv[2]).read()).group(1)
-for i, uuid, name in c.execute("SELECT id, uuid, name FROM devices WHERE backend = 'cuda'").fetchall():
-    print("dense measured on %s %s" % (name, uuid))
-    if uuid != want:
-        c.execute("UPDATE devices SET uuid = ? WHERE id = ?", (want, i))
-        print("device row renamed to data/h100's %s" % want)
-c.commit()
-PY
+  gpu_rename_device "$out/dense/h100.db"
   ;;
 esac
 t0=$SECONDS

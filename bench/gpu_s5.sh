@@ -26,24 +26,6 @@ steps=" ${STEPS:-tests conv} "
 mkdir -p "$out/tests" "$out/conv" "$out/reprofile" "$out/fused" "$out/odd"
 . "$(dirname "$0")/gpu_env.sh"
 gpu_env_write "$out"
-# The device row of DB renamed to data/h100's (one device in the data set).
-rename() {
-  python3 - "$1" data/h100/devices.sql <<'PY'
-import re, sqlite3, sys
-c = sqlite3.connect(sys.argv[1])
-c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-want = re.search(r"\('cuda', '([^']+)'", open(sys.argv[2]).read()).group(1)
-for i, uuid, name in c.execute("SELECT id, uuid, name FROM devices WHERE backend = 'cuda'").fetchall():
-    print("measured on %s %s" % (name, uuid))
-    if uuid != want:
-        c.execute("UPDATE devices SET uuid = ? WHERE id = ?", (want, i))
-        print("device row renamed to data/h100's %s" % want)
-print("measurements: %d ok of %d" % (
-    c.execute("SELECT count(*) FROM measurements WHERE status = 'ok'").fetchone()[0],
-    c.execute("SELECT count(*) FROM measurements").fetchone()[0]))
-c.commit()
-PY
-}
 t0=$SECONDS
 case "$steps" in *" tests "*)
   bash bench/gpu_s3_tests.sh "$out/tests" > "$out/tests.log" 2>&1
@@ -56,7 +38,7 @@ sweep_step() {
   local t0=$SECONDS
   timeout -k 10 ${SWEEP_S:-330} $bin sweep "$2" --db "$out/$1/h100.db" > "$out/$1/sweep.log" 2>&1
   echo "$1 sweep: rc=$? $((SECONDS - t0)) s: $(tail -n 1 "$out/$1/sweep.log" | cut -c1-160)"
-  rename "$out/$1/h100.db"
+  gpu_rename_device "$out/$1/h100.db"
 }
 sweep_step conv bench/specs/s5_conv_large.yml
 t0=$SECONDS
@@ -71,7 +53,7 @@ case "$steps" in *" reprofile "*)
   timeout -k 10 ${NETWORKS_S:-120} $bin sweep bench/specs/issue5_networks.yml --db "$out/reprofile/h100.db" \
       > "$out/reprofile/sweep_networks.log" 2>&1
   echo "networks sweep: rc=$? $((SECONDS - t0)) s: $(tail -n 1 "$out/reprofile/sweep_networks.log" | cut -c1-160)"
-  rename "$out/reprofile/h100.db"
+  gpu_rename_device "$out/reprofile/h100.db"
   ;;
 esac
 sweep_step fused bench/specs/s5_conv_fused.yml

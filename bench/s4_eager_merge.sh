@@ -22,12 +22,7 @@ out=${1:?usage: bench/s4_eager_merge.sh OUTDIR [DATA_OUT]}
 data_out=${2:-data/h100}
 bin=${OPSCHED_BIN:-build/bin/opsched}
 for d in host repeat; do [ -f "$out/$d/host.db" ] || { echo "no $out/$d/host.db" >&2; exit 2; }; done
-cache=$(mktemp -d)
-trap 'rm -rf "$cache"' EXIT
-OPSCHED_CACHE_DIR=$cache/ship "$bin" predict alexnet --device h100 --no-train > /dev/null
-ship=$(ls "$cache"/ship/h100-*.db)
-rm -f "$out/merged.db"
-cp "$ship" "$out/merged.db"
+OPSCHED_BIN=$bin bash bench/shipped_db.sh "$out/merged.db"
 dense=
 [ -f "$out/dense/h100.db" ] && dense=$out/dense/h100.db
 python3 - "$out/merged.db" "$dense" <<'PY'

@@ -25,12 +25,7 @@ data_out=${DATA_OUT:-data/h100}
 bin=${OPSCHED_BIN:-build/bin/opsched}
 for db in "$@"; do [ -f "$db" ] || { echo "no $db" >&2; exit 2; }; done
 mkdir -p "$work"
-cache=$(mktemp -d)
-trap 'rm -rf "$cache"' EXIT
-OPSCHED_CACHE_DIR=$cache/ship "$bin" predict alexnet --device h100 --no-train > /dev/null
-ship=$(ls "$cache"/ship/h100-*.db)
-rm -f "$work/merged.db"
-cp "$ship" "$work/merged.db"
+OPSCHED_BIN=$bin bash bench/shipped_db.sh "$work/merged.db"
 reprofile=0
 for db in "$@"; do
   case "$db" in */reprofile/*) reprofile=1 ;; esac

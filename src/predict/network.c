@@ -106,44 +106,38 @@ static int view_aliases(const opsched_graph *g, const opsched_node *n, opsched_l
            (rowmajor(x, layout) && rowmajor(y, layout));
 }
 
-/* The host model's time for each layer k < m (node which[k]) that no host
- * row measured, in one XGBoost call; a layer whose features cannot be had
- * keeps its family's cost. */
-static opsched_status learn_host(opsched_predictor *p, const opsched_config_record *recs,
-                                 const int *fused, const int *which, int m,
+/* The host model's time for each layer k < m (node which[k], feature row
+ * k of x, as os_predict_many computed it) that no host row measured, in
+ * one XGBoost call; a layer without features keeps its family's cost. */
+static opsched_status learn_host(opsched_predictor *p, const float *x, const int *which, int m,
                                  opsched_network_prediction *r)
 {
     if (p->host_model < 0 || m == 0) return OPSCHED_OK;
     opsched_status st = OPSCHED_OK;
-    float *x = malloc(sizeof(float) * OPSCHED_FEATURE_COUNT * (size_t)m);
+    float *xs = malloc(sizeof(float) * OPSCHED_FEATURE_COUNT * (size_t)m);
     int *fam = malloc(sizeof(int) * (size_t)m), *at = malloc(sizeof(int) * (size_t)m);
     double *ms = malloc(sizeof(double) * (size_t)m);
-    if (!x || !fam || !at || !ms) {
+    if (!xs || !fam || !at || !ms) {
         st = OS_NOMEM(p->ctx);
         goto done;
     }
     int n = 0;
     for (int k = 0; k < m; k++) {
-        opsched_layer_prediction *l = &r->layers[which[k]];
-        double f[OPSCHED_FEATURE_COUNT];
-        if (l->host_measured) continue;
-        if (opsched_features(p->ctx, &recs[k], fused[k], &p->fdev, f) != OPSCHED_OK) {
-            opsched_ctx_clear_error(p->ctx);
-            continue;
-        }
-        for (int i = 0; i < OPSCHED_FEATURE_COUNT; i++)
-            x[(size_t)n * OPSCHED_FEATURE_COUNT + i] = (float)f[i];
+        const opsched_layer_prediction *l = &r->layers[which[k]];
+        const float *f = x + (size_t)k * OPSCHED_FEATURE_COUNT;
+        if (l->host_measured || isnan(f[0])) continue; /* measured, or no features */
+        memcpy(xs + (size_t)n * OPSCHED_FEATURE_COUNT, f, sizeof(float) * OPSCHED_FEATURE_COUNT);
         fam[n] = (int)l->p.family;
         at[n++] = which[k];
     }
-    if (n > 0) OS_TRY_GOTO(st, os_predict_host_learned(p, fam, x, n, ms), done);
-    for (int i = 0; n > 0 && i < n; i++) {
+    if (n > 0) OS_TRY_GOTO(st, os_predict_host_learned(p, fam, xs, n, ms), done);
+    for (int i = 0; i < n; i++) {
         if (!(ms[i] > 0) || !isfinite(ms[i])) continue;
         r->layers[at[i]].host_learned = 1;
         r->layers[at[i]].host_ms = ms[i];
     }
 done:
-    free(x);
+    free(xs);
     free(fam);
     free(at);
     free(ms);
@@ -169,8 +163,9 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
     int *fused = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
     int *which = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
     opsched_op_prediction *pred = malloc(sizeof(*pred) * (size_t)(n > 0 ? n : 1));
+    float *feat = malloc(sizeof(float) * OPSCHED_FEATURE_COUNT * (size_t)(n > 0 ? n : 1));
     r->layers = calloc((size_t)(n > 0 ? n : 1), sizeof(*r->layers));
-    if (!recs || !fused || !which || !pred || !r->layers) {
+    if (!recs || !fused || !which || !pred || !feat || !r->layers) {
         st = OS_NOMEM(p->ctx);
         goto done;
     }
@@ -216,7 +211,7 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
         fused[m] = l->fused_relu;
         which[m++] = i;
     }
-    OS_TRY_GOTO(st, os_predict_many(p, recs, fused, m, pred), done);
+    OS_TRY_GOTO(st, os_predict_many(p, recs, fused, m, pred, feat), done);
     for (int k = 0; k < m; k++) {
         opsched_layer_prediction *l = &r->layers[which[k]];
         l->p = pred[k];
@@ -231,12 +226,13 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
             l->host_ms = h;
         }
     }
-    OS_TRY_GOTO(st, learn_host(p, recs, fused, which, m, r), done);
+    OS_TRY_GOTO(st, learn_host(p, feat, which, m, r), done);
 done:
     free(recs);
     free(fused);
     free(which);
     free(pred);
+    free(feat);
     return st;
 }
 

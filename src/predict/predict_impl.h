@@ -218,9 +218,12 @@ opsched_status os_model_predict(opsched_predictor *p, const os_model *m, const i
                                 const float *x, int64_t n, float *out);
 
 /* Predicts n configurations (fused[i]: with the Relu after it), the
- * learned ones in one XGBoost call per family.  (predictor.c) */
+ * learned ones in one XGBoost call per family.  features (NULL: not
+ * wanted) gets each one's feature row, n x OPSCHED_FEATURE_COUNT, all NaN
+ * where they cannot be had.  (predictor.c) */
 opsched_status os_predict_many(opsched_predictor *p, const opsched_config_record *recs,
-                               const int *fused, int n, opsched_op_prediction *out);
+                               const int *fused, int n, opsched_op_prediction *out,
+                               float *features);
 
 /* The host enqueue time measured for a configuration (";mode=host" rows
  * under the predictor's settings) in network model: predicting a network

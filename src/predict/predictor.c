@@ -667,7 +667,8 @@ static int learned_covers(const opsched_predictor *p, const char *op, opsched_op
 
 /* Predicts n configurations; learned ones in one call per family. */
 opsched_status os_predict_many(opsched_predictor *p, const opsched_config_record *recs,
-                               const int *fused, int n, opsched_op_prediction *out)
+                               const int *fused, int n, opsched_op_prediction *out,
+                               float *features)
 {
     opsched_status st = OPSCHED_OK;
     float *x = malloc(sizeof(float) * OPSCHED_FEATURE_COUNT * (size_t)(n > 0 ? n : 1));
@@ -678,7 +679,9 @@ opsched_status os_predict_many(opsched_predictor *p, const opsched_config_record
         st = OS_NOMEM(p->ctx);
         goto done;
     }
-    float *feat = malloc(sizeof(float) * OPSCHED_FEATURE_COUNT * (size_t)(n > 0 ? n : 1));
+    float *owned = NULL, *feat = features;
+    if (!feat)
+        feat = owned = malloc(sizeof(float) * OPSCHED_FEATURE_COUNT * (size_t)(n > 0 ? n : 1));
     if (!feat) {
         st = OS_NOMEM(p->ctx);
         goto done;
@@ -740,7 +743,7 @@ opsched_status os_predict_many(opsched_predictor *p, const opsched_config_record
         if (m == 0) continue;
         st = os_predict_learned(p, (opsched_op_family)fam, x, m, y);
         if (st != OPSCHED_OK) {
-            free(feat);
+            free(owned);
             goto done;
         }
         for (int j = 0; j < m; j++) out[idx[j]].ms = y[j];
@@ -780,7 +783,7 @@ opsched_status os_predict_many(opsched_predictor *p, const opsched_config_record
         }
         free(pw);
     }
-    free(feat);
+    free(owned);
 done:
     free(x);
     free(y);
@@ -796,7 +799,7 @@ opsched_status opsched_predict_config(opsched_predictor *p, const opsched_config
     if (!rec || !out)
         return OS_FAIL(p->ctx, OPSCHED_ERR_INVALID_ARG, "opsched_predict_config: NULL argument");
     int fused = fused_relu != 0;
-    return os_predict_many(p, rec, &fused, 1, out);
+    return os_predict_many(p, rec, &fused, 1, out, NULL);
 }
 
 opsched_status opsched_predict_node(opsched_predictor *p, const opsched_graph *g, int node,
