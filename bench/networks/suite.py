@@ -1,0 +1,596 @@
+#!/usr/bin/env python3
+"""The network suite: every network of the public model set
+(bench/networks/models/manifest.json) run by opsched and by its peers, in
+the same call, on the same GPU, with the same input shapes and math.
+
+For each model x batch x math (default: batch 1 in TF32 and fp16, batch 8
+in TF32):
+
+  opsched     `opsched run FILE --compare sequential,ios` with the tool's
+              defaults (its layout, algorithms and schedule), as one CUDA
+              graph: `opsched_ms` is the deployed schedule (the ios row,
+              which runs the fastest of the schedules checked whole),
+              `opsched_seq_ms` the sequential schedule.  It runs twice,
+              before and after the peers, and reports the mean of the two
+              medians, so that a drift of the clocks hits both sides alike
+              (`opsched_drift` is the second over the first).
+  torch_eager     PyTorch eager, the model as its constructor builds it
+  torch_graph     the same, captured once and replayed as a CUDA graph
+  torch_compile   torch.compile(mode="reduce-overhead") with inductor
+                  freezing and channels_last (4-D inputs)
+  torch_autotune  torch.compile(mode="max-autotune"), in a process of its
+                  own with a time limit (--autotune-limit-s); a second pass
+  ort_cuda        ONNX Runtime's CUDA provider, when the machine has it
+
+The PyTorch peers run in one child process per item and are timed in turns
+(round robin, CUDA events around each inference).  An item that fails to
+load, compile or run is a row carrying its error.  Rows are written to
+OUT/results.csv after every item (a temporary file renamed over it), and a
+call continues where the last one stopped, within --budget-s.
+
+    suite.py run --out DIR [--models a,b] [--budget-s 540]     # on the GPU
+    suite.py run --out DIR --backend cpu --models squeezenet1_1 # CPU backend
+    suite.py report DIR      # summary.md, speedup.png from results.csv
+
+On the CPU backend the PyTorch peers are skipped with a message unless torch
+has CUDA.
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+MANIFEST = os.path.join(HERE, "models", "manifest.json")
+PEERS = ["torch_eager", "torch_graph", "torch_compile", "torch_autotune", "ort_cuda"]
+FIELDS = (["model", "family", "task", "batch", "math", "input", "backend",
+           "opsched_ms", "opsched_seq_ms", "opsched_free_ms", "opsched_drift", "opsched_layout",
+           "opsched_error"]
+          + [c for p in PEERS for c in (p + "_ms", p + "_error")]
+          + ["torch_compile_s", "torch_autotune_s", "speedup_vs_compile", "seconds"])
+ROUND = 8
+
+
+# ---- results file ----------------------------------------------------------
+
+def read_rows(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def write_rows(path, rows):
+    """Whole file to a temporary file, flushed, renamed over the old one."""
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".results.", dir=d)
+    with os.fdopen(fd, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def key(r):
+    return (r["model"], str(r["batch"]), r["math"])
+
+
+# ---- opsched ---------------------------------------------------------------
+
+def find_opsched(given):
+    for p in [given, os.path.join(ROOT, ".carry", "bin", "opsched"),
+              os.path.join(ROOT, "build", "bin", "opsched")]:
+        if p and os.access(p, os.X_OK):
+            return p
+    sys.exit("suite.py: no opsched binary (build it, or give --opsched)")
+
+
+def one_line(text, limit=300):
+    lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
+    msg = lines[-1] if lines else "no message"
+    for l in lines:
+        if l.startswith("opsched") and ("error" in l or ": " in l):
+            msg = l
+            break
+    return msg[:limit]
+
+
+def opsched_run(a, m, batch, mathmode, stages_db, logf):
+    """One `opsched run --compare sequential,ios`: (ios, sequential, free, layout) in ms,
+    or raises RuntimeError with the tool's message."""
+    path = os.path.join(HERE, m["file"])
+    cmd = [a.opsched, "run", path, "--batch", str(batch), "--math", mathmode,
+           "--compare", "sequential,ios", "--format", "csv", "--db", stages_db,
+           "--backend", a.backend]
+    if a.quick:
+        cmd += ["--iters", "10", "--min-ms", "50", "--warmup-ms", "20"]
+    logf.write("$ %s\n" % " ".join(cmd))
+    logf.flush()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.opsched_timeout_s)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError("opsched run took over %d s" % a.opsched_timeout_s)
+    logf.write(p.stdout + p.stderr)
+    if p.returncode != 0:
+        raise RuntimeError("exit %d: %s" % (p.returncode, one_line(p.stderr or p.stdout)))
+    rows = {r["schedule"]: r for r in csv.DictReader(p.stdout.splitlines())}
+    if "ios" not in rows or "sequential" not in rows:
+        raise RuntimeError("opsched run printed no ios/sequential rows")
+    graph = rows["ios"].get("graph_ms") or ""
+    col = "graph_ms" if graph else "free_ms"   # the CPU backend has no CUDA graph
+    return (float(rows["ios"][col]), float(rows["sequential"][col]),
+            float(rows["ios"]["free_ms"]), rows["ios"].get("layout", ""))
+
+
+# ---- the PyTorch peers (child process) ---------------------------------------
+
+def build_model(m, batch, mathmode, torch):
+    sys.path.insert(0, HERE)
+    import export_models
+    entry = next(e for e in export_models.SET if e[0] == m["name"])
+    net, args, _, _ = export_models.build(entry)
+    args = tuple(x.repeat(batch, *([1] * (x.dim() - 1))) for x in args)
+    if mathmode == "fp16":
+        net = net.half()
+        args = tuple(x.half() if x.is_floating_point() else x for x in args)
+    return net.cuda().eval(), tuple(x.cuda() for x in args)
+
+
+def time_turns(torch, fns, min_ms, warmup_ms):
+    """Round-robin timing of several callables: {name: [ms, ...]}."""
+    for fn in fns.values():
+        t0 = time.perf_counter()
+        n = 0
+        while n < 3 or (time.perf_counter() - t0) * 1e3 < warmup_ms:
+            fn()
+            n += 1
+        torch.cuda.synchronize()
+    samples = {k: [] for k in fns}
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+          for _ in range(ROUND)]
+    rounds = 0
+    while rounds < 5 or min(sum(s) for s in samples.values()) < min_ms:
+        for k, fn in fns.items():
+            for s, e in ev:
+                s.record()
+                fn()
+                e.record()
+            ev[-1][1].synchronize()
+            samples[k].extend(s.elapsed_time(e) for s, e in ev)
+        rounds += 1
+        if rounds > 2000:
+            break
+    return samples
+
+
+def peer_main(a):
+    """Child: times the PyTorch peers of one item, prints one JSON object."""
+    out = {}
+    try:
+        import torch
+    except ImportError:
+        print(json.dumps({"skip": "torch is not installed"}))
+        return 0
+    if not torch.cuda.is_available():
+        print(json.dumps({"skip": "torch has no CUDA here"}))
+        return 0
+    with open(MANIFEST) as f:
+        m = next(x for x in json.load(f)["models"] if x["name"] == a.model)
+    tf32 = a.math == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    modes = a.modes.split(",")
+    fns = {}
+    with torch.no_grad():
+        try:
+            net, args = build_model(m, a.batch, a.math, torch)
+        except Exception as ex:
+            msg = "build: %s: %s" % (type(ex).__name__, str(ex).splitlines()[0][:200] if str(ex) else "")
+            print(json.dumps({p + "_error": msg for p in modes}))
+            return 0
+        if "torch_eager" in modes:
+            fns["torch_eager"] = lambda: net(*args)
+        if "torch_graph" in modes:
+            try:
+                s = torch.cuda.Stream()
+                s.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(s):
+                    for _ in range(3):
+                        net(*args)
+                torch.cuda.current_stream().wait_stream(s)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    net(*args)
+                fns["torch_graph"] = g.replay
+            except Exception as ex:
+                out["torch_graph_error"] = "%s: %s" % (type(ex).__name__, str(ex).splitlines()[0][:200])
+        for mode, tmode in (("torch_compile", "reduce-overhead"), ("torch_autotune", "max-autotune")):
+            if mode not in modes:
+                continue
+            try:
+                import torch._inductor.config as icfg
+                icfg.freezing = True
+                cnet = net
+                cargs = args
+                if args[0].dim() == 4:
+                    cnet = net.to(memory_format=torch.channels_last)
+                    cargs = tuple(x.contiguous(memory_format=torch.channels_last) for x in args)
+                c = torch.compile(cnet, mode=tmode)
+                t0 = time.perf_counter()
+                for _ in range(3):
+                    c(*cargs)
+                torch.cuda.synchronize()
+                out[mode + "_s"] = round(time.perf_counter() - t0, 1)
+                fns[mode] = (lambda c=c, cargs=cargs: c(*cargs))
+            except Exception as ex:
+                out[mode + "_error"] = "%s: %s" % (type(ex).__name__, (str(ex).splitlines() or [""])[0][:200])
+        try:
+            samples = time_turns(torch, fns, a.min_ms, a.warmup_ms)
+            for k, v in samples.items():
+                out[k + "_ms"] = statistics.median(v)
+        except Exception as ex:
+            for k in fns:
+                out[k + "_error"] = "timing: %s: %s" % (type(ex).__name__, str(ex)[:200])
+    print(json.dumps(out))
+    return 0
+
+
+def run_peers(a, m, batch, mathmode, modes, timeout_s, logf):
+    cmd = [sys.executable, os.path.abspath(__file__), "peer", "--model", m["name"],
+           "--batch", str(batch), "--math", mathmode, "--modes", ",".join(modes),
+           "--min-ms", str(a.min_ms), "--warmup-ms", str(a.warmup_ms)]
+    logf.write("$ %s\n" % " ".join(cmd))
+    logf.flush()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {mm + "_error": "did not finish within %d s (compile and timing)" % timeout_s
+                for mm in modes}
+    logf.write(p.stderr[-4000:])
+    last = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    if p.returncode != 0 or not last:
+        msg = "peer process exit %d: %s" % (p.returncode, one_line(p.stderr))
+        return {mm + "_error": msg for mm in modes}
+    res = json.loads(last[-1])
+    if "skip" in res:
+        return {mm + "_error": "skipped: " + res["skip"] for mm in modes}
+    return res
+
+
+def ort_status():
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return "onnxruntime is not installed"
+    prov = ort.get_available_providers()
+    if "CUDAExecutionProvider" not in prov:
+        return "onnxruntime %s has no CUDA provider here (%s)" % (ort.__version__, ",".join(prov))
+    return None
+
+
+def run_ort(m, batch, mathmode, a):
+    """ONNX Runtime's CUDA provider on the model with random weights."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import numpy_helper
+    if mathmode != "tf32":
+        raise RuntimeError("only the TF32 rows run on ONNX Runtime (the files are fp32)")
+    model = onnx.load(os.path.join(HERE, m["file"]), load_external_data=False)
+    rng = np.random.default_rng(1)
+    for i, t in enumerate(model.graph.initializer):
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            arr = (rng.standard_normal(tuple(t.dims)) * 0.02).astype(np.float32)
+            model.graph.initializer[i].CopyFrom(numpy_helper.from_array(arr, t.name))
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CUDAExecutionProvider"])
+    feeds = {}
+    for s in m["inputs"]:
+        shape = [batch if d == "batch" else d for d in s["shape"]]
+        feeds[s["name"]] = (rng.integers(0, 1000, shape) if s["dtype"] == "int64"
+                            else rng.standard_normal(shape).astype(np.float32))
+    for _ in range(10):
+        sess.run(None, feeds)
+    ts = []
+    t_end = time.perf_counter() + a.min_ms / 1e3
+    while len(ts) < 20 or time.perf_counter() < t_end:
+        t0 = time.perf_counter()
+        sess.run(None, feeds)
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts)
+
+
+# ---- the run ----------------------------------------------------------------
+
+def items(a, manifest):
+    names = a.models.split(",") if a.models else [m["name"] for m in manifest["models"]]
+    by = {m["name"]: m for m in manifest["models"]}
+    bad = [n for n in names if n not in by]
+    if bad:
+        sys.exit("suite.py: not in the manifest: %s" % ",".join(bad))
+    configs = [tuple(c.split(":")) for c in a.configs.split(",")]
+    for bs, mm in configs:
+        for n in names:
+            yield by[n], int(bs) if bs != "B" else by[n]["batches"][-1], mm
+
+
+def env_write(a, out):
+    lines = ["date: %s" % time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+             "host: %s %s" % (platform.node(), platform.platform())]
+    try:
+        lines.append("commit: " + subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                                 capture_output=True, text=True).stdout.strip())
+    except OSError:
+        pass
+    p = subprocess.run([a.opsched, "--version"], capture_output=True, text=True)
+    lines.append(p.stdout.strip())
+    if shutil.which("nvidia-smi"):
+        q = ("name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,"
+             "power.limit,uuid")
+        p = subprocess.run(["nvidia-smi", "--query-gpu=" + q, "--format=csv"],
+                           capture_output=True, text=True)
+        lines.append(p.stdout.strip())
+    p = subprocess.run([a.opsched, "devices"], capture_output=True, text=True)
+    lines.append(p.stdout.strip())
+    p = subprocess.run([sys.executable, "-c",
+                        "import torch,sys; print('python', sys.version.split()[0], 'torch', "
+                        "torch.__version__, 'cuda', torch.version.cuda, 'cudnn', "
+                        "torch.backends.cudnn.version())"],
+                       capture_output=True, text=True)
+    lines.append((p.stdout or p.stderr).strip().splitlines()[-1] if (p.stdout or p.stderr) else "")
+    for mod in ("torchvision", "transformers", "onnx", "onnxruntime", "triton"):
+        p = subprocess.run([sys.executable, "-c", "import %s; print('%s', %s.__version__)" % (mod, mod, mod)],
+                           capture_output=True, text=True)
+        lines.append(p.stdout.strip() or "%s: not installed" % mod)
+    lines.append("onnxruntime CUDA provider: %s" % (ort_status() or "present"))
+    lines.append("settings: %s" % " ".join(sys.argv[1:]))
+    with open(os.path.join(out, "env.txt"), "a") as f:
+        f.write("\n".join(lines) + "\n\n")
+
+
+def run_main(a):
+    a.opsched = find_opsched(a.opsched)
+    os.makedirs(a.out, exist_ok=True)
+    with open(MANIFEST) as f:
+        manifest = json.load(f)
+    results = os.path.join(a.out, "results.csv")
+    rows = read_rows(results)
+    done = {key(r): r for r in rows}
+    start = time.time()
+    env_write(a, a.out)
+    stages_db = os.path.join(a.out, "stages.db")
+    logf = open(os.path.join(a.out, "suite.log"), "a")
+    peers = [p for p in a.peers.split(",") if p]
+    ort_why = ort_status() if "ort_cuda" in peers else "not asked for"
+    todo = list(items(a, manifest))
+    print("suite: %d items, %d done before, %s backend, peers %s" % (
+        len(todo), sum(1 for t in todo if (t[0]["name"], str(t[1]), t[2]) in done), a.backend,
+        ",".join(peers) or "none"), flush=True)
+    # Pass 1: opsched, the quick peers and reduce-overhead compile.  Pass 2:
+    # max-autotune for the rows that do not have it yet.
+    for phase in (1, 2):
+        for m, batch, mathmode in todo:
+            if time.time() - start > a.budget_s:
+                print("suite: budget of %d s spent; run again to continue" % a.budget_s)
+                logf.close()
+                return 3
+            k = (m["name"], str(batch), mathmode)
+            if phase == 1 and k in done:
+                continue
+            if phase == 2:
+                r = done.get(k)
+                if (not r or "torch_autotune" not in peers or r.get("torch_autotune_ms")
+                        or r.get("torch_autotune_error") or batch != 1 or mathmode != a.autotune_math):
+                    continue
+                t0 = time.time()
+                res = run_peers(a, m, batch, mathmode, ["torch_autotune"], a.autotune_limit_s, logf)
+                for c in ("torch_autotune_ms", "torch_autotune_error", "torch_autotune_s"):
+                    if c in res:
+                        r[c] = fmt(res[c])
+                r["seconds"] = fmt(float(r.get("seconds") or 0) + time.time() - t0)
+                write_rows(results, rows)
+                print("  %-26s b%-2d %-4s autotune %s" % (m["name"], batch, mathmode,
+                      r.get("torch_autotune_ms") or r.get("torch_autotune_error")), flush=True)
+                continue
+            t0 = time.time()
+            size = m.get("input_size") or m.get("sequence")
+            r = {"model": m["name"], "family": m["family"], "task": m["task"], "batch": batch,
+                 "math": mathmode, "input": size, "backend": a.backend}
+            if "error" in m or "file" not in m:
+                r["opsched_error"] = "no ONNX file: %s" % m.get("error", "not exported")
+            first = None
+            if not r.get("opsched_error"):
+                try:
+                    first = opsched_run(a, m, batch, mathmode, stages_db, logf)
+                except RuntimeError as ex:
+                    r["opsched_error"] = str(ex)
+            pm = [p for p in peers if p in ("torch_eager", "torch_graph", "torch_compile")]
+            if pm:
+                r.update({k2: fmt(v) for k2, v in
+                          run_peers(a, m, batch, mathmode, pm, a.peer_timeout_s, logf).items()})
+            if "ort_cuda" in peers:
+                if ort_why:
+                    r["ort_cuda_error"] = ort_why
+                else:
+                    try:
+                        r["ort_cuda_ms"] = fmt(run_ort(m, batch, mathmode, a))
+                    except Exception as ex:
+                        r["ort_cuda_error"] = "%s: %s" % (type(ex).__name__, str(ex)[:200])
+            if first:
+                try:
+                    second = opsched_run(a, m, batch, mathmode, stages_db, logf)
+                    r["opsched_drift"] = fmt(second[0] / first[0])
+                except RuntimeError as ex:
+                    second = first
+                    r["opsched_drift"] = ""
+                    logf.write("second opsched round failed: %s\n" % ex)
+                r["opsched_ms"] = fmt((first[0] + second[0]) / 2)
+                r["opsched_seq_ms"] = fmt((first[1] + second[1]) / 2)
+                r["opsched_free_ms"] = fmt((first[2] + second[2]) / 2)
+                r["opsched_layout"] = first[3]
+            if r.get("opsched_ms") and r.get("torch_compile_ms"):
+                r["speedup_vs_compile"] = fmt(float(r["torch_compile_ms"]) / float(r["opsched_ms"]))
+            r["seconds"] = fmt(time.time() - t0)
+            rows.append(r)
+            done[k] = r
+            write_rows(results, rows)
+            print("  %-26s b%-2d %-4s opsched %s  compile %s  (%.0f s)" % (
+                m["name"], batch, mathmode, r.get("opsched_ms") or "error: " + r.get("opsched_error", ""),
+                r.get("torch_compile_ms") or r.get("torch_compile_error", "-"), time.time() - t0),
+                flush=True)
+    logf.close()
+    print("suite: all %d items done (%s)" % (len(todo), results))
+    return 0
+
+
+def fmt(v):
+    if isinstance(v, float):
+        return "%.4f" % v if abs(v) < 1000 else "%.1f" % v
+    return v
+
+
+# ---- the report ---------------------------------------------------------------
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def report_main(a):
+    rows = read_rows(os.path.join(a.dir, "results.csv"))
+    if not rows:
+        sys.exit("suite.py report: no rows in %s/results.csv" % a.dir)
+    configs = []
+    for r in rows:
+        c = (r["batch"], r["math"])
+        if c not in configs:
+            configs.append(c)
+    md = ["# The network suite: opsched against its peers", "",
+          "From `results.csv` in this folder (`bench/networks/suite.py`); `env.txt` has the "
+          "device, versions and settings.  Latencies are medians in ms; speed-up = "
+          "torch.compile (reduce-overhead, freezing, channels_last) / opsched's deployed "
+          "schedule as one CUDA graph; above 1, opsched is faster.", ""]
+    summary = []
+    for bs, mm in configs:
+        sel = [r for r in rows if (r["batch"], r["math"]) == (bs, mm)]
+        sp = [(float(r["speedup_vs_compile"]), r["model"]) for r in sel if r.get("speedup_vs_compile")]
+        fails = [r for r in sel if not r.get("opsched_ms")]
+        line = "batch %s, %s: %d models; opsched ran %d, failed %d" % (
+            bs, mm, len(sel), len(sel) - len(fails), len(fails))
+        if sp:
+            worst = min(sp)
+            line += ("; speed-up over torch.compile: geometric mean %.2fx over %d models, "
+                     "worst %s %.2fx, slower than torch.compile on %d" % (
+                         geomean([s for s, _ in sp]), len(sp), worst[1], worst[0],
+                         sum(1 for s, _ in sp if s < 1)))
+        summary.append(line)
+    md += ["## Summary", ""] + ["- " + s for s in summary] + [""]
+    cols = [("opsched", "opsched_ms"), ("opsched seq", "opsched_seq_ms"),
+            ("eager", "torch_eager_ms"), ("torch graph", "torch_graph_ms"),
+            ("compile", "torch_compile_ms"), ("max-autotune", "torch_autotune_ms"),
+            ("ORT CUDA", "ort_cuda_ms"), ("speed-up", "speedup_vs_compile")]
+    for bs, mm in configs:
+        sel = [r for r in rows if (r["batch"], r["math"]) == (bs, mm)]
+        md += ["## Batch %s, %s" % (bs, mm), "",
+               "| model | family | " + " | ".join(c for c, _ in cols) + " |",
+               "|---|---|" + "---:|" * len(cols)]
+        for r in sorted(sel, key=lambda r: -float(r.get("speedup_vs_compile") or -1)):
+            vals = []
+            for _, c in cols:
+                v = r.get(c, "")
+                vals.append(("%.3f" % float(v)) if v else "—")
+            md.append("| %s | %s | %s |" % (r["model"], r["family"], " | ".join(vals)))
+        md.append("")
+    md += ["## Failures", "", "| model | batch | math | who | error |", "|---|---|---|---|---|"]
+    for r in rows:
+        for who in ["opsched"] + PEERS:
+            e = r.get(who + "_error", "")
+            if e and not e.startswith("skipped") and "no CUDA provider" not in e:
+                md.append("| %s | %s | %s | %s | %s |" % (r["model"], r["batch"], r["math"], who,
+                                                        e.replace("|", "\\|")[:200]))
+    ort = {r.get("ort_cuda_error") for r in rows if r.get("ort_cuda_error")}
+    if ort:
+        md += ["", "ONNX Runtime: " + "; ".join(sorted(ort))]
+    skipped = {r[p + "_error"] for r in rows for p in PEERS
+               if r.get(p + "_error", "").startswith("skipped")}
+    if skipped:
+        md += ["", "Peers: " + "; ".join(sorted(skipped))]
+    with open(os.path.join(a.dir, "summary.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    print("\n".join(summary))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("suite.py report: matplotlib is not installed; no plot")
+        return 0
+    fig, axes = plt.subplots(1, len(configs), figsize=(5.5 * len(configs), 9), squeeze=False)
+    for ax, (bs, mm) in zip(axes[0], configs):
+        sel = sorted(((float(r["speedup_vs_compile"]), r["model"]) for r in rows
+                      if (r["batch"], r["math"]) == (bs, mm) and r.get("speedup_vs_compile")))
+        failed = sorted(r["model"] for r in rows
+                        if (r["batch"], r["math"]) == (bs, mm) and not r.get("speedup_vs_compile"))
+        ys = list(range(len(sel)))
+        ax.barh(ys, [s for s, _ in sel], color=["#2a7" if s >= 1 else "#c44" for s, _ in sel])
+        ax.set_yticks(ys)
+        ax.set_yticklabels([n for _, n in sel], fontsize=8)
+        ax.set_xscale("log")
+        ax.axvline(1.0, color="k", lw=0.8)
+        ax.set_xlabel("speed-up over torch.compile (log)")
+        ax.set_title("batch %s, %s (%d ran, %d no comparison)" % (bs, mm, len(sel), len(failed)),
+                     fontsize=9)
+    fig.tight_layout()
+    fig.savefig(os.path.join(a.dir, "speedup.png"), dpi=110)
+    print("wrote %s/summary.md, %s/speedup.png" % (a.dir, a.dir))
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run the suite (resumable)")
+    r.add_argument("--out", required=True, help="results folder (results.csv, env.txt, suite.log)")
+    r.add_argument("--models", help="comma list (default: the whole manifest)")
+    r.add_argument("--configs", default="1:tf32,1:fp16,B:tf32",
+                   help="batch:math list; B is the manifest's larger batch (default %(default)s)")
+    r.add_argument("--backend", default="cuda", choices=["cuda", "cpu"])
+    r.add_argument("--peers", default=",".join(PEERS), help="which peers (default: all)")
+    r.add_argument("--opsched", help="the opsched binary (default .carry/bin, then build/bin)")
+    r.add_argument("--budget-s", type=float, default=540, help="stop starting items after this")
+    r.add_argument("--opsched-timeout-s", type=int, default=180)
+    r.add_argument("--peer-timeout-s", type=int, default=240)
+    r.add_argument("--autotune-limit-s", type=int, default=240)
+    r.add_argument("--autotune-math", default="tf32", help="max-autotune runs at batch 1 in this math")
+    r.add_argument("--min-ms", type=float, default=300, help="peers: timed at least this long each")
+    r.add_argument("--warmup-ms", type=float, default=200)
+    r.add_argument("--quick", action="store_true", help="few iterations (tests)")
+    p = sub.add_parser("peer", help=argparse.SUPPRESS)
+    p.add_argument("--model", required=True)
+    p.add_argument("--batch", type=int, required=True)
+    p.add_argument("--math", required=True)
+    p.add_argument("--modes", required=True)
+    p.add_argument("--min-ms", type=float, default=300)
+    p.add_argument("--warmup-ms", type=float, default=200)
+    s = sub.add_parser("report", help="summary.md and speedup.png from results.csv")
+    s.add_argument("dir")
+    a = ap.parse_args()
+    if a.cmd == "run":
+        return run_main(a)
+    if a.cmd == "peer":
+        return peer_main(a)
+    return report_main(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
