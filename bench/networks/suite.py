@@ -22,7 +22,8 @@ in TF32):
                   own with a time limit (--autotune-limit-s); a second pass
   ort_cuda        ONNX Runtime's CUDA provider, when the machine has it
 
-The PyTorch peers run in one child process per item and are timed in turns
+The PyTorch peers run in one child process (started again after an item
+that overran its time or crashed) and are timed in turns
 (round robin, CUDA events around each inference).  An item that fails to
 load, compile or run is a row carrying its error.  Rows are written to
 OUT/results.csv after every item (a temporary file renamed over it), and a
@@ -111,9 +112,11 @@ def opsched_run(a, m, batch, mathmode, stages_db, logf):
     """One `opsched run --compare sequential,ios`: (ios, sequential, free, layout) in ms,
     or raises RuntimeError with the tool's message."""
     path = os.path.join(HERE, m["file"])
-    cmd = [a.opsched, "run", path, "--batch", str(batch), "--math", mathmode,
-           "--compare", "sequential,ios", "--format", "csv", "--db", stages_db,
-           "--backend", a.backend]
+    shapes = ",".join("%s:%s" % (s["name"], "x".join(str(batch if d == "batch" else d)
+                                                    for d in s["shape"])) for s in m["inputs"])
+    cmd = [a.opsched, "run", path, "--shapes", shapes, "--math", mathmode,
+           "--compare", "sequential,ios", "--db", stages_db, "--backend", a.backend]
+    cmd += ["--format", "csv"] if a.run_csv else ["--layout", "nhwc" if a.backend == "cuda" else "nchw"]
     if a.quick:
         cmd += ["--iters", "10", "--min-ms", "50", "--warmup-ms", "20"]
     logf.write("$ %s\n" % " ".join(cmd))
@@ -125,13 +128,27 @@ def opsched_run(a, m, batch, mathmode, stages_db, logf):
     logf.write(p.stdout + p.stderr)
     if p.returncode != 0:
         raise RuntimeError("exit %d: %s" % (p.returncode, one_line(p.stderr or p.stdout)))
-    rows = {r["schedule"]: r for r in csv.DictReader(p.stdout.splitlines())}
+    rows = ({r["schedule"]: r for r in csv.DictReader(p.stdout.splitlines())} if a.run_csv
+            else parse_run_table(p.stdout))
     if "ios" not in rows or "sequential" not in rows:
         raise RuntimeError("opsched run printed no ios/sequential rows")
     graph = rows["ios"].get("graph_ms") or ""
     col = "graph_ms" if graph else "free_ms"   # the CPU backend has no CUDA graph
     return (float(rows["ios"][col]), float(rows["sequential"][col]),
             float(rows["ios"]["free_ms"]), rows["ios"].get("layout", ""))
+
+
+def parse_run_table(text):
+    """Rows of `opsched run`'s table (a binary without --format csv)."""
+    rows, layout = {}, ""
+    for line in text.splitlines():
+        t = line.replace("|", " ").split()
+        if "; " in line and (" nhwc" in line or " nchw" in line):
+            layout = "nhwc" if " nhwc" in line else "nchw"
+        if len(t) >= 14 and t[0] in ("sequential", "greedy", "ios") and t[1].isdigit():
+            rows[t[0]] = {"schedule": t[0], "free_ms": t[8],
+                          "graph_ms": "" if t[11] == "-" else t[11], "layout": layout}
+    return rows
 
 
 # ---- the PyTorch peers (child process) ---------------------------------------
@@ -175,31 +192,19 @@ def time_turns(torch, fns, min_ms, warmup_ms):
     return samples
 
 
-def peer_main(a):
-    """Child: times the PyTorch peers of one item, prints one JSON object."""
+def peer_item(torch, m, batch, mathmode, modes, min_ms, warmup_ms):
+    """Times the PyTorch peers of one item: {column: value}."""
     out = {}
-    try:
-        import torch
-    except ImportError:
-        print(json.dumps({"skip": "torch is not installed"}))
-        return 0
-    if not torch.cuda.is_available():
-        print(json.dumps({"skip": "torch has no CUDA here"}))
-        return 0
-    with open(MANIFEST) as f:
-        m = next(x for x in json.load(f)["models"] if x["name"] == a.model)
-    tf32 = a.math == "tf32"
+    tf32 = mathmode == "tf32"
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
-    modes = a.modes.split(",")
     fns = {}
     with torch.no_grad():
         try:
-            net, args = build_model(m, a.batch, a.math, torch)
+            net, args = build_model(m, batch, mathmode, torch)
         except Exception as ex:
-            msg = "build: %s: %s" % (type(ex).__name__, str(ex).splitlines()[0][:200] if str(ex) else "")
-            print(json.dumps({p + "_error": msg for p in modes}))
-            return 0
+            msg = "build: %s: %s" % (type(ex).__name__, first_line(ex))
+            return {p + "_error": msg for p in modes}
         if "torch_eager" in modes:
             fns["torch_eager"] = lambda: net(*args)
         if "torch_graph" in modes:
@@ -215,15 +220,14 @@ def peer_main(a):
                     net(*args)
                 fns["torch_graph"] = g.replay
             except Exception as ex:
-                out["torch_graph_error"] = "%s: %s" % (type(ex).__name__, str(ex).splitlines()[0][:200])
+                out["torch_graph_error"] = "%s: %s" % (type(ex).__name__, first_line(ex))
         for mode, tmode in (("torch_compile", "reduce-overhead"), ("torch_autotune", "max-autotune")):
             if mode not in modes:
                 continue
             try:
                 import torch._inductor.config as icfg
                 icfg.freezing = True
-                cnet = net
-                cargs = args
+                cnet, cargs = net, args
                 if args[0].dim() == 4:
                     cnet = net.to(memory_format=torch.channels_last)
                     cargs = tuple(x.contiguous(memory_format=torch.channels_last) for x in args)
@@ -235,38 +239,106 @@ def peer_main(a):
                 out[mode + "_s"] = round(time.perf_counter() - t0, 1)
                 fns[mode] = (lambda c=c, cargs=cargs: c(*cargs))
             except Exception as ex:
-                out[mode + "_error"] = "%s: %s" % (type(ex).__name__, (str(ex).splitlines() or [""])[0][:200])
+                out[mode + "_error"] = "%s: %s" % (type(ex).__name__, first_line(ex))
         try:
-            samples = time_turns(torch, fns, a.min_ms, a.warmup_ms)
+            samples = time_turns(torch, fns, min_ms, warmup_ms)
             for k, v in samples.items():
                 out[k + "_ms"] = statistics.median(v)
         except Exception as ex:
             for k in fns:
-                out[k + "_error"] = "timing: %s: %s" % (type(ex).__name__, str(ex)[:200])
-    print(json.dumps(out))
+                out[k + "_error"] = "timing: %s: %s" % (type(ex).__name__, first_line(ex))
+    del fns
+    try:
+        torch._dynamo.reset()
+    except Exception:
+        pass
+    import gc
+    gc.collect()
+    torch.cuda.empty_cache()
+    return out
+
+
+def first_line(ex):
+    lines = str(ex).strip().splitlines()
+    return lines[0][:200] if lines else ""
+
+
+def peer_main(a):
+    """Child: reads one JSON item a line on stdin, answers one JSON line on
+    stdout; torch is imported once for all the items of a call."""
+    try:
+        import torch
+        skip = None if torch.cuda.is_available() else "torch has no CUDA here"
+    except ImportError:
+        torch, skip = None, "torch is not installed"
+    with open(MANIFEST) as f:
+        models = {x["name"]: x for x in json.load(f)["models"]}
+    real_stdout = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # what torch and inductor print goes to stderr
+    for line in sys.stdin:
+        it = json.loads(line)
+        if skip:
+            res = {"skip": skip}
+        else:
+            res = peer_item(torch, models[it["model"]], it["batch"], it["math"], it["modes"],
+                            it["min_ms"], it["warmup_ms"])
+        real_stdout.write(json.dumps(res) + "\n")
+        real_stdout.flush()
     return 0
 
 
-def run_peers(a, m, batch, mathmode, modes, timeout_s, logf):
-    cmd = [sys.executable, os.path.abspath(__file__), "peer", "--model", m["name"],
-           "--batch", str(batch), "--math", mathmode, "--modes", ",".join(modes),
-           "--min-ms", str(a.min_ms), "--warmup-ms", str(a.warmup_ms)]
-    logf.write("$ %s\n" % " ".join(cmd))
-    logf.flush()
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return {mm + "_error": "did not finish within %d s (compile and timing)" % timeout_s
-                for mm in modes}
-    logf.write(p.stderr[-4000:])
-    last = [l for l in p.stdout.splitlines() if l.startswith("{")]
-    if p.returncode != 0 or not last:
-        msg = "peer process exit %d: %s" % (p.returncode, one_line(p.stderr))
-        return {mm + "_error": msg for mm in modes}
-    res = json.loads(last[-1])
-    if "skip" in res:
-        return {mm + "_error": "skipped: " + res["skip"] for mm in modes}
-    return res
+class PeerWorker:
+    """The child process of the PyTorch peers, started on first use and
+    started again after an item that overran its time or killed it."""
+
+    def __init__(self, logf):
+        self.p = None
+        self.logf = logf
+
+    def ask(self, item, timeout_s):
+        """The peers' answer for one item; an item that kills the process is
+        tried once more in a new one (a crash can be the previous item's
+        leftovers)."""
+        res = self.ask_once(item, timeout_s)
+        if res.get("died"):
+            res = self.ask_once(item, timeout_s)
+        res.pop("died", None)
+        return res
+
+    def ask_once(self, item, timeout_s):
+        import select
+        if self.p is None or self.p.poll() is not None:
+            self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "peer"],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=self.logf, text=True, bufsize=1)
+        self.p.stdin.write(json.dumps(item) + "\n")
+        self.p.stdin.flush()
+        ready, _, _ = select.select([self.p.stdout], [], [], timeout_s)
+        line = self.p.stdout.readline() if ready else ""
+        if not line:
+            if not ready:
+                self.close()
+                return {mm + "_error": "did not finish within %d s (compile and timing)" % timeout_s
+                        for mm in item["modes"]}
+            try:
+                code = self.p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                code = "none, closed its output"
+            self.close()
+            res = {mm + "_error": "the peer process died (exit %s)" % code for mm in item["modes"]}
+            res["died"] = True
+            return res
+        res = json.loads(line)
+        if "skip" in res:
+            return {mm + "_error": "skipped: " + res["skip"] for mm in item["modes"]}
+        return res
+
+    def close(self):
+        if self.p is not None:
+            if self.p.poll() is None:
+                self.p.kill()
+            self.p.wait()
+            self.p = None
 
 
 def ort_status():
@@ -373,6 +445,9 @@ def run_main(a):
     logf = open(os.path.join(a.out, "suite.log"), "a")
     peers = [p for p in a.peers.split(",") if p]
     ort_why = ort_status() if "ort_cuda" in peers else "not asked for"
+    worker = PeerWorker(logf)
+    a.run_csv = "--format" in subprocess.run([a.opsched, "run", "--help"], capture_output=True,
+                                             text=True).stdout
     todo = list(items(a, manifest))
     print("suite: %d items, %d done before, %s backend, peers %s" % (
         len(todo), sum(1 for t in todo if (t[0]["name"], str(t[1]), t[2]) in done), a.backend,
@@ -383,9 +458,12 @@ def run_main(a):
         for m, batch, mathmode in todo:
             if time.time() - start > a.budget_s:
                 print("suite: budget of %d s spent; run again to continue" % a.budget_s)
+                worker.close()
                 logf.close()
                 return 3
             k = (m["name"], str(batch), mathmode)
+            item = {"model": m["name"], "batch": batch, "math": mathmode,
+                    "min_ms": a.min_ms, "warmup_ms": a.warmup_ms}
             if phase == 1 and k in done:
                 continue
             if phase == 2:
@@ -394,7 +472,7 @@ def run_main(a):
                         or r.get("torch_autotune_error") or batch != 1 or mathmode != a.autotune_math):
                     continue
                 t0 = time.time()
-                res = run_peers(a, m, batch, mathmode, ["torch_autotune"], a.autotune_limit_s, logf)
+                res = worker.ask(dict(item, modes=["torch_autotune"]), a.autotune_limit_s)
                 for c in ("torch_autotune_ms", "torch_autotune_error", "torch_autotune_s"):
                     if c in res:
                         r[c] = fmt(res[c])
@@ -418,7 +496,7 @@ def run_main(a):
             pm = [p for p in peers if p in ("torch_eager", "torch_graph", "torch_compile")]
             if pm:
                 r.update({k2: fmt(v) for k2, v in
-                          run_peers(a, m, batch, mathmode, pm, a.peer_timeout_s, logf).items()})
+                          worker.ask(dict(item, modes=pm), a.peer_timeout_s).items()})
             if "ort_cuda" in peers:
                 if ort_why:
                     r["ort_cuda_error"] = ort_why
@@ -449,6 +527,7 @@ def run_main(a):
                 m["name"], batch, mathmode, r.get("opsched_ms") or "error: " + r.get("opsched_error", ""),
                 r.get("torch_compile_ms") or r.get("torch_compile_error", "-"), time.time() - t0),
                 flush=True)
+    worker.close()
     logf.close()
     print("suite: all %d items done (%s)" % (len(todo), results))
     return 0
@@ -512,10 +591,11 @@ def report_main(a):
             md.append("| %s | %s | %s |" % (r["model"], r["family"], " | ".join(vals)))
         md.append("")
     md += ["## Failures", "", "| model | batch | math | who | error |", "|---|---|---|---|---|"]
+    ort_env = ("onnxruntime is not installed", "no CUDA provider")
     for r in rows:
         for who in ["opsched"] + PEERS:
             e = r.get(who + "_error", "")
-            if e and not e.startswith("skipped") and "no CUDA provider" not in e:
+            if e and not e.startswith("skipped") and not any(x in e for x in ort_env):
                 md.append("| %s | %s | %s | %s | %s |" % (r["model"], r["batch"], r["math"], who,
                                                         e.replace("|", "\\|")[:200]))
     ort = {r.get("ort_cuda_error") for r in rows if r.get("ort_cuda_error")}
@@ -575,13 +655,7 @@ def main():
     r.add_argument("--min-ms", type=float, default=300, help="peers: timed at least this long each")
     r.add_argument("--warmup-ms", type=float, default=200)
     r.add_argument("--quick", action="store_true", help="few iterations (tests)")
-    p = sub.add_parser("peer", help=argparse.SUPPRESS)
-    p.add_argument("--model", required=True)
-    p.add_argument("--batch", type=int, required=True)
-    p.add_argument("--math", required=True)
-    p.add_argument("--modes", required=True)
-    p.add_argument("--min-ms", type=float, default=300)
-    p.add_argument("--warmup-ms", type=float, default=200)
+    sub.add_parser("peer", help=argparse.SUPPRESS)
     s = sub.add_parser("report", help="summary.md and speedup.png from results.csv")
     s.add_argument("dir")
     a = ap.parse_args()
