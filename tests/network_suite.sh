@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The network suite's driver (bench/networks/suite.py) on the CPU backend
+# for three small models of the public set: a row for every item, each with
+# opsched's latencies or its error, a CSV that parses with a constant field
+# count, the PyTorch peers skipped with a visible reason where torch has no
+# CUDA, a second call that resumes (adds nothing), and the report.
+set -euo pipefail
+bin=$1
+src=${OPSCHED_SOURCE_DIR:?}
+py=${OPSCHED_PYTHON:-python3}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+models=squeezenet1_1,mobilenet_v3_small,bert_base_s128
+
+"$py" "$src/bench/networks/suite.py" run --backend cpu --models $models --configs 1:fp32 \
+    --quick --opsched "$bin" --out "$out/r" > "$out/log1" 2>&1 || { cat "$out/log1"; exit 1; }
+cat "$out/log1"
+"$py" "$src/bench/networks/suite.py" run --backend cpu --models $models --configs 1:fp32 \
+    --quick --opsched "$bin" --out "$out/r" > "$out/log2" 2>&1 || { cat "$out/log2"; exit 1; }
+grep -q "3 items, 3 done before" "$out/log2" || { echo "FAIL: the second call did not resume"; cat "$out/log2"; exit 1; }
+"$py" "$src/bench/networks/suite.py" report "$out/r" > "$out/log3" 2>&1 || { cat "$out/log3"; exit 1; }
+
+"$py" - "$out/r" "$models" <<'PY'
+import csv, os, sys
+d, models = sys.argv[1], sys.argv[2].split(",")
+fail = []
+with open(os.path.join(d, "results.csv"), newline="") as f:
+    rows = list(csv.reader(f))
+head, body = rows[0], rows[1:]
+for i, r in enumerate(body):
+    if len(r) != len(head):
+        fail.append("row %d has %d fields, the header %d" % (i + 1, len(r), len(head)))
+recs = [dict(zip(head, r)) for r in body]
+if sorted(r["model"] for r in recs) != sorted(models):
+    fail.append("rows %s, want one per model %s" % ([r["model"] for r in recs], models))
+ran = 0
+for r in recs:
+    ms, err = r["opsched_ms"], r["opsched_error"]
+    if ms:
+        if float(ms) <= 0 or float(r["opsched_seq_ms"]) <= 0:
+            fail.append("%s: latency %s / %s" % (r["model"], ms, r["opsched_seq_ms"]))
+        ran += 1
+    elif not err:
+        fail.append("%s: neither a latency nor an error" % r["model"])
+    for p in ("torch_eager", "torch_graph", "torch_compile"):
+        if not r[p + "_ms"] and not r[p + "_error"]:
+            fail.append("%s: %s has neither a latency nor a reason" % (r["model"], p))
+if ran < 2:
+    fail.append("opsched ran %d of the models (squeezenet1_1 and mobilenet_v3_small load)" % ran)
+summary = open(os.path.join(d, "summary.md")).read()
+if "3 models; opsched ran %d, failed %d" % (ran, 3 - ran) not in summary:
+    fail.append("summary.md does not count the rows")
+for f in fail:
+    print("FAIL:", f)
+print("network suite on the CPU backend: %d rows, opsched ran %d; %d passed, %d failed"
+      % (len(recs), ran, 1 if not fail else 0, 1 if fail else 0))
+sys.exit(1 if fail else 0)
+PY
+grep -qi "skipped" "$out/r/results.csv" && echo "(peers: $(grep -o 'skipped: [^,"]*' "$out/r/results.csv" | sort -u | head -1))" || true
