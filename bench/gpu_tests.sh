@@ -3,9 +3,9 @@
 # test_cuda_gpu, test_exec_gpu, test_sched_exec_gpu, test_conformance,
 # test_measure from .carry/tests, then resnet50, googlenet and
 # inception_v3 in strict fp32, NHWC, against the CPU backend.
-#   bash bench/gpu_s3_tests.sh OUTDIR    (after tar -C .carry -xJf .carry/carry.tar.xz)
+#   bash bench/gpu_tests.sh OUTDIR    (after tar -C .carry -xJf .carry/carry.tar.xz)
 set -uo pipefail
-out=${1:-/tmp/s3_tests}
+out=${1:-/tmp/gpu_tests}
 mkdir -p "$out"
 . "$(dirname "$0")/gpu_env.sh"
 gpu_env_write "$out"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Analysis of the issue-3 GPU benchmarks (benchmark tooling only).
+"""Analysis of the operator sweeps against PyTorch (benchmark tooling only).
 
-Reads the CSV files written by bench/gpu_issue3.sh and prints the four
+Reads the CSV files written by bench/operators/sweep.sh and prints the four
 reports: sweep throughput, stability between runs, agreement with PyTorch,
 and energy (counter against power integration, run to run).
 """

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 3 on a machine with 2 GPUs: the same sweep (bench/specs/
-# issue3_multigpu.yml, 288 conv2d configurations, latency only) with
+# One operator sweep spread over 2 GPUs: the same sweep (bench/specs/
+# operators_multigpu.yml, 288 conv2d configurations, latency only) with
 # --gpus 0 and with --gpus 0,1, each into a database of its own.  Checks
 # that both databases hold every configuration exactly once with status ok,
 # that the one-GPU run's device row is GPU 0 and the two-GPU run recorded
@@ -8,16 +8,16 @@
 # nvidia-smi lists them; CUDA numbers devices in PCI order here, as
 # nvidia-smi does), each with measurements, and prints the throughput of
 # both runs and the speed-up.  About 1 minute.
-#   bash bench/gpu_issue3_multigpu.sh OUTDIR      (after scripts/gpu-carry.sh)
+#   bash bench/operators/multigpu.sh OUTDIR      (after scripts/gpu-carry.sh)
 set -uo pipefail
-out=${1:-/tmp/issue3_multigpu}
+out=${1:-/tmp/operators_multigpu}
 mkdir -p "$out"
 rm -f "$out"/one.db* "$out"/two.db*
 cudnn_venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
 export LD_LIBRARY_PATH=$PWD/.carry/lib:$cudnn_venv:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export CUDA_DEVICE_ORDER=PCI_BUS_ID
 bin=$PWD/.carry/bin/opsched
-spec=bench/specs/issue3_multigpu.yml
+spec=bench/specs/operators_multigpu.yml
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   nvidia-smi --query-gpu=index,name,pci.bus_id,uuid,driver_version --format=csv,noheader

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Issue 3 on the GPU machine: tests of the CUDA backend, then the four
-# benchmarks (throughput, stability, agreement, energy).  Run from the repo
+# Operator sweeps against PyTorch on the GPU machine: tests of the CUDA
+# backend, then the four benchmarks (throughput, stability, agreement with
+# PyTorch, energy); report.txt from bench/operators/analyze.py.  Run from the repo
 # root after scripts/gpu-carry.sh packed a release build into .carry.
-#   bash bench/gpu_issue3.sh OUTDIR
+#   bash bench/operators/sweep.sh OUTDIR
 set -uo pipefail
-out=${1:-/tmp/issue3}
+out=${1:-/tmp/operators}
 mkdir -p "$out"
 cudnn_venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
 # The cuDNN PyTorch loads, so both sides run the same library.
@@ -30,8 +31,8 @@ times=$out/times.txt; : > "$times"
 tsec() { python3 -c 'import time; print(time.time())'; }
 
 echo "== 1. throughput: opsched sweep"
-$bin sweep bench/specs/issue3_throughput.yml --dry-run > "$out/sweep_dry.txt" 2>&1; tail -3 "$out/sweep_dry.txt"
-t0=$(tsec); $bin sweep bench/specs/issue3_throughput.yml --db "$out/sweep.db" > "$out/sweep.log" 2>&1; rc=$?; t1=$(tsec)
+$bin sweep bench/specs/operators_throughput.yml --dry-run > "$out/sweep_dry.txt" 2>&1; tail -3 "$out/sweep_dry.txt"
+t0=$(tsec); $bin sweep bench/specs/operators_throughput.yml --db "$out/sweep.db" > "$out/sweep.log" 2>&1; rc=$?; t1=$(tsec)
 echo "sweep rc=$rc"; tail -3 "$out/sweep.log"
 echo "sweep_s=$(python3 -c "print($t1-$t0)")" >> "$times"
 $bin export csv --db "$out/sweep.db" --op conv2d -o "$out/sweep.csv"
@@ -45,20 +46,20 @@ echo "per_process_s=$(python3 -c "print($t1-$t0)")" >> "$times"
 echo "per_process_n=20" >> "$times"
 
 echo "== 2. stability: two separate runs"
-$bin sweep bench/specs/issue3_stability.yml --db "$out/stab1.db" > "$out/stab1.log" 2>&1
-$bin sweep bench/specs/issue3_stability.yml --db "$out/stab2.db" > "$out/stab2.log" 2>&1
+$bin sweep bench/specs/operators_stability.yml --db "$out/stab1.db" > "$out/stab1.log" 2>&1
+$bin sweep bench/specs/operators_stability.yml --db "$out/stab2.db" > "$out/stab2.log" 2>&1
 $bin export csv --db "$out/stab1.db" -o "$out/stab1.csv"
 $bin export csv --db "$out/stab2.db" -o "$out/stab2.csv"
 
 echo "== 4. energy: two runs of 20 configs"
-$bin sweep bench/specs/issue3_energy.yml --db "$out/energy1.db" > "$out/energy1.log" 2>&1
-$bin sweep bench/specs/issue3_energy.yml --db "$out/energy2.db" > "$out/energy2.log" 2>&1
+$bin sweep bench/specs/operators_energy.yml --db "$out/energy1.db" > "$out/energy1.log" 2>&1
+$bin sweep bench/specs/operators_energy.yml --db "$out/energy2.db" > "$out/energy2.log" 2>&1
 $bin export csv --db "$out/energy1.db" -o "$out/energy1.csv"
 $bin export csv --db "$out/energy2.db" -o "$out/energy2.csv"
 
 echo "== bench, all algorithms, one config"
 $bin bench conv2d --batch 16 --in-channels 64 --out-channels 64 --height 56 --kernel 3 --algo all --math tf32 > "$out/bench_all.txt" 2>&1; cat "$out/bench_all.txt"
 
-python3 bench/analyze_issue3.py "$out" | tee "$out/report.txt"
+python3 bench/operators/analyze.py "$out" | tee "$out/report.txt"
 # One archive, so every file comes back from the device machine.
 tar -C "$(dirname "$out")" --exclude='*.db-wal' --exclude='*.db-shm' -czf "$out.tar.gz" "$(basename "$out")"

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Issue 5: the H100's calibration (peak FLOP rate, bandwidth, launch and
+# The H100's calibration (peak FLOP rate, bandwidth, launch and
 # CUDA-graph node overheads, idle power) for every math mode, stored into
-# the issue-5 database so the shipped data (data/h100) carries it.  About
+# the prediction database so the shipped data (data/h100) carries it.  About
 # 30 s.  After scripts/gpu-carry.sh:
-#   bash bench/gpu_issue5_calibrate.sh OUTDIR [H100_DB]
-# With H100_DB (the database of bench/gpu_issue5_data.sh) the calibration
+#   bash bench/prediction/calibrate.sh OUTDIR [H100_DB]
+# With H100_DB (the database of bench/prediction/collect.sh) the calibration
 # is added to a copy of it, OUTDIR/h100.db; then, on this machine:
 #   python3 scripts/export-data.py OUTDIR/h100.db data/h100
 set -uo pipefail
-out=${1:-/tmp/issue5cal}
+out=${1:-/tmp/calibrate}
 mkdir -p "$out"
 cudnn_venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
 export LD_LIBRARY_PATH=$PWD/.carry/lib:$cudnn_venv:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Issue 5 data on the H100 (one call, < 10 min): the zoo profiled at batch
+# The prediction data on the H100 (one call, < 10 min): the zoo profiled at batch
 # 1, 8, 32 and input sizes 224, 299, 320 (end to end free-running and as a
 # CUDA graph, energy per inference, every distinct layer alone through the
 # operator harness), then the operator grid, the zoo's operators at size
 # 256, and a sample of single-operator energies.  Everything goes into one
 # database, $OUT/h100.db, that scripts/export-data.py turns into data/h100.
-#   bash bench/gpu_issue5_data.sh OUTDIR      (after scripts/gpu-carry.sh)
+#   bash bench/prediction/collect.sh OUTDIR      (after scripts/gpu-carry.sh)
 set -uo pipefail
-out=${1:-/tmp/issue5}
+out=${1:-/tmp/collect}
 budget=${BUDGET_S:-560}
 mkdir -p "$out"
 cudnn_venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
@@ -34,15 +34,15 @@ for m in $zoo; do
 done
 echo "== 2. operator grid"
 t0=$SECONDS
-timeout $(( $(left) - 25 > 1 ? $(left) - 25 : 1 )) $bin sweep bench/specs/issue5_grid.yml --db "$db" > "$out/sweep_grid.log" 2>&1
+timeout $(( $(left) - 25 > 1 ? $(left) - 25 : 1 )) $bin sweep bench/specs/prediction_grid.yml --db "$db" > "$out/sweep_grid.log" 2>&1
 echo "grid rc=$? $((SECONDS - t0))s $(tail -1 "$out/sweep_grid.log" | cut -c1-120)"
 echo "== 3. zoo operators at 256"
 t0=$SECONDS
-timeout $(( $(left) - 20 > 1 ? $(left) - 20 : 1 )) $bin sweep bench/specs/issue5_networks.yml --db "$db" > "$out/sweep_nets.log" 2>&1
+timeout $(( $(left) - 20 > 1 ? $(left) - 20 : 1 )) $bin sweep bench/specs/prediction_networks.yml --db "$db" > "$out/sweep_nets.log" 2>&1
 echo "nets rc=$? $((SECONDS - t0))s $(tail -1 "$out/sweep_nets.log" | cut -c1-120)"
 echo "== 4. operator energy sample"
 t0=$SECONDS
-timeout $(( $(left) - 15 > 1 ? $(left) - 15 : 1 )) $bin sweep bench/specs/issue5_energy.yml --shard 0/12 --db "$db" > "$out/sweep_energy.log" 2>&1
+timeout $(( $(left) - 15 > 1 ? $(left) - 15 : 1 )) $bin sweep bench/specs/prediction_energy.yml --shard 0/12 --db "$db" > "$out/sweep_energy.log" 2>&1
 echo "energy rc=$? $((SECONDS - t0))s $(tail -1 "$out/sweep_energy.log" | cut -c1-120)"
 $bin status --db "$db" > "$out/status.txt" 2>&1; head -30 "$out/status.txt"
 sqlite3 "$db" "PRAGMA wal_checkpoint(TRUNCATE);" 2>/dev/null || python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()" "$db"

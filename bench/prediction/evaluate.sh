@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Issue 5 evidence from the H100 measurements (no GPU needed: the shipped
+# Prediction accuracy from the H100 measurements (no GPU needed: the shipped
 # data/h100, or a database given as DB=...): the learned models' cross-
 # validated per-operator error against the FLOPs-only baseline, and
 # predicted against measured end to end (CUDA graph and free-running) with
 # each model's own layers measured and with the model left out entirely.
-#   bash bench/issue5_predict_eval.sh OUTDIR     (bin: $BIN, default build/bin/opsched)
+#   bash bench/prediction/evaluate.sh OUTDIR     (bin: $BIN, default build/bin/opsched)
 # On a machine with many cores this takes minutes (the leave-one-model-out
 # part trains one set of models per network).
 set -uo pipefail
-out=${1:-/tmp/issue5_predict}
+out=${1:-/tmp/evaluate}
 bin=${BIN:-build/bin/opsched}
 mkdir -p "$out"
 if [ -n "${DB:-}" ]; then src=(--db "$DB" --device h100); else src=(--device h100); fi

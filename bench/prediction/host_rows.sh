@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# Per-layer host enqueue times of the issue-5 zoo on the H100, for the eager
+# Per-layer host enqueue times of the zoo on the H100, for the eager
 # (free-running) predictor (docs/PREDICT.md, "Composition"): `opsched profile`
 # with host layers on and everything else that is not needed off (no CUDA
 # graph, no layer-timed runs, no isolated layers, no energy, no numerics
 # check, no trace), at batch 1 (then 8 and 32 while the budget lasts) and
-# input sizes 224, 299, 320, with the settings of bench/gpu_issue5_data.sh
+# input sizes 224, 299, 320, with the settings of bench/prediction/collect.sh
 # (tf32, nchw, cuDNN heuristic, --warmup-ms 50 --min-ms 300), so that the
 # ";mode=host" rows carry the settings of the shipped data (data/h100) and
 # their configurations' signatures.  Each item also stores its free run
-# (end to end and enqueue time); since session 4 the host rows are read in
-# that free run's timed inferences (drained-queue runs only where the device
+# (end to end and enqueue time); the host rows are read in that free
+# run's timed inferences (drained-queue runs only where the device
 # bounds it: the profile log says which).
 #
-#   bash bench/gpu_s3_host.sh OUTDIR          (after scripts/gpu-carry.sh build-gpu)
+#   bash bench/prediction/host_rows.sh OUTDIR          (after scripts/gpu-carry.sh build-gpu)
 #
 # Writes OUTDIR/host.db, OUTDIR/host_sql/*.sql (scripts/export-data.py: the
 # format of data/h100), OUTDIR/summary.txt (per item: the layers' host sum
@@ -26,10 +26,11 @@
 # OPSCHED_BIN and PROFILE_ARGS (appended to every profile call, e.g.
 # "--backend cpu --math fp32") are for trying the script without a GPU.
 #
-# Afterwards, on any machine (no GPU needed): bench/s3_host_merge.sh OUTDIR
-# merges host.db into data/h100 and validates the eager predictions.
+# Afterwards, on any machine (no GPU needed): bash bench/prediction/merge.sh
+# WORK OUTDIR/host.db merges host.db into data/h100, and
+# bench/prediction/validate.sh validates the eager predictions.
 set -uo pipefail
-out=${1:-/tmp/s3_host}
+out=${1:-/tmp/host_rows}
 budget=${BUDGET_S:-240}
 mkdir -p "$out"
 cudnn_venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Writes the database the shipped H100 data (data/h100, or $OPSCHED_DATA_DIR's
-# h100) builds into OUT.db, replacing it: the base the bench/*_merge.sh
-# scripts merge new measurements into.  From the repository root:
-#   bash bench/shipped_db.sh OUT.db
+# h100) builds into OUT.db, replacing it: the base bench/prediction/merge.sh
+# merges new measurements into.  From the repository root:
+#   bash bench/prediction/shipped_db.sh OUT.db
 set -euo pipefail
-dst=${1:?usage: bench/shipped_db.sh OUT.db}
+dst=${1:?usage: bench/prediction/shipped_db.sh OUT.db}
 bin=${OPSCHED_BIN:-build/bin/opsched}
 cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Issue 5's validation on the shipped H100 data (no GPU): every network run
+# Prediction accuracy on the shipped H100 data (no GPU): every network run
 # of data/h100 predicted (CUDA graph and eager) against its measurement,
-# then leave one model out, each into OUTDIR with bench/s4_validate_summary.py's
+# then leave one model out, each into OUTDIR with bench/prediction/validate_summary.py's
 # summary by batch and by where a free run's host time came from.
-#   bash bench/s4_eager_validate.sh OUTDIR      (from the repository root)
+#   bash bench/prediction/validate.sh OUTDIR      (from the repository root)
 # LOO=0 skips leave one model out (~15 min on 2 cores: 8 predictors trained
 # with --rounds 300 --folds 3, in a fresh cache).
 set -euo pipefail
-out=${1:?usage: bench/s4_eager_validate.sh OUTDIR}
+out=${1:?usage: bench/prediction/validate.sh OUTDIR}
 bin=${OPSCHED_BIN:-build/bin/opsched}
 mkdir -p "$out"
 cache=$(mktemp -d)
@@ -25,4 +25,4 @@ if [ "${LOO:-1}" != 0 ]; then
       --csv "$out/validate_loo.csv" > "$out/validate_loo.txt" 2>&1
   echo "validate --loo: $((SECONDS - t0)) s" >> "$out/validate_env.txt"
 fi
-python3 bench/s4_validate_summary.py "$out"/validate*.csv | tee "$out/summary.txt"
+python3 bench/prediction/validate_summary.py "$out"/validate*.csv | tee "$out/summary.txt"

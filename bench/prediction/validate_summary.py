@@ -2,15 +2,15 @@
 """Summarises `opsched validate --csv` files by mode, batch and where a free
 run's host time came from.
 
-    python3 bench/s4_validate_summary.py validate.csv [more.csv ...]
+    python3 bench/prediction/validate_summary.py validate.csv [more.csv ...]
 
 Free (eager) runs are split by coverage_host_run: "host rows of the run"
 (every launch's host time measured in that run's own timed inferences:
-the network's layers measured, host and device, the issue's "own layers
+the network's layers measured, host and device: "own layers
 measured"), and "host rows of other runs" (runs measured before the host
 rows existed, or on another machine: their host time comes from rows of
 another moment, and the host's speed does not repeat between runs, see
-bench/results/s4_eager_h100/repeat.txt)."""
+bench/results/prediction/h100-2026-11-24-b/repeat.txt)."""
 import csv
 import statistics as st
 import sys

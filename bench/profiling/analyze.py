@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Analysis of the issue-4 GPU benchmarks (benchmark tooling only).
+"""Analysis of the zoo end-to-end profiles (bench/profiling/zoo.sh) (benchmark tooling only).
 
 Reads the `opsched profile` overall CSV files and bench/peers/torch_models.py's
 CSV from one run directory and prints: end-to-end latency of every zoo model

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Report of bench/gpu_s3_issue4.sh: opsched (NHWC, TF32, BN folded) free-running
+"""Report of bench/profiling/zoo_nhwc.sh: opsched (NHWC, TF32, BN folded) free-running
 and CUDA-graph end to end against PyTorch eager / CUDA graph / torch.compile
 (same call, same GPU), and the attribution of the CUDA-graph end to end to
-the layers timed alone.   analyze_s3_issue4.py RESULT_DIR > RESULT_DIR/report.txt"""
+the layers timed alone.   bench/profiling/analyze_nhwc.py RESULT_DIR > RESULT_DIR/report.txt"""
 import csv, glob, math, os, sys
 
 d = sys.argv[1]

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Issue 4 on the GPU machine: whole networks.  End-to-end latency of the zoo
+# Zoo end-to-end profiling on the GPU machine: whole networks.  End-to-end latency of the zoo
 # at batch 1 and 16 (free-running and CUDA graph) against PyTorch eager and
 # PyTorch with a CUDA graph, attribution, energy per inference of resnet50,
-# numerics against the CPU backend, a Perfetto trace.  torch.compile runs in
-# bench/gpu_issue4_compile.sh (its compile time needs a call of its own).
-#   bash bench/gpu_issue4.sh OUTDIR      (after scripts/gpu-carry.sh)
+# numerics against the CPU backend, a Perfetto trace; report.txt from
+# bench/profiling/analyze.py.  torch.compile is measured by
+# bench/profiling/zoo_nhwc.sh (its compile time needs a call of its own).
+#   bash bench/profiling/zoo.sh OUTDIR      (after scripts/gpu-carry.sh)
 set -uo pipefail
-out=${1:-/tmp/issue4}
+out=${1:-/tmp/profiling}
 mkdir -p "$out"
 cudnn_venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
 export LD_LIBRARY_PATH=$PWD/.carry/lib:$cudnn_venv:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -55,5 +56,5 @@ echo "== trace"
 $bin profile googlenet --batch 1 --math tf32 --energy --check off --trace "$out/googlenet_b1_trace.json" \
      --out-dir "$out/trace" > "$out/trace.log" 2>&1; ls -la "$out/googlenet_b1_trace.json"
 
-python3 bench/analyze_issue4.py "$out" | tee "$out/report.txt"
+python3 bench/profiling/analyze.py "$out" | tee "$out/report.txt"
 tar -C "$(dirname "$out")" --exclude='*.db-wal' --exclude='*.db-shm' -czf "$out.tar.gz" "$(basename "$out")"

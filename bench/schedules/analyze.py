@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Report of bench/gpu_s3_issue6.sh (issue 6 on the H100, NHWC): opsched's
+"""Report of bench/schedules/compare.sh (schedules against PyTorch, NHWC): opsched's
 sequential, greedy and IOS schedules (free-running and one CUDA graph, rows
 timed in turns) against PyTorch eager, CUDA graph, torch.compile
 (reduce-overhead) and torch.compile on a channels_last model, measured in the
 same call on the same GPU; search times; the predicted-cost searches.
-   analyze_s3_issue6.py DIR_B1 [DIR_B16 ...] > report.txt"""
+   python3 bench/schedules/analyze.py DIR_B1 [DIR_B16 ...] > report.txt"""
 import csv, math, os, re, sys
 
 MODELS = ["inception_v3", "googlenet", "squeezenet1_1", "resnet50", "densenet121", "randwire", "nasnet"]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 6 on the H100 in NHWC (TF32, cuDNN heuristics, BatchNorm folded on
-# both sides), one batch size per call: for each model the IOS search with
+# Inter-operator schedules against PyTorch in NHWC (TF32, cuDNN heuristics,
+# BatchNorm folded on both sides), one batch size per call: for each model the IOS search with
 # stage costs measured on the device (search time; the found schedule run
 # whole against greedy and sequential, the fastest kept), then
 # `opsched run --compare sequential,greedy,ios` answered from the stage
@@ -10,15 +10,16 @@
 # to the stages measured here) and its schedule run.  With TORCH=1: the
 # PyTorch peers (eager, CUDA graph, torch.compile reduce-overhead, and
 # torch.compile on a channels_last model), same call, same GPU.
-#   B=1 bash bench/gpu_s3_issue6.sh OUTDIR     (after tar -C .carry -xJf .carry/carry.tar.xz)
+#   B=1 bash bench/schedules/compare.sh OUTDIR     (after tar -C .carry -xJf .carry/carry.tar.xz)
 # STAGE_MS=W,M: --stage-ms for the searches (the recorded b1/b16 runs used 0.5,1;
-# the tool's default since is 0,0 with 50 us samples, see results/s3_issue6_h100/search)
+# the tool's default since is 0,0 with 50 us samples, see bench/results/schedules/h100-2026-11-24/search)
+# Report over one or more OUTDIRs: python3 bench/schedules/analyze.py DIR_B1 [DIR_B16]
 set -uo pipefail
-out=${1:-/tmp/s3_issue6}
+out=${1:-/tmp/schedules}
 B=${B:-1}
 budget=${BUDGET_S:-570}
 mkdir -p "$out/sched" "$out/json"
-. "$(dirname "$0")/gpu_env.sh"
+. "$(dirname "$0")/../gpu_env.sh"
 db=$out/stages.db
 left() { echo $((budget - SECONDS)); }
 lim() { local l=$(( $(left) - $1 )); [ $l -lt 1 ] && l=1; echo $l; }
@@ -54,7 +55,7 @@ if [ "${CHEAP:-0}" = 1 ]; then
 fi
 if [ "${PRED:-0}" = 1 ]; then
   echo "== operators alone in NHWC (sweep), predicted-cost searches"
-  timeout $(lim 120) $bin sweep bench/specs/s3_issue6_nhwc.yml --db "$db" --layout nhwc \
+  timeout $(lim 120) $bin sweep bench/specs/schedules_nhwc.yml --db "$db" --layout nhwc \
       > "$out/sweep_ops.log" 2>&1
   echo "sweep rc=$?"; tail -2 "$out/sweep_ops.log"
   uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)

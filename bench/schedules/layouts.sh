@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Layout and algorithm policy on the H100 at batch 1, opsched and PyTorch in
-# one call: `opsched run --compare sequential,greedy` for the issue-4/6 models
+# one call: `opsched run --compare sequential,greedy` for six zoo models
 # in NCHW and NHWC with cuDNN's heuristic and with `find` (timed choice);
 # googlenet's measured IOS search in NHWC; then PyTorch eager, CUDA graph and
 # torch.compile(reduce-overhead), each also with the model and input in
 # channels_last.  TF32 convolutions, BatchNorm folded on both sides.
-#   bash bench/gpu_s3_layouts.sh OUTDIR      (after scripts/gpu-carry.sh build)
+#   bash bench/schedules/layouts.sh OUTDIR      (after scripts/gpu-carry.sh build)
 set -uo pipefail
-out=${1:-/tmp/s3_layouts}
+out=${1:-/tmp/layouts}
 budget=${BUDGET_S:-560}
 mkdir -p "$out"
-. "$(dirname "$0")/gpu_env.sh"
+. "$(dirname "$0")/../gpu_env.sh"
 left() { echo $((budget - SECONDS)); }
 gpu_env_write "$out"
 models=${MODELS:-"resnet50 googlenet inception_v3 squeezenet1_1 densenet121 vgg16"}

@@ -4,11 +4,11 @@
 # three replays, exactly 10 samples), at the default bound 0.9 and at 1.0,
 # googlenet likewise; each found schedule then run against sequential and
 # the sequential one (timed in turns).  Then the GPU tests of the schedule executor.
-#   bash bench/gpu_s3_search.sh OUTDIR    (after tar -C .carry -xJf .carry/carry.tar.xz)
+#   bash bench/schedules/search_time.sh OUTDIR    (after tar -C .carry -xJf .carry/carry.tar.xz)
 set -uo pipefail
-out=${1:-/tmp/s3_search}
+out=${1:-/tmp/search_time}
 mkdir -p "$out"
-. "$(dirname "$0")/gpu_env.sh"
+. "$(dirname "$0")/../gpu_env.sh"
 gpu_env_write "$out"
 common="--batch 1 --math tf32 --layout nhwc"
 # CONFIGS: MODEL:BOUND:SAMPLE_US items (sample: --stage-sample-us)
