@@ -1,4 +1,4 @@
-# Sourced by the bench/gpu_*.sh scripts on the GPU machine: the loader
+# Sourced by the GPU scripts of bench/ (bench/gpu_tests.sh, bench/*/*.sh) on the GPU machine: the loader
 # path for the carried build (.carry/, scripts/gpu-carry.sh) and the cuDNN
 # of the machine's PyTorch, the binaries, and gpu_env_write OUTDIR, which
 # records date, GPU, driver, PyTorch and cuDNN versions in OUTDIR/env.txt,

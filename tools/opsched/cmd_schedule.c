@@ -502,10 +502,11 @@ int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
     a.layout = OPSCHED_LAYOUT_NCHW;
     a.bound = 0.9;
     a.verify = 1;
-    /* Measured on the H100 (bench/results/s3_issue6_h100/search): three
-     * replays of warm-up, exactly 10 samples of about 50 us each found
-     * inception_v3's schedule in 8.6 s, as fast as the one found with
-     * 100 us samples (11.9 s) and 1 ms / 2 ms per stage (22 s). */
+    /* Measured on the H100
+     * (bench/results/schedules/h100-2026-11-24/search): three replays of
+     * warm-up, exactly 10 samples of about 50 us each found inception_v3's
+     * schedule in 8.6 s, as fast as the one found with 100 us samples
+     * (11.9 s) and 1 ms / 2 ms per stage (22 s). */
     a.stage_set = 1;
     a.stage_warmup_ms = 0;
     a.stage_min_ms = 0;
