@@ -612,6 +612,7 @@ def report_main(a):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         print("suite.py report: matplotlib is not installed; no plot")
         return 0
@@ -622,12 +623,28 @@ def report_main(a):
         failed = sorted(r["model"] for r in rows
                         if (r["batch"], r["math"]) == (bs, mm) and not r.get("speedup_vs_compile"))
         ys = list(range(len(sel)))
-        ax.barh(ys, [s for s, _ in sel], color=["#2a7" if s >= 1 else "#c44" for s, _ in sel])
+        # Bars grow from 1x, right when opsched is faster, left when slower.
+        ax.barh(ys, [s - 1 for s, _ in sel], left=1,
+                color=["#2a7" if s >= 1 else "#c44" for s, _ in sel])
+        for y, (sv, _) in zip(ys, sel):
+            ax.text(sv, y, " %.2fx " % sv, va="center", ha="left" if sv >= 1 else "right",
+                    fontsize=7)
         ax.set_yticks(ys)
         ax.set_yticklabels([n for _, n in sel], fontsize=8)
         ax.set_xscale("log")
+        if sel:
+            lo, hi = min(sel)[0], max(sel)[0]
+            span = max(hi, 1 / lo, 1.25) * 1.6
+            ax.set_xlim(1 / span, span)
+        ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10) if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+        ax.set_xticks(ticks)
+        ax.set_xticklabels(["%gx" % t for t in ticks])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.axvline(1.0, color="k", lw=0.8)
-        ax.set_xlabel("speed-up over torch.compile (log)")
+        if failed:
+            ax.text(0.0, -0.09, "no comparison: " + ", ".join(failed), transform=ax.transAxes,
+                    fontsize=6, va="top", wrap=True)
+        ax.set_xlabel("speed-up over torch.compile (log scale; > 1: opsched faster)")
         ax.set_title("batch %s, %s (%d ran, %d no comparison)" % (bs, mm, len(sel), len(failed)),
                      fontsize=9)
     fig.tight_layout()
