@@ -468,8 +468,7 @@ def run_main(a):
                 continue
             if phase == 2:
                 r = done.get(k)
-                if (not r or "torch_autotune" not in peers or r.get("torch_autotune_ms")
-                        or r.get("torch_autotune_error") or batch != 1 or mathmode != a.autotune_math):
+                if not r or r.get("torch_autotune_ms") or r.get("torch_autotune_error"):
                     continue
                 t0 = time.time()
                 res = worker.ask(dict(item, modes=["torch_autotune"]), a.autotune_limit_s)
@@ -517,6 +516,9 @@ def run_main(a):
                 r["opsched_seq_ms"] = fmt((first[1] + second[1]) / 2)
                 r["opsched_free_ms"] = fmt((first[2] + second[2]) / 2)
                 r["opsched_layout"] = first[3]
+            why = autotune_skip(a, peers, m["name"], batch, mathmode)
+            if why:
+                r["torch_autotune_error"] = why
             if r.get("opsched_ms") and r.get("torch_compile_ms"):
                 r["speedup_vs_compile"] = fmt(float(r["torch_compile_ms"]) / float(r["opsched_ms"]))
             r["seconds"] = fmt(time.time() - t0)
@@ -531,6 +533,17 @@ def run_main(a):
     logf.close()
     print("suite: all %d items done (%s)" % (len(todo), results))
     return 0
+
+
+def autotune_skip(a, peers, name, batch, mathmode):
+    """Why max-autotune does not run for an item, or None."""
+    if "torch_autotune" not in peers:
+        return "not run (not among --peers)"
+    if batch != 1 or mathmode != a.autotune_math:
+        return "not run (max-autotune runs at batch 1, %s)" % a.autotune_math
+    if a.autotune_models and name not in a.autotune_models.split(","):
+        return "not run (not among --autotune-models)"
+    return None
 
 
 def fmt(v):
@@ -595,7 +608,8 @@ def report_main(a):
     for r in rows:
         for who in ["opsched"] + PEERS:
             e = r.get(who + "_error", "")
-            if e and not e.startswith("skipped") and not any(x in e for x in ort_env):
+            if (e and not e.startswith("skipped") and not e.startswith("not run")
+                    and not any(x in e for x in ort_env)):
                 md.append("| %s | %s | %s | %s | %s |" % (r["model"], r["batch"], r["math"], who,
                                                         e.replace("|", "\\|")[:200]))
     ort = {r.get("ort_cuda_error") for r in rows if r.get("ort_cuda_error")}
@@ -605,6 +619,13 @@ def report_main(a):
                if r.get(p + "_error", "").startswith("skipped")}
     if skipped:
         md += ["", "Peers: " + "; ".join(sorted(skipped))]
+    notrun = {}
+    for r in rows:
+        e = r.get("torch_autotune_error", "")
+        if e.startswith("not run"):
+            notrun[e] = notrun.get(e, 0) + 1
+    if notrun:
+        md += ["", "max-autotune: " + "; ".join("%d rows %s" % (n, e) for e, n in sorted(notrun.items()))]
     with open(os.path.join(a.dir, "summary.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     print("\n".join(summary))
@@ -669,6 +690,7 @@ def main():
     r.add_argument("--peer-timeout-s", type=int, default=240)
     r.add_argument("--autotune-limit-s", type=int, default=240)
     r.add_argument("--autotune-math", default="tf32", help="max-autotune runs at batch 1 in this math")
+    r.add_argument("--autotune-models", help="max-autotune for these models only (comma list)")
     r.add_argument("--min-ms", type=float, default=300, help="peers: timed at least this long each")
     r.add_argument("--warmup-ms", type=float, default=200)
     r.add_argument("--quick", action="store_true", help="few iterations (tests)")
