@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "opsched/measure.h"
+#include "opsched/predict.h"
 #include "sched/sched_impl.h"
 
 /* ---- the contention model -------------------------------------------------- */
@@ -94,6 +95,10 @@ opsched_status opsched_stage_cost_predicted(void *user, const opsched_graph *g,
         *ms = m->merge_factor * t + m->stage_ms;
         return OPSCHED_OK;
     }
+    if (st->n_groups == 1) {
+        *ms = group_ms(p, &st->groups[0]);
+        return OPSCHED_OK;
+    }
     double longest = 0, sum = 0;
     for (int j = 0; j < st->n_groups; j++) {
         double t = group_ms(p, &st->groups[j]);
@@ -102,6 +107,33 @@ opsched_status opsched_stage_cost_predicted(void *user, const opsched_graph *g,
     }
     double cap = m->capacity >= 1 ? m->capacity : 1;
     *ms = fmax(longest, sum / cap) + m->stage_ms + m->stream_ms * (st->n_groups - 1);
+    return OPSCHED_OK;
+}
+
+opsched_status opsched_predicted_node_costs(const opsched_graph *g,
+                                            const opsched_network_prediction *r, double *node_ms,
+                                            int n)
+{
+    opsched_ctx *ctx = opsched_graph_ctx(g);
+    if (!r || !node_ms || n != opsched_graph_num_nodes(g) || r->n_layers != n)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
+                       "opsched_predicted_node_costs: a prediction and %d costs for '%s'",
+                       opsched_graph_num_nodes(g), opsched_graph_name(g));
+    for (int i = 0; i < n; i++) node_ms[i] = 0;
+    for (int i = 0; i < n; i++) {
+        const opsched_layer_prediction *l = &r->layers[i];
+        const opsched_node *nd = opsched_graph_node(g, i);
+        if (!l->launches) continue;
+        if (!(l->composed_ms >= 0) || isinf(l->composed_ms))
+            return OS_FAIL(ctx, OPSCHED_ERR_NOT_FOUND, "nothing predicts layer '%s' (%s)",
+                           nd->name, opsched_op_name(nd->op));
+        int at = i;
+        if (opsched_op_is_view(nd->op) && nd->n_inputs > 0 && nd->inputs[0] >= 0) {
+            int producer = opsched_tensor_scheduled_producer(g, nd->inputs[0]);
+            if (producer >= 0) at = producer;
+        }
+        node_ms[at] += l->composed_ms;
+    }
     return OPSCHED_OK;
 }
 
