@@ -103,7 +103,4 @@ int tool_db_or_shipped(opsched_ctx *ctx, const char *cmd, const char *db, const 
 /* 1234567 -> "1.23M" (SI, 3 significant digits). */
 const char *tool_human(double v, char *buf, size_t n);
 
-/* Writes s as a CSV field (quoted when needed). */
-void tool_csv_field(FILE *f, const char *s);
-
 #endif /* OPSCHED_TOOL_H */
