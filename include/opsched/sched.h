@@ -283,11 +283,12 @@ typedef struct opsched_stage_sample {
 } opsched_stage_sample;
 
 /* Least-squares fit (relative residuals) of capacity, stage_ms and
- * stream_ms to the concurrent samples, then of merge_factor to the merged
- * ones (given the fitted stage_ms).  Fewer than 3 usable concurrent
- * samples give the defaults with n_fit 0; without samples of two or more
- * groups only stage_ms is fitted; fewer than 2 merged samples keep
- * out->merge_factor when it is > 0 (else the default). */
+ * stream_ms to the concurrent samples of two or more groups (a one-group
+ * stage costs its operators' sum, opsched_stage_cost_predicted), then of
+ * merge_factor to the merged ones (given the fitted stage_ms).  Fewer than
+ * 3 usable samples of two or more groups give the defaults with n_fit 0;
+ * fewer than 2 merged samples keep out->merge_factor when it is > 0 (else
+ * the default). */
 opsched_status opsched_contention_fit(opsched_ctx *ctx, const opsched_stage_sample *samples,
                                       int n, opsched_contention *out);
 

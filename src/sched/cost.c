@@ -216,7 +216,7 @@ opsched_status opsched_contention_fit(opsched_ctx *ctx, const opsched_stage_samp
     if (!buf) return OS_NOMEM(ctx);
     double *y = buf, *x = buf + n + 1, *w = buf + 2 * (n + 1), *L = buf + 3 * (n + 1),
            *W = buf + 4 * (n + 1);
-    int m = 0, multi = 0;
+    int m = 0;
     double *T = malloc(((size_t)n + 1) * sizeof(double));
     if (!T) {
         free(buf);
@@ -224,7 +224,9 @@ opsched_status opsched_contention_fit(opsched_ctx *ctx, const opsched_stage_samp
     }
     for (int i = 0; i < n; i++) {
         const opsched_stage_sample *s = &samples[i];
-        if (s->merge) continue;
+        /* A stage of one group costs its operators (no contention terms):
+         * only concurrent stages say anything about the model. */
+        if (s->merge || s->n_groups < 2) continue;
         if (!(s->measured_ms > 0) || !(s->longest_ms >= 0) || !(s->sum_ms >= s->longest_ms) ||
             s->n_groups < 1 || isinf(s->measured_ms) || isinf(s->sum_ms))
             continue;
@@ -233,7 +235,6 @@ opsched_status opsched_contention_fit(opsched_ctx *ctx, const opsched_stage_samp
         W[m] = s->sum_ms;
         x[m] = s->n_groups - 1;
         w[m] = 1 / (s->measured_ms * s->measured_ms);
-        multi += s->n_groups > 1;
         m++;
     }
     *out = defaults;
@@ -245,22 +246,18 @@ opsched_status opsched_contention_fit(opsched_ctx *ctx, const opsched_stage_samp
         return OPSCHED_OK;
     }
     /* Capacity enters through a max(): searched on a geometric grid, the
-     * two overheads solved exactly for each value.  Without stages of two
-     * or more groups neither capacity nor the per-stream cost shows, and
-     * both keep their defaults. */
+     * two overheads solved exactly for each value. */
     double best = INFINITY;
-    for (double c = 1.0; c <= 64.0; c *= 1.01) {
-        double cap = multi ? c : defaults.capacity;
+    for (double cap = 1.0; cap <= 64.0; cap *= 1.01) {
         for (int i = 0; i < m; i++) y[i] = T[i] - fmax(L[i], W[i] / cap);
         double a, b;
-        double sse = fit_line(y, x, w, m, multi > 0, defaults.stream_ms, &a, &b);
+        double sse = fit_line(y, x, w, m, 1, defaults.stream_ms, &a, &b);
         if (sse < best) {
             best = sse;
             out->capacity = cap;
             out->stage_ms = a;
             out->stream_ms = b;
         }
-        if (!multi) break;
     }
     out->n_fit = m;
     out->fit_rms_rel = sqrt(best / m);
