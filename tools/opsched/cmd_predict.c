@@ -545,38 +545,6 @@ static opsched_status leave_out(opsched_ctx *ctx, const predict_cmd *c, const op
 
 /* ---- what is missing, what the database holds, what would fill it ---------------- */
 
-typedef struct holdings {
-    int rows;
-} holdings;
-
-static void print_holding(const opsched_settings_count *r, void *user)
-{
-    holdings *h = user;
-    h->rows++;
-    fprintf(stderr, "    %s (device %lld): %s %s %s, %lld configurations (%lld rows)\n", r->device,
-            (long long)r->device_id, r->math, r->layout, r->algo_policy, (long long)r->configs,
-            (long long)r->measurements);
-}
-
-/* Lists the successful measurements of the database by device and settings. */
-static void print_holdings(opsched_ctx *ctx, const char *path)
-{
-    opsched_store *s = NULL;
-    holdings h = {0};
-    fprintf(stderr, "opsched predict: %s holds (measurements by device, math, layout, "
-                    "algorithm policy):\n",
-            path);
-    opsched_status st = opsched_store_open(ctx, path, &s);
-    if (st == OPSCHED_OK) st = opsched_store_settings_counts(s, print_holding, &h);
-    opsched_store_close(s);
-    if (st != OPSCHED_OK) {
-        fprintf(stderr, "    (cannot list them: %s)\n", opsched_ctx_last_error(ctx));
-        opsched_ctx_clear_error(ctx);
-    } else if (h.rows == 0) {
-        fprintf(stderr, "    nothing\n");
-    }
-}
-
 /* The sweep that measures every layer of the network under the settings
  * predicted (docs/SWEEP.md, --for-model). */
 static void print_fill_command(const predict_cmd *c, const opsched_graph *g, const char *backend,
@@ -624,7 +592,7 @@ static void explain_missing(opsched_ctx *ctx, const predict_cmd *c, const opsche
     if (r->launches_unpredicted > shown)
         fprintf(stderr, " and %d more", r->launches_unpredicted - shown);
     fprintf(stderr, "\n");
-    print_holdings(ctx, c->a.db_path);
+    tool_print_holdings(ctx, "predict", c->a.db_path);
     print_fill_command(c, g, in->device.backend, in->math, in->layout, in->algo_policy);
 }
 
@@ -638,7 +606,7 @@ static void explain_nothing(opsched_ctx *ctx, const predict_cmd *c, const opsche
             "layer of %s would rest on the calibration's roofline (--allow-partial prints it)\n",
             in->device.backend, in->device.name, in->math, in->layout, in->algo_policy,
             opsched_graph_name(g));
-    print_holdings(ctx, c->a.db_path);
+    tool_print_holdings(ctx, "predict", c->a.db_path);
     print_fill_command(c, g, in->device.backend, in->math, in->layout, in->algo_policy);
 }
 
@@ -707,7 +675,7 @@ int cmd_predict(opsched_ctx *ctx, int argc, char **argv)
     if (st != OPSCHED_OK) {
         rc = tool_fail(ctx, st, c.a.db_path);
         if (st == OPSCHED_ERR_NOT_FOUND) { /* no such device in the database */
-            print_holdings(ctx, c.a.db_path);
+            tool_print_holdings(ctx, "predict", c.a.db_path);
             print_fill_command(&c, g, NULL, opsched_math_name(c.a.po.math),
                                c.a.po.layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw",
                                c.a.po.algo_policy ? c.a.po.algo_policy : "heuristic");
