@@ -4,7 +4,8 @@
 # (a measurement's signature, quoted per RFC 4180) reads back as stored.
 # On the CPU backend and the shipped H100 data (no GPU): info, models,
 # sweep + export, profile's two files, predict (table data as CSV, and a
-# partial answer), validate --csv.
+# partial answer), validate --csv.  On the way: sweep and status warn
+# about the unstable rows the database holds, with bench's wording.
 #
 # usage: csv_roundtrip.sh [path/to/opsched]   (default: $OPSCHED_BIN)
 # Needs python3.
@@ -66,6 +67,19 @@ quick=(--backend cpu --iters 3 --warmup-ms 1 --min-ms 0)
 "$bin" sweep "$here/cli/data/sweep_small.yml" --db "$tmp/s.db" "${quick[@]}" \
   >"$tmp/sweep.out" 2>"$tmp/sweep.err"
 check "sweep a tiny spec" test $? = 0
+# sweep and status warn about unstable rows (cv above 2.5%) as bench does:
+# both or neither, as the database's rows say
+unstable=$("$py" -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"select count(*) from measurements where status='ok' and cv > 0.025\").fetchone()[0])" "$tmp/s.db")
+"$bin" status --db "$tmp/s.db" >"$tmp/status.out" 2>"$tmp/status.err"
+check "status runs" test $? = 0
+warning="warning: $unstable result(s) have a coefficient of variation above 2.5%: the device may be shared or throttling"
+if [ "$unstable" -gt 0 ]; then
+  check "sweep warns about $unstable unstable rows" grep -qF "$warning" "$tmp/sweep.err"
+  check "status warns about them" grep -qF "$warning" "$tmp/status.err"
+else
+  check "no unstable rows, no warning" sh -c "! grep -q 'coefficient of variation' '$tmp/sweep.err' '$tmp/status.err'"
+fi
+check "status: the rows by settings" grep -Eq "cpu:.* fp32 +nchw +heuristic +3 +3 +$unstable\$" "$tmp/status.out"
 "$bin" export csv --db "$tmp/s.db" -o "$tmp/export.csv"
 check "export csv" parses "$tmp/export.csv" 3
 check "export: the classic columns first" sh -c "head -1 '$tmp/export.csv' | grep -q '^Batch size,In Channels,Out Channels,Kernel Size,Stride,Width,Height,Flops,Latency,Latency Type,'"
