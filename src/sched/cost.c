@@ -137,36 +137,33 @@ opsched_status opsched_predicted_node_costs(const opsched_graph *g,
     return OPSCHED_OK;
 }
 
-/* Weighted least squares of y = a + b x (weights w), a, b >= 0; fit_b 0
- * keeps b at b0.  Returns the weighted sum of squared residuals. */
-static double fit_line(const double *y, const double *x, const double *w, int n, int fit_b,
-                       double b0, double *a, double *b)
+/* Weighted least squares of y = a + b x (weights w), a, b >= 0.  Returns
+ * the weighted sum of squared residuals. */
+static double fit_line(const double *y, const double *x, const double *w, int n, double *a,
+                       double *b)
 {
     double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
     for (int i = 0; i < n; i++) {
-        double yi = fit_b ? y[i] : y[i] - b0 * x[i];
         sw += w[i];
         sx += w[i] * x[i];
-        sy += w[i] * yi;
+        sy += w[i] * y[i];
         sxx += w[i] * x[i] * x[i];
-        sxy += w[i] * x[i] * yi;
+        sxy += w[i] * x[i] * y[i];
     }
     /* Candidates: the unconstrained solution, then each bound active. */
-    double cand[4][2];
+    double cand[3][2];
     int nc = 0;
-    if (fit_b) {
-        double det = sw * sxx - sx * sx;
-        if (det > 1e-12 * sw * sxx) {
-            cand[nc][0] = (sxx * sy - sx * sxy) / det;
-            cand[nc][1] = (sw * sxy - sx * sy) / det;
-            nc++;
-        }
-        cand[nc][0] = 0;
-        cand[nc][1] = sxx > 0 ? fmax(0, sxy / sxx) : 0;
+    double det = sw * sxx - sx * sx;
+    if (det > 1e-12 * sw * sxx) {
+        cand[nc][0] = (sxx * sy - sx * sxy) / det;
+        cand[nc][1] = (sw * sxy - sx * sy) / det;
         nc++;
     }
+    cand[nc][0] = 0;
+    cand[nc][1] = sxx > 0 ? fmax(0, sxy / sxx) : 0;
+    nc++;
     cand[nc][0] = sw > 0 ? fmax(0, sy / sw) : 0;
-    cand[nc][1] = fit_b ? 0 : b0;
+    cand[nc][1] = 0;
     nc++;
     double best = INFINITY;
     for (int c = 0; c < nc; c++) {
@@ -251,7 +248,7 @@ opsched_status opsched_contention_fit(opsched_ctx *ctx, const opsched_stage_samp
     for (double cap = 1.0; cap <= 64.0; cap *= 1.01) {
         for (int i = 0; i < m; i++) y[i] = T[i] - fmax(L[i], W[i] / cap);
         double a, b;
-        double sse = fit_line(y, x, w, m, 1, defaults.stream_ms, &a, &b);
+        double sse = fit_line(y, x, w, m, &a, &b);
         if (sse < best) {
             best = sse;
             out->capacity = cap;
