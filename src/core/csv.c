@@ -14,12 +14,12 @@
 struct opsched_csv_writer {
     opsched_ctx *ctx;
     FILE *f;
-    char *row;          /* the current row, without its line end */
+    char *row; /* the current row, without its line end */
     size_t len, cap;
-    int fields;         /* of the current row */
-    int expected;       /* of every row; 0: the first row decides */
+    int fields;   /* of the current row */
+    int expected; /* of every row; 0: the first row decides */
     int64_t rows;
-    int nomem;          /* a field could not be added: the row fails */
+    int nomem; /* a field could not be added: the row fails */
 };
 
 opsched_status opsched_csv_writer_create(opsched_ctx *ctx, FILE *f, opsched_csv_writer **out)
@@ -47,7 +47,8 @@ static void put(opsched_csv_writer *w, const char *s, size_t n)
     if (w->nomem) return;
     if (w->len + n + 1 > w->cap) {
         size_t cap = w->cap ? w->cap : 256;
-        while (cap < w->len + n + 1) cap *= 2;
+        while (cap < w->len + n + 1)
+            cap *= 2;
         char *p = realloc(w->row, cap);
         if (!p) {
             w->nomem = 1;

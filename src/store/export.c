@@ -108,12 +108,14 @@ opsched_status opsched_store_export_csv(opsched_store *s, FILE *f, const char *o
     os_bind_text(&b, op_filter && *op_filter ? op_filter : NULL);
     OS_TRY_GOTO(st, OS_BIND_END(s, &b), done);
     OS_TRY_GOTO(st, opsched_csv_writer_create(s->ctx, f, &w), done);
-    for (int i = 0; i < n; i++) OS_TRY_GOTO(st, opsched_csv_str(w, columns[i]), done);
+    for (int i = 0; i < n; i++)
+        OS_TRY_GOTO(st, opsched_csv_str(w, columns[i]), done);
     OS_TRY_GOTO(st, opsched_csv_end_row(w), done);
     for (;;) {
         OS_TRY_GOTO(st, OS_STORE_STEP(s, stmt, "read measurements", &row), done);
         if (!row) break;
-        for (int i = 0; i < n; i++) OS_TRY_GOTO(st, put_cell(w, stmt, i, i == 38), done);
+        for (int i = 0; i < n; i++)
+            OS_TRY_GOTO(st, put_cell(w, stmt, i, i == 38), done);
         OS_TRY_GOTO(st, opsched_csv_end_row(w), done);
     }
     if (fflush(f) != 0 || ferror(f))

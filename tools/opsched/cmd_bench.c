@@ -170,7 +170,8 @@ int cmd_bench(opsched_ctx *ctx, int argc, char **argv)
     }
     if (unstable) {
         char msg[200];
-        fprintf(stderr, "opsched: warning: %s\n", opsched_unstable_message(unstable, msg, sizeof(msg)));
+        fprintf(stderr, "opsched: warning: %s\n",
+                opsched_unstable_message(unstable, msg, sizeof(msg)));
     }
     if (!ok) {
         fprintf(stderr, "opsched: no algorithm could run this configuration\n");

@@ -234,7 +234,8 @@ static void print_table(const predict_cmd *c, const opsched_graph *g,
     answer ans;
     answer_get(r, &ans);
     fmt_num(buf, sizeof(buf), "%.4f ms", ans.layer_sum_ms);
-    printf("  sum of layers        %s%s\n", buf, ans.partial ? " (the layers with a prediction)" : "");
+    printf("  sum of layers        %s%s\n", buf,
+           ans.partial ? " (the layers with a prediction)" : "");
     printf("  composition          %s: %.4f x sum + %.2f us x launches + %.2f us x %d fused + "
            "%.3f ms/GB x %.3f GB of weights in L2",
            k->source, k->scale, k->launch_us, k->fused_launch_us, r->fused_launches,

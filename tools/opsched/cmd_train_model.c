@@ -124,8 +124,9 @@ int cmd_train_model(opsched_ctx *ctx, int argc, char **argv)
             printf("  no measurements under these settings: nothing to train\n");
             fflush(stdout);
             tool_print_holdings(ctx, "train-model", a.db_path);
-            fprintf(stderr, "opsched train-model: to measure under them: opsched sweep SPEC.yml "
-                            "(or --for-model MODEL) --db %s --math %s --layout %s\n",
+            fprintf(stderr,
+                    "opsched train-model: to measure under them: opsched sweep SPEC.yml "
+                    "(or --for-model MODEL) --db %s --math %s --layout %s\n",
                     a.db_path, in.math, in.layout);
         } else {
             predict_print_models(stdout, p);
