@@ -84,7 +84,7 @@ check "fuse off: names the layers, what the database holds, the sweep" sh -c "
   grep -q 'launches of squeezenet1_1 have no basis' '$tmp/nofuse.err' &&
   grep -q 'Relu' '$tmp/nofuse.err' &&
   grep -q 'cpu:.*fp32 nchw heuristic' '$tmp/nofuse.err' &&
-  grep -q 'opsched sweep --for-model squeezenet1_1 --db $db --batch 1 --sizes 32x32 --math fp32 --layout nchw' '$tmp/nofuse.err'"
+  grep -q 'opsched sweep --for-model squeezenet1_1 --db $db --batch 1 --sizes 32x32 --math fp32 --layout nchw --backend cpu --no-fuse' '$tmp/nofuse.err'"
 "$bin" predict squeezenet1_1 --input-size 32 --db "$db" --math fp32 --fuse off --format json \
   --quiet --allow-partial >"$tmp/nofuse.json" 2>/dev/null
 check "fuse off --allow-partial: the partial answer, exit 1" test $? = 1

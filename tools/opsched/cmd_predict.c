@@ -291,7 +291,8 @@ static void print_table(const predict_cmd *c, const opsched_graph *g,
     char ct[16], cf[16];
     fmt_pct(ct, sizeof(ct), ans.coverage_time);
     fmt_pct(cf, sizeof(cf), r->coverage_flops);
-    printf("  coverage (exact)     %s of the time, %s of the FLOPs", ct, cf);
+    printf("  coverage (exact)     %s of the %stime, %s of the FLOPs", ct,
+           ans.partial ? "predicted layers' " : "", cf);
     if (eager) {
         char ch[16];
         fmt_pct(ch, sizeof(ch), r->coverage_host);
@@ -560,11 +561,11 @@ static void print_fill_command(const predict_cmd *c, const opsched_graph *g, con
     }
     fprintf(stderr,
             "opsched predict: to measure them: opsched sweep --for-model %s --db %s --batch %lld%s "
-            "--math %s --layout %s%s%s%s%s\n",
+            "--math %s --layout %s%s%s%s%s%s\n",
             c->m.model, c->a.db ? c->a.db : "FILE", (long long)(c->m.batch ? c->m.batch : 1), sizes,
             math, layout, strcmp(algo, "heuristic") != 0 ? " --algo " : "",
             strcmp(algo, "heuristic") != 0 ? algo : "", backend ? " --backend " : "",
-            backend ? backend : "");
+            backend ? backend : "", c->o.fuse ? "" : " --no-fuse");
     if (!c->a.db)
         fprintf(stderr, "opsched predict: (the shipped data is read-only: measure into a "
                         "database of your own, then predict with --db FILE)\n");
