@@ -637,6 +637,26 @@ static void test_network_composition(void **state)
     OK(fx, opsched_graph_totals_compute(g, &t));
     assert_int_equal(r->peak_memory_bytes, t.peak_activation_bytes + t.weight_bytes);
     assert_true(isfinite(r->total_energy_j) && r->total_energy_j > 0);
+    /* The total is the layers' composed shares; a sequential schedule
+     * costed with them predicts the same. */
+    assert_int_equal(r->launches_unpredicted, 0);
+    assert_double_equal(r->partial_ms, r->total_ms, 0.0);
+    double shares = 0;
+    for (int i = 0; i < r->n_layers; i++) shares += r->layers[i].composed_ms;
+    assert_double_equal(shares, r->total_ms, 1e-12);
+    int nn = opsched_graph_num_nodes(g);
+    double *node_ms = calloc((size_t)nn, sizeof(double));
+    assert_non_null(node_ms);
+    OK(fx, opsched_predicted_node_costs(g, r, node_ms, nn));
+    opsched_predicted_cost pc = {.node_ms = node_ms, .n_nodes = nn};
+    opsched_contention_defaults(&pc.model);
+    opsched_search_options so = {.searcher = OPSCHED_SEARCH_SEQUENTIAL,
+                                 .cost = opsched_stage_cost_predicted, .user = &pc};
+    opsched_schedule *seq = NULL;
+    OK(fx, opsched_schedule_search(g, &so, &seq, NULL));
+    assert_double_equal(seq->predicted_ms, r->total_ms, 1e-12);
+    opsched_schedule_free(seq);
+    free(node_ms);
     opsched_network_prediction_free(r);
 
     /* Fusing off: the Relu is a layer of its own, the conv not fused (no
@@ -845,6 +865,16 @@ static void test_undescribable_layer(void **state)
     OK(fx, opsched_predict_network(p, g, NULL, &np));
     assert_int_equal(np->n_by_source[OPSCHED_SOURCE_NONE], 1);
     assert_true(isnan(np->total_ms) && isnan(np->layers[0].p.ms));
+    /* no basis: counted, the partial answer composes the others (none) */
+    assert_int_equal(np->launches_unpredicted, 1);
+    assert_true(isnan(np->layers[0].composed_ms));
+    assert_double_equal(np->partial_ms, 0.0, 0.0);
+    int n = opsched_graph_num_nodes(g);
+    double *ms = calloc((size_t)n, sizeof(double));
+    assert_non_null(ms);
+    assert_int_equal(opsched_predicted_node_costs(g, np, ms, n), OPSCHED_ERR_NOT_FOUND);
+    assert_non_null(strstr(opsched_ctx_last_error(fx->ctx), "'cat'"));
+    free(ms);
     opsched_network_prediction_free(np);
     opsched_predictor_free(p);
     opsched_graph_free(g);

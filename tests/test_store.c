@@ -266,6 +266,23 @@ static void run_cb(const opsched_run_summary *r, void *user)
     assert_int_equal(r->shard_count, 1);
 }
 
+typedef struct settings_seen {
+    int rows;
+    int64_t measurements, unstable;
+    char text[256];
+} settings_seen;
+
+static void settings_cb(const opsched_settings_count *r, void *user)
+{
+    settings_seen *ss = user;
+    size_t n = strlen(ss->text);
+    snprintf(ss->text + n, sizeof(ss->text) - n, "%s %s %s %lld/%lld;", r->math, r->layout,
+             r->algo_policy, (long long)r->measurements, (long long)r->unstable);
+    ss->rows++;
+    ss->measurements += r->measurements;
+    ss->unstable += r->unstable;
+}
+
 static void test_add_has_reopen(void **state)
 {
     fixture *fx = *state;
@@ -350,6 +367,21 @@ static void test_add_has_reopen(void **state)
     assert_int_equal(cnt.runs_done, 1);
     assert_int_equal(cnt.run_rows, 4);
     assert_int_equal(opsched_store_runs(s, NULL, &cnt), OPSCHED_ERR_INVALID_ARG);
+    /* by settings: the ok rows only, an unstable one counted */
+    opsched_measurement um;
+    ok_measurement(&um);
+    um.stats.cv = 2 * OPSCHED_CV_WARN;
+    um.math = OPSCHED_MATH_FP32;
+    assert_int_equal(opsched_store_add(s, z.run, z.dev, z.cfg, "k-fp32", "heuristic", &um, NULL),
+                     OPSCHED_OK);
+    settings_seen ss;
+    memset(&ss, 0, sizeof(ss));
+    assert_int_equal(opsched_store_settings_counts(s, settings_cb, &ss), OPSCHED_OK);
+    assert_int_equal(ss.rows, 2);
+    assert_int_equal(ss.measurements, 2);
+    assert_int_equal(ss.unstable, 1);
+    assert_string_equal(ss.text, "fp32 nchw heuristic 1/1;tf32 nchw heuristic 1/0;");
+    assert_int_equal(opsched_store_settings_counts(s, NULL, &ss), OPSCHED_ERR_INVALID_ARG);
     opsched_store_close(s);
 
     char v[128];

@@ -51,6 +51,12 @@ opsched_status opsched_stats_compute(const double *samples, int n, opsched_stats
 /* trtexec warns above this coefficient of variation. */
 #define OPSCHED_CV_WARN 0.025
 
+/* The warning every command gives about n results (n > 0) whose
+ * coefficient of variation is above OPSCHED_CV_WARN, without a prefix or
+ * line end: "3 result(s) have a coefficient of variation above 2.5%: the
+ * device may be shared or throttling".  Returns buf. */
+const char *opsched_unstable_message(int64_t n, char *buf, size_t size);
+
 typedef struct opsched_measure_options {
     double warmup_ms;          /* warm up at least this long (default 200) */
     int warmup_iters;          /* and at least this many launches (default 10) */

@@ -3,6 +3,7 @@
 #define OPSCHED_OPSCHED_H
 
 #include "opsched/core.h"
+#include "opsched/csv.h"
 #include "opsched/graph.h"
 #include "opsched/onnx.h"
 #include "opsched/zoo.h"

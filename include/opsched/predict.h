@@ -350,6 +350,12 @@ typedef struct opsched_layer_prediction {
     int host_learned;              /* 1: host_scale x the host model's prediction (no
                                     * host row of its configuration) */
     int64_t host_measurement_id;   /* that measurement (the median row); else 0 */
+    /* The layer's share of the composed device time: scale x p.ms + the
+     * gap of a launch (+ a fused launch's) + the weight term of its
+     * weights; graph mode's total is the sum of these (what a sequential
+     * schedule's predicted cost sums, stage by stage).  0 for what runs
+     * nothing, NaN without a prediction. */
+    double composed_ms;
 } opsched_layer_prediction;
 
 typedef struct opsched_network_prediction {
@@ -365,6 +371,12 @@ typedef struct opsched_network_prediction {
     int n_by_source[OPSCHED_SOURCE_COUNT];
     double layer_sum_ms;           /* sum of layers; NaN when any layer has none */
     double total_ms;               /* composed; NaN when any layer has none */
+    /* Launches without a time prediction (no exact row, no learned model,
+     * no calibration), and the composition over the others: total_ms when
+     * every launch has one, else a partial answer (its coverage
+     * 1 - launches_unpredicted / launches). */
+    int launches_unpredicted;
+    double partial_ms;
     double total_error;            /* relative */
     double layer_energy_j;         /* NaN when any layer's energy is unknown */
     double total_energy_j;

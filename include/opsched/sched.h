@@ -40,6 +40,7 @@
 #include <signal.h>
 
 #include "opsched/graph.h"
+#include "opsched/predict.h"
 #include "opsched/store.h"
 
 #ifdef __cplusplus
@@ -282,11 +283,12 @@ typedef struct opsched_stage_sample {
 } opsched_stage_sample;
 
 /* Least-squares fit (relative residuals) of capacity, stage_ms and
- * stream_ms to the concurrent samples, then of merge_factor to the merged
- * ones (given the fitted stage_ms).  Fewer than 3 usable concurrent
- * samples give the defaults with n_fit 0; without samples of two or more
- * groups only stage_ms is fitted; fewer than 2 merged samples keep
- * out->merge_factor when it is > 0 (else the default). */
+ * stream_ms to the concurrent samples of two or more groups (a one-group
+ * stage costs its operators' sum, opsched_stage_cost_predicted), then of
+ * merge_factor to the merged ones (given the fitted stage_ms).  Fewer than
+ * 3 usable samples of two or more groups give the defaults with n_fit 0;
+ * fewer than 2 merged samples keep out->merge_factor when it is > 0 (else
+ * the default). */
 opsched_status opsched_contention_fit(opsched_ctx *ctx, const opsched_stage_sample *samples,
                                       int n, opsched_contention *out);
 
@@ -298,7 +300,23 @@ typedef struct opsched_predicted_cost {
     opsched_contention model;
 } opsched_predicted_cost;
 
-/* An opsched_stage_cost_fn; user is an opsched_predicted_cost. */
+/* Each node's cost for opsched_stage_cost_predicted from a network
+ * prediction r of g (graph mode): its layer's composed_ms, the share of
+ * predict's composed latency, so that the sequential schedule's predicted
+ * latency is predict's total.  Views and fused Relus cost 0; a view that
+ * does launch (a copy) adds its cost to the operator producing its input
+ * (schedules leave views out).  node_ms: n = opsched_graph_num_nodes(g)
+ * entries, the caller's.  OPSCHED_ERR_NOT_FOUND, naming the first,
+ * when a launch has no prediction. */
+opsched_status opsched_predicted_node_costs(const opsched_graph *g,
+                                            const opsched_network_prediction *r, double *node_ms,
+                                            int n);
+
+/* An opsched_stage_cost_fn; user is an opsched_predicted_cost.  A stage of
+ * one group costs its nodes' sum (one stream, launches one after another:
+ * what predict composes); the contention model's terms (capacity,
+ * stage_ms, stream_ms) apply to stages of two or more groups, and a merge
+ * costs merge_factor x its members (kernels scaled) + stage_ms. */
 opsched_status opsched_stage_cost_predicted(void *user, const opsched_graph *g,
                                             const opsched_stage *stage, double *ms);
 

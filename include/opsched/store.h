@@ -248,6 +248,23 @@ typedef void (*opsched_measurement_count_fn)(const opsched_measurement_count *ro
 opsched_status opsched_store_measurement_counts(opsched_store *s, opsched_measurement_count_fn fn,
                                                 void *user);
 
+/* Successful measurements counted by device and settings (math, layout,
+ * algorithm policy): what a prediction can use, and how many of them are
+ * unstable (coefficient of variation above OPSCHED_CV_WARN). */
+typedef struct opsched_settings_count {
+    int64_t device_id;
+    const char *device;        /* backend:name */
+    const char *math, *layout, *algo_policy;
+    int64_t configs;           /* distinct configurations */
+    int64_t measurements;
+    int64_t unstable;
+} opsched_settings_count;
+typedef void (*opsched_settings_count_fn)(const opsched_settings_count *row, void *user);
+/* Calls fn once per (device, math, layout, policy) with status ok, in
+ * device order; texts borrowed for the call. */
+opsched_status opsched_store_settings_counts(opsched_store *s, opsched_settings_count_fn fn,
+                                             void *user);
+
 /* One run: what was asked and how it ended.  A run still "running" whose
  * process is gone was killed (kill -9, a lost node); re-running the same
  * command resumes it. */

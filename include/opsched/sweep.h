@@ -148,6 +148,7 @@ typedef struct opsched_sweep_result {
     int64_t skipped;        /* already in the database */
     int64_t measured;       /* measured and stored by this run */
     int64_t ok, unsupported, oom, errors; /* of measured, by status */
+    int64_t unstable;       /* of ok, cv above OPSCHED_CV_WARN (opsched_unstable_message) */
     int64_t remaining;      /* not reached: interrupted, or stopped by a failure */
     double elapsed_s;
 } opsched_sweep_result;

@@ -4,6 +4,7 @@
  * and the coefficient of variation.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,3 +61,13 @@ opsched_status opsched_stats_compute(const double *samples, int n, opsched_stats
 }
 
 const char *opsched_cache_name(opsched_cache_state c) { return c == OPSCHED_CACHE_COLD ? "cold" : "hot"; }
+
+const char *opsched_unstable_message(int64_t n, char *buf, size_t size)
+{
+    if (!buf || size == 0) return buf;
+    snprintf(buf, size,
+             "%lld result(s) have a coefficient of variation above %.1f%%: the device may be "
+             "shared or throttling",
+             (long long)n, 100 * OPSCHED_CV_WARN);
+    return buf;
+}

@@ -968,9 +968,30 @@ static opsched_status predict_network(opsched_predictor *p, const opsched_graph 
             host > 0 ? c->host_scale * (s.host_meas_ms - s.host_learned_ms) / host : NAN;
         r->coverage_host_run = host > 0 ? host_run / host : NAN;
     }
+    /* Each launch's share of the device time: graph mode's total is
+     * their sum (device_ms term by term), the composition a sequential
+     * schedule's predicted cost adds up stage by stage. */
+    double device = 0;
+    int64_t l2 = p->info.device.l2_bytes;
+    for (int i = 0; i < r->n_layers; i++) {
+        opsched_layer_prediction *l = &r->layers[i];
+        if (!l->launches) {
+            l->composed_ms = 0;
+            continue;
+        }
+        if (!isfinite(l->p.ms)) {
+            l->composed_ms = NAN;
+            r->launches_unpredicted++;
+            continue;
+        }
+        double w = l2 <= 0 || l->weight_bytes <= l2 ? (double)l->weight_bytes * 1e-9 : 0;
+        l->composed_ms = device_ms(c, l->p.ms, 1, l->fused_relu, w);
+        device += l->composed_ms;
+    }
+    r->partial_ms = opts->mode == OPSCHED_PREDICT_EAGER ? fmax(device, host) : device;
     if (s.complete) {
         r->layer_sum_ms = s.ms;
-        r->total_ms = composed_ms(c, s.ms, s.launches, s.fused_launches, s.weight_gb, host);
+        r->total_ms = r->partial_ms;
         r->coverage_time = s.ms > 0 ? s.exact_ms / s.ms : NAN;
         /* Layer errors as independent, plus the composition's residual. */
         double layers_rel = s.ms > 0 ? c->scale * sqrt(s.var_ms) / r->total_ms : 0;

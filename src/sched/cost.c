@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "opsched/measure.h"
+#include "opsched/predict.h"
 #include "sched/sched_impl.h"
 
 /* ---- the contention model -------------------------------------------------- */
@@ -94,6 +95,10 @@ opsched_status opsched_stage_cost_predicted(void *user, const opsched_graph *g,
         *ms = m->merge_factor * t + m->stage_ms;
         return OPSCHED_OK;
     }
+    if (st->n_groups == 1) {
+        *ms = group_ms(p, &st->groups[0]);
+        return OPSCHED_OK;
+    }
     double longest = 0, sum = 0;
     for (int j = 0; j < st->n_groups; j++) {
         double t = group_ms(p, &st->groups[j]);
@@ -105,36 +110,60 @@ opsched_status opsched_stage_cost_predicted(void *user, const opsched_graph *g,
     return OPSCHED_OK;
 }
 
-/* Weighted least squares of y = a + b x (weights w), a, b >= 0; fit_b 0
- * keeps b at b0.  Returns the weighted sum of squared residuals. */
-static double fit_line(const double *y, const double *x, const double *w, int n, int fit_b,
-                       double b0, double *a, double *b)
+opsched_status opsched_predicted_node_costs(const opsched_graph *g,
+                                            const opsched_network_prediction *r, double *node_ms,
+                                            int n)
+{
+    opsched_ctx *ctx = opsched_graph_ctx(g);
+    if (!r || !node_ms || n != opsched_graph_num_nodes(g) || r->n_layers != n)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
+                       "opsched_predicted_node_costs: a prediction and %d costs for '%s'",
+                       opsched_graph_num_nodes(g), opsched_graph_name(g));
+    for (int i = 0; i < n; i++) node_ms[i] = 0;
+    for (int i = 0; i < n; i++) {
+        const opsched_layer_prediction *l = &r->layers[i];
+        const opsched_node *nd = opsched_graph_node(g, i);
+        if (!l->launches) continue;
+        if (!(l->composed_ms >= 0) || isinf(l->composed_ms))
+            return OS_FAIL(ctx, OPSCHED_ERR_NOT_FOUND, "nothing predicts layer '%s' (%s)",
+                           nd->name, opsched_op_name(nd->op));
+        int at = i;
+        if (opsched_op_is_view(nd->op) && nd->n_inputs > 0 && nd->inputs[0] >= 0) {
+            int producer = opsched_tensor_scheduled_producer(g, nd->inputs[0]);
+            if (producer >= 0) at = producer;
+        }
+        node_ms[at] += l->composed_ms;
+    }
+    return OPSCHED_OK;
+}
+
+/* Weighted least squares of y = a + b x (weights w), a, b >= 0.  Returns
+ * the weighted sum of squared residuals. */
+static double fit_line(const double *y, const double *x, const double *w, int n, double *a,
+                       double *b)
 {
     double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
     for (int i = 0; i < n; i++) {
-        double yi = fit_b ? y[i] : y[i] - b0 * x[i];
         sw += w[i];
         sx += w[i] * x[i];
-        sy += w[i] * yi;
+        sy += w[i] * y[i];
         sxx += w[i] * x[i] * x[i];
-        sxy += w[i] * x[i] * yi;
+        sxy += w[i] * x[i] * y[i];
     }
     /* Candidates: the unconstrained solution, then each bound active. */
-    double cand[4][2];
+    double cand[3][2];
     int nc = 0;
-    if (fit_b) {
-        double det = sw * sxx - sx * sx;
-        if (det > 1e-12 * sw * sxx) {
-            cand[nc][0] = (sxx * sy - sx * sxy) / det;
-            cand[nc][1] = (sw * sxy - sx * sy) / det;
-            nc++;
-        }
-        cand[nc][0] = 0;
-        cand[nc][1] = sxx > 0 ? fmax(0, sxy / sxx) : 0;
+    double det = sw * sxx - sx * sx;
+    if (det > 1e-12 * sw * sxx) {
+        cand[nc][0] = (sxx * sy - sx * sxy) / det;
+        cand[nc][1] = (sw * sxy - sx * sy) / det;
         nc++;
     }
+    cand[nc][0] = 0;
+    cand[nc][1] = sxx > 0 ? fmax(0, sxy / sxx) : 0;
+    nc++;
     cand[nc][0] = sw > 0 ? fmax(0, sy / sw) : 0;
-    cand[nc][1] = fit_b ? 0 : b0;
+    cand[nc][1] = 0;
     nc++;
     double best = INFINITY;
     for (int c = 0; c < nc; c++) {
@@ -184,7 +213,7 @@ opsched_status opsched_contention_fit(opsched_ctx *ctx, const opsched_stage_samp
     if (!buf) return OS_NOMEM(ctx);
     double *y = buf, *x = buf + n + 1, *w = buf + 2 * (n + 1), *L = buf + 3 * (n + 1),
            *W = buf + 4 * (n + 1);
-    int m = 0, multi = 0;
+    int m = 0;
     double *T = malloc(((size_t)n + 1) * sizeof(double));
     if (!T) {
         free(buf);
@@ -192,7 +221,9 @@ opsched_status opsched_contention_fit(opsched_ctx *ctx, const opsched_stage_samp
     }
     for (int i = 0; i < n; i++) {
         const opsched_stage_sample *s = &samples[i];
-        if (s->merge) continue;
+        /* A stage of one group costs its operators (no contention terms):
+         * only concurrent stages say anything about the model. */
+        if (s->merge || s->n_groups < 2) continue;
         if (!(s->measured_ms > 0) || !(s->longest_ms >= 0) || !(s->sum_ms >= s->longest_ms) ||
             s->n_groups < 1 || isinf(s->measured_ms) || isinf(s->sum_ms))
             continue;
@@ -201,7 +232,6 @@ opsched_status opsched_contention_fit(opsched_ctx *ctx, const opsched_stage_samp
         W[m] = s->sum_ms;
         x[m] = s->n_groups - 1;
         w[m] = 1 / (s->measured_ms * s->measured_ms);
-        multi += s->n_groups > 1;
         m++;
     }
     *out = defaults;
@@ -213,22 +243,18 @@ opsched_status opsched_contention_fit(opsched_ctx *ctx, const opsched_stage_samp
         return OPSCHED_OK;
     }
     /* Capacity enters through a max(): searched on a geometric grid, the
-     * two overheads solved exactly for each value.  Without stages of two
-     * or more groups neither capacity nor the per-stream cost shows, and
-     * both keep their defaults. */
+     * two overheads solved exactly for each value. */
     double best = INFINITY;
-    for (double c = 1.0; c <= 64.0; c *= 1.01) {
-        double cap = multi ? c : defaults.capacity;
+    for (double cap = 1.0; cap <= 64.0; cap *= 1.01) {
         for (int i = 0; i < m; i++) y[i] = T[i] - fmax(L[i], W[i] / cap);
         double a, b;
-        double sse = fit_line(y, x, w, m, multi > 0, defaults.stream_ms, &a, &b);
+        double sse = fit_line(y, x, w, m, &a, &b);
         if (sse < best) {
             best = sse;
             out->capacity = cap;
             out->stage_ms = a;
             out->stream_ms = b;
         }
-        if (!multi) break;
     }
     out->n_fit = m;
     out->fit_rms_rel = sqrt(best / m);

@@ -1,5 +1,5 @@
 /*
- * export.c - measurements as CSV (RFC 4180 quoting).
+ * export.c - measurements as CSV (RFC 4180, through opsched/csv.h).
  *
  * The first ten columns are the classic convolution-sweep layout that
  * existing latency datasets use (Batch size ... Latency Type, latency being
@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "opsched/csv.h"
 #include "store/store_impl.h"
 
 /* Header names, in the order of the query's columns. */
@@ -73,38 +74,18 @@ static const char export_sql[] =
     " JOIN devices AS d ON d.id = m.device_id JOIN runs AS r ON r.id = m.run_id"
     " WHERE ?1 IS NULL OR c.op = ?1 ORDER BY m.id";
 
-static void put_text(FILE *f, const char *v)
-{
-    if (!strpbrk(v, ",\"\r\n")) {
-        fputs(v, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *v; v++) {
-        if (*v == '"') fputc('"', f);
-        fputc(*v, f);
-    }
-    fputc('"', f);
-}
-
-static void put_cell(FILE *f, sqlite3_stmt *stmt, int i, int is_time)
+static opsched_status put_cell(opsched_csv_writer *w, sqlite3_stmt *stmt, int i, int is_time)
 {
     switch (sqlite3_column_type(stmt, i)) {
     case SQLITE_INTEGER:
-        fprintf(f, "%lld", (long long)sqlite3_column_int64(stmt, i));
-        break;
+        return opsched_csv_int(w, sqlite3_column_int64(stmt, i));
     case SQLITE_FLOAT:
         /* Times need every microsecond; measurements 9 digits. */
-        if (is_time)
-            fprintf(f, "%.6f", sqlite3_column_double(stmt, i));
-        else
-            fprintf(f, "%.9g", sqlite3_column_double(stmt, i));
-        break;
+        return opsched_csv_double(w, sqlite3_column_double(stmt, i), is_time ? "%.6f" : "%.9g");
     case SQLITE_TEXT:
-        put_text(f, (const char *)sqlite3_column_text(stmt, i));
-        break;
+        return opsched_csv_str(w, (const char *)sqlite3_column_text(stmt, i));
     default: /* NULL: does not apply */
-        break;
+        return opsched_csv_empty(w);
     }
 }
 
@@ -112,6 +93,7 @@ opsched_status opsched_store_export_csv(opsched_store *s, FILE *f, const char *o
 {
     opsched_status st;
     sqlite3_stmt *stmt = NULL;
+    opsched_csv_writer *w = NULL;
     os_binder b;
     int row = 0;
     const int n = (int)(sizeof(columns) / sizeof(columns[0]));
@@ -125,24 +107,22 @@ opsched_status opsched_store_export_csv(opsched_store *s, FILE *f, const char *o
     os_bind_begin(&b, stmt);
     os_bind_text(&b, op_filter && *op_filter ? op_filter : NULL);
     OS_TRY_GOTO(st, OS_BIND_END(s, &b), done);
-    for (int i = 0; i < n; i++) {
-        if (i) fputc(',', f);
-        put_text(f, columns[i]);
-    }
-    fputc('\n', f);
+    OS_TRY_GOTO(st, opsched_csv_writer_create(s->ctx, f, &w), done);
+    for (int i = 0; i < n; i++)
+        OS_TRY_GOTO(st, opsched_csv_str(w, columns[i]), done);
+    OS_TRY_GOTO(st, opsched_csv_end_row(w), done);
     for (;;) {
         OS_TRY_GOTO(st, OS_STORE_STEP(s, stmt, "read measurements", &row), done);
         if (!row) break;
-        for (int i = 0; i < n; i++) {
-            if (i) fputc(',', f);
-            put_cell(f, stmt, i, i == 38);
-        }
-        fputc('\n', f);
+        for (int i = 0; i < n; i++)
+            OS_TRY_GOTO(st, put_cell(w, stmt, i, i == 38), done);
+        OS_TRY_GOTO(st, opsched_csv_end_row(w), done);
     }
     if (fflush(f) != 0 || ferror(f))
         st = OS_FAIL(s->ctx, OPSCHED_ERR_IO, "CSV export from %s: write failed: %s", s->path,
                      strerror(errno));
 done:
+    opsched_csv_writer_free(w);
     sqlite3_finalize(stmt);
     return st;
 }

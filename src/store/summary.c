@@ -48,6 +48,49 @@ done:
     return st;
 }
 
+opsched_status opsched_store_settings_counts(opsched_store *s, opsched_settings_count_fn fn,
+                                             void *user)
+{
+    opsched_status st;
+    sqlite3_stmt *stmt = NULL;
+    os_binder b;
+    if (!s) return OPSCHED_ERR_INVALID_ARG;
+    if (!fn) return OS_FAIL(s->ctx, OPSCHED_ERR_INVALID_ARG, "settings counts: no callback");
+    OS_TRY_GOTO(st,
+                OS_STORE_PREPARE(s,
+                                 "SELECT d.id, d.backend || ':' || d.name, m.math, m.layout,"
+                                 " m.algo_policy, count(DISTINCT m.config_id), count(*),"
+                                 " coalesce(sum(m.cv > ?1), 0)"
+                                 " FROM measurements AS m JOIN devices AS d ON d.id = m.device_id"
+                                 " WHERE m.status = 'ok'"
+                                 " GROUP BY m.device_id, m.math, m.layout, m.algo_policy"
+                                 " ORDER BY m.device_id, m.math, m.layout, m.algo_policy",
+                                 &stmt),
+                done);
+    os_bind_begin(&b, stmt);
+    os_bind_double(&b, OPSCHED_CV_WARN);
+    OS_TRY_GOTO(st, OS_BIND_END(s, &b), done);
+    for (;;) {
+        int row = 0;
+        OS_TRY_GOTO(st, OS_STORE_STEP(s, stmt, "count measurements by settings", &row), done);
+        if (!row) break;
+        opsched_settings_count r = {
+            .device_id = (int64_t)sqlite3_column_int64(stmt, 0),
+            .device = text_or_empty(stmt, 1),
+            .math = text_or_empty(stmt, 2),
+            .layout = text_or_empty(stmt, 3),
+            .algo_policy = text_or_empty(stmt, 4),
+            .configs = (int64_t)sqlite3_column_int64(stmt, 5),
+            .measurements = (int64_t)sqlite3_column_int64(stmt, 6),
+            .unstable = (int64_t)sqlite3_column_int64(stmt, 7),
+        };
+        fn(&r, user);
+    }
+done:
+    sqlite3_finalize(stmt);
+    return st;
+}
+
 opsched_status opsched_store_runs(opsched_store *s, opsched_run_summary_fn fn, void *user)
 {
     opsched_status st;

@@ -201,7 +201,10 @@ static opsched_status run_item(worker *w, const item *it)
     pthread_mutex_lock(&sw->lock);
     sw->res.measured++;
     switch (m.status) {
-    case OPSCHED_OK: sw->res.ok++; break;
+    case OPSCHED_OK:
+        sw->res.ok++;
+        sw->res.unstable += m.unstable;
+        break;
     case OPSCHED_ERR_UNSUPPORTED: sw->res.unsupported++; break;
     case OPSCHED_ERR_DEVICE_OOM: sw->res.oom++; break;
     default: sw->res.errors++; break;

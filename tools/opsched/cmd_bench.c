@@ -168,9 +168,11 @@ int cmd_bench(opsched_ctx *ctx, int argc, char **argv)
         if (m.status == OPSCHED_OK) ok++;
         if (m.status == OPSCHED_OK && m.unstable) unstable++;
     }
-    if (unstable)
-        fprintf(stderr, "opsched: warning: %d result(s) have a coefficient of variation above %.1f%%: "
-                        "the device may be shared or throttling\n", unstable, 100 * OPSCHED_CV_WARN);
+    if (unstable) {
+        char msg[200];
+        fprintf(stderr, "opsched: warning: %s\n",
+                opsched_unstable_message(unstable, msg, sizeof(msg)));
+    }
     if (!ok) {
         fprintf(stderr, "opsched: no algorithm could run this configuration\n");
         rc = TOOL_EXIT_FAIL;

@@ -91,23 +91,35 @@ static void print_table(const opsched_graph *g, const opsched_graph_totals *tot)
            tool_human((double)(tot->bytes_read + tot->bytes_written), h, 32));
 }
 
-static void print_csv(const opsched_graph *g)
+static opsched_status print_csv(opsched_ctx *ctx, const opsched_graph *g)
 {
-    printf("index,layer,op,input_shape,output_shape,kernel,stride,pads,flops,params,"
-           "bytes_read,bytes_written\n");
-    for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
+    opsched_csv_writer *w = NULL;
+    opsched_status st = opsched_csv_writer_create(ctx, stdout, &w);
+    if (st == OPSCHED_OK)
+        st = opsched_csv_header(w, "index,layer,op,input_shape,output_shape,kernel,stride,pads,"
+                                   "flops,params,bytes_read,bytes_written");
+    for (int i = 0; st == OPSCHED_OK && i < opsched_graph_num_nodes(g); i++) {
         const opsched_node *n = opsched_graph_node(g, i);
         char in[256], out[128], k[32], s[32], p[64];
         input_shapes(g, n, in, sizeof(in));
         opsched_shape_format(&opsched_graph_tensor(g, n->outputs[0])->shape, out, sizeof(out));
         window_attrs(n, k, s, p, sizeof(k));
-        printf("%d,", i);
-        tool_csv_field(stdout, n->name);
-        printf(",%s,%s,%s,%s,%s,", opsched_op_name(n->op), in, out, k, s);
-        tool_csv_field(stdout, p);
-        printf(",%lld,%lld,%lld,%lld\n", (long long)n->cost.flops, (long long)n->cost.params,
-               (long long)n->cost.bytes_read, (long long)n->cost.bytes_written);
+        opsched_csv_int(w, i);
+        opsched_csv_str(w, n->name);
+        opsched_csv_str(w, opsched_op_name(n->op));
+        opsched_csv_str(w, in);
+        opsched_csv_str(w, out);
+        opsched_csv_str(w, k);
+        opsched_csv_str(w, s);
+        opsched_csv_str(w, p);
+        opsched_csv_int(w, n->cost.flops);
+        opsched_csv_int(w, n->cost.params);
+        opsched_csv_int(w, n->cost.bytes_read);
+        opsched_csv_int(w, n->cost.bytes_written);
+        st = opsched_csv_end_row(w);
     }
+    opsched_csv_writer_free(w);
+    return st;
 }
 
 static cJSON *shape_json(const opsched_shape *s)
@@ -336,7 +348,7 @@ int cmd_info(opsched_ctx *ctx, int argc, char **argv)
     } else if (fmt == TOOL_FMT_TABLE) {
         print_table(g, &tot);
     } else if (fmt == TOOL_FMT_CSV) {
-        print_csv(g);
+        if ((st = print_csv(ctx, g)) != OPSCHED_OK) rc = tool_fail(ctx, st, "CSV");
     } else if (!print_json(g, &tot)) {
         fprintf(stderr, "opsched: out of memory writing JSON\n");
         rc = TOOL_EXIT_FAIL;

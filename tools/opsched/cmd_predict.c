@@ -19,9 +19,10 @@ static void predict_help(void)
            "Predicts a network's latency, energy per inference and peak memory on a\n"
            "measured device.  Each layer comes from, in order: an exact measurement of\n"
            "its configuration, the learned model of its operator family, a roofline\n"
-           "from the device's calibration (opsched devices --calibrate), or nothing\n"
-           "(NaN).  A Conv whose only reader is a Relu is one fused layer (--fuse on),\n"
-           "views cost nothing.  The total is composed as fitted to the database's\n"
+           "from the device's calibration (opsched devices --calibrate), or nothing:\n"
+           "an error naming those layers and the sweep that measures them.  A Conv\n"
+           "whose only reader is a Relu is one fused layer (--fuse on), views cost\n"
+           "nothing.  The total is composed as fitted to the database's\n"
            "profiled networks: graph mode (one CUDA graph) adds a gap per launch, eager\n"
            "mode also a host floor per launch.  Learned models are trained first when\n"
            "missing or stale.\n\n"
@@ -38,7 +39,10 @@ static void predict_help(void)
            "                         network, at every batch and size it was profiled at)\n"
            "                         and its network runs left out of lookups, training\n"
            "                         and the composition fit (what validate --loo does)\n"
-           "  --format table|csv|json  (default table)\n\n%s",
+           "  --format table|csv|json  (default table)\n"
+           "  --allow-partial        when layers have no basis (no exact row, no learned\n"
+           "                         model, no calibration), print the composition of the\n"
+           "                         others with its coverage (still exit status 1)\n\n%s",
            predict_args_help);
 }
 
@@ -48,6 +52,7 @@ typedef struct predict_cmd {
     opsched_predict_options o;
     tool_format fmt;
     int leave_out;      /* --leave-out: predict without the network's own measurements */
+    int allow_partial;  /* --allow-partial: print a partial answer (exit status still 1) */
 } predict_cmd;
 
 static int parse_args(predict_cmd *c, int argc, char **argv, int *help)
@@ -73,6 +78,10 @@ static int parse_args(predict_cmd *c, int argc, char **argv, int *help)
         }
         if (strcmp(arg, "--leave-out") == 0) {
             c->leave_out = 1;
+            continue;
+        }
+        if (strcmp(arg, "--allow-partial") == 0) {
+            c->allow_partial = 1;
             continue;
         }
         if (arg[0] == '-' && arg[1] == '-') {
@@ -130,12 +139,45 @@ static void fmt_pct(char *buf, size_t n, double v)
         snprintf(buf, n, "-");
 }
 
+/* A value that is not a number (no prediction) reads "-". */
 static void fmt_num(char *buf, size_t n, const char *f, double v)
 {
     if (isfinite(v))
         snprintf(buf, n, f, v);
     else
-        snprintf(buf, n, "nan");
+        snprintf(buf, n, "-");
+}
+
+/* What the output says about a prediction with layers that have no basis:
+ * the composition of the others (partial_ms), their layer sum and the
+ * share of it that is exact. */
+typedef struct answer {
+    int partial;          /* launches without a prediction */
+    double ms, layer_sum_ms, coverage_time;
+    int unpredicted;
+} answer;
+
+static void answer_get(const opsched_network_prediction *r, answer *a)
+{
+    double sum = 0, exact = 0;
+    memset(a, 0, sizeof(*a));
+    a->unpredicted = r->launches_unpredicted;
+    a->partial = a->unpredicted > 0;
+    if (!a->partial) {
+        a->ms = r->total_ms;
+        a->layer_sum_ms = r->layer_sum_ms;
+        a->coverage_time = r->coverage_time;
+        return;
+    }
+    for (int i = 0; i < r->n_layers; i++) {
+        const opsched_layer_prediction *l = &r->layers[i];
+        if (!l->launches || !isfinite(l->p.ms)) continue;
+        sum += l->p.ms;
+        if (l->p.source == OPSCHED_SOURCE_EXACT) exact += l->p.ms;
+    }
+    a->ms = r->partial_ms;
+    a->layer_sum_ms = sum;
+    a->coverage_time = sum > 0 ? exact / sum : 0;
 }
 
 
@@ -189,8 +231,11 @@ static void print_table(const predict_cmd *c, const opsched_graph *g,
            r->launches, r->n_by_source[OPSCHED_SOURCE_EXACT],
            r->n_by_source[OPSCHED_SOURCE_LEARNED], r->n_by_source[OPSCHED_SOURCE_ROOFLINE],
            r->n_by_source[OPSCHED_SOURCE_NONE], r->n_by_source[OPSCHED_SOURCE_VIEW]);
-    fmt_num(buf, sizeof(buf), "%.4f ms", r->layer_sum_ms);
-    printf("  sum of layers        %s\n", buf);
+    answer ans;
+    answer_get(r, &ans);
+    fmt_num(buf, sizeof(buf), "%.4f ms", ans.layer_sum_ms);
+    printf("  sum of layers        %s%s\n", buf,
+           ans.partial ? " (the layers with a prediction)" : "");
     printf("  composition          %s: %.4f x sum + %.2f us x launches + %.2f us x %d fused + "
            "%.3f ms/GB x %.3f GB of weights in L2",
            k->source, k->scale, k->launch_us, k->fused_launch_us, r->fused_launches,
@@ -215,12 +260,28 @@ static void print_table(const predict_cmd *c, const opsched_graph *g,
                    k->host_us[OPSCHED_FAMILY_CONV], k->host_us[OPSCHED_FAMILY_CONV_RELU],
                    k->host_us[OPSCHED_FAMILY_GEMM], k->host_us[OPSCHED_FAMILY_OTHER], r->host_ms);
     }
-    fmt_num(buf, sizeof(buf), "%.4f ms", r->total_ms);
-    fmt_pct(err, sizeof(err), r->total_error);
-    printf("  predicted latency    %s  (+-%s)\n", buf, err);
-    fmt_num(buf, sizeof(buf), "%.4f mJ", r->total_energy_j * 1e3);
-    fmt_pct(err, sizeof(err), r->energy_error);
-    printf("  energy per inference %s  (+-%s; composition %s)\n", buf, err, k->energy_source);
+    if (ans.partial) {
+        printf("  predicted latency    PARTIAL: %.4f ms for %d of %d launches (%.1f%%); %d "
+               "without a prediction\n",
+               ans.ms, r->launches - ans.unpredicted, r->launches,
+               100.0 * (r->launches - ans.unpredicted) / r->launches, ans.unpredicted);
+    } else {
+        fmt_num(buf, sizeof(buf), "%.4f ms", r->total_ms);
+        fmt_pct(err, sizeof(err), r->total_error);
+        printf("  predicted latency    %s  (+-%s)\n", buf, err);
+    }
+    if (isfinite(r->total_energy_j)) {
+        fmt_num(buf, sizeof(buf), "%.4f mJ", r->total_energy_j * 1e3);
+        fmt_pct(err, sizeof(err), r->energy_error);
+        printf("  energy per inference %s  (+-%s; composition %s)\n", buf, err, k->energy_source);
+    } else {
+        int no_energy = 0;
+        for (int i = 0; i < r->n_layers; i++)
+            no_energy += r->layers[i].launches && !isfinite(r->layers[i].p.energy_j);
+        printf("  energy per inference n/a (%d launches without an energy prediction: measured "
+               "without energy and no power model)\n",
+               no_energy);
+    }
     char act[16], w[16], tot[16];
     printf("  peak memory          %sB (activations %sB + weights %sB; workspaces not "
            "included)\n",
@@ -228,9 +289,10 @@ static void print_table(const predict_cmd *c, const opsched_graph *g,
            tool_human((double)r->peak_activation_bytes, act, sizeof(act)),
            tool_human((double)r->weight_bytes, w, sizeof(w)));
     char ct[16], cf[16];
-    fmt_pct(ct, sizeof(ct), r->coverage_time);
+    fmt_pct(ct, sizeof(ct), ans.coverage_time);
     fmt_pct(cf, sizeof(cf), r->coverage_flops);
-    printf("  coverage (exact)     %s of the time, %s of the FLOPs", ct, cf);
+    printf("  coverage (exact)     %s of the %stime, %s of the FLOPs", ct,
+           ans.partial ? "predicted layers' " : "", cf);
     if (eager) {
         char ch[16];
         fmt_pct(ch, sizeof(ch), r->coverage_host);
@@ -239,33 +301,80 @@ static void print_table(const predict_cmd *c, const opsched_graph *g,
     printf("\n");
 }
 
-static void print_csv(const opsched_graph *g, const opsched_network_prediction *r)
+static opsched_status print_csv(opsched_ctx *ctx, const opsched_graph *g,
+                                const opsched_network_prediction *r)
 {
     /* Eager mode adds the host's side (graph mode's columns unchanged). */
     int eager = r->mode == OPSCHED_PREDICT_EAGER;
-    printf("kind,node,name,op,source,ms,error,energy_mj,energy_source,energy_error,flops,"
-           "measurement_id,model%s\n",
-           eager ? ",host_ms,host_source,host_measurement_id" : "");
-    for (int i = 0; i < r->n_layers; i++) {
+    opsched_csv_writer *w = NULL;
+    opsched_status st = opsched_csv_writer_create(ctx, stdout, &w);
+    if (st == OPSCHED_OK)
+        st = opsched_csv_header(w, eager ? "kind,node,name,op,source,ms,error,energy_mj,"
+                                           "energy_source,energy_error,flops,measurement_id,model,"
+                                           "host_ms,host_source,host_measurement_id"
+                                         : "kind,node,name,op,source,ms,error,energy_mj,"
+                                           "energy_source,energy_error,flops,measurement_id,model");
+    for (int i = 0; st == OPSCHED_OK && i < r->n_layers; i++) {
         const opsched_layer_prediction *l = &r->layers[i];
         if (!l->launches) continue;
         char op[48];
-        printf("layer,%d,", i);
-        tool_csv_field(stdout, opsched_graph_node(g, i)->name);
-        printf(",%s,%s,%.9g,%.6g,%.9g,%s,%.6g,%lld,%lld,%s", op_label(g, l, op, sizeof(op)),
-               opsched_pred_source_name(l->p.source), l->p.ms, l->p.error, l->p.energy_j * 1e3,
-               opsched_pred_source_name(l->p.energy_source), l->p.energy_error,
-               (long long)l->flops, (long long)l->p.measurement_id, l->p.model);
-        if (eager)
-            printf(",%.9g,%s,%lld", l->host_ms, host_source(l), (long long)l->host_measurement_id);
-        printf("\n");
+        opsched_csv_str(w, "layer");
+        opsched_csv_int(w, i);
+        opsched_csv_str(w, opsched_graph_node(g, i)->name);
+        opsched_csv_str(w, op_label(g, l, op, sizeof(op)));
+        opsched_csv_str(w, opsched_pred_source_name(l->p.source));
+        opsched_csv_double(w, l->p.ms, "%.9g");
+        opsched_csv_double(w, l->p.error, "%.6g");
+        opsched_csv_double(w, l->p.energy_j * 1e3, "%.9g");
+        opsched_csv_str(w, opsched_pred_source_name(l->p.energy_source));
+        opsched_csv_double(w, l->p.energy_error, "%.6g");
+        opsched_csv_int(w, l->flops);
+        opsched_csv_int(w, l->p.measurement_id);
+        opsched_csv_str(w, l->p.model);
+        if (eager) {
+            opsched_csv_double(w, l->host_ms, "%.9g");
+            opsched_csv_str(w, host_source(l));
+            opsched_csv_int(w, l->host_measurement_id);
+        }
+        st = opsched_csv_end_row(w);
     }
-    printf("total,,%s,,%s,%.9g,%.6g,%.9g,,%.6g,%lld,,", opsched_graph_name(g),
-           r->composition.source, r->total_ms, r->total_error, r->total_energy_j * 1e3,
-           r->energy_error, (long long)r->flops);
-    /* host_source of the total: the share of the host time measured */
-    if (eager) printf(",%.9g,%.6g,", r->host_ms, r->coverage_host);
-    printf("\n");
+    /* The total's row: kind "partial" when layers have no prediction (its
+     * ms the composition of the others). */
+    answer ans;
+    answer_get(r, &ans);
+    if (st == OPSCHED_OK) {
+        opsched_csv_str(w, ans.partial ? "partial" : "total");
+        opsched_csv_empty(w);
+        opsched_csv_str(w, opsched_graph_name(g));
+        opsched_csv_empty(w);
+        opsched_csv_str(w, r->composition.source);
+        opsched_csv_double(w, ans.ms, "%.9g");
+        opsched_csv_double(w, r->total_error, "%.6g");
+        opsched_csv_double(w, r->total_energy_j * 1e3, "%.9g");
+        opsched_csv_empty(w);
+        opsched_csv_double(w, r->energy_error, "%.6g");
+        opsched_csv_int(w, r->flops);
+        opsched_csv_empty(w);
+        opsched_csv_empty(w);
+        /* host_source of the total: the share of the host time measured */
+        if (eager) {
+            opsched_csv_double(w, r->host_ms, "%.9g");
+            opsched_csv_double(w, r->coverage_host, "%.6g");
+            opsched_csv_empty(w);
+        }
+        st = opsched_csv_end_row(w);
+    }
+    opsched_csv_writer_free(w);
+    return st;
+}
+
+/* A number, or null when it is not one (no prediction). */
+static void json_num(cJSON *o, const char *key, double v)
+{
+    if (isfinite(v))
+        cJSON_AddNumberToObject(o, key, v);
+    else
+        cJSON_AddNullToObject(o, key);
 }
 
 static void print_json(const predict_cmd *c, const opsched_graph *g,
@@ -293,41 +402,47 @@ static void print_json(const predict_cmd *c, const opsched_graph *g,
         cJSON_AddStringToObject(o, "name", opsched_graph_node(g, i)->name);
         cJSON_AddStringToObject(o, "op", op_label(g, l, op, sizeof(op)));
         cJSON_AddStringToObject(o, "source", opsched_pred_source_name(l->p.source));
-        cJSON_AddNumberToObject(o, "ms", l->p.ms);
-        cJSON_AddNumberToObject(o, "error", l->p.error);
-        cJSON_AddNumberToObject(o, "energy_j", l->p.energy_j);
+        json_num(o, "ms", l->p.ms);
+        json_num(o, "error", l->p.error);
+        json_num(o, "energy_j", l->p.energy_j);
         cJSON_AddStringToObject(o, "energy_source", opsched_pred_source_name(l->p.energy_source));
-        cJSON_AddNumberToObject(o, "energy_error", l->p.energy_error);
+        json_num(o, "energy_error", l->p.energy_error);
         cJSON_AddNumberToObject(o, "flops", (double)l->flops);
         if (l->p.measurement_id > 0)
             cJSON_AddNumberToObject(o, "measurement_id", (double)l->p.measurement_id);
         if (l->p.model[0]) cJSON_AddStringToObject(o, "learned_model", l->p.model);
         if (r->mode == OPSCHED_PREDICT_EAGER) {
-            cJSON_AddNumberToObject(o, "host_ms", l->host_ms);
+            json_num(o, "host_ms", l->host_ms);
             cJSON_AddStringToObject(o, "host_source", host_source(l));
             if (l->host_measurement_id > 0)
                 cJSON_AddNumberToObject(o, "host_measurement_id", (double)l->host_measurement_id);
         }
         cJSON_AddItemToArray(layers, o);
     }
+    answer ans;
+    answer_get(r, &ans);
     cJSON *t = cJSON_AddObjectToObject(root, "totals");
     if (t) {
         cJSON_AddNumberToObject(t, "launches", r->launches);
-        cJSON_AddNumberToObject(t, "layer_sum_ms", r->layer_sum_ms);
-        cJSON_AddNumberToObject(t, "latency_ms", r->total_ms);
-        cJSON_AddNumberToObject(t, "latency_error", r->total_error);
-        cJSON_AddNumberToObject(t, "layer_energy_j", r->layer_energy_j);
-        cJSON_AddNumberToObject(t, "energy_j", r->total_energy_j);
-        cJSON_AddNumberToObject(t, "energy_error", r->energy_error);
+        /* partial: latency_ms composes the launches with a prediction */
+        cJSON_AddBoolToObject(t, "partial", ans.partial);
+        cJSON_AddNumberToObject(t, "launches_unpredicted", ans.unpredicted);
+        cJSON_AddNumberToObject(t, "layer_sum_ms", ans.layer_sum_ms);
+        cJSON_AddNumberToObject(t, "latency_ms", ans.ms);
+        if (isfinite(r->total_error)) cJSON_AddNumberToObject(t, "latency_error", r->total_error);
+        /* energy: null when a launch has no energy prediction */
+        json_num(t, "layer_energy_j", r->layer_energy_j);
+        json_num(t, "energy_j", r->total_energy_j);
+        json_num(t, "energy_error", r->energy_error);
         cJSON_AddNumberToObject(t, "peak_memory_bytes", (double)r->peak_memory_bytes);
         cJSON_AddNumberToObject(t, "peak_activation_bytes", (double)r->peak_activation_bytes);
         cJSON_AddNumberToObject(t, "weight_bytes", (double)r->weight_bytes);
         cJSON_AddNumberToObject(t, "flops", (double)r->flops);
-        cJSON_AddNumberToObject(t, "coverage_time", r->coverage_time);
-        cJSON_AddNumberToObject(t, "coverage_flops", r->coverage_flops);
+        cJSON_AddNumberToObject(t, "coverage_time", ans.coverage_time);
+        json_num(t, "coverage_flops", r->coverage_flops);
         if (r->mode == OPSCHED_PREDICT_EAGER) {
-            cJSON_AddNumberToObject(t, "host_ms", r->host_ms);
-            cJSON_AddNumberToObject(t, "coverage_host", r->coverage_host);
+            json_num(t, "host_ms", r->host_ms);
+            json_num(t, "coverage_host", r->coverage_host);
         }
         cJSON *s = cJSON_AddObjectToObject(t, "sources");
         for (int k = 0; s && k < OPSCHED_SOURCE_COUNT; k++)
@@ -430,6 +545,99 @@ static opsched_status leave_out(opsched_ctx *ctx, const predict_cmd *c, const op
     return OPSCHED_OK;
 }
 
+/* ---- what is missing, what the database holds, what would fill it ---------------- */
+
+/* The sweep that measures every layer of the network under the settings
+ * predicted (docs/SWEEP.md, --for-model). */
+static void print_fill_command(const predict_cmd *c, const opsched_graph *g, const char *backend,
+                               const char *math, const char *layout, const char *algo)
+{
+    char sizes[64] = "";
+    if (opsched_graph_num_inputs(g) > 0) {
+        const opsched_tensor *t = opsched_graph_tensor(g, opsched_graph_input(g, 0));
+        if (t->shape.ndim == 4)
+            snprintf(sizes, sizeof(sizes), " --sizes %lldx%lld", (long long)t->shape.d[2],
+                     (long long)t->shape.d[3]);
+    }
+    fprintf(stderr,
+            "opsched predict: to measure them: opsched sweep --for-model %s --db %s --batch %lld%s "
+            "--math %s --layout %s%s%s%s%s%s\n",
+            c->m.model, c->a.db ? c->a.db : "FILE", (long long)(c->m.batch ? c->m.batch : 1), sizes,
+            math, layout, strcmp(algo, "heuristic") != 0 ? " --algo " : "",
+            strcmp(algo, "heuristic") != 0 ? algo : "", backend ? " --backend " : "",
+            backend ? backend : "", c->o.fuse ? "" : " --no-fuse");
+    if (!c->a.db)
+        fprintf(stderr, "opsched predict: (the shipped data is read-only: measure into a "
+                        "database of your own, then predict with --db FILE)\n");
+}
+
+/* Launches without a basis: the first few named, the count, what the
+ * database holds and the sweep that would measure them. */
+static void explain_missing(opsched_ctx *ctx, const predict_cmd *c, const opsched_graph *g,
+                            const opsched_network_prediction *r, const opsched_predictor_info *in)
+{
+    enum { SHOWN = 5 };
+    fprintf(stderr,
+            "opsched predict: %d of %d launches of %s have no basis (no exact measurement, no "
+            "learned model, no calibration under %s:%s %s %s %s):",
+            r->launches_unpredicted, r->launches, opsched_graph_name(g), in->device.backend,
+            in->device.name, in->math, in->layout, in->algo_policy);
+    int shown = 0;
+    for (int i = 0; i < r->n_layers && shown < SHOWN; i++) {
+        const opsched_layer_prediction *l = &r->layers[i];
+        if (!l->launches || isfinite(l->p.ms)) continue;
+        char op[48];
+        fprintf(stderr, "%s %s (%s)", shown ? "," : "", opsched_graph_node(g, i)->name,
+                op_label(g, l, op, sizeof(op)));
+        shown++;
+    }
+    if (r->launches_unpredicted > shown)
+        fprintf(stderr, " and %d more", r->launches_unpredicted - shown);
+    fprintf(stderr, "\n");
+    tool_print_holdings(ctx, "predict", c->a.db_path);
+    print_fill_command(c, g, in->device.backend, in->math, in->layout, in->algo_policy);
+}
+
+/* No measurement at all under the settings: every layer would rest on the
+ * calibration's roofline. */
+static void explain_nothing(opsched_ctx *ctx, const predict_cmd *c, const opsched_graph *g,
+                            const opsched_predictor_info *in)
+{
+    fprintf(stderr,
+            "opsched predict: the database has no measurement of %s:%s under %s %s %s: every "
+            "layer of %s would rest on the calibration's roofline (--allow-partial prints it)\n",
+            in->device.backend, in->device.name, in->math, in->layout, in->algo_policy,
+            opsched_graph_name(g));
+    tool_print_holdings(ctx, "predict", c->a.db_path);
+    print_fill_command(c, g, in->device.backend, in->math, in->layout, in->algo_policy);
+}
+
+/* Prints the prediction; the exit status: 1 when layers have no basis or
+ * the database measured nothing under these settings (the answer printed
+ * only with --allow-partial). */
+static int report(opsched_ctx *ctx, const predict_cmd *c, const opsched_graph *g,
+                  const opsched_network_prediction *r, const opsched_predictor *p)
+{
+    opsched_predictor_info in;
+    opsched_status st = opsched_predictor_info_get(p, &in);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "predictor");
+    int missing = r->launches_unpredicted > 0;
+    int nothing = !missing && in.rows == 0 && r->n_by_source[OPSCHED_SOURCE_EXACT] == 0 &&
+                  r->n_by_source[OPSCHED_SOURCE_LEARNED] == 0;
+    if (!(missing || nothing) || c->allow_partial) {
+        if (c->fmt == TOOL_FMT_JSON)
+            print_json(c, g, r, &in);
+        else if (c->fmt == TOOL_FMT_CSV && (st = print_csv(ctx, g, r)) != OPSCHED_OK)
+            return tool_fail(ctx, st, "CSV");
+        else if (c->fmt == TOOL_FMT_TABLE)
+            print_table(c, g, r, &in);
+        fflush(stdout);
+    }
+    if (missing) explain_missing(ctx, c, g, r, &in);
+    else if (nothing) explain_nothing(ctx, c, g, &in);
+    return missing || nothing ? TOOL_EXIT_FAIL : TOOL_EXIT_OK;
+}
+
 int cmd_predict(opsched_ctx *ctx, int argc, char **argv)
 {
     predict_cmd c;
@@ -467,23 +675,22 @@ int cmd_predict(opsched_ctx *ctx, int argc, char **argv)
     }
     st = opsched_predictor_open(ctx, c.a.db_path, &c.a.po, &p);
     if (st != OPSCHED_OK) {
+        rc = tool_fail(ctx, st, c.a.db_path);
+        if (st == OPSCHED_ERR_NOT_FOUND) { /* no such device in the database */
+            tool_print_holdings(ctx, "predict", c.a.db_path);
+            print_fill_command(&c, g, NULL, opsched_math_name(c.a.po.math),
+                               c.a.po.layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw",
+                               c.a.po.algo_policy ? c.a.po.algo_policy : "heuristic");
+        }
         opsched_exclusion_free(x);
         opsched_graph_free(g);
-        return tool_fail(ctx, st, c.a.db_path);
+        return rc;
     }
     st = opsched_predict_network(p, g, &c.o, &r);
-    if (st != OPSCHED_OK) {
+    if (st != OPSCHED_OK)
         rc = tool_fail(ctx, st, c.m.model);
-    } else {
-        opsched_predictor_info in;
-        opsched_predictor_info_get(p, &in);
-        if (c.fmt == TOOL_FMT_JSON)
-            print_json(&c, g, r, &in);
-        else if (c.fmt == TOOL_FMT_CSV)
-            print_csv(g, r);
-        else
-            print_table(&c, g, r, &in);
-    }
+    else
+        rc = report(ctx, &c, g, r, p);
     opsched_network_prediction_free(r);
     opsched_predictor_free(p);
     opsched_exclusion_free(x);

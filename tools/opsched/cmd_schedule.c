@@ -250,38 +250,37 @@ static const char *layout_name(opsched_layout l)
     return l == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw";
 }
 
-/* Every node's single-op cost from the predictor: a convolution carries
- * the Relu fused into it, views and fused Relus cost nothing. */
+/* Every node's cost from the predictor, composed as `opsched predict`
+ * composes a network in graph mode (opsched_predicted_node_costs): a
+ * convolution carries the Relu fused into it, views and fused Relus cost
+ * nothing, so the sequential schedule's latency is predict's. */
 static int predict_nodes(opsched_ctx *ctx, const opsched_graph *g, cost_setup *c)
 {
     opsched_predict_options po;
     opsched_predict_options_default(&po);
+    po.mode = OPSCHED_PREDICT_GRAPH;
     po.fuse = 1;
     opsched_network_prediction *np = NULL;
     opsched_status st = opsched_predict_network(c->pred, g, &po, &np);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, "predict the layers");
     int n = opsched_graph_num_nodes(g);
+    for (int i = 0; i < n; i++) c->n_by_source[np->layers[i].p.source]++;
     c->node_ms = calloc((size_t)n + 1, sizeof(double));
     if (!c->node_ms) {
         opsched_network_prediction_free(np);
         fprintf(stderr, "opsched: out of memory\n");
         return TOOL_EXIT_FAIL;
     }
-    for (int i = 0; i < n; i++) {
-        const opsched_layer_prediction *l = &np->layers[i];
-        c->n_by_source[l->p.source]++;
-        if (l->launches == 0) continue;
-        if (!(l->p.ms >= 0)) {
-            fprintf(stderr,
-                    "opsched schedule: nothing predicts layer '%s' (%s): measure it (opsched "
-                    "sweep), or calibrate the device (opsched devices --calibrate --db)\n",
-                    opsched_graph_node(g, i)->name, opsched_op_name(opsched_graph_node(g, i)->op));
-            opsched_network_prediction_free(np);
-            return TOOL_EXIT_FAIL;
-        }
-        c->node_ms[i] = l->p.ms;
-    }
+    st = opsched_predicted_node_costs(g, np, c->node_ms, n);
     opsched_network_prediction_free(np);
+    if (st == OPSCHED_ERR_NOT_FOUND) {
+        fprintf(stderr,
+                "opsched schedule: %s: measure it (opsched sweep --for-model %s --db FILE), or "
+                "calibrate the device (opsched devices --calibrate --db FILE)\n",
+                opsched_ctx_last_error(ctx), opsched_graph_name(g));
+        return TOOL_EXIT_FAIL;
+    }
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "predict the layers");
     return TOOL_EXIT_OK;
 }
 

@@ -58,6 +58,24 @@ static void print_network(const opsched_network_summary *r, void *user)
            r->algo_policy, r->math, r->layout, (long long)r->sizes, range, r->device);
 }
 
+typedef struct settings_seen {
+    int rows;
+    int64_t unstable, ok;
+} settings_seen;
+
+static void print_settings(const opsched_settings_count *r, void *user)
+{
+    settings_seen *seen = user;
+    if (seen->rows++ == 0)
+        printf("  ok measurements by settings:\n    %-36s %-5s %-6s %-12s %8s %8s %8s\n",
+               "device", "math", "layout", "algo", "configs", "rows", "unstable");
+    printf("    %-36s %-5s %-6s %-12s %8lld %8lld %8lld\n", r->device, r->math, r->layout,
+           r->algo_policy, (long long)r->configs, (long long)r->measurements,
+           (long long)r->unstable);
+    seen->unstable += r->unstable;
+    seen->ok += r->measurements;
+}
+
 int cmd_status(opsched_ctx *ctx, int argc, char **argv)
 {
     const char *db = NULL;
@@ -97,11 +115,19 @@ int cmd_status(opsched_ctx *ctx, int argc, char **argv)
     printf("    out of memory %lld\n", (long long)s.oom);
     printf("    error         %lld\n", (long long)s.errors);
     int counts = 0, runs = 0, rows = 0;
+    settings_seen seen = {0};
     st = opsched_store_measurement_counts(store, print_count, &counts);
+    if (st == OPSCHED_OK) st = opsched_store_settings_counts(store, print_settings, &seen);
     if (st == OPSCHED_OK) st = opsched_store_runs(store, print_run, &runs);
     if (st == OPSCHED_OK) st = opsched_store_network_summaries(store, print_network, &rows);
     opsched_store_close(store);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, db);
     if (!rows) printf("  network runs    0\n");
+    if (seen.unstable > 0) {
+        char msg[200];
+        fprintf(stderr, "opsched: warning: %s (%lld of the %lld ok measurements in %s)\n",
+                opsched_unstable_message(seen.unstable, msg, sizeof(msg)),
+                (long long)seen.unstable, (long long)seen.ok, db);
+    }
     return TOOL_EXIT_OK;
 }

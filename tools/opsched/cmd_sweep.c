@@ -375,6 +375,11 @@ static int report_result(opsched_ctx *ctx, opsched_status st, const opsched_swee
            (long long)r->errors, (long long)r->skipped, db, (long long)r->remaining, r->elapsed_s);
     if (r->measured && r->elapsed_s > 0) printf(" (%.1f/s)", (double)r->measured / r->elapsed_s);
     printf("\n");
+    if (r->unstable > 0) {
+        char msg[200];
+        fprintf(stderr, "opsched: warning: %s\n",
+                opsched_unstable_message(r->unstable, msg, sizeof(msg)));
+    }
     if (st == OPSCHED_ERR_INTERRUPTED) {
         fprintf(stderr, "opsched sweep: %s\n", opsched_ctx_last_error(ctx));
         return 130;

@@ -554,6 +554,11 @@ static int measure_new(opsched_ctx *ctx, const aargs *a, const news *nw, budget 
     printf("  measured %lld (%lld ok, %lld unsupported, %lld failed) in %.1f s\n",
            (long long)res.measured, (long long)res.ok, (long long)res.unsupported,
            (long long)(res.errors + res.oom), res.elapsed_s);
+    if (res.unstable > 0) {
+        char msg[200];
+        fprintf(stderr, "opsched: warning: %s\n",
+                opsched_unstable_message(res.unstable, msg, sizeof(msg)));
+    }
     if (st == OPSCHED_ERR_INTERRUPTED) opsched_ctx_clear_error(ctx);
     else if (st != OPSCHED_OK) rc = tool_fail(ctx, st, "sweep");
     opsched_sweep_spec_free(spec);

@@ -120,10 +120,17 @@ int cmd_train_model(opsched_ctx *ctx, int argc, char **argv)
                "times; calibration: %s\n",
                (long long)in.rows, (long long)in.energy_rows, (long long)in.host_rows,
                in.has_calibration ? "yes (roofline features and fallback)" : "none");
-        if (opsched_predictor_num_models(p) == 0)
+        if (opsched_predictor_num_models(p) == 0) {
             printf("  no measurements under these settings: nothing to train\n");
-        else
+            fflush(stdout);
+            tool_print_holdings(ctx, "train-model", a.db_path);
+            fprintf(stderr,
+                    "opsched train-model: to measure under them: opsched sweep SPEC.yml "
+                    "(or --for-model MODEL) --db %s --math %s --layout %s\n",
+                    a.db_path, in.math, in.layout);
+        } else {
             predict_print_models(stdout, p);
+        }
         printf("  trained in %.1f s; models in %s\n", in.train_seconds, in.models_dir);
     }
     opsched_predictor_free(p);

@@ -478,45 +478,50 @@ static void print_runs(const vstate *v)
     }
 }
 
-static void csv_number(FILE *f, double v, const char *fmt)
-{
-    fputc(',', f);
-    if (isfinite(v)) fprintf(f, fmt, v);
-}
-
-static int write_csv(const vstate *v, const char *path)
+static int write_csv(opsched_ctx *ctx, const vstate *v, const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "opsched validate: cannot write %s\n", path);
         return TOOL_EXIT_FAIL;
     }
-    fprintf(f, "model,batch,height,width,mode,measured_ms,predicted_ms,error_pct,measured_energy_j,"
-               "predicted_energy_j,energy_error_pct,coverage_time,exact_layers,learned_layers,"
-               "roofline_layers,leave_one_out,coverage_host,coverage_host_run,note\n");
-    for (int i = 0; i < v->n; i++) {
+    opsched_csv_writer *w = NULL;
+    opsched_status st = opsched_csv_writer_create(ctx, f, &w);
+    if (st == OPSCHED_OK)
+        st = opsched_csv_header(w, "model,batch,height,width,mode,measured_ms,predicted_ms,"
+                                   "error_pct,measured_energy_j,predicted_energy_j,"
+                                   "energy_error_pct,coverage_time,exact_layers,learned_layers,"
+                                   "roofline_layers,leave_one_out,coverage_host,"
+                                   "coverage_host_run,note");
+    for (int i = 0; st == OPSCHED_OK && i < v->n; i++) {
         const vrun *x = &v->runs[i];
-        tool_csv_field(f, x->run.model);
-        fprintf(f, ",%lld,%lld,%lld,%s", (long long)x->run.batch, (long long)x->run.height,
-                (long long)x->run.width, x->run.mode);
-        csv_number(f, x->run.median_ms, "%.6g");
-        csv_number(f, x->ms, "%.6g");
-        csv_number(f, x->err, "%.3f");
-        csv_number(f, x->run.energy_valid ? x->run.energy_j : NAN, "%.6g");
-        csv_number(f, x->energy_j, "%.6g");
-        csv_number(f, x->energy_err, "%.3f");
-        csv_number(f, x->coverage, "%.4f");
-        fprintf(f, ",%d,%d,%d,%d,", x->by_source[OPSCHED_SOURCE_EXACT],
-                x->by_source[OPSCHED_SOURCE_LEARNED], x->by_source[OPSCHED_SOURCE_ROOFLINE],
-                v->a->loo);
-        if (isfinite(x->coverage_host)) fprintf(f, "%.4f", x->coverage_host);
-        fputc(',', f);
-        if (isfinite(x->coverage_host_run)) fprintf(f, "%.4f", x->coverage_host_run);
-        fputc(',', f);
-        tool_csv_field(f, x->predicted && isfinite(x->ms) ? "" : x->why);
-        fputc('\n', f);
+        opsched_csv_str(w, x->run.model);
+        opsched_csv_int(w, x->run.batch);
+        opsched_csv_int(w, x->run.height);
+        opsched_csv_int(w, x->run.width);
+        opsched_csv_str(w, x->run.mode);
+        /* a value that is not a number (not measured, not predicted) is empty */
+        opsched_csv_double(w, x->run.median_ms, "%.6g");
+        opsched_csv_double(w, isfinite(x->ms) ? x->ms : NAN, "%.6g");
+        opsched_csv_double(w, isfinite(x->err) ? x->err : NAN, "%.3f");
+        opsched_csv_double(w, x->run.energy_valid ? x->run.energy_j : NAN, "%.6g");
+        opsched_csv_double(w, isfinite(x->energy_j) ? x->energy_j : NAN, "%.6g");
+        opsched_csv_double(w, isfinite(x->energy_err) ? x->energy_err : NAN, "%.3f");
+        opsched_csv_double(w, isfinite(x->coverage) ? x->coverage : NAN, "%.4f");
+        opsched_csv_int(w, x->by_source[OPSCHED_SOURCE_EXACT]);
+        opsched_csv_int(w, x->by_source[OPSCHED_SOURCE_LEARNED]);
+        opsched_csv_int(w, x->by_source[OPSCHED_SOURCE_ROOFLINE]);
+        opsched_csv_int(w, v->a->loo);
+        opsched_csv_double(w, isfinite(x->coverage_host) ? x->coverage_host : NAN, "%.4f");
+        opsched_csv_double(w, isfinite(x->coverage_host_run) ? x->coverage_host_run : NAN,
+                           "%.4f");
+        opsched_csv_str(w, x->predicted && isfinite(x->ms) ? "" : x->why);
+        st = opsched_csv_end_row(w);
     }
-    if (fclose(f) != 0) {
+    opsched_csv_writer_free(w);
+    int closed = fclose(f);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, path);
+    if (closed != 0) {
         fprintf(stderr, "opsched validate: cannot write %s\n", path);
         return TOOL_EXIT_FAIL;
     }
@@ -601,7 +606,7 @@ int cmd_validate(opsched_ctx *ctx, int argc, char **argv)
             print_summary(&v, 1);
             break;
         }
-    if (a.csv && (rc = write_csv(&v, a.csv))) goto done;
+    if (a.csv && (rc = write_csv(ctx, &v, a.csv))) goto done;
     /* The tables are out before PLplot's drivers load (cairo, fonts). */
     fflush(stdout);
     if (a.plot && (rc = plot(&v, &dev, a.plot))) goto done;

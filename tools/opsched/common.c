@@ -139,16 +139,33 @@ const char *tool_human(double v, char *buf, size_t n)
     return buf;
 }
 
-void tool_csv_field(FILE *f, const char *s)
+typedef struct holdings {
+    int rows;
+} holdings;
+
+static void print_holding(const opsched_settings_count *r, void *user)
 {
-    if (!strpbrk(s, ",\"\n")) {
-        fputs(s, f);
-        return;
+    holdings *h = user;
+    h->rows++;
+    fprintf(stderr, "    %s (device %lld): %s %s %s, %lld configurations (%lld rows)\n", r->device,
+            (long long)r->device_id, r->math, r->layout, r->algo_policy, (long long)r->configs,
+            (long long)r->measurements);
+}
+
+void tool_print_holdings(opsched_ctx *ctx, const char *cmd, const char *path)
+{
+    opsched_store *s = NULL;
+    holdings h = {0};
+    fprintf(stderr, "opsched %s: %s holds (measurements by device, math, layout, algorithm "
+                    "policy):\n",
+            cmd, path);
+    opsched_status st = opsched_store_open(ctx, path, &s);
+    if (st == OPSCHED_OK) st = opsched_store_settings_counts(s, print_holding, &h);
+    opsched_store_close(s);
+    if (st != OPSCHED_OK) {
+        fprintf(stderr, "    (cannot list them: %s)\n", opsched_ctx_last_error(ctx));
+        opsched_ctx_clear_error(ctx);
+    } else if (h.rows == 0) {
+        fprintf(stderr, "    nothing\n");
     }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
 }

@@ -14,46 +14,74 @@
 
 /* ---- CSV ---------------------------------------------------------------- */
 
-static void csv_num(FILE *f, double v)
+static int is_host_backend(const profile_item *it)
 {
-    if (isfinite(v))
-        fprintf(f, ",%.6g", v);
-    else if (isinf(v))
-        fprintf(f, ",inf");
-    else
-        fputc(',', f);
+    return strcmp(it->dev->backend, "cpu") == 0;
 }
 
-static void csv_int(FILE *f, int64_t v)
+
+/* A value that was not measured (NaN) is an empty field. */
+static void csv_num(opsched_csv_writer *w, double v)
+{
+    opsched_csv_double(w, v, "%.6g");
+}
+
+static void csv_int(opsched_csv_writer *w, int64_t v)
 {
     if (v >= 0)
-        fprintf(f, ",%lld", (long long)v);
+        opsched_csv_int(w, v);
     else
-        fputc(',', f);
+        opsched_csv_empty(w);
 }
 
-static void csv_text(FILE *f, const char *s)
+static const char overall_columns[] =
+    "model,algorithm,batch,input_size,mean,std,min,max,median,p90,p99,throughput,"
+    "power_mean_w,energy_per_inference_j,peak_memory_bytes,e2e_graph_median_ms,"
+    "layer_sum_ms,attribution_latency_pct,attribution_energy_pct,check_rel_l2,"
+    "enqueue_ms,cv,math,layout,fallback_layers,attribution_graph_pct,layers_queued,"
+    "layer_isolated_sum_ms,attribution_isolated_pct";
+
+static const char layers_columns[] =
+    "batch,input_size,layer,op,in_channels,out_channels,kernel_size,stride,"
+    "output_shape,flops,mean_ms,median_ms,percentage,energy_j,algorithm,host_ms";
+
+static int count_fields(const char *names)
 {
-    fputc(',', f);
-    tool_csv_field(f, s);
+    int n = 1;
+    for (; *names; names++) n += *names == ',';
+    return n;
 }
 
-void report_overall_header(FILE *f)
+static opsched_status begin(opsched_csv_writer *w, const char *names, int header)
 {
-    fprintf(f, "model,algorithm,batch,input_size,mean,std,min,max,median,p90,p99,throughput,"
-               "power_mean_w,energy_per_inference_j,peak_memory_bytes,e2e_graph_median_ms,"
-               "layer_sum_ms,attribution_latency_pct,attribution_energy_pct,check_rel_l2,"
-               "enqueue_ms,cv,math,layout,fallback_layers,attribution_graph_pct,layers_queued,"
-               "layer_isolated_sum_ms,attribution_isolated_pct\n");
+    return header ? opsched_csv_header(w, names) : opsched_csv_set_fields(w, count_fields(names));
 }
 
-void report_overall_row(FILE *f, const profile_item *it)
+opsched_status report_overall_begin(opsched_csv_writer *w, int header)
+{
+    return begin(w, overall_columns, header);
+}
+
+opsched_status report_layers_begin(opsched_csv_writer *w, int header)
+{
+    return begin(w, layers_columns, header);
+}
+
+/* The numerics check's relative error: empty when the CPU backend ran the
+ * network (it is the reference; nothing to compare against). */
+static double check_value(const profile_item *it)
+{
+    return is_host_backend(it) ? NAN : it->r->check_rel_l2;
+}
+
+opsched_status report_overall_row(opsched_csv_writer *f, const profile_item *it)
 {
     const opsched_profile_result *r = it->r;
     const opsched_stats *s = &r->e2e;
-    tool_csv_field(f, it->model);
-    csv_text(f, it->algo_policy);
-    fprintf(f, ",%lld,%lld", (long long)it->batch, (long long)it->size);
+    opsched_csv_str(f, it->model);
+    opsched_csv_str(f, it->algo_policy);
+    opsched_csv_int(f, it->batch);
+    opsched_csv_int(f, it->size);
     csv_num(f, s->mean);
     csv_num(f, s->std);
     csv_num(f, s->min);
@@ -69,23 +97,17 @@ void report_overall_row(FILE *f, const profile_item *it)
     csv_num(f, r->layer_sum_ms);
     csv_num(f, 100.0 * r->attribution_latency);
     csv_num(f, 100.0 * r->attribution_energy);
-    csv_num(f, r->check_rel_l2);
+    csv_num(f, check_value(it));
     csv_num(f, r->enqueue_ms);
     csv_num(f, s->cv);
-    csv_text(f, opsched_math_name(it->math));
-    csv_text(f, it->layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw");
-    fprintf(f, ",%d", r->n_fallbacks);
+    opsched_csv_str(f, opsched_math_name(it->math));
+    opsched_csv_str(f, it->layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw");
+    opsched_csv_int(f, r->n_fallbacks);
     csv_num(f, 100.0 * r->attribution_graph);
-    fprintf(f, ",%d", r->layers_queued);
+    opsched_csv_int(f, r->layers_queued);
     csv_num(f, r->layer_isolated_sum_ms);
     csv_num(f, 100.0 * r->attribution_isolated);
-    fputc('\n', f);
-}
-
-void report_layers_header(FILE *f)
-{
-    fprintf(f, "batch,input_size,layer,op,in_channels,out_channels,kernel_size,stride,"
-               "output_shape,flops,mean_ms,median_ms,percentage,energy_j,algorithm,host_ms\n");
+    return opsched_csv_end_row(f);
 }
 
 /* "3" for a square kernel or stride, "7x1" otherwise; "" when none. */
@@ -109,7 +131,7 @@ static void kernel_stride(const opsched_node *n, char *k, char *s, size_t size)
     }
 }
 
-void report_layers_rows(FILE *f, const profile_item *it)
+opsched_status report_layers_rows(opsched_csv_writer *f, const profile_item *it)
 {
     const opsched_profile_result *r = it->r;
     for (int i = 0; i < r->n_layers; i++) {
@@ -123,31 +145,29 @@ void report_layers_rows(FILE *f, const profile_item *it)
         const opsched_tensor *y = n->n_outputs ? opsched_graph_tensor(it->g, n->outputs[0]) : NULL;
         if (y) opsched_shape_format(&y->shape, shape, sizeof(shape));
         snprintf(algo, sizeof(algo), "%s%s", l->algo, l->fallback ? " (fallback)" : "");
-        fprintf(f, "%lld,%lld,", (long long)it->batch, (long long)it->size);
-        tool_csv_field(f, n->name);
-        csv_text(f, opsched_op_name(n->op));
+        opsched_csv_int(f, it->batch);
+        opsched_csv_int(f, it->size);
+        opsched_csv_str(f, n->name);
+        opsched_csv_str(f, opsched_op_name(n->op));
         csv_int(f, rec.in_channels);
         csv_int(f, rec.out_channels);
-        csv_text(f, k);
-        csv_text(f, s);
-        csv_text(f, shape);
-        fprintf(f, ",%lld", (long long)n->cost.flops);
+        opsched_csv_str(f, k);
+        opsched_csv_str(f, s);
+        opsched_csv_str(f, shape);
+        opsched_csv_int(f, n->cost.flops);
         csv_num(f, l->stats.n > 0 ? l->mean_ms : (l->timed ? NAN : 0.0));
         csv_num(f, l->stats.n > 0 ? l->median_ms : (l->timed ? NAN : 0.0));
         csv_num(f, r->layer_sum_ms > 0 ? 100.0 * l->median_ms / r->layer_sum_ms : NAN);
         csv_num(f, l->energy_j);
-        csv_text(f, algo);
+        opsched_csv_str(f, algo);
         csv_num(f, l->host_ms);
-        fputc('\n', f);
+        opsched_status st = opsched_csv_end_row(f);
+        if (st != OPSCHED_OK) return st;
     }
+    return OPSCHED_OK;
 }
 
 /* ---- terminal ----------------------------------------------------------- */
-
-static int is_host_backend(const profile_item *it)
-{
-    return strcmp(it->dev->backend, "cpu") == 0;
-}
 
 static void stats_line(FILE *f, const char *what, const opsched_stats *s)
 {
@@ -222,7 +242,9 @@ void report_summary(FILE *f, const profile_item *it)
     energy_lines(f, r);
     fprintf(f, "%-22s %sB (activations after reuse + weights + workspaces)\n",
             "Peak memory:", tool_human((double)r->peak_memory_bytes, mem, sizeof(mem)));
-    if (r->check_note[0])
+    if (is_host_backend(it))
+        fprintf(f, "%-22s n/a (the CPU backend is the reference)\n", "Numerics:");
+    else if (r->check_note[0])
         fprintf(f, "%-22s not checked: %s\n", "Numerics:", r->check_note);
     else if (isnan(r->check_rel_l2))
         fprintf(f, "%-22s not checked\n", "Numerics:");
@@ -242,7 +264,7 @@ void report_line(FILE *f, const profile_item *it)
     if (!isnan(r->attribution_latency))
         fprintf(f, ", layers %.1f%%", 100.0 * r->attribution_latency);
     if (r->energy.valid) fprintf(f, ", %.4f J/inf", r->energy.energy_j);
-    if (!isnan(r->check_rel_l2)) fprintf(f, ", check %s", r->check_passed ? "passed" : "FAILED");
+    if (!isnan(check_value(it))) fprintf(f, ", check %s", r->check_passed ? "passed" : "FAILED");
     fputc('\n', f);
 }
 
@@ -263,10 +285,10 @@ int report_warnings(const profile_item *it)
                 "or throttling\n",
                 where, (long long)it->batch, (long long)it->size, 100.0 * r->e2e.cv,
                 100.0 * OPSCHED_CV_WARN);
-    if (r->check_note[0])
+    if (r->check_note[0] && !is_host_backend(it))
         fprintf(stderr, "opsched: warning: %s b%lld %lld: numerics not checked: %s\n", where,
                 (long long)it->batch, (long long)it->size, r->check_note);
-    if (!isnan(r->check_rel_l2) && !r->check_passed) {
+    if (!isnan(check_value(it)) && !r->check_passed) {
         fprintf(stderr,
                 "opsched: error: %s b%lld %lld: numerics check failed: relative L2 "
                 "error %.3g against the CPU backend exceeds %.0e\n",
@@ -406,8 +428,8 @@ static void network_record(const profile_item *it, const char *mode, opsched_net
     n->peak_memory_bytes = (int64_t)r->peak_memory_bytes;
     n->layer_sum_ms = n->attribution_latency = NAN;
     n->layer_energy_j = n->attribution_energy = NAN;
-    n->check_rel_l2 = r->check_rel_l2;
-    n->check_passed = isnan(r->check_rel_l2) ? -1 : r->check_passed;
+    n->check_rel_l2 = check_value(it);
+    n->check_passed = isnan(n->check_rel_l2) ? -1 : r->check_passed;
     int graph = strcmp(mode, "graph") == 0;
     if (r->energy_from_graph == graph && r->energy.valid) {
         n->energy = r->energy;

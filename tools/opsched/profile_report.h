@@ -23,12 +23,14 @@ typedef struct profile_item {
     const opsched_device_info *dev;
 } profile_item;
 
-/* Writes the header line of each CSV file. */
-void report_overall_header(FILE *f);
-void report_layers_header(FILE *f);
-/* One row of <model>_<algo>_overall.csv; the rows of _layers.csv. */
-void report_overall_row(FILE *f, const profile_item *it);
-void report_layers_rows(FILE *f, const profile_item *it);
+/* Starts each CSV file: its header written (header 1, a new file) or only
+ * its field count set (appending to a file that has one). */
+opsched_status report_overall_begin(opsched_csv_writer *w, int header);
+opsched_status report_layers_begin(opsched_csv_writer *w, int header);
+/* One row of <model>_<algo>_overall.csv; the rows of _layers.csv.  The
+ * numerics check is an empty field on the CPU backend (the reference). */
+opsched_status report_overall_row(opsched_csv_writer *w, const profile_item *it);
+opsched_status report_layers_rows(opsched_csv_writer *w, const profile_item *it);
 
 /* trtexec's performance summary, for one item. */
 void report_summary(FILE *f, const profile_item *it);

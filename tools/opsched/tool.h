@@ -100,10 +100,11 @@ opsched_status tool_load_model(opsched_ctx *ctx, const tool_model_opts *o, opsch
 int tool_db_or_shipped(opsched_ctx *ctx, const char *cmd, const char *db, const char *device,
                        char *path, size_t size);
 
+/* Lists on stderr what the database at path holds: its ok measurements
+ * by device, math, layout and algorithm policy ("opsched <cmd>: ..."). */
+void tool_print_holdings(opsched_ctx *ctx, const char *cmd, const char *path);
+
 /* 1234567 -> "1.23M" (SI, 3 significant digits). */
 const char *tool_human(double v, char *buf, size_t n);
-
-/* Writes s as a CSV field (quoted when needed). */
-void tool_csv_field(FILE *f, const char *s);
 
 #endif /* OPSCHED_TOOL_H */
