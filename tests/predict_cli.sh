@@ -31,7 +31,7 @@ check() { # check NAME COMMAND...: passes when the command succeeds
 db=$tmp/p.db
 common=(--db "$db" --math fp32 --quiet)
 
-"$bin" profile squeezenet1_1 --sizes 32 --isolated --check off --cuda-graph off --backend cpu \
+"$bin" profile squeezenet1_1 --input-size 32 --isolated --check off --cuda-graph off --backend cpu \
   --iters 3 --warmup-ms 5 --min-ms 0 --out-dir "$tmp/out" --db "$db" >"$tmp/profile.log" 2>&1
 check "profile --isolated stores the layers" test $? = 0
 
@@ -108,7 +108,7 @@ check "predict --mode fast: usage" sh -c "test $? = 2 && grep -q 'graph or eager
 check "predict on a missing database fails" sh -c "test $? = 1 && grep -q 'does not exist' '$tmp/e3'"
 "$bin" train-model --db "$db" --folds 1 >/dev/null 2>"$tmp/e4"
 check "train-model --folds 1: usage" test $? = 2
-"$bin" predict squeezenet1_1 --db "$db" --device h200 --math fp32 >/dev/null 2>"$tmp/e5"
+"$bin" predict squeezenet1_1 --db "$db" --target h200 --math fp32 >/dev/null 2>"$tmp/e5"
 check "predict for a device not in the database fails" sh -c "test $? = 1 && grep -q 'no device' '$tmp/e5'"
 
 echo "$pass passed, $fail failed"

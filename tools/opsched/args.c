@@ -115,10 +115,30 @@ static void written_name(const char *arg, char *out, size_t n)
     if (eq) *eq = '\0';
 }
 
+/* Options renamed when the commands got one grammar: the new spelling,
+ * offered where the command has the option it became. */
+static const struct {
+    const char *old, *now, *needs;
+} renamed[] = {
+    {"sizes", "--input-size", "input-size"},
+    {"fold-bn", "--bn fold", "bn"},
+    {"index", "--device", "device"},
+    {"stages-device", "--stages-target", "stages-target"},
+    {"device", "--data NAME (a shipped data set) or --target NAME|ID (the device in\nthe database)",
+     "target"},
+};
+
 static int unknown_option(const tool_cli *cli, const char *arg, const flat_opt *flat, int n_flat)
 {
     char name[128];
     written_name(arg, name, sizeof(name));
+    for (size_t r = 0; r < sizeof(renamed) / sizeof(renamed[0]); r++) {
+        if (strcmp(name, renamed[r].old) != 0) continue;
+        for (int i = 0; i < n_flat; i++)
+            if (strcmp(flat[i].opt->name, renamed[r].needs) == 0)
+                return tool_usage_error(cli->cmd, "unknown option '%s'; it is now %s", arg,
+                                        renamed[r].now);
+    }
     if (arg[0] == '-' && arg[1] == '-') {
         for (int i = 0; i < n_flat; i++)
             if (strcmp(flat[i].opt->name, name) == 0) {
