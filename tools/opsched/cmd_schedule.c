@@ -38,7 +38,7 @@ static const char schedule_usage[] =
 enum {
     SC_SEARCHER, SC_COST, SC_R, SC_S, SC_MAX_BLOCK, SC_NO_MERGE, SC_BOUND, SC_STAGES_TARGET,
     SC_VERIFY, SC_STAGE_MS, SC_STAGE_SAMPLE, SC_OUTPUT, SC_QUIET, SC_DB, SC_DATA, SC_TARGET,
-    SC_BACKEND, SC_DEVICE, SC_MATH, SC_LAYOUT, SC_ALGO
+    SC_BACKEND, SC_DEVICE, SC_MATH, SC_LAYOUT, SC_ALGO, SC_NO_TRAIN
 };
 
 static const tool_opt search_opts[] = {
@@ -79,6 +79,8 @@ static const tool_opt predict_cost_opts[] = {
      "predict: fit the contention model to the stages measured\non this device (its id in the "
      "database; default: the\npredicting device), e.g. another unit of the same GPU",
      SC_STAGES_TARGET},
+    {"no-train", 0, NULL, "predict: use saved models only (as opsched predict\n--no-train)",
+     SC_NO_TRAIN},
     {NULL, 0, NULL, NULL, 0}};
 
 static const tool_opt measure_cost_opts[] = {
@@ -122,6 +124,7 @@ typedef struct sched_args {
     opsched_layout layout;
     int math_auto, layout_auto;           /* resolved once the cost is known */
     int quiet;
+    int no_train; /* predict: saved models only */
     int verify; /* measure: time the found schedule whole against sequential, greedy */
     tool_format fmt;
 } sched_args;
@@ -187,6 +190,7 @@ static int sched_opt(void *dest, const char *cmd, const tool_opt *o, const char 
                                          "'%s'", v);
         return TOOL_EXIT_OK;
     case SC_QUIET: a->quiet = 1; return TOOL_EXIT_OK;
+    case SC_NO_TRAIN: a->no_train = 1; return TOOL_EXIT_OK;
     case SC_STAGE_SAMPLE: {
         double us = strtod(v, &end);
         if (!(end != v && !*end && us >= 10 && us <= 100000))
@@ -282,6 +286,7 @@ static int setup_predict(opsched_ctx *ctx, const sched_args *a, const opsched_gr
     opsched_predictor_options o;
     opsched_predictor_options_default(&o);
     o.device = a->target;
+    o.train = !a->no_train;
     o.math = a->math;
     o.layout = a->layout;
     if (a->algo) o.algo_policy = a->algo;
@@ -579,9 +584,9 @@ int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
     rep = a.fmt == TOOL_FMT_TABLE ? stdout : stderr;
 
     int measure = strcmp(a.cost, "measure") == 0;
-    if (measure && (a.data || a.target || a.stages_target))
-        return tool_usage_error("schedule", "--data, --target and --stages-target go with --cost "
-                                            "predict");
+    if (measure && (a.data || a.target || a.stages_target || a.no_train))
+        return tool_usage_error("schedule", "--data, --target, --stages-target and --no-train go "
+                                            "with --cost predict");
     cost_setup c;
     memset(&c, 0, sizeof(c));
     opsched_status st;
