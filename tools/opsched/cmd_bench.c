@@ -112,7 +112,7 @@ static void csv_row(const char *op, const char *policy, const opsched_measuremen
     tool_csv_field(stdout, policy);
     putchar(',');
     tool_csv_field(stdout, ok ? m->algo : "");
-    printf(",%s", status_word(m));
+    tool_csv_next(stdout, status_word(m));
     if (ok)
         printf(",%.6g,%.6g,%.6g,%.6g,%.6g,%d,%lld,%.6g,%.6g", s->median, s->mean, s->min, s->p99,
                s->cv, m->launches_per_sample, (long long)m->workspace_bytes,

@@ -108,7 +108,8 @@ static void calibration_row(devices_args *a, const opsched_device_info *di, opsc
         tool_csv_field(stdout, di->backend);
         printf(",%d,", di->index);
         tool_csv_field(stdout, di->name);
-        printf(",%s,%s", opsched_math_name(m), status);
+        tool_csv_next(stdout, opsched_math_name(m));
+        tool_csv_next(stdout, status);
         if (c)
             printf(",%.6g,%.6g,%.6g,%.6g,%.6g\n", c->peak_flops, c->bandwidth, c->launch_us,
                    c->graph_node_us, c->idle_power_w);

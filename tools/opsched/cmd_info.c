@@ -94,8 +94,8 @@ static void print_csv(const opsched_graph *g)
         window_attrs(n, k, s, p, sizeof(k));
         printf("%d,", i);
         tool_csv_field(stdout, n->name);
-        printf(",%s,%s,%s,%s,%s,", opsched_op_name(n->op), in, out, k, s);
-        tool_csv_field(stdout, p);
+        const char *texts[] = {opsched_op_name(n->op), in, out, k, s, p};
+        for (size_t t = 0; t < sizeof(texts) / sizeof(texts[0]); t++) tool_csv_next(stdout, texts[t]);
         printf(",%lld,%lld,%lld,%lld\n", (long long)n->cost.flops, (long long)n->cost.params,
                (long long)n->cost.bytes_read, (long long)n->cost.bytes_written);
     }

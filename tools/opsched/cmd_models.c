@@ -74,7 +74,8 @@ int cmd_models(opsched_ctx *ctx, int argc, char **argv)
                  (long long)zi->default_size);
         if (fmt == TOOL_FMT_CSV) {
             tool_csv_field(stdout, zi->name);
-            printf(",%s,%d,%lld,%lld,%lld,%lld\n", in, t.n_nodes, (long long)t.flops,
+            tool_csv_next(stdout, in);
+            printf(",%d,%lld,%lld,%lld,%lld\n", t.n_nodes, (long long)t.flops,
                    (long long)tu.params, (long long)t.params, (long long)t.peak_activation_bytes);
         } else if (fmt == TOOL_FMT_JSON) {
             cJSON *o = cJSON_CreateObject();

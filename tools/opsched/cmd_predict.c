@@ -220,16 +220,25 @@ static void print_csv(const opsched_graph *g, const opsched_network_prediction *
         char op[48];
         printf("layer,%d,", i);
         tool_csv_field(stdout, opsched_graph_node(g, i)->name);
-        printf(",%s,%s,%.9g,%.6g,%.9g,%s,%.6g,%lld,%lld,%s", op_label(g, l, op, sizeof(op)),
-               opsched_pred_source_name(l->p.source), l->p.ms, l->p.error, l->p.energy_j * 1e3,
-               opsched_pred_source_name(l->p.energy_source), l->p.energy_error,
-               (long long)l->flops, (long long)l->p.measurement_id, l->p.model);
-        if (eager)
-            printf(",%.9g,%s,%lld", l->host_ms, host_source(l), (long long)l->host_measurement_id);
+        tool_csv_next(stdout, op_label(g, l, op, sizeof(op)));
+        tool_csv_next(stdout, opsched_pred_source_name(l->p.source));
+        printf(",%.9g,%.6g,%.9g", l->p.ms, l->p.error, l->p.energy_j * 1e3);
+        tool_csv_next(stdout, opsched_pred_source_name(l->p.energy_source));
+        printf(",%.6g,%lld,%lld", l->p.energy_error, (long long)l->flops,
+               (long long)l->p.measurement_id);
+        tool_csv_next(stdout, l->p.model);
+        if (eager) {
+            printf(",%.9g", l->host_ms);
+            tool_csv_next(stdout, host_source(l));
+            printf(",%lld", (long long)l->host_measurement_id);
+        }
         printf("\n");
     }
-    printf("total,,%s,,%s,%.9g,%.6g,%.9g,,%.6g,%lld,,", opsched_graph_name(g),
-           r->composition.source, r->total_ms, r->total_error, r->total_energy_j * 1e3,
+    printf("total,");
+    tool_csv_next(stdout, opsched_graph_name(g));
+    printf(",");
+    tool_csv_next(stdout, r->composition.source);
+    printf(",%.9g,%.6g,%.9g,,%.6g,%lld,,", r->total_ms, r->total_error, r->total_energy_j * 1e3,
            r->energy_error, (long long)r->flops);
     /* host_source of the total: the share of the host time measured */
     if (eager) printf(",%.9g,%.6g,", r->host_ms, r->coverage_host);

@@ -573,10 +573,11 @@ static int print_rows(const run_args *a, const opsched_graph *g, const run_item 
         }
         if (a->fmt == TOOL_FMT_CSV) {
             tool_csv_field(stdout, opsched_graph_name(g));
-            printf(",%lld,", (long long)graph_batch(g));
-            tool_csv_field(stdout, input);
-            printf(",%s,%s,", opsched_math_name(a->math), layout_name(a->layout));
-            tool_csv_field(stdout, it->label);
+            printf(",%lld", (long long)graph_batch(g));
+            tool_csv_next(stdout, input);
+            tool_csv_next(stdout, opsched_math_name(a->math));
+            tool_csv_next(stdout, layout_name(a->layout));
+            tool_csv_next(stdout, it->label);
             printf(",%d,%d,%d", it->info.n_stages, it->info.n_streams, it->info.n_launches);
             for (int k = 0; k < 9; k++) csv_ms(v[k]);
             printf("\n");

@@ -469,8 +469,9 @@ static void csv_rows(const vstate *v, FILE *f)
     for (int i = 0; i < v->n; i++) {
         const vrun *x = &v->runs[i];
         tool_csv_field(f, x->run.model);
-        fprintf(f, ",%lld,%lld,%lld,%s", (long long)x->run.batch, (long long)x->run.height,
-                (long long)x->run.width, x->run.mode);
+        fprintf(f, ",%lld,%lld,%lld", (long long)x->run.batch, (long long)x->run.height,
+                (long long)x->run.width);
+        tool_csv_next(f, x->run.mode);
         csv_number(f, x->run.median_ms, "%.6g");
         csv_number(f, x->ms, "%.6g");
         csv_number(f, x->err, "%.3f");

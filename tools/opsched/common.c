@@ -228,3 +228,9 @@ int tool_print_json(cJSON *root)
     cJSON_free(text);
     return TOOL_EXIT_OK;
 }
+
+void tool_csv_next(FILE *f, const char *s)
+{
+    fputc(',', f);
+    tool_csv_field(f, s);
+}
