@@ -15,7 +15,7 @@ export LD_LIBRARY_PATH=$PWD/.carry/lib:$cudnn_venv:/usr/local/cuda/lib64:${LD_LI
 bin=$PWD/.carry/bin/opsched
 rc=0
 for m in densenet121 resnet50; do
-  $bin profile $m --batch 1 --sizes 224,299 --math tf32 --check off --db "$out/host.db" \
+  $bin profile $m --batch 1 --input-size 224,299 --math tf32 --check off --db "$out/host.db" \
        --out-dir "$out" > "$out/$m.log" 2>&1
   t=$?; echo "$m rc=$t"; [ $t -eq 0 ] || rc=1
   grep -E "Performance summary|Latency:|Enqueue Time|Host enqueue" "$out/$m.log"

@@ -46,7 +46,7 @@ echo "== opsched: predicted-cost IOS search, then run --schedule (batch 1)"
 for m in randwire nasnet inception_v3 googlenet; do
   [ $(left) -lt 300 ] && { echo "skipping $m (time)"; continue; }
   t0=$SECONDS
-  timeout 30 $bin schedule $m --cost predict --device 1 ${dev:+--stages-device $dev} --batch 1 \
+  timeout 30 $bin schedule $m --cost predict --target 1 ${dev:+--stages-target $dev} --batch 1 \
       --math tf32 --db "$db" --quiet -o "$out/sched/${m}_b1_predicted.json" > "$out/predsearch_${m}_b1.log" 2>&1
   echo "$m predicted search rc=$? $((SECONDS - t0))s"; grep -E ' s,|contention|latency' "$out/predsearch_${m}_b1.log" | head -4
   timeout 60 $bin run $m --schedule "$out/sched/${m}_b1_predicted.json" --batch 1 --math tf32 --min-ms 300 \

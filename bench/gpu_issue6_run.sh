@@ -68,7 +68,7 @@ for m in inception_v3 googlenet; do
       -o "$out/sched/${m}_b1_ios_again.json" > "$out/search_${m}_b1_again.log" 2>&1
   echo "$m again rc=$? $((SECONDS - t0))s"; head -6 "$out/search_${m}_b1_again.log"
   t0=$SECONDS
-  timeout $(lim 10) $bin schedule $m --cost predict --device H100 --batch 1 --math tf32 --db "$db" --quiet \
+  timeout $(lim 10) $bin schedule $m --cost predict --target H100 --batch 1 --math tf32 --db "$db" --quiet \
       -o "$out/sched/${m}_b1_predicted.json" > "$out/search_${m}_b1_predicted.log" 2>&1
   echo "$m predicted rc=$? $((SECONDS - t0))s"; head -8 "$out/search_${m}_b1_predicted.log"
   timeout $(lim 5) $bin run $m --schedule "$out/sched/${m}_b1_predicted.json" --batch 1 --math tf32 \

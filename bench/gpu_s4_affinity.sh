@@ -16,7 +16,7 @@ n=$(nproc)
 echo "GPU0 CPU affinity: ${local_cpus:-unknown}; nproc $n"
 one() {  # label, prefix..., model
   local label=$1 m=$2; shift 2
-  "$@" $bin profile $m --batch 1 --sizes 224 --math tf32 --cuda-graph off --layers off \
+  "$@" $bin profile $m --batch 1 --input-size 224 --math tf32 --cuda-graph off --layers off \
       --host-layers on --check off --warmup-ms 50 --min-ms 300 --out-dir "$out/p" 2>&1 |
     awk -v l="$label" -v m="$m" '/^Latency:/ {lat=$0} /^Host enqueue:/ {h=$0} END {
       match(lat, /median = [0-9.]+/); a=substr(lat, RSTART+9, RLENGTH-9);

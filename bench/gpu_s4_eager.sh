@@ -31,7 +31,7 @@ done
 t0=$SECONDS
 case " $steps " in *" dense "*)
   mkdir -p "$out/dense"
-  timeout -k 10 ${DENSE_S:-280} $bin profile densenet121 --batch 1,8,32 --sizes 224,299,320 --math tf32 \
+  timeout -k 10 ${DENSE_S:-280} $bin profile densenet121 --batch 1,8,32 --input-size 224,299,320 --math tf32 \
       --isolated --layers off --energy --check off --warmup-ms 50 --min-ms 300 \
       --db "$out/dense/h100.db" --out-dir "$out/dense/profile" > "$out/dense/profile.log" 2>&1
   echo "dense: rc=$? $((SECONDS - t0)) s"

@@ -44,7 +44,7 @@ sweep_step conv bench/specs/s5_conv_large.yml
 t0=$SECONDS
 case "$steps" in *" reprofile "*)
   for m in squeezenet1_1 googlenet inception_v3; do
-    timeout -k 10 ${PROFILE_S:-200} $bin profile $m --batch 1,8,32 --sizes 224,299,320 --math tf32 \
+    timeout -k 10 ${PROFILE_S:-200} $bin profile $m --batch 1,8,32 --input-size 224,299,320 --math tf32 \
         --isolated --layers off --energy --check off --warmup-ms 50 --min-ms 300 \
         --db "$out/reprofile/h100.db" --out-dir "$out/reprofile/profile" \
         > "$out/reprofile/profile_$m.log" 2>&1

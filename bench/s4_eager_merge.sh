@@ -44,7 +44,7 @@ if [ "${VALIDATE:-1}" != 0 ]; then
   data_dir=$(cd "$(dirname "$data_out")" && pwd)
   export OPSCHED_DATA_DIR=$data_dir OPSCHED_CACHE_DIR=$out/cache
   for m in free graph; do
-    "$bin" validate --device h100 --math tf32 --mode $m --csv "$out/validate_$m.csv" \
+    "$bin" validate --data h100 --math tf32 --mode $m --csv "$out/validate_$m.csv" \
         > "$out/validate_$m.txt" 2>&1
     tail -n 14 "$out/validate_$m.txt"
   done
