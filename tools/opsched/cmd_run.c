@@ -174,7 +174,7 @@ static int run_opt(void *dest, const char *cmd, const tool_opt *o, const char *v
 static int parse_args(int argc, char **argv, run_args *a)
 {
     const tool_optgroup groups[] = {
-        {"schedules", run_opts, run_opt, a},
+        {"schedule options", run_opts, run_opt, a},
         {"model options", tool_model_optlist, tool_model_opt, &a->mo},
         {"execution options", run_exec_opts, run_opt, a},
         {"output options", tool_format_optlist, tool_format_opt, &a->fmt}};

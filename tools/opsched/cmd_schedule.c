@@ -206,10 +206,10 @@ static int parse_args(int argc, char **argv, sched_args *a)
 {
     const tool_optgroup groups[] = {
         {"search options", search_opts, sched_opt, a},
-        {"settings", settings_opts, sched_opt, a},
+        {"settings options", settings_opts, sched_opt, a},
         {"model options", tool_model_optlist, tool_model_opt, &a->mo},
-        {"--cost predict", predict_cost_opts, sched_opt, a},
-        {"--cost measure", measure_cost_opts, sched_opt, a},
+        {"--cost predict options", predict_cost_opts, sched_opt, a},
+        {"--cost measure options", measure_cost_opts, sched_opt, a},
         {"output options", tool_format_optlist, tool_format_opt, &a->fmt}};
     const tool_cli cli = {"schedule", schedule_usage, NULL, groups, 6, 1, "model"};
     const char *pos[1];

@@ -112,9 +112,9 @@ int cmd_train_model(opsched_ctx *ctx, int argc, char **argv)
     tool_format fmt = TOOL_FMT_TABLE;
     predict_args_init(&a);
     const tool_optgroup groups[] = {
-        {"prediction data", predict_data_optlist, predict_args_opt, &a},
-        {"training", predict_train_optlist, predict_args_opt, &a},
-        {"output", tool_format_optlist, tool_format_opt, &fmt}};
+        {"prediction data options", predict_data_optlist, predict_args_opt, &a},
+        {"training options", predict_train_optlist, predict_args_opt, &a},
+        {"output options", tool_format_optlist, tool_format_opt, &fmt}};
     const tool_cli cli = {"train-model", train_usage, NULL, groups, 3, 0, NULL};
     const char *pos[1];
     int n_pos = 0;
