@@ -333,7 +333,7 @@ static void spec_settings(const char *path, int *math, int *layout)
 /* ---- dry run ------------------------------------------------------------ */
 
 static int dry_run(opsched_ctx *ctx, const opsched_sweep_spec *spec, const sweep_args *a,
-                   const char *const *algos, int n_algos)
+                   const tool_measure_args *ma, const char *const *algos, int n_algos)
 {
     int n = opsched_sweep_spec_num_configs(spec), in_shard = 0;
     for (int i = 0; i < n; i++) {
@@ -355,6 +355,8 @@ static int dry_run(opsched_ctx *ctx, const opsched_sweep_spec *spec, const sweep
     if (a->shard_count > 1) printf(" in shard %d/%d (of %d)", a->shard_index, a->shard_count, n);
     printf("; algorithm policies:");
     for (int i = 0; i < n_algos; i++) printf(" %s", algos[i]);
+    printf("; %s, math %s, layout %s", ma->backend, opsched_math_name(ma->opts.plan.math),
+           ma->opts.plan.layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw");
     printf("\n%lld combinations looked at: %lld filtered, %lld impossible, %lld duplicates",
            (long long)c.combinations, (long long)c.filtered, (long long)c.impossible,
            (long long)c.duplicates);
@@ -419,6 +421,7 @@ int cmd_sweep(opsched_ctx *ctx, int argc, char **argv)
     }
     if (st == OPSCHED_ERR_INVALID_ARG || st == OPSCHED_ERR_PARSE) {
         fprintf(stderr, "opsched sweep: %s\n", opsched_ctx_last_error(ctx));
+        if (a.for_model && !opsched_zoo_find(a.for_model)) tool_suggest_model(a.for_model);
         return TOOL_EXIT_USAGE;
     }
     if (st != OPSCHED_OK) return tool_fail(ctx, st, "sweep");
@@ -443,7 +446,7 @@ int cmd_sweep(opsched_ctx *ctx, int argc, char **argv)
             algo_list[n_algos++] = opsched_sweep_spec_algo(spec, i);
     }
     if (a.dry_run) {
-        rc = dry_run(ctx, spec, &a, algo_list, n_algos);
+        rc = dry_run(ctx, spec, &a, &ma, algo_list, n_algos);
         goto done;
     }
 

@@ -627,17 +627,19 @@ int cmd_validate(opsched_ctx *ctx, int argc, char **argv)
     opsched_device_row dev;
     if ((rc = load_runs(ctx, path, &v, &dev))) goto done;
     if (v.n == 0) {
-        fprintf(stderr, "opsched validate: %s has no %s network runs (%s, %s) of %s to validate; "
-                        "opsched profile --db stores them\n",
+        fprintf(stderr, "opsched validate: %s has no %s network runs (%s, %s, %s) of %s to "
+                        "validate; opsched profile --db stores them\n",
                 path, a.graph && a.free_running ? "graph or free" : a.graph ? "graph" : "free",
-                opsched_math_name(a.math), a.algo ? a.algo : "heuristic",
+                opsched_math_name(a.math), a.layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw",
+                a.algo ? a.algo : "heuristic",
                 a.models ? a.models : "any model");
         rc = TOOL_EXIT_FAIL;
         goto done;
     }
-    fprintf(stderr, "opsched validate: %d network run%s of %d model%s on %s:%s (%s)%s\n", v.n,
+    fprintf(stderr, "opsched validate: %d network run%s of %d model%s on %s:%s (%s %s)%s\n", v.n,
             v.n == 1 ? "" : "s", v.n_models, v.n_models == 1 ? "" : "s", dev.backend, dev.name,
-            opsched_math_name(a.math), a.loo ? ", leaving each model out" : "");
+            opsched_math_name(a.math), a.layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw",
+            a.loo ? ", leaving each model out" : "");
     if ((rc = predict_all(ctx, path, &v))) goto done;
     if (a.fmt == TOOL_FMT_CSV) {
         csv_rows(&v, stdout);
