@@ -114,7 +114,7 @@ typedef struct sched_args {
     opsched_search_options so;
     const char *cost;
     const char *db, *data, *target, *algo, *output, *backend;
-    int index;
+    int index, index_set;
     double bound; /* 0: off */
     double stage_warmup_ms, stage_min_ms; /* --stage-ms */
     int stage_set;                        /* 0: the measurer's defaults */
@@ -166,6 +166,7 @@ static int sched_opt(void *dest, const char *cmd, const tool_opt *o, const char 
         if (!tool_parse_int(v, 0, 1024, &iv))
             return tool_usage_error(cmd, "--device wants an index within the backend, got '%s'", v);
         a->index = (int)iv;
+        a->index_set = 1;
         return TOOL_EXIT_OK;
     case SC_BOUND: {
         double f = strtod(v, &end);
@@ -587,6 +588,9 @@ int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
     if (measure && (a.data || a.target || a.stages_target || a.no_train))
         return tool_usage_error("schedule", "--data, --target, --stages-target and --no-train go "
                                             "with --cost predict");
+    if (!measure && (a.backend || a.index_set))
+        return tool_usage_error("schedule", "--backend and --device go with --cost measure (the "
+                                            "device in the database is --target)");
     cost_setup c;
     memset(&c, 0, sizeof(c));
     opsched_status st;
