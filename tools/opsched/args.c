@@ -20,7 +20,8 @@ static int edit_distance(const char *a, const char *b)
     int row[64], la = (int)strlen(a), lb = (int)strlen(b);
     if (la > 63) la = 63;
     if (lb > 63) lb = 63;
-    for (int j = 0; j <= lb; j++) row[j] = j;
+    for (int j = 0; j <= lb; j++)
+        row[j] = j;
     for (int i = 1; i <= la; i++) {
         int diag = row[0];
         row[0] = i;
@@ -62,7 +63,8 @@ const char *tool_args_suggest(const tool_optgroup *groups, int n_groups, const c
     const char *words[MAX_OPTS + 1];
     int n = 0;
     for (int g = 0; g < n_groups; g++)
-        for (const tool_opt *o = groups[g].opts; o->name && n < MAX_OPTS; o++) words[n++] = o->name;
+        for (const tool_opt *o = groups[g].opts; o->name && n < MAX_OPTS; o++)
+            words[n++] = o->name;
     words[n++] = "help";
     return tool_nearest_word(name, words, n);
 }
@@ -80,8 +82,10 @@ static void print_opt(const tool_opt *o)
                  o->value ? o->value : "");
     const char *h = o->help;
     int len = (int)strlen(head);
-    if (len + 1 >= HELP_COLUMN) printf("%s\n%*s", head, HELP_COLUMN, "");
-    else printf("%-*s", HELP_COLUMN, head);
+    if (len + 1 >= HELP_COLUMN)
+        printf("%s\n%*s", head, HELP_COLUMN, "");
+    else
+        printf("%-*s", HELP_COLUMN, head);
     for (const char *nl; (nl = strchr(h, '\n')); h = nl + 1)
         printf("%.*s\n%*s", (int)(nl - h), h, HELP_COLUMN, "");
     printf("%s\n", h);
@@ -109,7 +113,8 @@ typedef struct flat_opt {
 /* The option's name as the user wrote it: "--x=y" -> "x", "-q" -> "q". */
 static void written_name(const char *arg, char *out, size_t n)
 {
-    while (*arg == '-') arg++;
+    while (*arg == '-')
+        arg++;
     snprintf(out, n, "%s", arg);
     char *eq = strchr(out, '=');
     if (eq) *eq = '\0';
@@ -192,8 +197,8 @@ int tool_args_parse(const tool_cli *cli, int argc, char **argv, const char **pos
         if (c == ':') {
             char name[128];
             written_name(argv[optind - 1], name, sizeof(name));
-            return tool_usage_error(cli->cmd, "%s%s needs a value", argv[optind - 1][1] == '-' ? "--" : "-",
-                                    name);
+            return tool_usage_error(cli->cmd, "%s%s needs a value",
+                                    argv[optind - 1][1] == '-' ? "--" : "-", name);
         }
         if (c == '?') {
             if (optopt && optopt < 1000) {
@@ -251,8 +256,10 @@ int tool_arg_layout(const char *cmd, const char *flag, const char *v, opsched_la
         *is_auto = 1;
         return TOOL_EXIT_OK;
     }
-    if (strcmp(v, "nchw") == 0 || strcmp(v, "NCHW") == 0) *out = OPSCHED_LAYOUT_NCHW;
-    else if (strcmp(v, "nhwc") == 0 || strcmp(v, "NHWC") == 0) *out = OPSCHED_LAYOUT_NHWC;
+    if (strcmp(v, "nchw") == 0 || strcmp(v, "NCHW") == 0)
+        *out = OPSCHED_LAYOUT_NCHW;
+    else if (strcmp(v, "nhwc") == 0 || strcmp(v, "NHWC") == 0)
+        *out = OPSCHED_LAYOUT_NHWC;
     else
         return tool_usage_error(cmd, "%s wants %snchw or nhwc, got '%s'", flag,
                                 is_auto ? "auto, " : "", v);
@@ -262,17 +269,23 @@ int tool_arg_layout(const char *cmd, const char *flag, const char *v, opsched_la
 
 int tool_arg_bn(const char *cmd, const char *flag, const char *v, int *fold)
 {
-    if (strcmp(v, "fold") == 0) *fold = 1;
-    else if (strcmp(v, "keep") == 0) *fold = 0;
-    else return tool_usage_error(cmd, "%s wants fold or keep, got '%s'", flag, v);
+    if (strcmp(v, "fold") == 0)
+        *fold = 1;
+    else if (strcmp(v, "keep") == 0)
+        *fold = 0;
+    else
+        return tool_usage_error(cmd, "%s wants fold or keep, got '%s'", flag, v);
     return TOOL_EXIT_OK;
 }
 
 int tool_arg_on_off(const char *cmd, const char *flag, const char *v, int *out)
 {
-    if (strcmp(v, "on") == 0) *out = 1;
-    else if (strcmp(v, "off") == 0) *out = 0;
-    else return tool_usage_error(cmd, "%s wants on or off, got '%s'", flag, v);
+    if (strcmp(v, "on") == 0)
+        *out = 1;
+    else if (strcmp(v, "off") == 0)
+        *out = 0;
+    else
+        return tool_usage_error(cmd, "%s wants on or off, got '%s'", flag, v);
     return TOOL_EXIT_OK;
 }
 
@@ -345,16 +358,20 @@ int tool_model_opt(void *dest, const char *cmd, const tool_opt *o, const char *v
         if (!tool_parse_int(v, 1, 1 << 20, &m->batch))
             return tool_usage_error(cmd, "--batch wants a positive integer, got '%s'", v);
         return TOOL_EXIT_OK;
-    case MO_SIZE: return tool_arg_size(cmd, "--input-size", v, &m->height, &m->width);
-    case MO_SHAPES: m->shapes = v; return TOOL_EXIT_OK;
-    default: return tool_arg_bn(cmd, "--bn", v, &m->fold_bn);
+    case MO_SIZE:
+        return tool_arg_size(cmd, "--input-size", v, &m->height, &m->width);
+    case MO_SHAPES:
+        m->shapes = v;
+        return TOOL_EXIT_OK;
+    default:
+        return tool_arg_bn(cmd, "--bn", v, &m->fold_bn);
     }
 }
 
 /* ---- output options ------------------------------------------------------------ */
 
-const tool_opt tool_format_optlist[] = {
-    {"format", 0, "F", "table (default), csv or json", 0}, {NULL, 0, NULL, NULL, 0}};
+const tool_opt tool_format_optlist[] = {{"format", 0, "F", "table (default), csv or json", 0},
+                                        {NULL, 0, NULL, NULL, 0}};
 
 int tool_format_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
 {
@@ -367,9 +384,23 @@ int tool_format_opt(void *dest, const char *cmd, const tool_opt *o, const char *
 /* ---- measurement options --------------------------------------------------------- */
 
 enum {
-    ME_BACKEND, ME_DEVICE, ME_ALGO, ME_MATH, ME_DTYPE, ME_LAYOUT, ME_CACHE, ME_WARMUP_MS,
-    ME_WARMUP_ITERS, ME_ITERS, ME_MIN_MS, ME_SAMPLE_US, ME_SEED, ME_ENERGY, ME_ENERGY_WINDOW,
-    ME_IDLE, ME_COOLDOWN
+    ME_BACKEND,
+    ME_DEVICE,
+    ME_ALGO,
+    ME_MATH,
+    ME_DTYPE,
+    ME_LAYOUT,
+    ME_CACHE,
+    ME_WARMUP_MS,
+    ME_WARMUP_ITERS,
+    ME_ITERS,
+    ME_MIN_MS,
+    ME_SAMPLE_US,
+    ME_SEED,
+    ME_ENERGY,
+    ME_ENERGY_WINDOW,
+    ME_IDLE,
+    ME_COOLDOWN
 };
 
 const tool_opt tool_measure_optlist[] = {
@@ -377,8 +408,9 @@ const tool_opt tool_measure_optlist[] = {
      ME_BACKEND},
     {"device", 0, "N", "device index within the backend (default 0)", ME_DEVICE},
     {"algo", 0, "POLICY", "heuristic (default), find, all, or an algorithm name", ME_ALGO},
-    {"math", 0, "M", "auto (default: tf32 on a GPU, fp32 on the CPU), fp32\n(strict), tf32, fp16 "
-                     "or bf16",
+    {"math", 0, "M",
+     "auto (default: tf32 on a GPU, fp32 on the CPU), fp32\n(strict), tf32, fp16 "
+     "or bf16",
      ME_MATH},
     {"dtype", 0, "T", "f32, f16 or bf16 (sets --math accordingly)", ME_DTYPE},
     {"layout", 0, "L", "auto (default: nhwc on cuda, nchw on cpu), nchw or\nnhwc", ME_LAYOUT},
@@ -412,14 +444,18 @@ int tool_measure_opt(void *dest, const char *cmd, const tool_opt *opt, const cha
     int64_t iv;
     double dv;
     switch (opt->id) {
-    case ME_BACKEND: a->backend = v; return TOOL_EXIT_OK;
+    case ME_BACKEND:
+        a->backend = v;
+        return TOOL_EXIT_OK;
     case ME_DEVICE:
         if (!tool_parse_int(v, 0, 1024, &iv))
             return tool_usage_error(cmd, "--device wants an index within the backend, got '%s'", v);
         a->device = (int)iv;
         a->device_set = 1;
         return TOOL_EXIT_OK;
-    case ME_ALGO: a->algo = v; return TOOL_EXIT_OK;
+    case ME_ALGO:
+        a->algo = v;
+        return TOOL_EXIT_OK;
     case ME_MATH:
         a->math_set = 1;
         return tool_arg_math(cmd, "--math", v, &o->plan.math, &a->math_auto);
@@ -429,9 +465,12 @@ int tool_measure_opt(void *dest, const char *cmd, const tool_opt *opt, const cha
             (dt != OPSCHED_F32 && dt != OPSCHED_F16 && dt != OPSCHED_BF16))
             return tool_usage_error(cmd, "--dtype wants f32, f16 or bf16, got '%s'", v);
         a->math_set = 1;
-        if (dt == OPSCHED_F16) o->plan.math = OPSCHED_MATH_FP16;
-        else if (dt == OPSCHED_BF16) o->plan.math = OPSCHED_MATH_BF16;
-        else if (a->math_auto || o->plan.math != OPSCHED_MATH_TF32) o->plan.math = OPSCHED_MATH_FP32;
+        if (dt == OPSCHED_F16)
+            o->plan.math = OPSCHED_MATH_FP16;
+        else if (dt == OPSCHED_BF16)
+            o->plan.math = OPSCHED_MATH_BF16;
+        else if (a->math_auto || o->plan.math != OPSCHED_MATH_TF32)
+            o->plan.math = OPSCHED_MATH_FP32;
         a->math_auto = 0;
         return TOOL_EXIT_OK;
     }
@@ -439,9 +478,12 @@ int tool_measure_opt(void *dest, const char *cmd, const tool_opt *opt, const cha
         a->layout_set = 1;
         return tool_arg_layout(cmd, "--layout", v, &o->plan.layout, &a->layout_auto);
     case ME_CACHE:
-        if (strcmp(v, "hot") == 0) o->cache = OPSCHED_CACHE_HOT;
-        else if (strcmp(v, "cold") == 0) o->cache = OPSCHED_CACHE_COLD;
-        else return tool_usage_error(cmd, "--cache wants hot or cold, got '%s'", v);
+        if (strcmp(v, "hot") == 0)
+            o->cache = OPSCHED_CACHE_HOT;
+        else if (strcmp(v, "cold") == 0)
+            o->cache = OPSCHED_CACHE_COLD;
+        else
+            return tool_usage_error(cmd, "--cache wants hot or cold, got '%s'", v);
         return TOOL_EXIT_OK;
     case ME_ITERS:
     case ME_WARMUP_ITERS:
@@ -460,17 +502,25 @@ int tool_measure_opt(void *dest, const char *cmd, const tool_opt *opt, const cha
             return tool_usage_error(cmd, "--seed wants a number, got '%s'", v);
         o->seed = (uint64_t)iv;
         return TOOL_EXIT_OK;
-    case ME_ENERGY: o->energy = 1; return TOOL_EXIT_OK;
+    case ME_ENERGY:
+        o->energy = 1;
+        return TOOL_EXIT_OK;
     default:
         if (!parse_double(v, 0, 3.6e6, &dv))
             return tool_usage_error(cmd, "--%s wants milliseconds (or microseconds), got '%s'",
                                     opt->name, v);
-        if (opt->id == ME_WARMUP_MS) o->warmup_ms = dv;
-        else if (opt->id == ME_MIN_MS) o->min_ms = dv;
-        else if (opt->id == ME_ENERGY_WINDOW) o->energy_window_ms = dv;
-        else if (opt->id == ME_IDLE) o->idle_ms = dv;
-        else if (opt->id == ME_COOLDOWN) o->cooldown_ms = dv;
-        else o->sample_min_us = dv;
+        if (opt->id == ME_WARMUP_MS)
+            o->warmup_ms = dv;
+        else if (opt->id == ME_MIN_MS)
+            o->min_ms = dv;
+        else if (opt->id == ME_ENERGY_WINDOW)
+            o->energy_window_ms = dv;
+        else if (opt->id == ME_IDLE)
+            o->idle_ms = dv;
+        else if (opt->id == ME_COOLDOWN)
+            o->cooldown_ms = dv;
+        else
+            o->sample_min_us = dv;
         return TOOL_EXIT_OK;
     }
 }

@@ -28,24 +28,23 @@ typedef struct tool_opt {
 
 /* Applies option o (value NULL for a switch) to dest.  Returns
  * TOOL_EXIT_OK, or the exit code after printing the problem. */
-typedef int (*tool_opt_handler)(void *dest, const char *cmd, const tool_opt *o,
-                                const char *value);
+typedef int (*tool_opt_handler)(void *dest, const char *cmd, const tool_opt *o, const char *value);
 
 typedef struct tool_optgroup {
-    const char *title;      /* heading in the help ("model options"); NULL: none */
+    const char *title; /* heading in the help ("model options"); NULL: none */
     const tool_opt *opts;
     tool_opt_handler handle;
     void *dest;
 } tool_optgroup;
 
 typedef struct tool_cli {
-    const char *cmd;           /* "info" */
-    const char *usage;         /* usage lines and description, printed before the options */
-    void (*epilog)(void);      /* prints more help after the options; NULL: none */
+    const char *cmd;      /* "info" */
+    const char *usage;    /* usage lines and description, printed before the options */
+    void (*epilog)(void); /* prints more help after the options; NULL: none */
     const tool_optgroup *groups;
     int n_groups;
-    int max_pos;               /* positional arguments allowed (at most 64) */
-    const char *pos_what;      /* what they are, for "one X at a time" */
+    int max_pos;          /* positional arguments allowed (at most 64) */
+    const char *pos_what; /* what they are, for "one X at a time" */
 } tool_cli;
 
 /* tool_args_parse's result when --help was printed (exit 0). */
@@ -89,7 +88,8 @@ int tool_format_opt(void *dest, const char *cmd, const tool_opt *o, const char *
 
 /* Shared value parsers: each prints a usage error naming flag and returns
  * TOOL_EXIT_USAGE, or TOOL_EXIT_OK. */
-int tool_arg_math(const char *cmd, const char *flag, const char *v, opsched_math *out, int *is_auto);
+int tool_arg_math(const char *cmd, const char *flag, const char *v, opsched_math *out,
+                  int *is_auto);
 int tool_arg_layout(const char *cmd, const char *flag, const char *v, opsched_layout *out,
                     int *is_auto);
 int tool_arg_bn(const char *cmd, const char *flag, const char *v, int *fold);

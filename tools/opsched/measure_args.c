@@ -65,5 +65,6 @@ int tool_measure_record_opt(void *dest, const char *cmd, const tool_opt *o, cons
 
 void tool_measure_replay(const tool_measure_record *r, const char *cmd, tool_measure_args *a)
 {
-    for (int i = 0; i < r->n; i++) (void)tool_measure_opt(a, cmd, r->opts[i], r->values[i]);
+    for (int i = 0; i < r->n; i++)
+        (void)tool_measure_opt(a, cmd, r->opts[i], r->values[i]);
 }

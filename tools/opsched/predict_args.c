@@ -8,18 +8,33 @@
 
 #include "predict_args.h"
 
-enum { PA_DB, PA_DATA, PA_TARGET, PA_MATH, PA_LAYOUT, PA_ALGO, PA_CACHE,
-       PA_FOLDS, PA_ROUNDS, PA_DEPTH, PA_ETA, PA_THREADS, PA_QUIET };
+enum {
+    PA_DB,
+    PA_DATA,
+    PA_TARGET,
+    PA_MATH,
+    PA_LAYOUT,
+    PA_ALGO,
+    PA_CACHE,
+    PA_FOLDS,
+    PA_ROUNDS,
+    PA_DEPTH,
+    PA_ETA,
+    PA_THREADS,
+    PA_QUIET
+};
 
 const tool_opt predict_data_optlist[] = {
     {"db", 0, "FILE", "the measurement database (models go to FILE.models/)", PA_DB},
     {"data", 0, "NAME", "without --db: the shipped data set NAME (h100)", PA_DATA},
-    {"target", 0, "NAME|ID", "the device in the database: its id or part of its\nname "
-                             "(default: the only one measured)",
+    {"target", 0, "NAME|ID",
+     "the device in the database: its id or part of its\nname "
+     "(default: the only one measured)",
      PA_TARGET},
     {"math", 0, "M", "fp32, tf32 (default: predictions are of GPUs), fp16,\nbf16", PA_MATH},
-    {"layout", 0, "L", "auto (default: the layout the database holds for the\ndevice), nchw "
-                       "or nhwc",
+    {"layout", 0, "L",
+     "auto (default: the layout the database holds for the\ndevice), nchw "
+     "or nhwc",
      PA_LAYOUT},
     {"algo", 0, "POLICY", "the algorithm policy measured (default heuristic)", PA_ALGO},
     {"cache", 0, "hot|cold", "the cache state measured (default hot)", PA_CACHE},
@@ -57,25 +72,42 @@ int predict_args_opt(void *dest, const char *cmd, const tool_opt *o, const char 
 {
     predict_args *a = dest;
     switch (o->id) {
-    case PA_DB: a->db = val; return TOOL_EXIT_OK;
-    case PA_DATA: a->data = val; return TOOL_EXIT_OK;
+    case PA_DB:
+        a->db = val;
+        return TOOL_EXIT_OK;
+    case PA_DATA:
+        a->data = val;
+        return TOOL_EXIT_OK;
     case PA_TARGET:
         a->target = val;
         a->po.device = val;
         return TOOL_EXIT_OK;
-    case PA_MATH: return tool_arg_math(cmd, "--math", val, &a->po.math, NULL);
-    case PA_LAYOUT: return tool_arg_layout(cmd, "--layout", val, &a->po.layout, &a->layout_auto);
-    case PA_ALGO: a->po.algo_policy = val; return TOOL_EXIT_OK;
-    case PA_CACHE:
-        if (strcmp(val, "hot") == 0) a->po.cache = OPSCHED_CACHE_HOT;
-        else if (strcmp(val, "cold") == 0) a->po.cache = OPSCHED_CACHE_COLD;
-        else return tool_usage_error(cmd, "--cache wants hot or cold, got '%s'", val);
+    case PA_MATH:
+        return tool_arg_math(cmd, "--math", val, &a->po.math, NULL);
+    case PA_LAYOUT:
+        return tool_arg_layout(cmd, "--layout", val, &a->po.layout, &a->layout_auto);
+    case PA_ALGO:
+        a->po.algo_policy = val;
         return TOOL_EXIT_OK;
-    case PA_FOLDS: return need_int(cmd, o->name, val, 2, 100, &a->po.folds);
-    case PA_ROUNDS: return need_int(cmd, o->name, val, 1, 100000, &a->po.rounds);
-    case PA_DEPTH: return need_int(cmd, o->name, val, 1, 20, &a->po.max_depth);
-    case PA_THREADS: return need_int(cmd, o->name, val, 0, 1024, &a->po.threads);
-    case PA_QUIET: a->quiet = 1; return TOOL_EXIT_OK;
+    case PA_CACHE:
+        if (strcmp(val, "hot") == 0)
+            a->po.cache = OPSCHED_CACHE_HOT;
+        else if (strcmp(val, "cold") == 0)
+            a->po.cache = OPSCHED_CACHE_COLD;
+        else
+            return tool_usage_error(cmd, "--cache wants hot or cold, got '%s'", val);
+        return TOOL_EXIT_OK;
+    case PA_FOLDS:
+        return need_int(cmd, o->name, val, 2, 100, &a->po.folds);
+    case PA_ROUNDS:
+        return need_int(cmd, o->name, val, 1, 100000, &a->po.rounds);
+    case PA_DEPTH:
+        return need_int(cmd, o->name, val, 1, 20, &a->po.max_depth);
+    case PA_THREADS:
+        return need_int(cmd, o->name, val, 0, 1024, &a->po.threads);
+    case PA_QUIET:
+        a->quiet = 1;
+        return TOOL_EXIT_OK;
     default: {
         char *end = NULL;
         double v = strtod(val, &end);
@@ -91,8 +123,8 @@ static void log_progress(opsched_log_level level, const char *msg, void *user)
 {
     const char *cmd = user;
     if (level <= OPSCHED_LOG_WARN)
-        fprintf(stderr, "opsched %s: %s: %s\n", cmd, level == OPSCHED_LOG_ERROR ? "error" : "warning",
-                msg);
+        fprintf(stderr, "opsched %s: %s: %s\n", cmd,
+                level == OPSCHED_LOG_ERROR ? "error" : "warning", msg);
     else
         fprintf(stderr, "opsched %s: %s\n", cmd, msg);
 }

@@ -9,13 +9,13 @@
 #include "args.h"
 
 typedef struct predict_args {
-    const char *db;            /* --db, or NULL: the shipped data set --data names */
-    const char *data;          /* --data NAME */
-    const char *target;        /* --target: the device in the database (id or name) */
+    const char *db;     /* --db, or NULL: the shipped data set --data names */
+    const char *data;   /* --data NAME */
+    const char *target; /* --target: the device in the database (id or name) */
     opsched_predictor_options po;
-    int layout_auto;           /* 1 (default): the layout the database holds for target */
-    int quiet;                 /* 1: no progress messages */
-    char db_path[1024];        /* resolved */
+    int layout_auto;    /* 1 (default): the layout the database holds for target */
+    int quiet;          /* 1: no progress messages */
+    char db_path[1024]; /* resolved */
 } predict_args;
 
 void predict_args_init(predict_args *a);
