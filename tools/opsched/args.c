@@ -157,7 +157,7 @@ static int unknown_option(const tool_cli *cli, const char *arg, const flat_opt *
     return tool_usage_error(cli->cmd, "unknown option '%s'", arg);
 }
 
-int tool_args_parse(const tool_cli *cli, int argc, char **argv, const char **pos, int *n_pos)
+static int parse(const tool_cli *cli, int argc, char **argv, const char **pos, int *n_pos)
 {
     static struct option longs[MAX_OPTS + 2];
     static flat_opt flat[MAX_OPTS];
@@ -185,7 +185,7 @@ int tool_args_parse(const tool_cli *cli, int argc, char **argv, const char **pos
     }
     longs[n] = (struct option){"help", no_argument, NULL, 'h'};
     longs[n + 1] = (struct option){NULL, 0, NULL, 0};
-    optind = 0; /* glibc: start over (argv may have been permuted before) */
+    optind = 0; /* glibc: start over, scanning argv afresh */
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
@@ -232,6 +232,22 @@ int tool_args_parse(const tool_cli *cli, int argc, char **argv, const char **pos
         pos[(*n_pos)++] = argv[i];
     }
     return TOOL_EXIT_OK;
+}
+
+int tool_args_parse(const tool_cli *cli, int argc, char **argv, const char **pos, int *n_pos)
+{
+    /* getopt_long permutes what it parses: a copy, so that the caller's
+     * argv (a run's recorded command line) stays as it was typed */
+    char **copy = malloc(((size_t)argc + 1) * sizeof(*copy));
+    if (!copy) {
+        fprintf(stderr, "opsched: out of memory\n");
+        return TOOL_EXIT_FAIL;
+    }
+    memcpy(copy, argv, (size_t)argc * sizeof(*copy));
+    copy[argc] = NULL;
+    int rc = parse(cli, argc, copy, pos, n_pos);
+    free(copy);
+    return rc;
 }
 
 /* ---- value parsers ---------------------------------------------------------- */
