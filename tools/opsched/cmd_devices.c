@@ -236,6 +236,10 @@ static int run_calibrate(opsched_ctx *ctx, devices_args *a)
     return failures ? TOOL_EXIT_FAIL : TOOL_EXIT_OK;
 }
 
+static const char device_csv_header[] =
+    "backend,index,name,uuid,pci_bus_id,driver,runtime,libraries,compute_capability,cores,"
+    "memory_bytes,l2_bytes,power,energy,power_limit_w\n";
+
 /* A device as a CSV row or a JSON object. */
 static void device_row(devices_args *a, opsched_device *dev, const opsched_device_info *di)
 {
@@ -244,9 +248,7 @@ static void device_row(devices_args *a, opsched_device *dev, const opsched_devic
     if (a->fmt == TOOL_FMT_CSV) {
         const char *texts[] = {di->name, di->uuid, di->pci_bus_id, di->driver_version,
                                di->runtime_version, di->library_versions};
-        if (a->rows++ == 0)
-            printf("backend,index,name,uuid,pci_bus_id,driver,runtime,libraries,compute_capability,"
-                   "cores,memory_bytes,l2_bytes,power,energy,power_limit_w\n");
+        if (a->rows++ == 0) fputs(device_csv_header, stdout);
         tool_csv_field(stdout, di->backend);
         printf(",%d", di->index);
         for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
@@ -324,7 +326,8 @@ int cmd_devices(opsched_ctx *ctx, int argc, char **argv)
     int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
     if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
     const char *check = a.check;
-    if (a.fmt == TOOL_FMT_JSON && !(a.json = cJSON_CreateArray())) return tool_fail(ctx, OPSCHED_ERR_NOMEM, "devices");
+    if (a.fmt == TOOL_FMT_JSON && !(a.json = cJSON_CreateArray()))
+        return tool_fail(ctx, OPSCHED_ERR_NOMEM, "devices");
     if (a.calibrate) {
         if (check) {
             cJSON_Delete(a.json);
@@ -361,9 +364,7 @@ int cmd_devices(opsched_ctx *ctx, int argc, char **argv)
         }
         if (check && strcmp(check, name) == 0 && n > 0) check_found = 1;
     }
-    if (a.fmt == TOOL_FMT_CSV && a.rows == 0)
-        printf("backend,index,name,uuid,pci_bus_id,driver,runtime,libraries,compute_capability,"
-               "cores,memory_bytes,l2_bytes,power,energy,power_limit_w\n");
+    if (a.fmt == TOOL_FMT_CSV && a.rows == 0) fputs(device_csv_header, stdout);
     if ((rc = tool_print_json(a.json)) != TOOL_EXIT_OK) return rc;
     if (!check_known) return tool_usage_error("devices", "this build has no backend '%s'", check);
     if (check && !check_found) {
