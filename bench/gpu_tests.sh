@@ -16,7 +16,7 @@ for t in test_cuda_gpu test_exec_gpu test_sched_exec_gpu test_conformance test_m
   grep -E '^\[  FAILED  \] test' "$out/$t.log" | head -5
 done
 for m in resnet50 googlenet inception_v3; do
-  timeout 60 $bin profile $m --batch 1 --math fp32 --layout nhwc --fold-bn --check on --layers off \
+  timeout 60 $bin profile $m --batch 1 --math fp32 --layout nhwc --bn fold --check on --layers off \
       --host-layers off --cuda-graph off --min-ms 50 --out-dir "$out/fp32" > "$out/fp32_$m.log" 2>&1
   echo "$m fp32 nhwc rc=$? $(grep -E 'Numerics' "$out/fp32_$m.log")"
 done

@@ -28,11 +28,11 @@ if [ -d data/h100 ]; then
   # Shipped H100 measurements (data/h100, SQL text): built into a database in
   # the cache on first use, the learned models trained once (a minute).
   echo
-  echo "== opsched predict resnet50 --device h100 (from the shipped H100 measurements)"
-  "$bin" predict resnet50 --device h100 | tail -7
+  echo "== opsched predict resnet50 --data h100 (from the shipped H100 measurements)"
+  "$bin" predict resnet50 --data h100 | tail -7
   echo
   echo "== ... at an input size never measured, 288x288: learned layers, coverage drops"
-  "$bin" predict resnet50 --device h100 --input-size 288 | tail -7
+  "$bin" predict resnet50 --data h100 --input-size 288 | tail -7
 fi
 echo
 echo "CSV files and a Perfetto trace are in $out/"

@@ -95,12 +95,12 @@ PY
 check "export csv to stdout" parses "$tmp/export_stdout.csv" 3
 
 # --- profile on the CPU: its two files ------------------------------------------
-"$bin" profile squeezenet1_1 --sizes 32 --isolated --check off --cuda-graph off \
+"$bin" profile squeezenet1_1 --input-size 32 --isolated --check off --cuda-graph off \
   "${quick[@]}" --out-dir "$tmp/out" --db "$tmp/p.db" >"$tmp/profile.out" 2>"$tmp/profile.err"
 check "profile squeezenet1_1 on the CPU" test $? = 0
 check "profile overall CSV" parses "$tmp/out/squeezenet1_1_heuristic_overall.csv" 1
 check "profile layers CSV" parses "$tmp/out/squeezenet1_1_heuristic_layers.csv" 20
-"$bin" profile squeezenet1_1 --sizes 40 --check on --cuda-graph off "${quick[@]}" \
+"$bin" profile squeezenet1_1 --input-size 40 --check on --cuda-graph off "${quick[@]}" \
   --out-dir "$tmp/out" --db "$tmp/p.db" >"$tmp/profile2.out" 2>"$tmp/profile2.err"
 check "profile appends a size" parses "$tmp/out/squeezenet1_1_heuristic_overall.csv" 2
 check "profile: CPU numerics n/a, its field empty" "$py" - "$tmp/out/squeezenet1_1_heuristic_overall.csv" <<'PY'
@@ -118,7 +118,7 @@ check "predict --mode eager --format csv" parses "$tmp/predict_eager.csv" 20
 "$bin" predict squeezenet1_1 --input-size 32 --db "$tmp/p.db" --math fp32 --quiet --fuse off \
   --allow-partial --format csv >"$tmp/predict_partial.csv" 2>/dev/null
 check "predict --allow-partial --format csv" parses "$tmp/predict_partial.csv" 20
-"$bin" predict inception_v3 --device h100 --fold-bn --no-train --quiet --format csv \
+"$bin" predict inception_v3 --data h100 --bn fold --no-train --quiet --format csv \
   >"$tmp/predict_h100.csv"
 check "predict on the shipped data --format csv" parses "$tmp/predict_h100.csv" 100
 "$bin" validate --db "$tmp/p.db" --math fp32 --folds 3 --rounds 30 --csv "$tmp/validate.csv" \

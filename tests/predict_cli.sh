@@ -31,7 +31,7 @@ check() { # check NAME COMMAND...: passes when the command succeeds
 db=$tmp/p.db
 common=(--db "$db" --math fp32 --quiet)
 
-"$bin" profile squeezenet1_1 --sizes 32 --isolated --check off --cuda-graph off --backend cpu \
+"$bin" profile squeezenet1_1 --input-size 32 --isolated --check off --cuda-graph off --backend cpu \
   --iters 3 --warmup-ms 5 --min-ms 0 --out-dir "$tmp/out" --db "$db" >"$tmp/profile.log" 2>&1
 check "profile --isolated stores the layers" test $? = 0
 
@@ -84,7 +84,7 @@ check "fuse off: names the layers, what the database holds, the sweep" sh -c "
   grep -q 'launches of squeezenet1_1 have no basis' '$tmp/nofuse.err' &&
   grep -q 'Relu' '$tmp/nofuse.err' &&
   grep -q 'cpu:.*fp32 nchw heuristic' '$tmp/nofuse.err' &&
-  grep -q 'opsched sweep --for-model squeezenet1_1 --db $db --batch 1 --sizes 32x32 --math fp32 --layout nchw --backend cpu --no-fuse' '$tmp/nofuse.err'"
+  grep -q 'opsched sweep --for-model squeezenet1_1 --db $db --batch 1 --input-size 32x32 --math fp32 --layout nchw --backend cpu --no-fuse' '$tmp/nofuse.err'"
 "$bin" predict squeezenet1_1 --input-size 32 --db "$db" --math fp32 --fuse off --format json \
   --quiet --allow-partial >"$tmp/nofuse.json" 2>/dev/null
 check "fuse off --allow-partial: the partial answer, exit 1" test $? = 1
@@ -132,7 +132,7 @@ check "predict --mode fast: usage" sh -c "test $? = 2 && grep -q 'graph or eager
 check "predict on a missing database fails" sh -c "test $? = 1 && grep -q 'does not exist' '$tmp/e3'"
 "$bin" train-model --db "$db" --folds 1 >/dev/null 2>"$tmp/e4"
 check "train-model --folds 1: usage" test $? = 2
-"$bin" predict squeezenet1_1 --db "$db" --device h200 --math fp32 >/dev/null 2>"$tmp/e5"
+"$bin" predict squeezenet1_1 --db "$db" --target h200 --math fp32 >/dev/null 2>"$tmp/e5"
 check "predict for a device not in the database fails" sh -c "test $? = 1 && grep -q 'no device' '$tmp/e5'"
 
 echo "$pass passed, $fail failed"

@@ -28,7 +28,7 @@ check() { # check NAME COMMAND...: passes when the command succeeds
   local name=$1; shift
   if "$@"; then pass=$((pass+1)); echo "ok   $name"; else fail=$((fail+1)); echo "FAIL $name"; fi
 }
-settings=(--device h100 --math tf32 --layout nchw)
+settings=(--data h100 --math tf32 --layout nchw)
 "$bin" train-model "${settings[@]}" --rounds 40 --folds 2 --quiet >"$tmp/train.out" \
   2>"$tmp/train.err"
 check "train-model on the shipped data (small)" test $? = 0
@@ -39,11 +39,9 @@ for c in inception_v3:fold inception_v3:keep resnet50:fold; do
   "$bin" schedule "$m" --searcher sequential --cost predict --bn "$bn" "${settings[@]}" --quiet \
     -o "$tmp/$m.$bn.json" >"$tmp/$m.$bn.sched" 2>"$tmp/$m.$bn.sched.err"
   check "schedule $m --bn $bn" test $? = 0
-  fold=()
-  [ "$bn" = fold ] && fold=(--fold-bn)
-  "$bin" predict "$m" "${fold[@]}" "${settings[@]}" --mode graph --fuse on --quiet \
+  "$bin" predict "$m" --bn "$bn" "${settings[@]}" --mode graph --fuse on --quiet \
     --format json >"$tmp/$m.$bn.pred" 2>"$tmp/$m.$bn.pred.err"
-  check "predict $m ${fold[*]}" test $? = 0
+  check "predict $m --bn $bn" test $? = 0
   check "$m bn $bn: sequential schedule = predict (0.1%)" "$py" - "$tmp/$m.$bn.json" \
     "$tmp/$m.$bn.pred" <<'PY'
 import json, sys

@@ -114,7 +114,7 @@ run() { # run LOG ARGS...: opsched profile, output to LOG
 }
 
 # --- squeezenet1_1: 2 batch sizes x 2 sizes --------------------------------
-check "squeezenet1_1 profile" run "$tmp/sq" squeezenet1_1 "${quick[@]}" --batch 1,2 --sizes 64,96 \
+check "squeezenet1_1 profile" run "$tmp/sq" squeezenet1_1 "${quick[@]}" --batch 1,2 --input-size 64,96 \
   --trace "$tmp/sq.json"
 check "squeezenet1_1 CSV files" csv_ok squeezenet1_1 4
 check "squeezenet1_1 a row for every layer" layers_cover squeezenet1_1 squeezenet1_1 64
@@ -144,12 +144,12 @@ check "squeezenet1_1 host enqueue rows" host_rows_ok "$tmp/p.db"
 check "squeezenet1_1 host summary" grep -q "^Host enqueue: *sum of layers" "$tmp/sq.out"
 
 # --- resume: everything is in the database --------------------------------
-check "resume skips" run "$tmp/again" squeezenet1_1 "${quick[@]}" --batch 1,2 --sizes 64,96
+check "resume skips" run "$tmp/again" squeezenet1_1 "${quick[@]}" --batch 1,2 --input-size 64,96
 check "resume says so" grep -q "^0 profiled, 4 already in the database" "$tmp/again.out"
 check "resume appends nothing" csv_ok squeezenet1_1 4
 
 # --- alexnet at its smallest size -----------------------------------------
-check "alexnet profile" run "$tmp/alex" alexnet "${quick[@]}" --iters 2 --sizes 224 \
+check "alexnet profile" run "$tmp/alex" alexnet "${quick[@]}" --iters 2 --input-size 224 \
   --trace "$tmp/alex.json"
 check "alexnet CSV files" csv_ok alexnet 1
 check "alexnet trace" trace_ok "$tmp/alex.json" 1
@@ -157,7 +157,7 @@ check "alexnet trace" trace_ok "$tmp/alex.json" 1
 # --- an ONNX file with its weights ----------------------------------------
 onnx=${OPSCHED_TESTDATA:-/nonexistent}/onnx/torch/squeezenet1_1_params_op13.onnx
 if [ -f "$onnx" ]; then
-  check "onnx profile" run "$tmp/onnx" "$onnx" "${quick[@]}" --sizes 64 --trace "$tmp/onnx.json"
+  check "onnx profile" run "$tmp/onnx" "$onnx" "${quick[@]}" --input-size 64 --trace "$tmp/onnx.json"
   check "onnx CSV files" csv_ok squeezenet1_1_params_op13 1
   check "onnx trace" trace_ok "$tmp/onnx.json" 1
 else
@@ -166,7 +166,7 @@ fi
 
 # --- Ctrl-C finishes the size in flight; a re-run completes ----------------
 sizes=64,72,80,88,96,104,112,120
-"$bin" profile squeezenet1_1 "${quick[@]}" --iters 20 --batch 4 --sizes $sizes --check off \
+"$bin" profile squeezenet1_1 "${quick[@]}" --iters 20 --batch 4 --input-size $sizes --check off \
   --out-dir "$tmp/int" >"$tmp/int.out" 2>"$tmp/int.err" &
 bg=$!
 for _ in $(seq 1 600); do
@@ -182,7 +182,7 @@ check "Ctrl-C exits 130" [ "$code" = 130 ]
 done_rows=$(( $(wc -l < "$tmp/int/squeezenet1_1_heuristic_overall.csv") - 1 ))
 check "Ctrl-C stops early ($done_rows of 8 sizes)" [ "$done_rows" -ge 1 -a "$done_rows" -lt 8 ]
 check "re-run completes" run "$tmp/int2" squeezenet1_1 "${quick[@]}" --iters 20 --batch 4 \
-  --sizes $sizes --check off --out-dir "$tmp/int"
+  --input-size $sizes --check off --out-dir "$tmp/int"
 check "re-run skipped the done sizes" grep -q "already in the database" "$tmp/int2.out"
 check "all 8 sizes in the CSV" [ "$(( $(wc -l < "$tmp/int/squeezenet1_1_heuristic_overall.csv") - 1 ))" = 8 ]
 

@@ -243,7 +243,7 @@ static void test_eager_host_rows(void **state)
     /* Layers alone (device time), host times per layer, free runs. */
     char cmd[1024];
     snprintf(cmd, sizeof(cmd),
-             "'%s' profile squeezenet1_1 --backend cpu --batch 1 --sizes 32,40 --math fp32 "
+             "'%s' profile squeezenet1_1 --backend cpu --batch 1 --input-size 32,40 --math fp32 "
              "--check off --layers off --isolated --host-layers on --iters 5 --min-ms 0 "
              "--warmup-ms 1 --db '%s' --out-dir '%s' > '%s/profile.log' 2>&1",
              bin, fx->db, fx->dir, fx->dir);

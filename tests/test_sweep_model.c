@@ -142,7 +142,7 @@ static void test_for_model(void **state)
     fixture *fx = *state;
     if (!have_cpu(fx)) skip();
     char args[512], out[8192];
-    snprintf(args, sizeof(args), "sweep --for-model squeezenet1_1 --sizes 32 --db '%s' " QUICK,
+    snprintf(args, sizeof(args), "sweep --for-model squeezenet1_1 --input-size 32 --db '%s' " QUICK,
              fx->db);
     int rc = run_tool(args, out, sizeof(out));
     if (rc != 0) fprintf(stderr, "%s\n", out);
@@ -180,10 +180,10 @@ static void test_for_model(void **state)
     opsched_predictor_free(p);
 
     /* Usage errors. */
-    assert_int_equal(run_tool("sweep --for-model squeezenet1_1 --sizes abc --db x.db", out,
+    assert_int_equal(run_tool("sweep --for-model squeezenet1_1 --input-size abc --db x.db", out,
                               sizeof(out)),
                      2);
-    assert_non_null(strstr(out, "--sizes wants sizes"));
+    assert_non_null(strstr(out, "--input-size wants H, HxW"));
     assert_int_equal(run_tool("sweep --default --batch 2 --db x.db", out, sizeof(out)), 2);
     assert_int_equal(run_tool("sweep --for-model squeezenet1_1 --default --db x.db", out,
                               sizeof(out)),

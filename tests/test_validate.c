@@ -7,7 +7,7 @@
  * come out within a few percent; the CSV must hold every run with its
  * signed error computed as (predicted - measured) / measured; leaving a
  * model out must still predict every run (learned and roofline layers);
- * the shipped-data path (--device without --db) gives the same numbers as
+ * the shipped-data path (--data without --db) gives the same numbers as
  * --db; the plot is written; and misuse is a usage error.
  */
 #include <setjmp.h>
@@ -327,7 +327,7 @@ static void test_validate_loo_and_shipped(void **state)
     assert_int_equal(n, 8);
     for (int i = 0; i < n; i++) assert_true(isfinite(rows[i].predicted) && rows[i].predicted > 0);
 
-    /* The same database as shipped data: --device alone finds it. */
+    /* The same database as shipped data: --data alone finds it. */
     char cmd[1400], data[160], cache[160];
     snprintf(data, sizeof(data), "%s/data", fx->dir);
     snprintf(cache, sizeof(cache), "%s/cache", fx->dir);
@@ -336,7 +336,7 @@ static void test_validate_loo_and_shipped(void **state)
     assert_int_equal(system(cmd), 0);
     setenv("OPSCHED_DATA_DIR", data, 1);
     setenv("OPSCHED_CACHE_DIR", cache, 1);
-    snprintf(args, sizeof(args), "validate --device Synthetic --math fp32 " QUICK " --batch 1 --csv '%s'",
+    snprintf(args, sizeof(args), "validate --data Synthetic --math fp32 " QUICK " --batch 1 --csv '%s'",
              csv2);
     rc = run_tool(args, out, sizeof(out));
     unsetenv("OPSCHED_DATA_DIR");
@@ -362,12 +362,12 @@ static void test_validate_usage(void **state)
     if (!have_tool()) skip();
     char args[512], out[4096];
     assert_int_equal(run_tool("validate --math fp32", out, sizeof(out)), 2);
-    assert_non_null(strstr(out, "--db FILE, or --device NAME"));
-    /* --device without --db names shipped data; there is none here. */
+    assert_non_null(strstr(out, "--db FILE, or --data NAME"));
+    /* --data without --db names shipped data; there is none here. */
     setenv("OPSCHED_DATA_DIR", fx->dir, 1);
-    assert_int_equal(run_tool("validate --device a100", out, sizeof(out)), 2);
+    assert_int_equal(run_tool("validate --data a100", out, sizeof(out)), 2);
     unsetenv("OPSCHED_DATA_DIR");
-    assert_non_null(strstr(out, "no shipped data for device 'a100'"));
+    assert_non_null(strstr(out, "no shipped data set 'a100'"));
     snprintf(args, sizeof(args), "validate --db '%s' --plot out.pdf", fx->db);
     assert_int_equal(run_tool(args, out, sizeof(out)), 2);
     assert_non_null(strstr(out, ".svg or .png"));

@@ -27,7 +27,7 @@ $bin devices > "$out/devices.txt" 2>&1
 echo "== 1. zoo profiles (tf32, heuristic): b 1,8,32 x 224,299,320"
 for m in $zoo; do
   t0=$SECONDS
-  timeout $(( $(left) - 40 > 1 ? $(left) - 40 : 1 )) $bin profile $m --batch 1,8,32 --sizes 224,299,320 --math tf32 \
+  timeout $(( $(left) - 40 > 1 ? $(left) - 40 : 1 )) $bin profile $m --batch 1,8,32 --input-size 224,299,320 --math tf32 \
       --isolated --layers off --energy --check off --warmup-ms 50 --min-ms 300 \
       --db "$db" --out-dir "$out/profile" > "$out/profile_$m.log" 2>&1
   echo "$m rc=$? $((SECONDS - t0))s $(tail -1 "$out/profile_$m.log" | cut -c1-100)"

@@ -11,7 +11,7 @@ set -uo pipefail
 out=${1:-/tmp/evaluate}
 bin=${BIN:-build/bin/opsched}
 mkdir -p "$out"
-if [ -n "${DB:-}" ]; then src=(--db "$DB" --device h100); else src=(--device h100); fi
+if [ -n "${DB:-}" ]; then src=(--db "$DB" --target h100); else src=(--data h100); fi
 export OPSCHED_CACHE_DIR=${OPSCHED_CACHE_DIR:-$out/cache}
 
 echo "== learned models: 5-fold CV per family against the FLOPs-only line"

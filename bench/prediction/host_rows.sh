@@ -58,7 +58,7 @@ profile() {
   if [ "$t" -lt 8 ]; then echo "$m b$b: skipped (budget)"; return 1; fi
   [ "$t" -gt "${CALL_MAX_S:-60}" ] && t=${CALL_MAX_S:-60}   # one model cannot take it all
   local t0=$SECONDS
-  timeout -k 10 "$t" $bin profile "$m" --batch "$b" --sizes 224,299,320 --math tf32 \
+  timeout -k 10 "$t" $bin profile "$m" --batch "$b" --input-size 224,299,320 --math tf32 \
       --cuda-graph off --layers off --host-layers on --check off \
       --warmup-ms 50 --min-ms 300 --db "$db" --out-dir "$out/profile" ${PROFILE_ARGS:-} \
       >> "$out/profile_${m}_b$b.log" 2>&1

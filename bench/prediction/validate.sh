@@ -16,12 +16,12 @@ export OPSCHED_DATA_DIR=$PWD/data OPSCHED_CACHE_DIR=$cache
 { echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"; echo "commit: $(git rev-parse --short HEAD)";
   "$bin" --version; nproc; } > "$out/validate_env.txt" 2>&1
 t0=$SECONDS
-"$bin" validate --device h100 --math tf32 --mode graph,free --csv "$out/validate.csv" \
+"$bin" validate --data h100 --math tf32 --mode graph,free --csv "$out/validate.csv" \
     > "$out/validate.txt" 2>&1
 echo "validate: $((SECONDS - t0)) s" >> "$out/validate_env.txt"
 if [ "${LOO:-1}" != 0 ]; then
   t0=$SECONDS
-  "$bin" validate --device h100 --math tf32 --loo --rounds 300 --folds 3 \
+  "$bin" validate --data h100 --math tf32 --loo --rounds 300 --folds 3 \
       --csv "$out/validate_loo.csv" > "$out/validate_loo.txt" 2>&1
   echo "validate --loo: $((SECONDS - t0)) s" >> "$out/validate_env.txt"
 fi

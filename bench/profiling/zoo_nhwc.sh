@@ -19,7 +19,7 @@ echo "== opsched profile, batch 1 and 16, NHWC"
 for m in $models; do
   [ $(left) -lt 260 ] && { echo "skip $m (time)"; continue; }
   t0=$SECONDS
-  timeout 90 $bin profile $m --batch 1,16 --math tf32 --layout nhwc --fold-bn --isolated --check on \
+  timeout 90 $bin profile $m --batch 1,16 --math tf32 --layout nhwc --bn fold --isolated --check on \
       --host-layers off --warmup-ms 200 --min-ms 400 --out-dir "$out/profile" > "$out/profile_$m.log" 2>&1
   echo "$m rc=$? $((SECONDS - t0))s"
   grep -E "Numerics|Latency|Attribution|alone|graph" "$out/profile_$m.log" | head -12

@@ -63,7 +63,7 @@ if [ "${PRED:-0}" = 1 ]; then
   for m in inception_v3 googlenet; do
     [ $(left) -lt 30 ] && break
     t0=$SECONDS
-    timeout 60 $bin schedule $m --cost predict --device "${dev:-1}" $common --db "$db" --quiet \
+    timeout 60 $bin schedule $m --cost predict --target "${dev:-1}" $common --db "$db" --quiet \
         -o "$out/sched/${m}_b${B}_predicted.json" > "$out/predsearch_${m}_b$B.log" 2>&1
     echo "$m predicted search rc=$? $((SECONDS - t0))s"; grep -E ' s,|contention|latency|predicted:' "$out/predsearch_${m}_b$B.log" | head -5
     timeout 60 $bin run $m --schedule "$out/sched/${m}_b${B}_predicted.json" $common --min-ms 300 \

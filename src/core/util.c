@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/error.h"
 
@@ -81,6 +82,12 @@ opsched_status os_read_file(opsched_ctx *ctx, const char *path, char **out, size
     *size = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return OS_FAIL(ctx, OPSCHED_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    /* fopen opens a directory for reading; its size is not a length */
+    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        st = OS_FAIL(ctx, OPSCHED_ERR_IO, "%s: is a directory, not a file", path);
+        goto done;
+    }
     if (fseek(f, 0, SEEK_END) != 0) {
         st = OS_FAIL(ctx, OPSCHED_ERR_IO, "%s: cannot seek: %s", path, strerror(errno));
         goto done;

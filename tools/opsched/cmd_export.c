@@ -1,5 +1,5 @@
 /*
- * cmd_export.c - `opsched export csv --db FILE [--op OP] [-o OUT]`: the
+ * cmd_export.c - `opsched export [csv] --db FILE [--op OP] [-o OUT]`: the
  * measurements of a database as CSV, convolutions in the column layout
  * that existing latency datasets use.
  */
@@ -7,44 +7,56 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "tool.h"
+#include "args.h"
 
-static void export_help(void)
+static const char export_help[] =
+    "usage: opsched export [csv] --db FILE [--op OP] [-o OUT.csv] [--format csv]\n\n"
+    "Writes every measurement as CSV (to stdout unless -o): Batch size, In Channels,\n"
+    "Out Channels, Kernel Size, Stride, Width, Height, Flops, Latency, Latency Type,\n"
+    "then the operator, algorithm, settings, statistics, energy, device and run.\n"
+    "The format may be given as the argument or with --format; csv is the only one.\n";
+
+enum { EX_DB, EX_OP, EX_OUT, EX_FORMAT };
+
+static const tool_opt export_opts[] = {
+    {"db", 0, "FILE", "the database", EX_DB},
+    {"op", 0, "OP", "keep one operator (conv2d, linear, maxpool, ...)", EX_OP},
+    {"output", 'o', "FILE", "write here instead of stdout", EX_OUT},
+    {"format", 0, "csv", "the format (csv, the only one)", EX_FORMAT},
+    {NULL, 0, NULL, NULL, 0}};
+
+typedef struct export_args {
+    const char *db, *op, *out, *format;
+} export_args;
+
+static int export_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
 {
-    printf("usage: opsched export csv --db FILE [--op OP] [-o OUT.csv]\n\n"
-           "Writes every measurement as CSV (to stdout unless -o): Batch size, In Channels,\n"
-           "Out Channels, Kernel Size, Stride, Width, Height, Flops, Latency, Latency Type,\n"
-           "then the operator, algorithm, settings, statistics, energy, device and run.\n"
-           "--op keeps one operator (conv2d, linear, maxpool, ...).\n");
+    export_args *a = dest;
+    (void)cmd;
+    if (o->id == EX_DB) a->db = v;
+    else if (o->id == EX_OP) a->op = v;
+    else if (o->id == EX_OUT) a->out = v;
+    else a->format = v;
+    return TOOL_EXIT_OK;
 }
 
 int cmd_export(opsched_ctx *ctx, int argc, char **argv)
 {
-    const char *format = NULL, *db = NULL, *op = NULL, *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            export_help();
-            return TOOL_EXIT_OK;
-        }
-        if (strcmp(arg, "--db") == 0 || strcmp(arg, "--op") == 0 || strcmp(arg, "-o") == 0 ||
-            strcmp(arg, "--output") == 0) {
-            if (i + 1 >= argc) return tool_usage_error("export", "%s needs a value", arg);
-            const char *val = argv[++i];
-            if (strcmp(arg, "--db") == 0) db = val;
-            else if (strcmp(arg, "--op") == 0) op = val;
-            else out = val;
-        } else if (arg[0] == '-' && arg[1]) {
-            return tool_usage_error("export", "unknown option '%s'", arg);
-        } else if (format) {
-            return tool_usage_error("export", "one format at a time ('%s'?)", arg);
-        } else {
-            format = arg;
-        }
-    }
-    if (!format) return tool_usage_error("export", "which format? e.g. opsched export csv --db results.db");
+    export_args a = {0};
+    const tool_optgroup groups[] = {{"options", export_opts, export_opt, &a}};
+    const tool_cli cli = {"export", export_help, NULL, groups, 1, 1, "format"};
+    const char *pos[1];
+    int n_pos = 0;
+    int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
+    if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
+    const char *format = a.format, *db = a.db, *op = a.op, *out = a.out;
+    if (n_pos && format && strcmp(format, pos[0]) != 0)
+        return tool_usage_error("export", "one format at a time ('%s' or '%s'?)", format, pos[0]);
+    if (n_pos) format = pos[0];
+    if (!format) format = "csv";
     if (strcmp(format, "csv") != 0)
-        return tool_usage_error("export", "the format is csv, not '%s'", format);
+        return tool_usage_error("export", "the format is csv (the only one export writes), not '%s'",
+                                format);
     if (!db) return tool_usage_error("export", "from where? --db FILE is required");
     struct stat sb;
     if (stat(db, &sb) != 0) {
@@ -53,7 +65,6 @@ int cmd_export(opsched_ctx *ctx, int argc, char **argv)
     }
     opsched_store *store = NULL;
     FILE *f = stdout;
-    int rc = TOOL_EXIT_OK;
     opsched_status st = opsched_store_open(ctx, db, &store);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, db);
     if (out && !(f = fopen(out, "w"))) {

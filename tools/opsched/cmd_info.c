@@ -1,27 +1,18 @@
 /*
  * cmd_info.c - `opsched info`: a network layer by layer, and its totals.
  */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
-#include "tool.h"
+#include "args.h"
 
 static const char info_help[] =
     "usage: opsched info <zoo-name|file.onnx> [options]\n"
     "\n"
     "One row per layer: name, operator, input and output shapes, kernel, stride,\n"
-    "padding, FLOPs (multiply-add = 2), parameters and bytes moved; then the totals.\n"
-    "\n"
-    "  --batch N            batch size (default: the model's, 1 for the zoo)\n"
-    "  --input-size H[xW]   input height and width (default: the model's)\n"
-    "  --shapes SPEC        ONNX input shapes, e.g. input:1x3x224x224,mask:1x77\n"
-    "  --bn fold|keep       zoo: fold BatchNormalization into convolutions (default,\n"
-    "                       the deployed form torch.onnx.export writes) or keep it\n"
-    "  --format F           table (default), csv or json\n"
-    "  -h, --help           this help\n";
+    "padding, FLOPs (multiply-add = 2), parameters and bytes moved; then the totals.\n";
 
 /* The attributes worth a column: kernel, stride and padding of windows. */
 static void window_attrs(const opsched_node *n, char *k, char *s, char *p, size_t sz)
@@ -298,50 +289,21 @@ static int print_json(const opsched_graph *g, const opsched_graph_totals *tot)
 
 int cmd_info(opsched_ctx *ctx, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"batch", required_argument, NULL, 'b'}, {"input-size", required_argument, NULL, 's'},
-        {"shapes", required_argument, NULL, 'S'}, {"bn", required_argument, NULL, 'B'},
-        {"format", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
     tool_model_opts mo = {.fold_bn = 1};
     tool_format fmt = TOOL_FMT_TABLE;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'b':
-            if (!tool_parse_int(optarg, 1, 1 << 20, &mo.batch))
-                return tool_usage_error("info", "--batch wants a positive integer, got '%s'", optarg);
-            break;
-        case 's':
-            if (!tool_parse_size(optarg, &mo.height, &mo.width))
-                return tool_usage_error("info", "--input-size wants H or HxW, got '%s'", optarg);
-            break;
-        case 'S': mo.shapes = optarg; break;
-        case 'B':
-            if (strcmp(optarg, "fold") == 0) mo.fold_bn = 1;
-            else if (strcmp(optarg, "keep") == 0) mo.fold_bn = 0;
-            else return tool_usage_error("info", "--bn wants fold or keep, got '%s'", optarg);
-            break;
-        case 'f':
-            if (!tool_parse_format(optarg, &fmt))
-                return tool_usage_error("info", "--format wants table, csv or json, got '%s'", optarg);
-            break;
-        case 'h': fputs(info_help, stdout); return TOOL_EXIT_OK;
-        default:
-            return tool_usage_error("info", "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
-        return tool_usage_error("info", optind >= argc ? "which model? give a zoo name or an .onnx file"
-                                                       : "one model at a time");
-    mo.model = argv[optind];
+    const tool_optgroup groups[] = {{"model options", tool_model_optlist, tool_model_opt, &mo},
+                                    {"output options", tool_format_optlist, tool_format_opt, &fmt}};
+    const tool_cli cli = {"info", info_help, NULL, groups, 2, 1, "model"};
+    const char *pos[1];
+    int n_pos = 0;
+    int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
+    if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
+    if (n_pos == 0) return tool_usage_error("info", "which model? give a zoo name or an .onnx file");
+    mo.model = pos[0];
     opsched_graph *g = NULL;
     opsched_status st = tool_load_model(ctx, &mo, &g);
-    if (st != OPSCHED_OK) return tool_fail(ctx, st, mo.model);
+    if (st != OPSCHED_OK) return tool_model_fail(ctx, st, mo.model);
     opsched_graph_totals tot;
-    int rc = TOOL_EXIT_OK;
     st = opsched_graph_totals_compute(g, &tot);
     if (st != OPSCHED_OK) {
         rc = tool_fail(ctx, st, mo.model);

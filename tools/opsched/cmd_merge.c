@@ -6,15 +6,25 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "tool.h"
+#include "args.h"
 
-static void merge_help(void)
+static const char merge_help[] =
+    "usage: opsched merge A.db B.db... -o ALL.db\n\n"
+    "Copies every run, device, configuration and measurement of the sources into\n"
+    "ALL.db (created when missing).  Rows already there are not copied again, so\n"
+    "merging a file twice, or merging into a file that has some of it, is safe.\n"
+    "Each source is copied in one transaction.\n";
+
+static const tool_opt merge_opts[] = {
+    {"output", 'o', "FILE", "the database to merge into (required)", 0},
+    {NULL, 0, NULL, NULL, 0}};
+
+static int set_out(void *dest, const char *cmd, const tool_opt *o, const char *v)
 {
-    printf("usage: opsched merge A.db B.db... -o ALL.db\n\n"
-           "Copies every run, device, configuration and measurement of the sources into\n"
-           "ALL.db (created when missing).  Rows already there are not copied again, so\n"
-           "merging a file twice, or merging into a file that has some of it, is safe.\n"
-           "Each source is copied in one transaction.\n");
+    (void)cmd;
+    (void)o;
+    *(const char **)dest = v;
+    return TOOL_EXIT_OK;
 }
 
 /* Whether a and b are the same file (both must exist). */
@@ -27,24 +37,12 @@ static int same_file(const char *a, const char *b)
 int cmd_merge(opsched_ctx *ctx, int argc, char **argv)
 {
     const char *out = NULL;
-    const char *srcs[256];
+    const char *srcs[64];
     int n = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            merge_help();
-            return TOOL_EXIT_OK;
-        }
-        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
-            if (i + 1 >= argc) return tool_usage_error("merge", "%s needs a file", argv[i]);
-            out = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return tool_usage_error("merge", "unknown option '%s'", argv[i]);
-        } else if (n == (int)(sizeof(srcs) / sizeof(srcs[0]))) {
-            return tool_usage_error("merge", "too many databases");
-        } else {
-            srcs[n++] = argv[i];
-        }
-    }
+    const tool_optgroup groups[] = {{"options", merge_opts, set_out, &out}};
+    const tool_cli cli = {"merge", merge_help, NULL, groups, 1, 64, "list of databases"};
+    int prc = tool_args_parse(&cli, argc, argv, srcs, &n);
+    if (prc != TOOL_EXIT_OK) return prc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : prc;
     if (!out) return tool_usage_error("merge", "where to? -o ALL.db is required");
     if (!n) return tool_usage_error("merge", "which databases? e.g. opsched merge a.db b.db -o all.db");
     for (int i = 0; i < n; i++) {

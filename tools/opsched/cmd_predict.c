@@ -13,38 +13,36 @@
 
 #include "predict_args.h"
 
-static void predict_help(void)
-{
-    printf("usage: opsched predict <zoo-name|file.onnx> [--db FILE] [--device NAME] [options]\n\n"
-           "Predicts a network's latency, energy per inference and peak memory on a\n"
-           "measured device.  Each layer comes from, in order: an exact measurement of\n"
-           "its configuration, the learned model of its operator family, a roofline\n"
-           "from the device's calibration (opsched devices --calibrate), or nothing:\n"
-           "an error naming those layers and the sweep that measures them.  A Conv\n"
-           "whose only reader is a Relu is one fused layer (--fuse on), views cost\n"
-           "nothing.  The total is composed as fitted to the database's\n"
-           "profiled networks: graph mode (one CUDA graph) adds a gap per launch, eager\n"
-           "mode also a host floor per launch.  Learned models are trained first when\n"
-           "missing or stale.\n\n"
-           "network:\n"
-           "  --batch N              batch size (default 1)\n"
-           "  --input-size S|HxW     input size (default: the model's)\n"
-           "  --shapes SPEC          ONNX: input shapes, name:1x3x224x224,...\n"
-           "  --fold-bn              zoo: BatchNormalization folded into the convolutions\n"
-           "  --mode graph|eager     execution to predict (default graph)\n"
-           "  --fuse on|off          conv + Relu as one layer (default on)\n"
-           "  --no-train             use saved models only (learned source off when stale)\n"
-           "  --leave-out            predict as if the network had never been measured:\n"
-           "                         its configurations (at this shape and, for a zoo\n"
-           "                         network, at every batch and size it was profiled at)\n"
-           "                         and its network runs left out of lookups, training\n"
-           "                         and the composition fit (what validate --loo does)\n"
-           "  --format table|csv|json  (default table)\n"
-           "  --allow-partial        when layers have no basis (no exact row, no learned\n"
-           "                         model, no calibration), print the composition of the\n"
-           "                         others with its coverage (still exit status 1)\n\n%s",
-           predict_args_help);
-}
+static const char predict_usage[] =
+    "usage: opsched predict <zoo-name|file.onnx> (--db FILE | --data NAME) [options]\n\n"
+    "Predicts a network's latency, energy per inference and peak memory on a\n"
+    "measured device.  Each layer comes from, in order: an exact measurement of\n"
+    "its configuration, the learned model of its operator family, a roofline\n"
+    "from the device's calibration (opsched devices --calibrate), or nothing:\n"
+    "an error naming those layers and the sweep that measures them.  A Conv\n"
+    "whose only reader is a Relu is one fused layer (--fuse on), views cost\n"
+    "nothing.  The total is composed as fitted to the database's\n"
+    "profiled networks: graph mode (one CUDA graph) adds a gap per launch, eager\n"
+    "mode also a host floor per launch.  Learned models are trained first when\n"
+    "missing or stale.  The defaults (math tf32, layout auto, BatchNormalization\n"
+    "folded) are those of opsched schedule --cost predict.\n";
+
+enum { PR_MODE, PR_FUSE, PR_NO_TRAIN, PR_LEAVE_OUT, PR_ALLOW_PARTIAL };
+
+static const tool_opt predict_opts[] = {
+    {"mode", 0, "graph|eager", "execution to predict (default graph)", PR_MODE},
+    {"fuse", 0, "on|off", "conv + Relu as one layer (default on)", PR_FUSE},
+    {"no-train", 0, NULL, "use saved models only (learned source off when stale)", PR_NO_TRAIN},
+    {"leave-out", 0, NULL,
+     "predict as if the network had never been measured:\nits configurations (at this shape "
+     "and, for a zoo\nnetwork, at every batch and size it was profiled at)\nand its network "
+     "runs left out of lookups, training\nand the composition fit (what validate --loo does)",
+     PR_LEAVE_OUT},
+    {"allow-partial", 0, NULL,
+     "when layers have no basis (no exact row, no learned\nmodel, no calibration), print the "
+     "composition of the\nothers with its coverage (still exit status 1)",
+     PR_ALLOW_PARTIAL},
+    {NULL, 0, NULL, NULL, 0}};
 
 typedef struct predict_cmd {
     predict_args a;
@@ -55,69 +53,37 @@ typedef struct predict_cmd {
     int allow_partial;  /* --allow-partial: print a partial answer (exit status still 1) */
 } predict_cmd;
 
-static int parse_args(predict_cmd *c, int argc, char **argv, int *help)
+static int predict_opt(void *dest, const char *cmd, const tool_opt *o, const char *val)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = TOOL_EXIT_OK;
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            *help = 1;
-            return TOOL_EXIT_OK;
-        }
-        int took = predict_args_take(&c->a, "predict", argc, argv, &i, &rc);
-        if (took < 0) return rc;
-        if (took) continue;
-        if (strcmp(arg, "--fold-bn") == 0) {
-            c->m.fold_bn = 1;
-            continue;
-        }
-        if (strcmp(arg, "--no-train") == 0) {
-            c->a.po.train = 0;
-            continue;
-        }
-        if (strcmp(arg, "--leave-out") == 0) {
-            c->leave_out = 1;
-            continue;
-        }
-        if (strcmp(arg, "--allow-partial") == 0) {
-            c->allow_partial = 1;
-            continue;
-        }
-        if (arg[0] == '-' && arg[1] == '-') {
-            if (!val) return tool_usage_error("predict", "%s needs a value", arg);
-            i++;
-            if (strcmp(arg, "--batch") == 0) {
-                if (!tool_parse_int(val, 1, 1 << 20, &c->m.batch))
-                    return tool_usage_error("predict", "--batch needs a positive number");
-            } else if (strcmp(arg, "--input-size") == 0) {
-                if (!tool_parse_size(val, &c->m.height, &c->m.width))
-                    return tool_usage_error("predict", "--input-size needs S or HxW");
-            } else if (strcmp(arg, "--shapes") == 0) {
-                c->m.shapes = val;
-            } else if (strcmp(arg, "--mode") == 0) {
-                if (strcmp(val, "graph") == 0)
-                    c->o.mode = OPSCHED_PREDICT_GRAPH;
-                else if (strcmp(val, "eager") == 0)
-                    c->o.mode = OPSCHED_PREDICT_EAGER;
-                else
-                    return tool_usage_error("predict", "--mode must be graph or eager");
-            } else if (strcmp(arg, "--fuse") == 0) {
-                if (strcmp(val, "on") != 0 && strcmp(val, "off") != 0)
-                    return tool_usage_error("predict", "--fuse must be on or off");
-                c->o.fuse = strcmp(val, "on") == 0;
-            } else if (strcmp(arg, "--format") == 0) {
-                if (!tool_parse_format(val, &c->fmt))
-                    return tool_usage_error("predict", "--format must be table, csv or json");
-            } else {
-                return tool_usage_error("predict", "unknown option '%s'", arg);
-            }
-            continue;
-        }
-        if (c->m.model) return tool_usage_error("predict", "one network at a time ('%s')", arg);
-        c->m.model = arg;
+    predict_cmd *c = dest;
+    switch (o->id) {
+    case PR_MODE:
+        if (strcmp(val, "graph") == 0) c->o.mode = OPSCHED_PREDICT_GRAPH;
+        else if (strcmp(val, "eager") == 0) c->o.mode = OPSCHED_PREDICT_EAGER;
+        else return tool_usage_error(cmd, "--mode wants graph or eager, got '%s'", val);
+        return TOOL_EXIT_OK;
+    case PR_FUSE: return tool_arg_on_off(cmd, "--fuse", val, &c->o.fuse);
+    case PR_NO_TRAIN: c->a.po.train = 0; return TOOL_EXIT_OK;
+    case PR_ALLOW_PARTIAL: c->allow_partial = 1; return TOOL_EXIT_OK;
+    default: c->leave_out = 1; return TOOL_EXIT_OK;
     }
-    if (!c->m.model) return tool_usage_error("predict", "which network? a zoo name or an .onnx file");
+}
+
+static int parse_args(predict_cmd *c, int argc, char **argv)
+{
+    const tool_optgroup groups[] = {
+        {"model options", tool_model_optlist, tool_model_opt, &c->m},
+        {"prediction options", predict_opts, predict_opt, c},
+        {"prediction data options", predict_data_optlist, predict_args_opt, &c->a},
+        {"training options", predict_train_optlist, predict_args_opt, &c->a},
+        {"output options", tool_format_optlist, tool_format_opt, &c->fmt}};
+    const tool_cli cli = {"predict", predict_usage, NULL, groups, 5, 1, "network"};
+    const char *pos[1];
+    int n_pos = 0;
+    int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
+    if (rc != TOOL_EXIT_OK) return rc;
+    if (!n_pos) return tool_usage_error("predict", "which network? a zoo name or an .onnx file");
+    c->m.model = pos[0];
     return TOOL_EXIT_OK;
 }
 
@@ -200,10 +166,10 @@ static const char *host_source(const opsched_layer_prediction *l)
 static void print_table(const predict_cmd *c, const opsched_graph *g,
                         const opsched_network_prediction *r, const opsched_predictor_info *in)
 {
-    printf("%s, batch %lld, on %s:%s, %s %s %s, %s mode, fuse %s\n", opsched_graph_name(g),
-           (long long)(c->m.batch ? c->m.batch : 1), in->device.backend, in->device.name,
-           in->math, in->layout, in->algo_policy, opsched_predict_mode_name(r->mode),
-           c->o.fuse ? "on" : "off");
+    printf("%s, batch %lld, on %s:%s, %s %s %s, bn %s, %s mode, fuse %s\n",
+           opsched_graph_name(g), (long long)(c->m.batch ? c->m.batch : 1), in->device.backend,
+           in->device.name, in->math, in->layout, in->algo_policy, c->m.fold_bn ? "fold" : "keep",
+           opsched_predict_mode_name(r->mode), c->o.fuse ? "on" : "off");
     int eager = r->mode == OPSCHED_PREDICT_EAGER;
     printf("  %4s %-32s %-17s %-9s %10s %8s %11s %-9s", "#", "layer", "op", "source", "ms",
            "+-err", "energy mJ", "energy");
@@ -389,6 +355,7 @@ static void print_json(const predict_cmd *c, const opsched_graph *g,
     cJSON_AddStringToObject(root, "math", in->math);
     cJSON_AddStringToObject(root, "layout", in->layout);
     cJSON_AddStringToObject(root, "algo_policy", in->algo_policy);
+    cJSON_AddStringToObject(root, "bn", c->m.fold_bn ? "fold" : "keep");
     cJSON_AddStringToObject(root, "mode", opsched_predict_mode_name(r->mode));
     cJSON_AddBoolToObject(root, "fuse", c->o.fuse);
     cJSON *layers = cJSON_AddArrayToObject(root, "layers");
@@ -523,7 +490,7 @@ static opsched_status leave_out(opsched_ctx *ctx, const predict_cmd *c, const op
         st = opsched_store_open(ctx, c->a.db_path, &s);
         opsched_device_row dev;
         if (st == OPSCHED_OK) {
-            st = opsched_store_find_device(s, c->a.device, &dev);
+            st = opsched_store_find_device(s, c->a.target, &dev);
             if (st != OPSCHED_OK) opsched_store_close(s);
         }
         if (st == OPSCHED_OK) {
@@ -556,7 +523,7 @@ static void print_fill_command(const predict_cmd *c, const opsched_graph *g, con
     if (opsched_graph_num_inputs(g) > 0) {
         const opsched_tensor *t = opsched_graph_tensor(g, opsched_graph_input(g, 0));
         if (t->shape.ndim == 4)
-            snprintf(sizes, sizeof(sizes), " --sizes %lldx%lld", (long long)t->shape.d[2],
+            snprintf(sizes, sizeof(sizes), " --input-size %lldx%lld", (long long)t->shape.d[2],
                      (long long)t->shape.d[3]);
     }
     fprintf(stderr,
@@ -645,18 +612,14 @@ int cmd_predict(opsched_ctx *ctx, int argc, char **argv)
     predict_args_init(&c.a);
     opsched_predict_options_default(&c.o);
     c.fmt = TOOL_FMT_TABLE;
-    int help = 0;
-    int rc = parse_args(&c, argc, argv, &help);
-    if (help) {
-        predict_help();
-        return TOOL_EXIT_OK;
-    }
-    if (rc != TOOL_EXIT_OK) return rc;
+    c.m.fold_bn = 1;
+    int rc = parse_args(&c, argc, argv);
+    if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
     rc = predict_args_finish(&c.a, ctx, "predict");
     if (rc != TOOL_EXIT_OK) return rc;
     opsched_graph *g = NULL;
     opsched_status st = tool_load_model(ctx, &c.m, &g);
-    if (st != OPSCHED_OK) return tool_fail(ctx, st, c.m.model);
+    if (st != OPSCHED_OK) return tool_model_fail(ctx, st, c.m.model);
     opsched_predictor *p = NULL;
     opsched_network_prediction *r = NULL;
     opsched_exclusion *x = NULL;

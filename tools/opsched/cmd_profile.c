@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #include "profile_report.h"
-#include "tool.h"
+#include <cjson/cJSON.h>
+
+#include "args.h"
 
 #define MAX_BATCHES 64
 #define MAX_SIZES 1000
@@ -30,45 +32,16 @@
 
 static volatile sig_atomic_t *stop_flag;
 
-static void profile_help(void)
-{
-    printf("usage: opsched profile <zoo-name|file.onnx> [options] [measurement options]\n\n"
-           "Profiles a whole network on one device for each batch size and input size:\n"
-           "end-to-end latency (free-running and, on GPUs, as a replayed CUDA graph),\n"
-           "per-layer latency, energy per inference, numerics against the CPU backend,\n"
-           "and attribution (the layers' sum against the end to end).\n\n"
-           "options:\n"
-           "  --batch LIST           batch sizes, e.g. 1,8,32 (default 1)\n"
-           "  --sizes LIST|A:B:S     input sizes: 224,256,299 or a range 224:512:32\n"
-           "  --stage S              sanity: the default size, few iterations, numerics\n"
-           "                         checked; quick: 10 sizes; full: 100 sizes, spread\n"
-           "                         between the model's minimum and twice its default\n"
-           "  --algo POLICY          heuristic (default), find, or a convolution algorithm\n"
-           "  --algo-fallback heuristic  run layers the algorithm cannot run with the\n"
-           "                         library's choice (and record that)\n"
-           "  --cuda-graph on|off    also time replays of a captured CUDA graph (default on)\n"
-           "  --fuse on|off          run a convolution, its bias and a following ReLU as one\n"
-           "                         operation where the backend can (default on)\n"
-           "  --layers on|off        time every layer: layers CSV, attribution (default on)\n"
-           "  --host-layers on|off   the host's time to enqueue each layer in a free run\n"
-           "                         (read in the timed free-running inferences; default on)\n"
-           "  --isolated             also time each distinct layer alone (CUDA-graph replays,\n"
-           "                         no timestamps between layers): the sum against the end\n"
-           "                         to end checks that the layers account for the network\n"
-           "  --layer-energy         energy of each distinct layer in its own window\n"
-           "                         (implies --energy)\n"
-           "  --check on|off         compare outputs with the CPU backend (default on, off\n"
-           "                         for --stage quick and full)\n"
-           "  --fold-bn              zoo: BatchNormalization folded into the convolutions\n"
-           "  --out-dir DIR          where <model>_<algo>_overall.csv and _layers.csv go\n"
-           "                         (default .; replaced, or added to with --db)\n"
-           "  --db FILE              also store every measurement; skip what it holds\n"
-           "  --trace FILE           Chrome trace-event JSON of the layer-timed runs and\n"
-           "                         power samples (opens in Perfetto)\n"
-           "  --dry-run              print the batch sizes, input sizes and settings; run\n"
-           "                         nothing\n\n%s",
-           tool_measure_help);
-}
+static const char profile_usage[] =
+    "usage: opsched profile <zoo-name|file.onnx> [options] [measurement options]\n\n"
+    "Profiles a whole network on one device for each batch size and input size:\n"
+    "end-to-end latency (free-running and, on GPUs, as a replayed CUDA graph),\n"
+    "per-layer latency, energy per inference, numerics against the CPU backend,\n"
+    "and attribution (the layers' sum against the end to end).  Math and layout\n"
+    "default to the backend's fastest (tf32 and nhwc on a GPU, fp32 and nchw on\n"
+    "the CPU), BatchNormalization is folded (the deployed form).  --format csv\n"
+    "prints the overall rows (as in the _overall.csv file), json the same as\n"
+    "objects; the summaries then go to stderr.\n";
 
 /* ---- arguments ---------------------------------------------------------- */
 
@@ -84,20 +57,59 @@ typedef struct profile_args {
     int cuda_graph, layers, host_layers, check, layer_energy, isolated, fold_bn, dry_run;
     int fuse; /* conv + bias + ReLU as one operation where the backend can */
     const char *out_dir, *db, *trace;
-    const char *flags[MAX_FLAGS][2]; /* measurement flags, applied after the stage */
-    int n_flags;
+    tool_format fmt;
+    tool_measure_record measure; /* applied after the stage's settings */
 } profile_args;
 
-static int parse_on_off(const char *flag, const char *val, int *out)
-{
-    if (val && strcmp(val, "on") == 0)
-        *out = 1;
-    else if (val && strcmp(val, "off") == 0)
-        *out = 0;
-    else
-        return tool_usage_error("profile", "%s wants on or off, got '%s'", flag, val ? val : "");
-    return TOOL_EXIT_OK;
-}
+enum {
+    PF_BATCH, PF_SIZES, PF_STAGE, PF_FALLBACK, PF_CUDA_GRAPH, PF_FUSE, PF_LAYERS, PF_HOST_LAYERS,
+    PF_ISOLATED, PF_LAYER_ENERGY, PF_CHECK, PF_BN, PF_OUT_DIR, PF_DB, PF_TRACE, PF_DRY_RUN
+};
+
+static const tool_opt profile_opts[] = {
+    {"batch", 0, "LIST", "batch sizes, e.g. 1,8,32 (default 1)", PF_BATCH},
+    {"input-size", 0, "S", "input sizes: 224, a list 224,256,299 or a range\n224:512:32 "
+                           "(default: the model's)",
+     PF_SIZES},
+    {"stage", 0, "S", "sanity: the default size, few iterations, numerics\nchecked; quick: 10 "
+                      "sizes; full: 100 sizes, spread\nbetween the model's minimum and twice its "
+                      "default",
+     PF_STAGE},
+    {"algo-fallback", 0, "heuristic", "run layers the algorithm cannot run with the\nlibrary's "
+                                      "choice (and record that)",
+     PF_FALLBACK},
+    {"cuda-graph", 0, "on|off", "also time replays of a captured CUDA graph (default on)",
+     PF_CUDA_GRAPH},
+    {"fuse", 0, "on|off", "run a convolution, its bias and a following ReLU as one\noperation "
+                          "where the backend can (default on)",
+     PF_FUSE},
+    {"layers", 0, "on|off", "time every layer: layers CSV, attribution (default on)", PF_LAYERS},
+    {"host-layers", 0, "on|off", "the host's time to enqueue each layer in a free run\n(read in "
+                                 "the timed free-running inferences; default on)",
+     PF_HOST_LAYERS},
+    {"isolated", 0, NULL, "also time each distinct layer alone (CUDA-graph replays,\nno "
+                          "timestamps between layers): the sum against the end\nto end checks "
+                          "that the layers account for the network",
+     PF_ISOLATED},
+    {"layer-energy", 0, NULL, "energy of each distinct layer in its own window\n(implies "
+                              "--energy)",
+     PF_LAYER_ENERGY},
+    {"check", 0, "on|off", "compare outputs with the CPU backend (default on, off\nfor --stage "
+                           "quick and full)",
+     PF_CHECK},
+    {"bn", 0, "fold|keep", "zoo: fold BatchNormalization into the convolutions\n(default fold) "
+                           "or keep it",
+     PF_BN},
+    {"out-dir", 0, "DIR", "where <model>_<algo>_overall.csv and _layers.csv go\n(default .; "
+                          "replaced, or added to with --db)",
+     PF_OUT_DIR},
+    {"db", 0, "FILE", "also store every measurement; skip what it holds", PF_DB},
+    {"trace", 0, "FILE", "Chrome trace-event JSON of the layer-timed runs and\npower samples "
+                         "(opens in Perfetto)",
+     PF_TRACE},
+    {"dry-run", 0, NULL, "print the batch sizes, input sizes and settings; run\nnothing",
+     PF_DRY_RUN},
+    {NULL, 0, NULL, NULL, 0}};
 
 static int parse_batches(const char *text, profile_args *a)
 {
@@ -114,118 +126,61 @@ static int parse_batches(const char *text, profile_args *a)
     return TOOL_EXIT_OK;
 }
 
-/* A value flag of profile's own: 1 when it is one (and *dst is set). */
-static int own_value_flag(profile_args *a, const char *arg, const char *val, int *rc)
+static int profile_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
 {
-    static const char *const names[] = {"--batch",      "--sizes",  "--stage", "--algo-fallback",
-                                        "--cuda-graph", "--layers", "--check", "--out-dir",
-                                        "--db",         "--trace",  "--fuse",  "--host-layers"};
-    int which = -1;
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (strcmp(arg, names[i]) == 0) which = (int)i;
-    if (which < 0) return 0;
-    *rc = TOOL_EXIT_OK;
-    if (!val) {
-        *rc = tool_usage_error("profile", "%s needs a value", arg);
-        return 1;
+    profile_args *a = dest;
+    switch (o->id) {
+    case PF_BATCH: return parse_batches(v, a);
+    case PF_SIZES: a->sizes_text = v; return TOOL_EXIT_OK;
+    case PF_STAGE:
+        if (strcmp(v, "sanity") == 0) a->stage = STAGE_SANITY;
+        else if (strcmp(v, "quick") == 0) a->stage = STAGE_QUICK;
+        else if (strcmp(v, "full") == 0) a->stage = STAGE_FULL;
+        else return tool_usage_error(cmd, "--stage wants sanity, quick or full, got '%s'", v);
+        return TOOL_EXIT_OK;
+    case PF_FALLBACK:
+        if (strcmp(v, "heuristic") != 0)
+            return tool_usage_error(cmd, "--algo-fallback wants heuristic, got '%s'", v);
+        a->algo_fallback = v;
+        return TOOL_EXIT_OK;
+    case PF_CUDA_GRAPH: return tool_arg_on_off(cmd, "--cuda-graph", v, &a->cuda_graph);
+    case PF_FUSE: return tool_arg_on_off(cmd, "--fuse", v, &a->fuse);
+    case PF_LAYERS: return tool_arg_on_off(cmd, "--layers", v, &a->layers);
+    case PF_HOST_LAYERS: return tool_arg_on_off(cmd, "--host-layers", v, &a->host_layers);
+    case PF_CHECK: return tool_arg_on_off(cmd, "--check", v, &a->check);
+    case PF_ISOLATED: a->isolated = 1; return TOOL_EXIT_OK;
+    case PF_LAYER_ENERGY: a->layer_energy = 1; return TOOL_EXIT_OK;
+    case PF_BN: return tool_arg_bn(cmd, "--bn", v, &a->fold_bn);
+    case PF_OUT_DIR: a->out_dir = v; return TOOL_EXIT_OK;
+    case PF_DB: a->db = v; return TOOL_EXIT_OK;
+    case PF_TRACE: a->trace = v; return TOOL_EXIT_OK;
+    default: a->dry_run = 1; return TOOL_EXIT_OK;
     }
-    switch (which) {
-    case 0:
-        *rc = parse_batches(val, a);
-        break;
-    case 1:
-        a->sizes_text = val;
-        break;
-    case 2:
-        if (strcmp(val, "sanity") == 0)
-            a->stage = STAGE_SANITY;
-        else if (strcmp(val, "quick") == 0)
-            a->stage = STAGE_QUICK;
-        else if (strcmp(val, "full") == 0)
-            a->stage = STAGE_FULL;
-        else
-            *rc = tool_usage_error("profile", "--stage wants sanity, quick or full, got '%s'", val);
-        break;
-    case 3:
-        if (strcmp(val, "heuristic") != 0)
-            *rc = tool_usage_error("profile", "--algo-fallback wants heuristic, got '%s'", val);
-        a->algo_fallback = val;
-        break;
-    case 4:
-        *rc = parse_on_off(arg, val, &a->cuda_graph);
-        break;
-    case 10:
-        *rc = parse_on_off(arg, val, &a->fuse);
-        break;
-    case 11:
-        *rc = parse_on_off(arg, val, &a->host_layers);
-        break;
-    case 5:
-        *rc = parse_on_off(arg, val, &a->layers);
-        break;
-    case 6:
-        *rc = parse_on_off(arg, val, &a->check);
-        break;
-    case 7:
-        a->out_dir = val;
-        break;
-    case 8:
-        a->db = val;
-        break;
-    default:
-        a->trace = val;
-        break;
-    }
-    return 1;
 }
 
-static int parse_args(int argc, char **argv, profile_args *a, tool_measure_args *scratch)
+static int parse_args(int argc, char **argv, profile_args *a)
 {
-    a->cuda_graph = a->layers = a->fuse = a->host_layers = 1;
+    static const char *const refused[] = {"cache", "warmup-iters", "sample-us", NULL};
+    a->cuda_graph = a->layers = a->fuse = a->host_layers = a->fold_bn = 1;
     a->check = -1;
     a->out_dir = ".";
     a->batches[0] = 1;
     a->n_batches = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = TOOL_EXIT_OK;
-        if (own_value_flag(a, arg, val, &rc)) {
-            if (rc != TOOL_EXIT_OK) return rc;
-            i++;
-        } else if (strcmp(arg, "--layer-energy") == 0) {
-            a->layer_energy = 1;
-        } else if (strcmp(arg, "--isolated") == 0) {
-            a->isolated = 1;
-        } else if (strcmp(arg, "--fold-bn") == 0) {
-            a->fold_bn = 1;
-        } else if (strcmp(arg, "--dry-run") == 0) {
-            a->dry_run = 1;
-        } else if (strncmp(arg, "--", 2) == 0) {
-            const char *name = arg + 2;
-            if (strcmp(name, "cache") == 0 || strcmp(name, "warmup-iters") == 0 ||
-                strcmp(name, "sample-us") == 0)
-                return tool_usage_error("profile",
-                                        "%s applies to single operators, not to "
-                                        "profile",
-                                        arg);
-            int takes = strcmp(name, "energy") != 0;
-            int r = tool_measure_flag("profile", name, val, scratch);
-            if (r < 0) return TOOL_EXIT_USAGE;
-            if (r == 0) return tool_usage_error("profile", "unknown option '%s'", arg);
-            if (a->n_flags == MAX_FLAGS) return tool_usage_error("profile", "too many options");
-            a->flags[a->n_flags][0] = name;
-            a->flags[a->n_flags][1] = takes ? val : NULL;
-            a->n_flags++;
-            if (takes) i++;
-        } else if (a->model) {
-            return tool_usage_error("profile", "one model at a time ('%s'?)", arg);
-        } else {
-            a->model = arg;
-        }
-    }
-    if (!a->model) return tool_usage_error("profile", "which model? e.g. opsched profile resnet50");
-    if (scratch->algo && strcmp(scratch->algo, "all") == 0)
+    tool_measure_args_init(&a->measure.scratch);
+    a->measure.refused = refused;
+    const tool_optgroup groups[] = {
+        {"options", profile_opts, profile_opt, a},
+        {"measurement options", tool_measure_optlist, tool_measure_record_opt, &a->measure},
+        {"output options", tool_format_optlist, tool_format_opt, &a->fmt}};
+    const tool_cli cli = {"profile", profile_usage, NULL, groups, 3, 1, "model"};
+    const char *pos[1];
+    int n_pos = 0;
+    int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
+    if (rc != TOOL_EXIT_OK) return rc;
+    if (!n_pos) return tool_usage_error("profile", "which model? e.g. opsched profile resnet50");
+    a->model = pos[0];
+    const char *algo = a->measure.scratch.algo;
+    if (algo && strcmp(algo, "all") == 0)
         return tool_usage_error("profile", "--algo all is for bench and sweep; profile runs one "
                                            "policy: heuristic, find or an algorithm");
     if (a->check < 0) a->check = a->stage != STAGE_QUICK && a->stage != STAGE_FULL;
@@ -259,6 +214,7 @@ static int resolve_model(opsched_ctx *ctx, const char *model, model_src *m)
                     "opsched profile: unknown model '%s': not a zoo network ('opsched "
                     "models' lists them) nor a file\n",
                     model);
+            tool_suggest_model(model);
             return TOOL_EXIT_FAIL;
         }
         snprintf(m->name, sizeof(m->name), "%s", z->name);
@@ -280,29 +236,20 @@ static int resolve_model(opsched_ctx *ctx, const char *model, model_src *m)
     return TOOL_EXIT_OK;
 }
 
-/* "224,256,299" or "224:512:32" (from 224 to at most 512 by 32). */
+/* --input-size: H, a list or a range; profile's inputs are square. */
 static int parse_sizes(const char *text, int64_t *sizes, int *n)
 {
-    char buf[4096];
-    int64_t lo, hi, step;
-    snprintf(buf, sizeof(buf), "%s", text);
-    *n = 0;
-    char *c1 = strchr(buf, ':');
-    if (c1) {
-        char *c2 = strchr(c1 + 1, ':');
-        if (!c2) return 0;
-        *c1 = *c2 = '\0';
-        if (!tool_parse_int(buf, 1, 65536, &lo) || !tool_parse_int(c1 + 1, 1, 65536, &hi) ||
-            !tool_parse_int(c2 + 1, 1, 65536, &step) || lo > hi || (hi - lo) / step >= MAX_SIZES)
-            return 0;
-        for (int64_t s = lo; s <= hi; s += step)
-            sizes[(*n)++] = s;
-        return 1;
+    static int64_t h[MAX_SIZES], w[MAX_SIZES];
+    int rc = tool_arg_sizes("profile", "--input-size", text, h, w, MAX_SIZES, n);
+    if (rc != TOOL_EXIT_OK) return rc;
+    for (int i = 0; i < *n; i++) {
+        if (h[i] != w[i])
+            return tool_usage_error("profile", "--input-size: profile runs square inputs, not "
+                                               "%lldx%lld",
+                                    (long long)h[i], (long long)w[i]);
+        sizes[i] = h[i];
     }
-    char *save = NULL;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
-        if (*n == MAX_SIZES || !tool_parse_int(t, 1, 65536, &sizes[(*n)++])) return 0;
-    return *n > 0;
+    return TOOL_EXIT_OK;
 }
 
 /* count sizes spread evenly from the model's minimum to twice its default,
@@ -331,14 +278,10 @@ static void spread_sizes(const model_src *m, int count, int64_t *sizes, int *n)
 static int choose_sizes(const profile_args *a, const model_src *m, int64_t *sizes, int *n)
 {
     if (a->sizes_text) {
-        if (!parse_sizes(a->sizes_text, sizes, n))
-            return tool_usage_error("profile",
-                                    "--sizes wants a list like 224,256,299 or a range "
-                                    "FROM:TO:STEP like 224:512:32 (FROM <= TO, at "
-                                    "most %d sizes), got '%s'",
-                                    MAX_SIZES, a->sizes_text);
+        int rc = parse_sizes(a->sizes_text, sizes, n);
+        if (rc != TOOL_EXIT_OK) return rc;
         if (!m->default_size)
-            return tool_usage_error("profile", "%s has no 4-D input: --sizes does not apply",
+            return tool_usage_error("profile", "%s has no 4-D input: --input-size does not apply",
                                     m->name);
         for (int i = 0; i < *n; i++)
             if (sizes[i] < m->min_size)
@@ -360,8 +303,9 @@ static int choose_sizes(const profile_args *a, const model_src *m, int64_t *size
     return TOOL_EXIT_OK;
 }
 
-/* The stage's defaults, then the command line's measurement flags. */
-static void measurement_settings(const profile_args *a, tool_measure_args *ma)
+/* The stage's defaults, then the command line's measurement flags, then
+ * "auto" math and layout by backend. */
+static void measurement_settings(opsched_ctx *ctx, const profile_args *a, tool_measure_args *ma)
 {
     tool_measure_args_init(ma);
     if (a->stage == STAGE_SANITY) {
@@ -373,8 +317,8 @@ static void measurement_settings(const profile_args *a, tool_measure_args *ma)
         ma->opts.iters = 20;
         ma->opts.min_ms = 200;
     }
-    for (int i = 0; i < a->n_flags; i++)
-        tool_measure_flag("profile", a->flags[i][0], a->flags[i][1], ma);
+    tool_measure_replay(&a->measure, "profile", ma);
+    tool_measure_resolve(ctx, ma);
 }
 
 static void dry_run(const profile_args *a, const model_src *m, const tool_measure_args *ma,
@@ -387,10 +331,10 @@ static void dry_run(const profile_args *a, const model_src *m, const tool_measur
     printf("\n%d input size%s:", n_sizes, n_sizes == 1 ? "" : "s");
     for (int i = 0; i < n_sizes; i++)
         printf(" %lld", (long long)sizes[i]);
-    printf("\nalgorithm %s%s%s, math %s, layout %s\n", ma->algo ? ma->algo : "heuristic",
-           a->algo_fallback ? ", fallback " : "", a->algo_fallback ? a->algo_fallback : "",
-           opsched_math_name(o->plan.math),
-           o->plan.layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw");
+    printf("\nalgorithm %s%s%s, backend %s, math %s, layout %s, bn %s\n",
+           ma->algo ? ma->algo : "heuristic", a->algo_fallback ? ", fallback " : "",
+           a->algo_fallback ? a->algo_fallback : "", ma->backend, opsched_math_name(o->plan.math),
+           o->plan.layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw", a->fold_bn ? "fold" : "keep");
     printf("warm-up %.0f ms, >= %d inferences and >= %.0f ms; cuda graph %s, layers %s, "
            "energy %s, layer energy %s, check %s\n",
            o->warmup_ms, o->iters, o->min_ms, a->cuda_graph ? "on" : "off",
@@ -491,10 +435,47 @@ typedef struct run_state {
     opsched_trace *trace;
     FILE *overall, *layers;
     opsched_csv_writer *overall_csv, *layers_csv;
+    opsched_csv_writer *stdout_csv; /* --format csv: the overall rows on stdout */
     const char *algo;
     int many; /* one line per item rather than a summary */
     int numerics_failed;
+    int printed;  /* --format csv: rows printed */
+    cJSON *json;  /* --format json: the items */
 } run_state;
+
+static void json_num(cJSON *o, const char *name, double v)
+{
+    if (isfinite(v)) cJSON_AddNumberToObject(o, name, v);
+    else cJSON_AddNullToObject(o, name);
+}
+
+/* One item of --format json: what its overall CSV row says. */
+static void json_item(cJSON *arr, const profile_item *it, int fold_bn)
+{
+    const opsched_profile_result *r = it->r;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", it->model);
+    cJSON_AddStringToObject(o, "algorithm", it->algo_policy);
+    cJSON_AddNumberToObject(o, "batch", (double)it->batch);
+    cJSON_AddNumberToObject(o, "input_size", (double)it->size);
+    cJSON_AddStringToObject(o, "math", opsched_math_name(it->math));
+    cJSON_AddStringToObject(o, "layout", it->layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw");
+    cJSON_AddStringToObject(o, "bn", fold_bn ? "fold" : "keep");
+    json_num(o, "median_ms", r->e2e.median);
+    json_num(o, "mean_ms", r->e2e.mean);
+    json_num(o, "p90_ms", r->e2e.p90);
+    json_num(o, "p99_ms", r->e2e.p99);
+    json_num(o, "cv", r->e2e.cv);
+    json_num(o, "graph_median_ms", r->e2e_graph.n > 0 ? r->e2e_graph.median : NAN);
+    json_num(o, "enqueue_ms", r->enqueue_ms);
+    json_num(o, "layer_sum_ms", r->layer_sum_ms);
+    json_num(o, "energy_per_inference_j", r->energy.valid ? r->energy.energy_j : NAN);
+    json_num(o, "power_mean_w", r->energy.valid ? r->energy.power_mean_w : NAN);
+    cJSON_AddNumberToObject(o, "peak_memory_bytes", (double)r->peak_memory_bytes);
+    json_num(o, "check_rel_l2", r->check_rel_l2);
+    cJSON_AddNumberToObject(o, "fallback_layers", r->n_fallbacks);
+    cJSON_AddItemToArray(arr, o);
+}
 
 static void profile_options(const run_state *rs, opsched_profile_options *po)
 {
@@ -536,6 +517,17 @@ static opsched_status load_graph(const run_state *rs, int64_t batch, int64_t siz
 /* Profiles one (batch, size).  Returns OK, a per-item failure worth
  * reporting and going on from (*item_failed set: out of device memory, a
  * size the network cannot take), or a failure that stops the run. */
+
+/* The writer of --format csv on standard output, made (and its header
+ * written) on first use. */
+static opsched_status stdout_csv(run_state *rs)
+{
+    if (rs->stdout_csv) return OPSCHED_OK;
+    opsched_status st = opsched_csv_writer_create(rs->ctx, stdout, &rs->stdout_csv);
+    if (st == OPSCHED_OK) st = report_overall_begin(rs->stdout_csv, 1);
+    return st;
+}
+
 static opsched_status profile_one(run_state *rs, progress *pg, int64_t batch, int64_t size,
                                   int *item_failed)
 {
@@ -585,10 +577,19 @@ static opsched_status profile_one(run_state *rs, progress *pg, int64_t batch, in
         (st = opsched_trace_add_profile(rs->trace, &rs->di, g, r, label)) != OPSCHED_OK)
         goto done;
     progress_clear(pg);
+    if (rs->a->fmt == TOOL_FMT_CSV) {
+        if ((st = stdout_csv(rs)) != OPSCHED_OK ||
+            (st = report_overall_row(rs->stdout_csv, &it)) != OPSCHED_OK)
+            goto done;
+        rs->printed++;
+    } else if (rs->a->fmt == TOOL_FMT_JSON) {
+        json_item(rs->json, &it, rs->a->fold_bn);
+    }
+    FILE *text = rs->a->fmt == TOOL_FMT_TABLE ? stdout : stderr;
     if (rs->many)
-        report_line(stdout, &it);
+        report_line(text, &it);
     else
-        report_summary(stdout, &it);
+        report_summary(text, &it);
     fflush(stdout);
     rs->numerics_failed |= report_warnings(&it);
 done:
@@ -767,33 +768,33 @@ static int finish(run_state *rs, opsched_status st, const progress *pg, char pat
         if (ts != OPSCHED_OK) rc = tool_fail(rs->ctx, ts, "trace");
     }
     if (st != OPSCHED_OK && st != OPSCHED_ERR_INTERRUPTED) return rc;
-    printf("%d profiled, %d already in the database, %d failed; wrote %s, %s", pg->done,
-           pg->skipped, pg->failed, paths[0], paths[1]);
-    if (rs->trace) printf(", %s", rs->a->trace);
-    printf("\n");
+    FILE *text = rs->a->fmt == TOOL_FMT_TABLE ? stdout : stderr;
+    if (rs->a->fmt == TOOL_FMT_CSV && !rs->printed && stdout_csv(rs) != OPSCHED_OK)
+        rc = tool_fail(rs->ctx, OPSCHED_ERR_IO, "standard output");
+    int jrc = tool_print_json(rs->json);
+    rs->json = NULL;
+    if (jrc != TOOL_EXIT_OK && rc == TOOL_EXIT_OK) rc = jrc;
+    fprintf(text, "%d profiled, %d already in the database, %d failed; wrote %s, %s", pg->done,
+            pg->skipped, pg->failed, paths[0], paths[1]);
+    if (rs->trace) fprintf(text, ", %s", rs->a->trace);
+    fprintf(text, "\n");
     return rc;
 }
 
 int cmd_profile(opsched_ctx *ctx, int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            profile_help();
-            return TOOL_EXIT_OK;
-        }
-    }
-    profile_args a;
-    tool_measure_args scratch, ma;
+    static profile_args a;
+    tool_measure_args ma;
     model_src m;
     static int64_t sizes[MAX_SIZES];
     int n_sizes = 0;
     memset(&a, 0, sizeof(a));
-    tool_measure_args_init(&scratch);
-    int rc = parse_args(argc, argv, &a, &scratch);
+    int rc = parse_args(argc, argv, &a);
+    if (rc == TOOL_ARGS_HELP) return TOOL_EXIT_OK;
     if (rc == TOOL_EXIT_OK) rc = resolve_model(ctx, a.model, &m);
     if (rc == TOOL_EXIT_OK) rc = choose_sizes(&a, &m, sizes, &n_sizes);
     if (rc != TOOL_EXIT_OK) return rc;
-    measurement_settings(&a, &ma);
+    measurement_settings(ctx, &a, &ma);
     if (a.dry_run) {
         dry_run(&a, &m, &ma, sizes, n_sizes);
         return TOOL_EXIT_OK;
@@ -807,6 +808,8 @@ int cmd_profile(opsched_ctx *ctx, int argc, char **argv)
     rs.ma = &ma;
     rs.algo = ma.algo ? ma.algo : "heuristic";
     rs.many = a.n_batches * n_sizes > FULL_SUMMARIES;
+    if (a.fmt == TOOL_FMT_JSON && !(rs.json = cJSON_CreateArray()))
+        return tool_fail(ctx, OPSCHED_ERR_NOMEM, "profile");
     char paths[2][4096] = {"", ""};
     progress pg;
     memset(&pg, 0, sizeof(pg));
@@ -832,9 +835,11 @@ int cmd_profile(opsched_ctx *ctx, int argc, char **argv)
     rc = finish(&rs, st, &pg, paths);
 done:
     free(skip);
+    cJSON_Delete(rs.json);
     opsched_trace_free(rs.trace);
     opsched_csv_writer_free(rs.overall_csv);
     opsched_csv_writer_free(rs.layers_csv);
+    opsched_csv_writer_free(rs.stdout_csv);
     if (rs.overall) fclose(rs.overall);
     if (rs.layers) fclose(rs.layers);
     opsched_store_close(rs.store);

@@ -14,58 +14,82 @@
  * and a table gives median, p10 and p90 latency and the speed-up over the
  * sequential schedule.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tool.h"
+#include <cjson/cJSON.h>
+
+#include "args.h"
 
 #define MAX_SCHEDULES 8
 
-static const char run_help[] =
+static const char run_usage[] =
     "usage: opsched run <zoo-name|file.onnx> (--schedule FILE | --compare LIST) [options]\n"
     "\n"
     "Runs inter-operator schedules with the schedule executor (one stream per group,\n"
     "events only where data crosses streams, the inference captured as one CUDA graph,\n"
     "producers writing into concat slices, merged convolutions): latency free-running\n"
     "and as a CUDA graph (median, p10, p90), speed-up over the sequential schedule, and\n"
-    "the outputs checked against the sequential executor.\n"
-    "\n"
-    "  --schedule FILE        run this schedule (opsched schedule -o); the batch it was\n"
-    "                         searched at is informational: --batch sets the graph's\n"
-    "  --compare LIST         search and run each of sequential, greedy, ios (comma list)\n"
-    "                         with stage costs measured on this device\n"
-    "  --db FILE              keep measured stage costs in this database's stages table\n"
-    "                         (a stage measured once is not measured again)\n"
-    "  --r N, --s N           IOS: operators per group (3), groups per stage (8; greedy too)\n"
-    "  --max-block-ops N      IOS: operators per part of a block (default 50)\n"
-    "  --no-merge             IOS: no merged convolutions\n"
-    "  --verify on|off        --compare: run IOS's schedule whole against the greedy and\n"
-    "                         sequential ones; the ios row runs the fastest (default on)\n"
-    "  --save-schedules DIR   write each searched schedule to DIR/<model>_<searcher>.json\n"
-    "  --batch N              batch size (default: the model's, 1 for the zoo)\n"
-    "  --input-size H[xW]     input height and width (default: the model's)\n"
-    "  --shapes SPEC          ONNX input shapes, e.g. input:1x3x224x224\n"
-    "  --bn fold|keep         zoo: BatchNormalization folded (default fold)\n"
-    "  --backend cuda|cpu     backend (default: cuda when a GPU is present, else cpu)\n"
-    "  --device N             device index within the backend (default 0)\n"
-    "  --math M               fp32, tf32 (default), fp16 or bf16\n"
-    "  --layout L             nchw (default) or nhwc\n"
-    "  --algo POLICY          convolution algorithm policy (default heuristic)\n"
-    "  --concurrent-algo P    policy for nodes of stages with several groups (default:\n"
-    "                         --algo)\n"
-    "  --fuse on|off          convolution + bias + ReLU as one operation (default on)\n"
-    "  --concat-elision on|off  producers write into concat slices (default on)\n"
-    "  --cuda-graph on|off    also time the whole inference as a CUDA graph (default on)\n"
-    "  --check on|off         compare outputs with the sequential executor (default on)\n"
-    "  --warmup-ms MS         warm-up per schedule and mode (default 200)\n"
-    "  --iters N              timed inferences, at least (default 100)\n"
-    "  --min-ms MS            and at least this long (default 500)\n"
-    "  --seed N               weights and inputs (default 1)\n"
-    "  --trace FILE           Chrome trace of one traced run per schedule, a track per\n"
-    "                         stream (opens in Perfetto)\n"
-    "  -h, --help             this help\n";
+    "the outputs checked against the sequential executor.  Math and layout default to\n"
+    "the backend's fastest (tf32 and nhwc on a GPU, fp32 and nchw on the CPU).\n"
+    "--format csv prints one row per schedule (model,batch,input,math,layout,schedule,\n"
+    "stages,streams,launches,free_ms,free_p10_ms,free_p90_ms,graph_ms,graph_p10_ms,\n"
+    "graph_p90_ms,speedup_free,speedup_graph,rel_err; graph columns empty without a\n"
+    "CUDA graph), json the same as an array of objects; all else goes to stderr.\n";
+
+enum {
+    RU_SCHEDULE, RU_COMPARE, RU_VERIFY, RU_DB, RU_R, RU_S, RU_MAX_BLOCK, RU_NO_MERGE, RU_SAVE,
+    RU_BACKEND, RU_DEVICE, RU_MATH, RU_LAYOUT, RU_ALGO, RU_CONC_ALGO, RU_FUSE, RU_ELISION,
+    RU_GRAPH, RU_CHECK, RU_WARMUP, RU_ITERS, RU_MIN_MS, RU_SEED, RU_TRACE
+};
+
+static const tool_opt run_opts[] = {
+    {"schedule", 0, "FILE", "run this schedule (opsched schedule -o); the batch it was\nsearched "
+                            "at is informational: --batch sets the graph's",
+     RU_SCHEDULE},
+    {"compare", 0, "LIST", "search and run each of sequential, greedy, ios (comma list)\nwith "
+                           "stage costs measured on this device",
+     RU_COMPARE},
+    {"db", 0, "FILE", "keep measured stage costs in this database's stages table\n(a stage "
+                      "measured once is not measured again)",
+     RU_DB},
+    {"r", 0, "N", "IOS: operators per group (default 3)", RU_R},
+    {"s", 0, "N", "IOS and greedy: groups per stage (default 8)", RU_S},
+    {"max-block-ops", 0, "N", "IOS: operators per part of a block (default 50)", RU_MAX_BLOCK},
+    {"no-merge", 0, NULL, "IOS: no merged convolutions", RU_NO_MERGE},
+    {"verify", 0, "on|off", "--compare: run IOS's schedule whole against the greedy and\n"
+                            "sequential ones; the ios row runs the fastest (default on)",
+     RU_VERIFY},
+    {"save-schedules", 0, "DIR", "write each searched schedule to DIR/<model>_<searcher>.json",
+     RU_SAVE},
+    {"trace", 0, "FILE", "Chrome trace of one traced run per schedule, a track per\nstream "
+                         "(opens in Perfetto)",
+     RU_TRACE},
+    {NULL, 0, NULL, NULL, 0}};
+
+static const tool_opt run_exec_opts[] = {
+    {"backend", 0, "cuda|cpu", "backend (default: cuda when a GPU is present, else cpu)",
+     RU_BACKEND},
+    {"device", 0, "N", "device index within the backend (default 0)", RU_DEVICE},
+    {"math", 0, "M", "auto (default: tf32 on a GPU, fp32 on the CPU), fp32,\ntf32, fp16 or bf16",
+     RU_MATH},
+    {"layout", 0, "L", "auto (default: nhwc on cuda, nchw on cpu), nchw or nhwc", RU_LAYOUT},
+    {"algo", 0, "POLICY", "convolution algorithm policy (default heuristic)", RU_ALGO},
+    {"concurrent-algo", 0, "P", "policy for nodes of stages with several groups (default:\n"
+                                "--algo)",
+     RU_CONC_ALGO},
+    {"fuse", 0, "on|off", "convolution + bias + ReLU as one operation (default on)", RU_FUSE},
+    {"concat-elision", 0, "on|off", "producers write into concat slices (default on)",
+     RU_ELISION},
+    {"cuda-graph", 0, "on|off", "also time the whole inference as a CUDA graph (default on)",
+     RU_GRAPH},
+    {"check", 0, "on|off", "compare outputs with the sequential executor (default on)", RU_CHECK},
+    {"warmup-ms", 0, "MS", "warm-up per schedule and mode (default 200)", RU_WARMUP},
+    {"iters", 0, "N", "timed inferences, at least (default 100)", RU_ITERS},
+    {"min-ms", 0, "MS", "and at least this long (default 500)", RU_MIN_MS},
+    {"seed", 0, "N", "weights and inputs (default 1)", RU_SEED},
+    {NULL, 0, NULL, NULL, 0}};
 
 typedef struct run_args {
     tool_model_opts mo;
@@ -74,23 +98,18 @@ typedef struct run_args {
     int device;
     opsched_math math;
     opsched_layout layout;
+    int math_auto, layout_auto; /* chosen by backend once it is known */
     int fuse, elision, cuda_graph, check;
     int verify; /* --compare: the ios row runs the fastest of ios, greedy, sequential whole */
     opsched_search_options so;
     opsched_run_timing_options timing;
     uint64_t seed;
+    tool_format fmt;
 } run_args;
 
-static int on_off(const char *flag, const char *v, int *out)
-{
-    if (strcmp(v, "on") == 0)
-        *out = 1;
-    else if (strcmp(v, "off") == 0)
-        *out = 0;
-    else
-        return tool_usage_error("run", "%s wants on or off, got '%s'", flag, v);
-    return 0;
-}
+/* Where the report goes: stdout, or stderr when stdout carries --format
+ * csv or json. */
+static FILE *rep;
 
 static int parse_ms(const char *flag, const char *v, double *out)
 {
@@ -102,169 +121,70 @@ static int parse_ms(const char *flag, const char *v, double *out)
     return 0;
 }
 
+static int run_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
+{
+    run_args *a = dest;
+    int64_t iv;
+    switch (o->id) {
+    case RU_SCHEDULE: a->schedule = v; return TOOL_EXIT_OK;
+    case RU_COMPARE: a->compare = v; return TOOL_EXIT_OK;
+    case RU_DB: a->db = v; return TOOL_EXIT_OK;
+    case RU_R:
+    case RU_S:
+    case RU_MAX_BLOCK:
+        if (!tool_parse_int(v, 1, 64, &iv))
+            return tool_usage_error(cmd, "--%s wants 1 to 64, got '%s'", o->name, v);
+        if (o->id == RU_R) a->so.r = (int)iv;
+        else if (o->id == RU_S) a->so.s = (int)iv;
+        else a->so.max_block_ops = (int)iv;
+        return TOOL_EXIT_OK;
+    case RU_NO_MERGE: a->so.no_merge = 1; return TOOL_EXIT_OK;
+    case RU_SAVE: a->save_dir = v; return TOOL_EXIT_OK;
+    case RU_TRACE: a->trace = v; return TOOL_EXIT_OK;
+    case RU_BACKEND: a->backend = v; return TOOL_EXIT_OK;
+    case RU_DEVICE:
+        if (!tool_parse_int(v, 0, 1024, &iv))
+            return tool_usage_error(cmd, "--device wants an index within the backend, got '%s'", v);
+        a->device = (int)iv;
+        return TOOL_EXIT_OK;
+    case RU_MATH: return tool_arg_math(cmd, "--math", v, &a->math, &a->math_auto);
+    case RU_LAYOUT: return tool_arg_layout(cmd, "--layout", v, &a->layout, &a->layout_auto);
+    case RU_ALGO: a->algo = v; return TOOL_EXIT_OK;
+    case RU_CONC_ALGO: a->concurrent_algo = v; return TOOL_EXIT_OK;
+    case RU_FUSE: return tool_arg_on_off(cmd, "--fuse", v, &a->fuse);
+    case RU_ELISION: return tool_arg_on_off(cmd, "--concat-elision", v, &a->elision);
+    case RU_GRAPH: return tool_arg_on_off(cmd, "--cuda-graph", v, &a->cuda_graph);
+    case RU_CHECK: return tool_arg_on_off(cmd, "--check", v, &a->check);
+    case RU_VERIFY: return tool_arg_on_off(cmd, "--verify", v, &a->verify);
+    case RU_WARMUP: return parse_ms("--warmup-ms", v, &a->timing.warmup_ms) ? TOOL_EXIT_USAGE : 0;
+    case RU_MIN_MS: return parse_ms("--min-ms", v, &a->timing.min_ms) ? TOOL_EXIT_USAGE : 0;
+    case RU_ITERS:
+        if (!tool_parse_int(v, 1, 1000000, &iv))
+            return tool_usage_error(cmd, "--iters wants a positive count, got '%s'", v);
+        a->timing.iters = (int)iv;
+        return TOOL_EXIT_OK;
+    default:
+        if (!tool_parse_int(v, 0, INT64_MAX, &iv))
+            return tool_usage_error(cmd, "--seed wants a number, got '%s'", v);
+        a->seed = (uint64_t)iv;
+        return TOOL_EXIT_OK;
+    }
+}
+
 static int parse_args(int argc, char **argv, run_args *a)
 {
-    static const struct option opts[] = {{"schedule", required_argument, NULL, 'S'},
-                                         {"compare", required_argument, NULL, 'C'},
-                                         {"verify", required_argument, NULL, 'V'},
-                                         {"db", required_argument, NULL, 'd'},
-                                         {"r", required_argument, NULL, 'r'},
-                                         {"s", required_argument, NULL, 's'},
-                                         {"max-block-ops", required_argument, NULL, 'm'},
-                                         {"no-merge", no_argument, NULL, 'M'},
-                                         {"save-schedules", required_argument, NULL, 'o'},
-                                         {"batch", required_argument, NULL, 'b'},
-                                         {"input-size", required_argument, NULL, 'i'},
-                                         {"shapes", required_argument, NULL, 'H'},
-                                         {"bn", required_argument, NULL, 'B'},
-                                         {"backend", required_argument, NULL, 'k'},
-                                         {"device", required_argument, NULL, 'v'},
-                                         {"math", required_argument, NULL, 'x'},
-                                         {"layout", required_argument, NULL, 'l'},
-                                         {"algo", required_argument, NULL, 'a'},
-                                         {"concurrent-algo", required_argument, NULL, 'A'},
-                                         {"fuse", required_argument, NULL, 'F'},
-                                         {"concat-elision", required_argument, NULL, 'E'},
-                                         {"cuda-graph", required_argument, NULL, 'G'},
-                                         {"check", required_argument, NULL, 'K'},
-                                         {"warmup-ms", required_argument, NULL, 'w'},
-                                         {"iters", required_argument, NULL, 'n'},
-                                         {"min-ms", required_argument, NULL, 't'},
-                                         {"seed", required_argument, NULL, 'z'},
-                                         {"trace", required_argument, NULL, 'T'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    int c, rc = 0;
-    int64_t v;
-    optind = 1;
-    opterr = 0;
-    while (rc == 0 && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'S':
-            a->schedule = optarg;
-            break;
-        case 'C':
-            a->compare = optarg;
-            break;
-        case 'd':
-            a->db = optarg;
-            break;
-        case 'r':
-        case 's':
-        case 'm':
-            if (!tool_parse_int(optarg, 1, 64, &v))
-                return tool_usage_error("run", "--%s wants 1 to 64, got '%s'",
-                                        c == 'r'   ? "r"
-                                        : c == 's' ? "s"
-                                                   : "max-block-ops",
-                                        optarg);
-            if (c == 'r')
-                a->so.r = (int)v;
-            else if (c == 's')
-                a->so.s = (int)v;
-            else
-                a->so.max_block_ops = (int)v;
-            break;
-        case 'M':
-            a->so.no_merge = 1;
-            break;
-        case 'o':
-            a->save_dir = optarg;
-            break;
-        case 'b':
-            if (!tool_parse_int(optarg, 1, 1 << 20, &a->mo.batch))
-                return tool_usage_error("run", "--batch wants a positive integer, got '%s'",
-                                        optarg);
-            break;
-        case 'i':
-            if (!tool_parse_size(optarg, &a->mo.height, &a->mo.width))
-                return tool_usage_error("run", "--input-size wants H or HxW, got '%s'", optarg);
-            break;
-        case 'H':
-            a->mo.shapes = optarg;
-            break;
-        case 'B':
-            if (strcmp(optarg, "fold") == 0)
-                a->mo.fold_bn = 1;
-            else if (strcmp(optarg, "keep") == 0)
-                a->mo.fold_bn = 0;
-            else
-                return tool_usage_error("run", "--bn wants fold or keep, got '%s'", optarg);
-            break;
-        case 'k':
-            a->backend = optarg;
-            break;
-        case 'v':
-            if (!tool_parse_int(optarg, 0, 1024, &v))
-                return tool_usage_error("run", "--device wants an index, got '%s'", optarg);
-            a->device = (int)v;
-            break;
-        case 'x':
-            if (opsched_math_from_name(optarg, &a->math) != OPSCHED_OK)
-                return tool_usage_error("run", "--math wants fp32, tf32, fp16 or bf16, got '%s'",
-                                        optarg);
-            break;
-        case 'l':
-            if (strcmp(optarg, "nchw") == 0)
-                a->layout = OPSCHED_LAYOUT_NCHW;
-            else if (strcmp(optarg, "nhwc") == 0)
-                a->layout = OPSCHED_LAYOUT_NHWC;
-            else
-                return tool_usage_error("run", "--layout wants nchw or nhwc, got '%s'", optarg);
-            break;
-        case 'a':
-            a->algo = optarg;
-            break;
-        case 'A':
-            a->concurrent_algo = optarg;
-            break;
-        case 'F':
-            rc = on_off("--fuse", optarg, &a->fuse);
-            break;
-        case 'E':
-            rc = on_off("--concat-elision", optarg, &a->elision);
-            break;
-        case 'G':
-            rc = on_off("--cuda-graph", optarg, &a->cuda_graph);
-            break;
-        case 'K':
-            rc = on_off("--check", optarg, &a->check);
-            break;
-        case 'V':
-            rc = on_off("--verify", optarg, &a->verify);
-            break;
-        case 'w':
-            rc = parse_ms("--warmup-ms", optarg, &a->timing.warmup_ms);
-            break;
-        case 't':
-            rc = parse_ms("--min-ms", optarg, &a->timing.min_ms);
-            break;
-        case 'n':
-            if (!tool_parse_int(optarg, 1, 1000000, &v))
-                return tool_usage_error("run", "--iters wants a positive count, got '%s'", optarg);
-            a->timing.iters = (int)v;
-            break;
-        case 'z':
-            if (!tool_parse_int(optarg, 0, INT64_MAX, &v))
-                return tool_usage_error("run", "--seed wants a number, got '%s'", optarg);
-            a->seed = (uint64_t)v;
-            break;
-        case 'T':
-            a->trace = optarg;
-            break;
-        case 'h':
-            fputs(run_help, stdout);
-            return -1;
-        default:
-            return tool_usage_error("run", "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
-    if (rc) return rc;
-    if (optind != argc - 1)
-        return tool_usage_error("run", optind >= argc
-                                           ? "which model? give a zoo name or an .onnx file"
-                                           : "one model at a time");
-    a->mo.model = argv[optind];
+    const tool_optgroup groups[] = {
+        {"schedule options", run_opts, run_opt, a},
+        {"model options", tool_model_optlist, tool_model_opt, &a->mo},
+        {"execution options", run_exec_opts, run_opt, a},
+        {"output options", tool_format_optlist, tool_format_opt, &a->fmt}};
+    const tool_cli cli = {"run", run_usage, NULL, groups, 4, 1, "model"};
+    const char *pos[1];
+    int n_pos = 0;
+    int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
+    if (rc != TOOL_EXIT_OK) return rc;
+    if (!n_pos) return tool_usage_error("run", "which model? give a zoo name or an .onnx file");
+    a->mo.model = pos[0];
     if (!a->schedule == !a->compare)
         return tool_usage_error("run", "give --schedule FILE or --compare LIST (one of them)");
     if (a->compare) {
@@ -375,7 +295,7 @@ static int verify_ios(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
     opsched_whole_check w;
     opsched_status st = opsched_schedule_keep_fastest(dev, g, &so, &o, &ios->s, &w);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, "run the schedules whole");
-    printf("ios verified whole: ios %.4f ms, greedy %.4f ms, sequential %.4f ms; the ios row runs "
+    fprintf(rep, "ios verified whole: ios %.4f ms, greedy %.4f ms, sequential %.4f ms; the ios row runs "
            "%s%s\n",
            w.ms[0], w.ms[1], w.ms[2], opsched_searcher_name(w.searcher[w.kept]),
            w.kept ? "'s schedule (IOS's own was slower whole)" : "");
@@ -432,11 +352,11 @@ static int search_all(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
     opsched_stage_measurer_stats ms;
     opsched_stage_measurer_stats_get(c.m, &ms);
     if (rc == TOOL_EXIT_OK)
-        printf("stage costs: %lld stages measured (%lld unsupported) in %.1f s, %lld answered from "
+        fprintf(rep, "stage costs: %lld stages measured (%lld unsupported) in %.1f s, %lld answered from "
                "memory%s",
                (long long)ms.measured, (long long)ms.unsupported, ms.seconds, (long long)ms.cached,
                c.store ? "" : "\n");
-    if (rc == TOOL_EXIT_OK && c.store) printf(", %lld from %s\n", (long long)c.cache.hits, a->db);
+    if (rc == TOOL_EXIT_OK && c.store) fprintf(rep, ", %lld from %s\n", (long long)c.cache.hits, a->db);
     opsched_stage_measurer_free(c.m);
     opsched_store_close(c.store);
     return rc;
@@ -453,7 +373,7 @@ static int save_schedules(opsched_ctx *ctx, const run_args *a, const opsched_gra
             return tool_usage_error("run", "--save-schedules: the path is too long");
         opsched_status st = opsched_schedule_write(items[i].s, g, path);
         if (st != OPSCHED_OK) return tool_fail(ctx, st, path);
-        printf("wrote %s\n", path);
+        fprintf(rep, "wrote %s\n", path);
     }
     return TOOL_EXIT_OK;
 }
@@ -553,41 +473,41 @@ static void print_table(const run_args *a, const run_item *items, int n, double 
     const run_item *base = NULL;
     for (int i = 0; i < n; i++)
         if (strcmp(items[i].label, "sequential") == 0) base = &items[i];
-    printf("\n%-16s %6s %7s %8s %5s %6s %6s | %8s | %9s %8s %8s | %9s %8s %8s | %7s %7s | %9s\n",
+    fprintf(rep, "\n%-16s %6s %7s %8s %5s %6s %6s | %8s | %9s %8s %8s | %9s %8s %8s | %7s %7s | %9s\n",
            "schedule", "stages", "streams", "launches", "waits", "merges", "elided", "cost sum",
            "free p50", "p10", "p90", "graph p50", "p10", "p90", "x free", "x graph", "rel.err");
     for (int i = 0; i < n; i++) {
         const run_item *it = &items[i];
-        printf("%-16s %6d %7d %8d %5d %6d %6d |", it->label, it->info.n_stages, it->info.n_streams,
+        fprintf(rep, "%-16s %6d %7d %8d %5d %6d %6d |", it->label, it->info.n_stages, it->info.n_streams,
                it->info.n_launches, it->info.n_waits, it->info.n_merges, it->info.n_concats_elided);
         if (it->s->predicted_ms >= 0)
-            printf(" %8.4f |", it->s->predicted_ms);
+            fprintf(rep, " %8.4f |", it->s->predicted_ms);
         else
-            printf(" %8s |", "-");
-        printf(" %9.4f %8.4f %8.4f |", it->free_t.stats.median, it->free_t.p10,
+            fprintf(rep, " %8s |", "-");
+        fprintf(rep, " %9.4f %8.4f %8.4f |", it->free_t.stats.median, it->free_t.p10,
                it->free_t.stats.p90);
         if (it->has_graph)
-            printf(" %9.4f %8.4f %8.4f |", it->graph_t.stats.median, it->graph_t.p10,
+            fprintf(rep, " %9.4f %8.4f %8.4f |", it->graph_t.stats.median, it->graph_t.p10,
                    it->graph_t.stats.p90);
         else
-            printf(" %9s %8s %8s |", "-", "-", "-");
+            fprintf(rep, " %9s %8s %8s |", "-", "-", "-");
         if (base)
-            printf(" %7.3f", base->free_t.stats.median / it->free_t.stats.median);
+            fprintf(rep, " %7.3f", base->free_t.stats.median / it->free_t.stats.median);
         else
-            printf(" %7s", "-");
+            fprintf(rep, " %7s", "-");
         if (base && base->has_graph && it->has_graph)
-            printf(" %7.3f |", base->graph_t.stats.median / it->graph_t.stats.median);
+            fprintf(rep, " %7.3f |", base->graph_t.stats.median / it->graph_t.stats.median);
         else
-            printf(" %7s |", "-");
+            fprintf(rep, " %7s |", "-");
         if (isnan(it->rel_l2))
-            printf(" %9s\n", "-");
+            fprintf(rep, " %9s\n", "-");
         else
-            printf(" %9.2e%s\n", it->rel_l2, it->rel_l2 <= tol ? "" : " FAIL");
+            fprintf(rep, " %9.2e%s\n", it->rel_l2, it->rel_l2 <= tol ? "" : " FAIL");
     }
     int graphs = 0;
     for (int i = 0; i < n; i++)
         graphs |= items[i].has_graph;
-    printf("latency in ms per inference (%s); x: speed-up over the sequential schedule; rel.err: "
+    fprintf(rep, "latency in ms per inference (%s); x: speed-up over the sequential schedule; rel.err: "
            "relative L2 against the sequential executor (tolerance %.0e for %s); cost sum: the "
            "stage costs the schedule was searched with, added up\n",
            graphs ? "free-running launches, and replays of the whole inference captured as one "
@@ -596,15 +516,94 @@ static void print_table(const run_args *a, const run_item *items, int n, double 
            tol, opsched_math_name(a->math));
     for (int i = 0; i < n; i++)
         if (!isnan(items[i].search_s))
-            printf("  %s: searched in %.2f s, %lld stage evaluations\n", items[i].label,
+            fprintf(rep, "  %s: searched in %.2f s, %lld stage evaluations\n", items[i].label,
                    items[i].search_s, (long long)items[i].stage_evals);
+}
+
+static void input_text(const opsched_graph *g, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < opsched_graph_num_inputs(g); i++) {
+        const opsched_tensor *t = opsched_graph_tensor(g, opsched_graph_input(g, i));
+        if (t && t->shape.ndim == 4) {
+            snprintf(buf, n, "%lldx%lld", (long long)t->shape.d[2], (long long)t->shape.d[3]);
+            return;
+        }
+    }
+}
+
+static void csv_ms(double v)
+{
+    if (isfinite(v)) printf(",%.6g", v);
+    else printf(",");
+}
+
+static void json_ms(cJSON *o, const char *name, double v)
+{
+    if (isfinite(v)) cJSON_AddNumberToObject(o, name, v);
+    else cJSON_AddNullToObject(o, name);
+}
+
+/* --format csv or json: one row (object) per schedule; stdout has nothing else. */
+static int print_rows(const run_args *a, const opsched_graph *g, const run_item *items, int n)
+{
+    static const char *const cols[] = {
+        "model",      "batch",        "input",       "math",        "layout",        "schedule",
+        "stages",     "streams",      "launches",    "free_ms",     "free_p10_ms",   "free_p90_ms",
+        "graph_ms",   "graph_p10_ms", "graph_p90_ms", "speedup_free", "speedup_graph", "rel_err"};
+    const int n_cols = (int)(sizeof(cols) / sizeof(cols[0]));
+    const run_item *base = NULL;
+    char input[64];
+    input_text(g, input, sizeof(input));
+    for (int i = 0; i < n; i++)
+        if (strcmp(items[i].label, "sequential") == 0) base = &items[i];
+    cJSON *arr = a->fmt == TOOL_FMT_JSON ? cJSON_CreateArray() : NULL;
+    if (a->fmt == TOOL_FMT_CSV)
+        for (int c = 0; c < n_cols; c++) printf("%s%s", cols[c], c + 1 < n_cols ? "," : "\n");
+    for (int i = 0; i < n; i++) {
+        const run_item *it = &items[i];
+        double v[9] = {it->free_t.stats.median, it->free_t.p10, it->free_t.stats.p90, NAN, NAN, NAN,
+                       base ? base->free_t.stats.median / it->free_t.stats.median : NAN, NAN,
+                       it->rel_l2};
+        if (it->has_graph) {
+            v[3] = it->graph_t.stats.median;
+            v[4] = it->graph_t.p10;
+            v[5] = it->graph_t.stats.p90;
+            if (base && base->has_graph) v[7] = base->graph_t.stats.median / it->graph_t.stats.median;
+        }
+        if (a->fmt == TOOL_FMT_CSV) {
+            tool_csv_field(stdout, opsched_graph_name(g));
+            printf(",%lld", (long long)graph_batch(g));
+            tool_csv_next(stdout, input);
+            tool_csv_next(stdout, opsched_math_name(a->math));
+            tool_csv_next(stdout, layout_name(a->layout));
+            tool_csv_next(stdout, it->label);
+            printf(",%d,%d,%d", it->info.n_stages, it->info.n_streams, it->info.n_launches);
+            for (int k = 0; k < 9; k++) csv_ms(v[k]);
+            printf("\n");
+            continue;
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, cols[0], opsched_graph_name(g));
+        cJSON_AddNumberToObject(o, cols[1], (double)graph_batch(g));
+        cJSON_AddStringToObject(o, cols[2], input);
+        cJSON_AddStringToObject(o, cols[3], opsched_math_name(a->math));
+        cJSON_AddStringToObject(o, cols[4], layout_name(a->layout));
+        cJSON_AddStringToObject(o, cols[5], it->label);
+        cJSON_AddNumberToObject(o, cols[6], it->info.n_stages);
+        cJSON_AddNumberToObject(o, cols[7], it->info.n_streams);
+        cJSON_AddNumberToObject(o, cols[8], it->info.n_launches);
+        for (int k = 0; k < 9; k++) json_ms(o, cols[9 + k], v[k]);
+        cJSON_AddItemToArray(arr, o);
+    }
+    return tool_print_json(arr);
 }
 
 static void describe_setup(const run_args *a, opsched_device *dev, const opsched_graph *g)
 {
     opsched_device_info info;
     if (opsched_device_info_get(dev, &info) != OPSCHED_OK) memset(&info, 0, sizeof(info));
-    printf("%s: batch %lld, %d nodes; %s:%d %s; %s %s, algo %s%s%s, fuse %s, concat elision "
+    fprintf(rep, "%s: batch %lld, %d nodes; %s:%d %s; %s %s, algo %s%s%s, fuse %s, concat elision "
            "%s\n",
            opsched_graph_name(g), (long long)graph_batch(g), opsched_graph_num_nodes(g),
            info.backend, info.index, info.name, opsched_math_name(a->math), layout_name(a->layout),
@@ -618,13 +617,13 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
     run_args a;
     memset(&a, 0, sizeof(a));
     a.mo.fold_bn = 1;
-    a.math = OPSCHED_MATH_TF32;
+    a.math_auto = a.layout_auto = 1;
     a.fuse = a.elision = a.cuda_graph = a.check = a.verify = 1;
     a.timing = (opsched_run_timing_options){200.0, 100, 500.0};
     a.seed = 1;
     int rc = parse_args(argc, argv, &a);
-    if (rc < 0) return TOOL_EXIT_OK;
-    if (rc) return rc;
+    if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
+    rep = a.fmt == TOOL_FMT_TABLE ? stdout : stderr;
 
     run_item items[MAX_SCHEDULES];
     memset(items, 0, sizeof(items));
@@ -643,6 +642,8 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
     ma.backend = a.backend;
     ma.device = a.device;
     st = tool_open_device(ctx, &ma, &dev);
+    if (a.math_auto) a.math = ma.opts.plan.math;
+    if (a.layout_auto) a.layout = ma.opts.plan.layout;
     if (st != OPSCHED_OK) {
         rc = tool_fail(ctx, st, "open the device");
         goto done;
@@ -689,14 +690,15 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
     rc = run_all(ctx, dev, &a, g, ref, tr, items, n_items);
     if (rc != TOOL_EXIT_OK) goto done;
     double tol = opsched_profile_tolerance(a.math);
-    print_table(&a, items, n_items, tol);
+    if (a.fmt == TOOL_FMT_TABLE) print_table(&a, items, n_items, tol);
+    else if ((rc = print_rows(&a, g, items, n_items)) != TOOL_EXIT_OK) goto done;
     if (tr) {
         st = opsched_trace_write(tr, a.trace);
         if (st != OPSCHED_OK) {
             rc = tool_fail(ctx, st, a.trace);
             goto done;
         }
-        printf("wrote %s\n", a.trace);
+        fprintf(rep, "wrote %s\n", a.trace);
     }
     for (int i = 0; i < n_items; i++)
         if (!isnan(items[i].rel_l2) && !(items[i].rel_l2 <= tol)) {

@@ -16,214 +16,210 @@
  * candidate that cannot beat the best found is not run), then the stages
  * the search asks for.  A second search on the same device runs nothing.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tool.h"
+#include <cjson/cJSON.h>
 
-static const char schedule_help[] =
+#include "args.h"
+
+static const char schedule_usage[] =
     "usage: opsched schedule <zoo-name|file.onnx> [options]\n"
     "\n"
     "Searches which operators run concurrently (groups on their own streams) or merged\n"
     "(convolutions sharing an input), stage after stage; prints the search time, the\n"
     "states explored, the stage evaluations, the predicted latency and the schedule.\n"
-    "\n"
-    "  --searcher S         sequential, greedy or ios (default ios)\n"
-    "  --cost C             predict (default): operators predicted from the database,\n"
-    "                       combined by the contention model fitted to measured stages;\n"
-    "                       measure: every distinct stage run on the device, kept in the\n"
-    "                       database so the next search runs nothing\n"
-    "  --r N                IOS: operators per group (default 3)\n"
-    "  --s N                IOS and greedy: groups per stage (default 8)\n"
-    "  --max-block-ops N    IOS: operators per part of a block (default 50, at most 64)\n"
-    "  --no-merge           IOS: no merged convolutions\n"
-    "  --db FILE            the measurement database; predict: default the shipped\n"
-    "                       data of --device; measure: where stages are kept\n"
-    "  --device D           predict: the device in the database, id or part of its\n"
-    "                       name (default: the only one measured); without --db,\n"
-    "                       the shipped data set of that name (h100)\n"
-    "  --backend B          measure: cuda or cpu (default: cuda when a GPU is present)\n"
-    "  --index N            measure: device index within the backend (default 0)\n"
-    "  --bound F            measure: skip a candidate stage that cannot beat the best\n"
-    "                       found even if it ran in F x its longest group's operators\n"
-    "                       alone (default 0.9; off: cost every candidate)\n"
-    "  --stages-device ID   predict: fit the contention model to the stages measured\n"
-    "                       on this device (its id in the database; default: the\n"
-    "                       predicting device), e.g. another unit of the same GPU\n"
-    "  --verify on|off      measure, ios and greedy: run the found schedule whole against\n"
-    "                       the sequential and greedy ones and keep the fastest (default\n"
-    "                       on): stage costs are measured stage by stage and cannot see\n"
-    "                       what happens between stages\n"
-    "  --stage-ms W,M       measure: warm-up and sampling per stage in ms (default 0,0:\n"
-    "                       three replays of warm-up, then exactly 10 samples; M > 0:\n"
-    "                       sampled for at least M ms)\n"
-    "  --stage-sample-us U  measure: a stage replayed back to back in one device graph\n"
-    "                       until a sample lasts about U us (default 50)\n"
-    "  --math M             fp32, tf32 (default), fp16 or bf16\n"
-    "  --layout L           nchw (default) or nhwc; on NVIDIA GPUs nhwc is the fast one\n"
-    "  --algo POLICY        convolution algorithm policy (default heuristic)\n"
-    "  --batch N            batch size (default: the model's, 1 for the zoo)\n"
-    "  --input-size H[xW]   input height and width (default: the model's)\n"
-    "  --shapes SPEC        ONNX input shapes, e.g. input:1x3x224x224\n"
-    "  --bn fold|keep       zoo: BatchNormalization folded into the convolutions\n"
-    "                       (default: fold, the deployed form)\n"
-    "  -o, --output FILE    write the schedule (JSON, docs/SCHEDULE.md)\n"
-    "  --quiet              print the summary only, not every stage\n"
-    "  -h, --help           this help\n";
+    "With --cost predict the defaults (math tf32, layout auto, BatchNormalization\n"
+    "folded) are those of opsched predict; with --cost measure math and layout are\n"
+    "the backend's fastest (tf32 and nhwc on a GPU, fp32 and nchw on the CPU).\n"
+    "--format csv writes one row per stage; json the summary and the stages.\n";
+
+enum {
+    SC_SEARCHER, SC_COST, SC_R, SC_S, SC_MAX_BLOCK, SC_NO_MERGE, SC_BOUND, SC_STAGES_TARGET,
+    SC_VERIFY, SC_STAGE_MS, SC_STAGE_SAMPLE, SC_OUTPUT, SC_QUIET, SC_DB, SC_DATA, SC_TARGET,
+    SC_BACKEND, SC_DEVICE, SC_MATH, SC_LAYOUT, SC_ALGO, SC_NO_TRAIN
+};
+
+static const tool_opt search_opts[] = {
+    {"searcher", 0, "S", "sequential, greedy or ios (default ios)", SC_SEARCHER},
+    {"cost", 0, "C",
+     "predict (default): operators predicted from the database,\ncombined by the contention "
+     "model fitted to measured stages;\nmeasure: every distinct stage run on the device, kept "
+     "in the\ndatabase so the next search runs nothing",
+     SC_COST},
+    {"r", 0, "N", "IOS: operators per group (default 3)", SC_R},
+    {"s", 0, "N", "IOS and greedy: groups per stage (default 8)", SC_S},
+    {"max-block-ops", 0, "N", "IOS: operators per part of a block (default 50, at most 64)",
+     SC_MAX_BLOCK},
+    {"no-merge", 0, NULL, "IOS: no merged convolutions", SC_NO_MERGE},
+    {"output", 'o', "FILE", "write the schedule (JSON, docs/SCHEDULE.md)", SC_OUTPUT},
+    {"quiet", 0, NULL, "print the summary only, not every stage", SC_QUIET},
+    {NULL, 0, NULL, NULL, 0}};
+
+static const tool_opt settings_opts[] = {
+    {"math", 0, "M", "auto (default: predict tf32; measure tf32 on a GPU, fp32\non the CPU), "
+                     "fp32, tf32, fp16 or bf16",
+     SC_MATH},
+    {"layout", 0, "L", "auto (default: predict the layout the database holds for\nthe device; "
+                       "measure nhwc on cuda, nchw on cpu), nchw\nor nhwc",
+     SC_LAYOUT},
+    {"algo", 0, "POLICY", "convolution algorithm policy (default heuristic)", SC_ALGO},
+    {NULL, 0, NULL, NULL, 0}};
+
+static const tool_opt predict_cost_opts[] = {
+    {"db", 0, "FILE", "the measurement database; predict: default the shipped\ndata set of "
+                      "--data; measure: where stages are kept",
+     SC_DB},
+    {"data", 0, "NAME", "predict without --db: the shipped data set NAME (h100)", SC_DATA},
+    {"target", 0, "NAME|ID", "predict: the device in the database, id or part of its\nname "
+                             "(default: the only one measured)",
+     SC_TARGET},
+    {"stages-target", 0, "ID",
+     "predict: fit the contention model to the stages measured\non this device (its id in the "
+     "database; default: the\npredicting device), e.g. another unit of the same GPU",
+     SC_STAGES_TARGET},
+    {"no-train", 0, NULL, "predict: use saved models only (as opsched predict\n--no-train)",
+     SC_NO_TRAIN},
+    {NULL, 0, NULL, NULL, 0}};
+
+static const tool_opt measure_cost_opts[] = {
+    {"backend", 0, "B", "cuda or cpu (default: cuda when a GPU is present)", SC_BACKEND},
+    {"device", 0, "N", "device index within the backend (default 0)", SC_DEVICE},
+    {"bound", 0, "F",
+     "skip a candidate stage that cannot beat the best\nfound even if it ran in F x its longest "
+     "group's operators\nalone (default 0.9; off: cost every candidate)",
+     SC_BOUND},
+    {"verify", 0, "on|off",
+     "ios and greedy: run the found schedule whole against\nthe sequential and greedy ones and "
+     "keep the fastest (default\non): stage costs are measured stage by stage and cannot see\n"
+     "what happens between stages",
+     SC_VERIFY},
+    {"stage-ms", 0, "W,M",
+     "warm-up and sampling per stage in ms (default 0,0:\nthree replays of warm-up, then "
+     "exactly 10 samples; M > 0:\nsampled for at least M ms)",
+     SC_STAGE_MS},
+    {"stage-sample-us", 0, "U",
+     "a stage replayed back to back in one device graph\nuntil a sample lasts about U us "
+     "(default 50)",
+     SC_STAGE_SAMPLE},
+    {NULL, 0, NULL, NULL, 0}};
+
+/* Where the report goes: stdout, or stderr when stdout carries --format
+ * csv or json. */
+static FILE *rep;
 
 typedef struct sched_args {
     tool_model_opts mo;
     opsched_search_options so;
     const char *cost;
-    const char *db, *device, *algo, *output, *backend;
-    int index;
+    const char *db, *data, *target, *algo, *output, *backend;
+    int index, index_set;
     double bound; /* 0: off */
     double stage_warmup_ms, stage_min_ms; /* --stage-ms */
     int stage_set;                        /* 0: the measurer's defaults */
     double stage_sample_us;               /* 0: the measurer's (100) */
-    int64_t stages_device;                /* 0: the predicting device */
+    int64_t stages_target;                /* 0: the predicting device */
     opsched_math math;
     opsched_layout layout;
+    int math_auto, layout_auto;           /* resolved once the cost is known */
     int quiet;
+    int no_train; /* predict: saved models only */
     int verify; /* measure: time the found schedule whole against sequential, greedy */
+    tool_format fmt;
 } sched_args;
+
+static int sched_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
+{
+    sched_args *a = dest;
+    int64_t iv;
+    char *end = NULL;
+    switch (o->id) {
+    case SC_SEARCHER:
+        if (opsched_searcher_from_name(v, &a->so.searcher) != OPSCHED_OK)
+            return tool_usage_error(cmd, "--searcher wants sequential, greedy or ios, got '%s'", v);
+        return TOOL_EXIT_OK;
+    case SC_COST:
+        if (strcmp(v, "predict") != 0 && strcmp(v, "measure") != 0)
+            return tool_usage_error(cmd, "--cost wants predict or measure, got '%s'", v);
+        a->cost = v;
+        return TOOL_EXIT_OK;
+    case SC_R:
+    case SC_S:
+    case SC_MAX_BLOCK:
+        if (!tool_parse_int(v, 1, 64, &iv))
+            return tool_usage_error(cmd, "--%s wants 1 to 64, got '%s'", o->name, v);
+        if (o->id == SC_R) a->so.r = (int)iv;
+        else if (o->id == SC_S) a->so.s = (int)iv;
+        else a->so.max_block_ops = (int)iv;
+        return TOOL_EXIT_OK;
+    case SC_NO_MERGE: a->so.no_merge = 1; return TOOL_EXIT_OK;
+    case SC_DB: a->db = v; return TOOL_EXIT_OK;
+    case SC_DATA: a->data = v; return TOOL_EXIT_OK;
+    case SC_TARGET: a->target = v; return TOOL_EXIT_OK;
+    case SC_MATH: return tool_arg_math(cmd, "--math", v, &a->math, &a->math_auto);
+    case SC_LAYOUT: return tool_arg_layout(cmd, "--layout", v, &a->layout, &a->layout_auto);
+    case SC_ALGO: a->algo = v; return TOOL_EXIT_OK;
+    case SC_OUTPUT: a->output = v; return TOOL_EXIT_OK;
+    case SC_BACKEND: a->backend = v; return TOOL_EXIT_OK;
+    case SC_DEVICE:
+        if (!tool_parse_int(v, 0, 1024, &iv))
+            return tool_usage_error(cmd, "--device wants an index within the backend, got '%s'", v);
+        a->index = (int)iv;
+        a->index_set = 1;
+        return TOOL_EXIT_OK;
+    case SC_BOUND: {
+        double f = strtod(v, &end);
+        if (strcmp(v, "off") == 0) a->bound = 0;
+        else if (end != v && !*end && f > 0 && f <= 1) a->bound = f;
+        else return tool_usage_error(cmd, "--bound wants a factor in (0, 1] or off, got '%s'", v);
+        return TOOL_EXIT_OK;
+    }
+    case SC_STAGE_MS: {
+        double w = strtod(v, &end), m = -1;
+        if (end != v && *end == ',') m = strtod(end + 1, &end);
+        if (!(w >= 0 && m >= 0 && !*end))
+            return tool_usage_error(cmd, "--stage-ms wants WARMUP,MIN in ms, e.g. 2,3, got '%s'", v);
+        a->stage_warmup_ms = w;
+        a->stage_min_ms = m;
+        a->stage_set = 1;
+        return TOOL_EXIT_OK;
+    }
+    case SC_STAGES_TARGET:
+        if (!tool_parse_int(v, 1, INT64_MAX, &a->stages_target))
+            return tool_usage_error(cmd, "--stages-target wants a device id of the database, got "
+                                         "'%s'", v);
+        return TOOL_EXIT_OK;
+    case SC_QUIET: a->quiet = 1; return TOOL_EXIT_OK;
+    case SC_NO_TRAIN: a->no_train = 1; return TOOL_EXIT_OK;
+    case SC_STAGE_SAMPLE: {
+        double us = strtod(v, &end);
+        if (!(end != v && !*end && us >= 10 && us <= 100000))
+            return tool_usage_error(cmd, "--stage-sample-us wants 10 to 100000, got '%s'", v);
+        a->stage_sample_us = us;
+        return TOOL_EXIT_OK;
+    }
+    default: return tool_arg_on_off(cmd, "--verify", v, &a->verify);
+    }
+}
 
 static int parse_args(int argc, char **argv, sched_args *a)
 {
-    static const struct option opts[] = {
-        {"searcher", required_argument, NULL, 'S'}, {"cost", required_argument, NULL, 'c'},
-        {"r", required_argument, NULL, 'r'}, {"s", required_argument, NULL, 's'},
-        {"max-block-ops", required_argument, NULL, 'm'}, {"no-merge", no_argument, NULL, 'M'},
-        {"db", required_argument, NULL, 'd'},
-        {"device", required_argument, NULL, 'v'}, {"math", required_argument, NULL, 'x'},
-        {"layout", required_argument, NULL, 'l'}, {"algo", required_argument, NULL, 'a'},
-        {"batch", required_argument, NULL, 'b'}, {"input-size", required_argument, NULL, 'i'},
-        {"shapes", required_argument, NULL, 'H'}, {"bn", required_argument, NULL, 'B'},
-        {"output", required_argument, NULL, 'o'}, {"quiet", no_argument, NULL, 'q'},
-        {"backend", required_argument, NULL, 'K'}, {"index", required_argument, NULL, 'I'},
-        {"bound", required_argument, NULL, 'F'}, {"stage-ms", required_argument, NULL, 'T'},
-        {"stages-device", required_argument, NULL, 'D'}, {"verify", required_argument, NULL, 'V'},
-        {"stage-sample-us", required_argument, NULL, 'U'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    int c;
-    int64_t v;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'S':
-            if (opsched_searcher_from_name(optarg, &a->so.searcher) != OPSCHED_OK)
-                return tool_usage_error("schedule", "--searcher wants sequential, greedy or ios, "
-                                                    "got '%s'", optarg);
-            break;
-        case 'c':
-            if (strcmp(optarg, "predict") != 0 && strcmp(optarg, "measure") != 0)
-                return tool_usage_error("schedule", "--cost wants predict or measure, got '%s'",
-                                        optarg);
-            a->cost = optarg;
-            break;
-        case 'r':
-        case 's':
-        case 'm':
-            if (!tool_parse_int(optarg, 1, 64, &v))
-                return tool_usage_error("schedule", "--%s wants 1 to 64, got '%s'",
-                                        c == 'r' ? "r" : c == 's' ? "s" : "max-block-ops", optarg);
-            if (c == 'r') a->so.r = (int)v;
-            else if (c == 's') a->so.s = (int)v;
-            else a->so.max_block_ops = (int)v;
-            break;
-        case 'M': a->so.no_merge = 1; break;
-        case 'd': a->db = optarg; break;
-        case 'v': a->device = optarg; break;
-        case 'x':
-            if (opsched_math_from_name(optarg, &a->math) != OPSCHED_OK)
-                return tool_usage_error("schedule", "--math wants fp32, tf32, fp16 or bf16, got '%s'",
-                                        optarg);
-            break;
-        case 'l':
-            if (strcmp(optarg, "nchw") == 0) a->layout = OPSCHED_LAYOUT_NCHW;
-            else if (strcmp(optarg, "nhwc") == 0) a->layout = OPSCHED_LAYOUT_NHWC;
-            else return tool_usage_error("schedule", "--layout wants nchw or nhwc, got '%s'", optarg);
-            break;
-        case 'a': a->algo = optarg; break;
-        case 'b':
-            if (!tool_parse_int(optarg, 1, 1 << 20, &a->mo.batch))
-                return tool_usage_error("schedule", "--batch wants a positive integer, got '%s'",
-                                        optarg);
-            break;
-        case 'i':
-            if (!tool_parse_size(optarg, &a->mo.height, &a->mo.width))
-                return tool_usage_error("schedule", "--input-size wants H or HxW, got '%s'", optarg);
-            break;
-        case 'H': a->mo.shapes = optarg; break;
-        case 'B':
-            if (strcmp(optarg, "fold") == 0) a->mo.fold_bn = 1;
-            else if (strcmp(optarg, "keep") == 0) a->mo.fold_bn = 0;
-            else return tool_usage_error("schedule", "--bn wants fold or keep, got '%s'", optarg);
-            break;
-        case 'o': a->output = optarg; break;
-        case 'K': a->backend = optarg; break;
-        case 'I':
-            if (!tool_parse_int(optarg, 0, 1 << 16, &v))
-                return tool_usage_error("schedule", "--index wants a device index, got '%s'",
-                                        optarg);
-            a->index = (int)v;
-            break;
-        case 'F': {
-            char *end = NULL;
-            double f = strtod(optarg, &end);
-            if (strcmp(optarg, "off") == 0) a->bound = 0;
-            else if (end != optarg && !*end && f > 0 && f <= 1) a->bound = f;
-            else return tool_usage_error("schedule", "--bound wants a factor in (0, 1] or off, "
-                                                     "got '%s'", optarg);
-            break;
-        }
-        case 'T': {
-            char *end = NULL;
-            double w = strtod(optarg, &end), m = -1;
-            if (end != optarg && *end == ',') m = strtod(end + 1, &end);
-            if (!(w >= 0 && m >= 0 && !*end))
-                return tool_usage_error("schedule", "--stage-ms wants WARMUP,MIN in ms, e.g. 2,3, "
-                                                    "got '%s'", optarg);
-            a->stage_warmup_ms = w;
-            a->stage_min_ms = m;
-            a->stage_set = 1;
-            break;
-        }
-        case 'D':
-            if (!tool_parse_int(optarg, 1, INT64_MAX, &a->stages_device))
-                return tool_usage_error("schedule", "--stages-device wants a device id of the "
-                                                    "database, got '%s'", optarg);
-            break;
-        case 'q': a->quiet = 1; break;
-        case 'U': {
-            char *end = NULL;
-            double us = strtod(optarg, &end);
-            if (!(end != optarg && !*end && us >= 10 && us <= 100000))
-                return tool_usage_error("schedule", "--stage-sample-us wants 10 to 100000, got '%s'",
-                                        optarg);
-            a->stage_sample_us = us;
-            break;
-        }
-        case 'V':
-            if (strcmp(optarg, "on") == 0) a->verify = 1;
-            else if (strcmp(optarg, "off") == 0) a->verify = 0;
-            else return tool_usage_error("schedule", "--verify wants on or off, got '%s'", optarg);
-            break;
-        case 'h': fputs(schedule_help, stdout); return -1;
-        default:
-            return tool_usage_error("schedule", "unknown or incomplete option '%s'",
-                                    argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
-        return tool_usage_error("schedule", optind >= argc
-                                                ? "which model? give a zoo name or an .onnx file"
-                                                : "one model at a time");
-    a->mo.model = argv[optind];
-    return 0;
+    const tool_optgroup groups[] = {
+        {"search options", search_opts, sched_opt, a},
+        {"settings options", settings_opts, sched_opt, a},
+        {"model options", tool_model_optlist, tool_model_opt, &a->mo},
+        {"--cost predict options", predict_cost_opts, sched_opt, a},
+        {"--cost measure options", measure_cost_opts, sched_opt, a},
+        {"output options", tool_format_optlist, tool_format_opt, &a->fmt}};
+    const tool_cli cli = {"schedule", schedule_usage, NULL, groups, 6, 1, "model"};
+    const char *pos[1];
+    int n_pos = 0;
+    int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
+    if (rc != TOOL_EXIT_OK) return rc;
+    if (!n_pos) return tool_usage_error("schedule", "which model? give a zoo name or an .onnx file");
+    a->mo.model = pos[0];
+    return TOOL_EXIT_OK;
 }
 
 /* ---- costs -------------------------------------------------------------- */
@@ -289,7 +285,8 @@ static int setup_predict(opsched_ctx *ctx, const sched_args *a, const opsched_gr
 {
     opsched_predictor_options o;
     opsched_predictor_options_default(&o);
-    o.device = a->device;
+    o.device = a->target;
+    o.train = !a->no_train;
     o.math = a->math;
     o.layout = a->layout;
     if (a->algo) o.algo_policy = a->algo;
@@ -308,7 +305,7 @@ static int setup_predict(opsched_ctx *ctx, const sched_args *a, const opsched_gr
     st = opsched_store_open(ctx, c->db_path, &c->store);
     if (st == OPSCHED_OK)
         st = opsched_contention_fit_store(c->store, ctx,
-                                          a->stages_device > 0 ? a->stages_device : c->device_id,
+                                          a->stages_target > 0 ? a->stages_target : c->device_id,
                                           opsched_math_name(a->math),
                                           layout_name(a->layout), o.algo_policy, &c->pc.model);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, "fit the contention model");
@@ -407,50 +404,52 @@ static void cost_release(cost_setup *c)
 static void print_line(const char *line, void *user)
 {
     (void)user;
-    puts(line);
+    fprintf(rep, "%s\n", line);
 }
 
 static void print_measured(const sched_args *a, const opsched_graph *g, const cost_setup *c)
 {
     opsched_stage_measurer_stats ms;
     opsched_stage_measurer_stats_get(c->measurer, &ms);
-    printf("%s: %d nodes; cost measure on %s, %s %s, algo %s\n", opsched_graph_name(g),
-           opsched_graph_num_nodes(g), c->device, opsched_math_name(a->math),
-           layout_name(a->layout), a->algo ? a->algo : "heuristic");
-    printf("  %d operators alone; stages: %lld measured now (%lld cannot run), %lld from %s; "
+    fprintf(rep, "%s: %d nodes; cost measure on %s, %s %s, algo %s, bn %s\n",
+            opsched_graph_name(g), opsched_graph_num_nodes(g), c->device,
+            opsched_math_name(a->math), layout_name(a->layout), a->algo ? a->algo : "heuristic",
+            a->mo.fold_bn ? "fold" : "keep");
+    fprintf(rep, "  %d operators alone; stages: %lld measured now (%lld cannot run), %lld from %s; "
            "%.1f s measuring\n",
            c->n_singletons, (long long)c->cache.measured, (long long)c->cache.unsupported,
            (long long)c->cache.hits, c->store ? c->db_path : "nowhere (no --db)", ms.seconds);
     if (ms.measured > 0) {
-        printf("  measuring: %.1f s copying stages and building executors, %.1f s capturing, "
+        fprintf(rep, "  measuring: %.1f s copying stages and building executors, %.1f s capturing, "
                "%.1f s timing (%.1f ms per stage)",
                ms.build_seconds, ms.capture_seconds, ms.timing_seconds,
                1e3 * ms.seconds / (double)ms.measured);
         if (ms.plan_cache_hits + ms.plan_cache_misses > 0) /* backends with a plan cache */
-            printf("; convolution plans: %lld reused, %lld built", (long long)ms.plan_cache_hits,
+            fprintf(rep, "; convolution plans: %lld reused, %lld built", (long long)ms.plan_cache_hits,
                    (long long)ms.plan_cache_misses);
-        printf("\n");
+        fprintf(rep, "\n");
     }
 }
 
 static void print_setup(const sched_args *a, const opsched_graph *g, const cost_setup *c)
 {
-    printf("%s: %d nodes; cost %s from %s, device %s, %s %s, algo %s\n", opsched_graph_name(g),
-           opsched_graph_num_nodes(g), a->cost, c->db_path, c->device, opsched_math_name(a->math),
-           layout_name(a->layout), a->algo ? a->algo : "heuristic");
-    printf("  operators predicted: %d exact, %d learned, %d roofline (%d views or fused)\n",
+    fprintf(rep, "%s: %d nodes; cost %s from %s, device %s, %s %s, algo %s, bn %s\n",
+            opsched_graph_name(g), opsched_graph_num_nodes(g), a->cost, c->db_path, c->device,
+            opsched_math_name(a->math), layout_name(a->layout), a->algo ? a->algo : "heuristic",
+            a->mo.fold_bn ? "fold" : "keep");
+    fprintf(rep, "  operators predicted: %d exact, %d learned, %d roofline (%d views or fused)\n",
            c->n_by_source[OPSCHED_SOURCE_EXACT], c->n_by_source[OPSCHED_SOURCE_LEARNED],
            c->n_by_source[OPSCHED_SOURCE_ROOFLINE], c->n_by_source[OPSCHED_SOURCE_VIEW]);
     const opsched_contention *m = &c->pc.model;
-    printf("  contention: capacity %.2f groups, %.1f us per stage, %.1f us per extra stream ",
+    fprintf(rep, "  contention: capacity %.2f groups, %.1f us per stage, %.1f us per extra stream ",
            m->capacity, 1e3 * m->stage_ms, 1e3 * m->stream_ms);
     if (m->n_fit > 0)
-        printf("(fitted to %d measured stages, rms %.1f%%)\n", m->n_fit, 100 * m->fit_rms_rel);
+        fprintf(rep, "(fitted to %d measured stages, rms %.1f%%)\n", m->n_fit, 100 * m->fit_rms_rel);
     else
-        printf("(DEFAULTS: no measured stages in the database; run a measured search to fit)\n");
-    printf("  merged convolutions: x%.2f of their members ", m->merge_factor);
-    if (m->n_merge_fit > 0) printf("(fitted to %d measured merges)\n", m->n_merge_fit);
-    else printf("(DEFAULT: fewer than two measured merges)\n");
+        fprintf(rep, "(DEFAULTS: no measured stages in the database; run a measured search to fit)\n");
+    fprintf(rep, "  merged convolutions: x%.2f of their members ", m->merge_factor);
+    if (m->n_merge_fit > 0) fprintf(rep, "(fitted to %d measured merges)\n", m->n_merge_fit);
+    else fprintf(rep, "(DEFAULT: fewer than two measured merges)\n");
 }
 
 /* Sequential and greedy under the same cost, for comparison. */
@@ -467,8 +466,8 @@ static void print_baselines(opsched_ctx *ctx, const opsched_graph *g, const sche
         else opsched_ctx_clear_error(ctx);
         opsched_schedule_free(s);
     }
-    if (!isnan(ms[0])) printf("  sequential under the same cost: %.4f ms\n", ms[0]);
-    if (!isnan(ms[1])) printf("  greedy under the same cost: %.4f ms\n", ms[1]);
+    if (!isnan(ms[0])) fprintf(rep, "  sequential under the same cost: %.4f ms\n", ms[0]);
+    if (!isnan(ms[1])) fprintf(rep, "  greedy under the same cost: %.4f ms\n", ms[1]);
 }
 
 /* --verify: the found schedule run whole against the greedy and the
@@ -481,13 +480,85 @@ static int verify_whole(opsched_ctx *ctx, const sched_args *a, const opsched_gra
     opsched_whole_check w;
     opsched_status st = opsched_schedule_keep_fastest(c->dev, g, &a->so, &c->xo, s, &w);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, "run the schedules whole");
-    printf("verify: run whole (%.1f s):", w.seconds);
+    fprintf(rep, "verify: run whole (%.1f s):", w.seconds);
     for (int i = 0; i < w.n; i++)
-        printf(" %s %.4f ms%s", opsched_searcher_name(w.searcher[i]), w.ms[i],
+        fprintf(rep, " %s %.4f ms%s", opsched_searcher_name(w.searcher[i]), w.ms[i],
                i + 1 < w.n ? "," : "");
-    printf("; kept %s%s\n", opsched_searcher_name(w.searcher[w.kept]),
+    fprintf(rep, "; kept %s%s\n", opsched_searcher_name(w.searcher[w.kept]),
            w.kept == 0 ? "" : " (the searched schedule was slower as a whole)");
     return TOOL_EXIT_OK;
+}
+
+static void append(char *buf, size_t n, const char *sep, const char *name)
+{
+    size_t used = strlen(buf);
+    if (used + 1 < n) snprintf(buf + used, n - used, "%s%s", sep, name);
+}
+
+/* A stage's nodes: groups joined by '|', a group's nodes by '+'. */
+static void stage_nodes(const opsched_stage *st, const opsched_graph *g, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    if (st->kind == OPSCHED_STAGE_MERGE) {
+        for (int m = 0; m < st->merge.n_members; m++)
+            append(buf, n, m ? "+" : "", opsched_graph_node(g, st->merge.members[m].node)->name);
+        return;
+    }
+    for (int k = 0; k < st->n_groups; k++)
+        for (int j = 0; j < st->groups[k].n_nodes; j++)
+            append(buf, n, j ? "+" : k ? "|" : "",
+                   opsched_graph_node(g, st->groups[k].nodes[j])->name);
+}
+
+static void print_csv(const opsched_schedule *s, const opsched_graph *g)
+{
+    static char nodes[65536];
+    printf("stage,kind,groups,ms,nodes\n");
+    for (int i = 0; i < s->n_stages; i++) {
+        const opsched_stage *st = &s->stages[i];
+        stage_nodes(st, g, nodes, sizeof(nodes));
+        printf("%d,%s,%d,", i, st->kind == OPSCHED_STAGE_MERGE ? "merge" : "concurrent",
+               st->kind == OPSCHED_STAGE_MERGE ? 1 : st->n_groups);
+        if (st->ms >= 0) printf("%.6g", st->ms);
+        putchar(',');
+        tool_csv_field(stdout, nodes);
+        putchar('\n');
+    }
+}
+
+static int print_json(const sched_args *a, const cost_setup *c, const opsched_schedule *s,
+                      const opsched_graph *g, const opsched_search_stats *stats)
+{
+    static char nodes[65536];
+    cJSON *root = cJSON_CreateObject();
+    if (!root) {
+        fprintf(stderr, "opsched: out of memory writing JSON\n");
+        return TOOL_EXIT_FAIL;
+    }
+    cJSON_AddStringToObject(root, "model", opsched_graph_name(g));
+    cJSON_AddStringToObject(root, "cost", a->cost);
+    if (c->db_path[0]) cJSON_AddStringToObject(root, "db", c->db_path);
+    cJSON_AddStringToObject(root, "device", c->device);
+    cJSON_AddStringToObject(root, "math", opsched_math_name(a->math));
+    cJSON_AddStringToObject(root, "layout", layout_name(a->layout));
+    cJSON_AddStringToObject(root, "algo_policy", a->algo ? a->algo : "heuristic");
+    cJSON_AddStringToObject(root, "bn", a->mo.fold_bn ? "fold" : "keep");
+    cJSON_AddStringToObject(root, "searcher", opsched_searcher_name(a->so.searcher));
+    cJSON_AddNumberToObject(root, "latency_ms", s->predicted_ms);
+    cJSON_AddNumberToObject(root, "search_seconds", stats->seconds);
+    cJSON_AddNumberToObject(root, "states", (double)stats->states);
+    cJSON_AddNumberToObject(root, "stage_evals", (double)stats->stage_evals);
+    cJSON *stages = cJSON_AddArrayToObject(root, "stages");
+    for (int i = 0; stages && i < s->n_stages; i++) {
+        const opsched_stage *st = &s->stages[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "kind", st->kind == OPSCHED_STAGE_MERGE ? "merge" : "concurrent");
+        if (st->ms >= 0) cJSON_AddNumberToObject(o, "ms", st->ms);
+        stage_nodes(st, g, nodes, sizeof(nodes));
+        cJSON_AddStringToObject(o, "nodes", nodes);
+        cJSON_AddItemToArray(stages, o);
+    }
+    return tool_print_json(root);
 }
 
 int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
@@ -497,8 +568,7 @@ int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
     a.mo.fold_bn = 1;
     a.so.searcher = OPSCHED_SEARCH_IOS;
     a.cost = "predict";
-    a.math = OPSCHED_MATH_TF32;
-    a.layout = OPSCHED_LAYOUT_NCHW;
+    a.math_auto = a.layout_auto = 1;
     a.bound = 0.9;
     a.verify = 1;
     /* Measured on the H100
@@ -511,22 +581,41 @@ int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
     a.stage_min_ms = 0;
     a.stage_sample_us = 50;
     int rc = parse_args(argc, argv, &a);
-    if (rc < 0) return TOOL_EXIT_OK;
-    if (rc) return rc;
+    if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
+    rep = a.fmt == TOOL_FMT_TABLE ? stdout : stderr;
 
     int measure = strcmp(a.cost, "measure") == 0;
+    if (measure && (a.data || a.target || a.stages_target || a.no_train))
+        return tool_usage_error("schedule", "--data, --target, --stages-target and --no-train go "
+                                            "with --cost predict");
+    if (!measure && (a.backend || a.index_set))
+        return tool_usage_error("schedule", "--backend and --device go with --cost measure (the "
+                                            "device in the database is --target)");
     cost_setup c;
     memset(&c, 0, sizeof(c));
     opsched_status st;
     if (!measure) {
-        rc = tool_db_or_shipped(ctx, "schedule", a.db, a.device, c.db_path, sizeof(c.db_path));
+        rc = tool_db_or_shipped(ctx, "schedule", a.db, a.data, c.db_path, sizeof(c.db_path));
         if (rc != TOOL_EXIT_OK) return rc;
+        /* the same defaults as opsched predict */
+        if (a.math_auto) a.math = OPSCHED_MATH_TF32;
+        if (a.layout_auto)
+            a.layout = tool_data_layout(ctx, c.db_path, a.target, a.math, a.algo);
+    } else {
+        tool_measure_args ma;
+        tool_measure_args_init(&ma);
+        ma.backend = a.backend;
+        tool_measure_resolve(ctx, &ma);
+        a.backend = ma.backend;
+        if (a.math_auto) a.math = ma.opts.plan.math;
+        if (a.layout_auto) a.layout = ma.opts.plan.layout;
     }
+    a.math_auto = a.layout_auto = 0;
     opsched_graph *g = NULL;
     opsched_schedule *s = NULL;
     st = tool_load_model(ctx, &a.mo, &g);
     if (st != OPSCHED_OK) {
-        rc = tool_fail(ctx, st, a.mo.model);
+        rc = tool_model_fail(ctx, st, a.mo.model);
         goto done;
     }
     a.so.stop = tool_stop_install("opsched schedule: stopping the search");
@@ -564,23 +653,23 @@ int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
         rc = verify_whole(ctx, &a, g, &c, &s);
         if (rc != TOOL_EXIT_OK) goto done;
     }
-    printf("search: %s", opsched_searcher_name(a.so.searcher));
+    fprintf(rep, "search: %s", opsched_searcher_name(a.so.searcher));
     if (a.so.searcher == OPSCHED_SEARCH_IOS)
-        printf(" (r=%d, s=%d, merges %s), %d blocks in %d parts (largest %d operators)", s->r,
+        fprintf(rep, " (r=%d, s=%d, merges %s), %d blocks in %d parts (largest %d operators)", s->r,
                s->s, a.so.no_merge ? "off" : "on", stats.n_blocks, stats.n_parts,
                stats.largest_part);
-    printf("\n  %.3f s, %lld states, %lld endings, %lld stage evaluations, %lld answered from "
+    fprintf(rep, "\n  %.3f s, %lld states, %lld endings, %lld stage evaluations, %lld answered from "
            "the memo",
            stats.seconds, (long long)stats.states, (long long)stats.endings,
            (long long)stats.stage_evals, (long long)stats.cost_cache_hits);
-    if (a.so.node_bound_ms) printf(", %lld pruned by the bound", (long long)stats.pruned);
-    if (stats.splits) printf(", %d parts split for the endings budget", stats.splits);
-    printf("\n  %s latency: %.4f ms in %d stages\n", measure ? "measured (sum of stages)"
+    if (a.so.node_bound_ms) fprintf(rep, ", %lld pruned by the bound", (long long)stats.pruned);
+    if (stats.splits) fprintf(rep, ", %d parts split for the endings budget", stats.splits);
+    fprintf(rep, "\n  %s latency: %.4f ms in %d stages\n", measure ? "measured (sum of stages)"
                                                            : "predicted",
            s->predicted_ms, s->n_stages);
     if (!measure) print_baselines(ctx, g, &a, &a.so);
-    if (!a.quiet) {
-        printf("\n");
+    if (!a.quiet && a.fmt == TOOL_FMT_TABLE) {
+        fprintf(rep, "\n");
         opsched_schedule_describe(s, g, print_line, NULL);
     }
     if (a.output) {
@@ -589,8 +678,10 @@ int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
             rc = tool_fail(ctx, st, a.output);
             goto done;
         }
-        printf("\nwrote %s\n", a.output);
+        fprintf(rep, "\nwrote %s\n", a.output);
     }
+    if (a.fmt == TOOL_FMT_CSV) print_csv(s, g);
+    else if (a.fmt == TOOL_FMT_JSON) rc = print_json(&a, &c, s, g, &stats);
 done:
     opsched_schedule_free(s);
     opsched_graph_free(g);

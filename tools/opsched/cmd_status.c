@@ -1,25 +1,67 @@
 /*
- * cmd_status.c - `opsched status --db FILE`: what a measurement database
+ * cmd_status.c - `opsched status DB`: what a measurement database
  * holds, the way a sweep's check-status script would tell it.
  */
 #include <string.h>
 #include <sys/stat.h>
 
-#include "tool.h"
+#include <cjson/cJSON.h>
 
-static void status_help(void)
+#include "args.h"
+
+static const char status_help[] =
+    "usage: opsched status DB [--format table|csv|json]\n"
+    "       opsched status --db DB\n\n"
+    "Counts the devices, runs, configurations and measurements of a database,\n"
+    "measurements by status (ok, unsupported, out of memory, error) and by device\n"
+    "and operator, every run (status, shard, rows, duration, command; a run left\n"
+    "\"running\" by a killed process resumes when its command runs again), and\n"
+    "the networks profiled: model, batch, settings and the input sizes done.\n"
+    "--format csv writes one row per (device, operator, status) count; json all\n"
+    "of it.\n";
+
+static const tool_opt db_opt[] = {
+    {"db", 0, "FILE", "the database (or give it as the argument)", 0}, {NULL, 0, NULL, NULL, 0}};
+
+static int set_string(void *dest, const char *cmd, const tool_opt *o, const char *v)
 {
-    printf("usage: opsched status --db FILE\n\n"
-           "Counts the devices, runs, configurations and measurements of a database,\n"
-           "measurements by status (ok, unsupported, out of memory, error) and by device\n"
-           "and operator, every run (status, shard, rows, duration, command; a run left\n"
-           "\"running\" by a killed process resumes when its command runs again), and\n"
-           "the networks profiled: model, batch, settings and the input sizes done.\n");
+    (void)cmd;
+    (void)o;
+    *(const char **)dest = v;
+    return TOOL_EXIT_OK;
 }
+
+/* What the walks print or collect. */
+typedef struct status_out {
+    tool_format fmt;
+    int rows;
+    cJSON *array; /* json */
+} status_out;
 
 static void print_count(const opsched_measurement_count *r, void *user)
 {
-    int *rows = user;
+    status_out *so = user;
+    if (so->fmt == TOOL_FMT_JSON) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "device", r->device);
+        cJSON_AddStringToObject(o, "op", r->op);
+        cJSON_AddStringToObject(o, "status", r->status);
+        cJSON_AddNumberToObject(o, "configs", (double)r->configs);
+        cJSON_AddNumberToObject(o, "rows", (double)r->measurements);
+        cJSON_AddItemToArray(so->array, o);
+        return;
+    }
+    if (so->fmt == TOOL_FMT_CSV) {
+        if (so->rows++ == 0) printf("device,op,status,configs,rows\n");
+        tool_csv_field(stdout, r->device);
+        putchar(',');
+        tool_csv_field(stdout, r->op);
+        putchar(',');
+        tool_csv_field(stdout, r->status);
+        printf(",%lld,%lld\n", (long long)r->configs, (long long)r->measurements);
+        return;
+    }
+    int *rows = &so->rows;
     if ((*rows)++ == 0)
         printf("  by device, operator and status:\n    %-36s %-14s %-12s %8s %8s\n", "device",
                "op", "status", "configs", "rows");
@@ -29,7 +71,23 @@ static void print_count(const opsched_measurement_count *r, void *user)
 
 static void print_run(const opsched_run_summary *r, void *user)
 {
-    int *rows = user;
+    status_out *so = user;
+    if (so->fmt == TOOL_FMT_JSON) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "id", (double)r->id);
+        cJSON_AddStringToObject(o, "status", r->status);
+        cJSON_AddNumberToObject(o, "shard_index", r->shard_index);
+        cJSON_AddNumberToObject(o, "shard_count", r->shard_count);
+        cJSON_AddNumberToObject(o, "rows", (double)r->measurements);
+        cJSON_AddNumberToObject(o, "networks", (double)r->network_rows);
+        cJSON_AddNumberToObject(o, "started_at", r->started_at);
+        cJSON_AddNumberToObject(o, "ended_at", r->ended_at);
+        cJSON_AddStringToObject(o, "command", r->command);
+        cJSON_AddItemToArray(so->array, o);
+        return;
+    }
+    if (so->fmt == TOOL_FMT_CSV) return;
+    int *rows = &so->rows;
     if ((*rows)++ == 0)
         printf("  runs:\n    %4s %-12s %-7s %8s %8s %9s  %s\n", "id", "status", "shard", "rows",
                "networks", "minutes", "command");
@@ -48,7 +106,23 @@ static void print_run(const opsched_run_summary *r, void *user)
 
 static void print_network(const opsched_network_summary *r, void *user)
 {
-    int *rows = user;
+    status_out *so = user;
+    if (so->fmt == TOOL_FMT_JSON) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "model", r->model);
+        cJSON_AddNumberToObject(o, "batch", (double)r->batch);
+        cJSON_AddStringToObject(o, "algorithm", r->algo_policy);
+        cJSON_AddStringToObject(o, "math", r->math);
+        cJSON_AddStringToObject(o, "layout", r->layout);
+        cJSON_AddNumberToObject(o, "sizes", (double)r->sizes);
+        cJSON_AddNumberToObject(o, "min_size", (double)r->min_size);
+        cJSON_AddNumberToObject(o, "max_size", (double)r->max_size);
+        cJSON_AddStringToObject(o, "device", r->device);
+        cJSON_AddItemToArray(so->array, o);
+        return;
+    }
+    if (so->fmt == TOOL_FMT_CSV) return;
+    int *rows = &so->rows;
     if ((*rows)++ == 0)
         printf("  network runs:\n    %-20s %6s %-12s %-5s %-5s %6s %-11s %s\n", "model", "batch",
                "algorithm", "math", "layout", "sizes", "range", "device");
@@ -76,22 +150,58 @@ static void print_settings(const opsched_settings_count *r, void *user)
     seen->ok += r->measurements;
 }
 
+/* --format csv: the counts by device, operator and status; json: all. */
+static int print_other(opsched_ctx *ctx, opsched_store *store, const char *db,
+                       const opsched_store_summary *s, tool_format fmt)
+{
+    status_out counts = {.fmt = fmt}, runs = {.fmt = fmt}, nets = {.fmt = fmt};
+    cJSON *root = NULL;
+    if (fmt == TOOL_FMT_JSON) {
+        root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "database", db);
+        cJSON_AddNumberToObject(root, "schema", opsched_store_schema_version());
+        cJSON_AddNumberToObject(root, "devices", (double)s->devices);
+        cJSON_AddNumberToObject(root, "runs", (double)s->runs);
+        cJSON_AddNumberToObject(root, "configurations", (double)s->configs);
+        cJSON *m = cJSON_AddObjectToObject(root, "measurements");
+        cJSON_AddNumberToObject(m, "total", (double)s->measurements);
+        cJSON_AddNumberToObject(m, "ok", (double)s->ok);
+        cJSON_AddNumberToObject(m, "unsupported", (double)s->unsupported);
+        cJSON_AddNumberToObject(m, "oom", (double)s->oom);
+        cJSON_AddNumberToObject(m, "error", (double)s->errors);
+        counts.array = cJSON_AddArrayToObject(root, "counts");
+        runs.array = cJSON_AddArrayToObject(root, "run_list");
+        nets.array = cJSON_AddArrayToObject(root, "network_runs");
+    }
+    opsched_status st = opsched_store_measurement_counts(store, print_count, &counts);
+    if (st == OPSCHED_OK && root) st = opsched_store_runs(store, print_run, &runs);
+    if (st == OPSCHED_OK && root) st = opsched_store_network_summaries(store, print_network, &nets);
+    if (st != OPSCHED_OK) {
+        cJSON_Delete(root);
+        int rc = tool_fail(ctx, st, db);
+        opsched_store_close(store);
+        return rc;
+    }
+    opsched_store_close(store);
+    if (fmt == TOOL_FMT_CSV && counts.rows == 0) printf("device,op,status,configs,rows\n");
+    return tool_print_json(root);
+}
+
 int cmd_status(opsched_ctx *ctx, int argc, char **argv)
 {
     const char *db = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            status_help();
-            return TOOL_EXIT_OK;
-        }
-        if (strcmp(argv[i], "--db") == 0) {
-            if (i + 1 >= argc) return tool_usage_error("status", "--db needs a file");
-            db = argv[++i];
-        } else {
-            return tool_usage_error("status", "unknown argument '%s'", argv[i]);
-        }
-    }
-    if (!db) return tool_usage_error("status", "which database? --db FILE is required");
+    tool_format fmt = TOOL_FMT_TABLE;
+    const tool_optgroup groups[] = {{"options", db_opt, set_string, &db},
+                                    {NULL, tool_format_optlist, tool_format_opt, &fmt}};
+    const tool_cli cli = {"status", status_help, NULL, groups, 2, 1, "database"};
+    const char *pos[1];
+    int n_pos = 0;
+    int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
+    if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
+    if (n_pos && db && strcmp(db, pos[0]) != 0)
+        return tool_usage_error("status", "one database at a time ('%s' or '%s'?)", db, pos[0]);
+    if (n_pos) db = pos[0];
+    if (!db) return tool_usage_error("status", "which database? opsched status DB (or --db DB)");
     struct stat sb;
     if (stat(db, &sb) != 0) {
         fprintf(stderr, "opsched status: %s: no such database\n", db);
@@ -105,6 +215,7 @@ int cmd_status(opsched_ctx *ctx, int argc, char **argv)
         opsched_store_close(store);
         return tool_fail(ctx, st, db);
     }
+    if (fmt != TOOL_FMT_TABLE) return print_other(ctx, store, db, &s, fmt);
     printf("%s (schema %d)\n", db, opsched_store_schema_version());
     printf("  devices         %lld\n", (long long)s.devices);
     printf("  runs            %lld\n", (long long)s.runs);
@@ -114,15 +225,15 @@ int cmd_status(opsched_ctx *ctx, int argc, char **argv)
     printf("    unsupported   %lld\n", (long long)s.unsupported);
     printf("    out of memory %lld\n", (long long)s.oom);
     printf("    error         %lld\n", (long long)s.errors);
-    int counts = 0, runs = 0, rows = 0;
+    status_out counts = {.fmt = fmt}, runs = {.fmt = fmt}, nets = {.fmt = fmt};
     settings_seen seen = {0};
     st = opsched_store_measurement_counts(store, print_count, &counts);
     if (st == OPSCHED_OK) st = opsched_store_settings_counts(store, print_settings, &seen);
     if (st == OPSCHED_OK) st = opsched_store_runs(store, print_run, &runs);
-    if (st == OPSCHED_OK) st = opsched_store_network_summaries(store, print_network, &rows);
+    if (st == OPSCHED_OK) st = opsched_store_network_summaries(store, print_network, &nets);
     opsched_store_close(store);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, db);
-    if (!rows) printf("  network runs    0\n");
+    if (!nets.rows) printf("  network runs    0\n");
     if (seen.unstable > 0) {
         char msg[200];
         fprintf(stderr, "opsched: warning: %s (%lld of the %lld ok measurements in %s)\n",

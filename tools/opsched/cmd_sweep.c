@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "opsched/sweep.h"
-#include "tool.h"
+#include "args.h"
 
 #define MAX_GPUS 64
 #define MAX_FLAGS 32
@@ -20,38 +20,22 @@
 
 static volatile sig_atomic_t *stop_flag;
 
-static void sweep_help(void)
-{
-    printf("usage: opsched sweep SPEC.yml --db FILE [options] [measurement options]\n"
-           "       opsched sweep --default --db FILE [options]\n"
-           "       opsched sweep --for-model MODEL [--batch LIST] [--sizes LIST] --db FILE ...\n"
-           "       opsched sweep --adaptive --db FILE [--target-error PCT] [--budget-s S] ...\n\n"
-           "Measures every configuration of a sweep spec (docs/SWEEP.md) into a database.\n"
-           "Configurations already measured with the same settings are skipped, so a\n"
-           "sweep that was stopped or killed completes when run again.\n\n"
-           "--for-model measures what a prediction of MODEL (a zoo name or an .onnx\n"
-           "file) at these batch sizes and input sizes lacks: every layer as the\n"
-           "executor runs it (a convolution with its Relu fused in) that the database\n"
-           "has no measurement of under these settings.  --adaptive grows the training\n"
-           "data where the learned models err most ('opsched sweep --adaptive --help').\n\n"
-           "options:\n"
-           "  --db FILE          the database (created when missing)\n"
-           "  --gpus LIST        devices to use, one worker each: 0,1,2,3 or all\n"
-           "                     (default: --device, else 0)\n"
-           "  --shard I/N        measure shard I of N (0-based); default from\n"
-           "                     SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT or\n"
-           "                     SLURM_PROCID/SLURM_NTASKS, else 0/1\n"
-           "  --no-resume        measure again what the database already has\n"
-           "  --dry-run          print the configurations and counts; measure nothing\n"
-           "  --default          use the built-in spec (a small conv2d grid)\n"
-           "  --for-model MODEL  the configurations of MODEL instead of a spec\n"
-           "  --batch LIST       with --for-model: batch sizes (default 1)\n"
-           "  --sizes LIST       with --for-model: input sizes, 224,299 or 224x320\n"
-           "                     (default: the model's own)\n"
-           "  --no-fuse          with --for-model: convolutions without their Relu\n\n"
-           "Measurement options override the spec's measure: section.\n%s",
-           tool_measure_help);
-}
+static const char sweep_usage[] =
+    "usage: opsched sweep SPEC.yml --db FILE [options] [measurement options]\n"
+    "       opsched sweep --default --db FILE [options]\n"
+    "       opsched sweep --for-model MODEL [--batch LIST] [--input-size LIST] --db FILE ...\n"
+    "       opsched sweep --adaptive --db FILE [--target-error PCT] [--budget-s S] ...\n\n"
+    "Measures every configuration of a sweep spec (docs/SWEEP.md) into a database.\n"
+    "Configurations already measured with the same settings are skipped, so a\n"
+    "sweep that was stopped or killed completes when run again.\n\n"
+    "--for-model measures what a prediction of MODEL (a zoo name or an .onnx\n"
+    "file) at these batch sizes and input sizes lacks: every layer as the\n"
+    "executor runs it (a convolution with its Relu fused in) that the database\n"
+    "has no measurement of under these settings.  --adaptive grows the training\n"
+    "data where the learned models err most ('opsched sweep --adaptive --help').\n\n"
+    "Measurement options override the spec's measure: section; math and layout\n"
+    "the spec does not set are the backend's fastest (tf32 and nhwc on a GPU,\n"
+    "fp32 and nchw on the CPU).\n";
 
 /* ---- progress ----------------------------------------------------------- */
 
@@ -112,9 +96,34 @@ typedef struct sweep_args {
     const char *for_model;     /* --for-model: the spec is made from these */
     const char *batch, *sizes;
     int no_fuse;
-    const char *flags[MAX_FLAGS][2]; /* measurement flags, applied after the spec */
-    int n_flags;
+    tool_measure_record measure; /* applied over the spec's settings */
 } sweep_args;
+
+enum {
+    SW_DB, SW_GPUS, SW_SHARD, SW_NO_RESUME, SW_DRY_RUN, SW_DEFAULT, SW_FOR_MODEL, SW_BATCH,
+    SW_SIZES, SW_NO_FUSE, SW_ADAPTIVE
+};
+
+static const tool_opt sweep_opts[] = {
+    {"db", 0, "FILE", "the database (created when missing)", SW_DB},
+    {"gpus", 0, "LIST", "devices to use, one worker each: 0,1,2,3 or all\n(default: --device, "
+                        "else 0)",
+     SW_GPUS},
+    {"shard", 0, "I/N", "measure shard I of N (0-based); default from\n"
+                        "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT or\n"
+                        "SLURM_PROCID/SLURM_NTASKS, else 0/1",
+     SW_SHARD},
+    {"no-resume", 0, NULL, "measure again what the database already has", SW_NO_RESUME},
+    {"dry-run", 0, NULL, "print the configurations and counts; measure nothing", SW_DRY_RUN},
+    {"default", 0, NULL, "use the built-in spec (a small conv2d grid)", SW_DEFAULT},
+    {"for-model", 0, "MODEL", "the configurations of MODEL instead of a spec", SW_FOR_MODEL},
+    {"batch", 0, "LIST", "with --for-model: batch sizes (default 1)", SW_BATCH},
+    {"input-size", 0, "LIST", "with --for-model: input sizes, 224,299, 224x320 or a\nrange "
+                              "224:320:32 (default: the model's own)",
+     SW_SIZES},
+    {"no-fuse", 0, NULL, "with --for-model: convolutions without their Relu", SW_NO_FUSE},
+    {"adaptive", 0, NULL, "adaptive sampling ('opsched sweep --adaptive --help')", SW_ADAPTIVE},
+    {NULL, 0, NULL, NULL, 0}};
 
 static int parse_shard(const char *text, int *index, int *count)
 {
@@ -156,56 +165,45 @@ static int shard_from_env(sweep_args *a)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, sweep_args *a, tool_measure_args *scratch)
+static int sweep_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(arg, "--for-model") == 0 || strcmp(arg, "--batch") == 0 ||
-            strcmp(arg, "--sizes") == 0) {
-            if (!val) return tool_usage_error("sweep", "%s needs a value", arg);
-            if (arg[2] == 'f') a->for_model = val;
-            else if (arg[2] == 'b') a->batch = val;
-            else a->sizes = val;
-            i++;
-        } else if (strcmp(arg, "--no-fuse") == 0) {
-            a->no_fuse = 1;
-        } else if (strcmp(arg, "--db") == 0 || strcmp(arg, "--gpus") == 0 || strcmp(arg, "--shard") == 0) {
-            if (!val) return tool_usage_error("sweep", "%s needs a value", arg);
-            if (arg[2] == 'd') a->db = val;
-            else if (arg[2] == 'g') a->gpus = val;
-            else if (!parse_shard(val, &a->shard_index, &a->shard_count))
-                return tool_usage_error("sweep", "--shard wants I/N with 0 <= I < N, got '%s'", val);
-            else a->shard_from = "--shard";
-            i++;
-        } else if (strcmp(arg, "--no-resume") == 0) {
-            a->no_resume = 1;
-        } else if (strcmp(arg, "--dry-run") == 0) {
-            a->dry_run = 1;
-        } else if (strcmp(arg, "--default") == 0) {
-            a->use_default = 1;
-        } else if (strncmp(arg, "--", 2) == 0) {
-            const char *name = arg + 2;
-            int takes = strcmp(name, "energy") != 0;
-            int r = tool_measure_flag("sweep", name, val, scratch);
-            if (r < 0) return TOOL_EXIT_USAGE;
-            if (r == 0) return tool_usage_error("sweep", "unknown option '%s'", arg);
-            if (a->n_flags == MAX_FLAGS) return tool_usage_error("sweep", "too many options");
-            a->flags[a->n_flags][0] = name;
-            a->flags[a->n_flags][1] = takes ? val : NULL;
-            a->n_flags++;
-            if (takes) i++;
-        } else if (a->spec_path) {
-            return tool_usage_error("sweep", "one spec at a time ('%s'?)", arg);
-        } else {
-            a->spec_path = arg;
-        }
+    sweep_args *a = dest;
+    switch (o->id) {
+    case SW_DB: a->db = v; break;
+    case SW_GPUS: a->gpus = v; break;
+    case SW_SHARD:
+        if (!parse_shard(v, &a->shard_index, &a->shard_count))
+            return tool_usage_error(cmd, "--shard wants I/N with 0 <= I < N, got '%s'", v);
+        a->shard_from = "--shard";
+        break;
+    case SW_NO_RESUME: a->no_resume = 1; break;
+    case SW_DRY_RUN: a->dry_run = 1; break;
+    case SW_DEFAULT: a->use_default = 1; break;
+    case SW_FOR_MODEL: a->for_model = v; break;
+    case SW_BATCH: a->batch = v; break;
+    case SW_SIZES: a->sizes = v; break;
+    case SW_NO_FUSE: a->no_fuse = 1; break;
+    default: break; /* --adaptive: dispatched before */
     }
-    for (int i = 0; i < a->n_flags && a->gpus; i++)
-        if (strcmp(a->flags[i][0], "device") == 0)
-            return tool_usage_error("sweep", "--device or --gpus, not both");
+    return TOOL_EXIT_OK;
+}
+
+static int parse_args(int argc, char **argv, sweep_args *a)
+{
+    tool_measure_args_init(&a->measure.scratch);
+    const tool_optgroup groups[] = {
+        {"options", sweep_opts, sweep_opt, a},
+        {"measurement options", tool_measure_optlist, tool_measure_record_opt, &a->measure}};
+    const tool_cli cli = {"sweep", sweep_usage, NULL, groups, 2, 1, "spec"};
+    const char *pos[1];
+    int n_pos = 0;
+    int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
+    if (rc != TOOL_EXIT_OK) return rc;
+    if (n_pos) a->spec_path = pos[0];
+    if (a->gpus && a->measure.scratch.device_set)
+        return tool_usage_error("sweep", "--device or --gpus, not both");
     if (!a->for_model && (a->batch || a->sizes || a->no_fuse))
-        return tool_usage_error("sweep", "--batch, --sizes and --no-fuse go with --for-model");
+        return tool_usage_error("sweep", "--batch, --input-size and --no-fuse go with --for-model");
     if (!!a->spec_path + a->use_default + !!a->for_model > 1)
         return tool_usage_error("sweep", "one of a spec file, --default and --for-model");
     if (!a->spec_path && !a->use_default && !a->for_model)
@@ -239,19 +237,6 @@ static int parse_gpus(opsched_ctx *ctx, const char *text, const char *backend, i
     }
     if (!*n) return tool_usage_error("sweep", "--gpus wants device indices like 0,1,2,3 or all");
     return TOOL_EXIT_OK;
-}
-
-/* The first backend that sees a device (cuda when a GPU is there), as
- * tool_open_device chooses, without opening one. */
-static const char *default_backend(opsched_ctx *ctx)
-{
-    for (int b = 0; b < opsched_backend_count(); b++) {
-        int n = 0;
-        if (opsched_device_count(ctx, opsched_backend_name(b), &n) == OPSCHED_OK && n > 0)
-            return opsched_backend_name(b);
-        opsched_ctx_clear_error(ctx);
-    }
-    return opsched_backend_count() ? opsched_backend_name(0) : "none";
 }
 
 /* The command line, for the run's provenance (malloc'd). */
@@ -291,7 +276,7 @@ static int for_model_spec(const sweep_args *a, char **out)
     size_t size = 4096;
     char *t = calloc(size, 1);
     char buf[512];
-    int64_t v, h, w;
+    int64_t v;
     if (!t) return TOOL_EXIT_FAIL;
     strcat(t, "description: ");
     yaml_quoted(t, size, "what a prediction of the model lacks (opsched sweep --for-model)");
@@ -310,20 +295,18 @@ static int for_model_spec(const sweep_args *a, char **out)
     }
     strcat(t, "]\n");
     if (a->sizes) {
-        strcat(t, "sizes: [");
-        snprintf(buf, sizeof(buf), "%s", a->sizes);
-        first = 1;
-        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-             tok = strtok_r(NULL, ",", &save)) {
-            if (!tool_parse_size(tok, &h, &w) || strlen(t) + 64 > size) {
-                free(t);
-                return tool_usage_error("sweep", "--sizes wants sizes like 224,299 or 224x320, "
-                                                 "got '%s'", a->sizes);
-            }
-            snprintf(t + strlen(t), size - strlen(t), "%s\"%lldx%lld\"", first ? "" : ", ",
-                     (long long)h, (long long)w);
-            first = 0;
+        static int64_t hs[256], ws[256];
+        int n = 0;
+        int rc = tool_arg_sizes("sweep", "--input-size", a->sizes, hs, ws, 256, &n);
+        if (rc != TOOL_EXIT_OK || strlen(t) + 24 * (size_t)n + 64 > size) {
+            free(t);
+            return rc != TOOL_EXIT_OK ? rc
+                                      : tool_usage_error("sweep", "--input-size: too many sizes");
         }
+        strcat(t, "sizes: [");
+        for (int i = 0; i < n; i++)
+            snprintf(t + strlen(t), size - strlen(t), "%s\"%lldx%lld\"", i ? ", " : "",
+                     (long long)hs[i], (long long)ws[i]);
         strcat(t, "]\n");
     }
     snprintf(t + strlen(t), size - strlen(t), "fuse: %s\n", a->no_fuse ? "false" : "true");
@@ -331,10 +314,26 @@ static int for_model_spec(const sweep_args *a, char **out)
     return TOOL_EXIT_OK;
 }
 
+/* Whether the spec file's text names math and layout (its measure:
+ * section); those it does not name take the backend's defaults. */
+static void spec_settings(const char *path, int *math, int *layout)
+{
+    char line[1024];
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    while (fgets(line, sizeof(line), f)) {
+        const char *p = line + strspn(line, " \t");
+        if (*p == '#') continue;
+        if (strncmp(p, "math:", 5) == 0) *math = 1;
+        if (strncmp(p, "layout:", 7) == 0) *layout = 1;
+    }
+    fclose(f);
+}
+
 /* ---- dry run ------------------------------------------------------------ */
 
 static int dry_run(opsched_ctx *ctx, const opsched_sweep_spec *spec, const sweep_args *a,
-                   const char *const *algos, int n_algos)
+                   const tool_measure_args *ma, const char *const *algos, int n_algos)
 {
     int n = opsched_sweep_spec_num_configs(spec), in_shard = 0;
     for (int i = 0; i < n; i++) {
@@ -356,6 +355,8 @@ static int dry_run(opsched_ctx *ctx, const opsched_sweep_spec *spec, const sweep
     if (a->shard_count > 1) printf(" in shard %d/%d (of %d)", a->shard_index, a->shard_count, n);
     printf("; algorithm policies:");
     for (int i = 0; i < n_algos; i++) printf(" %s", algos[i]);
+    printf("; %s, math %s, layout %s", ma->backend, opsched_math_name(ma->opts.plan.math),
+           ma->opts.plan.layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw");
     printf("\n%lld combinations looked at: %lld filtered, %lld impossible, %lld duplicates",
            (long long)c.combinations, (long long)c.filtered, (long long)c.impossible,
            (long long)c.duplicates);
@@ -397,23 +398,17 @@ int cmd_sweep(opsched_ctx *ctx, int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--adaptive") == 0) return tool_sweep_adaptive(ctx, argc, argv);
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            sweep_help();
-            return TOOL_EXIT_OK;
-        }
-    }
-    sweep_args a;
+    static sweep_args a;
     tool_measure_args ma;
     memset(&a, 0, sizeof(a));
-    tool_measure_args_init(&ma);
-    int rc = parse_args(argc, argv, &a, &ma);
-    if (rc != TOOL_EXIT_OK) return rc;
+    int rc = parse_args(argc, argv, &a);
+    if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
 
     opsched_sweep_spec *spec = NULL;
     char *command = NULL;
     opsched_status st;
     char *made = NULL;
+    int sets_math = 0, sets_layout = 0; /* the spec's measure: section names them */
     if (a.for_model) {
         if ((rc = for_model_spec(&a, &made)) != TOOL_EXIT_OK) return rc;
         char origin[300];
@@ -422,12 +417,16 @@ int cmd_sweep(opsched_ctx *ctx, int argc, char **argv)
         free(made);
     } else if (a.use_default) {
         const char *text = opsched_sweep_default_spec();
+        sets_math = strstr(text, "math:") != NULL;
+        sets_layout = strstr(text, "layout:") != NULL;
         st = opsched_sweep_spec_parse(ctx, text, strlen(text), "<default spec>", &spec);
     } else {
         st = opsched_sweep_spec_load(ctx, a.spec_path, &spec);
+        spec_settings(a.spec_path, &sets_math, &sets_layout);
     }
     if (st == OPSCHED_ERR_INVALID_ARG || st == OPSCHED_ERR_PARSE) {
         fprintf(stderr, "opsched sweep: %s\n", opsched_ctx_last_error(ctx));
+        if (a.for_model && !opsched_zoo_find(a.for_model)) tool_suggest_model(a.for_model);
         return TOOL_EXIT_USAGE;
     }
     if (st != OPSCHED_OK) return tool_fail(ctx, st, "sweep");
@@ -435,7 +434,10 @@ int cmd_sweep(opsched_ctx *ctx, int argc, char **argv)
     /* The spec's measure: section, then the command line's flags over it. */
     tool_measure_args_init(&ma);
     ma.opts = *opsched_sweep_spec_measure(spec);
-    for (int i = 0; i < a.n_flags; i++) tool_measure_flag("sweep", a.flags[i][0], a.flags[i][1], &ma);
+    ma.math_auto = !sets_math;
+    ma.layout_auto = !sets_layout;
+    tool_measure_replay(&a.measure, "sweep", &ma);
+    tool_measure_resolve(ctx, &ma);
     const char *algo_list[32];
     int n_algos = 0;
     char algo_buf[256];
@@ -449,13 +451,12 @@ int cmd_sweep(opsched_ctx *ctx, int argc, char **argv)
             algo_list[n_algos++] = opsched_sweep_spec_algo(spec, i);
     }
     if (a.dry_run) {
-        rc = dry_run(ctx, spec, &a, algo_list, n_algos);
+        rc = dry_run(ctx, spec, &a, &ma, algo_list, n_algos);
         goto done;
     }
 
     int devices[MAX_GPUS], n_devices = 1;
     devices[0] = ma.device;
-    if (!ma.backend) ma.backend = default_backend(ctx);
     if (a.gpus && (rc = parse_gpus(ctx, a.gpus, ma.backend, devices, &n_devices)) != TOOL_EXIT_OK)
         goto done;
     command = join_command(argc, argv);

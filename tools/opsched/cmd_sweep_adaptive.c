@@ -25,11 +25,11 @@
 
 #include "opsched/predict.h"
 #include "opsched/sweep.h"
-#include "tool.h"
+#include "args.h"
 
 #define MAX_PARAMS 12
 
-static const char adaptive_help[] =
+static const char adaptive_usage[] =
     "usage: opsched sweep --adaptive --db FILE [options] [measurement options]\n"
     "\n"
     "Adaptive sampling (nn-Meter): trains the learned cost models on the database\n"
@@ -39,16 +39,26 @@ static const char adaptive_help[] =
     "models' cross-validated median error is under the target or the budget is\n"
     "spent.  Prints each round's errors.  The measurement options (--math, --backend,\n"
     "--device, --iters, ...) apply to the new measurements and select the data the\n"
-    "models learn from.\n"
-    "\n"
-    "  --db FILE            the database (it must hold measurements of the device)\n"
-    "  --target-error PCT   stop when the CV median |error| is below this (default 10)\n"
-    "  --budget-s S         stop starting new work after this many seconds (default 600)\n"
-    "  --max-rounds N       at most N rounds of training (default 10)\n"
-    "  --per-round N        new configurations measured per round, at most (default 48)\n"
-    "  --holdout PCT        share of the configurations held out each round (default 20)\n"
-    "  --rounds N           boosting rounds of the models (default 300)\n"
-    "  --folds K            cross-validation folds (default 5)\n";
+    "models learn from.\n";
+
+enum { AD_DB, AD_TARGET, AD_BUDGET, AD_MAX_ROUNDS, AD_PER_ROUND, AD_HOLDOUT, AD_ROUNDS, AD_FOLDS,
+       AD_ADAPTIVE };
+
+static const tool_opt adaptive_opts[] = {
+    {"adaptive", 0, NULL, "adaptive sampling (this)", AD_ADAPTIVE},
+    {"db", 0, "FILE", "the database (it must hold measurements of the device)", AD_DB},
+    {"target-error", 0, "PCT", "stop when the CV median |error| is below this (default 10)",
+     AD_TARGET},
+    {"budget-s", 0, "S", "stop starting new work after this many seconds (default\n600)",
+     AD_BUDGET},
+    {"max-rounds", 0, "N", "at most N rounds of training (default 10)", AD_MAX_ROUNDS},
+    {"per-round", 0, "N", "new configurations measured per round, at most (default\n48)",
+     AD_PER_ROUND},
+    {"holdout", 0, "PCT", "share of the configurations held out each round (default\n20)",
+     AD_HOLDOUT},
+    {"rounds", 0, "N", "boosting rounds of the models (default 300)", AD_ROUNDS},
+    {"folds", 0, "K", "cross-validation folds (default 5)", AD_FOLDS},
+    {NULL, 0, NULL, NULL, 0}};
 
 typedef struct aargs {
     const char *db;
@@ -458,6 +468,37 @@ static double cv_error(const opsched_predictor *p, char *detail, size_t size)
     return rows_total > 0 ? sum / rows_total : NAN;
 }
 
+static int adaptive_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
+{
+    aargs *a = dest;
+    int64_t iv;
+    double dv;
+    char *end = NULL;
+    switch (o->id) {
+    case AD_ADAPTIVE: return TOOL_EXIT_OK;
+    case AD_DB: a->db = v; return TOOL_EXIT_OK;
+    case AD_TARGET:
+    case AD_BUDGET:
+    case AD_HOLDOUT:
+        dv = strtod(v, &end);
+        if (end == v || *end || !(dv > 0) || (o->id == AD_HOLDOUT && dv >= 100))
+            return tool_usage_error(cmd, "--%s wants a positive number%s, got '%s'", o->name,
+                                    o->id == AD_HOLDOUT ? " below 100" : "", v);
+        if (o->id == AD_TARGET) a->target = dv;
+        else if (o->id == AD_BUDGET) a->budget_s = dv;
+        else a->holdout = dv;
+        return TOOL_EXIT_OK;
+    default:
+        if (!tool_parse_int(v, o->id == AD_FOLDS ? 2 : 1, 1000000, &iv))
+            return tool_usage_error(cmd, "--%s wants a count, got '%s'", o->name, v);
+        if (o->id == AD_MAX_ROUNDS) a->max_rounds = (int)iv;
+        else if (o->id == AD_PER_ROUND) a->per_round = (int)iv;
+        else if (o->id == AD_ROUNDS) a->rounds = (int)iv;
+        else a->folds = (int)iv;
+        return TOOL_EXIT_OK;
+    }
+}
+
 static int parse_args(int argc, char **argv, aargs *a)
 {
     memset(a, 0, sizeof(*a));
@@ -467,55 +508,14 @@ static int parse_args(int argc, char **argv, aargs *a)
     a->max_rounds = 10;
     a->per_round = 48;
     tool_measure_args_init(&a->ma);
-    a->ma.opts.plan.math = OPSCHED_MATH_TF32;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(arg, "--adaptive") == 0) continue;
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            fputs(adaptive_help, stdout);
-            fputs(tool_measure_help, stdout);
-            return -1;
-        }
-        if (strncmp(arg, "--", 2) != 0)
-            return tool_usage_error("sweep", "--adaptive takes no spec ('%s')", arg);
-        const char *name = arg + 2;
-        int64_t iv;
-        double dv;
-        char *end = NULL;
-        if (strcmp(name, "db") == 0 || strcmp(name, "target-error") == 0 ||
-            strcmp(name, "budget-s") == 0 || strcmp(name, "holdout") == 0 ||
-            strcmp(name, "max-rounds") == 0 || strcmp(name, "per-round") == 0 ||
-            strcmp(name, "rounds") == 0 || strcmp(name, "folds") == 0) {
-            if (!val) return tool_usage_error("sweep", "%s needs a value", arg);
-            i++;
-            if (strcmp(name, "db") == 0) {
-                a->db = val;
-                continue;
-            }
-            if (name[0] == 't' || name[0] == 'b' || name[0] == 'h') {
-                dv = strtod(val, &end);
-                if (end == val || *end || !(dv > 0) || (name[0] == 'h' && dv >= 100))
-                    return tool_usage_error("sweep", "%s wants a positive number%s, got '%s'", arg,
-                                            name[0] == 'h' ? " below 100" : "", val);
-                if (name[0] == 't') a->target = dv;
-                else if (name[0] == 'b') a->budget_s = dv;
-                else a->holdout = dv;
-                continue;
-            }
-            if (!tool_parse_int(val, strcmp(name, "folds") == 0 ? 2 : 1, 1000000, &iv))
-                return tool_usage_error("sweep", "%s wants a count, got '%s'", arg, val);
-            if (strcmp(name, "max-rounds") == 0) a->max_rounds = (int)iv;
-            else if (strcmp(name, "per-round") == 0) a->per_round = (int)iv;
-            else if (strcmp(name, "rounds") == 0) a->rounds = (int)iv;
-            else a->folds = (int)iv;
-            continue;
-        }
-        int takes = tool_measure_flag_takes_value(name);
-        int r = tool_measure_flag("sweep", name, val, &a->ma);
-        if (r < 0) return TOOL_EXIT_USAGE;
-        if (r == 0) return tool_usage_error("sweep", "--adaptive: unknown option '%s'", arg);
-        if (takes) i++;
-    }
+    const tool_optgroup groups[] = {
+        {"options", adaptive_opts, adaptive_opt, a},
+        {"measurement options", tool_measure_optlist, tool_measure_opt, &a->ma}};
+    const tool_cli cli = {"sweep", adaptive_usage, NULL, groups, 2, 0, NULL};
+    const char *pos[1];
+    int n_pos = 0;
+    int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
+    if (rc != TOOL_EXIT_OK) return rc;
     if (!a->db) return tool_usage_error("sweep", "--adaptive needs --db FILE");
     return TOOL_EXIT_OK;
 }
@@ -569,7 +569,7 @@ int tool_sweep_adaptive(opsched_ctx *ctx, int argc, char **argv)
 {
     aargs a;
     int rc = parse_args(argc, argv, &a);
-    if (rc < 0) return TOOL_EXIT_OK;
+    if (rc == TOOL_ARGS_HELP) return TOOL_EXIT_OK;
     if (rc != TOOL_EXIT_OK) return rc;
     opsched_device *dev = NULL;
     opsched_device_info info;

@@ -1,36 +1,34 @@
 /*
- * cmd_train_model.c - `opsched train-model --db FILE [--device NAME]`:
+ * cmd_train_model.c - `opsched train-model --db FILE [--target NAME]`:
  * trains the learned cost models of one device and setting from the
  * measurement database, saves them next to it, and prints each model's
  * cross-validated error beside the FLOPs-only baseline's.
  */
+#include <math.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "predict_args.h"
 
-static void train_help(void)
-{
-    printf("usage: opsched train-model [--db FILE] [--device NAME|ID] [options]\n\n"
-           "Trains the learned cost models of one device and setting (math, layout,\n"
-           "algorithm policy, cache state) from the measurements in the database: one\n"
-           "XGBoost model of log latency per operator family (conv, conv+relu for a\n"
-           "convolution measured with its Relu fused, gemm for linear and matmul, other;\n"
-           "families with too few rows share a model) and one of effective power (energy\n"
-           "per launch / latency) over all of them.  Each is judged by k-fold\n"
-           "cross-validation over distinct configurations: the median, 90th percentile\n"
-           "and largest absolute percentage error, and the share within +-10%%; the\n"
-           "FLOPs-fit columns are the same for a log-log line of latency on FLOPs per\n"
-           "family (for the power model: the training folds' median power).  With host\n"
-           "enqueue times per layer in the database (opsched profile's \";mode=host\" rows),\n"
-           "a host model of log host time per launch too, which eager predictions use for\n"
-           "layers whose configuration was never profiled.  Models are\n"
-           "saved in FILE.models/; `opsched predict` uses them and retrains them by\n"
-           "itself when the measurements or the calibration change.\n\n%s"
-           "  --format table|json    (default table)\n",
-           predict_args_help);
-}
+static const char train_usage[] =
+    "usage: opsched train-model (--db FILE | --data NAME) [--target NAME|ID] [options]\n\n"
+    "Trains the learned cost models of one device and setting (math, layout,\n"
+    "algorithm policy, cache state) from the measurements in the database: one\n"
+    "XGBoost model of log latency per operator family (conv, conv+relu for a\n"
+    "convolution measured with its Relu fused, gemm for linear and matmul, other;\n"
+    "families with too few rows share a model) and one of effective power (energy\n"
+    "per launch / latency) over all of them.  Each is judged by k-fold\n"
+    "cross-validation over distinct configurations: the median, 90th percentile\n"
+    "and largest absolute percentage error, and the share within +-10%; the\n"
+    "FLOPs-fit columns are the same for a log-log line of latency on FLOPs per\n"
+    "family (for the power model: the training folds' median power).  With host\n"
+    "enqueue times per layer in the database (opsched profile's \";mode=host\" rows),\n"
+    "a host model of log host time per launch too, which eager predictions use for\n"
+    "layers whose configuration was never profiled.  Models are\n"
+    "saved in FILE.models/; `opsched predict` uses them and retrains them by\n"
+    "itself when the measurements or the calibration change.  --format csv writes\n"
+    "one row per model.\n";
 
 static void add_cv(cJSON *o, const char *name, const opsched_cv_error *e)
 {
@@ -41,6 +39,34 @@ static void add_cv(cJSON *o, const char *name, const opsched_cv_error *e)
     cJSON_AddNumberToObject(c, "p90_ape", e->p90_ape);
     cJSON_AddNumberToObject(c, "max_ape", e->max_ape);
     cJSON_AddNumberToObject(c, "within10", e->within10);
+}
+
+static void csv_pct(double v)
+{
+    if (isfinite(v)) printf(",%.6g", v);
+    else printf(",");
+}
+
+static void print_csv(const opsched_predictor *p)
+{
+    printf("model,ops,rows,folds,trained,cv_median_ape,cv_p90_ape,cv_max_ape,cv_within10,"
+           "baseline_median_ape,baseline_p90_ape,file\n");
+    for (int i = 0; i < opsched_predictor_num_models(p); i++) {
+        const opsched_model_info *m = opsched_predictor_model(p, i);
+        tool_csv_field(stdout, m->name);
+        putchar(',');
+        tool_csv_field(stdout, m->ops);
+        printf(",%lld,%d,%d", (long long)m->rows, m->folds, m->trained);
+        csv_pct(m->cv.median_ape);
+        csv_pct(m->cv.p90_ape);
+        csv_pct(m->cv.max_ape);
+        csv_pct(m->cv.within10);
+        csv_pct(m->baseline.median_ape);
+        csv_pct(m->baseline.p90_ape);
+        putchar(',');
+        tool_csv_field(stdout, m->file);
+        putchar('\n');
+    }
 }
 
 static void print_json(const opsched_predictor *p, const opsched_predictor_info *in)
@@ -85,23 +111,15 @@ int cmd_train_model(opsched_ctx *ctx, int argc, char **argv)
     predict_args a;
     tool_format fmt = TOOL_FMT_TABLE;
     predict_args_init(&a);
-    for (int i = 1; i < argc; i++) {
-        int rc = TOOL_EXIT_OK;
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            train_help();
-            return TOOL_EXIT_OK;
-        }
-        int took = predict_args_take(&a, "train-model", argc, argv, &i, &rc);
-        if (took < 0) return rc;
-        if (took) continue;
-        if (strcmp(argv[i], "--format") == 0) {
-            if (i + 1 >= argc || !tool_parse_format(argv[i + 1], &fmt) || fmt == TOOL_FMT_CSV)
-                return tool_usage_error("train-model", "--format must be table or json");
-            i++;
-        } else {
-            return tool_usage_error("train-model", "unknown argument '%s'", argv[i]);
-        }
-    }
+    const tool_optgroup groups[] = {
+        {"prediction data options", predict_data_optlist, predict_args_opt, &a},
+        {"training options", predict_train_optlist, predict_args_opt, &a},
+        {"output options", tool_format_optlist, tool_format_opt, &fmt}};
+    const tool_cli cli = {"train-model", train_usage, NULL, groups, 3, 0, NULL};
+    const char *pos[1];
+    int n_pos = 0;
+    int prc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
+    if (prc != TOOL_EXIT_OK) return prc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : prc;
     int rc = predict_args_finish(&a, ctx, "train-model");
     if (rc != TOOL_EXIT_OK) return rc;
     a.po.retrain = 1;
@@ -112,6 +130,8 @@ int cmd_train_model(opsched_ctx *ctx, int argc, char **argv)
     opsched_predictor_info_get(p, &in);
     if (fmt == TOOL_FMT_JSON) {
         print_json(p, &in);
+    } else if (fmt == TOOL_FMT_CSV) {
+        print_csv(p);
     } else {
         printf("%s:%s (device %lld in %s), %s %s, %s, cache %s\n", in.device.backend,
                in.device.name, (long long)in.device.id, a.db_path, in.math, in.layout,

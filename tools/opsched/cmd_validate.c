@@ -8,54 +8,63 @@
  * (its configurations left out of exact lookups and training, its runs
  * out of the composition fit): the honest test for networks not measured.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "opsched/predict.h"
-#include "tool.h"
+#include <cjson/cJSON.h>
+
+#include "predict_args.h"
 #include "validate.h"
 
 #define MAX_MODELS 64
 #define MAX_LIST 64
 
-static const char validate_help[] =
-    "usage: opsched validate [--db FILE | --device NAME] [options]\n"
+static const char validate_usage[] =
+    "usage: opsched validate (--db FILE | --data NAME) [options]\n"
     "\n"
     "Predicts every network run the database holds (opsched profile: model, batch,\n"
     "input size; CUDA-graph runs in graph mode, free-running runs in eager mode)\n"
     "and compares it with the measured latency and energy: a row per run with the\n"
     "signed error, then per model and overall the median and worst absolute error\n"
-    "and the share within 10%.\n"
-    "\n"
-    "  --db FILE          the measurement database\n"
-    "  --device NAME      the device in it (part of its name); without --db, the\n"
-    "                     shipped data of that name (e.g. h100)\n"
-    "  --models LIST      models to validate, comma-separated (default: all profiled)\n"
-    "  --batch LIST       only these batch sizes\n"
-    "  --sizes LIST       only these input sizes (224 or 224x320)\n"
-    "  --mode LIST        graph, free or both (default graph,free)\n"
-    "  --math M           math mode of the runs and measurements (default tf32)\n"
-    "  --layout L         nchw (default) or nhwc\n"
-    "  --algo POLICY      algorithm policy (default heuristic)\n"
-    "  --loo              leave one model out: predict each model without its own\n"
-    "                     measurements and runs (trains a predictor per model)\n"
-    "  --plot FILE        predicted against measured and error by model (.svg or .png)\n"
-    "  --csv FILE         every run with its prediction and errors\n"
-    "  --summary          print only the summaries, not a row per run\n"
-    "  --rounds N         boosting rounds when models are trained (default 300)\n"
-    "  --folds K          cross-validation folds when models are trained (default 5)\n";
+    "and the share within 10%.  --format csv writes the rows of --csv to stdout,\n"
+    "json the runs and the summaries.\n";
+
+enum { VA_MODELS, VA_BATCH, VA_SIZES, VA_MODE, VA_LOO, VA_PLOT, VA_CSV, VA_SUMMARY, VA_ROUNDS,
+       VA_FOLDS };
+
+static const tool_opt validate_opts[] = {
+    {"models", 0, "LIST", "models to validate, comma-separated (default: all\nprofiled)",
+     VA_MODELS},
+    {"batch", 0, "LIST", "only these batch sizes", VA_BATCH},
+    {"input-size", 0, "LIST", "only these input sizes (224, 224x320, a list or a\nrange "
+                              "224:320:32)",
+     VA_SIZES},
+    {"mode", 0, "LIST", "graph, free or both (default graph,free)", VA_MODE},
+    {"loo", 0, NULL, "leave one model out: predict each model without its own\nmeasurements and "
+                     "runs (trains a predictor per model)",
+     VA_LOO},
+    {"plot", 0, "FILE", "predicted against measured and error by model (.svg or\n.png)", VA_PLOT},
+    {"csv", 0, "FILE", "every run with its prediction and errors", VA_CSV},
+    {"summary", 0, NULL, "print only the summaries, not a row per run", VA_SUMMARY},
+    {"rounds", 0, "N", "boosting rounds when models are trained (default 600)", VA_ROUNDS},
+    {"folds", 0, "K", "cross-validation folds when models are trained (default 5)", VA_FOLDS},
+    {NULL, 0, NULL, NULL, 0}};
 
 typedef struct vargs {
-    const char *db, *device, *models, *plot, *csv, *algo;
+    const char *db, *data, *device, *models, *plot, *csv, *algo;
     int64_t batches[MAX_LIST], heights[MAX_LIST], widths[MAX_LIST];
     int n_batches, n_sizes;
     int graph, free_running;
     opsched_math math;
     opsched_layout layout;
+    opsched_cache_state cache;
+    int layout_auto;           /* the layout the database holds for the device */
     int loo, summary_only;
     int rounds, folds;         /* 0: the predictor's defaults */
+    tool_format fmt;
+    predict_args data_opts;    /* --db, --data, --target, --math, --layout, --algo, --cache */
 } vargs;
 
 typedef struct vrun {
@@ -95,21 +104,6 @@ static int parse_int_list(const char *text, const char *flag, int64_t *out, int 
     return *n ? TOOL_EXIT_OK : tool_usage_error("validate", "%s is empty", flag);
 }
 
-static int parse_sizes(const char *text, vargs *a)
-{
-    char buf[512];
-    snprintf(buf, sizeof(buf), "%s", text);
-    a->n_sizes = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (a->n_sizes == MAX_LIST ||
-            !tool_parse_size(t, &a->heights[a->n_sizes], &a->widths[a->n_sizes]))
-            return tool_usage_error("validate", "--sizes wants sizes like 224,299 or 224x320, "
-                                                "got '%s'", text);
-        a->n_sizes++;
-    }
-    return a->n_sizes ? TOOL_EXIT_OK : tool_usage_error("validate", "--sizes is empty");
-}
-
 static int parse_modes(const char *text, vargs *a)
 {
     char buf[64];
@@ -124,71 +118,53 @@ static int parse_modes(const char *text, vargs *a)
                                        : tool_usage_error("validate", "--mode is empty");
 }
 
+static int validate_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
+{
+    vargs *a = dest;
+    int64_t iv;
+    switch (o->id) {
+    case VA_MODELS: a->models = v; return TOOL_EXIT_OK;
+    case VA_BATCH: return parse_int_list(v, "--batch", a->batches, &a->n_batches);
+    case VA_SIZES:
+        return tool_arg_sizes(cmd, "--input-size", v, a->heights, a->widths, MAX_LIST, &a->n_sizes);
+    case VA_MODE: return parse_modes(v, a);
+    case VA_LOO: a->loo = 1; return TOOL_EXIT_OK;
+    case VA_PLOT: a->plot = v; return TOOL_EXIT_OK;
+    case VA_CSV: a->csv = v; return TOOL_EXIT_OK;
+    case VA_SUMMARY: a->summary_only = 1; return TOOL_EXIT_OK;
+    default:
+        if (!tool_parse_int(v, o->id == VA_FOLDS ? 2 : 1, 100000, &iv))
+            return tool_usage_error(cmd, "--%s wants a count%s, got '%s'", o->name,
+                                    o->id == VA_FOLDS ? " >= 2" : "", v);
+        if (o->id == VA_FOLDS) a->folds = (int)iv;
+        else a->rounds = (int)iv;
+        return TOOL_EXIT_OK;
+    }
+}
+
 static int parse_args(int argc, char **argv, vargs *a)
 {
-    static const struct option opts[] = {
-        {"db", required_argument, NULL, 'd'},     {"device", required_argument, NULL, 'D'},
-        {"models", required_argument, NULL, 'm'}, {"batch", required_argument, NULL, 'b'},
-        {"sizes", required_argument, NULL, 's'},  {"mode", required_argument, NULL, 'M'},
-        {"math", required_argument, NULL, 'x'},   {"layout", required_argument, NULL, 'l'},
-        {"algo", required_argument, NULL, 'a'},   {"loo", no_argument, NULL, 'L'},
-        {"plot", required_argument, NULL, 'p'},   {"csv", required_argument, NULL, 'c'},
-        {"summary", no_argument, NULL, 'S'},      {"rounds", required_argument, NULL, 'r'},
-        {"folds", required_argument, NULL, 'f'},  {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof(*a));
     a->graph = a->free_running = 1;
-    a->math = OPSCHED_MATH_TF32;
-    int c, rc;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'd': a->db = optarg; break;
-        case 'D': a->device = optarg; break;
-        case 'm': a->models = optarg; break;
-        case 'b':
-            if ((rc = parse_int_list(optarg, "--batch", a->batches, &a->n_batches))) return rc;
-            break;
-        case 's':
-            if ((rc = parse_sizes(optarg, a))) return rc;
-            break;
-        case 'M':
-            if ((rc = parse_modes(optarg, a))) return rc;
-            break;
-        case 'x':
-            if (opsched_math_from_name(optarg, &a->math) != OPSCHED_OK)
-                return tool_usage_error("validate", "--math wants fp32, tf32, fp16 or bf16, got "
-                                                    "'%s'", optarg);
-            break;
-        case 'l':
-            if (strcmp(optarg, "nchw") == 0) a->layout = OPSCHED_LAYOUT_NCHW;
-            else if (strcmp(optarg, "nhwc") == 0) a->layout = OPSCHED_LAYOUT_NHWC;
-            else return tool_usage_error("validate", "--layout wants nchw or nhwc, got '%s'", optarg);
-            break;
-        case 'a': a->algo = optarg; break;
-        case 'L': a->loo = 1; break;
-        case 'p': a->plot = optarg; break;
-        case 'c': a->csv = optarg; break;
-        case 'S': a->summary_only = 1; break;
-        case 'r':
-        case 'f': {
-            int64_t v;
-            if (!tool_parse_int(optarg, c == 'f' ? 2 : 1, 100000, &v))
-                return tool_usage_error("validate", "--%s wants a count%s, got '%s'",
-                                        c == 'f' ? "folds" : "rounds", c == 'f' ? " >= 2" : "",
-                                        optarg);
-            if (c == 'f') a->folds = (int)v;
-            else a->rounds = (int)v;
-            break;
-        }
-        case 'h': fputs(validate_help, stdout); return -1;
-        default:
-            return tool_usage_error("validate", "unknown option or missing value: '%s'",
-                                    argv[optind - 1]);
-        }
-    }
-    if (optind != argc) return tool_usage_error("validate", "unexpected argument '%s'", argv[optind]);
+    predict_args_init(&a->data_opts);
+    const tool_optgroup groups[] = {
+        {"options", validate_opts, validate_opt, a},
+        {"prediction data options", predict_data_optlist, predict_args_opt, &a->data_opts},
+        {"output options", tool_format_optlist, tool_format_opt, &a->fmt}};
+    const tool_cli cli = {"validate", validate_usage, NULL, groups, 3, 0, NULL};
+    const char *pos[1];
+    int n_pos = 0;
+    int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
+    if (rc != TOOL_EXIT_OK) return rc;
+    const predict_args *d = &a->data_opts;
+    a->db = d->db;
+    a->data = d->data;
+    a->device = d->target;
+    a->math = d->po.math;
+    a->layout = d->po.layout;
+    a->layout_auto = d->layout_auto;
+    a->cache = d->po.cache;
+    if (strcmp(d->po.algo_policy, "heuristic") != 0) a->algo = d->po.algo_policy;
     if (a->plot) {
         size_t n = strlen(a->plot);
         if (n < 5 || (strcmp(a->plot + n - 4, ".svg") != 0 && strcmp(a->plot + n - 4, ".png") != 0))
@@ -270,6 +246,7 @@ static void predictor_options(const vargs *a, opsched_predictor_options *po)
     po->device = a->device;
     po->math = a->math;
     po->layout = a->layout;
+    po->cache = a->cache;
     if (a->algo) po->algo_policy = a->algo;
     if (a->rounds) po->rounds = a->rounds;
     if (a->folds) po->folds = a->folds;
@@ -478,13 +455,10 @@ static void print_runs(const vstate *v)
     }
 }
 
-static int write_csv(opsched_ctx *ctx, const vstate *v, const char *path)
+/* The runs as CSV on f, through the one CSV writer: a value that is not a
+ * number (not measured, not predicted) is an empty field. */
+static opsched_status csv_rows(opsched_ctx *ctx, const vstate *v, FILE *f)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "opsched validate: cannot write %s\n", path);
-        return TOOL_EXIT_FAIL;
-    }
     opsched_csv_writer *w = NULL;
     opsched_status st = opsched_csv_writer_create(ctx, f, &w);
     if (st == OPSCHED_OK)
@@ -500,7 +474,6 @@ static int write_csv(opsched_ctx *ctx, const vstate *v, const char *path)
         opsched_csv_int(w, x->run.height);
         opsched_csv_int(w, x->run.width);
         opsched_csv_str(w, x->run.mode);
-        /* a value that is not a number (not measured, not predicted) is empty */
         opsched_csv_double(w, x->run.median_ms, "%.6g");
         opsched_csv_double(w, isfinite(x->ms) ? x->ms : NAN, "%.6g");
         opsched_csv_double(w, isfinite(x->err) ? x->err : NAN, "%.3f");
@@ -519,6 +492,78 @@ static int write_csv(opsched_ctx *ctx, const vstate *v, const char *path)
         st = opsched_csv_end_row(w);
     }
     opsched_csv_writer_free(w);
+    return st;
+}
+
+static void json_num(cJSON *o, const char *name, double v)
+{
+    if (isfinite(v)) cJSON_AddNumberToObject(o, name, v);
+    else cJSON_AddNullToObject(o, name);
+}
+
+static void json_summary(cJSON *root, const char *name, const vstate *v, int energy)
+{
+    cJSON *arr = cJSON_AddArrayToObject(root, name);
+    for (int m = 0; arr && m <= v->n_models; m++) {
+        const char *model = m < v->n_models ? v->models[m] : NULL;
+        vsummary s = summarize(v, model, energy);
+        if (model && s.n == 0) continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "model", model ? model : "all");
+        cJSON_AddNumberToObject(o, "runs", s.n);
+        if (s.n) {
+            json_num(o, "median_abs_error_pct", s.median);
+            json_num(o, "worst_abs_error_pct", s.worst);
+            json_num(o, "within10_pct", s.within10);
+            json_num(o, "mean_signed_error_pct", s.mean_signed);
+        }
+        cJSON_AddItemToArray(arr, o);
+    }
+}
+
+static int print_json(const vstate *v)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) {
+        fprintf(stderr, "opsched: out of memory writing JSON\n");
+        return TOOL_EXIT_FAIL;
+    }
+    cJSON_AddStringToObject(root, "math", opsched_math_name(v->a->math));
+    cJSON_AddStringToObject(root, "layout", v->a->layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw");
+    cJSON_AddStringToObject(root, "algo_policy", v->a->algo ? v->a->algo : "heuristic");
+    cJSON_AddBoolToObject(root, "leave_one_out", v->a->loo);
+    cJSON *runs = cJSON_AddArrayToObject(root, "runs");
+    for (int i = 0; runs && i < v->n; i++) {
+        const vrun *x = &v->runs[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "model", x->run.model);
+        cJSON_AddNumberToObject(o, "batch", (double)x->run.batch);
+        cJSON_AddNumberToObject(o, "height", (double)x->run.height);
+        cJSON_AddNumberToObject(o, "width", (double)x->run.width);
+        cJSON_AddStringToObject(o, "mode", x->run.mode);
+        json_num(o, "measured_ms", x->run.median_ms);
+        json_num(o, "predicted_ms", x->ms);
+        json_num(o, "error_pct", x->err);
+        json_num(o, "measured_energy_j", x->run.energy_valid ? x->run.energy_j : NAN);
+        json_num(o, "predicted_energy_j", x->energy_j);
+        json_num(o, "energy_error_pct", x->energy_err);
+        json_num(o, "coverage_time", x->coverage);
+        if (!x->predicted || !isfinite(x->ms)) cJSON_AddStringToObject(o, "note", x->why);
+        cJSON_AddItemToArray(runs, o);
+    }
+    json_summary(root, "latency", v, 0);
+    json_summary(root, "energy", v, 1);
+    return tool_print_json(root);
+}
+
+static int write_csv(opsched_ctx *ctx, const vstate *v, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "opsched validate: cannot write %s\n", path);
+        return TOOL_EXIT_FAIL;
+    }
+    opsched_status st = csv_rows(ctx, v, f);
     int closed = fclose(f);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, path);
     if (closed != 0) {
@@ -566,11 +611,12 @@ int cmd_validate(opsched_ctx *ctx, int argc, char **argv)
 {
     vargs a;
     int rc = parse_args(argc, argv, &a);
-    if (rc < 0) return TOOL_EXIT_OK; /* --help */
+    if (rc == TOOL_ARGS_HELP) return TOOL_EXIT_OK;
     if (rc != TOOL_EXIT_OK) return rc;
     char path[1280];
-    if ((rc = tool_db_or_shipped(ctx, "validate", a.db, a.device, path, sizeof(path))))
+    if ((rc = tool_db_or_shipped(ctx, "validate", a.db, a.data, path, sizeof(path))))
         return rc;
+    if (a.layout_auto) a.layout = tool_data_layout(ctx, path, a.device, a.math, a.algo);
 
     vstate v;
     memset(&v, 0, sizeof(v));
@@ -587,31 +633,44 @@ int cmd_validate(opsched_ctx *ctx, int argc, char **argv)
     opsched_device_row dev;
     if ((rc = load_runs(ctx, path, &v, &dev))) goto done;
     if (v.n == 0) {
-        fprintf(stderr, "opsched validate: %s has no %s network runs (%s, %s) of %s to validate; "
-                        "opsched profile --db stores them\n",
+        fprintf(stderr, "opsched validate: %s has no %s network runs (%s, %s, %s) of %s to "
+                        "validate; opsched profile --db stores them\n",
                 path, a.graph && a.free_running ? "graph or free" : a.graph ? "graph" : "free",
-                opsched_math_name(a.math), a.algo ? a.algo : "heuristic",
+                opsched_math_name(a.math), a.layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw",
+                a.algo ? a.algo : "heuristic",
                 a.models ? a.models : "any model");
         rc = TOOL_EXIT_FAIL;
         goto done;
     }
-    fprintf(stderr, "opsched validate: %d network run%s of %d model%s on %s:%s (%s)%s\n", v.n,
+    fprintf(stderr, "opsched validate: %d network run%s of %d model%s on %s:%s (%s %s)%s\n", v.n,
             v.n == 1 ? "" : "s", v.n_models, v.n_models == 1 ? "" : "s", dev.backend, dev.name,
-            opsched_math_name(a.math), a.loo ? ", leaving each model out" : "");
+            opsched_math_name(a.math), a.layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw",
+            a.loo ? ", leaving each model out" : "");
     if ((rc = predict_all(ctx, path, &v))) goto done;
-    if (!a.summary_only) print_runs(&v);
-    print_summary(&v, 0);
-    for (int i = 0; i < v.n; i++)
-        if (isfinite(v.runs[i].energy_err)) {
-            print_summary(&v, 1);
-            break;
+    if (a.fmt == TOOL_FMT_CSV) {
+        opsched_status cst = csv_rows(ctx, &v, stdout);
+        if (cst != OPSCHED_OK) {
+            rc = tool_fail(ctx, cst, "CSV");
+            goto done;
         }
+    } else if (a.fmt == TOOL_FMT_JSON) {
+        if ((rc = print_json(&v))) goto done;
+    } else {
+        if (!a.summary_only) print_runs(&v);
+        print_summary(&v, 0);
+        for (int i = 0; i < v.n; i++)
+            if (isfinite(v.runs[i].energy_err)) {
+                print_summary(&v, 1);
+                break;
+            }
+    }
     if (a.csv && (rc = write_csv(ctx, &v, a.csv))) goto done;
     /* The tables are out before PLplot's drivers load (cairo, fonts). */
     fflush(stdout);
     if (a.plot && (rc = plot(&v, &dev, a.plot))) goto done;
-    if (a.csv) printf("wrote %s\n", a.csv);
-    if (a.plot) printf("wrote %s\n", a.plot);
+    FILE *note = a.fmt == TOOL_FMT_TABLE ? stdout : stderr;
+    if (a.csv) fprintf(note, "wrote %s\n", a.csv);
+    if (a.plot) fprintf(note, "wrote %s\n", a.plot);
 done:
     free(v.runs);
     return rc;

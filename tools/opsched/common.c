@@ -8,13 +8,20 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "tool.h"
+#include <cjson/cJSON.h>
+
+#include "args.h"
 
 int tool_fail(opsched_ctx *ctx, opsched_status st, const char *what)
 {
     const char *msg = opsched_ctx_last_error(ctx);
     if (!msg || !*msg) msg = opsched_status_str(st);
-    fprintf(stderr, "opsched: %s: %s\n", what, msg);
+    /* A message that starts with the file it is about names it once. */
+    size_t n = strlen(what);
+    if (strncmp(msg, what, n) == 0 && msg[n] == ':')
+        fprintf(stderr, "opsched: %s\n", msg);
+    else
+        fprintf(stderr, "opsched: %s: %s\n", what, msg);
     return TOOL_EXIT_FAIL;
 }
 
@@ -91,7 +98,7 @@ opsched_status tool_load_model(opsched_ctx *ctx, const tool_model_opts *o, opsch
     return opsched_zoo_build(ctx, o->model, &zo, out);
 }
 
-int tool_db_or_shipped(opsched_ctx *ctx, const char *cmd, const char *db, const char *device,
+int tool_db_or_shipped(opsched_ctx *ctx, const char *cmd, const char *db, const char *data,
                        char *path, size_t size)
 {
     char names[256] = "", lower[80];
@@ -103,13 +110,13 @@ int tool_db_or_shipped(opsched_ctx *ctx, const char *cmd, const char *db, const 
         opsched_ctx_clear_error(ctx);
         names[0] = '\0';
     }
-    if (!device)
-        return tool_usage_error(cmd, "which measurements? --db FILE, or --device NAME for "
+    if (!data)
+        return tool_usage_error(cmd, "which measurements? --db FILE, or --data NAME for "
                                      "shipped data (%s)",
                                 names[0] ? names : "none in this installation");
     size_t i = 0;
-    for (; device[i] && i + 1 < sizeof(lower); i++)
-        lower[i] = (char)tolower((unsigned char)device[i]);
+    for (; data[i] && i + 1 < sizeof(lower); i++)
+        lower[i] = (char)tolower((unsigned char)data[i]);
     lower[i] = '\0';
     /* Only a name of the list is built: a typo is a usage error. */
     int known = 0;
@@ -119,11 +126,66 @@ int tool_db_or_shipped(opsched_ctx *ctx, const char *cmd, const char *db, const 
         p += n + (p[n] == ',');
     }
     if (!known)
-        return tool_usage_error(cmd, "no --db, and no shipped data for device '%s' (shipped: %s)",
-                                device, names[0] ? names : "none");
+        return tool_usage_error(cmd, "no --db, and no shipped data set '%s' (shipped: %s)",
+                                data, names[0] ? names : "none");
     opsched_status st = opsched_shipped_database(ctx, lower, path, size);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, "shipped data");
     return TOOL_EXIT_OK;
+}
+
+opsched_layout tool_data_layout(opsched_ctx *ctx, const char *db_path, const char *target,
+                                opsched_math math, const char *algo)
+{
+    opsched_store *s = NULL;
+    opsched_device_row dev;
+    opsched_layout best = OPSCHED_LAYOUT_NCHW;
+    int64_t most = 0;
+    struct stat sb;
+    if (stat(db_path, &sb) != 0) return best; /* opening would create it */
+    if (opsched_store_open(ctx, db_path, &s) != OPSCHED_OK ||
+        opsched_store_find_device(s, target, &dev) != OPSCHED_OK) {
+        /* the predictor says what is wrong with the database or device */
+        opsched_ctx_clear_error(ctx);
+        opsched_store_close(s);
+        return best;
+    }
+    static const opsched_layout layouts[] = {OPSCHED_LAYOUT_NCHW, OPSCHED_LAYOUT_NHWC};
+    for (int i = 0; i < 2; i++) {
+        opsched_dataset_query q;
+        opsched_dataset_fingerprint fp;
+        memset(&q, 0, sizeof(q));
+        q.device_id = dev.id;
+        q.math = opsched_math_name(math);
+        q.layout = layouts[i] == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw";
+        q.algo_policy = algo ? algo : "heuristic";
+        q.cache = "hot";
+        if (opsched_store_dataset_fingerprint(s, &q, &fp) != OPSCHED_OK) {
+            opsched_ctx_clear_error(ctx);
+            continue;
+        }
+        if (fp.count > most) {
+            most = fp.count;
+            best = layouts[i];
+        }
+    }
+    opsched_store_close(s);
+    return best;
+}
+
+int tool_model_fail(opsched_ctx *ctx, opsched_status st, const char *model)
+{
+    int rc = tool_fail(ctx, st, model);
+    if (st == OPSCHED_ERR_NOT_FOUND && !is_onnx_path(model)) tool_suggest_model(model);
+    return rc;
+}
+
+void tool_suggest_model(const char *name)
+{
+    const char *names[512];
+    int n = 0;
+    for (int i = 0; i < opsched_zoo_count() && n < 512; i++) names[n++] = opsched_zoo_at(i)->name;
+    const char *near = tool_nearest_word(name, names, n);
+    if (near) fprintf(stderr, "opsched: did you mean '%s'? ('opsched models' lists them)\n", near);
 }
 
 const char *tool_human(double v, char *buf, size_t n)
@@ -168,4 +230,38 @@ void tool_print_holdings(opsched_ctx *ctx, const char *cmd, const char *path)
     } else if (h.rows == 0) {
         fprintf(stderr, "    nothing\n");
     }
+}
+
+int tool_print_json(cJSON *root)
+{
+    if (!root) return TOOL_EXIT_OK;
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) {
+        fprintf(stderr, "opsched: out of memory writing JSON\n");
+        return TOOL_EXIT_FAIL;
+    }
+    puts(text);
+    cJSON_free(text);
+    return TOOL_EXIT_OK;
+}
+
+void tool_csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+void tool_csv_next(FILE *f, const char *s)
+{
+    fputc(',', f);
+    tool_csv_field(f, s);
 }

@@ -8,126 +8,135 @@
 
 #include "predict_args.h"
 
-const char *predict_args_help =
-    "models:\n"
-    "  --db FILE              the measurement database (models go to FILE.models/);\n"
-    "                         without it, the shipped data of --device (e.g. h100)\n"
-    "  --device NAME|ID       the device in the database: its id or part of its name\n"
-    "                         (default: the only one measured)\n"
-    "  --math MODE            fp32, tf32 (default), fp16, bf16\n"
-    "  --layout nchw|nhwc     (default nchw)\n"
-    "  --algo POLICY          the algorithm policy measured (default heuristic)\n"
-    "  --cache hot|cold       the cache state measured (default hot)\n"
-    "  --folds N              cross-validation folds (default 5)\n"
-    "  --rounds N             boosting rounds (default 600)\n"
-    "  --depth N              tree depth (default 8)\n"
-    "  --eta X                learning rate (default 0.05)\n"
-    "  --threads N            XGBoost threads (default: 1 below 1000 rows, else all)\n"
-    "  --quiet                no progress messages\n";
+enum {
+    PA_DB,
+    PA_DATA,
+    PA_TARGET,
+    PA_MATH,
+    PA_LAYOUT,
+    PA_ALGO,
+    PA_CACHE,
+    PA_FOLDS,
+    PA_ROUNDS,
+    PA_DEPTH,
+    PA_ETA,
+    PA_THREADS,
+    PA_QUIET
+};
+
+const tool_opt predict_data_optlist[] = {
+    {"db", 0, "FILE", "the measurement database (models go to FILE.models/)", PA_DB},
+    {"data", 0, "NAME", "without --db: the shipped data set NAME (h100)", PA_DATA},
+    {"target", 0, "NAME|ID",
+     "the device in the database: its id or part of its\nname "
+     "(default: the only one measured)",
+     PA_TARGET},
+    {"math", 0, "M", "fp32, tf32 (default: predictions are of GPUs), fp16,\nbf16", PA_MATH},
+    {"layout", 0, "L",
+     "auto (default: the layout the database holds for the\ndevice), nchw "
+     "or nhwc",
+     PA_LAYOUT},
+    {"algo", 0, "POLICY", "the algorithm policy measured (default heuristic)", PA_ALGO},
+    {"cache", 0, "hot|cold", "the cache state measured (default hot)", PA_CACHE},
+    {NULL, 0, NULL, NULL, 0}};
+
+const tool_opt predict_train_optlist[] = {
+    {"folds", 0, "N", "cross-validation folds (default 5)", PA_FOLDS},
+    {"rounds", 0, "N", "boosting rounds (default 600)", PA_ROUNDS},
+    {"depth", 0, "N", "tree depth (default 8)", PA_DEPTH},
+    {"eta", 0, "X", "learning rate (default 0.05)", PA_ETA},
+    {"threads", 0, "N", "XGBoost threads (default: 1 below 1000 rows, else all)", PA_THREADS},
+    {"quiet", 0, NULL, "no progress messages", PA_QUIET},
+    {NULL, 0, NULL, NULL, 0}};
 
 void predict_args_init(predict_args *a)
 {
     memset(a, 0, sizeof(*a));
     opsched_predictor_options_default(&a->po);
+    a->po.math = OPSCHED_MATH_TF32;
+    a->layout_auto = 1;
 }
 
 static int need_int(const char *cmd, const char *name, const char *val, int64_t lo, int64_t hi,
-                    int *out, int *rc)
+                    int *out)
 {
     int64_t v;
-    if (!val || !tool_parse_int(val, lo, hi, &v)) {
-        *rc = tool_usage_error(cmd, "%s needs a number in %lld..%lld", name, (long long)lo,
-                               (long long)hi);
-        return -1;
-    }
+    if (!tool_parse_int(val, lo, hi, &v))
+        return tool_usage_error(cmd, "--%s needs a number in %lld..%lld, got '%s'", name,
+                                (long long)lo, (long long)hi, val);
     *out = (int)v;
-    return 1;
+    return TOOL_EXIT_OK;
 }
 
-int predict_args_take(predict_args *a, const char *cmd, int argc, char **argv, int *i, int *rc)
+int predict_args_opt(void *dest, const char *cmd, const tool_opt *o, const char *val)
 {
-    const char *arg = argv[*i];
-    const char *val = *i + 1 < argc ? argv[*i + 1] : NULL;
-    static const char *const with_value[] = {"--db",    "--device", "--math",  "--layout",
-                                             "--algo",  "--cache",  "--folds", "--rounds",
-                                             "--depth", "--eta",    "--threads"};
-    if (strcmp(arg, "--quiet") == 0) {
-        a->quiet = 1;
-        return 1;
-    }
-    int known = 0;
-    for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
-        known |= strcmp(arg, with_value[k]) == 0;
-    if (!known) return 0;
-    if (!val) {
-        *rc = tool_usage_error(cmd, "%s needs a value", arg);
-        return -1;
-    }
-    (*i)++;
-    if (strcmp(arg, "--db") == 0) {
+    predict_args *a = dest;
+    switch (o->id) {
+    case PA_DB:
         a->db = val;
-    } else if (strcmp(arg, "--device") == 0) {
-        a->device = val;
+        return TOOL_EXIT_OK;
+    case PA_DATA:
+        a->data = val;
+        return TOOL_EXIT_OK;
+    case PA_TARGET:
+        a->target = val;
         a->po.device = val;
-    } else if (strcmp(arg, "--math") == 0) {
-        if (opsched_math_from_name(val, &a->po.math) != OPSCHED_OK) {
-            *rc = tool_usage_error(cmd, "--math must be fp32, tf32, fp16 or bf16, not '%s'", val);
-            return -1;
-        }
-    } else if (strcmp(arg, "--layout") == 0) {
-        if (strcmp(val, "nchw") == 0)
-            a->po.layout = OPSCHED_LAYOUT_NCHW;
-        else if (strcmp(val, "nhwc") == 0)
-            a->po.layout = OPSCHED_LAYOUT_NHWC;
-        else {
-            *rc = tool_usage_error(cmd, "--layout must be nchw or nhwc, not '%s'", val);
-            return -1;
-        }
-    } else if (strcmp(arg, "--algo") == 0) {
+        return TOOL_EXIT_OK;
+    case PA_MATH:
+        return tool_arg_math(cmd, "--math", val, &a->po.math, NULL);
+    case PA_LAYOUT:
+        return tool_arg_layout(cmd, "--layout", val, &a->po.layout, &a->layout_auto);
+    case PA_ALGO:
         a->po.algo_policy = val;
-    } else if (strcmp(arg, "--cache") == 0) {
+        return TOOL_EXIT_OK;
+    case PA_CACHE:
         if (strcmp(val, "hot") == 0)
             a->po.cache = OPSCHED_CACHE_HOT;
         else if (strcmp(val, "cold") == 0)
             a->po.cache = OPSCHED_CACHE_COLD;
-        else {
-            *rc = tool_usage_error(cmd, "--cache must be hot or cold, not '%s'", val);
-            return -1;
-        }
-    } else if (strcmp(arg, "--folds") == 0) {
-        return need_int(cmd, arg, val, 2, 100, &a->po.folds, rc);
-    } else if (strcmp(arg, "--rounds") == 0) {
-        return need_int(cmd, arg, val, 1, 100000, &a->po.rounds, rc);
-    } else if (strcmp(arg, "--depth") == 0) {
-        return need_int(cmd, arg, val, 1, 20, &a->po.max_depth, rc);
-    } else if (strcmp(arg, "--threads") == 0) {
-        return need_int(cmd, arg, val, 0, 1024, &a->po.threads, rc);
-    } else { /* --eta */
+        else
+            return tool_usage_error(cmd, "--cache wants hot or cold, got '%s'", val);
+        return TOOL_EXIT_OK;
+    case PA_FOLDS:
+        return need_int(cmd, o->name, val, 2, 100, &a->po.folds);
+    case PA_ROUNDS:
+        return need_int(cmd, o->name, val, 1, 100000, &a->po.rounds);
+    case PA_DEPTH:
+        return need_int(cmd, o->name, val, 1, 20, &a->po.max_depth);
+    case PA_THREADS:
+        return need_int(cmd, o->name, val, 0, 1024, &a->po.threads);
+    case PA_QUIET:
+        a->quiet = 1;
+        return TOOL_EXIT_OK;
+    default: {
         char *end = NULL;
         double v = strtod(val, &end);
-        if (!end || *end || !(v > 0 && v <= 1)) {
-            *rc = tool_usage_error(cmd, "--eta needs a number in (0, 1]");
-            return -1;
-        }
+        if (end == val || *end || !(v > 0 && v <= 1))
+            return tool_usage_error(cmd, "--eta needs a number in (0, 1], got '%s'", val);
         a->po.eta = v;
+        return TOOL_EXIT_OK;
     }
-    return 1;
+    }
 }
 
 static void log_progress(opsched_log_level level, const char *msg, void *user)
 {
     const char *cmd = user;
     if (level <= OPSCHED_LOG_WARN)
-        fprintf(stderr, "opsched %s: %s: %s\n", cmd, level == OPSCHED_LOG_ERROR ? "error" : "warning",
-                msg);
+        fprintf(stderr, "opsched %s: %s: %s\n", cmd,
+                level == OPSCHED_LOG_ERROR ? "error" : "warning", msg);
     else
         fprintf(stderr, "opsched %s: %s\n", cmd, msg);
 }
 
 int predict_args_finish(predict_args *a, opsched_ctx *ctx, const char *cmd)
 {
-    int rc = tool_db_or_shipped(ctx, cmd, a->db, a->device, a->db_path, sizeof(a->db_path));
+    int rc = tool_db_or_shipped(ctx, cmd, a->db, a->data, a->db_path, sizeof(a->db_path));
     if (rc != TOOL_EXIT_OK) return rc;
+    if (a->layout_auto) {
+        a->po.layout = tool_data_layout(ctx, a->db_path, a->target, a->po.math, a->po.algo_policy);
+        a->layout_auto = 0;
+    }
     opsched_ctx_set_log(ctx, log_progress, (void *)cmd,
                         a->quiet ? OPSCHED_LOG_WARN : OPSCHED_LOG_INFO);
     return TOOL_EXIT_OK;

@@ -49,22 +49,43 @@ int cmd_predict(opsched_ctx *ctx, int argc, char **argv);
 int cmd_schedule(opsched_ctx *ctx, int argc, char **argv);
 int cmd_run(opsched_ctx *ctx, int argc, char **argv);
 
-/* Measurement options shared by bench, sweep and profile. */
+/* Measurement settings shared by bench, sweep, profile, run and schedule
+ * --cost measure (the options: args.h). */
 typedef struct tool_measure_args {
     opsched_measure_options opts;
     const char *algo;       /* policy as given: heuristic, find, all, or a name */
     const char *backend;    /* NULL: cuda if present, else cpu */
-    int device;
+    int device;             /* index within the backend */
+    int device_set;         /* --device given */
+    int math_auto;          /* 1: opts.plan.math chosen by backend (tool_measure_resolve) */
+    int layout_auto;        /* 1: opts.plan.layout chosen by backend */
+    int math_set, layout_set; /* given on the command line (auto included) */
 } tool_measure_args;
 
 void tool_measure_args_init(tool_measure_args *a);
-int tool_measure_flag_takes_value(const char *name);
-/* Applies --name val; 1 consumed, 0 not a measurement flag, -1 bad value
- * (already reported). */
-int tool_measure_flag(const char *cmd, const char *name, const char *val, tool_measure_args *a);
-/* Opens the device the arguments name (fills a->backend when defaulted). */
+/* The backend a device is opened on by default: cuda when a GPU is
+ * present, else cpu. */
+const char *tool_default_backend(opsched_ctx *ctx);
+/* Chooses the backend when not given, and "auto" math and layout by it:
+ * tf32 and nhwc on a GPU, fp32 and nchw on the CPU. */
+void tool_measure_resolve(opsched_ctx *ctx, tool_measure_args *a);
+/* Opens the device the arguments name (resolves them first). */
 opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_device **out);
-extern const char *tool_measure_help;
+
+/* Measurement options recorded as given (checked on scratch), to apply
+ * over settings known later (a profile stage's, a sweep spec's). */
+#define TOOL_MAX_RECORDED 32
+struct tool_opt;
+typedef struct tool_measure_record {
+    tool_measure_args scratch;
+    const char *const *refused;    /* NULL-ended names the command refuses */
+    const struct tool_opt *opts[TOOL_MAX_RECORDED];
+    const char *values[TOOL_MAX_RECORDED];
+    int n;
+} tool_measure_record;
+int tool_measure_record_opt(void *dest, const char *cmd, const struct tool_opt *o,
+                            const char *value);
+void tool_measure_replay(const tool_measure_record *r, const char *cmd, tool_measure_args *a);
 
 /* Installs the SIGINT/SIGTERM handler of long commands: the first signal
  * prints message and sets the returned flag (finish what is in flight), a
@@ -92,19 +113,37 @@ void tool_model_run_name(const char *path, char *out, size_t n);
 opsched_status tool_load_model(opsched_ctx *ctx, const tool_model_opts *o, opsched_graph **out);
 
 /* The database a prediction command reads (predict, train-model,
- * validate): db when given, else the shipped data set that device names
- * (--device h100: data/h100, built into the cache on first use; matched
- * case-insensitively).  path gets the file.  On failure the problem is
- * printed and TOOL_EXIT_USAGE (no --db and no such data set) or
- * TOOL_EXIT_FAIL (bad data files) is returned; TOOL_EXIT_OK otherwise. */
-int tool_db_or_shipped(opsched_ctx *ctx, const char *cmd, const char *db, const char *device,
+ * validate, schedule --cost predict): db when given, else the shipped data
+ * set named by data (--data h100: data/h100, built into the cache on first
+ * use; matched case-insensitively).  path gets the file.  On failure the
+ * problem is printed and TOOL_EXIT_USAGE (no --db and no such data set)
+ * or TOOL_EXIT_FAIL (bad data files) is returned; TOOL_EXIT_OK otherwise. */
+int tool_db_or_shipped(opsched_ctx *ctx, const char *cmd, const char *db, const char *data,
                        char *path, size_t size);
 
 /* Lists on stderr what the database at path holds: its ok measurements
  * by device, math, layout and algorithm policy ("opsched <cmd>: ..."). */
 void tool_print_holdings(opsched_ctx *ctx, const char *cmd, const char *path);
 
+/* The layout the database holds most measurements of for target (NULL:
+ * the only device) under math, algo and the hot cache: what "--layout
+ * auto" means to prediction.  NCHW when it holds none. */
+opsched_layout tool_data_layout(opsched_ctx *ctx, const char *db_path, const char *target,
+                                opsched_math math, const char *algo);
+
+/* Prints a failure to load model, as tool_fail does, and for a name that
+ * is neither a zoo network nor a file, the nearest zoo name. */
+int tool_model_fail(opsched_ctx *ctx, opsched_status st, const char *model);
+/* Prints "did you mean" with the zoo name nearest to name, if one is close. */
+void tool_suggest_model(const char *name);
+
 /* 1234567 -> "1.23M" (SI, 3 significant digits). */
 const char *tool_human(double v, char *buf, size_t n);
+
+/* Writes s as a CSV field (quoted when needed).  Every text field of the
+ * tool's CSV goes through it. */
+void tool_csv_field(FILE *f, const char *s);
+/* A comma, then s as a CSV field. */
+void tool_csv_next(FILE *f, const char *s);
 
 #endif /* OPSCHED_TOOL_H */

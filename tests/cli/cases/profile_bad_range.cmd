@@ -1,1 +1,1 @@
-profile squeezenet1_1 --sizes 512:224:32
+profile squeezenet1_1 --input-size 512:224:32

@@ -1,1 +1,1 @@
-profile squeezenet1_1 --stage quick --batch 1,8 --dry-run
+profile squeezenet1_1 --stage quick --batch 1,8 --dry-run --backend cpu

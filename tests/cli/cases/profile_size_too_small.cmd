@@ -1,1 +1,1 @@
-profile squeezenet1_1 --sizes 16
+profile squeezenet1_1 --input-size 16

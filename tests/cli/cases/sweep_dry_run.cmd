@@ -1,1 +1,1 @@
-sweep $OPSCHED_SOURCE_DIR/tests/cli/data/sweep_small.yml --dry-run
+sweep $OPSCHED_SOURCE_DIR/tests/cli/data/sweep_small.yml --dry-run --backend cpu

@@ -1,0 +1,1 @@
+bench conv2d --format xml

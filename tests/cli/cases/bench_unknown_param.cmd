@@ -1,0 +1,1 @@
+bench conv2d --in-chanels 3

@@ -1,0 +1,1 @@
+export --format json --db /nonexistent/x.db

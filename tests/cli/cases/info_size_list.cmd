@@ -1,0 +1,1 @@
+info resnet50 --input-size 224,256

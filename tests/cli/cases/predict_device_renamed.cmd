@@ -1,0 +1,1 @@
+predict resnet50 --device h100

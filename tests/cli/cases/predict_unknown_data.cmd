@@ -1,0 +1,1 @@
+predict resnet50 --data a100

@@ -1,0 +1,1 @@
+profile squeezenet1_1 --fold-bn --dry-run

@@ -1,0 +1,1 @@
+profile squeezenet1_1 --sizes 64 --dry-run

@@ -1,0 +1,1 @@
+run resnet50 --compare ios --math fp8

@@ -1,0 +1,1 @@
+schedule resnet50 --cost measure --index 1

@@ -1,0 +1,1 @@
+schedule resnet50 --no-merge=1

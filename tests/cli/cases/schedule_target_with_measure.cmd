@@ -1,0 +1,1 @@
+schedule resnet50 --cost measure --target h100

@@ -1,0 +1,1 @@
+status a.db --db b.db

@@ -1,0 +1,1 @@
+sweep --for-model resnet05 --dry-run
