@@ -53,6 +53,18 @@ opsched_status os_sweep_fail(const os_yaml *y, const yaml_node_t *n, const char 
                    n ? n->start_mark.line + 1 : (size_t)1, msg);
 }
 
+opsched_status os_sweep_fail_at(const os_yaml *y, const yaml_node_t *n, size_t column,
+                                const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return OS_FAIL(y->spec->ctx, OPSCHED_ERR_INVALID_ARG, "%s:%zu:%zu: %s", y->spec->origin,
+                   n ? n->start_mark.line + 1 : (size_t)1, column, msg);
+}
+
 yaml_node_t *os_yaml_node(const os_yaml *y, int id)
 {
     return id > 0 ? yaml_document_get_node(y->doc, id) : NULL;
@@ -80,8 +92,11 @@ opsched_status os_yaml_int(const os_yaml *y, const yaml_node_t *n, int64_t lo, i
     char *end = NULL;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end != '\0')
+    if (end == s || *end != '\0' || (errno && errno != ERANGE))
         return os_sweep_fail(y, n, "%s must be an integer, not '%s'", what, s);
+    if (errno == ERANGE)
+        return os_sweep_fail(y, n, "%s must be in %lld..%lld, not %s (out of range)", what,
+                             (long long)lo, (long long)hi, s);
     if (v < lo || v > hi)
         return os_sweep_fail(y, n, "%s must be in %lld..%lld, not %lld", what, (long long)lo,
                              (long long)hi, v);

@@ -50,6 +50,9 @@ typedef struct os_yaml {
 /* OPSCHED_ERR_INVALID_ARG with "origin:line: message" at node n. */
 opsched_status os_sweep_fail(const os_yaml *y, const yaml_node_t *n, const char *fmt, ...)
     OS_PRINTF(3, 4);
+/* The same with "origin:line:column: message", column 1-based. */
+opsched_status os_sweep_fail_at(const os_yaml *y, const yaml_node_t *n, size_t column,
+                                const char *fmt, ...) OS_PRINTF(4, 5);
 
 yaml_node_t *os_yaml_node(const os_yaml *y, int id);
 /* The scalar's text, or NULL when n is not a scalar. */
