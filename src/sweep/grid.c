@@ -103,6 +103,20 @@ static opsched_status push_value(const os_yaml *y, const yaml_node_t *n, grid *g
     return OPSCHED_OK;
 }
 
+/* Checks one value alone: out-of-range values are errors at their line. */
+static opsched_status check_value(const os_yaml *y, const yaml_node_t *n, const grid *g,
+                                  const char *name, int64_t v)
+{
+    opsched_ctx *ctx = y->spec->ctx;
+    opsched_param p = {name, v};
+    opsched_graph *one = NULL;
+    opsched_status st = opsched_opconfig_build(ctx, g->op, &p, 1, OPSCHED_F32, &one);
+    opsched_graph_free(one);
+    if (st == OPSCHED_ERR_INVALID_ARG) return os_sweep_fail(y, n, "%s", opsched_ctx_last_error(ctx));
+    if (st == OPSCHED_ERR_SHAPE) opsched_ctx_clear_error(ctx);
+    return st == OPSCHED_ERR_SHAPE ? OPSCHED_OK : st;
+}
+
 /* {from: a, to: b, step: s} or {from: a, to: b, times: f}. */
 static opsched_status parse_range(const os_yaml *y, const yaml_node_t *m, grid *g, int axis,
                                   size_t *cap)
@@ -118,28 +132,32 @@ static opsched_status parse_range(const os_yaml *y, const yaml_node_t *m, grid *
     if (!from_id || !to_id || (step_id != 0) == (times_id != 0))
         return os_sweep_fail(y, m, "%s: a range is {from: A, to: B, step: S} or {from: A, to: B, "
                                    "times: F}", what);
-    OS_TRY(os_yaml_int(y, os_yaml_node(y, from_id), 0, INT32_MAX, "from", &from));
-    OS_TRY(os_yaml_int(y, os_yaml_node(y, to_id), from, INT32_MAX, "to", &to));
-    if (step_id) OS_TRY(os_yaml_int(y, os_yaml_node(y, step_id), 1, INT32_MAX, "step", &step));
-    if (times_id) OS_TRY(os_yaml_int(y, os_yaml_node(y, times_id), 2, 1024, "times", &times));
+    char part[112];
+    snprintf(part, sizeof(part), "%s: from", what);
+    OS_TRY(os_yaml_int(y, os_yaml_node(y, from_id), 0, INT32_MAX, part, &from));
+    snprintf(part, sizeof(part), "%s: to", what);
+    OS_TRY(os_yaml_int(y, os_yaml_node(y, to_id), from, INT32_MAX, part, &to));
+    snprintf(part, sizeof(part), "%s: step", what);
+    if (step_id) OS_TRY(os_yaml_int(y, os_yaml_node(y, step_id), 1, INT32_MAX, part, &step));
+    snprintf(part, sizeof(part), "%s: times", what);
+    if (times_id) OS_TRY(os_yaml_int(y, os_yaml_node(y, times_id), 2, 1024, part, &times));
     if (times && from == 0) return os_sweep_fail(y, m, "%s: a range with times: starts above 0", what);
-    for (int64_t v = from; v <= to; v = step ? v + step : v * times)
+    /* Counted before any value is made: from, to < 2^31 and times <= 1024,
+     * so nothing below leaves int64. */
+    int64_t count = 0;
+    if (step) {
+        count = (to - from) / step + 1;
+    } else {
+        for (int64_t v = from; v <= to; v *= times) count++;
+    }
+    if (count > MAX_RANGE)
+        return os_sweep_fail(y, m, "%s: the range has %lld values, more than the limit of %d", what,
+                             (long long)count, MAX_RANGE);
+    for (int64_t v = from; v <= to; v = step ? v + step : v * times) {
+        OS_TRY(check_value(y, m, g, name, v));
         OS_TRY(push_value(y, m, g, axis, cap, v));
+    }
     return OPSCHED_OK;
-}
-
-/* Checks one value alone: out-of-range values are errors at their line. */
-static opsched_status check_value(const os_yaml *y, const yaml_node_t *n, const grid *g,
-                                  const char *name, int64_t v)
-{
-    opsched_ctx *ctx = y->spec->ctx;
-    opsched_param p = {name, v};
-    opsched_graph *one = NULL;
-    opsched_status st = opsched_opconfig_build(ctx, g->op, &p, 1, OPSCHED_F32, &one);
-    opsched_graph_free(one);
-    if (st == OPSCHED_ERR_INVALID_ARG) return os_sweep_fail(y, n, "%s", opsched_ctx_last_error(ctx));
-    if (st == OPSCHED_ERR_SHAPE) opsched_ctx_clear_error(ctx);
-    return st == OPSCHED_ERR_SHAPE ? OPSCHED_OK : st;
 }
 
 static opsched_status parse_axis(const os_yaml *y, const yaml_node_pair_t *pair, grid *g)
@@ -289,21 +307,18 @@ static int parse_cmp(const char **s, cmp_op *out)
     return 0;
 }
 
-/* Refuses what no combination can evaluate: a constant divisor of 0, and
- * constants alone whose result does not fit. */
+/* Refuses constants whose result does not fit, whatever the combinations.
+ * (A division by zero is not an error: it fails the condition.) */
 static opsched_status check_constants(const os_yaml *y, const yaml_node_t *n, const side *sd)
 {
     const char *text = os_yaml_scalar(n);
-    if (!sd->arith) return OPSCHED_OK;
-    size_t col = column_of(n, text, text + sd->at);
-    if ((sd->arith == '/' || sd->arith == '%') && sd->y.param < 0 && sd->y.value == 0)
-        return os_sweep_fail_at(y, n, col, "filter '%s' divides by zero", text);
     int64_t r;
-    if (sd->x.param < 0 && sd->y.param < 0 &&
-        arith(sd->arith, sd->x.value, sd->y.value, &r) == ARITH_OVERFLOW)
-        return os_sweep_fail_at(y, n, col, "filter '%s' overflows: %lld %c %lld", text,
-                                (long long)sd->x.value, sd->arith, (long long)sd->y.value);
-    return OPSCHED_OK;
+    if (!sd->arith || sd->x.param >= 0 || sd->y.param >= 0 ||
+        arith(sd->arith, sd->x.value, sd->y.value, &r) != ARITH_OVERFLOW)
+        return OPSCHED_OK;
+    return os_sweep_fail_at(y, n, column_of(n, text, text + sd->at),
+                            "filter '%s' overflows: %lld %c %lld", text, (long long)sd->x.value,
+                            sd->arith, (long long)sd->y.value);
 }
 
 static opsched_status parse_filter(const os_yaml *y, const yaml_node_t *n, grid *g)
@@ -408,14 +423,19 @@ static opsched_status passes(const os_yaml *y, const grid *g, const int64_t *val
 
 /* ---- expansion ---------------------------------------------------------- */
 
+/* The number of combinations of g, saturated at INT64_MAX. */
+static int64_t grid_size(const grid *g)
+{
+    int64_t product = 1;
+    for (int a = 0; a < g->n_axes; a++)
+        if (!os_mul_ok(product, g->n_values[a], &product)) return INT64_MAX;
+    return product;
+}
+
 static opsched_status expand(const os_yaml *y, const yaml_node_t *entry, const grid *g)
 {
     opsched_sweep_spec *spec = y->spec;
-    int64_t product = 1;
-    for (int a = 0; a < g->n_axes; a++)
-        if (!os_mul_ok(product, g->n_values[a], &product) || product > OS_SWEEP_MAX_COMBINATIONS)
-            return os_sweep_fail(y, entry, "%s: more than %d combinations; split the grid or "
-                                           "list fewer values", g->op, OS_SWEEP_MAX_COMBINATIONS);
+    int64_t product = grid_size(g);
     int idx[MAX_PARAMS] = {0};
     int64_t vals[MAX_PARAMS];
     opsched_param params[MAX_PARAMS];
@@ -464,7 +484,8 @@ static opsched_status expand(const os_yaml *y, const yaml_node_t *entry, const g
     return OPSCHED_OK;
 }
 
-opsched_status os_sweep_grid(const os_yaml *y, const yaml_node_t *entry, int top_level)
+opsched_status os_sweep_grid(const os_yaml *y, const yaml_node_t *entry, int top_level,
+                             int64_t *size)
 {
     static const char *const keys[] = {"op", "params", "filters", "limit", "fuse"};
     grid g;
@@ -500,7 +521,16 @@ opsched_status os_sweep_grid(const os_yaml *y, const yaml_node_t *entry, int top
         st = os_sweep_fail(y, fuse, "fuse: a Relu fuses into a convolution only (op %s)", g.op);
         goto done;
     }
-    st = expand(y, entry, &g);
+    int64_t n = grid_size(&g);
+    if (n > OS_SWEEP_MAX_COMBINATIONS) {
+        st = os_sweep_fail(y, entry, "%s: %s%lld combinations, more than the limit of %d; split "
+                                     "the grid or list fewer values", g.op,
+                           n == INT64_MAX ? "at least " : "", (long long)n,
+                           OS_SWEEP_MAX_COMBINATIONS);
+        goto done;
+    }
+    if (size) *size = n;
+    else st = expand(y, entry, &g);
 done:
     grid_free(&g);
     return st;
