@@ -356,6 +356,14 @@ static void test_work_limits(void **state)
     snprintf(text + len, sizeof(text) - len, "]\n");
     parse_fails(ctx, text, OPSCHED_ERR_INVALID_ARG,
                 "measure: algo lists 33 policies, more than the limit of 32");
+    /* the text itself */
+    char *huge = malloc((4 << 20) + 2);
+    assert_non_null(huge);
+    memset(huge, '#', (4 << 20) + 1);
+    huge[(4 << 20) + 1] = '\0';
+    parse_fails(ctx, huge, OPSCHED_ERR_INVALID_ARG,
+                "spec.yml: the spec has 4194305 bytes, more than the limit of 4194304");
+    free(huge);
     double elapsed = seconds() - t0;
     print_message("refusals took %.2f s\n", elapsed);
     assert_true(elapsed < 30);

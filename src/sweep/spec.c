@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/util.h"
 #include "sweep/sweep_impl.h"
@@ -586,6 +587,9 @@ static opsched_status parse_text(opsched_sweep_spec *spec)
 static opsched_status spec_new(opsched_ctx *ctx, const char *text, size_t len, const char *origin,
                                opsched_sweep_spec **out)
 {
+    if (len > OS_SWEEP_MAX_BYTES)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "%s: the spec has %zu bytes, more than the "
+                       "limit of %d", origin ? origin : "<spec>", len, OS_SWEEP_MAX_BYTES);
     opsched_sweep_spec *spec = calloc(1, sizeof(*spec));
     if (!spec) return OS_NOMEM(ctx);
     spec->ctx = ctx;
@@ -633,6 +637,10 @@ opsched_status opsched_sweep_spec_load(opsched_ctx *ctx, const char *path, opsch
     size_t len = 0;
     opsched_sweep_spec *spec = NULL;
     opsched_status st;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > OS_SWEEP_MAX_BYTES)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "%s: the spec has %lld bytes, more than the "
+                       "limit of %d", path, (long long)sb.st_size, OS_SWEEP_MAX_BYTES);
     OS_TRY(os_read_file(ctx, path, &text, &len));
     OS_TRY_GOTO(st, spec_new(ctx, text, len, path, &spec), done);
     const char *slash = strrchr(path, '/');

@@ -20,13 +20,15 @@
  * is built.  Configurations: distinct ones kept (each holds a graph).
  * Nodes: of the YAML document once its aliases are expanded, and its
  * nesting depth.  Network loads: networks x batches x sizes over all
- * networks entries.  Policies: algorithm policies of measure: algo. */
+ * networks entries.  Policies: algorithm policies of measure: algo.
+ * Bytes: of the spec's text, checked before libyaml reads it. */
 #define OS_SWEEP_MAX_COMBINATIONS 1000000
 #define OS_SWEEP_MAX_CONFIGS 100000
 #define OS_SWEEP_MAX_NODES 100000
 #define OS_SWEEP_MAX_DEPTH 64
 #define OS_SWEEP_MAX_NETWORK_LOADS 1000
 #define OS_SWEEP_MAX_POLICIES 32
+#define OS_SWEEP_MAX_BYTES (4 << 20)
 
 typedef struct os_sweep_config {
     opsched_graph *graph;   /* node 0, owned; fused: node 1 is the Relu reading it */
