@@ -34,6 +34,7 @@ fuzz: deps
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_onnx fuzz_sweep_spec
 	./scripts/run-fuzz.sh $(FUZZ_BUILD)/bin/fuzz_onnx $(FUZZ_SECONDS)
 	d=$$(mktemp -d) && cp examples/sweeps/*.yml bench/specs/*.yml $$d/ && \
+	  cp tests/fuzz/sweep_corpus/*.yml $$d/ && \
 	  UBSAN_OPTIONS=halt_on_error=1 $(FUZZ_BUILD)/bin/fuzz_sweep_spec -seed=1 -max_total_time=30 \
 	    -rss_limit_mb=2048 -artifact_prefix=tests/fuzz/regressions/ $$d; rc=$$?; rm -rf $$d; exit $$rc
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -163,6 +164,213 @@ static void test_filter_arithmetic(void **state)
                 "spec.yml:2: filter 'channels * 2 * 2 > 0': expected");
     parse_fails(ctx, "op: relu\nfilters: [2 * chanels > 0]\n", OPSCHED_ERR_INVALID_ARG,
                 "relu has no parameter 'chanels'");
+    opsched_ctx_free(ctx);
+}
+
+/* A one-filter relu spec over channels 1 and 3 (the filter on line 3). */
+static char *filter_spec(char *buf, size_t size, const char *filter)
+{
+    snprintf(buf, size, "op: relu\nparams: {channels: [1, 3]}\nfilters:\n  - %s\n", filter);
+    return buf;
+}
+
+/* Every operator of filters, at the edges of int64: results that fit are
+ * computed, results that do not are errors naming the filter, the
+ * operation with its operands, and the operator's line and column. */
+static void test_filter_overflow(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *filter;
+        int configs;        /* -1: the error below */
+        const char *error;
+    } cases[] = {
+        {"9223372036854775807 + 1 > 0", -1,
+         "spec.yml:4:25: filter '9223372036854775807 + 1 > 0' overflows: 9223372036854775807 + 1"},
+        {"1 + 9223372036854775807 > 0", -1, "overflows: 1 + 9223372036854775807"},
+        {"-9223372036854775808 + -1 < 0", -1, "overflows: -9223372036854775808 + -1"},
+        {"9223372036854775806 + 1 > 0", 2, NULL},
+        {"-9223372036854775808 - 1 < 0", -1,
+         "spec.yml:4:26: filter '-9223372036854775808 - 1 < 0' overflows: -9223372036854775808 - 1"},
+        {"0 - -9223372036854775808 > 0", -1, "overflows: 0 - -9223372036854775808"},
+        {"9223372036854775807 - -1 > 0", -1, "overflows: 9223372036854775807 - -1"},
+        {"-1 - 9223372036854775807 < 0", 2, NULL},
+        {"9223372036854775807 * 2 > 0", -1,
+         "spec.yml:4:25: filter '9223372036854775807 * 2 > 0' overflows: 9223372036854775807 * 2"},
+        {"-9223372036854775808 * -1 > 0", -1, "overflows: -9223372036854775808 * -1"},
+        {"4294967296 * 4294967296 > 0", -1, "overflows: 4294967296 * 4294967296"},
+        {"-9223372036854775808 * 1 < 0", 2, NULL},
+        {"-9223372036854775808 / -1 > 0", -1,
+         "spec.yml:4:26: filter '-9223372036854775808 / -1 > 0' overflows: "
+         "-9223372036854775808 / -1"},
+        {"-9223372036854775808 / 1 < 0", 2, NULL},
+        {"-9223372036854775807 / -1 > 0", 2, NULL},
+        {"-9223372036854775808 % -1 == 0", 2, NULL}, /* the remainder exists: 0 */
+        {"9223372036854775807 % 2 == 1", 2, NULL},
+        {"channels / 0 > 0", 0, NULL},               /* a division by zero fails */
+        {"channels % 0 == 0", 0, NULL},
+        /* operands from the parameters, found while combining */
+        {"channels * 3074457345618258603 > 0", -1,
+         "spec.yml:4:14: filter 'channels * 3074457345618258603 > 0' overflows: "
+         "3 * 3074457345618258603"},
+        {"channels * 3074457345618258602 > 0", 2, NULL},
+        {"channels + 9223372036854775806 > 0", -1, "overflows: 3 + 9223372036854775806"},
+        {"-9223372036854775807 - channels < 0", -1, "overflows: -9223372036854775807 - 3"},
+        {"0 < -9223372036854775808 / channels", 0, NULL},
+        {"channels > 9223372036854775807 * channels", -1, "spec.yml:4:36: filter 'channels > 9223372036854775807 * channels' overflows: 9223372036854775807 * 3"},
+        {"channels > 9223372036854775807 * -1", 2, NULL},
+        /* integer literals beyond int64 */
+        {"channels < 9223372036854775808", -1,
+         "spec.yml:4:16: filter 'channels < 9223372036854775808': the integer "
+         "9223372036854775808 is out of range (-9223372036854775808..9223372036854775807)"},
+        {"channels > -9223372036854775809", -1,
+         "the integer -9223372036854775809 is out of range"},
+        {"99999999999999999999 * channels > 0", -1,
+         "the integer 99999999999999999999 is out of range"},
+        {"channels >= -9223372036854775808", 2, NULL},
+        {"channels <= 9223372036854775807", 2, NULL},
+    };
+    opsched_ctx *ctx;
+    char text[256];
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        print_message("filter '%s'\n", cases[i].filter);
+        filter_spec(text, sizeof(text), cases[i].filter);
+        if (cases[i].configs < 0) {
+            parse_fails(ctx, text, OPSCHED_ERR_INVALID_ARG, cases[i].error);
+            continue;
+        }
+        opsched_sweep_spec *spec = parse_ok(ctx, text);
+        assert_int_equal(opsched_sweep_spec_num_configs(spec), cases[i].configs);
+        opsched_sweep_spec_free(spec);
+    }
+    /* a quoted filter: the column is past the quote */
+    parse_fails(ctx, "op: relu\nparams: {channels: 3}\nfilters:\n  - \"2 * 9223372036854775807 < 0\"\n",
+                OPSCHED_ERR_INVALID_ARG, "spec.yml:4:8: filter '2 * 9223372036854775807 < 0' overflows");
+    opsched_ctx_free(ctx);
+}
+
+/* Numbers elsewhere in a spec: out of int64 or out of their range. */
+static void test_number_ranges(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    parse_fails(ctx, "op: relu\nparams: {channels: 99999999999999999999}\n", OPSCHED_ERR_INVALID_ARG,
+                "spec.yml:2: params: channels must be in -1..2147483647, not 99999999999999999999");
+    parse_fails(ctx, "op: relu\nparams:\n  channels: {from: 1, to: 2147483647, step: 1}\n",
+                OPSCHED_ERR_INVALID_ARG,
+                "spec.yml:3: params: channels: the range has 2147483647 values, more than the "
+                "limit of 10000");
+    parse_fails(ctx, "op: relu\nparams:\n  channels: {from: 1, to: 9, step: 0}\n",
+                OPSCHED_ERR_INVALID_ARG, "params: channels: step must be in 1..2147483647, not 0");
+    parse_fails(ctx, "op: relu\nparams:\n  channels: {from: 1, to: 99999999999999999999, times: 2}\n",
+                OPSCHED_ERR_INVALID_ARG, "params: channels: to must be in 1..2147483647");
+    parse_fails(ctx, "op: relu\nparams:\n  channels: {from: 0, to: 3, step: 1}\n",
+                OPSCHED_ERR_INVALID_ARG, "spec.yml:3: relu: channels=0 is out of range");
+    parse_fails(ctx, "measure: {seed: 99999999999999999999}\nop: relu\n", OPSCHED_ERR_INVALID_ARG,
+                "measure: seed must be in 0..9223372036854775807, not 99999999999999999999");
+    parse_fails(ctx, "op: relu\nlimit: -9223372036854775809\n", OPSCHED_ERR_INVALID_ARG,
+                "limit must be in 1..2147483647");
+    /* the largest values build, or are impossible shapes: never a crash */
+    opsched_sweep_spec *spec = parse_ok(ctx,
+        "op: conv2d\nparams:\n  batch: [1, 2147483647]\n  in_channels: [1, 2147483647]\n"
+        "  out_channels: [1, 2147483647]\n  height: [1, 2147483647]\n  kernel: [1, 2147483647]\n"
+        "  padding: [0, 2147483647]\n  dilation: [1, 2147483647]\n");
+    opsched_sweep_counts c;
+    opsched_sweep_spec_counts(spec, &c);
+    assert_int_equal(c.combinations, 128);
+    assert_int_equal(c.combinations, opsched_sweep_spec_num_configs(spec) + c.impossible);
+    opsched_sweep_spec_free(spec);
+    opsched_ctx_free(ctx);
+}
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The bounds on a spec's work: refused at once, naming the count and the
+ * limit, however the spec multiplies its work (aliases included). */
+static void test_work_limits(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    char text[4096];
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    double t0 = seconds();
+    /* one grid over the limit */
+    parse_fails(ctx, "op: relu\nparams:\n  batch: {from: 1, to: 1000, step: 1}\n"
+                     "  channels: {from: 1, to: 1001, step: 1}\n", OPSCHED_ERR_INVALID_ARG,
+                "spec.yml:1: relu: 1001000 combinations, more than the limit of 1000000");
+    /* a grid at the limit, 40 times through an alias: refused before any is built */
+    size_t len = (size_t)snprintf(text, sizeof(text),
+        "sweeps:\n  - &g\n    op: relu\n    params:\n"
+        "      batch: {from: 1, to: 100, step: 1}\n"
+        "      channels: {from: 1, to: 100, step: 1}\n"
+        "      height: {from: 1, to: 100, step: 1}\n");
+    for (int i = 0; i < 39; i++) len += (size_t)snprintf(text + len, sizeof(text) - len, "  - *g\n");
+    parse_fails(ctx, text, OPSCHED_ERR_INVALID_ARG,
+                "spec.yml:2: the spec's grids have 40000000 combinations in all (aliases "
+                "expanded), more than the limit of 1000000");
+    /* grids that together pass the limit */
+    parse_fails(ctx, "sweeps:\n  - {op: relu, params: {batch: {from: 1, to: 1000, step: 1}, "
+                     "channels: {from: 1, to: 600, step: 1}}}\n"
+                     "  - {op: gelu, params: {batch: {from: 1, to: 1000, step: 1}, "
+                     "channels: {from: 1, to: 600, step: 1}}}\n",
+                OPSCHED_ERR_INVALID_ARG, "grids have 1200000 combinations in all");
+    /* a billion laughs: ten levels of ten aliases */
+    len = (size_t)snprintf(text, sizeof(text), "x0: &b0 [a, a, a, a, a, a, a, a, a, a]\n");
+    for (int i = 1; i < 10; i++)
+        len += (size_t)snprintf(text + len, sizeof(text) - len,
+                                "x%d: &b%d [*b%d, *b%d, *b%d, *b%d, *b%d, *b%d, *b%d, *b%d, *b%d, "
+                                "*b%d]\n", i, i, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1,
+                                i - 1, i - 1, i - 1);
+    snprintf(text + len, sizeof(text) - len, "op: relu\n");
+    parse_fails(ctx, text, OPSCHED_ERR_INVALID_ARG,
+                "spec.yml:1: the spec has 12345679023 YAML nodes once its aliases are expanded, "
+                "more than the limit of 100000");
+    /* an alias inside the node it names */
+    parse_fails(ctx, "op: relu\nparams: &p\n  batch: *p\n", OPSCHED_ERR_INVALID_ARG,
+                "spec.yml:2: an alias refers to a node that contains it");
+    /* nesting */
+    len = (size_t)snprintf(text, sizeof(text), "op: relu\ndescription: ");
+    for (int i = 0; i < 100; i++) text[len++] = '[';
+    for (int i = 0; i < 100; i++) text[len++] = ']';
+    snprintf(text + len, sizeof(text) - len, "\n");
+    parse_fails(ctx, text, OPSCHED_ERR_INVALID_ARG, "the spec nests more than 64 levels deep");
+    /* network loads: 1001 batch sizes of one network, refused before any load */
+    len = (size_t)snprintf(text, sizeof(text), "networks: [alexnet]\nbatch: [");
+    for (int i = 1; i <= 1001; i++)
+        len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%d", i > 1 ? "," : "", i);
+    snprintf(text + len, sizeof(text) - len, "]\n");
+    parse_fails(ctx, text, OPSCHED_ERR_INVALID_ARG,
+                "the spec's networks entries load 1001 networks (networks x batches x sizes, "
+                "aliases expanded), more than the limit of 1000");
+    /* algorithm policies */
+    len = (size_t)snprintf(text, sizeof(text), "op: relu\nmeasure:\n  algo: [");
+    for (int i = 0; i < 33; i++)
+        len += (size_t)snprintf(text + len, sizeof(text) - len, "%sa%d", i ? ", " : "", i);
+    snprintf(text + len, sizeof(text) - len, "]\n");
+    parse_fails(ctx, text, OPSCHED_ERR_INVALID_ARG,
+                "measure: algo lists 33 policies, more than the limit of 32");
+    /* the text itself */
+    char *huge = malloc((4 << 20) + 2);
+    assert_non_null(huge);
+    memset(huge, '#', (4 << 20) + 1);
+    huge[(4 << 20) + 1] = '\0';
+    parse_fails(ctx, huge, OPSCHED_ERR_INVALID_ARG,
+                "spec.yml: the spec has 4194305 bytes, more than the limit of 4194304");
+    free(huge);
+    double elapsed = seconds() - t0;
+    print_message("refusals took %.2f s\n", elapsed);
+    assert_true(elapsed < 30);
+    /* distinct configurations */
+    parse_fails(ctx, "op: relu\nparams:\n  batch: {from: 1, to: 101, step: 1}\n"
+                     "  channels: {from: 1, to: 1000, step: 1}\n", OPSCHED_ERR_INVALID_ARG,
+                "spec.yml: more than 100000 distinct configurations, the limit of a spec");
     opsched_ctx_free(ctx);
 }
 
@@ -602,6 +810,9 @@ int main(void)
         cmocka_unit_test(test_grid_lists_filters),
         cmocka_unit_test(test_grid_ranges_sweeps_limit_duplicates),
         cmocka_unit_test(test_filter_arithmetic),
+        cmocka_unit_test(test_filter_overflow),
+        cmocka_unit_test(test_number_ranges),
+        cmocka_unit_test(test_work_limits),
         cmocka_unit_test(test_impossible_combinations_counted),
         cmocka_unit_test(test_networks_from_zoo),
         cmocka_unit_test(test_errors_name_file_and_line),

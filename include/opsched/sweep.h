@@ -14,6 +14,14 @@
  * left out and counted, as are duplicates: configurations are distinct by
  * their signature (opsched_node_signature).
  *
+ * A spec cannot ask for unbounded work: the combinations of its grids, the
+ * networks it loads, the configurations it keeps and the size of its YAML
+ * document once aliases are expanded are limited (docs/SWEEP.md, "Limits"),
+ * and a spec over a limit is refused before anything is built, with
+ * OPSCHED_ERR_INVALID_ARG and a message naming the count and the limit.
+ * Filter arithmetic is checked: a result beyond 64 bits is the same error,
+ * naming the filter, the operation and its "file:line:column".
+ *
  * Configurations are built in f32, the logical data type of the zoo's and
  * ONNX's graphs, so a sweep's signatures match the nodes of the networks
  * they describe; the math mode (fp16, bf16, tf32) is a measurement setting,

@@ -12,6 +12,7 @@
  * as the one fused launch a network runs (a ";fused=relu" measurement).
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +37,13 @@ typedef struct operand {
 typedef struct side {
     operand x, y;
     char arith;     /* 0 (x alone), '+', '-', '*', '/' or '%' */
+    int at;         /* offset of arith in the filter's text: its column in messages */
 } side;
 
 typedef struct filter {
     side a, b;
     cmp_op op;
+    const yaml_node_t *node;    /* the filter's scalar, for messages */
 } filter;
 
 typedef struct grid {
@@ -100,6 +103,20 @@ static opsched_status push_value(const os_yaml *y, const yaml_node_t *n, grid *g
     return OPSCHED_OK;
 }
 
+/* Checks one value alone: out-of-range values are errors at their line. */
+static opsched_status check_value(const os_yaml *y, const yaml_node_t *n, const grid *g,
+                                  const char *name, int64_t v)
+{
+    opsched_ctx *ctx = y->spec->ctx;
+    opsched_param p = {name, v};
+    opsched_graph *one = NULL;
+    opsched_status st = opsched_opconfig_build(ctx, g->op, &p, 1, OPSCHED_F32, &one);
+    opsched_graph_free(one);
+    if (st == OPSCHED_ERR_INVALID_ARG) return os_sweep_fail(y, n, "%s", opsched_ctx_last_error(ctx));
+    if (st == OPSCHED_ERR_SHAPE) opsched_ctx_clear_error(ctx);
+    return st == OPSCHED_ERR_SHAPE ? OPSCHED_OK : st;
+}
+
 /* {from: a, to: b, step: s} or {from: a, to: b, times: f}. */
 static opsched_status parse_range(const os_yaml *y, const yaml_node_t *m, grid *g, int axis,
                                   size_t *cap)
@@ -115,28 +132,32 @@ static opsched_status parse_range(const os_yaml *y, const yaml_node_t *m, grid *
     if (!from_id || !to_id || (step_id != 0) == (times_id != 0))
         return os_sweep_fail(y, m, "%s: a range is {from: A, to: B, step: S} or {from: A, to: B, "
                                    "times: F}", what);
-    OS_TRY(os_yaml_int(y, os_yaml_node(y, from_id), 0, INT32_MAX, "from", &from));
-    OS_TRY(os_yaml_int(y, os_yaml_node(y, to_id), from, INT32_MAX, "to", &to));
-    if (step_id) OS_TRY(os_yaml_int(y, os_yaml_node(y, step_id), 1, INT32_MAX, "step", &step));
-    if (times_id) OS_TRY(os_yaml_int(y, os_yaml_node(y, times_id), 2, 1024, "times", &times));
+    char part[112];
+    snprintf(part, sizeof(part), "%s: from", what);
+    OS_TRY(os_yaml_int(y, os_yaml_node(y, from_id), 0, INT32_MAX, part, &from));
+    snprintf(part, sizeof(part), "%s: to", what);
+    OS_TRY(os_yaml_int(y, os_yaml_node(y, to_id), from, INT32_MAX, part, &to));
+    snprintf(part, sizeof(part), "%s: step", what);
+    if (step_id) OS_TRY(os_yaml_int(y, os_yaml_node(y, step_id), 1, INT32_MAX, part, &step));
+    snprintf(part, sizeof(part), "%s: times", what);
+    if (times_id) OS_TRY(os_yaml_int(y, os_yaml_node(y, times_id), 2, 1024, part, &times));
     if (times && from == 0) return os_sweep_fail(y, m, "%s: a range with times: starts above 0", what);
-    for (int64_t v = from; v <= to; v = step ? v + step : v * times)
+    /* Counted before any value is made: from, to < 2^31 and times <= 1024,
+     * so nothing below leaves int64. */
+    int64_t count = 0;
+    if (step) {
+        count = (to - from) / step + 1;
+    } else {
+        for (int64_t v = from; v <= to; v *= times) count++;
+    }
+    if (count > MAX_RANGE)
+        return os_sweep_fail(y, m, "%s: the range has %lld values, more than the limit of %d", what,
+                             (long long)count, MAX_RANGE);
+    for (int64_t v = from; v <= to; v = step ? v + step : v * times) {
+        OS_TRY(check_value(y, m, g, name, v));
         OS_TRY(push_value(y, m, g, axis, cap, v));
+    }
     return OPSCHED_OK;
-}
-
-/* Checks one value alone: out-of-range values are errors at their line. */
-static opsched_status check_value(const os_yaml *y, const yaml_node_t *n, const grid *g,
-                                  const char *name, int64_t v)
-{
-    opsched_ctx *ctx = y->spec->ctx;
-    opsched_param p = {name, v};
-    opsched_graph *one = NULL;
-    opsched_status st = opsched_opconfig_build(ctx, g->op, &p, 1, OPSCHED_F32, &one);
-    opsched_graph_free(one);
-    if (st == OPSCHED_ERR_INVALID_ARG) return os_sweep_fail(y, n, "%s", opsched_ctx_last_error(ctx));
-    if (st == OPSCHED_ERR_SHAPE) opsched_ctx_clear_error(ctx);
-    return st == OPSCHED_ERR_SHAPE ? OPSCHED_OK : st;
 }
 
 static opsched_status parse_axis(const os_yaml *y, const yaml_node_pair_t *pair, grid *g)
@@ -183,15 +204,51 @@ static opsched_status parse_axis(const os_yaml *y, const yaml_node_pair_t *pair,
 
 /* ---- filters ------------------------------------------------------------ */
 
+typedef enum arith_result { ARITH_OK, ARITH_OVERFLOW, ARITH_DIV_ZERO } arith_result;
+
+/* x op y in int64 without undefined behaviour: a result that does not fit
+ * is ARITH_OVERFLOW, a zero divisor ARITH_DIV_ZERO.  x % -1 is 0 for every
+ * x (the remainder exists even where the quotient, INT64_MIN / -1, does
+ * not). */
+static arith_result arith(char op, int64_t x, int64_t y, int64_t *out)
+{
+    switch (op) {
+    case '+': return __builtin_add_overflow(x, y, out) ? ARITH_OVERFLOW : ARITH_OK;
+    case '-': return __builtin_sub_overflow(x, y, out) ? ARITH_OVERFLOW : ARITH_OK;
+    case '*': return __builtin_mul_overflow(x, y, out) ? ARITH_OVERFLOW : ARITH_OK;
+    case '/':
+        if (y == 0) return ARITH_DIV_ZERO;
+        if (x == INT64_MIN && y == -1) return ARITH_OVERFLOW;
+        *out = x / y;
+        return ARITH_OK;
+    case '%':
+        if (y == 0) return ARITH_DIV_ZERO;
+        *out = y == -1 ? 0 : x % y;
+        return ARITH_OK;
+    default: *out = x; return ARITH_OK;
+    }
+}
+
 static const char *skip_space(const char *s)
 {
     while (*s == ' ' || *s == '\t') s++;
     return s;
 }
 
-/* Reads a parameter name or an integer at *s; 0 when there is neither.
+/* The column (1-based) of text[offset] in the spec: the scalar's own
+ * column, past its opening quote. */
+static size_t column_of(const yaml_node_t *n, const char *text, const char *at)
+{
+    size_t quote = n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+                   n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+    return n->start_mark.column + 1 + quote + (size_t)(at - text);
+}
+
+/* Reads a parameter name or an integer at *s; 0 when there is neither,
+ * -1 when the integer does not fit in 64 bits (*bad then points at it).
  * *unknown is set to the first name that is not a parameter. */
-static int parse_operand(const grid *g, const char **s, operand *out, const char **unknown)
+static int parse_operand(const grid *g, const char **s, operand *out, const char **unknown,
+                         const char **bad)
 {
     const char *p = *s;
     if (isalpha((unsigned char)*p) || *p == '_') {
@@ -202,8 +259,15 @@ static int parse_operand(const grid *g, const char **s, operand *out, const char
         if (out->param < 0 && !*unknown) *unknown = start;
     } else {
         char *end = NULL;
+        if (*p != '-' && *p != '+' && !isdigit((unsigned char)*p)) return 0;
+        errno = 0;
         long long v = strtoll(p, &end, 10);
         if (end == p) return 0;
+        if (errno == ERANGE) {
+            *bad = p;
+            *s = end;
+            return -1;
+        }
         out->param = -1;
         out->value = v;
         p = end;
@@ -212,15 +276,18 @@ static int parse_operand(const grid *g, const char **s, operand *out, const char
     return 1;
 }
 
-static int parse_side(const grid *g, const char **s, side *out, const char **unknown)
+static int parse_side(const grid *g, const char *text, const char **s, side *out,
+                      const char **unknown, const char **bad)
 {
     memset(out, 0, sizeof(*out));
-    if (!parse_operand(g, s, &out->x, unknown)) return 0;
+    int r = parse_operand(g, s, &out->x, unknown, bad);
+    if (r <= 0) return r;
     const char *p = skip_space(*s);
     if (!*p || !strchr("+-*/%", *p)) return 1;
     out->arith = *p;
+    out->at = (int)(p - text);
     p = skip_space(p + 1);
-    if (!parse_operand(g, &p, &out->y, unknown)) return 0;
+    if ((r = parse_operand(g, &p, &out->y, unknown, bad)) <= 0) return r;
     *s = p;
     return 1;
 }
@@ -240,18 +307,40 @@ static int parse_cmp(const char **s, cmp_op *out)
     return 0;
 }
 
+/* Refuses constants whose result does not fit, whatever the combinations.
+ * (A division by zero is not an error: it fails the condition.) */
+static opsched_status check_constants(const os_yaml *y, const yaml_node_t *n, const side *sd)
+{
+    const char *text = os_yaml_scalar(n);
+    int64_t r;
+    if (!sd->arith || sd->x.param >= 0 || sd->y.param >= 0 ||
+        arith(sd->arith, sd->x.value, sd->y.value, &r) != ARITH_OVERFLOW)
+        return OPSCHED_OK;
+    return os_sweep_fail_at(y, n, column_of(n, text, text + sd->at),
+                            "filter '%s' overflows: %lld %c %lld", text, (long long)sd->x.value,
+                            sd->arith, (long long)sd->y.value);
+}
+
 static opsched_status parse_filter(const os_yaml *y, const yaml_node_t *n, grid *g)
 {
     const char *text = os_yaml_scalar(n);
-    const char *s = skip_space(text), *unknown = NULL;
+    const char *s = skip_space(text), *unknown = NULL, *bad = NULL;
     filter f;
+    memset(&f, 0, sizeof(f));
+    f.node = n;
     if (g->n_filters == MAX_FILTERS) return os_sweep_fail(y, n, "more than %d filters", MAX_FILTERS);
-    int ok = parse_side(g, &s, &f.a, &unknown);
+    int ok = parse_side(g, text, &s, &f.a, &unknown, &bad) > 0;
     s = skip_space(s);
     ok = ok && parse_cmp(&s, &f.op);
     s = skip_space(s);
-    ok = ok && parse_side(g, &s, &f.b, &unknown);
+    ok = ok && parse_side(g, text, &s, &f.b, &unknown, &bad) > 0;
     s = skip_space(s);
+    if (bad) {
+        size_t len = strspn(bad + 1, "0123456789") + 1;
+        return os_sweep_fail_at(y, n, column_of(n, text, bad),
+                                "filter '%s': the integer %.*s is out of range (%lld..%lld)", text,
+                                (int)len, bad, (long long)INT64_MIN, (long long)INT64_MAX);
+    }
     if (!ok || *s)
         return os_sweep_fail(y, n, "filter '%s': expected 'A OP B' where A and B are a parameter "
                                    "or an integer, or two joined by + - * / %%, and OP is one of "
@@ -263,6 +352,8 @@ static opsched_status parse_filter(const os_yaml *y, const yaml_node_t *n, grid 
         return os_sweep_fail(y, n, "filter '%s': %s has no parameter '%.*s' (it has: %s)", text,
                              g->op, (int)len, unknown, names);
     }
+    OS_TRY(check_constants(y, n, &f.a));
+    OS_TRY(check_constants(y, n, &f.b));
     g->filters[g->n_filters++] = f;
     return OPSCHED_OK;
 }
@@ -290,31 +381,32 @@ static int64_t operand_value(const grid *g, const int64_t *vals, const operand *
     return o->param >= 0 ? effective(g, vals, o->param) : o->value;
 }
 
-/* A side's value; 0 when it divides by zero (the filter then fails). */
-static int side_value(const grid *g, const int64_t *vals, const side *sd, int64_t *out)
+/* A side's value; *defined is 0 when it divides by zero (the filter then
+ * fails); a result that does not fit in 64 bits is an error naming it. */
+static opsched_status side_value(const os_yaml *y, const grid *g, const filter *f, const side *sd,
+                                 const int64_t *vals, int64_t *out, int *defined)
 {
-    int64_t x = operand_value(g, vals, &sd->x), y = operand_value(g, vals, &sd->y);
-    switch (sd->arith) {
-    case '+': *out = x + y; break;
-    case '-': *out = x - y; break;
-    case '*': *out = x * y; break;
-    case '/':
-    case '%':
-        if (y == 0) return 0;
-        *out = sd->arith == '/' ? x / y : x % y;
-        break;
-    default: *out = x; break;
-    }
-    return 1;
+    int64_t a = operand_value(g, vals, &sd->x), b = operand_value(g, vals, &sd->y);
+    arith_result r = arith(sd->arith, a, b, out);
+    *defined = r != ARITH_DIV_ZERO;
+    if (r != ARITH_OVERFLOW) return OPSCHED_OK;
+    const char *text = os_yaml_scalar(f->node);
+    return os_sweep_fail_at(y, f->node, column_of(f->node, text, text + sd->at),
+                            "filter '%s' overflows: %lld %c %lld", text, (long long)a, sd->arith,
+                            (long long)b);
 }
 
-static int passes(const grid *g, const int64_t *vals)
+/* *pass is 1 when every filter holds for vals. */
+static opsched_status passes(const os_yaml *y, const grid *g, const int64_t *vals, int *pass)
 {
+    *pass = 0;
     for (int i = 0; i < g->n_filters; i++) {
         const filter *f = &g->filters[i];
         int64_t a = 0, b = 0;
-        int r = 0;
-        if (!side_value(g, vals, &f->a, &a) || !side_value(g, vals, &f->b, &b)) return 0;
+        int da = 0, db = 0, r = 0;
+        OS_TRY(side_value(y, g, f, &f->a, vals, &a, &da));
+        OS_TRY(side_value(y, g, f, &f->b, vals, &b, &db));
+        if (!da || !db) return OPSCHED_OK;
         switch (f->op) {
         case CMP_LT: r = a < b; break;
         case CMP_LE: r = a <= b; break;
@@ -323,21 +415,27 @@ static int passes(const grid *g, const int64_t *vals)
         case CMP_EQ: r = a == b; break;
         case CMP_NE: r = a != b; break;
         }
-        if (!r) return 0;
+        if (!r) return OPSCHED_OK;
     }
-    return 1;
+    *pass = 1;
+    return OPSCHED_OK;
 }
 
 /* ---- expansion ---------------------------------------------------------- */
 
+/* The number of combinations of g, saturated at INT64_MAX. */
+static int64_t grid_size(const grid *g)
+{
+    int64_t product = 1;
+    for (int a = 0; a < g->n_axes; a++)
+        if (!os_mul_ok(product, g->n_values[a], &product)) return INT64_MAX;
+    return product;
+}
+
 static opsched_status expand(const os_yaml *y, const yaml_node_t *entry, const grid *g)
 {
     opsched_sweep_spec *spec = y->spec;
-    int64_t product = 1;
-    for (int a = 0; a < g->n_axes; a++)
-        if (!os_mul_ok(product, g->n_values[a], &product) || product > OS_SWEEP_MAX_COMBINATIONS)
-            return os_sweep_fail(y, entry, "%s: more than %d combinations; split the grid or "
-                                           "list fewer values", g->op, OS_SWEEP_MAX_COMBINATIONS);
+    int64_t product = grid_size(g);
     int idx[MAX_PARAMS] = {0};
     int64_t vals[MAX_PARAMS];
     opsched_param params[MAX_PARAMS];
@@ -354,7 +452,9 @@ static opsched_status expand(const os_yaml *y, const yaml_node_t *entry, const g
             idx[a] = 0;
         }
         spec->counts.combinations++;
-        if (!passes(g, vals)) {
+        int pass = 0;
+        OS_TRY(passes(y, g, vals, &pass));
+        if (!pass) {
             spec->counts.filtered++;
             continue;
         }
@@ -384,7 +484,8 @@ static opsched_status expand(const os_yaml *y, const yaml_node_t *entry, const g
     return OPSCHED_OK;
 }
 
-opsched_status os_sweep_grid(const os_yaml *y, const yaml_node_t *entry, int top_level)
+opsched_status os_sweep_grid(const os_yaml *y, const yaml_node_t *entry, int top_level,
+                             int64_t *size)
 {
     static const char *const keys[] = {"op", "params", "filters", "limit", "fuse"};
     grid g;
@@ -420,7 +521,16 @@ opsched_status os_sweep_grid(const os_yaml *y, const yaml_node_t *entry, int top
         st = os_sweep_fail(y, fuse, "fuse: a Relu fuses into a convolution only (op %s)", g.op);
         goto done;
     }
-    st = expand(y, entry, &g);
+    int64_t n = grid_size(&g);
+    if (n > OS_SWEEP_MAX_COMBINATIONS) {
+        st = os_sweep_fail(y, entry, "%s: %s%lld combinations, more than the limit of %d; split "
+                                     "the grid or list fewer values", g.op,
+                           n == INT64_MAX ? "at least " : "", (long long)n,
+                           OS_SWEEP_MAX_COMBINATIONS);
+        goto done;
+    }
+    if (size) *size = n;
+    else st = expand(y, entry, &g);
 done:
     grid_free(&g);
     return st;

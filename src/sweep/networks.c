@@ -227,7 +227,8 @@ static opsched_status expand(const os_yaml *y, net_entry *e)
     return OPSCHED_OK;
 }
 
-opsched_status os_sweep_networks(const os_yaml *y, const yaml_node_t *entry, int top_level)
+opsched_status os_sweep_networks(const os_yaml *y, const yaml_node_t *entry, int top_level,
+                                 int64_t *size)
 {
     static const char *const keys[] = {"networks", "batch", "sizes", "ops",
                                        "fold_bn",  "fuse",  "limit"};
@@ -264,5 +265,8 @@ opsched_status os_sweep_networks(const os_yaml *y, const yaml_node_t *entry, int
     if (n) OS_TRY(os_yaml_bool(y, n, "fuse", &e.fuse));
     n = os_yaml_node(y, os_yaml_get(y, entry, "limit"));
     if (n) OS_TRY(os_yaml_int(y, n, 1, INT32_MAX, "limit", &e.limit));
-    return expand(y, &e);
+    if (!size) return expand(y, &e);
+    /* Each list has fewer than OS_SWEEP_MAX_NODES items: no overflow. */
+    *size = (int64_t)e.n_nets * e.n_batches * OS_MAX(e.n_sizes, 1);
+    return OPSCHED_OK;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/util.h"
 #include "sweep/sweep_impl.h"
@@ -53,6 +54,18 @@ opsched_status os_sweep_fail(const os_yaml *y, const yaml_node_t *n, const char 
                    n ? n->start_mark.line + 1 : (size_t)1, msg);
 }
 
+opsched_status os_sweep_fail_at(const os_yaml *y, const yaml_node_t *n, size_t column,
+                                const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return OS_FAIL(y->spec->ctx, OPSCHED_ERR_INVALID_ARG, "%s:%zu:%zu: %s", y->spec->origin,
+                   n ? n->start_mark.line + 1 : (size_t)1, column, msg);
+}
+
 yaml_node_t *os_yaml_node(const os_yaml *y, int id)
 {
     return id > 0 ? yaml_document_get_node(y->doc, id) : NULL;
@@ -80,8 +93,11 @@ opsched_status os_yaml_int(const os_yaml *y, const yaml_node_t *n, int64_t lo, i
     char *end = NULL;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end != '\0')
+    if (end == s || *end != '\0' || (errno && errno != ERANGE))
         return os_sweep_fail(y, n, "%s must be an integer, not '%s'", what, s);
+    if (errno == ERANGE)
+        return os_sweep_fail(y, n, "%s must be in %lld..%lld, not %s (out of range)", what,
+                             (long long)lo, (long long)hi, s);
     if (v < lo || v > hi)
         return os_sweep_fail(y, n, "%s must be in %lld..%lld, not %lld", what, (long long)lo,
                              (long long)hi, v);
@@ -241,6 +257,12 @@ opsched_status os_sweep_add_config(opsched_sweep_spec *spec, opsched_graph *g, i
         spec->counts.duplicates++;
         goto done;
     }
+    if (spec->n_configs == OS_SWEEP_MAX_CONFIGS) {
+        st = OS_FAIL(spec->ctx, OPSCHED_ERR_INVALID_ARG, "%s: more than %d distinct "
+                     "configurations, the limit of a spec; split the spec", spec->origin,
+                     OS_SWEEP_MAX_CONFIGS);
+        goto done;
+    }
     OS_TRY_GOTO(st, os_grow(spec->ctx, (void **)&spec->configs, &spec->cap_configs,
                             spec->n_configs + 1, sizeof(*spec->configs)), done);
     OS_TRY_GOTO(st, os_strdup(spec->ctx, sig, &copy), done);
@@ -295,6 +317,9 @@ static opsched_status parse_algos(const os_yaml *y, int id)
     const yaml_node_item_t *ids;
     int n;
     OS_TRY(os_yaml_list(y, id, "measure: algo", &one, &ids, &n));
+    if (n > OS_SWEEP_MAX_POLICIES)
+        return os_sweep_fail(y, os_yaml_node(y, id), "measure: algo lists %d policies, more than "
+                             "the limit of %d", n, OS_SWEEP_MAX_POLICIES);
     spec->algos = calloc((size_t)n, sizeof(*spec->algos));
     if (!spec->algos) return OS_NOMEM(spec->ctx);
     for (int i = 0; i < n; i++) {
@@ -371,15 +396,23 @@ static opsched_status parse_measure(const os_yaml *y, const yaml_node_t *m)
 
 /* ---- the top level ------------------------------------------------------ */
 
-static opsched_status parse_entry(const os_yaml *y, const yaml_node_t *e, int top_level)
+/* size: NULL to expand the entry, else where to add the work it asks for
+ * (sizes[0] combinations, sizes[1] network loads) without building it. */
+static opsched_status parse_entry(const os_yaml *y, const yaml_node_t *e, int top_level,
+                                  int64_t *sizes)
 {
     OS_TRY(os_yaml_want(y, e, YAML_MAPPING_NODE, "a sweep entry"));
     int has_op = os_yaml_get(y, e, "op") != 0, has_nets = os_yaml_get(y, e, "networks") != 0;
     if (has_op && has_nets)
         return os_sweep_fail(y, e, "a sweep entry has either op: (a parameter grid) or "
                                    "networks:, not both");
-    if (has_op) return os_sweep_grid(y, e, top_level);
-    if (has_nets) return os_sweep_networks(y, e, top_level);
+    int64_t n = 0;
+    if (has_op || has_nets) {
+        if (has_op) OS_TRY(os_sweep_grid(y, e, top_level, sizes ? &n : NULL));
+        else OS_TRY(os_sweep_networks(y, e, top_level, sizes ? &n : NULL));
+        if (sizes && !os_add_ok(sizes[!has_op], n, &sizes[!has_op])) sizes[!has_op] = INT64_MAX;
+        return OPSCHED_OK;
+    }
     return os_sweep_fail(y, e, "a sweep entry needs op: (a parameter grid) or networks: "
                                "(every distinct operator of these networks)");
 }
@@ -395,16 +428,99 @@ static opsched_status parse_root(const os_yaml *y, const yaml_node_t *root)
     const yaml_node_t *desc = os_yaml_node(y, os_yaml_get(y, root, "description"));
     if (desc) OS_TRY(os_yaml_want(y, desc, YAML_SCALAR_NODE, "description"));
     if (measure) OS_TRY(parse_measure(y, os_yaml_node(y, measure)));
-    if (!sweeps) return parse_entry(y, root, 1);
-    OS_TRY(os_yaml_check_keys(y, root, keys, OS_ARRAY_LEN(keys), 0, "the top level (with sweeps:)"));
-    const yaml_node_t *list = os_yaml_node(y, sweeps);
-    OS_TRY(os_yaml_want(y, list, YAML_SEQUENCE_NODE, "sweeps"));
-    if (list->data.sequence.items.start == list->data.sequence.items.top)
-        return os_sweep_fail(y, list, "sweeps is an empty list");
+    const yaml_node_t *list = NULL;
+    if (sweeps) {
+        OS_TRY(os_yaml_check_keys(y, root, keys, OS_ARRAY_LEN(keys), 0,
+                                  "the top level (with sweeps:)"));
+        list = os_yaml_node(y, sweeps);
+        OS_TRY(os_yaml_want(y, list, YAML_SEQUENCE_NODE, "sweeps"));
+        if (list->data.sequence.items.start == list->data.sequence.items.top)
+            return os_sweep_fail(y, list, "sweeps is an empty list");
+    }
+    /* Every entry is checked and the work of all of them added up before
+     * any is built, so a spec asking for too much (an entry repeated
+     * through aliases, say) is refused at once. */
+    int64_t sizes[2] = {0, 0};
+    if (!list) OS_TRY(parse_entry(y, root, 1, sizes));
+    for (const yaml_node_item_t *it = list ? list->data.sequence.items.start : NULL;
+         list && it < list->data.sequence.items.top; it++)
+        OS_TRY(parse_entry(y, os_yaml_node(y, *it), 0, sizes));
+    if (sizes[0] > OS_SWEEP_MAX_COMBINATIONS)
+        return os_sweep_fail(y, list ? list : root, "the spec's grids have %lld combinations in "
+                             "all (aliases expanded), more than the limit of %d; split the spec",
+                             (long long)sizes[0], OS_SWEEP_MAX_COMBINATIONS);
+    if (sizes[1] > OS_SWEEP_MAX_NETWORK_LOADS)
+        return os_sweep_fail(y, list ? list : root, "the spec's networks entries load %lld "
+                             "networks (networks x batches x sizes, aliases expanded), more than "
+                             "the limit of %d; split the spec", (long long)sizes[1],
+                             OS_SWEEP_MAX_NETWORK_LOADS);
+    if (!list) return parse_entry(y, root, 1, NULL);
     for (const yaml_node_item_t *it = list->data.sequence.items.start;
          it < list->data.sequence.items.top; it++)
-        OS_TRY(parse_entry(y, os_yaml_node(y, *it), 0));
+        OS_TRY(parse_entry(y, os_yaml_node(y, *it), 0, NULL));
     return OPSCHED_OK;
+}
+
+/* The nodes under id once aliases are expanded (an alias counts as the
+ * whole node it refers to, every time), saturated at INT64_MAX: memoised
+ * per node, so a "billion laughs" document costs its own size to count.
+ * busy marks the nodes on the current path: libyaml lets an alias refer to
+ * a node that contains it, which no spec needs. */
+static opsched_status expanded_size(const os_yaml *y, int id, int depth, int64_t *memo,
+                                    unsigned char *busy)
+{
+    yaml_node_t *n = os_yaml_node(y, id);
+    if (!n || memo[id - 1]) return OPSCHED_OK;
+    if (busy[id - 1])
+        return os_sweep_fail(y, n, "an alias refers to a node that contains it");
+    if (depth > OS_SWEEP_MAX_DEPTH)
+        return os_sweep_fail(y, n, "the spec nests more than %d levels deep", OS_SWEEP_MAX_DEPTH);
+    int64_t size = 1;
+    busy[id - 1] = 1;
+    if (n->type == YAML_SEQUENCE_NODE) {
+        for (const yaml_node_item_t *it = n->data.sequence.items.start;
+             it < n->data.sequence.items.top; it++) {
+            OS_TRY(expanded_size(y, *it, depth + 1, memo, busy));
+            if (!os_add_ok(size, memo[*it - 1], &size)) size = INT64_MAX;
+        }
+    } else if (n->type == YAML_MAPPING_NODE) {
+        for (const yaml_node_pair_t *p = n->data.mapping.pairs.start;
+             p < n->data.mapping.pairs.top; p++) {
+            OS_TRY(expanded_size(y, p->key, depth + 1, memo, busy));
+            OS_TRY(expanded_size(y, p->value, depth + 1, memo, busy));
+            if (!os_add_ok(size, memo[p->key - 1], &size) ||
+                !os_add_ok(size, memo[p->value - 1], &size))
+                size = INT64_MAX;
+        }
+    }
+    busy[id - 1] = 0;
+    memo[id - 1] = size;
+    return OPSCHED_OK;
+}
+
+/* Refuses a document that is too large once its aliases are expanded,
+ * before anything walks it. */
+static opsched_status check_size(const os_yaml *y)
+{
+    size_t n = (size_t)(y->doc->nodes.top - y->doc->nodes.start);
+    if (!n) return OPSCHED_OK;
+    int64_t *memo = calloc(n, sizeof(*memo));
+    unsigned char *busy = calloc(n, 1);
+    opsched_status st = OPSCHED_OK;
+    if (!memo || !busy) {
+        st = OS_NOMEM(y->spec->ctx);
+        goto done;
+    }
+    OS_TRY_GOTO(st, expanded_size(y, 1, 0, memo, busy), done);
+    if (memo[0] > OS_SWEEP_MAX_NODES)
+        st = os_sweep_fail(y, os_yaml_node(y, 1), "the spec has %s%lld YAML nodes once its "
+                           "aliases are expanded, more than the limit of %d",
+                           memo[0] == INT64_MAX ? "at least " : "", (long long)memo[0],
+                           OS_SWEEP_MAX_NODES);
+done:
+    free(memo);
+    free(busy);
+    return st;
 }
 
 /* Loads the one document of text; a YAML syntax error is a parse error
@@ -454,7 +570,8 @@ static opsched_status parse_text(opsched_sweep_spec *spec)
     opsched_status st = load_document(spec, spec->text, strlen(spec->text), &doc, &loaded);
     if (st == OPSCHED_OK) {
         os_yaml y = {.spec = spec, .doc = &doc};
-        st = parse_root(&y, yaml_document_get_root_node(&doc));
+        st = check_size(&y);
+        if (st == OPSCHED_OK) st = parse_root(&y, yaml_document_get_root_node(&doc));
     }
     if (loaded) yaml_document_delete(&doc);
     if (st == OPSCHED_OK && spec->n_algos == 0) {
@@ -470,6 +587,9 @@ static opsched_status parse_text(opsched_sweep_spec *spec)
 static opsched_status spec_new(opsched_ctx *ctx, const char *text, size_t len, const char *origin,
                                opsched_sweep_spec **out)
 {
+    if (len > OS_SWEEP_MAX_BYTES)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "%s: the spec has %zu bytes, more than the "
+                       "limit of %d", origin ? origin : "<spec>", len, OS_SWEEP_MAX_BYTES);
     opsched_sweep_spec *spec = calloc(1, sizeof(*spec));
     if (!spec) return OS_NOMEM(ctx);
     spec->ctx = ctx;
@@ -517,6 +637,10 @@ opsched_status opsched_sweep_spec_load(opsched_ctx *ctx, const char *path, opsch
     size_t len = 0;
     opsched_sweep_spec *spec = NULL;
     opsched_status st;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > OS_SWEEP_MAX_BYTES)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "%s: the spec has %lld bytes, more than the "
+                       "limit of %d", path, (long long)sb.st_size, OS_SWEEP_MAX_BYTES);
     OS_TRY(os_read_file(ctx, path, &text, &len));
     OS_TRY_GOTO(st, spec_new(ctx, text, len, path, &spec), done);
     const char *slash = strrchr(path, '/');

@@ -14,8 +14,21 @@
 #include "core/error.h"
 #include "opsched/sweep.h"
 
-/* A grid may combine at most this many values before filters apply. */
+/* Bounds on the work a spec may ask for, so that no spec exhausts memory
+ * or time (docs/SWEEP.md states them).  Combinations: of one grid, and of
+ * all grids of the spec together, before filters apply, counted before any
+ * is built.  Configurations: distinct ones kept (each holds a graph).
+ * Nodes: of the YAML document once its aliases are expanded, and its
+ * nesting depth.  Network loads: networks x batches x sizes over all
+ * networks entries.  Policies: algorithm policies of measure: algo.
+ * Bytes: of the spec's text, checked before libyaml reads it. */
 #define OS_SWEEP_MAX_COMBINATIONS 1000000
+#define OS_SWEEP_MAX_CONFIGS 100000
+#define OS_SWEEP_MAX_NODES 100000
+#define OS_SWEEP_MAX_DEPTH 64
+#define OS_SWEEP_MAX_NETWORK_LOADS 1000
+#define OS_SWEEP_MAX_POLICIES 32
+#define OS_SWEEP_MAX_BYTES (4 << 20)
 
 typedef struct os_sweep_config {
     opsched_graph *graph;   /* node 0, owned; fused: node 1 is the Relu reading it */
@@ -50,6 +63,9 @@ typedef struct os_yaml {
 /* OPSCHED_ERR_INVALID_ARG with "origin:line: message" at node n. */
 opsched_status os_sweep_fail(const os_yaml *y, const yaml_node_t *n, const char *fmt, ...)
     OS_PRINTF(3, 4);
+/* The same with "origin:line:column: message", column 1-based. */
+opsched_status os_sweep_fail_at(const os_yaml *y, const yaml_node_t *n, size_t column,
+                                const char *fmt, ...) OS_PRINTF(4, 5);
 
 yaml_node_t *os_yaml_node(const os_yaml *y, int id);
 /* The scalar's text, or NULL when n is not a scalar. */
@@ -95,9 +111,13 @@ opsched_status os_sweep_copy_graph(opsched_ctx *ctx, const opsched_graph *src, o
 
 /* Expands one sweep entry (a mapping with `op:` or `networks:`).  At the
  * top level (a spec without `sweeps:`) the entry's mapping also holds the
- * spec's own keys, which the entry then accepts. */
-opsched_status os_sweep_grid(const os_yaml *y, const yaml_node_t *entry, int top_level);
-opsched_status os_sweep_networks(const os_yaml *y, const yaml_node_t *entry, int top_level);
+ * spec's own keys, which the entry then accepts.  With size non-NULL the
+ * entry is only checked and *size set to the work it asks for, nothing
+ * built: a grid's combinations, a networks entry's network loads. */
+opsched_status os_sweep_grid(const os_yaml *y, const yaml_node_t *entry, int top_level,
+                             int64_t *size);
+opsched_status os_sweep_networks(const os_yaml *y, const yaml_node_t *entry, int top_level,
+                                 int64_t *size);
 
 /* Keys of the top level that are not an entry's. */
 extern const char *const os_sweep_top_keys[];

@@ -1,0 +1,1 @@
+sweep $OPSCHED_SOURCE_DIR/tests/cli/data/sweep_grid_limit.yml --dry-run
