@@ -58,6 +58,15 @@ typedef enum opsched_store_mode {
 opsched_status opsched_store_open(opsched_ctx *ctx, const char *path, opsched_store_mode mode,
                                   opsched_store **out);
 void opsched_store_close(opsched_store *s);
+/* A batch: the writes between begin and commit are one transaction, so
+ * they land together or not at all, and cost one commit rather than one
+ * each.  A write that fails inside the batch is undone alone and the batch
+ * stays open; rollback drops the whole batch (and does nothing when none
+ * is open).  Other processes wait for the batch to end before writing. */
+opsched_status opsched_store_batch_begin(opsched_store *s);
+opsched_status opsched_store_batch_commit(opsched_store *s);
+void opsched_store_batch_rollback(opsched_store *s);
+
 /* The schema version this build writes. */
 int opsched_store_schema_version(void);
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/statvfs.h>
 
 #include "core/util.h"
@@ -50,19 +51,24 @@ opsched_status os_store_fail(opsched_store *s, int rc, const char *call, const c
     int sys = s->db ? sqlite3_system_errno(s->db) : 0;
     char space[64];
     int primary = rc & 0xff;
-    if (primary == SQLITE_FULL || (primary == SQLITE_IOERR && (sys == ENOSPC || sys == EDQUOT))) {
+    if (primary == SQLITE_FULL || primary == SQLITE_IOERR) {
+        /* SQLite's errno is not always the write's (a rollback may follow
+         * it), so the space left and the size limit are stated whatever
+         * the error, for the user to judge. */
+        struct rlimit lim;
+        char limit[96] = "";
         free_space(path, space, sizeof(space));
+        if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+            snprintf(limit, sizeof(limit), "; the file size limit (ulimit -f) is %llu KiB",
+                     (unsigned long long)(lim.rlim_cur / 1024));
+        const char *what = primary == SQLITE_FULL || sys == ENOSPC || sys == EDQUOT
+                               ? "disk full"
+                               : sys == EFBIG ? "file size limit reached" : "I/O error";
         return os_fail(s->ctx, OPSCHED_ERR_IO, file, line,
-                       "database %s: disk full, %s free on its file system (%s: %s); what was "
+                       "database %s: %s, %s free on its file system%s (%s: %s%s%s); what was "
                        "committed before is kept",
-                       path, space, call, msg);
-    }
-    if (primary == SQLITE_IOERR && sys == EFBIG) {
-        free_space(path, space, sizeof(space));
-        return os_fail(s->ctx, OPSCHED_ERR_IO, file, line,
-                       "database %s: the file size limit (ulimit -f) was reached, %s free on its "
-                       "file system (%s: %s); what was committed before is kept",
-                       path, space, call, msg);
+                       path, what, space, limit, call, msg, sys ? ", " : "",
+                       sys ? strerror(sys) : "");
     }
     switch (primary) {
     case SQLITE_BUSY:
@@ -71,7 +77,6 @@ opsched_status os_store_fail(opsched_store *s, int rc, const char *call, const c
                        "database %s is locked by another process; gave up after waiting %d s "
                        "(%s: %s)",
                        path, OS_STORE_BUSY_MS / 1000, call, msg);
-    case SQLITE_IOERR:
     case SQLITE_CANTOPEN:
     case SQLITE_READONLY:
     case SQLITE_PERM:
@@ -228,18 +233,64 @@ opsched_status os_store_begin(opsched_store *s)
         return OS_FAIL(s->ctx, OPSCHED_ERR_INVALID_ARG,
                        "database %s was opened read-only; this needs it opened for writing",
                        s->path);
+    if (s->batch) {
+        OS_TRY(OS_STORE_EXEC(s, "SAVEPOINT os_write", "begin a write inside the batch"));
+        s->nested = 1;
+        return OPSCHED_OK;
+    }
     return OS_STORE_EXEC(s, "BEGIN IMMEDIATE", "begin transaction");
 }
 
 opsched_status os_store_commit(opsched_store *s)
 {
+    if (s->batch) {
+        OS_TRY(OS_STORE_EXEC(s, "RELEASE os_write", "end a write inside the batch"));
+        s->nested = 0;
+        return OPSCHED_OK;
+    }
     return OS_STORE_EXEC(s, "COMMIT", "commit");
 }
 
 void os_store_rollback(opsched_store *s)
 {
-    if (s && s->db && !sqlite3_get_autocommit(s->db))
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    if (!s || !s->db || sqlite3_get_autocommit(s->db)) return;
+    if (s->batch) {
+        if (s->nested) sqlite3_exec(s->db, "ROLLBACK TO os_write; RELEASE os_write", NULL, NULL, NULL);
+        s->nested = 0;
+        return;
+    }
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+opsched_status opsched_store_batch_begin(opsched_store *s)
+{
+    if (!s) return OPSCHED_ERR_INVALID_ARG;
+    if (s->batch)
+        return OS_FAIL(s->ctx, OPSCHED_ERR_INVALID_ARG, "database %s: a batch is already open",
+                       s->path);
+    OS_TRY(os_store_begin(s));
+    s->batch = 1;
+    s->nested = 0;
+    return OPSCHED_OK;
+}
+
+opsched_status opsched_store_batch_commit(opsched_store *s)
+{
+    if (!s) return OPSCHED_ERR_INVALID_ARG;
+    if (!s->batch)
+        return OS_FAIL(s->ctx, OPSCHED_ERR_INVALID_ARG, "database %s: no batch is open", s->path);
+    s->batch = 0;
+    opsched_status st = os_store_commit(s);
+    if (st != OPSCHED_OK) os_store_rollback(s);
+    return st;
+}
+
+void opsched_store_batch_rollback(opsched_store *s)
+{
+    if (!s || !s->batch) return;
+    s->batch = 0;
+    s->nested = 0;
+    os_store_rollback(s);
 }
 
 opsched_status os_store_user_version(opsched_store *s, int *out)

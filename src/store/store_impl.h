@@ -31,6 +31,8 @@ struct opsched_store {
     sqlite3 *db;
     char *path;   /* owned copy, for messages */
     int readonly; /* opened OPSCHED_STORE_READ_ONLY: os_store_begin refuses */
+    int batch;    /* inside opsched_store_batch_begin: writes nest as savepoints */
+    int nested;   /* a write's savepoint is open inside the batch */
 };
 
 /* Columns of `runs` without the id, in the order merge copies them. */
@@ -152,7 +154,8 @@ opsched_status os_store_exec_at(opsched_store *s, const char *sql, const char *w
     os_store_step_at((s), (stmt), (what), (row), __FILE__, __LINE__)
 #define OS_STORE_EXEC(s, sql, what) os_store_exec_at((s), (sql), (what), __FILE__, __LINE__)
 
-/* BEGIN IMMEDIATE (OPSCHED_ERR_INVALID_ARG on a read-only store) / COMMIT; rollback does nothing outside a transaction and
+/* BEGIN IMMEDIATE (OPSCHED_ERR_INVALID_ARG on a read-only store) / COMMIT,
+ * or inside a batch a savepoint and its release; rollback does nothing outside a transaction and
  * cannot fail (its result would hide the error that led to it). */
 opsched_status os_store_begin(opsched_store *s);
 opsched_status os_store_commit(opsched_store *s);

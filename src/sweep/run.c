@@ -546,7 +546,12 @@ opsched_status opsched_sweep_run(opsched_ctx *ctx, const opsched_sweep_spec *spe
     OS_TRY_GOTO(st, opsched_store_begin_run(store, &info, &sw->run_id), done);
     run_open = 1;
     sw->t0 = now_s();
-    OS_TRY_GOTO(st, plan_items(ctx, sw, store), done);
+    /* The shard's configurations are registered in one transaction. */
+    OS_TRY_GOTO(st, opsched_store_batch_begin(store), done);
+    st = plan_items(ctx, sw, store);
+    if (st == OPSCHED_OK) st = opsched_store_batch_commit(store);
+    opsched_store_batch_rollback(store);
+    if (st != OPSCHED_OK) goto done;
     st = execute(ctx, sw, store);
     run_open = 0;
 done:
