@@ -94,6 +94,23 @@ check "full disk: the re-run measured only what was missing" \
   grep -q "^$((total - ${measured:-0})) measured" "$tmp/resume.out"
 good=$db   # a complete opsched database for the cases below
 
+# ---- a lock held past the wait ----------------------------------------------
+# Another process holds an exclusive lock on a rollback-journal copy for 45 s;
+# a reader waits its 30 s and gives up naming the file.  Checked at the end.
+locked=$tmp/locked.db
+cp "$good" "$locked"
+"$py" -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode = DELETE')" "$locked"
+"$py" -c "import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN EXCLUSIVE')
+c.execute('DELETE FROM measurements'); open(sys.argv[2], 'w').close(); time.sleep(45)
+c.execute('ROLLBACK')" "$locked" "$tmp/locked.ready" &
+holder=$!
+for _ in $(seq 1 100); do [ -f "$tmp/locked.ready" ] && break; sleep 0.1; done
+start=$(date +%s)
+( "$bin" status --db "$locked" >/dev/null 2>"$tmp/locked.err"; echo $? > "$tmp/locked.rc";
+  echo $(( $(date +%s) - start )) > "$tmp/locked.s" ) &
+waiter=$!
+
 # ---- files that are not opsched databases -------------------------------
 foreign=$tmp/foreign.db
 "$py" -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('CREATE TABLE t (x)');
@@ -217,6 +234,28 @@ else
   chmod 644 "$ro/m.db"
 fi
 
+# ---- a WAL with content beside a file in a read-only directory ----------------
+if [ "$(id -u)" != 0 ] || setpriv --reuid=65534 --regid=65534 --clear-groups -- true 2>/dev/null
+then
+  pend=$tmp/pending
+  mkdir "$pend"
+  cp "$good" "$pend/m.db"
+  "$py" -c "import sqlite3, sys, shutil
+c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_autocheckpoint = 0')
+c.execute('DELETE FROM measurements WHERE id % 2 = 0'); c.commit()
+for x in ('', '-wal'): shutil.copy(sys.argv[1] + x, sys.argv[2] + x)
+c.close()" "$pend/m.db" "$pend/copy.db"
+  rm -f "$pend/m.db"*
+  chmod 555 "$pend"; chmod 444 "$pend"/*
+  before=$(sum_of "$pend/copy.db")
+  as_reader "$bin" status --db "$pend/copy.db" >/dev/null 2>"$tmp/pend.err"
+  check "pending WAL, read-only directory: status refuses (exit 1)" test $? = 1
+  check "pending WAL, read-only directory: ... saying why" grep -q "copy.db-wal" "$tmp/pend.err"
+  check "pending WAL, read-only directory: the file is unchanged" \
+    test "$before" = "$(sum_of "$pend/copy.db")"
+  chmod 755 "$pend"
+fi
+
 # ---- two sweeps on one database at once ----------------------------------------
 both=$tmp/both.db
 "$bin" sweep "$spec" --db "$both" >"$tmp/a.out" 2>&1 &
@@ -231,6 +270,14 @@ check "two sweeps: the database passes integrity_check" intact "$both"
 check "two sweeps: every row of both is there" test "$(rows "$both")" = $((2 * total))
 check "two sweeps: two runs, both done" test "$(sql "$both" \
   "SELECT count(*) FROM runs WHERE status = 'done'")" = 2
+
+wait "$waiter"
+wait "$holder"
+check "locked: a reader gives up (exit 1)" test "$(cat "$tmp/locked.rc")" = 1
+check "locked: ... after waiting about 30 s" test "$(cat "$tmp/locked.s")" -ge 29
+check "locked: ... saying so and naming the file" \
+  grep -q "database $locked is locked by another process; gave up after waiting 30 s" \
+  "$tmp/locked.err"
 
 echo "$tried cases tried"
 echo "$pass passed, $fail failed"

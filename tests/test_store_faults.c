@@ -349,12 +349,14 @@ static void test_disk_fills_while_measuring(void **state)
     char path[128];
     path_in(fx, "m.db", path, sizeof(path));
     seeded z = seed(fx, path);
-    for (int i = 0; i < 10; i++) assert_int_equal(add(&z, i), OPSCHED_OK);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(add(&z, i), OPSCHED_OK);
     write_budget = 64 * 1024;
     writes_refused = 0;
     int stored = 10;
     opsched_status st = OPSCHED_OK;
-    while (stored < 100000 && (st = add(&z, stored)) == OPSCHED_OK) stored++;
+    while (stored < 100000 && (st = add(&z, stored)) == OPSCHED_OK)
+        stored++;
     assert_int_equal(st, OPSCHED_ERR_IO);
     assert_true(writes_refused > 0);
     assert_true(stored > 10);

@@ -106,9 +106,7 @@ static opsched_status build_schema(opsched_store *s, int *from)
     if (version < OS_STORE_SCHEMA)
         OS_TRY_GOTO(st, os_store_schema_build(s, version), done);
     else if (!stamped)
-        OS_TRY_GOTO(st,
-                    OS_STORE_EXEC(s, OS_STORE_SET_APP_ID, "set the application id"),
-                    done);
+        OS_TRY_GOTO(st, OS_STORE_EXEC(s, OS_STORE_SET_APP_ID, "set the application id"), done);
     OS_TRY_GOTO(st, os_store_commit(s), done);
 done:
     if (st != OPSCHED_OK) os_store_rollback(s);
@@ -190,8 +188,7 @@ static opsched_status keep_copy(opsched_store *s, int version)
         } else {
             for (int waited = 0;; waited += 10) {
                 rc = sqlite3_backup_step(b, -1);
-                if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || waited >= OS_STORE_BUSY_MS)
-                    break;
+                if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || waited >= OS_STORE_BUSY_MS) break;
                 sqlite3_sleep(10);
             }
             int fin = sqlite3_backup_finish(b);
@@ -306,8 +303,7 @@ static opsched_status open_read(opsched_ctx *ctx, const char *path, opsched_stor
     int exists = 0, version = 0, stamped = 0;
     off_t size = 0;
     OS_TRY(stat_file(ctx, path, &exists, &size));
-    if (!exists)
-        return OS_FAIL(ctx, OPSCHED_ERR_NOT_FOUND, "database %s does not exist", path);
+    if (!exists) return OS_FAIL(ctx, OPSCHED_ERR_NOT_FOUND, "database %s does not exist", path);
     if (size == 0)
         return OS_FAIL(ctx, OPSCHED_ERR_PARSE,
                        "database %s is an empty file, not an opsched database (only a command "
@@ -316,8 +312,7 @@ static opsched_status open_read(opsched_ctx *ctx, const char *path, opsched_stor
     OS_TRY_GOTO(st, connect_read(ctx, path, &s, &version, &stamped), done);
     if (version == 0) {
         st = OS_FAIL(ctx, OPSCHED_ERR_PARSE,
-                     "database %s is an SQLite database with no tables, not an opsched one",
-                     path);
+                     "database %s is an SQLite database with no tables, not an opsched one", path);
         goto done;
     }
     if (version < OS_STORE_SCHEMA) {

@@ -4,7 +4,7 @@
  * writer uses: WAL, foreign keys, synchronous, checkpoints.
  *
  * Schema history (for each change bump OS_STORE_SCHEMA and teach
- * os_store_schema_ensure to upgrade older files; never edit a released
+ * os_store_schema_build to upgrade older files; never edit a released
  * version's tables in place):
  *   1  devices, runs, configs, measurements.
  *   2  network_runs: whole networks profiled end to end (opsched profile).
@@ -287,8 +287,9 @@ opsched_status os_store_identify(opsched_store *s, int *version, int *stamped)
     }
     if (v == 0) {
         if (n_objects > 0)
-            st = foreign(s, "it has opsched's tables but no schema version: a half-made or "
-                            "damaged file",
+            st = foreign(s,
+                         "it has opsched's tables but no schema version: a half-made or "
+                         "damaged file",
                          NULL);
         goto done;
     }

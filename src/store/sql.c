@@ -123,8 +123,7 @@ static char *immutable_uri(const char *path)
     return uri;
 }
 
-opsched_status os_store_connect(opsched_ctx *ctx, const char *path, int flags,
-                                opsched_store **out)
+opsched_status os_store_connect(opsched_ctx *ctx, const char *path, int flags, opsched_store **out)
 {
     opsched_status st = OPSCHED_OK;
     opsched_store *s = calloc(1, sizeof(*s));
@@ -255,7 +254,8 @@ void os_store_rollback(opsched_store *s)
 {
     if (!s || !s->db || sqlite3_get_autocommit(s->db)) return;
     if (s->batch) {
-        if (s->nested) sqlite3_exec(s->db, "ROLLBACK TO os_write; RELEASE os_write", NULL, NULL, NULL);
+        if (s->nested)
+            sqlite3_exec(s->db, "ROLLBACK TO os_write; RELEASE os_write", NULL, NULL, NULL);
         s->nested = 0;
         return;
     }

@@ -23,7 +23,7 @@
 /* OPSCHED_STORE_APPLICATION_ID in decimal, as PRAGMA takes it. */
 #define OS_STORE_SET_APP_ID "PRAGMA application_id = 1330664259"
 _Static_assert(OPSCHED_STORE_APPLICATION_ID == 1330664259, "OS_STORE_SET_APP_ID is stale");
-/* How long a writer waits for another process's transaction to finish. */
+/* How long any connection (reader or writer) waits for another process's lock. */
 #define OS_STORE_BUSY_MS 30000
 
 struct opsched_store {
@@ -102,8 +102,7 @@ enum { OS_CONNECT_READONLY = 1, OS_CONNECT_CREATE = 2, OS_CONNECT_IMMUTABLE = 4 
 /* Opens a connection to path with the OS_CONNECT_* flags, extended result
  * codes and the busy timeout; no schema work.  *out is freed with
  * opsched_store_close. */
-opsched_status os_store_connect(opsched_ctx *ctx, const char *path, int flags,
-                                opsched_store **out);
+opsched_status os_store_connect(opsched_ctx *ctx, const char *path, int flags, opsched_store **out);
 
 /* Tells what the connection's main database is, reading only: *version is
  * its schema (1 .. OS_STORE_SCHEMA) or 0 for an SQLite file with no schema
@@ -132,10 +131,11 @@ opsched_status os_store_check_version(opsched_store *s, int version);
 
 /* Records a failed SQLite call (rc) and returns its status: disk full and
  * other I/O failures, including a file that cannot be opened or written,
- * give OPSCHED_ERR_IO (a full disk's message gives the space left);
- * a lock held past the busy timeout OPSCHED_ERR_IO naming the wait; a file that is not a database or is corrupt
- * OPSCHED_ERR_PARSE; SQLite out of memory OPSCHED_ERR_NOMEM; anything else
- * OPSCHED_ERR_BACKEND.  call names what failed. */
+ * give OPSCHED_ERR_IO (the message of a failed write gives the space left
+ * and any file size limit); a lock held past the busy timeout
+ * OPSCHED_ERR_IO naming the wait; a file that is not a database or is
+ * corrupt OPSCHED_ERR_PARSE; SQLite out of memory OPSCHED_ERR_NOMEM;
+ * anything else OPSCHED_ERR_BACKEND.  call names what failed. */
 opsched_status os_store_fail(opsched_store *s, int rc, const char *call, const char *file,
                              int line);
 #define OS_STORE_FAIL(s, rc, call) os_store_fail((s), (rc), (call), __FILE__, __LINE__)
