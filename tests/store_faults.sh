@@ -256,6 +256,26 @@ c.close()" "$pend/m.db" "$pend/copy.db"
   chmod 755 "$pend"
 fi
 
+# ---- a write interrupted in rollback-journal mode (a hot journal) -------------
+hot=$tmp/hot.db
+cp "$good" "$hot"
+"$py" -c "import sqlite3, sys, os
+c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode = DELETE'); c.close()
+if os.fork() == 0:
+    c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA cache_size = 1'); c.execute('BEGIN')
+    c.execute('DELETE FROM measurements'); os._exit(0)
+os.wait()" "$hot"
+check "hot journal: there is one" test -s "$hot-journal"
+before=$(sum_of "$hot")
+"$bin" status --db "$hot" >/dev/null 2>"$tmp/hot.err"
+check "hot journal: status refuses (exit 1)" test $? = 1
+check "hot journal: ... saying why" grep -q "hot.db-journal must be rolled back" "$tmp/hot.err"
+check "hot journal: ... and leaves the file as it was" test "$before" = "$(sum_of "$hot")"
+"$bin" sweep "$spec" --db "$hot" >/dev/null 2>&1
+check "hot journal: a sweep rolls it back and goes on" test $? = 0
+check "hot journal: every committed row is there" test "$(rows "$hot")" = "$total"
+check "hot journal: the file passes integrity_check" intact "$hot"
+
 # ---- two sweeps on one database at once ----------------------------------------
 both=$tmp/both.db
 "$bin" sweep "$spec" --db "$both" >"$tmp/a.out" 2>&1 &

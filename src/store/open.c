@@ -222,13 +222,17 @@ done:
 }
 
 /* Looks at an existing file through a read-only connection: *version and
- * *stamped as os_store_identify gives them. */
-static opsched_status probe(opsched_ctx *ctx, const char *path, int *version, int *stamped)
+ * *stamped as os_store_identify gives them; *rc SQLite's extended result
+ * code when that failed. */
+static opsched_status probe(opsched_ctx *ctx, const char *path, int *version, int *stamped,
+                            int *rc)
 {
     opsched_status st;
     opsched_store *s = NULL;
+    *rc = SQLITE_OK;
     OS_TRY_GOTO(st, os_store_connect(ctx, path, OS_CONNECT_READONLY, &s), done);
-    OS_TRY_GOTO(st, os_store_identify(s, version, stamped), done);
+    st = os_store_identify(s, version, stamped);
+    if (st != OPSCHED_OK) *rc = sqlite3_extended_errcode(s->db);
 done:
     opsched_store_close(s);
     return st;
@@ -242,8 +246,17 @@ static opsched_status open_write(opsched_ctx *ctx, const char *path, opsched_sto
     off_t size = 0;
     OS_TRY(stat_file(ctx, path, &exists, &size));
     if (!exists) OS_TRY(create_new(ctx, path));
-    OS_TRY(probe(ctx, path, &version, &stamped));
+    int rc = SQLITE_OK;
+    st = probe(ctx, path, &version, &stamped, &rc);
+    if (st != OPSCHED_OK && rc != SQLITE_READONLY_ROLLBACK) return st;
     OS_TRY_GOTO(st, os_store_connect(ctx, path, 0, &s), done);
+    if (rc == SQLITE_READONLY_ROLLBACK) {
+        /* A hot journal: a write was interrupted in rollback-journal mode.
+         * This connection rolls it back, as any SQLite client would, which
+         * restores the last committed state; then the file is looked at. */
+        opsched_ctx_clear_error(ctx);
+        OS_TRY_GOTO(st, os_store_identify(s, &version, &stamped), done);
+    }
     if (version < OS_STORE_SCHEMA || !stamped) {
         int from = version;
         if (version > 0 && version < OS_STORE_SCHEMA) OS_TRY_GOTO(st, keep_copy(s, version), done);
@@ -273,8 +286,15 @@ static opsched_status connect_read(opsched_ctx *ctx, const char *path, opsched_s
     OS_TRY_GOTO(st, os_store_connect(ctx, path, OS_CONNECT_READONLY, &s), done);
     st = os_store_identify(s, version, stamped);
     if (st == OPSCHED_ERR_IO) {
-        int rc = sqlite3_errcode(s->db) & 0xff;
-        if ((rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN) && !has_wal(path)) {
+        int xrc = sqlite3_extended_errcode(s->db), rc = xrc & 0xff;
+        if (xrc == SQLITE_READONLY_ROLLBACK) {
+            st = OS_FAIL(ctx, OPSCHED_ERR_IO,
+                         "database %s cannot be read: a write to it was interrupted and its "
+                         "journal %s-journal must be rolled back first, which reading must not "
+                         "do; any opsched command that writes to it (or the sqlite3 shell) "
+                         "does it",
+                         path, path);
+        } else if ((rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN) && !has_wal(path)) {
             opsched_ctx_clear_error(ctx);
             opsched_store_close(s);
             s = NULL;
