@@ -235,7 +235,8 @@ static opsched_status worker_setup(worker *w)
     if (st != OPSCHED_OK) return worker_fail(w, st, "cannot open the device");
     if ((st = opsched_device_info_get(w->dev, &info)) != OPSCHED_OK)
         return worker_fail(w, st, "device info");
-    if ((st = opsched_store_open(w->ctx, sw->opts->db_path, OPSCHED_STORE_READ_WRITE, &w->store)) != OPSCHED_OK)
+    if ((st = opsched_store_open(w->ctx, sw->opts->db_path, OPSCHED_STORE_READ_WRITE,
+                                 &w->store)) != OPSCHED_OK)
         return worker_fail(w, st, "database");
     if ((st = opsched_store_device(w->store, &info, &w->device_id)) != OPSCHED_OK)
         return worker_fail(w, st, "database");
