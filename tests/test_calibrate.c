@@ -110,7 +110,7 @@ static void test_put_get_replace(void **state)
 {
     fixture *fx = *state;
     opsched_store *s = NULL;
-    assert_int_equal(opsched_store_open(fx->ctx, fx->path, &s), OPSCHED_OK);
+    assert_int_equal(opsched_store_open(fx->ctx, fx->path, OPSCHED_STORE_READ_WRITE, &s), OPSCHED_OK);
     int64_t dev = add_device(s, "GPU-1");
     opsched_calibration c = cal("tf32", 4.0e14, 1000.5), got;
     int found = -1;
@@ -159,7 +159,7 @@ static void test_schema2_upgraded(void **state)
 {
     fixture *fx = *state;
     opsched_store *s = NULL;
-    assert_int_equal(opsched_store_open(fx->ctx, fx->path, &s), OPSCHED_OK);
+    assert_int_equal(opsched_store_open(fx->ctx, fx->path, OPSCHED_STORE_READ_WRITE, &s), OPSCHED_OK);
     int64_t dev = add_device(s, "GPU-1");
     opsched_store_close(s);
     /* What a schema-2 build left: no calibrations table, version 2. */
@@ -168,7 +168,7 @@ static void test_schema2_upgraded(void **state)
                                        "'calibrations'"),
                      0);
 
-    assert_int_equal(opsched_store_open(fx->ctx, fx->path, &s), OPSCHED_OK);
+    assert_int_equal(opsched_store_open(fx->ctx, fx->path, OPSCHED_STORE_READ_WRITE, &s), OPSCHED_OK);
     opsched_calibration c = cal("fp16", 9.0e14, 10), got;
     int found = 0;
     assert_int_equal(opsched_store_calibration_put(s, dev, &c), OPSCHED_OK);
@@ -185,8 +185,8 @@ static void test_merge_newer_wins(void **state)
     char other[160];
     snprintf(other, sizeof(other), "%s/n.db", fx->dir);
     opsched_store *a = NULL, *b = NULL;
-    assert_int_equal(opsched_store_open(fx->ctx, fx->path, &a), OPSCHED_OK);
-    assert_int_equal(opsched_store_open(fx->ctx, other, &b), OPSCHED_OK);
+    assert_int_equal(opsched_store_open(fx->ctx, fx->path, OPSCHED_STORE_READ_WRITE, &a), OPSCHED_OK);
+    assert_int_equal(opsched_store_open(fx->ctx, other, OPSCHED_STORE_READ_WRITE, &b), OPSCHED_OK);
     /* Different ids for the same device in the two files. */
     add_device(b, "GPU-0");
     int64_t da = add_device(a, "GPU-1"), db = add_device(b, "GPU-1");
@@ -211,7 +211,7 @@ static void test_merge_newer_wins(void **state)
     assert_int_equal(found, 1);
 
     /* Merging an older one back changes nothing. */
-    assert_int_equal(opsched_store_open(fx->ctx, other, &b), OPSCHED_OK);
+    assert_int_equal(opsched_store_open(fx->ctx, other, OPSCHED_STORE_READ_WRITE, &b), OPSCHED_OK);
     c = cal("tf32", 7.0e14, 150);
     assert_int_equal(opsched_store_calibration_put(b, db, &c), OPSCHED_OK);
     opsched_store_close(b);
@@ -261,7 +261,7 @@ static void test_calibrate_cpu(void **state)
     int found = 0;
     opsched_calibration got;
     assert_int_equal(opsched_device_info_get(dev, &info), OPSCHED_OK);
-    assert_int_equal(opsched_store_open(fx->ctx, fx->path, &s), OPSCHED_OK);
+    assert_int_equal(opsched_store_open(fx->ctx, fx->path, OPSCHED_STORE_READ_WRITE, &s), OPSCHED_OK);
     assert_int_equal(opsched_store_device(s, &info, &id), OPSCHED_OK);
     assert_int_equal(opsched_store_calibration_put(s, id, &c), OPSCHED_OK);
     assert_int_equal(opsched_store_calibration_get(s, id, "fp32", &got, &found), OPSCHED_OK);

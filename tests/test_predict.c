@@ -105,7 +105,7 @@ typedef struct synth {
 static void synth_open(fixture *fx, synth *y)
 {
     memset(y, 0, sizeof(*y));
-    OK(fx, opsched_store_open(fx->ctx, fx->db, &y->s));
+    OK(fx, opsched_store_open(fx->ctx, fx->db, OPSCHED_STORE_READ_WRITE, &y->s));
     opsched_device_info d;
     memset(&d, 0, sizeof(d));
     snprintf(d.backend, sizeof(d.backend), "cuda");
@@ -733,7 +733,7 @@ static void test_cpu_network_exact(void **state)
     opsched_graph *g = NULL;
     OK(fx, opsched_zoo_build(fx->ctx, "squeezenet1_1", &zo, &g));
     opsched_store *s = NULL;
-    OK(fx, opsched_store_open(fx->ctx, fx->db, &s));
+    OK(fx, opsched_store_open(fx->ctx, fx->db, OPSCHED_STORE_READ_WRITE, &s));
     opsched_device_info di;
     OK(fx, opsched_device_info_get(dev, &di));
     int64_t dev_id = 0, run = 0;

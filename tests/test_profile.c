@@ -458,7 +458,7 @@ static void test_store_networks(void **state)
     char path[128];
     snprintf(path, sizeof(path), "%s/n.db", fx->dir);
     opsched_store *s = NULL;
-    assert_int_equal(opsched_store_open(fx->ctx, path, &s), OPSCHED_OK);
+    assert_int_equal(opsched_store_open(fx->ctx, path, OPSCHED_STORE_READ_WRITE, &s), OPSCHED_OK);
     opsched_run_info ri = {.command = "opsched profile", .shard_count = 1};
     int64_t run = 0, dev = 0, id = 0;
     opsched_device_info d;
@@ -510,7 +510,7 @@ static void test_store_networks(void **state)
      * when opened. */
     sql(path, "DROP TABLE network_runs; DROP TABLE calibrations; DROP TABLE stages;"
               " PRAGMA user_version = 1;");
-    assert_int_equal(opsched_store_open(fx->ctx, path, &s), OPSCHED_OK);
+    assert_int_equal(opsched_store_open(fx->ctx, path, OPSCHED_STORE_READ_WRITE, &s), OPSCHED_OK);
     assert_int_equal(opsched_store_has_network(s, dev, &n, &found), OPSCHED_OK);
     assert_int_equal(found, 0);
     opsched_store_summary sum;
@@ -540,7 +540,7 @@ static void test_store_merge_networks(void **state)
     opsched_device_info d;
     opsched_network_record n;
     fake_device(&d);
-    assert_int_equal(opsched_store_open(fx->ctx, b, &s), OPSCHED_OK);
+    assert_int_equal(opsched_store_open(fx->ctx, b, OPSCHED_STORE_READ_WRITE, &s), OPSCHED_OK);
     assert_int_equal(opsched_store_begin_run(s, &ri, &run), OPSCHED_OK);
     assert_int_equal(opsched_store_device(s, &d, &dev), OPSCHED_OK);
     record(&n, "googlenet", 1, 224, "free");
@@ -549,7 +549,7 @@ static void test_store_merge_networks(void **state)
     assert_int_equal(opsched_store_add_network(s, run, dev, &n, NULL), OPSCHED_OK);
     opsched_store_close(s);
 
-    assert_int_equal(opsched_store_open(fx->ctx, a, &s), OPSCHED_OK);
+    assert_int_equal(opsched_store_open(fx->ctx, a, OPSCHED_STORE_READ_WRITE, &s), OPSCHED_OK);
     opsched_merge_stats ms;
     assert_int_equal(opsched_store_merge(s, b, &ms), OPSCHED_OK);
     assert_int_equal(ms.network_runs_added, 2);

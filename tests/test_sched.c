@@ -1331,7 +1331,7 @@ static void test_stage_store(void **state)
     snprintf(path, sizeof(path), "%s/a.db", dir);
     snprintf(other, sizeof(other), "%s/b.db", dir);
     opsched_store *s;
-    ok(ctx, opsched_store_open(ctx, path, &s));
+    ok(ctx, opsched_store_open(ctx, path, OPSCHED_STORE_READ_WRITE, &s));
     int64_t dev = fake_device(s, "GPU-1");
 
     opsched_stage_record r = {.signature = "concurrent: [x]", .kind = "concurrent", .batch = 1,
@@ -1403,7 +1403,7 @@ static void test_stage_store(void **state)
     int64_t before = picky.unsupported;
     opsched_store_close(s);
     remove_db(path);
-    ok(ctx, opsched_store_open(ctx, path, &s));
+    ok(ctx, opsched_store_open(ctx, path, OPSCHED_STORE_READ_WRITE, &s));
     dev = fake_device(s, "GPU-1");
     picky.store = s;
     picky.device_id = dev;
@@ -1445,7 +1445,7 @@ static void test_stage_store(void **state)
 
     /* merge: a newer row wins, an older one does not */
     opsched_store *b;
-    ok(ctx, opsched_store_open(ctx, other, &b));
+    ok(ctx, opsched_store_open(ctx, other, OPSCHED_STORE_READ_WRITE, &b));
     fake_device(b, "GPU-0");
     int64_t bdev = fake_device(b, "GPU-1");
     r.median_ms = 0.125;
@@ -1456,7 +1456,7 @@ static void test_stage_store(void **state)
     r2.created_at = 50;
     ok(ctx, opsched_store_stage_put(b, bdev, &r2));
     opsched_store_close(b);
-    ok(ctx, opsched_store_open(ctx, path, &s));
+    ok(ctx, opsched_store_open(ctx, path, OPSCHED_STORE_READ_WRITE, &s));
     opsched_merge_stats mst;
     ok(ctx, opsched_store_merge(s, other, &mst));
     assert_int_equal(mst.stages, 2);
@@ -1468,7 +1468,7 @@ static void test_stage_store(void **state)
 
     /* a schema-3 file gains the stages table when opened */
     exec_sql(other, "DROP TABLE stages; PRAGMA user_version = 3;");
-    ok(ctx, opsched_store_open(ctx, other, &b));
+    ok(ctx, opsched_store_open(ctx, other, OPSCHED_STORE_READ_WRITE, &b));
     ok(ctx, opsched_store_stage_put(b, bdev, &r));
     opsched_store_close(b);
     assert_int_equal(opsched_store_schema_version(), 4);

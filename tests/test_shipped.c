@@ -105,7 +105,7 @@ static void measurement(opsched_measurement *m, double median)
 static void make_db(fixture *fx, const char *path)
 {
     opsched_store *s = NULL;
-    assert_int_equal(opsched_store_open(fx->ctx, path, &s), OPSCHED_OK);
+    assert_int_equal(opsched_store_open(fx->ctx, path, OPSCHED_STORE_READ_WRITE, &s), OPSCHED_OK);
     opsched_device_info gpu, cpu;
     memset(&gpu, 0, sizeof(gpu));
     snprintf(gpu.backend, sizeof(gpu.backend), "cuda");
@@ -372,7 +372,7 @@ static void test_export_ignores_ids(void **state)
     /* b holds a's rows merged into a file that had a device and a
      * configuration of its own first: every id differs. */
     opsched_store *s = NULL;
-    assert_int_equal(opsched_store_open(fx->ctx, b, &s), OPSCHED_OK);
+    assert_int_equal(opsched_store_open(fx->ctx, b, OPSCHED_STORE_READ_WRITE, &s), OPSCHED_OK);
     opsched_device_info other;
     memset(&other, 0, sizeof(other));
     snprintf(other.backend, sizeof(other.backend), "cuda");

@@ -70,7 +70,7 @@ static void path_in(const fixture *fx, const char *name, char *buf, size_t size)
 static opsched_store *open_store(const fixture *fx, const char *path)
 {
     opsched_store *s = NULL;
-    opsched_status st = opsched_store_open(fx->ctx, path, &s);
+    opsched_status st = opsched_store_open(fx->ctx, path, OPSCHED_STORE_READ_WRITE, &s);
     if (st != OPSCHED_OK) fprintf(stderr, "open %s: %s\n", path, opsched_ctx_last_error(fx->ctx));
     assert_int_equal(st, OPSCHED_OK);
     assert_non_null(s);
@@ -409,7 +409,7 @@ static void test_newer_schema_refused(void **state)
     opsched_store_close(open_store(fx, path));
     set_user_version(path, 999);
     opsched_store *s = NULL;
-    assert_int_equal(opsched_store_open(fx->ctx, path, &s), OPSCHED_ERR_VERSION);
+    assert_int_equal(opsched_store_open(fx->ctx, path, OPSCHED_STORE_READ_WRITE, &s), OPSCHED_ERR_VERSION);
     assert_null(s);
     const char *msg = opsched_ctx_last_error(fx->ctx);
     assert_non_null(strstr(msg, path));
@@ -431,7 +431,7 @@ static void test_not_a_database(void **state)
     }
     fclose(f);
     opsched_store *s = NULL;
-    opsched_status st = opsched_store_open(fx->ctx, path, &s);
+    opsched_status st = opsched_store_open(fx->ctx, path, OPSCHED_STORE_READ_WRITE, &s);
     assert_int_equal(st, OPSCHED_ERR_PARSE);
     assert_null(s);
     assert_non_null(strstr(opsched_ctx_last_error(fx->ctx), path));
@@ -443,7 +443,7 @@ static void test_not_a_database(void **state)
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db, "CREATE TABLE t (x)", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
-    assert_int_equal(opsched_store_open(fx->ctx, path, &s), OPSCHED_ERR_PARSE);
+    assert_int_equal(opsched_store_open(fx->ctx, path, OPSCHED_STORE_READ_WRITE, &s), OPSCHED_ERR_PARSE);
     assert_null(s);
 }
 
@@ -458,10 +458,10 @@ static void test_unwritable_path(void **state)
     /* A path under a regular file cannot be created, even by root. */
     snprintf(path, sizeof(path), "%s/m.db", file);
     opsched_store *s = NULL;
-    assert_int_equal(opsched_store_open(fx->ctx, path, &s), OPSCHED_ERR_IO);
+    assert_int_equal(opsched_store_open(fx->ctx, path, OPSCHED_STORE_READ_WRITE, &s), OPSCHED_ERR_IO);
     assert_null(s);
     assert_non_null(strstr(opsched_ctx_last_error(fx->ctx), path));
-    assert_int_equal(opsched_store_open(fx->ctx, "", &s), OPSCHED_ERR_INVALID_ARG);
+    assert_int_equal(opsched_store_open(fx->ctx, "", OPSCHED_STORE_READ_WRITE, &s), OPSCHED_ERR_INVALID_ARG);
 }
 
 static void test_merge(void **state)
@@ -613,7 +613,7 @@ static int child_writes(const char *path, int which)
     conv_record(&c, "Conv|shared", 1);
     info.shard_index = which;
     info.shard_count = 2;
-    if (opsched_store_open(ctx, path, &s) != OPSCHED_OK ||
+    if (opsched_store_open(ctx, path, OPSCHED_STORE_READ_WRITE, &s) != OPSCHED_OK ||
         opsched_store_device(s, &d, &dev) != OPSCHED_OK ||
         opsched_store_config(s, &c, &cfg) != OPSCHED_OK ||
         opsched_store_begin_run(s, &info, &run) != OPSCHED_OK)

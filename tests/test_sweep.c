@@ -642,7 +642,7 @@ static opsched_store_summary summary_of(opsched_ctx *ctx, const char *path)
 {
     opsched_store *store = NULL;
     opsched_store_summary s;
-    assert_int_equal(opsched_store_open(ctx, path, &store), OPSCHED_OK);
+    assert_int_equal(opsched_store_open(ctx, path, OPSCHED_STORE_READ_WRITE, &store), OPSCHED_OK);
     assert_int_equal(opsched_store_summary_get(store, &s), OPSCHED_OK);
     opsched_store_close(store);
     return s;

@@ -128,7 +128,7 @@ static int setup(void **state)
     }
     snprintf(fx->db, sizeof(fx->db), "%s/synthetic.db", fx->dir);
     opsched_store *s = NULL;
-    if (opsched_store_open(fx->ctx, fx->db, &s) != OPSCHED_OK) return -1;
+    if (opsched_store_open(fx->ctx, fx->db, OPSCHED_STORE_READ_WRITE, &s) != OPSCHED_OK) return -1;
     opsched_device_info d;
     memset(&d, 0, sizeof(d));
     snprintf(d.backend, sizeof(d.backend), "cuda");

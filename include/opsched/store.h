@@ -5,11 +5,17 @@
  * under a canonical signature, runs (what was asked, shard, start and end,
  * tool version), measurements (every statistic, energy, algorithm, math
  * mode, layout, cache state and status) and network runs (whole networks
- * profiled end to end).  Each measurement is committed as
- * soon as it is added, so a killed sweep loses at most the configuration in
- * flight.  WAL mode and a busy timeout let several processes write one file.
- * The schema version lives in PRAGMA user_version; a file from a newer
- * opsched is refused with OPSCHED_ERR_VERSION.
+ * profiled end to end).  Each measurement is committed as soon as it is
+ * added, so a killed sweep loses at most the configuration in flight.  WAL
+ * mode and a busy timeout let several processes write one file.
+ *
+ * A file is opsched's when its PRAGMA application_id is
+ * OPSCHED_STORE_APPLICATION_ID (files of schema 1 to 4 written before the
+ * id existed are recognised by their tables) and it holds no table opsched
+ * does not make; any other file is refused by every open, before anything
+ * is written to it.  The schema version lives in PRAGMA user_version; a
+ * file from a newer opsched is refused with OPSCHED_ERR_VERSION.
+ * docs/RELIABILITY.md says what the files promise.
  */
 #ifndef OPSCHED_STORE_H
 #define OPSCHED_STORE_H
@@ -24,10 +30,43 @@ extern "C" {
 
 typedef struct opsched_store opsched_store;
 
-/* Opens (creating if needed) a database file.  The context must outlive
- * the store. */
-opsched_status opsched_store_open(opsched_ctx *ctx, const char *path, opsched_store **out);
+/* PRAGMA application_id of an opsched database: "OPSC" in ASCII. */
+#define OPSCHED_STORE_APPLICATION_ID 0x4f505343
+
+/* How a database is opened. */
+typedef enum opsched_store_mode {
+    /* Reads only: never creates, initialises, upgrades or writes the file
+     * (SQLITE_OPEN_READONLY, PRAGMA query_only).  Works on a read-only file
+     * or directory.  A missing file is OPSCHED_ERR_NOT_FOUND; an empty one,
+     * a foreign one or one of an older schema is refused.  Writes through
+     * the store fail with OPSCHED_ERR_INVALID_ARG. */
+    OPSCHED_STORE_READ_ONLY = 0,
+    /* Reads and writes.  A missing file is created whole (built under a
+     * temporary name, then linked in place, so no half-made database ever
+     * has the name); a zero-length file or an SQLite file with no schema at
+     * all is initialised in one transaction; an older schema is upgraded in
+     * one transaction after a copy of the file is kept as PATH.bak-vN. */
+    OPSCHED_STORE_READ_WRITE = 1
+} opsched_store_mode;
+
+/* Opens a database file.  Both modes wait up to 30 s for another
+ * process's lock, then fail naming the file.  A refused file (not an
+ * SQLite database, another application's, unknown tables, empty for
+ * reading) gives OPSCHED_ERR_PARSE, a newer schema OPSCHED_ERR_VERSION, an
+ * older schema opened for reading OPSCHED_ERR_UNSUPPORTED; the message
+ * names the file and why.  The context must outlive the store. */
+opsched_status opsched_store_open(opsched_ctx *ctx, const char *path, opsched_store_mode mode,
+                                  opsched_store **out);
 void opsched_store_close(opsched_store *s);
+/* A batch: the writes between begin and commit are one transaction, so
+ * they land together or not at all, and cost one commit rather than one
+ * each.  A write that fails inside the batch is undone alone and the batch
+ * stays open; rollback drops the whole batch (and does nothing when none
+ * is open).  Other processes wait for the batch to end before writing. */
+opsched_status opsched_store_batch_begin(opsched_store *s);
+opsched_status opsched_store_batch_commit(opsched_store *s);
+void opsched_store_batch_rollback(opsched_store *s);
+
 /* The schema version this build writes. */
 int opsched_store_schema_version(void);
 
@@ -75,7 +114,10 @@ void opsched_settings_key(const opsched_measure_options *o, char *buf, size_t si
 opsched_status opsched_store_has(opsched_store *s, int64_t device_id, int64_t config_id,
                                  const char *settings_key, int *found);
 
-/* Adds one measurement and commits it. */
+/* Adds one measurement and commits it.  A full disk or an I/O error
+ * gives OPSCHED_ERR_IO with the file and the space left on its file
+ * system named; the measurement is not stored, everything committed
+ * before is, and the file stays consistent. */
 opsched_status opsched_store_add(opsched_store *s, int64_t run_id, int64_t device_id,
                                  int64_t config_id, const char *settings_key,
                                  const char *algo_policy, const opsched_measurement *m,
@@ -180,7 +222,7 @@ opsched_status opsched_shipped_names(opsched_ctx *ctx, char *buf, size_t size);
  * OPSCHED_ERR_IO or OPSCHED_ERR_PARSE with the file (and line) named. */
 opsched_status opsched_shipped_database(opsched_ctx *ctx, const char *name, char *path,
                                         size_t size);
-/* opsched_shipped_database, then opens it. */
+/* opsched_shipped_database, then opens it read-only. */
 opsched_status opsched_store_open_shipped(opsched_ctx *ctx, const char *name,
                                           opsched_store **out);
 

@@ -544,7 +544,7 @@ opsched_status opsched_predictor_open(opsched_ctx *ctx, const char *db_path,
     snprintf(in->cache, sizeof(in->cache), "%s", p->cache);
     snprintf(in->models_dir, sizeof(in->models_dir), "%s", p->models_dir);
 
-    OS_TRY_GOTO(st, opsched_store_open(ctx, db_path, &p->store), fail);
+    OS_TRY_GOTO(st, opsched_store_open(ctx, db_path, OPSCHED_STORE_READ_ONLY, &p->store), fail);
     OS_TRY_GOTO(st, opsched_store_find_device(p->store, opts->device, &in->device), fail);
     int found = 0;
     OS_TRY_GOTO(st,

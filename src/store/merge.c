@@ -24,10 +24,9 @@ static opsched_status check_source(opsched_store *s, const char *src_path)
 {
     opsched_status st;
     opsched_store *src = NULL;
-    int version = 0;
-    OS_TRY_GOTO(st, os_store_connect(s->ctx, src_path, 1, &src), done);
-    OS_TRY_GOTO(st, os_store_user_version(src, &version), done);
-    OS_TRY_GOTO(st, os_store_check_version(src, version), done);
+    int version = 0, stamped = 0;
+    OS_TRY_GOTO(st, os_store_connect(s->ctx, src_path, OS_CONNECT_READONLY, &src), done);
+    OS_TRY_GOTO(st, os_store_identify(src, &version, &stamped), done);
     if (version == 0)
         st = OS_FAIL(s->ctx, OPSCHED_ERR_PARSE, "database %s is not an opsched database", src_path);
     else if (version != OS_STORE_SCHEMA)

@@ -1,9 +1,10 @@
 /*
- * schema.c - the database schema, its version (PRAGMA user_version) and the
- * connection settings every store uses: WAL, foreign keys, synchronous.
+ * schema.c - the database schema, its version (PRAGMA user_version), how an
+ * opsched file is told from others, and the connection settings every
+ * writer uses: WAL, foreign keys, synchronous, checkpoints.
  *
  * Schema history (for each change bump OS_STORE_SCHEMA and teach
- * os_store_schema_ensure to upgrade older files; never edit a released
+ * os_store_schema_build to upgrade older files; never edit a released
  * version's tables in place):
  *   1  devices, runs, configs, measurements.
  *   2  network_runs: whole networks profiled end to end (opsched profile).
@@ -17,10 +18,18 @@
  *      single-operator costs of their groups for the contention fit.
  *      Older files gain the table in place.
  *
+ * Every file is stamped with PRAGMA application_id
+ * OPSCHED_STORE_APPLICATION_ID when it is created or upgraded; files of
+ * schema 1 to 4 from before the stamp are recognised by their tables and
+ * stamped when opened for writing.  A file with any table not listed in
+ * known_tables is someone else's and is never written.
+ *
  * Sizes and counts that do not apply to a configuration (the kernel of a
  * linear layer) are NULL, so queries read "kernel IS NULL" rather than
  * "kernel = -1".  Times are Unix seconds as REAL, with microseconds.
  */
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "store/store_impl.h"
@@ -193,13 +202,131 @@ static const char schema_v4[] =
 
 static const char set_version[] = "PRAGMA user_version = " OS_STR(OS_STORE_SCHEMA);
 
+/* The tables opsched makes and the schema that introduced each.
+ * shipped_data marks a database built from shipped text (shipped.c): never
+ * required, always allowed. */
+static const struct {
+    const char *name;
+    int since;
+} known_tables[] = {
+    {"devices", 1},      {"runs", 1},         {"configs", 1}, {"measurements", 1},
+    {"network_runs", 2}, {"calibrations", 3}, {"stages", 4},  {"shipped_data", 0},
+};
+#define N_KNOWN_TABLES ((int)(sizeof(known_tables) / sizeof(known_tables[0])))
+
+static int known_table(const char *name)
+{
+    for (int i = 0; i < N_KNOWN_TABLES; i++)
+        if (strcmp(known_tables[i].name, name) == 0) return i;
+    return -1;
+}
+
+static opsched_status read_pragma_int(opsched_store *s, const char *sql, int *out)
+{
+    opsched_status st;
+    sqlite3_stmt *stmt = NULL;
+    int row = 0;
+    *out = 0;
+    OS_TRY_GOTO(st, OS_STORE_PREPARE(s, sql, &stmt), done);
+    OS_TRY_GOTO(st, OS_STORE_STEP(s, stmt, sql, &row), done);
+    if (row) *out = sqlite3_column_int(stmt, 0);
+done:
+    sqlite3_finalize(stmt);
+    return st;
+}
+
+static opsched_status foreign(opsched_store *s, const char *why, const char *name)
+{
+    return OS_FAIL(s->ctx, OPSCHED_ERR_PARSE,
+                   "database %s is not an opsched database (%s%s%s); opsched leaves it untouched",
+                   s->path, why, name ? " " : "", name ? name : "");
+}
+
+opsched_status os_store_identify(opsched_store *s, int *version, int *stamped)
+{
+    opsched_status st;
+    sqlite3_stmt *stmt = NULL;
+    int app_id = 0, v = 0, row = 0, n_objects = 0;
+    int present[N_KNOWN_TABLES] = {0};
+    char unknown[128] = "";
+    *version = 0;
+    *stamped = 0;
+    OS_TRY(read_pragma_int(s, "PRAGMA application_id", &app_id));
+    OS_TRY(read_pragma_int(s, "PRAGMA user_version", &v));
+    if (app_id != 0 && (uint32_t)app_id != (uint32_t)OPSCHED_STORE_APPLICATION_ID) {
+        char id[32];
+        snprintf(id, sizeof(id), "0x%08x", (unsigned)app_id);
+        return foreign(s, "it belongs to another application: application_id", id);
+    }
+    if (app_id != 0 && v > OS_STORE_SCHEMA) return os_store_check_version(s, v);
+    OS_TRY_GOTO(st,
+                OS_STORE_PREPARE(s,
+                                 "SELECT type, name FROM sqlite_master WHERE type IN ('table',"
+                                 " 'view', 'trigger') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+                                 &stmt),
+                done);
+    for (;;) {
+        OS_TRY_GOTO(st, OS_STORE_STEP(s, stmt, "list tables", &row), done);
+        if (!row) break;
+        const char *type = (const char *)sqlite3_column_text(stmt, 0);
+        const char *name = (const char *)sqlite3_column_text(stmt, 1);
+        int k = type && name && strcmp(type, "table") == 0 ? known_table(name) : -1;
+        n_objects++;
+        if (k >= 0)
+            present[k] = 1;
+        else if (!unknown[0])
+            snprintf(unknown, sizeof(unknown), "'%s'", name ? name : "?");
+    }
+    if (unknown[0]) {
+        st = foreign(s, "it has a table opsched does not make:", unknown);
+        goto done;
+    }
+    if (v > OS_STORE_SCHEMA) { /* opsched's tables, but no id: an opsched to come */
+        st = os_store_check_version(s, v);
+        goto done;
+    }
+    if (v == 0) {
+        if (n_objects > 0)
+            st = foreign(s,
+                         "it has opsched's tables but no schema version: a half-made or "
+                         "damaged file",
+                         NULL);
+        goto done;
+    }
+    for (int k = 0; k < N_KNOWN_TABLES; k++) {
+        if (known_tables[k].since > v && present[k]) {
+            st = foreign(s, "it has a table its schema version lacks:", known_tables[k].name);
+            goto done;
+        }
+        if (known_tables[k].since >= 1 && known_tables[k].since <= v && !present[k]) {
+            st = foreign(s, "it lacks the table", known_tables[k].name);
+            goto done;
+        }
+    }
+    *version = v;
+    *stamped = app_id != 0;
+done:
+    sqlite3_finalize(stmt);
+    return st;
+}
+
+opsched_status os_store_schema_build(opsched_store *s, int from)
+{
+    if (from == 0) OS_TRY(OS_STORE_EXEC(s, schema_v1, "create the schema"));
+    if (from < 2) OS_TRY(OS_STORE_EXEC(s, schema_v2, "add the network_runs table"));
+    if (from < 3) OS_TRY(OS_STORE_EXEC(s, schema_v3, "add the calibrations table"));
+    if (from < 4) OS_TRY(OS_STORE_EXEC(s, schema_v4, "add the stages table"));
+    OS_TRY(OS_STORE_EXEC(s, OS_STORE_SET_APP_ID, "set the application id"));
+    return OS_STORE_EXEC(s, set_version, "set the schema version");
+}
+
 /* WAL lets readers and one writer of several processes share the file.
  * Some file systems (network mounts) cannot do WAL; the rollback journal
  * SQLite keeps then is still safe, only slower under contention.
  * Switching needs the file to itself for a moment and SQLite does not wait
  * for that under the busy timeout (two processes opening a new file at once
  * collide here), so the wait is done here. */
-static opsched_status set_wal(opsched_store *s)
+opsched_status os_store_set_wal(opsched_store *s)
 {
     opsched_status st;
     sqlite3_stmt *stmt = NULL;
@@ -220,60 +347,20 @@ static opsched_status set_wal(opsched_store *s)
     if (!mode || strcmp((const char *)mode, "wal") != 0)
         os_log(s->ctx, OPSCHED_LOG_WARN, "database %s: WAL mode unavailable (journal mode %s)",
                s->path, mode ? (const char *)mode : "unknown");
-done:
-    sqlite3_finalize(stmt);
-    return st;
-}
-
-/* A database with user_version 0 is either new (empty) or someone else's. */
-static opsched_status check_empty(opsched_store *s)
-{
-    opsched_status st;
-    sqlite3_stmt *stmt = NULL;
-    int row = 0;
-    OS_TRY_GOTO(st, OS_STORE_PREPARE(s, "SELECT count(*) FROM sqlite_master", &stmt), done);
-    OS_TRY_GOTO(st, OS_STORE_STEP(s, stmt, "list tables", &row), done);
-    if (row && sqlite3_column_int64(stmt, 0) > 0)
-        st = OS_FAIL(s->ctx, OPSCHED_ERR_PARSE,
-                     "database %s is an SQLite database but not an opsched one", s->path);
-done:
-    sqlite3_finalize(stmt);
-    return st;
-}
-
-opsched_status os_store_schema_ensure(opsched_store *s)
-{
-    opsched_status st;
-    int version = 0;
-    /* Check before anything writes to the file: a newer or foreign file is
-     * left exactly as it was. */
-    OS_TRY(os_store_user_version(s, &version));
-    OS_TRY(os_store_check_version(s, version));
-    OS_TRY(set_wal(s));
     /* synchronous=NORMAL in WAL mode loses nothing when the process dies
-     * (a killed sweep); only a power cut can lose the last commits. */
-    OS_TRY(OS_STORE_EXEC(s, "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL",
-                         "configure the connection"));
-    OS_TRY(os_store_begin(s));
-    /* Again inside the write lock: another process may have created the
-     * schema since the first look. */
-    OS_TRY_GOTO(st, os_store_user_version(s, &version), done);
-    OS_TRY_GOTO(st, os_store_check_version(s, version), done);
-    if (version == 0) {
-        OS_TRY_GOTO(st, check_empty(s), done);
-        OS_TRY_GOTO(st, OS_STORE_EXEC(s, schema_v1, "create the schema"), done);
-    }
-    if (version < 2)
-        OS_TRY_GOTO(st, OS_STORE_EXEC(s, schema_v2, "add the network_runs table"), done);
-    if (version < 3)
-        OS_TRY_GOTO(st, OS_STORE_EXEC(s, schema_v3, "add the calibrations table"), done);
-    if (version < 4)
-        OS_TRY_GOTO(st, OS_STORE_EXEC(s, schema_v4, "add the stages table"), done);
-    if (version < OS_STORE_SCHEMA)
-        OS_TRY_GOTO(st, OS_STORE_EXEC(s, set_version, "set the schema version"), done);
-    OS_TRY_GOTO(st, os_store_commit(s), done);
+     * (a killed sweep); only a power cut can lose the last commits.  A
+     * checkpoint every 100 pages and a WAL cut back to 1 MiB after one keep
+     * the space the WAL needs beside the database small, which is what a
+     * nearly full disk has left. */
+    OS_TRY_GOTO(st,
+                OS_STORE_EXEC(s,
+                              "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;"
+                              " PRAGMA wal_autocheckpoint = 100;"
+                              " PRAGMA journal_size_limit = 1048576",
+                              "configure the connection"),
+                done);
 done:
-    if (st != OPSCHED_OK) os_store_rollback(s);
+    sqlite3_finalize(stmt);
     return st;
 }
 

@@ -336,7 +336,7 @@ static opsched_status build(opsched_ctx *ctx, const char *name, const char *dir,
     sqlite3_stmt *stmt = NULL;
     opsched_status st;
     os_binder b;
-    OS_TRY(opsched_store_open(ctx, tmp, &s));
+    OS_TRY(opsched_store_open(ctx, tmp, OPSCHED_STORE_READ_WRITE, &s));
     OS_TRY_GOTO(st, os_store_begin(s), done);
     for (int i = 0; i < N_TABLES; i++) OS_TRY_GOTO(st, load_text(s, &f[i], tables[i]), done);
     OS_TRY_GOTO(st,
@@ -499,5 +499,5 @@ opsched_status opsched_store_open_shipped(opsched_ctx *ctx, const char *name, op
     if (!out) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "opsched_store_open_shipped: out is NULL");
     *out = NULL;
     OS_TRY(opsched_shipped_database(ctx, name, path, sizeof(path)));
-    return opsched_store_open(ctx, path, out);
+    return opsched_store_open(ctx, path, OPSCHED_STORE_READ_ONLY, out);
 }

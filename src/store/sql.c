@@ -3,32 +3,83 @@
  * codes to opsched statuses with a message that names the file and the
  * call, preparing and stepping statements, transactions and binding.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
 
 #include "core/util.h"
 #include "store/store_impl.h"
+
+/* The space left to unprivileged users on the file system holding path,
+ * as text ("1.5 MiB"), or "unknown". */
+static void free_space(const char *path, char *buf, size_t size)
+{
+    char dir[4096];
+    struct statvfs v;
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == dir)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    if (statvfs(dir, &v) != 0) {
+        snprintf(buf, size, "unknown");
+        return;
+    }
+    double bytes = (double)v.f_bavail * (double)v.f_frsize;
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024.0 && u < 4) {
+        bytes /= 1024.0;
+        u++;
+    }
+    snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+}
 
 opsched_status os_store_fail(opsched_store *s, int rc, const char *call, const char *file, int line)
 {
     const char *path = s->path ? s->path : "?";
     const char *msg = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
     int sys = s->db ? sqlite3_system_errno(s->db) : 0;
-    switch (rc & 0xff) {
-    case SQLITE_FULL:
-        return os_fail(s->ctx, OPSCHED_ERR_IO, file, line, "database %s: disk full (%s: %s)", path,
-                       call, msg);
-    case SQLITE_IOERR:
+    char space[64];
+    int primary = rc & 0xff;
+    if (primary == SQLITE_FULL || primary == SQLITE_IOERR) {
+        /* SQLite's errno is not always the write's (a rollback may follow
+         * it), so the space left and the size limit are stated whatever
+         * the error, for the user to judge. */
+        struct rlimit lim;
+        char limit[96] = "";
+        free_space(path, space, sizeof(space));
+        if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+            snprintf(limit, sizeof(limit), "; the file size limit (ulimit -f) is %llu KiB",
+                     (unsigned long long)(lim.rlim_cur / 1024));
+        const char *what = primary == SQLITE_FULL || sys == ENOSPC || sys == EDQUOT
+                               ? "disk full"
+                               : sys == EFBIG ? "file size limit reached" : "I/O error";
+        return os_fail(s->ctx, OPSCHED_ERR_IO, file, line,
+                       "database %s: %s, %s free on its file system%s (%s: %s%s%s); what was "
+                       "committed before is kept",
+                       path, what, space, limit, call, msg, sys ? ", " : "",
+                       sys ? strerror(sys) : "");
+    }
+    switch (primary) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return os_fail(s->ctx, OPSCHED_ERR_IO, file, line,
+                       "database %s is locked by another process; gave up after waiting %d s "
+                       "(%s: %s)",
+                       path, OS_STORE_BUSY_MS / 1000, call, msg);
     case SQLITE_CANTOPEN:
     case SQLITE_READONLY:
     case SQLITE_PERM:
-        if (sys == ENOSPC)
-            return os_fail(s->ctx, OPSCHED_ERR_IO, file, line, "database %s: disk full (%s: %s)",
-                           path, call, msg);
         if (sys != 0)
             return os_fail(s->ctx, OPSCHED_ERR_IO, file, line, "database %s: %s failed: %s (%s)",
                            path, call, msg, strerror(sys));
@@ -48,17 +99,50 @@ opsched_status os_store_fail(opsched_store *s, int rc, const char *call, const c
     }
 }
 
-opsched_status os_store_connect(opsched_ctx *ctx, const char *path, int readonly,
-                                opsched_store **out)
+/* "file:" and path with every byte but a few safe ones percent-encoded,
+ * then "?immutable=1"; NULL when out of memory. */
+static char *immutable_uri(const char *path)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(path);
+    char *uri = malloc(5 + 3 * n + 13);
+    if (!uri) return NULL;
+    char *p = uri;
+    memcpy(p, "file:", 5);
+    p += 5;
+    for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
+        if (isalnum(*c) || *c == '/' || *c == '.' || *c == '-' || *c == '_') {
+            *p++ = (char)*c;
+        } else {
+            *p++ = '%';
+            *p++ = hex[*c >> 4];
+            *p++ = hex[*c & 15];
+        }
+    }
+    memcpy(p, "?immutable=1", 13);
+    return uri;
+}
+
+opsched_status os_store_connect(opsched_ctx *ctx, const char *path, int flags, opsched_store **out)
 {
     opsched_status st = OPSCHED_OK;
     opsched_store *s = calloc(1, sizeof(*s));
+    char *uri = NULL;
     *out = NULL;
     if (!s) return OS_NOMEM(ctx);
     s->ctx = ctx;
+    s->readonly = (flags & (OS_CONNECT_READONLY | OS_CONNECT_IMMUTABLE)) != 0;
     OS_TRY_GOTO(st, os_strdup(ctx, path, &s->path), done);
-    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    int rc = sqlite3_open_v2(path, &s->db, flags, NULL);
+    int oflags = s->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+    if (!s->readonly && (flags & OS_CONNECT_CREATE)) oflags |= SQLITE_OPEN_CREATE;
+    if (flags & OS_CONNECT_IMMUTABLE) {
+        if (!(uri = immutable_uri(path))) {
+            st = OS_NOMEM(ctx);
+            goto done;
+        }
+        oflags |= SQLITE_OPEN_URI;
+    }
+    int rc = sqlite3_open_v2(uri ? uri : path, &s->db, oflags, NULL);
     if (rc != SQLITE_OK) {
         st = OS_STORE_FAIL(s, rc, "sqlite3_open_v2");
         goto done;
@@ -71,13 +155,17 @@ opsched_status os_store_connect(opsched_ctx *ctx, const char *path, int readonly
     }
     /* SQLite silently falls back to read-only when the file is not
      * writable; say so now rather than at the first measurement. */
-    if (!readonly && sqlite3_db_readonly(s->db, "main") == 1) {
+    if (!s->readonly && sqlite3_db_readonly(s->db, "main") == 1) {
         st = OS_FAIL(ctx, OPSCHED_ERR_IO, "database %s: the file is not writable", path);
         goto done;
     }
+    if (s->readonly)
+        OS_TRY_GOTO(st, OS_STORE_EXEC(s, "PRAGMA query_only = ON", "make the connection read-only"),
+                    done);
     *out = s;
     s = NULL;
 done:
+    free(uri);
     opsched_store_close(s);
     return st;
 }
@@ -140,18 +228,69 @@ done:
 
 opsched_status os_store_begin(opsched_store *s)
 {
+    if (s->readonly)
+        return OS_FAIL(s->ctx, OPSCHED_ERR_INVALID_ARG,
+                       "database %s was opened read-only; this needs it opened for writing",
+                       s->path);
+    if (s->batch) {
+        OS_TRY(OS_STORE_EXEC(s, "SAVEPOINT os_write", "begin a write inside the batch"));
+        s->nested = 1;
+        return OPSCHED_OK;
+    }
     return OS_STORE_EXEC(s, "BEGIN IMMEDIATE", "begin transaction");
 }
 
 opsched_status os_store_commit(opsched_store *s)
 {
+    if (s->batch) {
+        OS_TRY(OS_STORE_EXEC(s, "RELEASE os_write", "end a write inside the batch"));
+        s->nested = 0;
+        return OPSCHED_OK;
+    }
     return OS_STORE_EXEC(s, "COMMIT", "commit");
 }
 
 void os_store_rollback(opsched_store *s)
 {
-    if (s && s->db && !sqlite3_get_autocommit(s->db))
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    if (!s || !s->db || sqlite3_get_autocommit(s->db)) return;
+    if (s->batch) {
+        if (s->nested)
+            sqlite3_exec(s->db, "ROLLBACK TO os_write; RELEASE os_write", NULL, NULL, NULL);
+        s->nested = 0;
+        return;
+    }
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+opsched_status opsched_store_batch_begin(opsched_store *s)
+{
+    if (!s) return OPSCHED_ERR_INVALID_ARG;
+    if (s->batch)
+        return OS_FAIL(s->ctx, OPSCHED_ERR_INVALID_ARG, "database %s: a batch is already open",
+                       s->path);
+    OS_TRY(os_store_begin(s));
+    s->batch = 1;
+    s->nested = 0;
+    return OPSCHED_OK;
+}
+
+opsched_status opsched_store_batch_commit(opsched_store *s)
+{
+    if (!s) return OPSCHED_ERR_INVALID_ARG;
+    if (!s->batch)
+        return OS_FAIL(s->ctx, OPSCHED_ERR_INVALID_ARG, "database %s: no batch is open", s->path);
+    s->batch = 0;
+    opsched_status st = os_store_commit(s);
+    if (st != OPSCHED_OK) os_store_rollback(s);
+    return st;
+}
+
+void opsched_store_batch_rollback(opsched_store *s)
+{
+    if (!s || !s->batch) return;
+    s->batch = 0;
+    s->nested = 0;
+    os_store_rollback(s);
 }
 
 opsched_status os_store_user_version(opsched_store *s, int *out)

@@ -1,6 +1,7 @@
 /*
- * store.c - the measurement database's writers and lookups: opening, runs,
- * devices, configurations, measurements, settings keys and the summary.
+ * store.c - the measurement database's writers and lookups: runs, devices,
+ * configurations, measurements, settings keys and the summary (opening is
+ * open.c).
  *
  * Each write is its own immediate transaction, committed before the call
  * returns, so a sweep killed at any point keeps everything it reported.
@@ -12,23 +13,6 @@
 #include <unistd.h>
 
 #include "store/store_impl.h"
-
-opsched_status opsched_store_open(opsched_ctx *ctx, const char *path, opsched_store **out)
-{
-    opsched_status st;
-    opsched_store *s = NULL;
-    if (!out) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "opsched_store_open: out is NULL");
-    *out = NULL;
-    if (!path || !*path)
-        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "opsched_store_open: no database path");
-    OS_TRY_GOTO(st, os_store_connect(ctx, path, 0, &s), done);
-    OS_TRY_GOTO(st, os_store_schema_ensure(s), done);
-    *out = s;
-    s = NULL;
-done:
-    opsched_store_close(s);
-    return st;
-}
 
 /* ---- runs ------------------------------------------------------------ */
 

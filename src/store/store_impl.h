@@ -20,13 +20,19 @@
 
 /* The schema this build writes and the newest it can read. */
 #define OS_STORE_SCHEMA 4
-/* How long a writer waits for another process's transaction to finish. */
+/* OPSCHED_STORE_APPLICATION_ID in decimal, as PRAGMA takes it. */
+#define OS_STORE_SET_APP_ID "PRAGMA application_id = 1330664259"
+_Static_assert(OPSCHED_STORE_APPLICATION_ID == 1330664259, "OS_STORE_SET_APP_ID is stale");
+/* How long any connection (reader or writer) waits for another process's lock. */
 #define OS_STORE_BUSY_MS 30000
 
 struct opsched_store {
     opsched_ctx *ctx; /* borrowed */
     sqlite3 *db;
-    char *path; /* owned copy, for messages */
+    char *path;   /* owned copy, for messages */
+    int readonly; /* opened OPSCHED_STORE_READ_ONLY: os_store_begin refuses */
+    int batch;    /* inside opsched_store_batch_begin: writes nest as savepoints */
+    int nested;   /* a write's savepoint is open inside the batch */
 };
 
 /* Columns of `runs` without the id, in the order merge copies them. */
@@ -88,15 +94,33 @@ opsched_status os_store_merge_calibrations(opsched_store *s, int64_t *added);
  * the rows written.  (network.c) */
 opsched_status os_store_merge_networks(opsched_store *s, int64_t *added);
 
-/* Opens a connection to path (read-only, or read-write and created when
- * missing) with extended result codes and the busy timeout; no schema work.
- * *out is freed with opsched_store_close. */
-opsched_status os_store_connect(opsched_ctx *ctx, const char *path, int readonly,
-                                opsched_store **out);
+/* How os_store_connect opens a file: read-only (else read-write),
+ * created when missing, or immutable (read-only, no locks, no -wal or -shm
+ * files: for a WAL file in a directory this process cannot write). */
+enum { OS_CONNECT_READONLY = 1, OS_CONNECT_CREATE = 2, OS_CONNECT_IMMUTABLE = 4 };
 
-/* Creates the schema in a new file, or checks the version of an existing
- * one; switches the file to WAL mode.  Called once by opsched_store_open. */
-opsched_status os_store_schema_ensure(opsched_store *s);
+/* Opens a connection to path with the OS_CONNECT_* flags, extended result
+ * codes and the busy timeout; no schema work.  *out is freed with
+ * opsched_store_close. */
+opsched_status os_store_connect(opsched_ctx *ctx, const char *path, int flags, opsched_store **out);
+
+/* Tells what the connection's main database is, reading only: *version is
+ * its schema (1 .. OS_STORE_SCHEMA) or 0 for an SQLite file with no schema
+ * at all (new, or a zero-length file); *stamped is whether it carries
+ * opsched's application_id.  A foreign file (another application's id,
+ * tables opsched does not make, opsched's tables missing) is
+ * OPSCHED_ERR_PARSE; a newer schema OPSCHED_ERR_VERSION.  (schema.c) */
+opsched_status os_store_identify(opsched_store *s, int *version, int *stamped);
+
+/* Inside the caller's transaction: creates the whole schema (version 0),
+ * or upgrades `from` to OS_STORE_SCHEMA; either way stamps the
+ * application_id and the version.  (schema.c) */
+opsched_status os_store_schema_build(opsched_store *s, int from);
+
+/* Switches the file to WAL mode (waiting up to the busy timeout for the
+ * file to itself) and sets the connection's pragmas: foreign keys,
+ * synchronous, checkpoint size.  (schema.c) */
+opsched_status os_store_set_wal(opsched_store *s);
 
 /* PRAGMA user_version of the connection's main database. */
 opsched_status os_store_user_version(opsched_store *s, int *out);
@@ -107,9 +131,11 @@ opsched_status os_store_check_version(opsched_store *s, int version);
 
 /* Records a failed SQLite call (rc) and returns its status: disk full and
  * other I/O failures, including a file that cannot be opened or written,
- * give OPSCHED_ERR_IO; a file that is not a database or is corrupt
- * OPSCHED_ERR_PARSE; SQLite out of memory OPSCHED_ERR_NOMEM; anything else
- * OPSCHED_ERR_BACKEND.  call names what failed. */
+ * give OPSCHED_ERR_IO (the message of a failed write gives the space left
+ * and any file size limit); a lock held past the busy timeout
+ * OPSCHED_ERR_IO naming the wait; a file that is not a database or is
+ * corrupt OPSCHED_ERR_PARSE; SQLite out of memory OPSCHED_ERR_NOMEM;
+ * anything else OPSCHED_ERR_BACKEND.  call names what failed. */
 opsched_status os_store_fail(opsched_store *s, int rc, const char *call, const char *file,
                              int line);
 #define OS_STORE_FAIL(s, rc, call) os_store_fail((s), (rc), (call), __FILE__, __LINE__)
@@ -128,7 +154,8 @@ opsched_status os_store_exec_at(opsched_store *s, const char *sql, const char *w
     os_store_step_at((s), (stmt), (what), (row), __FILE__, __LINE__)
 #define OS_STORE_EXEC(s, sql, what) os_store_exec_at((s), (sql), (what), __FILE__, __LINE__)
 
-/* BEGIN IMMEDIATE / COMMIT; rollback does nothing outside a transaction and
+/* BEGIN IMMEDIATE (OPSCHED_ERR_INVALID_ARG on a read-only store) / COMMIT,
+ * or inside a batch a savepoint and its release; rollback does nothing outside a transaction and
  * cannot fail (its result would hide the error that led to it). */
 opsched_status os_store_begin(opsched_store *s);
 opsched_status os_store_commit(opsched_store *s);

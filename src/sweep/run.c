@@ -238,7 +238,8 @@ static opsched_status worker_setup(worker *w)
     if (st != OPSCHED_OK) return worker_fail(w, st, "cannot open the device");
     if ((st = opsched_device_info_get(w->dev, &info)) != OPSCHED_OK)
         return worker_fail(w, st, "device info");
-    if ((st = opsched_store_open(w->ctx, sw->opts->db_path, &w->store)) != OPSCHED_OK)
+    if ((st = opsched_store_open(w->ctx, sw->opts->db_path, OPSCHED_STORE_READ_WRITE,
+                                 &w->store)) != OPSCHED_OK)
         return worker_fail(w, st, "database");
     if ((st = opsched_store_device(w->store, &info, &w->device_id)) != OPSCHED_OK)
         return worker_fail(w, st, "database");
@@ -540,7 +541,7 @@ opsched_status opsched_sweep_run(opsched_ctx *ctx, const opsched_sweep_spec *spe
     pthread_mutex_init(&sw->lock, NULL);
     pthread_cond_init(&sw->cond, NULL);
 
-    OS_TRY_GOTO(st, opsched_store_open(ctx, opts->db_path, &store), done);
+    OS_TRY_GOTO(st, opsched_store_open(ctx, opts->db_path, OPSCHED_STORE_READ_WRITE, &store), done);
     OS_TRY_GOTO(st, start_workers(ctx, sw), done);
     OS_TRY_GOTO(st, resolve_policies(ctx, sw), done);
     opsched_run_info info = {.command = opts->command, .spec = opsched_sweep_spec_text(spec),
@@ -549,7 +550,12 @@ opsched_status opsched_sweep_run(opsched_ctx *ctx, const opsched_sweep_spec *spe
     OS_TRY_GOTO(st, opsched_store_begin_run(store, &info, &sw->run_id), done);
     run_open = 1;
     sw->t0 = now_s();
-    OS_TRY_GOTO(st, plan_items(ctx, sw, store), done);
+    /* The shard's configurations are registered in one transaction. */
+    OS_TRY_GOTO(st, opsched_store_batch_begin(store), done);
+    st = plan_items(ctx, sw, store);
+    if (st == OPSCHED_OK) st = opsched_store_batch_commit(store);
+    opsched_store_batch_rollback(store);
+    if (st != OPSCHED_OK) goto done;
     st = execute(ctx, sw, store);
     run_open = 0;
 done:

@@ -198,7 +198,8 @@ static int run_calibrate(opsched_ctx *ctx, devices_args *a)
     if (!known) return tool_usage_error("devices", "this build has no backend '%s'", backend);
     opsched_store *s = NULL;
     opsched_status st;
-    if (db && (st = opsched_store_open(ctx, db, &s)) != OPSCHED_OK) return tool_fail(ctx, st, db);
+    if (db && (st = opsched_store_open(ctx, db, OPSCHED_STORE_READ_WRITE, &s)) != OPSCHED_OK)
+        return tool_fail(ctx, st, db);
     if (a->fmt == TOOL_FMT_TABLE)
         printf("%-6s %-28s %-5s  %10s  %10s  %10s  %10s  %10s\n", "", "device", "math", "TFLOP/s",
                "GB/s", "launch us", "node us", "idle W");

@@ -65,7 +65,7 @@ int cmd_export(opsched_ctx *ctx, int argc, char **argv)
     }
     opsched_store *store = NULL;
     FILE *f = stdout;
-    opsched_status st = opsched_store_open(ctx, db, &store);
+    opsched_status st = opsched_store_open(ctx, db, OPSCHED_STORE_READ_ONLY, &store);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, db);
     if (out && !(f = fopen(out, "w"))) {
         fprintf(stderr, "opsched export: %s: %s\n", out, strerror(errno));

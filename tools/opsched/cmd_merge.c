@@ -55,7 +55,7 @@ int cmd_merge(opsched_ctx *ctx, int argc, char **argv)
             return tool_usage_error("merge", "%s is both a source and the output", srcs[i]);
     }
     opsched_store *store = NULL;
-    opsched_status s = opsched_store_open(ctx, out, &store);
+    opsched_status s = opsched_store_open(ctx, out, OPSCHED_STORE_READ_WRITE, &store);
     if (s != OPSCHED_OK) return tool_fail(ctx, s, out);
     int rc = TOOL_EXIT_OK;
     opsched_merge_stats total;

@@ -487,7 +487,7 @@ static opsched_status leave_out(opsched_ctx *ctx, const predict_cmd *c, const op
     if (st == OPSCHED_OK && z) {
         shapes_seen seen = {.model = z->name};
         opsched_store *s = NULL;
-        st = opsched_store_open(ctx, c->a.db_path, &s);
+        st = opsched_store_open(ctx, c->a.db_path, OPSCHED_STORE_READ_ONLY, &s);
         opsched_device_row dev;
         if (st == OPSCHED_OK) {
             st = opsched_store_find_device(s, c->a.target, &dev);

@@ -669,7 +669,7 @@ static opsched_status mark_done(run_state *rs, const int64_t *sizes, int n_sizes
 
 static opsched_status open_store(run_state *rs, int argc, char **argv)
 {
-    opsched_status st = opsched_store_open(rs->ctx, rs->a->db, &rs->store);
+    opsched_status st = opsched_store_open(rs->ctx, rs->a->db, OPSCHED_STORE_READ_WRITE, &rs->store);
     if (st != OPSCHED_OK) return st;
     if ((st = opsched_store_device(rs->store, &rs->di, &rs->device_id)) != OPSCHED_OK) return st;
     char *command = join_command(argc, argv);

@@ -261,7 +261,7 @@ static int setup_costs(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
     if (!a->db) return TOOL_EXIT_OK;
     opsched_device_info info;
     int64_t device_id = 0;
-    st = opsched_store_open(ctx, a->db, &c->store);
+    st = opsched_store_open(ctx, a->db, OPSCHED_STORE_READ_WRITE, &c->store);
     if (st == OPSCHED_OK) st = opsched_device_info_get(dev, &info);
     if (st == OPSCHED_OK) st = opsched_store_device(c->store, &info, &device_id);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, a->db);

@@ -302,7 +302,7 @@ static int setup_predict(opsched_ctx *ctx, const sched_args *a, const opsched_gr
     c->pc.node_ms = c->node_ms;
     c->pc.n_nodes = opsched_graph_num_nodes(g);
     opsched_contention_defaults(&c->pc.model);
-    st = opsched_store_open(ctx, c->db_path, &c->store);
+    st = opsched_store_open(ctx, c->db_path, OPSCHED_STORE_READ_ONLY, &c->store);
     if (st == OPSCHED_OK)
         st = opsched_contention_fit_store(c->store, ctx,
                                           a->stages_target > 0 ? a->stages_target : c->device_id,
@@ -352,7 +352,7 @@ static int setup_measure(opsched_ctx *ctx, const sched_args *a, const opsched_gr
     if (st != OPSCHED_OK) return tool_fail(ctx, st, "stage measurer");
     if (a->db) {
         snprintf(c->db_path, sizeof(c->db_path), "%s", a->db);
-        st = opsched_store_open(ctx, a->db, &c->store);
+        st = opsched_store_open(ctx, a->db, OPSCHED_STORE_READ_WRITE, &c->store);
         if (st == OPSCHED_OK) st = opsched_store_device(c->store, &info, &c->device_id);
         if (st != OPSCHED_OK) return tool_fail(ctx, st, a->db);
     }

@@ -209,7 +209,7 @@ int cmd_status(opsched_ctx *ctx, int argc, char **argv)
     }
     opsched_store *store = NULL;
     opsched_store_summary s;
-    opsched_status st = opsched_store_open(ctx, db, &store);
+    opsched_status st = opsched_store_open(ctx, db, OPSCHED_STORE_READ_ONLY, &store);
     if (st == OPSCHED_OK) st = opsched_store_summary_get(store, &s);
     if (st != OPSCHED_OK) {
         opsched_store_close(store);

@@ -596,7 +596,7 @@ int tool_sweep_adaptive(opsched_ctx *ctx, int argc, char **argv)
         opsched_predictor *p = NULL;
         opsched_device_row drow;
         int stop = 0;
-        if ((st = opsched_store_open(ctx, a.db, &s)) != OPSCHED_OK) {
+        if ((st = opsched_store_open(ctx, a.db, OPSCHED_STORE_READ_WRITE, &s)) != OPSCHED_OK) {
             rc = tool_fail(ctx, st, a.db);
             break;
         }

@@ -220,7 +220,7 @@ static int load_runs(opsched_ctx *ctx, const char *path, vstate *v, opsched_devi
 {
     const vargs *a = v->a;
     opsched_store *s = NULL;
-    opsched_status st = opsched_store_open(ctx, path, &s);
+    opsched_status st = opsched_store_open(ctx, path, OPSCHED_STORE_READ_ONLY, &s);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, path);
     st = opsched_store_find_device(s, a->device, dev);
     if (st == OPSCHED_OK) {

@@ -142,7 +142,7 @@ opsched_layout tool_data_layout(opsched_ctx *ctx, const char *db_path, const cha
     int64_t most = 0;
     struct stat sb;
     if (stat(db_path, &sb) != 0) return best; /* opening would create it */
-    if (opsched_store_open(ctx, db_path, &s) != OPSCHED_OK ||
+    if (opsched_store_open(ctx, db_path, OPSCHED_STORE_READ_ONLY, &s) != OPSCHED_OK ||
         opsched_store_find_device(s, target, &dev) != OPSCHED_OK) {
         /* the predictor says what is wrong with the database or device */
         opsched_ctx_clear_error(ctx);
@@ -221,7 +221,7 @@ void tool_print_holdings(opsched_ctx *ctx, const char *cmd, const char *path)
     fprintf(stderr, "opsched %s: %s holds (measurements by device, math, layout, algorithm "
                     "policy):\n",
             cmd, path);
-    opsched_status st = opsched_store_open(ctx, path, &s);
+    opsched_status st = opsched_store_open(ctx, path, OPSCHED_STORE_READ_ONLY, &s);
     if (st == OPSCHED_OK) st = opsched_store_settings_counts(s, print_holding, &h);
     opsched_store_close(s);
     if (st != OPSCHED_OK) {

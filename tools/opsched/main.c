@@ -1,6 +1,7 @@
 /*
  * main.c - the opsched command-line tool: dispatch to one subcommand.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,6 +42,9 @@ static void log_to_stderr(opsched_log_level level, const char *msg, void *user)
 
 int main(int argc, char **argv)
 {
+    /* A file size limit (ulimit -f) then fails the write, which the store
+     * reports and survives, instead of killing the process mid-commit. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return TOOL_EXIT_USAGE;
