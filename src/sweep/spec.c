@@ -517,7 +517,7 @@ opsched_status opsched_sweep_spec_load(opsched_ctx *ctx, const char *path, opsch
     size_t len = 0;
     opsched_sweep_spec *spec = NULL;
     opsched_status st;
-    OS_TRY(os_read_file(ctx, path, &text, &len));
+    OS_TRY(os_file_read(ctx, path, "sweep spec", OS_FILE_MAX_SPEC, &text, &len));
     OS_TRY_GOTO(st, spec_new(ctx, text, len, path, &spec), done);
     const char *slash = strrchr(path, '/');
     if (slash) {

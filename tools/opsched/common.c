@@ -14,7 +14,12 @@ int tool_fail(opsched_ctx *ctx, opsched_status st, const char *what)
 {
     const char *msg = opsched_ctx_last_error(ctx);
     if (!msg || !*msg) msg = opsched_status_str(st);
-    fprintf(stderr, "opsched: %s: %s\n", what, msg);
+    /* The library's message often starts with the path already. */
+    size_t n = strlen(what);
+    if (strncmp(msg, what, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+        fprintf(stderr, "opsched: %s\n", msg);
+    else
+        fprintf(stderr, "opsched: %s: %s\n", what, msg);
     return TOOL_EXIT_FAIL;
 }
 
