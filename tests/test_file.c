@@ -77,8 +77,7 @@ static void test_regular(void **state)
     char *text = NULL;
     size_t n = 0;
     write_text(at(fx, "regular"), "twelve bytes");
-    assert_int_equal(os_file_read(fx->ctx, at(fx, "regular"), "model", 100, &text, &n),
-                     OPSCHED_OK);
+    assert_int_equal(os_file_read(fx->ctx, at(fx, "regular"), "model", 100, &text, &n), OPSCHED_OK);
     assert_int_equal(n, 12);
     assert_string_equal(text, "twelve bytes");
     free(text);
@@ -137,8 +136,7 @@ static void test_refused(void **state)
     says(fx, "missing: cannot open the model: No such file or directory");
 
     assert_int_equal(os_file_read(fx->ctx, "", "model", 100, &text, &n), OPSCHED_ERR_INVALID_ARG);
-    assert_int_equal(os_file_read(fx->ctx, NULL, "model", 100, &text, &n),
-                     OPSCHED_ERR_INVALID_ARG);
+    assert_int_equal(os_file_read(fx->ctx, NULL, "model", 100, &text, &n), OPSCHED_ERR_INVALID_ARG);
 }
 
 int main(void)

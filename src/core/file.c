@@ -25,7 +25,7 @@ static const char *kind_of(mode_t m)
     if (S_ISCHR(m)) return "a character device";
     if (S_ISBLK(m)) return "a block device";
     if (S_ISSOCK(m)) return "a socket";
-    return "not a plain file";
+    return "a special file";
 }
 
 static opsched_status refuse(opsched_ctx *ctx, const char *path, const char *what, mode_t m)
@@ -72,8 +72,8 @@ opsched_status os_file_open_regular(opsched_ctx *ctx, const char *path, const ch
 
 static opsched_status too_large(opsched_ctx *ctx, const char *path, const char *what, size_t max)
 {
-    return OS_FAIL(ctx, OPSCHED_ERR_IO, "%s: the %s is larger than the %zu bytes it may have",
-                   path, what, max);
+    return OS_FAIL(ctx, OPSCHED_ERR_IO, "%s: the %s is larger than the %zu bytes it may have", path,
+                   what, max);
 }
 
 opsched_status os_file_read(opsched_ctx *ctx, const char *path, const char *what, size_t max,
@@ -108,7 +108,8 @@ opsched_status os_file_read(opsched_ctx *ctx, const char *path, const char *what
                 /* Full at max: one byte more means too large. */
                 char extra;
                 ssize_t r;
-                do r = read(fd, &extra, 1);
+                do
+                    r = read(fd, &extra, 1);
                 while (r < 0 && errno == EINTR);
                 if (r > 0) {
                     st = too_large(ctx, path, what, max);

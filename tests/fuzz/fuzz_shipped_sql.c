@@ -28,8 +28,8 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const tables[] = {"devices",      "runs",        "configs", "measurements",
-                                     "network_runs", "calibrations"};
+static const char *const tables[] = {"devices",      "runs",         "configs",
+                                     "measurements", "network_runs", "calibrations"};
 #define N_TABLES 6
 #define HEADER "-- opsched data:"
 
@@ -103,8 +103,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (write_file(path, data + at, end - at) != 0) __builtin_trap();
             at = end;
         } else {
-            int n = snprintf(empty, sizeof(empty), HEADER " table=%s schema=%d rows=0\n",
-                             tables[i], OS_STORE_SCHEMA);
+            int n = snprintf(empty, sizeof(empty), HEADER " table=%s schema=%d rows=0\n", tables[i],
+                             OS_STORE_SCHEMA);
             if (write_file(path, empty, (size_t)n) != 0) __builtin_trap();
         }
     }
