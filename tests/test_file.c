@@ -97,6 +97,17 @@ static void test_regular(void **state)
     assert_string_equal(text, "");
     free(text);
 
+    /* /proc files say size 0 and hold more than the first buffer: read to
+     * the end, and bounded the same way. */
+    assert_int_equal(os_file_read(fx->ctx, "/proc/self/status", NULL, 1 << 20, &text, &n),
+                     OPSCHED_OK);
+    assert_true(n > 256 && strlen(text) == n);
+    assert_non_null(strstr(text, "Name:"));
+    free(text);
+    assert_int_equal(os_file_read(fx->ctx, "/proc/self/status", NULL, 300, &text, &n),
+                     OPSCHED_ERR_IO);
+    says(fx, "larger than the 300 bytes");
+
     assert_int_equal(symlink("regular", at(fx, "link")), 0);
     int fd = -1;
     int64_t size = -1;

@@ -104,23 +104,22 @@ opsched_status os_file_read(opsched_ctx *ctx, const char *path, const char *what
     }
     for (;;) {
         if (len + 1 == cap) {
+            /* Full: one more byte decides between the end (the usual
+             * case, the file being as long as fstat said) and growing. */
+            char extra;
+            ssize_t r;
+            do
+                r = read(fd, &extra, 1);
+            while (r < 0 && errno == EINTR);
+            if (r < 0) {
+                st = OS_FAIL(ctx, OPSCHED_ERR_IO, "%s: cannot read the %s: %s", path, what,
+                             strerror(errno));
+                goto done;
+            }
+            if (r == 0) break;
             if (len >= max) {
-                /* Full at max: one byte more means too large. */
-                char extra;
-                ssize_t r;
-                do
-                    r = read(fd, &extra, 1);
-                while (r < 0 && errno == EINTR);
-                if (r > 0) {
-                    st = too_large(ctx, path, what, max);
-                    goto done;
-                }
-                if (r < 0) {
-                    st = OS_FAIL(ctx, OPSCHED_ERR_IO, "%s: cannot read the %s: %s", path, what,
-                                 strerror(errno));
-                    goto done;
-                }
-                break;
+                st = too_large(ctx, path, what, max);
+                goto done;
             }
             size_t ncap = cap > max / 2 ? max + 1 : cap * 2;
             char *p = realloc(buf, ncap);
@@ -130,6 +129,8 @@ opsched_status os_file_read(opsched_ctx *ctx, const char *path, const char *what
             }
             buf = p;
             cap = ncap;
+            buf[len++] = extra;
+            continue;
         }
         ssize_t r = read(fd, buf + len, cap - 1 - len);
         if (r < 0 && errno == EINTR) continue;
