@@ -5,6 +5,10 @@ BUILD       ?= build
 CHECK_BUILD ?= build-check
 FUZZ_BUILD  ?= build-fuzz
 FUZZ_SECONDS ?= 60
+# The other parsers' fuzzers (tests/fuzz/fuzz_<name>.c, seeds in
+# tests/fuzz/corpus/<name>/), and how long each runs in `make fuzz`.
+FUZZ_PARSERS ?= sched_json shipped_sql
+FUZZ_PARSER_SECONDS ?= 30
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: all deps build demo check test fuzz clean format
@@ -31,11 +35,15 @@ check: deps
 
 fuzz: deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DOPSCHED_FUZZ=ON -DOPSCHED_TESTS=OFF
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_onnx fuzz_sweep_spec
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,onnx $(FUZZ_PARSERS) sweep_spec)
 	./scripts/run-fuzz.sh $(FUZZ_BUILD)/bin/fuzz_onnx $(FUZZ_SECONDS)
+	for t in $(FUZZ_PARSERS); do \
+	  ./scripts/run-fuzz.sh $(FUZZ_BUILD)/bin/fuzz_$$t $(FUZZ_PARSER_SECONDS) \
+	    tests/fuzz/corpus/$$t tests/fuzz/regressions/$$t || exit 1; \
+	done
 	d=$$(mktemp -d) && cp examples/sweeps/*.yml bench/specs/*.yml $$d/ && \
 	  cp tests/fuzz/sweep_corpus/*.yml $$d/ && \
-	  UBSAN_OPTIONS=halt_on_error=1 $(FUZZ_BUILD)/bin/fuzz_sweep_spec -seed=1 -max_total_time=30 \
+	  UBSAN_OPTIONS=halt_on_error=1 $(FUZZ_BUILD)/bin/fuzz_sweep_spec -seed=1 -max_total_time=$(FUZZ_PARSER_SECONDS) \
 	    -rss_limit_mb=2048 -artifact_prefix=tests/fuzz/regressions/ $$d; rc=$$?; rm -rf $$d; exit $$rc
 
 clean:

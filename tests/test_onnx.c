@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 #include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "opsched/onnx.h"
 
@@ -584,6 +586,68 @@ static void test_external_escape(void **state)
     }
 }
 
+/* An offset near INT64_MAX overflows offset + length: the file is too
+ * short, said with the values the file gave (nothing uninitialised). */
+static void test_external_offset_overflow(void **state)
+{
+    (void)state;
+    const struct {
+        const char *file, *offset;
+    } cases[] = {{"ext_offset/near_max.onnx", "9223372036854775707"},
+                 {"ext_offset/max.onnx", "9223372036854775807"}};
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        opsched_onnx_options o = {.load_weights = 1};
+        loaded l = load_opts(cases[k].file, &o);
+        assert_int_equal(l.st, OPSCHED_ERR_PARSE);
+        const char *msg = opsched_ctx_last_error(l.ctx);
+        char want[128];
+        snprintf(want, sizeof(want), "it holds 864 bytes, the tensor needs 864 at offset %s",
+                 cases[k].offset);
+        if (!strstr(msg, want)) print_error("%s: %s\n", cases[k].file, msg);
+        assert_non_null(strstr(msg, want));
+        unload(&l);
+    }
+}
+
+/* External data that is a FIFO is refused at once, not waited on. */
+static void test_external_fifo(void **state)
+{
+    (void)state;
+    char fifo[1024];
+    snprintf(fifo, sizeof(fifo), "%s/onnx/ext_fifo/weights.bin", data_dir());
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    opsched_onnx_options o = {.load_weights = 1};
+    loaded l = load_opts("ext_fifo/model.onnx", &o);
+    unlink(fifo);
+    assert_int_equal(l.st, OPSCHED_ERR_IO);
+    const char *msg = opsched_ctx_last_error(l.ctx);
+    if (!strstr(msg, "is a FIFO, not a regular file")) print_error("%s\n", msg);
+    assert_non_null(strstr(msg, "weights.bin: the external data is a FIFO, not a regular file"));
+    unload(&l);
+}
+
+/* A directory or a FIFO given as the model. */
+static void test_model_not_regular(void **state)
+{
+    (void)state;
+    char path[1024];
+    opsched_onnx_options o = {0};
+    loaded l = load_opts("ext", &o);
+    assert_int_equal(l.st, OPSCHED_ERR_IO);
+    assert_non_null(strstr(opsched_ctx_last_error(l.ctx), "ext: the model is a directory"));
+    unload(&l);
+
+    snprintf(path, sizeof(path), "%s/onnx/ext_fifo/fifo.onnx", data_dir());
+    unlink(path);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    l = load_opts("ext_fifo/fifo.onnx", &o);
+    unlink(path);
+    assert_int_equal(l.st, OPSCHED_ERR_IO);
+    assert_non_null(strstr(opsched_ctx_last_error(l.ctx), "fifo.onnx: the model is a FIFO"));
+    unload(&l);
+}
+
 /* ---- files that must be refused ------------------------------------------------ */
 
 typedef struct bad_case {
@@ -668,6 +732,9 @@ static void test_fuzz_regressions(void **state)
         if (e->d_name[0] == '.') continue;
         char path[2048];
         snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        /* Sub-folders hold the other fuzzers' regressions. */
+        struct stat sb;
+        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
         size_t n;
         char *buf = read_all(path, &n);
         for (int weights = 0; weights <= 1; weights++) {
@@ -794,25 +861,17 @@ static void test_torch_resized(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_small_models),
-        cmocka_unit_test(test_conv_attrs),
-        cmocka_unit_test(test_pool_and_gemm_attrs),
-        cmocka_unit_test(test_activation_attrs),
-        cmocka_unit_test(test_data_movement_attrs),
-        cmocka_unit_test(test_weights),
-        cmocka_unit_test(test_weight_payloads),
-        cmocka_unit_test(test_typed_fields),
-        cmocka_unit_test(test_constants),
-        cmocka_unit_test(test_missing_shape),
-        cmocka_unit_test(test_overrides),
-        cmocka_unit_test(test_external_data),
-        cmocka_unit_test(test_external_escape),
-        cmocka_unit_test(test_bad_files),
-        cmocka_unit_test(test_prefixes),
-        cmocka_unit_test(test_fuzz_regressions),
-        cmocka_unit_test(test_api_errors),
-        cmocka_unit_test(test_torch_exports),
-        cmocka_unit_test(test_torch_resized),
+        cmocka_unit_test(test_small_models),        cmocka_unit_test(test_conv_attrs),
+        cmocka_unit_test(test_pool_and_gemm_attrs), cmocka_unit_test(test_activation_attrs),
+        cmocka_unit_test(test_data_movement_attrs), cmocka_unit_test(test_weights),
+        cmocka_unit_test(test_weight_payloads),     cmocka_unit_test(test_typed_fields),
+        cmocka_unit_test(test_constants),           cmocka_unit_test(test_missing_shape),
+        cmocka_unit_test(test_overrides),           cmocka_unit_test(test_external_data),
+        cmocka_unit_test(test_external_escape),     cmocka_unit_test(test_external_offset_overflow),
+        cmocka_unit_test(test_external_fifo),       cmocka_unit_test(test_model_not_regular),
+        cmocka_unit_test(test_bad_files),           cmocka_unit_test(test_prefixes),
+        cmocka_unit_test(test_fuzz_regressions),    cmocka_unit_test(test_api_errors),
+        cmocka_unit_test(test_torch_exports),       cmocka_unit_test(test_torch_resized),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

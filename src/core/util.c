@@ -1,11 +1,9 @@
 /*
- * util.c - growable arrays, string copies, checked arithmetic, file reading,
- * the random stream.
+ * util.c - growable arrays, string copies, checked arithmetic, the random
+ * stream.
  */
 #include "core/util.h"
 
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -72,46 +70,4 @@ uint64_t os_rng_next(os_rng *r)
 float os_rng_sym(os_rng *r)
 {
     return (float)((double)(os_rng_next(r) >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
-}
-
-opsched_status os_read_file(opsched_ctx *ctx, const char *path, char **out, size_t *size)
-{
-    opsched_status st = OPSCHED_OK;
-    char *buf = NULL;
-    *out = NULL;
-    *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return OS_FAIL(ctx, OPSCHED_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    /* fopen opens a directory for reading; its size is not a length */
-    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        st = OS_FAIL(ctx, OPSCHED_ERR_IO, "%s: is a directory, not a file", path);
-        goto done;
-    }
-    if (fseek(f, 0, SEEK_END) != 0) {
-        st = OS_FAIL(ctx, OPSCHED_ERR_IO, "%s: cannot seek: %s", path, strerror(errno));
-        goto done;
-    }
-    long len = ftell(f);
-    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        st = OS_FAIL(ctx, OPSCHED_ERR_IO, "%s: not a regular file", path);
-        goto done;
-    }
-    buf = malloc((size_t)len + 1);
-    if (!buf) {
-        st = OS_NOMEM(ctx);
-        goto done;
-    }
-    if (len > 0 && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-        st = OS_FAIL(ctx, OPSCHED_ERR_IO, "%s: read failed", path);
-        goto done;
-    }
-    buf[len] = '\0';
-    *out = buf;
-    *size = (size_t)len;
-    buf = NULL;
-done:
-    free(buf);
-    fclose(f);
-    return st;
 }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/file.h" /* os_read_file, for the modules that read a whole file */
 #include "opsched/core.h"
 
 #define OS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -37,8 +38,5 @@ void os_rng_seed(os_rng *r, uint64_t seed);
 uint64_t os_rng_next(os_rng *r);
 /* The next value as a float, uniform in [-1, 1). */
 float os_rng_sym(os_rng *r);
-
-/* Reads a whole file into a malloc'd buffer (NUL-terminated; size excludes it). */
-opsched_status os_read_file(opsched_ctx *ctx, const char *path, char **out, size_t *size);
 
 #endif /* OS_CORE_UTIL_H */

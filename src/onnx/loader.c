@@ -552,7 +552,7 @@ opsched_status opsched_onnx_load_file(opsched_ctx *ctx, const char *path,
     opsched_status st = OPSCHED_OK;
     char *buf = NULL, *dir = NULL, *name = NULL;
     size_t size = 0;
-    OS_TRY_GOTO(st, os_read_file(ctx, path, &buf, &size), done);
+    OS_TRY_GOTO(st, os_file_read(ctx, path, "model", OS_FILE_MAX_MODEL, &buf, &size), done);
     /* The folder holding the model, where external data must live. */
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;

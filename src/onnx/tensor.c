@@ -13,17 +13,16 @@
 #define _XOPEN_SOURCE 700
 
 #include <errno.h>
-#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "core/util.h"
 #include "onnx/onnx_impl.h"
 
@@ -375,20 +374,20 @@ static opsched_status ext_read(os_loader *L, const Onnx__TensorProto *t, const c
                      what, loc, real);
         goto done;
     }
-    fd = open(real, O_RDONLY | O_NOFOLLOW);
-    struct stat sb;
-    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = OS_FAIL(L->ctx, OPSCHED_ERR_IO,
-                     "tensor '%s': external data '%s' is not a readable "
-                     "regular file",
-                     what, real);
+    int64_t fsize = 0;
+    if (os_file_open_regular(L->ctx, real, "external data", &fd, &fsize) != OPSCHED_OK) {
+        char why[512];
+        snprintf(why, sizeof(why), "%s", opsched_ctx_last_error(L->ctx));
+        st = OS_FAIL(L->ctx, OPSCHED_ERR_IO, "tensor '%s': %s", what, why);
         goto done;
     }
-    int64_t end;
-    if (!os_add_ok(offset, (int64_t)want, &end) || end > (int64_t)sb.st_size) {
+    /* offset + want is never computed: offset may be anything up to
+     * INT64_MAX, and fsize - offset cannot overflow once offset <= fsize. */
+    if (offset > fsize || (uint64_t)(fsize - offset) < (uint64_t)want) {
         st = OS_FAIL(L->ctx, OPSCHED_ERR_PARSE,
-                     "tensor '%s': external data '%s' is too short (%lld bytes, needs %lld)", what,
-                     loc, (long long)sb.st_size, (long long)end);
+                     "tensor '%s': external data '%s' is too short: it holds %lld bytes, the "
+                     "tensor needs %zu at offset %lld",
+                     what, loc, (long long)fsize, want, (long long)offset);
         goto done;
     }
     buf = malloc(want ? want : 1);

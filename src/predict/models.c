@@ -206,18 +206,10 @@ static opsched_status write_text(opsched_ctx *ctx, const char *path, const char 
 static void old_files(const char *path, char names[][160], int *n)
 {
     *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
     char *buf = NULL;
-    long size = 0;
-    if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
-        (buf = malloc((size_t)size + 1)) != NULL && fread(buf, 1, (size_t)size, f) == (size_t)size)
-        buf[size] = '\0';
-    else {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
+    size_t size = 0;
+    /* No context: a file that cannot be read names no old files. */
+    if (os_read_file(NULL, path, &buf, &size) != OPSCHED_OK) return;
     cJSON *root = buf ? cJSON_Parse(buf) : NULL;
     free(buf);
     cJSON *m;

@@ -408,7 +408,7 @@ opsched_status opsched_schedule_read(opsched_ctx *ctx, const opsched_graph *g, c
     char *text;
     size_t size;
     *out = NULL;
-    OS_TRY(os_read_file(ctx, path, &text, &size));
+    OS_TRY(os_file_read(ctx, path, "schedule", OS_FILE_MAX_SCHEDULE, &text, &size));
     opsched_status st = opsched_schedule_from_json(ctx, g, text, out);
     free(text);
     if (st != OPSCHED_OK) {

@@ -641,7 +641,7 @@ opsched_status opsched_sweep_spec_load(opsched_ctx *ctx, const char *path, opsch
     if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > OS_SWEEP_MAX_BYTES)
         return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "%s: the spec has %lld bytes, more than the "
                        "limit of %d", path, (long long)sb.st_size, OS_SWEEP_MAX_BYTES);
-    OS_TRY(os_read_file(ctx, path, &text, &len));
+    OS_TRY(os_file_read(ctx, path, "sweep spec", OS_FILE_MAX_SPEC, &text, &len));
     OS_TRY_GOTO(st, spec_new(ctx, text, len, path, &spec), done);
     const char *slash = strrchr(path, '/');
     if (slash) {

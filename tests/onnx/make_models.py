@@ -5,8 +5,9 @@
            opsets whose attribute-versus-input rules they exercise
   bad/     files that must be refused: empty, truncated, random, text, a
            cycle, an unsupported op, impossible shapes
-  ext*/    external data: a good one, one whose location is '../x' and one
-           whose file is a symbolic link out of its folder
+  ext*/    external data: a good one, one whose location is '../x', one
+           whose file is a symbolic link out of its folder, offsets near
+           INT64_MAX, and one whose file the tests make a FIFO
   torch/   real torch.onnx.export output of the zoo models and a few more
            torchvision networks, mostly with export_params=False (the
            weights become graph inputs and the files stay small)
@@ -380,12 +381,12 @@ def external_models(root):
     for sub in ("ext", "ext_escape", "ext_link"):
         os.makedirs(os.path.join(root, sub), exist_ok=True)
 
-    def with_location(loc):
+    def with_location(loc, offset="0"):
         m = conv_model()
         t = m.graph.initializer[0]
         t.ClearField("raw_data")
         t.data_location = TensorProto.EXTERNAL
-        for k, v in (("location", loc), ("offset", "0"), ("length", str(len(raw)))):
+        for k, v in (("location", loc), ("offset", offset), ("length", str(len(raw)))):
             e = t.external_data.add()
             e.key, e.value = k, v
         return m.SerializeToString()
@@ -404,6 +405,17 @@ def external_models(root):
             os.remove(link)
         os.symlink("../outside.bin", link)
     write_bytes(os.path.join(root, "ext_link", "model.onnx"), with_location("weights.bin"))
+    # Offsets near INT64_MAX, where offset + length overflows.
+    os.makedirs(os.path.join(root, "ext_offset"), exist_ok=True)
+    write_bytes(os.path.join(root, "ext_offset", "weights.bin"), raw)
+    write_bytes(os.path.join(root, "ext_offset", "near_max.onnx"),
+                with_location("weights.bin", str((1 << 63) - 1 - 100)))
+    write_bytes(os.path.join(root, "ext_offset", "max.onnx"),
+                with_location("weights.bin", str((1 << 63) - 1)))
+    # Its weights.bin is made a FIFO by the tests that use it (a FIFO left in
+    # the test data would hang anything that reads every file).
+    os.makedirs(os.path.join(root, "ext_fifo"), exist_ok=True)
+    write_bytes(os.path.join(root, "ext_fifo", "model.onnx"), with_location("weights.bin"))
 
 
 # --- torch exports ------------------------------------------------------------

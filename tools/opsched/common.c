@@ -16,9 +16,9 @@ int tool_fail(opsched_ctx *ctx, opsched_status st, const char *what)
 {
     const char *msg = opsched_ctx_last_error(ctx);
     if (!msg || !*msg) msg = opsched_status_str(st);
-    /* A message that starts with the file it is about names it once. */
+    /* The library's message often starts with the path already. */
     size_t n = strlen(what);
-    if (strncmp(msg, what, n) == 0 && msg[n] == ':')
+    if (strncmp(msg, what, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
         fprintf(stderr, "opsched: %s\n", msg);
     else
         fprintf(stderr, "opsched: %s: %s\n", what, msg);

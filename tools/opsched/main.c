@@ -2,6 +2,7 @@
  * main.c - the opsched command-line tool: dispatch to one subcommand.
  */
 #include <signal.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,7 +41,31 @@ static void log_to_stderr(opsched_log_level level, const char *msg, void *user)
     fprintf(stderr, "opsched: %s: %s\n", names[level], msg);
 }
 
-int main(int argc, char **argv)
+/* Whatever a command printed must have reached standard output: a full
+ * disk or a closed pipe is an error, not a success with lost output.
+ * Returns rc, or TOOL_EXIT_FAIL (with one message) when a write failed. */
+static int finish_stdout(int rc)
+{
+    int failed = ferror(stdout) != 0;
+    int err = failed ? EIO : 0;
+    errno = 0;
+    if (fflush(stdout) != 0) {
+        failed = 1;
+        err = errno ? errno : EIO;
+    }
+    errno = 0;
+    /* EBADF from a stdout that was closed before the start, with nothing
+     * written to it, loses nothing. */
+    if (fclose(stdout) != 0 && !(errno == EBADF && !failed)) {
+        if (!failed) err = errno ? errno : EIO;
+        failed = 1;
+    }
+    if (!failed) return rc;
+    fprintf(stderr, "opsched: writing standard output: %s\n", strerror(err));
+    return rc == TOOL_EXIT_OK ? TOOL_EXIT_FAIL : rc;
+}
+
+static int run_main(int argc, char **argv)
 {
     /* A file size limit (ulimit -f) then fails the write, which the store
      * reports and survives, instead of killing the process mid-commit. */
@@ -73,4 +98,9 @@ int main(int argc, char **argv)
     fprintf(stderr, "opsched: '%s' is not a command\n\n", argv[1]);
     usage(stderr);
     return TOOL_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    return finish_stdout(run_main(argc, argv));
 }
