@@ -3,8 +3,9 @@
 # row the header's field count, no "nan" field, and a field holding a comma
 # (a measurement's signature, quoted per RFC 4180) reads back as stored.
 # On the CPU backend and the shipped H100 data (no GPU): info, models,
-# sweep + export, profile's two files, predict (table data as CSV, and a
-# partial answer), validate --csv.  On the way: sweep and status warn
+# devices, bench, sweep + status + export, profile's two files, run,
+# schedule, train-model, predict (table data as CSV, and a partial answer),
+# validate --csv.  On the way: sweep and status warn
 # about the unstable rows the database holds, with bench's wording.
 #
 # usage: csv_roundtrip.sh [path/to/opsched]   (default: $OPSCHED_BIN)
@@ -61,6 +62,15 @@ for m in squeezenet1_1 inception_v3; do
 done
 "$bin" models --format csv >"$tmp/models.csv"
 check "models --format csv" parses "$tmp/models.csv" 5
+"$bin" devices --format csv >"$tmp/devices.csv" 2>/dev/null
+check "devices --format csv" parses "$tmp/devices.csv" 1
+check "devices: the cpu device listed" sh -c "grep -q '^cpu,0,' '$tmp/devices.csv'"
+
+# --- bench ------------------------------------------------------------------------
+"$bin" bench conv2d --backend cpu --in-channels 4 --out-channels 4 --height 8 --iters 3 \
+  --warmup-ms 1 --min-ms 1 --format csv >"$tmp/bench.csv" 2>"$tmp/bench.err"
+check "bench conv2d --format csv" parses "$tmp/bench.csv" 1
+check "bench: its columns" sh -c "head -1 '$tmp/bench.csv' | grep -qx 'op,algorithm,algo,status,median_ms,mean_ms,min_ms,p99_ms,cv,launches,workspace_bytes,tflops,gb_s,message'"
 
 # --- sweep on the CPU, then export ---------------------------------------------
 quick=(--backend cpu --iters 3 --warmup-ms 1 --min-ms 0)
@@ -80,6 +90,9 @@ else
   check "no unstable rows, no warning" sh -c "! grep -q 'coefficient of variation' '$tmp/sweep.err' '$tmp/status.err'"
 fi
 check "status: the rows by settings" grep -Eq "cpu:.* fp32 +nchw +heuristic +3 +3 +$unstable\$" "$tmp/status.out"
+"$bin" status "$tmp/s.db" --format csv >"$tmp/status.csv" 2>/dev/null
+check "status --format csv" parses "$tmp/status.csv" 1
+check "status: its columns" sh -c "head -1 '$tmp/status.csv' | grep -qx 'device,op,status,configs,rows'"
 "$bin" export csv --db "$tmp/s.db" -o "$tmp/export.csv"
 check "export csv" parses "$tmp/export.csv" 3
 check "export: the classic columns first" sh -c "head -1 '$tmp/export.csv' | grep -q '^Batch size,In Channels,Out Channels,Kernel Size,Stride,Width,Height,Flops,Latency,Latency Type,'"
@@ -108,7 +121,25 @@ import csv, sys
 assert all(r["check_rel_l2"] == "" for r in csv.DictReader(open(sys.argv[1], newline="")))
 PY
 
-# --- predict, validate ---------------------------------------------------------
+# --- run, schedule ----------------------------------------------------------------
+"$bin" run squeezenet1_1 --backend cpu --compare sequential --input-size 32 \
+  --iters 3 --min-ms 1 --warmup-ms 1 --format csv >"$tmp/run.csv" 2>"$tmp/run.err"
+check "run --format csv" parses "$tmp/run.csv" 1
+check "run: the columns a benchmark driver reads" sh -c "head -1 '$tmp/run.csv' | grep -qx 'model,batch,input,math,layout,schedule,stages,streams,launches,free_ms,free_p10_ms,free_p90_ms,graph_ms,graph_p10_ms,graph_p90_ms,speedup_free,speedup_graph,rel_err'"
+"$bin" schedule squeezenet1_1 --searcher sequential --cost predict --data h100 --no-train \
+  --format csv >"$tmp/schedule.csv" 2>"$tmp/schedule.err"
+check "schedule --format csv" parses "$tmp/schedule.csv" 20
+check "schedule: the stages in order, each with its nodes" "$py" - "$tmp/schedule.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+assert [r["stage"] for r in rows] == [str(i) for i in range(len(rows))], rows
+assert all(r["nodes"] and r["kind"] in ("merge", "concurrent") for r in rows), rows
+PY
+
+# --- train-model, predict, validate -----------------------------------------------
+"$bin" train-model --db "$tmp/p.db" --math fp32 --folds 3 --rounds 30 --format csv \
+  >"$tmp/train.csv" 2>"$tmp/train.err"
+check "train-model --format csv" parses "$tmp/train.csv" 1
 "$bin" predict squeezenet1_1 --input-size 32 --db "$tmp/p.db" --math fp32 --quiet \
   --folds 3 --rounds 30 --format csv >"$tmp/predict.csv"
 check "predict --format csv" parses "$tmp/predict.csv" 20

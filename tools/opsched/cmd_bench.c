@@ -94,44 +94,54 @@ static const char *status_word(const opsched_measurement *m)
                                                    : "error";
 }
 
-static void csv_header(int energy)
+static opsched_status csv_header(opsched_csv_writer *w, int energy)
 {
-    printf("op,algorithm,algo,status,median_ms,mean_ms,min_ms,p99_ms,cv,launches,"
-           "workspace_bytes,tflops,gb_s%s,message\n",
-           energy ? ",energy_mj,dynamic_mj,power_w,energy_method" : "");
+    return opsched_csv_header(w, energy ? "op,algorithm,algo,status,median_ms,mean_ms,min_ms,"
+                                          "p99_ms,cv,launches,workspace_bytes,tflops,gb_s,"
+                                          "energy_mj,dynamic_mj,power_w,energy_method,message"
+                                        : "op,algorithm,algo,status,median_ms,mean_ms,min_ms,"
+                                          "p99_ms,cv,launches,workspace_bytes,tflops,gb_s,"
+                                          "message");
 }
 
-static void csv_row(const char *op, const char *policy, const opsched_measurement *m,
-                    const opsched_node *n, int energy)
+/* One algorithm's row; a failed one has only its status and message. */
+static opsched_status csv_row(opsched_csv_writer *w, const char *op, const char *policy,
+                              const opsched_measurement *m, const opsched_node *n, int energy)
 {
     const opsched_stats *s = &m->stats;
     double sec = s->median / 1e3;
     int ok = m->status == OPSCHED_OK;
-    tool_csv_field(stdout, op);
-    putchar(',');
-    tool_csv_field(stdout, policy);
-    putchar(',');
-    tool_csv_field(stdout, ok ? m->algo : "");
-    tool_csv_next(stdout, status_word(m));
-    if (ok)
-        printf(",%.6g,%.6g,%.6g,%.6g,%.6g,%d,%lld,%.6g,%.6g", s->median, s->mean, s->min, s->p99,
-               s->cv, m->launches_per_sample, (long long)m->workspace_bytes,
-               sec > 0 ? (double)n->cost.flops / sec / 1e12 : 0.0,
-               sec > 0 ? (double)(n->cost.bytes_read + n->cost.bytes_written) / sec / 1e9 : 0.0);
-    else
-        printf(",,,,,,,,,");
+    opsched_csv_str(w, op);
+    opsched_csv_str(w, policy);
+    opsched_csv_str(w, ok ? m->algo : "");
+    opsched_csv_str(w, status_word(m));
+    if (ok) {
+        opsched_csv_double(w, s->median, "%.6g");
+        opsched_csv_double(w, s->mean, "%.6g");
+        opsched_csv_double(w, s->min, "%.6g");
+        opsched_csv_double(w, s->p99, "%.6g");
+        opsched_csv_double(w, s->cv, "%.6g");
+        opsched_csv_int(w, m->launches_per_sample);
+        opsched_csv_int(w, m->workspace_bytes);
+        opsched_csv_double(w, sec > 0 ? (double)n->cost.flops / sec / 1e12 : 0.0, "%.6g");
+        opsched_csv_double(
+            w, sec > 0 ? (double)(n->cost.bytes_read + n->cost.bytes_written) / sec / 1e9 : 0.0,
+            "%.6g");
+    } else {
+        for (int i = 0; i < 9; i++) opsched_csv_empty(w);
+    }
     if (energy) {
         if (ok && m->energy.valid) {
-            printf(",%.6g,%.6g,%.6g,", m->energy.energy_j * 1e3, m->energy.dynamic_energy_j * 1e3,
-                   m->energy.power_mean_w);
-            tool_csv_field(stdout, m->energy.method);
+            opsched_csv_double(w, m->energy.energy_j * 1e3, "%.6g");
+            opsched_csv_double(w, m->energy.dynamic_energy_j * 1e3, "%.6g");
+            opsched_csv_double(w, m->energy.power_mean_w, "%.6g");
+            opsched_csv_str(w, m->energy.method);
         } else {
-            printf(",,,,");
+            for (int i = 0; i < 4; i++) opsched_csv_empty(w);
         }
     }
-    putchar(',');
-    tool_csv_field(stdout, ok ? "" : m->message);
-    putchar('\n');
+    opsched_csv_str(w, ok ? "" : m->message);
+    return opsched_csv_end_row(w);
 }
 
 static void json_row(cJSON *arr, const char *op, const char *policy, const opsched_measurement *m,
@@ -234,6 +244,7 @@ int cmd_bench(opsched_ctx *ctx, int argc, char **argv)
     }
     if (st != OPSCHED_OK) return tool_fail(ctx, st, op);
     int rc = TOOL_EXIT_OK;
+    opsched_csv_writer *w = NULL;
     st = tool_open_device(ctx, &ma, &dev);
     if (st != OPSCHED_OK) {
         rc = tool_fail(ctx, st, "device");
@@ -267,7 +278,12 @@ int cmd_bench(opsched_ctx *ctx, int argc, char **argv)
             (long long)(node->cost.bytes_read + node->cost.bytes_written));
     cJSON *json = NULL, *rows = NULL;
     if (fmt == TOOL_FMT_CSV) {
-        csv_header(ma.opts.energy);
+        st = opsched_csv_writer_create(ctx, stdout, &w);
+        if (st == OPSCHED_OK) st = csv_header(w, ma.opts.energy);
+        if (st != OPSCHED_OK) {
+            rc = tool_fail(ctx, st, "CSV");
+            goto done;
+        }
     } else if (fmt == TOOL_FMT_JSON) {
         json = cJSON_CreateObject();
         cJSON_AddStringToObject(json, "op", op);
@@ -302,8 +318,13 @@ int cmd_bench(opsched_ctx *ctx, int argc, char **argv)
             goto done;
         }
         if (st != OPSCHED_OK) opsched_ctx_clear_error(ctx);
-        if (fmt == TOOL_FMT_CSV) csv_row(op, list[a], &m, node, ma.opts.energy);
-        else if (fmt == TOOL_FMT_JSON) json_row(rows, op, list[a], &m, node);
+        if (fmt == TOOL_FMT_CSV) {
+            st = csv_row(w, op, list[a], &m, node, ma.opts.energy);
+            if (st != OPSCHED_OK) {
+                rc = tool_fail(ctx, st, "CSV");
+                goto done;
+            }
+        } else if (fmt == TOOL_FMT_JSON) json_row(rows, op, list[a], &m, node);
         else print_row(list[a], &m, node, ma.opts.energy);
         if (m.status == OPSCHED_OK) ok++;
         if (m.status == OPSCHED_OK && m.unstable) unstable++;
@@ -319,6 +340,7 @@ int cmd_bench(opsched_ctx *ctx, int argc, char **argv)
         rc = TOOL_EXIT_FAIL;
     }
 done:
+    opsched_csv_writer_free(w);
     opsched_device_close(dev);
     opsched_graph_free(g);
     return rc;

@@ -43,8 +43,10 @@ typedef struct devices_args {
     const char *check, *db, *math, *backend;
     int calibrate, device;
     tool_format fmt;
-    cJSON *json; /* --format json: the rows */
-    int rows;    /* --format csv: rows written */
+    cJSON *json;           /* --format json: the rows */
+    opsched_csv_writer *w; /* --format csv: the writer */
+    opsched_status csv_st; /* --format csv: its first error */
+    int rows;              /* --format csv: rows written */
 } devices_args;
 
 static int devices_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
@@ -95,26 +97,31 @@ static void print_value(double v, double scale, const char *fmt)
         printf(fmt, v / scale);
 }
 
-/* Calibrates one device under each wanted math mode; stores into s when
- * not NULL.  Returns the number of failures (unsupported modes are not). */
+static const char calibration_csv_header[] =
+    "backend,index,device,math,status,peak_flops,bandwidth,launch_us,graph_node_us,idle_power_w";
+
 /* One calibration row in CSV or JSON; st says whether c holds numbers. */
 static void calibration_row(devices_args *a, const opsched_device_info *di, opsched_math m,
                             const char *status, const opsched_calibration *c)
 {
     if (a->fmt == TOOL_FMT_CSV) {
-        if (a->rows++ == 0)
-            printf("backend,index,device,math,status,peak_flops,bandwidth,launch_us,graph_node_us,"
-                   "idle_power_w\n");
-        tool_csv_field(stdout, di->backend);
-        printf(",%d,", di->index);
-        tool_csv_field(stdout, di->name);
-        tool_csv_next(stdout, opsched_math_name(m));
-        tool_csv_next(stdout, status);
-        if (c)
-            printf(",%.6g,%.6g,%.6g,%.6g,%.6g\n", c->peak_flops, c->bandwidth, c->launch_us,
-                   c->graph_node_us, c->idle_power_w);
-        else
-            printf(",,,,,\n");
+        if (a->rows++ == 0 && a->csv_st == OPSCHED_OK)
+            a->csv_st = opsched_csv_header(a->w, calibration_csv_header);
+        if (a->csv_st != OPSCHED_OK) return;
+        opsched_csv_str(a->w, di->backend);
+        opsched_csv_int(a->w, di->index);
+        opsched_csv_str(a->w, di->name);
+        opsched_csv_str(a->w, opsched_math_name(m));
+        opsched_csv_str(a->w, status);
+        if (c) {
+            const double v[] = {c->peak_flops, c->bandwidth, c->launch_us, c->graph_node_us,
+                                c->idle_power_w};
+            for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+                opsched_csv_double(a->w, v[i], "%.6g");
+        } else {
+            for (int i = 0; i < 5; i++) opsched_csv_empty(a->w);
+        }
+        a->csv_st = opsched_csv_end_row(a->w);
         return;
     }
     cJSON *o = cJSON_CreateObject();
@@ -133,6 +140,8 @@ static void calibration_row(devices_args *a, const opsched_device_info *di, opsc
     cJSON_AddItemToArray(a->json, o);
 }
 
+/* Calibrates one device under each wanted math mode; stores into s when
+ * not NULL.  Returns the number of failures (unsupported modes are not). */
 static int calibrate_device(opsched_ctx *ctx, devices_args *a, opsched_device *dev,
                             const int *want, opsched_store *s)
 {
@@ -239,7 +248,7 @@ static int run_calibrate(opsched_ctx *ctx, devices_args *a)
 
 static const char device_csv_header[] =
     "backend,index,name,uuid,pci_bus_id,driver,runtime,libraries,compute_capability,cores,"
-    "memory_bytes,l2_bytes,power,energy,power_limit_w\n";
+    "memory_bytes,l2_bytes,power,energy,power_limit_w";
 
 /* A device as a CSV row or a JSON object. */
 static void device_row(devices_args *a, opsched_device *dev, const opsched_device_info *di)
@@ -249,17 +258,27 @@ static void device_row(devices_args *a, opsched_device *dev, const opsched_devic
     if (a->fmt == TOOL_FMT_CSV) {
         const char *texts[] = {di->name, di->uuid, di->pci_bus_id, di->driver_version,
                                di->runtime_version, di->library_versions};
-        if (a->rows++ == 0) fputs(device_csv_header, stdout);
-        tool_csv_field(stdout, di->backend);
-        printf(",%d", di->index);
-        for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
-            putchar(',');
-            tool_csv_field(stdout, texts[i]);
+        if (a->rows++ == 0 && a->csv_st == OPSCHED_OK)
+            a->csv_st = opsched_csv_header(a->w, device_csv_header);
+        if (a->csv_st != OPSCHED_OK) return;
+        opsched_csv_str(a->w, di->backend);
+        opsched_csv_int(a->w, di->index);
+        for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+            opsched_csv_str(a->w, texts[i]);
+        if (di->cc_major) {
+            char cc[32];
+            snprintf(cc, sizeof(cc), "%d.%d", di->cc_major, di->cc_minor);
+            opsched_csv_str(a->w, cc);
+        } else {
+            opsched_csv_empty(a->w);
         }
-        if (di->cc_major) printf(",%d.%d", di->cc_major, di->cc_minor);
-        else printf(",");
-        printf(",%d,%lld,%lld,%d,%d,%.6g\n", di->sm_count, (long long)di->memory_bytes,
-               (long long)di->l2_bytes, di->has_power, di->has_energy, di->power_limit_w);
+        opsched_csv_int(a->w, di->sm_count);
+        opsched_csv_int(a->w, di->memory_bytes);
+        opsched_csv_int(a->w, di->l2_bytes);
+        opsched_csv_int(a->w, di->has_power);
+        opsched_csv_int(a->w, di->has_energy);
+        opsched_csv_double(a->w, di->power_limit_w, "%.6g");
+        a->csv_st = opsched_csv_end_row(a->w);
         return;
     }
     cJSON *o = cJSON_CreateObject();
@@ -316,30 +335,23 @@ static void print_device(devices_args *a, opsched_device *dev)
     }
 }
 
-int cmd_devices(opsched_ctx *ctx, int argc, char **argv)
+/* The calibration or the listing; a's JSON array or CSV writer is open. */
+static int devices_main(opsched_ctx *ctx, devices_args *a)
 {
-    devices_args a = {.device = -1, .fmt = TOOL_FMT_TABLE};
-    const tool_optgroup groups[] = {{"options", devices_opts, devices_opt, &a},
-                                    {NULL, tool_format_optlist, tool_format_opt, &a.fmt}};
-    const tool_cli cli = {"devices", devices_help, NULL, groups, 2, 0, NULL};
-    const char *pos[1];
-    int n_pos = 0;
-    int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
-    if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
-    const char *check = a.check;
-    if (a.fmt == TOOL_FMT_JSON && !(a.json = cJSON_CreateArray()))
-        return tool_fail(ctx, OPSCHED_ERR_NOMEM, "devices");
-    if (a.calibrate) {
+    const char *check = a->check;
+    int rc;
+    if (a->calibrate) {
         if (check) {
-            cJSON_Delete(a.json);
+            cJSON_Delete(a->json);
             return tool_usage_error("devices", "--check and --calibrate do not combine");
         }
-        rc = run_calibrate(ctx, &a);
-        int jrc = tool_print_json(a.json);
+        rc = run_calibrate(ctx, a);
+        if (a->csv_st != OPSCHED_OK) return tool_fail(ctx, a->csv_st, "CSV");
+        int jrc = tool_print_json(a->json);
         return rc != TOOL_EXIT_OK ? rc : jrc;
     }
-    if (a.db || a.math || a.backend || a.device >= 0) {
-        cJSON_Delete(a.json);
+    if (a->db || a->math || a->backend || a->device >= 0) {
+        cJSON_Delete(a->json);
         return tool_usage_error("devices", "--db, --math, --backend and --device go with --calibrate");
     }
     int check_found = 0, check_known = check == NULL;
@@ -348,7 +360,7 @@ int cmd_devices(opsched_ctx *ctx, int argc, char **argv)
         int n = 0;
         opsched_status st = opsched_device_count(ctx, name, &n);
         if (check && strcmp(check, name) == 0) check_known = 1;
-        FILE *note = a.fmt == TOOL_FMT_TABLE ? stdout : stderr;
+        FILE *note = a->fmt == TOOL_FMT_TABLE ? stdout : stderr;
         if (st != OPSCHED_OK) {
             fprintf(note, "%s: unavailable: %s\n", name, opsched_ctx_last_error(ctx));
             continue;
@@ -360,17 +372,40 @@ int cmd_devices(opsched_ctx *ctx, int argc, char **argv)
                 fprintf(note, "%s:%d  cannot open: %s\n", name, i, opsched_ctx_last_error(ctx));
                 continue;
             }
-            print_device(&a, dev);
+            print_device(a, dev);
             opsched_device_close(dev);
         }
         if (check && strcmp(check, name) == 0 && n > 0) check_found = 1;
     }
-    if (a.fmt == TOOL_FMT_CSV && a.rows == 0) fputs(device_csv_header, stdout);
-    if ((rc = tool_print_json(a.json)) != TOOL_EXIT_OK) return rc;
+    if (a->fmt == TOOL_FMT_CSV && a->rows == 0 && a->csv_st == OPSCHED_OK)
+        a->csv_st = opsched_csv_header(a->w, device_csv_header);
+    if (a->csv_st != OPSCHED_OK) return tool_fail(ctx, a->csv_st, "CSV");
+    if ((rc = tool_print_json(a->json)) != TOOL_EXIT_OK) return rc;
     if (!check_known) return tool_usage_error("devices", "this build has no backend '%s'", check);
     if (check && !check_found) {
         fprintf(stderr, "opsched: no %s device\n", check);
         return TOOL_EXIT_FAIL;
     }
     return TOOL_EXIT_OK;
+}
+
+int cmd_devices(opsched_ctx *ctx, int argc, char **argv)
+{
+    devices_args a = {.device = -1, .fmt = TOOL_FMT_TABLE};
+    const tool_optgroup groups[] = {{"options", devices_opts, devices_opt, &a},
+                                    {NULL, tool_format_optlist, tool_format_opt, &a.fmt}};
+    const tool_cli cli = {"devices", devices_help, NULL, groups, 2, 0, NULL};
+    const char *pos[1];
+    int n_pos = 0;
+    int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
+    if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
+    if (a.fmt == TOOL_FMT_JSON && !(a.json = cJSON_CreateArray()))
+        return tool_fail(ctx, OPSCHED_ERR_NOMEM, "devices");
+    if (a.fmt == TOOL_FMT_CSV) {
+        opsched_status st = opsched_csv_writer_create(ctx, stdout, &a.w);
+        if (st != OPSCHED_OK) return tool_fail(ctx, st, "CSV");
+    }
+    rc = devices_main(ctx, &a);
+    opsched_csv_writer_free(a.w);
+    return rc;
 }

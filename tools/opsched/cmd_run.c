@@ -532,10 +532,11 @@ static void input_text(const opsched_graph *g, char *buf, size_t n)
     }
 }
 
-static void csv_ms(double v)
+/* A time or ratio; one not measured (not finite) is empty. */
+static void csv_ms(opsched_csv_writer *w, double v)
 {
-    if (isfinite(v)) printf(",%.6g", v);
-    else printf(",");
+    if (isfinite(v)) opsched_csv_double(w, v, "%.6g");
+    else opsched_csv_empty(w);
 }
 
 static void json_ms(cJSON *o, const char *name, double v)
@@ -545,7 +546,8 @@ static void json_ms(cJSON *o, const char *name, double v)
 }
 
 /* --format csv or json: one row (object) per schedule; stdout has nothing else. */
-static int print_rows(const run_args *a, const opsched_graph *g, const run_item *items, int n)
+static int print_rows(opsched_ctx *ctx, const run_args *a, const opsched_graph *g,
+                      const run_item *items, int n)
 {
     static const char *const cols[] = {
         "model",      "batch",        "input",       "math",        "layout",        "schedule",
@@ -558,9 +560,18 @@ static int print_rows(const run_args *a, const opsched_graph *g, const run_item 
     for (int i = 0; i < n; i++)
         if (strcmp(items[i].label, "sequential") == 0) base = &items[i];
     cJSON *arr = a->fmt == TOOL_FMT_JSON ? cJSON_CreateArray() : NULL;
-    if (a->fmt == TOOL_FMT_CSV)
-        for (int c = 0; c < n_cols; c++) printf("%s%s", cols[c], c + 1 < n_cols ? "," : "\n");
-    for (int i = 0; i < n; i++) {
+    opsched_csv_writer *w = NULL;
+    opsched_status st = OPSCHED_OK;
+    if (a->fmt == TOOL_FMT_CSV) {
+        char header[256] = "";
+        for (int c = 0; c < n_cols; c++) {
+            if (c) strcat(header, ",");
+            strcat(header, cols[c]);
+        }
+        st = opsched_csv_writer_create(ctx, stdout, &w);
+        if (st == OPSCHED_OK) st = opsched_csv_header(w, header);
+    }
+    for (int i = 0; st == OPSCHED_OK && i < n; i++) {
         const run_item *it = &items[i];
         double v[9] = {it->free_t.stats.median, it->free_t.p10, it->free_t.stats.p90, NAN, NAN, NAN,
                        base ? base->free_t.stats.median / it->free_t.stats.median : NAN, NAN,
@@ -572,15 +583,17 @@ static int print_rows(const run_args *a, const opsched_graph *g, const run_item 
             if (base && base->has_graph) v[7] = base->graph_t.stats.median / it->graph_t.stats.median;
         }
         if (a->fmt == TOOL_FMT_CSV) {
-            tool_csv_field(stdout, opsched_graph_name(g));
-            printf(",%lld", (long long)graph_batch(g));
-            tool_csv_next(stdout, input);
-            tool_csv_next(stdout, opsched_math_name(a->math));
-            tool_csv_next(stdout, layout_name(a->layout));
-            tool_csv_next(stdout, it->label);
-            printf(",%d,%d,%d", it->info.n_stages, it->info.n_streams, it->info.n_launches);
-            for (int k = 0; k < 9; k++) csv_ms(v[k]);
-            printf("\n");
+            opsched_csv_str(w, opsched_graph_name(g));
+            opsched_csv_int(w, graph_batch(g));
+            opsched_csv_str(w, input);
+            opsched_csv_str(w, opsched_math_name(a->math));
+            opsched_csv_str(w, layout_name(a->layout));
+            opsched_csv_str(w, it->label);
+            opsched_csv_int(w, it->info.n_stages);
+            opsched_csv_int(w, it->info.n_streams);
+            opsched_csv_int(w, it->info.n_launches);
+            for (int k = 0; k < 9; k++) csv_ms(w, v[k]);
+            st = opsched_csv_end_row(w);
             continue;
         }
         cJSON *o = cJSON_CreateObject();
@@ -596,6 +609,8 @@ static int print_rows(const run_args *a, const opsched_graph *g, const run_item 
         for (int k = 0; k < 9; k++) json_ms(o, cols[9 + k], v[k]);
         cJSON_AddItemToArray(arr, o);
     }
+    opsched_csv_writer_free(w);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "CSV");
     return tool_print_json(arr);
 }
 
@@ -691,7 +706,7 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
     if (rc != TOOL_EXIT_OK) goto done;
     double tol = opsched_profile_tolerance(a.math);
     if (a.fmt == TOOL_FMT_TABLE) print_table(&a, items, n_items, tol);
-    else if ((rc = print_rows(&a, g, items, n_items)) != TOOL_EXIT_OK) goto done;
+    else if ((rc = print_rows(ctx, &a, g, items, n_items)) != TOOL_EXIT_OK) goto done;
     if (tr) {
         st = opsched_trace_write(tr, a.trace);
         if (st != OPSCHED_OK) {

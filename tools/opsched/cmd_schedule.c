@@ -510,20 +510,27 @@ static void stage_nodes(const opsched_stage *st, const opsched_graph *g, char *b
                    opsched_graph_node(g, st->groups[k].nodes[j])->name);
 }
 
-static void print_csv(const opsched_schedule *s, const opsched_graph *g)
+/* One row per stage; a stage not timed (ms < 0) has an empty ms field. */
+static opsched_status print_csv(opsched_ctx *ctx, const opsched_schedule *s, const opsched_graph *g)
 {
     static char nodes[65536];
-    printf("stage,kind,groups,ms,nodes\n");
-    for (int i = 0; i < s->n_stages; i++) {
-        const opsched_stage *st = &s->stages[i];
-        stage_nodes(st, g, nodes, sizeof(nodes));
-        printf("%d,%s,%d,", i, st->kind == OPSCHED_STAGE_MERGE ? "merge" : "concurrent",
-               st->kind == OPSCHED_STAGE_MERGE ? 1 : st->n_groups);
-        if (st->ms >= 0) printf("%.6g", st->ms);
-        putchar(',');
-        tool_csv_field(stdout, nodes);
-        putchar('\n');
+    opsched_csv_writer *w = NULL;
+    opsched_status st = opsched_csv_writer_create(ctx, stdout, &w);
+    if (st == OPSCHED_OK) st = opsched_csv_header(w, "stage,kind,groups,ms,nodes");
+    for (int i = 0; st == OPSCHED_OK && i < s->n_stages; i++) {
+        const opsched_stage *sg = &s->stages[i];
+        int merge = sg->kind == OPSCHED_STAGE_MERGE;
+        stage_nodes(sg, g, nodes, sizeof(nodes));
+        opsched_csv_int(w, i);
+        opsched_csv_str(w, merge ? "merge" : "concurrent");
+        opsched_csv_int(w, merge ? 1 : sg->n_groups);
+        if (sg->ms >= 0) opsched_csv_double(w, sg->ms, "%.6g");
+        else opsched_csv_empty(w);
+        opsched_csv_str(w, nodes);
+        st = opsched_csv_end_row(w);
     }
+    opsched_csv_writer_free(w);
+    return st;
 }
 
 static int print_json(const sched_args *a, const cost_setup *c, const opsched_schedule *s,
@@ -680,8 +687,10 @@ int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
         }
         fprintf(rep, "\nwrote %s\n", a.output);
     }
-    if (a.fmt == TOOL_FMT_CSV) print_csv(s, g);
-    else if (a.fmt == TOOL_FMT_JSON) rc = print_json(&a, &c, s, g, &stats);
+    if (a.fmt == TOOL_FMT_CSV) {
+        st = print_csv(ctx, s, g);
+        if (st != OPSCHED_OK) rc = tool_fail(ctx, st, "CSV");
+    } else if (a.fmt == TOOL_FMT_JSON) rc = print_json(&a, &c, s, g, &stats);
 done:
     opsched_schedule_free(s);
     opsched_graph_free(g);

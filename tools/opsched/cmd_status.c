@@ -35,7 +35,9 @@ static int set_string(void *dest, const char *cmd, const tool_opt *o, const char
 typedef struct status_out {
     tool_format fmt;
     int rows;
-    cJSON *array; /* json */
+    cJSON *array;          /* json */
+    opsched_csv_writer *w; /* csv */
+    opsched_status csv_st; /* csv: the first writer error */
 } status_out;
 
 static void print_count(const opsched_measurement_count *r, void *user)
@@ -52,13 +54,14 @@ static void print_count(const opsched_measurement_count *r, void *user)
         return;
     }
     if (so->fmt == TOOL_FMT_CSV) {
-        if (so->rows++ == 0) printf("device,op,status,configs,rows\n");
-        tool_csv_field(stdout, r->device);
-        putchar(',');
-        tool_csv_field(stdout, r->op);
-        putchar(',');
-        tool_csv_field(stdout, r->status);
-        printf(",%lld,%lld\n", (long long)r->configs, (long long)r->measurements);
+        so->rows++;
+        if (so->csv_st != OPSCHED_OK) return;
+        opsched_csv_str(so->w, r->device);
+        opsched_csv_str(so->w, r->op);
+        opsched_csv_str(so->w, r->status);
+        opsched_csv_int(so->w, r->configs);
+        opsched_csv_int(so->w, r->measurements);
+        so->csv_st = opsched_csv_end_row(so->w);
         return;
     }
     int *rows = &so->rows;
@@ -173,9 +176,20 @@ static int print_other(opsched_ctx *ctx, opsched_store *store, const char *db,
         runs.array = cJSON_AddArrayToObject(root, "run_list");
         nets.array = cJSON_AddArrayToObject(root, "network_runs");
     }
+    if (fmt == TOOL_FMT_CSV) {
+        counts.csv_st = opsched_csv_writer_create(ctx, stdout, &counts.w);
+        if (counts.csv_st == OPSCHED_OK)
+            counts.csv_st = opsched_csv_header(counts.w, "device,op,status,configs,rows");
+        if (counts.csv_st != OPSCHED_OK) {
+            opsched_csv_writer_free(counts.w);
+            opsched_store_close(store);
+            return tool_fail(ctx, counts.csv_st, "CSV");
+        }
+    }
     opsched_status st = opsched_store_measurement_counts(store, print_count, &counts);
     if (st == OPSCHED_OK && root) st = opsched_store_runs(store, print_run, &runs);
     if (st == OPSCHED_OK && root) st = opsched_store_network_summaries(store, print_network, &nets);
+    opsched_csv_writer_free(counts.w);
     if (st != OPSCHED_OK) {
         cJSON_Delete(root);
         int rc = tool_fail(ctx, st, db);
@@ -183,7 +197,7 @@ static int print_other(opsched_ctx *ctx, opsched_store *store, const char *db,
         return rc;
     }
     opsched_store_close(store);
-    if (fmt == TOOL_FMT_CSV && counts.rows == 0) printf("device,op,status,configs,rows\n");
+    if (counts.csv_st != OPSCHED_OK) return tool_fail(ctx, counts.csv_st, "CSV");
     return tool_print_json(root);
 }
 

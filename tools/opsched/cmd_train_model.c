@@ -41,32 +41,39 @@ static void add_cv(cJSON *o, const char *name, const opsched_cv_error *e)
     cJSON_AddNumberToObject(c, "within10", e->within10);
 }
 
-static void csv_pct(double v)
+/* An error figure; one not finite (no folds, nothing to compare) is empty. */
+static void csv_pct(opsched_csv_writer *w, double v)
 {
-    if (isfinite(v)) printf(",%.6g", v);
-    else printf(",");
+    if (isfinite(v)) opsched_csv_double(w, v, "%.6g");
+    else opsched_csv_empty(w);
 }
 
-static void print_csv(const opsched_predictor *p)
+static opsched_status print_csv(opsched_ctx *ctx, const opsched_predictor *p)
 {
-    printf("model,ops,rows,folds,trained,cv_median_ape,cv_p90_ape,cv_max_ape,cv_within10,"
-           "baseline_median_ape,baseline_p90_ape,file\n");
-    for (int i = 0; i < opsched_predictor_num_models(p); i++) {
+    opsched_csv_writer *w = NULL;
+    opsched_status st = opsched_csv_writer_create(ctx, stdout, &w);
+    if (st == OPSCHED_OK)
+        st = opsched_csv_header(w, "model,ops,rows,folds,trained,cv_median_ape,cv_p90_ape,"
+                                   "cv_max_ape,cv_within10,baseline_median_ape,"
+                                   "baseline_p90_ape,file");
+    for (int i = 0; st == OPSCHED_OK && i < opsched_predictor_num_models(p); i++) {
         const opsched_model_info *m = opsched_predictor_model(p, i);
-        tool_csv_field(stdout, m->name);
-        putchar(',');
-        tool_csv_field(stdout, m->ops);
-        printf(",%lld,%d,%d", (long long)m->rows, m->folds, m->trained);
-        csv_pct(m->cv.median_ape);
-        csv_pct(m->cv.p90_ape);
-        csv_pct(m->cv.max_ape);
-        csv_pct(m->cv.within10);
-        csv_pct(m->baseline.median_ape);
-        csv_pct(m->baseline.p90_ape);
-        putchar(',');
-        tool_csv_field(stdout, m->file);
-        putchar('\n');
+        opsched_csv_str(w, m->name);
+        opsched_csv_str(w, m->ops);
+        opsched_csv_int(w, m->rows);
+        opsched_csv_int(w, m->folds);
+        opsched_csv_int(w, m->trained);
+        csv_pct(w, m->cv.median_ape);
+        csv_pct(w, m->cv.p90_ape);
+        csv_pct(w, m->cv.max_ape);
+        csv_pct(w, m->cv.within10);
+        csv_pct(w, m->baseline.median_ape);
+        csv_pct(w, m->baseline.p90_ape);
+        opsched_csv_str(w, m->file);
+        st = opsched_csv_end_row(w);
     }
+    opsched_csv_writer_free(w);
+    return st;
 }
 
 static void print_json(const opsched_predictor *p, const opsched_predictor_info *in)
@@ -131,7 +138,11 @@ int cmd_train_model(opsched_ctx *ctx, int argc, char **argv)
     if (fmt == TOOL_FMT_JSON) {
         print_json(p, &in);
     } else if (fmt == TOOL_FMT_CSV) {
-        print_csv(p);
+        st = print_csv(ctx, p);
+        if (st != OPSCHED_OK) {
+            opsched_predictor_free(p);
+            return tool_fail(ctx, st, "CSV");
+        }
     } else {
         printf("%s:%s (device %lld in %s), %s %s, %s, cache %s\n", in.device.backend,
                in.device.name, (long long)in.device.id, a.db_path, in.math, in.layout,

@@ -245,23 +245,3 @@ int tool_print_json(cJSON *root)
     cJSON_free(text);
     return TOOL_EXIT_OK;
 }
-
-void tool_csv_field(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-void tool_csv_next(FILE *f, const char *s)
-{
-    fputc(',', f);
-    tool_csv_field(f, s);
-}

@@ -140,10 +140,4 @@ void tool_suggest_model(const char *name);
 /* 1234567 -> "1.23M" (SI, 3 significant digits). */
 const char *tool_human(double v, char *buf, size_t n);
 
-/* Writes s as a CSV field (quoted when needed).  Every text field of the
- * tool's CSV goes through it. */
-void tool_csv_field(FILE *f, const char *s);
-/* A comma, then s as a CSV field. */
-void tool_csv_next(FILE *f, const char *s);
-
 #endif /* OPSCHED_TOOL_H */
