@@ -221,7 +221,12 @@ else
     check "read-only $where: export writes every row" test "$(($(wc -l < "$tmp/e.csv") - 1))" = "$total"
     as_reader "$bin" predict squeezenet1_1 --input-size 32 --db "$ro/m.db" "${m[@]}" \
       >"$tmp/p.out" 2>"$tmp/p.err"
-    check "read-only $where: predict works" test $? = 0
+    prc=$?
+    # The spec measured other layers than squeezenet's: predict reads the
+    # database and either answers or says what it holds (exit 1), never
+    # "not writable".
+    check "read-only $where: predict reads it" eval \
+      '[ $prc = 0 ] || { [ $prc = 1 ] && grep -q "holds (measurements" "$tmp/p.err"; }'
     check "read-only $where: the file is unchanged" test "$before" = "$(sum_of "$ro/m.db")"
     [ -s "$tmp/s.err" ] && cat "$tmp/s.err"
     [ -s "$tmp/p.err" ] && cat "$tmp/p.err"

@@ -7,8 +7,10 @@
  */
 #include <math.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "opsched/sweep.h"
@@ -319,8 +321,20 @@ static int for_model_spec(const sweep_args *a, char **out)
 static void spec_settings(const char *path, int *math, int *layout)
 {
     char line[1024];
-    FILE *f = fopen(path, "r");
-    if (!f) return;
+    /* Not blocking on a FIFO: only a regular file is read (the library
+     * refuses anything else when it loads the spec). */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0) return;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return;
+    }
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        close(fd);
+        return;
+    }
     while (fgets(line, sizeof(line), f)) {
         const char *p = line + strspn(line, " \t");
         if (*p == '#') continue;
