@@ -58,6 +58,11 @@ int cmd_export(opsched_ctx *ctx, int argc, char **argv)
         return tool_usage_error("export", "the format is csv (the only one export writes), not '%s'",
                                 format);
     if (!db) return tool_usage_error("export", "from where? --db FILE is required");
+    {
+        const char *in[] = {db};
+        int crc = tool_check_output("export", out, in, 1);
+        if (crc != TOOL_EXIT_OK) return crc;
+    }
     struct stat sb;
     if (stat(db, &sb) != 0) {
         fprintf(stderr, "opsched export: %s: no such database\n", db);

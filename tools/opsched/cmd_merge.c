@@ -28,12 +28,6 @@ static int set_out(void *dest, const char *cmd, const tool_opt *o, const char *v
 }
 
 /* Whether a and b are the same file (both must exist). */
-static int same_file(const char *a, const char *b)
-{
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 int cmd_merge(opsched_ctx *ctx, int argc, char **argv)
 {
     const char *out = NULL;
@@ -51,9 +45,11 @@ int cmd_merge(opsched_ctx *ctx, int argc, char **argv)
             fprintf(stderr, "opsched merge: %s: no such database\n", srcs[i]);
             return TOOL_EXIT_FAIL;
         }
-        if (strcmp(srcs[i], out) == 0 || same_file(srcs[i], out))
+        if (strcmp(srcs[i], out) == 0)
             return tool_usage_error("merge", "%s is both a source and the output", srcs[i]);
     }
+    int crc = tool_check_output("merge", out, srcs, n);
+    if (crc != TOOL_EXIT_OK) return crc;
     opsched_store *store = NULL;
     opsched_status s = opsched_store_open(ctx, out, OPSCHED_STORE_READ_WRITE, &store);
     if (s != OPSCHED_OK) return tool_fail(ctx, s, out);

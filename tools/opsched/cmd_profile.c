@@ -179,6 +179,11 @@ static int parse_args(int argc, char **argv, profile_args *a)
     if (rc != TOOL_EXIT_OK) return rc;
     if (!n_pos) return tool_usage_error("profile", "which model? e.g. opsched profile resnet50");
     a->model = pos[0];
+    {
+        const char *in[] = {a->db, a->model};
+        int crc = tool_check_output("profile", a->trace, in, 2);
+        if (crc != TOOL_EXIT_OK) return crc;
+    }
     const char *algo = a->measure.scratch.algo;
     if (algo && strcmp(algo, "all") == 0)
         return tool_usage_error("profile", "--algo all is for bench and sweep; profile runs one "

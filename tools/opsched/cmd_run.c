@@ -639,6 +639,11 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
     rep = a.fmt == TOOL_FMT_TABLE ? stdout : stderr;
+    {
+        const char *in[] = {a.db, a.mo.model, a.schedule};
+        int crc = tool_check_output("run", a.trace, in, 3);
+        if (crc != TOOL_EXIT_OK) return crc;
+    }
 
     run_item items[MAX_SCHEDULES];
     memset(items, 0, sizeof(items));

@@ -590,6 +590,11 @@ int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
     rep = a.fmt == TOOL_FMT_TABLE ? stdout : stderr;
+    {
+        const char *in[] = {a.db, a.mo.model};
+        int crc = tool_check_output("schedule", a.output, in, 2);
+        if (crc != TOOL_EXIT_OK) return crc;
+    }
 
     int measure = strcmp(a.cost, "measure") == 0;
     if (measure && (a.data || a.target || a.stages_target || a.no_train))

@@ -165,6 +165,12 @@ static int parse_args(int argc, char **argv, vargs *a)
     a->layout_auto = d->layout_auto;
     a->cache = d->po.cache;
     if (strcmp(d->po.algo_policy, "heuristic") != 0) a->algo = d->po.algo_policy;
+    {
+        const char *in[] = {a->db};
+        int crc = tool_check_output("validate", a->csv, in, 1);
+        if (crc == TOOL_EXIT_OK) crc = tool_check_output("validate", a->plot, in, 1);
+        if (crc != TOOL_EXIT_OK) return crc;
+    }
     if (a->plot) {
         size_t n = strlen(a->plot);
         if (n < 5 || (strcmp(a->plot + n - 4, ".svg") != 0 && strcmp(a->plot + n - 4, ".png") != 0))

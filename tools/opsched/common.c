@@ -245,3 +245,17 @@ int tool_print_json(cJSON *root)
     cJSON_free(text);
     return TOOL_EXIT_OK;
 }
+
+int tool_check_output(const char *cmd, const char *out, const char *const *inputs, int n)
+{
+    struct stat so, si;
+    if (!out || stat(out, &so) != 0) return TOOL_EXIT_OK;
+    for (int i = 0; i < n; i++) {
+        if (!inputs[i] || stat(inputs[i], &si) != 0) continue;
+        if (so.st_dev == si.st_dev && so.st_ino == si.st_ino)
+            return tool_usage_error(cmd, "the output '%s' is the input '%s' (the same file): "
+                                         "writing it would destroy what is read; choose another "
+                                         "name", out, inputs[i]);
+    }
+    return TOOL_EXIT_OK;
+}

@@ -95,6 +95,11 @@ void tool_stop_restore(void);
 
 /* Prints "opsched: <what>: <library message>" to stderr; returns TOOL_EXIT_FAIL. */
 int tool_fail(opsched_ctx *ctx, opsched_status st, const char *what);
+/* TOOL_EXIT_OK unless the output path out (NULL: none) names the same file
+ * as one of the n inputs (NULL entries skipped): same device and inode,
+ * after symbolic links.  Then a usage error naming both, so that writing
+ * the output can never destroy what the command reads. */
+int tool_check_output(const char *cmd, const char *out, const char *const *inputs, int n);
 /* Prints "opsched <cmd>: <msg>" and a hint to stderr; returns TOOL_EXIT_USAGE. */
 int tool_usage_error(const char *cmd, const char *fmt, ...);
 

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# An output that names an input (directly or through a symbolic link) is a
+# usage error that names both, and the input is left byte for byte as it
+# was: export -o, profile --trace, schedule -o, validate --csv, run --trace.
+set -uo pipefail
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+pass=0
+fail=0
+check() { # check NAME COMMAND...: passes when the command succeeds
+  local name=$1; shift
+  if "$@"; then pass=$((pass+1)); echo "ok   $name"; else fail=$((fail+1)); echo "FAIL $name"; fi
+}
+cat > s.yml <<'YML'
+measure:
+  iters: 3
+  min_ms: 0
+  warmup_ms: 0
+op: conv2d
+params:
+  batch: [1]
+  in_channels: [4]
+  out_channels: [4]
+  height: [8]
+  kernel: [1, 3]
+YML
+"$bin" sweep s.yml --db r.db --backend cpu >/dev/null 2>&1
+check "a database to read" test -s r.db
+ln -s r.db link.db
+before=$(md5sum < r.db)
+n=0
+while IFS='|' read -r name out cmd; do
+  n=$((n+1))
+  # shellcheck disable=SC2086
+  "$bin" $cmd >"$tmp/o.$n" 2>"$tmp/e.$n"
+  rc=$?
+  check "$name: exit 2" test $rc = 2
+  check "$name: names the output and the input" \
+    grep -q "the output '$out' is the input 'r.db'" "$tmp/e.$n"
+  check "$name: the database is unchanged" test "$before" = "$(md5sum < r.db)"
+done <<'CASES'
+export -o the database|r.db|export --db r.db -o r.db
+export -o a link to it|link.db|export --db r.db -o link.db
+profile --trace a link to it|link.db|profile squeezenet1_1 --backend cpu --input-size 32 --db r.db --trace link.db --dry-run
+schedule -o the database|r.db|schedule squeezenet1_1 --searcher sequential --cost predict --db r.db -o r.db
+validate --csv a link to it|link.db|validate --db r.db --csv link.db
+run --trace the database|r.db|run squeezenet1_1 --backend cpu --input-size 32 --compare sequential --db r.db --trace r.db
+CASES
+"$bin" status r.db >/dev/null 2>&1
+check "the database still opens" test $? = 0
+echo "$n cases"
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
