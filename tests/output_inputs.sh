@@ -50,6 +50,19 @@ run --trace the database|r.db|run squeezenet1_1 --backend cpu --input-size 32 --
 CASES
 "$bin" status r.db >/dev/null 2>&1
 check "the database still opens" test $? = 0
+
+# Outputs are written whole or not at all: an export that fails keeps the
+# file that was there, and one whose writes fail (a file-size limit of one
+# block) leaves neither a truncated file nor a temporary one.
+echo "not a database" > bad.db
+echo "the old export" > old.csv
+"$bin" export --db bad.db -o old.csv >/dev/null 2>&1
+check "a failed export: exit 1" test $? = 1
+check "a failed export: the old file kept" test "$(cat old.csv)" = "the old export"
+( ulimit -f 0; "$bin" export --db r.db -o full.csv >/dev/null 2>"$tmp/full.err" ); rc=$?
+check "export on a full disk: exit 1" test $rc = 1
+check "export on a full disk: no file under the name" test ! -e full.csv
+check "export on a full disk: no temporary left" test -z "$(ls | grep '\.tmp\.')"
 echo "$n cases"
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

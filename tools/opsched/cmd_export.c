@@ -72,16 +72,20 @@ int cmd_export(opsched_ctx *ctx, int argc, char **argv)
     FILE *f = stdout;
     opsched_status st = opsched_store_open(ctx, db, OPSCHED_STORE_READ_ONLY, &store);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, db);
-    if (out && !(f = fopen(out, "w"))) {
-        fprintf(stderr, "opsched export: %s: %s\n", out, strerror(errno));
-        opsched_store_close(store);
-        return TOOL_EXIT_FAIL;
+    tool_out o;
+    if (out) {
+        if (tool_out_open("export", out, &o) != TOOL_EXIT_OK) {
+            opsched_store_close(store);
+            return TOOL_EXIT_FAIL;
+        }
+        f = o.f;
     }
     st = opsched_store_export_csv(store, f, op);
     if (st != OPSCHED_OK) rc = tool_fail(ctx, st, "export");
-    if (out && fclose(f) != 0 && rc == TOOL_EXIT_OK) {
-        fprintf(stderr, "opsched export: %s: %s\n", out, strerror(errno));
-        rc = TOOL_EXIT_FAIL;
+    /* An export cut short leaves no file that looks complete. */
+    if (out) {
+        if (rc == TOOL_EXIT_OK) rc = tool_out_commit("export", &o);
+        else tool_out_abort(&o);
     }
     opsched_store_close(store);
     return rc;

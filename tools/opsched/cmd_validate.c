@@ -564,19 +564,14 @@ static int print_json(const vstate *v)
 
 static int write_csv(opsched_ctx *ctx, const vstate *v, const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "opsched validate: cannot write %s\n", path);
-        return TOOL_EXIT_FAIL;
+    tool_out o;
+    if (tool_out_open("validate", path, &o) != TOOL_EXIT_OK) return TOOL_EXIT_FAIL;
+    opsched_status st = csv_rows(ctx, v, o.f);
+    if (st != OPSCHED_OK) {
+        tool_out_abort(&o);
+        return tool_fail(ctx, st, path);
     }
-    opsched_status st = csv_rows(ctx, v, f);
-    int closed = fclose(f);
-    if (st != OPSCHED_OK) return tool_fail(ctx, st, path);
-    if (closed != 0) {
-        fprintf(stderr, "opsched validate: cannot write %s\n", path);
-        return TOOL_EXIT_FAIL;
-    }
-    return TOOL_EXIT_OK;
+    return tool_out_commit("validate", &o);
 }
 
 static int plot(const vstate *v, const opsched_device_row *dev, const char *path)

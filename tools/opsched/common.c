@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -258,4 +259,55 @@ int tool_check_output(const char *cmd, const char *out, const char *const *input
                                          "name", out, inputs[i]);
     }
     return TOOL_EXIT_OK;
+}
+
+int tool_out_open(const char *cmd, const char *path, tool_out *o)
+{
+    memset(o, 0, sizeof(*o));
+    snprintf(o->path, sizeof(o->path), "%s", path);
+    int n = snprintf(o->tmp, sizeof(o->tmp), "%s.tmp.XXXXXX", path);
+    if (n < 0 || (size_t)n >= sizeof(o->tmp)) {
+        fprintf(stderr, "opsched %s: %s: the name is too long\n", cmd, path);
+        return TOOL_EXIT_FAIL;
+    }
+    int fd = mkstemp(o->tmp);
+    if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
+        fprintf(stderr, "opsched %s: %s: cannot write beside it: %s\n", cmd, path,
+                strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(o->tmp);
+        }
+        return TOOL_EXIT_FAIL;
+    }
+    return TOOL_EXIT_OK;
+}
+
+int tool_out_commit(const char *cmd, tool_out *o)
+{
+    int ok = fflush(o->f) == 0 && !ferror(o->f) && fsync(fileno(o->f)) == 0;
+    int err = errno;
+    if (fclose(o->f) != 0 && ok) {
+        ok = 0;
+        err = errno;
+    }
+    o->f = NULL;
+    if (ok && rename(o->tmp, o->path) != 0) {
+        ok = 0;
+        err = errno;
+    }
+    if (!ok) {
+        unlink(o->tmp);
+        fprintf(stderr, "opsched %s: %s: %s (nothing written under that name)\n", cmd, o->path,
+                strerror(err));
+        return TOOL_EXIT_FAIL;
+    }
+    return TOOL_EXIT_OK;
+}
+
+void tool_out_abort(tool_out *o)
+{
+    if (o->f) fclose(o->f);
+    o->f = NULL;
+    if (o->tmp[0]) unlink(o->tmp);
 }
