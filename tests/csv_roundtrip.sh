@@ -24,12 +24,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 tmp=$(mktemp -d /tmp/opsched_csv_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export OPSCHED_DATA_DIR=$here/../data OPSCHED_CACHE_DIR=$tmp/cache
-pass=0
-fail=0
-check() { # check NAME COMMAND...: passes when the command succeeds
-  local name=$1; shift
-  if "$@"; then pass=$((pass+1)); echo "ok   $name"; else fail=$((fail+1)); echo "FAIL $name"; fi
-}
+. "$(dirname "$0")/support/check.sh"
 
 # parses FILE [MIN_ROWS]: a header of distinct names, at least MIN_ROWS
 # rows (default 1), each with the header's field count, no field "nan".

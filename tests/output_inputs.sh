@@ -6,13 +6,8 @@ set -uo pipefail
 bin=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+. "$(cd "$(dirname "$0")" && pwd)/support/check.sh"
 cd "$tmp" || exit 1
-pass=0
-fail=0
-check() { # check NAME COMMAND...: passes when the command succeeds
-  local name=$1; shift
-  if "$@"; then pass=$((pass+1)); echo "ok   $name"; else fail=$((fail+1)); echo "FAIL $name"; fi
-}
 cat > s.yml <<'YML'
 measure:
   iters: 3

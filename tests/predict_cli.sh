@@ -22,12 +22,7 @@ fi
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 tmp=$(mktemp -d /tmp/opsched_predict_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-check() { # check NAME COMMAND...: passes when the command succeeds
-  local name=$1; shift
-  if "$@"; then pass=$((pass+1)); echo "ok   $name"; else fail=$((fail+1)); echo "FAIL $name"; fi
-}
+. "$(dirname "$0")/support/check.sh"
 db=$tmp/p.db
 common=(--db "$db" --math fp32 --quiet)
 

@@ -22,12 +22,7 @@ tmp=$(mktemp -d /tmp/opsched_predsched_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export OPSCHED_DATA_DIR=$here/../data
 export OPSCHED_CACHE_DIR=$tmp/cache
-pass=0
-fail=0
-check() { # check NAME COMMAND...: passes when the command succeeds
-  local name=$1; shift
-  if "$@"; then pass=$((pass+1)); echo "ok   $name"; else fail=$((fail+1)); echo "FAIL $name"; fi
-}
+. "$(dirname "$0")/support/check.sh"
 settings=(--data h100 --math tf32 --layout nchw)
 "$bin" train-model "${settings[@]}" --rounds 40 --folds 2 --quiet >"$tmp/train.out" \
   2>"$tmp/train.err"

@@ -27,12 +27,7 @@ tmp=$(mktemp -d /tmp/opsched_profile_XXXXXX)
 bg=
 cleanup() { [ -n "$bg" ] && kill -9 "$bg" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
-pass=0
-fail=0
-check() { # check NAME COMMAND...: passes when the command succeeds
-  local name=$1; shift
-  if "$@"; then pass=$((pass+1)); echo "ok   $name"; else fail=$((fail+1)); echo "FAIL $name"; fi
-}
+. "$(dirname "$0")/support/check.sh"
 quick=(--backend cpu --iters 3 --warmup-ms 10 --min-ms 0 --out-dir "$tmp/out" --db "$tmp/p.db")
 
 overall_header="model,algorithm,batch,input_size,mean,std,min,max,median,p90,p99,throughput,power_mean_w,energy_per_inference_j,peak_memory_bytes,e2e_graph_median_ms,layer_sum_ms,attribution_latency_pct,attribution_energy_pct,check_rel_l2,enqueue_ms,cv,math,layout,fallback_layers,attribution_graph_pct,layers_queued,layer_isolated_sum_ms,attribution_isolated_pct"

@@ -25,12 +25,7 @@ fi
 tmp=$(mktemp -d /tmp/opsched_shipped_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export OPSCHED_DATA_DIR=$here/../data OPSCHED_CACHE_DIR=$tmp/cache
-pass=0
-fail=0
-check() { # check NAME COMMAND...: passes when the command succeeds
-  local name=$1; shift
-  if "$@"; then pass=$((pass+1)); echo "ok   $name"; else fail=$((fail+1)); echo "FAIL $name"; fi
-}
+. "$(dirname "$0")/support/check.sh"
 # name: model batch size mode
 cases="resnet50:1:224:graph resnet50:1:224:eager googlenet:32:299:graph vgg16:8:320:eager
 squeezenet1_1:1:224:eager densenet121:8:224:graph"

@@ -20,12 +20,7 @@ tmp=$(mktemp -d /tmp/opsched_kill_XXXXXX)
 bg=
 cleanup() { [ -n "$bg" ] && kill -9 "$bg" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
-pass=0
-fail=0
-check() { # check NAME COMMAND...: passes when the command succeeds
-  local name=$1; shift
-  if "$@"; then pass=$((pass+1)); echo "ok   $name"; else fail=$((fail+1)); echo "FAIL $name"; fi
-}
+. "$(dirname "$0")/support/check.sh"
 
 # 30 convolutions, each measured for at least 60 ms.
 spec=$tmp/spec.yml
