@@ -164,8 +164,10 @@ sizes=64,72,80,88,96,104,112,120
 "$bin" profile squeezenet1_1 "${quick[@]}" --iters 20 --batch 4 --input-size $sizes --check off \
   --out-dir "$tmp/int" >"$tmp/int.out" 2>"$tmp/int.err" &
 bg=$!
+# The CSV is published whole at the end; while the run goes on its rows
+# grow in the temporary beside it.
 for _ in $(seq 1 600); do
-  [ "$(wc -l < "$tmp/int/squeezenet1_1_heuristic_overall.csv" 2>/dev/null || echo 0)" -ge 2 ] && break
+  [ "$(cat "$tmp"/int/squeezenet1_1_heuristic_overall.csv.tmp.* 2>/dev/null | wc -l)" -ge 2 ] && break
   kill -0 "$bg" 2>/dev/null || break
   sleep 0.1
 done
@@ -174,6 +176,8 @@ wait "$bg"
 code=$?
 bg=
 check "Ctrl-C exits 130" [ "$code" = 130 ]
+check "Ctrl-C: the CSVs published, no temporary left" \
+  [ -s "$tmp/int/squeezenet1_1_heuristic_layers.csv" -a -z "$(ls "$tmp"/int/*.tmp.* 2>/dev/null)" ]
 done_rows=$(( $(wc -l < "$tmp/int/squeezenet1_1_heuristic_overall.csv") - 1 ))
 check "Ctrl-C stops early ($done_rows of 8 sizes)" [ "$done_rows" -ge 1 -a "$done_rows" -lt 8 ]
 check "re-run completes" run "$tmp/int2" squeezenet1_1 "${quick[@]}" --iters 20 --batch 4 \

@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -79,6 +80,47 @@ opsched_status opsched_ctx_last_status(const opsched_ctx *ctx);
 
 /* Forgets the last error. */
 void opsched_ctx_clear_error(opsched_ctx *ctx);
+
+/* ---- output files, written whole or not at all ------------------------- */
+
+/* Every file opsched writes goes through this: the bytes go to a temporary
+ * file in the target's directory, which opsched_out_commit flushes to disk
+ * (fsync), renames over the target and makes durable (fsync of the
+ * directory).  A failed, interrupted or killed command leaves the old file
+ * or none under the name, never a truncated one; opsched_out_abort removes
+ * the temporary.  The new file gets mode 0666 less the umask.
+ *
+ * A name that is a symbolic link is written through: the file it points
+ * to is replaced (the temporary lies beside it), the link stays. */
+enum {
+    OPSCHED_OUT_APPEND = 1 << 0,     /* the temporary starts as a copy of the existing file */
+    OPSCHED_OUT_NO_SYMLINK = 1 << 1, /* a symbolic link at the name is refused */
+    OPSCHED_OUT_NO_CLOBBER = 1 << 2  /* an existing file at the name is refused (a name
+                                      * the user did not give: --force lifts it) */
+};
+
+typedef struct opsched_out {
+    FILE *f;                       /* write here between open and commit */
+    char path[4096];               /* the target, symbolic links resolved */
+    char tmp[4160];
+    char what[64];
+} opsched_out;
+
+/* Opens the temporary for path; what names the file in messages ("trace",
+ * "schedule").  Fails with OPSCHED_ERR_IO naming the path: a directory or
+ * special file at it, a refused link or existing file (flags), a directory
+ * that cannot be written. */
+opsched_status opsched_out_open(opsched_ctx *ctx, const char *path, const char *what, int flags,
+                                opsched_out *o);
+/* Flushes, fsyncs, closes and renames; on failure (a full disk, say) the
+ * temporary is removed, the old file stays and the message names the path. */
+opsched_status opsched_out_commit(opsched_ctx *ctx, opsched_out *o);
+/* Closes and removes the temporary; nothing happens to path.  Safe on an
+ * opsched_out that was never opened (zeroed) or already committed. */
+void opsched_out_abort(opsched_out *o);
+/* The whole of text (len bytes) written to path as above. */
+opsched_status opsched_out_write(opsched_ctx *ctx, const char *path, const char *what, int flags,
+                                 const void *data, size_t len);
 
 #ifdef __cplusplus
 }

@@ -187,19 +187,7 @@ static cJSON *meta_json(const opsched_predictor *p)
 
 static opsched_status write_text(opsched_ctx *ctx, const char *path, const char *text)
 {
-    char tmp[1024];
-    snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return OS_FAIL(ctx, OPSCHED_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-    size_t n = strlen(text);
-    int bad = fwrite(text, 1, n, f) != n;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return OS_FAIL(ctx, OPSCHED_ERR_IO, "cannot write %s: %s", path, strerror(e));
-    }
-    return OPSCHED_OK;
+    return opsched_out_write(ctx, path, "model metadata", 0, text, strlen(text));
 }
 
 /* The model files the metadata at path names (to remove once replaced). */

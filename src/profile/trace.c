@@ -260,21 +260,11 @@ opsched_status opsched_trace_write(const opsched_trace *t, const char *path)
 {
     if (!t) return OPSCHED_ERR_INVALID_ARG;
     if (!path || !*path) return OS_FAIL(t->ctx, OPSCHED_ERR_INVALID_ARG, "trace: no file name");
-    opsched_status st = OPSCHED_OK;
     char *text = cJSON_PrintUnformatted(t->root);
-    FILE *f = NULL;
     if (!text) return OS_NOMEM(t->ctx);
-    f = fopen(path, "w");
-    if (!f) {
-        st = OS_FAIL(t->ctx, OPSCHED_ERR_IO, "trace: cannot write %s", path);
-        goto done;
-    }
     size_t len = strlen(text);
-    if (fwrite(text, 1, len, f) != len || fputc('\n', f) == EOF)
-        st = OS_FAIL(t->ctx, OPSCHED_ERR_IO, "trace: writing %s failed", path);
-done:
-    if (f && fclose(f) != 0 && st == OPSCHED_OK)
-        st = OS_FAIL(t->ctx, OPSCHED_ERR_IO, "trace: writing %s failed", path);
+    text[len] = '\n'; /* the NUL becomes the last line's end; len + 1 bytes written */
+    opsched_status st = opsched_out_write(t->ctx, path, "trace", 0, text, len + 1);
     cJSON_free(text);
     return st;
 }

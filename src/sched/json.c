@@ -112,18 +112,11 @@ opsched_status opsched_schedule_write(const opsched_schedule *s, const opsched_g
 {
     char *text;
     OS_TRY(opsched_schedule_to_json(s, g, &text));
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        int e = errno;
-        free(text);
-        return OS_FAIL(s->ctx, OPSCHED_ERR_IO, "cannot write '%s': %s", path, strerror(e));
-    }
     size_t n = strlen(text);
-    int ok = fwrite(text, 1, n, f) == n && fputc('\n', f) != EOF;
-    ok = (fclose(f) == 0) && ok;
+    text[n] = '\n'; /* written as n + 1 bytes: the text and its last line's end */
+    opsched_status st = opsched_out_write(s->ctx, path, "schedule", 0, text, n + 1);
     free(text);
-    if (!ok) return OS_FAIL(s->ctx, OPSCHED_ERR_IO, "writing '%s' failed (disk full?)", path);
-    return OPSCHED_OK;
+    return st;
 }
 
 /* ---- reading --------------------------------------------------------------- */

@@ -275,9 +275,10 @@ done:
     return st;
 }
 
-/* A WAL file in a directory this process cannot write has no -shm to
- * coordinate through; when nothing waits in a -wal file, the database
- * file alone is the whole truth and is read as immutable. */
+/* A WAL file in a directory this process cannot write (or on a full disk,
+ * where the -shm file cannot grow) has no -shm to coordinate through; when
+ * nothing waits in a -wal file, the database file alone is the whole truth
+ * and is read as immutable. */
 static opsched_status connect_read(opsched_ctx *ctx, const char *path, opsched_store **out,
                                    int *version, int *stamped)
 {
@@ -294,7 +295,9 @@ static opsched_status connect_read(opsched_ctx *ctx, const char *path, opsched_s
                          "do; any opsched command that writes to it (or the sqlite3 shell) "
                          "does it",
                          path, path);
-        } else if ((rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN) && !has_wal(path)) {
+        } else if ((rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN || rc == SQLITE_IOERR ||
+                    rc == SQLITE_FULL) &&
+                   !has_wal(path)) {
             opsched_ctx_clear_error(ctx);
             opsched_store_close(s);
             s = NULL;

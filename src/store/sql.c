@@ -162,6 +162,11 @@ opsched_status os_store_connect(opsched_ctx *ctx, const char *path, int flags, o
     if (s->readonly)
         OS_TRY_GOTO(st, OS_STORE_EXEC(s, "PRAGMA query_only = ON", "make the connection read-only"),
                     done);
+    /* A reader writes no file at all: sorts and temporary indexes stay in
+     * memory, so reading works on a full disk too. */
+    if (s->readonly)
+        OS_TRY_GOTO(st, OS_STORE_EXEC(s, "PRAGMA temp_store = MEMORY", "keep sorts in memory"),
+                    done);
     *out = s;
     s = NULL;
 done:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CLI tests: each cases/NAME.cmd holds the arguments of one opsched call
 # (one line, after the word opsched; $TESTDATA expands to the test data
-# folder).  The call's exit code must equal cases/NAME.code (default 0) and
+# folder, $CASE_TMP to an empty folder of the case's own).  The call's exit code must equal cases/NAME.code (default 0) and
 # its stdout must equal cases/NAME.out when that file exists; cases/NAME.err,
 # when it exists, holds a string stderr must contain.
 set -u
@@ -13,7 +13,10 @@ fail=0
 skip=0
 for cmdf in "$dir"/cases/*.cmd; do
   name=$(basename "$cmdf" .cmd)
-  args=$(envsubst < "$cmdf" 2>/dev/null || sed "s#\$TESTDATA#$TESTDATA#g" "$cmdf")
+  CASE_TMP=$(mktemp -d)
+  export CASE_TMP
+  args=$(envsubst < "$cmdf" 2>/dev/null ||
+         sed -e "s#\$TESTDATA#$TESTDATA#g" -e "s#\$CASE_TMP#$CASE_TMP#g" "$cmdf")
   if grep -q '\$TESTDATA' "$cmdf" && [ ! -d "$TESTDATA" ]; then
     echo "SKIP $name: no test data folder"; skip=$((skip+1)); continue
   fi
@@ -38,6 +41,7 @@ for cmdf in "$dir"/cases/*.cmd; do
   fi
   if [ $ok = 1 ]; then pass=$((pass+1)); else fail=$((fail+1)); fi
   rm -f "$out" "$err"
+  rm -rf "$CASE_TMP"
 done
 echo "cli: $pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]

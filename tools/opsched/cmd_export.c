@@ -72,11 +72,11 @@ int cmd_export(opsched_ctx *ctx, int argc, char **argv)
     FILE *f = stdout;
     opsched_status st = opsched_store_open(ctx, db, OPSCHED_STORE_READ_ONLY, &store);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, db);
-    tool_out o;
+    opsched_out o = {0};
     if (out) {
-        if (tool_out_open("export", out, &o) != TOOL_EXIT_OK) {
+        if ((st = opsched_out_open(ctx, out, "export", 0, &o)) != OPSCHED_OK) {
             opsched_store_close(store);
-            return TOOL_EXIT_FAIL;
+            return tool_fail(ctx, st, "export");
         }
         f = o.f;
     }
@@ -84,8 +84,10 @@ int cmd_export(opsched_ctx *ctx, int argc, char **argv)
     if (st != OPSCHED_OK) rc = tool_fail(ctx, st, "export");
     /* An export cut short leaves no file that looks complete. */
     if (out) {
-        if (rc == TOOL_EXIT_OK) rc = tool_out_commit("export", &o);
-        else tool_out_abort(&o);
+        if (rc != TOOL_EXIT_OK)
+            opsched_out_abort(&o);
+        else if ((st = opsched_out_commit(ctx, &o)) != OPSCHED_OK)
+            rc = tool_fail(ctx, st, "export");
     }
     opsched_store_close(store);
     return rc;

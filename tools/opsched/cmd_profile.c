@@ -56,6 +56,7 @@ typedef struct profile_args {
     const char *algo_fallback;
     int cuda_graph, layers, host_layers, check, layer_energy, isolated, fold_bn, dry_run;
     int fuse; /* conv + bias + ReLU as one operation where the backend can */
+    int force, follow_symlinks; /* what --out-dir's files may replace or write through */
     const char *out_dir, *db, *trace;
     tool_format fmt;
     tool_measure_record measure; /* applied after the stage's settings */
@@ -63,7 +64,8 @@ typedef struct profile_args {
 
 enum {
     PF_BATCH, PF_SIZES, PF_STAGE, PF_FALLBACK, PF_CUDA_GRAPH, PF_FUSE, PF_LAYERS, PF_HOST_LAYERS,
-    PF_ISOLATED, PF_LAYER_ENERGY, PF_CHECK, PF_BN, PF_OUT_DIR, PF_DB, PF_TRACE, PF_DRY_RUN
+    PF_ISOLATED, PF_LAYER_ENERGY, PF_CHECK, PF_BN, PF_OUT_DIR, PF_FORCE, PF_FOLLOW, PF_DB,
+    PF_TRACE, PF_DRY_RUN
 };
 
 static const tool_opt profile_opts[] = {
@@ -101,8 +103,11 @@ static const tool_opt profile_opts[] = {
                            "or keep it",
      PF_BN},
     {"out-dir", 0, "DIR", "where <model>_<algo>_overall.csv and _layers.csv go\n(default .; "
-                          "replaced, or added to with --db)",
+                          "added to with --db; an existing file\nis replaced only with --force)",
      PF_OUT_DIR},
+    {"force", 0, NULL, "replace existing CSV files in --out-dir", PF_FORCE},
+    {"follow-symlinks", 0, NULL, "write through symbolic links in --out-dir (refused\notherwise)",
+     PF_FOLLOW},
     {"db", 0, "FILE", "also store every measurement; skip what it holds", PF_DB},
     {"trace", 0, "FILE", "Chrome trace-event JSON of the layer-timed runs and\npower samples "
                          "(opens in Perfetto)",
@@ -152,6 +157,8 @@ static int profile_opt(void *dest, const char *cmd, const tool_opt *o, const cha
     case PF_LAYER_ENERGY: a->layer_energy = 1; return TOOL_EXIT_OK;
     case PF_BN: return tool_arg_bn(cmd, "--bn", v, &a->fold_bn);
     case PF_OUT_DIR: a->out_dir = v; return TOOL_EXIT_OK;
+    case PF_FORCE: a->force = 1; return TOOL_EXIT_OK;
+    case PF_FOLLOW: a->follow_symlinks = 1; return TOOL_EXIT_OK;
     case PF_DB: a->db = v; return TOOL_EXIT_OK;
     case PF_TRACE: a->trace = v; return TOOL_EXIT_OK;
     default: a->dry_run = 1; return TOOL_EXIT_OK;
@@ -438,7 +445,7 @@ typedef struct run_state {
     opsched_store *store;
     int64_t run_id, device_id;
     opsched_trace *trace;
-    FILE *overall, *layers;
+    opsched_out overall, layers;   /* the two CSV files, published at the end */
     opsched_csv_writer *overall_csv, *layers_csv;
     opsched_csv_writer *stdout_csv; /* --format csv: the overall rows on stdout */
     const char *algo;
@@ -574,8 +581,8 @@ static opsched_status profile_one(run_state *rs, progress *pg, int64_t batch, in
     if ((st = report_overall_row(rs->overall_csv, &it)) != OPSCHED_OK ||
         (st = report_layers_rows(rs->layers_csv, &it)) != OPSCHED_OK)
         goto done;
-    fflush(rs->overall);
-    fflush(rs->layers);
+    fflush(rs->overall.f);
+    fflush(rs->layers.f);
     if (rs->store && (st = report_store(rs->store, rs->run_id, rs->device_id, &it)) != OPSCHED_OK)
         goto done;
     if (rs->trace &&
@@ -619,16 +626,21 @@ static int make_dirs(const char *path)
     return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-/* Opens <dir>/<model>_<algo>_<kind>.csv, appending when keep is set (with
- * a database, which the files mirror) and the file has rows; *fresh says
- * whether it needs its header. */
-static FILE *open_csv(const run_state *rs, const char *kind, int keep, int *fresh, char *path,
-                      size_t n)
+/* Opens <dir>/<model>_<algo>_<kind>.csv as a temporary that replaces it at
+ * the end, starting from its rows when keep is set (with a database, which
+ * the files mirror) and it has rows; *fresh says whether it needs its
+ * header.  An existing file is replaced only with --force, and a symbolic
+ * link is written through only with --follow-symlinks. */
+static opsched_status open_csv(run_state *rs, const char *kind, int keep, opsched_out *o,
+                               int *fresh, char *path, size_t n)
 {
     struct stat sb;
     snprintf(path, n, "%s/%s_%s_%s.csv", rs->a->out_dir, rs->m->name, rs->algo, kind);
     *fresh = !(keep && stat(path, &sb) == 0 && sb.st_size > 0);
-    return fopen(path, *fresh ? "w" : "a");
+    int flags = *fresh ? 0 : OPSCHED_OUT_APPEND;
+    if (!rs->a->follow_symlinks) flags |= OPSCHED_OUT_NO_SYMLINK;
+    if (*fresh && !rs->a->force) flags |= OPSCHED_OUT_NO_CLOBBER;
+    return opsched_out_open(rs->ctx, path, "CSV", flags, o);
 }
 
 /* The command line, for the run's provenance (malloc'd). */
@@ -733,15 +745,20 @@ static int open_outputs(run_state *rs, int argc, char **argv, const int64_t *siz
     }
     int fresh[2];
     int keep = rs->a->db != NULL;
-    rs->overall = open_csv(rs, "overall", keep, &fresh[0], paths[0], sizeof(paths[0]));
-    rs->layers = open_csv(rs, "layers", keep, &fresh[1], paths[1], sizeof(paths[1]));
-    if (!rs->overall || !rs->layers) {
-        fprintf(stderr, "opsched profile: cannot write %s: %s\n", rs->overall ? paths[1] : paths[0],
-                strerror(errno));
+    if ((st = open_csv(rs, "overall", keep, &rs->overall, &fresh[0], paths[0],
+                       sizeof(paths[0]))) != OPSCHED_OK ||
+        (st = open_csv(rs, "layers", keep, &rs->layers, &fresh[1], paths[1], sizeof(paths[1]))) !=
+            OPSCHED_OK) {
+        tool_fail(rs->ctx, st, "profile");
+        if (strstr(opsched_ctx_last_error(rs->ctx), "unless forced"))
+            fprintf(stderr, "opsched profile: --force replaces the files, --db adds to them, "
+                            "or choose another --out-dir\n");
+        else if (strstr(opsched_ctx_last_error(rs->ctx), "symbolic link"))
+            fprintf(stderr, "opsched profile: --follow-symlinks writes through the links\n");
         return TOOL_EXIT_FAIL;
     }
-    if ((st = opsched_csv_writer_create(rs->ctx, rs->overall, &rs->overall_csv)) != OPSCHED_OK ||
-        (st = opsched_csv_writer_create(rs->ctx, rs->layers, &rs->layers_csv)) != OPSCHED_OK ||
+    if ((st = opsched_csv_writer_create(rs->ctx, rs->overall.f, &rs->overall_csv)) != OPSCHED_OK ||
+        (st = opsched_csv_writer_create(rs->ctx, rs->layers.f, &rs->layers_csv)) != OPSCHED_OK ||
         (st = report_overall_begin(rs->overall_csv, fresh[0])) != OPSCHED_OK ||
         (st = report_layers_begin(rs->layers_csv, fresh[1])) != OPSCHED_OK)
         return tool_fail(rs->ctx, st, "CSV");
@@ -767,6 +784,21 @@ static int finish(run_state *rs, opsched_status st, const progress *pg, char pat
         const char *status = rc == 130 ? "interrupted" : rc ? "failed" : "done";
         opsched_status es = opsched_store_end_run(rs->store, rs->run_id, status);
         if (es != OPSCHED_OK && rc == TOOL_EXIT_OK) rc = tool_fail(rs->ctx, es, rs->a->db);
+    }
+    /* The CSVs hold whole rows of every item that finished: published even
+     * when a later item failed or the run was stopped.  A write that failed
+     * (a full disk) fails the commit, and the old files stay. */
+    opsched_csv_writer_free(rs->overall_csv);
+    opsched_csv_writer_free(rs->layers_csv);
+    rs->overall_csv = rs->layers_csv = NULL;
+    opsched_out *outs[2] = {&rs->overall, &rs->layers};
+    for (int i = 0; i < 2; i++) {
+        opsched_status cs = opsched_out_commit(rs->ctx, outs[i]);
+        if (cs != OPSCHED_OK) {
+            rc = tool_fail(rs->ctx, cs, "profile");
+            opsched_out_abort(outs[1]);
+            return rc;
+        }
     }
     if (rs->trace) {
         opsched_status ts = opsched_trace_write(rs->trace, rs->a->trace);
@@ -845,8 +877,8 @@ done:
     opsched_csv_writer_free(rs.overall_csv);
     opsched_csv_writer_free(rs.layers_csv);
     opsched_csv_writer_free(rs.stdout_csv);
-    if (rs.overall) fclose(rs.overall);
-    if (rs.layers) fclose(rs.layers);
+    opsched_out_abort(&rs.overall); /* nothing when published */
+    opsched_out_abort(&rs.layers);
     opsched_store_close(rs.store);
     opsched_device_close(rs.dev);
     return rc;

@@ -8,9 +8,12 @@
  * (its configurations left out of exact lookups and training, its runs
  * out of the composition fit): the honest test for networks not measured.
  */
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "opsched/predict.h"
 #include <cjson/cJSON.h>
@@ -564,17 +567,19 @@ static int print_json(const vstate *v)
 
 static int write_csv(opsched_ctx *ctx, const vstate *v, const char *path)
 {
-    tool_out o;
-    if (tool_out_open("validate", path, &o) != TOOL_EXIT_OK) return TOOL_EXIT_FAIL;
-    opsched_status st = csv_rows(ctx, v, o.f);
-    if (st != OPSCHED_OK) {
-        tool_out_abort(&o);
+    opsched_out o;
+    opsched_status st = opsched_out_open(ctx, path, "CSV", 0, &o);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "validate");
+    if ((st = csv_rows(ctx, v, o.f)) != OPSCHED_OK) {
+        opsched_out_abort(&o);
         return tool_fail(ctx, st, path);
     }
-    return tool_out_commit("validate", &o);
+    if ((st = opsched_out_commit(ctx, &o)) != OPSCHED_OK) return tool_fail(ctx, st, "validate");
+    return TOOL_EXIT_OK;
 }
 
-static int plot(const vstate *v, const opsched_device_row *dev, const char *path)
+static int plot(opsched_ctx *ctx, const vstate *v, const opsched_device_row *dev,
+                const char *path)
 {
     validate_point *pts = calloc((size_t)(v->n ? v->n : 1), sizeof(*pts));
     const char *models[MAX_MODELS];
@@ -599,12 +604,33 @@ static int plot(const vstate *v, const opsched_device_row *dev, const char *path
     snprintf(title, sizeof(title), "%s:%s, %s%s: median |error| %.1f%%, %.0f%% within 10%%",
              dev->backend, dev->name, opsched_math_name(v->a->math),
              v->a->loo ? ", leave one model out" : "", all.median, all.within10);
-    int rc = validate_plot(path, title, pts, n, models, n_models, err, sizeof(err));
+    /* PLplot writes the temporary by name; it is then synced and renamed. */
+    opsched_out o;
+    opsched_status st = opsched_out_open(ctx, path, "plot", 0, &o);
+    if (st != OPSCHED_OK) {
+        free(pts);
+        return tool_fail(ctx, st, "validate");
+    }
+    int rc = validate_plot(path, o.tmp, title, pts, n, models, n_models, err, sizeof(err));
     free(pts);
+    struct stat sb;
+    if (rc == 0 && (stat(o.tmp, &sb) != 0 || sb.st_size == 0)) {
+        snprintf(err, sizeof(err), "%s: PLplot wrote nothing (disk full?)", path);
+        rc = -1;
+    }
     if (rc != 0) {
+        opsched_out_abort(&o);
         fprintf(stderr, "opsched validate: %s\n", err);
         return TOOL_EXIT_FAIL;
     }
+    /* Reopened for the flush and sync of commit: PLplot closed it. */
+    fclose(o.f);
+    if (!(o.f = fopen(o.tmp, "ab"))) {
+        opsched_out_abort(&o);
+        fprintf(stderr, "opsched validate: %s: %s\n", path, strerror(errno));
+        return TOOL_EXIT_FAIL;
+    }
+    if ((st = opsched_out_commit(ctx, &o)) != OPSCHED_OK) return tool_fail(ctx, st, "validate");
     return TOOL_EXIT_OK;
 }
 
@@ -668,7 +694,7 @@ int cmd_validate(opsched_ctx *ctx, int argc, char **argv)
     if (a.csv && (rc = write_csv(ctx, &v, a.csv))) goto done;
     /* The tables are out before PLplot's drivers load (cairo, fonts). */
     fflush(stdout);
-    if (a.plot && (rc = plot(&v, &dev, a.plot))) goto done;
+    if (a.plot && (rc = plot(ctx, &v, &dev, a.plot))) goto done;
     FILE *note = a.fmt == TOOL_FMT_TABLE ? stdout : stderr;
     if (a.csv) fprintf(note, "wrote %s\n", a.csv);
     if (a.plot) fprintf(note, "wrote %s\n", a.plot);

@@ -95,22 +95,6 @@ void tool_stop_restore(void);
 
 /* Prints "opsched: <what>: <library message>" to stderr; returns TOOL_EXIT_FAIL. */
 int tool_fail(opsched_ctx *ctx, opsched_status st, const char *what);
-/* An output file written whole or not at all: the text goes to a
- * temporary file beside path, which tool_out_commit flushes to disk
- * (fsync) and renames over path; tool_out_abort removes it, leaving what
- * was at path before.  A failed or interrupted command never leaves a
- * truncated file under the name asked for. */
-typedef struct tool_out {
-    FILE *f;
-    char path[4096], tmp[4096];
-} tool_out;
-/* Opens the temporary file; on failure prints why and returns TOOL_EXIT_FAIL. */
-int tool_out_open(const char *cmd, const char *path, tool_out *o);
-/* Flushes, fsyncs, closes and renames; TOOL_EXIT_FAIL (message printed,
- * temporary removed) when any step fails. */
-int tool_out_commit(const char *cmd, tool_out *o);
-/* Closes and removes the temporary file. */
-void tool_out_abort(tool_out *o);
 
 /* TOOL_EXIT_OK unless the output path out (NULL: none) names the same file
  * as one of the n inputs (NULL entries skipped): same device and inode,

@@ -139,8 +139,9 @@ static void errors_by_model(const validate_point *pts, int n, const char *const 
     }
 }
 
-int validate_plot(const char *path, const char *title, const validate_point *pts, int n,
-                  const char *const *models, int n_models, char *err, size_t err_size)
+int validate_plot(const char *path, const char *file, const char *title,
+                  const validate_point *pts, int n, const char *const *models, int n_models,
+                  char *err, size_t err_size)
 {
     size_t len = strlen(path);
     const char *dev = NULL;
@@ -159,12 +160,6 @@ int validate_plot(const char *path, const char *title, const validate_point *pts
                  dev);
         return -1;
     }
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        snprintf(err, err_size, "%s: cannot be written", path);
-        return -1;
-    }
-    fclose(f);
     double lo = INFINITY, hi = 0;
     for (int i = 0; i < n; i++) {
         if (!(pts[i].measured_ms > 0) || !(pts[i].predicted_ms > 0)) continue;
@@ -181,7 +176,7 @@ int validate_plot(const char *path, const char *title, const validate_point *pts
 
     plsexit(on_plplot_exit);
     plsdev(dev);
-    plsfnam(path);
+    plsfnam(file);
     plspage(0, 0, 1400, 620, 0, 0);
     plscolbg(255, 255, 255);
     plscol0(1, 0, 0, 0);
@@ -211,10 +206,12 @@ int validate_plot_available(void)
     return 0;
 }
 
-int validate_plot(const char *path, const char *title, const validate_point *pts, int n,
-                  const char *const *models, int n_models, char *err, size_t err_size)
+int validate_plot(const char *path, const char *file, const char *title,
+                  const validate_point *pts, int n, const char *const *models, int n_models,
+                  char *err, size_t err_size)
 {
     (void)path;
+    (void)file;
     (void)title;
     (void)pts;
     (void)n;

@@ -1,1 +1,1 @@
-profile squeezenet1_1 --backend cpu --algo bogus --out-dir /tmp/opsched_cli_profile
+profile squeezenet1_1 --backend cpu --algo bogus --out-dir $CASE_TMP
