@@ -6,11 +6,18 @@
  * open, and again with fstat() on the descriptor (the name may have been
  * replaced in between); the open itself is non-blocking, so even a FIFO
  * swapped in at that moment cannot hang it.
+ *
+ * Files the library writes whole (os_file_write_atomic) go to a temporary
+ * name beside the target and are renamed over it once on disk, so a
+ * failure, a full disk or a crash never leaves a truncated file under the
+ * name asked for.
  */
 #include "core/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -155,4 +162,103 @@ done:
 opsched_status os_read_file(opsched_ctx *ctx, const char *path, char **out, size_t *size)
 {
     return os_file_read(ctx, path, "file", OS_FILE_MAX_DEFAULT, out, size);
+}
+
+/* Temporary names: the process id and a counter; O_EXCL settles a clash
+ * with another process's file or an old leftover, by taking the next. */
+static atomic_uint tmp_counter;
+
+static opsched_status write_all(int fd, const void *data, size_t size)
+{
+    const char *p = data;
+    while (size > 0) {
+        size_t chunk = size > ((size_t)1 << 30) ? (size_t)1 << 30 : size;
+        ssize_t w = write(fd, p, chunk);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return OPSCHED_ERR_IO;
+        if (w == 0) {
+            errno = EIO;
+            return OPSCHED_ERR_IO;
+        }
+        p += w;
+        size -= (size_t)w;
+    }
+    return OPSCHED_OK;
+}
+
+/* Flushes the folder holding path, so that the rename itself is on disk;
+ * where the file system cannot, the file is written all the same. */
+static void sync_parent(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        snprintf(dir, sizeof(dir), ".");
+    } else {
+        size_t n = slash == path ? 1 : (size_t)(slash - path);
+        if (n >= sizeof(dir)) return;
+        memcpy(dir, path, n);
+        dir[n] = '\0';
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    (void)fsync(fd);
+    close(fd);
+}
+
+opsched_status os_file_write_atomic(opsched_ctx *ctx, const char *path, const char *what,
+                                    const void *const *parts, const size_t *sizes, int n)
+{
+    struct stat sb;
+    char tmp[4096];
+    int fd = -1;
+    if (!what) what = "file";
+    if (!path || !*path) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "no %s path given", what);
+    if (n < 0 || (n > 0 && (!parts || !sizes)))
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "%s: nothing to write", path);
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) return refuse(ctx, path, what, sb.st_mode);
+    for (int tries = 0; fd < 0; tries++) {
+        unsigned k = atomic_fetch_add(&tmp_counter, 1u);
+        int len = snprintf(tmp, sizeof(tmp), "%s.tmp-%ld-%u", path, (long)getpid(), k);
+        if (len < 0 || (size_t)len >= sizeof(tmp))
+            return OS_FAIL(ctx, OPSCHED_ERR_IO, "%s: the name is too long to write the %s", path,
+                           what);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && (errno != EEXIST || tries >= 100))
+            return OS_FAIL(ctx, OPSCHED_ERR_IO, "%s: cannot write the %s: %s", path, what,
+                           strerror(errno));
+    }
+    int ok = 1, err = 0;
+    for (int i = 0; ok && i < n; i++) {
+        if (sizes[i] && !parts[i]) {
+            close(fd);
+            unlink(tmp);
+            return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "%s: part %d of the %s has no data", path,
+                           i, what);
+        }
+        if (sizes[i] && write_all(fd, parts[i], sizes[i]) != OPSCHED_OK) {
+            ok = 0;
+            err = errno;
+        }
+    }
+    if (ok && fsync(fd) != 0) {
+        ok = 0;
+        err = errno;
+    }
+    if (close(fd) != 0 && ok) {
+        ok = 0;
+        err = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = 0;
+        err = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        return OS_FAIL(ctx, OPSCHED_ERR_IO,
+                       "%s: cannot write the %s: %s (nothing written under that name)", path, what,
+                       strerror(err));
+    }
+    sync_parent(path);
+    return OPSCHED_OK;
 }

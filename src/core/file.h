@@ -1,7 +1,8 @@
 /*
  * file.h - opening the files the library reads (models, sweep specs,
- * schedules, ONNX external data, shipped data): regular files only, never
- * blocking on a FIFO or a device, and never more than a stated size.
+ * schedules, ONNX external data, shipped data, .npy tensors): regular files
+ * only, never blocking on a FIFO or a device, and never more than a stated
+ * size; and writing a file whole or not at all.
  */
 #ifndef OS_CORE_FILE_H
 #define OS_CORE_FILE_H
@@ -39,5 +40,16 @@ opsched_status os_file_read(opsched_ctx *ctx, const char *path, const char *what
 
 /* os_file_read of a "file" of at most OS_FILE_MAX_DEFAULT bytes. */
 opsched_status os_read_file(opsched_ctx *ctx, const char *path, char **out, size_t *size);
+
+/* Writes the n parts (parts[i] of sizes[i] bytes, one after the other) as
+ * the whole file at path, whole or not at all: into a temporary file beside
+ * it ("<path>.tmp-<pid>-<n>", created exclusively with mode 0666 less the
+ * umask), flushed to disk (fsync), renamed over path, and the directory
+ * flushed too (where it can be).  When path names something other than a
+ * regular file (a directory, a FIFO...) it is refused; on any failure
+ * (OPSCHED_ERR_IO, the message naming path, `what` and the reason) the
+ * temporary file is removed and path is as it was. */
+opsched_status os_file_write_atomic(opsched_ctx *ctx, const char *path, const char *what,
+                                    const void *const *parts, const size_t *sizes, int n);
 
 #endif /* OS_CORE_FILE_H */
