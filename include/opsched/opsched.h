@@ -5,6 +5,7 @@
 #include "opsched/core.h"
 #include "opsched/csv.h"
 #include "opsched/graph.h"
+#include "opsched/npy.h"
 #include "opsched/onnx.h"
 #include "opsched/zoo.h"
 #include "opsched/backend.h"

@@ -6,11 +6,14 @@
  * open, and again with fstat() on the descriptor (the name may have been
  * replaced in between); the open itself is non-blocking, so even a FIFO
  * swapped in at that moment cannot hang it.
+ *
+ * Files the library writes go through opsched_out (outfile.c).
  */
 #include "core/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>

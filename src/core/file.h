@@ -1,7 +1,8 @@
 /*
  * file.h - opening the files the library reads (models, sweep specs,
- * schedules, ONNX external data, shipped data): regular files only, never
- * blocking on a FIFO or a device, and never more than a stated size.
+ * schedules, ONNX external data, shipped data, .npy tensors): regular files
+ * only, never blocking on a FIFO or a device, and never more than a stated
+ * size; and writing a file whole or not at all.
  */
 #ifndef OS_CORE_FILE_H
 #define OS_CORE_FILE_H
