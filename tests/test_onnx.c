@@ -667,6 +667,8 @@ static const bad_case bad_cases[] = {
     {"bad/undefined_input.onnx", 0, OPSCHED_ERR_PARSE, "'nowhere'"},
     {"bad/unsupported_op.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
      "unsupported operator 'NonMaxSuppression' (node 'nms_1', opset 17)"},
+    {"bad/opset_too_new.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
+     "opset 29 is not supported (opsched reads opsets 7 to 28)"},
     {"bad/conv_groups.onnx", 0, OPSCHED_ERR_SHAPE, "bad_conv"},
     {"bad/kernel_too_big.onnx", 0, OPSCHED_ERR_SHAPE, "big_kernel"},
     {"bad/conv_1d.onnx", 0, OPSCHED_ERR_UNSUPPORTED, "only 2-D"},

@@ -21,7 +21,7 @@
 /* ONNX IR versions this importer knows: 3 (opset imports) to 10. */
 #define OS_ONNX_IR_MIN 3
 #define OS_ONNX_OPSET_MIN 7
-#define OS_ONNX_OPSET_MAX 21
+#define OS_ONNX_OPSET_MAX 28
 
 /* ---- wire-format scan ------------------------------------------------- */
 

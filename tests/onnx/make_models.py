@@ -326,6 +326,8 @@ def bad_models(small):
         [N("NonMaxSuppression", ["boxes", "scores"], ["y"], name="nms_1")],
         [vi("boxes", [1, 10, 4]), vi("scores", [1, 1, 10])], [vi("y", None)],
         opset=17).SerializeToString()
+    B["opset_too_new"] = model([N("Relu", ["x"], ["y"], name="r")], [vi("x", [2, 3])],
+                               [vi("y", None)], opset=29).SerializeToString()
     B["conv_groups"] = model(
         [N("Conv", ["x", "w"], ["y"], name="bad_conv", group=2)],
         [vi("x", [1, 3, 8, 8])], [vi("y", None)], [init("w", [4, 1, 3, 3])]).SerializeToString()
