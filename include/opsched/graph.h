@@ -35,6 +35,8 @@ typedef enum opsched_dtype {
     OPSCHED_INT8,
     OPSCHED_INT32,
     OPSCHED_INT64,
+    OPSCHED_UINT8,
+    OPSCHED_BOOL,             /* one byte, 0 or 1 */
     OPSCHED_DTYPE_COUNT
 } opsched_dtype;
 
@@ -93,6 +95,31 @@ typedef enum opsched_op_kind {
     OPSCHED_OP_RESHAPE,       /* no compute; also Squeeze/Unsqueeze */
     OPSCHED_OP_IDENTITY,      /* no compute */
     OPSCHED_OP_DROPOUT,       /* no compute at inference */
+    /* The generic families: one kernel each, over every data type. */
+    OPSCHED_OP_UNARY,         /* y = f(x), f in opsched_unary_attr */
+    OPSCHED_OP_BINARY,        /* y = f(a, b) with broadcasting, f in opsched_binary_attr */
+    OPSCHED_OP_WHERE,         /* y = cond ? a : b, broadcasting all three */
+    OPSCHED_OP_CAST,          /* opsched_cast_attr */
+    OPSCHED_OP_REDUCE,        /* any reduction over any axes (opsched_reduce_attr.fn) */
+    OPSCHED_OP_ARGMAX,        /* int64 indices (opsched_arg_attr) */
+    OPSCHED_OP_ARGMIN,
+    OPSCHED_OP_LOGSOFTMAX,    /* over one axis (opsched_axis_attr) */
+    OPSCHED_OP_HARDMAX,
+    OPSCHED_OP_CUMSUM,        /* opsched_cumsum_attr */
+    OPSCHED_OP_TOPK,          /* values and int64 indices (opsched_topk_attr) */
+    OPSCHED_OP_GATHER_ELEMENTS, /* data, indices (opsched_axis_attr) */
+    OPSCHED_OP_GATHER_ND,     /* data, indices (opsched_gather_nd_attr) */
+    OPSCHED_OP_SCATTER_ELEMENTS, /* data, indices, updates (opsched_scatter_attr) */
+    OPSCHED_OP_SCATTER_ND,    /* data, indices, updates (opsched_scatter_attr) */
+    OPSCHED_OP_TILE,          /* opsched_tile_attr */
+    OPSCHED_OP_TRILU,         /* opsched_trilu_attr */
+    OPSCHED_OP_ONEHOT,        /* indices, values [off, on] (opsched_onehot_attr) */
+    OPSCHED_OP_RESIZE,        /* opsched_resize_attr */
+    OPSCHED_OP_GROUPNORM,     /* x, scale [C], bias [C] (opsched_groupnorm_attr) */
+    OPSCHED_OP_CONV_TRANSPOSE, /* X, W [C, M/groups, kh, kw], optional B
+                                * (opsched_conv_transpose_attr) */
+    OPSCHED_OP_QUANTIZE,      /* x, scale, zero point (opsched_quant_attr) */
+    OPSCHED_OP_DEQUANTIZE,
     OPSCHED_OP_COUNT
 } opsched_op_kind;
 
@@ -142,10 +169,28 @@ typedef struct opsched_slice_attr {
     int64_t steps[OPSCHED_MAX_DIMS];
 } opsched_slice_attr;
 
+/* What OPSCHED_OP_REDUCE computes (ReduceMean is also its own kind). */
+typedef enum opsched_reduce_fn {
+    OPSCHED_REDUCE_MEAN = 0,
+    OPSCHED_REDUCE_SUM,
+    OPSCHED_REDUCE_MAX,
+    OPSCHED_REDUCE_MIN,
+    OPSCHED_REDUCE_PROD,
+    OPSCHED_REDUCE_L1,
+    OPSCHED_REDUCE_L2,
+    OPSCHED_REDUCE_LOGSUM,
+    OPSCHED_REDUCE_LOGSUMEXP,
+    OPSCHED_REDUCE_SUMSQUARE,
+    OPSCHED_REDUCE_FN_COUNT
+} opsched_reduce_fn;
+
+/* n_axes 0: every axis, unless noop_with_empty_axes (then a copy). */
 typedef struct opsched_reduce_attr {
     int n_axes;
     int64_t axes[OPSCHED_MAX_DIMS];
     int keepdims;
+    opsched_reduce_fn fn;
+    int noop_with_empty_axes;
 } opsched_reduce_attr;
 
 typedef struct opsched_transpose_attr {
@@ -164,6 +209,191 @@ typedef struct opsched_pad_attr {
     opsched_pad_mode mode;
     float value;
 } opsched_pad_attr;
+
+/* The functions of OPSCHED_OP_UNARY; alpha, beta and gamma as ONNX names
+ * them for each (LeakyRelu alpha, Selu alpha and gamma, Shrink bias = alpha
+ * and lambd = beta, IsInf detect_positive = alpha and detect_negative =
+ * beta, Swish alpha). */
+typedef enum opsched_unary_fn {
+    OPSCHED_UNARY_ABS = 0,
+    OPSCHED_UNARY_NEG,
+    OPSCHED_UNARY_EXP,
+    OPSCHED_UNARY_LOG,
+    OPSCHED_UNARY_RECIPROCAL,
+    OPSCHED_UNARY_FLOOR,
+    OPSCHED_UNARY_CEIL,
+    OPSCHED_UNARY_ROUND,      /* half to even */
+    OPSCHED_UNARY_SIGN,
+    OPSCHED_UNARY_SIN,
+    OPSCHED_UNARY_COS,
+    OPSCHED_UNARY_TAN,
+    OPSCHED_UNARY_ASIN,
+    OPSCHED_UNARY_ACOS,
+    OPSCHED_UNARY_ATAN,
+    OPSCHED_UNARY_SINH,
+    OPSCHED_UNARY_COSH,
+    OPSCHED_UNARY_ASINH,
+    OPSCHED_UNARY_ACOSH,
+    OPSCHED_UNARY_ATANH,
+    OPSCHED_UNARY_ISNAN,      /* bool output */
+    OPSCHED_UNARY_ISINF,      /* bool output */
+    OPSCHED_UNARY_NOT,        /* bool */
+    OPSCHED_UNARY_BITWISE_NOT,
+    OPSCHED_UNARY_LEAKY_RELU,
+    OPSCHED_UNARY_ELU,
+    OPSCHED_UNARY_SELU,
+    OPSCHED_UNARY_CELU,
+    OPSCHED_UNARY_THRESHOLDED_RELU,
+    OPSCHED_UNARY_SOFTPLUS,
+    OPSCHED_UNARY_SOFTSIGN,
+    OPSCHED_UNARY_MISH,
+    OPSCHED_UNARY_SHRINK,
+    OPSCHED_UNARY_SWISH,
+    OPSCHED_UNARY_FN_COUNT
+} opsched_unary_fn;
+
+typedef struct opsched_unary_attr {
+    opsched_unary_fn fn;
+    float alpha, beta, gamma;
+} opsched_unary_attr;
+
+/* The functions of OPSCHED_OP_BINARY (Add, Sub, Mul, Div and Pow keep their
+ * own kinds).  Comparisons and the logical ones give bool. */
+typedef enum opsched_binary_fn {
+    OPSCHED_BINARY_MOD = 0,   /* integer: sign of the divisor (Python); fmod: sign of the dividend */
+    OPSCHED_BINARY_FMOD,
+    OPSCHED_BINARY_MIN,
+    OPSCHED_BINARY_MAX,
+    OPSCHED_BINARY_EQUAL,
+    OPSCHED_BINARY_LESS,
+    OPSCHED_BINARY_LESS_EQUAL,
+    OPSCHED_BINARY_GREATER,
+    OPSCHED_BINARY_GREATER_EQUAL,
+    OPSCHED_BINARY_AND,
+    OPSCHED_BINARY_OR,
+    OPSCHED_BINARY_XOR,
+    OPSCHED_BINARY_SHIFT_LEFT,
+    OPSCHED_BINARY_SHIFT_RIGHT,
+    OPSCHED_BINARY_BITWISE_AND,
+    OPSCHED_BINARY_BITWISE_OR,
+    OPSCHED_BINARY_BITWISE_XOR,
+    OPSCHED_BINARY_PRELU,     /* a < 0 ? a * b : a */
+    OPSCHED_BINARY_FN_COUNT
+} opsched_binary_fn;
+
+typedef struct opsched_binary_attr { opsched_binary_fn fn; } opsched_binary_attr;
+
+/* ArgMax, ArgMin. */
+typedef struct opsched_arg_attr {
+    int64_t axis;
+    int keepdims;
+    int select_last_index;
+} opsched_arg_attr;
+
+typedef struct opsched_cumsum_attr {
+    int64_t axis;
+    int exclusive, reverse;
+} opsched_cumsum_attr;
+
+typedef struct opsched_topk_attr {
+    int64_t axis, k;
+    int largest, sorted;
+} opsched_topk_attr;
+
+typedef struct opsched_gather_nd_attr { int64_t batch_dims; } opsched_gather_nd_attr;
+
+typedef enum opsched_scatter_reduction {
+    OPSCHED_SCATTER_NONE = 0,
+    OPSCHED_SCATTER_ADD,
+    OPSCHED_SCATTER_MUL,
+    OPSCHED_SCATTER_MAX,
+    OPSCHED_SCATTER_MIN
+} opsched_scatter_reduction;
+
+/* ScatterElements (axis) and ScatterND. */
+typedef struct opsched_scatter_attr {
+    int64_t axis;
+    opsched_scatter_reduction reduction;
+} opsched_scatter_attr;
+
+typedef struct opsched_tile_attr { int64_t repeats[OPSCHED_MAX_DIMS]; } opsched_tile_attr;
+
+typedef struct opsched_trilu_attr {
+    int upper;
+    int64_t k;
+} opsched_trilu_attr;
+
+/* OneHot's depth is known at load time; its axis is resolved (0..rank). */
+typedef struct opsched_onehot_attr {
+    int64_t axis, depth;
+} opsched_onehot_attr;
+
+typedef enum opsched_resize_mode {
+    OPSCHED_RESIZE_NEAREST = 0,
+    OPSCHED_RESIZE_LINEAR,
+    OPSCHED_RESIZE_CUBIC
+} opsched_resize_mode;
+
+typedef enum opsched_resize_coord {
+    OPSCHED_COORD_HALF_PIXEL = 0,
+    OPSCHED_COORD_HALF_PIXEL_SYMMETRIC,
+    OPSCHED_COORD_PYTORCH_HALF_PIXEL,
+    OPSCHED_COORD_ALIGN_CORNERS,
+    OPSCHED_COORD_ASYMMETRIC,
+    OPSCHED_COORD_TF_CROP_AND_RESIZE
+} opsched_resize_coord;
+
+typedef enum opsched_resize_nearest {
+    OPSCHED_NEAREST_ROUND_PREFER_FLOOR = 0,
+    OPSCHED_NEAREST_ROUND_PREFER_CEIL,
+    OPSCHED_NEAREST_FLOOR,
+    OPSCHED_NEAREST_CEIL
+} opsched_resize_nearest;
+
+/* Resize with everything resolved per dimension: sizes[d] the output
+ * extent, scales[d] the ratio the coordinate transform uses (given, or
+ * out / in when sizes were given, as ONNX defines it), roi for
+ * tf_crop_and_resize (starts then ends, normalised). */
+typedef struct opsched_resize_attr {
+    opsched_resize_mode mode;
+    opsched_resize_coord coord;
+    opsched_resize_nearest nearest;
+    float cubic_coeff_a;
+    int exclude_outside;
+    int antialias;
+    float extrapolation_value;
+    int64_t sizes[OPSCHED_MAX_DIMS];
+    float scales[OPSCHED_MAX_DIMS];
+    float roi[2 * OPSCHED_MAX_DIMS];
+} opsched_resize_attr;
+
+/* GroupNormalization (InstanceNormalization: groups = channels): scale and
+ * bias per channel. */
+typedef struct opsched_groupnorm_attr {
+    int64_t groups;
+    float epsilon;
+} opsched_groupnorm_attr;
+
+typedef struct opsched_cast_attr { opsched_dtype to; } opsched_cast_attr;
+
+/* ConvTranspose (2-D): output = (in - 1) * stride - pads + dilation *
+ * (kernel - 1) + output_padding + 1 per spatial axis. */
+typedef struct opsched_conv_transpose_attr {
+    int64_t kernel[2];
+    int64_t stride[2];
+    int64_t dilation[2];
+    int64_t pads[4];      /* top, left, bottom, right */
+    int64_t output_padding[2];
+    int64_t groups;
+} opsched_conv_transpose_attr;
+
+/* QuantizeLinear and DequantizeLinear: per tensor (scale of one element),
+ * per axis (scale [C] along axis) or blocked (block_size along axis). */
+typedef struct opsched_quant_attr {
+    int64_t axis;
+    int64_t block_size;
+    int saturate;
+} opsched_quant_attr;
 
 /* Reshape, Flatten's target and Expand's target: the resolved output shape
  * (no -1 or 0 left).  For Expand it is broadcast against the input. */
@@ -186,6 +416,21 @@ typedef union opsched_op_attr {
     opsched_transpose_attr transpose;
     opsched_pad_attr pad;
     opsched_shape_attr shape;
+    opsched_unary_attr unary;
+    opsched_binary_attr binary;
+    opsched_arg_attr arg;
+    opsched_cumsum_attr cumsum;
+    opsched_topk_attr topk;
+    opsched_gather_nd_attr gather_nd;
+    opsched_scatter_attr scatter;
+    opsched_tile_attr tile;
+    opsched_trilu_attr trilu;
+    opsched_onehot_attr onehot;
+    opsched_resize_attr resize;
+    opsched_groupnorm_attr groupnorm;
+    opsched_quant_attr quant;
+    opsched_cast_attr cast;
+    opsched_conv_transpose_attr conv_transpose;
 } opsched_op_attr;
 
 /* What one node costs, by counting: multiply-add = 2 FLOPs; bytes are the
@@ -241,6 +486,14 @@ const char *opsched_op_name(opsched_op_kind op);
 opsched_status opsched_op_from_name(const char *name, opsched_op_kind *out);
 /* 1 for ops that only view their input (Reshape, Flatten, Identity, Dropout). */
 int opsched_op_is_view(opsched_op_kind op);
+/* The ONNX name of what a node computes: opsched_op_name for most kinds,
+ * the function for the generic families ("Abs", "Equal", "ReduceL2"). */
+const char *opsched_node_op_name(const opsched_node *n);
+const char *opsched_unary_fn_name(opsched_unary_fn fn);
+const char *opsched_binary_fn_name(opsched_binary_fn fn);
+const char *opsched_reduce_fn_name(opsched_reduce_fn fn);
+/* 1 for f32, f16 and bf16. */
+int opsched_dtype_is_float(opsched_dtype dt);
 
 const char *opsched_dtype_name(opsched_dtype dt); /* "f32", "f16", ... */
 opsched_status opsched_dtype_from_name(const char *name, opsched_dtype *out);

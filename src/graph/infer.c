@@ -600,6 +600,375 @@ static opsched_status infer_reshape(infer_args *a)
     return OPSCHED_OK;
 }
 
+/* ---- the generic families ----------------------------------------------- */
+
+static int is_compare(opsched_binary_fn f)
+{
+    return f == OPSCHED_BINARY_EQUAL || f == OPSCHED_BINARY_LESS ||
+           f == OPSCHED_BINARY_LESS_EQUAL || f == OPSCHED_BINARY_GREATER ||
+           f == OPSCHED_BINARY_GREATER_EQUAL || f == OPSCHED_BINARY_AND ||
+           f == OPSCHED_BINARY_OR || f == OPSCHED_BINARY_XOR;
+}
+
+static opsched_status infer_unary_fn(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    opsched_unary_fn f = a->attr->unary.fn;
+    if ((int)f < 0 || f >= OPSCHED_UNARY_FN_COUNT) return bad_arg(a, "unknown unary function");
+    a->out[0] = a->in[0]->shape;
+    a->dt[0] = f == OPSCHED_UNARY_ISNAN || f == OPSCHED_UNARY_ISINF ? OPSCHED_BOOL
+                                                                    : a->in[0]->dtype;
+    a->cost->flops = opsched_shape_numel(&a->in[0]->shape);
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_binary_fn(infer_args *a)
+{
+    opsched_binary_fn f = a->attr->binary.fn;
+    if ((int)f < 0 || f >= OPSCHED_BINARY_FN_COUNT) return bad_arg(a, "unknown binary function");
+    OS_TRY(infer_binary(a));
+    if (a->in[0]->dtype != a->in[1]->dtype && f != OPSCHED_BINARY_PRELU)
+        return BAD(a, "inputs of types %s and %s differ", opsched_dtype_name(a->in[0]->dtype),
+                   opsched_dtype_name(a->in[1]->dtype));
+    a->dt[0] = is_compare(f) ? OPSCHED_BOOL : a->in[0]->dtype;
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_where(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 3, 3));
+    OS_TRY(need_outputs(a, 1));
+    opsched_shape t;
+    char b1[128], b2[128], b3[128];
+    if (!os_broadcast(&a->in[0]->shape, &a->in[1]->shape, &t) ||
+        !os_broadcast(&t, &a->in[2]->shape, &a->out[0]))
+        return BAD(a, "condition %s, x %s and y %s do not broadcast",
+                   fmt_shape(&a->in[0]->shape, b1, sizeof(b1)),
+                   fmt_shape(&a->in[1]->shape, b2, sizeof(b2)),
+                   fmt_shape(&a->in[2]->shape, b3, sizeof(b3)));
+    if (a->in[0]->dtype != OPSCHED_BOOL)
+        return BAD(a, "the condition is %s, not bool", opsched_dtype_name(a->in[0]->dtype));
+    if (a->in[1]->dtype != a->in[2]->dtype)
+        return BAD(a, "x is %s and y is %s", opsched_dtype_name(a->in[1]->dtype),
+                   opsched_dtype_name(a->in[2]->dtype));
+    a->dt[0] = a->in[1]->dtype;
+    a->cost->flops = opsched_shape_numel(&a->out[0]);
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_cast(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    if ((int)a->attr->cast.to < 0 || a->attr->cast.to >= OPSCHED_DTYPE_COUNT)
+        return bad_arg(a, "unknown target type");
+    a->out[0] = a->in[0]->shape;
+    a->dt[0] = a->attr->cast.to;
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_reduce_fn(infer_args *a)
+{
+    opsched_reduce_attr *r = &a->attr->reduce;
+    if ((int)r->fn < 0 || r->fn >= OPSCHED_REDUCE_FN_COUNT) return bad_arg(a, "unknown reduction");
+    if (r->n_axes == 0 && r->noop_with_empty_axes) {
+        OS_TRY(need_inputs(a, 1, 1));
+        OS_TRY(need_outputs(a, 1));
+        a->out[0] = a->in[0]->shape;
+        return OPSCHED_OK;
+    }
+    return infer_reduce(a);
+}
+
+static opsched_status infer_arg(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    const opsched_shape *x = &a->in[0]->shape;
+    opsched_arg_attr *r = &a->attr->arg;
+    if (!norm_axis(&r->axis, x->ndim)) return BAD(a, "axis %lld out of range", (long long)r->axis);
+    if (x->d[r->axis] == 0) return BAD(a, "axis %lld is empty", (long long)r->axis);
+    opsched_shape o = {0};
+    for (int d = 0; d < x->ndim; d++) {
+        if (d != r->axis)
+            o.d[o.ndim++] = x->d[d];
+        else if (r->keepdims)
+            o.d[o.ndim++] = 1;
+    }
+    a->out[0] = o;
+    a->dt[0] = OPSCHED_INT64;
+    a->cost->flops = opsched_shape_numel(x);
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_cumsum(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    const opsched_shape *x = &a->in[0]->shape;
+    if (!norm_axis(&a->attr->cumsum.axis, x->ndim))
+        return BAD(a, "axis %lld out of range", (long long)a->attr->cumsum.axis);
+    a->out[0] = *x;
+    a->cost->flops = opsched_shape_numel(x);
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_topk(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 2));
+    const opsched_shape *x = &a->in[0]->shape;
+    opsched_topk_attr *t = &a->attr->topk;
+    if (!norm_axis(&t->axis, x->ndim)) return BAD(a, "axis %lld out of range", (long long)t->axis);
+    if (t->k < 0 || t->k > x->d[t->axis])
+        return BAD(a, "k = %lld, axis %lld has %lld elements", (long long)t->k,
+                   (long long)t->axis, (long long)x->d[t->axis]);
+    a->out[0] = *x;
+    a->out[0].d[t->axis] = t->k;
+    a->out[1] = a->out[0];
+    a->dt[1] = OPSCHED_INT64;
+    a->cost->flops = opsched_shape_numel(x);
+    return OPSCHED_OK;
+}
+
+static opsched_status need_index_type(infer_args *a, int i)
+{
+    opsched_dtype t = a->in[i]->dtype;
+    if (t != OPSCHED_INT64 && t != OPSCHED_INT32)
+        return BAD(a, "indices '%s' are %s, not int32 or int64", a->in[i]->name,
+                   opsched_dtype_name(t));
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_gather_elements(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 2, 2));
+    OS_TRY(need_outputs(a, 1));
+    OS_TRY(need_index_type(a, 1));
+    const opsched_shape *x = &a->in[0]->shape, *i = &a->in[1]->shape;
+    char b1[128], b2[128];
+    if (!norm_axis(&a->attr->axis.axis, x->ndim))
+        return BAD(a, "axis %lld out of range", (long long)a->attr->axis.axis);
+    if (i->ndim != x->ndim)
+        return BAD(a, "indices %s and data %s differ in rank", fmt_shape(i, b1, sizeof(b1)),
+                   fmt_shape(x, b2, sizeof(b2)));
+    a->out[0] = *i;
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_gather_nd(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 2, 2));
+    OS_TRY(need_outputs(a, 1));
+    OS_TRY(need_index_type(a, 1));
+    const opsched_shape *x = &a->in[0]->shape, *i = &a->in[1]->shape;
+    int64_t b = a->attr->gather_nd.batch_dims;
+    if (i->ndim < 1) return BAD(a, "indices must have rank 1 or more");
+    int64_t last = i->d[i->ndim - 1];
+    if (b < 0 || b >= i->ndim || b >= x->ndim) return BAD(a, "batch_dims %lld out of range", (long long)b);
+    if (last < 1 || b + last > x->ndim)
+        return BAD(a, "index tuples of %lld do not fit data of rank %d after %lld batch axes",
+                   (long long)last, x->ndim, (long long)b);
+    for (int d = 0; d < b; d++)
+        if (x->d[d] != i->d[d]) return BAD(a, "batch axis %d differs between data and indices", d);
+    opsched_shape o = {0};
+    for (int d = 0; d < i->ndim - 1; d++) o.d[o.ndim++] = i->d[d];
+    for (int d = (int)(b + last); d < x->ndim; d++) {
+        if (o.ndim == OPSCHED_MAX_DIMS) return BAD(a, "result rank too large");
+        o.d[o.ndim++] = x->d[d];
+    }
+    a->out[0] = o;
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_scatter(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 3, 3));
+    OS_TRY(need_outputs(a, 1));
+    OS_TRY(need_index_type(a, 1));
+    const opsched_shape *x = &a->in[0]->shape, *i = &a->in[1]->shape, *u = &a->in[2]->shape;
+    char b1[128], b2[128];
+    if (a->op == OPSCHED_OP_SCATTER_ELEMENTS) {
+        if (!norm_axis(&a->attr->scatter.axis, x->ndim))
+            return BAD(a, "axis %lld out of range", (long long)a->attr->scatter.axis);
+        if (i->ndim != x->ndim || !opsched_shape_equal(i, u))
+            return BAD(a, "indices %s and updates %s must have one shape of the data's rank",
+                       fmt_shape(i, b1, sizeof(b1)), fmt_shape(u, b2, sizeof(b2)));
+    } else {
+        if (i->ndim < 1 || i->d[i->ndim - 1] > x->ndim || i->d[i->ndim - 1] < 1)
+            return BAD(a, "index tuples %s do not fit data %s", fmt_shape(i, b1, sizeof(b1)),
+                       fmt_shape(x, b2, sizeof(b2)));
+        int64_t k = i->d[i->ndim - 1];
+        int want = i->ndim - 1 + x->ndim - (int)k;
+        int ok = u->ndim == want;
+        for (int d = 0; ok && d < i->ndim - 1; d++) ok = u->d[d] == i->d[d];
+        for (int d = 0; ok && d < x->ndim - k; d++) ok = u->d[i->ndim - 1 + d] == x->d[k + d];
+        if (!ok) return BAD(a, "updates %s do not match indices and data", fmt_shape(u, b1, sizeof(b1)));
+    }
+    if (a->in[2]->dtype != a->in[0]->dtype)
+        return BAD(a, "updates are %s, data %s", opsched_dtype_name(a->in[2]->dtype),
+                   opsched_dtype_name(a->in[0]->dtype));
+    a->out[0] = *x;
+    a->cost->flops = opsched_shape_numel(u);
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_tile(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    const opsched_shape *x = &a->in[0]->shape;
+    opsched_shape o = *x;
+    for (int d = 0; d < x->ndim; d++) {
+        int64_t r = a->attr->tile.repeats[d];
+        if (r < 0) return BAD(a, "repeat %lld on axis %d is negative", (long long)r, d);
+        if (!os_mul_ok(x->d[d], r, &o.d[d])) return BAD(a, "the result is too large");
+    }
+    a->out[0] = o;
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_trilu(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    if (a->in[0]->shape.ndim < 2) return BAD(a, "input must have rank 2 or more");
+    a->out[0] = a->in[0]->shape;
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_onehot(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 2, 2));
+    OS_TRY(need_outputs(a, 1));
+    const opsched_shape *i = &a->in[0]->shape;
+    opsched_onehot_attr *h = &a->attr->onehot;
+    if (i->ndim + 1 > OPSCHED_MAX_DIMS) return BAD(a, "result rank too large");
+    if (h->axis < 0) h->axis += i->ndim + 1;
+    if (h->axis < 0 || h->axis > i->ndim) return BAD(a, "axis out of range");
+    if (h->depth < 1) return BAD(a, "depth %lld must be positive", (long long)h->depth);
+    if (opsched_shape_numel(&a->in[1]->shape) != 2) return BAD(a, "values must hold [off, on]");
+    opsched_shape o = {0};
+    for (int d = 0; d <= i->ndim; d++) {
+        if (d == h->axis) o.d[o.ndim++] = h->depth;
+        if (d < i->ndim) o.d[o.ndim++] = i->d[d];
+    }
+    a->out[0] = o;
+    a->dt[0] = a->in[1]->dtype;
+    return OPSCHED_OK;
+}
+
+/* Resize: the output extents and the scales are resolved by whoever builds
+ * the node (the importer, from scales or sizes as ONNX defines them). */
+static opsched_status infer_resize(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 1, 1));
+    OS_TRY(need_outputs(a, 1));
+    const opsched_shape *x = &a->in[0]->shape;
+    opsched_shape o = *x;
+    for (int d = 0; d < x->ndim; d++) {
+        double s = a->attr->resize.scales[d];
+        if (!(s > 0)) return BAD(a, "scale %g on axis %d must be positive", s, d);
+        o.d[d] = a->attr->resize.sizes[d];
+        if (o.d[d] < 1) return BAD(a, "axis %d of the output would be empty", d);
+    }
+    a->out[0] = o;
+    a->cost->flops =
+        opsched_shape_numel(&o) * (a->attr->resize.mode == OPSCHED_RESIZE_NEAREST ? 1 : 4);
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_groupnorm(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 3, 3));
+    OS_TRY(need_outputs(a, 1));
+    const opsched_shape *x = &a->in[0]->shape;
+    if (x->ndim < 2) return BAD(a, "input must have a channel dimension");
+    int64_t C = x->d[1], G = a->attr->groupnorm.groups;
+    if (G < 1 || C % G != 0)
+        return BAD(a, "%lld channels are not divisible into %lld groups", (long long)C, (long long)G);
+    OS_TRY(per_channel(a, 1, 2, C));
+    a->out[0] = *x;
+    a->cost->flops = 5 * opsched_shape_numel(x);
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_conv_transpose(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 2, 3));
+    OS_TRY(need_outputs(a, 1));
+    OS_TRY(need_rank(a, 0, 4));
+    OS_TRY(need_rank(a, 1, 4));
+    opsched_conv_transpose_attr *c = &a->attr->conv_transpose;
+    const opsched_shape *x = &a->in[0]->shape, *w = &a->in[1]->shape;
+    char b1[128], b2[128];
+    if (c->groups == 0) c->groups = 1;
+    for (int i = 0; i < 2; i++) {
+        if (c->stride[i] == 0) c->stride[i] = 1;
+        if (c->dilation[i] == 0) c->dilation[i] = 1;
+        if (c->kernel[i] == 0) c->kernel[i] = w->d[2 + i];
+        if (c->stride[i] < 0 || c->dilation[i] < 0 || c->output_padding[i] < 0)
+            return BAD(a, "negative stride, dilation or output padding");
+        if (c->output_padding[i] >= c->stride[i] && c->output_padding[i] >= c->dilation[i])
+            return BAD(a, "output padding %lld must be below the stride or the dilation",
+                       (long long)c->output_padding[i]);
+    }
+    if (c->kernel[0] != w->d[2] || c->kernel[1] != w->d[3])
+        return BAD(a, "kernel %lldx%lld does not match weight %s", (long long)c->kernel[0],
+                   (long long)c->kernel[1], fmt_shape(w, b1, sizeof(b1)));
+    int64_t C = x->d[1], g = c->groups;
+    if (g < 1 || C % g != 0 || w->d[0] != C)
+        return BAD(a, "weight %s does not fit input %s in %lld groups", fmt_shape(w, b1, sizeof(b1)),
+                   fmt_shape(x, b2, sizeof(b2)), (long long)g);
+    int64_t M = w->d[1] * g;
+    if (a->n_in == 3 && a->in[2] && opsched_shape_numel(&a->in[2]->shape) != M)
+        return BAD(a, "bias does not match %lld output channels", (long long)M);
+    opsched_shape o = {.ndim = 4, .d = {x->d[0], M, 0, 0}};
+    for (int i = 0; i < 2; i++) {
+        int64_t v = (x->d[2 + i] - 1) * c->stride[i] - c->pads[i] - c->pads[i + 2] +
+                    c->dilation[i] * (c->kernel[i] - 1) + c->output_padding[i] + 1;
+        if (v < 1) return BAD(a, "the output would be empty on spatial axis %d", i);
+        o.d[2 + i] = v;
+    }
+    a->out[0] = o;
+    int64_t macs = 1;
+    int64_t f[] = {x->d[0], C, x->d[2], x->d[3], M / g, c->kernel[0], c->kernel[1]};
+    for (size_t i = 0; i < OS_ARRAY_LEN(f); i++)
+        if (!os_mul_ok(macs, f[i], &macs)) return BAD(a, "FLOP count overflows");
+    a->cost->flops = 2 * macs;
+    return OPSCHED_OK;
+}
+
+static opsched_status infer_quant(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 2, 3));
+    OS_TRY(need_outputs(a, 1));
+    const opsched_shape *x = &a->in[0]->shape;
+    opsched_quant_attr *q = &a->attr->quant;
+    int64_t ns = opsched_shape_numel(&a->in[1]->shape);
+    if (ns != 1) {
+        if (!norm_axis(&q->axis, x->ndim)) return BAD(a, "axis %lld out of range", (long long)q->axis);
+        int64_t want = q->block_size > 0 ? (x->d[q->axis] + q->block_size - 1) / q->block_size
+                                         : x->d[q->axis];
+        if (q->block_size > 0 ? opsched_shape_numel(&a->in[1]->shape) * x->d[q->axis] !=
+                                    opsched_shape_numel(x) * want
+                              : ns != want)
+            return BAD(a, "scale of %lld values does not fit axis %lld", (long long)ns,
+                       (long long)q->axis);
+    }
+    if (a->n_in == 3 && a->in[2] &&
+        opsched_shape_numel(&a->in[2]->shape) != ns)
+        return BAD(a, "zero point and scale differ in size");
+    a->out[0] = *x;
+    if (a->op == OPSCHED_OP_QUANTIZE)
+        a->dt[0] = a->n_in == 3 && a->in[2] ? a->in[2]->dtype : OPSCHED_UINT8;
+    else
+        a->dt[0] = a->in[1]->dtype;
+    a->cost->flops = 2 * opsched_shape_numel(x);
+    return OPSCHED_OK;
+}
+
 opsched_status os_infer(opsched_graph *g, const char *name, opsched_op_kind op,
                         opsched_op_attr *attr, const int *inputs, int n_in, int n_out,
                         opsched_shape *out_shapes, opsched_dtype *out_dtypes,
@@ -615,6 +984,7 @@ opsched_status os_infer(opsched_graph *g, const char *name, opsched_op_kind op,
         return OS_FAIL(g->ctx, OPSCHED_ERR_INVALID_ARG, "node '%s' (%s): needs an input", name,
                        opsched_op_name(op));
     opsched_status st;
+    for (int i = 0; i < n_out; i++) out_dtypes[i] = a.in[0]->dtype;
     switch (op) {
     case OPSCHED_OP_CONV: st = infer_conv(&a); break;
     case OPSCHED_OP_GEMM: st = infer_gemm(&a); break;
@@ -653,6 +1023,29 @@ opsched_status os_infer(opsched_graph *g, const char *name, opsched_op_kind op,
     case OPSCHED_OP_EXPAND: st = infer_expand(&a); break;
     case OPSCHED_OP_FLATTEN: st = infer_flatten(&a); break;
     case OPSCHED_OP_RESHAPE: st = infer_reshape(&a); break;
+    case OPSCHED_OP_UNARY: st = infer_unary_fn(&a); break;
+    case OPSCHED_OP_BINARY: st = infer_binary_fn(&a); break;
+    case OPSCHED_OP_WHERE: st = infer_where(&a); break;
+    case OPSCHED_OP_CAST: st = infer_cast(&a); break;
+    case OPSCHED_OP_REDUCE: st = infer_reduce_fn(&a); break;
+    case OPSCHED_OP_ARGMAX:
+    case OPSCHED_OP_ARGMIN: st = infer_arg(&a); break;
+    case OPSCHED_OP_LOGSOFTMAX:
+    case OPSCHED_OP_HARDMAX: st = infer_axis_same(&a, 3); break;
+    case OPSCHED_OP_CUMSUM: st = infer_cumsum(&a); break;
+    case OPSCHED_OP_TOPK: st = infer_topk(&a); break;
+    case OPSCHED_OP_GATHER_ELEMENTS: st = infer_gather_elements(&a); break;
+    case OPSCHED_OP_GATHER_ND: st = infer_gather_nd(&a); break;
+    case OPSCHED_OP_SCATTER_ELEMENTS:
+    case OPSCHED_OP_SCATTER_ND: st = infer_scatter(&a); break;
+    case OPSCHED_OP_TILE: st = infer_tile(&a); break;
+    case OPSCHED_OP_TRILU: st = infer_trilu(&a); break;
+    case OPSCHED_OP_ONEHOT: st = infer_onehot(&a); break;
+    case OPSCHED_OP_RESIZE: st = infer_resize(&a); break;
+    case OPSCHED_OP_GROUPNORM: st = infer_groupnorm(&a); break;
+    case OPSCHED_OP_CONV_TRANSPOSE: st = infer_conv_transpose(&a); break;
+    case OPSCHED_OP_QUANTIZE:
+    case OPSCHED_OP_DEQUANTIZE: st = infer_quant(&a); break;
     default:
         return OS_FAIL(g->ctx, OPSCHED_ERR_UNSUPPORTED, "node '%s': operator %d unknown", name,
                        (int)op);
@@ -661,7 +1054,6 @@ opsched_status os_infer(opsched_graph *g, const char *name, opsched_op_kind op,
 
     /* Shared accounting: dtypes, bytes, parameters, output elements. */
     for (int i = 0; i < n_out; i++) {
-        out_dtypes[i] = a.in[0]->dtype;
         int64_t n = opsched_shape_numel(&out_shapes[i]);
         if (n < 0 || n > OS_MAX_ELEMS) return BAD(&a, "output %d has more than 2^40 elements", i);
         cost->out_elems += n;

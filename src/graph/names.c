@@ -47,7 +47,132 @@ static const char *const op_names[OPSCHED_OP_COUNT] = {
     [OPSCHED_OP_RESHAPE] = "Reshape",
     [OPSCHED_OP_IDENTITY] = "Identity",
     [OPSCHED_OP_DROPOUT] = "Dropout",
+    [OPSCHED_OP_UNARY] = "Unary",
+    [OPSCHED_OP_BINARY] = "Binary",
+    [OPSCHED_OP_WHERE] = "Where",
+    [OPSCHED_OP_CAST] = "Cast",
+    [OPSCHED_OP_REDUCE] = "Reduce",
+    [OPSCHED_OP_ARGMAX] = "ArgMax",
+    [OPSCHED_OP_ARGMIN] = "ArgMin",
+    [OPSCHED_OP_LOGSOFTMAX] = "LogSoftmax",
+    [OPSCHED_OP_HARDMAX] = "Hardmax",
+    [OPSCHED_OP_CUMSUM] = "CumSum",
+    [OPSCHED_OP_TOPK] = "TopK",
+    [OPSCHED_OP_GATHER_ELEMENTS] = "GatherElements",
+    [OPSCHED_OP_GATHER_ND] = "GatherND",
+    [OPSCHED_OP_SCATTER_ELEMENTS] = "ScatterElements",
+    [OPSCHED_OP_SCATTER_ND] = "ScatterND",
+    [OPSCHED_OP_TILE] = "Tile",
+    [OPSCHED_OP_TRILU] = "Trilu",
+    [OPSCHED_OP_ONEHOT] = "OneHot",
+    [OPSCHED_OP_RESIZE] = "Resize",
+    [OPSCHED_OP_GROUPNORM] = "GroupNormalization",
+    [OPSCHED_OP_CONV_TRANSPOSE] = "ConvTranspose",
+    [OPSCHED_OP_QUANTIZE] = "QuantizeLinear",
+    [OPSCHED_OP_DEQUANTIZE] = "DequantizeLinear",
 };
+
+static const char *const unary_names[OPSCHED_UNARY_FN_COUNT] = {
+    [OPSCHED_UNARY_ABS] = "Abs",
+    [OPSCHED_UNARY_NEG] = "Neg",
+    [OPSCHED_UNARY_EXP] = "Exp",
+    [OPSCHED_UNARY_LOG] = "Log",
+    [OPSCHED_UNARY_RECIPROCAL] = "Reciprocal",
+    [OPSCHED_UNARY_FLOOR] = "Floor",
+    [OPSCHED_UNARY_CEIL] = "Ceil",
+    [OPSCHED_UNARY_ROUND] = "Round",
+    [OPSCHED_UNARY_SIGN] = "Sign",
+    [OPSCHED_UNARY_SIN] = "Sin",
+    [OPSCHED_UNARY_COS] = "Cos",
+    [OPSCHED_UNARY_TAN] = "Tan",
+    [OPSCHED_UNARY_ASIN] = "Asin",
+    [OPSCHED_UNARY_ACOS] = "Acos",
+    [OPSCHED_UNARY_ATAN] = "Atan",
+    [OPSCHED_UNARY_SINH] = "Sinh",
+    [OPSCHED_UNARY_COSH] = "Cosh",
+    [OPSCHED_UNARY_ASINH] = "Asinh",
+    [OPSCHED_UNARY_ACOSH] = "Acosh",
+    [OPSCHED_UNARY_ATANH] = "Atanh",
+    [OPSCHED_UNARY_ISNAN] = "IsNaN",
+    [OPSCHED_UNARY_ISINF] = "IsInf",
+    [OPSCHED_UNARY_NOT] = "Not",
+    [OPSCHED_UNARY_BITWISE_NOT] = "BitwiseNot",
+    [OPSCHED_UNARY_LEAKY_RELU] = "LeakyRelu",
+    [OPSCHED_UNARY_ELU] = "Elu",
+    [OPSCHED_UNARY_SELU] = "Selu",
+    [OPSCHED_UNARY_CELU] = "Celu",
+    [OPSCHED_UNARY_THRESHOLDED_RELU] = "ThresholdedRelu",
+    [OPSCHED_UNARY_SOFTPLUS] = "Softplus",
+    [OPSCHED_UNARY_SOFTSIGN] = "Softsign",
+    [OPSCHED_UNARY_MISH] = "Mish",
+    [OPSCHED_UNARY_SHRINK] = "Shrink",
+    [OPSCHED_UNARY_SWISH] = "Swish",
+};
+
+static const char *const binary_names[OPSCHED_BINARY_FN_COUNT] = {
+    [OPSCHED_BINARY_MOD] = "Mod",
+    [OPSCHED_BINARY_FMOD] = "Mod(fmod)",
+    [OPSCHED_BINARY_MIN] = "Min",
+    [OPSCHED_BINARY_MAX] = "Max",
+    [OPSCHED_BINARY_EQUAL] = "Equal",
+    [OPSCHED_BINARY_LESS] = "Less",
+    [OPSCHED_BINARY_LESS_EQUAL] = "LessOrEqual",
+    [OPSCHED_BINARY_GREATER] = "Greater",
+    [OPSCHED_BINARY_GREATER_EQUAL] = "GreaterOrEqual",
+    [OPSCHED_BINARY_AND] = "And",
+    [OPSCHED_BINARY_OR] = "Or",
+    [OPSCHED_BINARY_XOR] = "Xor",
+    [OPSCHED_BINARY_SHIFT_LEFT] = "BitShift(left)",
+    [OPSCHED_BINARY_SHIFT_RIGHT] = "BitShift(right)",
+    [OPSCHED_BINARY_BITWISE_AND] = "BitwiseAnd",
+    [OPSCHED_BINARY_BITWISE_OR] = "BitwiseOr",
+    [OPSCHED_BINARY_BITWISE_XOR] = "BitwiseXor",
+    [OPSCHED_BINARY_PRELU] = "PRelu",
+};
+
+static const char *const reduce_names[OPSCHED_REDUCE_FN_COUNT] = {
+    [OPSCHED_REDUCE_MEAN] = "ReduceMean",
+    [OPSCHED_REDUCE_SUM] = "ReduceSum",
+    [OPSCHED_REDUCE_MAX] = "ReduceMax",
+    [OPSCHED_REDUCE_MIN] = "ReduceMin",
+    [OPSCHED_REDUCE_PROD] = "ReduceProd",
+    [OPSCHED_REDUCE_L1] = "ReduceL1",
+    [OPSCHED_REDUCE_L2] = "ReduceL2",
+    [OPSCHED_REDUCE_LOGSUM] = "ReduceLogSum",
+    [OPSCHED_REDUCE_LOGSUMEXP] = "ReduceLogSumExp",
+    [OPSCHED_REDUCE_SUMSQUARE] = "ReduceSumSquare",
+};
+
+const char *opsched_unary_fn_name(opsched_unary_fn fn)
+{
+    return (int)fn >= 0 && fn < OPSCHED_UNARY_FN_COUNT ? unary_names[fn] : "?";
+}
+
+const char *opsched_binary_fn_name(opsched_binary_fn fn)
+{
+    return (int)fn >= 0 && fn < OPSCHED_BINARY_FN_COUNT ? binary_names[fn] : "?";
+}
+
+const char *opsched_reduce_fn_name(opsched_reduce_fn fn)
+{
+    return (int)fn >= 0 && fn < OPSCHED_REDUCE_FN_COUNT ? reduce_names[fn] : "?";
+}
+
+const char *opsched_node_op_name(const opsched_node *n)
+{
+    if (!n) return "?";
+    switch (n->op) {
+    case OPSCHED_OP_UNARY: return opsched_unary_fn_name(n->attr.unary.fn);
+    case OPSCHED_OP_BINARY: return opsched_binary_fn_name(n->attr.binary.fn);
+    case OPSCHED_OP_REDUCE: return opsched_reduce_fn_name(n->attr.reduce.fn);
+    default: return opsched_op_name(n->op);
+    }
+}
+
+int opsched_dtype_is_float(opsched_dtype dt)
+{
+    return dt == OPSCHED_F32 || dt == OPSCHED_F16 || dt == OPSCHED_BF16;
+}
 
 const char *opsched_op_name(opsched_op_kind op)
 {
@@ -79,6 +204,7 @@ static const struct {
 } dtypes[OPSCHED_DTYPE_COUNT] = {
     [OPSCHED_F32] = {"f32", 4},   [OPSCHED_F16] = {"f16", 2},     [OPSCHED_BF16] = {"bf16", 2},
     [OPSCHED_INT8] = {"int8", 1}, [OPSCHED_INT32] = {"int32", 4}, [OPSCHED_INT64] = {"int64", 8},
+    [OPSCHED_UINT8] = {"uint8", 1}, [OPSCHED_BOOL] = {"bool", 1},
 };
 
 const char *opsched_dtype_name(opsched_dtype dt)

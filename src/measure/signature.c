@@ -105,6 +105,61 @@ static void put_attrs(sig_buf *b, const opsched_node *n, int rank)
         break;
     case OPSCHED_OP_EXPAND:
     case OPSCHED_OP_RESHAPE: put_ints(b, "shape", a->shape.shape.d, a->shape.shape.ndim); break;
+    case OPSCHED_OP_UNARY:
+        put(b, "|a=%g|b=%g|c=%g", (double)a->unary.alpha, (double)a->unary.beta,
+            (double)a->unary.gamma);
+        break;
+    case OPSCHED_OP_BINARY: break; /* the function is in the name */
+    case OPSCHED_OP_CAST: put(b, "|to=%s", opsched_dtype_name(a->cast.to)); break;
+    case OPSCHED_OP_REDUCE:
+        put_ints(b, "axes", a->reduce.axes, a->reduce.n_axes);
+        put(b, "|keep=%d|noop=%d", a->reduce.keepdims, a->reduce.noop_with_empty_axes);
+        break;
+    case OPSCHED_OP_ARGMAX:
+    case OPSCHED_OP_ARGMIN:
+        put(b, "|axis=%lld|keep=%d|last=%d", (long long)a->arg.axis, a->arg.keepdims,
+            a->arg.select_last_index);
+        break;
+    case OPSCHED_OP_LOGSOFTMAX:
+    case OPSCHED_OP_HARDMAX:
+    case OPSCHED_OP_GATHER_ELEMENTS: put(b, "|axis=%lld", (long long)a->axis.axis); break;
+    case OPSCHED_OP_CUMSUM:
+        put(b, "|axis=%lld|excl=%d|rev=%d", (long long)a->cumsum.axis, a->cumsum.exclusive,
+            a->cumsum.reverse);
+        break;
+    case OPSCHED_OP_TOPK:
+        put(b, "|axis=%lld|k=%lld|largest=%d|sorted=%d", (long long)a->topk.axis,
+            (long long)a->topk.k, a->topk.largest, a->topk.sorted);
+        break;
+    case OPSCHED_OP_GATHER_ND: put(b, "|b=%lld", (long long)a->gather_nd.batch_dims); break;
+    case OPSCHED_OP_SCATTER_ELEMENTS:
+    case OPSCHED_OP_SCATTER_ND:
+        put(b, "|axis=%lld|red=%d", (long long)a->scatter.axis, (int)a->scatter.reduction);
+        break;
+    case OPSCHED_OP_TILE: put_ints(b, "repeats", a->tile.repeats, rank); break;
+    case OPSCHED_OP_TRILU: put(b, "|upper=%d|k=%lld", a->trilu.upper, (long long)a->trilu.k); break;
+    case OPSCHED_OP_ONEHOT:
+        put(b, "|axis=%lld|depth=%lld", (long long)a->onehot.axis, (long long)a->onehot.depth);
+        break;
+    case OPSCHED_OP_RESIZE:
+        put(b, "|mode=%d|coord=%d|nearest=%d|a=%g|excl=%d|aa=%d", (int)a->resize.mode,
+            (int)a->resize.coord, (int)a->resize.nearest, (double)a->resize.cubic_coeff_a,
+            a->resize.exclude_outside, a->resize.antialias);
+        put_ints(b, "sizes", a->resize.sizes, rank);
+        break;
+    case OPSCHED_OP_GROUPNORM: put(b, "|groups=%lld", (long long)a->groupnorm.groups); break;
+    case OPSCHED_OP_CONV_TRANSPOSE:
+        put_ints(b, "k", a->conv_transpose.kernel, 2);
+        put_ints(b, "s", a->conv_transpose.stride, 2);
+        put_ints(b, "p", a->conv_transpose.pads, 4);
+        put_ints(b, "d", a->conv_transpose.dilation, 2);
+        put_ints(b, "op", a->conv_transpose.output_padding, 2);
+        put(b, "|g=%lld", (long long)a->conv_transpose.groups);
+        break;
+    case OPSCHED_OP_QUANTIZE:
+    case OPSCHED_OP_DEQUANTIZE:
+        put(b, "|axis=%lld|block=%lld", (long long)a->quant.axis, (long long)a->quant.block_size);
+        break;
     default: break;
     }
 }
@@ -115,7 +170,7 @@ opsched_status opsched_node_signature(const opsched_graph *g, int node, char *bu
     if (!n || !buf || size == 0) return OPSCHED_ERR_INVALID_ARG;
     sig_buf b = {.p = buf, .size = size};
     buf[0] = '\0';
-    put(&b, "%s", opsched_op_name(n->op));
+    put(&b, "%s", opsched_node_op_name(n));
     int rank = 0;
     for (int i = 0; i < n->n_inputs; i++) {
         const opsched_tensor *t = opsched_graph_tensor(g, n->inputs[i]);
