@@ -725,7 +725,11 @@ static void test_dtypes(void **state)
     assert_int_equal(opsched_npy_dtype_to_dtype(OPSCHED_NPY_INT64, &g), OPSCHED_OK);
     assert_int_equal(g, OPSCHED_INT64);
     assert_int_equal(opsched_npy_dtype_to_dtype(OPSCHED_NPY_FLOAT64, &g), OPSCHED_ERR_UNSUPPORTED);
-    assert_int_equal(opsched_npy_dtype_to_dtype(OPSCHED_NPY_BOOL, &g), OPSCHED_ERR_UNSUPPORTED);
+    assert_int_equal(opsched_npy_dtype_to_dtype(OPSCHED_NPY_UINT16, &g), OPSCHED_ERR_UNSUPPORTED);
+    assert_int_equal(opsched_npy_dtype_to_dtype(OPSCHED_NPY_BOOL, &g), OPSCHED_OK);
+    assert_int_equal(g, OPSCHED_BOOL);
+    assert_int_equal(opsched_npy_dtype_to_dtype(OPSCHED_NPY_UINT8, &g), OPSCHED_OK);
+    assert_int_equal(g, OPSCHED_UINT8);
     for (int d = 0; d < OPSCHED_DTYPE_COUNT; d++) {
         opsched_status st = opsched_npy_dtype_from_dtype((opsched_dtype)d, &n);
         if (d == OPSCHED_BF16) {

@@ -87,8 +87,9 @@ const char *opsched_npy_dtype_name(opsched_npy_dtype dt);
 /* Bytes per element (0 for a value that is none of the enum's). */
 size_t opsched_npy_dtype_size(opsched_npy_dtype dt);
 /* The graph element type of the same values: float32, float16, int8,
- * int32 and int64 have one; the others OPSCHED_ERR_UNSUPPORTED (no
- * message is recorded: the caller names the tensor). */
+ * uint8, int32, int64 and bool have one; the others
+ * OPSCHED_ERR_UNSUPPORTED (no message is recorded: the caller names the
+ * tensor). */
 opsched_status opsched_npy_dtype_to_dtype(opsched_npy_dtype dt, opsched_dtype *out);
 /* The .npy element type of a graph element type; bf16 is
  * OPSCHED_ERR_UNSUPPORTED (not a NumPy dtype), without a message. */

@@ -92,6 +92,12 @@ opsched_status opsched_npy_dtype_to_dtype(opsched_npy_dtype dt, opsched_dtype *o
     case OPSCHED_NPY_INT64:
         *out = OPSCHED_INT64;
         return OPSCHED_OK;
+    case OPSCHED_NPY_UINT8:
+        *out = OPSCHED_UINT8;
+        return OPSCHED_OK;
+    case OPSCHED_NPY_BOOL:
+        *out = OPSCHED_BOOL;
+        return OPSCHED_OK;
     default:
         return OPSCHED_ERR_UNSUPPORTED;
     }
@@ -114,6 +120,12 @@ opsched_status opsched_npy_dtype_from_dtype(opsched_dtype dt, opsched_npy_dtype 
         return OPSCHED_OK;
     case OPSCHED_INT64:
         *out = OPSCHED_NPY_INT64;
+        return OPSCHED_OK;
+    case OPSCHED_UINT8:
+        *out = OPSCHED_NPY_UINT8;
+        return OPSCHED_OK;
+    case OPSCHED_BOOL:
+        *out = OPSCHED_NPY_BOOL;
         return OPSCHED_OK;
     default:
         return OPSCHED_ERR_UNSUPPORTED;
