@@ -1,0 +1,49 @@
+/*
+ * run_io.h - the user's tensors in and out of `opsched run` (--input
+ * NAME=FILE.npy, --output-dir DIR).
+ */
+#ifndef OPSCHED_RUN_IO_H
+#define OPSCHED_RUN_IO_H
+
+#include "opsched/graph.h"
+#include "opsched/npy.h"
+#include "tool.h"
+
+#define RUN_IO_MAX 64
+
+typedef struct run_io_input {
+    char name[256];
+    const char *path;
+    opsched_npy_array a;
+    int graph_input;     /* index among the graph's inputs (run_io_match) */
+    opsched_dtype dtype; /* what a holds, as a graph type */
+} run_io_input;
+
+typedef struct run_io {
+    int n;
+    run_io_input in[RUN_IO_MAX];
+    const char *out_dir; /* NULL: no outputs written */
+} run_io;
+
+/* Adds one "NAME=FILE" of --input; a usage error for a bad or repeated one. */
+int run_io_add(run_io *io, const char *spec);
+/* Reads every file (exit 1 naming the file that cannot be read). */
+int run_io_read(opsched_ctx *ctx, run_io *io);
+void run_io_clear(run_io *io);
+/* The inputs' shapes as --shapes writes them ("a:1x3x8x8,b:4"). */
+int run_io_shapes(const run_io *io, char *buf, size_t size);
+/* Finds each input among g's and checks its shape and type: a name the
+ * model lacks is a usage error listing its inputs; a shape or type that
+ * differs fails (exit 1) naming the file. */
+int run_io_match(opsched_ctx *ctx, run_io *io, const opsched_graph *g);
+
+/* Reads graph output i as n elements of dt into buf (an executor's). */
+typedef opsched_status (*run_io_get_fn)(void *user, int i, opsched_dtype dt, void *buf, size_t n);
+/* Writes every output of g to out_dir/<name>.npy (the directory made when
+ * missing), each file whole or not at all. */
+int run_io_write(opsched_ctx *ctx, const run_io *io, const opsched_graph *g, run_io_get_fn get,
+                 void *user);
+/* The file name (without .npy) an output called name gets. */
+void run_io_file_name(const char *name, char *buf, size_t size);
+
+#endif /* OPSCHED_RUN_IO_H */
