@@ -1,9 +1,12 @@
 /*
  * test_sweep.c - sweep specs (grids with lists, ranges and filters;
- * networks from the zoo; errors with their line), the shard split, and
- * real sweeps on the CPU backend into a temporary database: a full run, a
- * resumed run that skips everything, and a run stopped after two items
- * whose re-run completes the rest.
+ * networks from the zoo; errors with their line), the iterator over a
+ * spec's configurations (against a grid materialised here, in order, with
+ * filters, duplicates and impossible shapes; counts; shards partitioning
+ * the grid in the split's order, ties included), and real sweeps on the
+ * CPU backend into a temporary database: a full run, a resumed run that
+ * skips everything, and a run stopped after two items whose re-run
+ * completes the rest.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +22,7 @@
 
 #include "opsched/opsched.h"
 #include "opsched/sweep.h"
+#include "sweep/sweep_impl.h"
 
 static opsched_sweep_spec *parse_ok(opsched_ctx *ctx, const char *text)
 {
@@ -39,6 +43,68 @@ static void parse_fails(opsched_ctx *ctx, const char *text, opsched_status st, c
     const char *msg = opsched_ctx_last_error(ctx);
     if (!strstr(msg, want)) print_message("message '%s' lacks '%s'\n", msg, want);
     assert_non_null(strstr(msg, want));
+}
+
+/* Calls fn on every configuration of shard (of shards) the iterator gives;
+ * returns how many, checking the walk ends cleanly and its counts are the
+ * spec's. */
+typedef void (*config_fn)(const opsched_sweep_config *c, void *user);
+
+static int for_each_config(opsched_ctx *ctx, const opsched_sweep_spec *spec, int shard, int shards,
+                           config_fn fn, void *user)
+{
+    opsched_sweep_iter *it = NULL;
+    const opsched_sweep_config *c = NULL;
+    int n = 0;
+    assert_int_equal(opsched_sweep_iter_create(ctx, spec, shard, shards, &it), OPSCHED_OK);
+    for (;;) {
+        opsched_status st = opsched_sweep_iter_next(it, &c);
+        if (st != OPSCHED_OK) print_message("walk: %s\n", opsched_ctx_last_error(ctx));
+        assert_int_equal(st, OPSCHED_OK);
+        if (!c) break;
+        if (fn) fn(c, user);
+        n++;
+    }
+    opsched_sweep_counts walked, loaded;
+    opsched_sweep_iter_counts(it, &walked);
+    opsched_sweep_spec_counts(spec, &loaded);
+    assert_memory_equal(&walked, &loaded, sizeof(walked));
+    /* the end stays the end */
+    assert_int_equal(opsched_sweep_iter_next(it, &c), OPSCHED_OK);
+    assert_null(c);
+    opsched_sweep_iter_free(it);
+    return n;
+}
+
+/* The input tensor of node 0. */
+static const opsched_tensor *input0(const opsched_graph *g)
+{
+    return opsched_graph_tensor(g, opsched_graph_node(g, 0)->inputs[0]);
+}
+
+static void check_lists_filters(const opsched_sweep_config *c, void *user)
+{
+    int *seen = user;
+    const opsched_graph *g = c->graph;
+    const opsched_node *n = opsched_graph_node(g, 0);
+    assert_int_equal(c->index, *seen);
+    assert_int_equal(n->op, OPSCHED_OP_CONV);
+    if (*seen == 0) {
+        /* the first parameter varies slowest: batch 1 comes first */
+        const opsched_tensor *x = input0(g);
+        assert_int_equal(x->shape.d[0], 1);
+        assert_int_equal(x->shape.d[2], 14);
+        assert_int_equal(x->shape.d[3], 14);
+        assert_int_equal(x->dtype, OPSCHED_F32);
+    }
+    int64_t cin = input0(g)->shape.d[1];
+    int64_t cout = opsched_graph_tensor(g, n->outputs[0])->shape.d[1];
+    assert_true(cout >= cin && cin < 64);
+    char sig[512];
+    assert_int_equal(opsched_node_signature(g, 0, sig, sizeof(sig)), OPSCHED_OK);
+    assert_string_equal(sig, c->signature);
+    assert_false(c->fused);
+    ++*seen;
 }
 
 static void test_grid_lists_filters(void **state)
@@ -79,25 +145,18 @@ static void test_grid_lists_filters(void **state)
     assert_int_equal(m->cache, OPSCHED_CACHE_COLD);
     assert_int_equal(opsched_sweep_spec_num_algos(spec), 2);
     assert_string_equal(opsched_sweep_spec_algo(spec, 1), "find");
-    /* the first parameter varies slowest: batch 1 comes first */
-    const opsched_graph *g = opsched_sweep_spec_config(spec, 0);
-    const opsched_node *n = opsched_graph_node(g, 0);
-    assert_int_equal(n->op, OPSCHED_OP_CONV);
-    const opsched_tensor *x = opsched_graph_tensor(g, n->inputs[0]);
-    assert_int_equal(x->shape.d[0], 1);
-    assert_int_equal(x->shape.d[2], 14);
-    assert_int_equal(x->shape.d[3], 14);
-    assert_int_equal(x->dtype, OPSCHED_F32);
-    for (int i = 0; i < opsched_sweep_spec_num_configs(spec); i++) {
-        g = opsched_sweep_spec_config(spec, i);
-        n = opsched_graph_node(g, 0);
-        int64_t cin = opsched_graph_tensor(g, n->inputs[0])->shape.d[1];
-        int64_t cout = opsched_graph_tensor(g, n->outputs[0])->shape.d[1];
-        assert_true(cout >= cin && cin < 64);
-    }
-    assert_null(opsched_sweep_spec_config(spec, 10));
+    int seen = 0;
+    assert_int_equal(for_each_config(ctx, spec, 0, 1, check_lists_filters, &seen), 10);
     opsched_sweep_spec_free(spec);
     opsched_ctx_free(ctx);
+}
+
+/* user: two int64, the last configuration's input channels and width */
+static void keep_last_shape(const opsched_sweep_config *c, void *user)
+{
+    int64_t *last = user;
+    last[0] = input0(c->graph)->shape.d[1];
+    last[1] = input0(c->graph)->shape.d[3];
 }
 
 static void test_grid_ranges_sweeps_limit_duplicates(void **state)
@@ -125,10 +184,10 @@ static void test_grid_ranges_sweeps_limit_duplicates(void **state)
     assert_int_equal(opsched_sweep_spec_num_configs(spec), 18);
     assert_int_equal(c.duplicates, 1);
     /* with width left out (0), the input is square */
-    const opsched_graph *g = opsched_sweep_spec_config(spec, 17);
-    const opsched_tensor *x = opsched_graph_tensor(g, opsched_graph_node(g, 0)->inputs[0]);
-    assert_int_equal(x->shape.d[1], 16);
-    assert_int_equal(x->shape.d[3], 4);
+    int64_t last[2] = {0, 0};
+    assert_int_equal(for_each_config(ctx, spec, 0, 1, keep_last_shape, last), 18);
+    assert_int_equal(last[0], 16);
+    assert_int_equal(last[1], 4);
     assert_int_equal(opsched_sweep_spec_num_algos(spec), 1);
     assert_string_equal(opsched_sweep_spec_algo(spec, 0), "heuristic");
     opsched_sweep_spec_free(spec);
@@ -367,10 +426,12 @@ static void test_work_limits(void **state)
     double elapsed = seconds() - t0;
     print_message("refusals took %.2f s\n", elapsed);
     assert_true(elapsed < 30);
-    /* distinct configurations */
-    parse_fails(ctx, "op: relu\nparams:\n  batch: {from: 1, to: 101, step: 1}\n"
-                     "  channels: {from: 1, to: 1000, step: 1}\n", OPSCHED_ERR_INVALID_ARG,
-                "spec.yml: more than 100000 distinct configurations, the limit of a spec");
+    /* distinct configurations are not limited but by the combinations:
+     * none is held, only a fingerprint each */
+    opsched_sweep_spec *spec = parse_ok(ctx, "op: relu\nparams:\n  batch: {from: 1, to: 101, step: 1}\n"
+                                             "  channels: {from: 1, to: 1000, step: 1}\n");
+    assert_int_equal(opsched_sweep_spec_num_configs(spec), 101000);
+    opsched_sweep_spec_free(spec);
     opsched_ctx_free(ctx);
 }
 
@@ -402,6 +463,17 @@ static void test_impossible_combinations_counted(void **state)
     opsched_ctx_free(ctx);
 }
 
+/* user: three counts, convolutions, max pools, batch 2 */
+static void tally_zoo(const opsched_sweep_config *c, void *user)
+{
+    int *tally = user;
+    assert_int_equal(opsched_graph_num_nodes(c->graph), 1);
+    const opsched_node *node = opsched_graph_node(c->graph, 0);
+    tally[0] += node->op == OPSCHED_OP_CONV;
+    tally[1] += node->op == OPSCHED_OP_MAXPOOL;
+    tally[2] += input0(c->graph)->shape.d[0] == 2;
+}
+
 static void test_networks_from_zoo(void **state)
 {
     (void)state;
@@ -418,16 +490,10 @@ static void test_networks_from_zoo(void **state)
     assert_int_equal(c.impossible, 2); /* 8x8 is below squeezenet's 17x17, at both batches */
     assert_true(c.duplicates > 0);     /* the fire modules repeat shapes */
     assert_true(c.excluded > 0);       /* relu, concat, pooling heads, views */
-    int n = opsched_sweep_spec_num_configs(spec), convs = 0, pools = 0, batch2 = 0;
+    int n = opsched_sweep_spec_num_configs(spec), tally[3] = {0, 0, 0};
     assert_true(n > 20);
-    for (int i = 0; i < n; i++) {
-        const opsched_graph *g = opsched_sweep_spec_config(spec, i);
-        assert_int_equal(opsched_graph_num_nodes(g), 1);
-        const opsched_node *node = opsched_graph_node(g, 0);
-        convs += node->op == OPSCHED_OP_CONV;
-        pools += node->op == OPSCHED_OP_MAXPOOL;
-        batch2 += opsched_graph_tensor(g, node->inputs[0])->shape.d[0] == 2;
-    }
+    assert_int_equal(for_each_config(ctx, spec, 0, 1, tally_zoo, tally), n);
+    int convs = tally[0], pools = tally[1], batch2 = tally[2];
     assert_int_equal(convs + pools, n);
     assert_true(pools >= 1);
     assert_int_equal(batch2 * 2, n); /* every configuration at both batch sizes */
@@ -523,6 +589,107 @@ static void test_load_file_and_default(void **state)
     opsched_ctx_free(ctx);
 }
 
+/* ---- the iterator ------------------------------------------------------- */
+
+/* A walk's configurations, kept for comparison. */
+typedef struct walked_config {
+    char sig[512];
+    int fused, index, rank;
+} walked_config;
+
+typedef struct walk_list {
+    walked_config *v;
+    int n, cap;
+} walk_list;
+
+static void collect(const opsched_sweep_config *c, void *user)
+{
+    walk_list *l = user;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->v = realloc(l->v, (size_t)l->cap * sizeof(*l->v));
+        assert_non_null(l->v);
+    }
+    walked_config *w = &l->v[l->n++];
+    snprintf(w->sig, sizeof(w->sig), "%s", c->signature);
+    w->fused = c->fused;
+    w->index = c->index;
+    w->rank = c->shard_rank;
+}
+
+static walk_list walk_all(opsched_ctx *ctx, const opsched_sweep_spec *spec, int shard, int shards)
+{
+    walk_list l = {NULL, 0, 0};
+    int n = for_each_config(ctx, spec, shard, shards, collect, &l);
+    assert_int_equal(n, l.n);
+    return l;
+}
+
+/* The split's order, written out here: the FNV-1a hash of the key (under
+ * mask), then the signature, then unfused first. */
+static uint64_t mask_for_order;
+
+static uint64_t key_hash(const walked_config *w)
+{
+    char key[560];
+    snprintf(key, sizeof(key), "%s%s", w->sig, w->fused ? ";fused=relu" : "");
+    return os_sweep_hash(key) & mask_for_order;
+}
+
+static int cmp_split(const void *a, const void *b)
+{
+    const walked_config *x = a, *y = b;
+    uint64_t hx = key_hash(x), hy = key_hash(y);
+    if (hx != hy) return hx < hy ? -1 : 1;
+    int c = strcmp(x->sig, y->sig);
+    return c ? c : x->fused - y->fused;
+}
+
+/* Every configuration's rank is its place in the split's order, every
+ * shard holds exactly the configurations of its ranks, and the shards
+ * partition the walk, sizes differing by at most one. */
+static void check_split(opsched_ctx *ctx, const opsched_sweep_spec *spec, uint64_t mask)
+{
+    walk_list all = walk_all(ctx, spec, 0, 1);
+    int n = all.n;
+    assert_int_equal(n, opsched_sweep_spec_num_configs(spec));
+    walked_config *sorted = malloc((size_t)(n ? n : 1) * sizeof(*sorted));
+    assert_non_null(sorted);
+    memcpy(sorted, all.v, (size_t)n * sizeof(*sorted));
+    mask_for_order = mask;
+    qsort(sorted, (size_t)n, sizeof(*sorted), cmp_split);
+    for (int r = 0; r < n; r++) {
+        const walked_config *w = &all.v[sorted[r].index];
+        assert_int_equal(w->index, sorted[r].index);
+        assert_int_equal(w->rank, r);
+    }
+    const int counts[] = {1, 2, 3, 7, 36, 50};
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+        int shards = counts[k];
+        int *seen = calloc((size_t)(n ? n : 1), sizeof(int));
+        assert_non_null(seen);
+        for (int sh = 0; sh < shards; sh++) {
+            walk_list part = walk_all(ctx, spec, sh, shards);
+            assert_true(part.n >= n / shards && part.n <= n / shards + 1);
+            int last = -1;
+            for (int i = 0; i < part.n; i++) {
+                const walked_config *w = &part.v[i];
+                assert_int_equal(w->rank % shards, sh);
+                assert_true(w->index > last); /* the spec's order within a shard */
+                last = w->index;
+                assert_string_equal(w->sig, all.v[w->index].sig);
+                assert_int_equal(w->fused, all.v[w->index].fused);
+                seen[w->index]++;
+            }
+            free(part.v);
+        }
+        for (int i = 0; i < n; i++) assert_int_equal(seen[i], 1);
+        free(seen);
+    }
+    free(sorted);
+    free(all.v);
+}
+
 static void test_shards_cover_each_config_once(void **state)
 {
     (void)state;
@@ -533,40 +700,261 @@ static void test_shards_cover_each_config_once(void **state)
     const char *b = "op: conv2d\nparams:\n  kernel: [5, 3, 1]\n  height: 16\n"
                     "  in_channels: [32, 24, 16, 8]\n  batch: [4, 2, 1]\n";
     opsched_sweep_spec *sa = parse_ok(ctx, a), *sb = parse_ok(ctx, b);
-    int n = opsched_sweep_spec_num_configs(sa);
-    assert_int_equal(n, 36);
-    assert_int_equal(opsched_sweep_spec_num_configs(sb), n);
-    const int counts[] = {1, 2, 3, 7, 36, 50};
-    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
-        int shards = counts[k], per[64] = {0};
-        for (int i = 0; i < n; i++) {
-            int s = opsched_sweep_spec_shard_of(sa, i, shards);
-            assert_true(s >= 0 && s < shards);
-            per[s]++;
-            /* the same configuration in the other order: the same shard */
-            char sig_a[512], sig_b[512];
-            assert_int_equal(opsched_node_signature(opsched_sweep_spec_config(sa, i), 0, sig_a,
-                                                    sizeof(sig_a)), OPSCHED_OK);
-            int found = 0;
-            for (int j = 0; j < n; j++) {
-                assert_int_equal(opsched_node_signature(opsched_sweep_spec_config(sb, j), 0, sig_b,
-                                                        sizeof(sig_b)), OPSCHED_OK);
-                if (strcmp(sig_a, sig_b) != 0) continue;
-                found++;
-                assert_int_equal(opsched_sweep_spec_shard_of(sb, j, shards), s);
-            }
-            assert_int_equal(found, 1);
+    walk_list la = walk_all(ctx, sa, 0, 1), lb = walk_all(ctx, sb, 0, 1);
+    assert_int_equal(la.n, 36);
+    assert_int_equal(lb.n, 36);
+    /* the same configuration in the other order: the same rank, so the
+     * same shard for any count */
+    for (int i = 0; i < la.n; i++) {
+        int found = 0;
+        for (int j = 0; j < lb.n; j++) {
+            if (strcmp(la.v[i].sig, lb.v[j].sig) != 0) continue;
+            found++;
+            assert_int_equal(la.v[i].rank, lb.v[j].rank);
         }
-        int total = 0;
-        for (int s = 0; s < shards; s++) {
-            total += per[s];
-            /* round robin over the hash order: sizes differ by at most one */
-            assert_true(per[s] >= n / shards && per[s] <= n / shards + 1);
-        }
-        assert_int_equal(total, n);
+        assert_int_equal(found, 1);
     }
+    check_split(ctx, sa, UINT64_MAX);
+    check_split(ctx, sb, UINT64_MAX);
+    free(la.v);
+    free(lb.v);
     opsched_sweep_spec_free(sa);
     opsched_sweep_spec_free(sb);
+    opsched_ctx_free(ctx);
+}
+
+/* Configurations whose hashes tie are ordered by signature, then fusion:
+ * hashes narrowed to two bits make ties of nearly everything, a fused and
+ * an unfused convolution of one signature among them. */
+static void test_shard_ties_ordered_by_signature(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "sweeps:\n"
+        "  - op: conv2d\n"
+        "    params: {in_channels: [8, 16], out_channels: [8, 16, 24], height: 8, kernel: [1, 3]}\n"
+        "  - op: conv2d\n"
+        "    params: {in_channels: [8, 16], out_channels: [8, 16, 24], height: 8, kernel: [1, 3]}\n"
+        "    fuse: true\n"
+        "  - op: relu\n"
+        "    params: {channels: [1, 2, 3, 4, 5, 6, 7, 8]}\n";
+    opsched_ctx *ctx;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    opsched_sweep_spec *wide = parse_ok(ctx, text), *narrow = NULL;
+    os_sweep_tuning t;
+    os_sweep_tuning_default(&t);
+    t.hash_mask = 3;
+    assert_int_equal(os_sweep_spec_parse_tuned(ctx, text, strlen(text), "spec.yml", &t, &narrow),
+                     OPSCHED_OK);
+    /* telling configurations apart does not rest on the first hash */
+    assert_int_equal(opsched_sweep_spec_num_configs(wide), 12 + 12 + 8);
+    assert_int_equal(opsched_sweep_spec_num_configs(narrow), 12 + 12 + 8);
+    opsched_sweep_counts cw, cn;
+    opsched_sweep_spec_counts(wide, &cw);
+    opsched_sweep_spec_counts(narrow, &cn);
+    assert_memory_equal(&cw, &cn, sizeof(cw));
+    check_split(ctx, wide, UINT64_MAX);
+    check_split(ctx, narrow, 3);
+    opsched_sweep_spec_free(wide);
+    opsched_sweep_spec_free(narrow);
+    opsched_ctx_free(ctx);
+}
+
+/* The iterator against the grid materialised here as the sweep used to
+ * hold it: every combination in the spec's order (the first parameter
+ * slowest), the filter, impossible shapes, duplicates within an entry
+ * (`same`, padding -1 at kernel 1) and across entries, a fused entry and a
+ * limit, with the counts. */
+typedef struct reference {
+    walked_config v[512];
+    int n;
+    opsched_sweep_counts counts;
+} reference;
+
+static void ref_add(opsched_ctx *ctx, reference *r, const char *op, const opsched_param *p, int np,
+                    int fused, int *added)
+{
+    opsched_graph *g = NULL;
+    char sig[512];
+    *added = 0;
+    opsched_status st = opsched_opconfig_build(ctx, op, p, np, OPSCHED_F32, &g);
+    if (st == OPSCHED_ERR_SHAPE) {
+        opsched_ctx_clear_error(ctx);
+        r->counts.impossible++;
+        return;
+    }
+    assert_int_equal(st, OPSCHED_OK);
+    assert_int_equal(opsched_node_signature(g, 0, sig, sizeof(sig)), OPSCHED_OK);
+    opsched_graph_free(g);
+    for (int i = 0; i < r->n; i++) {
+        if (strcmp(r->v[i].sig, sig) == 0 && r->v[i].fused == fused) {
+            r->counts.duplicates++;
+            return;
+        }
+    }
+    assert_true(r->n < (int)(sizeof(r->v) / sizeof(r->v[0])));
+    snprintf(r->v[r->n].sig, sizeof(r->v[r->n].sig), "%s", sig);
+    r->v[r->n].fused = fused;
+    r->v[r->n].index = r->n;
+    r->n++;
+    *added = 1;
+}
+
+static void test_iter_matches_materialised(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "sweeps:\n"
+        "  - op: conv2d\n"
+        "    params:\n"
+        "      batch: [1, 2]\n"
+        "      in_channels: [8, 16]\n"
+        "      out_channels: [8, 16, 24]\n"
+        "      height: [4, 9]\n"
+        "      width: [same, 9]\n"
+        "      kernel: [1, 3, 5]\n"
+        "      padding: [0, -1]\n"
+        "    filters: [out_channels >= in_channels]\n"
+        "  - op: conv2d\n"
+        "    params: {in_channels: 16, out_channels: [16, 32], height: 9, kernel: [3, 5], padding: 0}\n"
+        "  - op: conv2d\n"
+        "    params: {in_channels: 16, out_channels: 16, height: 9, kernel: 3, padding: 0}\n"
+        "    fuse: true\n"
+        "  - op: relu\n"
+        "    params: {channels: [1, 2, 3, 4], height: [2, 3]}\n"
+        "    limit: 5\n";
+    opsched_ctx *ctx;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    static reference r;
+    memset(&r, 0, sizeof(r));
+    int added = 0;
+    static const int64_t batch[] = {1, 2}, cin[] = {8, 16}, cout[] = {8, 16, 24}, hs[] = {4, 9},
+                         ws[] = {0, 9}, ks[] = {1, 3, 5}, pads[] = {0, -1};
+    for (int i0 = 0; i0 < 2; i0++)
+    for (int i1 = 0; i1 < 2; i1++)
+    for (int i2 = 0; i2 < 3; i2++)
+    for (int i3 = 0; i3 < 2; i3++)
+    for (int i4 = 0; i4 < 2; i4++)
+    for (int i5 = 0; i5 < 3; i5++)
+    for (int i6 = 0; i6 < 2; i6++) {
+        r.counts.combinations++;
+        if (!(cout[i2] >= cin[i1])) {
+            r.counts.filtered++;
+            continue;
+        }
+        opsched_param p[] = {{"batch", batch[i0]}, {"in_channels", cin[i1]},
+                             {"out_channels", cout[i2]}, {"height", hs[i3]}, {"width", ws[i4]},
+                             {"kernel", ks[i5]}, {"padding", pads[i6]}};
+        ref_add(ctx, &r, "conv2d", p, 7, 0, &added);
+    }
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 2; k++) {
+            opsched_param p[] = {{"in_channels", 16}, {"out_channels", i ? 32 : 16},
+                                 {"height", 9}, {"kernel", k ? 5 : 3}, {"padding", 0}};
+            r.counts.combinations++;
+            ref_add(ctx, &r, "conv2d", p, 5, 0, &added);
+        }
+    {
+        opsched_param p[] = {{"in_channels", 16}, {"out_channels", 16}, {"height", 9},
+                             {"kernel", 3}, {"padding", 0}};
+        r.counts.combinations++;
+        ref_add(ctx, &r, "conv2d", p, 5, 1, &added); /* the signature of node 0, fused */
+    }
+    int kept = 0;
+    for (int c = 1; c <= 4 && kept < 5; c++)
+        for (int h = 2; h <= 3 && kept < 5; h++) {
+            opsched_param p[] = {{"channels", c}, {"height", h}};
+            r.counts.combinations++;
+            ref_add(ctx, &r, "relu", p, 2, 0, &added);
+            kept += added;
+        }
+    assert_true(r.counts.duplicates >= 3); /* same, padding -1, the second entry */
+    assert_true(r.counts.impossible > 0);
+
+    opsched_sweep_spec *spec = parse_ok(ctx, text);
+    assert_int_equal(opsched_sweep_spec_num_configs(spec), r.n);
+    opsched_sweep_counts c;
+    opsched_sweep_spec_counts(spec, &c);
+    assert_memory_equal(&c, &r.counts, sizeof(c));
+    walk_list l = walk_all(ctx, spec, 0, 1);
+    assert_int_equal(l.n, r.n);
+    for (int i = 0; i < r.n; i++) {
+        assert_string_equal(l.v[i].sig, r.v[i].sig);
+        assert_int_equal(l.v[i].fused, r.v[i].fused);
+        assert_int_equal(l.v[i].index, i);
+    }
+    /* walking again gives the same */
+    walk_list again = walk_all(ctx, spec, 0, 1);
+    assert_int_equal(again.n, l.n);
+    for (int i = 0; i < l.n; i++) {
+        assert_string_equal(again.v[i].sig, l.v[i].sig);
+        assert_int_equal(again.v[i].fused, l.v[i].fused);
+        assert_int_equal(again.v[i].rank, l.v[i].rank);
+    }
+    check_split(ctx, spec, UINT64_MAX);
+    free(l.v);
+    free(again.v);
+    opsched_sweep_spec_free(spec);
+    opsched_ctx_free(ctx);
+}
+
+/* Bad arguments, and a network file that changes or goes away between
+ * loading and a walk: an error, never a wrong walk. */
+static void test_iter_errors(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_sweep_iter *it = (opsched_sweep_iter *)&it;
+    const opsched_sweep_config *c = NULL;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    opsched_sweep_spec *spec = parse_ok(ctx, "op: relu\nparams: {channels: [1, 2]}\n");
+    assert_int_equal(opsched_sweep_iter_create(ctx, spec, 3, 3, &it), OPSCHED_ERR_INVALID_ARG);
+    assert_null(it);
+    assert_non_null(strstr(opsched_ctx_last_error(ctx), "shard 3 of 3 does not exist"));
+    assert_int_equal(opsched_sweep_iter_create(ctx, spec, 0, -1, &it), OPSCHED_ERR_INVALID_ARG);
+    assert_int_equal(opsched_sweep_iter_create(ctx, spec, -1, 2, &it), OPSCHED_ERR_INVALID_ARG);
+    assert_int_equal(opsched_sweep_iter_create(ctx, NULL, 0, 1, &it), OPSCHED_ERR_INVALID_ARG);
+    assert_int_equal(opsched_sweep_iter_create(ctx, spec, 0, 1, NULL), OPSCHED_ERR_INVALID_ARG);
+    assert_int_equal(opsched_sweep_iter_next(NULL, &c), OPSCHED_ERR_INVALID_ARG);
+    assert_null(c);
+    opsched_sweep_iter_free(NULL);
+    /* shard 1 of 5 of two configurations may be empty: a clean end */
+    int n = 0;
+    for (int sh = 0; sh < 5; sh++) n += for_each_config(ctx, spec, sh, 5, NULL, NULL);
+    assert_int_equal(n, 2);
+    opsched_sweep_spec_free(spec);
+
+    const char *src = getenv("OPSCHED_SOURCE_DIR");
+    if (!src) {
+        print_message("OPSCHED_SOURCE_DIR unset (run through ctest): network files skipped\n");
+        opsched_ctx_free(ctx);
+        return;
+    }
+    char dir[] = "/tmp/opsched_sweep_net_XXXXXX", path[128], text[256], cmd[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/m.onnx", dir);
+    snprintf(cmd, sizeof(cmd), "cp '%s/tests/fuzz/corpus/conv_basic.onnx' '%s'", src, path);
+    assert_int_equal(system(cmd), 0);
+    snprintf(text, sizeof(text), "networks: ['%s']\n", path);
+    spec = parse_ok(ctx, text);
+    assert_int_equal(opsched_sweep_spec_num_configs(spec), 1);
+    assert_int_equal(for_each_config(ctx, spec, 0, 1, NULL, NULL), 1);
+    /* another model under the same name */
+    snprintf(cmd, sizeof(cmd), "cp '%s/tests/fuzz/corpus/batchnorm.onnx' '%s'", src, path);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(opsched_sweep_iter_create(ctx, spec, 0, 1, &it), OPSCHED_OK);
+    assert_int_equal(opsched_sweep_iter_next(it, &c), OPSCHED_ERR_INVALID_ARG);
+    assert_non_null(strstr(opsched_ctx_last_error(ctx), "differ from those found when the spec was loaded"));
+    opsched_sweep_iter_free(it);
+    /* gone */
+    unlink(path);
+    assert_int_equal(opsched_sweep_iter_create(ctx, spec, 0, 1, &it), OPSCHED_OK);
+    assert_int_not_equal(opsched_sweep_iter_next(it, &c), OPSCHED_OK);
+    assert_null(c);
+    assert_non_null(strstr(opsched_ctx_last_error(ctx), "network"));
+    opsched_sweep_iter_free(it);
+    opsched_sweep_spec_free(spec);
+    rmdir(dir);
     opsched_ctx_free(ctx);
 }
 
@@ -742,6 +1130,81 @@ static void test_cpu_run_resume_and_stop(void **state)
     opsched_ctx_free(ctx);
 }
 
+/* The same in batches of five configurations (three batches): the items
+ * of each batch are planned when the last one is done, a stop request ends
+ * the run within a batch, and what was not reached (later batches
+ * included) is left; every item is measured once in all. */
+static void test_cpu_batches(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    if (!have_cpu(ctx)) {
+        opsched_ctx_free(ctx);
+        return;
+    }
+    opsched_sweep_spec *spec = parse_ok(ctx, tiny_spec);
+    int n = opsched_sweep_spec_num_configs(spec);
+    tmpdb t;
+    tmpdb_make(&t);
+    stopper sp = {.consistent = 1};
+    opsched_sweep_options o;
+    opsched_sweep_options_default(&o);
+    o.backend = "cpu";
+    o.db_path = t.path;
+    o.batch_size = 5;
+    o.progress = on_progress;
+    o.progress_user = &sp;
+    o.stop = &sp.flag;
+    opsched_sweep_result r;
+    assert_int_equal(opsched_sweep_run(ctx, spec, &o, &r), OPSCHED_OK);
+    assert_int_equal(r.total, n);
+    assert_int_equal(r.measured, n);
+    assert_int_equal(r.remaining, 0);
+    assert_int_equal(sp.calls, n + 1);
+    assert_int_equal(summary_of(ctx, t.path).measurements, n);
+
+    /* resumed: each batch that skips says so (device -1) */
+    sp.calls = 0;
+    sp.last_done = 0;
+    assert_int_equal(opsched_sweep_run(ctx, spec, &o, &r), OPSCHED_OK);
+    assert_int_equal(r.skipped, n);
+    assert_int_equal(r.measured, 0);
+    assert_int_equal(sp.calls, 3);
+
+    /* "direct" for the 8 convolutions: the first batch (five of them) has
+     * five items to measure; stopped after two, the other batches are not
+     * reached */
+    const char *algos[] = {"heuristic", "direct"};
+    o.algos = algos;
+    o.n_algos = 2;
+    sp.after = 2;
+    sp.last_done = 0;
+    assert_int_equal(opsched_sweep_run(ctx, spec, &o, &r), OPSCHED_ERR_INTERRUPTED);
+    assert_int_equal(r.total, n + 8);
+    assert_int_equal(r.skipped, 5);
+    assert_int_equal(r.measured, 2);
+    assert_int_equal(r.remaining, n + 8 - 5 - 2);
+    assert_int_equal(summary_of(ctx, t.path).measurements, n + 2);
+    sp.after = 0;
+    sp.flag = 0;
+    sp.last_done = 0;
+    assert_int_equal(opsched_sweep_run(ctx, spec, &o, &r), OPSCHED_OK);
+    assert_int_equal(r.skipped, n + 2);
+    assert_int_equal(r.measured, 6);
+    assert_int_equal(r.remaining, 0);
+    assert_int_equal(summary_of(ctx, t.path).measurements, n + 8);
+    assert_true(sp.consistent);
+
+    o.batch_size = -1;
+    assert_int_equal(opsched_sweep_run(ctx, spec, &o, &r), OPSCHED_ERR_INVALID_ARG);
+    o.batch_size = 1000001;
+    assert_int_equal(opsched_sweep_run(ctx, spec, &o, &r), OPSCHED_ERR_INVALID_ARG);
+    opsched_sweep_spec_free(spec);
+    tmpdb_remove(&t);
+    opsched_ctx_free(ctx);
+}
+
 static void test_cpu_shards_and_bad_options(void **state)
 {
     (void)state;
@@ -818,7 +1281,11 @@ int main(void)
         cmocka_unit_test(test_errors_name_file_and_line),
         cmocka_unit_test(test_load_file_and_default),
         cmocka_unit_test(test_shards_cover_each_config_once),
+        cmocka_unit_test(test_shard_ties_ordered_by_signature),
+        cmocka_unit_test(test_iter_matches_materialised),
+        cmocka_unit_test(test_iter_errors),
         cmocka_unit_test(test_cpu_run_resume_and_stop),
+        cmocka_unit_test(test_cpu_batches),
         cmocka_unit_test(test_cpu_shards_and_bad_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -62,13 +62,30 @@ static opsched_sweep_spec *parse(fixture *fx, const char *text)
     return s;
 }
 
-static int count_op(const opsched_sweep_spec *s, opsched_op_kind op, int fused)
+/* Configurations of s with node 0 of op and this fusion; every fused
+ * one is checked to be a convolution and its Relu as the executor runs
+ * them. */
+static int count_op(fixture *fx, const opsched_sweep_spec *s, opsched_op_kind op, int fused)
 {
+    opsched_sweep_iter *it = NULL;
+    const opsched_sweep_config *c = NULL;
     int n = 0;
-    for (int i = 0; i < opsched_sweep_spec_num_configs(s); i++)
-        if (opsched_graph_node(opsched_sweep_spec_config(s, i), 0)->op == op &&
-            opsched_sweep_spec_config_fused(s, i) == fused)
-            n++;
+    assert_int_equal(opsched_sweep_iter_create(fx->ctx, s, 0, 1, &it), OPSCHED_OK);
+    while (opsched_sweep_iter_next(it, &c) == OPSCHED_OK && c) {
+        const opsched_graph *g = c->graph;
+        if (c->fused) {
+            assert_int_equal(opsched_graph_num_nodes(g), 2);
+            const opsched_node *conv = opsched_graph_node(g, 0), *relu = opsched_graph_node(g, 1);
+            assert_int_equal(relu->op, OPSCHED_OP_RELU);
+            assert_int_equal(relu->inputs[0], conv->outputs[0]);
+            /* Only the Relu's output is the graph's: what lets a backend fold it. */
+            assert_int_equal(opsched_graph_num_outputs(g), 1);
+            assert_int_equal(opsched_graph_output(g, 0), relu->outputs[0]);
+        }
+        if (opsched_graph_node(g, 0)->op == op && c->fused == fused) n++;
+    }
+    assert_null(c);
+    opsched_sweep_iter_free(it);
     return n;
 }
 
@@ -79,28 +96,17 @@ static void test_fuse_entries(void **state)
     opsched_sweep_spec *fused = parse(fx, "networks: squeezenet1_1\nsizes: 64\nfuse: true\n");
     /* Every convolution of SqueezeNet is followed by its Relu: fused, the
      * Relus run nothing and are not configurations of their own. */
-    assert_true(count_op(plain, OPSCHED_OP_RELU, 0) > 0);
-    assert_int_equal(count_op(plain, OPSCHED_OP_CONV, 1), 0);
-    assert_int_equal(count_op(fused, OPSCHED_OP_RELU, 0), 0);
-    assert_int_equal(count_op(fused, OPSCHED_OP_CONV, 0), 0);
-    assert_int_equal(count_op(fused, OPSCHED_OP_CONV, 1), count_op(plain, OPSCHED_OP_CONV, 0));
-    for (int i = 0; i < opsched_sweep_spec_num_configs(fused); i++) {
-        if (!opsched_sweep_spec_config_fused(fused, i)) continue;
-        const opsched_graph *g = opsched_sweep_spec_config(fused, i);
-        assert_int_equal(opsched_graph_num_nodes(g), 2);
-        const opsched_node *conv = opsched_graph_node(g, 0), *relu = opsched_graph_node(g, 1);
-        assert_int_equal(relu->op, OPSCHED_OP_RELU);
-        assert_int_equal(relu->inputs[0], conv->outputs[0]);
-        /* Only the Relu's output is the graph's: what lets a backend fold it. */
-        assert_int_equal(opsched_graph_num_outputs(g), 1);
-        assert_int_equal(opsched_graph_output(g, 0), relu->outputs[0]);
-    }
+    assert_true(count_op(fx, plain, OPSCHED_OP_RELU, 0) > 0);
+    assert_int_equal(count_op(fx, plain, OPSCHED_OP_CONV, 1), 0);
+    assert_int_equal(count_op(fx, fused, OPSCHED_OP_RELU, 0), 0);
+    assert_int_equal(count_op(fx, fused, OPSCHED_OP_CONV, 0), 0);
+    assert_int_equal(count_op(fx, fused, OPSCHED_OP_CONV, 1), count_op(fx, plain, OPSCHED_OP_CONV, 0));
     /* A fused and a plain configuration of one convolution are two items. */
     opsched_sweep_spec *both = parse(fx, "sweeps:\n"
                                          "  - {networks: squeezenet1_1, sizes: 64}\n"
                                          "  - {networks: squeezenet1_1, sizes: 64, fuse: true}\n");
     assert_int_equal(opsched_sweep_spec_num_configs(both),
-                     opsched_sweep_spec_num_configs(plain) + count_op(fused, OPSCHED_OP_CONV, 1));
+                     opsched_sweep_spec_num_configs(plain) + count_op(fx, fused, OPSCHED_OP_CONV, 1));
     opsched_sweep_spec_free(plain);
     opsched_sweep_spec_free(fused);
     opsched_sweep_spec_free(both);

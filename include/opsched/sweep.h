@@ -5,22 +5,31 @@
  * A sweep spec (YAML, described in docs/SWEEP.md) either combines parameter
  * values of one operator ("conv2d" with these batch sizes, channels, kernel
  * sizes, ...) or names networks, batch sizes and input sizes, meaning every
- * distinct operator configuration in those networks.  Loading a spec builds
- * every configuration as a one-node graph, so an invalid spec fails before
- * anything runs: unknown keys, operators or parameters give
- * OPSCHED_ERR_INVALID_ARG with a "file:line: what is wrong" message, and a
- * file that is not YAML gives OPSCHED_ERR_PARSE, also with its line.
- * Combinations that cannot work (a kernel larger than the padded input) are
- * left out and counted, as are duplicates: configurations are distinct by
- * their signature (opsched_node_signature).
+ * distinct operator configuration in those networks.  Loading a spec walks
+ * every configuration once, building each as a one-node graph and dropping
+ * it, so an invalid spec fails before anything runs: unknown keys,
+ * operators or parameters give OPSCHED_ERR_INVALID_ARG with a
+ * "file:line: what is wrong" message, and a file that is not YAML gives
+ * OPSCHED_ERR_PARSE, also with its line.  Combinations that cannot work (a
+ * kernel larger than the padded input) are left out and counted, as are
+ * duplicates: configurations are distinct by their signature
+ * (opsched_node_signature).
+ *
+ * A spec holds no configuration: its grids are expanded lazily.  An
+ * iterator (opsched_sweep_iter) builds the configurations again one at a
+ * time, in the spec's order, and opsched_sweep_run() measures them in
+ * batches, so memory follows a batch, not the grid.  Between walks a spec
+ * keeps its YAML document (with the entries parsed from it) and 16 bytes
+ * per distinct configuration (what tells a duplicate from a first
+ * occurrence, and the shard split).
  *
  * A spec cannot ask for unbounded work: the combinations of its grids, the
- * networks it loads, the configurations it keeps and the size of its YAML
- * document once aliases are expanded are limited (docs/SWEEP.md, "Limits"),
- * and a spec over a limit is refused before anything is built, with
- * OPSCHED_ERR_INVALID_ARG and a message naming the count and the limit.
- * Filter arithmetic is checked: a result beyond 64 bits is the same error,
- * naming the filter, the operation and its "file:line:column".
+ * networks it loads and the size of its YAML document once aliases are
+ * expanded are limited (docs/SWEEP.md, "Limits"), and a spec over a limit
+ * is refused before anything is built, with OPSCHED_ERR_INVALID_ARG and a
+ * message naming the count and the limit.  Filter arithmetic is checked: a
+ * result beyond 64 bits is the same error, naming the filter, the
+ * operation and its "file:line:column".
  *
  * Configurations are built in f32, the logical data type of the zoo's and
  * ONNX's graphs, so a sweep's signatures match the nodes of the networks
@@ -28,14 +37,16 @@
  * stored with every measurement.
  *
  * A work item is one configuration measured under one algorithm policy.
- * opsched_sweep_run() spreads the items of a shard over one worker thread
- * per device, longest first (by FLOPs), so slow configurations do not pile
- * up on one device; items already in the database with the same settings
- * are skipped (resume); each measurement is committed as soon as it is
- * taken, so a killed sweep loses at most the items in flight.
+ * opsched_sweep_run() takes the configurations of a shard in batches and
+ * spreads the items of each batch over one worker thread per device,
+ * longest first (by FLOPs), so slow configurations do not pile up on one
+ * device; items already in the database with the same settings are skipped
+ * (resume); each measurement is committed as soon as it is taken, so a
+ * killed sweep loses at most the items in flight.
  *
  * Thread safety: a spec is read-only once loaded and may be shared by
- * threads; opsched_sweep_run() creates its own context, device and database
+ * threads, each walking it with its own iterator and context;
+ * opsched_sweep_run() creates its own context, device and database
  * connection per worker.
  */
 #ifndef OPSCHED_SWEEP_H
@@ -84,16 +95,10 @@ const opsched_measure_options *opsched_sweep_spec_measure(const opsched_sweep_sp
 int opsched_sweep_spec_num_algos(const opsched_sweep_spec *spec);
 const char *opsched_sweep_spec_algo(const opsched_sweep_spec *spec, int i);
 
-/* Distinct configurations, in the order the spec lists them. */
+/* ---- configurations --------------------------------------------------- */
+
+/* The number of distinct configurations (counted when the spec was loaded). */
 int opsched_sweep_spec_num_configs(const opsched_sweep_spec *spec);
-/* The graph of configuration i: its node 0 is what is measured; borrowed,
- * owned by the spec.  NULL when i is out of range. */
-const opsched_graph *opsched_sweep_spec_config(const opsched_sweep_spec *spec, int i);
-/* 1 when configuration i is a convolution measured with the Relu after it
- * fused in (node 1 of its graph; a networks entry with fuse: true).  Its
- * measurements are stored under the settings key with ";fused=relu", as
- * opsched profile stores such layers, so a prediction finds them. */
-int opsched_sweep_spec_config_fused(const opsched_sweep_spec *spec, int i);
 
 typedef struct opsched_sweep_counts {
     int64_t combinations;   /* grid combinations and network nodes looked at */
@@ -102,20 +107,64 @@ typedef struct opsched_sweep_counts {
     int64_t duplicates;     /* the same signature as an earlier configuration */
     int64_t excluded;       /* network nodes left out: views, or ops not listed in ops: */
 } opsched_sweep_counts;
+/* The whole spec's counts, taken when it was loaded. */
 void opsched_sweep_spec_counts(const opsched_sweep_spec *spec, opsched_sweep_counts *out);
 
-/* The shard (0 .. shard_count-1) configuration i belongs to.  The split
- * depends only on the signatures, never on the order of the spec or the
- * machine, so n processes given the same spec and shards 0..n-1 cover every
- * configuration exactly once. */
-int opsched_sweep_spec_shard_of(const opsched_sweep_spec *spec, int i, int shard_count);
+/* One configuration, as an iterator gives it (borrowed from the iterator,
+ * valid until its next call). */
+typedef struct opsched_sweep_config {
+    /* Node 0 is what is measured; when fused, node 1 is the Relu after it,
+     * its only reader and the graph's output.  Built on the iterator's
+     * context. */
+    const opsched_graph *graph;
+    const char *signature;  /* opsched_node_signature of node 0 */
+    /* 1: a convolution measured with the Relu after it fused in (a networks
+     * entry or a grid with fuse: true).  Its measurements are stored under
+     * the settings key with ";fused=relu", as opsched profile stores such
+     * layers, so a prediction finds them. */
+    int fused;
+    int index;              /* 0-based, among the spec's distinct configurations, in its order */
+    /* Its place in the shard split: the distinct configurations sorted by
+     * the FNV-1a hash (64 bits) of their signature (";fused=relu" appended
+     * when fused), then by signature, then unfused first.  Shard
+     * shard_rank % n of n takes it, so the split depends only on the
+     * signatures, never on the order of the spec or the machine: n
+     * processes given the same spec and shards 0..n-1 cover every
+     * configuration exactly once, and shard sizes differ by at most one. */
+    int shard_rank;
+} opsched_sweep_config;
+
+typedef struct opsched_sweep_iter opsched_sweep_iter;
+
+/* An iterator over the distinct configurations of spec, in the order the
+ * spec lists them (a grid's first parameter varying slowest), only those
+ * of shard shard_index of shard_count (0 or 1: all).  Each configuration
+ * is built when it is reached and freed at the next call (a shard's walk
+ * builds the other shards' too, to know their signatures); networks are
+ * loaded again, one at a time.  Graphs and messages go to ctx, which must
+ * outlive the iterator; one iterator belongs to one thread at a time.
+ * OPSCHED_ERR_INVALID_ARG for a shard that does not exist.  *out is owned
+ * by the caller (opsched_sweep_iter_free). */
+opsched_status opsched_sweep_iter_create(opsched_ctx *ctx, const opsched_sweep_spec *spec,
+                                         int shard_index, int shard_count,
+                                         opsched_sweep_iter **out);
+/* The next configuration into *out, or *out NULL at the end.  A walk
+ * builds what loading built, so it fails only when memory runs out or a
+ * network file changed or went away since the spec was loaded
+ * (OPSCHED_ERR_INVALID_ARG, OPSCHED_ERR_IO, ...; the message on the
+ * iterator's context).  After a failure the iterator can only be freed. */
+opsched_status opsched_sweep_iter_next(opsched_sweep_iter *it, const opsched_sweep_config **out);
+/* What the walk has looked at so far, in every shard; at the end, the
+ * spec's counts. */
+void opsched_sweep_iter_counts(const opsched_sweep_iter *it, opsched_sweep_counts *out);
+void opsched_sweep_iter_free(opsched_sweep_iter *it);
 
 /* ---- running -------------------------------------------------------- */
 
 typedef struct opsched_sweep_progress {
     int64_t total;          /* work items of this shard */
     int64_t done;           /* measured and stored by this run, any status */
-    int64_t skipped;        /* already in the database (resume) */
+    int64_t skipped;        /* found already in the database so far (resume) */
     int64_t failed;         /* of done: stored with status "error" */
     double elapsed_s;
     double rate;            /* items measured per second so far */
@@ -124,8 +173,9 @@ typedef struct opsched_sweep_progress {
     const char *item;       /* its signature (borrowed for the call); NULL at the start */
 } opsched_sweep_progress;
 
-/* Called once before the first item and after every item, from the thread
- * that finished it; calls never overlap. */
+/* Called before the first item, after every item (from the thread that
+ * finished it), and, with device -1 and item NULL, when a later batch finds
+ * items already in the database; calls never overlap. */
 typedef void (*opsched_sweep_progress_fn)(const opsched_sweep_progress *p, void *user);
 
 typedef struct opsched_sweep_options {
@@ -140,6 +190,11 @@ typedef struct opsched_sweep_options {
     const char *const *algos;       /* NULL: the spec's policies (borrowed) */
     int n_algos;
     const char *command;            /* recorded with the run (provenance); may be NULL */
+    /* Configurations planned at once (0: 1024, at most 1,000,000): built,
+     * registered in one transaction, checked against the database and
+     * queued longest first; the next batch follows when the last item of
+     * this one is done.  A run's memory follows it. */
+    int batch_size;
     opsched_sweep_progress_fn progress; /* may be NULL */
     void *progress_user;
     /* When it becomes nonzero (a signal handler may set it), workers finish
@@ -157,7 +212,10 @@ typedef struct opsched_sweep_result {
     int64_t measured;       /* measured and stored by this run */
     int64_t ok, unsupported, oom, errors; /* of measured, by status */
     int64_t unstable;       /* of ok, cv above OPSCHED_CV_WARN (opsched_unstable_message) */
-    int64_t remaining;      /* not reached: interrupted, or stopped by a failure */
+    /* Not reached: interrupted, or stopped by a failure (total - skipped -
+     * measured: items of batches not planned yet count here, even those a
+     * re-run will find in the database). */
+    int64_t remaining;
     double elapsed_s;
 } opsched_sweep_result;
 

@@ -3,6 +3,10 @@
  * values of one operator configuration (opsched_opconfig_params names the
  * parameters), less those a filter rejects and those whose shapes cannot
  * work, in the order the parameters are written (the first varies slowest).
+ * An entry is parsed once; a walk goes through its combinations with a
+ * mixed-radix counter over the value lists (os_sweep_cursor), building one
+ * combination at a time, so a grid costs memory for its values, never for
+ * its combinations.
  *
  * A parameter's value is an integer, a list of integers, a range
  * {from, to, step} or {from, to, times}, or `same` for width and kernel_w
@@ -20,7 +24,7 @@
 #include "core/util.h"
 #include "sweep/sweep_impl.h"
 
-#define MAX_PARAMS 24
+#define MAX_PARAMS OS_SWEEP_MAX_PARAMS
 #define MAX_FILTERS 32
 #define MAX_RANGE 10000
 
@@ -46,25 +50,30 @@ typedef struct filter {
     const yaml_node_t *node;    /* the filter's scalar, for messages */
 } filter;
 
-typedef struct grid {
-    const char *op;
+typedef struct os_sweep_grid {
+    const yaml_node_t *node;     /* the entry, for messages */
+    const char *op;              /* in the document */
     const opsched_param *defs;   /* the op's parameters, with defaults */
     int n_defs;
-    /* Parameters the entry lists, in its order. */
+    /* Parameters the entry lists, in its order: the counter's digits. */
     int n_axes;
     int axis_param[MAX_PARAMS];  /* index into defs */
     int64_t *values[MAX_PARAMS];
     int n_values[MAX_PARAMS];
-    filter filters[MAX_FILTERS];
+    filter *filters;
     int n_filters;
+    size_t cap_filters;
     int64_t limit;               /* 0: none */
     int fuse;                    /* conv2d: each configuration with a Relu after it, measured
                                   * as the one fused launch a network runs (fuse: true) */
 } grid;
 
-static void grid_free(grid *g)
+void os_sweep_grid_free(grid *g)
 {
+    if (!g) return;
     for (int i = 0; i < g->n_axes; i++) free(g->values[i]);
+    free(g->filters);
+    free(g);
 }
 
 static int find_param(const grid *g, const char *name, size_t len)
@@ -97,7 +106,7 @@ static opsched_status push_value(const os_yaml *y, const yaml_node_t *n, grid *g
     if (g->n_values[axis] >= MAX_RANGE)
         return os_sweep_fail(y, n, "%s: more than %d values", g->defs[g->axis_param[axis]].name,
                              MAX_RANGE);
-    OS_TRY(os_grow(y->spec->ctx, (void **)&g->values[axis], cap, (size_t)g->n_values[axis] + 1,
+    OS_TRY(os_grow(y->ctx, (void **)&g->values[axis], cap, (size_t)g->n_values[axis] + 1,
                    sizeof(int64_t)));
     g->values[axis][g->n_values[axis]++] = v;
     return OPSCHED_OK;
@@ -107,7 +116,7 @@ static opsched_status push_value(const os_yaml *y, const yaml_node_t *n, grid *g
 static opsched_status check_value(const os_yaml *y, const yaml_node_t *n, const grid *g,
                                   const char *name, int64_t v)
 {
-    opsched_ctx *ctx = y->spec->ctx;
+    opsched_ctx *ctx = y->ctx;
     opsched_param p = {name, v};
     opsched_graph *one = NULL;
     opsched_status st = opsched_opconfig_build(ctx, g->op, &p, 1, OPSCHED_F32, &one);
@@ -354,6 +363,8 @@ static opsched_status parse_filter(const os_yaml *y, const yaml_node_t *n, grid 
     }
     OS_TRY(check_constants(y, n, &f.a));
     OS_TRY(check_constants(y, n, &f.b));
+    OS_TRY(os_grow(y->ctx, (void **)&g->filters, &g->cap_filters, (size_t)g->n_filters + 1,
+                   sizeof(*g->filters)));
     g->filters[g->n_filters++] = f;
     return OPSCHED_OK;
 }
@@ -421,7 +432,7 @@ static opsched_status passes(const os_yaml *y, const grid *g, const int64_t *val
     return OPSCHED_OK;
 }
 
-/* ---- expansion ---------------------------------------------------------- */
+/* ---- the walk ------------------------------------------------------------ */
 
 /* The number of combinations of g, saturated at INT64_MAX. */
 static int64_t grid_size(const grid *g)
@@ -432,106 +443,115 @@ static int64_t grid_size(const grid *g)
     return product;
 }
 
-static opsched_status expand(const os_yaml *y, const yaml_node_t *entry, const grid *g)
+opsched_status os_sweep_grid_next(const os_yaml *y, const grid *g, os_sweep_cursor *c,
+                                  opsched_sweep_counts *counts, opsched_graph **out, int *fused)
 {
-    opsched_sweep_spec *spec = y->spec;
+    opsched_ctx *ctx = y->ctx;
     int64_t product = grid_size(g);
-    int idx[MAX_PARAMS] = {0};
     int64_t vals[MAX_PARAMS];
     opsched_param params[MAX_PARAMS];
-    int64_t added_here = 0;
-    for (int64_t c = 0; c < product; c++) {
+    *out = NULL;
+    *fused = 0;
+    while (c->combination < product && !(g->limit && c->added >= g->limit)) {
         for (int i = 0; i < g->n_defs; i++) vals[i] = g->defs[i].value;
         for (int a = 0; a < g->n_axes; a++) {
-            vals[g->axis_param[a]] = g->values[a][idx[a]];
+            vals[g->axis_param[a]] = g->values[a][c->idx[a]];
             params[a].name = g->defs[g->axis_param[a]].name;
-            params[a].value = g->values[a][idx[a]];
+            params[a].value = g->values[a][c->idx[a]];
         }
         for (int a = g->n_axes - 1; a >= 0; a--) { /* the odometer: the last axis turns fastest */
-            if (++idx[a] < g->n_values[a]) break;
-            idx[a] = 0;
+            if (++c->idx[a] < g->n_values[a]) break;
+            c->idx[a] = 0;
         }
-        spec->counts.combinations++;
+        c->combination++;
+        counts->combinations++;
         int pass = 0;
         OS_TRY(passes(y, g, vals, &pass));
         if (!pass) {
-            spec->counts.filtered++;
+            counts->filtered++;
             continue;
         }
         opsched_graph *one = NULL;
-        opsched_status st = opsched_opconfig_build(spec->ctx, g->op, params, g->n_axes,
-                                                   OPSCHED_F32, &one);
+        opsched_status st = opsched_opconfig_build(ctx, g->op, params, g->n_axes, OPSCHED_F32, &one);
         if (st == OPSCHED_ERR_SHAPE) {
-            opsched_ctx_clear_error(spec->ctx);
-            spec->counts.impossible++;
+            opsched_ctx_clear_error(ctx);
+            counts->impossible++;
             continue;
         }
         if (st == OPSCHED_ERR_INVALID_ARG)
-            return os_sweep_fail(y, entry, "%s", opsched_ctx_last_error(spec->ctx));
+            return os_sweep_fail(y, g->node, "%s", opsched_ctx_last_error(ctx));
         OS_TRY(st);
-        int added = 0;
         if (g->fuse) {
-            opsched_graph *fused = NULL;
-            st = os_sweep_fused_graph(spec->ctx, one, &fused);
+            opsched_graph *with_relu = NULL;
+            st = os_sweep_fused_graph(ctx, one, &with_relu);
             opsched_graph_free(one);
             OS_TRY(st);
-            one = fused;
+            one = with_relu;
         }
-        OS_TRY(os_sweep_add_config(spec, one, g->fuse, &added));
-        added_here += added;
-        if (g->limit && added_here >= g->limit) break;
+        *out = one;
+        *fused = g->fuse;
+        return OPSCHED_OK;
     }
     return OPSCHED_OK;
 }
 
-opsched_status os_sweep_grid(const os_yaml *y, const yaml_node_t *entry, int top_level,
-                             int64_t *size)
+opsched_status os_sweep_grid_parse(const os_yaml *y, const yaml_node_t *entry, int top_level,
+                                   grid **out, int64_t *size)
 {
     static const char *const keys[] = {"op", "params", "filters", "limit", "fuse"};
-    grid g;
-    memset(&g, 0, sizeof(g));
     opsched_status st = OPSCHED_OK;
+    if (out) *out = NULL;
     OS_TRY(os_yaml_check_keys(y, entry, keys, OS_ARRAY_LEN(keys), top_level, "a grid entry"));
     const yaml_node_t *opn = os_yaml_node(y, os_yaml_get(y, entry, "op"));
     OS_TRY(os_yaml_want(y, opn, YAML_SCALAR_NODE, "op"));
-    g.op = os_yaml_scalar(opn);
-    if (opsched_opconfig_params(g.op, &g.defs, &g.n_defs) != OPSCHED_OK) {
+    const char *op = os_yaml_scalar(opn);
+    const opsched_param *defs = NULL;
+    int n_defs = 0;
+    if (opsched_opconfig_params(op, &defs, &n_defs) != OPSCHED_OK) {
         char names[512] = "";
         for (int i = 0; i < opsched_opconfig_count(); i++) {
             strncat(names, i ? ", " : "", sizeof(names) - strlen(names) - 1);
             strncat(names, opsched_opconfig_name(i), sizeof(names) - strlen(names) - 1);
         }
-        return os_sweep_fail(y, opn, "unknown operator '%s' (known: %s)", g.op, names);
+        return os_sweep_fail(y, opn, "unknown operator '%s' (known: %s)", op, names);
     }
-    if (g.n_defs > MAX_PARAMS) return os_sweep_fail(y, opn, "%s: too many parameters", g.op);
+    if (n_defs > MAX_PARAMS) return os_sweep_fail(y, opn, "%s: too many parameters", op);
+    grid *g = calloc(1, sizeof(*g));
+    if (!g) return OS_NOMEM(y->ctx);
+    g->node = entry;
+    g->op = op;
+    g->defs = defs;
+    g->n_defs = n_defs;
     const yaml_node_t *params = os_yaml_node(y, os_yaml_get(y, entry, "params"));
     if (params) {
-        OS_TRY(os_yaml_want(y, params, YAML_MAPPING_NODE, "params"));
+        OS_TRY_GOTO(st, os_yaml_want(y, params, YAML_MAPPING_NODE, "params"), done);
         for (const yaml_node_pair_t *p = params->data.mapping.pairs.start;
              p < params->data.mapping.pairs.top; p++)
-            OS_TRY_GOTO(st, parse_axis(y, p, &g), done);
+            OS_TRY_GOTO(st, parse_axis(y, p, g), done);
     }
     int filters = os_yaml_get(y, entry, "filters");
-    if (filters) OS_TRY_GOTO(st, parse_filters(y, filters, &g), done);
+    if (filters) OS_TRY_GOTO(st, parse_filters(y, filters, g), done);
     const yaml_node_t *limit = os_yaml_node(y, os_yaml_get(y, entry, "limit"));
-    if (limit) OS_TRY_GOTO(st, os_yaml_int(y, limit, 1, INT32_MAX, "limit", &g.limit), done);
+    if (limit) OS_TRY_GOTO(st, os_yaml_int(y, limit, 1, INT32_MAX, "limit", &g->limit), done);
     const yaml_node_t *fuse = os_yaml_node(y, os_yaml_get(y, entry, "fuse"));
-    if (fuse) OS_TRY_GOTO(st, os_yaml_bool(y, fuse, "fuse", &g.fuse), done);
-    if (g.fuse && strcmp(g.op, "conv2d") != 0) {
-        st = os_sweep_fail(y, fuse, "fuse: a Relu fuses into a convolution only (op %s)", g.op);
+    if (fuse) OS_TRY_GOTO(st, os_yaml_bool(y, fuse, "fuse", &g->fuse), done);
+    if (g->fuse && strcmp(g->op, "conv2d") != 0) {
+        st = os_sweep_fail(y, fuse, "fuse: a Relu fuses into a convolution only (op %s)", g->op);
         goto done;
     }
-    int64_t n = grid_size(&g);
-    if (n > OS_SWEEP_MAX_COMBINATIONS) {
-        st = os_sweep_fail(y, entry, "%s: %s%lld combinations, more than the limit of %d; split "
-                                     "the grid or list fewer values", g.op,
-                           n == INT64_MAX ? "at least " : "", (long long)n,
-                           OS_SWEEP_MAX_COMBINATIONS);
+    int64_t n = grid_size(g), limit_n = y->spec->tuning.max_combinations;
+    if (n > limit_n) {
+        st = os_sweep_fail(y, entry, "%s: %s%lld combinations, more than the limit of %lld; "
+                                     "split the grid or list fewer values", g->op,
+                           n == INT64_MAX ? "at least " : "", (long long)n, (long long)limit_n);
         goto done;
     }
-    if (size) *size = n;
-    else st = expand(y, entry, &g);
+    *size = n;
+    if (out) {
+        *out = g;
+        g = NULL;
+    }
 done:
-    grid_free(&g);
+    os_sweep_grid_free(g);
     return st;
 }

@@ -9,7 +9,8 @@
  * configuration of the same signature would be.  With `fuse: true` a
  * convolution whose only reader is a Relu is taken as the executor runs
  * it, the two as one fused launch (a fused configuration), and the Relu
- * itself is left out.
+ * itself is left out.  A walk loads one network at a time and goes through
+ * its nodes (os_sweep_cursor); a network is loaded again by every walk.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -48,15 +49,16 @@ static void user_name(opsched_op_kind op, char *buf, size_t size)
     buf[i] = '\0';
 }
 
-typedef struct net_entry {
-    const yaml_node_item_t *nets, *batches, *sizes, *ops;
+typedef struct os_sweep_nets {
+    const yaml_node_item_t *nets, *batches, *sizes, *ops; /* in the document, or at one_* */
     int n_nets, n_batches, n_sizes, n_ops;
     yaml_node_item_t one_net, one_batch, one_size, one_op;
     int fold_bn;
     int fuse;
     int64_t limit;
-    int64_t added;
 } net_entry;
+
+void os_sweep_nets_free(net_entry *e) { free(e); }
 
 static opsched_status check_ops(const os_yaml *y, const net_entry *e)
 {
@@ -99,7 +101,7 @@ static opsched_status parse_size(const os_yaml *y, const yaml_node_t *n, int64_t
     const char *text = os_yaml_scalar(n);
     if (opsched_shape_parse(text, &s) != OPSCHED_OK || s.ndim < 1 || s.ndim > 2 ||
         s.d[0] > 65536 || s.d[s.ndim - 1] > 65536) {
-        opsched_ctx_clear_error(y->spec->ctx);
+        opsched_ctx_clear_error(y->ctx);
         return os_sweep_fail(y, n, "sizes: '%s' is not an input size (224, or 224x320)", text);
     }
     *h = s.d[0];
@@ -118,19 +120,19 @@ static int wants_op(const os_yaml *y, const net_entry *e, const char *op)
 static opsched_status load_network(const os_yaml *y, const yaml_node_t *n, const net_entry *e,
                                    int64_t batch, int64_t h, int64_t w, opsched_graph **out)
 {
-    opsched_sweep_spec *spec = y->spec;
+    const opsched_sweep_spec *spec = y->spec;
     const char *name = os_yaml_scalar(n);
     if (opsched_zoo_find(name)) {
         opsched_zoo_options zo = {.batch = batch, .height = h, .width = w, .fold_bn = e->fold_bn};
-        return opsched_zoo_build(spec->ctx, name, &zo, out);
+        return opsched_zoo_build(y->ctx, name, &zo, out);
     }
     opsched_onnx_options oo = {.batch = batch, .height = h, .width = w};
-    if (name[0] == '/' || !spec->base_dir) return opsched_onnx_load_file(spec->ctx, name, &oo, out);
+    if (name[0] == '/' || !spec->base_dir) return opsched_onnx_load_file(y->ctx, name, &oo, out);
     size_t len = strlen(spec->base_dir) + strlen(name) + 1;
     char *path = malloc(len);
-    if (!path) return OS_NOMEM(spec->ctx);
+    if (!path) return OS_NOMEM(y->ctx);
     snprintf(path, len, "%s%s", spec->base_dir, name);
-    opsched_status st = opsched_onnx_load_file(spec->ctx, path, &oo, out);
+    opsched_status st = opsched_onnx_load_file(y->ctx, path, &oo, out);
     free(path);
     return st;
 }
@@ -154,86 +156,105 @@ static int fused_relu_of(const opsched_graph *g, int i)
     return -1;
 }
 
-/* Adds the wanted nodes of g; *full is set when the entry's limit is reached. */
-static opsched_status add_nodes(const os_yaml *y, net_entry *e, const opsched_graph *g, int *full)
+/* Loads the cursor's next network (net x batch x size, the last turning
+ * fastest); c->graph stays NULL when it is too small an input for the
+ * network (an impossible combination) or when there are no more. */
+static opsched_status next_load(const os_yaml *y, const net_entry *e, os_sweep_cursor *c,
+                                opsched_sweep_counts *counts)
 {
-    opsched_sweep_spec *spec = y->spec;
-    int n = opsched_graph_num_nodes(g);
-    unsigned char *runs_fused = calloc((size_t)(n > 0 ? n : 1), 1);
-    opsched_status st = OPSCHED_OK;
-    if (!runs_fused) return OS_NOMEM(spec->ctx);
-    for (int i = 0; i < n && !*full; i++) {
-        const opsched_node *node = opsched_graph_node(g, i);
-        char op[32];
-        spec->counts.combinations++;
-        user_name(node->op, op, sizeof(op));
-        if (opsched_op_is_view(node->op) || runs_fused[i] || !wants_op(y, e, op)) {
-            spec->counts.excluded++;
-            continue;
+    opsched_ctx *ctx = y->ctx;
+    opsched_graph_free(c->graph);
+    free(c->runs_fused);
+    c->graph = NULL;
+    c->runs_fused = NULL;
+    c->node = 0;
+    if (c->started && c->net >= e->n_nets) return OPSCHED_OK;
+    if (!c->started) {
+        c->started = 1;
+    } else if (++c->size >= OS_MAX(e->n_sizes, 1)) {
+        c->size = 0;
+        if (++c->batch >= e->n_batches) {
+            c->batch = 0;
+            c->net++;
         }
-        opsched_graph *one = NULL, *fused = NULL;
-        int added = 0, relu = e->fuse ? fused_relu_of(g, i) : -1;
-        OS_TRY_GOTO(st, opsched_graph_extract_node(g, i, &one), done);
-        if (relu >= 0) {
-            runs_fused[relu] = 1;
-            st = os_sweep_fused_graph(spec->ctx, one, &fused);
-            opsched_graph_free(one);
-            OS_TRY_GOTO(st, st, done);
-            one = fused;
-        }
-        OS_TRY_GOTO(st, os_sweep_add_config(spec, one, relu >= 0, &added), done);
-        e->added += added;
-        *full = e->limit && e->added >= e->limit;
     }
-done:
-    free(runs_fused);
-    return st;
+    if (c->net >= e->n_nets) return OPSCHED_OK;
+    const yaml_node_t *nn = os_yaml_node(y, e->nets[c->net]);
+    int64_t batch = 1, h = 0, w = 0;
+    if (e->batches)
+        OS_TRY(os_yaml_int(y, os_yaml_node(y, e->batches[c->batch]), 1, 1 << 20, "batch", &batch));
+    if (e->n_sizes) OS_TRY(parse_size(y, os_yaml_node(y, e->sizes[c->size]), &h, &w));
+    opsched_graph *g = NULL;
+    opsched_status st = load_network(y, nn, e, batch, h, w, &g);
+    if (st == OPSCHED_ERR_SHAPE) {
+        /* Too small an input for this network: an impossible combination. */
+        opsched_ctx_clear_error(ctx);
+        counts->combinations++;
+        counts->impossible++;
+        return OPSCHED_OK;
+    }
+    if (st != OPSCHED_OK) {
+        char why[512];
+        snprintf(why, sizeof(why), "%s", opsched_ctx_last_error(ctx));
+        return OS_FAIL(ctx, st, "%s:%zu: network '%s': %s", y->spec->origin,
+                       nn->start_mark.line + 1, os_yaml_scalar(nn), why);
+    }
+    int n = opsched_graph_num_nodes(g);
+    c->runs_fused = calloc((size_t)(n > 0 ? n : 1), 1);
+    if (!c->runs_fused) {
+        opsched_graph_free(g);
+        return OS_NOMEM(ctx);
+    }
+    c->graph = g;
+    return OPSCHED_OK;
 }
 
-static opsched_status expand(const os_yaml *y, net_entry *e)
+opsched_status os_sweep_nets_next(const os_yaml *y, const net_entry *e, os_sweep_cursor *c,
+                                  opsched_sweep_counts *counts, opsched_graph **out, int *fused)
 {
-    opsched_sweep_spec *spec = y->spec;
-    int full = 0;
-    for (int ni = 0; ni < e->n_nets && !full; ni++) {
-        const yaml_node_t *nn = os_yaml_node(y, e->nets[ni]);
-        for (int bi = 0; bi < e->n_batches && !full; bi++) {
-            int64_t batch = 1;
-            if (e->batches)
-                OS_TRY(os_yaml_int(y, os_yaml_node(y, e->batches[bi]), 1, 1 << 20, "batch", &batch));
-            for (int si = 0; si < OS_MAX(e->n_sizes, 1) && !full; si++) {
-                int64_t h = 0, w = 0;
-                if (e->n_sizes) OS_TRY(parse_size(y, os_yaml_node(y, e->sizes[si]), &h, &w));
-                opsched_graph *g = NULL;
-                opsched_status st = load_network(y, nn, e, batch, h, w, &g);
-                if (st == OPSCHED_ERR_SHAPE) {
-                    /* Too small an input for this network: an impossible combination. */
-                    opsched_ctx_clear_error(spec->ctx);
-                    spec->counts.combinations++;
-                    spec->counts.impossible++;
-                    continue;
-                }
-                if (st != OPSCHED_OK) {
-                    char why[512];
-                    snprintf(why, sizeof(why), "%s", opsched_ctx_last_error(spec->ctx));
-                    return OS_FAIL(spec->ctx, st, "%s:%zu: network '%s': %s", spec->origin,
-                                   nn->start_mark.line + 1, os_yaml_scalar(nn), why);
-                }
-                st = add_nodes(y, e, g, &full);
-                opsched_graph_free(g);
-                OS_TRY(st);
-            }
+    *out = NULL;
+    *fused = 0;
+    while (!(e->limit && c->added >= e->limit)) {
+        if (!c->graph || c->node >= opsched_graph_num_nodes(c->graph)) {
+            OS_TRY(next_load(y, e, c, counts));
+            if (c->net >= e->n_nets) return OPSCHED_OK;
+            continue;
         }
+        const opsched_graph *g = c->graph;
+        int i = c->node++;
+        const opsched_node *node = opsched_graph_node(g, i);
+        char op[32];
+        counts->combinations++;
+        user_name(node->op, op, sizeof(op));
+        if (opsched_op_is_view(node->op) || c->runs_fused[i] || !wants_op(y, e, op)) {
+            counts->excluded++;
+            continue;
+        }
+        opsched_graph *one = NULL, *with_relu = NULL;
+        int relu = e->fuse ? fused_relu_of(g, i) : -1;
+        OS_TRY(opsched_graph_extract_node(g, i, &one));
+        if (relu >= 0) {
+            c->runs_fused[relu] = 1;
+            opsched_status st = os_sweep_fused_graph(y->ctx, one, &with_relu);
+            opsched_graph_free(one);
+            OS_TRY(st);
+            one = with_relu;
+        }
+        *out = one;
+        *fused = relu >= 0;
+        return OPSCHED_OK;
     }
     return OPSCHED_OK;
 }
 
-opsched_status os_sweep_networks(const os_yaml *y, const yaml_node_t *entry, int top_level,
-                                 int64_t *size)
+opsched_status os_sweep_nets_parse(const os_yaml *y, const yaml_node_t *entry, int top_level,
+                                   net_entry **out, int64_t *size)
 {
     static const char *const keys[] = {"networks", "batch", "sizes", "ops",
                                        "fold_bn",  "fuse",  "limit"};
     net_entry e;
     memset(&e, 0, sizeof(e));
+    if (out) *out = NULL;
     OS_TRY(os_yaml_check_keys(y, entry, keys, OS_ARRAY_LEN(keys), top_level, "a networks entry"));
     OS_TRY(os_yaml_list(y, os_yaml_get(y, entry, "networks"), "networks", &e.one_net, &e.nets,
                         &e.n_nets));
@@ -265,8 +286,17 @@ opsched_status os_sweep_networks(const os_yaml *y, const yaml_node_t *entry, int
     if (n) OS_TRY(os_yaml_bool(y, n, "fuse", &e.fuse));
     n = os_yaml_node(y, os_yaml_get(y, entry, "limit"));
     if (n) OS_TRY(os_yaml_int(y, n, 1, INT32_MAX, "limit", &e.limit));
-    if (!size) return expand(y, &e);
     /* Each list has fewer than OS_SWEEP_MAX_NODES items: no overflow. */
     *size = (int64_t)e.n_nets * e.n_batches * OS_MAX(e.n_sizes, 1);
+    if (!out) return OPSCHED_OK;
+    net_entry *copy = malloc(sizeof(*copy));
+    if (!copy) return OS_NOMEM(y->ctx);
+    *copy = e;
+    /* A single value's id lives in the entry itself: point at the copy's. */
+    if (e.nets == &e.one_net) copy->nets = &copy->one_net;
+    if (e.batches == &e.one_batch) copy->batches = &copy->one_batch;
+    if (e.sizes == &e.one_size) copy->sizes = &copy->one_size;
+    if (e.ops == &e.one_op) copy->ops = &copy->one_op;
+    *out = copy;
     return OPSCHED_OK;
 }

@@ -8,10 +8,13 @@
  * The run has two phases.  Setup: every worker opens its device and
  * registers it in the database, so a missing device fails before anything
  * is recorded, and the resume check can ask about every device of the run.
- * Work: the main thread records the run, registers the configurations of
- * the shard, drops the items already measured, and lets the workers go.
- * Every result is committed as soon as it is measured; a stop request lets
- * each worker finish its item in flight.
+ * Work, batch after batch: the main thread walks the spec on to the next
+ * batch_size configurations of the shard (built then, freed once measured),
+ * registers them, drops the items already measured, queues the rest
+ * longest first and lets the workers go; when the queue is empty and no
+ * item is in flight, the next batch follows.  Memory is that of a batch,
+ * whatever the size of the spec.  Every result is committed as soon as it
+ * is measured; a stop request lets each worker finish its item in flight.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -25,15 +28,27 @@
 
 #define MAX_DEVICES 64
 #define MAX_POLICIES 32
+/* Configurations planned at once (opsched_sweep_options.batch_size): their
+ * graphs are what a run holds. */
+#define BATCH 1024
+#define MAX_BATCH 1000000
 /* A device that fails this many items in a row is broken, not unlucky. */
 #define MAX_ERRORS_IN_A_ROW 10
 
 typedef struct item {
-    int config;             /* index into the spec's configurations */
+    int config;             /* index into the batch's configurations */
     int policy;             /* index into the policy list */
     int64_t config_id;
     int64_t flops;
 } item;
+
+/* A configuration of the batch in hand, built on the main thread's
+ * context; workers only read it (and copy it onto their own). */
+typedef struct batch_config {
+    opsched_graph *graph;   /* owned */
+    char *signature;        /* owned */
+    int fused;
+} batch_config;
 
 typedef struct sweep sweep;
 
@@ -63,11 +78,17 @@ struct sweep {
     char fused_keys[MAX_POLICIES][280]; /* keys[] + ";fused=relu" */
     int conv_only[MAX_POLICIES]; /* an algorithm's name: convolutions only */
     int n_policies;
-    item *items;
+    int64_t n_general, n_conv_only; /* policies for every configuration, for convolutions */
+    os_sweep_walk walk;     /* the main thread's walk over the spec */
+    int walk_done;
+    batch_config *batch;    /* the configurations of the batch in hand */
+    size_t n_batch, batch_size;
+    item *items;            /* the batch's queue */
     size_t n_items, cap_items, next;
+    int busy;               /* items in flight */
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    int phase;              /* 0 setup, 1 work, 2 abandon */
+    int phase;              /* 0 setup, 1 work, 2 the end */
     int n_ready;
     int failed;             /* a worker hit a failure that stops the sweep */
     worker workers[MAX_DEVICES];
@@ -167,7 +188,7 @@ static opsched_status worker_fail(worker *w, opsched_status st, const char *what
 static opsched_status run_item(worker *w, const item *it)
 {
     sweep *sw = w->sw;
-    const os_sweep_config *c = &sw->spec->configs[it->config];
+    const batch_config *c = &sw->batch[it->config];
     opsched_graph *g = NULL;
     opsched_measurement m;
     memset(&m, 0, sizeof(m));
@@ -246,24 +267,27 @@ static opsched_status worker_setup(worker *w)
     return OPSCHED_OK;
 }
 
+/* Takes items from the queue until the run ends; waits while the queue is
+ * empty (the main thread plans the next batch). */
 static void work(worker *w)
 {
     sweep *sw = w->sw;
-    for (;;) {
-        pthread_mutex_lock(&sw->lock);
-        if (sw->failed || stop_requested(sw) || sw->next == sw->n_items) {
-            pthread_mutex_unlock(&sw->lock);
-            return;
+    pthread_mutex_lock(&sw->lock);
+    while (sw->phase == 1 && !sw->failed && !stop_requested(sw)) {
+        if (sw->next == sw->n_items) {
+            pthread_cond_wait(&sw->cond, &sw->lock);
+            continue;
         }
         item it = sw->items[sw->next++];
+        sw->busy++;
         pthread_mutex_unlock(&sw->lock);
-        if (run_item(w, &it) != OPSCHED_OK) {
-            pthread_mutex_lock(&sw->lock);
-            sw->failed = 1;
-            pthread_mutex_unlock(&sw->lock);
-            return;
-        }
+        opsched_status st = run_item(w, &it);
+        pthread_mutex_lock(&sw->lock);
+        sw->busy--;
+        if (st != OPSCHED_OK) sw->failed = 1;
+        pthread_cond_broadcast(&sw->cond);
     }
+    pthread_mutex_unlock(&sw->lock);
 }
 
 static void *worker_main(void *arg)
@@ -336,6 +360,8 @@ static opsched_status add_policy(opsched_ctx *ctx, sweep *sw, const char *name, 
     int i = sw->n_policies++;
     sw->policies[i] = name;
     sw->conv_only[i] = conv_only;
+    if (conv_only) sw->n_conv_only++;
+    else sw->n_general++;
     opsched_measure_options o = sw->measure;
     o.plan.algo = name;
     opsched_settings_key(&o, sw->keys[i], sizeof(sw->keys[i]));
@@ -409,40 +435,80 @@ static int cmp_items(const void *a, const void *b)
     return x->policy - y->policy;
 }
 
-/* Registers the shard's configurations and queues the items not measured
- * yet, longest first. */
-static opsched_status plan_items(opsched_ctx *ctx, sweep *sw, opsched_store *store)
+/* Frees the batch in hand; no item of it may be in flight. */
+static void free_batch(sweep *sw)
+{
+    pthread_mutex_lock(&sw->lock);
+    sw->n_items = 0;
+    sw->next = 0;
+    pthread_mutex_unlock(&sw->lock);
+    for (size_t i = 0; i < sw->n_batch; i++) {
+        opsched_graph_free(sw->batch[i].graph);
+        free(sw->batch[i].signature);
+    }
+    sw->n_batch = 0;
+}
+
+/* Walks on to the next configurations of the shard (batch_size at most),
+ * registers them in one transaction, and queues their items not measured
+ * yet, longest first.  No item is in flight and the queue is empty (the
+ * workers wait) until the batch is published at the end. */
+static opsched_status plan_batch(opsched_ctx *ctx, sweep *sw, opsched_store *store,
+                                 int64_t *skipped)
 {
     const opsched_sweep_options *o = sw->opts;
     int shards = o->shard_count > 1 ? o->shard_count : 1;
-    for (int c = 0; c < opsched_sweep_spec_num_configs(sw->spec); c++) {
-        if (opsched_sweep_spec_shard_of(sw->spec, c, shards) != o->shard_index) continue;
-        const opsched_graph *g = opsched_sweep_spec_config(sw->spec, c);
-        const opsched_node *n = opsched_graph_node(g, 0);
+    size_t n_items = 0;
+    opsched_status st = OPSCHED_OK;
+    *skipped = 0;
+    free_batch(sw);
+    OS_TRY(opsched_store_batch_begin(store));
+    while (sw->n_batch < sw->batch_size) {
+        OS_TRY_GOTO(st, os_sweep_walk_next(&sw->walk), done);
+        if (!sw->walk.graph) {
+            sw->walk_done = 1;
+            break;
+        }
+        if (sw->walk.rank % shards != o->shard_index) continue;
+        batch_config *c = &sw->batch[sw->n_batch];
+        OS_TRY_GOTO(st, os_strdup(ctx, sw->walk.signature, &c->signature), done);
+        c->graph = sw->walk.graph; /* taken from the walk */
+        sw->walk.graph = NULL;
+        c->fused = sw->walk.fused;
+        int config = (int)sw->n_batch++;
+        const opsched_node *n = opsched_graph_node(c->graph, 0);
         opsched_config_record rec;
         int64_t config_id = 0;
-        opsched_status st = opsched_config_record_from_node(g, 0, &rec);
-        if (st != OPSCHED_OK) return copy_graph_error(ctx, g, st);
-        OS_TRY(opsched_store_config(store, &rec, &config_id));
+        st = opsched_config_record_from_node(c->graph, 0, &rec);
+        if (st != OPSCHED_OK) {
+            st = copy_graph_error(ctx, c->graph, st);
+            goto done;
+        }
+        OS_TRY_GOTO(st, opsched_store_config(store, &rec, &config_id), done);
         for (int p = 0; p < sw->n_policies; p++) {
             if (sw->conv_only[p] && n->op != OPSCHED_OP_CONV) continue;
             int found = 0;
             if (o->resume)
-                OS_TRY(already_measured(sw, store, config_id, p,
-                                        opsched_sweep_spec_config_fused(sw->spec, c), &found));
-            sw->res.total++;
+                OS_TRY_GOTO(st, already_measured(sw, store, config_id, p, c->fused, &found), done);
             if (found) {
-                sw->res.skipped++;
+                ++*skipped;
                 continue;
             }
-            OS_TRY(os_grow(ctx, (void **)&sw->items, &sw->cap_items, sw->n_items + 1,
-                           sizeof(*sw->items)));
-            sw->items[sw->n_items++] = (item){.config = c, .policy = p, .config_id = config_id,
-                                              .flops = n->cost.flops};
+            OS_TRY_GOTO(st, os_grow(ctx, (void **)&sw->items, &sw->cap_items, n_items + 1,
+                                    sizeof(*sw->items)), done);
+            sw->items[n_items++] = (item){.config = config, .policy = p, .config_id = config_id,
+                                          .flops = n->cost.flops};
         }
     }
-    if (sw->n_items) qsort(sw->items, sw->n_items, sizeof(*sw->items), cmp_items);
-    return OPSCHED_OK;
+    if (n_items) qsort(sw->items, n_items, sizeof(*sw->items), cmp_items);
+    st = opsched_store_batch_commit(store);
+done:
+    opsched_store_batch_rollback(store);
+    pthread_mutex_lock(&sw->lock);
+    sw->res.skipped += *skipped;
+    if (st == OPSCHED_OK) sw->n_items = n_items;
+    pthread_mutex_unlock(&sw->lock);
+    return st;
 }
 
 /* ---- the run ------------------------------------------------------------ */
@@ -461,6 +527,9 @@ static opsched_status check_options(opsched_ctx *ctx, const opsched_sweep_spec *
         return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "sweep: 1 to %d devices", MAX_DEVICES);
     if (o->algos && o->n_algos <= 0)
         return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "sweep: an empty list of algorithms");
+    if (o->batch_size < 0 || o->batch_size > MAX_BATCH)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "sweep: a batch of %d configurations (1 to "
+                       "%d; 0 for %d)", o->batch_size, MAX_BATCH, BATCH);
     for (int i = 0; i < o->n_devices; i++) {
         if (o->devices[i] < 0)
             return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "sweep: device %d does not exist",
@@ -486,20 +555,51 @@ static const char *default_backend(opsched_ctx *ctx)
     return opsched_backend_count() ? opsched_backend_name(0) : "none";
 }
 
-/* Runs the queued items and records how the run ended. */
-static opsched_status execute(opsched_ctx *ctx, sweep *sw, opsched_store *store)
+/* Lets the workers take the batch in hand and waits until its queue is
+ * empty with no item in flight, or a failure or a stop request ended it
+ * (then once the items in flight are done).  The stop flag is set by a
+ * signal handler, which wakes nobody: hence the timed wait. */
+static void run_batch(sweep *sw)
 {
     pthread_mutex_lock(&sw->lock);
-    report(sw, -1, NULL);
+    pthread_cond_broadcast(&sw->cond);
+    while (sw->busy > 0 || (sw->next < sw->n_items && !sw->failed && !stop_requested(sw))) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&sw->cond, &sw->lock, &ts);
+    }
     pthread_mutex_unlock(&sw->lock);
+}
+
+/* Plans and runs batch after batch, then records how the run ended. */
+static opsched_status execute(opsched_ctx *ctx, sweep *sw, opsched_store *store)
+{
+    opsched_status st = OPSCHED_OK;
+    int first = 1;
     set_phase(sw, 1);
+    while (!sw->walk_done && !sw->failed && !stop_requested(sw)) {
+        int64_t skipped = 0;
+        if ((st = plan_batch(ctx, sw, store, &skipped)) != OPSCHED_OK) break;
+        if (first || skipped) {
+            pthread_mutex_lock(&sw->lock);
+            report(sw, -1, NULL);
+            pthread_mutex_unlock(&sw->lock);
+        }
+        first = 0;
+        run_batch(sw);
+    }
+    set_phase(sw, 2);
     for (int i = 0; i < sw->n_workers; i++) {
         worker *w = &sw->workers[i];
         if (w->started) pthread_join(w->thread, NULL);
         w->started = 0;
     }
-    sw->res.remaining = (int64_t)(sw->n_items - (size_t)sw->res.measured);
-    opsched_status st = OPSCHED_OK;
+    sw->res.remaining = sw->res.total - sw->res.skipped - sw->res.measured;
     const char *how = "done";
     for (int i = 0; i < sw->n_workers && st == OPSCHED_OK; i++)
         if (sw->workers[i].st != OPSCHED_OK)
@@ -525,6 +625,12 @@ opsched_status opsched_sweep_run(opsched_ctx *ctx, const opsched_sweep_spec *spe
     OS_TRY(check_options(ctx, spec, opts));
     sweep *sw = calloc(1, sizeof(*sw));
     if (!sw) return OS_NOMEM(ctx);
+    sw->batch_size = opts->batch_size > 0 ? (size_t)opts->batch_size : BATCH;
+    sw->batch = calloc(sw->batch_size, sizeof(*sw->batch));
+    if (!sw->batch) {
+        free(sw);
+        return OS_NOMEM(ctx);
+    }
     opsched_store *store = NULL;
     opsched_status st = OPSCHED_OK;
     int run_open = 0;
@@ -538,6 +644,7 @@ opsched_status opsched_sweep_run(opsched_ctx *ctx, const opsched_sweep_spec *spe
         sw->workers[i].sw = sw;
         sw->workers[i].device = opts->n_devices > 0 ? opts->devices[i] : 0;
     }
+    os_sweep_walk_init(&sw->walk, spec, ctx, 0);
     pthread_mutex_init(&sw->lock, NULL);
     pthread_cond_init(&sw->cond, NULL);
 
@@ -550,25 +657,26 @@ opsched_status opsched_sweep_run(opsched_ctx *ctx, const opsched_sweep_spec *spe
     OS_TRY_GOTO(st, opsched_store_begin_run(store, &info, &sw->run_id), done);
     run_open = 1;
     sw->t0 = now_s();
-    /* The shard's configurations are registered in one transaction. */
-    OS_TRY_GOTO(st, opsched_store_batch_begin(store), done);
-    st = plan_items(ctx, sw, store);
-    if (st == OPSCHED_OK) st = opsched_store_batch_commit(store);
-    opsched_store_batch_rollback(store);
-    if (st != OPSCHED_OK) goto done;
+    /* The shard's size from the spec's index: no walk needed. */
+    int64_t configs = 0, convs = 0;
+    os_sweep_shard_census(spec, opts->shard_index, info.shard_count, &configs, &convs);
+    sw->res.total = configs * sw->n_general + convs * sw->n_conv_only;
     st = execute(ctx, sw, store);
     run_open = 0;
 done:
     if (run_open) opsched_store_end_run(store, sw->run_id, "failed");
     set_phase(sw, 2);
     stop_workers(sw);
+    free_batch(sw);
+    os_sweep_walk_free(&sw->walk);
     sw->res.run_id = sw->run_id;
     sw->res.elapsed_s = sw->t0 > 0 ? now_s() - sw->t0 : 0;
-    sw->res.remaining = (int64_t)(sw->n_items - (size_t)sw->res.measured);
+    if (sw->run_id) sw->res.remaining = sw->res.total - sw->res.skipped - sw->res.measured;
     *result = sw->res;
     opsched_store_close(store);
     pthread_cond_destroy(&sw->cond);
     pthread_mutex_destroy(&sw->lock);
+    free(sw->batch);
     free(sw->items);
     free(sw);
     return st;

@@ -1,8 +1,8 @@
 /*
  * spec.c - sweep specs: reading the YAML document (libyaml's document API,
  * whose marks give every error its line), the top level and the measure:
- * section, the configurations the entries produce (deduplicated by
- * signature), the shard split, and the built-in default spec.
+ * section, the entries (kept with the document they point into), and the
+ * built-in default spec.  walk.c goes through the configurations.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -50,7 +50,7 @@ opsched_status os_sweep_fail(const os_yaml *y, const yaml_node_t *n, const char 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return OS_FAIL(y->spec->ctx, OPSCHED_ERR_INVALID_ARG, "%s:%zu: %s", y->spec->origin,
+    return OS_FAIL(y->ctx, OPSCHED_ERR_INVALID_ARG, "%s:%zu: %s", y->spec->origin,
                    n ? n->start_mark.line + 1 : (size_t)1, msg);
 }
 
@@ -62,7 +62,7 @@ opsched_status os_sweep_fail_at(const os_yaml *y, const yaml_node_t *n, size_t c
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return OS_FAIL(y->spec->ctx, OPSCHED_ERR_INVALID_ARG, "%s:%zu:%zu: %s", y->spec->origin,
+    return OS_FAIL(y->ctx, OPSCHED_ERR_INVALID_ARG, "%s:%zu:%zu: %s", y->spec->origin,
                    n ? n->start_mark.line + 1 : (size_t)1, column, msg);
 }
 
@@ -209,110 +209,10 @@ uint64_t os_sweep_hash(const char *s)
     return h;
 }
 
-static opsched_status table_insert(opsched_sweep_spec *spec, size_t index)
-{
-    if ((spec->n_configs + 1) * 2 > spec->table_size) {
-        size_t size = spec->table_size ? spec->table_size * 2 : 256;
-        size_t *t = calloc(size, sizeof(*t));
-        if (!t) return OS_NOMEM(spec->ctx);
-        for (size_t i = 0; i < spec->n_configs; i++) {
-            size_t k = (size_t)spec->configs[i].hash & (size - 1);
-            while (t[k]) k = (k + 1) & (size - 1);
-            t[k] = i + 1;
-        }
-        free(spec->table);
-        spec->table = t;
-        spec->table_size = size;
-    }
-    size_t k = (size_t)spec->configs[index].hash & (spec->table_size - 1);
-    while (spec->table[k]) k = (k + 1) & (spec->table_size - 1);
-    spec->table[k] = index + 1;
-    return OPSCHED_OK;
-}
-
-static int table_has(const opsched_sweep_spec *spec, uint64_t hash, const char *sig, int fused)
-{
-    if (!spec->table_size) return 0;
-    for (size_t k = (size_t)hash & (spec->table_size - 1); spec->table[k];
-         k = (k + 1) & (spec->table_size - 1)) {
-        const os_sweep_config *c = &spec->configs[spec->table[k] - 1];
-        if (c->hash == hash && c->fused == fused && strcmp(c->signature, sig) == 0) return 1;
-    }
-    return 0;
-}
-
-opsched_status os_sweep_add_config(opsched_sweep_spec *spec, opsched_graph *g, int fused,
-                                   int *added)
-{
-    char sig[512], key[560];
-    char *copy = NULL;
-    opsched_status st;
-    *added = 0;
-    OS_TRY_GOTO(st, opsched_node_signature(g, 0, sig, sizeof(sig)), done);
-    /* A fused configuration is an item of its own: another hash, so the
-     * shard split treats it as one. */
-    snprintf(key, sizeof(key), "%s%s", sig, fused ? ";fused=relu" : "");
-    uint64_t hash = os_sweep_hash(key);
-    if (table_has(spec, hash, sig, fused)) {
-        spec->counts.duplicates++;
-        goto done;
-    }
-    if (spec->n_configs == OS_SWEEP_MAX_CONFIGS) {
-        st = OS_FAIL(spec->ctx, OPSCHED_ERR_INVALID_ARG, "%s: more than %d distinct "
-                     "configurations, the limit of a spec; split the spec", spec->origin,
-                     OS_SWEEP_MAX_CONFIGS);
-        goto done;
-    }
-    OS_TRY_GOTO(st, os_grow(spec->ctx, (void **)&spec->configs, &spec->cap_configs,
-                            spec->n_configs + 1, sizeof(*spec->configs)), done);
-    OS_TRY_GOTO(st, os_strdup(spec->ctx, sig, &copy), done);
-    os_sweep_config *c = &spec->configs[spec->n_configs];
-    c->graph = g;
-    c->signature = copy;
-    c->hash = hash;
-    c->flops = opsched_graph_node(g, 0)->cost.flops;
-    c->fused = fused != 0;
-    st = table_insert(spec, spec->n_configs);
-    if (st != OPSCHED_OK) {
-        memset(c, 0, sizeof(*c));
-        goto done;
-    }
-    spec->n_configs++;
-    *added = 1;
-    return OPSCHED_OK;
-done:
-    opsched_graph_free(g);
-    free(copy);
-    return st;
-}
-
-static int cmp_shard(const void *a, const void *b)
-{
-    const os_sweep_config *x = *(const os_sweep_config *const *)a;
-    const os_sweep_config *y = *(const os_sweep_config *const *)b;
-    if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
-    int c = strcmp(x->signature, y->signature);
-    return c ? c : x->fused - y->fused;
-}
-
-/* Ranks the configurations by (hash, signature): the shard split. */
-static opsched_status rank_configs(opsched_sweep_spec *spec)
-{
-    if (!spec->n_configs) return OPSCHED_OK;
-    os_sweep_config **order = malloc(spec->n_configs * sizeof(*order));
-    if (!order) return OS_NOMEM(spec->ctx);
-    for (size_t i = 0; i < spec->n_configs; i++) order[i] = &spec->configs[i];
-    qsort(order, spec->n_configs, sizeof(*order), cmp_shard);
-    for (size_t i = 0; i < spec->n_configs; i++) order[i]->shard_rank = (int)i;
-    free(order);
-    return OPSCHED_OK;
-}
-
 /* ---- the measure: section ----------------------------------------------- */
 
-static opsched_status parse_algos(const os_yaml *y, int id)
+static opsched_status parse_algos(const os_yaml *y, opsched_sweep_spec *spec, int id)
 {
-    opsched_sweep_spec *spec = y->spec;
     yaml_node_item_t one;
     const yaml_node_item_t *ids;
     int n;
@@ -321,7 +221,7 @@ static opsched_status parse_algos(const os_yaml *y, int id)
         return os_sweep_fail(y, os_yaml_node(y, id), "measure: algo lists %d policies, more than "
                              "the limit of %d", n, OS_SWEEP_MAX_POLICIES);
     spec->algos = calloc((size_t)n, sizeof(*spec->algos));
-    if (!spec->algos) return OS_NOMEM(spec->ctx);
+    if (!spec->algos) return OS_NOMEM(y->ctx);
     for (int i = 0; i < n; i++) {
         const yaml_node_t *an = os_yaml_node(y, ids[i]);
         const char *a = os_yaml_scalar(an);
@@ -337,12 +237,13 @@ static opsched_status parse_algos(const os_yaml *y, int id)
     return OPSCHED_OK;
 }
 
-static opsched_status parse_measure(const os_yaml *y, const yaml_node_t *m)
+static opsched_status parse_measure(const os_yaml *y, opsched_sweep_spec *spec,
+                                    const yaml_node_t *m)
 {
     static const char *const keys[] = {
         "warmup_ms", "warmup_iters", "iters", "max_iters", "min_ms", "sample_us", "energy",
         "energy_window_ms", "idle_ms", "cooldown_ms", "cache", "math", "layout", "algo", "seed"};
-    opsched_measure_options *o = &y->spec->measure;
+    opsched_measure_options *o = &spec->measure;
     OS_TRY(os_yaml_want(y, m, YAML_MAPPING_NODE, "measure"));
     OS_TRY(os_yaml_check_keys(y, m, keys, OS_ARRAY_LEN(keys), 0, "measure"));
     for (const yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
@@ -353,7 +254,7 @@ static opsched_status parse_measure(const os_yaml *y, const yaml_node_t *m)
         int64_t iv = 0;
         snprintf(what, sizeof(what), "measure: %s", k);
         if (strcmp(k, "algo") == 0) {
-            OS_TRY(parse_algos(y, p->value));
+            OS_TRY(parse_algos(y, spec, p->value));
         } else if (strcmp(k, "energy") == 0) {
             OS_TRY(os_yaml_bool(y, v, what, &o->energy));
         } else if (strcmp(k, "warmup_iters") == 0 || strcmp(k, "iters") == 0 ||
@@ -396,28 +297,39 @@ static opsched_status parse_measure(const os_yaml *y, const yaml_node_t *m)
 
 /* ---- the top level ------------------------------------------------------ */
 
-/* size: NULL to expand the entry, else where to add the work it asks for
- * (sizes[0] combinations, sizes[1] network loads) without building it. */
-static opsched_status parse_entry(const os_yaml *y, const yaml_node_t *e, int top_level,
-                                  int64_t *sizes)
+/* Parses entry e.  sizes[0] gets its grid combinations added, sizes[1]
+ * its network loads (saturated).  With spec NULL the entry is only
+ * checked, else appended to spec's entries. */
+static opsched_status parse_entry(const os_yaml *y, opsched_sweep_spec *spec, const yaml_node_t *e,
+                                  int top_level, int64_t *sizes)
 {
     OS_TRY(os_yaml_want(y, e, YAML_MAPPING_NODE, "a sweep entry"));
     int has_op = os_yaml_get(y, e, "op") != 0, has_nets = os_yaml_get(y, e, "networks") != 0;
     if (has_op && has_nets)
         return os_sweep_fail(y, e, "a sweep entry has either op: (a parameter grid) or "
                                    "networks:, not both");
+    if (!has_op && !has_nets)
+        return os_sweep_fail(y, e, "a sweep entry needs op: (a parameter grid) or networks: "
+                                   "(every distinct operator of these networks)");
+    os_sweep_entry entry = {NULL, NULL};
     int64_t n = 0;
-    if (has_op || has_nets) {
-        if (has_op) OS_TRY(os_sweep_grid(y, e, top_level, sizes ? &n : NULL));
-        else OS_TRY(os_sweep_networks(y, e, top_level, sizes ? &n : NULL));
-        if (sizes && !os_add_ok(sizes[!has_op], n, &sizes[!has_op])) sizes[!has_op] = INT64_MAX;
-        return OPSCHED_OK;
+    if (has_op) OS_TRY(os_sweep_grid_parse(y, e, top_level, spec ? &entry.grid : NULL, &n));
+    else OS_TRY(os_sweep_nets_parse(y, e, top_level, spec ? &entry.nets : NULL, &n));
+    if (!os_add_ok(sizes[!has_op], n, &sizes[!has_op])) sizes[!has_op] = INT64_MAX;
+    if (!spec) return OPSCHED_OK;
+    opsched_status st = os_grow(y->ctx, (void **)&spec->entries, &spec->cap_entries,
+                                spec->n_entries + 1, sizeof(*spec->entries));
+    if (st != OPSCHED_OK) {
+        os_sweep_grid_free(entry.grid);
+        os_sweep_nets_free(entry.nets);
+        return st;
     }
-    return os_sweep_fail(y, e, "a sweep entry needs op: (a parameter grid) or networks: "
-                               "(every distinct operator of these networks)");
+    spec->entries[spec->n_entries++] = entry;
+    return OPSCHED_OK;
 }
 
-static opsched_status parse_root(const os_yaml *y, const yaml_node_t *root)
+static opsched_status parse_root(const os_yaml *y, opsched_sweep_spec *spec,
+                                 const yaml_node_t *root)
 {
     static const char *const keys[] = {"measure", "description", "sweeps"};
     if (!root || (root->type == YAML_SCALAR_NODE && !*os_yaml_scalar(root)))
@@ -427,7 +339,7 @@ static opsched_status parse_root(const os_yaml *y, const yaml_node_t *root)
     int measure = os_yaml_get(y, root, "measure"), sweeps = os_yaml_get(y, root, "sweeps");
     const yaml_node_t *desc = os_yaml_node(y, os_yaml_get(y, root, "description"));
     if (desc) OS_TRY(os_yaml_want(y, desc, YAML_SCALAR_NODE, "description"));
-    if (measure) OS_TRY(parse_measure(y, os_yaml_node(y, measure)));
+    if (measure) OS_TRY(parse_measure(y, spec, os_yaml_node(y, measure)));
     const yaml_node_t *list = NULL;
     if (sweeps) {
         OS_TRY(os_yaml_check_keys(y, root, keys, OS_ARRAY_LEN(keys), 0,
@@ -438,26 +350,27 @@ static opsched_status parse_root(const os_yaml *y, const yaml_node_t *root)
             return os_sweep_fail(y, list, "sweeps is an empty list");
     }
     /* Every entry is checked and the work of all of them added up before
-     * any is built, so a spec asking for too much (an entry repeated
+     * any is kept, so a spec asking for too much (an entry repeated
      * through aliases, say) is refused at once. */
     int64_t sizes[2] = {0, 0};
-    if (!list) OS_TRY(parse_entry(y, root, 1, sizes));
+    if (!list) OS_TRY(parse_entry(y, NULL, root, 1, sizes));
     for (const yaml_node_item_t *it = list ? list->data.sequence.items.start : NULL;
          list && it < list->data.sequence.items.top; it++)
-        OS_TRY(parse_entry(y, os_yaml_node(y, *it), 0, sizes));
-    if (sizes[0] > OS_SWEEP_MAX_COMBINATIONS)
+        OS_TRY(parse_entry(y, NULL, os_yaml_node(y, *it), 0, sizes));
+    const os_sweep_tuning *t = &spec->tuning;
+    if (sizes[0] > t->max_combinations)
         return os_sweep_fail(y, list ? list : root, "the spec's grids have %lld combinations in "
-                             "all (aliases expanded), more than the limit of %d; split the spec",
-                             (long long)sizes[0], OS_SWEEP_MAX_COMBINATIONS);
-    if (sizes[1] > OS_SWEEP_MAX_NETWORK_LOADS)
+                             "all (aliases expanded), more than the limit of %lld; split the "
+                             "spec", (long long)sizes[0], (long long)t->max_combinations);
+    if (sizes[1] > t->max_network_loads)
         return os_sweep_fail(y, list ? list : root, "the spec's networks entries load %lld "
                              "networks (networks x batches x sizes, aliases expanded), more than "
-                             "the limit of %d; split the spec", (long long)sizes[1],
-                             OS_SWEEP_MAX_NETWORK_LOADS);
-    if (!list) return parse_entry(y, root, 1, NULL);
+                             "the limit of %lld; split the spec", (long long)sizes[1],
+                             (long long)t->max_network_loads);
+    if (!list) return parse_entry(y, spec, root, 1, sizes);
     for (const yaml_node_item_t *it = list->data.sequence.items.start;
          it < list->data.sequence.items.top; it++)
-        OS_TRY(parse_entry(y, os_yaml_node(y, *it), 0, NULL));
+        OS_TRY(parse_entry(y, spec, os_yaml_node(y, *it), 0, sizes));
     return OPSCHED_OK;
 }
 
@@ -508,7 +421,7 @@ static opsched_status check_size(const os_yaml *y)
     unsigned char *busy = calloc(n, 1);
     opsched_status st = OPSCHED_OK;
     if (!memo || !busy) {
-        st = OS_NOMEM(y->spec->ctx);
+        st = OS_NOMEM(y->ctx);
         goto done;
     }
     OS_TRY_GOTO(st, expanded_size(y, 1, 0, memo, busy), done);
@@ -563,25 +476,30 @@ done:
     return st;
 }
 
+/* Reads the document, its entries and their configurations (the walk of
+ * loading: every combination is built once, so a spec that cannot work
+ * fails here).  The document stays with the spec. */
 static opsched_status parse_text(opsched_sweep_spec *spec)
 {
-    yaml_document_t doc;
     int loaded = 0;
-    opsched_status st = load_document(spec, spec->text, strlen(spec->text), &doc, &loaded);
-    if (st == OPSCHED_OK) {
-        os_yaml y = {.spec = spec, .doc = &doc};
-        st = check_size(&y);
-        if (st == OPSCHED_OK) st = parse_root(&y, yaml_document_get_root_node(&doc));
+    spec->doc = calloc(1, sizeof(*spec->doc));
+    if (!spec->doc) return OS_NOMEM(spec->ctx);
+    opsched_status st = load_document(spec, spec->text, strlen(spec->text), spec->doc, &loaded);
+    if (!loaded) {
+        free(spec->doc);
+        spec->doc = NULL;
     }
-    if (loaded) yaml_document_delete(&doc);
-    if (st == OPSCHED_OK && spec->n_algos == 0) {
+    if (st != OPSCHED_OK) return st;
+    os_yaml y = {.spec = spec, .doc = spec->doc, .ctx = spec->ctx};
+    OS_TRY(check_size(&y));
+    OS_TRY(parse_root(&y, spec, yaml_document_get_root_node(spec->doc)));
+    if (spec->n_algos == 0) {
         spec->algos = calloc(1, sizeof(*spec->algos));
         if (!spec->algos) return OS_NOMEM(spec->ctx);
         OS_TRY(os_strdup(spec->ctx, "heuristic", &spec->algos[0]));
         spec->n_algos = 1;
     }
-    if (st == OPSCHED_OK) st = rank_configs(spec);
-    return st;
+    return os_sweep_index_build(spec);
 }
 
 static opsched_status spec_new(opsched_ctx *ctx, const char *text, size_t len, const char *origin,
@@ -593,6 +511,7 @@ static opsched_status spec_new(opsched_ctx *ctx, const char *text, size_t len, c
     opsched_sweep_spec *spec = calloc(1, sizeof(*spec));
     if (!spec) return OS_NOMEM(ctx);
     spec->ctx = ctx;
+    os_sweep_tuning_default(&spec->tuning);
     opsched_measure_options_default(&spec->measure);
     opsched_status st = os_strdup(ctx, origin ? origin : "<spec>", &spec->origin);
     if (st == OPSCHED_OK && !(spec->text = malloc(len + 1))) st = OS_NOMEM(ctx);
@@ -611,14 +530,23 @@ static opsched_status spec_new(opsched_ctx *ctx, const char *text, size_t len, c
     return OPSCHED_OK;
 }
 
-opsched_status opsched_sweep_spec_parse(opsched_ctx *ctx, const char *text, size_t len,
-                                        const char *origin, opsched_sweep_spec **out)
+void os_sweep_tuning_default(os_sweep_tuning *t)
+{
+    t->hash_mask = UINT64_MAX;
+    t->max_combinations = OS_SWEEP_MAX_COMBINATIONS;
+    t->max_network_loads = OS_SWEEP_MAX_NETWORK_LOADS;
+}
+
+opsched_status os_sweep_spec_parse_tuned(opsched_ctx *ctx, const char *text, size_t len,
+                                         const char *origin, const os_sweep_tuning *t,
+                                         opsched_sweep_spec **out)
 {
     if (!out) return OPSCHED_ERR_INVALID_ARG;
     *out = NULL;
     if (!text) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "sweep spec: no text");
     opsched_sweep_spec *spec = NULL;
     OS_TRY(spec_new(ctx, text, len, origin, &spec));
+    if (t) spec->tuning = *t;
     opsched_status st = parse_text(spec);
     if (st != OPSCHED_OK) {
         opsched_sweep_spec_free(spec);
@@ -626,6 +554,12 @@ opsched_status opsched_sweep_spec_parse(opsched_ctx *ctx, const char *text, size
     }
     *out = spec;
     return OPSCHED_OK;
+}
+
+opsched_status opsched_sweep_spec_parse(opsched_ctx *ctx, const char *text, size_t len,
+                                        const char *origin, opsched_sweep_spec **out)
+{
+    return os_sweep_spec_parse_tuned(ctx, text, len, origin, NULL, out);
 }
 
 opsched_status opsched_sweep_spec_load(opsched_ctx *ctx, const char *path, opsched_sweep_spec **out)
@@ -666,14 +600,16 @@ done:
 void opsched_sweep_spec_free(opsched_sweep_spec *spec)
 {
     if (!spec) return;
-    for (size_t i = 0; i < spec->n_configs; i++) {
-        opsched_graph_free(spec->configs[i].graph);
-        free(spec->configs[i].signature);
+    for (size_t i = 0; i < spec->n_entries; i++) {
+        os_sweep_grid_free(spec->entries[i].grid);
+        os_sweep_nets_free(spec->entries[i].nets);
     }
+    free(spec->entries);
+    if (spec->doc) yaml_document_delete(spec->doc);
+    free(spec->doc);
     for (int i = 0; i < spec->n_algos; i++) free(spec->algos[i]);
     free(spec->algos);
-    free(spec->configs);
-    free(spec->table);
+    free(spec->index);
     free(spec->origin);
     free(spec->base_dir);
     free(spec->text);
@@ -706,25 +642,9 @@ int opsched_sweep_spec_num_configs(const opsched_sweep_spec *spec)
     return spec ? (int)spec->n_configs : 0;
 }
 
-const opsched_graph *opsched_sweep_spec_config(const opsched_sweep_spec *spec, int i)
-{
-    return spec && i >= 0 && (size_t)i < spec->n_configs ? spec->configs[i].graph : NULL;
-}
-
-int opsched_sweep_spec_config_fused(const opsched_sweep_spec *spec, int i)
-{
-    return spec && i >= 0 && (size_t)i < spec->n_configs ? spec->configs[i].fused : 0;
-}
-
 void opsched_sweep_spec_counts(const opsched_sweep_spec *spec, opsched_sweep_counts *out)
 {
     if (!out) return;
     memset(out, 0, sizeof(*out));
     if (spec) *out = spec->counts;
-}
-
-int opsched_sweep_spec_shard_of(const opsched_sweep_spec *spec, int i, int shard_count)
-{
-    if (!spec || i < 0 || (size_t)i >= spec->n_configs || shard_count <= 1) return 0;
-    return spec->configs[i].shard_rank % shard_count;
 }

@@ -1,10 +1,11 @@
 /*
  * sweep_impl.h - what the files of the sweep module share: the spec object,
- * its configurations, and the YAML walking helpers that turn every problem
- * into "file:line: message".
+ * its entries, the walk over its configurations, and the YAML walking
+ * helpers that turn every problem into "file:line: message".
  *
- * spec.c reads the file and the top level, grid.c expands `op:` entries,
- * networks.c expands `networks:` entries, run.c measures.
+ * spec.c reads the file and the top level, grid.c parses and walks `op:`
+ * entries, networks.c `networks:` entries, walk.c turns their candidates
+ * into the spec's distinct configurations (the iterator), run.c measures.
  */
 #ifndef OS_SWEEP_IMPL_H
 #define OS_SWEEP_IMPL_H
@@ -17,47 +18,83 @@
 /* Bounds on the work a spec may ask for, so that no spec exhausts memory
  * or time (docs/SWEEP.md states them).  Combinations: of one grid, and of
  * all grids of the spec together, before filters apply, counted before any
- * is built.  Configurations: distinct ones kept (each holds a graph).
- * Nodes: of the YAML document once its aliases are expanded, and its
- * nesting depth.  Network loads: networks x batches x sizes over all
- * networks entries.  Policies: algorithm policies of measure: algo.
- * Bytes: of the spec's text, checked before libyaml reads it. */
+ * is built.  Nodes: of the YAML document once its aliases are expanded,
+ * and its nesting depth.  Network loads: networks x batches x sizes over
+ * all networks entries.  Policies: algorithm policies of measure: algo.
+ * Bytes: of the spec's text, checked before libyaml reads it.  Candidates:
+ * configurations a walk builds (duplicates included), a bound the others
+ * keep far away from but which keeps a walk's counters in 31 bits. */
 #define OS_SWEEP_MAX_COMBINATIONS 1000000
-#define OS_SWEEP_MAX_CONFIGS 100000
 #define OS_SWEEP_MAX_NODES 100000
 #define OS_SWEEP_MAX_DEPTH 64
 #define OS_SWEEP_MAX_NETWORK_LOADS 1000
 #define OS_SWEEP_MAX_POLICIES 32
 #define OS_SWEEP_MAX_BYTES (4 << 20)
+#define OS_SWEEP_MAX_CANDIDATES 0x7fffffffu
 
-typedef struct os_sweep_config {
-    opsched_graph *graph;   /* node 0, owned; fused: node 1 is the Relu reading it */
-    char *signature;        /* owned */
-    uint64_t hash;          /* of the signature: the shard split */
-    int64_t flops;          /* the longest-first order of the run */
-    int shard_rank;         /* position in (hash, signature) order */
-    int fused;              /* 1: a convolution measured with the Relu after it fused in */
-} os_sweep_config;
+/* Parameters of one grid (an operator has fewer). */
+#define OS_SWEEP_MAX_PARAMS 24
+
+/* What opsched_sweep_spec_parse fixes and the tests and the fuzzer change
+ * (os_sweep_spec_parse_tuned): hash_mask narrows the fingerprints' first
+ * hash (all ones), so that tests can make configurations share one; the
+ * limits are OS_SWEEP_MAX_COMBINATIONS and OS_SWEEP_MAX_NETWORK_LOADS,
+ * which the fuzzer lowers (walking a million combinations takes seconds
+ * under its instrumentation, time better spent on other inputs). */
+typedef struct os_sweep_tuning {
+    uint64_t hash_mask;
+    int64_t max_combinations;
+    int64_t max_network_loads;
+} os_sweep_tuning;
+
+void os_sweep_tuning_default(os_sweep_tuning *t);
+
+typedef struct os_sweep_grid os_sweep_grid;  /* grid.c */
+typedef struct os_sweep_nets os_sweep_nets;  /* networks.c */
+
+/* One entry of the spec, parsed once; exactly one of the two is set.
+ * Both point into the spec's YAML document, which the spec keeps. */
+typedef struct os_sweep_entry {
+    os_sweep_grid *grid;
+    os_sweep_nets *nets;
+} os_sweep_entry;
+
+/* A distinct configuration, as the spec remembers it: 16 bytes, all the
+ * memory a configuration costs between walks.  The spec's index holds one
+ * per distinct configuration, in the shard split's order. */
+typedef struct os_sweep_fp {
+    uint64_t hash;          /* os_sweep_hash of its key: the shard order */
+    uint32_t check;         /* a second hash of the key, never 0: tells keys of one hash apart */
+    unsigned first : 31;    /* the walk's candidate number of its first occurrence */
+    unsigned conv : 1;      /* node 0 is a convolution (algorithm policies apply) */
+} os_sweep_fp;
 
 struct opsched_sweep_spec {
     opsched_ctx *ctx;       /* borrowed */
     char *origin;           /* file name for messages */
     char *base_dir;         /* relative ONNX paths start here; NULL: the current directory */
     char *text;             /* the spec as read, NUL-terminated */
+    yaml_document_t *doc;   /* the parsed document: the entries point into it */
     opsched_measure_options measure;
     char **algos;
     int n_algos;
-    os_sweep_config *configs;
-    size_t n_configs, cap_configs;
-    size_t *table;          /* open addressing over configs by hash: index + 1, 0 empty */
-    size_t table_size;
+    os_sweep_entry *entries;
+    size_t n_entries, cap_entries;
+    os_sweep_tuning tuning; /* the defaults, but in tests and the fuzzer */
+    /* The distinct configurations, sorted by (hash, signature, fused): the
+     * position of one is its shard rank. */
+    os_sweep_fp *index;
+    size_t n_configs;
+    uint32_t n_candidates;  /* what a walk builds, duplicates included */
     opsched_sweep_counts counts;
 };
 
-/* The parser's view of one YAML document. */
+/* The parser's view of one YAML document; ctx takes the messages (and
+ * owns the graphs a walk builds). */
 typedef struct os_yaml {
-    opsched_sweep_spec *spec;
+    const opsched_sweep_spec *spec;
     yaml_document_t *doc;
+    opsched_ctx *ctx;
 } os_yaml;
 
 /* OPSCHED_ERR_INVALID_ARG with "origin:line: message" at node n. */
@@ -91,14 +128,6 @@ opsched_status os_yaml_check_keys(const os_yaml *y, const yaml_node_t *m,
 /* The node id of key's value in mapping m, or 0 when the key is absent. */
 int os_yaml_get(const os_yaml *y, const yaml_node_t *m, const char *key);
 
-/* Adds the configuration of node 0 of g (taken: the spec owns it from here,
- * also on failure) unless its signature is already there with the same
- * fusion (then g is freed and *added is 0).  fused: g's node 1 is a Relu
- * that is the only reader of node 0, a convolution, and the two are
- * measured as one fused launch (the executor's rule). */
-opsched_status os_sweep_add_config(opsched_sweep_spec *spec, opsched_graph *g, int fused,
-                                   int *added);
-
 /* A convolution and the Relu after it as a two-node graph: node 0 copied
  * from node 0 of conv (a one-node graph), its output read only by a Relu
  * (node 1), which is the graph's output; *out owned by the caller. */
@@ -109,15 +138,84 @@ opsched_status os_sweep_fused_graph(opsched_ctx *ctx, const opsched_graph *conv,
  * and outputs, into a new graph on ctx. */
 opsched_status os_sweep_copy_graph(opsched_ctx *ctx, const opsched_graph *src, opsched_graph **out);
 
-/* Expands one sweep entry (a mapping with `op:` or `networks:`).  At the
- * top level (a spec without `sweeps:`) the entry's mapping also holds the
- * spec's own keys, which the entry then accepts.  With size non-NULL the
- * entry is only checked and *size set to the work it asks for, nothing
- * built: a grid's combinations, a networks entry's network loads. */
-opsched_status os_sweep_grid(const os_yaml *y, const yaml_node_t *entry, int top_level,
-                             int64_t *size);
-opsched_status os_sweep_networks(const os_yaml *y, const yaml_node_t *entry, int top_level,
-                                 int64_t *size);
+/* ---- entries ------------------------------------------------------------ */
+
+/* Parses and checks one sweep entry (a mapping with `op:` or `networks:`)
+ * without building anything.  At the top level (a spec without `sweeps:`)
+ * the entry's mapping also holds the spec's own keys, which the entry then
+ * accepts.  *size: the work it asks for (a grid's combinations, a networks
+ * entry's network loads).  With out NULL the entry is only checked; else
+ * *out is owned by the caller and points into y's document. */
+opsched_status os_sweep_grid_parse(const os_yaml *y, const yaml_node_t *entry, int top_level,
+                                   os_sweep_grid **out, int64_t *size);
+opsched_status os_sweep_nets_parse(const os_yaml *y, const yaml_node_t *entry, int top_level,
+                                   os_sweep_nets **out, int64_t *size);
+void os_sweep_grid_free(os_sweep_grid *g);
+void os_sweep_nets_free(os_sweep_nets *e);
+
+/* Where a walk is within one entry; zeroed at its start. */
+typedef struct os_sweep_cursor {
+    int idx[OS_SWEEP_MAX_PARAMS];   /* grid: the odometer, the last axis turning fastest */
+    int64_t combination;            /* grid: combinations looked at */
+    int net, batch, size;           /* networks: the load in hand ... */
+    int started;                    /* ... once the first is loaded */
+    opsched_graph *graph;           /* networks: the network loaded, owned */
+    int node;                       /* networks: the next node of graph */
+    unsigned char *runs_fused;      /* networks: graph's Relus folded into a convolution */
+    int64_t added;                  /* new configurations of the entry so far (limit:) */
+} os_sweep_cursor;
+
+void os_sweep_cursor_clear(os_sweep_cursor *c);
+
+/* The next candidate of an entry: a graph (owned by the caller, on y->ctx)
+ * that passed the filters and can be built, or *out NULL when the entry
+ * has no more (or its limit: is reached).  What it passes over is added to
+ * *counts. */
+opsched_status os_sweep_grid_next(const os_yaml *y, const os_sweep_grid *g, os_sweep_cursor *c,
+                                  opsched_sweep_counts *counts, opsched_graph **out, int *fused);
+opsched_status os_sweep_nets_next(const os_yaml *y, const os_sweep_nets *e, os_sweep_cursor *c,
+                                  opsched_sweep_counts *counts, opsched_graph **out, int *fused);
+
+/* ---- the walk ----------------------------------------------------------- */
+
+/* A walk over the spec's configurations, in the spec's order.  The walk of
+ * loading (record) builds the spec's index; every other walk looks its
+ * candidates up in the index: a duplicate is a candidate whose first
+ * occurrence is another, the shard rank is the position in the index. */
+typedef struct os_sweep_walk {
+    os_yaml y;
+    int record;             /* the walk of loading: fills the table */
+    size_t entry;
+    os_sweep_cursor cur;
+    uint32_t candidates;    /* candidates met so far */
+    int64_t distinct;       /* distinct configurations met so far */
+    opsched_sweep_counts counts;
+    /* record: open addressing over the fingerprints met so far */
+    os_sweep_fp *table;
+    size_t table_size;
+    /* The configuration in hand: graph owned until taken. */
+    opsched_graph *graph;
+    char signature[512];
+    int fused;
+    int64_t rank;           /* position in the index (not set by record) */
+} os_sweep_walk;
+
+/* Starts a walk of spec on ctx (graphs and messages). */
+void os_sweep_walk_init(os_sweep_walk *w, const opsched_sweep_spec *spec, opsched_ctx *ctx,
+                        int record);
+/* The next distinct configuration into w->graph (and its fields), or
+ * w->graph NULL at the end.  The previous graph, unless taken, is freed. */
+opsched_status os_sweep_walk_next(os_sweep_walk *w);
+void os_sweep_walk_free(os_sweep_walk *w);
+
+/* The walk of loading: counts, the index (sorted, ties ordered by
+ * signature) into spec.  Run once, when the entries are parsed. */
+opsched_status os_sweep_index_build(opsched_sweep_spec *spec);
+
+/* The configurations of shard (of shards) and how many are convolutions,
+ * from the index alone. */
+void os_sweep_shard_census(const opsched_sweep_spec *spec, int shard, int shards,
+                           int64_t *configs, int64_t *convs);
 
 /* Keys of the top level that are not an entry's. */
 extern const char *const os_sweep_top_keys[];
@@ -125,5 +223,10 @@ extern const size_t os_sweep_n_top_keys;
 
 /* FNV-1a, 64 bits: stable across machines and builds. */
 uint64_t os_sweep_hash(const char *s);
+
+/* opsched_sweep_spec_parse with tuning t (copied). */
+opsched_status os_sweep_spec_parse_tuned(opsched_ctx *ctx, const char *text, size_t len,
+                                         const char *origin, const os_sweep_tuning *t,
+                                         opsched_sweep_spec **out);
 
 #endif /* OS_SWEEP_IMPL_H */

@@ -45,6 +45,7 @@ typedef struct progress_state {
     int tty;
     double last_print;
     int printed;
+    int started;    /* the first report (the start) is printed */
 } progress_state;
 
 static const char *duration(double s, char *buf, size_t n)
@@ -77,7 +78,10 @@ static void on_progress(const opsched_sweep_progress *p, void *user)
         ps->printed = !last;
         return;
     }
-    if (!last && p->elapsed_s - ps->last_print < PLAIN_EVERY_S && p->device >= 0) return;
+    /* The start, the end, and a line every few seconds between (a resumed
+     * run reports each batch it skips: not a line each). */
+    if (!last && p->elapsed_s - ps->last_print < PLAIN_EVERY_S && ps->started) return;
+    ps->started = 1;
     ps->last_print = p->elapsed_s;
     fprintf(stderr, "opsched sweep: %lld/%lld (%.1f%%), %lld skipped, %lld failed, %.1f/s, ETA %s\n",
             (long long)reached, (long long)p->total,
@@ -346,23 +350,26 @@ static void spec_settings(const char *path, int *math, int *layout)
 
 /* ---- dry run ------------------------------------------------------------ */
 
+/* Lists the shard's configurations as the walk builds them, one at a time:
+ * the memory of one configuration, whatever the size of the grids. */
 static int dry_run(opsched_ctx *ctx, const opsched_sweep_spec *spec, const sweep_args *a,
                    const tool_measure_args *ma, const char *const *algos, int n_algos)
 {
     int n = opsched_sweep_spec_num_configs(spec), in_shard = 0;
-    for (int i = 0; i < n; i++) {
-        if (opsched_sweep_spec_shard_of(spec, i, a->shard_count) != a->shard_index) continue;
-        const opsched_graph *g = opsched_sweep_spec_config(spec, i);
+    opsched_sweep_iter *it = NULL;
+    const opsched_sweep_config *cfg = NULL;
+    opsched_status st = opsched_sweep_iter_create(ctx, spec, a->shard_index, a->shard_count, &it);
+    while (st == OPSCHED_OK && (st = opsched_sweep_iter_next(it, &cfg)) == OPSCHED_OK && cfg) {
         opsched_config_record rec;
-        opsched_status st = opsched_config_record_from_node(g, 0, &rec);
-        if (st != OPSCHED_OK) return tool_fail(ctx, st, "configuration");
+        if ((st = opsched_config_record_from_node(cfg->graph, 0, &rec)) != OPSCHED_OK) break;
         char flops[32], op[48];
-        snprintf(op, sizeof(op), "%s%s", rec.op,
-                 opsched_sweep_spec_config_fused(spec, i) ? "+relu" : "");
+        snprintf(op, sizeof(op), "%s%s", rec.op, cfg->fused ? "+relu" : "");
         printf("%-14s %8s  %s\n", op, tool_human((double)rec.flops, flops, sizeof(flops)),
                rec.signature);
         in_shard++;
     }
+    opsched_sweep_iter_free(it);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "configuration");
     opsched_sweep_counts c;
     opsched_sweep_spec_counts(spec, &c);
     printf("%d configuration%s", in_shard, in_shard == 1 ? "" : "s");
