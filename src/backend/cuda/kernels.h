@@ -26,15 +26,32 @@ extern "C" {
 
 typedef enum cuk_type { CUK_F32 = 0, CUK_F16, CUK_BF16 } cuk_type;
 
+#define CUK_ND_OPS 4 /* operands of an iteration: a destination and up to 3 sources */
+
 /* An iteration over `shape` (row-major order of its dims) with the element
  * offset of each operand: offset[k] + sum_i index_i * stride[k][i].
  * Operand 0 is the destination. */
 typedef struct cuk_nd {
     int ndim;
     int64_t shape[CUK_MAX_DIMS];
-    int64_t stride[3][CUK_MAX_DIMS];
-    int64_t offset[3];
+    int64_t stride[CUK_ND_OPS][CUK_MAX_DIMS];
+    int64_t offset[CUK_ND_OPS];
 } cuk_nd;
+
+/* The storage types of the generic kernels, in opsched_dtype's order (a
+ * float tensor is stored in the math mode's type, the others as they are;
+ * bool is one byte, 0 or 1). */
+typedef enum cuk_dtype {
+    CUK_DT_F32 = 0,
+    CUK_DT_F16,
+    CUK_DT_BF16,
+    CUK_DT_I8,
+    CUK_DT_I32,
+    CUK_DT_I64,
+    CUK_DT_U8,
+    CUK_DT_BOOL,
+    CUK_DT_COUNT
+} cuk_dtype;
 
 typedef enum cuk_unary_op {
     CUK_RELU = 0,
@@ -92,7 +109,10 @@ cudaError_t cuk_fill_random(cuk_fill_kind k, int64_t n, uint64_t state, void *y,
 typedef enum cuk_pad_mode { CUK_PAD_CONSTANT = 0, CUK_PAD_REFLECT, CUK_PAD_EDGE } cuk_pad_mode;
 
 /* y (contiguous, out_shape) = x padded: x index = y index - begin[i] per
- * dim, resolved by mode where it falls outside [0, in_shape[i]). */
+ * dim, resolved by mode where it falls outside [0, in_shape[i]) (begin may
+ * be negative: a crop).  Only bytes move: value holds the constant's bytes
+ * in the element's type (its low elem bytes, little-endian), so any
+ * element type of 1, 2, 4 or 8 bytes pads. */
 typedef struct cuk_pad_desc {
     int ndim;
     int64_t out_shape[CUK_MAX_DIMS];
@@ -100,10 +120,11 @@ typedef struct cuk_pad_desc {
     int64_t in_stride[CUK_MAX_DIMS];
     int64_t begin[CUK_MAX_DIMS];
     cuk_pad_mode mode;
-    float value;
+    uint64_t value;
 } cuk_pad_desc;
 
-cudaError_t cuk_pad(cuk_type t, const cuk_pad_desc *d, const void *x, void *y, cudaStream_t stream);
+cudaError_t cuk_pad(size_t elem, const cuk_pad_desc *d, const void *x, void *y,
+                    cudaStream_t stream);
 
 /* y[o, j, i] = x[o, idx[j], i]: x is [outer, axis, inner], y is
  * [outer, n_idx, inner].  Indices (int32 when idx_is_32, else int64) may be
@@ -157,6 +178,146 @@ typedef struct cuk_pool_desc {
 
 cudaError_t cuk_pool2d(cuk_type t, const cuk_pool_desc *d, const void *x, void *y,
                        cudaStream_t stream);
+
+/* ---- the element-wise family (kernels_ew.cu) ------------------------- *
+ *
+ * One kernel family for every element-wise operator on every storage
+ * type: templated on the operands' storage types, the function a
+ * launch-uniform argument (a switch no thread diverges on; templating on
+ * it too would multiply the instantiations by ~60 for no measured gain on
+ * memory-bound work).  Three paths: every operand packed alike (a flat
+ * loop, 4 elements per access when aligned), broadcasting through the
+ * strides of a cuk_nd (rank up to 8) with 32-bit index arithmetic when
+ * every offset fits, else 64-bit.  Values are computed in float for
+ * f32/f16/bf16, int32 for int8/uint8/int32/bool and int64 for int64. */
+
+typedef enum cuk_ufn {
+    /* opsched_unary_fn's order */
+    CUK_U_ABS = 0,
+    CUK_U_NEG,
+    CUK_U_EXP,
+    CUK_U_LOG,
+    CUK_U_RECIPROCAL,
+    CUK_U_FLOOR,
+    CUK_U_CEIL,
+    CUK_U_ROUND,
+    CUK_U_SIGN,
+    CUK_U_SIN,
+    CUK_U_COS,
+    CUK_U_TAN,
+    CUK_U_ASIN,
+    CUK_U_ACOS,
+    CUK_U_ATAN,
+    CUK_U_SINH,
+    CUK_U_COSH,
+    CUK_U_ASINH,
+    CUK_U_ACOSH,
+    CUK_U_ATANH,
+    CUK_U_ISNAN,
+    CUK_U_ISINF,
+    CUK_U_NOT,
+    CUK_U_BITWISE_NOT,
+    CUK_U_LEAKY_RELU,
+    CUK_U_ELU,
+    CUK_U_SELU,
+    CUK_U_CELU,
+    CUK_U_THRESHOLDED_RELU,
+    CUK_U_SOFTPLUS,
+    CUK_U_SOFTSIGN,
+    CUK_U_MISH,
+    CUK_U_SHRINK,
+    CUK_U_SWISH,
+    /* the activation kinds of their own */
+    CUK_U_RELU,
+    CUK_U_CLIP,
+    CUK_U_SIGMOID,
+    CUK_U_TANH,
+    CUK_U_GELU_ERF,
+    CUK_U_GELU_TANH,
+    CUK_U_ERF,
+    CUK_U_HARDSIGMOID,
+    CUK_U_HARDSWISH,
+    CUK_U_SQRT,
+    CUK_U_COUNT
+} cuk_ufn;
+
+typedef enum cuk_bfn {
+    CUK_B_ADD = 0,
+    CUK_B_SUB,
+    CUK_B_MUL,
+    CUK_B_DIV, /* integers: truncated toward zero; x / 0 is 0 */
+    CUK_B_POW,
+    CUK_B_MOD,  /* sign of the divisor (Python); x mod 0 is 0 for integers */
+    CUK_B_FMOD, /* sign of the dividend (C) */
+    CUK_B_MIN,  /* NaN propagates */
+    CUK_B_MAX,
+    CUK_B_EQUAL,
+    CUK_B_LESS,
+    CUK_B_LESS_EQUAL,
+    CUK_B_GREATER,
+    CUK_B_GREATER_EQUAL,
+    CUK_B_AND,
+    CUK_B_OR,
+    CUK_B_XOR,
+    CUK_B_SHIFT_LEFT, /* shifts of the type's width or more give 0 (sign fill right) */
+    CUK_B_SHIFT_RIGHT,
+    CUK_B_BITWISE_AND,
+    CUK_B_BITWISE_OR,
+    CUK_B_BITWISE_XOR,
+    CUK_B_PRELU,
+    CUK_B_COUNT
+} cuk_bfn;
+
+/* The constants of a unary function: alpha, beta, gamma as ONNX names
+ * them (Clip: alpha = min, beta = max on floats; lo, hi on integers). */
+typedef struct cuk_ew_params {
+    float alpha, beta, gamma;
+    int64_t lo, hi;
+} cuk_ew_params;
+
+/* 1 when the kernels compute fn from storage type tx into ty. */
+int cuk_ew_unary_ok(cuk_ufn fn, cuk_dtype tx, cuk_dtype ty);
+int cuk_ew_binary_ok(cuk_bfn fn, cuk_dtype ta, cuk_dtype tb, cuk_dtype ty);
+
+/* y = fn(x) over n packed elements (x == y allowed). */
+cudaError_t cuk_ew_unary(cuk_ufn fn, const cuk_ew_params *p, cuk_dtype tx, cuk_dtype ty,
+                         int64_t n, const void *x, void *y, cudaStream_t stream);
+/* y = fn(a, b) over nd: operand 0 is y, 1 is a, 2 is b. */
+cudaError_t cuk_ew_binary(cuk_bfn fn, cuk_dtype ta, cuk_dtype tb, cuk_dtype ty, const cuk_nd *nd,
+                          const void *a, const void *b, void *y, cudaStream_t stream);
+/* out = cond ? x : y over nd: operand 0 is out, 1 cond (bool), 2 x, 3 y;
+ * elements of elem bytes. */
+cudaError_t cuk_ew_where(size_t elem, const cuk_nd *nd, const void *cond, const void *x,
+                         const void *y, void *out, cudaStream_t stream);
+/* y = x converted from tx to ty over n packed elements: floats to integers
+ * truncate toward zero (saturating at int64, NaN to 0) then wrap to the
+ * width; anything to bool is "not zero"; integers narrow by wrapping.
+ * round_to CUK_DT_F16 or CUK_DT_BF16 rounds a float result to that type
+ * first (a tensor declared narrower than the math mode stores it); any
+ * other value: no extra rounding. */
+cudaError_t cuk_ew_cast(cuk_dtype tx, cuk_dtype ty, cuk_dtype round_to, int64_t n, const void *x,
+                        void *y, cudaStream_t stream);
+
+/* QuantizeLinear / DequantizeLinear over n packed elements.  Element i
+ * sits at axis coordinate c = (i / inner) % len, outer index o = i /
+ * (inner * len), inner index r = i % inner; its scale and zero point at
+ * o * s_outer + (c / block) * s_axis + r * s_inner (all 0 per tensor;
+ * block 1 per axis). */
+typedef struct cuk_quant_desc {
+    int64_t n, len, inner, block;
+    int64_t s_outer, s_axis, s_inner;
+} cuk_quant_desc;
+
+/* y = saturate(round_half_even(x / scale) + zero_point); x and scale of
+ * float type tf, zero point (may be NULL: 0) and y of ty (int8, uint8 or
+ * int32). */
+cudaError_t cuk_quantize(cuk_dtype tf, cuk_dtype ty, const cuk_quant_desc *d, const void *x,
+                         const void *scale, const void *zero_point, void *y, cudaStream_t stream);
+/* y = (x - zero_point) * scale; x and zero point of tq (int8, uint8 or
+ * int32), scale and y of float type tf. */
+cudaError_t cuk_dequantize(cuk_dtype tq, cuk_dtype tf, const cuk_quant_desc *d, const void *x,
+                           const void *scale, const void *zero_point, void *y,
+                           cudaStream_t stream);
 
 /* ONNX LRN across channels: x and y [N, C, S] addressed as
  * n * C * S + c * cstride + s * sstride. */
