@@ -263,6 +263,12 @@ opsched_status cu_plan_view(const cu_plan_args *a, cu_plan **out);
  * (cuda_index.c), Resize (cuda_resize.c), ConvTranspose
  * (cuda_conv_transpose.c). */
 opsched_status cu_plan_elementwise(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_reduce_fn(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_arg(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_axis_norm(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_groupnorm(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_cumsum(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_topk(const cu_plan_args *a, cu_plan **out);
 
 /* Entry points of the function table that live in cuda_plan.c. */
 opsched_status cu_plan_create(opsched_ctx *ctx, void *dev, const opsched_graph *g, int node,

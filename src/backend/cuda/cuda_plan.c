@@ -287,6 +287,9 @@ static opsched_status dispatch(const cu_plan_args *a, cu_plan **p)
     case OPSCHED_OP_POW:
         if (any_input_not_float(a)) return cu_plan_elementwise(a, p);
         break;
+    case OPSCHED_OP_REDUCEMEAN:
+        if (any_input_not_float(a)) return cu_plan_reduce_fn(a, p);
+        break;
     default:
         break;
     }
@@ -356,6 +359,20 @@ static opsched_status dispatch(const cu_plan_args *a, cu_plan **p)
     case OPSCHED_OP_QUANTIZE:
     case OPSCHED_OP_DEQUANTIZE:
         return cu_plan_elementwise(a, p);
+    case OPSCHED_OP_REDUCE:
+        return cu_plan_reduce_fn(a, p);
+    case OPSCHED_OP_ARGMAX:
+    case OPSCHED_OP_ARGMIN:
+        return cu_plan_arg(a, p);
+    case OPSCHED_OP_LOGSOFTMAX:
+    case OPSCHED_OP_HARDMAX:
+        return cu_plan_axis_norm(a, p);
+    case OPSCHED_OP_GROUPNORM:
+        return cu_plan_groupnorm(a, p);
+    case OPSCHED_OP_CUMSUM:
+        return cu_plan_cumsum(a, p);
+    case OPSCHED_OP_TOPK:
+        return cu_plan_topk(a, p);
     default:
         return CU_UNSUPPORTED(a, "operator %d is not supported", (int)a->node->op);
     }

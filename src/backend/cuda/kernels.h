@@ -319,6 +319,86 @@ cudaError_t cuk_dequantize(cuk_dtype tq, cuk_dtype tf, const cuk_quant_desc *d, 
                            const void *scale, const void *zero_point, void *y,
                            cudaStream_t stream);
 
+/* ---- the reduction family (kernels_reduce.cu) ------------------------ *
+ *
+ * Reductions over any axes without a permute: each output element (the
+ * kept dims of a cuk_reduce_desc) reduces the sub-space of the reduced
+ * dims, by a group of threads chosen at launch: one thread per output when
+ * the reduced elements are strided and the outputs contiguous (coalesced
+ * across threads), a warp per output otherwise, a block per output for
+ * long reductions into few outputs.  Floats accumulate in float (f16 and
+ * bf16 too), integers in int64 (wrapping), integer LogSum, LogSumExp, L2
+ * and Mean finish in double and truncate toward zero. */
+
+typedef enum cuk_red_fn {
+    /* opsched_reduce_fn's order */
+    CUK_R_MEAN = 0,
+    CUK_R_SUM,
+    CUK_R_MAX, /* NaN propagates */
+    CUK_R_MIN,
+    CUK_R_PROD,
+    CUK_R_L1,
+    CUK_R_L2,
+    CUK_R_LOGSUM,
+    CUK_R_LOGSUMEXP,
+    CUK_R_SUMSQUARE,
+    /* int64 indices of one reduced axis; ties: the first (or the last
+     * with select_last); NaN counts as the extreme (the first NaN wins) */
+    CUK_R_ARGMAX,
+    CUK_R_ARGMIN,
+    CUK_R_COUNT
+} cuk_red_fn;
+
+/* 1 when the kernels reduce storage type t with fn. */
+int cuk_reduce_ok(cuk_red_fn fn, cuk_dtype t);
+/* y (of type t, int64 for ArgMax/ArgMin) = fn over d's reduced dims of x.
+ * An empty reduction gives fn's identity (0, 1, the type's lowest or
+ * highest, -inf for LogSumExp). */
+cudaError_t cuk_reduce(cuk_red_fn fn, cuk_dtype t, int select_last, const cuk_reduce_desc *d,
+                       const void *x, void *y, cudaStream_t stream);
+
+/* Normalisations along one axis of x and y [outer, len, inner] (packed
+ * alike): a thread per line when inner > 1 (neighbouring threads read
+ * neighbouring elements), a warp or a block per line otherwise. */
+typedef enum cuk_axis_op {
+    CUK_AX_SOFTMAX = 0,
+    CUK_AX_LOGSOFTMAX,
+    CUK_AX_HARDMAX /* 1 at the first maximum, 0 elsewhere */
+} cuk_axis_op;
+
+cudaError_t cuk_axis_norm(cuk_axis_op op, cuk_dtype t, int64_t outer, int64_t len, int64_t inner,
+                          const void *x, void *y, cudaStream_t stream);
+
+/* GroupNormalization: x and y [N, C, S] addressed as n * ns + c * cs +
+ * s * ss; mean and variance per (n, group of C / G channels) over the
+ * group's channels and S, then y = (x - mean) / sqrt(var + eps) * scale[c]
+ * + bias[c] (scale and bias [C] of the same type).  A block per group. */
+typedef struct cuk_groupnorm_desc {
+    int64_t N, C, G, S;
+    int64_t ns, cs, ss;
+    float eps;
+} cuk_groupnorm_desc;
+
+cudaError_t cuk_groupnorm(cuk_dtype t, const cuk_groupnorm_desc *d, const void *x,
+                          const void *scale, const void *bias, void *y, cudaStream_t stream);
+
+/* CumSum along the middle axis of x and y [outer, len, inner]: a thread
+ * per line (sequential) when inner > 1, a warp scanning 32 elements at a
+ * time otherwise.  Floats sum in float, integers in int64 (wrapping). */
+cudaError_t cuk_cumsum(cuk_dtype t, int64_t outer, int64_t len, int64_t inner, int exclusive,
+                       int reverse, const void *x, void *y, cudaStream_t stream);
+
+/* TopK along the middle axis of x [outer, len, inner] into values and
+ * int64 indices [outer, k, inner]: the k largest (or smallest), sorted,
+ * equal values by lower index first; NaN counts as larger than every
+ * number.  Lines of up to 2048 elements with k > 8 are sorted in shared
+ * memory (bitonic); otherwise k passes of selection (a warp per line, a
+ * block for lines longer than 2048), each taking the best element after
+ * the previous one in (value, index) order. */
+cudaError_t cuk_topk(cuk_dtype t, int64_t outer, int64_t len, int64_t inner, int64_t k,
+                     int largest, const void *x, void *values, int64_t *indices,
+                     cudaStream_t stream);
+
 /* ONNX LRN across channels: x and y [N, C, S] addressed as
  * n * C * S + c * cstride + s * sstride. */
 typedef struct cuk_lrn_desc {
