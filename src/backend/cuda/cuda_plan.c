@@ -373,6 +373,14 @@ static opsched_status dispatch(const cu_plan_args *a, cu_plan **p)
         return cu_plan_cumsum(a, p);
     case OPSCHED_OP_TOPK:
         return cu_plan_topk(a, p);
+    case OPSCHED_OP_GATHER_ELEMENTS:
+    case OPSCHED_OP_GATHER_ND:
+    case OPSCHED_OP_SCATTER_ELEMENTS:
+    case OPSCHED_OP_SCATTER_ND:
+    case OPSCHED_OP_TILE:
+    case OPSCHED_OP_TRILU:
+    case OPSCHED_OP_ONEHOT:
+        return cu_plan_index(a, p);
     default:
         return CU_UNSUPPORTED(a, "operator %d is not supported", (int)a->node->op);
     }

@@ -399,6 +399,106 @@ cudaError_t cuk_topk(cuk_dtype t, int64_t outer, int64_t len, int64_t inner, int
                      int largest, const void *x, void *values, int64_t *indices,
                      cudaStream_t stream);
 
+/* ---- the gather/scatter family (kernels_index.cu) -------------------- *
+ *
+ * One thread per element of the tensor iterated (the output of a gather,
+ * the updates of a scatter), its logical coordinates turned into each
+ * operand's offset through that operand's strides (so channels-last
+ * tensors need nothing special).  Indices are int32 or int64 (idx32);
+ * negative ones count from the end.  Out of range after that: gathers
+ * clamp to the nearest valid index (as cuk_gather does), scatters drop the
+ * update, OneHot writes "off" for the whole row (as ONNX defines); nothing
+ * reads or writes out of bounds and no error is recorded. */
+
+/* GatherElements (iterating the output = the indices' shape) and
+ * ScatterElements (iterating the updates = the indices' shape): it is the
+ * iterated tensor, idx the indices, other the data (gather) or the output
+ * (scatter) with 0 on the indexed axis, whose extent and stride in that
+ * tensor are axis_len and axis_stride. */
+typedef struct cuk_elements_desc {
+    int ndim;
+    int64_t shape[CUK_MAX_DIMS];
+    int64_t s_it[CUK_MAX_DIMS], s_idx[CUK_MAX_DIMS], s_other[CUK_MAX_DIMS];
+    int64_t axis_len, axis_stride;
+} cuk_elements_desc;
+
+/* GatherND (iterating the output) and ScatterND (iterating the updates):
+ * the iteration's dims are the indices' leading dims (those before the
+ * tuple axis) then the slice dims.  s_idx: the indices' strides on the
+ * leading dims (0 on slice dims), idx_last the stride of the tuple axis;
+ * s_other: the data's (gather) or output's (scatter) strides for batch and
+ * slice dims (0 on the other leading dims); the k tuple components index
+ * dims of extents tup_len and strides tup_stride there. */
+typedef struct cuk_nd_index_desc {
+    int ndim, k;
+    int64_t shape[CUK_MAX_DIMS];
+    int64_t s_it[CUK_MAX_DIMS], s_idx[CUK_MAX_DIMS], s_other[CUK_MAX_DIMS];
+    int64_t idx_last;
+    int64_t tup_len[CUK_MAX_DIMS], tup_stride[CUK_MAX_DIMS];
+} cuk_nd_index_desc;
+
+typedef enum cuk_scatter_red {
+    CUK_SCATTER_NONE = 0,
+    CUK_SCATTER_ADD,
+    CUK_SCATTER_MUL,
+    CUK_SCATTER_MAX,
+    CUK_SCATTER_MIN
+} cuk_scatter_red;
+
+cudaError_t cuk_gather_elements(size_t elem, int idx32, const cuk_elements_desc *d,
+                                const void *data, const void *idx, void *y, cudaStream_t stream);
+cudaError_t cuk_gather_nd(size_t elem, int idx32, const cuk_nd_index_desc *d, const void *data,
+                          const void *idx, void *y, cudaStream_t stream);
+/* y must already hold the data.  NONE stores (duplicate indices: one of
+ * the updates wins, which one is not defined); the reductions apply
+ * atomically: float adds and multiplies land in an order that varies from
+ * run to run (so do their roundings), max, min and integers are exact.
+ * Native atomics where the type has them (add: f32, f16, bf16, int32,
+ * int64; max/min: int32, int64), a compare-and-swap loop otherwise. */
+cudaError_t cuk_scatter_elements(cuk_dtype t, int idx32, cuk_scatter_red red,
+                                 const cuk_elements_desc *d, const void *idx, const void *updates,
+                                 void *y, cudaStream_t stream);
+cudaError_t cuk_scatter_nd(cuk_dtype t, int idx32, cuk_scatter_red red, const cuk_nd_index_desc *d,
+                           const void *idx, const void *updates, void *y, cudaStream_t stream);
+
+/* Tile: y[c] = x[c mod x_shape] over y's logical coordinates. */
+typedef struct cuk_tile_desc {
+    int ndim;
+    int64_t y_shape[CUK_MAX_DIMS], x_shape[CUK_MAX_DIMS];
+    int64_t ys[CUK_MAX_DIMS], xs[CUK_MAX_DIMS];
+} cuk_tile_desc;
+
+cudaError_t cuk_tile(size_t elem, const cuk_tile_desc *d, const void *x, void *y,
+                     cudaStream_t stream);
+
+/* Trilu: over the logical shape (rank >= 2, the last two dims the
+ * matrix), y = x where col - row >= k (upper) or <= k (lower), 0 (every
+ * byte zero) elsewhere; xs and ys the strides. */
+typedef struct cuk_trilu_desc {
+    int ndim, upper;
+    int64_t shape[CUK_MAX_DIMS];
+    int64_t xs[CUK_MAX_DIMS], ys[CUK_MAX_DIMS];
+    int64_t k;
+} cuk_trilu_desc;
+
+cudaError_t cuk_trilu(size_t elem, const cuk_trilu_desc *d, const void *x, void *y,
+                      cudaStream_t stream);
+
+/* OneHot over the output's logical coordinates: the index at the
+ * coordinates without the axis (strides s_idx, 0 on the axis), of type ti
+ * (any storage type; floats truncate), counted from the end when negative;
+ * y = values[1] where it equals the axis coordinate, values[0] elsewhere
+ * (values: [off, on] of elem bytes each). */
+typedef struct cuk_onehot_desc {
+    int ndim, axis;
+    int64_t shape[CUK_MAX_DIMS];
+    int64_t ys[CUK_MAX_DIMS], s_idx[CUK_MAX_DIMS];
+    int64_t depth;
+} cuk_onehot_desc;
+
+cudaError_t cuk_onehot(cuk_dtype ti, size_t elem, const cuk_onehot_desc *d, const void *idx,
+                       const void *values, void *y, cudaStream_t stream);
+
 /* ONNX LRN across channels: x and y [N, C, S] addressed as
  * n * C * S + c * cstride + s * sstride. */
 typedef struct cuk_lrn_desc {
