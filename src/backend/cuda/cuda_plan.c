@@ -381,6 +381,8 @@ static opsched_status dispatch(const cu_plan_args *a, cu_plan **p)
     case OPSCHED_OP_TRILU:
     case OPSCHED_OP_ONEHOT:
         return cu_plan_index(a, p);
+    case OPSCHED_OP_RESIZE:
+        return cu_plan_resize(a, p);
     default:
         return CU_UNSUPPORTED(a, "operator %d is not supported", (int)a->node->op);
     }

@@ -499,6 +499,27 @@ typedef struct cuk_onehot_desc {
 cudaError_t cuk_onehot(cuk_dtype ti, size_t elem, const cuk_onehot_desc *d, const void *idx,
                        const void *values, void *y, cudaStream_t stream);
 
+/* Resize over any axes: separable taps per axis, tabulated at plan time.
+ * meta (int32) holds, for each resized axis j, first[shape[j]] then
+ * count[shape[j]] at offset d->meta[j] (-1: the axis maps each coordinate
+ * to itself); tap t of an output coordinate adds tap_off[first + t] (the
+ * input index times its stride, clamped to the edge) with weight
+ * tap_w[first + t].  A count of 0 marks a coordinate outside the crop
+ * (tf_crop_and_resize): the output element is the extrapolation value.
+ * Interpolating modes (weights, computed in float) take float storage
+ * types; nearest moves elements of any size. */
+typedef struct cuk_resize_desc {
+    int ndim, nearest;
+    int64_t shape[CUK_MAX_DIMS], ys[CUK_MAX_DIMS], xs[CUK_MAX_DIMS];
+    int64_t meta[CUK_MAX_DIMS];
+    uint64_t extrapolation; /* nearest: the value's bytes in the storage type */
+    float extrapolation_f;  /* interpolating modes */
+} cuk_resize_desc;
+
+cudaError_t cuk_resize(cuk_dtype t, size_t elem, const cuk_resize_desc *d, const int32_t *meta,
+                       const int64_t *tap_off, const float *tap_w, const void *x, void *y,
+                       cudaStream_t stream);
+
 /* ONNX LRN across channels: x and y [N, C, S] addressed as
  * n * C * S + c * cstride + s * sstride. */
 typedef struct cuk_lrn_desc {

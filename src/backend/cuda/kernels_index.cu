@@ -1,7 +1,7 @@
 /*
  * kernels_index.cu - the gather/scatter family (kernels.h):
  * GatherElements, GatherND, ScatterElements, ScatterND (with their
- * reductions), Tile, Trilu and OneHot.
+ * reductions), Tile, Trilu, OneHot, and Resize (a gather of weighted taps).
  *
  * A thread per element of the iterated tensor; its linear index becomes
  * logical coordinates, and each operand's offset is the dot product of
@@ -303,6 +303,89 @@ __global__ void k_onehot(const __grid_constant__ cuk_onehot_desc d, int64_t n, c
     }
 }
 
+/* ---- Resize --------------------------------------------------------- */
+
+/* The resized axes of output element i: the first tap and the tap count
+ * of each (outermost first); the offset the unresized axes add; the
+ * output's offset.  Returns the number of resized axes, -1 when the
+ * element is outside the crop. */
+__device__ __forceinline__ int resize_taps(const cuk_resize_desc &d, int64_t i,
+                                           const int32_t *meta, int32_t *first, int32_t *cnt,
+                                           int64_t &base, int64_t &oy)
+{
+    int nr = 0;
+    bool outside = false;
+    base = oy = 0;
+    for (int j = d.ndim - 1; j >= 0; j--) {
+        int64_t q = i / d.shape[j], c = i - q * d.shape[j];
+        i = q;
+        oy += c * d.ys[j];
+        if (d.meta[j] < 0) {
+            base += c * d.xs[j];
+        } else {
+            const int32_t *m = meta + d.meta[j];
+            first[nr] = m[c];
+            cnt[nr] = m[d.shape[j] + c];
+            if (cnt[nr] == 0) outside = true;
+            nr++;
+        }
+    }
+    return outside ? -1 : nr;
+}
+
+template <typename T>
+__global__ void k_resize_interp(const __grid_constant__ cuk_resize_desc d, int64_t n,
+                                const int32_t *meta, const int64_t *toff, const float *tw,
+                                const T *x, T *y)
+{
+    CUK_GRID_STRIDE(i, n)
+    {
+        int32_t first[CUK_MAX_DIMS], cnt[CUK_MAX_DIMS], t[CUK_MAX_DIMS];
+        int64_t base, oy;
+        int nr = resize_taps(d, i, meta, first, cnt, base, oy);
+        if (nr < 0) {
+            y[oy] = store<T>(d.extrapolation_f);
+            continue;
+        }
+        for (int q = 0; q < nr; q++)
+            t[q] = 0;
+        float acc = 0.0f;
+        for (;;) {
+            int64_t off = base;
+            float w = 1.0f;
+            for (int q = 0; q < nr; q++) {
+                off += toff[first[q] + t[q]];
+                w *= tw[first[q] + t[q]];
+            }
+            acc += w * load<T>(x[off]);
+            int q = 0;
+            while (q < nr && ++t[q] == cnt[q])
+                t[q++] = 0;
+            if (q == nr) break;
+        }
+        y[oy] = store<T>(acc);
+    }
+}
+
+template <typename E>
+__global__ void k_resize_nearest(const __grid_constant__ cuk_resize_desc d, int64_t n,
+                                 const int32_t *meta, const int64_t *toff, const E *x, E *y)
+{
+    CUK_GRID_STRIDE(i, n)
+    {
+        int32_t first[CUK_MAX_DIMS], cnt[CUK_MAX_DIMS];
+        int64_t base, oy;
+        int nr = resize_taps(d, i, meta, first, cnt, base, oy);
+        if (nr < 0) {
+            y[oy] = (E)d.extrapolation;
+            continue;
+        }
+        for (int q = 0; q < nr; q++)
+            base += toff[first[q]];
+        y[oy] = x[base];
+    }
+}
+
 int64_t count(int ndim, const int64_t *shape)
 {
     int64_t n = 1;
@@ -417,5 +500,24 @@ extern "C" cudaError_t cuk_onehot(cuk_dtype ti, size_t elem, const cuk_onehot_de
                           k_onehot<TI, E><<<grid_for(n), kThreads, 0, stream>>>(
                               *d, n, (const TI *)idx, (const E *)values, (E *)y));
     });
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_resize(cuk_dtype t, size_t elem, const cuk_resize_desc *d,
+                                  const int32_t *meta, const int64_t *tap_off, const float *tap_w,
+                                  const void *x, void *y, cudaStream_t stream)
+{
+    if (!d || d->ndim < 1 || d->ndim > CUK_MAX_DIMS) return cudaErrorInvalidValue;
+    int64_t n = count(d->ndim, d->shape);
+    if (n <= 0) return cudaSuccess;
+    if (d->nearest) {
+        CUK_DISPATCH_ELEM(elem, E,
+                          k_resize_nearest<E><<<grid_for(n), kThreads, 0, stream>>>(
+                              *d, n, meta, tap_off, (const E *)x, (E *)y));
+    } else {
+        CUK_DISPATCH_FP(t, T,
+                        k_resize_interp<T><<<grid_for(n), kThreads, 0, stream>>>(
+                            *d, n, meta, tap_off, tap_w, (const T *)x, (T *)y));
+    }
     return cudaGetLastError();
 }
