@@ -383,6 +383,8 @@ static opsched_status dispatch(const cu_plan_args *a, cu_plan **p)
         return cu_plan_index(a, p);
     case OPSCHED_OP_RESIZE:
         return cu_plan_resize(a, p);
+    case OPSCHED_OP_CONV_TRANSPOSE:
+        return cu_plan_conv_transpose(a, p);
     default:
         return CU_UNSUPPORTED(a, "operator %d is not supported", (int)a->node->op);
     }
