@@ -11,16 +11,19 @@
  * The kernel multiplies the weights of one tap per resized axis and sums;
  * an axis that maps every coordinate to itself has no table.
  *
- * Semantics (the ONNX operator's, as its reference implementation and
- * ONNX Runtime compute them): the source coordinate x_original of an
- * output coordinate x is computed in float from the axis's scale (given,
- * or output / input when sizes were given) - half_pixel (x + 0.5) / scale
- * - 0.5; half_pixel_symmetric the same shifted by (in / 2) * (1 - out /
- * (scale * in)); pytorch_half_pixel as half_pixel, 0 when the output axis
- * has one element; align_corners x * (in - 1) / (out - 1), 0 when out is
- * 1; asymmetric x / scale; tf_crop_and_resize start * (in - 1) + x * (end
- * - start) * (in - 1) / (out - 1) (the middle of the crop when out is 1),
- * and outside [0, in - 1] the output element is extrapolation_value.  With
+ * Semantics (the ONNX operator's, as its reference implementation, which
+ * generates the ONNX node tests, computes them): the source coordinate
+ * x_original of an output coordinate x is computed in float from the
+ * axis's scale s (given, or output / input when sizes were given) and the
+ * unfloored resized length L = s * in - half_pixel (x + 0.5) / s - 0.5;
+ * half_pixel_symmetric the same shifted by (in / 2) * (1 - out / L);
+ * pytorch_half_pixel as half_pixel, -0.5 when L is 1; align_corners x *
+ * (in - 1) / (L - 1), 0 when L is 1; asymmetric x / s; tf_crop_and_resize
+ * start * (in - 1) + x * (end - start) * (in - 1) / (L - 1) (the middle of
+ * the crop when L is 1), and outside [0, in - 1] the output element is
+ * extrapolation_value.  (ONNX Runtime divides by out - 1 instead of L - 1
+ * and takes 0 for pytorch_half_pixel; the two agree whenever sizes were
+ * given, the common case.)  With
  * i = floor(x_original) and ratio = x_original - i (i - 1 and ratio 1 when
  * x_original is an integer: the pixel on the left is preferred), linear
  * takes taps i, i + 1 with 1 - ratio, ratio; cubic i - 1 .. i + 2 with
@@ -110,6 +113,7 @@ static float x_original(const opsched_resize_attr *r, int ndim, int d, int64_t x
                         int64_t out, int *outside)
 {
     const float scale = r->scales[d], xf = (float)x;
+    const float len = scale * (float)in; /* the resized length before flooring */
     float xo;
     *outside = 0;
     switch (r->coord) {
@@ -120,19 +124,19 @@ static float x_original(const opsched_resize_attr *r, int ndim, int d, int64_t x
         break;
     }
     case OPSCHED_COORD_PYTORCH_HALF_PIXEL:
-        xo = out > 1 ? (xf + 0.5f) / scale - 0.5f : 0.0f;
+        xo = len == 1.0f ? -0.5f : (xf + 0.5f) / scale - 0.5f;
         break;
     case OPSCHED_COORD_ALIGN_CORNERS:
-        xo = out == 1 ? 0.0f : xf * (float)(in - 1) / (float)(out - 1);
+        xo = len == 1.0f ? 0.0f : xf * (float)(in - 1) / (len - 1.0f);
         break;
     case OPSCHED_COORD_ASYMMETRIC:
         xo = xf / scale;
         break;
     case OPSCHED_COORD_TF_CROP_AND_RESIZE: {
         float start = r->roi[d], end = r->roi[ndim + d];
-        xo = out > 1 ? start * (float)(in - 1) + xf * (end - start) * (float)(in - 1) /
-                                                      (float)(out - 1)
-                     : 0.5f * (start + end) * (float)(in - 1);
+        xo = len == 1.0f ? 0.5f * (start + end) * (float)(in - 1)
+                         : start * (float)(in - 1) + xf * (end - start) * (float)(in - 1) /
+                                                         (len - 1.0f);
         *outside = xo < 0.0f || xo > (float)(in - 1);
         break;
     }

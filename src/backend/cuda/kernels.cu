@@ -306,6 +306,8 @@ template <cuk_fill_kind K> __global__ void k_fill_random(int64_t n, uint64_t sta
             ((uint8_t *)y)[i] = (uint8_t)(z & 0xff);
         else if (K == CUK_FILL_I32)
             ((int32_t *)y)[i] = (int32_t)(z % 7);
+        else if (K == CUK_FILL_BOOL)
+            ((uint8_t *)y)[i] = (uint8_t)(z & 1);
         else
             ((int64_t *)y)[i] = (int64_t)(z % 7);
     }
@@ -840,6 +842,9 @@ extern "C" cudaError_t cuk_fill_random(cuk_fill_kind k, int64_t n, uint64_t stat
         break;
     case CUK_FILL_I64:
         k_fill_random<CUK_FILL_I64><<<blocks_for(n), kThreads, 0, stream>>>(n, state, y);
+        break;
+    case CUK_FILL_BOOL:
+        k_fill_random<CUK_FILL_BOOL><<<blocks_for(n), kThreads, 0, stream>>>(n, state, y);
         break;
     default:
         return cudaErrorInvalidValue;

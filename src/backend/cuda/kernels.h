@@ -93,14 +93,16 @@ cudaError_t cuk_split(size_t elem, int n, const void *src, const int64_t *axis, 
 /* What cuk_fill_random writes per element; the values of
  * opsched_buffer_fill_random: with z_i splitmix64's output i from `state`
  * (os_rng seeded), floats (z_i >> 11) * 2^-52 - 1 rounded to the type, U8
- * the low byte of z_i, I32/I64 z_i % 7. */
+ * the low byte of z_i (int8 and uint8 data), I32/I64 z_i % 7, BOOL the low
+ * bit of z_i. */
 typedef enum cuk_fill_kind {
     CUK_FILL_F32 = 0,
     CUK_FILL_F16,
     CUK_FILL_BF16,
     CUK_FILL_U8,
     CUK_FILL_I32,
-    CUK_FILL_I64
+    CUK_FILL_I64,
+    CUK_FILL_BOOL
 } cuk_fill_kind;
 
 cudaError_t cuk_fill_random(cuk_fill_kind k, int64_t n, uint64_t state, void *y,
