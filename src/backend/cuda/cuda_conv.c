@@ -76,7 +76,7 @@ static opsched_status conv_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *bas
     CUDNN_CHECK(ctx, cudnnConvolutionForward(dev->cudnn, &one, p->x_desc, x, p->w_desc, in[1],
                                              p->conv_desc, p->algo, base->workspace,
                                              base->workspace_bytes, &zero, p->y_desc, out[0]));
-    return cu_conv_bias_add(ctx, &p->bias, p->kt, in[2], out[0], s);
+    return cu_conv_bias_add(ctx, &p->bias, p->kt, base->n_in > 2 ? in[2] : NULL, out[0], s);
 }
 
 void cu_conv_bias_init(const cu_plan_args *a, cu_conv_bias *b)

@@ -69,7 +69,7 @@ static opsched_status ct_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base,
                                                   ws_bytes ? ws : NULL, ws_bytes, &zero,
                                                   p->d_desc, dx));
     if (p->crop) CUDA_CHECK(ctx, cuk_pad(p->elem, &p->pad, dx, out[0], s));
-    return cu_conv_bias_add(ctx, &p->bias, p->kt, in[2], out[0], s);
+    return cu_conv_bias_add(ctx, &p->bias, p->kt, base->n_in > 2 ? in[2] : NULL, out[0], s);
 }
 
 static cudnnMathType_t initial_math(opsched_math m)
