@@ -70,13 +70,13 @@ static opsched_status conv_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *bas
     const void *x = in[0];
     CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
     if (p->pad_input) {
-        CUDA_CHECK(ctx, cuk_pad(p->kt, &p->pad, in[0], p->padded, s));
+        CUDA_CHECK(ctx, cuk_pad(p->kt == CUK_F32 ? 4 : 2, &p->pad, in[0], p->padded, s));
         x = p->padded;
     }
     CUDNN_CHECK(ctx, cudnnConvolutionForward(dev->cudnn, &one, p->x_desc, x, p->w_desc, in[1],
                                              p->conv_desc, p->algo, base->workspace,
                                              base->workspace_bytes, &zero, p->y_desc, out[0]));
-    return cu_conv_bias_add(ctx, &p->bias, p->kt, in[2], out[0], s);
+    return cu_conv_bias_add(ctx, &p->bias, p->kt, base->n_in > 2 ? in[2] : NULL, out[0], s);
 }
 
 void cu_conv_bias_init(const cu_plan_args *a, cu_conv_bias *b)
@@ -331,7 +331,7 @@ static opsched_status build_descs(const cu_plan_args *a, conv_plan *p, conv_shap
         cu_strides(a, x, st);
         pd->ndim = 4;
         pd->mode = CUK_PAD_CONSTANT;
-        pd->value = 0.0f;
+        pd->value = 0; /* +0 in every float type */
         for (int i = 0; i < 4; i++) {
             pd->out_shape[i] = outd[order[i]];
             pd->in_shape[i] = in[order[i]];

@@ -627,7 +627,7 @@ static opsched_status graph_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *ba
     OS_TRY(pack_for(ctx, p, in[0], in[1], p->ch->fuse_bias ? in[2] : NULL, out[0], &pack));
     CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
     CUDNN_CHECK(ctx, cudnnBackendExecute(dev->cudnn, p->ch->plan, pack));
-    return cu_conv_bias_add(ctx, &p->bias, p->kt, in[2], out[0], s);
+    return cu_conv_bias_add(ctx, &p->bias, p->kt, base->n_in > 2 ? in[2] : NULL, out[0], s);
 }
 
 /* ---- find ------------------------------------------------------------ */

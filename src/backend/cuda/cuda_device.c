@@ -299,7 +299,8 @@ static opsched_status cu_mem_fill_random(opsched_ctx *ctx, void *impl, void *ptr
     static const cuk_fill_kind kinds[OPSCHED_DTYPE_COUNT] = {
         [OPSCHED_F32] = CUK_FILL_F32,   [OPSCHED_F16] = CUK_FILL_F16,
         [OPSCHED_BF16] = CUK_FILL_BF16, [OPSCHED_INT8] = CUK_FILL_U8,
-        [OPSCHED_INT32] = CUK_FILL_I32, [OPSCHED_INT64] = CUK_FILL_I64};
+        [OPSCHED_INT32] = CUK_FILL_I32, [OPSCHED_INT64] = CUK_FILL_I64,
+        [OPSCHED_UINT8] = CUK_FILL_U8,  [OPSCHED_BOOL] = CUK_FILL_BOOL};
     if ((int)dt < 0 || dt >= OPSCHED_DTYPE_COUNT)
         return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "fill_random: bad dtype");
     cuk_fill_kind k = kinds[dt];

@@ -201,6 +201,15 @@ int cu_dtype_is_float(opsched_dtype dt);
 size_t cu_elem_size(const cu_plan_args *a, const opsched_tensor *t);
 cudnnDataType_t cu_cudnn_type(opsched_dtype dt);
 
+/* The type a tensor of graph type dt is stored in under this plan. */
+opsched_dtype cu_storage(const cu_plan_args *a, opsched_dtype dt);
+/* The same for kernels.h (CUK_DT_COUNT for an unknown type). */
+cuk_dtype cu_kdt(const cu_plan_args *a, const opsched_tensor *t);
+/* The bytes of value v in storage type `storage` (low bytes of the result):
+ * floats rounded to nearest, integers truncated toward zero and saturated
+ * at int64's range then wrapped to the width, bool "not zero". */
+uint64_t cu_value_bits(opsched_dtype storage, double v);
+
 /* 1 when t is stored channels-last in this plan (NHWC and rank 4). */
 int cu_is_nhwc(const cu_plan_args *a, const opsched_tensor *t);
 /* Element strides of t's logical dims as stored in this plan. */
@@ -211,6 +220,13 @@ void cu_mem_order(const cu_plan_args *a, const opsched_tensor *t, int *order);
 /* outer/axis/inner sizes of t around logical dim `axis` in memory order. */
 void cu_axis_split(const cu_plan_args *a, const opsched_tensor *t, int axis, int64_t *outer,
                    int64_t *len, int64_t *inner);
+
+/* Strides of t against the dims of `out` (right-aligned, numpy style): 0
+ * where t is broadcast. */
+void cu_aligned_strides(const cu_plan_args *a, const opsched_tensor *t, const opsched_shape *out,
+                        int64_t *st);
+/* An iteration over y's dims with y as operand 0 (the others zeroed). */
+void cu_nd_over(const cu_plan_args *a, const opsched_tensor *y, cuk_nd *nd);
 
 /* Drops unit dims, orders dims by operand 0's strides (outermost first)
  * and merges dims that are contiguous for all `nops` operands. */
@@ -242,6 +258,20 @@ opsched_status cu_plan_expand(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_layernorm(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_reduce(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_view(const cu_plan_args *a, cu_plan **out);
+/* The generic families: element-wise (cuda_ew.c), reductions and the ops
+ * along an axis (cuda_reduce.c), gathers, scatters and other indexing
+ * (cuda_index.c), Resize (cuda_resize.c), ConvTranspose
+ * (cuda_conv_transpose.c). */
+opsched_status cu_plan_elementwise(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_reduce_fn(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_arg(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_axis_norm(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_groupnorm(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_cumsum(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_topk(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_index(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_resize(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_conv_transpose(const cu_plan_args *a, cu_plan **out);
 
 /* Entry points of the function table that live in cuda_plan.c. */
 opsched_status cu_plan_create(opsched_ctx *ctx, void *dev, const opsched_graph *g, int node,

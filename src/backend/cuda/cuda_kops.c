@@ -1,8 +1,9 @@
 /*
  * cuda_kops.c - the operators run by the backend's own kernels
- * (kernels.cu): element-wise maths with numpy broadcasting, data movement
- * (Concat, Split, Slice, Gather, Transpose, Pad, Expand, views),
- * LayerNormalization and ReduceMean.
+ * (kernels.cu): element-wise maths with numpy broadcasting on float data
+ * (other types go to the generic family, cuda_ew.c), data movement on
+ * every type (Concat, Split, Slice, Gather, Transpose, Pad, Expand, views:
+ * only the element size matters), LayerNormalization and ReduceMean.
  *
  * Planning turns the node into the kernel's description once: strides of
  * every operand as the plan stores it (row-major, or channels-last for 4-D
@@ -70,29 +71,6 @@ static opsched_status kop_done(const cu_plan_args *a, kop_plan *p, const char *a
     return OPSCHED_OK;
 }
 
-/* Strides of t against the dims of `out` (right-aligned, numpy style):
- * 0 where t is broadcast. */
-static void aligned_strides(const cu_plan_args *a, const opsched_tensor *t,
-                            const opsched_shape *out, int64_t *st)
-{
-    int64_t ts[OPSCHED_MAX_DIMS];
-    cu_strides(a, t, ts);
-    for (int i = 0; i < out->ndim; i++) {
-        int ti = t->shape.ndim - out->ndim + i;
-        st[i] = ti >= 0 && t->shape.d[ti] != 1 ? ts[ti] : 0;
-    }
-}
-
-/* An iteration over y's dims with y as operand 0. */
-static void nd_over(const cu_plan_args *a, const opsched_tensor *y, cuk_nd *nd)
-{
-    memset(nd, 0, sizeof(*nd));
-    nd->ndim = y->shape.ndim;
-    for (int i = 0; i < y->shape.ndim; i++)
-        nd->shape[i] = y->shape.d[i];
-    cu_strides(a, y, nd->stride[0]);
-}
-
 /* ---- element-wise ---------------------------------------------------- */
 
 static opsched_status unary_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
@@ -147,9 +125,9 @@ opsched_status cu_plan_binary(const cu_plan_args *a, cu_plan **out)
     OS_TRY(kop_new(a, binary_launch, 1, &p));
     static const cuk_binary_op ops[] = {CUK_ADD, CUK_SUB, CUK_MUL, CUK_DIV, CUK_POW};
     p->bop = ops[a->node->op - OPSCHED_OP_ADD];
-    nd_over(a, y, &p->nd);
-    aligned_strides(a, cu_in(a, 0), &y->shape, p->nd.stride[1]);
-    aligned_strides(a, cu_in(a, 1), &y->shape, p->nd.stride[2]);
+    cu_nd_over(a, y, &p->nd);
+    cu_aligned_strides(a, cu_in(a, 0), &y->shape, p->nd.stride[1]);
+    cu_aligned_strides(a, cu_in(a, 1), &y->shape, p->nd.stride[2]);
     cu_nd_simplify(&p->nd, 3);
     return kop_done(a, p, "kernel", out);
 }
@@ -173,7 +151,7 @@ opsched_status cu_plan_transpose(const cu_plan_args *a, cu_plan **out)
     OS_TRY(kop_new(a, copy_launch, 0, &p));
     int64_t xs[OPSCHED_MAX_DIMS];
     cu_strides(a, x, xs);
-    nd_over(a, y, &p->nd);
+    cu_nd_over(a, y, &p->nd);
     for (int i = 0; i < y->shape.ndim; i++)
         p->nd.stride[1][i] = xs[t->perm[i]];
     cu_nd_simplify(&p->nd, 2);
@@ -188,7 +166,7 @@ opsched_status cu_plan_slice(const cu_plan_args *a, cu_plan **out)
     OS_TRY(kop_new(a, copy_launch, 0, &p));
     int64_t xs[OPSCHED_MAX_DIMS];
     cu_strides(a, x, xs);
-    nd_over(a, y, &p->nd);
+    cu_nd_over(a, y, &p->nd);
     for (int i = 0; i < y->shape.ndim; i++) {
         p->nd.stride[1][i] = xs[i] * sl->steps[i];
         if (y->shape.d[i] > 0) p->nd.offset[1] += sl->starts[i] * xs[i];
@@ -202,8 +180,8 @@ opsched_status cu_plan_expand(const cu_plan_args *a, cu_plan **out)
     const opsched_tensor *y = cu_out(a, 0);
     kop_plan *p = NULL;
     OS_TRY(kop_new(a, copy_launch, 0, &p));
-    nd_over(a, y, &p->nd);
-    aligned_strides(a, cu_in(a, 0), &y->shape, p->nd.stride[1]);
+    cu_nd_over(a, y, &p->nd);
+    cu_aligned_strides(a, cu_in(a, 0), &y->shape, p->nd.stride[1]);
     cu_nd_simplify(&p->nd, 2);
     return kop_done(a, p, "kernel", out);
 }
@@ -265,7 +243,7 @@ static opsched_status pad_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base
 {
     kop_plan *p = (kop_plan *)base;
     (void)dev;
-    CUDA_CHECK(ctx, cuk_pad(p->kt, &p->pad, in[0], out[0], s));
+    CUDA_CHECK(ctx, cuk_pad(p->elem, &p->pad, in[0], out[0], s));
     return OPSCHED_OK;
 }
 
@@ -274,7 +252,7 @@ opsched_status cu_plan_pad(const cu_plan_args *a, cu_plan **out)
     const opsched_tensor *x = cu_in(a, 0), *y = cu_out(a, 0);
     const opsched_pad_attr *pa = &a->node->attr.pad;
     kop_plan *p = NULL;
-    OS_TRY(kop_new(a, pad_launch, 1, &p));
+    OS_TRY(kop_new(a, pad_launch, 0, &p));
     int order[OPSCHED_MAX_DIMS];
     int64_t xs[OPSCHED_MAX_DIMS];
     int r = x->shape.ndim;
@@ -291,7 +269,7 @@ opsched_status cu_plan_pad(const cu_plan_args *a, cu_plan **out)
     d->mode = pa->mode == OPSCHED_PAD_REFLECT ? CUK_PAD_REFLECT
               : pa->mode == OPSCHED_PAD_EDGE  ? CUK_PAD_EDGE
                                               : CUK_PAD_CONSTANT;
-    d->value = pa->value;
+    d->value = cu_value_bits(cu_storage(a, x->dtype), pa->value);
     return kop_done(a, p, "kernel", out);
 }
 

@@ -3,12 +3,14 @@
  * which operator, the plan's common head, and the helpers every planner
  * uses to turn logical shapes into the strides the plan stores them with.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cuda/cuda_impl.h"
+#include "core/half.h"
 
 /* ---- tensors and types ----------------------------------------------- */
 
@@ -58,6 +60,61 @@ int cu_fits_int(int64_t v)
     return v >= 0 && v <= 0x7fffffff;
 }
 
+opsched_dtype cu_storage(const cu_plan_args *a, opsched_dtype dt)
+{
+    return cu_dtype_is_float(dt) ? a->dt : dt;
+}
+
+cuk_dtype cu_kdt(const cu_plan_args *a, const opsched_tensor *t)
+{
+    switch (cu_storage(a, t->dtype)) {
+    case OPSCHED_F32:
+        return CUK_DT_F32;
+    case OPSCHED_F16:
+        return CUK_DT_F16;
+    case OPSCHED_BF16:
+        return CUK_DT_BF16;
+    case OPSCHED_INT8:
+        return CUK_DT_I8;
+    case OPSCHED_INT32:
+        return CUK_DT_I32;
+    case OPSCHED_INT64:
+        return CUK_DT_I64;
+    case OPSCHED_UINT8:
+        return CUK_DT_U8;
+    case OPSCHED_BOOL:
+        return CUK_DT_BOOL;
+    default:
+        return CUK_DT_COUNT;
+    }
+}
+
+uint64_t cu_value_bits(opsched_dtype storage, double v)
+{
+    switch (storage) {
+    case OPSCHED_F32: {
+        float f = (float)v;
+        uint32_t b;
+        memcpy(&b, &f, 4);
+        return b;
+    }
+    case OPSCHED_F16:
+        return os_f32_to_f16((float)v);
+    case OPSCHED_BF16:
+        return os_f32_to_bf16((float)v);
+    case OPSCHED_BOOL:
+        return v != 0.0;
+    default: {
+        /* integers: truncated toward zero, saturated at int64's range */
+        int64_t k = isnan(v) ? 0 : v >= 9223372036854775807.0 ? INT64_MAX
+                                 : v <= -9223372036854775808.0 ? INT64_MIN
+                                                               : (int64_t)v;
+        size_t bytes = opsched_dtype_size(storage);
+        return bytes >= 8 ? (uint64_t)k : (uint64_t)k & ((1ull << (8 * bytes)) - 1);
+    }
+    }
+}
+
 /* ---- layouts --------------------------------------------------------- */
 
 int cu_is_nhwc(const cu_plan_args *a, const opsched_tensor *t)
@@ -96,6 +153,26 @@ void cu_axis_split(const cu_plan_args *a, const opsched_tensor *t, int axis, int
         if (i > pos) *inner *= t->shape.d[order[i]];
     }
     *len = t->shape.d[axis];
+}
+
+void cu_aligned_strides(const cu_plan_args *a, const opsched_tensor *t, const opsched_shape *out,
+                        int64_t *st)
+{
+    int64_t ts[OPSCHED_MAX_DIMS];
+    cu_strides(a, t, ts);
+    for (int i = 0; i < out->ndim; i++) {
+        int ti = t->shape.ndim - out->ndim + i;
+        st[i] = ti >= 0 && t->shape.d[ti] != 1 ? ts[ti] : 0;
+    }
+}
+
+void cu_nd_over(const cu_plan_args *a, const opsched_tensor *y, cuk_nd *nd)
+{
+    memset(nd, 0, sizeof(*nd));
+    nd->ndim = y->shape.ndim;
+    for (int i = 0; i < y->shape.ndim; i++)
+        nd->shape[i] = y->shape.d[i];
+    cu_strides(a, y, nd->stride[0]);
 }
 
 static int64_t abs64(int64_t v)
@@ -180,8 +257,42 @@ void cu_plan_destroy(cu_plan *p)
 
 /* ---- the table's plan slots ------------------------------------------ */
 
+/* 1 when some input of the node is not floating-point (the element-wise
+ * kinds of their own then go to the generic family). */
+static int any_input_not_float(const cu_plan_args *a)
+{
+    for (int i = 0; i < a->node->n_inputs; i++) {
+        const opsched_tensor *t = cu_in(a, i);
+        if (t && !cu_dtype_is_float(t->dtype)) return 1;
+    }
+    return 0;
+}
+
 static opsched_status dispatch(const cu_plan_args *a, cu_plan **p)
 {
+    switch (a->node->op) {
+    case OPSCHED_OP_RELU:
+    case OPSCHED_OP_SIGMOID:
+    case OPSCHED_OP_TANH:
+    case OPSCHED_OP_CLIP:
+    case OPSCHED_OP_GELU:
+    case OPSCHED_OP_ERF:
+    case OPSCHED_OP_HARDSIGMOID:
+    case OPSCHED_OP_HARDSWISH:
+    case OPSCHED_OP_SQRT:
+    case OPSCHED_OP_ADD:
+    case OPSCHED_OP_SUB:
+    case OPSCHED_OP_MUL:
+    case OPSCHED_OP_DIV:
+    case OPSCHED_OP_POW:
+        if (any_input_not_float(a)) return cu_plan_elementwise(a, p);
+        break;
+    case OPSCHED_OP_REDUCEMEAN:
+        if (any_input_not_float(a)) return cu_plan_reduce_fn(a, p);
+        break;
+    default:
+        break;
+    }
     switch (a->node->op) {
     case OPSCHED_OP_CONV:
         return cu_plan_conv(a, p);
@@ -241,6 +352,39 @@ static opsched_status dispatch(const cu_plan_args *a, cu_plan **p)
     case OPSCHED_OP_IDENTITY:
     case OPSCHED_OP_DROPOUT:
         return cu_plan_view(a, p);
+    case OPSCHED_OP_UNARY:
+    case OPSCHED_OP_BINARY:
+    case OPSCHED_OP_WHERE:
+    case OPSCHED_OP_CAST:
+    case OPSCHED_OP_QUANTIZE:
+    case OPSCHED_OP_DEQUANTIZE:
+        return cu_plan_elementwise(a, p);
+    case OPSCHED_OP_REDUCE:
+        return cu_plan_reduce_fn(a, p);
+    case OPSCHED_OP_ARGMAX:
+    case OPSCHED_OP_ARGMIN:
+        return cu_plan_arg(a, p);
+    case OPSCHED_OP_LOGSOFTMAX:
+    case OPSCHED_OP_HARDMAX:
+        return cu_plan_axis_norm(a, p);
+    case OPSCHED_OP_GROUPNORM:
+        return cu_plan_groupnorm(a, p);
+    case OPSCHED_OP_CUMSUM:
+        return cu_plan_cumsum(a, p);
+    case OPSCHED_OP_TOPK:
+        return cu_plan_topk(a, p);
+    case OPSCHED_OP_GATHER_ELEMENTS:
+    case OPSCHED_OP_GATHER_ND:
+    case OPSCHED_OP_SCATTER_ELEMENTS:
+    case OPSCHED_OP_SCATTER_ND:
+    case OPSCHED_OP_TILE:
+    case OPSCHED_OP_TRILU:
+    case OPSCHED_OP_ONEHOT:
+        return cu_plan_index(a, p);
+    case OPSCHED_OP_RESIZE:
+        return cu_plan_resize(a, p);
+    case OPSCHED_OP_CONV_TRANSPOSE:
+        return cu_plan_conv_transpose(a, p);
     default:
         return CU_UNSUPPORTED(a, "operator %d is not supported", (int)a->node->op);
     }

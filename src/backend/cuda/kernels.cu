@@ -306,12 +306,14 @@ template <cuk_fill_kind K> __global__ void k_fill_random(int64_t n, uint64_t sta
             ((uint8_t *)y)[i] = (uint8_t)(z & 0xff);
         else if (K == CUK_FILL_I32)
             ((int32_t *)y)[i] = (int32_t)(z % 7);
+        else if (K == CUK_FILL_BOOL)
+            ((uint8_t *)y)[i] = (uint8_t)(z & 1);
         else
             ((int64_t *)y)[i] = (int64_t)(z % 7);
     }
 }
 
-template <typename T> __global__ void k_pad(cuk_pad_desc d, int64_t n, const T *x, T *y)
+template <typename E> __global__ void k_pad(cuk_pad_desc d, int64_t n, const E *x, E *y)
 {
     GRID_STRIDE(i, n)
     {
@@ -340,7 +342,7 @@ template <typename T> __global__ void k_pad(cuk_pad_desc d, int64_t n, const T *
             }
             off += c * d.in_stride[j];
         }
-        y[i] = inside ? x[off] : st<T>(d.value);
+        y[i] = inside ? x[off] : (E)d.value;
     }
 }
 
@@ -841,21 +843,24 @@ extern "C" cudaError_t cuk_fill_random(cuk_fill_kind k, int64_t n, uint64_t stat
     case CUK_FILL_I64:
         k_fill_random<CUK_FILL_I64><<<blocks_for(n), kThreads, 0, stream>>>(n, state, y);
         break;
+    case CUK_FILL_BOOL:
+        k_fill_random<CUK_FILL_BOOL><<<blocks_for(n), kThreads, 0, stream>>>(n, state, y);
+        break;
     default:
         return cudaErrorInvalidValue;
     }
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t cuk_pad(cuk_type t, const cuk_pad_desc *d, const void *x, void *y,
+extern "C" cudaError_t cuk_pad(size_t elem, const cuk_pad_desc *d, const void *x, void *y,
                                cudaStream_t stream)
 {
     int64_t n = 1;
     for (int i = 0; i < d->ndim; i++)
         n *= d->out_shape[i];
     if (n <= 0) return cudaSuccess;
-    DISPATCH_FLOAT(t,
-                   k_pad<T><<<blocks_for(n), kThreads, 0, stream>>>(*d, n, (const T *)x, (T *)y));
+    DISPATCH_SIZE(elem,
+                  k_pad<E><<<blocks_for(n), kThreads, 0, stream>>>(*d, n, (const E *)x, (E *)y));
     return cudaGetLastError();
 }
 

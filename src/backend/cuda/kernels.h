@@ -26,15 +26,32 @@ extern "C" {
 
 typedef enum cuk_type { CUK_F32 = 0, CUK_F16, CUK_BF16 } cuk_type;
 
+#define CUK_ND_OPS 4 /* operands of an iteration: a destination and up to 3 sources */
+
 /* An iteration over `shape` (row-major order of its dims) with the element
  * offset of each operand: offset[k] + sum_i index_i * stride[k][i].
  * Operand 0 is the destination. */
 typedef struct cuk_nd {
     int ndim;
     int64_t shape[CUK_MAX_DIMS];
-    int64_t stride[3][CUK_MAX_DIMS];
-    int64_t offset[3];
+    int64_t stride[CUK_ND_OPS][CUK_MAX_DIMS];
+    int64_t offset[CUK_ND_OPS];
 } cuk_nd;
+
+/* The storage types of the generic kernels, in opsched_dtype's order (a
+ * float tensor is stored in the math mode's type, the others as they are;
+ * bool is one byte, 0 or 1). */
+typedef enum cuk_dtype {
+    CUK_DT_F32 = 0,
+    CUK_DT_F16,
+    CUK_DT_BF16,
+    CUK_DT_I8,
+    CUK_DT_I32,
+    CUK_DT_I64,
+    CUK_DT_U8,
+    CUK_DT_BOOL,
+    CUK_DT_COUNT
+} cuk_dtype;
 
 typedef enum cuk_unary_op {
     CUK_RELU = 0,
@@ -76,14 +93,16 @@ cudaError_t cuk_split(size_t elem, int n, const void *src, const int64_t *axis, 
 /* What cuk_fill_random writes per element; the values of
  * opsched_buffer_fill_random: with z_i splitmix64's output i from `state`
  * (os_rng seeded), floats (z_i >> 11) * 2^-52 - 1 rounded to the type, U8
- * the low byte of z_i, I32/I64 z_i % 7. */
+ * the low byte of z_i (int8 and uint8 data), I32/I64 z_i % 7, BOOL the low
+ * bit of z_i. */
 typedef enum cuk_fill_kind {
     CUK_FILL_F32 = 0,
     CUK_FILL_F16,
     CUK_FILL_BF16,
     CUK_FILL_U8,
     CUK_FILL_I32,
-    CUK_FILL_I64
+    CUK_FILL_I64,
+    CUK_FILL_BOOL
 } cuk_fill_kind;
 
 cudaError_t cuk_fill_random(cuk_fill_kind k, int64_t n, uint64_t state, void *y,
@@ -92,7 +111,10 @@ cudaError_t cuk_fill_random(cuk_fill_kind k, int64_t n, uint64_t state, void *y,
 typedef enum cuk_pad_mode { CUK_PAD_CONSTANT = 0, CUK_PAD_REFLECT, CUK_PAD_EDGE } cuk_pad_mode;
 
 /* y (contiguous, out_shape) = x padded: x index = y index - begin[i] per
- * dim, resolved by mode where it falls outside [0, in_shape[i]). */
+ * dim, resolved by mode where it falls outside [0, in_shape[i]) (begin may
+ * be negative: a crop).  Only bytes move: value holds the constant's bytes
+ * in the element's type (its low elem bytes, little-endian), so any
+ * element type of 1, 2, 4 or 8 bytes pads. */
 typedef struct cuk_pad_desc {
     int ndim;
     int64_t out_shape[CUK_MAX_DIMS];
@@ -100,10 +122,11 @@ typedef struct cuk_pad_desc {
     int64_t in_stride[CUK_MAX_DIMS];
     int64_t begin[CUK_MAX_DIMS];
     cuk_pad_mode mode;
-    float value;
+    uint64_t value;
 } cuk_pad_desc;
 
-cudaError_t cuk_pad(cuk_type t, const cuk_pad_desc *d, const void *x, void *y, cudaStream_t stream);
+cudaError_t cuk_pad(size_t elem, const cuk_pad_desc *d, const void *x, void *y,
+                    cudaStream_t stream);
 
 /* y[o, j, i] = x[o, idx[j], i]: x is [outer, axis, inner], y is
  * [outer, n_idx, inner].  Indices (int32 when idx_is_32, else int64) may be
@@ -156,6 +179,347 @@ typedef struct cuk_pool_desc {
 } cuk_pool_desc;
 
 cudaError_t cuk_pool2d(cuk_type t, const cuk_pool_desc *d, const void *x, void *y,
+                       cudaStream_t stream);
+
+/* ---- the element-wise family (kernels_ew.cu) ------------------------- *
+ *
+ * One kernel family for every element-wise operator on every storage
+ * type: templated on the operands' storage types, the function a
+ * launch-uniform argument (a switch no thread diverges on; templating on
+ * it too would multiply the instantiations by ~60 for no measured gain on
+ * memory-bound work).  Three paths: every operand packed alike (a flat
+ * loop, 4 elements per access when aligned), broadcasting through the
+ * strides of a cuk_nd (rank up to 8) with 32-bit index arithmetic when
+ * every offset fits, else 64-bit.  Values are computed in float for
+ * f32/f16/bf16, int32 for int8/uint8/int32/bool and int64 for int64. */
+
+typedef enum cuk_ufn {
+    /* opsched_unary_fn's order */
+    CUK_U_ABS = 0,
+    CUK_U_NEG,
+    CUK_U_EXP,
+    CUK_U_LOG,
+    CUK_U_RECIPROCAL,
+    CUK_U_FLOOR,
+    CUK_U_CEIL,
+    CUK_U_ROUND,
+    CUK_U_SIGN,
+    CUK_U_SIN,
+    CUK_U_COS,
+    CUK_U_TAN,
+    CUK_U_ASIN,
+    CUK_U_ACOS,
+    CUK_U_ATAN,
+    CUK_U_SINH,
+    CUK_U_COSH,
+    CUK_U_ASINH,
+    CUK_U_ACOSH,
+    CUK_U_ATANH,
+    CUK_U_ISNAN,
+    CUK_U_ISINF,
+    CUK_U_NOT,
+    CUK_U_BITWISE_NOT,
+    CUK_U_LEAKY_RELU,
+    CUK_U_ELU,
+    CUK_U_SELU,
+    CUK_U_CELU,
+    CUK_U_THRESHOLDED_RELU,
+    CUK_U_SOFTPLUS,
+    CUK_U_SOFTSIGN,
+    CUK_U_MISH,
+    CUK_U_SHRINK,
+    CUK_U_SWISH,
+    /* the activation kinds of their own */
+    CUK_U_RELU,
+    CUK_U_CLIP,
+    CUK_U_SIGMOID,
+    CUK_U_TANH,
+    CUK_U_GELU_ERF,
+    CUK_U_GELU_TANH,
+    CUK_U_ERF,
+    CUK_U_HARDSIGMOID,
+    CUK_U_HARDSWISH,
+    CUK_U_SQRT,
+    CUK_U_COUNT
+} cuk_ufn;
+
+typedef enum cuk_bfn {
+    CUK_B_ADD = 0,
+    CUK_B_SUB,
+    CUK_B_MUL,
+    CUK_B_DIV, /* integers: truncated toward zero; x / 0 is 0 */
+    CUK_B_POW,
+    CUK_B_MOD,  /* sign of the divisor (Python); x mod 0 is 0 for integers */
+    CUK_B_FMOD, /* sign of the dividend (C) */
+    CUK_B_MIN,  /* NaN propagates */
+    CUK_B_MAX,
+    CUK_B_EQUAL,
+    CUK_B_LESS,
+    CUK_B_LESS_EQUAL,
+    CUK_B_GREATER,
+    CUK_B_GREATER_EQUAL,
+    CUK_B_AND,
+    CUK_B_OR,
+    CUK_B_XOR,
+    CUK_B_SHIFT_LEFT, /* shifts of the type's width or more give 0 (sign fill right) */
+    CUK_B_SHIFT_RIGHT,
+    CUK_B_BITWISE_AND,
+    CUK_B_BITWISE_OR,
+    CUK_B_BITWISE_XOR,
+    CUK_B_PRELU,
+    CUK_B_COUNT
+} cuk_bfn;
+
+/* The constants of a unary function: alpha, beta, gamma as ONNX names
+ * them (Clip: alpha = min, beta = max on floats; lo, hi on integers). */
+typedef struct cuk_ew_params {
+    float alpha, beta, gamma;
+    int64_t lo, hi;
+} cuk_ew_params;
+
+/* 1 when the kernels compute fn from storage type tx into ty. */
+int cuk_ew_unary_ok(cuk_ufn fn, cuk_dtype tx, cuk_dtype ty);
+int cuk_ew_binary_ok(cuk_bfn fn, cuk_dtype ta, cuk_dtype tb, cuk_dtype ty);
+
+/* y = fn(x) over n packed elements (x == y allowed). */
+cudaError_t cuk_ew_unary(cuk_ufn fn, const cuk_ew_params *p, cuk_dtype tx, cuk_dtype ty,
+                         int64_t n, const void *x, void *y, cudaStream_t stream);
+/* y = fn(a, b) over nd: operand 0 is y, 1 is a, 2 is b. */
+cudaError_t cuk_ew_binary(cuk_bfn fn, cuk_dtype ta, cuk_dtype tb, cuk_dtype ty, const cuk_nd *nd,
+                          const void *a, const void *b, void *y, cudaStream_t stream);
+/* out = cond ? x : y over nd: operand 0 is out, 1 cond (bool), 2 x, 3 y;
+ * elements of elem bytes. */
+cudaError_t cuk_ew_where(size_t elem, const cuk_nd *nd, const void *cond, const void *x,
+                         const void *y, void *out, cudaStream_t stream);
+/* y = x converted from tx to ty over n packed elements: floats to integers
+ * truncate toward zero (saturating at int64, NaN to 0) then wrap to the
+ * width; anything to bool is "not zero"; integers narrow by wrapping.
+ * round_to CUK_DT_F16 or CUK_DT_BF16 rounds a float result to that type
+ * first (a tensor declared narrower than the math mode stores it); any
+ * other value: no extra rounding. */
+cudaError_t cuk_ew_cast(cuk_dtype tx, cuk_dtype ty, cuk_dtype round_to, int64_t n, const void *x,
+                        void *y, cudaStream_t stream);
+
+/* QuantizeLinear / DequantizeLinear over n packed elements.  Element i
+ * sits at axis coordinate c = (i / inner) % len, outer index o = i /
+ * (inner * len), inner index r = i % inner; its scale and zero point at
+ * o * s_outer + (c / block) * s_axis + r * s_inner (all 0 per tensor;
+ * block 1 per axis). */
+typedef struct cuk_quant_desc {
+    int64_t n, len, inner, block;
+    int64_t s_outer, s_axis, s_inner;
+} cuk_quant_desc;
+
+/* y = saturate(round_half_even(x / scale) + zero_point); x and scale of
+ * float type tf, zero point (may be NULL: 0) and y of ty (int8, uint8 or
+ * int32). */
+cudaError_t cuk_quantize(cuk_dtype tf, cuk_dtype ty, const cuk_quant_desc *d, const void *x,
+                         const void *scale, const void *zero_point, void *y, cudaStream_t stream);
+/* y = (x - zero_point) * scale; x and zero point of tq (int8, uint8 or
+ * int32), scale and y of float type tf. */
+cudaError_t cuk_dequantize(cuk_dtype tq, cuk_dtype tf, const cuk_quant_desc *d, const void *x,
+                           const void *scale, const void *zero_point, void *y,
+                           cudaStream_t stream);
+
+/* ---- the reduction family (kernels_reduce.cu) ------------------------ *
+ *
+ * Reductions over any axes without a permute: each output element (the
+ * kept dims of a cuk_reduce_desc) reduces the sub-space of the reduced
+ * dims, by a group of threads chosen at launch: one thread per output when
+ * the reduced elements are strided and the outputs contiguous (coalesced
+ * across threads), a warp per output otherwise, a block per output for
+ * long reductions into few outputs.  Floats accumulate in float (f16 and
+ * bf16 too), integers in int64 (wrapping), integer LogSum, LogSumExp, L2
+ * and Mean finish in double and truncate toward zero. */
+
+typedef enum cuk_red_fn {
+    /* opsched_reduce_fn's order */
+    CUK_R_MEAN = 0,
+    CUK_R_SUM,
+    CUK_R_MAX, /* NaN propagates */
+    CUK_R_MIN,
+    CUK_R_PROD,
+    CUK_R_L1,
+    CUK_R_L2,
+    CUK_R_LOGSUM,
+    CUK_R_LOGSUMEXP,
+    CUK_R_SUMSQUARE,
+    /* int64 indices of one reduced axis; ties: the first (or the last
+     * with select_last); NaN counts as the extreme (the first NaN wins) */
+    CUK_R_ARGMAX,
+    CUK_R_ARGMIN,
+    CUK_R_COUNT
+} cuk_red_fn;
+
+/* 1 when the kernels reduce storage type t with fn. */
+int cuk_reduce_ok(cuk_red_fn fn, cuk_dtype t);
+/* y (of type t, int64 for ArgMax/ArgMin) = fn over d's reduced dims of x.
+ * An empty reduction gives fn's identity (0, 1, the type's lowest or
+ * highest, -inf for LogSumExp). */
+cudaError_t cuk_reduce(cuk_red_fn fn, cuk_dtype t, int select_last, const cuk_reduce_desc *d,
+                       const void *x, void *y, cudaStream_t stream);
+
+/* Normalisations along one axis of x and y [outer, len, inner] (packed
+ * alike): a thread per line when inner > 1 (neighbouring threads read
+ * neighbouring elements), a warp or a block per line otherwise. */
+typedef enum cuk_axis_op {
+    CUK_AX_SOFTMAX = 0,
+    CUK_AX_LOGSOFTMAX,
+    CUK_AX_HARDMAX /* 1 at the first maximum, 0 elsewhere */
+} cuk_axis_op;
+
+cudaError_t cuk_axis_norm(cuk_axis_op op, cuk_dtype t, int64_t outer, int64_t len, int64_t inner,
+                          const void *x, void *y, cudaStream_t stream);
+
+/* GroupNormalization: x and y [N, C, S] addressed as n * ns + c * cs +
+ * s * ss; mean and variance per (n, group of C / G channels) over the
+ * group's channels and S, then y = (x - mean) / sqrt(var + eps) * scale[c]
+ * + bias[c] (scale and bias [C] of the same type).  A block per group. */
+typedef struct cuk_groupnorm_desc {
+    int64_t N, C, G, S;
+    int64_t ns, cs, ss;
+    float eps;
+} cuk_groupnorm_desc;
+
+cudaError_t cuk_groupnorm(cuk_dtype t, const cuk_groupnorm_desc *d, const void *x,
+                          const void *scale, const void *bias, void *y, cudaStream_t stream);
+
+/* CumSum along the middle axis of x and y [outer, len, inner]: a thread
+ * per line (sequential) when inner > 1, a warp scanning 32 elements at a
+ * time otherwise.  Floats sum in float, integers in int64 (wrapping). */
+cudaError_t cuk_cumsum(cuk_dtype t, int64_t outer, int64_t len, int64_t inner, int exclusive,
+                       int reverse, const void *x, void *y, cudaStream_t stream);
+
+/* TopK along the middle axis of x [outer, len, inner] into values and
+ * int64 indices [outer, k, inner]: the k largest (or smallest), sorted,
+ * equal values by lower index first; NaN counts as larger than every
+ * number.  Lines of up to 2048 elements with k > 8 are sorted in shared
+ * memory (bitonic); otherwise k passes of selection (a warp per line, a
+ * block for lines longer than 2048), each taking the best element after
+ * the previous one in (value, index) order. */
+cudaError_t cuk_topk(cuk_dtype t, int64_t outer, int64_t len, int64_t inner, int64_t k,
+                     int largest, const void *x, void *values, int64_t *indices,
+                     cudaStream_t stream);
+
+/* ---- the gather/scatter family (kernels_index.cu) -------------------- *
+ *
+ * One thread per element of the tensor iterated (the output of a gather,
+ * the updates of a scatter), its logical coordinates turned into each
+ * operand's offset through that operand's strides (so channels-last
+ * tensors need nothing special).  Indices are int32 or int64 (idx32);
+ * negative ones count from the end.  Out of range after that: gathers
+ * clamp to the nearest valid index (as cuk_gather does), scatters drop the
+ * update, OneHot writes "off" for the whole row (as ONNX defines); nothing
+ * reads or writes out of bounds and no error is recorded. */
+
+/* GatherElements (iterating the output = the indices' shape) and
+ * ScatterElements (iterating the updates = the indices' shape): it is the
+ * iterated tensor, idx the indices, other the data (gather) or the output
+ * (scatter) with 0 on the indexed axis, whose extent and stride in that
+ * tensor are axis_len and axis_stride. */
+typedef struct cuk_elements_desc {
+    int ndim;
+    int64_t shape[CUK_MAX_DIMS];
+    int64_t s_it[CUK_MAX_DIMS], s_idx[CUK_MAX_DIMS], s_other[CUK_MAX_DIMS];
+    int64_t axis_len, axis_stride;
+} cuk_elements_desc;
+
+/* GatherND (iterating the output) and ScatterND (iterating the updates):
+ * the iteration's dims are the indices' leading dims (those before the
+ * tuple axis) then the slice dims.  s_idx: the indices' strides on the
+ * leading dims (0 on slice dims), idx_last the stride of the tuple axis;
+ * s_other: the data's (gather) or output's (scatter) strides for batch and
+ * slice dims (0 on the other leading dims); the k tuple components index
+ * dims of extents tup_len and strides tup_stride there. */
+typedef struct cuk_nd_index_desc {
+    int ndim, k;
+    int64_t shape[CUK_MAX_DIMS];
+    int64_t s_it[CUK_MAX_DIMS], s_idx[CUK_MAX_DIMS], s_other[CUK_MAX_DIMS];
+    int64_t idx_last;
+    int64_t tup_len[CUK_MAX_DIMS], tup_stride[CUK_MAX_DIMS];
+} cuk_nd_index_desc;
+
+typedef enum cuk_scatter_red {
+    CUK_SCATTER_NONE = 0,
+    CUK_SCATTER_ADD,
+    CUK_SCATTER_MUL,
+    CUK_SCATTER_MAX,
+    CUK_SCATTER_MIN
+} cuk_scatter_red;
+
+cudaError_t cuk_gather_elements(size_t elem, int idx32, const cuk_elements_desc *d,
+                                const void *data, const void *idx, void *y, cudaStream_t stream);
+cudaError_t cuk_gather_nd(size_t elem, int idx32, const cuk_nd_index_desc *d, const void *data,
+                          const void *idx, void *y, cudaStream_t stream);
+/* y must already hold the data.  NONE stores (duplicate indices: one of
+ * the updates wins, which one is not defined); the reductions apply
+ * atomically: float adds and multiplies land in an order that varies from
+ * run to run (so do their roundings), max, min and integers are exact.
+ * Native atomics where the type has them (add: f32, f16, bf16, int32,
+ * int64; max/min: int32, int64), a compare-and-swap loop otherwise. */
+cudaError_t cuk_scatter_elements(cuk_dtype t, int idx32, cuk_scatter_red red,
+                                 const cuk_elements_desc *d, const void *idx, const void *updates,
+                                 void *y, cudaStream_t stream);
+cudaError_t cuk_scatter_nd(cuk_dtype t, int idx32, cuk_scatter_red red, const cuk_nd_index_desc *d,
+                           const void *idx, const void *updates, void *y, cudaStream_t stream);
+
+/* Tile: y[c] = x[c mod x_shape] over y's logical coordinates. */
+typedef struct cuk_tile_desc {
+    int ndim;
+    int64_t y_shape[CUK_MAX_DIMS], x_shape[CUK_MAX_DIMS];
+    int64_t ys[CUK_MAX_DIMS], xs[CUK_MAX_DIMS];
+} cuk_tile_desc;
+
+cudaError_t cuk_tile(size_t elem, const cuk_tile_desc *d, const void *x, void *y,
+                     cudaStream_t stream);
+
+/* Trilu: over the logical shape (rank >= 2, the last two dims the
+ * matrix), y = x where col - row >= k (upper) or <= k (lower), 0 (every
+ * byte zero) elsewhere; xs and ys the strides. */
+typedef struct cuk_trilu_desc {
+    int ndim, upper;
+    int64_t shape[CUK_MAX_DIMS];
+    int64_t xs[CUK_MAX_DIMS], ys[CUK_MAX_DIMS];
+    int64_t k;
+} cuk_trilu_desc;
+
+cudaError_t cuk_trilu(size_t elem, const cuk_trilu_desc *d, const void *x, void *y,
+                      cudaStream_t stream);
+
+/* OneHot over the output's logical coordinates: the index at the
+ * coordinates without the axis (strides s_idx, 0 on the axis), of type ti
+ * (any storage type; floats truncate), counted from the end when negative;
+ * y = values[1] where it equals the axis coordinate, values[0] elsewhere
+ * (values: [off, on] of elem bytes each). */
+typedef struct cuk_onehot_desc {
+    int ndim, axis;
+    int64_t shape[CUK_MAX_DIMS];
+    int64_t ys[CUK_MAX_DIMS], s_idx[CUK_MAX_DIMS];
+    int64_t depth;
+} cuk_onehot_desc;
+
+cudaError_t cuk_onehot(cuk_dtype ti, size_t elem, const cuk_onehot_desc *d, const void *idx,
+                       const void *values, void *y, cudaStream_t stream);
+
+/* Resize over any axes: separable taps per axis, tabulated at plan time.
+ * meta (int32) holds, for each resized axis j, first[shape[j]] then
+ * count[shape[j]] at offset d->meta[j] (-1: the axis maps each coordinate
+ * to itself); tap t of an output coordinate adds tap_off[first + t] (the
+ * input index times its stride, clamped to the edge) with weight
+ * tap_w[first + t].  A count of 0 marks a coordinate outside the crop
+ * (tf_crop_and_resize): the output element is the extrapolation value.
+ * Interpolating modes (weights, computed in float) take float storage
+ * types; nearest moves elements of any size. */
+typedef struct cuk_resize_desc {
+    int ndim, nearest;
+    int64_t shape[CUK_MAX_DIMS], ys[CUK_MAX_DIMS], xs[CUK_MAX_DIMS];
+    int64_t meta[CUK_MAX_DIMS];
+    uint64_t extrapolation; /* nearest: the value's bytes in the storage type */
+    float extrapolation_f;  /* interpolating modes */
+} cuk_resize_desc;
+
+cudaError_t cuk_resize(cuk_dtype t, size_t elem, const cuk_resize_desc *d, const int32_t *meta,
+                       const int64_t *tap_off, const float *tap_w, const void *x, void *y,
                        cudaStream_t stream);
 
 /* ONNX LRN across channels: x and y [N, C, S] addressed as

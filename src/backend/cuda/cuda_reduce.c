@@ -1,0 +1,327 @@
+/*
+ * cuda_reduce.c - planning the reduction family (kernels_reduce.cu): any
+ * reduction over any axes (OPSCHED_OP_REDUCE, and ReduceMean of data that
+ * is not floating-point), ArgMax and ArgMin, LogSoftmax and Hardmax,
+ * GroupNormalization, CumSum and TopK.
+ *
+ * Reductions are described by strides as the plan stores the tensors, so
+ * channels-last tensors reduce in place (no permute); the ops along one
+ * axis take the [outer, len, inner] split of that axis in memory order,
+ * which is the same for input and output because both have the same rank.
+ * Softmax itself stays with cuDNN (cuda_dnn.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_impl.h"
+
+typedef enum red_kind {
+    RED_REDUCE = 0,
+    RED_COPY, /* a reduction over no axes with noop_with_empty_axes */
+    RED_AXIS,
+    RED_GROUPNORM,
+    RED_CUMSUM,
+    RED_TOPK
+} red_kind;
+
+typedef struct red_plan {
+    cu_plan base;
+    red_kind kind;
+    cuk_dtype t;
+    cuk_red_fn fn;
+    int select_last;
+    cuk_reduce_desc d;
+    cuk_axis_op axis_op;
+    int64_t outer, len, inner, k;
+    int exclusive, reverse, largest;
+    cuk_groupnorm_desc gn;
+    size_t bytes;
+} red_plan;
+
+static opsched_status red_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
+                                 void *const *in, void *const *out)
+{
+    red_plan *p = (red_plan *)base;
+    (void)dev;
+    switch (p->kind) {
+    case RED_REDUCE:
+        CUDA_CHECK(ctx, cuk_reduce(p->fn, p->t, p->select_last, &p->d, in[0], out[0], s));
+        break;
+    case RED_COPY:
+        if (p->bytes && in[0] != out[0])
+            CUDA_CHECK(ctx,
+                       cudaMemcpyAsync(out[0], in[0], p->bytes, cudaMemcpyDeviceToDevice, s));
+        break;
+    case RED_AXIS:
+        CUDA_CHECK(ctx, cuk_axis_norm(p->axis_op, p->t, p->outer, p->len, p->inner, in[0], out[0],
+                                      s));
+        break;
+    case RED_GROUPNORM:
+        CUDA_CHECK(ctx, cuk_groupnorm(p->t, &p->gn, in[0], in[1], in[2], out[0], s));
+        break;
+    case RED_CUMSUM:
+        CUDA_CHECK(ctx, cuk_cumsum(p->t, p->outer, p->len, p->inner, p->exclusive, p->reverse,
+                                   in[0], out[0], s));
+        break;
+    case RED_TOPK:
+        CUDA_CHECK(ctx, cuk_topk(p->t, p->outer, p->len, p->inner, p->k, p->largest, in[0],
+                                 out[0], (int64_t *)out[1], s));
+        break;
+    }
+    return OPSCHED_OK;
+}
+
+static opsched_status red_new(const cu_plan_args *a, red_kind kind, red_plan **out)
+{
+    cu_plan *base = NULL;
+    OS_TRY(cu_plan_alloc(a, sizeof(red_plan), red_launch, NULL, &base));
+    red_plan *p = (red_plan *)base;
+    p->kind = kind;
+    p->t = cu_kdt(a, cu_in(a, 0));
+    *out = p;
+    return OPSCHED_OK;
+}
+
+static opsched_status red_done(const cu_plan_args *a, red_plan *p, cu_plan **out)
+{
+    snprintf(a->info->algo, sizeof(a->info->algo), "kernel");
+    *out = &p->base;
+    return OPSCHED_OK;
+}
+
+static opsched_status red_fail(red_plan *p, opsched_status st)
+{
+    cu_plan_destroy(&p->base);
+    return st;
+}
+
+/* ---- the reduction description --------------------------------------- */
+
+static void swap64(int64_t *a, int64_t *b)
+{
+    int64_t t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static int64_t mag(int64_t v)
+{
+    return v < 0 ? -v : v;
+}
+
+/* Drops unit dims, orders the kept dims by output stride and the reduced
+ * ones by input stride (outermost first), and merges neighbours that are
+ * contiguous: fewer divisions per element, same result. */
+static void desc_simplify(cuk_reduce_desc *d)
+{
+    int n = 0;
+    for (int i = 0; i < d->n_kept; i++) {
+        if (d->kept[i] == 1) continue;
+        d->kept[n] = d->kept[i];
+        d->in_kept[n] = d->in_kept[i];
+        d->out_kept[n++] = d->out_kept[i];
+    }
+    d->n_kept = n;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && mag(d->out_kept[j - 1]) < mag(d->out_kept[j]); j--) {
+            swap64(&d->kept[j - 1], &d->kept[j]);
+            swap64(&d->in_kept[j - 1], &d->in_kept[j]);
+            swap64(&d->out_kept[j - 1], &d->out_kept[j]);
+        }
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m > 0 && d->in_kept[m - 1] == d->in_kept[i] * d->kept[i] &&
+            d->out_kept[m - 1] == d->out_kept[i] * d->kept[i]) {
+            d->kept[m - 1] *= d->kept[i];
+            d->in_kept[m - 1] = d->in_kept[i];
+            d->out_kept[m - 1] = d->out_kept[i];
+        } else {
+            d->kept[m] = d->kept[i];
+            d->in_kept[m] = d->in_kept[i];
+            d->out_kept[m++] = d->out_kept[i];
+        }
+    }
+    d->n_kept = m;
+
+    n = 0;
+    for (int i = 0; i < d->n_red; i++) {
+        if (d->red[i] == 1) continue;
+        d->red[n] = d->red[i];
+        d->in_red[n++] = d->in_red[i];
+    }
+    d->n_red = n;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && mag(d->in_red[j - 1]) < mag(d->in_red[j]); j--) {
+            swap64(&d->red[j - 1], &d->red[j]);
+            swap64(&d->in_red[j - 1], &d->in_red[j]);
+        }
+    m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m > 0 && d->in_red[m - 1] == d->in_red[i] * d->red[i]) {
+            d->red[m - 1] *= d->red[i];
+            d->in_red[m - 1] = d->in_red[i];
+        } else {
+            d->red[m] = d->red[i];
+            d->in_red[m++] = d->in_red[i];
+        }
+    }
+    d->n_red = m;
+}
+
+/* x's dims split into kept ones (with y's strides; y keeps reduced dims as
+ * 1 when keepdims) and reduced ones. */
+static void desc_build(const cu_plan_args *a, const int *reduced, int keepdims,
+                       cuk_reduce_desc *d)
+{
+    const opsched_tensor *x = cu_in(a, 0), *y = cu_out(a, 0);
+    int64_t xs[OPSCHED_MAX_DIMS], ys[OPSCHED_MAX_DIMS];
+    cu_strides(a, x, xs);
+    cu_strides(a, y, ys);
+    memset(d, 0, sizeof(*d));
+    int yi = 0;
+    for (int i = 0; i < x->shape.ndim; i++) {
+        if (reduced[i]) {
+            d->red[d->n_red] = x->shape.d[i];
+            d->in_red[d->n_red++] = xs[i];
+            if (keepdims) yi++;
+        } else {
+            d->kept[d->n_kept] = x->shape.d[i];
+            d->in_kept[d->n_kept] = xs[i];
+            d->out_kept[d->n_kept++] = ys[yi++];
+        }
+    }
+    desc_simplify(d);
+}
+
+/* ---- Reduce, ReduceMean of other types --------------------------------- */
+
+opsched_status cu_plan_reduce_fn(const cu_plan_args *a, cu_plan **out)
+{
+    const opsched_tensor *x = cu_in(a, 0);
+    const opsched_reduce_attr *r = &a->node->attr.reduce;
+    opsched_reduce_fn fn = a->node->op == OPSCHED_OP_REDUCEMEAN ? OPSCHED_REDUCE_MEAN : r->fn;
+    red_plan *p = NULL;
+    if (a->node->op == OPSCHED_OP_REDUCE && r->n_axes == 0 && r->noop_with_empty_axes) {
+        OS_TRY(red_new(a, RED_COPY, &p));
+        p->bytes = (size_t)opsched_shape_numel(&x->shape) * cu_elem_size(a, x);
+        return red_done(a, p, out);
+    }
+    OS_TRY(red_new(a, RED_REDUCE, &p));
+    if ((int)fn < 0 || fn >= OPSCHED_REDUCE_FN_COUNT || !cuk_reduce_ok((cuk_red_fn)fn, p->t))
+        return red_fail(p, CU_UNSUPPORTED(a, "%s of %s data has no kernel",
+                                          opsched_node_op_name(a->node),
+                                          opsched_dtype_name(x->dtype)));
+    p->fn = (cuk_red_fn)fn;
+    int reduced[OPSCHED_MAX_DIMS] = {0};
+    for (int i = 0; i < x->shape.ndim; i++)
+        reduced[i] = r->n_axes == 0;
+    for (int i = 0; i < r->n_axes; i++)
+        reduced[r->axes[i]] = 1;
+    desc_build(a, reduced, r->keepdims, &p->d);
+    return red_done(a, p, out);
+}
+
+/* cuk_red_fn starts with opsched_reduce_fn's functions in its order. */
+_Static_assert((int)CUK_R_SUMSQUARE == (int)OPSCHED_REDUCE_SUMSQUARE &&
+                   (int)CUK_R_ARGMAX == (int)OPSCHED_REDUCE_FN_COUNT,
+               "cuk_red_fn must begin with opsched_reduce_fn");
+
+opsched_status cu_plan_arg(const cu_plan_args *a, cu_plan **out)
+{
+    const opsched_tensor *x = cu_in(a, 0);
+    const opsched_arg_attr *r = &a->node->attr.arg;
+    red_plan *p = NULL;
+    OS_TRY(red_new(a, RED_REDUCE, &p));
+    p->fn = a->node->op == OPSCHED_OP_ARGMAX ? CUK_R_ARGMAX : CUK_R_ARGMIN;
+    p->select_last = r->select_last_index != 0;
+    if (!cuk_reduce_ok(p->fn, p->t))
+        return red_fail(p, CU_UNSUPPORTED(a, "%s data", opsched_dtype_name(x->dtype)));
+    int reduced[OPSCHED_MAX_DIMS] = {0};
+    reduced[r->axis] = 1;
+    desc_build(a, reduced, r->keepdims, &p->d);
+    return red_done(a, p, out);
+}
+
+/* ---- LogSoftmax, Hardmax ------------------------------------------------ */
+
+opsched_status cu_plan_axis_norm(const cu_plan_args *a, cu_plan **out)
+{
+    const opsched_tensor *x = cu_in(a, 0);
+    red_plan *p = NULL;
+    if (!cu_dtype_is_float(x->dtype))
+        return CU_UNSUPPORTED(a, "%s data (floating-point only)", opsched_dtype_name(x->dtype));
+    OS_TRY(red_new(a, RED_AXIS, &p));
+    p->axis_op = a->node->op == OPSCHED_OP_LOGSOFTMAX ? CUK_AX_LOGSOFTMAX
+                 : a->node->op == OPSCHED_OP_HARDMAX  ? CUK_AX_HARDMAX
+                                                      : CUK_AX_SOFTMAX;
+    cu_axis_split(a, x, (int)a->node->attr.axis.axis, &p->outer, &p->len, &p->inner);
+    return red_done(a, p, out);
+}
+
+/* ---- GroupNormalization ------------------------------------------------- */
+
+opsched_status cu_plan_groupnorm(const cu_plan_args *a, cu_plan **out)
+{
+    const opsched_tensor *x = cu_in(a, 0);
+    for (int i = 0; i < 3; i++) {
+        const opsched_tensor *t = cu_in(a, i);
+        if (!t || !cu_dtype_is_float(t->dtype))
+            return CU_UNSUPPORTED(a, "%s data (floating-point only)",
+                                  t ? opsched_dtype_name(t->dtype) : "missing");
+    }
+    red_plan *p = NULL;
+    OS_TRY(red_new(a, RED_GROUPNORM, &p));
+    cuk_groupnorm_desc *d = &p->gn;
+    d->N = x->shape.d[0];
+    d->C = x->shape.d[1];
+    d->G = a->node->attr.groupnorm.groups;
+    d->S = 1;
+    for (int i = 2; i < x->shape.ndim; i++)
+        d->S *= x->shape.d[i];
+    d->eps = a->node->attr.groupnorm.epsilon;
+    if (cu_is_nhwc(a, x)) {
+        d->ns = d->S * d->C;
+        d->cs = 1;
+        d->ss = d->C;
+    } else {
+        d->ns = d->C * d->S;
+        d->cs = d->S;
+        d->ss = 1;
+    }
+    return red_done(a, p, out);
+}
+
+/* ---- CumSum, TopK ------------------------------------------------------- */
+
+opsched_status cu_plan_cumsum(const cu_plan_args *a, cu_plan **out)
+{
+    const opsched_tensor *x = cu_in(a, 0);
+    const opsched_cumsum_attr *c = &a->node->attr.cumsum;
+    red_plan *p = NULL;
+    if (x->dtype == OPSCHED_BOOL)
+        return CU_UNSUPPORTED(a, "bool data");
+    OS_TRY(red_new(a, RED_CUMSUM, &p));
+    cu_axis_split(a, x, (int)c->axis, &p->outer, &p->len, &p->inner);
+    p->exclusive = c->exclusive != 0;
+    p->reverse = c->reverse != 0;
+    return red_done(a, p, out);
+}
+
+opsched_status cu_plan_topk(const cu_plan_args *a, cu_plan **out)
+{
+    const opsched_tensor *x = cu_in(a, 0);
+    const opsched_topk_attr *t = &a->node->attr.topk;
+    int64_t outer, inner, ylen;
+    red_plan *p = NULL;
+    OS_TRY(red_new(a, RED_TOPK, &p));
+    cu_axis_split(a, x, (int)t->axis, &p->outer, &p->len, &p->inner);
+    cu_axis_split(a, cu_out(a, 0), (int)t->axis, &outer, &ylen, &inner);
+    if (outer != p->outer || inner != p->inner || ylen != t->k)
+        return red_fail(p, CU_UNSUPPORTED(a, "values stored in another order than the input"));
+    if (p->len > 0x7fffffff)
+        return red_fail(p, CU_UNSUPPORTED(a, "an axis of more than 2^31 - 1 elements"));
+    p->k = t->k;
+    p->largest = t->largest != 0;
+    return red_done(a, p, out);
+}

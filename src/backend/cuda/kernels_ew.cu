@@ -1,0 +1,747 @@
+/*
+ * kernels_ew.cu - the element-wise family (kernels.h): unary and binary
+ * functions, Where, Cast, QuantizeLinear and DequantizeLinear, on every
+ * storage type.
+ *
+ * A functor holds the operands and the function; three drivers run it:
+ * k_flat (every operand packed alike), k_flat4 (the same, 4 elements per
+ * aligned access, the tail done by the first threads) and k_nd (offsets
+ * from a cuk_nd, in 32- or 64-bit index arithmetic).
+ */
+#include <stdint.h>
+
+#include "backend/cuda/kernels_common.cuh"
+
+using namespace cuk;
+
+namespace
+{
+
+/* ---- unary functions ------------------------------------------------ */
+
+__device__ __forceinline__ float softplusf(float x)
+{
+    /* log(1 + e^x) without overflow for large x */
+    return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
+}
+
+__device__ float ufloat(cuk_ufn fn, float x, const cuk_ew_params &p)
+{
+    switch (fn) {
+    case CUK_U_ABS:
+        return fabsf(x);
+    case CUK_U_NEG:
+        return -x;
+    case CUK_U_EXP:
+        return expf(x);
+    case CUK_U_LOG:
+        return logf(x);
+    case CUK_U_RECIPROCAL:
+        return 1.0f / x;
+    case CUK_U_FLOOR:
+        return floorf(x);
+    case CUK_U_CEIL:
+        return ceilf(x);
+    case CUK_U_ROUND:
+        return rintf(x); /* the default rounding mode: half to even */
+    case CUK_U_SIGN:
+        return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x); /* 0 and NaN as they are */
+    case CUK_U_SIN:
+        return sinf(x);
+    case CUK_U_COS:
+        return cosf(x);
+    case CUK_U_TAN:
+        return tanf(x);
+    case CUK_U_ASIN:
+        return asinf(x);
+    case CUK_U_ACOS:
+        return acosf(x);
+    case CUK_U_ATAN:
+        return atanf(x);
+    case CUK_U_SINH:
+        return sinhf(x);
+    case CUK_U_COSH:
+        return coshf(x);
+    case CUK_U_ASINH:
+        return asinhf(x);
+    case CUK_U_ACOSH:
+        return acoshf(x);
+    case CUK_U_ATANH:
+        return atanhf(x);
+    case CUK_U_LEAKY_RELU:
+        return x >= 0.0f ? x : p.alpha * x;
+    case CUK_U_ELU:
+        return x >= 0.0f ? x : p.alpha * expm1f(x);
+    case CUK_U_SELU:
+        return x > 0.0f ? p.gamma * x : p.gamma * p.alpha * expm1f(x);
+    case CUK_U_CELU:
+        return fmaxf(x, 0.0f) + fminf(0.0f, p.alpha * expm1f(x / p.alpha));
+    case CUK_U_THRESHOLDED_RELU:
+        return x > p.alpha ? x : 0.0f;
+    case CUK_U_SOFTPLUS:
+        return softplusf(x);
+    case CUK_U_SOFTSIGN:
+        return x / (1.0f + fabsf(x));
+    case CUK_U_MISH:
+        return x * tanhf(softplusf(x));
+    case CUK_U_SHRINK: /* bias = alpha, lambd = beta */
+        return x < -p.beta ? x + p.alpha : (x > p.beta ? x - p.alpha : 0.0f);
+    case CUK_U_SWISH:
+        return x / (1.0f + expf(-p.alpha * x));
+    case CUK_U_RELU:
+        return x > 0.0f ? x : (x == x ? 0.0f : x);
+    case CUK_U_CLIP:
+        return fminf(fmaxf(x, p.alpha), p.beta);
+    case CUK_U_SIGMOID:
+        return 1.0f / (1.0f + expf(-x));
+    case CUK_U_TANH:
+        return tanhf(x);
+    case CUK_U_GELU_ERF:
+        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case CUK_U_GELU_TANH:
+        return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case CUK_U_ERF:
+        return erff(x);
+    case CUK_U_HARDSIGMOID:
+        return fminf(fmaxf(p.alpha * x + p.beta, 0.0f), 1.0f);
+    case CUK_U_HARDSWISH:
+        return x * fminf(fmaxf(x * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
+    case CUK_U_SQRT:
+        return sqrtf(x);
+    default:
+        return x;
+    }
+}
+
+template <typename C> __device__ C uint_fn(cuk_ufn fn, C x, const cuk_ew_params &p)
+{
+    switch (fn) {
+    case CUK_U_ABS:
+        return x < 0 ? wsub<C>(0, x) : x;
+    case CUK_U_NEG:
+        return wsub<C>(0, x);
+    case CUK_U_SIGN:
+        return (C)((x > 0) - (x < 0));
+    case CUK_U_BITWISE_NOT:
+        return (C)~x;
+    case CUK_U_RELU:
+        return x > 0 ? x : 0;
+    case CUK_U_CLIP:
+        return (C)((int64_t)x < p.lo ? p.lo : ((int64_t)x > p.hi ? p.hi : (int64_t)x));
+    default:
+        return x;
+    }
+}
+
+template <typename TX, typename TY> struct unary_f {
+    const TX *x;
+    TY *y;
+    cuk_ufn fn;
+    cuk_ew_params p;
+
+    __device__ __forceinline__ TY apply(TX v) const
+    {
+        if constexpr (tr<TY>::is_bool && tr<TX>::fp) {
+            float f = load<TX>(v);
+            int r = fn == CUK_U_ISNAN ? f != f
+                                      : (isinf(f) && ((f > 0.0f && p.alpha != 0.0f) ||
+                                                      (f < 0.0f && p.beta != 0.0f)));
+            return store<TY>(r);
+        } else if constexpr (tr<TX>::is_bool) {
+            return store<TY>(fn == CUK_U_NOT ? !load<TX>(v) : load<TX>(v));
+        } else if constexpr (tr<TX>::fp) {
+            return store<TY>(ufloat(fn, load<TX>(v), p));
+        } else {
+            return store<TY>(uint_fn<typename tr<TX>::C>(fn, load<TX>(v), p));
+        }
+    }
+    __device__ __forceinline__ void at(int64_t i) const
+    {
+        y[i] = apply(x[i]);
+    }
+    __device__ __forceinline__ void at4(int64_t i) const
+    {
+        vec4<TX> a = ((const vec4<TX> *)x)[i];
+        vec4<TY> r;
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            r.v[k] = apply(a.v[k]);
+        ((vec4<TY> *)y)[i] = r;
+    }
+    bool aligned4() const
+    {
+        return (uintptr_t)x % sizeof(vec4<TX>) == 0 && (uintptr_t)y % sizeof(vec4<TY>) == 0;
+    }
+};
+
+/* ---- binary functions ----------------------------------------------- */
+
+__device__ __forceinline__ float nan_or(float a, float b, float r)
+{
+    return (a != a || b != b) ? __int_as_float(0x7fc00000) : r;
+}
+
+__device__ float bfloat(cuk_bfn fn, float a, float b)
+{
+    switch (fn) {
+    case CUK_B_ADD:
+        return a + b;
+    case CUK_B_SUB:
+        return a - b;
+    case CUK_B_MUL:
+        return a * b;
+    case CUK_B_DIV:
+        return a / b;
+    case CUK_B_POW:
+        return powf(a, b);
+    case CUK_B_MOD: {
+        float r = fmodf(a, b);
+        return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;
+    }
+    case CUK_B_FMOD:
+        return fmodf(a, b);
+    case CUK_B_MIN:
+        return nan_or(a, b, fminf(a, b));
+    case CUK_B_MAX:
+        return nan_or(a, b, fmaxf(a, b));
+    case CUK_B_PRELU:
+        return a < 0.0f ? a * b : a;
+    default:
+        return a;
+    }
+}
+
+/* b^e for integers: exact by squaring (wrapping); a negative exponent
+ * truncates 1 / b^|e| toward zero. */
+template <typename C> __device__ C ipow(C b, int64_t e)
+{
+    if (e < 0) return b == 1 ? 1 : (b == -1 ? ((e & 1) ? -1 : 1) : 0);
+    C r = 1;
+    while (e) {
+        if (e & 1) r = wmul<C>(r, b);
+        b = wmul<C>(b, b);
+        e >>= 1;
+    }
+    return r;
+}
+
+template <typename C> __device__ C bint(cuk_bfn fn, C a, C b)
+{
+    const int width = (int)sizeof(C) * 8;
+    switch (fn) {
+    case CUK_B_ADD:
+        return wadd<C>(a, b);
+    case CUK_B_SUB:
+        return wsub<C>(a, b);
+    case CUK_B_MUL:
+        return wmul<C>(a, b);
+    case CUK_B_DIV:
+        return b == 0 ? 0 : (b == -1 ? wsub<C>(0, a) : a / b);
+    case CUK_B_POW:
+        return ipow<C>(a, (int64_t)b);
+    case CUK_B_MOD: {
+        if (b == 0 || b == -1) return 0;
+        C r = a % b;
+        return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+    }
+    case CUK_B_FMOD:
+        return (b == 0 || b == -1) ? 0 : a % b;
+    case CUK_B_MIN:
+        return a < b ? a : b;
+    case CUK_B_MAX:
+        return a > b ? a : b;
+    case CUK_B_SHIFT_LEFT:
+        return (b < 0 || b >= width) ? 0 : (C)((typename uns<C>::type)a << b);
+    case CUK_B_SHIFT_RIGHT:
+        return (b < 0 || b >= width) ? (a < 0 ? -1 : 0) : (C)(a >> b);
+    case CUK_B_BITWISE_AND:
+        return a & b;
+    case CUK_B_BITWISE_OR:
+        return a | b;
+    case CUK_B_BITWISE_XOR:
+        return a ^ b;
+    case CUK_B_PRELU:
+        return a < 0 ? wmul<C>(a, b) : a;
+    default:
+        return a;
+    }
+}
+
+/* Comparisons and the logical functions (bool results). */
+template <typename C> __device__ __forceinline__ int bcmp(cuk_bfn fn, C a, C b)
+{
+    switch (fn) {
+    case CUK_B_EQUAL:
+        return a == b;
+    case CUK_B_LESS:
+        return a < b;
+    case CUK_B_LESS_EQUAL:
+        return a <= b;
+    case CUK_B_GREATER:
+        return a > b;
+    case CUK_B_GREATER_EQUAL:
+        return a >= b;
+    case CUK_B_AND:
+        return (a != 0) && (b != 0);
+    case CUK_B_OR:
+        return (a != 0) || (b != 0);
+    case CUK_B_XOR:
+        return (a != 0) != (b != 0);
+    default:
+        return 0;
+    }
+}
+
+template <typename TA, typename TB, typename TY> struct binary_f {
+    const TA *a;
+    const TB *b;
+    TY *y;
+    cuk_bfn fn;
+
+    __device__ __forceinline__ TY apply(TA va, TB vb) const
+    {
+        typedef typename tr<TA>::C CA;
+        if constexpr (tr<TY>::is_bool) {
+            return store<TY>(bcmp<CA>(fn, load<TA>(va), (CA)load<TB>(vb)));
+        } else if constexpr (!same_t<TA, TB>::value) {
+            /* Pow with an exponent of another type: the base's type rules */
+            if constexpr (tr<TA>::fp) {
+                return store<TY>(powf(load<TA>(va), (float)load<TB>(vb)));
+            } else if constexpr (tr<TB>::fp) {
+                double r = pow((double)load<TA>(va), (double)load<TB>(vb));
+                return store<TY>((CA)__double2ll_rz(r));
+            } else {
+                return store<TY>(ipow<CA>(load<TA>(va), (int64_t)load<TB>(vb)));
+            }
+        } else if constexpr (tr<TA>::fp) {
+            return store<TY>(bfloat(fn, load<TA>(va), load<TB>(vb)));
+        } else {
+            return store<TY>(bint<CA>(fn, load<TA>(va), load<TB>(vb)));
+        }
+    }
+    template <typename I> __device__ __forceinline__ void nd(const I *off) const
+    {
+        y[off[0]] = apply(a[off[1]], b[off[2]]);
+    }
+    __device__ __forceinline__ void at(int64_t i) const
+    {
+        y[i] = apply(a[i], b[i]);
+    }
+    __device__ __forceinline__ void at4(int64_t i) const
+    {
+        vec4<TA> u = ((const vec4<TA> *)a)[i];
+        vec4<TB> v = ((const vec4<TB> *)b)[i];
+        vec4<TY> r;
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            r.v[k] = apply(u.v[k], v.v[k]);
+        ((vec4<TY> *)y)[i] = r;
+    }
+    bool aligned4() const
+    {
+        return (uintptr_t)a % sizeof(vec4<TA>) == 0 && (uintptr_t)b % sizeof(vec4<TB>) == 0 &&
+               (uintptr_t)y % sizeof(vec4<TY>) == 0;
+    }
+};
+
+/* ---- Where ---------------------------------------------------------- */
+
+template <typename E> struct where_f {
+    const uint8_t *c;
+    const E *x, *y;
+    E *o;
+
+    template <typename I> __device__ __forceinline__ void nd(const I *off) const
+    {
+        o[off[0]] = c[off[1]] ? x[off[2]] : y[off[3]];
+    }
+    __device__ __forceinline__ void at(int64_t i) const
+    {
+        o[i] = c[i] ? x[i] : y[i];
+    }
+    __device__ __forceinline__ void at4(int64_t i) const
+    {
+        vec4<uint8_t> cc = ((const vec4<uint8_t> *)c)[i];
+        vec4<E> u = ((const vec4<E> *)x)[i], v = ((const vec4<E> *)y)[i], r;
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            r.v[k] = cc.v[k] ? u.v[k] : v.v[k];
+        ((vec4<E> *)o)[i] = r;
+    }
+    bool aligned4() const
+    {
+        return (uintptr_t)c % 4 == 0 && (uintptr_t)x % sizeof(vec4<E>) == 0 &&
+               (uintptr_t)y % sizeof(vec4<E>) == 0 && (uintptr_t)o % sizeof(vec4<E>) == 0;
+    }
+};
+
+/* ---- Cast ----------------------------------------------------------- */
+
+template <typename TX, typename TY> struct cast_f {
+    const TX *x;
+    TY *y;
+    cuk_dtype round_to;
+
+    __device__ __forceinline__ TY apply(TX v) const
+    {
+        if constexpr (tr<TX>::fp) {
+            float f = load<TX>(v);
+            if constexpr (tr<TY>::fp) {
+                if (round_to == CUK_DT_F16)
+                    f = __half2float(__float2half_rn(f));
+                else if (round_to == CUK_DT_BF16)
+                    f = __bfloat162float(__float2bfloat16_rn(f));
+                return store<TY>(f);
+            } else {
+                return from_float<TY>(f);
+            }
+        } else {
+            int64_t w = (int64_t)load<TX>(v);
+            if constexpr (tr<TY>::fp) {
+                float f = (float)w;
+                if (round_to == CUK_DT_F16)
+                    f = __half2float(__float2half_rn(f));
+                else if (round_to == CUK_DT_BF16)
+                    f = __bfloat162float(__float2bfloat16_rn(f));
+                return store<TY>(f);
+            } else if constexpr (tr<TY>::is_bool) {
+                return store<TY>(w != 0);
+            } else {
+                return store<TY>((typename tr<TY>::C)w);
+            }
+        }
+    }
+    __device__ __forceinline__ void at(int64_t i) const
+    {
+        y[i] = apply(x[i]);
+    }
+    __device__ __forceinline__ void at4(int64_t i) const
+    {
+        vec4<TX> a = ((const vec4<TX> *)x)[i];
+        vec4<TY> r;
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            r.v[k] = apply(a.v[k]);
+        ((vec4<TY> *)y)[i] = r;
+    }
+    bool aligned4() const
+    {
+        return (uintptr_t)x % sizeof(vec4<TX>) == 0 && (uintptr_t)y % sizeof(vec4<TY>) == 0;
+    }
+};
+
+/* ---- drivers -------------------------------------------------------- */
+
+template <typename F> __global__ void k_flat(int64_t n, F f)
+{
+    CUK_GRID_STRIDE(i, n) f.at(i);
+}
+
+template <typename F> __global__ void k_flat4(int64_t n, F f)
+{
+    const int64_t n4 = n / 4;
+    CUK_GRID_STRIDE(i, n4) f.at4(i);
+    if (blockIdx.x == 0 && threadIdx.x < n - n4 * 4) f.at(n4 * 4 + threadIdx.x);
+}
+
+template <int NOPS, typename I, typename F>
+__global__ void k_nd(const __grid_constant__ ndx<I> d, I n, F f)
+{
+    for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += (I)(gridDim.x * blockDim.x)) {
+        I off[NOPS];
+        nd_at<NOPS, I>(d, i, off);
+        f.nd(off);
+    }
+}
+
+/* Packed elements: 4 at a time when the functor's pointers allow. */
+template <typename F> cudaError_t run_flat(int64_t n, const F &f, cudaStream_t s)
+{
+    if (n <= 0) return cudaSuccess;
+    if (n >= 4 && f.aligned4())
+        k_flat4<F><<<grid_for((n + 3) / 4), kThreads, 0, s>>>(n, f);
+    else
+        k_flat<F><<<grid_for(n), kThreads, 0, s>>>(n, f);
+    return cudaGetLastError();
+}
+
+/* 1 when the first nops operands are packed row-major over the whole
+ * iteration from offset 0. */
+int nd_packed(const cuk_nd *d, int nops)
+{
+    for (int k = 0; k < nops; k++) {
+        if (d->offset[k] != 0) return 0;
+        int64_t want = 1;
+        for (int j = d->ndim - 1; j >= 0; j--) {
+            if (d->shape[j] != 1 && d->stride[k][j] != want) return 0;
+            want *= d->shape[j];
+        }
+    }
+    return 1;
+}
+
+template <int NOPS, typename F> cudaError_t run_nd(const cuk_nd *d, const F &f, cudaStream_t s)
+{
+    int64_t n = nd_count(d);
+    if (n <= 0) return cudaSuccess;
+    if (d->ndim < 1 || d->ndim > CUK_MAX_DIMS) return cudaErrorInvalidValue;
+    if (nd_packed(d, NOPS)) return run_flat(n, f, s);
+    if (nd_fits32(d, NOPS))
+        k_nd<NOPS, int32_t, F>
+            <<<grid_for(n), kThreads, 0, s>>>(nd_as<int32_t>(d), (int32_t)n, f);
+    else
+        k_nd<NOPS, int64_t, F><<<grid_for(n), kThreads, 0, s>>>(nd_as<int64_t>(d), n, f);
+    return cudaGetLastError();
+}
+
+template <typename TA, typename TB, typename TY>
+cudaError_t binary_run(cuk_bfn fn, const cuk_nd *nd, const void *a, const void *b, void *y,
+                       cudaStream_t s)
+{
+    binary_f<TA, TB, TY> f;
+    f.a = (const TA *)a;
+    f.b = (const TB *)b;
+    f.y = (TY *)y;
+    f.fn = fn;
+    return run_nd<3>(nd, f, s);
+}
+
+int is_fp(cuk_dtype t)
+{
+    return t == CUK_DT_F32 || t == CUK_DT_F16 || t == CUK_DT_BF16;
+}
+
+int is_int(cuk_dtype t)
+{
+    return t == CUK_DT_I8 || t == CUK_DT_U8 || t == CUK_DT_I32 || t == CUK_DT_I64;
+}
+
+int is_wide_int(cuk_dtype t)
+{
+    return t == CUK_DT_I32 || t == CUK_DT_I64;
+}
+
+/* ---- quantization --------------------------------------------------- */
+
+template <typename TQ> __device__ __forceinline__ double qmin()
+{
+    return same_t<TQ, int8_t>::value ? -128.0 : (same_t<TQ, uint8_t>::value ? 0.0 : -2147483648.0);
+}
+template <typename TQ> __device__ __forceinline__ double qmax()
+{
+    return same_t<TQ, int8_t>::value ? 127.0 : (same_t<TQ, uint8_t>::value ? 255.0 : 2147483647.0);
+}
+
+__device__ __forceinline__ int64_t quant_at(const cuk_quant_desc &d, int64_t i)
+{
+    int64_t r = i % d.inner, t = i / d.inner;
+    int64_t c = t % d.len, o = t / d.len;
+    return o * d.s_outer + (c / d.block) * d.s_axis + r * d.s_inner;
+}
+
+template <typename TF, typename TQ>
+__global__ void k_quantize(cuk_quant_desc d, const TF *x, const TF *scale, const TQ *zp, TQ *y)
+{
+    CUK_GRID_STRIDE(i, d.n)
+    {
+        int64_t si = quant_at(d, i);
+        float q = rintf(load<TF>(x[i]) / load<TF>(scale[si])); /* half to even */
+        double v = q != q ? 0.0 : (double)q;                     /* NaN: the zero point */
+        if (zp) v += (double)load<TQ>(zp[si]);
+        v = v < qmin<TQ>() ? qmin<TQ>() : (v > qmax<TQ>() ? qmax<TQ>() : v);
+        y[i] = (TQ)(int64_t)v;
+    }
+}
+
+template <typename TQ, typename TF>
+__global__ void k_dequantize(cuk_quant_desc d, const TQ *x, const TF *scale, const TQ *zp, TF *y)
+{
+    CUK_GRID_STRIDE(i, d.n)
+    {
+        int64_t si = quant_at(d, i);
+        int64_t v = (int64_t)load<TQ>(x[i]) - (zp ? (int64_t)load<TQ>(zp[si]) : 0);
+        y[i] = store<TF>((float)v * load<TF>(scale[si]));
+    }
+}
+
+#define DISPATCH_QTYPE(t, Q, ...)                                                                  \
+    switch (t) {                                                                                   \
+    case CUK_DT_I8: {                                                                              \
+        typedef int8_t Q;                                                                          \
+        __VA_ARGS__;                                                                               \
+        break;                                                                                     \
+    }                                                                                              \
+    case CUK_DT_U8: {                                                                              \
+        typedef uint8_t Q;                                                                         \
+        __VA_ARGS__;                                                                               \
+        break;                                                                                     \
+    }                                                                                              \
+    case CUK_DT_I32: {                                                                             \
+        typedef int32_t Q;                                                                         \
+        __VA_ARGS__;                                                                               \
+        break;                                                                                     \
+    }                                                                                              \
+    default:                                                                                       \
+        return cudaErrorInvalidValue;                                                              \
+    }
+
+int quant_desc_ok(const cuk_quant_desc *d)
+{
+    return d->n >= 0 && d->len >= 1 && d->inner >= 1 && d->block >= 1;
+}
+
+} /* namespace */
+
+/* ---- entry points --------------------------------------------------- */
+
+extern "C" int cuk_ew_unary_ok(cuk_ufn fn, cuk_dtype tx, cuk_dtype ty)
+{
+    if ((int)tx < 0 || tx >= CUK_DT_COUNT || (int)fn < 0 || fn >= CUK_U_COUNT) return 0;
+    switch (fn) {
+    case CUK_U_ISNAN:
+    case CUK_U_ISINF:
+        return is_fp(tx) && ty == CUK_DT_BOOL;
+    case CUK_U_NOT:
+        return tx == CUK_DT_BOOL && ty == CUK_DT_BOOL;
+    case CUK_U_BITWISE_NOT:
+        return is_int(tx) && ty == tx;
+    case CUK_U_ABS:
+    case CUK_U_NEG:
+    case CUK_U_SIGN:
+    case CUK_U_RELU:
+    case CUK_U_CLIP:
+        return (is_fp(tx) || is_int(tx)) && ty == tx;
+    default:
+        return is_fp(tx) && ty == tx;
+    }
+}
+
+extern "C" int cuk_ew_binary_ok(cuk_bfn fn, cuk_dtype ta, cuk_dtype tb, cuk_dtype ty)
+{
+    if ((int)ta < 0 || ta >= CUK_DT_COUNT || (int)tb < 0 || tb >= CUK_DT_COUNT || (int)fn < 0 ||
+        fn >= CUK_B_COUNT)
+        return 0;
+    switch (fn) {
+    case CUK_B_EQUAL:
+    case CUK_B_LESS:
+    case CUK_B_LESS_EQUAL:
+    case CUK_B_GREATER:
+    case CUK_B_GREATER_EQUAL:
+        return ta == tb && ty == CUK_DT_BOOL;
+    case CUK_B_AND:
+    case CUK_B_OR:
+    case CUK_B_XOR:
+        return ta == CUK_DT_BOOL && tb == CUK_DT_BOOL && ty == CUK_DT_BOOL;
+    case CUK_B_SHIFT_LEFT:
+    case CUK_B_SHIFT_RIGHT:
+    case CUK_B_BITWISE_AND:
+    case CUK_B_BITWISE_OR:
+    case CUK_B_BITWISE_XOR:
+        return is_int(ta) && tb == ta && ty == ta;
+    case CUK_B_POW:
+        if (ty != ta || !(is_fp(ta) || is_int(ta))) return 0;
+        if (tb == ta) return 1;
+        return (is_fp(ta) && is_wide_int(tb)) || (is_wide_int(ta) && is_fp(tb)) ||
+               (is_wide_int(ta) && is_wide_int(tb));
+    default:
+        return (is_fp(ta) || is_int(ta)) && tb == ta && ty == ta;
+    }
+}
+
+extern "C" cudaError_t cuk_ew_unary(cuk_ufn fn, const cuk_ew_params *p, cuk_dtype tx,
+                                    cuk_dtype ty, int64_t n, const void *x, void *y,
+                                    cudaStream_t stream)
+{
+    if (!cuk_ew_unary_ok(fn, tx, ty) || !p) return cudaErrorInvalidValue;
+    if (ty == CUK_DT_BOOL && tx != CUK_DT_BOOL) {
+        CUK_DISPATCH_FP(tx, T, {
+            unary_f<T, boolean> f = {(const T *)x, (boolean *)y, fn, *p};
+            return run_flat(n, f, stream);
+        });
+    }
+    CUK_DISPATCH_DT(tx, T, {
+        unary_f<T, T> f = {(const T *)x, (T *)y, fn, *p};
+        return run_flat(n, f, stream);
+    });
+    return cudaErrorInvalidValue;
+}
+
+extern "C" cudaError_t cuk_ew_binary(cuk_bfn fn, cuk_dtype ta, cuk_dtype tb, cuk_dtype ty,
+                                     const cuk_nd *nd, const void *a, const void *b, void *y,
+                                     cudaStream_t stream)
+{
+    if (!cuk_ew_binary_ok(fn, ta, tb, ty) || !nd) return cudaErrorInvalidValue;
+    if (ta == tb && ty == ta) {
+        CUK_DISPATCH_DT(ta, T, return (binary_run<T, T, T>(fn, nd, a, b, y, stream)));
+    }
+    if (ta == tb && ty == CUK_DT_BOOL) {
+        CUK_DISPATCH_DT(ta, T, return (binary_run<T, T, boolean>(fn, nd, a, b, y, stream)));
+    }
+    /* Pow with an exponent of another type */
+    if (is_fp(ta)) {
+        CUK_DISPATCH_FP(ta, T, {
+            if (tb == CUK_DT_I32) return binary_run<T, int32_t, T>(fn, nd, a, b, y, stream);
+            return binary_run<T, int64_t, T>(fn, nd, a, b, y, stream);
+        });
+    }
+    if (ta == CUK_DT_I32) {
+        if (tb == CUK_DT_I64) return binary_run<int32_t, int64_t, int32_t>(fn, nd, a, b, y, stream);
+        CUK_DISPATCH_FP(tb, T, return (binary_run<int32_t, T, int32_t>(fn, nd, a, b, y, stream)));
+    }
+    if (tb == CUK_DT_I32) return binary_run<int64_t, int32_t, int64_t>(fn, nd, a, b, y, stream);
+    CUK_DISPATCH_FP(tb, T, return (binary_run<int64_t, T, int64_t>(fn, nd, a, b, y, stream)));
+    return cudaErrorInvalidValue;
+}
+
+extern "C" cudaError_t cuk_ew_where(size_t elem, const cuk_nd *nd, const void *cond,
+                                    const void *x, const void *y, void *out, cudaStream_t stream)
+{
+    if (!nd) return cudaErrorInvalidValue;
+    CUK_DISPATCH_ELEM(elem, E, {
+        where_f<E> f = {(const uint8_t *)cond, (const E *)x, (const E *)y, (E *)out};
+        return run_nd<4>(nd, f, stream);
+    });
+    return cudaErrorInvalidValue;
+}
+
+extern "C" cudaError_t cuk_ew_cast(cuk_dtype tx, cuk_dtype ty, cuk_dtype round_to, int64_t n,
+                                   const void *x, void *y, cudaStream_t stream)
+{
+    CUK_DISPATCH_DT(tx, TX, {
+        CUK_DISPATCH_DT(ty, TY, {
+            cast_f<TX, TY> f = {(const TX *)x, (TY *)y, round_to};
+            return run_flat(n, f, stream);
+        });
+    });
+    return cudaErrorInvalidValue;
+}
+
+extern "C" cudaError_t cuk_quantize(cuk_dtype tf, cuk_dtype ty, const cuk_quant_desc *d,
+                                    const void *x, const void *scale, const void *zero_point,
+                                    void *y, cudaStream_t stream)
+{
+    if (!d || !quant_desc_ok(d)) return cudaErrorInvalidValue;
+    if (d->n == 0) return cudaSuccess;
+    CUK_DISPATCH_FP(tf, F, {
+        DISPATCH_QTYPE(ty, Q, {
+            k_quantize<F, Q><<<grid_for(d->n), kThreads, 0, stream>>>(
+                *d, (const F *)x, (const F *)scale, (const Q *)zero_point, (Q *)y);
+        });
+    });
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_dequantize(cuk_dtype tq, cuk_dtype tf, const cuk_quant_desc *d,
+                                      const void *x, const void *scale, const void *zero_point,
+                                      void *y, cudaStream_t stream)
+{
+    if (!d || !quant_desc_ok(d)) return cudaErrorInvalidValue;
+    if (d->n == 0) return cudaSuccess;
+    CUK_DISPATCH_FP(tf, F, {
+        DISPATCH_QTYPE(tq, Q, {
+            k_dequantize<Q, F><<<grid_for(d->n), kThreads, 0, stream>>>(
+                *d, (const Q *)x, (const F *)scale, (const Q *)zero_point, (F *)y);
+        });
+    });
+    return cudaGetLastError();
+}

@@ -1,0 +1,825 @@
+/*
+ * kernels_reduce.cu - the reduction family (kernels.h): any reduction over
+ * any axes, ArgMax/ArgMin, the normalisations along an axis (Softmax,
+ * LogSoftmax, Hardmax), GroupNormalization, CumSum and TopK.
+ *
+ * Every kernel maps a unit of output (an output element, a line along an
+ * axis, a group of channels) to a group of G threads: G = 1 (a thread),
+ * 32 (a warp) or blockDim.x (a block), chosen at launch from the strides.
+ * The accumulators (racc) share one interface, so the group reduction is
+ * written once: shuffles within a warp, then shared memory across warps.
+ */
+#include <stdint.h>
+
+#include "backend/cuda/kernels_common.cuh"
+
+using namespace cuk;
+
+namespace
+{
+
+/* ---- accumulators --------------------------------------------------- */
+
+enum { RK_ADD = 0, RK_MUL, RK_MAX, RK_MIN, RK_LSE, RK_ARG };
+
+template <typename A> __device__ __forceinline__ bool is_nan(A v)
+{
+    if constexpr (std::is_floating_point<A>::value)
+        return v != v;
+    else
+        return false;
+}
+
+template <typename A> __device__ __forceinline__ A lowest()
+{
+    if constexpr (same_t<A, float>::value)
+        return -CUDART_INF_F;
+    else if constexpr (same_t<A, double>::value)
+        return -CUDART_INF;
+    else
+        return (A)INT64_MIN;
+}
+template <typename A> __device__ __forceinline__ A highest()
+{
+    if constexpr (same_t<A, float>::value)
+        return CUDART_INF_F;
+    else if constexpr (same_t<A, double>::value)
+        return CUDART_INF;
+    else
+        return (A)INT64_MAX;
+}
+
+template <typename A> __device__ __forceinline__ A acc_add(A a, A b)
+{
+    if constexpr (same_t<A, int64_t>::value)
+        return wadd<int64_t>(a, b);
+    else
+        return a + b;
+}
+template <typename A> __device__ __forceinline__ A acc_mul(A a, A b)
+{
+    if constexpr (same_t<A, int64_t>::value)
+        return wmul<int64_t>(a, b);
+    else
+        return a * b;
+}
+
+template <typename A, int K> struct racc;
+
+template <typename A> struct racc<A, RK_ADD> {
+    A s;
+    __device__ void init(int)
+    {
+        s = 0;
+    }
+    __device__ void add(A v)
+    {
+        s = acc_add<A>(s, v);
+    }
+    __device__ void merge(const racc &o)
+    {
+        s = acc_add<A>(s, o.s);
+    }
+    __device__ racc shfl(int o) const
+    {
+        racc r;
+        r.s = __shfl_xor_sync(0xffffffffu, s, o);
+        return r;
+    }
+};
+
+template <typename A> struct racc<A, RK_MUL> {
+    A s;
+    __device__ void init(int)
+    {
+        s = 1;
+    }
+    __device__ void add(A v)
+    {
+        s = acc_mul<A>(s, v);
+    }
+    __device__ void merge(const racc &o)
+    {
+        s = acc_mul<A>(s, o.s);
+    }
+    __device__ racc shfl(int o) const
+    {
+        racc r;
+        r.s = __shfl_xor_sync(0xffffffffu, s, o);
+        return r;
+    }
+};
+
+/* Max and min keep a NaN once they have seen one. */
+template <typename A> struct racc<A, RK_MAX> {
+    A s;
+    __device__ void init(int)
+    {
+        s = lowest<A>();
+    }
+    __device__ void add(A v)
+    {
+        if (!is_nan(s) && (is_nan(v) || v > s)) s = v;
+    }
+    __device__ void merge(const racc &o)
+    {
+        add(o.s);
+    }
+    __device__ racc shfl(int o) const
+    {
+        racc r;
+        r.s = __shfl_xor_sync(0xffffffffu, s, o);
+        return r;
+    }
+};
+
+template <typename A> struct racc<A, RK_MIN> {
+    A s;
+    __device__ void init(int)
+    {
+        s = highest<A>();
+    }
+    __device__ void add(A v)
+    {
+        if (!is_nan(s) && (is_nan(v) || v < s)) s = v;
+    }
+    __device__ void merge(const racc &o)
+    {
+        add(o.s);
+    }
+    __device__ racc shfl(int o) const
+    {
+        racc r;
+        r.s = __shfl_xor_sync(0xffffffffu, s, o);
+        return r;
+    }
+};
+
+/* log(sum(exp(v))) online: the running maximum m and sum(exp(v - m)). */
+template <typename A> struct racc<A, RK_LSE> {
+    A m, s;
+    __device__ void init(int)
+    {
+        m = lowest<A>();
+        s = 0;
+    }
+    __device__ void merge2(A om, A os)
+    {
+        if (is_nan(m)) return;
+        if (is_nan(om)) {
+            m = om;
+            s = 1;
+            return;
+        }
+        if (om == lowest<A>()) return; /* the other is empty (or all -inf) */
+        if (m == lowest<A>()) {
+            m = om;
+            s = os;
+        } else if (om == m) {
+            s += os; /* also +inf and +inf, where exp(m - om) would be NaN */
+        } else if (om > m) {
+            s = s * exp(m - om) + os;
+            m = om;
+        } else {
+            s += os * exp(om - m);
+        }
+    }
+    __device__ void add(A v)
+    {
+        merge2(v, 1);
+    }
+    __device__ void merge(const racc &o)
+    {
+        merge2(o.m, o.s);
+    }
+    __device__ racc shfl(int o) const
+    {
+        racc r;
+        r.m = __shfl_xor_sync(0xffffffffu, m, o);
+        r.s = __shfl_xor_sync(0xffffffffu, s, o);
+        return r;
+    }
+    __device__ A result() const
+    {
+        return is_nan(m) ? m : (m == lowest<A>() ? m : m + log(s));
+    }
+};
+
+/* The best (key, index): the largest key, on a tie the lowest index (the
+ * highest with `last`).  An empty one has index -1. */
+template <typename A> struct racc<A, RK_ARG> {
+    uint64_t key;
+    int64_t idx;
+    int last;
+    __device__ void init(int select_last)
+    {
+        key = 0;
+        idx = -1;
+        last = select_last;
+    }
+    __device__ void add2(uint64_t k, int64_t i)
+    {
+        if (i < 0) return;
+        if (idx < 0 || k > key || (k == key && (last ? i > idx : i < idx))) {
+            key = k;
+            idx = i;
+        }
+    }
+    __device__ void merge(const racc &o)
+    {
+        add2(o.key, o.idx);
+    }
+    __device__ racc shfl(int o) const
+    {
+        racc r;
+        r.key = __shfl_xor_sync(0xffffffffu, key, o);
+        r.idx = __shfl_xor_sync(0xffffffffu, idx, o);
+        r.last = last;
+        return r;
+    }
+};
+
+/* Combines r over the group of G threads (1, 32 or the block); every
+ * thread of the group gets the result.  sh: 32 entries in shared memory;
+ * the whole block calls this when G is the block. */
+template <typename R> __device__ R group_merge(R r, int G, R *sh, int last)
+{
+    if (G == 1) return r;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        r.merge(r.shfl(o));
+    if (G == 32) return r;
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    __syncthreads();
+    if (lane == 0) sh[w] = r;
+    __syncthreads();
+    if (w == 0) {
+        R u;
+        if (lane < nw)
+            u = sh[lane];
+        else
+            u.init(last);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            u.merge(u.shfl(o));
+        if (lane == 0) sh[0] = u;
+    }
+    __syncthreads();
+    return sh[0];
+}
+
+/* Which unit of work this thread's group takes first, how many groups
+ * there are, and the thread's lane in its group. */
+struct group_pos {
+    int64_t first, count;
+    int lane;
+};
+
+__device__ __forceinline__ group_pos group_of(int G)
+{
+    group_pos p;
+    int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t all = (int64_t)gridDim.x * blockDim.x;
+    if (G == 1) {
+        p.first = t;
+        p.count = all;
+        p.lane = 0;
+    } else if (G == 32) {
+        p.first = t >> 5;
+        p.count = all >> 5;
+        p.lane = threadIdx.x & 31;
+    } else {
+        p.first = blockIdx.x;
+        p.count = gridDim.x;
+        p.lane = threadIdx.x;
+    }
+    return p;
+}
+
+/* Launch grid for `units` units of work in groups of G threads. */
+unsigned grid_groups(int64_t units, int G)
+{
+    if (G > 32) return (unsigned)(units < kMaxBlocks ? (units < 1 ? 1 : units) : kMaxBlocks);
+    return grid_for(units * G);
+}
+
+/* ---- Reduce, ArgMax, ArgMin ----------------------------------------- */
+
+struct red_args {
+    cuk_reduce_desc d;
+    int64_t n_out, n_red;
+    int group, fn, last;
+};
+
+template <typename T> struct acc_of {
+    typedef typename std::conditional<tr<T>::fp, float, int64_t>::type type;
+};
+/* LogSumExp of integers sums in double. */
+template <typename T> struct lse_of {
+    typedef typename std::conditional<tr<T>::fp, float, double>::type type;
+};
+
+template <typename T, typename A> __device__ __forceinline__ A premap(T v, int fn)
+{
+    A a = (A)load<T>(v);
+    switch (fn) {
+    case CUK_R_L1:
+        return a < 0 ? acc_mul<A>(a, (A)-1) : a;
+    case CUK_R_L2:
+    case CUK_R_SUMSQUARE:
+        return acc_mul<A>(a, a);
+    default:
+        return a;
+    }
+}
+
+/* What a sum becomes (Mean, L2, LogSum). */
+template <typename T, typename A> __device__ __forceinline__ T finish_sum(A s, int fn, int64_t n)
+{
+    if constexpr (tr<T>::fp) {
+        float v = (float)s;
+        if (fn == CUK_R_MEAN) v = v / (float)n;
+        if (fn == CUK_R_L2) v = sqrtf(v);
+        if (fn == CUK_R_LOGSUM) v = logf(v);
+        return store<T>(v);
+    } else {
+        if (fn == CUK_R_MEAN || fn == CUK_R_L2 || fn == CUK_R_LOGSUM) {
+            double v = (double)s;
+            v = fn == CUK_R_MEAN ? v / (double)n : (fn == CUK_R_L2 ? sqrt(v) : log(v));
+            return store<T>((typename tr<T>::C)__double2ll_rz(v));
+        }
+        return store<T>((typename tr<T>::C)s);
+    }
+}
+
+template <typename T> __device__ __forceinline__ uint64_t arg_key(T v, int is_min)
+{
+    uint64_t k = order_key<T>(v);
+    if (is_min && k != 0xffffffffffffffffull) k = ~k; /* NaN stays the winner */
+    return k;
+}
+
+template <typename T, int K> __global__ void k_reduce(const __grid_constant__ red_args a, const T *x, void *y)
+{
+    typedef typename std::conditional<K == RK_LSE, typename lse_of<T>::type,
+                                      typename acc_of<T>::type>::type A;
+    typedef racc<A, K> R;
+    __shared__ R sh[32];
+    const int G = a.group;
+    group_pos gp = group_of(G);
+    for (int64_t o = gp.first; o < a.n_out; o += gp.count) {
+        int64_t rest = o, in_base = 0, out_off = 0;
+        for (int j = a.d.n_kept - 1; j >= 0; j--) {
+            int64_t q = rest / a.d.kept[j], c = rest - q * a.d.kept[j];
+            rest = q;
+            in_base += c * a.d.in_kept[j];
+            out_off += c * a.d.out_kept[j];
+        }
+        R acc;
+        acc.init(a.last);
+        for (int64_t r = gp.lane; r < a.n_red; r += G) {
+            int64_t rr = r, off = in_base;
+            for (int j = a.d.n_red - 1; j >= 0; j--) {
+                int64_t q = rr / a.d.red[j], c = rr - q * a.d.red[j];
+                rr = q;
+                off += c * a.d.in_red[j];
+            }
+            if constexpr (K == RK_ARG)
+                acc.add2(arg_key<T>(x[off], a.fn == CUK_R_ARGMIN), r);
+            else
+                acc.add(premap<T, A>(x[off], a.fn));
+        }
+        acc = group_merge<R>(acc, G, sh, a.last);
+        if (gp.lane != 0) continue;
+        if constexpr (K == RK_ARG) {
+            ((int64_t *)y)[out_off] = acc.idx < 0 ? 0 : acc.idx;
+        } else if constexpr (K == RK_LSE) {
+            A v = acc.result();
+            if constexpr (tr<T>::fp)
+                ((T *)y)[out_off] = store<T>((float)v);
+            else
+                ((T *)y)[out_off] = store<T>((typename tr<T>::C)__double2ll_rz((double)v));
+        } else if constexpr (K == RK_ADD) {
+            ((T *)y)[out_off] = finish_sum<T, A>(acc.s, a.fn, a.n_red);
+        } else {
+            ((T *)y)[out_off] = store<T>((typename tr<T>::C)acc.s);
+        }
+    }
+}
+
+int kind_of(cuk_red_fn fn)
+{
+    switch (fn) {
+    case CUK_R_PROD:
+        return RK_MUL;
+    case CUK_R_MAX:
+        return RK_MAX;
+    case CUK_R_MIN:
+        return RK_MIN;
+    case CUK_R_LOGSUMEXP:
+        return RK_LSE;
+    case CUK_R_ARGMAX:
+    case CUK_R_ARGMIN:
+        return RK_ARG;
+    default:
+        return RK_ADD;
+    }
+}
+
+template <typename T>
+cudaError_t reduce_run(int kind, const red_args &a, unsigned grid, const void *x, void *y,
+                       cudaStream_t s)
+{
+    const T *xt = (const T *)x;
+    switch (kind) {
+    case RK_ADD:
+        k_reduce<T, RK_ADD><<<grid, kThreads, 0, s>>>(a, xt, y);
+        break;
+    case RK_MUL:
+        k_reduce<T, RK_MUL><<<grid, kThreads, 0, s>>>(a, xt, y);
+        break;
+    case RK_MAX:
+        k_reduce<T, RK_MAX><<<grid, kThreads, 0, s>>>(a, xt, y);
+        break;
+    case RK_MIN:
+        k_reduce<T, RK_MIN><<<grid, kThreads, 0, s>>>(a, xt, y);
+        break;
+    case RK_LSE:
+        k_reduce<T, RK_LSE><<<grid, kThreads, 0, s>>>(a, xt, y);
+        break;
+    default:
+        k_reduce<T, RK_ARG><<<grid, kThreads, 0, s>>>(a, xt, y);
+        break;
+    }
+    return cudaGetLastError();
+}
+
+/* ---- Softmax, LogSoftmax, Hardmax ----------------------------------- */
+
+/* The thread, warp or block for lines [outer, len, inner]. */
+int line_group(int64_t lines, int64_t len, int64_t inner)
+{
+    if (inner > 1) return 1;
+    if (len >= 2048 && lines < 2048) return kThreads;
+    return 32;
+}
+
+template <typename T, int OP>
+__global__ void k_axis(int64_t outer, int64_t len, int64_t inner, int G, const T *x, T *y)
+{
+    typedef racc<float, RK_MAX> RM;
+    typedef racc<float, RK_ADD> RS;
+    typedef racc<float, RK_ARG> RA;
+    __shared__ RM shm[32];
+    __shared__ RS shs[32];
+    __shared__ RA sha[32];
+    group_pos gp = group_of(G);
+    const int64_t lines = outer * inner;
+    for (int64_t l = gp.first; l < lines; l += gp.count) {
+        int64_t o = l / inner, r = l - o * inner;
+        const T *xl = x + o * len * inner + r;
+        T *yl = y + o * len * inner + r;
+        if (OP == CUK_AX_HARDMAX) {
+            RA best;
+            best.init(0);
+            for (int64_t k = gp.lane; k < len; k += G)
+                best.add2(arg_key<T>(xl[k * inner], 0), k);
+            best = group_merge<RA>(best, G, sha, 0);
+            for (int64_t k = gp.lane; k < len; k += G)
+                yl[k * inner] = store<T>(k == best.idx ? 1.0f : 0.0f);
+            continue;
+        }
+        RM m;
+        m.init(0);
+        for (int64_t k = gp.lane; k < len; k += G)
+            m.add(load<T>(xl[k * inner]));
+        m = group_merge<RM>(m, G, shm, 0);
+        float mx = m.s == -CUDART_INF_F ? 0.0f : m.s; /* a line of -inf: no NaN from inf - inf */
+        RS sum;
+        sum.init(0);
+        for (int64_t k = gp.lane; k < len; k += G)
+            sum.add(expf(load<T>(xl[k * inner]) - mx));
+        sum = group_merge<RS>(sum, G, shs, 0);
+        float lg = logf(sum.s), inv = 1.0f / sum.s;
+        for (int64_t k = gp.lane; k < len; k += G) {
+            float v = load<T>(xl[k * inner]) - mx;
+            yl[k * inner] = store<T>(OP == CUK_AX_LOGSOFTMAX ? v - lg : expf(v) * inv);
+        }
+    }
+}
+
+/* ---- GroupNormalization --------------------------------------------- */
+
+template <typename T>
+__global__ void k_groupnorm(cuk_groupnorm_desc d, int channels_fast, const T *x, const T *scale,
+                            const T *bias, T *y)
+{
+    typedef racc<float, RK_ADD> RS;
+    __shared__ RS sh[32];
+    const int64_t cg = d.C / d.G, m = cg * d.S;
+    for (int64_t q = blockIdx.x; q < d.N * d.G; q += gridDim.x) {
+        int64_t n = q / d.G, g = q - n * d.G;
+        int64_t base = n * d.ns + g * cg * d.cs;
+        RS s;
+        s.init(0);
+        for (int64_t e = threadIdx.x; e < m; e += blockDim.x) {
+            int64_t c = channels_fast ? e % cg : e / d.S, sp = channels_fast ? e / cg : e % d.S;
+            s.add(load<T>(x[base + c * d.cs + sp * d.ss]));
+        }
+        s = group_merge<RS>(s, blockDim.x, sh, 0);
+        const float mean = s.s / (float)m;
+        RS v;
+        v.init(0);
+        for (int64_t e = threadIdx.x; e < m; e += blockDim.x) {
+            int64_t c = channels_fast ? e % cg : e / d.S, sp = channels_fast ? e / cg : e % d.S;
+            float t = load<T>(x[base + c * d.cs + sp * d.ss]) - mean;
+            v.add(t * t);
+        }
+        v = group_merge<RS>(v, blockDim.x, sh, 0);
+        const float rstd = rsqrtf(v.s / (float)m + d.eps);
+        for (int64_t e = threadIdx.x; e < m; e += blockDim.x) {
+            int64_t c = channels_fast ? e % cg : e / d.S, sp = channels_fast ? e / cg : e % d.S;
+            int64_t off = base + c * d.cs + sp * d.ss, ch = g * cg + c;
+            float t = (load<T>(x[off]) - mean) * rstd;
+            y[off] = store<T>(t * load<T>(scale[ch]) + load<T>(bias[ch]));
+        }
+    }
+}
+
+/* ---- CumSum --------------------------------------------------------- */
+
+template <typename T>
+__global__ void k_cumsum_lines(int64_t outer, int64_t len, int64_t inner, int excl, int rev,
+                               const T *x, T *y)
+{
+    typedef typename acc_of<T>::type A;
+    CUK_GRID_STRIDE(l, outer * inner)
+    {
+        int64_t o = l / inner, r = l - o * inner, base = o * len * inner + r;
+        A acc = 0;
+        for (int64_t k2 = 0; k2 < len; k2++) {
+            int64_t off = base + (rev ? len - 1 - k2 : k2) * inner;
+            A v = (A)load<T>(x[off]);
+            if (excl) {
+                y[off] = store<T>((typename tr<T>::C)acc);
+                acc = acc_add<A>(acc, v);
+            } else {
+                acc = acc_add<A>(acc, v);
+                y[off] = store<T>((typename tr<T>::C)acc);
+            }
+        }
+    }
+}
+
+/* Contiguous lines: a warp scans 32 elements at a time. */
+template <typename T>
+__global__ void k_cumsum_warp(int64_t lines, int64_t len, int excl, int rev, const T *x, T *y)
+{
+    typedef typename acc_of<T>::type A;
+    group_pos gp = group_of(32);
+    for (int64_t l = gp.first; l < lines; l += gp.count) {
+        const int64_t base = l * len;
+        A carry = 0;
+        for (int64_t c0 = 0; c0 < len; c0 += 32) {
+            int64_t k2 = c0 + gp.lane, off = base + (rev ? len - 1 - k2 : k2);
+            A v = k2 < len ? (A)load<T>(x[off]) : (A)0, inc = v;
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                A t = __shfl_up_sync(0xffffffffu, inc, o);
+                if (gp.lane >= o) inc = acc_add<A>(inc, t);
+            }
+            A ex = __shfl_up_sync(0xffffffffu, inc, 1);
+            if (gp.lane == 0) ex = 0;
+            if (k2 < len) y[off] = store<T>((typename tr<T>::C)acc_add<A>(carry, excl ? ex : inc));
+            carry = acc_add<A>(carry, __shfl_sync(0xffffffffu, inc, 31));
+        }
+    }
+}
+
+/* ---- TopK ----------------------------------------------------------- */
+
+template <typename T> __device__ __forceinline__ uint64_t topk_key(T v, int largest)
+{
+    uint64_t k = order_key<T>(v);
+    return largest ? k : ~k;
+}
+
+/* k passes: each takes the best element strictly after the previous one in
+ * (key descending, index ascending) order. */
+template <typename T>
+__global__ void k_topk_select(int64_t outer, int64_t len, int64_t inner, int64_t k, int largest,
+                              int G, const T *x, T *vals, int64_t *idx)
+{
+    typedef racc<float, RK_ARG> RA;
+    __shared__ RA sh[32];
+    group_pos gp = group_of(G);
+    for (int64_t l = gp.first; l < outer * inner; l += gp.count) {
+        int64_t o = l / inner, r = l - o * inner;
+        const T *xl = x + o * len * inner + r;
+        int64_t ob = o * k * inner + r;
+        uint64_t pk = 0;
+        int64_t pi = -1;
+        for (int64_t j = 0; j < k; j++) {
+            RA best;
+            best.init(0);
+            for (int64_t e = gp.lane; e < len; e += G) {
+                uint64_t kk = topk_key<T>(xl[e * inner], largest);
+                if (pi < 0 || kk < pk || (kk == pk && e > pi)) best.add2(kk, e);
+            }
+            best = group_merge<RA>(best, G, sh, 0);
+            if (gp.lane == 0) {
+                vals[ob + j * inner] = xl[best.idx * inner];
+                idx[ob + j * inner] = best.idx;
+            }
+            pk = best.key;
+            pi = best.idx;
+        }
+    }
+}
+
+const int kSortMax = 2048;
+
+/* Lines of up to kSortMax elements: a block sorts (key, index) pairs in
+ * shared memory and writes the first k. */
+template <typename T>
+__global__ void k_topk_sort(int64_t outer, int64_t len, int64_t inner, int64_t k, int largest,
+                            const T *x, T *vals, int64_t *idx)
+{
+    __shared__ uint64_t key[kSortMax];
+    __shared__ int32_t pos[kSortMax];
+    int P = 2;
+    while (P < len)
+        P <<= 1;
+    for (int64_t l = blockIdx.x; l < outer * inner; l += gridDim.x) {
+        int64_t o = l / inner, r = l - o * inner;
+        const T *xl = x + o * len * inner + r;
+        int64_t ob = o * k * inner + r;
+        __syncthreads(); /* the previous line's readers are done */
+        for (int e = threadIdx.x; e < P; e += blockDim.x) {
+            key[e] = e < len ? topk_key<T>(xl[e * inner], largest) : 0;
+            pos[e] = e < len ? e : INT32_MAX;
+        }
+        __syncthreads();
+        for (int size = 2; size <= P; size <<= 1) {
+            for (int stride = size >> 1; stride > 0; stride >>= 1) {
+                for (int t = threadIdx.x; t < P / 2; t += blockDim.x) {
+                    int i = 2 * t - (t & (stride - 1)), j = i + stride;
+                    /* a before b: larger key, or the same key and a lower index */
+                    bool j_first = key[j] > key[i] || (key[j] == key[i] && pos[j] < pos[i]);
+                    bool i_first = key[i] > key[j] || (key[i] == key[j] && pos[i] < pos[j]);
+                    if ((i & size) == 0 ? j_first : i_first) {
+                        uint64_t tk = key[i];
+                        key[i] = key[j];
+                        key[j] = tk;
+                        int32_t tp = pos[i];
+                        pos[i] = pos[j];
+                        pos[j] = tp;
+                    }
+                }
+                __syncthreads();
+            }
+        }
+        for (int64_t j = threadIdx.x; j < k; j += blockDim.x) {
+            vals[ob + j * inner] = xl[(int64_t)pos[j] * inner];
+            idx[ob + j * inner] = pos[j];
+        }
+    }
+}
+
+int is_num(cuk_dtype t)
+{
+    return t >= CUK_DT_F32 && t <= CUK_DT_U8;
+}
+
+} /* namespace */
+
+/* ---- entry points --------------------------------------------------- */
+
+extern "C" int cuk_reduce_ok(cuk_red_fn fn, cuk_dtype t)
+{
+    if ((int)fn < 0 || fn >= CUK_R_COUNT) return 0;
+    if (fn == CUK_R_MAX || fn == CUK_R_MIN || fn == CUK_R_ARGMAX || fn == CUK_R_ARGMIN)
+        return is_num(t) || t == CUK_DT_BOOL;
+    return is_num(t);
+}
+
+extern "C" cudaError_t cuk_reduce(cuk_red_fn fn, cuk_dtype t, int select_last,
+                                  const cuk_reduce_desc *d, const void *x, void *y,
+                                  cudaStream_t stream)
+{
+    if (!d || !cuk_reduce_ok(fn, t) || d->n_kept < 0 || d->n_kept > CUK_MAX_DIMS ||
+        d->n_red < 0 || d->n_red > CUK_MAX_DIMS)
+        return cudaErrorInvalidValue;
+    red_args a;
+    a.d = *d;
+    a.n_out = a.n_red = 1;
+    for (int i = 0; i < d->n_kept; i++)
+        a.n_out *= d->kept[i];
+    for (int i = 0; i < d->n_red; i++)
+        a.n_red *= d->red[i];
+    if (a.n_out <= 0) return cudaSuccess;
+    a.fn = fn;
+    a.last = select_last;
+    /* Strided reduced elements and contiguous outputs: a thread per output
+     * (neighbouring threads read neighbouring elements); long reductions
+     * into few outputs: a block each; otherwise a warp each. */
+    int64_t min_red = INT64_MAX;
+    for (int i = 0; i < d->n_red; i++) {
+        int64_t st = d->in_red[i] < 0 ? -d->in_red[i] : d->in_red[i];
+        if (d->red[i] > 1 && st < min_red) min_red = st;
+    }
+    int kept_contig = 0;
+    for (int i = 0; i < d->n_kept; i++)
+        if (d->kept[i] > 1 && (d->in_kept[i] == 1 || d->in_kept[i] == -1)) kept_contig = 1;
+    if (a.n_red <= 16 || (min_red > 1 && kept_contig))
+        a.group = 1;
+    else if (a.n_red >= 8192 && a.n_out < 1024)
+        a.group = kThreads;
+    else
+        a.group = 32;
+    unsigned grid = grid_groups(a.n_out, a.group);
+    int kind = kind_of(fn);
+    CUK_DISPATCH_DT(t, T, return reduce_run<T>(kind, a, grid, x, y, stream));
+    return cudaErrorInvalidValue;
+}
+
+extern "C" cudaError_t cuk_axis_norm(cuk_axis_op op, cuk_dtype t, int64_t outer, int64_t len,
+                                     int64_t inner, const void *x, void *y, cudaStream_t stream)
+{
+    if (outer < 0 || len < 0 || inner < 0) return cudaErrorInvalidValue;
+    if (outer == 0 || len == 0 || inner == 0) return cudaSuccess;
+    int G = line_group(outer * inner, len, inner);
+    unsigned grid = grid_groups(outer * inner, G);
+    switch (op) {
+    case CUK_AX_SOFTMAX:
+        CUK_DISPATCH_FP(t, T, k_axis<T, CUK_AX_SOFTMAX><<<grid, kThreads, 0, stream>>>(
+                                  outer, len, inner, G, (const T *)x, (T *)y));
+        break;
+    case CUK_AX_LOGSOFTMAX:
+        CUK_DISPATCH_FP(t, T, k_axis<T, CUK_AX_LOGSOFTMAX><<<grid, kThreads, 0, stream>>>(
+                                  outer, len, inner, G, (const T *)x, (T *)y));
+        break;
+    case CUK_AX_HARDMAX:
+        CUK_DISPATCH_FP(t, T, k_axis<T, CUK_AX_HARDMAX><<<grid, kThreads, 0, stream>>>(
+                                  outer, len, inner, G, (const T *)x, (T *)y));
+        break;
+    default:
+        return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_groupnorm(cuk_dtype t, const cuk_groupnorm_desc *d, const void *x,
+                                     const void *scale, const void *bias, void *y,
+                                     cudaStream_t stream)
+{
+    if (!d || d->N < 0 || d->C < 0 || d->S < 0 || d->G < 1 || d->C % d->G != 0)
+        return cudaErrorInvalidValue;
+    if (d->N == 0 || d->C == 0 || d->S == 0) return cudaSuccess;
+    int64_t groups = d->N * d->G;
+    unsigned grid = (unsigned)(groups < kMaxBlocks ? groups : kMaxBlocks);
+    int channels_fast = d->cs == 1 && d->ss != 1;
+    CUK_DISPATCH_FP(t, T, k_groupnorm<T><<<grid, kThreads, 0, stream>>>(
+                              *d, channels_fast, (const T *)x, (const T *)scale, (const T *)bias,
+                              (T *)y));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_cumsum(cuk_dtype t, int64_t outer, int64_t len, int64_t inner,
+                                  int exclusive, int reverse, const void *x, void *y,
+                                  cudaStream_t stream)
+{
+    if (outer < 0 || len < 0 || inner < 0 || !is_num(t)) return cudaErrorInvalidValue;
+    if (outer == 0 || len == 0 || inner == 0) return cudaSuccess;
+    if (inner > 1 || len <= 4) {
+        CUK_DISPATCH_DT(t, T, k_cumsum_lines<T><<<grid_for(outer * inner), kThreads, 0, stream>>>(
+                                  outer, len, inner, exclusive, reverse, (const T *)x, (T *)y));
+    } else {
+        CUK_DISPATCH_DT(t, T, k_cumsum_warp<T><<<grid_groups(outer, 32), kThreads, 0, stream>>>(
+                                  outer, len, exclusive, reverse, (const T *)x, (T *)y));
+    }
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_topk(cuk_dtype t, int64_t outer, int64_t len, int64_t inner,
+                                int64_t k, int largest, const void *x, void *values,
+                                int64_t *indices, cudaStream_t stream)
+{
+    if (outer < 0 || len < 0 || inner < 0 || k < 0 || k > len || len > INT32_MAX ||
+        !(is_num(t) || t == CUK_DT_BOOL))
+        return cudaErrorInvalidValue;
+    int64_t lines = outer * inner;
+    if (lines == 0 || k == 0) return cudaSuccess;
+    if (len <= kSortMax && k > 8) {
+        unsigned grid = (unsigned)(lines < kMaxBlocks ? lines : kMaxBlocks);
+        CUK_DISPATCH_DT(t, T, k_topk_sort<T><<<grid, kThreads, 0, stream>>>(
+                                  outer, len, inner, k, largest, (const T *)x, (T *)values,
+                                  indices));
+    } else {
+        int G = len > kSortMax ? kThreads : 32;
+        CUK_DISPATCH_DT(t, T, k_topk_select<T><<<grid_groups(lines, G), kThreads, 0, stream>>>(
+                                  outer, len, inner, k, largest, G, (const T *)x, (T *)values,
+                                  indices));
+    }
+    return cudaGetLastError();
+}
