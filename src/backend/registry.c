@@ -404,17 +404,20 @@ opsched_status opsched_buffer_fill_random(opsched_buffer *b, opsched_dtype dt, u
             memcpy(host + 2 * i, &h, 2);
             break;
         }
-        case OPSCHED_INT8: host[i] = (unsigned char)(os_rng_next(&rng) & 0xff); break;
+        case OPSCHED_INT8:
+        case OPSCHED_UINT8: host[i] = (unsigned char)(os_rng_next(&rng) & 0xff); break;
+        case OPSCHED_BOOL: host[i] = (unsigned char)(os_rng_next(&rng) & 1); break;
         case OPSCHED_INT32: {
             int32_t k = (int32_t)(os_rng_next(&rng) % 7);
             memcpy(host + 4 * i, &k, 4);
             break;
         }
-        default: {
+        case OPSCHED_INT64: {
             int64_t k = (int64_t)(os_rng_next(&rng) % 7);
             memcpy(host + 8 * i, &k, 8);
             break;
         }
+        default: break; /* every type is above */
         }
     }
     memset(host + n * esz, 0, b->size - n * esz);
