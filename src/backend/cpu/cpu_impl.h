@@ -2,10 +2,14 @@
  * cpu_impl.h - what the CPU backend's files share: the device, the plan,
  * the oneDNN check macros and the plain C operators.
  *
- * The CPU backend runs every operator on f32 row-major host buffers.  A plan
- * is at most one "pre" loop, one oneDNN primitive and one loop, run in that
- * order by cpu_plan_launch.  The primitive's memory objects are created at
- * plan time without data and get the caller's buffers at launch.
+ * The CPU backend runs every operator on row-major host buffers.  Float
+ * tensors (f32, f16, bf16 declared) are stored as f32, since the CPU runs
+ * fp32 math only; int64, int32, int8, uint8 and bool tensors are stored as
+ * themselves (bool: one byte, 0 or 1).  A plan is at most one "pre" loop,
+ * one oneDNN primitive and one loop, run in that order by cpu_plan_launch.
+ * The primitive's memory objects are created at plan time without data and
+ * get the caller's buffers at launch.  oneDNN sees f32 tensors only: a node
+ * with any other tensor runs as a plain loop.
  *
  * oneDNN is built here with the OpenMP runtime: a primitive has finished when
  * dnnl_primitive_execute returns, so the plain C loops may run right after.
@@ -13,8 +17,10 @@
 #ifndef OS_BACKEND_CPU_IMPL_H
 #define OS_BACKEND_CPU_IMPL_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <oneapi/dnnl/dnnl.h>
 
@@ -42,8 +48,9 @@ typedef struct cpu_node {
     int n_in, n_out;
     int has_in[CPU_MAX_IO];
     opsched_shape in[CPU_MAX_IO];
-    opsched_dtype in_dt[CPU_MAX_IO];
+    opsched_dtype in_dt[CPU_MAX_IO]; /* declared types (float ones stored as f32) */
     opsched_shape out[CPU_MAX_IO];
+    opsched_dtype out_dt[CPU_MAX_IO];
     int fused_relu; /* the loop applies a following Relu */
 } cpu_node;
 
@@ -143,14 +150,196 @@ opsched_status cpu_ops_conv(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p,
                             const opsched_plan_options *opts, opsched_plan_info *info);
 opsched_status cpu_ops_build(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p, opsched_plan_info *info);
 
-/* ---- plain C operators (cpu_loops.c) ---------------------------------- */
+/* ---- typed storage (cpu_data.c) ---------------------------------------- */
 
+/* 1 for the float types, which this backend stores as f32. */
+static inline int cpu_is_float(opsched_dtype dt)
+{
+    return dt == OPSCHED_F32 || dt == OPSCHED_F16 || dt == OPSCHED_BF16;
+}
+
+/* Bytes of one stored element: 4 for every float type. */
+size_t cpu_esize(opsched_dtype dt);
+
+/* The smallest and largest value of an integer type (bool: 0 and 1). */
+int64_t cpu_int_min(opsched_dtype dt);
+int64_t cpu_int_max(opsched_dtype dt);
+
+/* A double as an integer of type dt: truncated toward zero and saturated
+ * to dt's range, NaN as 0; bool: v != 0 (NaN is true, as in NumPy). */
+int64_t cpu_double_to_int(double v, opsched_dtype dt);
+
+/* Rounds half to even, independent of the floating-point environment. */
+double cpu_round_half_even(double v);
+
+/* v rounded to the precision of float type dt (f32, f16 or bf16), to
+ * nearest with ties to even, overflowing to infinity. */
+double cpu_round_to(double v, opsched_dtype dt);
+
+/* Element i of a stored tensor of declared type dt. */
+static inline double cpu_load_f(const void *p, opsched_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case OPSCHED_INT8:
+        return ((const int8_t *)p)[i];
+    case OPSCHED_INT32:
+        return ((const int32_t *)p)[i];
+    case OPSCHED_INT64:
+        return (double)((const int64_t *)p)[i];
+    case OPSCHED_UINT8:
+    case OPSCHED_BOOL:
+        return ((const uint8_t *)p)[i];
+    default:
+        return ((const float *)p)[i];
+    }
+}
+
+/* Element i as an integer; a float is converted as cpu_double_to_int does
+ * for int64. */
+static inline int64_t cpu_load_i(const void *p, opsched_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case OPSCHED_INT8:
+        return ((const int8_t *)p)[i];
+    case OPSCHED_INT32:
+        return ((const int32_t *)p)[i];
+    case OPSCHED_INT64:
+        return ((const int64_t *)p)[i];
+    case OPSCHED_UINT8:
+    case OPSCHED_BOOL:
+        return ((const uint8_t *)p)[i];
+    default:
+        return cpu_double_to_int(((const float *)p)[i], OPSCHED_INT64);
+    }
+}
+
+/* Stores v as element i: floats rounded to f32, integers as
+ * cpu_double_to_int converts. */
+static inline void cpu_store_f(void *p, opsched_dtype dt, int64_t i, double v)
+{
+    if (cpu_is_float(dt)) {
+        ((float *)p)[i] = (float)v;
+        return;
+    }
+    int64_t k = cpu_double_to_int(v, dt);
+    switch (dt) {
+    case OPSCHED_INT8:
+        ((int8_t *)p)[i] = (int8_t)k;
+        break;
+    case OPSCHED_INT32:
+        ((int32_t *)p)[i] = (int32_t)k;
+        break;
+    case OPSCHED_INT64:
+        ((int64_t *)p)[i] = k;
+        break;
+    default: /* uint8, bool */
+        ((uint8_t *)p)[i] = (uint8_t)k;
+        break;
+    }
+}
+
+/* Stores v as element i: integers wrap to their width (two's complement,
+ * as NumPy's astype does), bool is v != 0, floats are rounded to f32. */
+static inline void cpu_store_i(void *p, opsched_dtype dt, int64_t i, int64_t v)
+{
+    uint64_t u = (uint64_t)v;
+    switch (dt) {
+    case OPSCHED_INT8: {
+        uint8_t b = (uint8_t)u;
+        memcpy((int8_t *)p + i, &b, 1);
+        break;
+    }
+    case OPSCHED_INT32: {
+        uint32_t w = (uint32_t)u;
+        memcpy((int32_t *)p + i, &w, 4);
+        break;
+    }
+    case OPSCHED_INT64:
+        ((int64_t *)p)[i] = v;
+        break;
+    case OPSCHED_UINT8:
+        ((uint8_t *)p)[i] = (uint8_t)u;
+        break;
+    case OPSCHED_BOOL:
+        ((uint8_t *)p)[i] = v != 0;
+        break;
+    default:
+        ((float *)p)[i] = (float)v;
+        break;
+    }
+}
+
+/* Copies element si of src to element di of dst, both of esz bytes. */
+static inline void cpu_copy_elem(void *dst, int64_t di, const void *src, int64_t si, size_t esz)
+{
+    switch (esz) {
+    case 1:
+        ((uint8_t *)dst)[di] = ((const uint8_t *)src)[si];
+        break;
+    case 4:
+        ((uint32_t *)dst)[di] = ((const uint32_t *)src)[si];
+        break;
+    default:
+        ((uint64_t *)dst)[di] = ((const uint64_t *)src)[si];
+        break;
+    }
+}
+
+/* ---- walking shapes ------------------------------------------------------ */
+
+#define CPU_WALK_OPS 4
+
+/* Walks the elements of `dims` in row-major order (an odometer), keeping
+ * the offset of up to CPU_WALK_OPS operands whose per-dimension strides
+ * are st[k].  A stride of 0 repeats an operand along that dimension, which
+ * is how broadcasting reads. */
+typedef struct cpu_walk {
+    int nd;
+    int64_t dims[OPSCHED_MAX_DIMS];
+    int64_t idx[OPSCHED_MAX_DIMS];
+    int64_t st[CPU_WALK_OPS][OPSCHED_MAX_DIMS];
+    int64_t off[CPU_WALK_OPS];
+} cpu_walk;
+
+/* Starts at the first element of dims with every stride 0. */
+void cpu_walk_init(cpu_walk *w, const opsched_shape *dims);
+
+/* Steps to the next element of the first `upto` dimensions (w->nd for the
+ * next element; w->nd - 1 for the next row, the caller walking the last
+ * dimension itself). */
+static inline void cpu_walk_step(cpu_walk *w, int upto)
+{
+    for (int i = upto - 1; i >= 0; i--) {
+        w->idx[i]++;
+        for (int k = 0; k < CPU_WALK_OPS; k++)
+            w->off[k] += w->st[k][i];
+        if (w->idx[i] < w->dims[i]) return;
+        for (int k = 0; k < CPU_WALK_OPS; k++)
+            w->off[k] -= w->st[k][i] * w->dims[i];
+        w->idx[i] = 0;
+    }
+}
+
+/* Strides that read `in` broadcast to `out` (0 on repeated dimensions). */
+void cpu_bcast_strides(const opsched_shape *in, const opsched_shape *out, int64_t *st);
+/* Row-major strides of s. */
+void cpu_row_strides(const opsched_shape *s, int64_t *st);
+/* Product of the extents from..to-1. */
+int64_t cpu_span(const opsched_shape *s, int from, int to);
+/* The length of the last dimension (1 for a scalar) and the number of such
+ * rows in s. */
+void cpu_rows(const opsched_shape *s, int64_t *len, int64_t *rows);
+
+/* Copies x (shape from, elements of esz bytes) broadcast to shape to. */
+void cpu_broadcast_copy(const void *x, const opsched_shape *from, const opsched_shape *to, void *y,
+                        size_t esz);
+
+/* ---- plain C operators --------------------------------------------------- */
+
+/* Data movement, pooling, LRN, MatMul and Gemm (cpu_loops.c).  The data
+ * movement loops take every type. */
 opsched_status cpu_loop_copy(opsched_ctx *ctx, const cpu_node *n, void *const *in,
                              void *const *out);
-opsched_status cpu_loop_unary(opsched_ctx *ctx, const cpu_node *n, void *const *in,
-                              void *const *out);
-opsched_status cpu_loop_binary(opsched_ctx *ctx, const cpu_node *n, void *const *in,
-                               void *const *out);
 opsched_status cpu_loop_split(opsched_ctx *ctx, const cpu_node *n, void *const *in,
                               void *const *out);
 opsched_status cpu_loop_slice(opsched_ctx *ctx, const cpu_node *n, void *const *in,
@@ -160,15 +349,79 @@ opsched_status cpu_loop_gather(opsched_ctx *ctx, const cpu_node *n, void *const 
 opsched_status cpu_loop_pad(opsched_ctx *ctx, const cpu_node *n, void *const *in, void *const *out);
 opsched_status cpu_loop_expand(opsched_ctx *ctx, const cpu_node *n, void *const *in,
                                void *const *out);
+opsched_status cpu_loop_concat(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                               void *const *out);
+opsched_status cpu_loop_transpose(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                                  void *const *out);
+/* Max pooling on any numeric type; average pooling on floats. */
 opsched_status cpu_loop_pool(opsched_ctx *ctx, const cpu_node *n, void *const *in,
                              void *const *out);
 opsched_status cpu_loop_lrn(opsched_ctx *ctx, const cpu_node *n, void *const *in, void *const *out);
+/* MatMul and Gemm on any numeric type (integers accumulate in int64). */
 opsched_status cpu_loop_matmul(opsched_ctx *ctx, const cpu_node *n, void *const *in,
                                void *const *out);
-opsched_status cpu_loop_reduce_mean(opsched_ctx *ctx, const cpu_node *n, void *const *in,
-                                    void *const *out);
+opsched_status cpu_loop_gemm(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                             void *const *out);
 /* Gemm's pre-step: Y = C broadcast to [M, N] (the sum post-op adds beta*Y). */
 opsched_status cpu_loop_gemm_c(opsched_ctx *ctx, const cpu_node *n, void *const *in,
                                void *const *out);
+
+/* Element-wise (cpu_elementwise.c): the activation kinds and Unary, the
+ * arithmetic kinds and Binary, Where and Cast, over every type. */
+opsched_status cpu_loop_unary(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                              void *const *out);
+opsched_status cpu_loop_binary(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                               void *const *out);
+opsched_status cpu_loop_where(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                              void *const *out);
+opsched_status cpu_loop_cast(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                             void *const *out);
+
+/* Reductions and what works along one axis (cpu_reduce.c). */
+opsched_status cpu_loop_reduce(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                               void *const *out);
+opsched_status cpu_loop_arg(opsched_ctx *ctx, const cpu_node *n, void *const *in, void *const *out);
+opsched_status cpu_loop_logsoftmax(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                                   void *const *out);
+opsched_status cpu_loop_hardmax(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                                void *const *out);
+opsched_status cpu_loop_cumsum(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                               void *const *out);
+opsched_status cpu_loop_topk(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                             void *const *out);
+opsched_status cpu_loop_groupnorm(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                                  void *const *out);
+
+/* Indexing (cpu_index.c).  Indices outside their axis fail the launch with
+ * OPSCHED_ERR_INVALID_ARG (the output is then unspecified). */
+opsched_status cpu_loop_gather_elements(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                                        void *const *out);
+opsched_status cpu_loop_gather_nd(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                                  void *const *out);
+opsched_status cpu_loop_scatter_elements(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                                         void *const *out);
+opsched_status cpu_loop_scatter_nd(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                                   void *const *out);
+opsched_status cpu_loop_tile(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                             void *const *out);
+opsched_status cpu_loop_trilu(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                              void *const *out);
+opsched_status cpu_loop_onehot(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                               void *const *out);
+
+/* Resize (cpu_resize.c), QuantizeLinear and DequantizeLinear (cpu_quant.c). */
+opsched_status cpu_loop_resize(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                               void *const *out);
+opsched_status cpu_loop_quantize(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                                 void *const *out);
+opsched_status cpu_loop_dequantize(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                                   void *const *out);
+
+/* ConvTranspose (cpu_deconv.c): oneDNN's deconvolution, or the loop when
+ * opts->algo is "loop" or oneDNN has no implementation. */
+opsched_status cpu_ops_conv_transpose(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p,
+                                      const opsched_plan_options *opts, opsched_plan_info *info);
+opsched_status cpu_loop_conv_transpose(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                                       void *const *out);
 
 #endif /* OS_BACKEND_CPU_IMPL_H */

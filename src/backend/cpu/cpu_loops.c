@@ -1,10 +1,10 @@
 /*
  * cpu_loops.c - operators the CPU backend runs as plain C loops: data
- * movement (Split, Slice, Gather, Pad, Expand, views), element-wise
- * functions oneDNN 2.6 lacks (Erf, HardSigmoid, Pow), and the cases of
- * pooling, LRN, binary, MatMul and ReduceMean that oneDNN cannot express.
+ * movement on every type (Split, Slice, Gather, Pad, Expand, views, and
+ * Concat and Transpose beside oneDNN's f32 ones), and the cases of pooling,
+ * LRN, MatMul and Gemm that oneDNN cannot express or that are not f32.
  *
- * Every loop reads f32 row-major inputs and writes every output element.
+ * Every loop reads row-major inputs and writes every output element.
  * Broadcasting follows numpy: shapes align at the right; an extent of 1 is
  * repeated, which an offset stride of 0 does.
  */
@@ -14,170 +14,19 @@
 
 #include "backend/cpu/cpu_impl.h"
 
-/* Walks the elements of `dims` in row-major order, keeping the offset of
- * up to two operands whose per-dimension strides are st[k]. */
-typedef struct walker {
-    int nd;
-    int64_t dims[OPSCHED_MAX_DIMS];
-    int64_t idx[OPSCHED_MAX_DIMS];
-    int64_t st[2][OPSCHED_MAX_DIMS];
-    int64_t off[2];
-} walker;
-
-static void walker_init(walker *w, const opsched_shape *dims)
-{
-    memset(w, 0, sizeof(*w));
-    w->nd = dims->ndim;
-    for (int i = 0; i < dims->ndim; i++)
-        w->dims[i] = dims->d[i];
-}
-
-static void walker_next(walker *w)
-{
-    for (int i = w->nd - 1; i >= 0; i--) {
-        w->idx[i]++;
-        w->off[0] += w->st[0][i];
-        w->off[1] += w->st[1][i];
-        if (w->idx[i] < w->dims[i]) return;
-        w->off[0] -= w->st[0][i] * w->dims[i];
-        w->off[1] -= w->st[1][i] * w->dims[i];
-        w->idx[i] = 0;
-    }
-}
-
-/* Strides that read `in` broadcast to `out` (0 on repeated dimensions). */
-static void bcast_strides(const opsched_shape *in, const opsched_shape *out, int64_t *st)
-{
-    int64_t s = 1;
-    for (int i = out->ndim - 1; i >= 0; i--) {
-        int ii = in->ndim - out->ndim + i;
-        int64_t d = ii >= 0 ? in->d[ii] : 1;
-        st[i] = d == 1 ? 0 : s;
-        s *= d;
-    }
-}
-
-static void row_strides(const opsched_shape *s, int64_t *st)
-{
-    int64_t m = 1;
-    for (int i = s->ndim - 1; i >= 0; i--) {
-        st[i] = m;
-        m *= s->d[i];
-    }
-}
-
-static int64_t span(const opsched_shape *s, int from, int to)
-{
-    int64_t n = 1;
-    for (int i = from; i < to; i++)
-        n *= s->d[i];
-    return n;
-}
-
 opsched_status cpu_loop_copy(opsched_ctx *ctx, const cpu_node *n, void *const *in, void *const *out)
 {
     (void)ctx;
-    size_t bytes = (size_t)opsched_shape_numel(&n->out[0]) * sizeof(float);
+    size_t bytes = (size_t)opsched_shape_numel(&n->out[0]) * cpu_esize(n->out_dt[0]);
     if (in[0] != out[0] && bytes) memmove(out[0], in[0], bytes);
     return OPSCHED_OK;
-}
-
-static float unary(const cpu_node *n, float xf)
-{
-    double x = xf;
-    switch (n->op) {
-    case OPSCHED_OP_RELU:
-        return x > 0 ? xf : 0.0f;
-    case OPSCHED_OP_CLIP:
-        return fminf(fmaxf(xf, n->attr.clip.min), n->attr.clip.max);
-    case OPSCHED_OP_SIGMOID:
-        return (float)(1.0 / (1.0 + exp(-x)));
-    case OPSCHED_OP_TANH:
-        return (float)tanh(x);
-    case OPSCHED_OP_GELU:
-        if (n->attr.gelu.tanh_approx)
-            return (float)(0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))));
-        return (float)(0.5 * x * (1.0 + erf(x * 0.7071067811865476)));
-    case OPSCHED_OP_ERF:
-        return (float)erf(x);
-    case OPSCHED_OP_HARDSIGMOID: {
-        double v = n->attr.hardsigmoid.alpha * x + n->attr.hardsigmoid.beta;
-        return (float)(v < 0 ? 0 : v > 1 ? 1 : v);
-    }
-    case OPSCHED_OP_HARDSWISH: {
-        double v = x / 6.0 + 0.5;
-        return (float)(x * (v < 0 ? 0 : v > 1 ? 1 : v));
-    }
-    case OPSCHED_OP_SQRT:
-        return (float)sqrt(x);
-    default:
-        return xf;
-    }
-}
-
-opsched_status cpu_loop_unary(opsched_ctx *ctx, const cpu_node *n, void *const *in,
-                              void *const *out)
-{
-    (void)ctx;
-    const float *x = in[0];
-    float *y = out[0];
-    int64_t total = opsched_shape_numel(&n->out[0]);
-    for (int64_t i = 0; i < total; i++)
-        y[i] = unary(n, x[i]);
-    return OPSCHED_OK;
-}
-
-opsched_status cpu_loop_binary(opsched_ctx *ctx, const cpu_node *n, void *const *in,
-                               void *const *out)
-{
-    (void)ctx;
-    const float *a = in[0], *b = in[1];
-    float *y = out[0];
-    walker w;
-    walker_init(&w, &n->out[0]);
-    bcast_strides(&n->in[0], &n->out[0], w.st[0]);
-    bcast_strides(&n->in[1], &n->out[0], w.st[1]);
-    int64_t total = opsched_shape_numel(&n->out[0]);
-    for (int64_t i = 0; i < total; i++, walker_next(&w)) {
-        float u = a[w.off[0]], v = b[w.off[1]];
-        switch (n->op) {
-        case OPSCHED_OP_ADD:
-            y[i] = u + v;
-            break;
-        case OPSCHED_OP_SUB:
-            y[i] = u - v;
-            break;
-        case OPSCHED_OP_MUL:
-            y[i] = u * v;
-            break;
-        case OPSCHED_OP_DIV:
-            y[i] = u / v;
-            break;
-        default:
-            y[i] = (float)pow(u, v);
-            break;
-        }
-    }
-    return OPSCHED_OK;
-}
-
-/* Writes `in` broadcast to shape `to` into y. */
-static void broadcast_into(const float *x, const opsched_shape *from, const opsched_shape *to,
-                           float *y)
-{
-    walker w;
-    walker_init(&w, to);
-    bcast_strides(from, to, w.st[0]);
-    int64_t total = opsched_shape_numel(to);
-    for (int64_t i = 0; i < total; i++, walker_next(&w))
-        y[i] = x[w.off[0]];
 }
 
 opsched_status cpu_loop_expand(opsched_ctx *ctx, const cpu_node *n, void *const *in,
                                void *const *out)
 {
     (void)ctx;
-    broadcast_into(in[0], &n->in[0], &n->out[0], out[0]);
+    cpu_broadcast_copy(in[0], &n->in[0], &n->out[0], out[0], cpu_esize(n->in_dt[0]));
     return OPSCHED_OK;
 }
 
@@ -185,7 +34,7 @@ opsched_status cpu_loop_gemm_c(opsched_ctx *ctx, const cpu_node *n, void *const 
                                void *const *out)
 {
     (void)ctx;
-    broadcast_into(in[2], &n->in[2], &n->out[0], out[0]);
+    cpu_broadcast_copy(in[2], &n->in[2], &n->out[0], out[0], sizeof(float));
     return OPSCHED_OK;
 }
 
@@ -195,15 +44,56 @@ opsched_status cpu_loop_split(opsched_ctx *ctx, const cpu_node *n, void *const *
     (void)ctx;
     const opsched_shape *x = &n->in[0];
     int axis = (int)n->attr.split.axis;
-    int64_t outer = span(x, 0, axis), inner = span(x, axis + 1, x->ndim);
-    const float *src = in[0];
+    size_t esz = cpu_esize(n->in_dt[0]);
+    int64_t outer = cpu_span(x, 0, axis), inner = cpu_span(x, axis + 1, x->ndim);
+    const char *src = in[0];
     for (int64_t o = 0; o < outer; o++) {
         for (int j = 0; j < n->n_out; j++) {
-            int64_t chunk = n->attr.split.sizes[j] * inner;
-            if (chunk) memcpy((float *)out[j] + o * chunk, src, (size_t)chunk * sizeof(float));
+            size_t chunk = (size_t)(n->attr.split.sizes[j] * inner) * esz;
+            if (chunk) memcpy((char *)out[j] + (size_t)o * chunk, src, chunk);
             src += chunk;
         }
     }
+    return OPSCHED_OK;
+}
+
+opsched_status cpu_loop_concat(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                               void *const *out)
+{
+    (void)ctx;
+    const opsched_shape *o = &n->out[0];
+    int axis = (int)n->attr.axis.axis;
+    size_t esz = cpu_esize(n->out_dt[0]);
+    int64_t outer = cpu_span(o, 0, axis), inner = cpu_span(o, axis + 1, o->ndim);
+    char *dst = out[0];
+    for (int64_t k = 0; k < outer; k++) {
+        for (int j = 0; j < n->n_in; j++) {
+            size_t chunk = (size_t)(n->in[j].d[axis] * inner) * esz;
+            if (chunk) memcpy(dst, (const char *)in[j] + (size_t)k * chunk, chunk);
+            dst += chunk;
+        }
+    }
+    return OPSCHED_OK;
+}
+
+opsched_status cpu_loop_transpose(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                                  void *const *out)
+{
+    (void)ctx;
+    const opsched_shape *x = &n->in[0], *o = &n->out[0];
+    const opsched_transpose_attr *t = &n->attr.transpose;
+    size_t esz = cpu_esize(n->in_dt[0]);
+    int64_t xs[OPSCHED_MAX_DIMS], len, rows, i = 0;
+    cpu_row_strides(x, xs);
+    cpu_walk w;
+    cpu_walk_init(&w, o);
+    for (int d = 0; d < o->ndim; d++)
+        w.st[0][d] = xs[t->perm[d]]; /* output axis d walks input axis perm[d] */
+    cpu_rows(o, &len, &rows);
+    int64_t s = o->ndim > 0 ? w.st[0][o->ndim - 1] : 0;
+    for (int64_t r = 0; r < rows; r++, cpu_walk_step(&w, o->ndim - 1))
+        for (int64_t j = 0; j < len; j++)
+            cpu_copy_elem(out[0], i++, in[0], w.off[0] + j * s, esz);
     return OPSCHED_OK;
 }
 
@@ -211,21 +101,22 @@ opsched_status cpu_loop_slice(opsched_ctx *ctx, const cpu_node *n, void *const *
                               void *const *out)
 {
     (void)ctx;
-    const opsched_shape *x = &n->in[0];
+    const opsched_shape *x = &n->in[0], *o = &n->out[0];
     const opsched_slice_attr *s = &n->attr.slice;
-    int64_t xs[OPSCHED_MAX_DIMS], base = 0;
-    row_strides(x, xs);
-    walker w;
-    walker_init(&w, &n->out[0]);
+    size_t esz = cpu_esize(n->in_dt[0]);
+    int64_t xs[OPSCHED_MAX_DIMS], base = 0, len, rows, i = 0;
+    cpu_row_strides(x, xs);
+    cpu_walk w;
+    cpu_walk_init(&w, o);
     for (int d = 0; d < x->ndim; d++) {
         base += s->starts[d] * xs[d];
         w.st[0][d] = s->steps[d] * xs[d];
     }
-    const float *src = in[0];
-    float *y = out[0];
-    int64_t total = opsched_shape_numel(&n->out[0]);
-    for (int64_t i = 0; i < total; i++, walker_next(&w))
-        y[i] = src[base + w.off[0]];
+    cpu_rows(o, &len, &rows);
+    int64_t step = o->ndim > 0 ? w.st[0][o->ndim - 1] : 0;
+    for (int64_t r = 0; r < rows; r++, cpu_walk_step(&w, o->ndim - 1))
+        for (int64_t j = 0; j < len; j++)
+            cpu_copy_elem(out[0], i++, in[0], base + w.off[0] + j * step, esz);
     return OPSCHED_OK;
 }
 
@@ -234,25 +125,25 @@ opsched_status cpu_loop_gather(opsched_ctx *ctx, const cpu_node *n, void *const 
 {
     const opsched_shape *x = &n->in[0];
     int axis = (int)n->attr.axis.axis;
-    int64_t outer = span(x, 0, axis), dim = x->d[axis], inner = span(x, axis + 1, x->ndim);
+    size_t esz = cpu_esize(n->in_dt[0]);
+    int64_t outer = cpu_span(x, 0, axis), dim = x->d[axis], inner = cpu_span(x, axis + 1, x->ndim);
     int64_t count = opsched_shape_numel(&n->in[1]);
-    const float *src = in[0];
-    float *y = out[0];
+    const char *src = in[0];
+    char *y = out[0];
     for (int64_t k = 0; k < count; k++) {
-        int64_t j = n->in_dt[1] == OPSCHED_INT32 ? ((const int32_t *)in[1])[k]
-                                                 : ((const int64_t *)in[1])[k];
+        int64_t j = cpu_load_i(in[1], n->in_dt[1], k);
         if (j < -dim || j >= dim)
             return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
                            "cpu: Gather index %lld is outside axis %d of extent %lld", (long long)j,
                            axis, (long long)dim);
     }
+    size_t row = (size_t)inner * esz;
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t k = 0; k < count; k++) {
-            int64_t j = n->in_dt[1] == OPSCHED_INT32 ? ((const int32_t *)in[1])[k]
-                                                     : ((const int64_t *)in[1])[k];
+            int64_t j = cpu_load_i(in[1], n->in_dt[1], k);
             if (j < 0) j += dim;
-            memcpy(y + (o * count + k) * inner, src + (o * dim + j) * inner,
-                   (size_t)inner * sizeof(float));
+            if (row)
+                memcpy(y + (size_t)(o * count + k) * row, src + (size_t)(o * dim + j) * row, row);
         }
     }
     return OPSCHED_OK;
@@ -277,14 +168,17 @@ opsched_status cpu_loop_pad(opsched_ctx *ctx, const cpu_node *n, void *const *in
     (void)ctx;
     const opsched_shape *x = &n->in[0], *o = &n->out[0];
     const opsched_pad_attr *a = &n->attr.pad;
+    opsched_dtype dt = n->in_dt[0];
+    size_t esz = cpu_esize(dt);
     int64_t xs[OPSCHED_MAX_DIMS];
-    row_strides(x, xs);
-    const float *src = in[0];
-    float *y = out[0];
-    walker w;
-    walker_init(&w, o);
+    cpu_row_strides(x, xs);
+    /* The constant, stored once in the tensor's type. */
+    uint64_t fill = 0;
+    cpu_store_f(&fill, dt, 0, a->value);
+    cpu_walk w;
+    cpu_walk_init(&w, o);
     int64_t total = opsched_shape_numel(o);
-    for (int64_t i = 0; i < total; i++, walker_next(&w)) {
+    for (int64_t i = 0; i < total; i++, cpu_walk_step(&w, o->ndim)) {
         int64_t off = 0;
         int inside = 1;
         for (int d = 0; d < x->ndim && inside; d++) {
@@ -292,7 +186,10 @@ opsched_status cpu_loop_pad(opsched_ctx *ctx, const cpu_node *n, void *const *in
             if (j < 0) inside = 0;
             off += j * xs[d];
         }
-        y[i] = inside ? src[off] : a->value;
+        if (inside)
+            cpu_copy_elem(out[0], i, in[0], off, esz);
+        else
+            cpu_copy_elem(out[0], i, &fill, 0, esz);
     }
     return OPSCHED_OK;
 }
@@ -307,10 +204,9 @@ opsched_status cpu_loop_pool(opsched_ctx *ctx, const cpu_node *n, void *const *i
     const opsched_shape *x = &n->in[0], *o = &n->out[0];
     int64_t H = x->d[2], W = x->d[3], OH = o->d[2], OW = o->d[3];
     int is_max = n->op == OPSCHED_OP_MAXPOOL;
-    const float *src = in[0];
-    float *y = out[0];
+    opsched_dtype dt = n->in_dt[0];
     for (int64_t nc = 0; nc < x->d[0] * x->d[1]; nc++) {
-        const float *plane = src + nc * H * W;
+        int64_t plane = nc * H * W;
         for (int64_t oh = 0; oh < OH; oh++) {
             for (int64_t ow = 0; ow < OW; ow++) {
                 double acc = is_max ? -INFINITY : 0.0;
@@ -323,10 +219,10 @@ opsched_status cpu_loop_pool(opsched_ctx *ctx, const cpu_node *n, void *const *i
                             v < W + a->pads[3])
                             padded++;
                         if (h < 0 || h >= H || v < 0 || v >= W) continue;
-                        double e = plane[h * W + v];
+                        double e = cpu_load_f(in[0], dt, plane + h * W + v);
                         inside++;
                         if (is_max)
-                            acc = e > acc ? e : acc;
+                            acc = e > acc || isnan(e) ? e : acc;
                         else
                             acc += e;
                     }
@@ -335,7 +231,7 @@ opsched_status cpu_loop_pool(opsched_ctx *ctx, const cpu_node *n, void *const *i
                     int64_t div = a->count_include_pad ? padded : inside;
                     acc = div ? acc / (double)div : 0.0;
                 }
-                y[(nc * OH + oh) * OW + ow] = (float)acc;
+                cpu_store_f(out[0], dt, (nc * OH + oh) * OW + ow, acc);
             }
         }
     }
@@ -348,7 +244,7 @@ opsched_status cpu_loop_lrn(opsched_ctx *ctx, const cpu_node *n, void *const *in
     (void)ctx;
     const opsched_lrn_attr *a = &n->attr.lrn;
     const opsched_shape *x = &n->in[0];
-    int64_t C = x->d[1], S = span(x, 2, x->ndim);
+    int64_t C = x->d[1], S = cpu_span(x, 2, x->ndim);
     int64_t lo = (a->size - 1) / 2, hi = a->size - 1 - lo;
     const float *src = in[0];
     float *y = out[0];
@@ -367,6 +263,33 @@ opsched_status cpu_loop_lrn(opsched_ctx *ctx, const cpu_node *n, void *const *in
         }
     }
     return OPSCHED_OK;
+}
+
+/* C[M,N] = A[M,K] B[K,N] for one batch: floats accumulate in double,
+ * integers in int64 wrapping as their type does.  as and bs are the
+ * strides of A's rows and columns and of B's. */
+static void matmul_one(const void *a, opsched_dtype adt, int64_t a0, int64_t ar, int64_t ac,
+                       const void *b, opsched_dtype bdt, int64_t b0, int64_t br, int64_t bc,
+                       void *y, opsched_dtype ydt, int64_t y0, int64_t M, int64_t N, int64_t K)
+{
+    int ints = !cpu_is_float(adt) && !cpu_is_float(bdt);
+    for (int64_t i = 0; i < M; i++) {
+        for (int64_t j = 0; j < N; j++) {
+            if (ints) {
+                uint64_t acc = 0;
+                for (int64_t k = 0; k < K; k++)
+                    acc += (uint64_t)cpu_load_i(a, adt, a0 + i * ar + k * ac) *
+                           (uint64_t)cpu_load_i(b, bdt, b0 + k * br + j * bc);
+                cpu_store_i(y, ydt, y0 + i * N + j, (int64_t)acc);
+            } else {
+                double acc = 0;
+                for (int64_t k = 0; k < K; k++)
+                    acc += cpu_load_f(a, adt, a0 + i * ar + k * ac) *
+                           cpu_load_f(b, bdt, b0 + k * br + j * bc);
+                cpu_store_f(y, ydt, y0 + i * N + j, acc);
+            }
+        }
+    }
 }
 
 opsched_status cpu_loop_matmul(opsched_ctx *ctx, const cpu_node *n, void *const *in,
@@ -395,54 +318,61 @@ opsched_status cpu_loop_matmul(opsched_ctx *ctx, const cpu_node *n, void *const 
         int64_t da = ai >= 0 ? ab.d[ai] : 1, db = bi >= 0 ? bb.d[bi] : 1;
         ob.d[i] = da > db ? da : db;
     }
-    walker w;
-    walker_init(&w, &ob);
-    bcast_strides(&ab, &ob, w.st[0]);
-    bcast_strides(&bb, &ob, w.st[1]);
-    const float *a = in[0], *b = in[1];
-    float *y = out[0];
+    cpu_walk w;
+    cpu_walk_init(&w, &ob);
+    cpu_bcast_strides(&ab, &ob, w.st[0]);
+    cpu_bcast_strides(&bb, &ob, w.st[1]);
     int64_t batches = opsched_shape_numel(&ob);
-    for (int64_t t = 0; t < batches; t++, walker_next(&w)) {
-        const float *pa = a + w.off[0] * M * K, *pb = b + w.off[1] * K * N;
-        float *py = y + t * M * N;
-        for (int64_t i = 0; i < M; i++) {
-            for (int64_t j = 0; j < N; j++) {
-                double acc = 0;
-                for (int64_t k = 0; k < K; k++)
-                    acc += (double)pa[i * K + k] * pb[k * N + j];
-                py[i * N + j] = (float)acc;
-            }
-        }
-    }
+    for (int64_t t = 0; t < batches; t++, cpu_walk_step(&w, ob.ndim))
+        matmul_one(in[0], n->in_dt[0], w.off[0] * M * K, K, 1, in[1], n->in_dt[1], w.off[1] * K * N,
+                   N, 1, out[0], n->out_dt[0], t * M * N, M, N, K);
     return OPSCHED_OK;
 }
 
-opsched_status cpu_loop_reduce_mean(opsched_ctx *ctx, const cpu_node *n, void *const *in,
-                                    void *const *out)
+/* Gemm on any type: Y = alpha * op(A) op(B) + beta * C, floats in double
+ * and rounded once.  Integers stay exact (wrapping) when alpha and beta
+ * are 1; otherwise the integer product is scaled in double and truncated. */
+opsched_status cpu_loop_gemm(opsched_ctx *ctx, const cpu_node *n, void *const *in, void *const *out)
 {
-    const opsched_shape *x = &n->in[0];
-    const opsched_reduce_attr *r = &n->attr.reduce;
-    int reduced[OPSCHED_MAX_DIMS] = {0};
-    for (int i = 0; i < x->ndim; i++)
-        reduced[i] = r->n_axes == 0;
-    for (int k = 0; k < r->n_axes; k++)
-        reduced[r->axes[k]] = 1;
-    opsched_shape kept = *x; /* the output with reduced axes kept as 1 */
-    for (int i = 0; i < x->ndim; i++)
-        if (reduced[i]) kept.d[i] = 1;
-    int64_t n_out = opsched_shape_numel(&kept), total = opsched_shape_numel(x);
-    double *acc = calloc((size_t)(n_out ? n_out : 1), sizeof(double));
-    if (!acc) return OS_NOMEM(ctx);
-    walker w;
-    walker_init(&w, x);
-    bcast_strides(&kept, x, w.st[0]);
-    const float *src = in[0];
-    for (int64_t i = 0; i < total; i++, walker_next(&w))
-        acc[w.off[0]] += src[i];
-    double count = n_out ? (double)total / (double)n_out : 1.0;
-    float *y = out[0];
-    for (int64_t i = 0; i < n_out; i++)
-        y[i] = (float)(acc[i] / count);
-    free(acc);
+    (void)ctx;
+    const opsched_gemm_attr *g = &n->attr.gemm;
+    const opsched_shape *as = &n->in[0], *o = &n->out[0];
+    int64_t M = o->d[0], N = o->d[1], K = g->trans_a ? as->d[0] : as->d[1];
+    int64_t ar = g->trans_a ? 1 : K, ac = g->trans_a ? M : 1;
+    int64_t br = g->trans_b ? 1 : N, bc = g->trans_b ? K : 1;
+    opsched_dtype adt = n->in_dt[0], bdt = n->in_dt[1], ydt = n->out_dt[0];
+    int has_c = n->n_in > 2 && n->has_in[2];
+    opsched_dtype cdt = has_c ? n->in_dt[2] : ydt;
+    int ints = !cpu_is_float(adt) && !cpu_is_float(bdt);
+    int exact = ints && g->alpha == 1.0f && (!has_c || g->beta == 1.0f);
+    int64_t cst[OPSCHED_MAX_DIMS] = {0};
+    if (has_c) cpu_bcast_strides(&n->in[2], o, cst);
+    for (int64_t i = 0; i < M; i++) {
+        for (int64_t j = 0; j < N; j++) {
+            int64_t at = i * N + j, ci = i * cst[0] + j * cst[1];
+            if (ints) {
+                uint64_t acc = 0;
+                for (int64_t k = 0; k < K; k++)
+                    acc += (uint64_t)cpu_load_i(in[0], adt, i * ar + k * ac) *
+                           (uint64_t)cpu_load_i(in[1], bdt, k * br + j * bc);
+                if (exact) {
+                    if (has_c) acc += (uint64_t)cpu_load_i(in[2], cdt, ci);
+                    cpu_store_i(out[0], ydt, at, (int64_t)acc);
+                    continue;
+                }
+                double v = (double)g->alpha * (double)(int64_t)acc;
+                if (has_c) v += (double)g->beta * cpu_load_f(in[2], cdt, ci);
+                cpu_store_f(out[0], ydt, at, v);
+            } else {
+                double acc = 0;
+                for (int64_t k = 0; k < K; k++)
+                    acc += cpu_load_f(in[0], adt, i * ar + k * ac) *
+                           cpu_load_f(in[1], bdt, k * br + j * bc);
+                double v = (double)g->alpha * acc;
+                if (has_c) v += (double)g->beta * cpu_load_f(in[2], cdt, ci);
+                cpu_store_f(out[0], ydt, at, v);
+            }
+        }
+    }
     return OPSCHED_OK;
 }

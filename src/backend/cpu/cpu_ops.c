@@ -4,7 +4,9 @@
  * caller's buffers are used as they are) or the plain C loop that runs it
  * where oneDNN has no matching primitive or cannot express the semantics
  * (ONNX's even-sized LRN window, PyTorch's average pooling divisor in ceil
- * mode, a broadcast first operand of Sub or Div, Pow...).
+ * mode, a broadcast first operand of Sub or Div, Pow...), where a tensor is
+ * not a float one (oneDNN sees f32 only here), and for every operator of
+ * the generic families.
  *
  * A plan's info.algo names what runs: the convolution algorithm, oneDNN's
  * implementation ("jit:avx2", "ref:any"...) or "loop".
@@ -181,6 +183,11 @@ opsched_status cpu_ops_conv(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p,
     const char *algo = opts->algo ? opts->algo : "heuristic";
     const char *chosen = NULL;
     dnnl_alg_kind_t alg;
+    for (int i = 0; i < p->node.n_in; i++)
+        if (p->node.has_in[i] && !cpu_is_float(p->node.in_dt[i]))
+            return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED,
+                           "cpu backend: Conv on %s tensors (it takes float tensors only)",
+                           opsched_dtype_name(p->node.in_dt[i]));
     if (strcmp(algo, "find") == 0) return conv_find(ctx, dev, p, info);
     if (strcmp(algo, "heuristic") == 0)
         alg = dnnl_convolution_auto;
@@ -683,10 +690,16 @@ static cpu_loop_fn fallback_loop(opsched_op_kind op)
     case OPSCHED_OP_MAXPOOL:
     case OPSCHED_OP_AVGPOOL:
         return cpu_loop_pool;
+    case OPSCHED_OP_GEMM:
+        return cpu_loop_gemm;
     case OPSCHED_OP_MATMUL:
         return cpu_loop_matmul;
+    case OPSCHED_OP_CONCAT:
+        return cpu_loop_concat;
+    case OPSCHED_OP_TRANSPOSE:
+        return cpu_loop_transpose;
     case OPSCHED_OP_REDUCEMEAN:
-        return cpu_loop_reduce_mean;
+        return cpu_loop_reduce;
     case OPSCHED_OP_LRN:
         return cpu_loop_lrn;
     default:
@@ -694,10 +707,245 @@ static cpu_loop_fn fallback_loop(opsched_op_kind op)
     }
 }
 
+/* The first tensor of the node that is not a float one, or -1: inputs are
+ * 0.., outputs CPU_IO_OUT(j). */
+static int first_non_float(const cpu_node *n)
+{
+    for (int i = 0; i < n->n_in; i++)
+        if (n->has_in[i] && !cpu_is_float(n->in_dt[i])) return i;
+    for (int j = 0; j < n->n_out; j++)
+        if (!cpu_is_float(n->out_dt[j])) return CPU_IO_OUT(j);
+    return -1;
+}
+
+/* UNSUPPORTED naming the type unless every tensor is a float one. */
+static opsched_status need_float(opsched_ctx *ctx, const cpu_node *n)
+{
+    int k = first_non_float(n);
+    if (k == -1) return OPSCHED_OK;
+    opsched_dtype dt = k >= 0 ? n->in_dt[k] : n->out_dt[-k - 1];
+    return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED,
+                   "cpu backend: %s on %s tensors (it takes float tensors only)",
+                   opsched_op_name(n->op), opsched_dtype_name(dt));
+}
+
+static opsched_status need_index_type(opsched_ctx *ctx, const cpu_node *n, int i)
+{
+    if (n->in_dt[i] == OPSCHED_INT64 || n->in_dt[i] == OPSCHED_INT32) return OPSCHED_OK;
+    return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED,
+                   "cpu backend: %s indices of type %s (int32 or int64 only)",
+                   opsched_op_name(n->op), opsched_dtype_name(n->in_dt[i]));
+}
+
+/* GatherElements and ScatterElements: the indices may not reach past the
+ * data on the axes other than `axis`. */
+static opsched_status need_indices_inside(opsched_ctx *ctx, const cpu_node *n, int64_t axis)
+{
+    OS_TRY(need_index_type(ctx, n, 1));
+    for (int d = 0; d < n->in[0].ndim; d++)
+        if (d != axis && n->in[1].d[d] > n->in[0].d[d])
+            return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
+                           "cpu backend: %s indices extend to %lld on axis %d, the data to %lld",
+                           opsched_op_name(n->op), (long long)n->in[1].d[d], d,
+                           (long long)n->in[0].d[d]);
+    return OPSCHED_OK;
+}
+
+/* QuantizeLinear: float x and scale, an integer result; DequantizeLinear:
+ * an integer x, a float scale. */
+static opsched_status need_quant_types(opsched_ctx *ctx, const cpu_node *n)
+{
+    int q = n->op == OPSCHED_OP_QUANTIZE;
+    opsched_dtype x = n->in_dt[0], y = n->out_dt[0];
+    int ok = cpu_is_float(n->in_dt[1]) &&
+             (q ? cpu_is_float(x) && !cpu_is_float(y) : !cpu_is_float(x) && cpu_is_float(y));
+    if (n->n_in > 2 && n->has_in[2] && cpu_is_float(n->in_dt[2])) ok = 0;
+    if (ok) return OPSCHED_OK;
+    return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED,
+                   "cpu backend: %s from %s to %s with a %s scale is not supported",
+                   opsched_op_name(n->op), opsched_dtype_name(x), opsched_dtype_name(y),
+                   opsched_dtype_name(n->in_dt[1]));
+}
+
+/* The operators that have no oneDNN primitive here: their loop, after the
+ * checks of what it takes (*done = 1); *done = 0 for the others. */
+static opsched_status loop_only(opsched_ctx *ctx, cpu_plan *p, int *done)
+{
+    const cpu_node *n = &p->node;
+    cpu_loop_fn loop = NULL;
+    *done = 1;
+    switch (n->op) {
+    case OPSCHED_OP_SPLIT:
+        loop = cpu_loop_split;
+        break;
+    case OPSCHED_OP_SLICE:
+        loop = cpu_loop_slice;
+        break;
+    case OPSCHED_OP_PAD:
+        loop = cpu_loop_pad;
+        break;
+    case OPSCHED_OP_EXPAND:
+        loop = cpu_loop_expand;
+        break;
+    case OPSCHED_OP_GATHER:
+        OS_TRY(need_index_type(ctx, n, 1));
+        loop = cpu_loop_gather;
+        break;
+    case OPSCHED_OP_FLATTEN:
+    case OPSCHED_OP_RESHAPE:
+    case OPSCHED_OP_IDENTITY:
+    case OPSCHED_OP_DROPOUT:
+        loop = cpu_loop_copy;
+        break;
+    case OPSCHED_OP_UNARY:
+        loop = cpu_loop_unary;
+        break;
+    case OPSCHED_OP_BINARY:
+        loop = cpu_loop_binary;
+        break;
+    case OPSCHED_OP_WHERE:
+        loop = cpu_loop_where;
+        break;
+    case OPSCHED_OP_CAST:
+        loop = cpu_loop_cast;
+        break;
+    case OPSCHED_OP_REDUCE:
+        loop = cpu_loop_reduce;
+        break;
+    case OPSCHED_OP_ARGMAX:
+    case OPSCHED_OP_ARGMIN:
+        loop = cpu_loop_arg;
+        break;
+    case OPSCHED_OP_LOGSOFTMAX:
+        OS_TRY(need_float(ctx, n));
+        loop = cpu_loop_logsoftmax;
+        break;
+    case OPSCHED_OP_HARDMAX:
+        loop = cpu_loop_hardmax;
+        break;
+    case OPSCHED_OP_CUMSUM:
+        loop = cpu_loop_cumsum;
+        break;
+    case OPSCHED_OP_TOPK:
+        loop = cpu_loop_topk;
+        break;
+    case OPSCHED_OP_GATHER_ELEMENTS:
+        OS_TRY(need_indices_inside(ctx, n, n->attr.axis.axis));
+        loop = cpu_loop_gather_elements;
+        break;
+    case OPSCHED_OP_GATHER_ND:
+        OS_TRY(need_index_type(ctx, n, 1));
+        loop = cpu_loop_gather_nd;
+        break;
+    case OPSCHED_OP_SCATTER_ELEMENTS:
+        OS_TRY(need_indices_inside(ctx, n, n->attr.scatter.axis));
+        loop = cpu_loop_scatter_elements;
+        break;
+    case OPSCHED_OP_SCATTER_ND:
+        OS_TRY(need_index_type(ctx, n, 1));
+        loop = cpu_loop_scatter_nd;
+        break;
+    case OPSCHED_OP_TILE:
+        loop = cpu_loop_tile;
+        break;
+    case OPSCHED_OP_TRILU:
+        loop = cpu_loop_trilu;
+        break;
+    case OPSCHED_OP_ONEHOT:
+        loop = cpu_loop_onehot;
+        break;
+    case OPSCHED_OP_RESIZE:
+        if (opsched_shape_numel(&n->in[0]) == 0 && opsched_shape_numel(&n->out[0]) > 0)
+            return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
+                           "cpu backend: Resize of an empty input to a non-empty output");
+        loop = cpu_loop_resize;
+        break;
+    case OPSCHED_OP_GROUPNORM:
+        OS_TRY(need_float(ctx, n));
+        loop = cpu_loop_groupnorm;
+        break;
+    case OPSCHED_OP_QUANTIZE:
+        OS_TRY(need_quant_types(ctx, n));
+        loop = cpu_loop_quantize;
+        break;
+    case OPSCHED_OP_DEQUANTIZE:
+        OS_TRY(need_quant_types(ctx, n));
+        loop = cpu_loop_dequantize;
+        break;
+    default:
+        *done = 0;
+        break;
+    }
+    p->loop = loop;
+    return OPSCHED_OK;
+}
+
+/* The loop for a node that has a oneDNN primitive in f32 but has a tensor
+ * of another type; NULL where the operator takes floats only. */
+static cpu_loop_fn typed_loop(opsched_op_kind op)
+{
+    switch (op) {
+    case OPSCHED_OP_RELU:
+    case OPSCHED_OP_CLIP:
+    case OPSCHED_OP_SIGMOID:
+    case OPSCHED_OP_TANH:
+    case OPSCHED_OP_GELU:
+    case OPSCHED_OP_ERF:
+    case OPSCHED_OP_HARDSIGMOID:
+    case OPSCHED_OP_HARDSWISH:
+    case OPSCHED_OP_SQRT:
+        return cpu_loop_unary;
+    case OPSCHED_OP_ADD:
+    case OPSCHED_OP_SUB:
+    case OPSCHED_OP_MUL:
+    case OPSCHED_OP_DIV:
+    case OPSCHED_OP_POW:
+        return cpu_loop_binary;
+    case OPSCHED_OP_MAXPOOL:
+        return cpu_loop_pool;
+    case OPSCHED_OP_GEMM:
+        return cpu_loop_gemm;
+    case OPSCHED_OP_MATMUL:
+        return cpu_loop_matmul;
+    case OPSCHED_OP_CONCAT:
+        return cpu_loop_concat;
+    case OPSCHED_OP_TRANSPOSE:
+        return cpu_loop_transpose;
+    case OPSCHED_OP_REDUCEMEAN:
+        return cpu_loop_reduce;
+    default:
+        return NULL;
+    }
+}
+
+/* 1 when tensors of types a and b are stored alike. */
+static int stored_alike(opsched_dtype a, opsched_dtype b)
+{
+    return a == b || (cpu_is_float(a) && cpu_is_float(b));
+}
+
 opsched_status cpu_ops_build(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p, opsched_plan_info *info)
 {
     opsched_status st;
     cpu_node *n = &p->node;
+    int done = 0;
+    if (n->op == OPSCHED_OP_CONCAT) /* the loop copies bytes */
+        for (int i = 0; i < n->n_in; i++)
+            if (!stored_alike(n->in_dt[i], n->out_dt[0]))
+                return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED,
+                               "cpu backend: Concat of %s and %s tensors",
+                               opsched_dtype_name(n->in_dt[i]), opsched_dtype_name(n->out_dt[0]));
+    OS_TRY(loop_only(ctx, p, &done));
+    if (done) {
+        set_algo(info, "loop");
+        return OPSCHED_OK;
+    }
+    if (first_non_float(n) != -1) {
+        p->loop = typed_loop(n->op);
+        if (!p->loop) return need_float(ctx, n);
+        set_algo(info, "loop");
+        return OPSCHED_OK;
+    }
     switch (n->op) {
     case OPSCHED_OP_GEMM:
         st = build_gemm(ctx, dev, p, info);
@@ -751,37 +999,6 @@ opsched_status cpu_ops_build(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p, opsche
         break;
     case OPSCHED_OP_REDUCEMEAN:
         st = build_reduce(ctx, dev, p, info);
-        break;
-    case OPSCHED_OP_SPLIT:
-        p->loop = cpu_loop_split;
-        st = OPSCHED_OK;
-        break;
-    case OPSCHED_OP_SLICE:
-        p->loop = cpu_loop_slice;
-        st = OPSCHED_OK;
-        break;
-    case OPSCHED_OP_PAD:
-        p->loop = cpu_loop_pad;
-        st = OPSCHED_OK;
-        break;
-    case OPSCHED_OP_EXPAND:
-        p->loop = cpu_loop_expand;
-        st = OPSCHED_OK;
-        break;
-    case OPSCHED_OP_GATHER:
-        if (n->in_dt[1] != OPSCHED_INT64 && n->in_dt[1] != OPSCHED_INT32)
-            return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED,
-                           "cpu backend: Gather indices of type %s (int32 or int64 only)",
-                           opsched_dtype_name(n->in_dt[1]));
-        p->loop = cpu_loop_gather;
-        st = OPSCHED_OK;
-        break;
-    case OPSCHED_OP_FLATTEN:
-    case OPSCHED_OP_RESHAPE:
-    case OPSCHED_OP_IDENTITY:
-    case OPSCHED_OP_DROPOUT:
-        p->loop = cpu_loop_copy;
-        st = OPSCHED_OK;
         break;
     default:
         return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "cpu backend: operator %s is not supported",

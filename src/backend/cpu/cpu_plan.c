@@ -176,8 +176,11 @@ static opsched_status copy_node(opsched_ctx *ctx, const opsched_graph *g, int no
             out->in_dt[i] = t->dtype;
         }
     }
-    for (int i = 0; i < n->n_outputs; i++)
-        out->out[i] = opsched_graph_tensor(g, n->outputs[i])->shape;
+    for (int i = 0; i < n->n_outputs; i++) {
+        const opsched_tensor *t = opsched_graph_tensor(g, n->outputs[i]);
+        out->out[i] = t->shape;
+        out->out_dt[i] = t->dtype;
+    }
     return OPSCHED_OK;
 }
 
@@ -224,6 +227,8 @@ opsched_status cpu_plan_create(opsched_ctx *ctx, void *d, const opsched_graph *g
         p->node.fused_relu = opts->fuse_activation && next_is_relu(g, node);
         OS_TRY_GOTO(st, cpu_ops_conv(ctx, dev, p, opts, info), fail);
         info->fused_activation = p->node.fused_relu;
+    } else if (n->op == OPSCHED_OP_CONV_TRANSPOSE) {
+        OS_TRY_GOTO(st, cpu_ops_conv_transpose(ctx, dev, p, opts, info), fail);
     } else {
         OS_TRY_GOTO(st, cpu_ops_build(ctx, dev, p, info), fail);
     }

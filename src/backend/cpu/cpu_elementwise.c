@@ -1,0 +1,495 @@
+/*
+ * cpu_elementwise.c - element-wise operators on every type: the activation
+ * kinds (Relu, Clip, Sigmoid...) and the Unary functions, the arithmetic
+ * kinds (Add, Sub, Mul, Div, Pow) and the Binary functions with numpy
+ * broadcasting, Where and Cast.
+ *
+ * Values are computed in one of two domains.  Floats (and any operation
+ * that mixes a float in) are computed in double and rounded once when
+ * stored.  Integers and bool are computed in int64 with the wrap-around of
+ * two's complement, then stored wrapped to their width as NumPy's integer
+ * arithmetic does.  Nothing is left undefined: integer division or modulo
+ * by zero gives 0 (NumPy's answer), INT_MIN / -1 wraps, shifts by the
+ * type's width or more give 0 (-1 for a negative value shifted right),
+ * and float-to-integer conversions truncate toward zero and saturate.
+ */
+#include "backend/cpu/cpu_impl.h"
+
+/* ---- one value in double ------------------------------------------------- */
+
+static double sigmoid(double x)
+{
+    return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+}
+
+static double softplus(double x) /* log(1 + e^x) without overflow */
+{
+    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+
+static double sign(double x)
+{
+    return x > 0 ? 1.0 : x < 0 ? -1.0 : x; /* 0, -0 and NaN stay */
+}
+
+static double unary_fn_f(const opsched_unary_attr *a, double x)
+{
+    switch (a->fn) {
+    case OPSCHED_UNARY_ABS:
+        return fabs(x);
+    case OPSCHED_UNARY_NEG:
+        return -x;
+    case OPSCHED_UNARY_EXP:
+        return exp(x);
+    case OPSCHED_UNARY_LOG:
+        return log(x);
+    case OPSCHED_UNARY_RECIPROCAL:
+        return 1.0 / x;
+    case OPSCHED_UNARY_FLOOR:
+        return floor(x);
+    case OPSCHED_UNARY_CEIL:
+        return ceil(x);
+    case OPSCHED_UNARY_ROUND:
+        return cpu_round_half_even(x);
+    case OPSCHED_UNARY_SIGN:
+        return sign(x);
+    case OPSCHED_UNARY_SIN:
+        return sin(x);
+    case OPSCHED_UNARY_COS:
+        return cos(x);
+    case OPSCHED_UNARY_TAN:
+        return tan(x);
+    case OPSCHED_UNARY_ASIN:
+        return asin(x);
+    case OPSCHED_UNARY_ACOS:
+        return acos(x);
+    case OPSCHED_UNARY_ATAN:
+        return atan(x);
+    case OPSCHED_UNARY_SINH:
+        return sinh(x);
+    case OPSCHED_UNARY_COSH:
+        return cosh(x);
+    case OPSCHED_UNARY_ASINH:
+        return asinh(x);
+    case OPSCHED_UNARY_ACOSH:
+        return acosh(x);
+    case OPSCHED_UNARY_ATANH:
+        return atanh(x);
+    case OPSCHED_UNARY_ISNAN:
+        return isnan(x) ? 1.0 : 0.0;
+    case OPSCHED_UNARY_ISINF: /* detect_positive = alpha, detect_negative = beta */
+        return (x == INFINITY && a->alpha != 0) || (x == -INFINITY && a->beta != 0) ? 1.0 : 0.0;
+    case OPSCHED_UNARY_NOT:
+        return x == 0 ? 1.0 : 0.0;
+    case OPSCHED_UNARY_BITWISE_NOT: /* integers only in ONNX */
+        return (double)~cpu_double_to_int(x, OPSCHED_INT64);
+    case OPSCHED_UNARY_LEAKY_RELU:
+        return x < 0 ? a->alpha * x : x;
+    case OPSCHED_UNARY_ELU:
+        return x < 0 ? a->alpha * expm1(x) : x;
+    case OPSCHED_UNARY_SELU:
+        return a->gamma * (x > 0 ? x : a->alpha * expm1(x));
+    case OPSCHED_UNARY_CELU:
+        return fmax(x, 0.0) + fmin(0.0, a->alpha * expm1(x / a->alpha));
+    case OPSCHED_UNARY_THRESHOLDED_RELU:
+        return x > a->alpha ? x : 0.0;
+    case OPSCHED_UNARY_SOFTPLUS:
+        return softplus(x);
+    case OPSCHED_UNARY_SOFTSIGN:
+        return x / (1.0 + fabs(x));
+    case OPSCHED_UNARY_MISH:
+        return x * tanh(softplus(x));
+    case OPSCHED_UNARY_SHRINK: /* bias = alpha, lambd = beta */
+        return x < -a->beta ? x + a->alpha : x > a->beta ? x - a->alpha : 0.0;
+    case OPSCHED_UNARY_SWISH:
+        return x * sigmoid(a->alpha * x);
+    default:
+        return x;
+    }
+}
+
+/* f(x) for every activation kind and Unary function, in double. */
+static double unary_f(const cpu_node *n, double x)
+{
+    switch (n->op) {
+    case OPSCHED_OP_RELU:
+        return x < 0 ? 0.0 : x;
+    case OPSCHED_OP_CLIP:
+        return x < n->attr.clip.min   ? n->attr.clip.min
+               : x > n->attr.clip.max ? n->attr.clip.max
+                                      : x;
+    case OPSCHED_OP_SIGMOID:
+        return sigmoid(x);
+    case OPSCHED_OP_TANH:
+        return tanh(x);
+    case OPSCHED_OP_GELU:
+        if (n->attr.gelu.tanh_approx)
+            return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+        return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+    case OPSCHED_OP_ERF:
+        return erf(x);
+    case OPSCHED_OP_HARDSIGMOID: {
+        double v = n->attr.hardsigmoid.alpha * x + n->attr.hardsigmoid.beta;
+        return v < 0 ? 0 : v > 1 ? 1 : v;
+    }
+    case OPSCHED_OP_HARDSWISH: {
+        double v = x / 6.0 + 0.5;
+        return x * (v < 0 ? 0 : v > 1 ? 1 : v);
+    }
+    case OPSCHED_OP_SQRT:
+        return sqrt(x);
+    case OPSCHED_OP_UNARY:
+        return unary_fn_f(&n->attr.unary, x);
+    default: /* Identity, Dropout */
+        return x;
+    }
+}
+
+/* 1 when f has exact integer semantics (unary_i); the others go through
+ * double and are truncated. */
+static int unary_is_integral(const cpu_node *n)
+{
+    switch (n->op) {
+    case OPSCHED_OP_RELU:
+    case OPSCHED_OP_CLIP:
+    case OPSCHED_OP_IDENTITY:
+    case OPSCHED_OP_DROPOUT:
+        return 1;
+    case OPSCHED_OP_UNARY:
+        switch (n->attr.unary.fn) {
+        case OPSCHED_UNARY_ABS:
+        case OPSCHED_UNARY_NEG:
+        case OPSCHED_UNARY_SIGN:
+        case OPSCHED_UNARY_NOT:
+        case OPSCHED_UNARY_BITWISE_NOT:
+        case OPSCHED_UNARY_FLOOR:
+        case OPSCHED_UNARY_CEIL:
+        case OPSCHED_UNARY_ROUND:
+        case OPSCHED_UNARY_ISNAN:
+        case OPSCHED_UNARY_ISINF:
+            return 1;
+        default:
+            return 0;
+        }
+    default:
+        return 0;
+    }
+}
+
+static int64_t unary_i(const cpu_node *n, int64_t x)
+{
+    switch (n->op) {
+    case OPSCHED_OP_RELU:
+        return x < 0 ? 0 : x;
+    case OPSCHED_OP_CLIP: {
+        int64_t lo = cpu_double_to_int(n->attr.clip.min, OPSCHED_INT64);
+        int64_t hi = cpu_double_to_int(n->attr.clip.max, OPSCHED_INT64);
+        return x < lo ? lo : x > hi ? hi : x;
+    }
+    case OPSCHED_OP_UNARY:
+        break;
+    default:
+        return x;
+    }
+    switch (n->attr.unary.fn) {
+    case OPSCHED_UNARY_ABS:
+        return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    case OPSCHED_UNARY_NEG:
+        return (int64_t)(0 - (uint64_t)x);
+    case OPSCHED_UNARY_SIGN:
+        return (x > 0) - (x < 0);
+    case OPSCHED_UNARY_NOT:
+        return x == 0;
+    case OPSCHED_UNARY_BITWISE_NOT:
+        return ~x;
+    case OPSCHED_UNARY_ISNAN:
+    case OPSCHED_UNARY_ISINF:
+        return 0;
+    default: /* Floor, Ceil, Round */
+        return x;
+    }
+}
+
+opsched_status cpu_loop_unary(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                              void *const *out)
+{
+    (void)ctx;
+    opsched_dtype xdt = n->in_dt[0], ydt = n->out_dt[0];
+    int64_t total = opsched_shape_numel(&n->in[0]);
+    if (cpu_is_float(xdt) && cpu_is_float(ydt)) {
+        const float *x = in[0];
+        float *y = out[0];
+        for (int64_t i = 0; i < total; i++)
+            y[i] = (float)unary_f(n, x[i]);
+    } else if (!cpu_is_float(xdt) && unary_is_integral(n)) {
+        for (int64_t i = 0; i < total; i++)
+            cpu_store_i(out[0], ydt, i, unary_i(n, cpu_load_i(in[0], xdt, i)));
+    } else {
+        for (int64_t i = 0; i < total; i++)
+            cpu_store_f(out[0], ydt, i, unary_f(n, cpu_load_f(in[0], xdt, i)));
+    }
+    return OPSCHED_OK;
+}
+
+/* ---- two values ---------------------------------------------------------- */
+
+/* The Binary function a node computes; the arithmetic kinds map to
+ * OPSCHED_BINARY_FN_COUNT and are told apart by op. */
+static opsched_binary_fn binary_fn(const cpu_node *n)
+{
+    return n->op == OPSCHED_OP_BINARY ? n->attr.binary.fn : OPSCHED_BINARY_FN_COUNT;
+}
+
+/* Python's modulo: the result has the sign of the divisor. */
+static double mod_f(double a, double b)
+{
+    double r = fmod(a, b);
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r == 0 ? copysign(0.0, b) : r;
+}
+
+static double binary_f(const cpu_node *n, double a, double b)
+{
+    switch (n->op) {
+    case OPSCHED_OP_ADD:
+        return a + b;
+    case OPSCHED_OP_SUB:
+        return a - b;
+    case OPSCHED_OP_MUL:
+        return a * b;
+    case OPSCHED_OP_DIV:
+        return a / b;
+    case OPSCHED_OP_POW:
+        return pow(a, b);
+    default:
+        break;
+    }
+    switch (binary_fn(n)) {
+    case OPSCHED_BINARY_MOD:
+        return mod_f(a, b);
+    case OPSCHED_BINARY_FMOD:
+        return fmod(a, b);
+    case OPSCHED_BINARY_MIN: /* NaN wins, as numpy.minimum */
+        return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+    case OPSCHED_BINARY_MAX:
+        return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+    case OPSCHED_BINARY_EQUAL:
+        return a == b;
+    case OPSCHED_BINARY_LESS:
+        return a < b;
+    case OPSCHED_BINARY_LESS_EQUAL:
+        return a <= b;
+    case OPSCHED_BINARY_GREATER:
+        return a > b;
+    case OPSCHED_BINARY_GREATER_EQUAL:
+        return a >= b;
+    case OPSCHED_BINARY_AND:
+        return a != 0 && b != 0;
+    case OPSCHED_BINARY_OR:
+        return a != 0 || b != 0;
+    case OPSCHED_BINARY_XOR:
+        return (a != 0) != (b != 0);
+    case OPSCHED_BINARY_PRELU:
+        return a < 0 ? a * b : a;
+    default: { /* shifts and bitwise functions: integers only in ONNX */
+        int64_t x = cpu_double_to_int(a, OPSCHED_INT64), y = cpu_double_to_int(b, OPSCHED_INT64);
+        switch (binary_fn(n)) {
+        case OPSCHED_BINARY_BITWISE_AND:
+            return (double)(x & y);
+        case OPSCHED_BINARY_BITWISE_OR:
+            return (double)(x | y);
+        case OPSCHED_BINARY_BITWISE_XOR:
+            return (double)(x ^ y);
+        default:
+            return NAN;
+        }
+    }
+    }
+}
+
+/* a to the power e, wrapping; a negative exponent leaves 1 / a^-e
+ * truncated (0 unless a is 1 or -1). */
+static int64_t pow_i(int64_t a, int64_t e)
+{
+    if (e < 0) return a == 1 ? 1 : a == -1 ? ((e & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, base = (uint64_t)a;
+    while (e) {
+        if (e & 1) r *= base;
+        base *= base;
+        e >>= 1;
+    }
+    return (int64_t)r;
+}
+
+/* a >> s on the two's complement value (arithmetic for a negative a). */
+static int64_t shift_right(int64_t a, int64_t s)
+{
+    return a < 0 ? ~(~a >> s) : a >> s;
+}
+
+/* f(a, b) on integers of `bits` bits. */
+static int64_t binary_i(const cpu_node *n, int64_t a, int64_t b, int bits)
+{
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    switch (n->op) {
+    case OPSCHED_OP_ADD:
+        return (int64_t)(ua + ub);
+    case OPSCHED_OP_SUB:
+        return (int64_t)(ua - ub);
+    case OPSCHED_OP_MUL:
+        return (int64_t)(ua * ub);
+    case OPSCHED_OP_DIV: /* truncates toward zero */
+        if (b == 0) return 0;
+        if (b == -1) return (int64_t)(0 - ua);
+        return a / b;
+    case OPSCHED_OP_POW:
+        return pow_i(a, b);
+    default:
+        break;
+    }
+    switch (binary_fn(n)) {
+    case OPSCHED_BINARY_MOD: { /* the sign of the divisor */
+        if (b == 0 || b == -1) return 0;
+        int64_t r = a % b;
+        return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+    }
+    case OPSCHED_BINARY_FMOD: /* the sign of the dividend */
+        return b == 0 || b == -1 ? 0 : a % b;
+    case OPSCHED_BINARY_MIN:
+        return a < b ? a : b;
+    case OPSCHED_BINARY_MAX:
+        return a > b ? a : b;
+    case OPSCHED_BINARY_EQUAL:
+        return a == b;
+    case OPSCHED_BINARY_LESS:
+        return a < b;
+    case OPSCHED_BINARY_LESS_EQUAL:
+        return a <= b;
+    case OPSCHED_BINARY_GREATER:
+        return a > b;
+    case OPSCHED_BINARY_GREATER_EQUAL:
+        return a >= b;
+    case OPSCHED_BINARY_AND:
+        return a != 0 && b != 0;
+    case OPSCHED_BINARY_OR:
+        return a != 0 || b != 0;
+    case OPSCHED_BINARY_XOR:
+        return (a != 0) != (b != 0);
+    case OPSCHED_BINARY_SHIFT_LEFT:
+        return b < 0 || b >= bits ? 0 : (int64_t)(ua << b);
+    case OPSCHED_BINARY_SHIFT_RIGHT:
+        if (b < 0 || b >= bits) return a < 0 ? -1 : 0;
+        return shift_right(a, b);
+    case OPSCHED_BINARY_BITWISE_AND:
+        return a & b;
+    case OPSCHED_BINARY_BITWISE_OR:
+        return a | b;
+    case OPSCHED_BINARY_BITWISE_XOR:
+        return a ^ b;
+    case OPSCHED_BINARY_PRELU:
+        return a < 0 ? (int64_t)(ua * ub) : a;
+    default:
+        return 0;
+    }
+}
+
+opsched_status cpu_loop_binary(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                               void *const *out)
+{
+    (void)ctx;
+    const opsched_shape *o = &n->out[0];
+    opsched_dtype adt = n->in_dt[0], bdt = n->in_dt[1], ydt = n->out_dt[0];
+    int ints = !cpu_is_float(adt) && !cpu_is_float(bdt);
+    int floats = cpu_is_float(adt) && cpu_is_float(bdt) && cpu_is_float(ydt);
+    int bits = 8 * (int)cpu_esize(adt);
+    cpu_walk w;
+    int64_t len, rows, i = 0;
+    cpu_walk_init(&w, o);
+    cpu_bcast_strides(&n->in[0], o, w.st[0]);
+    cpu_bcast_strides(&n->in[1], o, w.st[1]);
+    cpu_rows(o, &len, &rows);
+    int last = o->ndim - 1;
+    int64_t sa = last >= 0 ? w.st[0][last] : 0, sb = last >= 0 ? w.st[1][last] : 0;
+    for (int64_t r = 0; r < rows; r++, cpu_walk_step(&w, last)) {
+        int64_t oa = w.off[0], ob = w.off[1];
+        if (floats) {
+            const float *a = in[0], *b = in[1];
+            float *y = out[0];
+            for (int64_t j = 0; j < len; j++)
+                y[i++] = (float)binary_f(n, a[oa + j * sa], b[ob + j * sb]);
+        } else if (ints) {
+            for (int64_t j = 0; j < len; j++)
+                cpu_store_i(out[0], ydt, i++,
+                            binary_i(n, cpu_load_i(in[0], adt, oa + j * sa),
+                                     cpu_load_i(in[1], bdt, ob + j * sb), bits));
+        } else {
+            for (int64_t j = 0; j < len; j++)
+                cpu_store_f(out[0], ydt, i++,
+                            binary_f(n, cpu_load_f(in[0], adt, oa + j * sa),
+                                     cpu_load_f(in[1], bdt, ob + j * sb)));
+        }
+    }
+    return OPSCHED_OK;
+}
+
+/* ---- Where and Cast ------------------------------------------------------ */
+
+opsched_status cpu_loop_where(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                              void *const *out)
+{
+    (void)ctx;
+    const opsched_shape *o = &n->out[0];
+    size_t esz = cpu_esize(n->out_dt[0]);
+    const uint8_t *cond = in[0];
+    cpu_walk w;
+    int64_t len, rows, i = 0;
+    cpu_walk_init(&w, o);
+    for (int k = 0; k < 3; k++)
+        cpu_bcast_strides(&n->in[k], o, w.st[k]);
+    cpu_rows(o, &len, &rows);
+    int last = o->ndim - 1;
+    int64_t s[3] = {0, 0, 0};
+    for (int k = 0; k < 3 && last >= 0; k++)
+        s[k] = w.st[k][last];
+    for (int64_t r = 0; r < rows; r++, cpu_walk_step(&w, last)) {
+        for (int64_t j = 0; j < len; j++, i++) {
+            if (cond[w.off[0] + j * s[0]])
+                cpu_copy_elem(out[0], i, in[1], w.off[1] + j * s[1], esz);
+            else
+                cpu_copy_elem(out[0], i, in[2], w.off[2] + j * s[2], esz);
+        }
+    }
+    return OPSCHED_OK;
+}
+
+/* Cast: float to float rounds to the target's precision (stored as f32);
+ * float to integer truncates toward zero and saturates (NaN is 0), float to
+ * bool is x != 0; integer to integer wraps as NumPy's astype; integer to
+ * float rounds to nearest; bool reads as 0 or 1. */
+opsched_status cpu_loop_cast(opsched_ctx *ctx, const cpu_node *n, void *const *in, void *const *out)
+{
+    (void)ctx;
+    opsched_dtype from = n->in_dt[0], to = n->out_dt[0];
+    int64_t total = opsched_shape_numel(&n->in[0]);
+    if (cpu_is_float(from) && cpu_is_float(to)) {
+        const float *x = in[0];
+        float *y = out[0];
+        for (int64_t i = 0; i < total; i++)
+            y[i] = to == OPSCHED_F32 ? x[i] : (float)cpu_round_to(x[i], to);
+    } else if (cpu_is_float(from)) {
+        const float *x = in[0];
+        for (int64_t i = 0; i < total; i++)
+            cpu_store_f(out[0], to, i, x[i]);
+    } else if (cpu_is_float(to)) {
+        float *y = out[0];
+        for (int64_t i = 0; i < total; i++) {
+            int64_t v = cpu_load_i(in[0], from, i);
+            /* int64 to f32 directly: one rounding, also above 2^53 */
+            y[i] = to == OPSCHED_F32 ? (float)v : (float)cpu_round_to((double)v, to);
+        }
+    } else {
+        for (int64_t i = 0; i < total; i++)
+            cpu_store_i(out[0], to, i, cpu_load_i(in[0], from, i));
+    }
+    return OPSCHED_OK;
+}
