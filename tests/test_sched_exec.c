@@ -496,6 +496,38 @@ static void test_searched(void **state)
     }
 }
 
+/* x -> conv1 -> relu1 -> conv2 -> relu2, nothing fused, sequential: each
+ * convolution shares a stage with its Relu, yet on one stream lifetimes
+ * are counted in launches, so two activations are live at a time (a
+ * launch's input and output), not three, and the arena is the sequential
+ * executor's. */
+static void test_sequential_lifetimes(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_graph *g = NULL;
+    opsched_shape xs = {4, {1, 3, 8, 8}};
+    int x;
+    CHECK(opsched_graph_create(env.ctx, "chain", &g));
+    CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
+    int y = relu(g, "relu2", conv(g, "conv2", relu(g, "relu1", conv(g, "conv1", x, 8, 3)), 8, 3));
+    CHECK(opsched_graph_mark_output(g, y));
+    opsched_schedule *s = searched(g, OPSCHED_SEARCH_SEQUENTIAL);
+    opsched_sched_exec_info info;
+    assert_true(run_both(g, s, NULL, &info) <= 1e-6);
+    assert_int_equal(info.n_stages, 2);
+    assert_int_equal(info.n_launches, 4);
+    assert_int_equal(info.arena_bytes, 768 + 2 * 2048); /* the input's region, two activations */
+    opsched_executor *ref = NULL;
+    opsched_exec_info ri;
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &ref));
+    CHECK(opsched_executor_info(ref, &ri));
+    assert_int_equal(info.arena_bytes, ri.arena_bytes);
+    opsched_executor_free(ref);
+    opsched_schedule_free(s);
+    opsched_graph_free(g);
+}
+
 /* Traced runs: one span per launch, on the streams the groups ran on;
  * capture needs device graphs, which the CPU does not have. */
 static void test_trace_and_capture(void **state)
@@ -710,6 +742,7 @@ int main(void)
         cmocka_unit_test(test_merge),
         cmocka_unit_test(test_no_elision_at_batch),
         cmocka_unit_test(test_searched),
+        cmocka_unit_test(test_sequential_lifetimes),
         cmocka_unit_test(test_trace_and_capture),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_stage_cost),

@@ -13,12 +13,15 @@
  * stream of the producer of its first node's first input when that stream
  * is free in the stage), which saves events.
  *
- * Memory: lifetimes are counted in stages (from the stage of a tensor's
- * first writer to that of its last reader; graph outputs to the end), so
- * tensors of one stage never share memory whatever stream or order their
- * nodes run in.  Where two tensors of different stages do share memory,
- * the program (sched_run.c) makes the new writer wait for every use of the
- * old tensor.
+ * Memory: lifetimes are counted in steps, from the step of a tensor's
+ * first writer to that of its last reader (graph outputs to the end).
+ * With several streams a step is a stage, so tensors of one stage never
+ * share memory whatever stream or order their nodes run in, and where two
+ * tensors of different stages do share memory, the program (sched_run.c)
+ * makes the new writer wait for every use of the old tensor.  On one
+ * stream (the sequential schedule) the stream orders every launch, and a
+ * step is a launch: a tensor's memory is free for the next launch after
+ * its last reader, as tight as lifetimes in nodes.
  */
 #include <math.h>
 #include <stdio.h>
@@ -882,9 +885,11 @@ done:
     return st;
 }
 
-/* Lifetimes in stages, placement, and a buffer for every tensor used. */
+/* Lifetimes in steps (stages on several streams, launches on one),
+ * placement, and a buffer for every tensor used. */
 static opsched_status lay_out(opsched_sched_executor *ex)
 {
+    int by_launch = ex->n_streams < 2;
     opsched_status st = OPSCHED_OK;
     int nt = ex->n_tensors;
     int *first = malloc(sizeof(int) * (size_t)(nt + 1)),
@@ -903,14 +908,14 @@ static opsched_status lay_out(opsched_sched_executor *ex)
         for (int i = 0; i < l->n_in + l->n_out; i++) {
             int t = i < l->n_in ? l->in[i] : l->out[i - l->n_in];
             if (t < 0) continue;
-            int r = os_sx_root(ex, t, NULL);
-            first[r] = OS_MIN(first[r], l->stage);
-            last[r] = OS_MAX(last[r], l->stage);
+            int r = os_sx_root(ex, t, NULL), step = by_launch ? u : l->stage;
+            first[r] = OS_MIN(first[r], step);
+            last[r] = OS_MAX(last[r], step);
         }
     }
     for (int i = 0; i < ex->n_outputs; i++) {
         int r = os_sx_root(ex, ex->outputs[i], NULL);
-        last[r] = ex->n_stages;
+        last[r] = by_launch ? ex->n_launches : ex->n_stages;
         if (first[r] == INT32_MAX) first[r] = 0;
     }
     /* graph inputs: their own region, alive throughout */
