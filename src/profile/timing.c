@@ -52,7 +52,7 @@
 
 static opsched_status launch(os_profiler *p, int use_graph)
 {
-    return use_graph ? opsched_executor_replay(p->ex) : opsched_executor_run(p->ex, NULL);
+    return use_graph ? opsched_executor_replay(p->ex) : opsched_executor_run(p->ex);
 }
 
 opsched_status os_profile_warmup(os_profiler *p, int use_graph, double ms, int min_runs)
@@ -120,7 +120,7 @@ static opsched_status enqueue_round(os_profiler *p, int use_graph, opsched_timer
         OS_TRY(opsched_timer_start(timers[j], NULL));
         if (host) {
             double *row = p->free_host + (size_t)p->n_free_host * (size_t)p->r->n_layers;
-            OS_TRY(opsched_executor_run_host_timed(p->ex, NULL, row));
+            OS_TRY(opsched_executor_run_host_timed(p->ex, row));
             p->n_free_host++;
         } else {
             OS_TRY(launch(p, use_graph));
@@ -183,7 +183,7 @@ opsched_status os_profile_enqueue(os_profiler *p, double *out_ms)
     for (int i = 0; i < n; i++) {
         OS_TRY(opsched_device_sync(p->dev));
         double t0 = os_now_ms();
-        OS_TRY(opsched_executor_run(p->ex, NULL));
+        OS_TRY(opsched_executor_run(p->ex));
         t[i] = os_now_ms() - t0;
     }
     OS_TRY(opsched_device_sync(p->dev));
