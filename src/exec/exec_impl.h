@@ -60,13 +60,15 @@ opsched_status os_exec_tensor_values(opsched_ctx *ctx, const opsched_graph *g, i
                                      opsched_math m, opsched_layout layout, uint64_t seed,
                                      void *dst);
 
-/* Planning rules (exec_build.c).  A view node aliases its input when the
- * stored order of both sides is the same (always in NCHW; in NHWC when
- * neither side is a channels-last 4-D tensor with more than one channel
- * and pixel); a Relu that is the only reader of a convolution's output
- * (not a graph output) can be fused into it: os_exec_fused_relu gives
- * that Relu or -1; a node is planned with the options' algorithm, falling
- * back as o->algo_fallback says (li gets the fallback and its reason). */
+/* Planning rules (exec_build.c), the ones the predictor's composition,
+ * the sweep's network entries and the searchers' units follow too.  A
+ * view node aliases its input when the stored order of both sides is the
+ * same (always in NCHW; in NHWC when neither side is a channels-last 4-D
+ * tensor with more than one channel and pixel); a Relu that is the only
+ * reader of a convolution's output (not a graph output) can be fused into
+ * it: os_exec_fused_relu gives that Relu or -1; a node is planned with
+ * the options' algorithm, falling back as o->algo_fallback says (li gets
+ * the fallback and its reason). */
 int os_exec_view_aliases(const opsched_graph *g, int node, opsched_math m, opsched_layout layout);
 int os_exec_fused_relu(const opsched_graph *g, int node);
 opsched_status os_exec_plan_node(opsched_device *dev, const opsched_graph *g, int node,

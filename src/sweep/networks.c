@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/util.h"
+#include "exec/exec_impl.h"
 #include "opsched/onnx.h"
 #include "opsched/zoo.h"
 #include "sweep/sweep_impl.h"
@@ -135,25 +136,6 @@ static opsched_status load_network(const os_yaml *y, const yaml_node_t *n, const
     return st;
 }
 
-/* The Relu that is the only reader of convolution i's output, which is
- * not a graph output (the executor's fusion rule); -1 when there is none. */
-static int fused_relu_of(const opsched_graph *g, int i)
-{
-    const opsched_node *n = opsched_graph_node(g, i);
-    if (n->op != OPSCHED_OP_CONV || n->n_outputs != 1) return -1;
-    int y = n->outputs[0];
-    if (opsched_graph_num_consumers(g, y) != 1) return -1;
-    for (int k = 0; k < opsched_graph_num_outputs(g); k++)
-        if (opsched_graph_output(g, k) == y) return -1;
-    for (int j = i + 1; j < opsched_graph_num_nodes(g); j++) {
-        const opsched_node *c = opsched_graph_node(g, j);
-        for (int k = 0; k < c->n_inputs; k++)
-            if (c->inputs[k] == y)
-                return c->op == OPSCHED_OP_RELU && c->n_inputs == 1 ? j : -1;
-    }
-    return -1;
-}
-
 /* Adds the wanted nodes of g; *full is set when the entry's limit is reached. */
 static opsched_status add_nodes(const os_yaml *y, net_entry *e, const opsched_graph *g, int *full)
 {
@@ -172,7 +154,7 @@ static opsched_status add_nodes(const os_yaml *y, net_entry *e, const opsched_gr
             continue;
         }
         opsched_graph *one = NULL, *fused = NULL;
-        int added = 0, relu = e->fuse ? fused_relu_of(g, i) : -1;
+        int added = 0, relu = e->fuse ? os_exec_fused_relu(g, i) : -1;
         OS_TRY_GOTO(st, opsched_graph_extract_node(g, i, &one), done);
         if (relu >= 0) {
             runs_fused[relu] = 1;
