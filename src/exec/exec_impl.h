@@ -170,4 +170,34 @@ opsched_status os_ex_build_program(opsched_executor *ex);
  * graph (a replay then runs them all). */
 opsched_status os_ex_capture(opsched_executor *ex, int repeat);
 
+/* Runs inferences (replays when use_graph) back to back for at least ms
+ * and min_runs, the queue bounded (a sync every 8 runs, so the host's
+ * clock follows the device's), then waits for the device. */
+opsched_status os_ex_warmup(opsched_executor *ex, int use_graph, double ms, int min_runs);
+
+/* Samples per round of a sampling, at most. */
+#define OS_EX_ROUND 16
+
+/* How os_ex_sample samples. */
+typedef struct os_ex_sampling {
+    int iters;       /* samples, at least */
+    double min_ms;   /* and at least this long in all */
+    int round;       /* samples per round, 1 to OS_EX_ROUND */
+    int max_samples; /* a bound on any one sampling */
+    /* One sample's inference: a free run (a replay when use_graph) when
+     * run is NULL, else run(user); before_round(user, k), when set, is
+     * called before each round of k samples is enqueued. */
+    opsched_status (*run)(void *user);
+    void (*before_round)(void *user, int k);
+    void *user;
+} os_ex_sampling;
+
+/* Times inferences, each between its own pair of timestamps on the
+ * device's stream, in rounds enqueued one round ahead of the round being
+ * read (so the device never waits for the host), until s->iters samples
+ * and s->min_ms of them; then waits for the device.  *samples: ms per
+ * inference in the order run (malloc'd, free()). */
+opsched_status os_ex_sample(opsched_executor *ex, int use_graph, const os_ex_sampling *s,
+                            double **samples, int *n);
+
 #endif /* OS_EXEC_IMPL_H */

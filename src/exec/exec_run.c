@@ -376,8 +376,8 @@ fail:
 
 /* ---- timing --------------------------------------------------------------- */
 
-#define ROUND 16
 #define MAX_SAMPLES 100000
+#define MAX_WARMUP 100000 /* runs: a bound for a clock that does not move */
 
 static opsched_status launch(opsched_executor *ex, int use_graph)
 {
@@ -390,21 +390,96 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The 10th percentile of n samples (sorts them). */
+static double p10_of(double *samples, int n)
+{
+    qsort(samples, (size_t)n, sizeof(double), cmp_double);
+    double pos = 0.1 * (double)(n - 1);
+    int lo = (int)floor(pos), hi = lo + 1 < n ? lo + 1 : lo;
+    return samples[lo] + (samples[hi] - samples[lo]) * (pos - (double)lo);
+}
+
+opsched_status os_ex_warmup(opsched_executor *ex, int use_graph, double ms, int min_runs)
+{
+    /* the queue bounded so the host's clock follows the device's */
+    double t0 = os_now_ms();
+    for (int i = 0; i < min_runs || os_now_ms() - t0 < ms; i++) {
+        OS_TRY(launch(ex, use_graph));
+        if (i % 8 == 7) OS_TRY(opsched_device_sync(ex->dev));
+        if (i >= MAX_WARMUP) break;
+    }
+    return opsched_device_sync(ex->dev);
+}
+
 /* How many samples the next round holds, given n read (total ms together)
  * and pending enqueued. */
-static int next_round(const opsched_run_timing_options *o, int n, int pending, double total)
+static int next_round(const os_ex_sampling *s, int n, int pending, double total)
 {
-    int want = o->iters - (n + pending);
-    if (o->min_ms > 0) {
+    int want = s->iters - (n + pending);
+    if (s->min_ms > 0) {
         double per = n > 0 ? total / n : 0;
         if (per <= 0)
-            want = OS_MAX(want, ROUND);
-        else if (total + per * pending < o->min_ms)
-            want = OS_MAX(want, (int)((o->min_ms - total - per * pending) / per) + 1);
+            want = OS_MAX(want, OS_EX_ROUND);
+        else if (total + per * pending < s->min_ms)
+            want = OS_MAX(want, (int)((s->min_ms - total - per * pending) / per) + 1);
     }
-    want = OS_MIN(want, ROUND);
-    want = OS_MIN(want, MAX_SAMPLES - n - pending);
+    want = OS_MIN(want, OS_MIN(s->round, OS_EX_ROUND));
+    want = OS_MIN(want, s->max_samples - n - pending);
     return OS_MAX(want, 0);
+}
+
+static opsched_status enqueue_round(opsched_executor *ex, int use_graph, const os_ex_sampling *s,
+                                    opsched_timer **timers, int k)
+{
+    if (s->before_round) s->before_round(s->user, k);
+    for (int j = 0; j < k; j++) {
+        OS_TRY(opsched_timer_start(timers[j], ex->streams[0]));
+        OS_TRY(s->run ? s->run(s->user) : launch(ex, use_graph));
+        OS_TRY(opsched_timer_stop(timers[j], ex->streams[0]));
+    }
+    return OPSCHED_OK;
+}
+
+opsched_status os_ex_sample(opsched_executor *ex, int use_graph, const os_ex_sampling *s,
+                            double **samples, int *n_samples)
+{
+    opsched_status st = OPSCHED_OK;
+    opsched_timer *timers[2][OS_EX_ROUND];
+    double *got = NULL, total = 0;
+    size_t cap = 0;
+    int n = 0, k[2] = {0, 0}, cur = 0;
+    *samples = NULL;
+    *n_samples = 0;
+    memset(timers, 0, sizeof(timers));
+    for (int r = 0; r < 2; r++)
+        for (int j = 0; j < OS_EX_ROUND; j++)
+            OS_TRY_GOTO(st, opsched_timer_create(ex->dev, &timers[r][j]), done);
+    k[cur] = next_round(s, 0, 0, 0);
+    OS_TRY_GOTO(st, enqueue_round(ex, use_graph, s, timers[cur], k[cur]), done);
+    while (k[cur] > 0) {
+        int nxt = 1 - cur;
+        k[nxt] = next_round(s, n, k[cur], total);
+        OS_TRY_GOTO(st, enqueue_round(ex, use_graph, s, timers[nxt], k[nxt]), done);
+        OS_TRY_GOTO(st, os_grow(ex->ctx, (void **)&got, &cap, (size_t)(n + k[cur]), sizeof(double)),
+                    done);
+        for (int j = 0; j < k[cur]; j++) {
+            double ms = 0;
+            OS_TRY_GOTO(st, opsched_timer_elapsed_ms(timers[cur][j], &ms), done);
+            got[n++] = ms;
+            total += ms;
+        }
+        cur = nxt;
+    }
+    OS_TRY_GOTO(st, opsched_device_sync(ex->dev), done);
+    *samples = got;
+    *n_samples = n;
+    got = NULL;
+done:
+    for (int r = 0; r < 2; r++)
+        for (int j = 0; j < OS_EX_ROUND; j++)
+            opsched_timer_free(timers[r][j]);
+    free(got);
+    return st;
 }
 
 opsched_status opsched_executor_time(opsched_executor *ex, int use_graph,
@@ -416,69 +491,21 @@ opsched_status opsched_executor_time(opsched_executor *ex, int use_graph,
     if (opts) o = *opts;
     if (o.iters < 1) o.iters = 1;
     memset(out, 0, sizeof(*out));
-    opsched_status st = OPSCHED_OK;
-    opsched_timer *timers[2][ROUND];
+    OS_TRY(os_ex_warmup(ex, use_graph, o.warmup_ms, 3));
+    os_ex_sampling s = {
+        .iters = o.iters, .min_ms = o.min_ms, .round = OS_EX_ROUND, .max_samples = MAX_SAMPLES};
     double *samples = NULL;
-    size_t cap = 0;
-    int n = 0, k[2] = {0, 0}, cur = 0;
-    double total = 0;
-    memset(timers, 0, sizeof(timers));
-    opsched_stream *s0 = ex->streams[0];
-    /* warm-up, the queue bounded so the host's clock follows the device's */
-    double t0 = os_now_ms();
-    for (int i = 0; i < 3 || os_now_ms() - t0 < o.warmup_ms; i++) {
-        OS_TRY(launch(ex, use_graph));
-        if (i % 8 == 7) OS_TRY(opsched_device_sync(ex->dev));
-        if (i >= 100000) break;
-    }
-    OS_TRY(opsched_device_sync(ex->dev));
-    for (int r = 0; r < 2; r++)
-        for (int j = 0; j < ROUND; j++)
-            OS_TRY_GOTO(st, opsched_timer_create(ex->dev, &timers[r][j]), done);
-    k[cur] = next_round(&o, 0, 0, 0);
-    for (int j = 0; j < k[cur]; j++) {
-        OS_TRY_GOTO(st, opsched_timer_start(timers[cur][j], s0), done);
-        OS_TRY_GOTO(st, launch(ex, use_graph), done);
-        OS_TRY_GOTO(st, opsched_timer_stop(timers[cur][j], s0), done);
-    }
-    while (k[cur] > 0) {
-        int nxt = 1 - cur;
-        k[nxt] = next_round(&o, n, k[cur], total);
-        for (int j = 0; j < k[nxt]; j++) {
-            OS_TRY_GOTO(st, opsched_timer_start(timers[nxt][j], s0), done);
-            OS_TRY_GOTO(st, launch(ex, use_graph), done);
-            OS_TRY_GOTO(st, opsched_timer_stop(timers[nxt][j], s0), done);
-        }
-        OS_TRY_GOTO(st,
-                    os_grow(ex->ctx, (void **)&samples, &cap, (size_t)(n + k[cur]), sizeof(double)),
-                    done);
-        for (int j = 0; j < k[cur]; j++) {
-            double ms = 0;
-            OS_TRY_GOTO(st, opsched_timer_elapsed_ms(timers[cur][j], &ms), done);
-            samples[n++] = ms;
-            total += ms;
-        }
-        cur = nxt;
-    }
-    OS_TRY_GOTO(st, opsched_device_sync(ex->dev), done);
-    OS_TRY_GOTO(st, opsched_stats_compute(samples, n, &out->stats), done);
-    qsort(samples, (size_t)n, sizeof(double), cmp_double);
-    {
-        double pos = 0.1 * (double)(n - 1);
-        int lo = (int)floor(pos), hi = lo + 1 < n ? lo + 1 : lo;
-        out->p10 = samples[lo] + (samples[hi] - samples[lo]) * (pos - (double)lo);
-    }
-done:
-    for (int r = 0; r < 2; r++)
-        for (int j = 0; j < ROUND; j++)
-            opsched_timer_free(timers[r][j]);
+    int n = 0;
+    OS_TRY(os_ex_sample(ex, use_graph, &s, &samples, &n));
+    opsched_status st = opsched_stats_compute(samples, n, &out->stats);
+    if (st == OPSCHED_OK) out->p10 = p10_of(samples, n);
     free(samples);
     return st;
 }
 
 /* Several executors timed in turns: each round gives every executor a
- * short warm-up and ROUND samples, so a drift of the device's clocks over
- * the seconds the timing takes weighs on all of them alike (timed one
+ * short warm-up and a round of samples, so a drift of the device's clocks
+ * over the seconds the timing takes weighs on all of them alike (timed one
  * after the other, the first one measured looked a few percent faster). */
 opsched_status opsched_executors_time(opsched_executor *const *ex, int n, int use_graph,
                                       const opsched_run_timing_options *opts,
@@ -492,7 +519,7 @@ opsched_status opsched_executors_time(opsched_executor *const *ex, int n, int us
     if (opts) o = *opts;
     if (o.iters < 1) o.iters = 1;
     opsched_status st = OPSCHED_OK;
-    opsched_timer *timers[ROUND];
+    opsched_timer *timers[OS_EX_ROUND];
     double **samples = calloc((size_t)n, sizeof(double *));
     double *total = calloc((size_t)n, sizeof(double));
     size_t *cap = calloc((size_t)n, sizeof(size_t));
@@ -502,7 +529,7 @@ opsched_status opsched_executors_time(opsched_executor *const *ex, int n, int us
         st = OS_NOMEM(ctx);
         goto done;
     }
-    for (int j = 0; j < ROUND; j++)
+    for (int j = 0; j < OS_EX_ROUND; j++)
         OS_TRY_GOTO(st, opsched_timer_create(ex[0]->dev, &timers[j]), done);
     /* warm-up in turns */
     double t0 = os_now_ms();
@@ -517,21 +544,21 @@ opsched_status opsched_executors_time(opsched_executor *const *ex, int n, int us
         more = 0;
         for (int i = 0; i < n; i++) {
             if (count[i] >= o.iters && total[i] >= o.min_ms) continue;
-            if (count[i] + ROUND > MAX_SAMPLES) continue;
+            if (count[i] + OS_EX_ROUND > MAX_SAMPLES) continue;
             opsched_stream *s0 = ex[i]->streams[0];
             /* two untimed runs: the previous executor's work is out of the way */
             for (int w = 0; w < 2; w++)
                 OS_TRY_GOTO(st, launch(ex[i], use_graph), done);
-            for (int j = 0; j < ROUND; j++) {
+            for (int j = 0; j < OS_EX_ROUND; j++) {
                 OS_TRY_GOTO(st, opsched_timer_start(timers[j], s0), done);
                 OS_TRY_GOTO(st, launch(ex[i], use_graph), done);
                 OS_TRY_GOTO(st, opsched_timer_stop(timers[j], s0), done);
             }
             OS_TRY_GOTO(st,
-                        os_grow(ctx, (void **)&samples[i], &cap[i], (size_t)(count[i] + ROUND),
-                                sizeof(double)),
+                        os_grow(ctx, (void **)&samples[i], &cap[i],
+                                (size_t)(count[i] + OS_EX_ROUND), sizeof(double)),
                         done);
-            for (int j = 0; j < ROUND; j++) {
+            for (int j = 0; j < OS_EX_ROUND; j++) {
                 double ms = 0;
                 OS_TRY_GOTO(st, opsched_timer_elapsed_ms(timers[j], &ms), done);
                 samples[i][count[i]++] = ms;
@@ -543,13 +570,10 @@ opsched_status opsched_executors_time(opsched_executor *const *ex, int n, int us
     for (int i = 0; i < n; i++) {
         memset(&out[i], 0, sizeof(out[i]));
         OS_TRY_GOTO(st, opsched_stats_compute(samples[i], count[i], &out[i].stats), done);
-        qsort(samples[i], (size_t)count[i], sizeof(double), cmp_double);
-        double pos = 0.1 * (double)(count[i] - 1);
-        int lo = (int)floor(pos), hi = lo + 1 < count[i] ? lo + 1 : lo;
-        out[i].p10 = samples[i][lo] + (samples[i][hi] - samples[i][lo]) * (pos - (double)lo);
+        out[i].p10 = p10_of(samples[i], count[i]);
     }
 done:
-    for (int j = 0; j < ROUND; j++)
+    for (int j = 0; j < OS_EX_ROUND; j++)
         opsched_timer_free(timers[j]);
     for (int i = 0; samples && i < n; i++)
         free(samples[i]);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "exec/exec_impl.h"
 #include "profile/profile_impl.h"
 
 void opsched_profile_options_default(opsched_profile_options *o)
@@ -140,7 +141,7 @@ static opsched_status graph_replays(os_profiler *p)
     }
     OS_TRY(st);
     p->graph_ready = 1;
-    OS_TRY(os_profile_warmup(p, 1, p->o.warmup_ms / 4, 3));
+    OS_TRY(os_ex_warmup(p->ex, 1, p->o.warmup_ms / 4, 3));
     return os_profile_sample(p, 1, &p->r->e2e_graph);
 }
 
@@ -197,7 +198,7 @@ opsched_status opsched_profile_graph(opsched_device *dev, const opsched_graph *g
     OS_TRY_GOTO(st, opsched_executor_randomize_inputs(p.ex, p.o.exec.seed), fail);
     if (p.o.check) OS_TRY_GOTO(st, os_profile_check(&p), fail);
 
-    OS_TRY_GOTO(st, os_profile_warmup(&p, 0, p.o.warmup_ms, 2), fail);
+    OS_TRY_GOTO(st, os_ex_warmup(p.ex, 0, p.o.warmup_ms, 2), fail);
     OS_TRY_GOTO(st, os_profile_sample(&p, 0, &p.r->e2e), fail);
     OS_TRY_GOTO(st, os_profile_enqueue(&p, &p.r->enqueue_ms), fail);
     if (p.o.host_layers) OS_TRY_GOTO(st, os_profile_host_layers(&p), fail);
