@@ -51,6 +51,20 @@ static struct {
 
 /* ---- graphs ------------------------------------------------------------- */
 
+/* A 3x3 convolution with bias, stride 1, padded to keep the size. */
+static opsched_conv_desc conv3x3(int64_t out_channels)
+{
+    opsched_conv_desc d = {.out_channels = out_channels,
+                           .kernel_h = 3,
+                           .kernel_w = 3,
+                           .stride_h = 1,
+                           .stride_w = 1,
+                           .pad_h = 1,
+                           .pad_w = 1,
+                           .bias = 1};
+    return d;
+}
+
 /* x[1,3,8,8] -> conv1 -> relu1 -> {convA 1x1, convB 3x3} -> add -> concat
  * with relu1 -> maxpool -> flatten -> fc[10].  Outputs: fc, and the add
  * (alive to the end while everything after it runs). */
@@ -61,14 +75,7 @@ static opsched_graph *small_graph(void)
     int x, c1, r1, a, b, s, cat, p, f, fc;
     CHECK(opsched_graph_create(env.ctx, "small", &g));
     CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
-    opsched_conv_desc d3 = {.out_channels = 4,
-                            .kernel_h = 3,
-                            .kernel_w = 3,
-                            .stride_h = 1,
-                            .stride_w = 1,
-                            .pad_h = 1,
-                            .pad_w = 1,
-                            .bias = 1};
+    opsched_conv_desc d3 = conv3x3(4);
     opsched_conv_desc d1 = {
         .out_channels = 4, .kernel_h = 1, .kernel_w = 1, .stride_h = 1, .stride_w = 1, .bias = 1};
     CHECK(opsched_build_conv(g, "conv1", x, &d3, &c1));
@@ -276,14 +283,7 @@ static void test_lifetimes_in_launches(void **state)
     SKIP_WITHOUT_CPU();
     opsched_graph *g = NULL;
     opsched_shape xs = {4, {1, 3, 8, 8}};
-    opsched_conv_desc d = {.out_channels = 8,
-                           .kernel_h = 3,
-                           .kernel_w = 3,
-                           .stride_h = 1,
-                           .stride_w = 1,
-                           .pad_h = 1,
-                           .pad_w = 1,
-                           .bias = 1};
+    opsched_conv_desc d = conv3x3(8);
     int x, c1, r1, c2, r2;
     CHECK(opsched_graph_create(env.ctx, "chain", &g));
     CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
