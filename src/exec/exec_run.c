@@ -122,7 +122,8 @@ opsched_status os_ex_build_program(opsched_executor *ex)
             o.need_seq[r] = 0;
             o.need_at[r] = -1;
         }
-        dependencies(ex, &o, u, acc, n_acc);
+        /* on one stream the stream orders everything: nothing to look for */
+        if (ns > 1) dependencies(ex, &o, u, acc, n_acc);
         int n_w = 0;
         for (int r = 0; r < ns; r++)
             if (o.need_at[r] >= 0 && o.need_seq[r] > o.clock[q * ns + r]) n_w++;
@@ -145,7 +146,7 @@ opsched_status os_ex_build_program(opsched_executor *ex)
         o.seq[u] = ++count[q];
         o.clock[q * ns + q] = o.seq[u];
         memcpy(&o.snap[(size_t)u * ns], &o.clock[q * ns], sizeof(int) * (size_t)ns);
-        OS_TRY_GOTO(st, record_accesses(ex, u, &acc, &n_acc, &cap), done);
+        if (ns > 1) OS_TRY_GOTO(st, record_accesses(ex, u, &acc, &n_acc, &cap), done);
     }
     for (int u = 0; u < nl; u++) {
         ex->launches[u].record = event_of[u];
