@@ -577,9 +577,9 @@ static void test_executor_mixed_types(void **state)
     /* trunc(x) = -7, 0, 0, 8, -1, 4; Python-style mod -3 */
     static const float want_m[6] = {-1.0f, 0.0f, 0.0f, -1.0f, -1.0f, -2.0f};
     opsched_executor *ex = NULL;
-    CHECK(opsched_executor_create(env.cpu, g, NULL, &ex));
+    CHECK(opsched_executor_create(env.cpu, g, NULL, NULL, &ex));
     CHECK(opsched_executor_set_input(ex, 0, xv, 6));
-    CHECK(opsched_executor_run(ex, NULL));
+    CHECK(opsched_executor_run(ex));
     CHECK(opsched_device_sync(env.cpu));
     float y[6];
     CHECK(opsched_executor_get_output(ex, 0, y, 6));

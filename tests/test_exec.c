@@ -1,12 +1,15 @@
 /*
- * test_exec.c - the executor on the CPU backend: whole graphs against the
- * host reference run node by node on the same weights (a hand-built graph
- * with a branch, a concat, an add and a view; four zoo networks),
- * the memory plan (views alias, the arena against the sequential peak for
- * every zoo network), layer timing, capture where the backend has no
- * graphs, and forced convolution algorithms with and without fallback.
+ * test_exec.c - the executor running the sequential schedule (no schedule
+ * given) on the CPU backend: whole graphs against the host reference run
+ * node by node on the same weights (a hand-built graph with a branch, a
+ * concat, an add and a view; four zoo networks), the memory plan (views
+ * alias, lifetimes counted in launches on one stream, the arena against
+ * the sequential peak for every zoo network), layer-timed and host-timed
+ * runs, capture where the backend has no graphs, and forced convolution
+ * algorithms with and without fallback.
  *
- * The CUDA side (math modes, capture and replay) is in test_exec_gpu.c.
+ * Schedules on several streams are test_sched_exec.c; the CUDA side (math
+ * modes, capture and replay) is test_exec_gpu.c.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -48,6 +51,20 @@ static struct {
 
 /* ---- graphs ------------------------------------------------------------- */
 
+/* A 3x3 convolution with bias, stride 1, padded to keep the size. */
+static opsched_conv_desc conv3x3(int64_t out_channels)
+{
+    opsched_conv_desc d = {.out_channels = out_channels,
+                           .kernel_h = 3,
+                           .kernel_w = 3,
+                           .stride_h = 1,
+                           .stride_w = 1,
+                           .pad_h = 1,
+                           .pad_w = 1,
+                           .bias = 1};
+    return d;
+}
+
 /* x[1,3,8,8] -> conv1 -> relu1 -> {convA 1x1, convB 3x3} -> add -> concat
  * with relu1 -> maxpool -> flatten -> fc[10].  Outputs: fc, and the add
  * (alive to the end while everything after it runs). */
@@ -58,14 +75,7 @@ static opsched_graph *small_graph(void)
     int x, c1, r1, a, b, s, cat, p, f, fc;
     CHECK(opsched_graph_create(env.ctx, "small", &g));
     CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
-    opsched_conv_desc d3 = {.out_channels = 4,
-                            .kernel_h = 3,
-                            .kernel_w = 3,
-                            .stride_h = 1,
-                            .stride_w = 1,
-                            .pad_h = 1,
-                            .pad_w = 1,
-                            .bias = 1};
+    opsched_conv_desc d3 = conv3x3(4);
     opsched_conv_desc d1 = {
         .out_channels = 4, .kernel_h = 1, .kernel_w = 1, .stride_h = 1, .stride_w = 1, .bias = 1};
     CHECK(opsched_build_conv(g, "conv1", x, &d3, &c1));
@@ -114,9 +124,9 @@ static void compare_with_reference(opsched_graph *g, const opsched_exec_options 
     float *x = random_input(g, 0, 5, &n);
     const float *ins[1] = {x};
     opsched_executor *ex = NULL;
-    CHECK(opsched_executor_create(env.cpu, g, opts, &ex));
+    CHECK(opsched_executor_create(env.cpu, g, NULL, opts, &ex));
     CHECK(opsched_executor_set_input(ex, 0, x, n));
-    CHECK(opsched_executor_run(ex, NULL));
+    CHECK(opsched_executor_run(ex));
     CHECK(opsched_device_sync(env.cpu));
     float **ref = netref_run(g, ins);
     assert_non_null(ref);
@@ -158,10 +168,11 @@ static void test_fused_relu(void **state)
     opsched_exec_options o = {.plan = {.fuse_activation = 1}};
     compare_with_reference(g, &o, 1e-5);
     opsched_executor *ex = NULL;
-    CHECK(opsched_executor_create(env.cpu, g, &o, &ex));
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &o, &ex));
     const opsched_layer_info *relu = opsched_executor_layer(ex, 1);
     assert_non_null(relu);
     assert_string_equal(relu->algo, "fused");
+    assert_int_equal(relu->role, OPSCHED_ROLE_FUSED);
     opsched_executor_free(ex);
     opsched_graph_free(g);
 }
@@ -187,15 +198,9 @@ static void test_zoo_models(void **state)
 
 /* ---- memory ------------------------------------------------------------- */
 
-static void view_flags(const opsched_graph *g, unsigned char *alias)
-{
-    for (int i = 0; i < opsched_graph_num_nodes(g); i++)
-        alias[i] = (unsigned char)opsched_op_is_view(opsched_graph_node(g, i)->op);
-}
-
 /* x -> relu -> identity -> add(relu, identity): aliased, the identity's
- * output costs nothing, so two large tensors are live at the add instead
- * of three. */
+ * output costs nothing, so two tensors of 8 KB are live at the add
+ * instead of three, beside the input's own region. */
 static opsched_graph *view_graph(void)
 {
     opsched_graph *g = NULL;
@@ -210,93 +215,136 @@ static opsched_graph *view_graph(void)
     return g;
 }
 
+/* Where tensor t's memory starts in the arena (SIZE_MAX: not there). */
+static size_t arena_offset(const opsched_executor *ex, int t)
+{
+    size_t rel = 0;
+    int r = os_ex_root(ex, t, &rel);
+    size_t off = ex->tensors[r].arena_off;
+    return off == SIZE_MAX ? SIZE_MAX : off + rel;
+}
+
 static void test_views_alias(void **state)
 {
     (void)state;
+    SKIP_WITHOUT_CPU();
     opsched_graph *g = view_graph();
-    unsigned char alias[64];
-    view_flags(g, alias);
-    os_memplan with, without;
-    CHECK(os_memplan_compute(env.ctx, g, OPSCHED_MATH_FP32, alias, &with));
-    CHECK(os_memplan_compute(env.ctx, g, OPSCHED_MATH_FP32, NULL, &without));
-    print_message("view graph arena: %zu bytes with views aliased, %zu without\n", with.arena_bytes,
-                  without.arena_bytes);
-    assert_true(with.arena_bytes < without.arena_bytes);
+    opsched_executor *ex = NULL;
+    opsched_exec_info info;
+    CHECK(opsched_executor_create(env.cpu, g, NULL, NULL, &ex));
+    CHECK(opsched_executor_info(ex, &info));
     int r = -1, id = -1;
     CHECK(opsched_graph_find_tensor(g, "relu", &r));
     CHECK(opsched_graph_find_tensor(g, "identity", &id));
-    assert_int_equal(with.root[id], r);
-    assert_true(with.offset[id] == with.offset[r]);
-    assert_true(without.offset[id] != without.offset[r]);
-    os_memplan_release(&with);
-    os_memplan_release(&without);
-    if (env.cpu) compare_with_reference(g, NULL, 1e-6);
+    print_message("view graph arena: %zu bytes, %d launches\n", info.arena_bytes, info.n_launches);
+    assert_int_equal(info.arena_bytes, 3 * 8192);
+    assert_int_equal(info.n_launches, 2);
+    assert_int_equal(opsched_executor_layer(ex, opsched_graph_tensor(g, id)->producer)->role,
+                     OPSCHED_ROLE_VIEW);
+    assert_int_equal(os_ex_root(ex, id, NULL), os_ex_root(ex, r, NULL));
+    assert_true(arena_offset(ex, id) == arena_offset(ex, r));
+    opsched_executor_free(ex);
+    compare_with_reference(g, NULL, 1e-6);
     opsched_graph_free(g);
 
-    /* The small graph's Flatten: aliased, reported as a view, and fp16
-     * halves the arena. */
+    /* The small graph's Flatten: aliased, reported as a view. */
     g = small_graph();
-    assert_true(opsched_graph_num_nodes(g) <= 64);
-    view_flags(g, alias);
-    os_memplan full, half;
-    CHECK(os_memplan_compute(env.ctx, g, OPSCHED_MATH_FP32, alias, &full));
-    CHECK(os_memplan_compute(env.ctx, g, OPSCHED_MATH_FP16, alias, &half));
-    assert_true(half.arena_bytes < full.arena_bytes);
     int flat = -1;
     CHECK(opsched_graph_find_tensor(g, "flatten", &flat));
     int fnode = opsched_graph_tensor(g, flat)->producer;
-    assert_true(full.offset[flat] == full.offset[opsched_graph_node(g, fnode)->inputs[0]]);
-    if (env.cpu) {
-        opsched_executor *ex = NULL;
-        opsched_exec_info info;
-        CHECK(opsched_executor_create(env.cpu, g, NULL, &ex));
-        CHECK(opsched_executor_info(ex, &info));
-        assert_int_equal(info.arena_bytes, full.arena_bytes);
-        assert_int_equal(info.n_layers, opsched_graph_num_nodes(g));
-        assert_true(info.weight_bytes > 0);
-        const opsched_layer_info *li = opsched_executor_layer(ex, fnode);
-        assert_non_null(li);
-        assert_string_equal(li->algo, "view");
-        assert_int_equal(li->node, fnode);
-        assert_null(opsched_executor_layer(ex, -1));
-        assert_null(opsched_executor_layer(ex, info.n_layers));
-        opsched_executor_free(ex);
-    }
-    os_memplan_release(&full);
-    os_memplan_release(&half);
+    CHECK(opsched_executor_create(env.cpu, g, NULL, NULL, &ex));
+    CHECK(opsched_executor_info(ex, &info));
+    assert_true(arena_offset(ex, flat) ==
+                arena_offset(ex, opsched_graph_node(g, fnode)->inputs[0]));
+    assert_int_equal(info.n_layers, opsched_graph_num_nodes(g));
+    /* a stage a node, but conv1 and its Relu share one and the view has none */
+    assert_int_equal(info.n_stages, opsched_graph_num_nodes(g) - 2);
+    assert_int_equal(info.n_streams, 1);
+    assert_int_equal(info.n_waits, 0);
+    assert_true(info.weight_bytes > 0);
+    const opsched_layer_info *li = opsched_executor_layer(ex, fnode);
+    assert_non_null(li);
+    assert_string_equal(li->algo, "view");
+    assert_int_equal(li->role, OPSCHED_ROLE_VIEW);
+    assert_int_equal(li->node, fnode);
+    assert_null(opsched_executor_layer(ex, -1));
+    assert_null(opsched_executor_layer(ex, info.n_layers));
+    opsched_executor_free(ex);
+    opsched_graph_free(g);
+}
+
+/* x -> conv1 -> relu1 -> conv2 -> relu2, nothing fused: the sequential
+ * schedule puts each convolution and its Relu in one stage, yet on one
+ * stream lifetimes are counted in launches, so two activations are live
+ * at a time (a launch's input and output), not three. */
+static void test_lifetimes_in_launches(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_graph *g = NULL;
+    opsched_shape xs = {4, {1, 3, 8, 8}};
+    opsched_conv_desc d = conv3x3(8);
+    int x, c1, r1, c2, r2;
+    CHECK(opsched_graph_create(env.ctx, "chain", &g));
+    CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
+    CHECK(opsched_build_conv(g, "conv1", x, &d, &c1));
+    CHECK(opsched_build_unary(g, "relu1", OPSCHED_OP_RELU, NULL, c1, &r1));
+    CHECK(opsched_build_conv(g, "conv2", r1, &d, &c2));
+    CHECK(opsched_build_unary(g, "relu2", OPSCHED_OP_RELU, NULL, c2, &r2));
+    CHECK(opsched_graph_mark_output(g, r2));
+    assert_int_equal(netref_set_weights(g, 12), 0);
+    opsched_executor *ex = NULL;
+    opsched_exec_info info;
+    CHECK(opsched_executor_create(env.cpu, g, NULL, NULL, &ex));
+    CHECK(opsched_executor_info(ex, &info));
+    print_message("chain: %d stages, %d launches, arena %zu bytes\n", info.n_stages,
+                  info.n_launches, info.arena_bytes);
+    assert_int_equal(info.n_stages, 2);
+    assert_int_equal(info.n_launches, 4);
+    assert_int_equal(info.arena_bytes, 768 + 2 * 2048); /* the input's region, two activations */
+    opsched_executor_free(ex);
+    compare_with_reference(g, NULL, 1e-6);
     opsched_graph_free(g);
 }
 
 /* The arena of every zoo network (batch 1, fp32) is at least the largest
- * live set of a sequential run and not far above it.  The sequential count
- * frees the graph input after its last reader while the arena keeps it for
- * the whole run (callers set it once and run many times), so the bound on
- * the allocator's waste leaves the input region out. */
+ * live set of a sequential run and not far above it: on one stream the
+ * lifetimes are counted in launches, so the plan is as tight as the graph
+ * allows.  The sequential count frees the graph input after its last
+ * reader while the arena keeps it for the whole run (callers set it once
+ * and run many times), so the bound on the allocator's waste leaves the
+ * input region out.  Concats copy here, as the graph totals count them
+ * (an output of its own); weights are drawn on the device (timing only),
+ * which is quicker. */
 static void test_arena_vs_peak(void **state)
 {
     (void)state;
+    SKIP_WITHOUT_CPU();
     for (int i = 0; i < opsched_zoo_count(); i++) {
         const char *name = opsched_zoo_at(i)->name;
         opsched_graph *g = zoo(name, 0);
-        int nn = opsched_graph_num_nodes(g);
-        unsigned char *alias = calloc((size_t)nn, 1);
-        assert_non_null(alias);
-        view_flags(g, alias);
         opsched_graph_totals tot;
-        os_memplan mp;
         CHECK(opsched_graph_totals_compute(g, &tot));
-        CHECK(os_memplan_compute(env.ctx, g, OPSCHED_MATH_FP32, alias, &mp));
+        opsched_exec_options o = {.timing_only = 1, .no_concat_elision = 1};
+        opsched_executor *ex = NULL;
+        opsched_exec_info info;
+        CHECK(opsched_executor_create(env.cpu, g, NULL, &o, &ex));
+        CHECK(opsched_executor_info(ex, &info));
+        size_t input_bytes = 0; /* the inputs' region ends with the last of them */
+        for (int k = 0; k < ex->n_inputs; k++) {
+            const ex_tensor *t = &ex->tensors[ex->inputs[k]];
+            if (t->arena_off + t->bytes > input_bytes) input_bytes = t->arena_off + t->bytes;
+        }
+        opsched_executor_free(ex);
         double peak = (double)tot.peak_activation_bytes;
-        double ratio = (double)mp.arena_bytes / peak;
-        double act_ratio = (double)(mp.arena_bytes - mp.input_bytes) / peak;
+        double ratio = (double)info.arena_bytes / peak;
+        double act_ratio = (double)(info.arena_bytes - input_bytes) / peak;
         print_message("%-16s arena %10zu bytes (inputs %8zu), sequential peak %10lld bytes, "
                       "ratio %.3f (%.3f without the input region)\n",
-                      name, mp.arena_bytes, mp.input_bytes, (long long)tot.peak_activation_bytes,
+                      name, info.arena_bytes, input_bytes, (long long)tot.peak_activation_bytes,
                       ratio, act_ratio);
-        assert_true((int64_t)mp.arena_bytes >= tot.peak_activation_bytes);
+        assert_true((int64_t)info.arena_bytes >= tot.peak_activation_bytes);
         assert_true(act_ratio <= 1.3);
-        os_memplan_release(&mp);
-        free(alias);
         opsched_graph_free(g);
     }
 }
@@ -310,7 +358,7 @@ static void test_run_layers(void **state)
     opsched_graph *g = zoo("squeezenet1_1", 0);
     int nn = opsched_graph_num_nodes(g);
     opsched_executor *ex = NULL;
-    CHECK(opsched_executor_create(env.cpu, g, NULL, &ex));
+    CHECK(opsched_executor_create(env.cpu, g, NULL, NULL, &ex));
     double *ms = malloc(sizeof(double) * (size_t)nn), total = 0, sum = 0;
     assert_non_null(ms);
     for (int rep = 0; rep < 2; rep++) {
@@ -323,12 +371,18 @@ static void test_run_layers(void **state)
             sum += ms[i];
         }
         assert_true(total > 0);
+        /* one mark per boundary on one stream: the layers lie inside the run */
+        assert_true(sum <= total * (1 + 1e-9));
     }
     print_message("squeezenet1_1 on cpu: %.3f ms whole run, %.3f ms summed over %d layers\n", total,
                   sum, nn);
-    /* Views run nothing and take no time. */
-    for (int i = 0; i < nn; i++)
+    /* Views and elided Concats run nothing and take no time. */
+    for (int i = 0; i < nn; i++) {
+        const opsched_layer_info *li = opsched_executor_layer(ex, i);
+        if (li->role != OPSCHED_ROLE_LAUNCH && li->role != OPSCHED_ROLE_VIEW_COPY)
+            assert_true(ms[i] == 0);
         if (opsched_op_is_view(opsched_graph_node(g, i)->op)) assert_true(ms[i] == 0);
+    }
     CHECK(opsched_executor_run_layers(ex, NULL, NULL));
     free(ms);
     opsched_executor_free(ex);
@@ -341,12 +395,12 @@ static void test_capture_unsupported(void **state)
     SKIP_WITHOUT_CPU();
     opsched_graph *g = small_graph();
     opsched_executor *ex = NULL;
-    CHECK(opsched_executor_create(env.cpu, g, NULL, &ex));
+    CHECK(opsched_executor_create(env.cpu, g, NULL, NULL, &ex));
     assert_int_equal(opsched_executor_capture(ex), OPSCHED_ERR_UNSUPPORTED);
     assert_non_null(strstr(opsched_ctx_last_error(env.ctx), "cpu"));
     assert_int_equal(opsched_executor_replay(ex), OPSCHED_ERR_INVALID_ARG);
     /* The executor still runs. */
-    CHECK(opsched_executor_run(ex, NULL));
+    CHECK(opsched_executor_run(ex));
     opsched_executor_free(ex);
     opsched_graph_free(g);
 }
@@ -358,14 +412,14 @@ static void test_forced_algorithm(void **state)
     opsched_graph *g = small_graph();
     opsched_executor *ex = NULL;
     opsched_exec_options o = {.plan = {.algo = "winograd"}};
-    assert_int_equal(opsched_executor_create(env.cpu, g, &o, &ex), OPSCHED_ERR_UNSUPPORTED);
+    assert_int_equal(opsched_executor_create(env.cpu, g, NULL, &o, &ex), OPSCHED_ERR_UNSUPPORTED);
     assert_null(ex);
     const char *msg = opsched_ctx_last_error(env.ctx);
     print_message("without fallback: %s\n", msg);
     assert_non_null(strstr(msg, "layer 'conv1': winograd cannot run it: "));
 
     o.algo_fallback = "heuristic";
-    CHECK(opsched_executor_create(env.cpu, g, &o, &ex));
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &o, &ex));
     opsched_exec_info info;
     CHECK(opsched_executor_info(ex, &info));
     int convs = 0;
@@ -385,7 +439,7 @@ static void test_forced_algorithm(void **state)
     opsched_executor_free(ex);
 
     o.algo_fallback = "fastest";
-    assert_int_equal(opsched_executor_create(env.cpu, g, &o, &ex), OPSCHED_ERR_INVALID_ARG);
+    assert_int_equal(opsched_executor_create(env.cpu, g, NULL, &o, &ex), OPSCHED_ERR_INVALID_ARG);
     opsched_graph_free(g);
 }
 
@@ -396,7 +450,7 @@ static void test_io_errors(void **state)
     opsched_graph *g = small_graph();
     opsched_executor *ex = NULL;
     float v[192];
-    CHECK(opsched_executor_create(env.cpu, g, NULL, &ex));
+    CHECK(opsched_executor_create(env.cpu, g, NULL, NULL, &ex));
     assert_int_equal(opsched_executor_set_input(ex, 0, v, 10), OPSCHED_ERR_INVALID_ARG);
     assert_int_equal(opsched_executor_set_input(ex, 1, v, 192), OPSCHED_ERR_INVALID_ARG);
     assert_int_equal(opsched_executor_get_output(ex, 2, v, 10), OPSCHED_ERR_INVALID_ARG);
@@ -406,19 +460,19 @@ static void test_io_errors(void **state)
     /* Same seed, same inputs, same outputs. */
     float y1[10], y2[10];
     CHECK(opsched_executor_randomize_inputs(ex, 3));
-    CHECK(opsched_executor_run(ex, NULL));
+    CHECK(opsched_executor_run(ex));
     CHECK(opsched_executor_get_output(ex, 0, y1, 10));
     CHECK(opsched_executor_randomize_inputs(ex, 4));
-    CHECK(opsched_executor_run(ex, NULL));
+    CHECK(opsched_executor_run(ex));
     CHECK(opsched_executor_get_output(ex, 0, y2, 10));
     assert_memory_not_equal(y1, y2, sizeof(y1));
     CHECK(opsched_executor_randomize_inputs(ex, 3));
-    CHECK(opsched_executor_run(ex, NULL));
+    CHECK(opsched_executor_run(ex));
     CHECK(opsched_executor_get_output(ex, 0, y2, 10));
     assert_memory_equal(y1, y2, sizeof(y1));
     opsched_executor_free(ex);
     opsched_executor_free(NULL);
-    assert_int_equal(opsched_executor_create(NULL, g, NULL, &ex), OPSCHED_ERR_INVALID_ARG);
+    assert_int_equal(opsched_executor_create(NULL, g, NULL, NULL, &ex), OPSCHED_ERR_INVALID_ARG);
     opsched_graph_free(g);
 }
 
@@ -451,6 +505,12 @@ static void test_conversions(void **state)
     assert_true(os_f16_to_f32(mid[4]) == src[(0 * 3 + 1) * 4 + 0 * 2 + 1]);
     os_exec_convert(mid, OPSCHED_F16, back, OPSCHED_F32, 24, &s, -1);
     assert_memory_equal(src, back, sizeof(src));
+    /* storage: floats in the math mode's type, integers as they are */
+    opsched_tensor t32 = {.dtype = OPSCHED_F32, .shape = s};
+    opsched_tensor ti = {.dtype = OPSCHED_INT64, .shape = s};
+    assert_int_equal(os_exec_tensor_bytes(&t32, OPSCHED_MATH_FP32), 24 * 4);
+    assert_int_equal(os_exec_tensor_bytes(&t32, OPSCHED_MATH_FP16), 24 * 2);
+    assert_int_equal(os_exec_tensor_bytes(&ti, OPSCHED_MATH_FP16), 24 * 8);
     int64_t idx[3] = {5, 0, 1 << 30}, idx2[3];
     os_exec_convert(idx, OPSCHED_INT64, idx2, OPSCHED_INT64, 3, NULL, 0);
     assert_memory_equal(idx, idx2, sizeof(idx));
@@ -489,7 +549,8 @@ int main(void)
         cmocka_unit_test(test_fused_relu),          cmocka_unit_test(test_views_alias),
         cmocka_unit_test(test_arena_vs_peak),       cmocka_unit_test(test_run_layers),
         cmocka_unit_test(test_capture_unsupported), cmocka_unit_test(test_forced_algorithm),
-        cmocka_unit_test(test_io_errors),           cmocka_unit_test(test_zoo_models),
+        cmocka_unit_test(test_io_errors),           cmocka_unit_test(test_lifetimes_in_launches),
+        cmocka_unit_test(test_zoo_models),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

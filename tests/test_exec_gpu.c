@@ -1,8 +1,9 @@
 /*
- * test_exec_gpu.c - the executor on CUDA device 0: resnet50 and googlenet
- * (batch 1, BN folded, the same weights and input everywhere) in every math
- * mode against the CPU executor in fp32, NHWC included; capture and replay
- * as a CUDA graph against an ordinary run; layer timing.
+ * test_exec_gpu.c - the executor running the sequential schedule on CUDA
+ * device 0: resnet50 and googlenet (batch 1, BN folded, the same weights
+ * and input everywhere) in every math mode against the CPU executor in
+ * fp32, NHWC included; capture and replay as a CUDA graph against an
+ * ordinary run; layer timing.
  *
  * Without a CUDA device (CI) every test prints "SKIP: no CUDA device" and
  * passes.
@@ -79,7 +80,7 @@ static float *infer(opsched_device *dev, const opsched_graph *g, const opsched_e
                     const float *x, int may_fail, size_t *n)
 {
     opsched_executor *ex = NULL;
-    opsched_status st = opsched_executor_create(dev, g, o, &ex);
+    opsched_status st = opsched_executor_create(dev, g, NULL, o, &ex);
     if (st != OPSCHED_OK && may_fail) {
         print_message("  (cannot run: %s: %s)\n", opsched_status_str(st),
                       opsched_ctx_last_error(env.ctx));
@@ -87,7 +88,7 @@ static float *infer(opsched_device *dev, const opsched_graph *g, const opsched_e
     }
     CHECK(st);
     CHECK(opsched_executor_set_input(ex, 0, x, input_numel(g)));
-    CHECK(opsched_executor_run(ex, NULL));
+    CHECK(opsched_executor_run(ex));
     CHECK(opsched_device_sync(dev));
     *n = opsched_executor_output_numel(ex, 0);
     float *y = malloc(sizeof(float) * *n);
@@ -155,7 +156,7 @@ static double time_runs(opsched_executor *ex, int reps, int replay)
     CHECK(opsched_timer_create(env.gpu, &t));
     CHECK(opsched_timer_start(t, NULL));
     for (int i = 0; i < reps; i++)
-        CHECK(replay ? opsched_executor_replay(ex) : opsched_executor_run(ex, NULL));
+        CHECK(replay ? opsched_executor_replay(ex) : opsched_executor_run(ex));
     CHECK(opsched_timer_stop(t, NULL));
     CHECK(opsched_timer_elapsed_ms(t, &ms));
     opsched_timer_free(t);
@@ -172,7 +173,7 @@ static void test_capture_replay(void **state)
         size_t nx = input_numel(g);
         float *a = random_values(nx, 1), *b = random_values(nx, 2);
         opsched_executor *ex = NULL;
-        CHECK(opsched_executor_create(env.gpu, g, NULL, &ex));
+        CHECK(opsched_executor_create(env.gpu, g, NULL, NULL, &ex));
         assert_int_equal(opsched_executor_replay(ex), OPSCHED_ERR_INVALID_ARG);
         size_t n = opsched_executor_output_numel(ex, 0);
         float *y_run = malloc(sizeof(float) * n), *y_a = malloc(sizeof(float) * n),
@@ -180,7 +181,7 @@ static void test_capture_replay(void **state)
         assert_true(y_run && y_a && y_b);
 
         CHECK(opsched_executor_set_input(ex, 0, a, nx));
-        CHECK(opsched_executor_run(ex, NULL));
+        CHECK(opsched_executor_run(ex));
         CHECK(opsched_executor_get_output(ex, 0, y_run, n));
 
         CHECK(opsched_executor_capture(ex));
@@ -200,7 +201,7 @@ static void test_capture_replay(void **state)
         assert_true(other > 1e-3);
 
         /* Eager launches still work after a capture. */
-        CHECK(opsched_executor_run(ex, NULL));
+        CHECK(opsched_executor_run(ex));
         CHECK(opsched_device_sync(env.gpu));
 
         int nn = opsched_graph_num_nodes(g);
@@ -239,7 +240,7 @@ static void test_forced_algorithm(void **state)
     opsched_graph *g = zoo("googlenet", 23);
     opsched_executor *ex = NULL;
     opsched_exec_options o = {.plan = {.algo = "winograd"}};
-    opsched_status st = opsched_executor_create(env.gpu, g, &o, &ex);
+    opsched_status st = opsched_executor_create(env.gpu, g, NULL, &o, &ex);
     if (st == OPSCHED_OK) {
         print_message("winograd runs every googlenet convolution here\n");
         opsched_executor_free(ex);
@@ -248,13 +249,13 @@ static void test_forced_algorithm(void **state)
         print_message("without fallback: %s\n", opsched_ctx_last_error(env.ctx));
         assert_non_null(strstr(opsched_ctx_last_error(env.ctx), "winograd cannot run it"));
         o.algo_fallback = "heuristic";
-        CHECK(opsched_executor_create(env.gpu, g, &o, &ex));
+        CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
         opsched_exec_info info;
         CHECK(opsched_executor_info(ex, &info));
         print_message("with fallback: %d of %d layers fell back\n", info.n_fallbacks,
                       info.n_layers);
         assert_true(info.n_fallbacks > 0);
-        CHECK(opsched_executor_run(ex, NULL));
+        CHECK(opsched_executor_run(ex));
         CHECK(opsched_device_sync(env.gpu));
         opsched_executor_free(ex);
     }

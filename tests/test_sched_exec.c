@@ -1,13 +1,14 @@
 /*
- * test_sched_exec.c - the schedule executor on the CPU backend: schedules
- * (hand-made concurrent groups, merged convolutions, greedy and IOS
- * searches) give the sequential executor's outputs on small graphs and on
- * googlenet at 32x32; concat elision and merges happen where
+ * test_sched_exec.c - the executor running schedules on the CPU backend:
+ * schedules (hand-made concurrent groups, merged convolutions, greedy and
+ * IOS searches) give the sequential schedule's outputs on small graphs
+ * and on googlenet at 32x32; concat elision and merges happen where
  * they should (and not where slices are not contiguous); the program
  * orders every pair of launches that touch the same memory (checked
  * against a transitive closure of its stream order and event waits) yet
- * leaves concurrent groups unordered; a schedule made at one batch size
- * runs at another.
+ * leaves concurrent groups unordered; layer-timed, host-timed and traced
+ * runs on several streams; a schedule made at one batch size runs at
+ * another.
  *
  * The CPU stream is synchronous, so concurrency here is logical: what is
  * tested is the memory plan, the aliasing, the merges and the program.
@@ -24,7 +25,7 @@
 
 #include <cmocka.h>
 
-#include "exec/sched_exec_impl.h"
+#include "exec/exec_impl.h"
 #include "opsched/opsched.h"
 
 static struct {
@@ -221,29 +222,32 @@ static opsched_schedule *searched(const opsched_graph *g, opsched_searcher which
 /* Runs g sequentially and as s scheduled (same options, same seed) and
  * returns the relative L2 error between them. */
 static double run_both(const opsched_graph *g, const opsched_schedule *s,
-                       const opsched_sched_exec_options *so, opsched_sched_exec_info *info)
+                       const opsched_exec_options *so, opsched_exec_info *info)
 {
-    opsched_sched_exec_options o;
+    opsched_exec_options o;
     memset(&o, 0, sizeof(o));
     if (so) o = *so;
-    o.exec.seed = 7;
+    o.seed = 7;
+    /* the reference: the sequential schedule, every Concat copying */
+    opsched_exec_options ro = o;
+    ro.no_concat_elision = 1;
     opsched_executor *ref = NULL;
-    opsched_sched_executor *ex = NULL;
-    CHECK(opsched_executor_create(env.cpu, g, &o.exec, &ref));
-    CHECK(opsched_sched_executor_create(env.cpu, g, s, &o, &ex));
-    CHECK(opsched_executor_run(ref, NULL));
-    CHECK(opsched_sched_executor_run(ex));
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &ro, &ref));
+    CHECK(opsched_executor_create(env.cpu, g, s, &o, &ex));
+    CHECK(opsched_executor_run(ref));
+    CHECK(opsched_executor_run(ex));
     CHECK(opsched_device_sync(env.cpu));
     double err = -1;
-    CHECK(opsched_sched_executor_compare(ex, ref, &err));
-    if (info) CHECK(opsched_sched_executor_info(ex, info));
+    CHECK(opsched_executor_compare(ex, ref, &err));
+    if (info) CHECK(opsched_executor_info(ex, info));
     /* a second run on the same memory gives the same answer */
-    CHECK(opsched_sched_executor_run(ex));
+    CHECK(opsched_executor_run(ex));
     CHECK(opsched_device_sync(env.cpu));
     double again = -1;
-    CHECK(opsched_sched_executor_compare(ex, ref, &again));
+    CHECK(opsched_executor_compare(ex, ref, &again));
     assert_true(again == err);
-    opsched_sched_executor_free(ex);
+    opsched_executor_free(ex);
     opsched_executor_free(ref);
     return err;
 }
@@ -252,7 +256,7 @@ static double run_both(const opsched_graph *g, const opsched_schedule *s,
  * writing, is ordered by the program: the later one is reachable from
  * the earlier through stream order and event waits.  Returns how many
  * pairs of launches of one stage on different streams stay unordered. */
-static int check_program(const opsched_sched_executor *ex)
+static int check_program(const opsched_executor *ex)
 {
     int nl = ex->n_launches;
     unsigned char *reach = calloc((size_t)nl * (size_t)nl, 1);
@@ -264,7 +268,7 @@ static int check_program(const opsched_sched_executor *ex)
     for (int u = 0; u < nl; u++)
         if (ex->launches[u].record >= 0) recorder[ex->launches[u].record] = u;
     for (int u = 0; u < nl; u++) {
-        const sx_launch *l = &ex->launches[u];
+        const ex_launch *l = &ex->launches[u];
         for (int d = 0; d < u; d++) {
             int direct = ex->launches[d].stream == l->stream;
             for (int w = 0; w < l->n_waits; w++) {
@@ -280,9 +284,9 @@ static int check_program(const opsched_sched_executor *ex)
         }
     }
     for (int u = 0; u < nl; u++) {
-        const sx_launch *a = &ex->launches[u];
+        const ex_launch *a = &ex->launches[u];
         for (int v = u + 1; v < nl; v++) {
-            const sx_launch *b = &ex->launches[v];
+            const ex_launch *b = &ex->launches[v];
             int conflict = 0;
             for (int i = 0; i < a->n_in + a->n_out && !conflict; i++) {
                 int ta = i < a->n_in ? a->in[i] : a->out[i - a->n_in];
@@ -291,8 +295,8 @@ static int check_program(const opsched_sched_executor *ex)
                     int tb = j < b->n_in ? b->in[j] : b->out[j - b->n_in];
                     if (tb < 0 || (i < a->n_in && j < b->n_in)) continue;
                     size_t ra = 0, rb = 0;
-                    int xa = os_sx_root(ex, ta, &ra), xb = os_sx_root(ex, tb, &rb);
-                    const sx_tensor *pa = &ex->tensors[xa], *pb = &ex->tensors[xb];
+                    int xa = os_ex_root(ex, ta, &ra), xb = os_ex_root(ex, tb, &rb);
+                    const ex_tensor *pa = &ex->tensors[xa], *pb = &ex->tensors[xb];
                     if (pa->arena_off == SIZE_MAX || pb->arena_off == SIZE_MAX) continue;
                     size_t la = pa->arena_off + ra, lb = pb->arena_off + rb;
                     if (la < lb + ex->tensors[tb].bytes && lb < la + ex->tensors[ta].bytes)
@@ -316,12 +320,12 @@ static int check_program(const opsched_sched_executor *ex)
 }
 
 static int program_unordered(const opsched_graph *g, const opsched_schedule *s,
-                             const opsched_sched_exec_options *o)
+                             const opsched_exec_options *o)
 {
-    opsched_sched_executor *ex = NULL;
-    CHECK(opsched_sched_executor_create(env.cpu, g, s, o, &ex));
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.cpu, g, s, o, &ex));
     int n = check_program(ex);
-    opsched_sched_executor_free(ex);
+    opsched_executor_free(ex);
     return n;
 }
 
@@ -333,7 +337,7 @@ static void test_concurrent_groups(void **state)
     SKIP_WITHOUT_CPU();
     opsched_graph *g = small_graph(1);
     opsched_schedule *s = hand_schedule(g, "conv1;relu1|convA convB|add|concat|pool|fc");
-    opsched_sched_exec_info info;
+    opsched_exec_info info;
     double err = run_both(g, s, NULL, &info);
     print_message("small, two groups: rel L2 %.3g, %d streams, %d launches, %d waits, %d concats "
                   "elided\n",
@@ -346,7 +350,7 @@ static void test_concurrent_groups(void **state)
     assert_true(program_unordered(g, s, NULL) > 0);
 
     /* without elision the concat runs */
-    opsched_sched_exec_options o;
+    opsched_exec_options o;
     memset(&o, 0, sizeof(o));
     o.no_concat_elision = 1;
     err = run_both(g, s, &o, &info);
@@ -364,16 +368,16 @@ static void test_roles(void **state)
     SKIP_WITHOUT_CPU();
     opsched_graph *g = small_graph(1);
     opsched_schedule *s = hand_schedule(g, "conv1;relu1|convA convB|add|concat|pool|fc");
-    opsched_sched_exec_options o;
+    opsched_exec_options o;
     memset(&o, 0, sizeof(o));
-    o.exec.plan.fuse_activation = 1;
-    opsched_sched_executor *ex = NULL;
-    CHECK(opsched_sched_executor_create(env.cpu, g, s, &o, &ex));
-    const opsched_sched_node_info *relu1 = opsched_sched_executor_node(ex, node_index(g, "relu1"));
-    const opsched_sched_node_info *cat = opsched_sched_executor_node(ex, node_index(g, "concat"));
-    const opsched_sched_node_info *flat = opsched_sched_executor_node(ex, node_index(g, "flatten"));
-    const opsched_sched_node_info *a = opsched_sched_executor_node(ex, node_index(g, "convA"));
-    const opsched_sched_node_info *b = opsched_sched_executor_node(ex, node_index(g, "convB"));
+    o.plan.fuse_activation = 1;
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.cpu, g, s, &o, &ex));
+    const opsched_layer_info *relu1 = opsched_executor_layer(ex, node_index(g, "relu1"));
+    const opsched_layer_info *cat = opsched_executor_layer(ex, node_index(g, "concat"));
+    const opsched_layer_info *flat = opsched_executor_layer(ex, node_index(g, "flatten"));
+    const opsched_layer_info *a = opsched_executor_layer(ex, node_index(g, "convA"));
+    const opsched_layer_info *b = opsched_executor_layer(ex, node_index(g, "convB"));
     assert_int_equal(relu1->role, OPSCHED_ROLE_FUSED);
     assert_int_equal(cat->role, OPSCHED_ROLE_CONCAT_ELIDED);
     assert_int_equal(flat->role, OPSCHED_ROLE_VIEW);
@@ -381,9 +385,9 @@ static void test_roles(void **state)
     assert_int_equal(a->stage, 1);
     assert_int_equal(b->stage, 1);
     assert_int_not_equal(a->stream, b->stream);
-    assert_null(opsched_sched_executor_node(ex, -1));
+    assert_null(opsched_executor_layer(ex, -1));
     check_program(ex);
-    opsched_sched_executor_free(ex);
+    opsched_executor_free(ex);
     assert_true(run_both(g, s, &o, NULL) <= 1e-6);
     opsched_schedule_free(s);
     opsched_graph_free(g);
@@ -410,10 +414,10 @@ static void test_merge(void **state)
         add_stage(s, g, (const char *const[]){"gap", NULL});
         add_stage(s, g, (const char *const[]){"fc", NULL});
         CHECK(opsched_schedule_validate(g, s));
-        opsched_sched_exec_options o;
+        opsched_exec_options o;
         memset(&o, 0, sizeof(o));
-        o.exec.plan.fuse_activation = fuse;
-        opsched_sched_exec_info info;
+        o.plan.fuse_activation = fuse;
+        opsched_exec_info info;
         double err = run_both(g, s, &o, &info);
         print_message("merge (fuse %d): rel L2 %.3g, %d launches, %d splits, %d concats elided\n",
                       fuse, err, info.n_launches, info.n_merge_splits, info.n_concats_elided);
@@ -446,7 +450,7 @@ static void test_no_elision_at_batch(void **state)
     SKIP_WITHOUT_CPU();
     opsched_graph *g1 = small_graph(1), *g2 = small_graph(2);
     opsched_schedule *s = hand_schedule(g1, "conv1;relu1|convA convB|add|concat|pool|fc");
-    opsched_sched_exec_info info;
+    opsched_exec_info info;
     double err = run_both(g2, s, NULL, &info);
     assert_true(err <= 1e-6);
     assert_int_equal(info.n_concats_elided, 0);
@@ -468,10 +472,10 @@ static void test_searched(void **state)
         for (int w = 0; w < 3; w++) {
             opsched_schedule *s = searched(graphs[gi], which[w]);
             for (int fuse = gi; fuse < 2; fuse++) { /* googlenet: fused only */
-                opsched_sched_exec_options o;
+                opsched_exec_options o;
                 memset(&o, 0, sizeof(o));
-                o.exec.plan.fuse_activation = fuse;
-                opsched_sched_exec_info info;
+                o.plan.fuse_activation = fuse;
+                opsched_exec_info info;
                 double err = run_both(graphs[gi], s, &o, &info);
                 int unordered = program_unordered(graphs[gi], s, &o);
                 print_message("%s %s fuse %d: rel L2 %.3g; %d stages, %d streams, %d launches, "
@@ -504,14 +508,14 @@ static void test_trace_and_capture(void **state)
     SKIP_WITHOUT_CPU();
     opsched_graph *g = small_graph(1);
     opsched_schedule *s = hand_schedule(g, "conv1;relu1|convA convB|add|concat|pool|fc");
-    opsched_sched_executor *ex = NULL;
-    CHECK(opsched_sched_executor_create(env.cpu, g, s, NULL, &ex));
-    opsched_sched_span *spans = NULL;
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.cpu, g, s, NULL, &ex));
+    opsched_exec_span *spans = NULL;
     int n = 0;
     double total = 0;
-    CHECK(opsched_sched_executor_trace(ex, &spans, &n, &total));
-    opsched_sched_exec_info info;
-    CHECK(opsched_sched_executor_info(ex, &info));
+    CHECK(opsched_executor_trace(ex, &spans, &n, &total));
+    opsched_exec_info info;
+    CHECK(opsched_executor_info(ex, &info));
     assert_int_equal(n, info.n_launches);
     int streams_seen = 0;
     for (int i = 0; i < n; i++) {
@@ -521,16 +525,108 @@ static void test_trace_and_capture(void **state)
     }
     assert_int_equal(streams_seen, 3);
     free(spans);
-    assert_int_equal(opsched_sched_executor_capture(ex), OPSCHED_ERR_UNSUPPORTED);
-    assert_int_equal(opsched_sched_executor_replay(ex), OPSCHED_ERR_INVALID_ARG);
+    assert_int_equal(opsched_executor_capture(ex), OPSCHED_ERR_UNSUPPORTED);
+    assert_int_equal(opsched_executor_replay(ex), OPSCHED_ERR_INVALID_ARG);
     opsched_run_timing_options to = {.warmup_ms = 1, .iters = 5, .min_ms = 0};
     opsched_run_timing t;
-    CHECK(opsched_sched_executor_time(ex, 0, &to, &t));
+    CHECK(opsched_executor_time(ex, 0, &to, &t));
     assert_int_equal(t.stats.n, 5);
     assert_true(t.p10 <= t.stats.median && t.stats.median <= t.stats.p90);
-    opsched_sched_executor_free(ex);
+    opsched_executor_free(ex);
     opsched_schedule_free(s);
     opsched_graph_free(g);
+}
+
+/* 1 when node i launches work of its own (a merge's counts under its first member). */
+static int launches(const opsched_executor *ex, int i)
+{
+    const opsched_layer_info *li = opsched_executor_layer(ex, i);
+    for (int u = 0; u < ex->n_launches; u++)
+        if (ex->launches[u].node == i) return 1;
+    assert_true(li->role != OPSCHED_ROLE_LAUNCH && li->role != OPSCHED_ROLE_VIEW_COPY);
+    return 0;
+}
+
+/* Layer-timed and host-timed runs of schedules on several streams, with a
+ * merged convolution: every node that launches gets its time (a merge's
+ * under its first member), the others 0; the layers lie inside the
+ * layer-timed run (the CPU runs one launch at a time) and add up to the
+ * host-timed call; the host-timed run computes what a free run does. */
+static void test_timed_modes(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_graph *graphs[2] = {small_graph(1), block_graph(1)};
+    opsched_schedule *sched[2];
+    sched[0] = hand_schedule(graphs[0], "conv1;relu1|convA convB|add|concat|pool|fc");
+    CHECK(opsched_schedule_create(graphs[1], &sched[1]));
+    add_stage(sched[1], graphs[1], (const char *const[]){"stem,stem_relu", NULL});
+    int convs[2] = {node_index(graphs[1], "b1"), node_index(graphs[1], "b2")};
+    int relus[2] = {node_index(graphs[1], "b1_relu"), node_index(graphs[1], "b2_relu")};
+    CHECK(opsched_schedule_add_merge(sched[1], graphs[1], convs, relus, 2, NULL));
+    add_stage(sched[1], graphs[1], (const char *const[]){"b3,b3_relu", "pool,b4,b4_relu", NULL});
+    add_stage(sched[1], graphs[1], (const char *const[]){"concat", NULL});
+    add_stage(sched[1], graphs[1], (const char *const[]){"gap", NULL});
+    add_stage(sched[1], graphs[1], (const char *const[]){"fc", NULL});
+    CHECK(opsched_schedule_validate(graphs[1], sched[1]));
+    for (int k = 0; k < 2; k++) {
+        const opsched_graph *g = graphs[k];
+        int nn = opsched_graph_num_nodes(g);
+        opsched_executor *ex = NULL;
+        CHECK(opsched_executor_create(env.cpu, g, sched[k], NULL, &ex));
+        opsched_exec_info info;
+        CHECK(opsched_executor_info(ex, &info));
+        assert_true(info.n_streams == 2);
+        double *ms = malloc(sizeof(double) * (size_t)nn), total = 0;
+        assert_non_null(ms);
+        for (int rep = 0; rep < 2; rep++) {
+            for (int i = 0; i < nn; i++)
+                ms[i] = -1;
+            CHECK(opsched_executor_run_layers(ex, ms, &total));
+            double sum = 0;
+            for (int i = 0; i < nn; i++) {
+                assert_true(ms[i] >= 0);
+                if (!launches(ex, i)) assert_true(ms[i] == 0);
+                sum += ms[i];
+            }
+            print_message("%s: layer-timed run %.4f ms, layers %.4f ms\n", opsched_graph_name(g),
+                          total, sum);
+            assert_true(total > 0 && sum > 0);
+            assert_true(sum <= total * (1 + 1e-9));
+        }
+        if (k == 1) assert_true(ms[convs[1]] == 0 && ms[relus[0]] == 0);
+
+        /* host-timed: the nodes add up to the call, and it computes */
+        opsched_executor *ref = NULL;
+        CHECK(opsched_executor_create(env.cpu, g, NULL, NULL, &ref));
+        CHECK(opsched_executor_run(ref));
+        double t1 = 0, sum = 0;
+        opsched_timer *tm = NULL;
+        CHECK(opsched_timer_create(env.cpu, &tm));
+        CHECK(opsched_timer_start(tm, NULL));
+        CHECK(opsched_executor_run_host_timed(ex, ms));
+        CHECK(opsched_timer_stop(tm, NULL));
+        CHECK(opsched_timer_elapsed_ms(tm, &t1));
+        opsched_timer_free(tm);
+        for (int i = 0; i < nn; i++) {
+            assert_true(ms[i] >= 0);
+            if (!launches(ex, i)) assert_true(ms[i] == 0);
+            sum += ms[i];
+        }
+        print_message("%s: host-timed call %.4f ms, nodes %.4f ms\n", opsched_graph_name(g), t1,
+                      sum);
+        assert_true(sum > 0 && sum <= t1 * (1 + 1e-9));
+        double err = -1;
+        CHECK(opsched_executor_compare(ex, ref, &err));
+        assert_true(err <= 1e-6);
+        assert_int_equal(opsched_executor_run_host_timed(ex, NULL), OPSCHED_ERR_INVALID_ARG);
+        assert_int_equal(opsched_executor_run_layers(NULL, ms, NULL), OPSCHED_ERR_INVALID_ARG);
+        free(ms);
+        opsched_executor_free(ref);
+        opsched_executor_free(ex);
+        opsched_schedule_free(sched[k]);
+        opsched_graph_free(graphs[k]);
+    }
 }
 
 /* A schedule of another model, and one that is not valid, are refused. */
@@ -540,15 +636,13 @@ static void test_refused(void **state)
     SKIP_WITHOUT_CPU();
     opsched_graph *g = small_graph(1), *b = block_graph(1);
     opsched_schedule *s = hand_schedule(g, "conv1;relu1|convA convB|add|concat|pool|fc");
-    opsched_sched_executor *ex = NULL;
-    assert_int_equal(opsched_sched_executor_create(env.cpu, b, s, NULL, &ex),
-                     OPSCHED_ERR_INVALID_ARG);
+    opsched_executor *ex = NULL;
+    assert_int_equal(opsched_executor_create(env.cpu, b, s, NULL, &ex), OPSCHED_ERR_INVALID_ARG);
     assert_null(ex);
     opsched_schedule_free(s);
     CHECK(opsched_schedule_create(g, &s));
     add_stage(s, g, (const char *const[]){"conv1,relu1", NULL});
-    assert_int_equal(opsched_sched_executor_create(env.cpu, g, s, NULL, &ex),
-                     OPSCHED_ERR_INVALID_ARG);
+    assert_int_equal(opsched_executor_create(env.cpu, g, s, NULL, &ex), OPSCHED_ERR_INVALID_ARG);
     print_message("refused: %s\n", opsched_ctx_last_error(env.ctx));
     opsched_schedule_free(s);
     opsched_graph_free(g);
@@ -711,6 +805,7 @@ int main(void)
         cmocka_unit_test(test_no_elision_at_batch),
         cmocka_unit_test(test_searched),
         cmocka_unit_test(test_trace_and_capture),
+        cmocka_unit_test(test_timed_modes),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_stage_cost),
         cmocka_unit_test(test_events),

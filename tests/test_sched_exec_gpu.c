@@ -1,9 +1,9 @@
 /*
- * test_sched_exec_gpu.c - the schedule executor on CUDA device 0: a
+ * test_sched_exec_gpu.c - the executor running schedules on CUDA device 0: a
  * two-stream schedule of googlenet's first inception block (hand-made:
  * branches on two streams, a merged convolution, concat elision) and the
  * greedy schedule of the whole of googlenet, against the sequential
- * executor on the same weights and input, free-running and replayed as
+ * schedule on the same weights and input, free-running and replayed as
  * one CUDA graph (several replays queued back to back, so that a missing
  * dependency between streams would show as a race); the same at batch 4,
  * where merges need a Split and concats copy; a traced run with launches
@@ -30,7 +30,7 @@ static struct {
     opsched_device *gpu; /* NULL: no CUDA device, every test skips */
 } env;
 
-/* Relative L2 error allowed against the sequential executor, by math mode
+/* Relative L2 error allowed against the sequential schedule, by math mode
  * (merged convolutions may pick other algorithms than their members). */
 static const double tolerance[OPSCHED_MATH_COUNT] = {1e-5, 5e-3, 2e-2, 5e-2};
 
@@ -137,29 +137,31 @@ static opsched_schedule *two_stream_schedule(const opsched_graph *g)
     return s;
 }
 
-/* Runs s on g and the sequential executor on the GPU; checks free runs and
+/* Runs s on g and the sequential schedule on the GPU; checks free runs and
  * queued graph replays against the reference. */
 static void check_schedule(const opsched_graph *g, const opsched_schedule *s, opsched_math math,
                            int want_streams)
 {
-    opsched_sched_exec_options o;
+    opsched_exec_options o;
     memset(&o, 0, sizeof(o));
-    o.exec.plan.math = math;
-    o.exec.plan.fuse_activation = 1;
-    o.exec.seed = 3;
+    o.plan.math = math;
+    o.plan.fuse_activation = 1;
+    o.seed = 3;
+    opsched_exec_options ro = o; /* the reference: sequential, every Concat copying */
+    ro.no_concat_elision = 1;
     opsched_executor *ref = NULL;
-    opsched_sched_executor *ex = NULL;
-    CHECK(opsched_executor_create(env.gpu, g, &o.exec, &ref));
-    CHECK(opsched_sched_executor_create(env.gpu, g, s, &o, &ex));
-    opsched_sched_exec_info info;
-    CHECK(opsched_sched_executor_info(ex, &info));
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.gpu, g, NULL, &ro, &ref));
+    CHECK(opsched_executor_create(env.gpu, g, s, &o, &ex));
+    opsched_exec_info info;
+    CHECK(opsched_executor_info(ex, &info));
     assert_true(info.n_streams >= want_streams);
-    CHECK(opsched_executor_run(ref, NULL));
+    CHECK(opsched_executor_run(ref));
     for (int r = 0; r < 5; r++)
-        CHECK(opsched_sched_executor_run(ex));
+        CHECK(opsched_executor_run(ex));
     CHECK(opsched_device_sync(env.gpu));
     double err = -1;
-    CHECK(opsched_sched_executor_compare(ex, ref, &err));
+    CHECK(opsched_executor_compare(ex, ref, &err));
     print_message("%s batch %lld %s: %d streams, %d launches, %d waits, %d merges (%d split), "
                   "%d concats elided; free runs rel L2 %.3g\n",
                   opsched_graph_name(g),
@@ -169,22 +171,22 @@ static void check_schedule(const opsched_graph *g, const opsched_schedule *s, op
     assert_true(err <= tolerance[math]);
     double free_err = err;
     /* replays on another input, so stale outputs cannot pass */
-    CHECK(opsched_sched_executor_capture(ex));
+    CHECK(opsched_executor_capture(ex));
     CHECK(opsched_executor_randomize_inputs(ref, 11));
-    CHECK(opsched_sched_executor_randomize_inputs(ex, 11));
-    CHECK(opsched_executor_run(ref, NULL));
+    CHECK(opsched_executor_randomize_inputs(ex, 11));
+    CHECK(opsched_executor_run(ref));
     for (int r = 0; r < 20; r++)
-        CHECK(opsched_sched_executor_replay(ex));
+        CHECK(opsched_executor_replay(ex));
     CHECK(opsched_device_sync(env.gpu));
-    CHECK(opsched_sched_executor_compare(ex, ref, &err));
+    CHECK(opsched_executor_compare(ex, ref, &err));
     print_message("  replays: rel L2 %.3g (free runs %.3g)\n", err, free_err);
     assert_true(err <= tolerance[math]);
     opsched_run_timing_options to = {.warmup_ms = 20, .iters = 20, .min_ms = 0};
     opsched_run_timing tf, tg;
-    CHECK(opsched_sched_executor_time(ex, 0, &to, &tf));
-    CHECK(opsched_sched_executor_time(ex, 1, &to, &tg));
+    CHECK(opsched_executor_time(ex, 0, &to, &tf));
+    CHECK(opsched_executor_time(ex, 1, &to, &tg));
     print_message("  median %.4f ms free, %.4f ms graph\n", tf.stats.median, tg.stats.median);
-    opsched_sched_executor_free(ex);
+    opsched_executor_free(ex);
     opsched_executor_free(ref);
 }
 
@@ -227,12 +229,12 @@ static void test_trace(void **state)
     SKIP_WITHOUT_GPU();
     opsched_graph *g = googlenet(1);
     opsched_schedule *s = two_stream_schedule(g);
-    opsched_sched_executor *ex = NULL;
-    CHECK(opsched_sched_executor_create(env.gpu, g, s, NULL, &ex));
-    opsched_sched_span *spans = NULL;
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.gpu, g, s, NULL, &ex));
+    opsched_exec_span *spans = NULL;
     int n = 0, seen = 0;
     double total = 0;
-    CHECK(opsched_sched_executor_trace(ex, &spans, &n, &total));
+    CHECK(opsched_executor_trace(ex, &spans, &n, &total));
     for (int i = 0; i < n; i++) {
         assert_true(spans[i].start_ms >= 0 && spans[i].dur_ms >= 0);
         assert_true(spans[i].start_ms + spans[i].dur_ms <= total + 1e-3);
@@ -241,7 +243,7 @@ static void test_trace(void **state)
     assert_int_equal(seen, 3);
     print_message("traced run: %d launches in %.3f ms\n", n, total);
     free(spans);
-    opsched_sched_executor_free(ex);
+    opsched_executor_free(ex);
     opsched_schedule_free(s);
     opsched_graph_free(g);
 }

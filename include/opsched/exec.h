@@ -1,21 +1,68 @@
 /*
- * opsched/exec.h - running a whole graph on a device.
+ * opsched/exec.h - running a whole graph on a device: the executor.
  *
- * An executor is a graph made ready to run: every compute node planned
- * (descriptors, algorithm, workspace), one arena of device memory for the
- * activations laid out once from tensor lifetimes (buffers reused, the peak
- * reported), weights uploaded (from the graph's payloads when present,
- * random from a seed otherwise), views (Reshape, Flatten, Identity,
- * Dropout) aliased to their input without a copy where the layout allows.
+ * One engine runs every schedule, so that schedules compare fairly and
+ * every data type, operator and layout is written once.  An executor is a
+ * graph made ready to run as an opsched_schedule (sched.h) says; without a
+ * schedule it runs the sequential one (opsched_schedule_search with
+ * OPSCHED_SEARCH_SEQUENTIAL: one group per stage, the nodes in graph
+ * order, a convolution with the Relu that is its only reader), all on the
+ * device's stream.
  *
- * It runs in three ways: free (all nodes enqueued back to back), layer-timed
- * (a pair of device timestamps around each node), and as a captured CUDA
- * graph replayed with one launch (backends without graphs answer
- * OPSCHED_ERR_UNSUPPORTED).  Inputs and outputs cross as f32 host arrays
- * whatever the math mode.
+ * Making it ready: every node planned (descriptors, algorithm, workspace),
+ * weights uploaded (from the graph's payloads when present, random from a
+ * seed otherwise), one arena of device memory for the activations laid
+ * out once from lifetimes (buffers reused, the peak reported), views
+ * (Reshape, Flatten, Identity, Dropout) aliased to their input without a
+ * copy where the layout allows, a Relu that is a convolution's only
+ * reader fused into it where the backend can (plan.fuse_activation).
+ *
+ * Streams: one per group index (the device's stream and as many more as
+ * the widest stage has groups), each group's nodes in order on its stream.
+ * Streams are ordered by events only where a node reads memory another
+ * stream wrote (or writes memory another stream used before), never by
+ * the host: stages are not barriers, and the device may start a node as
+ * soon as what it reads is ready.  A run forks from the device's stream
+ * and joins back into it, so timers and replays on that stream bracket a
+ * whole inference, and the whole run can be captured as one device graph.
+ * A schedule on one stream (the sequential one) runs with no event, wait
+ * or sync between its launches: a free run is its launches back to back.
+ *
+ * Memory: one arena laid out from lifetimes.  On one stream a lifetime is
+ * counted in launches (from the tensor's first writer to its last reader,
+ * in enqueue order), on several in stages (every tensor a stage touches
+ * is alive for the whole stage, so concurrent nodes never share memory);
+ * graph inputs have a region of their own, graph outputs live to the end.
+ * Where memory is reused across streams, the writer of the new tensor is
+ * ordered after every reader of the old one.  Concat elision: when the
+ * parts of a Concat are contiguous slices of its output (channel axis at
+ * batch 1 in NCHW: every dim outside the axis in memory order is 1), their
+ * producers write straight into the slices and the Concat runs nothing
+ * (unless no_concat_elision; the profiler's default turns it off).
+ * A MERGE stage runs one convolution with the members' kernels
+ * zero-padded and stacked along the output channels (their biases
+ * stacked, their Relus fused or run once); the members' outputs are its
+ * channel slices where contiguous, and a Split copies them out otherwise.
+ *
+ * Modes of running (each an inference, forked from and joined into the
+ * device's stream): free (opsched_executor_run), host-timed (the host's
+ * time in each node's launch calls), layer-timed (device timestamps around
+ * each node's launches, on its stream), traced (a timestamp pair around
+ * every launch), timed back to back (opsched_executor_time), and captured
+ * as one device graph then replayed with one launch (backends without
+ * graphs answer OPSCHED_ERR_UNSUPPORTED).  Inputs and outputs cross as
+ * f32 host arrays whatever the math mode.
+ *
+ * Weights and inputs are drawn from the seed per tensor, whatever the
+ * schedule, device, math mode or layout, so executors of one graph and
+ * seed compare output for output (opsched_executor_compare).  A schedule's
+ * batch and input size are informational: a schedule searched at one
+ * batch size runs on the graph at another, as long as the nodes are the
+ * same (opsched_schedule_validate).
  *
  * Ownership: the executor borrows the device (which must outlive it) and
- * copies what it needs from the graph; the graph may be freed after create.
+ * copies what it needs from the graph and the schedule; both may be freed
+ * after create.
  */
 #ifndef OPSCHED_EXEC_H
 #define OPSCHED_EXEC_H
@@ -31,25 +78,57 @@ extern "C" {
 typedef struct opsched_executor opsched_executor;
 
 typedef struct opsched_exec_options {
-    opsched_plan_options plan;     /* math, layout, convolution algorithm policy */
+    opsched_plan_options plan;     /* math, layout, convolution algorithm policy, fusion */
     /* When plan.algo names an algorithm a layer cannot run: NULL fails with
      * the layer and the reason; "heuristic" runs that layer with the
      * library's choice and records that it did. */
     const char *algo_fallback;
     uint64_t seed;                 /* random weights and inputs (default 1 when 0) */
+    int no_concat_elision;         /* 1: every Concat copies */
+    /* Nodes of stages with more than one group share the device while
+     * they run: an algorithm policy for them (NULL: plan.algo), and a
+     * workspace limit per node (0: plan.workspace_limit).  "find" times
+     * candidates alone, on an idle device, where the widest grid wins;
+     * under concurrency the library's heuristic choice (or a smaller
+     * workspace) is often the better one. */
+    const char *concurrent_algo;
+    size_t concurrent_workspace_limit;
+    /* 1: for timing only: weights and inputs (those the graph gives no
+     * values) filled with uniform values on the device, not drawn on the
+     * host and uploaded; outputs are then not comparable with another
+     * executor's.  The stage measurer builds its executors so. */
+    int timing_only;
 } opsched_exec_options;
 
-/* Plans every node and lays out memory.  OPSCHED_ERR_UNSUPPORTED names the
- * first layer the backend cannot run and why; OPSCHED_ERR_DEVICE_OOM when
- * the arena, weights or a workspace do not fit. */
+/* Plans everything and lays out memory for g run as s (NULL: the
+ * sequential schedule).  OPSCHED_ERR_UNSUPPORTED names the first layer the
+ * backend cannot run and why; OPSCHED_ERR_DEVICE_OOM when the arena,
+ * weights or a workspace do not fit; the reason of opsched_schedule_validate
+ * for a schedule that does not fit g. */
 opsched_status opsched_executor_create(opsched_device *dev, const opsched_graph *g,
-                                       const opsched_exec_options *opts,
-                                       opsched_executor **out);
+                                       const opsched_schedule *s,
+                                       const opsched_exec_options *opts, opsched_executor **out);
 void opsched_executor_free(opsched_executor *ex);
+
+/* What happens to one graph node. */
+typedef enum opsched_node_role {
+    OPSCHED_ROLE_LAUNCH = 0,       /* planned and launched on its stream */
+    OPSCHED_ROLE_VIEW,             /* aliases its input: runs nothing */
+    OPSCHED_ROLE_VIEW_COPY,        /* a view that must copy, on its producer's stream */
+    OPSCHED_ROLE_FUSED,            /* a Relu run inside the node before it */
+    OPSCHED_ROLE_CONCAT_ELIDED,    /* its inputs were written into its slices */
+    OPSCHED_ROLE_MERGED            /* a member (or member's Relu) of a merged conv */
+} opsched_node_role;
 
 typedef struct opsched_layer_info {
     int node;                      /* index in the graph */
-    char algo[48];                 /* what the backend runs ("view" for aliases) */
+    opsched_node_role role;
+    int stage;                     /* 0-based; -1 for views */
+    int stream;                    /* its group's stream (where its work, if any, runs);
+                                    * -1 for views that alias */
+    /* what the backend runs: an algorithm, "view" for aliases, "fused",
+     * "merged" or "in place" */
+    char algo[48];
     int fallback;                  /* 1: the asked algorithm could not run it */
     char fallback_reason[160];
     size_t workspace_bytes;
@@ -57,8 +136,16 @@ typedef struct opsched_layer_info {
 
 typedef struct opsched_exec_info {
     int n_layers;                  /* = nodes of the graph */
+    int n_stages;
+    int n_streams;
+    int n_launches;                /* plans launched per inference */
+    int n_waits;                   /* cross-stream event waits per inference, fork and join
+                                    * not counted */
+    int n_concats_elided;
+    int n_merges;                  /* MERGE stages */
+    int n_merge_splits;            /* of them, with a Split copying members' outputs out */
     size_t arena_bytes;            /* activations, after reuse: the planned peak */
-    size_t weight_bytes;
+    size_t weight_bytes;           /* the weights launches read, the merged convolutions' too */
     size_t workspace_bytes;        /* all plans together */
     int n_fallbacks;
 } opsched_exec_info;
@@ -77,168 +164,59 @@ opsched_status opsched_executor_get_output(opsched_executor *ex, int i, float *d
 /* Element count of graph output i (0 when out of range). */
 size_t opsched_executor_output_numel(const opsched_executor *ex, int i);
 
-/* Enqueues one inference on stream s (NULL: the device's stream); does not wait. */
-opsched_status opsched_executor_run(opsched_executor *ex, opsched_stream *s);
+/* Enqueues one inference (forked from and joined into the device's
+ * stream); does not wait. */
+opsched_status opsched_executor_run(opsched_executor *ex);
 
 /* Enqueues one inference like opsched_executor_run (no device syncs, no
  * timestamps) and writes the host's time spent in each node's launch
- * call(s) to layer_host_ms[node], in ms (CLOCK_MONOTONIC read once before
- * the run and after each launch, so the nodes add up to the whole run; 0
- * for nodes that run nothing: views, fused Relus).  On a device
+ * call(s) to layer_host_ms[node] (one entry per graph node), in ms:
+ * CLOCK_MONOTONIC read once before the run and after each launch (with
+ * the event calls around it), so the nodes add up to the whole run (the
+ * fork counts towards the first launch, the join towards the last; a
+ * merged convolution's launches towards its first member); 0 for nodes
+ * that launch nothing: views, fused Relus, elided Concats.  On a device
  * whose queue is full a launch blocks, and the wait counts: sync before
  * the run to measure the enqueue cost alone.  On the CPU backend a launch
  * computes, so the time is the layer's. */
-opsched_status opsched_executor_run_host_timed(opsched_executor *ex, opsched_stream *s,
-                                               double *layer_host_ms);
+opsched_status opsched_executor_run_host_timed(opsched_executor *ex, double *layer_host_ms);
 
-/* One inference with a timestamp pair around every node; waits, then
- * writes each node's milliseconds to layer_ms[node] (0 for views) and the
- * whole run's to *total_ms (NULL allowed). */
+/* One inference with device timestamps around every node's launches, on
+ * the node's stream; waits, then writes each node's milliseconds to
+ * layer_ms[node] (0 for nodes that launch nothing; NULL allowed) and the
+ * whole run's to *total_ms (NULL allowed).  A launch enqueued right
+ * before one on the same stream that waits for nothing ends at that one's
+ * start mark (one mark per boundary), others at a mark of their own after
+ * them: on one stream (the sequential schedule) the layers add up to the
+ * layer-timed run.  A merged convolution's launches count towards its
+ * first member.  Nothing is synced before the run (work queued ahead
+ * keeps the device busy). */
 opsched_status opsched_executor_run_layers(opsched_executor *ex, double *layer_ms,
                                            double *total_ms);
 
-/* Captures one inference as a device graph (CUDA graph) for replay.
- * OPSCHED_ERR_UNSUPPORTED on backends without graphs. */
-opsched_status opsched_executor_capture(opsched_executor *ex);
-/* Enqueues one replay of the captured graph on the device's stream. */
-opsched_status opsched_executor_replay(opsched_executor *ex);
-
-/* ---- running a schedule ------------------------------------------------ */
-
-/* A schedule executor runs a graph as an opsched_schedule says (sched.h):
- * one stream per group index (the device's stream and as many more as the
- * widest stage has groups), each group's nodes in order on its stream.
- * Streams are ordered by events only where a node reads memory another
- * stream wrote (or writes memory another stream used before), never by
- * the host: stages are not barriers, and the device may start a node as
- * soon as what it reads is ready.  A run forks from the device's stream
- * and joins back into it, so timers and replays on that stream bracket a
- * whole inference, and the whole run can be captured as one device graph.
- *
- * Memory: one arena laid out from lifetimes counted in stages (every
- * tensor a stage touches is alive for the whole stage, so concurrent
- * nodes never share memory); where memory is reused, the writer of the
- * new tensor is ordered after every reader of the old one.  Concat
- * elision: when the parts of a Concat are contiguous slices of its output
- * (channel axis at batch 1 in NCHW: every dim outside the axis in memory
- * order is 1), their producers write straight into the slices and the
- * Concat runs nothing.  A MERGE stage runs one convolution with the
- * members' kernels zero-padded and stacked along the output channels
- * (their biases stacked, their Relus fused or run once); the members'
- * outputs are its channel slices where contiguous, and a Split copies
- * them out otherwise.
- *
- * Weights and inputs are drawn exactly as opsched_executor draws them
- * from the same seed, so outputs can be compared with the sequential
- * executor's (opsched_sched_executor_compare).
- *
- * The schedule's batch and input size are informational: a schedule
- * searched at one batch size runs on the graph at another, as long as the
- * nodes are the same (opsched_schedule_validate). */
-typedef struct opsched_sched_executor opsched_sched_executor;
-
-typedef struct opsched_sched_exec_options {
-    opsched_exec_options exec;     /* math, layout, algorithm policy, fusion, seed */
-    int no_concat_elision;         /* 1: every Concat copies */
-    /* Nodes of stages with more than one group share the device while
-     * they run: an algorithm policy for them (NULL: exec.plan.algo), and
-     * a workspace limit per node (0: exec.plan.workspace_limit).  "find"
-     * times candidates alone, on an idle device, where the widest grid
-     * wins; under concurrency the library's heuristic choice (or a
-     * smaller workspace) is often the better one. */
-    const char *concurrent_algo;
-    size_t concurrent_workspace_limit;
-    /* 1: for timing only: weights and inputs (those the graph gives no
-     * values) filled with uniform values on the device, not drawn on the
-     * host and uploaded; outputs are then not comparable with the
-     * sequential executor's.  The stage measurer builds its executors so. */
-    int timing_only;
-} opsched_sched_exec_options;
-
-/* Plans everything and lays out memory.  Fails like
- * opsched_executor_create, and with the reason of
- * opsched_schedule_validate for a schedule that does not fit g. */
-opsched_status opsched_sched_executor_create(opsched_device *dev, const opsched_graph *g,
-                                             const opsched_schedule *s,
-                                             const opsched_sched_exec_options *opts,
-                                             opsched_sched_executor **out);
-void opsched_sched_executor_free(opsched_sched_executor *ex);
-
-/* What happens to one graph node. */
-typedef enum opsched_node_role {
-    OPSCHED_ROLE_LAUNCH = 0,       /* planned and launched on its stream */
-    OPSCHED_ROLE_VIEW,             /* aliases its input: runs nothing */
-    OPSCHED_ROLE_VIEW_COPY,        /* a view that must copy, on its producer's stream */
-    OPSCHED_ROLE_FUSED,            /* a Relu run inside the node before it */
-    OPSCHED_ROLE_CONCAT_ELIDED,    /* its inputs were written into its slices */
-    OPSCHED_ROLE_MERGED            /* a member (or member's Relu) of a merged conv */
-} opsched_node_role;
-
-typedef struct opsched_sched_node_info {
-    int node;
-    opsched_node_role role;
-    int stage;                     /* 0-based; -1 for views */
-    int stream;                    /* its group's stream (where its work, if any, runs);
-                                    * -1 for views that alias */
-    char algo[48];
-    int fallback;
-    size_t workspace_bytes;
-} opsched_sched_node_info;
-
-typedef struct opsched_sched_exec_info {
-    int n_stages;
-    int n_streams;
-    int n_launches;                /* plans launched per inference */
-    int n_waits;                   /* cross-stream event waits per inference, fork and join
-                                    * not counted */
-    int n_concats_elided;
-    int n_merges;                  /* MERGE stages */
-    int n_merge_splits;            /* of them, with a Split copying members' outputs out */
-    size_t arena_bytes;
-    size_t weight_bytes;           /* the graph's weights plus the merged convolutions' */
-    size_t workspace_bytes;
-    int n_fallbacks;
-} opsched_sched_exec_info;
-
-opsched_status opsched_sched_executor_info(const opsched_sched_executor *ex,
-                                           opsched_sched_exec_info *out);
-/* NULL when out of range; borrowed. */
-const opsched_sched_node_info *opsched_sched_executor_node(const opsched_sched_executor *ex,
-                                                           int node);
-
-/* As the opsched_executor functions of the same names. */
-opsched_status opsched_sched_executor_randomize_inputs(opsched_sched_executor *ex,
-                                                       uint64_t seed);
-opsched_status opsched_sched_executor_set_input(opsched_sched_executor *ex, int i,
-                                                const float *data, size_t n);
-opsched_status opsched_sched_executor_get_output(opsched_sched_executor *ex, int i,
-                                                 float *data, size_t n);
-size_t opsched_sched_executor_output_numel(const opsched_sched_executor *ex, int i);
-
-/* Enqueues one inference (forked from and joined into the device's
- * stream); does not wait. */
-opsched_status opsched_sched_executor_run(opsched_sched_executor *ex);
-/* Captures one inference, every stream, as one device graph.
- * OPSCHED_ERR_UNSUPPORTED on backends without graphs. */
-opsched_status opsched_sched_executor_capture(opsched_sched_executor *ex);
-/* Enqueues one replay on the device's stream. */
-opsched_status opsched_sched_executor_replay(opsched_sched_executor *ex);
-
 /* One launch of a traced run: a pair of device timestamps around it on
  * its stream, times from the start of the run (stream 0's mark). */
-typedef struct opsched_sched_span {
+typedef struct opsched_exec_span {
     int node;                      /* the graph node; for a merged conv its first member */
     int stage, stream;
     char label[96];                /* the node's name, or "merge(a+b+...)" */
     double start_ms, dur_ms;
-} opsched_sched_span;
+} opsched_exec_span;
 
-/* Runs one inference with timestamps around every launch and waits;
- * *spans (n_launches entries, malloc'd: free()) in enqueue order and the
- * whole run's ms.  The marks cost the device a little: the spans show
- * where work ran and overlapped, the timed runs give the latency. */
-opsched_status opsched_sched_executor_trace(opsched_sched_executor *ex, opsched_sched_span **spans,
-                                            int *n_spans, double *total_ms);
+/* Waits for the device, runs one inference with a timestamp pair around
+ * every launch and waits; *spans (n_launches entries, malloc'd: free()) in
+ * enqueue order and the whole run's ms.  The marks cost the device a
+ * little: the spans show where work ran and overlapped, the timed runs
+ * give the latency. */
+opsched_status opsched_executor_trace(opsched_executor *ex, opsched_exec_span **spans,
+                                      int *n_spans, double *total_ms);
+
+/* Captures one inference, every stream, as one device graph (replacing
+ * an earlier capture).  OPSCHED_ERR_UNSUPPORTED on backends without
+ * graphs. */
+opsched_status opsched_executor_capture(opsched_executor *ex);
+/* Enqueues one replay of the captured graph on the device's stream. */
+opsched_status opsched_executor_replay(opsched_executor *ex);
 
 typedef struct opsched_run_timing_options {
     double warmup_ms;              /* default 100 */
@@ -256,9 +234,9 @@ typedef struct opsched_run_timing {
  * being read, so the device never waits for the host): free-running runs,
  * or replays of the captured graph when use_graph (capture first).
  * opts NULL: the defaults. */
-opsched_status opsched_sched_executor_time(opsched_sched_executor *ex, int use_graph,
-                                           const opsched_run_timing_options *opts,
-                                           opsched_run_timing *out);
+opsched_status opsched_executor_time(opsched_executor *ex, int use_graph,
+                                     const opsched_run_timing_options *opts,
+                                     opsched_run_timing *out);
 
 /* Several executors (of one device) timed in turns, out[i] for ex[i]:
  * rounds in which each executor gets two untimed runs and 16 timed ones,
@@ -267,22 +245,23 @@ opsched_status opsched_sched_executor_time(opsched_sched_executor *ex, int use_g
  * same device clocks; timed one after the other for seconds each, the
  * first looked a few percent faster than it was.  use_graph: replays
  * (capture each first). */
-opsched_status opsched_sched_executors_time(opsched_sched_executor *const *ex, int n,
-                                            int use_graph, const opsched_run_timing_options *opts,
-                                            opsched_run_timing *out);
+opsched_status opsched_executors_time(opsched_executor *const *ex, int n, int use_graph,
+                                      const opsched_run_timing_options *opts,
+                                      opsched_run_timing *out);
 
 /* Relative L2 error of ex's outputs against ref's (both already run on
- * the same inputs): sqrt(sum (a - b)^2 / sum b^2) over all outputs; inf
- * when a value is not finite.  The graphs must have the same outputs. */
-opsched_status opsched_sched_executor_compare(opsched_sched_executor *ex, opsched_executor *ref,
-                                              double *rel_l2);
+ * the same inputs; they may be on different devices): sqrt(sum (a - b)^2 /
+ * sum b^2) over all outputs; inf when a value is not finite.  The graphs
+ * must have the same outputs. */
+opsched_status opsched_executor_compare(opsched_executor *ex, opsched_executor *ref,
+                                        double *rel_l2);
 
 /* ---- measured stage costs ---------------------------------------------- */
 
 /* A stage measured alone on a device, for the schedule searchers: the
  * stage's nodes are copied into a graph of their own (what they read from
- * outside the stage becomes its inputs, random), run by a schedule
- * executor with the stage's groups on their streams (or the merged
+ * outside the stage becomes its inputs, random), run by an executor
+ * with the stage's groups on their streams (or the merged
  * convolution), warmed up, and timed as replays of a device graph that
  * holds enough back-to-back runs of the stage for a sample of
  * sample_min_us (free runs on backends without graphs); the cost is the
@@ -295,7 +274,7 @@ opsched_status opsched_sched_executor_compare(opsched_sched_executor *ex, opsche
 typedef struct opsched_stage_measurer opsched_stage_measurer;
 
 typedef struct opsched_stage_measure_options {
-    opsched_sched_exec_options exec;
+    opsched_exec_options exec;     /* timing_only is set whatever it says */
     opsched_run_timing_options timing; /* zeros: 1 ms warm-up, 10 samples, 2 ms */
     double sample_min_us;              /* 0: 100 */
     int no_graph;                      /* 1: time free runs even where graphs exist */
@@ -339,7 +318,7 @@ void opsched_stage_measurer_set_node_costs(opsched_stage_measurer *m, const doub
 
 /* Runs each of the n candidate schedules of g whole (NULL entries are
  * skipped) and times it: replays of one device graph where the backend has
- * them, else free runs), all in turns (opsched_sched_executors_time);
+ * them, else free runs), all in turns (opsched_executors_time);
  * timing NULL: 50 ms warm-up, 32 samples and 100 ms each.
  * ms[i] gets candidate i's median (+inf when it cannot run here: an
  * algorithm, a merge or memory the device lacks), *best the fastest's
@@ -349,7 +328,7 @@ void opsched_stage_measurer_set_node_costs(opsched_stage_measurer *m, const doub
  * when no candidate runs. */
 opsched_status opsched_schedules_time_whole(opsched_device *dev, const opsched_graph *g,
                                             const opsched_schedule *const *cands, int n,
-                                            const opsched_sched_exec_options *opts,
+                                            const opsched_exec_options *opts,
                                             const opsched_run_timing_options *timing,
                                             double *ms, int *best);
 
@@ -370,7 +349,7 @@ typedef struct opsched_whole_check {
  * fastest (the others are freed).  out (may be NULL) says what was timed. */
 opsched_status opsched_schedule_keep_fastest(opsched_device *dev, const opsched_graph *g,
                                              const opsched_search_options *so,
-                                             const opsched_sched_exec_options *opts,
+                                             const opsched_exec_options *opts,
                                              opsched_schedule **s, opsched_whole_check *out);
 
 #ifdef __cplusplus

@@ -16,6 +16,9 @@ extern "C" {
 #endif
 
 typedef struct opsched_profile_options {
+    /* how the executor runs the network: the sequential schedule, with
+     * every Concat copying by default (exec.no_concat_elision 1), so that
+     * each node is measured as the predictor composes it */
     opsched_exec_options exec;
     double warmup_ms;              /* default 200 */
     int iters;                     /* timed inferences, at least (default 50) */
@@ -45,7 +48,8 @@ void opsched_profile_options_default(opsched_profile_options *o);
 
 typedef struct opsched_layer_profile {
     int node;
-    int timed;                     /* 0: runs nothing of its own (a view, a fused Relu) */
+    int timed;                     /* 0: runs nothing of its own (a view, a fused Relu,
+                                    * a Concat its producers wrote in place) */
     opsched_stats stats;           /* layer-timed runs, ms; n = 0 when not timed */
     double median_ms, mean_ms;     /* from layer-timed runs; 0 for views */
     double run_ms;                 /* in the layer-timed run whose total is the median */
@@ -56,7 +60,7 @@ typedef struct opsched_layer_profile {
                                     * layer was not measured alone */
     int fused_next;                /* 1: the layer runs the Relu after it too (fused) */
     opsched_energy energy;         /* that window (shared by layers of one signature) */
-    char algo[48];                 /* what ran: an algorithm, "view" or "fused" */
+    char algo[48];                 /* what ran: an algorithm, "view", "fused", "in place" */
     int fallback;                  /* 1: the asked algorithm could not run it */
     size_t workspace_bytes;
     /* Host time to enqueue the layer's launch(es) in a free run, ms: its
@@ -157,12 +161,12 @@ void opsched_trace_free(opsched_trace *t);
 opsched_status opsched_trace_add_profile(opsched_trace *t, const opsched_device_info *dev,
                                          const opsched_graph *g,
                                          const opsched_profile_result *r, const char *label);
-/* Adds one traced run of a schedule (opsched_sched_executor_trace) under
+/* Adds one traced run of a schedule (opsched_executor_trace) under
  * label: a thread track per stream with one complete event per launch,
  * at the times the device recorded (so overlap between streams shows),
  * and the run's event on the profiles track.  Everything is copied. */
 opsched_status opsched_trace_add_schedule(opsched_trace *t, const opsched_device_info *dev,
-                                          const opsched_sched_span *spans, int n_spans,
+                                          const opsched_exec_span *spans, int n_spans,
                                           double total_ms, const char *label);
 /* Writes the file (replacing it). */
 opsched_status opsched_trace_write(const opsched_trace *t, const char *path);

@@ -324,7 +324,7 @@ opsched_status opsched_stage_cost_predicted(void *user, const opsched_graph *g,
 
 /* The user data of opsched_stage_cost_cached.  A stage is looked up in
  * the stages table by its signature and the settings below; when absent
- * it is measured with `measure` (the schedule executor's stage timing)
+ * it is measured with `measure` (the executor's stage timing)
  * and stored, with the single-op sums of its groups when node_ms is
  * given (what the contention fit needs).  store NULL: measure every time.
  * measure NULL: lookups only (a stage never measured is

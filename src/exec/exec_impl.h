@@ -1,7 +1,12 @@
 /*
  * exec_impl.h - what the executor's files share: how tensors are stored
  * under a math mode and layout, host-side conversion to and from that
- * storage, and the memory plan (memplan.c).
+ * storage (exec_data.c), the planning rules (exec_build.c), the placement
+ * of memory blocks (memplan.c), and the executor itself: its tensors (the
+ * graph's, plus the merged convolutions' own), its launches in the order
+ * they are enqueued, and the program that orders its streams
+ * (exec_build.c builds everything; exec_run.c orders, runs, captures and
+ * times it).
  */
 #ifndef OS_EXEC_IMPL_H
 #define OS_EXEC_IMPL_H
@@ -55,39 +60,20 @@ opsched_status os_exec_tensor_values(opsched_ctx *ctx, const opsched_graph *g, i
                                      opsched_math m, opsched_layout layout, uint64_t seed,
                                      void *dst);
 
-/* Planning rules the executors share (exec.c).  A view node aliases its
- * input when the stored order of both sides is the same; a Relu that is
- * the only reader of a node's output (not a graph output) can be fused
- * into it; a node is planned with the options' algorithm, falling back as
- * o->algo_fallback says (li gets the fallback and its reason). */
+/* Planning rules (exec_build.c), the ones the predictor's composition,
+ * the sweep's network entries and the searchers' units follow too.  A
+ * view node aliases its input when the stored order of both sides is the
+ * same (always in NCHW; in NHWC when neither side is a channels-last 4-D
+ * tensor with more than one channel and pixel); a Relu that is the only
+ * reader of a convolution's output (not a graph output) can be fused into
+ * it: os_exec_fused_relu gives that Relu or -1; a node is planned with
+ * the options' algorithm, falling back as o->algo_fallback says (li gets
+ * the fallback and its reason). */
 int os_exec_view_aliases(const opsched_graph *g, int node, opsched_math m, opsched_layout layout);
-int os_exec_relu_reader(const opsched_graph *g, int node);
+int os_exec_fused_relu(const opsched_graph *g, int node);
 opsched_status os_exec_plan_node(opsched_device *dev, const opsched_graph *g, int node,
                                  const opsched_exec_options *o, opsched_layer_info *li,
                                  opsched_plan **out);
-
-/* Where every tensor's memory is.  Activations and graph inputs live in
- * one arena: the inputs in a region of their own at its start (alive for
- * the whole run), then the activations at offsets that a greedy interval
- * allocator chose from their lifetimes (producer to last reader, in node
- * order; graph outputs to the end).  A node flagged as an alias writes
- * nothing of its own: its output uses its first input's memory (views;
- * a Relu fused into the convolution before it). */
-typedef struct os_memplan {
-    size_t arena_bytes; /* the input region plus the activations' peak */
-    size_t input_bytes; /* the input region */
-    int n_tensors;
-    int *root;      /* per tensor: the tensor whose memory it uses */
-    size_t *offset; /* per tensor: its root's arena offset, or OS_MEMPLAN_NONE */
-    size_t *bytes;  /* per tensor: storage bytes */
-} os_memplan;
-
-/* Plans g's activations under math mode m (element sizes).  alias has one
- * flag per node (NULL: no aliases); a flagged node must have one output of
- * its first input's byte size.  out is released with os_memplan_release. */
-opsched_status os_memplan_compute(opsched_ctx *ctx, const opsched_graph *g, opsched_math m,
-                                  const unsigned char *alias, os_memplan *out);
-void os_memplan_release(os_memplan *p);
 
 /* A block of memory alive from step first to step last (inclusive). */
 typedef struct os_memblock {
@@ -101,5 +87,117 @@ typedef struct os_memblock {
  * (greedy by size: see memplan.c); reorders them.  *peak gets the end of
  * the highest block. */
 opsched_status os_memplan_place(opsched_ctx *ctx, os_memblock *blocks, int n, size_t *peak);
+
+/* ---- the executor ---------------------------------------------------------- */
+
+/* A tensor of the executor: ids below the graph's tensor count are the
+ * graph's; the rest belong to merged convolutions (their weights, the
+ * merged output).  Memory is nested: a tensor lives at byte `rel` inside
+ * its parent's memory (itself when it is a root), so views and fused
+ * Relus (rel 0) and concat and merge slices (rel > 0) resolve to a root
+ * and an offset. */
+typedef struct ex_tensor {
+    opsched_tensor_kind kind;
+    opsched_shape shape;
+    opsched_dtype sdt; /* storage dtype */
+    int nhwc;
+    size_t numel, bytes;
+    int parent;
+    size_t rel;
+    int used;            /* read or written by a launch, or a graph input or output */
+    void *host;          /* merged weights: stored values until uploaded (owned) */
+    size_t arena_off;    /* where it is in the arena; SIZE_MAX for weights */
+    opsched_buffer *buf; /* a view this tensor owns; NULL when unused */
+    os_exec_fill fill;   /* graph inputs */
+} ex_tensor;
+
+typedef struct ex_launch {
+    opsched_plan *plan; /* owned */
+    int node;           /* the graph node; a merge's first member */
+    int stage, stream;
+    char label[96];
+    int n_in, n_out;
+    int *in, *out;                /* executor tensor ids, -1 for omitted inputs (owned) */
+    opsched_buffer **bin, **bout; /* the tensors' buffers (owned arrays) */
+    int n_waits;
+    int *waits;           /* events waited on before the launch (owned) */
+    int record;           /* event recorded after it, -1 for none */
+    /* Layer-timed runs: the next launch when it is on the same stream and
+     * waits for nothing (its start mark ends this one), else -1 (a stop
+     * mark of its own). */
+    int next_mark;
+    opsched_timer *timer; /* timed runs; created on the first */
+} ex_launch;
+
+/* events[0] forks the streams from stream 0; events[1 .. n_streams) join
+ * stream k back; the rest are recorded after launches. */
+#define EX_EVENT_FORK 0
+
+struct opsched_executor {
+    opsched_device *dev;
+    opsched_ctx *ctx;
+    opsched_math math;
+    opsched_layout layout;
+    int timing_only; /* opsched_exec_options.timing_only */
+    int n_nodes, n_graph_tensors, n_stages;
+    int n_inputs, n_outputs;
+    int *inputs, *outputs; /* tensor ids */
+    ex_tensor *tensors;
+    int n_tensors, cap_tensors;
+    opsched_layer_info *nodes;
+    ex_launch *launches;
+    int n_launches, cap_launches;
+    int n_streams;
+    opsched_stream **streams; /* [0] is the device's (borrowed) */
+    opsched_event **events;
+    int n_events;
+    opsched_buffer *arena, *weights;
+    void *graph; /* captured device graph, NULL when none */
+    opsched_timer *ref_timer, *end_timer;
+    opsched_exec_info info;
+};
+
+/* Resolves t to its root tensor and its byte offset inside the root. */
+int os_ex_root(const opsched_executor *ex, int t, size_t *offset);
+
+/* Orders the launches (exec_run.c): finds, for every launch, the launches
+ * on other streams it must wait for (it reads memory they wrote, or writes
+ * memory they used), keeps only the waits that earlier waits do not imply,
+ * creates the events, and chains the layer-timing marks. */
+opsched_status os_ex_build_program(opsched_executor *ex);
+
+/* Captures `repeat` inferences back to back as the executor's device
+ * graph (a replay then runs them all). */
+opsched_status os_ex_capture(opsched_executor *ex, int repeat);
+
+/* Runs inferences (replays when use_graph) back to back for at least ms
+ * and min_runs, the queue bounded (a sync every 8 runs, so the host's
+ * clock follows the device's), then waits for the device. */
+opsched_status os_ex_warmup(opsched_executor *ex, int use_graph, double ms, int min_runs);
+
+/* Samples per round of a sampling, at most. */
+#define OS_EX_ROUND 16
+
+/* How os_ex_sample samples. */
+typedef struct os_ex_sampling {
+    int iters;       /* samples, at least */
+    double min_ms;   /* and at least this long in all */
+    int round;       /* samples per round, 1 to OS_EX_ROUND */
+    int max_samples; /* a bound on any one sampling */
+    /* One sample's inference: a free run (a replay when use_graph) when
+     * run is NULL, else run(user); before_round(user, k), when set, is
+     * called before each round of k samples is enqueued. */
+    opsched_status (*run)(void *user);
+    void (*before_round)(void *user, int k);
+    void *user;
+} os_ex_sampling;
+
+/* Times inferences, each between its own pair of timestamps on the
+ * device's stream, in rounds enqueued one round ahead of the round being
+ * read (so the device never waits for the host), until s->iters samples
+ * and s->min_ms of them; then waits for the device.  *samples: ms per
+ * inference in the order run (malloc'd, free()). */
+opsched_status os_ex_sample(opsched_executor *ex, int use_graph, const os_ex_sampling *s,
+                            double **samples, int *n);
 
 #endif /* OS_EXEC_IMPL_H */

@@ -1,6 +1,6 @@
 /*
  * stage_cost.c - the measured stage cost of the schedule searchers: a
- * stage copied into a graph of its own, run by a schedule executor and
+ * stage copied into a graph of its own, run by an executor and
  * timed as replays of a device graph; costs kept by stage signature in a
  * hash table.
  *
@@ -21,7 +21,7 @@
 
 #include "core/error.h"
 #include "core/util.h"
-#include "exec/sched_exec_impl.h"
+#include "exec/exec_impl.h"
 #include "measure/measure_impl.h"
 
 typedef struct cost_entry {
@@ -331,8 +331,8 @@ done:
  * repeat count of a sample without a probe: concurrency cannot make a
  * stage much shorter than its longest group alone, nor longer than all
  * its groups in a row, so a sample lands near sample_min_us either way. */
-static opsched_status time_stage(opsched_stage_measurer *m, opsched_sched_executor *ex,
-                                 double est_ms, double *ms)
+static opsched_status time_stage(opsched_stage_measurer *m, opsched_executor *ex, double est_ms,
+                                 double *ms)
 {
     int use_graph = !m->o.no_graph, repeat = 1;
     opsched_run_timing t;
@@ -341,7 +341,7 @@ static opsched_status time_stage(opsched_stage_measurer *m, opsched_sched_execut
         repeat = (int)OS_MIN(OS_MAX(ceil(want_ms / est_ms), 1.0), 1000.0);
     double t0 = os_now_ms();
     if (use_graph) {
-        opsched_status st = os_sx_capture(ex, repeat);
+        opsched_status st = os_ex_capture(ex, repeat);
         m->stats.capture_seconds += (os_now_ms() - t0) / 1000.0;
         if (st == OPSCHED_ERR_UNSUPPORTED) {
             opsched_ctx_clear_error(m->ctx);
@@ -355,19 +355,19 @@ static opsched_status time_stage(opsched_stage_measurer *m, opsched_sched_execut
         /* no estimate: a few replays choose the repeat count */
         opsched_run_timing_options probe = {0.2, 2, 0.0};
         t0 = os_now_ms();
-        opsched_status st = opsched_sched_executor_time(ex, 1, &probe, &t);
+        opsched_status st = opsched_executor_time(ex, 1, &probe, &t);
         m->stats.timing_seconds += (os_now_ms() - t0) / 1000.0;
         OS_TRY(st);
         if (t.stats.median > 0 && t.stats.median < want_ms) {
             repeat = (int)OS_MIN(ceil(want_ms / t.stats.median), 1000.0);
             t0 = os_now_ms();
-            st = os_sx_capture(ex, repeat);
+            st = os_ex_capture(ex, repeat);
             m->stats.capture_seconds += (os_now_ms() - t0) / 1000.0;
             OS_TRY(st);
         }
     }
     t0 = os_now_ms();
-    opsched_status st = opsched_sched_executor_time(ex, use_graph, &m->o.timing, &t);
+    opsched_status st = opsched_executor_time(ex, use_graph, &m->o.timing, &t);
     m->stats.timing_seconds += (os_now_ms() - t0) / 1000.0;
     OS_TRY(st);
     *ms = t.stats.median / repeat;
@@ -394,7 +394,7 @@ opsched_status opsched_stage_cost_measured(void *user, const opsched_graph *g,
     opsched_status st = OPSCHED_OK;
     opsched_graph *c = NULL;
     opsched_schedule *s = NULL;
-    opsched_sched_executor *ex = NULL;
+    opsched_executor *ex = NULL;
     int *node_map = malloc(sizeof(int) * (size_t)(opsched_graph_num_nodes(g) + 1));
     if (!node_map) {
         st = OS_NOMEM(m->ctx);
@@ -403,7 +403,7 @@ opsched_status opsched_stage_cost_measured(void *user, const opsched_graph *g,
     tb = os_now_ms();
     OS_TRY_GOTO(st, copy_stage(g, stage, node_map, &c), done);
     OS_TRY_GOTO(st, copy_schedule(c, stage, node_map, &s), done);
-    st = opsched_sched_executor_create(m->dev, c, s, &m->o.exec, &ex);
+    st = opsched_executor_create(m->dev, c, s, &m->o.exec, &ex);
     m->stats.build_seconds += (os_now_ms() - tb) / 1000.0;
     if (st == OPSCHED_OK) st = time_stage(m, ex, estimate_ms(m, stage), ms);
     if (st == OPSCHED_ERR_UNSUPPORTED || st == OPSCHED_ERR_DEVICE_OOM) {
@@ -421,7 +421,7 @@ opsched_status opsched_stage_cost_measured(void *user, const opsched_graph *g,
     }
 done:
     tb = os_now_ms();
-    opsched_sched_executor_free(ex);
+    opsched_executor_free(ex);
     opsched_schedule_free(s);
     opsched_graph_free(c);
     m->stats.build_seconds += (os_now_ms() - tb) / 1000.0;

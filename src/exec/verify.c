@@ -1,6 +1,6 @@
 /*
  * verify.c - the end-to-end check of a searched schedule: candidate
- * schedules of one graph each run whole by a schedule executor (as one
+ * schedules of one graph each run whole by an executor (as one
  * device graph where the backend has them, else free-running) and timed,
  * and the fastest kept.
  *
@@ -16,14 +16,14 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "exec/sched_exec_impl.h"
+#include "exec/exec_impl.h"
 #include "measure/measure_impl.h"
 
 opsched_status opsched_schedules_time_whole(opsched_device *dev, const opsched_graph *g,
                                             const opsched_schedule *const *cands, int n,
-                                            const opsched_sched_exec_options *opts,
-                                            const opsched_run_timing_options *timing,
-                                            double *ms, int *best)
+                                            const opsched_exec_options *opts,
+                                            const opsched_run_timing_options *timing, double *ms,
+                                            int *best)
 {
     if (!dev || !g || !cands || n < 1 || !ms || !best) return OPSCHED_ERR_INVALID_ARG;
     opsched_ctx *ctx = opsched_device_ctx(dev);
@@ -31,8 +31,8 @@ opsched_status opsched_schedules_time_whole(opsched_device *dev, const opsched_g
     if (timing && timing->iters > 0) t = *timing;
     *best = -1;
     opsched_status st = OPSCHED_OK;
-    opsched_sched_executor **ex = calloc((size_t)n, sizeof(*ex));
-    opsched_sched_executor **run = calloc((size_t)n, sizeof(*run));
+    opsched_executor **ex = calloc((size_t)n, sizeof(*ex));
+    opsched_executor **run = calloc((size_t)n, sizeof(*run));
     int *which = calloc((size_t)n, sizeof(int));
     opsched_run_timing *r = calloc((size_t)n, sizeof(*r));
     if (!ex || !run || !which || !r) {
@@ -43,9 +43,9 @@ opsched_status opsched_schedules_time_whole(opsched_device *dev, const opsched_g
     for (int i = 0; i < n; i++) {
         ms[i] = INFINITY;
         if (!cands[i]) continue;
-        st = opsched_sched_executor_create(dev, g, cands[i], opts, &ex[i]);
+        st = opsched_executor_create(dev, g, cands[i], opts, &ex[i]);
         if (st == OPSCHED_OK && use_graph) {
-            st = opsched_sched_executor_capture(ex[i]);
+            st = opsched_executor_capture(ex[i]);
             if (st == OPSCHED_ERR_UNSUPPORTED && m == 0) { /* no device graphs: free runs */
                 opsched_ctx_clear_error(ctx);
                 use_graph = 0;
@@ -57,7 +57,7 @@ opsched_status opsched_schedules_time_whole(opsched_device *dev, const opsched_g
             os_log(ctx, OPSCHED_LOG_INFO, "candidate schedule %d cannot run here: %s", i,
                    opsched_ctx_last_error(ctx));
             opsched_ctx_clear_error(ctx);
-            opsched_sched_executor_free(ex[i]);
+            opsched_executor_free(ex[i]);
             ex[i] = NULL;
             st = OPSCHED_OK;
             continue;
@@ -72,14 +72,14 @@ opsched_status opsched_schedules_time_whole(opsched_device *dev, const opsched_g
         goto done;
     }
     /* In turns, so that every candidate sees the same device clocks. */
-    OS_TRY_GOTO(st, opsched_sched_executors_time(run, m, use_graph, &t, r), done);
+    OS_TRY_GOTO(st, opsched_executors_time(run, m, use_graph, &t, r), done);
     for (int k = 0; k < m; k++) {
         ms[which[k]] = r[k].stats.median;
         if (*best < 0 || ms[which[k]] < ms[*best]) *best = which[k];
     }
 done:
     for (int i = 0; ex && i < n; i++)
-        opsched_sched_executor_free(ex[i]);
+        opsched_executor_free(ex[i]);
     free(ex);
     free(run);
     free(which);
@@ -89,8 +89,8 @@ done:
 
 opsched_status opsched_schedule_keep_fastest(opsched_device *dev, const opsched_graph *g,
                                              const opsched_search_options *so,
-                                             const opsched_sched_exec_options *opts,
-                                             opsched_schedule **s, opsched_whole_check *out)
+                                             const opsched_exec_options *opts, opsched_schedule **s,
+                                             opsched_whole_check *out)
 {
     if (!dev || !g || !so || !s || !*s) return OPSCHED_ERR_INVALID_ARG;
     opsched_whole_check w;

@@ -1,10 +1,12 @@
 /*
  * network.c - a network's latency, energy and memory from its layers.
  *
- * Layers follow the executor's rules (src/exec/exec.c): views that can
- * alias their input run nothing; a Conv whose output is read only by a
- * Relu (and is not a graph output) runs that Relu fused in when fusing is
- * on.  Every other node is one launch.
+ * Layers follow the executor's rules (the functions of
+ * src/exec/exec_build.c themselves): views that can alias their input run
+ * nothing; a Conv whose output is read only by a Relu (and is not a graph
+ * output) runs that Relu fused in when fusing is on.  Every other node is
+ * one launch, as in the executor's sequential schedule with every Concat
+ * copying (what opsched profile measures).
  *
  * Composition, per mode:
  *   graph  T = D = scale * sum_i g_i + launch_us * launches
@@ -45,6 +47,7 @@
 #include <string.h>
 
 #include "core/util.h"
+#include "exec/exec_impl.h"
 #include "opsched/zoo.h"
 #include "predict/predict_impl.h"
 
@@ -62,49 +65,6 @@ void opsched_predict_options_default(opsched_predict_options *o)
 }
 
 /* ---- layers --------------------------------------------------------------------- */
-
-static int is_graph_output(const opsched_graph *g, int t)
-{
-    for (int i = 0; i < opsched_graph_num_outputs(g); i++)
-        if (opsched_graph_output(g, i) == t) return 1;
-    return 0;
-}
-
-/* The Relu that is the only reader of node i's output, or -1 (exec.c). */
-static int relu_reader(const opsched_graph *g, int i)
-{
-    const opsched_node *n = opsched_graph_node(g, i);
-    if (n->n_outputs != 1 || opsched_graph_num_consumers(g, n->outputs[0]) != 1 ||
-        is_graph_output(g, n->outputs[0]))
-        return -1;
-    for (int j = i + 1; j < opsched_graph_num_nodes(g); j++) {
-        const opsched_node *c = opsched_graph_node(g, j);
-        for (int k = 0; k < c->n_inputs; k++)
-            if (c->inputs[k] == n->outputs[0])
-                return c->op == OPSCHED_OP_RELU && c->n_inputs == 1 ? j : -1;
-    }
-    return -1;
-}
-
-static int rowmajor(const opsched_tensor *t, opsched_layout layout)
-{
-    int nhwc = layout == OPSCHED_LAYOUT_NHWC && t->shape.ndim == 4;
-    return !nhwc || t->shape.d[1] == 1 || t->shape.d[2] * t->shape.d[3] == 1;
-}
-
-/* A view the executor aliases to its input (no copy, no launch). */
-static int view_aliases(const opsched_graph *g, const opsched_node *n, opsched_layout layout)
-{
-    if (!opsched_op_is_view(n->op) || n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs != 1)
-        return 0;
-    const opsched_tensor *x = opsched_graph_tensor(g, n->inputs[0]);
-    const opsched_tensor *y = opsched_graph_tensor(g, n->outputs[0]);
-    if (opsched_shape_numel(&x->shape) * (int64_t)opsched_dtype_size(x->dtype) !=
-        opsched_shape_numel(&y->shape) * (int64_t)opsched_dtype_size(y->dtype))
-        return 0;
-    return opsched_shape_equal(&x->shape, &y->shape) ||
-           (rowmajor(x, layout) && rowmajor(y, layout));
-}
 
 /* The host model's time for each layer k < m (node which[k], feature row
  * k of x, as os_predict_many computed it) that no host row measured, in
@@ -181,7 +141,8 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
     for (int i = 0; i < n; i++) {
         const opsched_node *node = opsched_graph_node(g, i);
         opsched_layer_prediction *l = &r->layers[i];
-        if (l->fused_into >= 0 || view_aliases(g, node, layout)) continue; /* runs nothing */
+        if (l->fused_into >= 0 || os_exec_view_aliases(g, i, p->o.math, layout))
+            continue; /* runs nothing */
         l->launches = 1;
         l->flops = node->cost.flops;
         for (int k = 0; k < node->n_inputs; k++) {
@@ -192,7 +153,7 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
                                              (double)opsched_dtype_size(t->dtype) * dtype_scale);
         }
         if (fuse && node->op == OPSCHED_OP_CONV) {
-            int j = relu_reader(g, i);
+            int j = os_exec_fused_relu(g, i);
             if (j >= 0) {
                 l->fused_relu = 1;
                 r->layers[j].fused_into = i;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "exec/exec_impl.h"
 #include "profile/profile_impl.h"
 
 void opsched_profile_options_default(opsched_profile_options *o)
@@ -22,6 +23,10 @@ void opsched_profile_options_default(opsched_profile_options *o)
     o->exec.plan.math = OPSCHED_MATH_FP32;
     o->exec.plan.layout = OPSCHED_LAYOUT_NCHW;
     o->exec.seed = 1;
+    /* Every Concat copies, so that each layer of the network is measured
+     * as the predictor composes it (one launch per node that is not a view
+     * or a fused Relu) and profiles stay comparable with earlier ones. */
+    o->exec.no_concat_elision = 1;
     o->warmup_ms = 200;
     o->iters = 50;
     o->min_ms = 500;
@@ -113,11 +118,12 @@ static void copy_layer_info(os_profiler *p)
         l->algo[sizeof(l->algo) - 1] = '\0';
         l->fallback = li->fallback;
         l->workspace_bytes = li->workspace_bytes;
-        l->timed = strcmp(l->algo, "view") != 0 && strcmp(l->algo, "fused") != 0;
+        l->timed = li->role == OPSCHED_ROLE_LAUNCH || li->role == OPSCHED_ROLE_VIEW_COPY;
     }
     /* A fused Relu ran inside the layer that produced its input. */
     for (int i = 0; i < p->r->n_layers; i++) {
-        if (strcmp(p->r->layers[i].algo, "fused") != 0) continue;
+        const opsched_layer_info *li = opsched_executor_layer(p->ex, i);
+        if (!li || li->role != OPSCHED_ROLE_FUSED) continue;
         const opsched_node *n = opsched_graph_node(p->g, i);
         const opsched_tensor *t = n && n->n_inputs > 0 ? opsched_graph_tensor(p->g, n->inputs[0]) : NULL;
         if (t && t->producer >= 0 && t->producer < p->r->n_layers)
@@ -135,7 +141,7 @@ static opsched_status graph_replays(os_profiler *p)
     }
     OS_TRY(st);
     p->graph_ready = 1;
-    OS_TRY(os_profile_warmup(p, 1, p->o.warmup_ms / 4, 3));
+    OS_TRY(os_ex_warmup(p->ex, 1, p->o.warmup_ms / 4, 3));
     return os_profile_sample(p, 1, &p->r->e2e_graph);
 }
 
@@ -187,12 +193,12 @@ opsched_status opsched_profile_graph(opsched_device *dev, const opsched_graph *g
     OS_TRY(apply_defaults(p.ctx, opts, &p.o));
     opsched_status st = OPSCHED_OK;
     OS_TRY(result_new(p.ctx, opsched_graph_num_nodes(g), &p.r));
-    OS_TRY_GOTO(st, opsched_executor_create(dev, g, &p.o.exec, &p.ex), fail);
+    OS_TRY_GOTO(st, opsched_executor_create(dev, g, NULL, &p.o.exec, &p.ex), fail);
     copy_layer_info(&p);
     OS_TRY_GOTO(st, opsched_executor_randomize_inputs(p.ex, p.o.exec.seed), fail);
     if (p.o.check) OS_TRY_GOTO(st, os_profile_check(&p), fail);
 
-    OS_TRY_GOTO(st, os_profile_warmup(&p, 0, p.o.warmup_ms, 2), fail);
+    OS_TRY_GOTO(st, os_ex_warmup(p.ex, 0, p.o.warmup_ms, 2), fail);
     OS_TRY_GOTO(st, os_profile_sample(&p, 0, &p.r->e2e), fail);
     OS_TRY_GOTO(st, os_profile_enqueue(&p, &p.r->enqueue_ms), fail);
     if (p.o.host_layers) OS_TRY_GOTO(st, os_profile_host_layers(&p), fail);

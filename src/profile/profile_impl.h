@@ -23,17 +23,13 @@ typedef struct os_profiler {
     int n_free_host;
 } os_profiler;
 
-/* Runs inferences (replays when use_graph) back to back for at least ms
- * and at least min_runs, then waits for the device. */
-opsched_status os_profile_warmup(os_profiler *p, int use_graph, double ms, int min_runs);
-
-/* Times inferences (replays when use_graph), each between its own pair of
- * timestamps, until o.iters samples and o.min_ms of them; rounds of
- * samples are enqueued one ahead of the round being read, so the device
- * never waits for the host between samples.  Free-running (not use_graph)
- * with o.host_layers, the host's time in each layer's launches is kept for
- * each inference (p->free_host), and inferences are enqueued one ahead
- * (a full launch queue would make launches wait). */
+/* Times inferences (replays when use_graph) with the executor's sampler
+ * (os_ex_sample: each between its own pair of timestamps, rounds enqueued
+ * one ahead of the round being read), until o.iters samples and o.min_ms
+ * of them.  Free-running (not use_graph) with o.host_layers, the host's
+ * time in each layer's launches is kept for each inference
+ * (p->free_host), and inferences are enqueued one ahead (a full launch
+ * queue would make launches wait).  Warm-ups are os_ex_warmup's. */
 opsched_status os_profile_sample(os_profiler *p, int use_graph, opsched_stats *out);
 
 /* Host time to enqueue one inference onto an idle device (median). */

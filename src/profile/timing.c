@@ -42,49 +42,17 @@
 
 #include "core/error.h"
 #include "core/util.h"
+#include "exec/exec_impl.h"
 #include "measure/measure_impl.h"
 #include "profile/profile_impl.h"
 
-#define ROUND 16           /* samples per round */
 #define MAX_SAMPLES 200000 /* an upper bound on any one sampling */
 #define ENQUEUE_SAMPLES 20
 #define MAX_BACKLOG 1000 /* graph replays queued ahead of a layer-timed run */
 
 static opsched_status launch(os_profiler *p, int use_graph)
 {
-    return use_graph ? opsched_executor_replay(p->ex) : opsched_executor_run(p->ex, NULL);
-}
-
-opsched_status os_profile_warmup(os_profiler *p, int use_graph, double ms, int min_runs)
-{
-    double t0 = os_now_ms();
-    int n = 0;
-    while (n < min_runs || os_now_ms() - t0 < ms) {
-        OS_TRY(launch(p, use_graph));
-        /* Bound the queue so the host's clock follows the device's. */
-        if (++n % 8 == 0) OS_TRY(opsched_device_sync(p->dev));
-        if (n >= 1000000) break;
-    }
-    return opsched_device_sync(p->dev);
-}
-
-/* How many samples the next round should hold, given n read (total_ms
- * together) and pending enqueued but not read. */
-static int next_round(const opsched_profile_options *o, int n, int pending, double total_ms,
-                      int round)
-{
-    int want = o->iters - (n + pending);
-    if (o->min_ms > 0) {
-        double per = n > 0 ? total_ms / n : 0;
-        double have = total_ms + per * pending;
-        if (per <= 0)
-            want = OS_MAX(want, ROUND);
-        else if (have < o->min_ms)
-            want = OS_MAX(want, (int)((o->min_ms - have) / per) + 1);
-    }
-    want = OS_MIN(want, round);
-    want = OS_MIN(want, MAX_SAMPLES - n - pending);
-    return OS_MAX(want, 0);
+    return use_graph ? opsched_executor_replay(p->ex) : opsched_executor_run(p->ex);
 }
 
 /* Most cells (layers x inferences) of host times a free-running sampling
@@ -113,59 +81,44 @@ static int host_room(os_profiler *p, int use_graph, int k)
     return 1;
 }
 
-static opsched_status enqueue_round(os_profiler *p, int use_graph, opsched_timer **timers, int k)
+/* A sampling of the profile: whether the round being enqueued host-times
+ * its inferences. */
+typedef struct sampling {
+    os_profiler *p;
+    int use_graph, host;
+} sampling;
+
+static void before_round(void *user, int k)
 {
-    int host = host_room(p, use_graph, k);
-    for (int j = 0; j < k; j++) {
-        OS_TRY(opsched_timer_start(timers[j], NULL));
-        if (host) {
-            double *row = p->free_host + (size_t)p->n_free_host * (size_t)p->r->n_layers;
-            OS_TRY(opsched_executor_run_host_timed(p->ex, NULL, row));
-            p->n_free_host++;
-        } else {
-            OS_TRY(launch(p, use_graph));
-        }
-        OS_TRY(opsched_timer_stop(timers[j], NULL));
-    }
+    sampling *s = user;
+    s->host = host_room(s->p, s->use_graph, k);
+}
+
+static opsched_status run_sample(void *user)
+{
+    sampling *s = user;
+    os_profiler *p = s->p;
+    if (!s->host) return launch(p, s->use_graph);
+    double *row = p->free_host + (size_t)p->n_free_host * (size_t)p->r->n_layers;
+    OS_TRY(opsched_executor_run_host_timed(p->ex, row));
+    p->n_free_host++;
     return OPSCHED_OK;
 }
 
 opsched_status os_profile_sample(os_profiler *p, int use_graph, opsched_stats *out)
 {
-    opsched_status st = OPSCHED_OK;
-    opsched_timer *timers[2][ROUND];
+    sampling sm = {p, use_graph, 0};
+    os_ex_sampling s = {.iters = p->o.iters,
+                        .min_ms = p->o.min_ms,
+                        .round = host_timed(p, use_graph) ? 1 : OS_EX_ROUND,
+                        .max_samples = MAX_SAMPLES,
+                        .run = run_sample,
+                        .before_round = before_round,
+                        .user = &sm};
     double *samples = NULL;
-    size_t cap = 0;
-    int n = 0, k[2] = {0, 0}, cur = 0;
-    double total = 0;
-    memset(timers, 0, sizeof(timers));
-    for (int s = 0; s < 2; s++)
-        for (int j = 0; j < ROUND; j++)
-            OS_TRY_GOTO(st, opsched_timer_create(p->dev, &timers[s][j]), done);
-    int round = host_timed(p, use_graph) ? 1 : ROUND;
-    k[cur] = next_round(&p->o, 0, 0, 0, round);
-    OS_TRY_GOTO(st, enqueue_round(p, use_graph, timers[cur], k[cur]), done);
-    while (k[cur] > 0) {
-        int nxt = 1 - cur;
-        k[nxt] = next_round(&p->o, n, k[cur], total, round);
-        OS_TRY_GOTO(st, enqueue_round(p, use_graph, timers[nxt], k[nxt]), done);
-        OS_TRY_GOTO(st,
-                    os_grow(p->ctx, (void **)&samples, &cap, (size_t)(n + k[cur]), sizeof(double)),
-                    done);
-        for (int j = 0; j < k[cur]; j++) {
-            double ms = 0;
-            OS_TRY_GOTO(st, opsched_timer_elapsed_ms(timers[cur][j], &ms), done);
-            samples[n++] = ms;
-            total += ms;
-        }
-        cur = nxt;
-    }
-    OS_TRY_GOTO(st, opsched_device_sync(p->dev), done);
-    OS_TRY_GOTO(st, opsched_stats_compute(samples, n, out), done);
-done:
-    for (int s = 0; s < 2; s++)
-        for (int j = 0; j < ROUND; j++)
-            opsched_timer_free(timers[s][j]);
+    int n = 0;
+    OS_TRY(os_ex_sample(p->ex, use_graph, &s, &samples, &n));
+    opsched_status st = opsched_stats_compute(samples, n, out);
     free(samples);
     return st;
 }
@@ -183,7 +136,7 @@ opsched_status os_profile_enqueue(os_profiler *p, double *out_ms)
     for (int i = 0; i < n; i++) {
         OS_TRY(opsched_device_sync(p->dev));
         double t0 = os_now_ms();
-        OS_TRY(opsched_executor_run(p->ex, NULL));
+        OS_TRY(opsched_executor_run(p->ex));
         t[i] = os_now_ms() - t0;
     }
     OS_TRY(opsched_device_sync(p->dev));

@@ -212,7 +212,7 @@ opsched_status opsched_trace_add_profile(opsched_trace *t, const opsched_device_
 #define SCHED_TID 100
 
 opsched_status opsched_trace_add_schedule(opsched_trace *t, const opsched_device_info *dev,
-                                          const opsched_sched_span *spans, int n_spans,
+                                          const opsched_exec_span *spans, int n_spans,
                                           double total_ms, const char *label)
 {
     if (!t) return OPSCHED_ERR_INVALID_ARG;
@@ -230,7 +230,7 @@ opsched_status opsched_trace_add_schedule(opsched_trace *t, const opsched_device
         t->sched_tracks[pid - 1] = k + 1;
     }
     for (int i = 0; i < n_spans; i++) {
-        const opsched_sched_span *sp = &spans[i];
+        const opsched_exec_span *sp = &spans[i];
         cJSON *e = event(t, "X", sp->label, pid, SCHED_TID + sp->stream,
                          base + sp->start_ms * 1000.0);
         cJSON *args = e ? cJSON_AddObjectToObject(e, "args") : NULL;

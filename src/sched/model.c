@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/util.h"
+#include "exec/exec_impl.h"
 #include "sched/sched_impl.h"
 
 /* ---- creating and freeing ----------------------------------------------- */
@@ -133,28 +134,6 @@ int opsched_tensor_scheduled_producer(const opsched_graph *g, int t)
         if (!opsched_op_is_view(p->op)) return x->producer;
         if (p->n_inputs < 1 || p->inputs[0] < 0) return -1;
         t = p->inputs[0];
-    }
-    return -1;
-}
-
-static int is_graph_output(const opsched_graph *g, int t)
-{
-    for (int i = 0; i < opsched_graph_num_outputs(g); i++)
-        if (opsched_graph_output(g, i) == t) return 1;
-    return 0;
-}
-
-int os_fused_relu(const opsched_graph *g, int node)
-{
-    const opsched_node *n = opsched_graph_node(g, node);
-    if (!n || n->op != OPSCHED_OP_CONV || n->n_outputs != 1) return -1;
-    int y = n->outputs[0];
-    if (opsched_graph_num_consumers(g, y) != 1 || is_graph_output(g, y)) return -1;
-    for (int j = node + 1; j < opsched_graph_num_nodes(g); j++) {
-        const opsched_node *c = opsched_graph_node(g, j);
-        for (int k = 0; k < c->n_inputs; k++)
-            if (c->inputs[k] == y)
-                return c->op == OPSCHED_OP_RELU && c->n_inputs == 1 ? j : -1;
     }
     return -1;
 }
@@ -308,7 +287,7 @@ opsched_status opsched_schedule_add_merge(opsched_schedule *s, const opsched_gra
                            "merge of '%s'...: either every member carries its Relu or none does",
                            opsched_graph_node(g, convs[0])->name);
         }
-        if (r >= 0 && r != os_fused_relu(g, convs[i])) {
+        if (r >= 0 && r != os_exec_fused_relu(g, convs[i])) {
             free(members);
             return OS_FAIL(s->ctx, OPSCHED_ERR_SHAPE,
                            "merge member '%s': node %d is not a Relu that only it feeds",
@@ -436,7 +415,7 @@ static opsched_status check_merge(const opsched_graph *g, const opsched_schedule
                            "stage %d: either every merged convolution carries its Relu or none "
                            "does ('%s' differs)",
                            k + 1, node_name(g, convs[i]));
-        if (r >= 0 && r != os_fused_relu(g, convs[i]))
+        if (r >= 0 && r != os_exec_fused_relu(g, convs[i]))
             return OS_FAIL(s->ctx, OPSCHED_ERR_SHAPE,
                            "stage %d: the Relu carried by '%s' (node %d) is not the only reader "
                            "of its output",

@@ -34,10 +34,6 @@ typedef struct os_units {
 opsched_status os_units_build(const opsched_graph *g, os_units *out);
 void os_units_release(os_units *u);
 
-/* The Relu that is the only reader of conv node i's output, or -1 (the
- * executor's rule for fusing a Relu into a convolution). */
-int os_fused_relu(const opsched_graph *g, int node);
-
 /* Consecutive ranges of units (in unit order) searched one at a time.
  * part_at[k] .. part_at[k + 1] are the units of part k; block_of_part[k]
  * the block it belongs to. */

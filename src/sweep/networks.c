@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/util.h"
+#include "exec/exec_impl.h"
 #include "opsched/onnx.h"
 #include "opsched/zoo.h"
 #include "sweep/sweep_impl.h"
@@ -137,25 +138,6 @@ static opsched_status load_network(const os_yaml *y, const yaml_node_t *n, const
     return st;
 }
 
-/* The Relu that is the only reader of convolution i's output, which is
- * not a graph output (the executor's fusion rule); -1 when there is none. */
-static int fused_relu_of(const opsched_graph *g, int i)
-{
-    const opsched_node *n = opsched_graph_node(g, i);
-    if (n->op != OPSCHED_OP_CONV || n->n_outputs != 1) return -1;
-    int y = n->outputs[0];
-    if (opsched_graph_num_consumers(g, y) != 1) return -1;
-    for (int k = 0; k < opsched_graph_num_outputs(g); k++)
-        if (opsched_graph_output(g, k) == y) return -1;
-    for (int j = i + 1; j < opsched_graph_num_nodes(g); j++) {
-        const opsched_node *c = opsched_graph_node(g, j);
-        for (int k = 0; k < c->n_inputs; k++)
-            if (c->inputs[k] == y)
-                return c->op == OPSCHED_OP_RELU && c->n_inputs == 1 ? j : -1;
-    }
-    return -1;
-}
-
 /* Loads the cursor's next network (net x batch x size, the last turning
  * fastest); c->graph stays NULL when it is too small an input for the
  * network (an impossible combination) or when there are no more. */
@@ -231,7 +213,7 @@ opsched_status os_sweep_nets_next(const os_yaml *y, const net_entry *e, os_sweep
             continue;
         }
         opsched_graph *one = NULL, *with_relu = NULL;
-        int relu = e->fuse ? fused_relu_of(g, i) : -1;
+        int relu = e->fuse ? os_exec_fused_relu(g, i) : -1;
         OS_TRY(opsched_graph_extract_node(g, i, &one));
         if (relu >= 0) {
             c->runs_fused[relu] = 1;

@@ -1,6 +1,6 @@
 /*
  * cmd_run.c - `opsched run <model>`: runs inter-operator schedules on a
- * device with the schedule executor and reports their latency.
+ * device with the executor and reports their latency.
  *
  *   --schedule FILE   one schedule (from `opsched schedule`); its batch size
  *                     is informational, so a schedule searched at batch 1
@@ -10,7 +10,8 @@
  *
  * Every schedule is timed free-running (launches enqueued back to back)
  * and as a replayed CUDA graph of the whole inference, its outputs are
- * checked against the sequential executor on the same weights and input,
+ * checked against a reference run on the same weights and input (the
+ * sequential schedule, every Concat copying),
  * and a table gives median, p10 and p90 latency and the speed-up over the
  * sequential schedule.
  */
@@ -27,11 +28,11 @@
 static const char run_usage[] =
     "usage: opsched run <zoo-name|file.onnx> (--schedule FILE | --compare LIST) [options]\n"
     "\n"
-    "Runs inter-operator schedules with the schedule executor (one stream per group,\n"
+    "Runs inter-operator schedules with the executor (one stream per group,\n"
     "events only where data crosses streams, the inference captured as one CUDA graph,\n"
     "producers writing into concat slices, merged convolutions): latency free-running\n"
     "and as a CUDA graph (median, p10, p90), speed-up over the sequential schedule, and\n"
-    "the outputs checked against the sequential executor.  Math and layout default to\n"
+    "the outputs checked against the sequential reference.  Math and layout default to\n"
     "the backend's fastest (tf32 and nhwc on a GPU, fp32 and nchw on the CPU).\n"
     "--format csv prints one row per schedule (model,batch,input,math,layout,schedule,\n"
     "stages,streams,launches,free_ms,free_p10_ms,free_p90_ms,graph_ms,graph_p10_ms,\n"
@@ -84,7 +85,9 @@ static const tool_opt run_exec_opts[] = {
      RU_ELISION},
     {"cuda-graph", 0, "on|off", "also time the whole inference as a CUDA graph (default on)",
      RU_GRAPH},
-    {"check", 0, "on|off", "compare outputs with the sequential executor (default on)", RU_CHECK},
+    {"check", 0, "on|off",
+     "compare outputs with the sequential reference run\n(every Concat copying; default on)",
+     RU_CHECK},
     {"warmup-ms", 0, "MS", "warm-up per schedule and mode (default 200)", RU_WARMUP},
     {"iters", 0, "N", "timed inferences, at least (default 100)", RU_ITERS},
     {"min-ms", 0, "MS", "and at least this long (default 500)", RU_MIN_MS},
@@ -211,7 +214,7 @@ typedef struct run_item {
     double search_s; /* NaN when read from a file */
     int64_t stage_evals;
     /* results */
-    opsched_sched_exec_info info;
+    opsched_exec_info info;
     opsched_run_timing free_t, graph_t;
     int has_graph;
     double rel_l2; /* NaN when not checked */
@@ -235,16 +238,16 @@ static int64_t graph_batch(const opsched_graph *g)
     return x->shape.ndim > 0 ? x->shape.d[0] : 0;
 }
 
-static opsched_sched_exec_options exec_options(const run_args *a)
+static opsched_exec_options exec_options(const run_args *a)
 {
-    opsched_sched_exec_options o;
+    opsched_exec_options o;
     memset(&o, 0, sizeof(o));
-    o.exec.plan.algo = a->algo;
-    o.exec.plan.math = a->math;
-    o.exec.plan.layout = a->layout;
-    o.exec.plan.fuse_activation = a->fuse;
-    o.exec.algo_fallback = "heuristic";
-    o.exec.seed = a->seed;
+    o.plan.algo = a->algo;
+    o.plan.math = a->math;
+    o.plan.layout = a->layout;
+    o.plan.fuse_activation = a->fuse;
+    o.algo_fallback = "heuristic";
+    o.seed = a->seed;
     o.no_concat_elision = !a->elision;
     o.concurrent_algo = a->concurrent_algo;
     return o;
@@ -291,7 +294,7 @@ static int verify_ios(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
     so.searcher = OPSCHED_SEARCH_IOS;
     so.cost = c->store ? opsched_stage_cost_cached : opsched_stage_cost_measured;
     so.user = c->store ? (void *)&c->cache : (void *)c->m;
-    opsched_sched_exec_options o = exec_options(a);
+    opsched_exec_options o = exec_options(a);
     opsched_whole_check w;
     opsched_status st = opsched_schedule_keep_fastest(dev, g, &so, &o, &ios->s, &w);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, "run the schedules whole");
@@ -383,21 +386,21 @@ static int save_schedules(opsched_ctx *ctx, const run_args *a, const opsched_gra
 /* Builds and checks one schedule's executor (outputs against ref). */
 static int build_one(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
                      const opsched_graph *g, opsched_executor *ref, run_item *it,
-                     opsched_sched_executor **out)
+                     opsched_executor **out)
 {
-    opsched_sched_exec_options o = exec_options(a);
-    opsched_sched_executor *ex = NULL;
-    opsched_status st = opsched_sched_executor_create(dev, g, it->s, &o, &ex);
+    opsched_exec_options o = exec_options(a);
+    opsched_executor *ex = NULL;
+    opsched_status st = opsched_executor_create(dev, g, it->s, &o, &ex);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, it->label);
     it->rel_l2 = NAN;
-    st = opsched_sched_executor_info(ex, &it->info);
+    st = opsched_executor_info(ex, &it->info);
     if (st == OPSCHED_OK && ref) {
-        st = opsched_sched_executor_run(ex);
+        st = opsched_executor_run(ex);
         if (st == OPSCHED_OK) st = opsched_device_sync(dev);
-        if (st == OPSCHED_OK) st = opsched_sched_executor_compare(ex, ref, &it->rel_l2);
+        if (st == OPSCHED_OK) st = opsched_executor_compare(ex, ref, &it->rel_l2);
     }
     if (st != OPSCHED_OK) {
-        opsched_sched_executor_free(ex);
+        opsched_executor_free(ex);
         return tool_fail(ctx, st, it->label);
     }
     *out = ex;
@@ -411,7 +414,7 @@ static int run_all(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
                    const opsched_graph *g, opsched_executor *ref, opsched_trace *tr,
                    run_item *items, int n)
 {
-    opsched_sched_executor *ex[MAX_SCHEDULES] = {NULL};
+    opsched_executor *ex[MAX_SCHEDULES] = {NULL};
     opsched_run_timing t[MAX_SCHEDULES];
     int rc = TOOL_EXIT_OK;
     opsched_status st = OPSCHED_OK;
@@ -421,13 +424,13 @@ static int run_all(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
     }
     if (rc != TOOL_EXIT_OK) goto done;
     fprintf(stderr, "timing free runs...\n");
-    st = opsched_sched_executors_time(ex, n, 0, &a->timing, t);
+    st = opsched_executors_time(ex, n, 0, &a->timing, t);
     if (st != OPSCHED_OK) goto fail;
     for (int i = 0; i < n; i++) items[i].free_t = t[i];
     if (a->cuda_graph) {
         int graphs = 1;
         for (int i = 0; i < n && graphs; i++) {
-            st = opsched_sched_executor_capture(ex[i]);
+            st = opsched_executor_capture(ex[i]);
             if (st == OPSCHED_ERR_UNSUPPORTED) {
                 opsched_ctx_clear_error(ctx);
                 graphs = 0;
@@ -438,7 +441,7 @@ static int run_all(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
         }
         if (graphs) {
             fprintf(stderr, "timing CUDA-graph replays...\n");
-            st = opsched_sched_executors_time(ex, n, 1, &a->timing, t);
+            st = opsched_executors_time(ex, n, 1, &a->timing, t);
             if (st != OPSCHED_OK) goto fail;
             for (int i = 0; i < n; i++) {
                 items[i].graph_t = t[i];
@@ -447,13 +450,13 @@ static int run_all(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
         }
     }
     for (int i = 0; i < n && tr; i++) {
-        opsched_sched_span *spans = NULL;
+        opsched_exec_span *spans = NULL;
         int ns = 0;
         double total = 0;
         opsched_device_info info;
         char label[160];
         snprintf(label, sizeof(label), "%.100s %.31s", opsched_graph_name(g), items[i].label);
-        st = opsched_sched_executor_trace(ex[i], &spans, &ns, &total);
+        st = opsched_executor_trace(ex[i], &spans, &ns, &total);
         if (st == OPSCHED_OK) st = opsched_device_info_get(dev, &info);
         if (st == OPSCHED_OK) st = opsched_trace_add_schedule(tr, &info, spans, ns, total, label);
         free(spans);
@@ -464,7 +467,7 @@ fail:
     rc = tool_fail(ctx, st, "run the schedules");
 done:
     for (int i = 0; i < n; i++)
-        opsched_sched_executor_free(ex[i]);
+        opsched_executor_free(ex[i]);
     return rc;
 }
 
@@ -508,7 +511,7 @@ static void print_table(const run_args *a, const run_item *items, int n, double 
     for (int i = 0; i < n; i++)
         graphs |= items[i].has_graph;
     fprintf(rep, "latency in ms per inference (%s); x: speed-up over the sequential schedule; rel.err: "
-           "relative L2 against the sequential executor (tolerance %.0e for %s); cost sum: the "
+           "relative L2 against the sequential reference (tolerance %.0e for %s); cost sum: the "
            "stage costs the schedule was searched with, added up\n",
            graphs ? "free-running launches, and replays of the whole inference captured as one "
                     "CUDA graph"
@@ -694,12 +697,14 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
             goto done;
     }
     if (a.check) {
-        opsched_sched_exec_options o = exec_options(&a);
-        st = opsched_executor_create(dev, g, &o.exec, &ref);
-        if (st == OPSCHED_OK) st = opsched_executor_run(ref, NULL);
+        /* the sequential schedule with every Concat copying: the plainest run */
+        opsched_exec_options o = exec_options(&a);
+        o.no_concat_elision = 1;
+        st = opsched_executor_create(dev, g, NULL, &o, &ref);
+        if (st == OPSCHED_OK) st = opsched_executor_run(ref);
         if (st == OPSCHED_OK) st = opsched_device_sync(dev);
         if (st != OPSCHED_OK) {
-            rc = tool_fail(ctx, st, "the sequential executor (reference)");
+            rc = tool_fail(ctx, st, "the sequential reference");
             goto done;
         }
     }
@@ -723,7 +728,7 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
     for (int i = 0; i < n_items; i++)
         if (!isnan(items[i].rel_l2) && !(items[i].rel_l2 <= tol)) {
             fprintf(stderr,
-                    "opsched run: %s: outputs differ from the sequential executor (%.2e > "
+                    "opsched run: %s: outputs differ from the sequential reference (%.2e > "
                     "%.0e)\n",
                     items[i].label, items[i].rel_l2, tol);
             rc = TOOL_EXIT_FAIL;

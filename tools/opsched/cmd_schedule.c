@@ -230,7 +230,7 @@ typedef struct cost_setup {
     opsched_predictor *pred;
     opsched_device *dev;
     opsched_stage_measurer *measurer;
-    opsched_sched_exec_options xo; /* measure: how stages and whole schedules run */
+    opsched_exec_options xo; /* measure: how stages and whole schedules run */
     opsched_stage_cache cache;
     int n_singletons;
     opsched_store *store;
@@ -337,10 +337,10 @@ static int setup_measure(opsched_ctx *ctx, const sched_args *a, const opsched_gr
     snprintf(c->device, sizeof(c->device), "%s:%s", info.backend, info.name);
     opsched_stage_measure_options mo;
     memset(&mo, 0, sizeof(mo));
-    mo.exec.exec.plan.math = a->math;
-    mo.exec.exec.plan.layout = a->layout;
-    mo.exec.exec.plan.algo = a->algo;
-    mo.exec.exec.plan.fuse_activation = 1;
+    mo.exec.plan.math = a->math;
+    mo.exec.plan.layout = a->layout;
+    mo.exec.plan.algo = a->algo;
+    mo.exec.plan.fuse_activation = 1;
     if (a->stage_set) { /* else the measurer's defaults */
         mo.timing.warmup_ms = a->stage_warmup_ms;
         mo.timing.min_ms = a->stage_min_ms;

@@ -6,7 +6,7 @@
  * Other streams join a capture by waiting on an event recorded on the
  * capturing stream (cuda_event.c), and must be joined back (the capturing
  * stream waits on events recorded on them) before it ends: that is how the
- * schedule executor records all of its streams as one graph.
+ * executor records all of its streams as one graph.
  *
  * Capture is thread-local: other threads may keep using CUDA while this one
  * records, and this thread is stopped from calls that would break the

@@ -1,8 +1,10 @@
 /*
- * sched_exec.c - building the schedule executor: what each node becomes
- * (a launch on a stream, an alias, a slice of a concat, a member of a
- * merged convolution), the launches in the order they are enqueued, the
- * weights and the memory.
+ * exec_build.c - building the executor: the planning rules, what each node
+ * becomes (a launch on a stream, an alias, a slice of a concat, a member
+ * of a merged convolution), the launches in the order they are enqueued,
+ * the weights and the memory.  Without a schedule the executor builds the
+ * sequential one, so a sequential run is built, planned and launched by
+ * the same code as any other schedule.
  *
  * Enqueue order: views that must copy a graph input first, then stage by
  * stage; inside a concurrent stage the groups' nodes round-robin (the
@@ -13,12 +15,15 @@
  * stream of the producer of its first node's first input when that stream
  * is free in the stage), which saves events.
  *
- * Memory: lifetimes are counted in stages (from the stage of a tensor's
- * first writer to that of its last reader; graph outputs to the end), so
- * tensors of one stage never share memory whatever stream or order their
- * nodes run in.  Where two tensors of different stages do share memory,
- * the program (sched_run.c) makes the new writer wait for every use of the
- * old tensor.
+ * Memory: lifetimes are counted in steps, from the step of a tensor's
+ * first writer to that of its last reader (graph outputs to the end).
+ * With several streams a step is a stage, so tensors of one stage never
+ * share memory whatever stream or order their nodes run in, and where two
+ * tensors of different stages do share memory, the program (exec_run.c)
+ * makes the new writer wait for every use of the old tensor.  On one
+ * stream (the sequential schedule) the stream orders every launch, and a
+ * step is a launch: a tensor's memory is free for the next launch after
+ * its last reader, as tight as lifetimes in nodes.
  */
 #include <math.h>
 #include <stdio.h>
@@ -28,9 +33,9 @@
 #include "backend/backend_impl.h"
 #include "core/error.h"
 #include "core/util.h"
-#include "exec/sched_exec_impl.h"
+#include "exec/exec_impl.h"
 
-#define SX_NONE SIZE_MAX
+#define EX_NONE SIZE_MAX
 
 static size_t align_up(size_t v)
 {
@@ -39,7 +44,7 @@ static size_t align_up(size_t v)
 
 /* ---- tensors -------------------------------------------------------------- */
 
-int os_sx_root(const opsched_sched_executor *ex, int t, size_t *offset)
+int os_ex_root(const opsched_executor *ex, int t, size_t *offset)
 {
     size_t off = 0;
     for (int hops = 0; hops <= ex->n_tensors && ex->tensors[t].parent != t; hops++) {
@@ -50,18 +55,18 @@ int os_sx_root(const opsched_sched_executor *ex, int t, size_t *offset)
     return t;
 }
 
-static opsched_status add_tensor(opsched_sched_executor *ex, opsched_tensor_kind kind,
+static opsched_status add_tensor(opsched_executor *ex, opsched_tensor_kind kind,
                                  const opsched_shape *shape, opsched_dtype dt, int *out)
 {
     if (ex->n_tensors == ex->cap_tensors) {
         int cap = ex->cap_tensors ? 2 * ex->cap_tensors : 64;
-        sx_tensor *t = realloc(ex->tensors, sizeof(*t) * (size_t)cap);
+        ex_tensor *t = realloc(ex->tensors, sizeof(*t) * (size_t)cap);
         if (!t) return OS_NOMEM(ex->ctx);
         ex->tensors = t;
         ex->cap_tensors = cap;
     }
     int id = ex->n_tensors++;
-    sx_tensor *t = &ex->tensors[id];
+    ex_tensor *t = &ex->tensors[id];
     memset(t, 0, sizeof(*t));
     opsched_tensor tmp;
     memset(&tmp, 0, sizeof(tmp));
@@ -74,12 +79,12 @@ static opsched_status add_tensor(opsched_sched_executor *ex, opsched_tensor_kind
     t->numel = (size_t)opsched_shape_numel(shape);
     t->bytes = os_exec_tensor_bytes(&tmp, ex->math);
     t->parent = id;
-    t->arena_off = SX_NONE;
+    t->arena_off = EX_NONE;
     *out = id;
     return OPSCHED_OK;
 }
 
-static opsched_status copy_graph(opsched_sched_executor *ex, const opsched_graph *g)
+static opsched_status copy_graph(opsched_executor *ex, const opsched_graph *g)
 {
     ex->n_nodes = opsched_graph_num_nodes(g);
     ex->n_graph_tensors = opsched_graph_num_tensors(g);
@@ -114,7 +119,7 @@ static opsched_status copy_graph(opsched_sched_executor *ex, const opsched_graph
 
 /* outer and inner element counts around logical axis `axis` of a tensor,
  * in the order it is stored (NCHW, or N,H,W,C when channels-last). */
-static void axis_split(const sx_tensor *t, int axis, int64_t *outer, int64_t *inner)
+static void axis_split(const ex_tensor *t, int axis, int64_t *outer, int64_t *inner)
 {
     static const int nhwc[4] = {0, 2, 3, 1};
     int order[OPSCHED_MAX_DIMS], pos = 0;
@@ -129,20 +134,104 @@ static void axis_split(const sx_tensor *t, int axis, int64_t *outer, int64_t *in
     }
 }
 
+/* ---- planning rules ------------------------------------------------------- */
+
+/* 1 when a tensor's stored order is its logical row-major order. */
+static int rowmajor(const opsched_tensor *t, opsched_layout layout)
+{
+    return !os_exec_is_nhwc(t, layout) || t->shape.d[1] == 1 || t->shape.d[2] * t->shape.d[3] == 1;
+}
+
+int os_exec_view_aliases(const opsched_graph *g, int node, opsched_math m, opsched_layout layout)
+{
+    const opsched_node *n = opsched_graph_node(g, node);
+    if (!n || !opsched_op_is_view(n->op) || n->n_inputs < 1 || n->inputs[0] < 0 ||
+        n->n_outputs != 1)
+        return 0;
+    const opsched_tensor *x = opsched_graph_tensor(g, n->inputs[0]);
+    const opsched_tensor *y = opsched_graph_tensor(g, n->outputs[0]);
+    if (os_exec_tensor_bytes(x, m) != os_exec_tensor_bytes(y, m)) return 0;
+    return opsched_shape_equal(&x->shape, &y->shape) ||
+           (rowmajor(x, layout) && rowmajor(y, layout));
+}
+
+static int is_graph_output(const opsched_graph *g, int t)
+{
+    for (int i = 0; i < opsched_graph_num_outputs(g); i++)
+        if (opsched_graph_output(g, i) == t) return 1;
+    return 0;
+}
+
+int os_exec_fused_relu(const opsched_graph *g, int i)
+{
+    const opsched_node *n = opsched_graph_node(g, i);
+    if (!n || n->op != OPSCHED_OP_CONV || n->n_outputs != 1 ||
+        opsched_graph_num_consumers(g, n->outputs[0]) != 1 || is_graph_output(g, n->outputs[0]))
+        return -1;
+    for (int j = i + 1; j < opsched_graph_num_nodes(g); j++) {
+        const opsched_node *c = opsched_graph_node(g, j);
+        for (int k = 0; k < c->n_inputs; k++)
+            if (c->inputs[k] == n->outputs[0])
+                return c->op == OPSCHED_OP_RELU && c->n_inputs == 1 ? j : -1;
+    }
+    return -1;
+}
+
+static int named_algo(const char *algo)
+{
+    return algo && strcmp(algo, "heuristic") != 0 && strcmp(algo, "find") != 0;
+}
+
+opsched_status os_exec_plan_node(opsched_device *dev, const opsched_graph *g, int i,
+                                 const opsched_exec_options *o, opsched_layer_info *li,
+                                 opsched_plan **out)
+{
+    const opsched_node *n = opsched_graph_node(g, i);
+    opsched_ctx *ctx = opsched_device_ctx(dev);
+    opsched_plan_options po = o->plan;
+    char reason[512];
+    int named = named_algo(po.algo);
+    if (n->op != OPSCHED_OP_CONV) {
+        if (named) po.algo = NULL;
+        po.fuse_activation = 0;
+    }
+    opsched_status st = opsched_plan_create(dev, g, i, &po, out);
+    if (st == OPSCHED_ERR_UNSUPPORTED && n->op == OPSCHED_OP_CONV && named) {
+        snprintf(reason, sizeof(reason), "%s", opsched_ctx_last_error(ctx));
+        if (!o->algo_fallback)
+            return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "layer '%s': %s cannot run it: %s",
+                           n->name, po.algo, reason);
+        li->fallback = 1;
+        snprintf(li->fallback_reason, sizeof(li->fallback_reason), "%.*s",
+                 (int)sizeof(li->fallback_reason) - 1, reason);
+        opsched_ctx_clear_error(ctx);
+        po.algo = NULL;
+        st = opsched_plan_create(dev, g, i, &po, out);
+    }
+    if (st == OPSCHED_ERR_UNSUPPORTED) {
+        char quoted[300];
+        snprintf(reason, sizeof(reason), "%s", opsched_ctx_last_error(ctx));
+        snprintf(quoted, sizeof(quoted), "'%s'", n->name);
+        if (!strstr(reason, quoted))
+            return OS_FAIL(ctx, st, "layer '%s' (%s): %s", n->name, opsched_op_name(n->op), reason);
+    }
+    return st;
+}
+
 /* ---- launches ------------------------------------------------------------- */
 
-static opsched_status add_launch(opsched_sched_executor *ex, opsched_plan *plan, int node,
-                                 int stage, int stream, const char *label, const int *in, int n_in,
+static opsched_status add_launch(opsched_executor *ex, opsched_plan *plan, int node, int stage,
+                                 int stream, const char *label, const int *in, int n_in,
                                  const int *out, int n_out)
 {
     if (ex->n_launches == ex->cap_launches) {
         int cap = ex->cap_launches ? 2 * ex->cap_launches : 64;
-        sx_launch *l = realloc(ex->launches, sizeof(*l) * (size_t)cap);
+        ex_launch *l = realloc(ex->launches, sizeof(*l) * (size_t)cap);
         if (!l) return OS_NOMEM(ex->ctx);
         ex->launches = l;
         ex->cap_launches = cap;
     }
-    sx_launch *l = &ex->launches[ex->n_launches];
+    ex_launch *l = &ex->launches[ex->n_launches];
     memset(l, 0, sizeof(*l));
     l->record = -1;
     l->in = malloc(sizeof(int) * (size_t)(n_in + 1));
@@ -178,18 +267,18 @@ static opsched_status add_launch(opsched_sched_executor *ex, opsched_plan *plan,
 /* ---- planning ------------------------------------------------------------- */
 
 /* Where the schedule puts every node: stage, and the stage's group. */
-typedef struct sx_place {
+typedef struct ex_place {
     int stage, group;
     int merge_first; /* a merge member or its Relu: the merge's first member, else -1 */
-} sx_place;
+} ex_place;
 
 /* Build-time state: the schedule's placement, the plans made so far and
  * the merged convolutions' own launches waiting for their stage. */
-typedef struct sx_build {
+typedef struct ex_build {
     const opsched_graph *g;
     const opsched_schedule *s;
-    const opsched_sched_exec_options *o;
-    sx_place *place;
+    const opsched_exec_options *o;
+    ex_place *place;
     opsched_plan **plans; /* per node, NULL when it launches nothing */
     int *follow_next;     /* copying views after the same node: a list per node */
     int *follow_head;     /* per node (+1 slot for the prologue at index n_nodes) */
@@ -201,11 +290,11 @@ typedef struct sx_build {
         int *in[3], *out[3];
         char label[96];
     } * merges;
-} sx_build;
+} ex_build;
 
-static opsched_exec_options node_options(const sx_build *b, int stage)
+static opsched_exec_options node_options(const ex_build *b, int stage)
 {
-    opsched_exec_options o = b->o->exec;
+    opsched_exec_options o = *b->o;
     if (stage >= 0 && b->s->stages[stage].kind == OPSCHED_STAGE_CONCURRENT &&
         b->s->stages[stage].n_groups > 1) {
         if (b->o->concurrent_algo) o.plan.algo = b->o->concurrent_algo;
@@ -215,23 +304,24 @@ static opsched_exec_options node_options(const sx_build *b, int stage)
     return o;
 }
 
-static void note_plan(opsched_sched_executor *ex, int node, const opsched_plan *p,
+static void note_plan(opsched_executor *ex, int node, const opsched_plan *p,
                       const opsched_layer_info *li)
 {
     opsched_plan_info pi;
-    opsched_sched_node_info *ni = &ex->nodes[node];
+    opsched_layer_info *ni = &ex->nodes[node];
     if (opsched_plan_info_get(p, &pi) == OPSCHED_OK) {
         snprintf(ni->algo, sizeof(ni->algo), "%s", pi.algo);
         ni->workspace_bytes = pi.workspace_bytes;
         ex->info.workspace_bytes += pi.workspace_bytes;
     }
     ni->fallback = li->fallback;
+    memcpy(ni->fallback_reason, li->fallback_reason, sizeof(ni->fallback_reason));
     ex->info.n_fallbacks += li->fallback;
 }
 
 /* Plans node i; a convolution that fused the Relu after it makes that
  * Relu an alias of its output. */
-static opsched_status plan_node(opsched_sched_executor *ex, sx_build *b, int i)
+static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
 {
     opsched_exec_options o = node_options(b, b->place[i].stage);
     opsched_layer_info li;
@@ -240,7 +330,7 @@ static opsched_status plan_node(opsched_sched_executor *ex, sx_build *b, int i)
     opsched_plan_info pi;
     OS_TRY(opsched_plan_info_get(b->plans[i], &pi));
     if (pi.fused_activation) {
-        int j = os_exec_relu_reader(b->g, i);
+        int j = os_exec_fused_relu(b->g, i);
         if (j < 0 || b->place[j].merge_first >= 0) {
             /* The Relu's input is also wanted unrectified: plan without fusing. */
             opsched_plan_free(b->plans[i]);
@@ -259,10 +349,10 @@ static opsched_status plan_node(opsched_sched_executor *ex, sx_build *b, int i)
     return OPSCHED_OK;
 }
 
-/* The f32 values, in logical order, that the sequential executor gives
- * weight t (its payload or the seeded draw). */
-static opsched_status weight_f32(opsched_sched_executor *ex, const opsched_graph *g, int t,
-                                 uint64_t seed, float **out)
+/* The f32 values, in logical order, that weight t of g holds (its payload
+ * or the seeded draw, as os_exec_tensor_values stores it). */
+static opsched_status weight_f32(opsched_executor *ex, const opsched_graph *g, int t, uint64_t seed,
+                                 float **out)
 {
     const opsched_tensor *x = opsched_graph_tensor(g, t);
     size_t n = (size_t)opsched_shape_numel(&x->shape);
@@ -281,7 +371,7 @@ static opsched_status weight_f32(opsched_sched_executor *ex, const opsched_graph
 /* The merged weights and biases in f32: each member's kernel at its
  * offset inside the merged kernel, rows at its channel offset; zeros
  * elsewhere (and for a member without bias). */
-static opsched_status merged_weights(opsched_sched_executor *ex, const opsched_graph *g,
+static opsched_status merged_weights(opsched_executor *ex, const opsched_graph *g,
                                      const opsched_merge *m, int64_t C, uint64_t seed, float *w,
                                      float *bias)
 {
@@ -315,12 +405,12 @@ static opsched_status merged_weights(opsched_sched_executor *ex, const opsched_g
 }
 
 /* An executor weight tensor holding what tensor t of graph p stores. */
-static opsched_status merge_weight_tensor(opsched_sched_executor *ex, const opsched_graph *p, int t,
+static opsched_status merge_weight_tensor(opsched_executor *ex, const opsched_graph *p, int t,
                                           uint64_t seed, int *out)
 {
     const opsched_tensor *x = opsched_graph_tensor(p, t);
     OS_TRY(add_tensor(ex, OPSCHED_TENSOR_WEIGHT, &x->shape, x->dtype, out));
-    sx_tensor *et = &ex->tensors[*out];
+    ex_tensor *et = &ex->tensors[*out];
     et->host = malloc(et->bytes ? et->bytes : 1);
     if (!et->host) return OS_NOMEM(ex->ctx);
     return os_exec_tensor_values(ex->ctx, p, t, ex->math, ex->layout, seed, et->host);
@@ -329,8 +419,8 @@ static opsched_status merge_weight_tensor(opsched_sched_executor *ex, const opsc
 /* The private one-stage graph of merge stage k: the merged convolution
  * (weights as payloads), its Relu, and a Split when the members' outputs
  * are not contiguous slices of its output. */
-static opsched_status merge_graph(opsched_sched_executor *ex, sx_build *b, int k,
-                                  opsched_graph **out, int *split)
+static opsched_status merge_graph(opsched_executor *ex, ex_build *b, int k, opsched_graph **out,
+                                  int *split)
 {
     const opsched_merge *m = &b->s->stages[k].merge;
     const opsched_graph *g = b->g;
@@ -353,7 +443,7 @@ static opsched_status merge_graph(opsched_sched_executor *ex, sx_build *b, int k
         st = OS_NOMEM(ex->ctx);
         goto done;
     }
-    OS_TRY_GOTO(st, merged_weights(ex, g, m, C, b->o->exec.seed, w, bias), done);
+    OS_TRY_GOTO(st, merged_weights(ex, g, m, C, b->o->seed, w, bias), done);
     char name[64];
     snprintf(name, sizeof(name), "merge%d", k + 1);
     OS_TRY_GOTO(st, opsched_graph_create(ex->ctx, name, &p), done);
@@ -396,7 +486,7 @@ static opsched_status merge_graph(opsched_sched_executor *ex, sx_build *b, int k
             opsched_graph_add_node(p, name, OPSCHED_OP_RELU, NULL, &conv_out, 1, 1, NULL, &final),
             done);
     }
-    sx_tensor probe;
+    ex_tensor probe;
     memset(&probe, 0, sizeof(probe));
     probe.shape = opsched_graph_tensor(p, final)->shape;
     probe.nhwc = ex->layout == OPSCHED_LAYOUT_NHWC;
@@ -441,7 +531,7 @@ static int member_final(const opsched_graph *g, const opsched_merge_member *mm)
 /* Plans merge stage k: its launches wait in b->merges[k] for the stage;
  * the members' outputs become slices of the merged output, or the
  * Split's outputs. */
-static opsched_status plan_merge(opsched_sched_executor *ex, sx_build *b, int k)
+static opsched_status plan_merge(opsched_executor *ex, ex_build *b, int k)
 {
     const opsched_merge *m = &b->s->stages[k].merge;
     struct merge_launches *ml = &b->merges[k];
@@ -451,8 +541,8 @@ static opsched_status plan_merge(opsched_sched_executor *ex, sx_build *b, int k)
     OS_TRY(merge_graph(ex, b, k, &p, &split));
     /* executor tensors for p's: x, w, b, conv out, relu out */
     int map[8] = {m->input, -1, -1, -1, -1, -1, -1, -1};
-    OS_TRY_GOTO(st, merge_weight_tensor(ex, p, 1, b->o->exec.seed, &map[1]), done);
-    OS_TRY_GOTO(st, merge_weight_tensor(ex, p, 2, b->o->exec.seed, &map[2]), done);
+    OS_TRY_GOTO(st, merge_weight_tensor(ex, p, 1, b->o->seed, &map[1]), done);
+    OS_TRY_GOTO(st, merge_weight_tensor(ex, p, 2, b->o->seed, &map[2]), done);
     const opsched_tensor *yt = opsched_graph_tensor(p, 3);
     OS_TRY_GOTO(st, add_tensor(ex, OPSCHED_TENSOR_ACTIVATION, &yt->shape, yt->dtype, &map[3]),
                 done);
@@ -474,10 +564,11 @@ static opsched_status plan_merge(opsched_sched_executor *ex, sx_build *b, int k)
     OS_TRY_GOTO(st, opsched_plan_info_get(ml->plan[0], &pi), done);
     fused = has_relu && pi.fused_activation;
     for (int i = 0; i < m->n_members; i++) {
-        opsched_sched_node_info *ni = &ex->nodes[m->members[i].node];
+        opsched_layer_info *ni = &ex->nodes[m->members[i].node];
         snprintf(ni->algo, sizeof(ni->algo), "%s", pi.algo);
         ni->workspace_bytes = pi.workspace_bytes;
         ni->fallback = li.fallback;
+        memcpy(ni->fallback_reason, li.fallback_reason, sizeof(ni->fallback_reason));
         if (m->members[i].relu >= 0)
             snprintf(ex->nodes[m->members[i].relu].algo, sizeof(ni->algo), "%s",
                      fused ? "fused" : "merged");
@@ -536,7 +627,7 @@ static opsched_status plan_merge(opsched_sched_executor *ex, sx_build *b, int k)
         ex->info.n_merge_splits++;
     } else {
         /* Members' outputs are channel slices: contiguous (checked above). */
-        const sx_tensor *ft = &ex->tensors[final];
+        const ex_tensor *ft = &ex->tensors[final];
         int64_t outer = 0, inner = 0;
         axis_split(ft, 1, &outer, &inner);
         size_t esz = opsched_dtype_size(ft->sdt);
@@ -564,11 +655,11 @@ done:
  * can move: an activation root of its own, or consecutive parts that
  * together fill one root exactly, in order (the members of a merged
  * convolution whose output is a run of the concat's parts). */
-static void elide_concat(opsched_sched_executor *ex, const sx_build *b, int c)
+static void elide_concat(opsched_executor *ex, const ex_build *b, int c)
 {
     const opsched_node *n = opsched_graph_node(b->g, c);
     if (n->n_outputs != 1 || n->n_inputs < 1 || n->n_inputs > 1024) return;
-    const sx_tensor *y = &ex->tensors[n->outputs[0]];
+    const ex_tensor *y = &ex->tensors[n->outputs[0]];
     int axis = (int)n->attr.axis.axis;
     if (axis < 0) axis += y->shape.ndim;
     if (axis < 0 || axis >= y->shape.ndim) return;
@@ -577,12 +668,12 @@ static void elide_concat(opsched_sched_executor *ex, const sx_build *b, int c)
     if (outer != 1) return;
     int roots[1024];
     size_t offs[1024];
-    int self = os_sx_root(ex, n->outputs[0], NULL);
+    int self = os_ex_root(ex, n->outputs[0], NULL);
     for (int i = 0; i < n->n_inputs; i++) {
         int t = n->inputs[i];
         if (t < 0) return;
-        roots[i] = os_sx_root(ex, t, &offs[i]);
-        const sx_tensor *r = &ex->tensors[roots[i]];
+        roots[i] = os_ex_root(ex, t, &offs[i]);
+        const ex_tensor *r = &ex->tensors[roots[i]];
         if (r->kind != OPSCHED_TENSOR_ACTIVATION || roots[i] == self) return;
         if (roots[i] < ex->n_graph_tensors && opsched_graph_tensor(b->g, roots[i])->producer < 0)
             return;
@@ -611,7 +702,7 @@ static void elide_concat(opsched_sched_executor *ex, const sx_build *b, int c)
 }
 
 /* Roles and plans of every node. */
-static opsched_status plan_all(opsched_sched_executor *ex, sx_build *b)
+static opsched_status plan_all(opsched_executor *ex, ex_build *b)
 {
     const opsched_graph *g = b->g;
     for (int i = 0; i < ex->n_nodes; i++) {
@@ -657,7 +748,7 @@ static opsched_status plan_all(opsched_sched_executor *ex, sx_build *b)
 
 /* ---- the schedule --------------------------------------------------------- */
 
-static opsched_status place_nodes(opsched_sched_executor *ex, sx_build *b)
+static opsched_status place_nodes(opsched_executor *ex, ex_build *b)
 {
     const opsched_schedule *s = b->s;
     for (int i = 0; i < ex->n_nodes; i++) {
@@ -669,14 +760,14 @@ static opsched_status place_nodes(opsched_sched_executor *ex, sx_build *b)
         if (sg->kind == OPSCHED_STAGE_MERGE) {
             for (int i = 0; i < sg->merge.n_members; i++) {
                 const opsched_merge_member *mm = &sg->merge.members[i];
-                b->place[mm->node] = (sx_place){k, 0, sg->merge.members[0].node};
-                if (mm->relu >= 0) b->place[mm->relu] = (sx_place){k, 0, sg->merge.members[0].node};
+                b->place[mm->node] = (ex_place){k, 0, sg->merge.members[0].node};
+                if (mm->relu >= 0) b->place[mm->relu] = (ex_place){k, 0, sg->merge.members[0].node};
             }
             continue;
         }
         for (int j = 0; j < sg->n_groups; j++)
             for (int p = 0; p < sg->groups[j].n_nodes; p++)
-                b->place[sg->groups[j].nodes[p]] = (sx_place){k, j, -1};
+                b->place[sg->groups[j].nodes[p]] = (ex_place){k, j, -1};
     }
     for (int i = 0; i < ex->n_nodes; i++)
         ex->nodes[i].stage = b->place[i].stage;
@@ -684,7 +775,7 @@ static opsched_status place_nodes(opsched_sched_executor *ex, sx_build *b)
 }
 
 /* Copying views run after the node they view (through views), or first. */
-static void list_followers(opsched_sched_executor *ex, sx_build *b)
+static void list_followers(opsched_executor *ex, ex_build *b)
 {
     for (int i = 0; i <= ex->n_nodes; i++)
         b->follow_head[i] = -1;
@@ -701,8 +792,7 @@ static void list_followers(opsched_sched_executor *ex, sx_build *b)
     }
 }
 
-static opsched_status launch_node(opsched_sched_executor *ex, sx_build *b, int i, int stage,
-                                  int stream)
+static opsched_status launch_node(opsched_executor *ex, ex_build *b, int i, int stage, int stream)
 {
     const opsched_node *n = opsched_graph_node(b->g, i);
     ex->nodes[i].stream = stream;
@@ -717,7 +807,7 @@ static opsched_status launch_node(opsched_sched_executor *ex, sx_build *b, int i
 }
 
 /* The stream of the node that produced what node i reads first. */
-static int preferred_stream(const opsched_sched_executor *ex, const sx_build *b, int i)
+static int preferred_stream(const opsched_executor *ex, const ex_build *b, int i)
 {
     const opsched_node *n = opsched_graph_node(b->g, i);
     for (int k = 0; k < n->n_inputs; k++) {
@@ -730,7 +820,7 @@ static int preferred_stream(const opsched_sched_executor *ex, const sx_build *b,
     return -1;
 }
 
-static opsched_status launch_merge(opsched_sched_executor *ex, sx_build *b, int k, int stream)
+static opsched_status launch_merge(opsched_executor *ex, ex_build *b, int k, int stream)
 {
     const opsched_merge *m = &b->s->stages[k].merge;
     struct merge_launches *ml = &b->merges[k];
@@ -754,7 +844,7 @@ static opsched_status launch_merge(opsched_sched_executor *ex, sx_build *b, int 
     return OPSCHED_OK;
 }
 
-static opsched_status launch_all(opsched_sched_executor *ex, sx_build *b)
+static opsched_status launch_all(opsched_executor *ex, ex_build *b)
 {
     const opsched_schedule *s = b->s;
     int width = 1;
@@ -809,7 +899,7 @@ done:
 
 /* ---- memory --------------------------------------------------------------- */
 
-static int in_weights(const sx_tensor *t)
+static int in_weights(const ex_tensor *t)
 {
     return t->kind == OPSCHED_TENSOR_WEIGHT || t->kind == OPSCHED_TENSOR_CONSTANT;
 }
@@ -818,22 +908,21 @@ static int in_weights(const sx_tensor *t)
 /* Timing only: a float weight the graph gives no values is drawn on the
  * device (constants, integer tensors and merged weights keep the host's
  * values: indices and shapes must stay meaningful). */
-static int device_drawn(const opsched_sched_executor *ex, const opsched_graph *g, int t)
+static int device_drawn(const opsched_executor *ex, const opsched_graph *g, int t)
 {
-    const sx_tensor *et = &ex->tensors[t];
+    const ex_tensor *et = &ex->tensors[t];
     if (!ex->timing_only || et->host || t >= ex->n_graph_tensors) return 0;
     const opsched_tensor *gt = opsched_graph_tensor(g, t);
     return gt && gt->kind == OPSCHED_TENSOR_WEIGHT && !gt->data &&
            (et->sdt == OPSCHED_F32 || et->sdt == OPSCHED_F16 || et->sdt == OPSCHED_BF16);
 }
 
-static opsched_status load_weights(opsched_sched_executor *ex, const opsched_graph *g,
-                                   uint64_t seed)
+static opsched_status load_weights(opsched_executor *ex, const opsched_graph *g, uint64_t seed)
 {
     opsched_status st = OPSCHED_OK;
     size_t total = 0, host_total = 0;
     for (int t = 0; t < ex->n_tensors; t++) {
-        const sx_tensor *et = &ex->tensors[t];
+        const ex_tensor *et = &ex->tensors[t];
         if (!in_weights(et) || !et->used || et->parent != t) continue;
         total += align_up(et->bytes ? et->bytes : 1);
         if (!device_drawn(ex, g, t)) host_total = total; /* the upload ends here */
@@ -851,24 +940,25 @@ static opsched_status load_weights(opsched_sched_executor *ex, const opsched_gra
     int one_fill = !host_total && total > 0;
     opsched_dtype fill_dt = OPSCHED_F32;
     for (int t = 0, first = 1; one_fill && t < ex->n_tensors; t++) {
-        const sx_tensor *et = &ex->tensors[t];
+        const ex_tensor *et = &ex->tensors[t];
         if (!in_weights(et) || !et->used || et->parent != t) continue;
-        if (first) fill_dt = et->sdt;
-        else if (et->sdt != fill_dt) one_fill = 0;
+        if (first)
+            fill_dt = et->sdt;
+        else if (et->sdt != fill_dt)
+            one_fill = 0;
         first = 0;
     }
     if (one_fill) OS_TRY_GOTO(st, opsched_buffer_fill_random(ex->weights, fill_dt, seed), done);
     size_t off = 0;
     for (int t = 0; t < ex->n_tensors; t++) {
-        sx_tensor *et = &ex->tensors[t];
+        ex_tensor *et = &ex->tensors[t];
         if (!in_weights(et) || !et->used || et->parent != t) continue;
         OS_TRY_GOTO(st, opsched_buffer_view(ex->weights, off, et->bytes, &et->buf), done);
         if (device_drawn(ex, g, t)) {
             if (!one_fill)
                 OS_TRY_GOTO(st, opsched_buffer_fill_random(et->buf, et->sdt, seed + (uint64_t)t),
                             done);
-        }
-        else if (et->host)
+        } else if (et->host)
             memcpy(host + off, et->host, et->bytes);
         else
             OS_TRY_GOTO(
@@ -882,9 +972,11 @@ done:
     return st;
 }
 
-/* Lifetimes in stages, placement, and a buffer for every tensor used. */
-static opsched_status lay_out(opsched_sched_executor *ex)
+/* Lifetimes in steps (stages on several streams, launches on one),
+ * placement, and a buffer for every tensor used. */
+static opsched_status lay_out(opsched_executor *ex)
 {
+    int by_launch = ex->n_streams < 2;
     opsched_status st = OPSCHED_OK;
     int nt = ex->n_tensors;
     int *first = malloc(sizeof(int) * (size_t)(nt + 1)),
@@ -899,31 +991,31 @@ static opsched_status lay_out(opsched_sched_executor *ex)
         last[t] = -1;
     }
     for (int u = 0; u < ex->n_launches; u++) {
-        const sx_launch *l = &ex->launches[u];
+        const ex_launch *l = &ex->launches[u];
         for (int i = 0; i < l->n_in + l->n_out; i++) {
             int t = i < l->n_in ? l->in[i] : l->out[i - l->n_in];
             if (t < 0) continue;
-            int r = os_sx_root(ex, t, NULL);
-            first[r] = OS_MIN(first[r], l->stage);
-            last[r] = OS_MAX(last[r], l->stage);
+            int r = os_ex_root(ex, t, NULL), step = by_launch ? u : l->stage;
+            first[r] = OS_MIN(first[r], step);
+            last[r] = OS_MAX(last[r], step);
         }
     }
     for (int i = 0; i < ex->n_outputs; i++) {
-        int r = os_sx_root(ex, ex->outputs[i], NULL);
-        last[r] = ex->n_stages;
+        int r = os_ex_root(ex, ex->outputs[i], NULL);
+        last[r] = by_launch ? ex->n_launches : ex->n_stages;
         if (first[r] == INT32_MAX) first[r] = 0;
     }
     /* graph inputs: their own region, alive throughout */
     size_t off = 0;
     for (int i = 0; i < ex->n_inputs; i++) {
-        sx_tensor *t = &ex->tensors[ex->inputs[i]];
+        ex_tensor *t = &ex->tensors[ex->inputs[i]];
         t->arena_off = off;
         off += align_up(t->bytes ? t->bytes : 1);
     }
     size_t input_bytes = off, peak = 0;
     int nb = 0;
     for (int t = 0; t < nt; t++) {
-        const sx_tensor *et = &ex->tensors[t];
+        const ex_tensor *et = &ex->tensors[t];
         if (et->parent != t || in_weights(et) || et->kind == OPSCHED_TENSOR_INPUT || last[t] < 0)
             continue;
         blocks[nb].id = t;
@@ -939,28 +1031,28 @@ static opsched_status lay_out(opsched_sched_executor *ex)
     ex->info.arena_bytes = input_bytes + peak;
     OS_TRY_GOTO(st, opsched_buffer_alloc(ex->dev, ex->info.arena_bytes, &ex->arena), done);
     for (int t = 0; t < nt; t++) {
-        sx_tensor *et = &ex->tensors[t];
+        ex_tensor *et = &ex->tensors[t];
         if (!et->used || et->buf) continue;
         size_t rel = 0;
-        int r = os_sx_root(ex, t, &rel);
-        const sx_tensor *rt = &ex->tensors[r];
+        int r = os_ex_root(ex, t, &rel);
+        const ex_tensor *rt = &ex->tensors[r];
         if (in_weights(rt)) {
             if (!rt->buf) continue;
             OS_TRY_GOTO(st, opsched_buffer_view(rt->buf, rel, et->bytes, &et->buf), done);
-        } else if (rt->arena_off != SX_NONE) {
+        } else if (rt->arena_off != EX_NONE) {
             OS_TRY_GOTO(
                 st, opsched_buffer_view(ex->arena, rt->arena_off + rel, et->bytes, &et->buf), done);
         }
     }
     for (int u = 0; u < ex->n_launches; u++) {
-        sx_launch *l = &ex->launches[u];
+        ex_launch *l = &ex->launches[u];
         for (int i = 0; i < l->n_in; i++)
             l->bin[i] = l->in[i] >= 0 ? ex->tensors[l->in[i]].buf : NULL;
         for (int i = 0; i < l->n_out; i++) {
             l->bout[i] = ex->tensors[l->out[i]].buf;
             if (!l->bout[i]) {
                 st = OS_FAIL(ex->ctx, OPSCHED_ERR_INVALID_ARG,
-                             "schedule executor: '%s' writes a tensor without memory", l->label);
+                             "executor: '%s' writes a tensor without memory", l->label);
                 goto done;
             }
         }
@@ -974,7 +1066,7 @@ done:
 
 /* ---- create and free ------------------------------------------------------ */
 
-static void build_release(sx_build *b, int n_nodes)
+static void build_release(ex_build *b, int n_nodes)
 {
     for (int i = 0; b->plans && i < n_nodes; i++)
         opsched_plan_free(b->plans[i]);
@@ -992,14 +1084,14 @@ static void build_release(sx_build *b, int n_nodes)
     free(b->follow_next);
 }
 
-void opsched_sched_executor_free(opsched_sched_executor *ex)
+void opsched_executor_free(opsched_executor *ex)
 {
     if (!ex) return;
     os_device_graph_free(ex->dev, ex->graph);
     opsched_timer_free(ex->ref_timer);
     opsched_timer_free(ex->end_timer);
     for (int u = 0; ex->launches && u < ex->n_launches; u++) {
-        sx_launch *l = &ex->launches[u];
+        ex_launch *l = &ex->launches[u];
         opsched_plan_free(l->plan);
         opsched_timer_free(l->timer);
         free(l->in);
@@ -1028,7 +1120,7 @@ void opsched_sched_executor_free(opsched_sched_executor *ex)
     free(ex);
 }
 
-static opsched_status make_streams(opsched_sched_executor *ex)
+static opsched_status make_streams(opsched_executor *ex)
 {
     ex->streams = calloc((size_t)ex->n_streams, sizeof(*ex->streams));
     if (!ex->streams) return OS_NOMEM(ex->ctx);
@@ -1038,82 +1130,109 @@ static opsched_status make_streams(opsched_sched_executor *ex)
     return OPSCHED_OK;
 }
 
-opsched_status opsched_sched_executor_create(opsched_device *dev, const opsched_graph *g,
-                                             const opsched_schedule *s,
-                                             const opsched_sched_exec_options *opts,
-                                             opsched_sched_executor **out)
+/* The options with their defaults, checked. */
+static opsched_status check_options(opsched_ctx *ctx, const opsched_exec_options *opts,
+                                    opsched_exec_options *o)
 {
-    if (!dev || !g || !s || !out) return OPSCHED_ERR_INVALID_ARG;
-    *out = NULL;
-    opsched_ctx *ctx = opsched_device_ctx(dev);
-    opsched_sched_exec_options o;
-    memset(&o, 0, sizeof(o));
-    if (opts) o = *opts;
-    if (!o.exec.seed) o.exec.seed = 1;
-    if (o.exec.algo_fallback && strcmp(o.exec.algo_fallback, "heuristic") != 0)
+    memset(o, 0, sizeof(*o));
+    if (opts) *o = *opts;
+    if (!o->seed) o->seed = 1;
+    if (o->algo_fallback && strcmp(o->algo_fallback, "heuristic") != 0)
         return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
-                       "schedule executor: algorithm fallback '%s' (valid: none, heuristic)",
-                       o.exec.algo_fallback);
-    if ((int)o.exec.plan.math < 0 || o.exec.plan.math >= OPSCHED_MATH_COUNT)
-        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "schedule executor: bad math mode %d",
-                       (int)o.exec.plan.math);
-    OS_TRY(opsched_schedule_validate(g, s));
+                       "executor: algorithm fallback '%s' (valid: none, heuristic)",
+                       o->algo_fallback);
+    if ((int)o->plan.math < 0 || o->plan.math >= OPSCHED_MATH_COUNT)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "executor: bad math mode %d",
+                       (int)o->plan.math);
+    return OPSCHED_OK;
+}
 
+static opsched_status build(opsched_executor *ex, const opsched_graph *g, const opsched_schedule *s,
+                            const opsched_exec_options *o)
+{
     opsched_status st = OPSCHED_OK;
-    sx_build b;
+    ex_build b;
     memset(&b, 0, sizeof(b));
-    opsched_sched_executor *ex = calloc(1, sizeof(*ex));
-    if (!ex) return OS_NOMEM(ctx);
-    ex->dev = dev;
-    ex->ctx = ctx;
-    ex->math = o.exec.plan.math;
-    ex->layout = o.exec.plan.layout;
-    ex->timing_only = o.timing_only;
+    ex->math = o->plan.math;
+    ex->layout = o->plan.layout;
+    ex->timing_only = o->timing_only;
     ex->n_stages = s->n_stages;
-    OS_TRY_GOTO(st, copy_graph(ex, g), fail);
+    OS_TRY(copy_graph(ex, g));
     b.g = g;
     b.s = s;
-    b.o = &o;
+    b.o = o;
     b.place = calloc((size_t)ex->n_nodes + 1, sizeof(*b.place));
     b.plans = calloc((size_t)ex->n_nodes + 1, sizeof(*b.plans));
     b.follow_head = calloc((size_t)ex->n_nodes + 1, sizeof(int));
     b.follow_next = calloc((size_t)ex->n_nodes + 1, sizeof(int));
     b.merges = calloc((size_t)s->n_stages + 1, sizeof(*b.merges));
     if (!b.place || !b.plans || !b.follow_head || !b.follow_next || !b.merges) {
-        st = OS_NOMEM(ctx);
-        goto fail;
+        st = OS_NOMEM(ex->ctx);
+        goto done;
     }
-    OS_TRY_GOTO(st, place_nodes(ex, &b), fail);
-    OS_TRY_GOTO(st, plan_all(ex, &b), fail);
+    OS_TRY_GOTO(st, place_nodes(ex, &b), done);
+    OS_TRY_GOTO(st, plan_all(ex, &b), done);
     list_followers(ex, &b);
-    OS_TRY_GOTO(st, launch_all(ex, &b), fail);
+    OS_TRY_GOTO(st, launch_all(ex, &b), done);
+    ex->info.n_layers = ex->n_nodes;
     ex->info.n_stages = s->n_stages;
     ex->info.n_streams = ex->n_streams;
     ex->info.n_launches = ex->n_launches;
-    OS_TRY_GOTO(st, load_weights(ex, g, o.exec.seed), fail);
-    OS_TRY_GOTO(st, lay_out(ex), fail);
-    OS_TRY_GOTO(st, make_streams(ex), fail);
-    OS_TRY_GOTO(st, os_sx_build_program(ex), fail);
-    OS_TRY_GOTO(st, opsched_sched_executor_randomize_inputs(ex, o.exec.seed), fail);
+    OS_TRY_GOTO(st, load_weights(ex, g, o->seed), done);
+    OS_TRY_GOTO(st, lay_out(ex), done);
+    OS_TRY_GOTO(st, make_streams(ex), done);
+    OS_TRY_GOTO(st, os_ex_build_program(ex), done);
+    OS_TRY_GOTO(st, opsched_executor_randomize_inputs(ex, o->seed), done);
+done:
     build_release(&b, ex->n_nodes);
-    *out = ex;
-    return OPSCHED_OK;
-fail:
-    build_release(&b, ex->n_nodes);
-    opsched_sched_executor_free(ex);
     return st;
 }
 
-opsched_status opsched_sched_executor_info(const opsched_sched_executor *ex,
-                                           opsched_sched_exec_info *out)
+opsched_status opsched_executor_create(opsched_device *dev, const opsched_graph *g,
+                                       const opsched_schedule *s, const opsched_exec_options *opts,
+                                       opsched_executor **out)
+{
+    if (!dev || !g || !out) return OPSCHED_ERR_INVALID_ARG;
+    *out = NULL;
+    opsched_ctx *ctx = opsched_device_ctx(dev);
+    opsched_exec_options o;
+    OS_TRY(check_options(ctx, opts, &o));
+    opsched_schedule *seq = NULL;
+    if (s) {
+        OS_TRY(opsched_schedule_validate(g, s));
+    } else {
+        opsched_search_options so;
+        memset(&so, 0, sizeof(so));
+        so.searcher = OPSCHED_SEARCH_SEQUENTIAL;
+        OS_TRY(opsched_schedule_search(g, &so, &seq, NULL));
+        s = seq;
+    }
+    opsched_status st = OPSCHED_OK;
+    opsched_executor *ex = calloc(1, sizeof(*ex));
+    if (!ex) {
+        st = OS_NOMEM(ctx);
+    } else {
+        ex->dev = dev;
+        ex->ctx = ctx;
+        st = build(ex, g, s, &o);
+    }
+    opsched_schedule_free(seq);
+    if (st != OPSCHED_OK) {
+        opsched_executor_free(ex);
+        return st;
+    }
+    *out = ex;
+    return OPSCHED_OK;
+}
+
+opsched_status opsched_executor_info(const opsched_executor *ex, opsched_exec_info *out)
 {
     if (!ex || !out) return OPSCHED_ERR_INVALID_ARG;
     *out = ex->info;
     return OPSCHED_OK;
 }
 
-const opsched_sched_node_info *opsched_sched_executor_node(const opsched_sched_executor *ex,
-                                                           int node)
+const opsched_layer_info *opsched_executor_layer(const opsched_executor *ex, int node)
 {
     if (!ex || node < 0 || node >= ex->n_nodes) return NULL;
     return &ex->nodes[node];
