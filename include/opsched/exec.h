@@ -163,6 +163,15 @@ opsched_status opsched_executor_set_input(opsched_executor *ex, int i, const flo
 opsched_status opsched_executor_get_output(opsched_executor *ex, int i, float *data, size_t n);
 /* Element count of graph output i (0 when out of range). */
 size_t opsched_executor_output_numel(const opsched_executor *ex, int i);
+/* The same with the host data of type dt (n elements, C order whatever the
+ * layout): converted to and from the tensor's storage type (floats in the
+ * math mode's type; integers and bool as themselves).  Same-type integer
+ * data crosses exactly; a conversion goes through double (exact for every
+ * int32 and for int64 up to 2^53), saturating into an integer type's range. */
+opsched_status opsched_executor_set_input_data(opsched_executor *ex, int i, opsched_dtype dt,
+                                               const void *data, size_t n);
+opsched_status opsched_executor_get_output_data(opsched_executor *ex, int i, opsched_dtype dt,
+                                                void *data, size_t n);
 
 /* Enqueues one inference (forked from and joined into the device's
  * stream); does not wait. */

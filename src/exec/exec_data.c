@@ -53,17 +53,29 @@ static double load(const void *p, opsched_dtype dt, size_t i)
     }
     case OPSCHED_INT8:
         return (signed char)b[i];
+    case OPSCHED_UINT8:
+        return b[i];
+    case OPSCHED_BOOL:
+        return b[i] != 0;
     case OPSCHED_INT32: {
         int32_t v;
         memcpy(&v, b + 4 * i, 4);
         return v;
     }
-    default: {
+    case OPSCHED_INT64: {
         int64_t v;
         memcpy(&v, b + 8 * i, 8);
         return (double)v;
     }
+    default: return 0; /* every type is above */
     }
+}
+
+/* v converted to an integer type's range (NaN as 0; saturated). */
+static double clamp_int(double v, double lo, double hi)
+{
+    if (!(v == v)) return 0;
+    return v < lo ? lo : v > hi ? hi : v;
 }
 
 static void store(void *p, opsched_dtype dt, size_t i, double v)
@@ -81,19 +93,21 @@ static void store(void *p, opsched_dtype dt, size_t i, double v)
         memcpy(b + 2 * i, &h, 2);
         break;
     }
-    case OPSCHED_INT8:
-        b[i] = (unsigned char)(signed char)(isfinite(v) ? v : 0);
-        break;
+    case OPSCHED_INT8: b[i] = (unsigned char)(signed char)clamp_int(v, -128, 127); break;
+    case OPSCHED_UINT8: b[i] = (unsigned char)clamp_int(v, 0, 255); break;
+    case OPSCHED_BOOL: b[i] = v != 0; break;
     case OPSCHED_INT32: {
-        int32_t k = (int32_t)(isfinite(v) ? v : 0);
+        int32_t k = (int32_t)clamp_int(v, -2147483648.0, 2147483647.0);
         memcpy(b + 4 * i, &k, 4);
         break;
     }
-    default: {
-        int64_t k = (int64_t)(isfinite(v) ? v : 0);
+    case OPSCHED_INT64: {
+        /* 2^63 is not an int64: the largest double below it is the top. */
+        int64_t k = (int64_t)clamp_int(v, -9223372036854775808.0, 9223372036854774784.0);
         memcpy(b + 8 * i, &k, 8);
         break;
     }
+    default: break; /* every type is above */
     }
 }
 
@@ -184,7 +198,9 @@ void os_exec_random_values(const os_exec_fill *f, opsched_dtype dt, size_t n, ui
 {
     os_rng rng;
     os_rng_seed(&rng, seed);
-    uint64_t range = f->index_extent > 0 ? (uint64_t)f->index_extent : 7;
+    uint64_t range = dt == OPSCHED_BOOL        ? 2
+                     : f->index_extent > 0 ? (uint64_t)f->index_extent
+                                           : 7;
     for (size_t i = 0; i < n; i++)
         dst[i] = !is_float(dt) ? (float)(os_rng_next(&rng) % range)
                                : f->lo + (f->hi - f->lo) * 0.5f * (os_rng_sym(&rng) + 1.0f);

@@ -588,7 +588,7 @@ done:
 /* ---- inputs and outputs --------------------------------------------------- */
 
 static opsched_status check_io(const opsched_executor *ex, const int *ids, int n_io, int i,
-                               const char *what, const float *data, size_t n, const ex_tensor **out)
+                               const char *what, const void *data, size_t n, const ex_tensor **out)
 {
     if (i < 0 || i >= n_io)
         return OS_FAIL(ex->ctx, OPSCHED_ERR_INVALID_ARG,
@@ -616,21 +616,42 @@ static opsched_status upload_f32(opsched_executor *ex, const ex_tensor *t, const
 
 opsched_status opsched_executor_set_input(opsched_executor *ex, int i, const float *data, size_t n)
 {
-    if (!ex) return OPSCHED_ERR_INVALID_ARG;
-    const ex_tensor *t = NULL;
-    OS_TRY(check_io(ex, ex->inputs, ex->n_inputs, i, "input", data, n, &t));
-    return upload_f32(ex, t, data);
+    return opsched_executor_set_input_data(ex, i, OPSCHED_F32, data, n);
 }
 
 opsched_status opsched_executor_get_output(opsched_executor *ex, int i, float *data, size_t n)
 {
+    return opsched_executor_get_output_data(ex, i, OPSCHED_F32, data, n);
+}
+
+opsched_status opsched_executor_set_input_data(opsched_executor *ex, int i, opsched_dtype dt,
+                                               const void *data, size_t n)
+{
+    if (!ex) return OPSCHED_ERR_INVALID_ARG;
+    const ex_tensor *t = NULL;
+    OS_TRY(check_io(ex, ex->inputs, ex->n_inputs, i, "input", data, n, &t));
+    if (!opsched_dtype_size(dt))
+        return OS_FAIL(ex->ctx, OPSCHED_ERR_INVALID_ARG, "executor: input %d: bad data type", i);
+    void *host = malloc(t->bytes ? t->bytes : 1);
+    if (!host) return OS_NOMEM(ex->ctx);
+    os_exec_convert(data, dt, host, t->sdt, t->numel, &t->shape, t->nhwc);
+    opsched_status st = opsched_buffer_upload(t->buf, 0, host, t->bytes);
+    free(host);
+    return st;
+}
+
+opsched_status opsched_executor_get_output_data(opsched_executor *ex, int i, opsched_dtype dt,
+                                                void *data, size_t n)
+{
     if (!ex) return OPSCHED_ERR_INVALID_ARG;
     const ex_tensor *t = NULL;
     OS_TRY(check_io(ex, ex->outputs, ex->n_outputs, i, "output", data, n, &t));
+    if (!opsched_dtype_size(dt))
+        return OS_FAIL(ex->ctx, OPSCHED_ERR_INVALID_ARG, "executor: output %d: bad data type", i);
     void *host = malloc(t->bytes ? t->bytes : 1);
     if (!host) return OS_NOMEM(ex->ctx);
     opsched_status st = opsched_buffer_download(t->buf, 0, host, t->bytes);
-    if (st == OPSCHED_OK) os_exec_convert(host, t->sdt, data, OPSCHED_F32, n, &t->shape, -t->nhwc);
+    if (st == OPSCHED_OK) os_exec_convert(host, t->sdt, data, dt, n, &t->shape, -t->nhwc);
     free(host);
     return st;
 }

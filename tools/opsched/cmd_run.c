@@ -22,11 +22,13 @@
 #include <cjson/cJSON.h>
 
 #include "args.h"
+#include "run_io.h"
 
 #define MAX_SCHEDULES 8
 
 static const char run_usage[] =
     "usage: opsched run <zoo-name|file.onnx> (--schedule FILE | --compare LIST) [options]\n"
+    "       opsched run <model> --input NAME=FILE.npy ... --output-dir DIR [options]\n"
     "\n"
     "Runs inter-operator schedules with the executor (one stream per group,\n"
     "events only where data crosses streams, the inference captured as one CUDA graph,\n"
@@ -37,12 +39,17 @@ static const char run_usage[] =
     "--format csv prints one row per schedule (model,batch,input,math,layout,schedule,\n"
     "stages,streams,launches,free_ms,free_p10_ms,free_p90_ms,graph_ms,graph_p10_ms,\n"
     "graph_p90_ms,speedup_free,speedup_graph,rel_err; graph columns empty without a\n"
-    "CUDA graph), json the same as an array of objects; all else goes to stderr.\n";
+    "CUDA graph), json the same as an array of objects; all else goes to stderr.\n"
+    "--input feeds a graph input from a NumPy file (its shape binds the input's\n"
+    "symbolic dimensions; inputs not given are random from --seed); --output-dir\n"
+    "writes every output of the deployed schedule (the last row) as DIR/<name>.npy;\n"
+    "with either and no --schedule or --compare, the sequential schedule runs;\n"
+    "--iters 0 runs once and times nothing.\n";
 
 enum {
     RU_SCHEDULE, RU_COMPARE, RU_VERIFY, RU_DB, RU_R, RU_S, RU_MAX_BLOCK, RU_NO_MERGE, RU_SAVE,
     RU_BACKEND, RU_DEVICE, RU_MATH, RU_LAYOUT, RU_ALGO, RU_CONC_ALGO, RU_FUSE, RU_ELISION,
-    RU_GRAPH, RU_CHECK, RU_WARMUP, RU_ITERS, RU_MIN_MS, RU_SEED, RU_TRACE
+    RU_GRAPH, RU_CHECK, RU_WARMUP, RU_ITERS, RU_MIN_MS, RU_SEED, RU_TRACE, RU_INPUT, RU_OUTPUT_DIR
 };
 
 static const tool_opt run_opts[] = {
@@ -67,6 +74,11 @@ static const tool_opt run_opts[] = {
     {"trace", 0, "FILE", "Chrome trace of one traced run per schedule, a track per\nstream "
                          "(opens in Perfetto)",
      RU_TRACE},
+    {"input", 0, "NAME=FILE", "graph input NAME from a .npy file (repeat for each input)",
+     RU_INPUT},
+    {"output-dir", 0, "DIR", "write every output as DIR/<name>.npy (characters other\nthan "
+                             "letters, digits, '.', '_' and '-' become '_')",
+     RU_OUTPUT_DIR},
     {NULL, 0, NULL, NULL, 0}};
 
 static const tool_opt run_exec_opts[] = {
@@ -89,7 +101,8 @@ static const tool_opt run_exec_opts[] = {
      "compare outputs with the sequential reference run\n(every Concat copying; default on)",
      RU_CHECK},
     {"warmup-ms", 0, "MS", "warm-up per schedule and mode (default 200)", RU_WARMUP},
-    {"iters", 0, "N", "timed inferences, at least (default 100)", RU_ITERS},
+    {"iters", 0, "N", "timed inferences, at least (default 100; 0: run once, time\nnothing)",
+     RU_ITERS},
     {"min-ms", 0, "MS", "and at least this long (default 500)", RU_MIN_MS},
     {"seed", 0, "N", "weights and inputs (default 1)", RU_SEED},
     {NULL, 0, NULL, NULL, 0}};
@@ -106,8 +119,11 @@ typedef struct run_args {
     int verify; /* --compare: the ios row runs the fastest of ios, greedy, sequential whole */
     opsched_search_options so;
     opsched_run_timing_options timing;
+    int no_timing; /* --iters 0 */
     uint64_t seed;
     tool_format fmt;
+    run_io io;
+    char shapes[4096]; /* --shapes from the --input files */
 } run_args;
 
 /* Where the report goes: stdout, or stderr when stdout carries --format
@@ -144,6 +160,8 @@ static int run_opt(void *dest, const char *cmd, const tool_opt *o, const char *v
     case RU_NO_MERGE: a->so.no_merge = 1; return TOOL_EXIT_OK;
     case RU_SAVE: a->save_dir = v; return TOOL_EXIT_OK;
     case RU_TRACE: a->trace = v; return TOOL_EXIT_OK;
+    case RU_INPUT: return run_io_add(&a->io, v);
+    case RU_OUTPUT_DIR: a->io.out_dir = v; return TOOL_EXIT_OK;
     case RU_BACKEND: a->backend = v; return TOOL_EXIT_OK;
     case RU_DEVICE:
         if (!tool_parse_int(v, 0, 1024, &iv))
@@ -162,9 +180,10 @@ static int run_opt(void *dest, const char *cmd, const tool_opt *o, const char *v
     case RU_WARMUP: return parse_ms("--warmup-ms", v, &a->timing.warmup_ms) ? TOOL_EXIT_USAGE : 0;
     case RU_MIN_MS: return parse_ms("--min-ms", v, &a->timing.min_ms) ? TOOL_EXIT_USAGE : 0;
     case RU_ITERS:
-        if (!tool_parse_int(v, 1, 1000000, &iv))
-            return tool_usage_error(cmd, "--iters wants a positive count, got '%s'", v);
-        a->timing.iters = (int)iv;
+        if (!tool_parse_int(v, 0, 1000000, &iv))
+            return tool_usage_error(cmd, "--iters wants a count, got '%s'", v);
+        a->no_timing = iv == 0;
+        if (iv > 0) a->timing.iters = (int)iv;
         return TOOL_EXIT_OK;
     default:
         if (!tool_parse_int(v, 0, INT64_MAX, &iv))
@@ -188,6 +207,7 @@ static int parse_args(int argc, char **argv, run_args *a)
     if (rc != TOOL_EXIT_OK) return rc;
     if (!n_pos) return tool_usage_error("run", "which model? give a zoo name or an .onnx file");
     a->mo.model = pos[0];
+    if (!a->schedule && !a->compare && (a->io.n || a->io.out_dir)) a->compare = "sequential";
     if (!a->schedule == !a->compare)
         return tool_usage_error("run", "give --schedule FILE or --compare LIST (one of them)");
     if (a->compare) {
@@ -383,10 +403,28 @@ static int save_schedules(opsched_ctx *ctx, const run_args *a, const opsched_gra
 
 /* ---- running ------------------------------------------------------------ */
 
-/* Builds and checks one schedule's executor (outputs against ref). */
+/* Feeds the --input files to ex's graph inputs. */
+static opsched_status bind_inputs(const run_args *a, opsched_executor *ex)
+{
+    for (int k = 0; k < a->io.n; k++) {
+        const run_io_input *in = &a->io.in[k];
+        opsched_status st = opsched_executor_set_input_data(ex, in->graph_input, in->dtype,
+                                                            in->a.data, (size_t)in->a.numel);
+        if (st != OPSCHED_OK) return st;
+    }
+    return OPSCHED_OK;
+}
+
+static opsched_status get_output(void *user, int i, opsched_dtype dt, void *buf, size_t n)
+{
+    return opsched_executor_get_output_data(user, i, dt, buf, n);
+}
+
+/* Builds and checks one schedule's executor (outputs against ref); the
+ * deployed one (write_outputs) writes every output to --output-dir. */
 static int build_one(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
                      const opsched_graph *g, opsched_executor *ref, run_item *it,
-                     opsched_executor **out)
+                     int write_outputs, opsched_executor **out)
 {
     opsched_exec_options o = exec_options(a);
     opsched_executor *ex = NULL;
@@ -394,14 +432,24 @@ static int build_one(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
     if (st != OPSCHED_OK) return tool_fail(ctx, st, it->label);
     it->rel_l2 = NAN;
     st = opsched_executor_info(ex, &it->info);
-    if (st == OPSCHED_OK && ref) {
+    if (st == OPSCHED_OK) st = bind_inputs(a, ex);
+    if (st == OPSCHED_OK && (ref || write_outputs)) {
         st = opsched_executor_run(ex);
         if (st == OPSCHED_OK) st = opsched_device_sync(dev);
-        if (st == OPSCHED_OK) st = opsched_executor_compare(ex, ref, &it->rel_l2);
+        if (st == OPSCHED_OK && ref) st = opsched_executor_compare(ex, ref, &it->rel_l2);
     }
     if (st != OPSCHED_OK) {
         opsched_executor_free(ex);
         return tool_fail(ctx, st, it->label);
+    }
+    if (write_outputs) {
+        int rc = run_io_write(ctx, &a->io, g, get_output, ex);
+        if (rc != TOOL_EXIT_OK) {
+            opsched_executor_free(ex);
+            return rc;
+        }
+        fprintf(stderr, "wrote the %d output(s) of %s to %s\n", opsched_graph_num_outputs(g),
+                it->label, a->io.out_dir);
     }
     *out = ex;
     return TOOL_EXIT_OK;
@@ -420,9 +468,13 @@ static int run_all(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
     opsched_status st = OPSCHED_OK;
     for (int i = 0; i < n && rc == TOOL_EXIT_OK; i++) {
         fprintf(stderr, "building %s...\n", items[i].label);
-        rc = build_one(ctx, dev, a, g, ref, &items[i], &ex[i]);
+        rc = build_one(ctx, dev, a, g, ref, &items[i], a->io.out_dir && i == n - 1, &ex[i]);
     }
     if (rc != TOOL_EXIT_OK) goto done;
+    for (int i = 0; i < n; i++) {
+        items[i].free_t.stats.median = items[i].free_t.p10 = items[i].free_t.stats.p90 = NAN;
+    }
+    if (a->no_timing) goto traces;
     fprintf(stderr, "timing free runs...\n");
     st = opsched_executors_time(ex, n, 0, &a->timing, t);
     if (st != OPSCHED_OK) goto fail;
@@ -449,6 +501,7 @@ static int run_all(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
             }
         }
     }
+traces:
     for (int i = 0; i < n && tr; i++) {
         opsched_exec_span *spans = NULL;
         int ns = 0;
@@ -487,14 +540,17 @@ static void print_table(const run_args *a, const run_item *items, int n, double 
             fprintf(rep, " %8.4f |", it->s->predicted_ms);
         else
             fprintf(rep, " %8s |", "-");
-        fprintf(rep, " %9.4f %8.4f %8.4f |", it->free_t.stats.median, it->free_t.p10,
-               it->free_t.stats.p90);
+        if (isfinite(it->free_t.stats.median))
+            fprintf(rep, " %9.4f %8.4f %8.4f |", it->free_t.stats.median, it->free_t.p10,
+                    it->free_t.stats.p90);
+        else
+            fprintf(rep, " %9s %8s %8s |", "-", "-", "-");
         if (it->has_graph)
             fprintf(rep, " %9.4f %8.4f %8.4f |", it->graph_t.stats.median, it->graph_t.p10,
                    it->graph_t.stats.p90);
         else
             fprintf(rep, " %9s %8s %8s |", "-", "-", "-");
-        if (base)
+        if (base && isfinite(base->free_t.stats.median / it->free_t.stats.median))
             fprintf(rep, " %7.3f", base->free_t.stats.median / it->free_t.stats.median);
         else
             fprintf(rep, " %7s", "-");
@@ -655,11 +711,22 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
     opsched_device *dev = NULL;
     opsched_executor *ref = NULL;
     opsched_trace *tr = NULL;
-    opsched_status st = tool_load_model(ctx, &a.mo, &g);
+    opsched_status st = OPSCHED_OK;
+    /* A file that carries its weights runs with them. */
+    a.mo.load_weights = 1;
+    if (a.io.n) {
+        if ((rc = run_io_read(ctx, &a.io)) != TOOL_EXIT_OK) goto done;
+        if (!a.mo.shapes) {
+            if ((rc = run_io_shapes(&a.io, a.shapes, sizeof(a.shapes))) != TOOL_EXIT_OK) goto done;
+            if (a.shapes[0]) a.mo.shapes = a.shapes;
+        }
+    }
+    st = tool_load_model(ctx, &a.mo, &g);
     if (st != OPSCHED_OK) {
         rc = tool_fail(ctx, st, a.mo.model);
         goto done;
     }
+    if (a.io.n && (rc = run_io_match(ctx, &a.io, g)) != TOOL_EXIT_OK) goto done;
     tool_measure_args ma;
     tool_measure_args_init(&ma);
     ma.backend = a.backend;
@@ -701,6 +768,7 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
         opsched_exec_options o = exec_options(&a);
         o.no_concat_elision = 1;
         st = opsched_executor_create(dev, g, NULL, &o, &ref);
+        if (st == OPSCHED_OK) st = bind_inputs(&a, ref);
         if (st == OPSCHED_OK) st = opsched_executor_run(ref);
         if (st == OPSCHED_OK) st = opsched_device_sync(dev);
         if (st != OPSCHED_OK) {
@@ -740,5 +808,6 @@ done:
     opsched_executor_free(ref);
     opsched_device_close(dev);
     opsched_graph_free(g);
+    run_io_clear(&a.io);
     return rc;
 }
