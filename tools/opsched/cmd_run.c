@@ -714,14 +714,18 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
     opsched_status st = OPSCHED_OK;
     /* A file that carries its weights runs with them. */
     a.mo.load_weights = 1;
-    if (a.io.n) {
-        if ((rc = run_io_read(ctx, &a.io)) != TOOL_EXIT_OK) goto done;
-        if (!a.mo.shapes) {
-            if ((rc = run_io_shapes(&a.io, a.shapes, sizeof(a.shapes))) != TOOL_EXIT_OK) goto done;
-            if (a.shapes[0]) a.mo.shapes = a.shapes;
+    if (a.io.n && (rc = run_io_read(ctx, &a.io)) != TOOL_EXIT_OK) goto done;
+    st = tool_load_model(ctx, &a.mo, &g);
+    /* A model with symbolic dimensions loads once the --input files' shapes
+     * bind them (a static one loads as it is, and run_io_match compares). */
+    if (st != OPSCHED_OK && a.io.n && !a.mo.shapes) {
+        if ((rc = run_io_shapes(&a.io, a.shapes, sizeof(a.shapes))) != TOOL_EXIT_OK) goto done;
+        if (a.shapes[0]) {
+            a.mo.shapes = a.shapes;
+            opsched_ctx_clear_error(ctx);
+            st = tool_load_model(ctx, &a.mo, &g);
         }
     }
-    st = tool_load_model(ctx, &a.mo, &g);
     if (st != OPSCHED_OK) {
         rc = tool_fail(ctx, st, a.mo.model);
         goto done;

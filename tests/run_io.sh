@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# opsched run with the user's tensors: --input NAME=FILE.npy in, every
+# output out as DIR/<name>.npy, checked against NumPy on the CPU backend:
+# two inputs, symbolic dimensions bound by the files' shapes, weights read
+# from the file, and the errors (an unknown name, a shape or a type that
+# differs, a missing file).
+set -uo pipefail
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+. "$(cd "$(dirname "$0")" && pwd)/support/check.sh"
+py=${OPSCHED_PYTHON:-python3}
+small=${OPSCHED_TESTDATA:?}/onnx/small
+cd "$tmp" || exit 1
+run() { "$bin" run "$@" --backend cpu --iters 0 >out.txt 2>err.txt; }
+
+"$py" - <<'PY'
+import numpy as np
+r = np.random.default_rng(3)
+np.save("a.npy", r.standard_normal((2, 3)).astype(np.float32))
+np.save("b.npy", r.standard_normal((2, 3)).astype(np.float32))
+np.save("x.npy", r.standard_normal((2, 3, 5, 7)).astype(np.float32))
+np.save("tokens.npy", r.standard_normal((2, 4, 8)).astype(np.float32))
+np.save("mask.npy", r.standard_normal((1, 4, 1)).astype(np.float32))
+np.save("a64.npy", np.ones((2, 3), np.int64))
+np.save("a_wrong.npy", np.ones((3, 2), np.float32))
+PY
+
+run "$small/two_inputs_add.onnx" --input a=a.npy --input b=b.npy --output-dir o1
+check "two inputs: exit 0" test $? = 0
+check "two inputs: y = a + b exactly" "$py" -c "
+import numpy as np, sys
+y = np.load('o1/y.npy'); sys.exit(0 if y.dtype == np.float32 and (y == np.load('a.npy') + np.load('b.npy')).all() else 1)"
+
+run "$small/dim_param.onnx" --input x=x.npy --output-dir o2
+check "symbolic dims bound by the file: exit 0" test $? = 0
+check "symbolic dims: y = relu(x), shape 2x3x5x7" "$py" -c "
+import numpy as np, sys
+y = np.load('o2/y.npy'); x = np.load('x.npy'); sys.exit(0 if y.shape == x.shape and (y == np.maximum(x, 0)).all() else 1)"
+
+run "$small/multi_input.onnx" --input tokens=tokens.npy --input mask=mask.npy --output-dir o3
+check "weights from the file: exit 0" test $? = 0
+check "weights from the file: y = tokens @ w + mask" "$py" -c "
+import numpy as np, onnx, sys
+from onnx import numpy_helper
+m = onnx.load('$small/multi_input.onnx')
+w = numpy_helper.to_array([i for i in m.graph.initializer if i.name == 'w'][0])
+want = np.load('tokens.npy') @ w + np.load('mask.npy')
+y = np.load('o3/y.npy'); sys.exit(0 if y.shape == want.shape and np.allclose(y, want, rtol=1e-5, atol=1e-6) else 1)"
+
+run "$small/two_inputs_add.onnx" --input nope=a.npy --output-dir o4
+check "an unknown input: exit 2" test $? = 2
+check "an unknown input: the message lists the model's" grep -q "it has: a, b" err.txt
+run "$small/two_inputs_add.onnx" --input a=a_wrong.npy --output-dir o5
+check "a shape that differs: exit 1" test $? = 1
+check "a shape that differs: the message names the file and both shapes" grep -q "a_wrong.npy: input a is 3x2, the model's is 2x3" err.txt
+run "$small/two_inputs_add.onnx" --input a=a64.npy --output-dir o6
+check "a type that differs: exit 1" test $? = 1
+check "a type that differs: the message says both" grep -q "holds int64, the model's is f32" err.txt
+run "$small/two_inputs_add.onnx" --input a=missing.npy
+check "a missing file: exit 1" test $? = 1
+check "a missing file: named" grep -q "missing.npy" err.txt
+run "$small/two_inputs_add.onnx" --input a
+check "--input without =FILE: exit 2" test $? = 2
+check "no output directory left by the failures" test ! -e o4 -a ! -e o5 -a ! -e o6
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
