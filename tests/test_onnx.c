@@ -503,7 +503,13 @@ static const op_case op_cases[] = {
     {"groupnorm_op21", "GroupNormalization", "1x6x4x4", OPSCHED_F32, 1},
     {"groupnorm_op18_inputs", "Reshape Expand Reshape Reshape Expand Reshape GroupNormalization",
      "1x6x4x4", OPSCHED_F32, 1},
-    {"lpnorm", "ReduceL1 Div ReduceL2 Div", "2x3x4", OPSCHED_F32, 1},
+    {"lpnorm", "ReduceL1 Div Equal Where ReduceL2 Div Equal Where", "2x3x4", OPSCHED_F32, 1},
+    {"layernorm_stats_op17",
+     "LayerNormalization ReduceMean Sub Mul ReduceMean Add Sqrt Reciprocal", "2x5x8", OPSCHED_F32,
+     1},
+    {"clip_runtime", "Max Min", "2x3", OPSCHED_F32, 3},
+    {"dropout_mask", "Expand Dropout", "2x3", OPSCHED_F32, 1},
+    {"trilu_runtime_k", "GreaterOrEqual Where", "2x4x5", OPSCHED_F32, 2},
     {"mvn", "ReduceMean Mul Mul ReduceMean Sub Sqrt Sub Add Div", "2x3x4x4", OPSCHED_F32, 1},
     {"rmsnorm_op23", "Mul ReduceMean Add Sqrt Reciprocal Mul Mul", "2x5x8", OPSCHED_F32, 1},
     {"rmsnorm_f16_op23", "Cast Mul ReduceMean Add Sqrt Reciprocal Mul Cast Mul", "2x5x8",
@@ -582,6 +588,8 @@ static const op_case op_cases[] = {
     {"dequant_weight_op23", "DequantizeLinear MatMul", "2x4", OPSCHED_F16, 1},
     {"if_const", "Relu", "2x3", OPSCHED_F32, 1},
     {"if_nested", "Mul", "2x3", OPSCHED_F32, 1},
+    {"if_passthrough", "Add", "2x3", OPSCHED_F32, 1},
+    {"reduce_noop_fold", "Add", "3", OPSCHED_F32, 1},
 };
 
 static void test_op_models(void **state)
@@ -703,7 +711,18 @@ static void test_elementwise_attrs(void **state)
 static void test_norm_attrs(void **state)
 {
     (void)state;
-    loaded l = load_ok("small/instancenorm.onnx", NULL);
+    /* LayerNormalization's statistics: [2, 1, 1], in float. */
+    loaded l = load_ok("small/layernorm_stats_op17.onnx", NULL);
+    assert_shape(&named(&l, "mean")->shape, "2x1x1");
+    assert_shape(&named(&l, "inv")->shape, "2x1x1");
+    assert_int_equal(node(&l, 1)->attr.reduce.n_axes, 2);
+    unload(&l);
+    l = load_ok("small/dropout_mask.onnx", NULL);
+    assert_int_equal(named(&l, "mask")->dtype, OPSCHED_BOOL);
+    assert_shape(&named(&l, "mask")->shape, "2x3");
+    unload(&l);
+
+    l = load_ok("small/instancenorm.onnx", NULL);
     assert_int_equal(node(&l, 0)->attr.groupnorm.groups, 4);
     assert_true(node(&l, 0)->attr.groupnorm.epsilon == 1e-3f);
     unload(&l);
@@ -932,6 +951,16 @@ static void test_fold_values(void **state)
     const opsched_tensor *w = tensor(&l, node(&l, 0)->inputs[1]);
     const float wv[4] = {1, 0, 1, 1};
     assert_memory_equal(w->data, wv, sizeof(wv));
+    unload(&l);
+    /* Reductions over no axes keep their element-wise part: x^2 + |x|. */
+    l = load_ok("small/reduce_noop_fold.onnx", NULL);
+    const float nv[3] = {2, 6, 12};
+    assert_memory_equal(tensor(&l, node(&l, 0)->inputs[1])->data, nv, sizeof(nv));
+    unload(&l);
+    /* An If branch may pass an outer weight through unchanged. */
+    l = load_ok("small/if_passthrough.onnx", NULL);
+    assert_string_equal(tensor(&l, node(&l, 0)->inputs[1])->name, "w");
+    assert_int_equal(tensor(&l, node(&l, 0)->inputs[1])->kind, OPSCHED_TENSOR_WEIGHT);
     unload(&l);
 }
 

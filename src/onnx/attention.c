@@ -240,9 +240,11 @@ static opsched_status attention(os_loader *L, int node)
 
     /* Softmax over the keys, in its own precision when asked. */
     opsched_dtype sdt = dt;
-    if (prec) {
-        int y = os_onnx_out(L, node, 0);
-        OS_TRY(os_onnx_dtype(L->ctx, (int32_t)prec, y >= 0 ? L->vals[y].name : "softmax", &sdt));
+    if (prec && os_onnx_dtype(L->ctx, (int32_t)prec, "softmax", &sdt) != OPSCHED_OK) {
+        opsched_ctx_clear_error(L->ctx);
+        return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
+                                 "softmax_precision %s is not supported",
+                                 os_onnx_elem_name((int32_t)prec));
     }
     int p;
     OS_TRY(os_onnx_cast(L, node, "qk_precise", scores, sdt, OS_TMP, &p));

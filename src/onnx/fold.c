@@ -539,10 +539,10 @@ static opsched_status fold_eyelike(os_loader *L, int node, int *done)
     if (opsched_shape_numel(&s) > OS_ONNX_FOLD_MAX_ELEMS) return OPSCHED_OK;
     os_cval *r;
     OS_TRY(os_onnx_cval_new(L, elem, &s, &r));
+    k = OS_MAX(-OS_ONNX_MAX_DIM, OS_MIN(OS_ONNX_MAX_DIM, k));
     for (int64_t i = 0; i < s.d[0]; i++) {
         int64_t j = i + k;
-        if (k > -OS_ONNX_MAX_DIM && k < OS_ONNX_MAX_DIM && j >= 0 && j < s.d[1])
-            put(r, i * s.d[1] + j, 1.0, 1, 0);
+        if (j >= 0 && j < s.d[1]) put(r, i * s.d[1] + j, 1.0, 1, 0);
     }
     *done = 1;
     set_out(L, node, 0, r);
@@ -880,7 +880,9 @@ static opsched_status fold_reduce(os_loader *L, int node, const char *op, const 
     opsched_reduce_attr ra;
     int given;
     OS_TRY(os_onnx_reduce_attrs(L, node, op, &ra, &given));
-    if (ra.n_axes == 0 && ra.noop_with_empty_axes) return fold_view(L, node, a, &a->shape);
+    /* noop_with_empty_axes reduces nothing but keeps the element-wise parts
+     * (ReduceSumSquare squares). */
+    int none = ra.n_axes == 0 && ra.noop_with_empty_axes;
     int red[OPSCHED_MAX_DIMS] = {0};
     for (int i = 0; i < ra.n_axes; i++) {
         int64_t ax;
@@ -890,7 +892,7 @@ static opsched_status fold_reduce(os_loader *L, int node, const char *op, const 
     opsched_shape o = {0}, kept = a->shape;
     int64_t count = 1;
     for (int d = 0; d < a->shape.ndim; d++) {
-        red[d] = ra.n_axes == 0 || red[d];
+        red[d] = !none && (ra.n_axes == 0 || red[d]);
         if (red[d]) {
             kept.d[d] = 1;
             count *= a->shape.d[d];

@@ -44,7 +44,9 @@ static int weight_pos(const char *op, int pos)
                                       "GroupNormalization"};
     if (op_is(op, w12, OS_ARRAY_LEN(w12))) return pos == 1 || pos == 2;
     if (strcmp(op, "BatchNormalization") == 0) return pos >= 1 && pos <= 4;
-    if (strcmp(op, "MatMul") == 0 || strcmp(op, "PRelu") == 0) return pos == 1;
+    if (strcmp(op, "MatMul") == 0 || strcmp(op, "PRelu") == 0 ||
+        strcmp(op, "RMSNormalization") == 0)
+        return pos == 1;
     return 0;
 }
 

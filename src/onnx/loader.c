@@ -254,6 +254,10 @@ static opsched_status free_names(opsched_ctx *ctx, const Onnx__GraphProto *gp, n
     for (size_t i = 0; i < gp->n_node; i++)
         for (size_t j = 0; j < gp->node[i]->n_output; j++)
             OS_TRY_GOTO(st, set_add(ctx, &def, gp->node[i]->output[j]), done);
+    /* An output may be an outer value passed through unchanged. */
+    for (size_t i = 0; i < gp->n_output; i++)
+        if (gp->output[i]->name && !set_has(&def, gp->output[i]->name))
+            OS_TRY_GOTO(st, set_add(ctx, out, gp->output[i]->name), done);
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *n = gp->node[i];
         for (size_t j = 0; j < n->n_input; j++)

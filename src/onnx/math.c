@@ -396,7 +396,12 @@ static opsched_status quantize(os_loader *L, int node)
     if (precision) {
         /* The division happens in this type. */
         opsched_dtype pd;
-        OS_TRY(os_onnx_dtype(L->ctx, (int32_t)precision, out_name(L, node), &pd));
+        if (os_onnx_dtype(L->ctx, (int32_t)precision, "precision", &pd) != OPSCHED_OK) {
+            opsched_ctx_clear_error(L->ctx);
+            return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
+                                     "precision %s is not supported",
+                                     os_onnx_elem_name((int32_t)precision));
+        }
         if (pd != os_onnx_t(L, ids[0])->dtype)
             OS_TRY(os_onnx_in_id_as(L, node, 0, "x", pd, &ids[0]));
         if (pd != os_onnx_t(L, ids[1])->dtype)

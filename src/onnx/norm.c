@@ -2,11 +2,13 @@
  * norm.c - normalisations, reductions and the ops that work along one
  * axis.
  *
- *   BatchNormalization, LayerNormalization      their own kinds
+ *   BatchNormalization, LayerNormalization      their own kinds (LayerNormalization's
+ *                                               Mean and InvStdDev decomposed)
  *   InstanceNormalization                       GROUPNORM, groups = channels
  *   GroupNormalization                          GROUPNORM; opset 18's scale and
  *                                               bias per group become per channel
- *   LpNormalization                             REDUCE L1/L2 (keepdims), Div
+ *   LpNormalization                             REDUCE L1/L2 (keepdims), Div; a zero
+ *                                               norm gives 0 (Equal, Where)
  *   MeanVarianceNormalization                   as its ONNX function: ReduceMean,
  *                                               Mul, Sub, Sqrt, Add 1e-9, Div
  *   RMSNormalization                            Mul, ReduceMean, Add, Sqrt,
@@ -208,12 +210,39 @@ static opsched_status batchnorm(os_loader *L, int node)
     return os_onnx_emit(L, node, OPSCHED_OP_BATCHNORM, &a, ins, 5, 1);
 }
 
+/* LayerNormalization's Mean and InvStdDev outputs, computed beside the
+ * LAYERNORM node in the stash type: ReduceMean, and 1/sqrt(mean of the
+ * squared differences + epsilon). */
+static opsched_status layernorm_stats(os_loader *L, int node, int64_t axis, float eps)
+{
+    int64_t stash = 1;
+    OS_TRY(os_onnx_attr_int(L, node, "stash_type", &stash));
+    int x, mean, d, v, e;
+    OS_TRY(os_onnx_in_id(L, node, 0, &x));
+    int rank = os_onnx_t(L, x)->shape.ndim;
+    OS_TRY(os_onnx_axis(L, node, axis, rank, &axis));
+    opsched_dtype dt;
+    OS_TRY(os_onnx_dtype(L->ctx, (int32_t)stash, "the statistics", &dt));
+    int64_t axes[OPSCHED_MAX_DIMS];
+    int n = 0;
+    for (int64_t k = axis; k < rank; k++)
+        axes[n++] = k;
+    int want_inv = os_onnx_out(L, node, 2) >= 0;
+    OS_TRY(os_onnx_cast(L, node, "x_stash", x, dt, OS_TMP, &x));
+    OS_TRY(os_onnx_reduce(L, node, "mean", OPSCHED_REDUCE_MEAN, x, axes, n, 1,
+                          os_onnx_out(L, node, 1) >= 0 ? 1 : OS_TMP, &mean));
+    if (!want_inv) return OPSCHED_OK;
+    OS_TRY(os_onnx_binop(L, node, "diff", OPSCHED_OP_SUB, x, mean, OS_TMP, &d));
+    OS_TRY(os_onnx_binop(L, node, "diff_sq", OPSCHED_OP_MUL, d, d, OS_TMP, &d));
+    OS_TRY(os_onnx_reduce(L, node, "var", OPSCHED_REDUCE_MEAN, d, axes, n, 1, OS_TMP, &v));
+    OS_TRY(os_onnx_scalar(L, node, "epsilon", dt, eps, &e));
+    OS_TRY(os_onnx_binop(L, node, "var_eps", OPSCHED_OP_ADD, v, e, OS_TMP, &v));
+    OS_TRY(os_onnx_step(L, node, "std", OS_TMP, OPSCHED_OP_SQRT, NULL, &v, 1, 1, &v));
+    return os_onnx_unfn(L, node, "inv_std", OPSCHED_UNARY_RECIPROCAL, 0, 0, v, 2, NULL);
+}
+
 static opsched_status layernorm(os_loader *L, int node)
 {
-    for (int k = 1; k < os_onnx_num_out(L, node); k++)
-        if (os_onnx_out(L, node, k) >= 0)
-            return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
-                                     "the Mean and InvStdDev outputs are not supported");
     opsched_op_attr a;
     memset(&a, 0, sizeof(a));
     a.layernorm.axis = -1;
@@ -221,7 +250,9 @@ static opsched_status layernorm(os_loader *L, int node)
     OS_TRY(os_onnx_attr_int(L, node, "axis", &a.layernorm.axis));
     OS_TRY(os_onnx_attr_float(L, node, "epsilon", &a.layernorm.epsilon));
     int ins[3] = {os_onnx_in(L, node, 0), os_onnx_in(L, node, 1), os_onnx_in(L, node, 2)};
-    return os_onnx_emit(L, node, OPSCHED_OP_LAYERNORM, &a, ins, ins[2] >= 0 ? 3 : 2, 1);
+    OS_TRY(os_onnx_emit(L, node, OPSCHED_OP_LAYERNORM, &a, ins, ins[2] >= 0 ? 3 : 2, 1));
+    if (os_onnx_out(L, node, 1) < 0 && os_onnx_out(L, node, 2) < 0) return OPSCHED_OK;
+    return layernorm_stats(L, node, a.layernorm.axis, a.layernorm.epsilon);
 }
 
 /* Scale or bias given per group (GroupNormalization before opset 21) made
@@ -242,6 +273,10 @@ static opsched_status per_channel(os_loader *L, int node, int k, int64_t G, int6
                                  (long long)G, (long long)opsched_shape_numel(&s));
     int64_t rep = C / G;
     opsched_shape sc = {.ndim = 1, .d = {C}};
+    if (C > ((int64_t)1 << 24))
+        return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
+                                 "%lld channels are too many to repeat the per-group values for",
+                                 (long long)C);
     if (x->id < 0 && x->init && x->role == OS_ROLE_WEIGHT) {
         opsched_dtype dt;
         OS_TRY(os_onnx_dtype(L->ctx, x->elem, x->name, &dt));
@@ -333,7 +368,14 @@ static opsched_status lp_norm(os_loader *L, int node)
     OS_TRY(os_onnx_axis(L, node, axis, os_onnx_t(L, x)->shape.ndim, &axis));
     OS_TRY(os_onnx_reduce(L, node, "norm", p == 1 ? OPSCHED_REDUCE_L1 : OPSCHED_REDUCE_L2, x, &axis,
                           1, 1, OS_TMP, &n));
-    return os_onnx_binop(L, node, "div", OPSCHED_OP_DIV, x, n, 0, NULL);
+    /* A zero vector stays zero (0/0 would be NaN). */
+    int q, zero, ids[3];
+    OS_TRY(os_onnx_binop(L, node, "div", OPSCHED_OP_DIV, x, n, OS_TMP, &q));
+    OS_TRY(os_onnx_scalar(L, node, "zero", os_onnx_t(L, x)->dtype, 0.0, &zero));
+    OS_TRY(os_onnx_binfn(L, node, "zero_norm", OPSCHED_BINARY_EQUAL, n, zero, OS_TMP, &ids[0]));
+    ids[1] = zero;
+    ids[2] = q;
+    return os_onnx_step(L, node, "normalized", 0, OPSCHED_OP_WHERE, NULL, ids, 3, 1, NULL);
 }
 
 /* As MeanVarianceNormalization's function body: (X - E[X]) / (sqrt(E[X^2]

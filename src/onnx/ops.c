@@ -199,6 +199,25 @@ static opsched_status gemm(os_loader *L, int node)
     return os_onnx_emit(L, node, OPSCHED_OP_GEMM, &a, ins, ins[2] >= 0 ? 3 : 2, 1);
 }
 
+/* Clip with a bound computed at run time: Max(x, min), then Min(., max). */
+static opsched_status clip_tensors(os_loader *L, int node)
+{
+    int x, b;
+    OS_TRY(os_onnx_in_id(L, node, 0, &x));
+    int has_max = os_onnx_in(L, node, 2) >= 0;
+    if (os_onnx_in(L, node, 1) >= 0) {
+        OS_TRY(os_onnx_in_id(L, node, 1, &b));
+        if (opsched_shape_numel(&os_onnx_t(L, b)->shape) != 1)
+            return os_onnx_node_fail(L, node, OPSCHED_ERR_SHAPE, "min must be a scalar");
+        OS_TRY(os_onnx_binfn(L, node, "min", OPSCHED_BINARY_MAX, x, b, has_max ? OS_TMP : 0, &x));
+    }
+    if (!has_max) return OPSCHED_OK;
+    OS_TRY(os_onnx_in_id(L, node, 2, &b));
+    if (opsched_shape_numel(&os_onnx_t(L, b)->shape) != 1)
+        return os_onnx_node_fail(L, node, OPSCHED_ERR_SHAPE, "max must be a scalar");
+    return os_onnx_binfn(L, node, "max", OPSCHED_BINARY_MIN, x, b, 0, NULL);
+}
+
 static opsched_status clip(os_loader *L, int node)
 {
     opsched_op_attr a;
@@ -209,12 +228,19 @@ static opsched_status clip(os_loader *L, int node)
         OS_TRY(os_onnx_attr_float(L, node, "min", &a.clip.min));
         OS_TRY(os_onnx_attr_float(L, node, "max", &a.clip.max));
     } else {
+        /* Bounds known only at run time, or integer bounds a float cannot
+         * hold exactly, are compared as tensors. */
         for (int k = 1; k <= 2; k++) {
             if (os_onnx_in(L, node, k) < 0) continue;
             const os_cval *cv = os_onnx_in_cval(L, node, k);
-            if (!cv || cv->n != 1)
-                return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
-                                         "%s must be a scalar known at load time",
+            if (!cv || (!cv->is_float && cv->n == 1 && (double)(float)cv->i[0] != (double)cv->i[0]))
+                return clip_tensors(L, node);
+        }
+        for (int k = 1; k <= 2; k++) {
+            if (os_onnx_in(L, node, k) < 0) continue;
+            const os_cval *cv = os_onnx_in_cval(L, node, k);
+            if (cv->n != 1)
+                return os_onnx_node_fail(L, node, OPSCHED_ERR_SHAPE, "%s must be a scalar",
                                          k == 1 ? "min" : "max");
             double v = os_onnx_cval_float(cv, 0);
             v = v < -FLT_MAX ? -FLT_MAX : (v > FLT_MAX ? FLT_MAX : v);

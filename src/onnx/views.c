@@ -470,17 +470,27 @@ static opsched_status view_pad(os_loader *L, int node, int x)
     return os_onnx_emit(L, node, OPSCHED_OP_PAD, &a, &x, 1, 1);
 }
 
+static opsched_status filled(os_loader *L, int node, const char *tag, opsched_dtype dt, double v,
+                             const opsched_shape *s, int out_k, int *out);
+
 static opsched_status view_passthrough(os_loader *L, int node, int x, const char *op)
 {
     int extra = os_onnx_out(L, node, 1);
-    if (extra >= 0 && os_onnx_num_uses(L, extra) > 0)
+    int mask = extra >= 0 && (os_onnx_num_uses(L, extra) > 0 || is_graph_output(L, extra));
+    if (mask && L->opset < 10)
         return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
-                                 "the mask output is used (training-time Dropout)");
+                                 "the mask output of a Dropout before opset 10 is not supported");
     if (strcmp(op, "Dropout") == 0 && L->opset >= 12) {
         const os_cval *mode = os_onnx_in_cval(L, node, 2);
         if (os_onnx_in(L, node, 2) >= 0 && (!mode || os_onnx_cval_int(mode, 0) != 0))
             return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
                                      "training_mode must be a constant false");
+    }
+    if (mask) {
+        /* At inference every element is kept: the mask is all true. */
+        opsched_shape s;
+        OS_TRY(os_onnx_shape_of(L, node, x, &s));
+        OS_TRY(filled(L, node, "keep", OPSCHED_BOOL, 1.0, &s, 1, NULL));
     }
     if (is_static(L, x)) {
         os_onnx_alias(L, node, 0, x);
@@ -648,6 +658,39 @@ static opsched_status view_onehot(os_loader *L, int node, int x)
     return os_onnx_step(L, node, "onehot", 0, OPSCHED_OP_ONEHOT, &a, ids, 2, 1, NULL);
 }
 
+/* Trilu whose k is computed at run time: the offsets j - i of the last two
+ * axes (a constant) compared with k select x or 0. */
+static opsched_status trilu_runtime_k(os_loader *L, int node, int x, int upper)
+{
+    int id, k, d, m, zero;
+    OS_TRY(os_onnx_tensor_id(L, x, &id));
+    OS_TRY(os_onnx_in_id(L, node, 1, &k));
+    const opsched_shape xs = os_onnx_t(L, id)->shape;
+    if (xs.ndim < 2) return bad(L, node, "the input must have rank 2 or more");
+    if (opsched_shape_numel(&os_onnx_t(L, k)->shape) != 1)
+        return bad(L, node, "k must be a scalar");
+    int64_t rows = xs.d[xs.ndim - 2], cols = xs.d[xs.ndim - 1], n;
+    if (!os_mul_ok(rows, cols, &n) || n > OS_ONNX_FOLD_MAX_ELEMS)
+        return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
+                                 "a k computed at run time needs the %lldx%lld offsets as a "
+                                 "constant, which is too large",
+                                 (long long)rows, (long long)cols);
+    opsched_shape ds = {.ndim = 2, .d = {rows, cols}};
+    os_cval *off;
+    OS_TRY(os_onnx_cval_new(L, OS_ONNX_INT64, &ds, &off));
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            off->i[i * cols + j] = j - i;
+    OS_TRY(os_onnx_const(L, node, "offsets", OPSCHED_INT64, &ds, NULL, off->i, &d));
+    OS_TRY(os_onnx_cast(L, node, "k", k, OPSCHED_INT64, OS_TMP, &k));
+    OS_TRY(os_onnx_binfn(L, node, "kept",
+                         upper ? OPSCHED_BINARY_GREATER_EQUAL : OPSCHED_BINARY_LESS_EQUAL, d, k,
+                         OS_TMP, &m));
+    OS_TRY(os_onnx_scalar(L, node, "zero", os_onnx_t(L, id)->dtype, 0.0, &zero));
+    int ids[3] = {m, id, zero};
+    return os_onnx_step(L, node, "trilu", 0, OPSCHED_OP_WHERE, NULL, ids, 3, 1, NULL);
+}
+
 static opsched_status view_trilu(os_loader *L, int node, int x)
 {
     opsched_op_attr a;
@@ -658,11 +701,7 @@ static opsched_status view_trilu(os_loader *L, int node, int x)
     int kv = os_onnx_in(L, node, 1);
     if (kv >= 0) {
         const os_cval *k = os_onnx_in_cval(L, node, 1);
-        if (!k)
-            return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
-                                     "k ('%s') must be known when the model is loaded, but it is "
-                                     "computed at run time",
-                                     L->vals[kv].name);
+        if (!k) return trilu_runtime_k(L, node, x, a.trilu.upper);
         if (k->n != 1 || k->is_float) return bad(L, node, "k must be one integer");
         a.trilu.k = OS_MAX(-OS_ONNX_MAX_DIM, OS_MIN(OS_ONNX_MAX_DIM, k->i[0]));
     }

@@ -286,6 +286,15 @@ static opsched_status conv_transpose(os_loader *L, int node)
     OS_TRY(os_onnx_attr_ints(L, node, "output_shape", want, OPSCHED_MAX_DIMS, &nw));
     if (nw >= 0 && nw != sp && nw != sp + 2)
         return os_onnx_node_fail(L, node, OPSCHED_ERR_PARSE, "output_shape needs %d values", sp);
+    /* The output extent's terms, each bounded so that no sum of them (here
+     * or in the graph's shape inference) can overflow. */
+    for (int i = 0; i < 2; i++) {
+        int64_t t1, t2;
+        if (!os_mul_ok(c->stride[i], x4.d[2 + i], &t1) || t1 > OS_ONNX_MAX_NUMEL ||
+            !os_mul_ok(c->kernel[i], c->dilation[i], &t2) || t2 > OS_ONNX_MAX_NUMEL ||
+            c->output_padding[i] > OS_ONNX_MAX_DIM)
+            return os_onnx_node_fail(L, node, OPSCHED_ERR_SHAPE, "the output would be too large");
+    }
     int same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
     if (strcmp(ap, "VALID") == 0) memset(c->pads, 0, sizeof(c->pads));
     if (nw >= 0 || same) {
@@ -298,7 +307,7 @@ static opsched_status conv_transpose(os_loader *L, int node)
             if (target < 1 || target > OS_ONNX_MAX_DIM)
                 return os_onnx_node_fail(L, node, OPSCHED_ERR_SHAPE, "invalid output_shape");
             int64_t natural = c->stride[i] * (in - 1) + c->output_padding[i] +
-                              (c->kernel[i] - 1) * c->dilation[i] + 1;
+                              (c->kernel[i] - 1) * c->dilation[i] + 1; /* < 2^63: checked above */
             int64_t total = natural - target;
             if (total < 0) {
                 /* A larger output than the natural one: the extra rows are

@@ -395,7 +395,16 @@ def op_models():
         [vi("m", [2, 3], B), vi("u", [2, 3], U8)], [vi("y", None, B), vi("z", None)],
         [init("zero", [], value=0.0)])
 
+    M["clip_runtime"] = model([N("Clip", ["x", "lo", "hi"], ["y"], name="clip")],
+                              [vi("x", [2, 3]), vi("lo", []), vi("hi", [])], [vi("y", None)])
+    M["dropout_mask"] = model([N("Dropout", ["x"], ["y", "mask"], name="drop")],
+                              [vi("x", [2, 3])], [vi("y", None), vi("mask", None, B)])
+
     # --- normalisation -----------------------------------------------------------
+    M["layernorm_stats_op17"] = model(
+        [N("LayerNormalization", ["x", "g", "b"], ["y", "mean", "inv"], name="ln", axis=1)],
+        [vi("x", [2, 5, 8])], [vi("y", None), vi("mean", None), vi("inv", None)],
+        [init("g", [5, 8]), init("b", [5, 8])], opset=17)
     M["instancenorm"] = model(
         [N("InstanceNormalization", ["x", "s", "b"], ["y"], name="in", epsilon=1e-3)],
         [vi("x", [1, 4, 5, 5])], [vi("y", None)], [init("s", [4]), init("b", [4])])
@@ -542,6 +551,9 @@ def op_models():
         [ints("depth", 5), init("vals", [2], value=[0.0, 1.0])])
     M["trilu"] = model([N("Trilu", ["x", "k"], ["y"], name="trilu", upper=0)],
                        [vi("x", [2, 4, 5])], [vi("y", None)], [ints("k", -1)], opset=14)
+    M["trilu_runtime_k"] = model([N("Trilu", ["x", "k"], ["y"], name="trilu")],
+                                 [vi("x", [2, 4, 5]), vi("k", [], I64)], [vi("y", None)],
+                                 opset=14)
     M["eyelike"] = model(
         [N("EyeLike", ["x"], ["e"], name="eye", k=1),
          N("Add", ["x", "e"], ["a"], name="add"),
@@ -688,6 +700,21 @@ def op_models():
          N("Constant", [], ["c2"], name="c2", value=helper.make_tensor("cv2", B, [1], [0])),
          N("If", ["c"], ["y"], name="if", then_branch=inner, else_branch=else_g)],
         [vi("x", [2, 3])], [vi("y", None)], [init("w", [2, 3])])
+    # A branch whose output is an outer value, unchanged.
+    M["if_passthrough"] = model(
+        [N("Constant", [], ["c"], name="c", value=helper.make_tensor("cv", B, [], [1])),
+         N("If", ["c"], ["wb"], name="if",
+           then_branch=helper.make_graph([], "pass", [], [vi("w", None)]),
+           else_branch=else_g),
+         N("Add", ["x", "wb"], ["y"], name="add")],
+        [vi("x", [2, 3])], [vi("y", None)], [init("w", [2, 3])])
+    M["reduce_noop_fold"] = model(
+        [N("ReduceSumSquare", ["c"], ["sq"], name="sq", noop_with_empty_axes=1),
+         N("ReduceL1", ["c", "none"], ["l1"], name="l1", noop_with_empty_axes=1),
+         N("Add", ["sq", "l1"], ["s"], name="sum"),
+         N("Add", ["x", "s"], ["y"], name="add")],
+        [vi("x", [3])], [vi("y", None)],
+        [init("c", [3], value=[-1.0, 2.0, -3.0]), ints("none", np.zeros(0, np.int64))], opset=18)
     return M
 
 
