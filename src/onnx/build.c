@@ -60,12 +60,13 @@ static opsched_status fresh_name(os_loader *L, int node, const char *tag, char *
     int v = os_onnx_out(L, node, 0);
     const char *base =
         v >= 0 ? L->vals[v].name : os_onnx_node_label(L->gp->node[node], node, lbl, sizeof(lbl));
-    snprintf(buf, size, "%s/%s", base, tag);
+    /* Long names are cut so that the suffix always fits. */
+    snprintf(buf, size, "%.200s/%.60s", base, tag);
     for (int n = 2; !name_free(L, buf); n++) {
         if (n > 100000)
             return os_onnx_node_fail(L, node, OPSCHED_ERR_PARSE, "no free tensor name for '%s'",
                                      tag);
-        snprintf(buf, size, "%s/%s_%d", base, tag, n);
+        snprintf(buf, size, "%.200s/%.60s_%d", base, tag, n);
     }
     return OPSCHED_OK;
 }

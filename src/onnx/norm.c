@@ -280,13 +280,18 @@ static opsched_status per_channel(os_loader *L, int node, int k, int64_t G, int6
     if (x->id < 0 && x->init && x->role == OS_ROLE_WEIGHT) {
         opsched_dtype dt;
         OS_TRY(os_onnx_dtype(L->ctx, x->elem, x->name, &dt));
-        char name[320];
-        snprintf(name, sizeof(name), "%s/per_channel", x->name);
+        size_t len = strlen(x->name) + sizeof("/per_channel");
+        char *name = malloc(len);
+        if (!name) return OS_NOMEM(L->ctx);
+        snprintf(name, len, "%s/per_channel", x->name);
         if (opsched_graph_find_tensor(L->g, name, &id) == OPSCHED_OK) {
+            free(name);
             *out = id;
             return OPSCHED_OK;
         }
-        OS_TRY(opsched_graph_add_tensor(L->g, name, OPSCHED_TENSOR_WEIGHT, dt, &sc, &id));
+        st = opsched_graph_add_tensor(L->g, name, OPSCHED_TENSOR_WEIGHT, dt, &sc, &id);
+        free(name);
+        OS_TRY(st);
         if (L->opts.load_weights) {
             void *buf = NULL;
             size_t bytes = 0, es = opsched_dtype_size(dt);

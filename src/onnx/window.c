@@ -148,17 +148,22 @@ static opsched_status weight_4d(os_loader *L, int node, int k, int sp, const ops
     if (sp == 2) return os_onnx_tensor_id(L, v, out);
     const os_val *x = &L->vals[v];
     if (x->id < 0 && x->init && x->role == OS_ROLE_WEIGHT) {
-        char name[320];
-        snprintf(name, sizeof(name), "%s/2d", x->name);
-        if (opsched_graph_find_tensor(L->g, name, out) == OPSCHED_OK) return OPSCHED_OK;
         opsched_dtype dt;
         OS_TRY(os_onnx_dtype(L->ctx, x->elem, x->name, &dt));
-        OS_TRY(opsched_graph_add_tensor(L->g, name, OPSCHED_TENSOR_WEIGHT, dt, s4, out));
-        if (L->opts.load_weights) {
+        size_t len = strlen(x->name) + sizeof("/2d");
+        char *name = malloc(len);
+        if (!name) return OS_NOMEM(L->ctx);
+        snprintf(name, len, "%s/2d", x->name);
+        int fresh = opsched_graph_find_tensor(L->g, name, out) != OPSCHED_OK;
+        opsched_status st = OPSCHED_OK;
+        if (fresh) st = opsched_graph_add_tensor(L->g, name, OPSCHED_TENSOR_WEIGHT, dt, s4, out);
+        free(name);
+        OS_TRY(st);
+        if (fresh && L->opts.load_weights) {
             void *buf = NULL;
             size_t bytes = 0;
             OS_TRY(os_onnx_tensor_payload(L, x->init, x->name, dt, &buf, &bytes));
-            opsched_status st = buf ? opsched_graph_set_data(L->g, *out, buf, bytes) : OPSCHED_OK;
+            st = buf ? opsched_graph_set_data(L->g, *out, buf, bytes) : OPSCHED_OK;
             free(buf);
             OS_TRY(st);
         }
