@@ -6,6 +6,7 @@
  * The files come from tests/onnx/make_models.py (ctest runs it first) in
  * $OPSCHED_TESTDATA/onnx; the tests skip when that is not set.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -467,6 +468,540 @@ static void test_constants(void **state)
     unload(&l);
 }
 
+/* ---- the operator families of the generic graph kinds ---------------------- */
+
+typedef struct op_case {
+    const char *file;
+    const char *ops;   /* opsched_node_op_name of every node, space separated */
+    const char *out;   /* shape of the first graph output */
+    opsched_dtype dt;  /* its type */
+    int n_inputs;
+} op_case;
+
+static const op_case op_cases[] = {
+    {"unary_math",
+     "Abs Neg Exp Log Reciprocal Floor Ceil Round Sign Sin Cos Tan Asin Acos Atan Sinh Cosh Asinh "
+     "Acosh Atanh",
+     "2x3", OPSCHED_F32, 1},
+    {"activations_op22",
+     "LeakyRelu Elu Selu Celu ThresholdedRelu Softplus Softsign Mish Shrink HardSigmoid "
+     "HardSwish Gelu PRelu",
+     "2x3x4", OPSCHED_F32, 1},
+    {"swish_op24", "Swish", "2x8", OPSCHED_F32, 1},
+    {"swiglu_op28", "Swish Mul", "2x8", OPSCHED_F32, 2},
+    {"logic",
+     "Equal Less LessOrEqual Greater GreaterOrEqual And Or Xor Not IsNaN IsInf Or Or And Where",
+     "2x3", OPSCHED_F32, 2},
+    {"bitwise_op18", "BitwiseAnd BitwiseOr BitwiseXor BitwiseNot BitShift(right)", "4",
+     OPSCHED_INT32, 4},
+    {"variadic", "Add Add Add Add Div Max Min Min Identity Add Add Add", "2x3", OPSCHED_F32, 3},
+    {"mod", "Mod Mod(fmod)", "4", OPSCHED_INT64, 4},
+    {"cast_op19", "Cast Cast Cast Cast", "2x3", OPSCHED_BOOL, 2},
+    {"bool_uint8_inputs", "Not Cast Where", "2x3", OPSCHED_BOOL, 2},
+    {"instancenorm", "GroupNormalization", "1x4x5x5", OPSCHED_F32, 1},
+    {"groupnorm_op18", "GroupNormalization", "1x6x4x4", OPSCHED_F32, 1},
+    {"groupnorm_op21", "GroupNormalization", "1x6x4x4", OPSCHED_F32, 1},
+    {"groupnorm_op18_inputs", "Reshape Expand Reshape Reshape Expand Reshape GroupNormalization",
+     "1x6x4x4", OPSCHED_F32, 1},
+    {"lpnorm", "ReduceL1 Div Equal Where ReduceL2 Div Equal Where", "2x3x4", OPSCHED_F32, 1},
+    {"layernorm_stats_op17",
+     "LayerNormalization ReduceMean Sub Mul ReduceMean Add Sqrt Reciprocal", "2x5x8", OPSCHED_F32,
+     1},
+    {"clip_runtime", "Max Min", "2x3", OPSCHED_F32, 3},
+    {"dropout_mask", "Expand Dropout", "2x3", OPSCHED_F32, 1},
+    {"trilu_runtime_k", "GreaterOrEqual Where", "2x4x5", OPSCHED_F32, 2},
+    {"mvn", "ReduceMean Mul Mul ReduceMean Sub Sqrt Sub Add Div", "2x3x4x4", OPSCHED_F32, 1},
+    {"rmsnorm_op23", "Mul ReduceMean Add Sqrt Reciprocal Mul Mul", "2x5x8", OPSCHED_F32, 1},
+    {"rmsnorm_f16_op23", "Cast Mul ReduceMean Add Sqrt Reciprocal Mul Cast Mul", "2x5x8",
+     OPSCHED_F16, 1},
+    {"reduce_op13",
+     "ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceLogSum "
+     "ReduceLogSumExp ReduceSumSquare",
+     "2x4", OPSCHED_F32, 1},
+    {"reduce_op18",
+     "ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceLogSum "
+     "ReduceLogSumExp ReduceSumSquare Mul ReduceMax",
+     "1x3x1", OPSCHED_F32, 1},
+    {"axis_ops", "ArgMax ArgMin TopK CumSum LogSoftmax Hardmax", "2x4", OPSCHED_INT64, 1},
+    {"conv1d", "Reshape Conv Reshape", "1x8x16", OPSCHED_F32, 1},
+    {"convtranspose", "ConvTranspose", "1x4x10x10", OPSCHED_F32, 1},
+    {"convtranspose_outshape", "ConvTranspose", "1x3x10x10", OPSCHED_F32, 1},
+    {"convtranspose_same", "ConvTranspose", "1x3x10x10", OPSCHED_F32, 1},
+    {"convtranspose1d", "Reshape ConvTranspose Reshape", "1x3x16", OPSCHED_F32, 1},
+    {"pool1d", "Reshape MaxPool Reshape Reshape AveragePool Reshape", "1x2x7", OPSCHED_F32, 1},
+    {"lppool_op18", "Abs Pow AveragePool Mul Pow", "1x2x8x8", OPSCHED_F32, 1},
+    {"lppool1d", "Reshape Abs Pow AveragePool Mul Pow Reshape", "1x2x4", OPSCHED_F32, 1},
+    {"globallppool", "ReduceL2 Abs Pow ReduceSum Pow", "1x2x1x1", OPSCHED_F32, 1},
+    {"global_pool_3d", "GlobalAveragePool GlobalMaxPool", "1x2x1x1x1", OPSCHED_F32, 1},
+    {"resize_scales", "Resize", "1x3x8x9", OPSCHED_F32, 1},
+    {"resize_sizes_op18", "Resize", "1x3x3x5", OPSCHED_F32, 1},
+    {"resize_tf_crop", "Resize", "1x3x5x5", OPSCHED_F32, 1},
+    {"resize_op10", "Resize", "1x3x8x3", OPSCHED_F32, 1},
+    {"upsample_op7", "Resize", "1x3x8x18", OPSCHED_F32, 1},
+    {"upsample_op9", "Resize", "1x3x8x12", OPSCHED_F32, 1},
+    {"pad_wrap_op19", "Pad", "1x2x9x8", OPSCHED_F32, 1},
+    {"tile", "Tile", "4x9", OPSCHED_F32, 1},
+    {"depth_space",
+     "Reshape Transpose Reshape Reshape Transpose Reshape Reshape Transpose Reshape", "1x8x3x4",
+     OPSCHED_F32, 1},
+    {"space_to_depth_op28", "Reshape Transpose Reshape", "1x8x2x3", OPSCHED_F32, 1},
+    {"gather_scatter_op18", "GatherElements GatherND ScatterElements ScatterND", "2x3x4",
+     OPSCHED_F32, 3},
+    {"onehot", "OneHot", "2x3x5", OPSCHED_F32, 1},
+    {"trilu", "Trilu", "2x4x5", OPSCHED_F32, 1},
+    {"eyelike", "Add Expand Trilu Trilu", "3x4", OPSCHED_F32, 2},
+    {"constant_of_shape_big", "Expand", "1x1x300x300", OPSCHED_F32, 0},
+    {"fold_more", "Reshape", "4x32", OPSCHED_F32, 1},
+    {"fold_unary_consts", "Add", "2x4", OPSCHED_F32, 1},
+    {"einsum_bmm", "MatMul", "2x3x5", OPSCHED_F32, 2},
+    {"einsum_trace", "Reshape Slice ReduceSum", "scalar", OPSCHED_F32, 1},
+    {"einsum_diag", "Reshape Slice", "2x3", OPSCHED_F32, 1},
+    {"einsum_ellipsis", "Reshape Reshape MatMul Reshape Transpose", "2x5x3x6", OPSCHED_F32, 2},
+    {"einsum_outer", "Reshape Reshape Mul", "3x4", OPSCHED_F32, 2},
+    {"einsum_implicit", "MatMul", "3x5", OPSCHED_F32, 2},
+    {"einsum_transpose", "Transpose", "4x3", OPSCHED_F32, 1},
+    {"einsum_three", "MatMul MatMul", "2x5", OPSCHED_F32, 3},
+    {"einsum_attention", "Transpose MatMul", "1x2x5x6", OPSCHED_F32, 2},
+    {"attention_op23",
+     "Mul Mul Transpose Reshape MatMul Reshape Expand Trilu Add Softmax Reshape MatMul Reshape",
+     "2x4x5x3", OPSCHED_F32, 3},
+    {"attention_3d_mask_op23",
+     "Reshape Transpose Reshape Transpose Reshape Transpose Mul Mul Transpose Reshape MatMul "
+     "Reshape Pad Where Add Softmax ReduceMax IsInf Where Reshape MatMul Reshape Transpose "
+     "Reshape",
+     "2x5x32", OPSCHED_F32, 4},
+    {"attention_softcap_op24",
+     "Mul Mul Transpose MatMul Div Tanh Mul Add Cast Softmax ReduceMax IsInf Where Cast MatMul",
+     "1x2x3x4", OPSCHED_F16, 4},
+    {"attention_window_op25",
+     "Mul Mul Transpose MatMul Expand Trilu Expand Trilu Add Add Softmax ReduceMax IsInf Where "
+     "MatMul",
+     "1x2x6x4", OPSCHED_F32, 3},
+    {"rotary_op23", "Gather Reshape Gather Reshape Slice Slice Mul Mul Sub Mul Mul Add Concat",
+     "1x2x3x8", OPSCHED_F32, 2},
+    {"rotary_3d_op23",
+     "Reshape Reshape Reshape Slice Slice Slice Slice Mul Mul Sub Mul Mul Add Reshape Reshape "
+     "Concat Reshape Concat Reshape",
+     "1x3x16", OPSCHED_F32, 1},
+    {"qdq_op21", "QuantizeLinear DequantizeLinear", "1x4x3x3", OPSCHED_F32, 1},
+    {"quant_blocked_op21", "QuantizeLinear", "4x8", OPSCHED_INT8, 1},
+    {"dequant_weight_op23", "DequantizeLinear MatMul", "2x4", OPSCHED_F16, 1},
+    {"if_const", "Relu", "2x3", OPSCHED_F32, 1},
+    {"if_nested", "Mul", "2x3", OPSCHED_F32, 1},
+    {"if_passthrough", "Add", "2x3", OPSCHED_F32, 1},
+    {"reduce_noop_fold", "Add", "3", OPSCHED_F32, 1},
+};
+
+static void test_op_models(void **state)
+{
+    (void)state;
+    for (size_t c = 0; c < sizeof(op_cases) / sizeof(op_cases[0]); c++) {
+        const op_case *oc = &op_cases[c];
+        char rel[256], ops[1024] = "";
+        snprintf(rel, sizeof(rel), "small/%s.onnx", oc->file);
+        loaded l = load_ok(rel, NULL);
+        for (int i = 0; i < opsched_graph_num_nodes(l.g); i++) {
+            if (i) strcat(ops, " ");
+            strcat(ops, opsched_node_op_name(node(&l, i)));
+        }
+        if (strcmp(ops, oc->ops) != 0) print_error("%s: nodes '%s'\n", oc->file, ops);
+        assert_string_equal(ops, oc->ops);
+        const opsched_tensor *y = tensor(&l, opsched_graph_output(l.g, 0));
+        assert_shape(&y->shape, oc->out);
+        if (y->dtype != oc->dt) print_error("%s: output is %s\n", oc->file, opsched_dtype_name(y->dtype));
+        assert_int_equal(y->dtype, oc->dt);
+        if (opsched_graph_num_inputs(l.g) != oc->n_inputs)
+            print_error("%s: %d inputs\n", oc->file, opsched_graph_num_inputs(l.g));
+        assert_int_equal(opsched_graph_num_inputs(l.g), oc->n_inputs);
+        opsched_graph_totals t;
+        assert_int_equal(opsched_graph_totals_compute(l.g, &t), OPSCHED_OK);
+        unload(&l);
+    }
+}
+
+/* The tensor named name, which must exist. */
+static const opsched_tensor *named(const loaded *l, const char *name)
+{
+    int id;
+    if (opsched_graph_find_tensor(l->g, name, &id) != OPSCHED_OK)
+        print_error("no tensor '%s'\n", name);
+    assert_int_equal(opsched_graph_find_tensor(l->g, name, &id), OPSCHED_OK);
+    return tensor(l, id);
+}
+
+static void test_elementwise_attrs(void **state)
+{
+    (void)state;
+    loaded l = load_ok("small/activations_op22.onnx", NULL);
+    const opsched_unary_attr *u = &node(&l, 0)->attr.unary;
+    assert_int_equal(u->fn, OPSCHED_UNARY_LEAKY_RELU);
+    assert_true(u->alpha == 0.2f);
+    assert_true(node(&l, 2)->attr.unary.alpha == 1.67326319217681884765625f);
+    assert_true(node(&l, 2)->attr.unary.gamma == 1.05070102214813232421875f);
+    assert_true(node(&l, 3)->attr.unary.alpha == 1.0f); /* Celu's default */
+    u = &node(&l, 8)->attr.unary;
+    assert_int_equal(u->fn, OPSCHED_UNARY_SHRINK);
+    assert_true(u->alpha == 0.25f && u->beta == 0.75f); /* bias, lambd */
+    assert_int_equal(node(&l, 11)->attr.gelu.tanh_approx, 1);
+    assert_int_equal(node(&l, 12)->attr.binary.fn, OPSCHED_BINARY_PRELU);
+    unload(&l);
+
+    l = load_ok("small/swish_op24.onnx", NULL);
+    assert_true(node(&l, 0)->attr.unary.alpha == 1.5f);
+    unload(&l);
+    l = load_ok("small/swiglu_op28.onnx", NULL);
+    assert_true(node(&l, 0)->attr.unary.alpha == 1.702f);
+    unload(&l);
+
+    /* Comparisons give bool; IsInf's detect flags are alpha and beta. */
+    l = load_ok("small/logic.onnx", NULL);
+    assert_int_equal(named(&l, "eq")->dtype, OPSCHED_BOOL);
+    assert_int_equal(named(&l, "cond")->dtype, OPSCHED_BOOL);
+    u = &node(&l, 10)->attr.unary;
+    assert_int_equal(u->fn, OPSCHED_UNARY_ISINF);
+    assert_true(u->alpha == 0.0f && u->beta == 1.0f);
+    unload(&l);
+
+    l = load_ok("small/bitwise_op18.onnx", NULL);
+    assert_int_equal(node(&l, 4)->attr.binary.fn, OPSCHED_BINARY_SHIFT_RIGHT);
+    assert_int_equal(named(&l, "z")->dtype, OPSCHED_UINT8);
+    assert_int_equal(tensor(&l, opsched_graph_input(l.g, 2))->dtype, OPSCHED_UINT8);
+    unload(&l);
+
+    /* Mean divides by a constant n of its type. */
+    l = load_ok("small/variadic.onnx", NULL);
+    const opsched_tensor *n = tensor(&l, node(&l, 4)->inputs[1]);
+    assert_int_equal(n->kind, OPSCHED_TENSOR_CONSTANT);
+    assert_int_equal(n->dtype, OPSCHED_F32);
+    assert_true(*(const float *)n->data == 3.0f);
+    unload(&l);
+
+    l = load_ok("small/cast_op19.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.cast.to, OPSCHED_F16);
+    assert_int_equal(node(&l, 1)->attr.cast.to, OPSCHED_INT32);
+    assert_int_equal(node(&l, 2)->attr.cast.to, OPSCHED_INT64); /* CastLike */
+    assert_int_equal(node(&l, 3)->attr.cast.to, OPSCHED_BOOL);
+    unload(&l);
+
+    l = load_ok("small/bool_uint8_inputs.onnx", NULL);
+    assert_int_equal(tensor(&l, opsched_graph_input(l.g, 0))->dtype, OPSCHED_BOOL);
+    assert_int_equal(tensor(&l, opsched_graph_input(l.g, 1))->dtype, OPSCHED_UINT8);
+    unload(&l);
+
+    /* Quantisation: the zero point's type is the output's; a block-wise
+     * QuantizeLinear to int8 without one gets a zero constant of int8. */
+    l = load_ok("small/qdq_op21.onnx", NULL);
+    assert_int_equal(named(&l, "q")->dtype, OPSCHED_UINT8);
+    assert_int_equal(node(&l, 0)->attr.quant.axis, 1);
+    unload(&l);
+    l = load_ok("small/quant_blocked_op21.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.quant.block_size, 4);
+    const opsched_tensor *zp = tensor(&l, node(&l, 0)->inputs[2]);
+    assert_int_equal(zp->dtype, OPSCHED_INT8);
+    assert_shape(&zp->shape, "4x2");
+    unload(&l);
+    /* int8 weights read by DequantizeLinear are weights; output_dtype makes
+     * the scale float16. */
+    l = load_ok("small/dequant_weight_op23.onnx", NULL);
+    assert_int_equal(tensor(&l, node(&l, 0)->inputs[0])->kind, OPSCHED_TENSOR_WEIGHT);
+    assert_int_equal(tensor(&l, node(&l, 0)->inputs[1])->dtype, OPSCHED_F16);
+    unload(&l);
+}
+
+static void test_norm_attrs(void **state)
+{
+    (void)state;
+    /* LayerNormalization's statistics: [2, 1, 1], in float. */
+    loaded l = load_ok("small/layernorm_stats_op17.onnx", NULL);
+    assert_shape(&named(&l, "mean")->shape, "2x1x1");
+    assert_shape(&named(&l, "inv")->shape, "2x1x1");
+    assert_int_equal(node(&l, 1)->attr.reduce.n_axes, 2);
+    unload(&l);
+    l = load_ok("small/dropout_mask.onnx", NULL);
+    assert_int_equal(named(&l, "mask")->dtype, OPSCHED_BOOL);
+    assert_shape(&named(&l, "mask")->shape, "2x3");
+    unload(&l);
+
+    l = load_ok("small/instancenorm.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.groupnorm.groups, 4);
+    assert_true(node(&l, 0)->attr.groupnorm.epsilon == 1e-3f);
+    unload(&l);
+
+    /* Opset 18's scale and bias per group become per-channel weights. */
+    opsched_onnx_options o = {.load_weights = 1};
+    l = load_ok("small/groupnorm_op18.onnx", &o);
+    assert_int_equal(node(&l, 0)->attr.groupnorm.groups, 3);
+    const opsched_tensor *s = tensor(&l, node(&l, 0)->inputs[1]);
+    assert_string_equal(s->name, "s/per_channel");
+    assert_int_equal(s->kind, OPSCHED_TENSOR_WEIGHT);
+    assert_shape(&s->shape, "6");
+    const float want[6] = {1, 1, 2, 2, 3, 3};
+    assert_int_equal(s->data_bytes, sizeof(want));
+    assert_memory_equal(s->data, want, sizeof(want));
+    unload(&l);
+    l = load_ok("small/groupnorm_op21.onnx", NULL);
+    assert_string_equal(tensor(&l, node(&l, 0)->inputs[1])->name, "s");
+    unload(&l);
+
+    l = load_ok("small/reduce_op13.onnx", NULL);
+    for (int i = 0; i < 10; i++) {
+        const opsched_reduce_attr *r = &node(&l, i)->attr.reduce;
+        assert_int_equal(r->n_axes, 1);
+        assert_int_equal(r->axes[0], 1);
+        assert_int_equal(r->keepdims, 0);
+    }
+    assert_int_equal(node(&l, 0)->op, OPSCHED_OP_REDUCE);
+    assert_int_equal(node(&l, 1)->op, OPSCHED_OP_REDUCEMEAN);
+    assert_int_equal(node(&l, 6)->attr.reduce.fn, OPSCHED_REDUCE_L2);
+    unload(&l);
+    l = load_ok("small/reduce_op18.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.reduce.n_axes, 2);
+    assert_int_equal(node(&l, 0)->attr.reduce.keepdims, 1);
+    assert_int_equal(node(&l, 11)->attr.reduce.n_axes, 0); /* empty axes: all */
+    unload(&l);
+
+    l = load_ok("small/axis_ops.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.arg.axis, 1);
+    assert_int_equal(node(&l, 0)->attr.arg.keepdims, 0);
+    assert_int_equal(node(&l, 1)->attr.arg.select_last_index, 1);
+    const opsched_topk_attr *tk = &node(&l, 2)->attr.topk;
+    assert_int_equal(tk->k, 2);
+    assert_int_equal(tk->axis, 2);
+    assert_int_equal(tk->largest, 0);
+    assert_int_equal(named(&l, "ti")->dtype, OPSCHED_INT64);
+    assert_shape(&named(&l, "tv")->shape, "2x3x2");
+    const opsched_cumsum_attr *cs = &node(&l, 3)->attr.cumsum;
+    assert_int_equal(cs->axis, 1);
+    assert_true(cs->exclusive && cs->reverse);
+    assert_int_equal(node(&l, 5)->attr.axis.axis, 1);
+    unload(&l);
+}
+
+static void test_window_attrs(void **state)
+{
+    (void)state;
+    /* 1-D: a 2-D op of height 1 between two reshapes; the weight becomes
+     * a 4-D weight of its own. */
+    opsched_onnx_options o = {.load_weights = 1};
+    loaded l = load_ok("small/conv1d.onnx", &o);
+    const opsched_conv_attr *c = &node(&l, 1)->attr.conv;
+    assert_int_equal(c->kernel[0], 1);
+    assert_int_equal(c->kernel[1], 3);
+    assert_int_equal(c->stride[0], 1);
+    assert_int_equal(c->stride[1], 2);
+    assert_int_equal(c->pads[0], 0);
+    assert_int_equal(c->pads[1], 1);
+    assert_int_equal(c->pads[2], 0);
+    assert_int_equal(c->pads[3], 1);
+    const opsched_tensor *w = tensor(&l, node(&l, 1)->inputs[1]);
+    assert_string_equal(w->name, "w/2d");
+    assert_int_equal(w->kind, OPSCHED_TENSOR_WEIGHT);
+    assert_shape(&w->shape, "8x3x1x3");
+    assert_int_equal(w->data_bytes, 8 * 3 * 3 * sizeof(float));
+    unload(&l);
+
+    l = load_ok("small/convtranspose.onnx", NULL);
+    const opsched_conv_transpose_attr *t = &node(&l, 0)->attr.conv_transpose;
+    assert_int_equal(t->groups, 2);
+    assert_int_equal(t->output_padding[0], 1);
+    assert_int_equal(t->pads[0], 1);
+    unload(&l);
+    /* output_shape 10 of a natural 11: one row of padding, at the start. */
+    l = load_ok("small/convtranspose_outshape.onnx", NULL);
+    t = &node(&l, 0)->attr.conv_transpose;
+    assert_int_equal(t->pads[0], 1);
+    assert_int_equal(t->pads[2], 0);
+    unload(&l);
+    l = load_ok("small/convtranspose_same.onnx", NULL);
+    t = &node(&l, 0)->attr.conv_transpose;
+    assert_int_equal(t->pads[0], 0);
+    assert_int_equal(t->pads[2], 1);
+    unload(&l);
+
+    /* LpPool: AveragePool counting the padding, times the kernel area. */
+    l = load_ok("small/lppool_op18.onnx", NULL);
+    assert_int_equal(node(&l, 2)->attr.pool.count_include_pad, 1);
+    assert_int_equal(node(&l, 2)->attr.pool.pads[0], 1);
+    assert_true(*(const float *)tensor(&l, node(&l, 1)->inputs[1])->data == 3.0f);
+    assert_true(*(const float *)tensor(&l, node(&l, 3)->inputs[1])->data == 9.0f);
+    assert_true(*(const float *)tensor(&l, node(&l, 4)->inputs[1])->data == 1.0f / 3.0f);
+    unload(&l);
+    l = load_ok("small/pool1d.onnx", NULL);
+    assert_int_equal(node(&l, 1)->attr.pool.kernel[0], 1);
+    assert_int_equal(node(&l, 1)->attr.pool.kernel[1], 3);
+    assert_int_equal(node(&l, 1)->attr.pool.pads[3], 1);
+    assert_int_equal(node(&l, 4)->attr.pool.count_include_pad, 1);
+    unload(&l);
+    l = load_ok("small/globallppool.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.reduce.n_axes, 2);
+    assert_int_equal(node(&l, 0)->attr.reduce.keepdims, 1);
+    unload(&l);
+}
+
+static void test_resize_attrs(void **state)
+{
+    (void)state;
+    loaded l = load_ok("small/resize_scales.onnx", NULL);
+    const opsched_resize_attr *r = &node(&l, 0)->attr.resize;
+    assert_int_equal(r->mode, OPSCHED_RESIZE_LINEAR);
+    assert_int_equal(r->coord, OPSCHED_COORD_ALIGN_CORNERS);
+    assert_true(r->scales[2] == 2.0f && r->scales[3] == 1.5f && r->scales[0] == 1.0f);
+    assert_int_equal(r->sizes[3], 9);
+    unload(&l);
+
+    /* not_larger: the smaller of 7/4 and 5/6 for both axes, rounded. */
+    l = load_ok("small/resize_sizes_op18.onnx", NULL);
+    r = &node(&l, 0)->attr.resize;
+    assert_int_equal(r->mode, OPSCHED_RESIZE_CUBIC);
+    assert_true(r->scales[2] == (float)(5.0 / 6.0) && r->scales[3] == (float)(5.0 / 6.0));
+    assert_true(r->cubic_coeff_a == -0.5f);
+    assert_int_equal(r->exclude_outside, 1);
+    assert_int_equal(r->coord, OPSCHED_COORD_HALF_PIXEL);
+    assert_int_equal(r->nearest, OPSCHED_NEAREST_ROUND_PREFER_FLOOR);
+    unload(&l);
+
+    /* Sizes: scale = out / in; the roi kept as starts then ends. */
+    l = load_ok("small/resize_tf_crop.onnx", NULL);
+    r = &node(&l, 0)->attr.resize;
+    assert_int_equal(r->coord, OPSCHED_COORD_TF_CROP_AND_RESIZE);
+    assert_int_equal(r->nearest, OPSCHED_NEAREST_CEIL);
+    assert_true(r->extrapolation_value == 0.5f);
+    assert_true(r->scales[2] == 1.25f && r->scales[3] == (float)(5.0 / 6.0));
+    assert_true(r->roi[2] == 0.1f && r->roi[3] == 0.2f && r->roi[6] == 0.9f && r->roi[7] == 0.8f);
+    unload(&l);
+
+    /* Opset 10 and Upsample: asymmetric coordinates, nearest floor. */
+    const char *old[] = {"small/resize_op10.onnx", "small/upsample_op7.onnx"};
+    for (int k = 0; k < 2; k++) {
+        l = load_ok(old[k], NULL);
+        r = &node(&l, 0)->attr.resize;
+        assert_int_equal(r->coord, OPSCHED_COORD_ASYMMETRIC);
+        assert_int_equal(r->nearest, OPSCHED_NEAREST_FLOOR);
+        assert_int_equal(r->mode, OPSCHED_RESIZE_NEAREST);
+        unload(&l);
+    }
+    l = load_ok("small/upsample_op9.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.resize.mode, OPSCHED_RESIZE_LINEAR);
+    unload(&l);
+}
+
+static void test_indexing_attrs(void **state)
+{
+    (void)state;
+    loaded l = load_ok("small/pad_wrap_op19.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.pad.mode, OPSCHED_PAD_WRAP);
+    unload(&l);
+    l = load_ok("small/tile.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.tile.repeats[0], 2);
+    assert_int_equal(node(&l, 0)->attr.tile.repeats[1], 3);
+    unload(&l);
+    /* DCR and CRD order the block differently. */
+    l = load_ok("small/depth_space.onnx", NULL);
+    assert_shape(&tensor(&l, node(&l, 0)->outputs[0])->shape, "1x2x2x2x3x4");
+    assert_int_equal(node(&l, 1)->attr.transpose.perm[1], 3);
+    assert_int_equal(node(&l, 4)->attr.transpose.perm[1], 1);
+    assert_shape(&named(&l, "b")->shape, "1x2x6x8");
+    unload(&l);
+    l = load_ok("small/gather_scatter_op18.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.axis.axis, 1);
+    assert_int_equal(node(&l, 1)->attr.gather_nd.batch_dims, 1);
+    assert_shape(&named(&l, "gn")->shape, "2x4");
+    assert_int_equal(node(&l, 2)->attr.scatter.reduction, OPSCHED_SCATTER_ADD);
+    assert_int_equal(node(&l, 3)->attr.scatter.reduction, OPSCHED_SCATTER_MUL);
+    unload(&l);
+    l = load_ok("small/onehot.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.onehot.depth, 5);
+    assert_int_equal(node(&l, 0)->attr.onehot.axis, 2);
+    unload(&l);
+    l = load_ok("small/trilu.onnx", NULL);
+    assert_int_equal(node(&l, 0)->attr.trilu.upper, 0);
+    assert_int_equal(node(&l, 0)->attr.trilu.k, -1);
+    unload(&l);
+    /* A big EyeLike: ones, cut to the diagonal by two Trilu. */
+    l = load_ok("small/eyelike.onnx", NULL);
+    assert_int_equal(node(&l, 2)->attr.trilu.upper, 1);
+    assert_int_equal(node(&l, 3)->attr.trilu.upper, 0);
+    const opsched_tensor *e = tensor(&l, node(&l, 0)->inputs[1]);
+    assert_int_equal(e->kind, OPSCHED_TENSOR_CONSTANT);
+    const float *ev = e->data; /* k = 1: the diagonal above the main one */
+    assert_true(ev[1] == 1.0f && ev[0] == 0.0f && ev[4 + 2] == 1.0f && ev[11] == 1.0f);
+    unload(&l);
+    l = load_ok("small/constant_of_shape_big.onnx", NULL);
+    const opsched_tensor *v = tensor(&l, node(&l, 0)->inputs[0]);
+    assert_int_equal(v->shape.ndim, 0);
+    assert_true(*(const float *)v->data == -1.5f);
+    unload(&l);
+}
+
+static void test_fold_values(void **state)
+{
+    (void)state;
+    /* Every op of the shape arithmetic folds; the values are the onnx
+     * reference implementation's (onnx 1.23). */
+    loaded l = load_ok("small/fold_more.onnx", NULL);
+    const opsched_tensor *all = named(&l, "all");
+    const int64_t want[] = {4, 4, 4, 1, 128, 0, 0, 1, 2, 0, 6, 0, 7, 2, 2, 2, 3, 1, 1, 0, 1, 0};
+    assert_int_equal(all->kind, OPSCHED_TENSOR_CONSTANT);
+    assert_int_equal(all->dtype, OPSCHED_INT64);
+    assert_int_equal(all->data_bytes, sizeof(want));
+    assert_memory_equal(all->data, want, sizeof(want));
+    unload(&l);
+    /* Exp, Relu, Sigmoid, LeakyRelu, Round (half to even), IsNaN, Where. */
+    l = load_ok("small/fold_unary_consts.onnx", NULL);
+    const opsched_tensor *w = tensor(&l, node(&l, 0)->inputs[1]);
+    const float wv[4] = {1, 0, 1, 1};
+    assert_memory_equal(w->data, wv, sizeof(wv));
+    unload(&l);
+    /* Reductions over no axes keep their element-wise part: x^2 + |x|. */
+    l = load_ok("small/reduce_noop_fold.onnx", NULL);
+    const float nv[3] = {2, 6, 12};
+    assert_memory_equal(tensor(&l, node(&l, 0)->inputs[1])->data, nv, sizeof(nv));
+    unload(&l);
+    /* An If branch may pass an outer weight through unchanged. */
+    l = load_ok("small/if_passthrough.onnx", NULL);
+    assert_string_equal(tensor(&l, node(&l, 0)->inputs[1])->name, "w");
+    assert_int_equal(tensor(&l, node(&l, 0)->inputs[1])->kind, OPSCHED_TENSOR_WEIGHT);
+    unload(&l);
+}
+
+static void test_transformer_attrs(void **state)
+{
+    (void)state;
+    /* GQA: four query heads over two KV heads, stacked per KV head. */
+    loaded l = load_ok("small/attention_op23.onnx", NULL);
+    const float sq = *(const float *)tensor(&l, node(&l, 0)->inputs[1])->data;
+    assert_true(sq == (float)sqrt(1.0 / sqrt(8.0)));
+    assert_shape(&tensor(&l, node(&l, 4)->outputs[0])->shape, "2x2x10x6");
+    assert_int_equal(node(&l, 7)->attr.trilu.upper, 1);
+    assert_int_equal(node(&l, 7)->attr.trilu.k, 1);
+    assert_int_equal(node(&l, 9)->attr.axis.axis, 3);
+    unload(&l);
+    l = load_ok("small/attention_3d_mask_op23.onnx", NULL);
+    assert_true(*(const float *)tensor(&l, node(&l, 6)->inputs[1])->data == 0.5f);
+    const opsched_pad_attr *pa = &node(&l, 12)->attr.pad;
+    assert_int_equal(pa->pads[3], 2); /* the mask's last axis, to 6 keys */
+    assert_true(pa->value == 0.0f);
+    assert_int_equal(node(&l, 17)->attr.unary.fn, OPSCHED_UNARY_ISINF);
+    unload(&l);
+    /* qk_matmul_output mode 3: the probabilities, back in float16. */
+    l = load_ok("small/attention_softcap_op24.onnx", NULL);
+    assert_int_equal(node(&l, 8)->attr.cast.to, OPSCHED_F32);
+    const opsched_tensor *qk = named(&l, "y/probs_cast");
+    assert_int_equal(qk->dtype, OPSCHED_F16);
+    assert_int_equal(opsched_graph_output(l.g, 1), node(&l, 13)->outputs[0]);
+    unload(&l);
+    l = load_ok("small/attention_window_op25.onnx", NULL);
+    assert_int_equal(node(&l, 5)->attr.trilu.upper, 0);
+    assert_int_equal(node(&l, 5)->attr.trilu.k, -3);
+    assert_int_equal(node(&l, 7)->attr.trilu.upper, 1);
+    assert_int_equal(node(&l, 7)->attr.trilu.k, 1);
+    unload(&l);
+    l = load_ok("small/rotary_3d_op23.onnx", NULL);
+    assert_int_equal(node(&l, 5)->attr.slice.steps[3], 2);
+    assert_int_equal(node(&l, 6)->attr.slice.starts[3], 1);
+    unload(&l);
+}
+
 /* ---- input shapes ------------------------------------------------------------ */
 
 static void test_missing_shape(void **state)
@@ -671,7 +1206,33 @@ static const bad_case bad_cases[] = {
      "opset 29 is not supported (opsched reads opsets 7 to 28)"},
     {"bad/conv_groups.onnx", 0, OPSCHED_ERR_SHAPE, "bad_conv"},
     {"bad/kernel_too_big.onnx", 0, OPSCHED_ERR_SHAPE, "big_kernel"},
-    {"bad/conv_1d.onnx", 0, OPSCHED_ERR_UNSUPPORTED, "only 2-D"},
+    {"bad/conv3d.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
+     "node 'conv3d' (Conv): 3-D convolution is not supported"},
+    {"bad/double_input.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
+     "tensor 'x' has element type double, which opsched graphs cannot hold"},
+    {"bad/cast_double.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
+     "tensor 'xd' has element type double, which opsched graphs cannot hold"},
+    {"bad/cumsum_runtime_axis.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
+     "node 'cumsum' (CumSum): 'axis' ('ax') must be known when the model is loaded"},
+    {"bad/range_runtime.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
+     "node 'range' (Range): its output length depends on 'a'"},
+    {"bad/if_runtime.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
+     "node 'if_rt' (If): the condition 'c' is computed at run time"},
+    {"bad/loop.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
+     "unsupported operator 'Loop' (node 'loop', opset 13): control flow"},
+    {"bad/random_normal.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
+     "unsupported operator 'RandomNormal' (node 'rnd', opset 13): random generators"},
+    {"bad/nonzero.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
+     "unsupported operator 'NonZero' (node 'nz', opset 13): its output shape depends on the data"},
+    {"bad/sequence.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
+     "unsupported operator 'SequenceEmpty' (node 'seq', opset 13): sequence values"},
+    {"bad/attention_cache.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
+     "node 'attn' (Attention): the past_key / past_value inputs (a KV cache) are not supported"},
+    {"bad/einsum_bad.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
+     "node 'es' (Einsum): equation \"ij,jk->iq\" is not supported"},
+    {"bad/resize_tf_half_pixel.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
+     "coordinate_transformation_mode 'tf_half_pixel_for_nn' is not supported"},
+    {"bad/string_constant.onnx", 0, OPSCHED_ERR_UNSUPPORTED, "a string constant"},
     {"bad/maxpool_indices.onnx", 0, OPSCHED_ERR_UNSUPPORTED, "Indices"},
     {"bad/short_raw_data.onnx", 0, OPSCHED_ERR_PARSE, "raw_data"},
     {"bad/huge_dims.onnx", 0, OPSCHED_ERR_PARSE, "dimension"},
@@ -864,6 +1425,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_models),        cmocka_unit_test(test_conv_attrs),
+        cmocka_unit_test(test_op_models),           cmocka_unit_test(test_elementwise_attrs),
+        cmocka_unit_test(test_norm_attrs),          cmocka_unit_test(test_window_attrs),
+        cmocka_unit_test(test_resize_attrs),        cmocka_unit_test(test_indexing_attrs),
+        cmocka_unit_test(test_fold_values),         cmocka_unit_test(test_transformer_attrs),
         cmocka_unit_test(test_pool_and_gemm_attrs), cmocka_unit_test(test_activation_attrs),
         cmocka_unit_test(test_data_movement_attrs), cmocka_unit_test(test_weights),
         cmocka_unit_test(test_weight_payloads),     cmocka_unit_test(test_typed_fields),

@@ -201,7 +201,8 @@ typedef struct opsched_transpose_attr {
 typedef enum opsched_pad_mode {
     OPSCHED_PAD_CONSTANT = 0,
     OPSCHED_PAD_REFLECT,
-    OPSCHED_PAD_EDGE
+    OPSCHED_PAD_EDGE,
+    OPSCHED_PAD_WRAP          /* circular: index i reads (i mod extent) */
 } opsched_pad_mode;
 
 typedef struct opsched_pad_attr {

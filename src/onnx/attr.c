@@ -51,19 +51,60 @@ opsched_status os_onnx_node_fail(os_loader *L, int node, opsched_status st, cons
                    n->op_type ? n->op_type : "?", msg);
 }
 
+/* Why an operator of the default domain is not imported, when it belongs
+ * to a family the graph cannot express. */
+static const char *unsupported_why(const char *op)
+{
+    static const struct {
+        const char *prefix;
+        const char *why;
+    } why[] = {
+        {"Sequence", "sequence values are not supported"},
+        {"SplitToSequence", "sequence values are not supported"},
+        {"ConcatFromSequence", "sequence values are not supported"},
+        {"Optional", "optional values are not supported"},
+        {"String", "string values are not supported"},
+        {"RegexFullMatch", "string values are not supported"},
+        {"TfIdfVectorizer", "string and map values are not supported"},
+        {"ImageDecoder", "encoded images are not supported"},
+        {"Random", "random generators are not supported"},
+        {"Multinomial", "random generators are not supported"},
+        {"Bernoulli", "random generators are not supported"},
+        {"SoftmaxCrossEntropyLoss", "training operators are not supported"},
+        {"NegativeLogLikelihoodLoss", "training operators are not supported"},
+        {"Gradient", "training operators are not supported"},
+        {"NonZero", "its output shape depends on the data"},
+        {"NonMaxSuppression", "its output shape depends on the data"},
+        {"Unique", "its output shape depends on the data"},
+        {"Compress", "its output shape depends on the data"},
+        {"Loop", "control flow is not supported (If only with a condition known at load time)"},
+        {"Scan", "control flow is not supported (If only with a condition known at load time)"},
+        {"RNN", "recurrent layers are not supported"},
+        {"GRU", "recurrent layers are not supported"},
+        {"LSTM", "recurrent layers are not supported"},
+    };
+    for (size_t i = 0; i < sizeof(why) / sizeof(why[0]); i++) {
+        size_t n = strlen(why[i].prefix);
+        if (strncmp(op, why[i].prefix, n) == 0) return why[i].why;
+    }
+    return NULL;
+}
+
 opsched_status os_onnx_unsupported_op(os_loader *L, int node)
 {
     const Onnx__NodeProto *n = L->gp->node[node];
     char buf[96];
     const char *dom = n->domain ? n->domain : "";
+    const char *op = n->op_type ? n->op_type : "";
     if (dom[0] && strcmp(dom, "ai.onnx") != 0)
-        return OS_FAIL(
-            L->ctx, OPSCHED_ERR_UNSUPPORTED, "unsupported operator '%s' of domain '%s' (node '%s')",
-            n->op_type ? n->op_type : "", dom, os_onnx_node_label(n, node, buf, sizeof(buf)));
+        return OS_FAIL(L->ctx, OPSCHED_ERR_UNSUPPORTED,
+                       "unsupported operator '%s' of domain '%s' (node '%s')", op, dom,
+                       os_onnx_node_label(n, node, buf, sizeof(buf)));
+    const char *why = unsupported_why(op);
     return OS_FAIL(L->ctx, OPSCHED_ERR_UNSUPPORTED,
-                   "unsupported operator '%s' (node '%s', opset %lld)",
-                   n->op_type ? n->op_type : "", os_onnx_node_label(n, node, buf, sizeof(buf)),
-                   (long long)L->opset);
+                   "unsupported operator '%s' (node '%s', opset %lld)%s%s", op,
+                   os_onnx_node_label(n, node, buf, sizeof(buf)), (long long)L->opset,
+                   why ? ": " : "", why ? why : "");
 }
 
 static opsched_status wrong_type(os_loader *L, int node, const char *name, const char *want)

@@ -14,7 +14,8 @@
  *     Mul/Add, ViT's class token and position embedding): a weight when the
  *     other operand depends on a real input, else a real input.
  *
- * An input with a symbolic dimension is always real; one nothing reads is
+ * An input with a symbolic dimension, or of an integer or bool type, is
+ * always real; one nothing reads is
  * left out of the graph.  Real inputs then get their shapes: the file's,
  * then opts->shapes, then opts->batch/height/width on 4-D inputs.
  */
@@ -43,7 +44,9 @@ static int weight_pos(const char *op, int pos)
                                       "GroupNormalization"};
     if (op_is(op, w12, OS_ARRAY_LEN(w12))) return pos == 1 || pos == 2;
     if (strcmp(op, "BatchNormalization") == 0) return pos >= 1 && pos <= 4;
-    if (strcmp(op, "MatMul") == 0 || strcmp(op, "PRelu") == 0) return pos == 1;
+    if (strcmp(op, "MatMul") == 0 || strcmp(op, "PRelu") == 0 ||
+        strcmp(op, "RMSNormalization") == 0)
+        return pos == 1;
     return 0;
 }
 
@@ -124,6 +127,17 @@ static int has_symbolic_dim(const Onnx__ValueInfoProto *vi)
     return 0;
 }
 
+/* Parameters are floating point: an integer or bool input is data. */
+static int float_input(const Onnx__ValueInfoProto *vi)
+{
+    if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+        !vi->type->tensor_type)
+        return 1;
+    int32_t e = vi->type->tensor_type->elem_type;
+    return e == OS_ONNX_FLOAT || e == OS_ONNX_FLOAT16 || e == OS_ONNX_BFLOAT16 ||
+           e == OS_ONNX_DOUBLE || e == OS_ONNX_UNDEFINED;
+}
+
 static opsched_status classify(os_loader *L)
 {
     opsched_status st = OPSCHED_OK;
@@ -144,7 +158,7 @@ static opsched_status classify(os_loader *L)
             if (!is_output(L, L->vals[v].name)) L->vals[v].role = OS_ROLE_UNUSED;
             continue;
         }
-        if (has_symbolic_dim(L->gp->input[i])) {
+        if (has_symbolic_dim(L->gp->input[i]) || !float_input(L->gp->input[i])) {
             any_real = dep[v] = 1;
             continue;
         }

@@ -177,6 +177,130 @@ int os_onnx_num_uses(const os_loader *L, int v)
     return L->use_off[v + 1] - L->use_off[v];
 }
 
+int os_onnx_num_file_in(const os_loader *L, int node)
+{
+    int n = (int)L->gp->node[node]->n_input, all = os_onnx_num_in(L, node);
+    return n < all ? n : all;
+}
+
+/* ---- the names a subgraph reads from outside ---------------------------- */
+
+/* A set of borrowed names that remembers the order they came in. */
+typedef struct name_set {
+    const char **list;
+    size_t n, cap_list;
+    int *tab; /* indexes into list, -1 empty */
+    size_t cap_tab;
+} name_set;
+
+static void set_free(name_set *s)
+{
+    free(s->list);
+    free(s->tab);
+    memset(s, 0, sizeof(*s));
+}
+
+static int set_has(const name_set *s, const char *name)
+{
+    if (!s->cap_tab) return 0;
+    size_t mask = s->cap_tab - 1;
+    for (size_t h = name_hash(name) & mask;; h = (h + 1) & mask) {
+        int i = s->tab[h];
+        if (i < 0) return 0;
+        if (strcmp(s->list[i], name) == 0) return 1;
+    }
+}
+
+static opsched_status set_add(opsched_ctx *ctx, name_set *s, const char *name)
+{
+    if (!name || !name[0] || set_has(s, name)) return OPSCHED_OK;
+    OS_TRY(os_grow(ctx, (void **)&s->list, &s->cap_list, s->n + 1, sizeof(*s->list)));
+    s->list[s->n++] = name;
+    if (2 * s->n > s->cap_tab) {
+        size_t cap = s->cap_tab ? 2 * s->cap_tab : 16;
+        while (cap < 2 * s->n)
+            cap *= 2;
+        int *tab = malloc(cap * sizeof(int));
+        if (!tab) return OS_NOMEM(ctx);
+        memset(tab, 0xff, cap * sizeof(int));
+        for (size_t i = 0; i < s->n; i++) {
+            size_t h = name_hash(s->list[i]) & (cap - 1);
+            while (tab[h] >= 0)
+                h = (h + 1) & (cap - 1);
+            tab[h] = (int)i;
+        }
+        free(s->tab);
+        s->tab = tab;
+        s->cap_tab = cap;
+        return OPSCHED_OK;
+    }
+    size_t h = name_hash(name) & (s->cap_tab - 1);
+    while (s->tab[h] >= 0)
+        h = (h + 1) & (s->cap_tab - 1);
+    s->tab[h] = (int)(s->n - 1);
+    return OPSCHED_OK;
+}
+
+/* Adds to out the names the nodes of gp (and of the subgraphs inside
+ * them) read that gp does not define.  depth is bounded by the wire scan. */
+static opsched_status free_names(opsched_ctx *ctx, const Onnx__GraphProto *gp, name_set *out)
+{
+    opsched_status st = OPSCHED_OK;
+    name_set def = {0}, sub = {0};
+    for (size_t i = 0; i < gp->n_initializer; i++)
+        OS_TRY_GOTO(st, set_add(ctx, &def, gp->initializer[i]->name), done);
+    for (size_t i = 0; i < gp->n_input; i++)
+        OS_TRY_GOTO(st, set_add(ctx, &def, gp->input[i]->name), done);
+    for (size_t i = 0; i < gp->n_node; i++)
+        for (size_t j = 0; j < gp->node[i]->n_output; j++)
+            OS_TRY_GOTO(st, set_add(ctx, &def, gp->node[i]->output[j]), done);
+    /* An output may be an outer value passed through unchanged. */
+    for (size_t i = 0; i < gp->n_output; i++)
+        if (gp->output[i]->name && !set_has(&def, gp->output[i]->name))
+            OS_TRY_GOTO(st, set_add(ctx, out, gp->output[i]->name), done);
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        for (size_t j = 0; j < n->n_input; j++)
+            if (n->input[j] && !set_has(&def, n->input[j]))
+                OS_TRY_GOTO(st, set_add(ctx, out, n->input[j]), done);
+        for (size_t a = 0; a < n->n_attribute; a++) {
+            const Onnx__AttributeProto *at = n->attribute[a];
+            size_t ng = (at->g ? 1 : 0) + at->n_graphs;
+            for (size_t k = 0; k < ng; k++) {
+                const Onnx__GraphProto *g =
+                    at->g && k == 0 ? at->g : at->graphs[k - (at->g ? 1 : 0)];
+                if (!g) continue;
+                OS_TRY_GOTO(st, free_names(ctx, g, &sub), done);
+                for (size_t m = 0; m < sub.n; m++)
+                    if (!set_has(&def, sub.list[m]))
+                        OS_TRY_GOTO(st, set_add(ctx, out, sub.list[m]), done);
+                set_free(&sub);
+            }
+        }
+    }
+done:
+    set_free(&def);
+    set_free(&sub);
+    return st;
+}
+
+static int is_if(const Onnx__NodeProto *n)
+{
+    const char *dom = n->domain ? n->domain : "";
+    return n->op_type && strcmp(n->op_type, "If") == 0 &&
+           (dom[0] == '\0' || strcmp(dom, "ai.onnx") == 0);
+}
+
+/* The outer names the branches of If node n read, into out. */
+static opsched_status if_captures(os_loader *L, const Onnx__NodeProto *n, name_set *out)
+{
+    for (size_t a = 0; a < n->n_attribute; a++) {
+        const Onnx__AttributeProto *at = n->attribute[a];
+        if (at->g) OS_TRY(free_names(L->ctx, at->g, out));
+    }
+    return OPSCHED_OK;
+}
+
 /* ---- building the tables ---------------------------------------------- */
 
 static int is_float_elem(int32_t elem)
@@ -260,35 +384,54 @@ static opsched_status add_node_outputs(os_loader *L)
     return OPSCHED_OK;
 }
 
+/* An If node also reads what its branches read from outside: those values
+ * come after its own input, so that they are ordered before it and counted
+ * as used. */
 static opsched_status resolve_node_inputs(os_loader *L)
 {
+    opsched_status st = OPSCHED_OK;
     const Onnx__GraphProto *gp = L->gp;
     size_t n_in = 0;
-    for (int i = 0; i < L->n_nodes; i++)
+    name_set *caps = calloc((size_t)L->n_nodes + 1, sizeof(name_set));
+    if (!caps) return OS_NOMEM(L->ctx);
+    for (int i = 0; i < L->n_nodes; i++) {
         n_in += gp->node[i]->n_input;
-    if (n_in > INT32_MAX / 2) return OS_FAIL(L->ctx, OPSCHED_ERR_PARSE, "too many node inputs");
+        if (is_if(gp->node[i])) {
+            OS_TRY_GOTO(st, if_captures(L, gp->node[i], &caps[i]), done);
+            n_in += caps[i].n;
+        }
+    }
+    if (n_in > INT32_MAX / 2) {
+        st = OS_FAIL(L->ctx, OPSCHED_ERR_PARSE, "too many node inputs");
+        goto done;
+    }
     L->in_off = malloc(sizeof(int) * ((size_t)L->n_nodes + 1));
     L->in_val = malloc(sizeof(int) * (n_in + 1));
     L->use_off = calloc(L->n_vals + 2, sizeof(int));
     L->use_node = malloc(sizeof(int) * (n_in + 1));
     L->use_pos = malloc(sizeof(int) * (n_in + 1));
-    if (!L->in_off || !L->in_val || !L->use_off || !L->use_node || !L->use_pos)
-        return OS_NOMEM(L->ctx);
+    if (!L->in_off || !L->in_val || !L->use_off || !L->use_node || !L->use_pos) {
+        st = OS_NOMEM(L->ctx);
+        goto done;
+    }
     int k = 0;
     for (int i = 0; i < L->n_nodes; i++) {
         const Onnx__NodeProto *n = gp->node[i];
         L->in_off[i] = k;
-        for (size_t j = 0; j < n->n_input; j++) {
+        for (size_t j = 0; j < n->n_input + caps[i].n; j++) {
+            const char *nm = j < n->n_input ? n->input[j] : caps[i].list[j - n->n_input];
             int v = -1;
-            if (n->input[j] && n->input[j][0]) {
-                v = os_onnx_find(L, n->input[j]);
+            if (nm && nm[0]) {
+                v = os_onnx_find(L, nm);
                 if (v < 0) {
                     char buf[96];
-                    return OS_FAIL(L->ctx, OPSCHED_ERR_PARSE,
-                                   "node '%s' (%s) reads '%s', which no node, input or "
-                                   "initializer defines",
-                                   os_onnx_node_label(n, i, buf, sizeof(buf)),
-                                   n->op_type ? n->op_type : "?", n->input[j]);
+                    st = OS_FAIL(L->ctx, OPSCHED_ERR_PARSE,
+                                 "node '%s' (%s) reads '%s'%s, which no node, input or "
+                                 "initializer defines",
+                                 os_onnx_node_label(n, i, buf, sizeof(buf)),
+                                 n->op_type ? n->op_type : "?", nm,
+                                 j < n->n_input ? "" : " in a branch");
+                    goto done;
                 }
                 L->use_off[v + 1]++;
             }
@@ -300,7 +443,10 @@ static opsched_status resolve_node_inputs(os_loader *L)
     for (size_t v = 0; v < L->n_vals; v++)
         L->use_off[v + 1] += L->use_off[v];
     int *fill = calloc(L->n_vals + 1, sizeof(int));
-    if (!fill) return OS_NOMEM(L->ctx);
+    if (!fill) {
+        st = OS_NOMEM(L->ctx);
+        goto done;
+    }
     for (int i = 0; i < L->n_nodes; i++)
         for (int j = L->in_off[i]; j < L->in_off[i + 1]; j++) {
             int v = L->in_val[j];
@@ -310,7 +456,11 @@ static opsched_status resolve_node_inputs(os_loader *L)
             L->use_pos[at] = j - L->in_off[i];
         }
     free(fill);
-    return OPSCHED_OK;
+done:
+    for (int i = 0; i < L->n_nodes; i++)
+        set_free(&caps[i]);
+    free(caps);
+    return st;
 }
 
 /* ---- topological order ------------------------------------------------ */
@@ -382,6 +532,23 @@ done:
     return st;
 }
 
+/* Integer initializers are shapes and indices, but quantised weights are
+ * weights: those read as the data of DequantizeLinear. */
+static void quantized_weights(os_loader *L)
+{
+    for (size_t v = 0; v < L->n_vals; v++) {
+        os_val *x = &L->vals[v];
+        if (!x->init || x->role != OS_ROLE_CONST) continue;
+        if (x->elem != OS_ONNX_INT8 && x->elem != OS_ONNX_UINT8 && x->elem != OS_ONNX_INT32)
+            continue;
+        for (int u = L->use_off[v]; u < L->use_off[v + 1]; u++) {
+            const char *op = L->gp->node[L->use_node[u]]->op_type;
+            if (L->use_pos[u] == 0 && op && strcmp(op, "DequantizeLinear") == 0)
+                x->role = OS_ROLE_WEIGHT;
+        }
+    }
+}
+
 /* ---- model checks ----------------------------------------------------- */
 
 static opsched_status check_model(os_loader *L, const Onnx__ModelProto *m)
@@ -415,10 +582,11 @@ static opsched_status check_model(os_loader *L, const Onnx__ModelProto *m)
     return OPSCHED_OK;
 }
 
-static opsched_status alloc_tables(os_loader *L)
+/* Sizes the name table for the graph's names and extra more. */
+static opsched_status alloc_tables(os_loader *L, size_t extra)
 {
     const Onnx__GraphProto *gp = L->gp;
-    size_t n = gp->n_input + gp->n_initializer;
+    size_t n = gp->n_input + gp->n_initializer + extra;
     for (size_t i = 0; i < gp->n_node; i++)
         n += gp->node[i]->n_output;
     if (n > (size_t)INT32_MAX / 4) return OS_FAIL(L->ctx, OPSCHED_ERR_PARSE, "too many tensors");
@@ -468,14 +636,8 @@ static opsched_status convert_nodes(os_loader *L)
     return OPSCHED_OK;
 }
 
-static void loader_free(os_loader *L)
+static void loader_free_tables(os_loader *L)
 {
-    for (size_t i = 0; i < L->n_cvs; i++) {
-        free(L->cvs[i]->i);
-        free(L->cvs[i]->f);
-        free(L->cvs[i]);
-    }
-    free(L->cvs);
     free(L->vals);
     free(L->htab);
     free(L->in_off);
@@ -488,16 +650,144 @@ static void loader_free(os_loader *L)
     free(L->order);
 }
 
+static void loader_free(os_loader *L)
+{
+    for (size_t i = 0; i < L->n_cvs; i++) {
+        free(L->cvs[i]->i);
+        free(L->cvs[i]->f);
+        free(L->cvs[i]);
+    }
+    free(L->cvs);
+    loader_free_tables(L);
+}
+
+/* ---- If with a known condition ------------------------------------------ */
+
+/* Converts the nodes of branch b of If node `node` with a loader of their
+ * own (N), whose first values are copies of the outer values the branch
+ * reads; then the If's outputs become the branch's. */
+static opsched_status inline_branch(os_loader *L, int node, const Onnx__GraphProto *b, os_loader *N)
+{
+    const Onnx__NodeProto *n = L->gp->node[node];
+    int n_file = os_onnx_num_file_in(L, node), n_all = os_onnx_num_in(L, node);
+    N->ctx = L->ctx;
+    N->opts = L->opts;
+    N->base_dir = L->base_dir;
+    N->gp = b;
+    N->opset = L->opset;
+    N->g = L->g;
+    N->parent = L;
+    N->depth = L->depth + 1;
+    N->fold_used = L->fold_used;
+    if (b->n_input > 0)
+        return os_onnx_node_fail(L, node, OPSCHED_ERR_PARSE,
+                                 "a branch takes no inputs, this one %zu", b->n_input);
+    if (b->n_sparse_initializer > 0)
+        return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
+                                 "sparse initializers are not supported");
+    if (b->n_output != n->n_output)
+        return os_onnx_node_fail(L, node, OPSCHED_ERR_PARSE,
+                                 "the branch has %zu outputs, the node %zu", b->n_output,
+                                 n->n_output);
+    OS_TRY(alloc_tables(N, (size_t)(n_all - n_file)));
+    for (int k = n_file; k < n_all; k++) {
+        int v = os_onnx_in(L, node, k), w;
+        OS_TRY(val_add(N, L->vals[v].name, "an If branch", &w));
+        os_val *d = &N->vals[w];
+        *d = L->vals[os_onnx_root(L, v)];
+        d->name = L->vals[v].name;
+        d->alias = -1;
+        d->producer = -1;
+        d->is_graph_input = 0;
+        d->pad_src = -1;
+    }
+    OS_TRY(add_initializers(N));
+    OS_TRY(add_node_outputs(N));
+    OS_TRY(resolve_node_inputs(N));
+    OS_TRY(topo_sort(N));
+    quantized_weights(N);
+    OS_TRY(convert_nodes(N));
+    /* Outer weights and constants the branch made graph tensors of. */
+    for (int k = n_file; k < n_all; k++) {
+        os_val *outer = &L->vals[os_onnx_root(L, os_onnx_in(L, node, k))];
+        if (outer->id < 0) outer->id = N->vals[k - n_file].id;
+    }
+    for (size_t k = 0; k < b->n_output; k++) {
+        int ov = os_onnx_out(L, node, (int)k);
+        if (ov < 0) continue;
+        int w = os_onnx_root(N, os_onnx_find(N, b->output[k]->name));
+        if (w < 0)
+            return os_onnx_node_fail(L, node, OPSCHED_ERR_PARSE,
+                                     "branch output '%s' is not defined",
+                                     b->output[k]->name ? b->output[k]->name : "");
+        os_val *d = &L->vals[ov];
+        if (w < n_all - n_file) {
+            d->alias = os_onnx_root(L, os_onnx_in(L, node, n_file + w));
+            continue;
+        }
+        const os_val *sv = &N->vals[w];
+        d->role = sv->role;
+        d->elem = sv->elem;
+        d->has_shape = sv->has_shape;
+        d->shape = sv->shape;
+        d->id = sv->id;
+        d->cv = sv->cv;
+        d->init = sv->init;
+    }
+    return OPSCHED_OK;
+}
+
+opsched_status os_onnx_inline_if(os_loader *L, int node)
+{
+    const Onnx__NodeProto *n = L->gp->node[node];
+    if (os_onnx_in(L, node, 0) < 0)
+        return os_onnx_node_fail(L, node, OPSCHED_ERR_PARSE, "the condition is missing");
+    const os_cval *c = os_onnx_in_cval(L, node, 0);
+    if (!c)
+        return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
+                                 "the condition '%s' is computed at run time; only an If whose "
+                                 "condition is known when the model is loaded is supported",
+                                 L->vals[os_onnx_in(L, node, 0)].name);
+    if (c->n != 1)
+        return os_onnx_node_fail(L, node, OPSCHED_ERR_PARSE,
+                                 "the condition has %lld values, not one", (long long)c->n);
+    const char *which = os_onnx_cval_float(c, 0) != 0 ? "then_branch" : "else_branch";
+    const Onnx__AttributeProto *a = os_onnx_attr(n, which);
+    if (!a || !a->g)
+        return os_onnx_node_fail(L, node, OPSCHED_ERR_PARSE, "attribute '%s' is missing", which);
+    if (L->depth >= OS_ONNX_MAX_NESTING)
+        return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED, "If nested too deep");
+    os_loader N;
+    memset(&N, 0, sizeof(N));
+    opsched_status st = inline_branch(L, node, a->g, &N);
+    /* The branch's host constants live as long as the model's. */
+    if (N.n_cvs > 0) {
+        opsched_status g =
+            os_grow(L->ctx, (void **)&L->cvs, &L->cap_cvs, L->n_cvs + N.n_cvs, sizeof(*L->cvs));
+        if (g == OPSCHED_OK) {
+            memcpy(L->cvs + L->n_cvs, N.cvs, N.n_cvs * sizeof(*N.cvs));
+            L->n_cvs += N.n_cvs;
+            N.n_cvs = 0;
+        } else if (st == OPSCHED_OK) {
+            st = g;
+        }
+    }
+    L->fold_used = N.fold_used > L->fold_used ? N.fold_used : L->fold_used;
+    loader_free(&N);
+    return st;
+}
+
 static opsched_status load_model(os_loader *L, const Onnx__ModelProto *m, const char *name)
 {
     OS_TRY(check_model(L, m));
     L->gp = m->graph;
-    OS_TRY(alloc_tables(L));
+    OS_TRY(alloc_tables(L, 0));
     OS_TRY(add_initializers(L));
     OS_TRY(add_graph_inputs(L));
     OS_TRY(add_node_outputs(L));
     OS_TRY(resolve_node_inputs(L));
     OS_TRY(topo_sort(L));
+    quantized_weights(L);
     if (!name || !name[0]) name = (L->gp->name && L->gp->name[0]) ? L->gp->name : "onnx";
     OS_TRY(opsched_graph_create(L->ctx, name, &L->g));
     OS_TRY(os_onnx_inputs(L));

@@ -88,7 +88,9 @@ typedef struct os_val {
     int64_t pad[4];
 } os_val;
 
-typedef struct os_loader {
+typedef struct os_loader os_loader;
+
+struct os_loader {
     opsched_ctx *ctx;
     opsched_onnx_options opts;
     const char *base_dir; /* NULL: no external data can be read */
@@ -111,7 +113,12 @@ typedef struct os_loader {
     int *out_off, *out_val; /* and writes out_val[out_off[i]..out_off[i+1]) (-1: omitted) */
     int *use_off, *use_node, *use_pos; /* value v is read by (use_node, use_pos)[use_off[v]..] */
     int *order;                        /* topological order of the nodes */
-} os_loader;
+
+    /* An If branch being inlined: the loader of the graph holding the If,
+     * and how deep branches are nested. */
+    os_loader *parent;
+    int depth;
+};
 
 /* ---- loader.c -------------------------------------------------------- */
 
@@ -128,6 +135,11 @@ int os_onnx_num_out(const os_loader *L, int node);
 int os_onnx_out(const os_loader *L, int node, int k);
 /* Number of nodes reading value v (through any of its names). */
 int os_onnx_num_uses(const os_loader *L, int v);
+/* Number of inputs node i has in the file (os_onnx_num_in also counts the
+ * outer values an If branch reads, after these). */
+int os_onnx_num_file_in(const os_loader *L, int node);
+/* An If whose condition is known: its branch is converted in place. */
+opsched_status os_onnx_inline_if(os_loader *L, int node);
 
 /* ---- inputs.c -------------------------------------------------------- */
 
@@ -206,7 +218,56 @@ opsched_status os_onnx_node_fail(os_loader *L, int node, opsched_status st, cons
 /* Unsupported-operator error: "unsupported operator 'X' (node 'n', opset 17)". */
 opsched_status os_onnx_unsupported_op(os_loader *L, int node);
 
-/* ---- ops.c, views.c -------------------------------------------------- */
+/* ---- build.c: the nodes of decompositions ----------------------------- */
+
+/* The graph tensor of input k of node i (made on first use); an omitted
+ * input is an error naming it. */
+opsched_status os_onnx_in_id(os_loader *L, int node, int k, int *out);
+const opsched_tensor *os_onnx_t(const os_loader *L, int id);
+/* Adds one graph node for ONNX node i reading graph tensors ids.  With
+ * out_k >= 0 its outputs become the node's outputs out_k.. and take their
+ * names; otherwise (OS_TMP) they get new names "<output>/<tag>".  The ids
+ * of the n_out outputs go to out (may be NULL). */
+#define OS_TMP (-1)
+opsched_status os_onnx_step(os_loader *L, int node, const char *tag, int out_k, opsched_op_kind op,
+                            const opsched_op_attr *attr, const int *ids, int n_in, int n_out,
+                            int *out);
+/* Makes output k of node i the graph tensor id. */
+void os_onnx_bind(os_loader *L, int node, int k, int id);
+/* A CONSTANT tensor of type dt and the given shape holding the values f
+ * (or i when f is NULL), converted to dt. */
+opsched_status os_onnx_const(os_loader *L, int node, const char *tag, opsched_dtype dt,
+                             const opsched_shape *shape, const double *f, const int64_t *i,
+                             int *out);
+/* A constant of shape [] (rank 0). */
+opsched_status os_onnx_scalar(os_loader *L, int node, const char *tag, opsched_dtype dt, double v,
+                              int *out);
+/* Single steps.  Each returns x itself (bound to output out_k when asked)
+ * when the step would change nothing. */
+opsched_status os_onnx_reshape(os_loader *L, int node, const char *tag, int x,
+                               const opsched_shape *to, int out_k, int *out);
+opsched_status os_onnx_transpose(os_loader *L, int node, const char *tag, int x,
+                                 const int64_t *perm, int out_k, int *out);
+opsched_status os_onnx_cast(os_loader *L, int node, const char *tag, int x, opsched_dtype to,
+                            int out_k, int *out);
+/* Input k of node i as type dt: a constant converted here when its value
+ * is known, else a Cast node. */
+opsched_status os_onnx_in_id_as(os_loader *L, int node, int k, const char *tag, opsched_dtype dt,
+                                int *out);
+opsched_status os_onnx_binop(os_loader *L, int node, const char *tag, opsched_op_kind op, int a,
+                             int b, int out_k, int *out);
+opsched_status os_onnx_binfn(os_loader *L, int node, const char *tag, opsched_binary_fn fn, int a,
+                             int b, int out_k, int *out);
+opsched_status os_onnx_unfn(os_loader *L, int node, const char *tag, opsched_unary_fn fn,
+                            float alpha, float beta, int x, int out_k, int *out);
+/* A reduction over axes (n of them; 0: all) keeping or dropping them;
+ * OPSCHED_REDUCE_MEAN makes a REDUCEMEAN node. */
+opsched_status os_onnx_reduce(os_loader *L, int node, const char *tag, opsched_reduce_fn fn, int x,
+                              const int64_t *axes, int n, int keepdims, int out_k, int *out);
+opsched_status os_onnx_slice(os_loader *L, int node, const char *tag, int x, int axis,
+                             int64_t start, int64_t end, int64_t step, int out_k, int *out);
+
+/* ---- ops.c, views.c and the operator files --------------------------- */
 
 /* Adds node i to the graph (or aliases/merges it away). */
 opsched_status os_onnx_convert(os_loader *L, int node);
@@ -230,10 +291,30 @@ void os_onnx_alias(os_loader *L, int node, int k, int v);
 /* Normalises axis against rank (negative counts from the end). */
 opsched_status os_onnx_axis(os_loader *L, int node, int64_t axis, int rank, int64_t *out);
 
-/* views.c: Reshape, Flatten, Squeeze, Unsqueeze, Expand, Slice, Split,
- * Gather, Pad, Transpose, Identity, Dropout and Cast on tensors whose values
- * are not known; *done is 0 when op is none of these. */
+/* Converters by family, each for the ops its file lists; *done is 0 when
+ * op is none of them. */
 opsched_status os_onnx_convert_view(os_loader *L, int node, const char *op, int *done);
+opsched_status os_onnx_convert_math(os_loader *L, int node, const char *op, int *done);
+opsched_status os_onnx_convert_norm(os_loader *L, int node, const char *op, int *done);
+opsched_status os_onnx_convert_window(os_loader *L, int node, const char *op, int *done);
+opsched_status os_onnx_convert_resize(os_loader *L, int node, const char *op, int *done);
+opsched_status os_onnx_convert_attention(os_loader *L, int node, const char *op, int *done);
+opsched_status os_onnx_convert_einsum(os_loader *L, int node, const char *op, int *done);
+
+/* Evaluates an element-wise function on the host, as the graph defines it
+ * (fold.c uses it; activations and math). */
+double os_onnx_eval_unary(opsched_unary_fn fn, double x, float alpha, float beta, float gamma);
+/* Reads the attributes of a unary function node (alpha, beta, gamma with
+ * their defaults); *fn is -1 when op is not one of them. */
+opsched_status os_onnx_unary_attrs(os_loader *L, int node, const char *op, int *fn,
+                                   opsched_unary_attr *out);
+/* The function of a binary op (Mod reads fmod, BitShift direction); -1
+ * when op is not one of them. */
+opsched_status os_onnx_binary_fn(os_loader *L, int node, const char *op, int *fn);
+/* Reads keepdims, noop_with_empty_axes and the axes (attribute or input,
+ * as the op's opset says) of a Reduce* node. */
+opsched_status os_onnx_reduce_attrs(os_loader *L, int node, const char *op,
+                                    opsched_reduce_attr *out, int *n_axes_given);
 
 /* Output shapes of the shape-changing ops for an input of shape in, shared
  * by folding and conversion.  They read the node's attributes and its
@@ -250,6 +331,8 @@ opsched_status os_onnx_expand_to(os_loader *L, int node, const opsched_shape *in
                                  opsched_shape *out);
 opsched_status os_onnx_slice_to(os_loader *L, int node, const opsched_shape *in,
                                 opsched_slice_attr *attr, opsched_shape *out);
+opsched_status os_onnx_split_sizes(os_loader *L, int node, const opsched_shape *in,
+                                   opsched_split_attr *out);
 /* Checks a computed shape: every dim in 0..2^31 and at most 2^40 elements
  * (so that byte and FLOP counts of any op stay in int64). */
 opsched_status os_onnx_check_dims(os_loader *L, int node, const opsched_shape *s);

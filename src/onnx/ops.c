@@ -1,8 +1,11 @@
 /*
- * ops.c - ONNX compute operators to graph nodes: attribute defaults per
- * opset, auto_pad, and the values that become graph tensors when a node
- * first reads them (weights and constants are created lazily, so weights
- * that only feed shape arithmetic never appear in the graph).
+ * ops.c - ONNX operators to graph nodes: the values that become graph
+ * tensors when a node first reads them (weights and constants are created
+ * lazily, so weights that only feed shape arithmetic never appear in the
+ * graph), the operators with a kind of their own that need no more than
+ * their attributes (Gemm, MatMul, Clip, the Softmax family, Concat, the
+ * element-wise kinds Add..Pow, Relu..Sqrt, LRN, the global pools), and the
+ * dispatch to the files of the other families.
  */
 #include <float.h>
 #include <stdio.h>
@@ -171,130 +174,6 @@ static opsched_status bound_ok(os_loader *L, int node, const int64_t *f, int n)
     return OPSCHED_OK;
 }
 
-/* ---- convolution and pooling ------------------------------------------- */
-
-/* Reads strides, dilations, pads and auto_pad of a 2-D window op whose
- * input is x (N, C, H, W) and kernel k; writes pads as top, left, bottom,
- * right. */
-static opsched_status window_attrs(os_loader *L, int node, const opsched_shape *x,
-                                   const int64_t k[2], int64_t stride[2], int64_t dil[2],
-                                   int64_t pads[4])
-{
-    int n = 0;
-    stride[0] = stride[1] = dil[0] = dil[1] = 1;
-    pads[0] = pads[1] = pads[2] = pads[3] = 0;
-    OS_TRY(os_onnx_attr_ints(L, node, "strides", stride, 2, &n));
-    if (n == 1) stride[1] = stride[0];
-    n = 0;
-    OS_TRY(os_onnx_attr_ints(L, node, "dilations", dil, 2, &n));
-    if (n == 1) dil[1] = dil[0];
-    n = 0;
-    OS_TRY(os_onnx_attr_ints(L, node, "pads", pads, 4, &n));
-    if (n != 0 && n != 4)
-        return os_onnx_node_fail(L, node, OPSCHED_ERR_PARSE, "pads needs 4 values");
-    for (int i = 0; i < 2; i++)
-        if (stride[i] < 1 || dil[i] < 1 || stride[i] > OS_ONNX_MAX_DIM ||
-            dil[i] > OS_ONNX_MAX_DIM || k[i] < 1 || k[i] > OS_ONNX_MAX_DIM)
-            return os_onnx_node_fail(L, node, OPSCHED_ERR_SHAPE,
-                                     "kernel, strides and dilations must be positive");
-    for (int i = 0; i < 4; i++)
-        if (pads[i] < 0 || pads[i] > OS_ONNX_MAX_DIM)
-            return os_onnx_node_fail(L, node, OPSCHED_ERR_SHAPE, "pads must be in 0..2^31");
-    char buf[32];
-    const char *ap = "NOTSET";
-    OS_TRY(os_onnx_attr_string(L, node, "auto_pad", buf, sizeof(buf), &ap));
-    if (strcmp(ap, "NOTSET") == 0 || ap[0] == '\0') return OPSCHED_OK;
-    if (strcmp(ap, "VALID") == 0) {
-        pads[0] = pads[1] = pads[2] = pads[3] = 0;
-        return OPSCHED_OK;
-    }
-    int upper = strcmp(ap, "SAME_UPPER") == 0;
-    if (!upper && strcmp(ap, "SAME_LOWER") != 0)
-        return os_onnx_node_fail(L, node, OPSCHED_ERR_PARSE, "unknown auto_pad '%s'", ap);
-    for (int i = 0; i < 2; i++) {
-        int64_t in = x->d[2 + i];
-        int64_t out = (in + stride[i] - 1) / stride[i];
-        int64_t total = (out - 1) * stride[i] + (k[i] - 1) * dil[i] + 1 - in;
-        if (total < 0) total = 0;
-        int64_t small = total / 2, big = total - small;
-        pads[i] = upper ? small : big;
-        pads[2 + i] = upper ? big : small;
-    }
-    return OPSCHED_OK;
-}
-
-static opsched_status need_4d(os_loader *L, int node, const opsched_shape *x, const char *what)
-{
-    if (x->ndim == 4) return OPSCHED_OK;
-    return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
-                             "only 2-D %s is supported (the input has rank %d)", what, x->ndim);
-}
-
-static opsched_status conv(os_loader *L, int node)
-{
-    int ins[3] = {os_onnx_in(L, node, 0), os_onnx_in(L, node, 1), os_onnx_in(L, node, 2)};
-    int n_in = os_onnx_num_in(L, node) >= 3 && ins[2] >= 0 ? 3 : 2;
-    opsched_shape x, w;
-    OS_TRY(os_onnx_shape_of(L, node, ins[0], &x));
-    OS_TRY(need_4d(L, node, &x, "convolution"));
-    OS_TRY(os_onnx_shape_of(L, node, ins[1], &w));
-    if (w.ndim != 4)
-        return os_onnx_node_fail(L, node, OPSCHED_ERR_SHAPE, "the weight has rank %d, not 4",
-                                 w.ndim);
-    opsched_op_attr a;
-    memset(&a, 0, sizeof(a));
-    opsched_conv_attr *c = &a.conv;
-    int n = 0;
-    c->kernel[0] = w.d[2];
-    c->kernel[1] = w.d[3];
-    OS_TRY(os_onnx_attr_ints(L, node, "kernel_shape", c->kernel, 2, &n));
-    c->groups = 1;
-    OS_TRY(os_onnx_attr_int(L, node, "group", &c->groups));
-    if (c->groups < 1 || c->groups > OS_ONNX_MAX_DIM)
-        return os_onnx_node_fail(L, node, OPSCHED_ERR_SHAPE, "group must be positive");
-    OS_TRY(window_attrs(L, node, &x, c->kernel, c->stride, c->dilation, c->pads));
-    int64_t f[4] = {x.d[0], w.d[0], x.d[2] + c->pads[0] + c->pads[2],
-                    x.d[3] + c->pads[1] + c->pads[3]};
-    OS_TRY(bound_ok(L, node, f, 4));
-    return os_onnx_emit(L, node, OPSCHED_OP_CONV, &a, ins, n_in, 1);
-}
-
-static opsched_status pool(os_loader *L, int node, opsched_op_kind op)
-{
-    int xv = os_onnx_in(L, node, 0);
-    opsched_shape x;
-    int extra = os_onnx_out(L, node, 1);
-    if (extra >= 0)
-        return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
-                                 "the Indices output is not supported");
-    opsched_op_attr a;
-    memset(&a, 0, sizeof(a));
-    opsched_pool_attr *p = &a.pool;
-    const os_val *in = xv >= 0 ? &L->vals[xv] : NULL;
-    int merged = in && in->pad_src >= 0;
-    if (merged) xv = in->pad_src;
-    OS_TRY(os_onnx_shape_of(L, node, xv, &x));
-    OS_TRY(need_4d(L, node, &x, "pooling"));
-    int n = 0;
-    OS_TRY(os_onnx_attr_ints(L, node, "kernel_shape", p->kernel, 2, &n));
-    if (n != 2) return os_onnx_node_fail(L, node, OPSCHED_ERR_PARSE, "kernel_shape needs 2 values");
-    int64_t ceil_mode = 0, include = 0;
-    OS_TRY(os_onnx_attr_int(L, node, "ceil_mode", &ceil_mode));
-    OS_TRY(os_onnx_attr_int(L, node, "count_include_pad", &include));
-    OS_TRY(window_attrs(L, node, &x, p->kernel, p->stride, p->dilation, p->pads));
-    p->ceil_mode = ceil_mode != 0;
-    p->count_include_pad = op == OPSCHED_OP_AVGPOOL && include != 0;
-    if (merged) {
-        for (int i = 0; i < 4; i++)
-            p->pads[i] += in->pad[i];
-        p->count_include_pad = 1;
-    }
-    int64_t f[4] = {x.d[0], x.d[1], x.d[2] + p->pads[0] + p->pads[2],
-                    x.d[3] + p->pads[1] + p->pads[3]};
-    OS_TRY(bound_ok(L, node, f, 4));
-    return os_onnx_emit(L, node, op, &a, &xv, 1, 1);
-}
-
 /* ---- the rest ------------------------------------------------------------ */
 
 static opsched_status gemm(os_loader *L, int node)
@@ -320,6 +199,25 @@ static opsched_status gemm(os_loader *L, int node)
     return os_onnx_emit(L, node, OPSCHED_OP_GEMM, &a, ins, ins[2] >= 0 ? 3 : 2, 1);
 }
 
+/* Clip with a bound computed at run time: Max(x, min), then Min(., max). */
+static opsched_status clip_tensors(os_loader *L, int node)
+{
+    int x, b;
+    OS_TRY(os_onnx_in_id(L, node, 0, &x));
+    int has_max = os_onnx_in(L, node, 2) >= 0;
+    if (os_onnx_in(L, node, 1) >= 0) {
+        OS_TRY(os_onnx_in_id(L, node, 1, &b));
+        if (opsched_shape_numel(&os_onnx_t(L, b)->shape) != 1)
+            return os_onnx_node_fail(L, node, OPSCHED_ERR_SHAPE, "min must be a scalar");
+        OS_TRY(os_onnx_binfn(L, node, "min", OPSCHED_BINARY_MAX, x, b, has_max ? OS_TMP : 0, &x));
+    }
+    if (!has_max) return OPSCHED_OK;
+    OS_TRY(os_onnx_in_id(L, node, 2, &b));
+    if (opsched_shape_numel(&os_onnx_t(L, b)->shape) != 1)
+        return os_onnx_node_fail(L, node, OPSCHED_ERR_SHAPE, "max must be a scalar");
+    return os_onnx_binfn(L, node, "max", OPSCHED_BINARY_MIN, x, b, 0, NULL);
+}
+
 static opsched_status clip(os_loader *L, int node)
 {
     opsched_op_attr a;
@@ -330,12 +228,19 @@ static opsched_status clip(os_loader *L, int node)
         OS_TRY(os_onnx_attr_float(L, node, "min", &a.clip.min));
         OS_TRY(os_onnx_attr_float(L, node, "max", &a.clip.max));
     } else {
+        /* Bounds known only at run time, or integer bounds a float cannot
+         * hold exactly, are compared as tensors. */
         for (int k = 1; k <= 2; k++) {
             if (os_onnx_in(L, node, k) < 0) continue;
             const os_cval *cv = os_onnx_in_cval(L, node, k);
-            if (!cv || cv->n != 1)
-                return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
-                                         "%s must be a scalar known at load time",
+            if (!cv || (!cv->is_float && cv->n == 1 && (double)(float)cv->i[0] != (double)cv->i[0]))
+                return clip_tensors(L, node);
+        }
+        for (int k = 1; k <= 2; k++) {
+            if (os_onnx_in(L, node, k) < 0) continue;
+            const os_cval *cv = os_onnx_in_cval(L, node, k);
+            if (cv->n != 1)
+                return os_onnx_node_fail(L, node, OPSCHED_ERR_SHAPE, "%s must be a scalar",
                                          k == 1 ? "min" : "max");
             double v = os_onnx_cval_float(cv, 0);
             v = v < -FLT_MAX ? -FLT_MAX : (v > FLT_MAX ? FLT_MAX : v);
@@ -349,7 +254,8 @@ static opsched_status clip(os_loader *L, int node)
     return os_onnx_emit(L, node, OPSCHED_OP_CLIP, &a, &x, 1, 1);
 }
 
-static opsched_status softmax(os_loader *L, int node)
+/* Softmax, LogSoftmax and Hardmax. */
+static opsched_status softmax(os_loader *L, int node, opsched_op_kind op)
 {
     int x = os_onnx_in(L, node, 0);
     opsched_shape s;
@@ -360,85 +266,19 @@ static opsched_status softmax(os_loader *L, int node)
     OS_TRY(os_onnx_attr_int(L, node, "axis", &axis));
     OS_TRY(os_onnx_axis(L, node, axis, s.ndim, &a.axis.axis));
     if (L->opset < 13) {
-        /* Before opset 13 Softmax flattens to 2-D at axis; that is a softmax
-         * over axis alone only when nothing follows it. */
+        /* Before opset 13 these flatten to 2-D at axis; that is the op over
+         * axis alone only when nothing follows it. */
         int64_t after = 1;
         for (int d = (int)a.axis.axis + 1; d < s.ndim; d++)
             after *= s.d[d];
         if (after != 1)
             return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
-                                     "opset %lld Softmax over the flattened axes %lld.. of a "
+                                     "opset %lld %s over the flattened axes %lld.. of a "
                                      "rank-%d input is not supported (re-export with opset 13+)",
-                                     (long long)L->opset, (long long)a.axis.axis, s.ndim);
+                                     (long long)L->opset, opsched_op_name(op),
+                                     (long long)a.axis.axis, s.ndim);
     }
-    return os_onnx_emit(L, node, OPSCHED_OP_SOFTMAX, &a, &x, 1, 1);
-}
-
-static opsched_status extra_outputs_unused(os_loader *L, int node, const char *what)
-{
-    for (int k = 1; k < os_onnx_num_out(L, node); k++) {
-        int v = os_onnx_out(L, node, k);
-        if (v >= 0) return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED, "%s", what);
-    }
-    return OPSCHED_OK;
-}
-
-static opsched_status batchnorm(os_loader *L, int node)
-{
-    int64_t training = 0;
-    OS_TRY(os_onnx_attr_int(L, node, "training_mode", &training));
-    if (training)
-        return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
-                                 "training_mode=1 is not supported");
-    OS_TRY(extra_outputs_unused(L, node,
-                                "the training outputs (running mean and variance) are "
-                                "not supported"));
-    opsched_op_attr a;
-    memset(&a, 0, sizeof(a));
-    a.bn.epsilon = 1e-5f;
-    OS_TRY(os_onnx_attr_float(L, node, "epsilon", &a.bn.epsilon));
-    int ins[5];
-    for (int k = 0; k < 5; k++) {
-        ins[k] = os_onnx_in(L, node, k);
-        if (ins[k] < 0)
-            return os_onnx_node_fail(L, node, OPSCHED_ERR_PARSE, "input %d is missing", k);
-    }
-    return os_onnx_emit(L, node, OPSCHED_OP_BATCHNORM, &a, ins, 5, 1);
-}
-
-static opsched_status layernorm(os_loader *L, int node)
-{
-    OS_TRY(extra_outputs_unused(L, node, "the Mean and InvStdDev outputs are not supported"));
-    opsched_op_attr a;
-    memset(&a, 0, sizeof(a));
-    a.layernorm.axis = -1;
-    a.layernorm.epsilon = 1e-5f;
-    OS_TRY(os_onnx_attr_int(L, node, "axis", &a.layernorm.axis));
-    OS_TRY(os_onnx_attr_float(L, node, "epsilon", &a.layernorm.epsilon));
-    int ins[3] = {os_onnx_in(L, node, 0), os_onnx_in(L, node, 1), os_onnx_in(L, node, 2)};
-    return os_onnx_emit(L, node, OPSCHED_OP_LAYERNORM, &a, ins, ins[2] >= 0 ? 3 : 2, 1);
-}
-
-static opsched_status reducemean(os_loader *L, int node)
-{
-    opsched_op_attr a;
-    memset(&a, 0, sizeof(a));
-    int64_t keep = 1, noop = 0;
-    int n = -1;
-    OS_TRY(os_onnx_attr_int(L, node, "keepdims", &keep));
-    OS_TRY(os_onnx_attr_int(L, node, "noop_with_empty_axes", &noop));
-    if (L->opset < 18)
-        OS_TRY(os_onnx_attr_ints(L, node, "axes", a.reduce.axes, OPSCHED_MAX_DIMS, &n));
-    else
-        OS_TRY(os_onnx_in_ints(L, node, 1, "axes", a.reduce.axes, OPSCHED_MAX_DIMS, &n));
-    int x = os_onnx_in(L, node, 0);
-    if (n <= 0 && noop) {
-        os_onnx_alias(L, node, 0, x);
-        return OPSCHED_OK;
-    }
-    a.reduce.n_axes = n < 0 ? 0 : n;
-    a.reduce.keepdims = keep != 0;
-    return os_onnx_emit(L, node, OPSCHED_OP_REDUCEMEAN, &a, &x, 1, 1);
+    return os_onnx_emit(L, node, op, &a, &x, 1, 1);
 }
 
 static opsched_status concat(os_loader *L, int node)
@@ -517,11 +357,8 @@ typedef struct op_entry {
 } op_entry;
 
 static const op_entry op_table[] = {
-    {"Conv", OPSCHED_OP_CONV, 0},
     {"Gemm", OPSCHED_OP_GEMM, 0},
     {"MatMul", OPSCHED_OP_MATMUL, 2},
-    {"MaxPool", OPSCHED_OP_MAXPOOL, 0},
-    {"AveragePool", OPSCHED_OP_AVGPOOL, 0},
     {"GlobalAveragePool", OPSCHED_OP_GLOBALAVGPOOL, 1},
     {"GlobalMaxPool", OPSCHED_OP_GLOBALMAXPOOL, 1},
     {"Relu", OPSCHED_OP_RELU, 1},
@@ -539,19 +376,28 @@ static const op_entry op_table[] = {
     {"Div", OPSCHED_OP_DIV, 2},
     {"Pow", OPSCHED_OP_POW, 2},
     {"Concat", OPSCHED_OP_CONCAT, 0},
-    {"BatchNormalization", OPSCHED_OP_BATCHNORM, 0},
     {"Softmax", OPSCHED_OP_SOFTMAX, 0},
+    {"LogSoftmax", OPSCHED_OP_LOGSOFTMAX, 0},
+    {"Hardmax", OPSCHED_OP_HARDMAX, 0},
     {"LRN", OPSCHED_OP_LRN, 1},
-    {"LayerNormalization", OPSCHED_OP_LAYERNORM, 0},
-    {"ReduceMean", OPSCHED_OP_REDUCEMEAN, 0},
 };
+
+typedef opsched_status (*family_fn)(os_loader *L, int node, const char *op, int *done);
 
 opsched_status os_onnx_convert(os_loader *L, int node)
 {
+    static const family_fn families[] = {
+        os_onnx_convert_view,   os_onnx_convert_math,   os_onnx_convert_norm,
+        os_onnx_convert_window, os_onnx_convert_resize, os_onnx_convert_attention,
+        os_onnx_convert_einsum,
+    };
     const char *op = L->gp->node[node]->op_type;
-    int done = 0;
-    OS_TRY(os_onnx_convert_view(L, node, op, &done));
-    if (done) return OPSCHED_OK;
+    if (strcmp(op, "If") == 0) return os_onnx_inline_if(L, node);
+    for (size_t i = 0; i < OS_ARRAY_LEN(families); i++) {
+        int done = 0;
+        OS_TRY(families[i](L, node, op, &done));
+        if (done) return OPSCHED_OK;
+    }
     const op_entry *e = NULL;
     for (size_t i = 0; i < OS_ARRAY_LEN(op_table); i++)
         if (strcmp(op_table[i].name, op) == 0) e = &op_table[i];
@@ -572,24 +418,13 @@ opsched_status os_onnx_convert(os_loader *L, int node)
     }
     if (e->arity == 1) return unary(L, node, e->op);
     switch (e->op) {
-    case OPSCHED_OP_CONV:
-        return conv(L, node);
     case OPSCHED_OP_GEMM:
         return gemm(L, node);
-    case OPSCHED_OP_MAXPOOL:
-    case OPSCHED_OP_AVGPOOL:
-        return pool(L, node, e->op);
     case OPSCHED_OP_CLIP:
         return clip(L, node);
     case OPSCHED_OP_CONCAT:
         return concat(L, node);
-    case OPSCHED_OP_BATCHNORM:
-        return batchnorm(L, node);
-    case OPSCHED_OP_SOFTMAX:
-        return softmax(L, node);
-    case OPSCHED_OP_LAYERNORM:
-        return layernorm(L, node);
     default:
-        return reducemean(L, node);
+        return softmax(L, node, e->op);
     }
 }

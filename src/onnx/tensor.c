@@ -28,10 +28,12 @@
 
 const char *os_onnx_elem_name(int32_t elem)
 {
-    static const char *const names[] = {"undefined",  "float",   "uint8",  "int8",   "uint16",
-                                        "int16",      "int32",   "int64",  "string", "bool",
-                                        "float16",    "double",  "uint32", "uint64", "complex64",
-                                        "complex128", "bfloat16"};
+    static const char *const names[] = {
+        "undefined",      "float",      "uint8",          "int8",       "uint16",    "int16",
+        "int32",          "int64",      "string",         "bool",       "float16",   "double",
+        "uint32",         "uint64",     "complex64",      "complex128", "bfloat16",  "float8e4m3fn",
+        "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "uint4",      "int4",      "float4e2m1",
+        "float8e8m0",     "uint2",      "int2",           "float6e2m3", "float6e3m2"};
     if (elem >= 0 && (size_t)elem < OS_ARRAY_LEN(names)) return names[elem];
     return "unknown";
 }
@@ -88,6 +90,12 @@ opsched_status os_onnx_dtype(opsched_ctx *ctx, int32_t elem, const char *what, o
     case OS_ONNX_INT64:
         *out = OPSCHED_INT64;
         return OPSCHED_OK;
+    case OS_ONNX_UINT8:
+        *out = OPSCHED_UINT8;
+        return OPSCHED_OK;
+    case OS_ONNX_BOOL:
+        *out = OPSCHED_BOOL;
+        return OPSCHED_OK;
     default:
         return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED,
                        "tensor '%s' has element type %s, which opsched graphs cannot hold", what,
@@ -110,6 +118,10 @@ int32_t os_onnx_elem_of(opsched_dtype dt)
         return OS_ONNX_INT32;
     case OPSCHED_INT64:
         return OS_ONNX_INT64;
+    case OPSCHED_UINT8:
+        return OS_ONNX_UINT8;
+    case OPSCHED_BOOL:
+        return OS_ONNX_BOOL;
     default:
         return OS_ONNX_UNDEFINED;
     }
@@ -601,14 +613,25 @@ opsched_status os_onnx_cval_payload(opsched_ctx *ctx, const os_cval *cv, opsched
             memcpy(p, &v, 1);
             break;
         }
+        case OPSCHED_UINT8:
+            *p = (uint8_t)(uint64_t)i;
+            break;
+        case OPSCHED_BOOL:
+            /* Any non-zero value (a NaN included) is true, as Cast says. */
+            *p = cv->is_float ? f != 0.0 : i != 0;
+            break;
         case OPSCHED_INT32: {
             int32_t v = (int32_t)(uint32_t)(uint64_t)i;
             memcpy(p, &v, 4);
             break;
         }
-        default:
+        case OPSCHED_INT64:
             memcpy(p, &i, 8);
             break;
+        default:
+            free(buf);
+            return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "cannot store a constant as %s",
+                           opsched_dtype_name(dt));
         }
     }
     *out = buf;

@@ -20,7 +20,19 @@ SEEDS = ["conv_basic", "conv_same_lower", "gemm", "maxpool_ceil", "pad_avgpool",
          "squeeze_op13", "identity_dropout", "batchnorm", "layernorm_op17", "reducemean_op13",
          "reducemean_op18", "softmax_op11_last", "shape_chain", "fold_arith", "constant_nodes",
          "identity_weight", "weights_as_inputs", "dim_param", "multi_input", "unsorted",
-         "old_inputs_with_inits", "typed_fields"]
+         "old_inputs_with_inits", "typed_fields",
+         # the operators of the generic graph kinds
+         "unary_math", "activations_op22", "swiglu_op28", "logic", "bitwise_op18", "variadic",
+         "mod", "cast_op19", "bool_uint8_inputs", "clip_runtime", "dropout_mask",
+         "groupnorm_op18", "groupnorm_op18_inputs", "layernorm_stats_op17", "lpnorm", "mvn",
+         "rmsnorm_f16_op23", "reduce_op18", "axis_ops", "conv1d", "convtranspose_outshape",
+         "convtranspose1d", "pool1d", "lppool_op18", "globallppool", "resize_sizes_op18",
+         "resize_tf_crop", "resize_op10", "upsample_op7", "pad_wrap_op19", "tile", "depth_space",
+         "gather_scatter_op18", "onehot", "trilu_runtime_k", "eyelike", "fold_more",
+         "fold_unary_consts", "einsum_ellipsis", "einsum_diag", "einsum_three",
+         "attention_3d_mask_op23", "attention_softcap_op24", "attention_window_op25",
+         "rotary_3d_op23", "qdq_op21", "quant_blocked_op21", "dequant_weight_op23", "if_const",
+         "if_nested"]
 TORCH = [("alexnet_op13", "alexnet", {}, 224, 13, False),
          ("squeezenet1_1_op13", "squeezenet1_1", {}, 224, 13, False)]
 LIMIT = 20 * 1024

@@ -306,6 +306,415 @@ def small_models():
     M["old_inputs_with_inits"] = model(
         [N("Conv", ["x", "w"], ["y"], name="conv")],
         [vi("x", [1, 3, 8, 8]), vi("w", [4, 3, 3, 3])], [vi("y", None)], [init("w", [4, 3, 3, 3])])
+    M.update(op_models())
+    return M
+
+
+def tensor(name, arr, elem):
+    """An initializer of any element type from a numpy array."""
+    t = numpy_helper.from_array(np.asarray(arr), name)
+    t.data_type = elem
+    return t
+
+
+def op_models():
+    """One or a few models per family of the operators added with the
+    generic graph kinds (opsets up to 28: make_model does not check them)."""
+    M = {}
+    N = helper.make_node
+    B = TensorProto.BOOL
+    U8 = TensorProto.UINT8
+    I8 = TensorProto.INT8
+    I32 = TensorProto.INT32
+    F16 = TensorProto.FLOAT16
+
+    # --- element-wise ----------------------------------------------------------
+    chain = ["Abs", "Neg", "Exp", "Log", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin",
+             "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"]
+    names = ["x"] + ["u%d" % i for i in range(len(chain) - 1)] + ["y"]
+    M["unary_math"] = model(
+        [N(op, [names[i]], [names[i + 1]], name=op.lower()) for i, op in enumerate(chain)],
+        [vi("x", [2, 3])], [vi("y", None)])
+    acts = [("LeakyRelu", {"alpha": 0.2}), ("Elu", {"alpha": 0.5}), ("Selu", {}), ("Celu", {}),
+            ("ThresholdedRelu", {"alpha": 0.1}), ("Softplus", {}), ("Softsign", {}), ("Mish", {}),
+            ("Shrink", {"bias": 0.25, "lambd": 0.75}), ("HardSigmoid", {}), ("HardSwish", {}),
+            ("Gelu", {"approximate": "tanh"})]
+    names = ["x"] + ["a%d" % i for i in range(len(acts))]
+    nodes = [N(op, [names[i]], [names[i + 1]], name=op.lower(), **kw)
+             for i, (op, kw) in enumerate(acts)]
+    nodes.append(N("PRelu", [names[-1], "slope"], ["y"], name="prelu"))
+    M["activations_op22"] = model(nodes, [vi("x", [2, 3, 4])], [vi("y", None)],
+                                  [init("slope", [3, 1])], opset=22)
+    M["swish_op24"] = model([N("Swish", ["x"], ["y"], name="swish", alpha=1.5)],
+                            [vi("x", [2, 8])], [vi("y", None)], opset=24)
+    M["swiglu_op28"] = model([N("SwiGLU", ["a", "b"], ["y"], name="swiglu", alpha=1.702)],
+                             [vi("a", [2, 8]), vi("b", [2, 8])], [vi("y", None)], opset=28)
+    M["logic"] = model(
+        [N("Equal", ["a", "b"], ["eq"], name="eq"), N("Less", ["a", "b"], ["lt"], name="lt"),
+         N("LessOrEqual", ["a", "b"], ["le"], name="le"),
+         N("Greater", ["a", "b"], ["gt"], name="gt"),
+         N("GreaterOrEqual", ["a", "b"], ["ge"], name="ge"),
+         N("And", ["eq", "lt"], ["c1"], name="and"), N("Or", ["c1", "le"], ["c2"], name="or"),
+         N("Xor", ["c2", "gt"], ["c3"], name="xor"), N("Not", ["ge"], ["c4"], name="not"),
+         N("IsNaN", ["a"], ["nan"], name="isnan"),
+         N("IsInf", ["b"], ["inf"], name="isinf", detect_positive=0),
+         N("Or", ["c3", "c4"], ["c5"], name="or2"), N("Or", ["nan", "inf"], ["c6"], name="or3"),
+         N("And", ["c5", "c6"], ["cond"], name="and2"),
+         N("Where", ["cond", "a", "b"], ["y"], name="where")],
+        [vi("a", [2, 3]), vi("b", [3])], [vi("y", None), vi("cond", None, B)])
+    M["bitwise_op18"] = model(
+        [N("BitwiseAnd", ["a", "b"], ["x1"], name="band"),
+         N("BitwiseOr", ["x1", "b"], ["x2"], name="bor"),
+         N("BitwiseXor", ["x2", "a"], ["x3"], name="bxor"),
+         N("BitwiseNot", ["x3"], ["y"], name="bnot"),
+         N("BitShift", ["s", "n"], ["z"], name="shift", direction="RIGHT")],
+        [vi("a", [4], I32), vi("b", [4], I32), vi("s", [2, 4], U8), vi("n", [4], U8)],
+        [vi("y", None, I32), vi("z", None, U8)], opset=18)
+    M["variadic"] = model(
+        [N("Sum", ["a", "b", "c"], ["s"], name="sum"), N("Mean", ["a", "b", "c"], ["m"], name="mean"),
+         N("Max", ["a", "b"], ["mx"], name="max"), N("Min", ["a", "b", "c"], ["mn"], name="min"),
+         N("Sum", ["s"], ["s1"], name="sum1"),
+         N("Add", ["s1", "m"], ["t1"], name="add1"), N("Add", ["t1", "mx"], ["t2"], name="add2"),
+         N("Add", ["t2", "mn"], ["y"], name="add3")],
+        [vi("a", [2, 3]), vi("b", [3]), vi("c", [2, 1])], [vi("y", None)])
+    M["mod"] = model(
+        [N("Mod", ["a", "b"], ["y"], name="mod"),
+         N("Mod", ["c", "d"], ["z"], name="fmod", fmod=1)],
+        [vi("a", [4], I64), vi("b", [4], I64), vi("c", [4]), vi("d", [4])],
+        [vi("y", None, I64), vi("z", None)])
+    M["cast_op19"] = model(
+        [N("Cast", ["x"], ["h"], name="to_half", to=F16),
+         N("Cast", ["h"], ["i"], name="to_int", to=I32, saturate=1),
+         N("CastLike", ["i", "like"], ["l"], name="like"),
+         N("Cast", ["l"], ["y"], name="to_bool", to=B)],
+        [vi("x", [2, 3]), vi("like", [1], I64)], [vi("y", None, B)], opset=19)
+    M["bool_uint8_inputs"] = model(
+        [N("Not", ["m"], ["y"], name="not"),
+         N("Cast", ["u"], ["f"], name="cast", to=F),
+         N("Where", ["m", "f", "zero"], ["z"], name="where")],
+        [vi("m", [2, 3], B), vi("u", [2, 3], U8)], [vi("y", None, B), vi("z", None)],
+        [init("zero", [], value=0.0)])
+
+    M["clip_runtime"] = model([N("Clip", ["x", "lo", "hi"], ["y"], name="clip")],
+                              [vi("x", [2, 3]), vi("lo", []), vi("hi", [])], [vi("y", None)])
+    M["dropout_mask"] = model([N("Dropout", ["x"], ["y", "mask"], name="drop")],
+                              [vi("x", [2, 3])], [vi("y", None), vi("mask", None, B)])
+
+    # --- normalisation -----------------------------------------------------------
+    M["layernorm_stats_op17"] = model(
+        [N("LayerNormalization", ["x", "g", "b"], ["y", "mean", "inv"], name="ln", axis=1)],
+        [vi("x", [2, 5, 8])], [vi("y", None), vi("mean", None), vi("inv", None)],
+        [init("g", [5, 8]), init("b", [5, 8])], opset=17)
+    M["instancenorm"] = model(
+        [N("InstanceNormalization", ["x", "s", "b"], ["y"], name="in", epsilon=1e-3)],
+        [vi("x", [1, 4, 5, 5])], [vi("y", None)], [init("s", [4]), init("b", [4])])
+    M["groupnorm_op18"] = model(
+        [N("GroupNormalization", ["x", "s", "b"], ["y"], name="gn", num_groups=3)],
+        [vi("x", [1, 6, 4, 4])], [vi("y", None)],
+        [init("s", [3], value=[1.0, 2.0, 3.0]), init("b", [3], value=[0.5, 0.25, 0.125])],
+        opset=18)
+    M["groupnorm_op21"] = model(
+        [N("GroupNormalization", ["x", "s", "b"], ["y"], name="gn", num_groups=3)],
+        [vi("x", [1, 6, 4, 4])], [vi("y", None)], [init("s", [6]), init("b", [6])], opset=21)
+    M["groupnorm_op18_inputs"] = model(
+        [N("GroupNormalization", ["x", "s", "b"], ["y"], name="gn", num_groups=2)],
+        [vi("x", [1, 6, 4, 4]), vi("s", [2]), vi("b", [2])], [vi("y", None)], opset=18)
+    M["lpnorm"] = model(
+        [N("LpNormalization", ["x"], ["a"], name="l1", axis=1, p=1),
+         N("LpNormalization", ["a"], ["y"], name="l2")],
+        [vi("x", [2, 3, 4])], [vi("y", None)])
+    M["mvn"] = model([N("MeanVarianceNormalization", ["x"], ["y"], name="mvn")],
+                     [vi("x", [2, 3, 4, 4])], [vi("y", None)])
+    M["rmsnorm_op23"] = model(
+        [N("RMSNormalization", ["x", "s"], ["y"], name="rms", axis=-1, epsilon=1e-6)],
+        [vi("x", [2, 5, 8])], [vi("y", None)], [init("s", [8])], opset=23)
+    M["rmsnorm_f16_op23"] = model(
+        [N("RMSNormalization", ["x", "s"], ["y"], name="rms", axis=1)],
+        [vi("x", [2, 5, 8], F16)], [vi("y", None, F16)],
+        [tensor("s", np.ones((5, 8), np.float16), F16)], opset=23)
+
+    # --- reductions and ops along an axis -------------------------------------------
+    reds = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+            "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"]
+    M["reduce_op13"] = model(
+        [N(r, ["x", "ax"] if r == "ReduceSum" else ["x"], ["y%d" % i], name=r.lower(),
+           keepdims=0, **({} if r == "ReduceSum" else {"axes": [1]}))
+         for i, r in enumerate(reds)],
+        [vi("x", [2, 3, 4])], [vi("y%d" % i, None) for i in range(len(reds))], [ints("ax", [1])])
+    M["reduce_op18"] = model(
+        [N(r, ["x", "ax"], ["y%d" % i], name=r.lower()) for i, r in enumerate(reds)] +
+        [N("ReduceSumSquare", ["x"], ["sq"], name="noop", noop_with_empty_axes=1),
+         N("ReduceMax", ["x", "empty"], ["all"], name="all", keepdims=0)],
+        [vi("x", [2, 3, 4])],
+        [vi("y%d" % i, None) for i in range(len(reds))] + [vi("sq", None), vi("all", None)],
+        [ints("ax", [-1, 0]), ints("empty", np.zeros(0, np.int64))], opset=18)
+    M["axis_ops"] = model(
+        [N("ArgMax", ["x"], ["am"], name="argmax", axis=1, keepdims=0),
+         N("ArgMin", ["x"], ["an"], name="argmin", axis=-1, select_last_index=1),
+         N("TopK", ["x", "k"], ["tv", "ti"], name="topk", axis=-1, largest=0),
+         N("CumSum", ["x", "cax"], ["cs"], name="cumsum", exclusive=1, reverse=1),
+         N("LogSoftmax", ["x"], ["ls"], name="logsoftmax"),
+         N("Hardmax", ["x"], ["hm"], name="hardmax", axis=1)],
+        [vi("x", [2, 3, 4])],
+        [vi("am", None, I64), vi("an", None, I64), vi("tv", None), vi("ti", None, I64),
+         vi("cs", None), vi("ls", None), vi("hm", None)],
+        [ints("k", [2]), ints("cax", 1)])
+
+    # --- convolution and pooling -----------------------------------------------------
+    M["conv1d"] = model(
+        [N("Conv", ["x", "w", "b"], ["y"], name="conv", pads=[1, 1], strides=[2])],
+        [vi("x", [1, 3, 32])], [vi("y", None)], [init("w", [8, 3, 3]), init("b", [8])])
+    M["convtranspose"] = model(
+        [N("ConvTranspose", ["x", "w"], ["y"], name="deconv", group=2, strides=[2, 2],
+           pads=[1, 1, 1, 1], output_padding=[1, 1])],
+        [vi("x", [1, 4, 5, 5])], [vi("y", None)], [init("w", [4, 2, 3, 3])])
+    M["convtranspose_outshape"] = model(
+        [N("ConvTranspose", ["x", "w", "b"], ["y"], name="deconv", strides=[2, 2],
+           output_shape=[10, 10])],
+        [vi("x", [1, 4, 5, 5])], [vi("y", None)], [init("w", [4, 3, 3, 3]), init("b", [3])])
+    M["convtranspose_same"] = model(
+        [N("ConvTranspose", ["x", "w"], ["y"], name="deconv", strides=[2, 2],
+           auto_pad="SAME_UPPER")],
+        [vi("x", [1, 4, 5, 5])], [vi("y", None)], [init("w", [4, 3, 3, 3])])
+    M["convtranspose1d"] = model(
+        [N("ConvTranspose", ["x", "w"], ["y"], name="deconv", strides=[2])],
+        [vi("x", [1, 4, 7])], [vi("y", None)], [init("w", [4, 3, 4])])
+    M["pool1d"] = model(
+        [N("MaxPool", ["x"], ["m"], name="max", kernel_shape=[3], strides=[2], pads=[1, 1]),
+         N("AveragePool", ["m"], ["y"], name="avg", kernel_shape=[2], count_include_pad=1)],
+        [vi("x", [1, 2, 16])], [vi("y", None)])
+    M["lppool_op18"] = model(
+        [N("LpPool", ["x"], ["y"], name="lp", kernel_shape=[3, 3], pads=[1, 1, 1, 1], p=3)],
+        [vi("x", [1, 2, 8, 8])], [vi("y", None)], opset=18)
+    M["lppool1d"] = model(
+        [N("LpPool", ["x"], ["y"], name="lp", kernel_shape=[2], strides=[2])],
+        [vi("x", [1, 2, 8])], [vi("y", None)])
+    M["globallppool"] = model(
+        [N("GlobalLpPool", ["x"], ["a"], name="l2"),
+         N("GlobalLpPool", ["x"], ["b"], name="l3", p=3)],
+        [vi("x", [1, 2, 4, 4])], [vi("a", None), vi("b", None)])
+    M["global_pool_3d"] = model(
+        [N("GlobalAveragePool", ["x"], ["a"], name="gap"),
+         N("GlobalMaxPool", ["x"], ["y"], name="gmp")],
+        [vi("x", [1, 2, 3, 4, 5])], [vi("y", None), vi("a", None)])
+
+    # --- resampling --------------------------------------------------------------
+    M["resize_scales"] = model(
+        [N("Resize", ["x", "", "sc"], ["y"], name="resize", mode="linear",
+           coordinate_transformation_mode="align_corners")],
+        [vi("x", [1, 3, 4, 6])], [vi("y", None)], [init("sc", [4], value=[1, 1, 2, 1.5])])
+    M["resize_sizes_op18"] = model(
+        [N("Resize", ["x", "", "", "sz"], ["y"], name="resize", mode="cubic", axes=[2, 3],
+           keep_aspect_ratio_policy="not_larger", cubic_coeff_a=-0.5, exclude_outside=1)],
+        [vi("x", [1, 3, 4, 6])], [vi("y", None)], [ints("sz", [7, 5])], opset=18)
+    M["resize_tf_crop"] = model(
+        [N("Resize", ["x", "roi", "", "sz"], ["y"], name="resize",
+           coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=0.5,
+           nearest_mode="ceil")],
+        [vi("x", [1, 3, 4, 6])], [vi("y", None)],
+        [init("roi", [8], value=[0, 0, 0.1, 0.2, 1, 1, 0.9, 0.8]), ints("sz", [1, 3, 5, 5])])
+    M["resize_op10"] = model([N("Resize", ["x", "sc"], ["y"], name="resize")],
+                             [vi("x", [1, 3, 4, 6])], [vi("y", None)],
+                             [init("sc", [4], value=[1, 1, 2, 0.5])], opset=10)
+    M["upsample_op7"] = model([N("Upsample", ["x"], ["y"], name="up", scales=[1.0, 1.0, 2.0, 3.0])],
+                              [vi("x", [1, 3, 4, 6])], [vi("y", None)], opset=7)
+    M["upsample_op9"] = model([N("Upsample", ["x", "sc"], ["y"], name="up", mode="linear")],
+                              [vi("x", [1, 3, 4, 6])], [vi("y", None)],
+                              [init("sc", [4], value=[1, 1, 2, 2])], opset=9)
+
+    # --- data movement and indexing ---------------------------------------------------
+    M["pad_wrap_op19"] = model(
+        [N("Pad", ["x", "p"], ["y"], name="pad", mode="wrap")],
+        [vi("x", [1, 2, 5, 5])], [vi("y", None)], [ints("p", [0, 0, 1, 2, 0, 0, 3, 1])],
+        opset=19)
+    M["tile"] = model([N("Tile", ["x", "r"], ["y"], name="tile")],
+                      [vi("x", [2, 3])], [vi("y", None)], [ints("r", [2, 3])])
+    M["depth_space"] = model(
+        [N("DepthToSpace", ["x"], ["a"], name="d2s", blocksize=2),
+         N("DepthToSpace", ["x"], ["b"], name="d2s_crd", blocksize=2, mode="CRD"),
+         N("SpaceToDepth", ["a"], ["y"], name="s2d", blocksize=2)],
+        [vi("x", [1, 8, 3, 4])], [vi("y", None), vi("b", None)])
+    M["space_to_depth_op28"] = model(
+        [N("SpaceToDepth", ["x"], ["y"], name="s2d", blocksize=2, mode="CRD")],
+        [vi("x", [1, 2, 4, 6])], [vi("y", None)], opset=28)
+    M["gather_scatter_op18"] = model(
+        [N("GatherElements", ["x", "gi"], ["ge"], name="ge", axis=1),
+         N("GatherND", ["x", "ni"], ["gn"], name="gnd", batch_dims=1),
+         N("ScatterElements", ["x", "gi", "ge"], ["se"], name="se", axis=1, reduction="add"),
+         N("ScatterND", ["x", "si", "su"], ["y"], name="snd", reduction="mul")],
+        [vi("x", [2, 3, 4]), vi("gi", [2, 2, 4], I64), vi("su", [2, 4])],
+        [vi("y", None), vi("ge", None), vi("gn", None), vi("se", None)],
+        [ints("ni", [[1], [2]]), ints("si", [[0, 1], [1, 2]])], opset=18)
+    M["onehot"] = model(
+        [N("OneHot", ["i", "depth", "vals"], ["y"], name="onehot")],
+        [vi("i", [2, 3], I64)], [vi("y", None)],
+        [ints("depth", 5), init("vals", [2], value=[0.0, 1.0])])
+    M["trilu"] = model([N("Trilu", ["x", "k"], ["y"], name="trilu", upper=0)],
+                       [vi("x", [2, 4, 5])], [vi("y", None)], [ints("k", -1)], opset=14)
+    M["trilu_runtime_k"] = model([N("Trilu", ["x", "k"], ["y"], name="trilu")],
+                                 [vi("x", [2, 4, 5]), vi("k", [], I64)], [vi("y", None)],
+                                 opset=14)
+    M["eyelike"] = model(
+        [N("EyeLike", ["x"], ["e"], name="eye", k=1),
+         N("Add", ["x", "e"], ["a"], name="add"),
+         N("EyeLike", ["big"], ["y"], name="bigeye", dtype=F)],
+        [vi("x", [3, 4]), vi("big", [300, 400])], [vi("a", None), vi("y", None)])
+    M["constant_of_shape_big"] = model(
+        [N("ConstantOfShape", ["s"], ["y"], name="fill",
+           value=helper.make_tensor("v", F, [1], [-1.5]))],
+        [], [vi("y", None)], [ints("s", [1, 1, 300, 300])])
+    M["fold_more"] = model(
+        [N("Shape", ["x"], ["s"], name="shape", start=1),
+         N("Size", ["x"], ["n"], name="size"),
+         N("Unsqueeze", ["n", "zero_v"], ["n1"], name="unsq"),
+         N("Cast", ["s"], ["sb"], name="to_bool", to=B),
+         N("Not", ["sb"], ["nbb"], name="not"),
+         N("Cast", ["nbb"], ["nb"], name="from_bool", to=I64),
+         N("Equal", ["s", "four"], ["eq"], name="eq"),
+         N("Where", ["eq", "s", "one"], ["w"], name="where"),
+         N("Less", ["w", "four"], ["lt"], name="less"),
+         N("Greater", ["w", "one"], ["gt"], name="greater"),
+         N("Mod", ["s", "five"], ["m"], name="mod"),
+         N("Min", ["w", "s"], ["mn"], name="min"),
+         N("Max", ["mn", "one"], ["mx"], name="max"),
+         N("ReduceMax", ["mx"], ["rmax"], name="rmax", keepdims=1),
+         N("ReduceMin", ["mx"], ["rmin"], name="rmin", keepdims=1),
+         N("Range", ["r0", "r3", "r1"], ["rng"], name="range"),
+         N("Tile", ["rmax", "two"], ["tl"], name="tile"),
+         N("Trilu", ["mat"], ["tr"], name="trilu"),
+         N("GatherElements", ["rng", "gi"], ["ge"], name="ge"),
+         N("GatherND", ["mat", "ni"], ["gn"], name="gnd"),
+         N("ScatterND", ["rng", "si", "su"], ["sn"], name="snd"),
+         N("ReduceSum", ["tr"], ["trs"], name="trs", keepdims=0),
+         N("Transpose", ["mat"], ["mt"], name="tp"),
+         N("ArgMax", ["mt"], ["am"], name="argmax", keepdims=0),
+         N("CumSum", ["rng", "zero"], ["cs"], name="cumsum"),
+         N("Split", ["cs"], ["sp0", "sp1"], name="split", axis=0, num_outputs=2),
+         N("Expand", ["one", "two_d"], ["ex"], name="expand"),
+         N("ConstantOfShape", ["two_d"], ["cz"], name="cos"),
+         N("OneHot", ["ohi", "r3", "ohv"], ["oh"], name="onehot"),
+         N("ReduceSum", ["oh", "zero_v"], ["ohs"], name="ohs", keepdims=0),
+         N("Concat", ["tl", "m", "n1", "nb", "rmin", "ge", "gn", "sn", "am", "sp1", "ex", "ohs"],
+           ["all"],
+           name="cat", axis=0),
+         N("Slice", ["all", "zero_v", "one"], ["first"], name="first"),
+         N("Concat", ["first", "minus1"], ["target"], name="target", axis=0),
+         N("Reshape", ["x", "target"], ["y"], name="reshape")],
+        [vi("x", [2, 4, 16])], [vi("y", None), vi("all", None, I64)],
+        [ints("four", [4]), ints("one", [1]), ints("five", 5), ints("r0", 0), ints("r3", 3),
+         ints("r1", 1), ints("two", [2]), ints("mat", [[1, 2, 3], [4, 5, 6]]),
+         ints("gi", [2, 0]), ints("ni", [[1, 2]]), ints("si", [[1]]), ints("su", [7]),
+         ints("zero", 0), ints("two_d", [2]), ints("ohi", [1]),
+         ints("ohv", [0, 1]), ints("minus1", [-1]), ints("zero_v", [0])], opset=18)
+    M["fold_unary_consts"] = model(
+        [N("Exp", ["c"], ["e"], name="exp"), N("Relu", ["e"], ["r"], name="relu"),
+         N("Sigmoid", ["r"], ["s"], name="sig"), N("LeakyRelu", ["s"], ["l"], name="leaky"),
+         N("Round", ["l"], ["rd"], name="round"), N("IsNaN", ["rd"], ["nan"], name="isnan"),
+         N("Where", ["nan", "c", "rd"], ["w"], name="where"),
+         N("Add", ["x", "w"], ["y"], name="add")],
+        [vi("x", [2, 4])], [vi("y", None)], [init("c", [4], value=[0.5, -100.0, 2.0, 3.5])])
+
+    # --- matrix -------------------------------------------------------------------
+    def es(name, eq, shapes, opset=13):
+        ins = ["x%d" % i for i in range(len(shapes))]
+        M[name] = model([N("Einsum", ins, ["y"], name="einsum", equation=eq)],
+                        [vi(n, s) for n, s in zip(ins, shapes)], [vi("y", None)], opset=opset)
+    es("einsum_bmm", "bij,bjk->bik", [[2, 3, 4], [2, 4, 5]])
+    es("einsum_trace", "ii->", [[4, 4]])
+    es("einsum_diag", "bii->bi", [[2, 3, 3]])
+    es("einsum_ellipsis", "...ij,...jk->...ik", [[2, 1, 3, 4], [5, 4, 6]])
+    es("einsum_outer", "i,j->ij", [[3], [4]])
+    es("einsum_implicit", "ij,jk", [[3, 4], [4, 5]])
+    es("einsum_transpose", "ij -> ji", [[3, 4]])
+    es("einsum_three", "ij,jk,kl->il", [[2, 3], [3, 4], [4, 5]])
+    es("einsum_attention", "bhqd,bhkd->bhqk", [[1, 2, 5, 8], [1, 2, 6, 8]], opset=28)
+
+    # --- transformer operators ------------------------------------------------------
+    M["attention_op23"] = model(
+        [N("Attention", ["q", "k", "v"], ["y"], name="attn", is_causal=1)],
+        [vi("q", [2, 4, 5, 8]), vi("k", [2, 2, 6, 8]), vi("v", [2, 2, 6, 3])], [vi("y", None)],
+        opset=23)
+    M["attention_3d_mask_op23"] = model(
+        [N("Attention", ["q", "k", "v", "mask"], ["y"], name="attn", q_num_heads=4,
+           kv_num_heads=2, scale=0.25)],
+        [vi("q", [2, 5, 32]), vi("k", [2, 6, 16]), vi("v", [2, 6, 16]), vi("mask", [5, 4], B)],
+        [vi("y", None)], opset=23)
+    M["attention_softcap_op24"] = model(
+        [N("Attention", ["q", "k", "v", "bias"], ["y", "", "", "qk"], name="attn", softcap=30.0,
+           qk_matmul_output_mode=3, softmax_precision=TensorProto.FLOAT)],
+        [vi("q", [1, 2, 3, 4], F16), vi("k", [1, 2, 3, 4], F16), vi("v", [1, 2, 3, 4], F16),
+         vi("bias", [1, 1, 3, 3], F16)],
+        [vi("y", None, F16), vi("qk", None, F16)], opset=24)
+    M["attention_window_op25"] = model(
+        [N("Attention", ["q", "k", "v"], ["y"], name="attn", left_window_size=2,
+           right_window_size=0)],
+        [vi("q", [1, 2, 6, 4]), vi("k", [1, 2, 6, 4]), vi("v", [1, 2, 6, 4])], [vi("y", None)],
+        opset=25)
+    M["rotary_op23"] = model(
+        [N("RotaryEmbedding", ["x", "cos", "sin", "pos"], ["y"], name="rope")],
+        [vi("x", [1, 2, 3, 8]), vi("pos", [1, 3], I64)], [vi("y", None)],
+        [init("cos", [10, 4]), init("sin", [10, 4])], opset=23)
+    M["rotary_3d_op23"] = model(
+        [N("RotaryEmbedding", ["x", "cos", "sin"], ["y"], name="rope", interleaved=1,
+           num_heads=2, rotary_embedding_dim=4)],
+        [vi("x", [1, 3, 16])], [vi("y", None)], [init("cos", [1, 3, 2]), init("sin", [1, 3, 2])],
+        opset=23)
+
+    # --- quantisation ---------------------------------------------------------------
+    M["qdq_op21"] = model(
+        [N("QuantizeLinear", ["x", "s", "zp"], ["q"], name="quant", axis=1),
+         N("DequantizeLinear", ["q", "s", "zp"], ["y"], name="dequant", axis=1)],
+        [vi("x", [1, 4, 3, 3])], [vi("y", None), vi("q", None, U8)],
+        [init("s", [4], value=[0.1, 0.2, 0.3, 0.4]),
+         tensor("zp", np.array([0, 1, 2, 3], np.uint8), U8)], opset=21)
+    M["quant_blocked_op21"] = model(
+        [N("QuantizeLinear", ["x", "s"], ["q"], name="quant", axis=1, block_size=4,
+           output_dtype=I8)],
+        [vi("x", [4, 8])], [vi("q", None, I8)], [init("s", [4, 2])], opset=21)
+    M["dequant_weight_op23"] = model(
+        [N("DequantizeLinear", ["w", "s"], ["wf"], name="dequant", output_dtype=F16),
+         N("MatMul", ["x", "wf"], ["y"], name="mm")],
+        [vi("x", [2, 8], F16)], [vi("y", None, F16)],
+        [tensor("w", np.arange(32, dtype=np.int8).reshape(8, 4), I8), init("s", [], value=0.05)],
+        opset=23)
+
+    # --- control flow -----------------------------------------------------------------
+    then_g = helper.make_graph([N("Relu", ["x"], ["then_y"], name="then_relu")], "then", [],
+                               [vi("then_y", None)])
+    else_g = helper.make_graph([N("Sigmoid", ["x"], ["else_y"], name="else_sig")], "else", [],
+                               [vi("else_y", None)])
+    M["if_const"] = model(
+        [N("Size", ["x"], ["n"], name="size"),
+         N("Equal", ["n", "six"], ["c"], name="eq"),
+         N("If", ["c"], ["y"], name="if", then_branch=then_g, else_branch=else_g)],
+        [vi("x", [2, 3])], [vi("y", None)], [ints("six", 6)])
+    inner = helper.make_graph(
+        [N("If", ["c2"], ["iy"], name="inner_if",
+           then_branch=helper.make_graph([N("Neg", ["w"], ["t2"], name="neg")], "t2", [],
+                                         [vi("t2", None)]),
+           else_branch=helper.make_graph([N("Mul", ["x", "w"], ["e2"], name="mul")], "e2", [],
+                                         [vi("e2", None)]))],
+        "outer_then", [], [vi("iy", None)])
+    M["if_nested"] = model(
+        [N("Constant", [], ["c"], name="c", value=helper.make_tensor("cv", B, [], [1])),
+         N("Constant", [], ["c2"], name="c2", value=helper.make_tensor("cv2", B, [1], [0])),
+         N("If", ["c"], ["y"], name="if", then_branch=inner, else_branch=else_g)],
+        [vi("x", [2, 3])], [vi("y", None)], [init("w", [2, 3])])
+    # A branch whose output is an outer value, unchanged.
+    M["if_passthrough"] = model(
+        [N("Constant", [], ["c"], name="c", value=helper.make_tensor("cv", B, [], [1])),
+         N("If", ["c"], ["wb"], name="if",
+           then_branch=helper.make_graph([], "pass", [], [vi("w", None)]),
+           else_branch=else_g),
+         N("Add", ["x", "wb"], ["y"], name="add")],
+        [vi("x", [2, 3])], [vi("y", None)], [init("w", [2, 3])])
+    M["reduce_noop_fold"] = model(
+        [N("ReduceSumSquare", ["c"], ["sq"], name="sq", noop_with_empty_axes=1),
+         N("ReduceL1", ["c", "none"], ["l1"], name="l1", noop_with_empty_axes=1),
+         N("Add", ["sq", "l1"], ["s"], name="sum"),
+         N("Add", ["x", "s"], ["y"], name="add")],
+        [vi("x", [3])], [vi("y", None)],
+        [init("c", [3], value=[-1.0, 2.0, -3.0]), ints("none", np.zeros(0, np.int64))], opset=18)
     return M
 
 
@@ -334,9 +743,6 @@ def bad_models(small):
     B["kernel_too_big"] = model(
         [N("Conv", ["x", "w"], ["y"], name="big_kernel", pads=[1, 1, 1, 1])],
         [vi("x", [1, 3, 4, 4])], [vi("y", None)], [init("w", [4, 3, 7, 7])]).SerializeToString()
-    B["conv_1d"] = model(
-        [N("Conv", ["x", "w"], ["y"], name="conv1d")],
-        [vi("x", [1, 3, 32])], [vi("y", None)], [init("w", [8, 3, 3])]).SerializeToString()
     B["maxpool_indices"] = model(
         [N("MaxPool", ["x"], ["y", "idx"], name="pool", kernel_shape=[2, 2])],
         [vi("x", [1, 2, 8, 8])], [vi("y", None), vi("idx", None, I64)]).SerializeToString()
@@ -353,6 +759,7 @@ def bad_models(small):
             "level%d" % level, [], [vi("y", [1])])
     B["deep_nesting"] = model(inner.node, [vi("c", [1], TensorProto.BOOL)],
                               [vi("y", [1])]).SerializeToString()
+    B.update(bad_op_models())
     m = small["conv_basic"]
     no_ir = onnx.ModelProto()
     no_ir.CopyFrom(m)
@@ -367,6 +774,56 @@ def bad_models(small):
     del huge.graph.initializer[0].dims[:]
     huge.graph.initializer[0].dims.extend([1 << 40, 1 << 40])
     B["huge_dims"] = huge.SerializeToString()
+    return B
+
+
+def bad_op_models():
+    """Operator models that must be refused, with messages the tests check."""
+    N = helper.make_node
+    B = {}
+    BOOL = TensorProto.BOOL
+
+    def one(name, nodes, inputs, outputs, inits=(), opset=13):
+        B[name] = model(nodes, inputs, outputs, inits, opset=opset).SerializeToString()
+
+    one("conv3d", [N("Conv", ["x", "w"], ["y"], name="conv3d")],
+        [vi("x", [1, 2, 4, 4, 4])], [vi("y", None)], [init("w", [2, 2, 3, 3, 3])])
+    one("double_input", [N("Relu", ["x"], ["y"], name="relu")],
+        [vi("x", [2, 3], TensorProto.DOUBLE)], [vi("y", None, TensorProto.DOUBLE)])
+    one("cast_double", [N("Cast", ["x"], ["xd"], name="cast", to=TensorProto.DOUBLE),
+                        N("Neg", ["xd"], ["y"], name="neg")],
+        [vi("x", [2, 3])], [vi("y", None)])
+    one("cumsum_runtime_axis", [N("CumSum", ["x", "ax"], ["y"], name="cumsum")],
+        [vi("x", [2, 3]), vi("ax", [], TensorProto.INT64)], [vi("y", None)])
+    one("range_runtime", [N("Range", ["a", "b", "c"], ["y"], name="range")],
+        [vi("a", [], I64), vi("b", [], I64), vi("c", [], I64)], [vi("y", None, I64)])
+    one("if_runtime",
+        [N("If", ["c"], ["y"], name="if_rt",
+           then_branch=helper.make_graph([N("Relu", ["x"], ["t"])], "t", [], [vi("t", None)]),
+           else_branch=helper.make_graph([N("Neg", ["x"], ["e"])], "e", [], [vi("e", None)]))],
+        [vi("c", [], BOOL), vi("x", [2])], [vi("y", None)])
+    body = helper.make_graph([N("Identity", ["cond_in"], ["cond_out"])], "body",
+                             [vi("i", [], I64), vi("cond_in", [], BOOL)], [vi("cond_out", [], BOOL)])
+    one("loop", [N("Loop", ["n", "c"], [], name="loop", body=body)],
+        [vi("n", [], I64), vi("c", [], BOOL)], [vi("c", None, BOOL)])
+    one("random_normal", [N("RandomNormal", [], ["y"], name="rnd", shape=[2, 3])], [], [vi("y", None)])
+    one("nonzero", [N("NonZero", ["x"], ["y"], name="nz")], [vi("x", [2, 3])],
+        [vi("y", None, I64)])
+    one("sequence", [N("SequenceEmpty", [], ["y"], name="seq")], [], [vi("y", None)])
+    one("attention_cache",
+        [N("Attention", ["q", "k", "v", "", "pk", "pv"], ["y"], name="attn")],
+        [vi("q", [1, 2, 3, 4]), vi("k", [1, 2, 3, 4]), vi("v", [1, 2, 3, 4]),
+         vi("pk", [1, 2, 2, 4]), vi("pv", [1, 2, 2, 4])], [vi("y", None)], opset=23)
+    one("einsum_bad", [N("Einsum", ["a", "b"], ["y"], name="es", equation="ij,jk->iq")],
+        [vi("a", [2, 3]), vi("b", [3, 4])], [vi("y", None)])
+    one("resize_tf_half_pixel",
+        [N("Resize", ["x", "roi", "sc"], ["y"], name="rs",
+           coordinate_transformation_mode="tf_half_pixel_for_nn")],
+        [vi("x", [1, 1, 2, 2])], [vi("y", None)],
+        [init("roi", [0]), init("sc", [4], value=[1, 1, 2, 2])], opset=11)
+    one("string_constant",
+        [N("Constant", [], ["y"], name="str", value_string="hello")], [],
+        [vi("y", None, TensorProto.STRING)])
     return B
 
 
