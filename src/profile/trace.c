@@ -130,7 +130,7 @@ static opsched_status layer_event(opsched_trace *t, const opsched_graph *g,
         if (x && !cJSON_AddItemToArray(ins, shape_text(&x->shape))) return OS_NOMEM(t->ctx);
     }
     const opsched_tensor *y = n->n_outputs > 0 ? opsched_graph_tensor(g, n->outputs[0]) : NULL;
-    if (!cJSON_AddStringToObject(args, "op", opsched_op_name(n->op)) ||
+    if (!cJSON_AddStringToObject(args, "op", opsched_node_op_name(n)) ||
         (y && !cJSON_AddItemToObject(args, "output_shape", shape_text(&y->shape))) ||
         !cJSON_AddNumberToObject(args, "flops", (double)n->cost.flops) ||
         !cJSON_AddStringToObject(args, "algorithm", l->algo) ||

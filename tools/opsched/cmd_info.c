@@ -66,7 +66,7 @@ static void print_table(const opsched_graph *g, const opsched_graph_totals *tot)
         opsched_shape_format(&opsched_graph_tensor(g, n->outputs[0])->shape, out, sizeof(out));
         window_attrs(n, k, s, p, sizeof(k));
         printf("%-4d %-36s %-18s %-16s %-16s %-6s %-6s %-8s %9s %9s %9s\n", i, n->name,
-               opsched_op_name(n->op), in, out, k, s, p, tool_human((double)n->cost.flops, h, 32),
+               opsched_node_op_name(n), in, out, k, s, p, tool_human((double)n->cost.flops, h, 32),
                tool_human((double)n->cost.params, a, 32),
                tool_human((double)(n->cost.bytes_read + n->cost.bytes_written), b, 32));
     }
@@ -97,7 +97,7 @@ static opsched_status print_csv(opsched_ctx *ctx, const opsched_graph *g)
         window_attrs(n, k, s, p, sizeof(k));
         opsched_csv_int(w, i);
         opsched_csv_str(w, n->name);
-        opsched_csv_str(w, opsched_op_name(n->op));
+        opsched_csv_str(w, opsched_node_op_name(n));
         opsched_csv_str(w, in);
         opsched_csv_str(w, out);
         opsched_csv_str(w, k);
@@ -206,6 +206,7 @@ static void add_topology(const opsched_graph *g, const opsched_node *n, cJSON *o
         cJSON_AddItemToObject(a, "pads", ints_json(at->pad.pads, 2 * nd));
         cJSON_AddStringToObject(a, "mode", at->pad.mode == OPSCHED_PAD_REFLECT ? "reflect"
                                            : at->pad.mode == OPSCHED_PAD_EDGE  ? "edge"
+                                           : at->pad.mode == OPSCHED_PAD_WRAP  ? "wrap"
                                                                                : "constant");
         cJSON_AddNumberToObject(a, "value", at->pad.value);
         break;
@@ -245,7 +246,7 @@ static int print_json(const opsched_graph *g, const opsched_graph_totals *tot)
         const opsched_node *n = opsched_graph_node(g, i);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", n->name);
-        cJSON_AddStringToObject(o, "op", opsched_op_name(n->op));
+        cJSON_AddStringToObject(o, "op", opsched_node_op_name(n));
         cJSON *ins = cJSON_AddArrayToObject(o, "inputs");
         for (int k = 0; k < n->n_inputs; k++) {
             const opsched_tensor *t = opsched_graph_tensor(g, n->inputs[k]);

@@ -93,7 +93,7 @@ static const char *op_label(const opsched_graph *g, const opsched_layer_predicti
                             size_t n)
 {
     const opsched_node *node = opsched_graph_node(g, l->node);
-    snprintf(buf, n, "%s%s", opsched_op_name(node->op), l->fused_relu ? "+Relu" : "");
+    snprintf(buf, n, "%s%s", opsched_node_op_name(node), l->fused_relu ? "+Relu" : "");
     return buf;
 }
 

@@ -148,7 +148,7 @@ opsched_status report_layers_rows(opsched_csv_writer *f, const profile_item *it)
         opsched_csv_int(f, it->batch);
         opsched_csv_int(f, it->size);
         opsched_csv_str(f, n->name);
-        opsched_csv_str(f, opsched_op_name(n->op));
+        opsched_csv_str(f, opsched_node_op_name(n));
         csv_int(f, rec.in_channels);
         csv_int(f, rec.out_channels);
         opsched_csv_str(f, k);

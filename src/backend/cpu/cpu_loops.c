@@ -157,6 +157,10 @@ static int64_t pad_source(int64_t i, int64_t begin, int64_t dim, opsched_pad_mod
     if (j >= 0 && j < dim) return j;
     if (mode == OPSCHED_PAD_CONSTANT || dim == 0) return -1;
     if (mode == OPSCHED_PAD_EDGE || dim == 1) return j < 0 ? 0 : dim - 1;
+    if (mode == OPSCHED_PAD_WRAP) { /* the axis repeated: numpy's "wrap" */
+        j %= dim;
+        return j < 0 ? j + dim : j;
+    }
     int64_t period = 2 * (dim - 1); /* reflect: the edge is not repeated */
     j %= period;
     if (j < 0) j += period;

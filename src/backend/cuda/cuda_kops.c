@@ -268,6 +268,7 @@ opsched_status cu_plan_pad(const cu_plan_args *a, cu_plan **out)
     }
     d->mode = pa->mode == OPSCHED_PAD_REFLECT ? CUK_PAD_REFLECT
               : pa->mode == OPSCHED_PAD_EDGE  ? CUK_PAD_EDGE
+              : pa->mode == OPSCHED_PAD_WRAP  ? CUK_PAD_WRAP
                                               : CUK_PAD_CONSTANT;
     d->value = cu_value_bits(cu_storage(a, x->dtype), pa->value);
     return kop_done(a, p, "kernel", out);

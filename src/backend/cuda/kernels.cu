@@ -331,6 +331,9 @@ template <typename E> __global__ void k_pad(cuk_pad_desc d, int64_t n, const E *
                 }
                 if (d.mode == CUK_PAD_EDGE) {
                     c = c < 0 ? 0 : len - 1;
+                } else if (d.mode == CUK_PAD_WRAP) {
+                    c %= len;
+                    if (c < 0) c += len;
                 } else if (len == 1) {
                     c = 0;
                 } else {

@@ -108,7 +108,12 @@ typedef enum cuk_fill_kind {
 cudaError_t cuk_fill_random(cuk_fill_kind k, int64_t n, uint64_t state, void *y,
                             cudaStream_t stream);
 
-typedef enum cuk_pad_mode { CUK_PAD_CONSTANT = 0, CUK_PAD_REFLECT, CUK_PAD_EDGE } cuk_pad_mode;
+typedef enum cuk_pad_mode {
+    CUK_PAD_CONSTANT = 0,
+    CUK_PAD_REFLECT,
+    CUK_PAD_EDGE,
+    CUK_PAD_WRAP
+} cuk_pad_mode;
 
 /* y (contiguous, out_shape) = x padded: x index = y index - begin[i] per
  * dim, resolved by mode where it falls outside [0, in_shape[i]) (begin may
