@@ -176,18 +176,42 @@ static void weight_range(const opsched_graph *g, int tensor, os_exec_fill *f)
     }
 }
 
+/* The extent random indices read by node n must stay below when tensor is
+ * its index input (0: n reads no indices from it). */
+static int64_t index_extent_of(const opsched_graph *g, const opsched_node *n, int tensor)
+{
+    if (n->n_inputs < 2 || n->inputs[1] != tensor || n->inputs[0] < 0) return 0;
+    const opsched_tensor *d = opsched_graph_tensor(g, n->inputs[0]);
+    const opsched_tensor *ix = opsched_graph_tensor(g, tensor);
+    int64_t axis;
+    switch (n->op) {
+    case OPSCHED_OP_GATHER:
+    case OPSCHED_OP_GATHER_ELEMENTS: axis = n->attr.axis.axis; break;
+    case OPSCHED_OP_SCATTER_ELEMENTS: axis = n->attr.scatter.axis; break;
+    case OPSCHED_OP_GATHER_ND:
+    case OPSCHED_OP_SCATTER_ND: {
+        /* index tuples address the dims after the batch ones: the
+         * smallest of those bounds every coordinate */
+        int64_t b = n->op == OPSCHED_OP_GATHER_ND ? n->attr.gather_nd.batch_dims : 0;
+        int64_t k = ix->shape.ndim > 0 ? ix->shape.d[ix->shape.ndim - 1] : 0, ext = 0;
+        for (int64_t j = b; j < b + k && j < d->shape.ndim; j++)
+            if (ext == 0 || d->shape.d[j] < ext) ext = d->shape.d[j];
+        return ext;
+    }
+    default: return 0;
+    }
+    return axis >= 0 && axis < d->shape.ndim ? d->shape.d[axis] : 0;
+}
+
 os_exec_fill os_exec_fill_for(const opsched_graph *g, int tensor)
 {
     os_exec_fill f = {-1.0f, 1.0f, 0};
     weight_range(g, tensor, &f);
     for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
         const opsched_node *n = opsched_graph_node(g, i);
-        if (n->op != OPSCHED_OP_GATHER || n->n_inputs < 2 || n->inputs[1] != tensor ||
-            n->inputs[0] < 0)
-            continue;
-        const opsched_tensor *d = opsched_graph_tensor(g, n->inputs[0]);
-        int64_t axis = n->attr.axis.axis;
-        int64_t ext = axis >= 0 && axis < d->shape.ndim ? d->shape.d[axis] : 0;
+        int64_t ext = index_extent_of(g, n, tensor);
+        if (n->op == OPSCHED_OP_ONEHOT && n->n_inputs >= 1 && n->inputs[0] == tensor)
+            ext = n->attr.onehot.depth;
         if (ext > 0 && (f.index_extent == 0 || ext < f.index_extent)) f.index_extent = ext;
     }
     return f;

@@ -39,8 +39,9 @@ void os_exec_convert(const void *src, opsched_dtype sdt, void *dst, opsched_dtyp
                      const opsched_shape *s, int perm);
 
 /* How the executor draws values for a tensor without a payload: floats
- * uniform in [lo, hi), integers below index_extent (Gather indices into
- * an axis of that extent) or below 7 when 0. */
+ * uniform in [lo, hi), integers below index_extent (indices of Gather,
+ * GatherElements/ND, ScatterElements/ND and OneHot, into the smallest
+ * extent they address), bool 0 or 1, other integers below 7. */
 typedef struct os_exec_fill {
     float lo, hi;
     int64_t index_extent;
