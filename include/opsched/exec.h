@@ -260,8 +260,10 @@ opsched_status opsched_executors_time(opsched_executor *const *ex, int n, int us
 
 /* Relative L2 error of ex's outputs against ref's (both already run on
  * the same inputs; they may be on different devices): sqrt(sum (a - b)^2 /
- * sum b^2) over all outputs; inf when a value is not finite.  The graphs
- * must have the same outputs. */
+ * sum b^2) over the finite values of all outputs; a NaN or infinity
+ * where the other has the same one agrees (and is left out of the sums),
+ * anything else that is not finite makes it inf.  The graphs must have
+ * the same outputs. */
 opsched_status opsched_executor_compare(opsched_executor *ex, opsched_executor *ref,
                                         double *rel_l2);
 
