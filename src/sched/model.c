@@ -295,7 +295,7 @@ opsched_status opsched_schedule_add_merge(opsched_schedule *s, const opsched_gra
         }
         members[i].relu = r;
     }
-    int idx;
+    int idx = -1;
     st = push_stage(s, OPSCHED_STAGE_MERGE, &idx);
     if (st != OPSCHED_OK) {
         free(members);
