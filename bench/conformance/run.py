@@ -166,6 +166,10 @@ def scope(model):
     for op in sorted(ops):
         if op not in IN_SCOPE:
             return "%s: %s" % (op, REASON.get(op, "not in opsched's operator set"))
+    inputs = {vi.name for vi in model.graph.input}
+    for n in model.graph.node:
+        if n.op_type == "Dropout" and len(n.input) >= 3 and n.input[2] in inputs:
+            return "Dropout with training_mode given at run time: training operator"
     for vi in list(model.graph.input) + list(model.graph.output):
         t = vi.type
         if not t.HasField("tensor_type"):
