@@ -94,6 +94,9 @@ struct os_loader {
     opsched_ctx *ctx;
     opsched_onnx_options opts;
     const char *base_dir; /* NULL: no external data can be read */
+    /* 1 once a missing external data file was reported: a model exported
+     * without its weights runs on deterministic random ones. */
+    int missing_external;
     const Onnx__GraphProto *gp;
     int64_t opset; /* of the default domain */
     opsched_graph *g;

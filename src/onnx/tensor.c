@@ -373,6 +373,17 @@ static opsched_status ext_read(os_loader *L, const Onnx__TensorProto *t, const c
     snprintf(path, plen, "%s/%s", L->base_dir, loc);
     real_base = realpath(L->base_dir, NULL);
     real = realpath(path, NULL);
+    if (real_base && !real && errno == ENOENT) {
+        /* Exported without its weights (the external file never written):
+         * the executor draws them from its seed, scaled by fan-in. */
+        if (!L->missing_external)
+            os_log(L->ctx, OPSCHED_LOG_WARN,
+                   "external data '%s' does not exist: weights kept there are random "
+                   "(deterministic from the seed)",
+                   path);
+        L->missing_external = 1;
+        goto done;
+    }
     if (!real_base || !real) {
         st = OS_FAIL(L->ctx, OPSCHED_ERR_IO, "tensor '%s': cannot open external data '%s': %s",
                      what, path, strerror(errno));
