@@ -482,9 +482,14 @@ static opsched_status view_passthrough(os_loader *L, int node, int x, const char
                                  "the mask output of a Dropout before opset 10 is not supported");
     if (strcmp(op, "Dropout") == 0 && L->opset >= 12) {
         const os_cval *mode = os_onnx_in_cval(L, node, 2);
-        if (os_onnx_in(L, node, 2) >= 0 && (!mode || os_onnx_cval_int(mode, 0) != 0))
+        const os_cval *ratio = os_onnx_in_cval(L, node, 1);
+        /* In training mode a ratio of 0 drops nothing (some exporters write
+         * training_mode true with ratio 0): that is the identity too. */
+        int no_drop = ratio && ratio->n == 1 && os_onnx_cval_float(ratio, 0) == 0.0;
+        if (os_onnx_in(L, node, 2) >= 0 && (!mode || os_onnx_cval_int(mode, 0) != 0) && !no_drop)
             return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
-                                     "training_mode must be a constant false");
+                                     "training_mode must be a constant false (or the ratio a "
+                                     "constant 0)");
     }
     if (mask) {
         /* At inference every element is kept: the mask is all true. */
