@@ -40,8 +40,10 @@ static const char run_usage[] =
     "stages,streams,launches,free_ms,free_p10_ms,free_p90_ms,graph_ms,graph_p10_ms,\n"
     "graph_p90_ms,speedup_free,speedup_graph,rel_err; graph columns empty without a\n"
     "CUDA graph), json the same as an array of objects; all else goes to stderr.\n"
-    "--input feeds a graph input from a NumPy file (its shape binds the input's\n"
-    "symbolic dimensions; inputs not given are random from --seed); --output-dir\n"
+    "--input gives a graph input its value from a NumPy file: a constant where the\n"
+    "model needs it while loading (a Reshape's shape), a weight's payload, else\n"
+    "run-time data whose shape binds the input's symbolic dimensions (inputs not\n"
+    "given are random from --seed); --output-dir\n"
     "writes every output of the deployed schedule (the last row) as DIR/<name>.npy;\n"
     "with either and no --schedule or --compare, the sequential schedule runs;\n"
     "--iters 0 runs once and times nothing.\n";
