@@ -2,7 +2,8 @@
 # opsched run with the user's tensors: --input NAME=FILE.npy in, every
 # output out as DIR/<name>.npy, checked against NumPy on the CPU backend:
 # two inputs, symbolic dimensions bound by the files' shapes, weights read
-# from the file, and the errors (an unknown name, a shape or a type that
+# from the file, a Conv weight and a Reshape's shape given as inputs (the
+# loader takes them), and the errors (an unknown name, a shape or a type that
 # differs, a missing file).
 set -uo pipefail
 bin=$1
@@ -24,6 +25,11 @@ np.save("tokens.npy", r.standard_normal((2, 4, 8)).astype(np.float32))
 np.save("mask.npy", r.standard_normal((1, 4, 1)).astype(np.float32))
 np.save("a64.npy", np.ones((2, 3), np.int64))
 np.save("a_wrong.npy", np.ones((3, 2), np.float32))
+np.save("cx.npy", r.standard_normal((1, 3, 6, 6)).astype(np.float32))
+np.save("cw.npy", r.standard_normal((4, 3, 3, 3)).astype(np.float32))
+np.save("cb.npy", r.standard_normal((4,)).astype(np.float32))
+np.save("rx.npy", r.standard_normal((2, 3, 4)).astype(np.float32))
+np.save("rshape.npy", np.array([4, 6], np.int64))
 PY
 
 run "$small/two_inputs_add.onnx" --input a=a.npy --input b=b.npy --output-dir o1
@@ -47,6 +53,25 @@ m = onnx.load('$small/multi_input.onnx')
 w = numpy_helper.to_array([i for i in m.graph.initializer if i.name == 'w'][0])
 want = np.load('tokens.npy') @ w + np.load('mask.npy')
 y = np.load('o3/y.npy'); sys.exit(0 if y.shape == want.shape and np.allclose(y, want, rtol=1e-5, atol=1e-6) else 1)"
+
+run "$small/given_conv.onnx" --input x=cx.npy --input w=cw.npy --input b=cb.npy --output-dir o7
+check "a Conv weight given as an input: exit 0" test $? = 0
+check "a Conv weight given as an input: y = conv(x, w) + b (NumPy)" "$py" -c "
+import numpy as np, sys
+x, w, b = np.load('cx.npy'), np.load('cw.npy'), np.load('cb.npy')
+xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+want = np.zeros((1, 4, 6, 6), np.float64)
+for i in range(3):
+    for j in range(3):
+        want += np.einsum('nchw,oc->nohw', xp[:, :, i:i + 6, j:j + 6], w[:, :, i, j])
+want += b.reshape(1, 4, 1, 1)
+y = np.load('o7/y.npy'); sys.exit(0 if y.shape == want.shape and np.allclose(y, want, rtol=1e-4, atol=1e-4) else 1)"
+
+run "$small/given_reshape.onnx" --input x=rx.npy --input shape=rshape.npy --output-dir o8
+check "a Reshape's shape given as an input: exit 0" test $? = 0
+check "a Reshape's shape given as an input: y = x.reshape(4, 6)" "$py" -c "
+import numpy as np, sys
+y = np.load('o8/y.npy'); sys.exit(0 if y.shape == (4, 6) and (y == np.load('rx.npy').reshape(4, 6)).all() else 1)"
 
 run "$small/two_inputs_add.onnx" --input nope=a.npy --output-dir o4
 check "an unknown input: exit 2" test $? = 2

@@ -1066,6 +1066,129 @@ static void test_overrides(void **state)
     unload(&l);
 }
 
+/* ---- values given for inputs ----------------------------------------------- */
+
+static opsched_onnx_value given(const char *name, opsched_dtype dt, const char *shape,
+                                const void *data)
+{
+    opsched_onnx_value v = {.name = name, .dtype = dt, .data = data};
+    if (shape[0]) assert_int_equal(opsched_shape_parse(shape, &v.shape), OPSCHED_OK);
+    return v;
+}
+
+static int count_op(const loaded *l, opsched_op_kind op)
+{
+    int n = 0;
+    for (int i = 0; i < opsched_graph_num_nodes(l->g); i++)
+        n += node(l, i)->op == op;
+    return n;
+}
+
+static void test_given_values(void **state)
+{
+    (void)state;
+    /* A Reshape's shape: a load-time constant, no longer an input. */
+    int64_t shape[2] = {6, 4};
+    opsched_onnx_value v1[] = {given("shape", OPSCHED_INT64, "2", shape)};
+    opsched_onnx_options o = {.values = v1, .n_values = 1};
+    loaded l = load_ok("small/given_reshape.onnx", &o);
+    assert_int_equal(opsched_graph_num_inputs(l.g), 1);
+    assert_string_equal(tensor(&l, opsched_graph_input(l.g, 0))->name, "x");
+    assert_shape(&tensor(&l, opsched_graph_output(l.g, 0))->shape, "6x4");
+    unload(&l);
+
+    /* Through shape arithmetic (Unsqueeze, Concat) to the Reshape. */
+    int64_t n = 12;
+    opsched_onnx_value v2[] = {given("n", OPSCHED_INT64, "", &n)};
+    opsched_onnx_options o2 = {.values = v2, .n_values = 1};
+    l = load_ok("small/given_chain.onnx", &o2);
+    assert_int_equal(opsched_graph_num_inputs(l.g), 1);
+    assert_shape(&tensor(&l, opsched_graph_output(l.g, 0))->shape, "2x12");
+    unload(&l);
+
+    /* Weights: the given payloads (without load_weights); x stays an input. */
+    float w[4 * 3 * 3 * 3], b[4], x[3 * 6 * 6];
+    for (int i = 0; i < 108; i++) w[i] = (float)i * 0.5f;
+    for (int i = 0; i < 4; i++) b[i] = (float)-i;
+    memset(x, 0, sizeof(x));
+    opsched_onnx_value v3[] = {given("w", OPSCHED_F32, "4x3x3x3", w),
+                               given("b", OPSCHED_F32, "4", b),
+                               given("x", OPSCHED_F32, "1x3x6x6", x)};
+    opsched_onnx_options o3 = {.values = v3, .n_values = 3};
+    l = load_ok("small/given_conv.onnx", &o3);
+    assert_int_equal(opsched_graph_num_inputs(l.g), 1);
+    assert_int_equal(count_op(&l, OPSCHED_OP_CONV), 1);
+    const opsched_tensor *wt = tensor(&l, node(&l, 0)->inputs[1]);
+    assert_int_equal(wt->kind, OPSCHED_TENSOR_WEIGHT);
+    assert_int_equal(wt->data_bytes, sizeof(w));
+    assert_memory_equal(wt->data, w, sizeof(w));
+    assert_memory_equal(tensor(&l, node(&l, 0)->inputs[2])->data, b, sizeof(b));
+    unload(&l);
+
+    /* Run-time data stays run-time data: both inputs given, the Add is a node. */
+    float a[6] = {1, 2, 3, 4, 5, 6};
+    opsched_onnx_value v4[] = {given("a", OPSCHED_F32, "2x3", a), given("b", OPSCHED_F32, "2x3", a)};
+    opsched_onnx_options o4 = {.values = v4, .n_values = 2};
+    l = load_ok("small/two_inputs_add.onnx", &o4);
+    assert_int_equal(opsched_graph_num_inputs(l.g), 2);
+    assert_int_equal(count_op(&l, OPSCHED_OP_ADD), 1);
+    unload(&l);
+
+    /* Both: the Reshape's shape is constant, and the Add reads the input
+     * (its symbolic dim bound by the given shape). */
+    int64_t s2[2] = {4, 6};
+    opsched_onnx_value v5[] = {given("shape", OPSCHED_INT64, "2", s2)};
+    opsched_onnx_options o5 = {.values = v5, .n_values = 1};
+    l = load_ok("small/given_both.onnx", &o5);
+    assert_int_equal(opsched_graph_num_inputs(l.g), 2);
+    assert_shape(&tensor(&l, opsched_graph_input(l.g, 1))->shape, "2");
+    assert_shape(&tensor(&l, opsched_graph_output(l.g, 0))->shape, "4x6");
+    assert_int_equal(count_op(&l, OPSCHED_OP_ADD), 1);
+    unload(&l);
+}
+
+static void test_given_value_errors(void **state)
+{
+    (void)state;
+    float a[6] = {0};
+    int64_t shape[2] = {6, 4};
+    opsched_onnx_value nope[] = {given("nope", OPSCHED_F32, "2x3", a)};
+    opsched_onnx_options o = {.values = nope, .n_values = 1};
+    loaded l = load_opts("small/given_reshape.onnx", &o);
+    assert_int_equal(l.st, OPSCHED_ERR_NOT_FOUND);
+    assert_non_null(strstr(opsched_ctx_last_error(l.ctx), "'nope'"));
+    assert_non_null(strstr(opsched_ctx_last_error(l.ctx), "it has: x, shape"));
+    unload(&l);
+
+    opsched_onnx_value type[] = {given("shape", OPSCHED_F32, "2", a)};
+    opsched_onnx_options ot = {.values = type, .n_values = 1};
+    l = load_opts("small/given_reshape.onnx", &ot);
+    assert_int_equal(l.st, OPSCHED_ERR_SHAPE);
+    assert_non_null(strstr(opsched_ctx_last_error(l.ctx), "input shape holds f32, the model's is int64"));
+    unload(&l);
+
+    opsched_onnx_value dims[] = {given("a", OPSCHED_F32, "3x2", a)};
+    opsched_onnx_options od = {.values = dims, .n_values = 1};
+    l = load_opts("small/two_inputs_add.onnx", &od);
+    assert_int_equal(l.st, OPSCHED_ERR_SHAPE);
+    assert_non_null(strstr(opsched_ctx_last_error(l.ctx), "input a is 3x2, the model's is 2x3"));
+    unload(&l);
+
+    opsched_onnx_value rank[] = {given("shape", OPSCHED_INT64, "2x1", shape)};
+    opsched_onnx_options orank = {.values = rank, .n_values = 1};
+    l = load_opts("small/given_both.onnx", &orank);
+    assert_int_equal(l.st, OPSCHED_ERR_SHAPE);
+    assert_non_null(strstr(opsched_ctx_last_error(l.ctx), "the model's is rank"));
+    unload(&l);
+
+    opsched_onnx_value twice[] = {given("shape", OPSCHED_INT64, "2", shape),
+                                  given("shape", OPSCHED_INT64, "2", shape)};
+    opsched_onnx_options o2 = {.values = twice, .n_values = 2};
+    l = load_opts("small/given_reshape.onnx", &o2);
+    assert_int_equal(l.st, OPSCHED_ERR_INVALID_ARG);
+    unload(&l);
+}
+
 /* ---- external data ---------------------------------------------------------- */
 
 static void test_external_data(void **state)
@@ -1435,6 +1558,7 @@ int main(void)
         cmocka_unit_test(test_constants),           cmocka_unit_test(test_missing_shape),
         cmocka_unit_test(test_overrides),           cmocka_unit_test(test_external_data),
         cmocka_unit_test(test_external_escape),     cmocka_unit_test(test_external_offset_overflow),
+        cmocka_unit_test(test_given_values),        cmocka_unit_test(test_given_value_errors),
         cmocka_unit_test(test_external_fifo),       cmocka_unit_test(test_model_not_regular),
         cmocka_unit_test(test_bad_files),           cmocka_unit_test(test_prefixes),
         cmocka_unit_test(test_fuzz_regressions),    cmocka_unit_test(test_api_errors),

@@ -18,6 +18,14 @@
 extern "C" {
 #endif
 
+/* A value given for a graph input when the model is loaded. */
+typedef struct opsched_onnx_value {
+    const char *name;     /* a graph input of the model */
+    opsched_dtype dtype;  /* must be the input's declared type (f32 may feed bf16) */
+    opsched_shape shape;  /* must agree with the declared dims; binds symbolic ones */
+    const void *data;     /* numel(shape) elements of dtype, C order; borrowed */
+} opsched_onnx_value;
+
 typedef struct opsched_onnx_options {
     /* trtexec-style overrides, "input:1x3x224x224,mask:1x128"; NULL for none.
      * Names must be real inputs of the model. */
@@ -28,6 +36,23 @@ typedef struct opsched_onnx_options {
     int64_t height, width;
     /* 1: copy initializer payloads into the graph (for execution); 0: shapes only. */
     int load_weights;
+    /* Values for graph inputs (n_values of them; NULL for none), borrowed
+     * for the load.  Each is used where the model has it:
+     *   - where the importer needs the input's value while loading (a
+     *     Reshape's shape, Slice's starts, TopK's k, ..., directly or through
+     *     shape arithmetic), as a constant, folded like an initializer;
+     *   - where the importer takes the input as a weight (a Conv's W), as
+     *     the weight's payload (whatever load_weights says);
+     *   - elsewhere the input stays a run-time INPUT, its symbolic dims
+     *     bound by the given shape (like `shapes`; the value itself is not
+     *     kept: feed it to the executor).
+     * An input needed both at load time and as run-time data is both: the
+     * INPUT tensor for the data, the constant for the load-time use.
+     * Errors: OPSCHED_ERR_NOT_FOUND for a name that is not a graph input
+     * (the message lists them), OPSCHED_ERR_SHAPE for a type or shape that
+     * contradicts the model's declaration. */
+    const struct opsched_onnx_value *values;
+    int n_values;
 } opsched_onnx_options;
 
 /* Loads a model file.  opts may be NULL.  Errors: OPSCHED_ERR_IO (unreadable),

@@ -18,12 +18,21 @@
  * always real; one nothing reads is
  * left out of the graph.  Real inputs then get their shapes: the file's,
  * then opts->shapes, then opts->batch/height/width on 4-D inputs.
+ *
+ * Values given for inputs (opts->values) are checked against the
+ * declarations; then a backward pass over the nodes finds the values read
+ * while loading (a Reshape's shape, ..., and every input of a node whose
+ * output is such a value).  A given input among them becomes a host
+ * constant, marked as known only because it was given (L->taint), and
+ * stays a real input too when a run-time data path also reads it; a given
+ * weight gets the value as its payload; a given real input has its shape.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "core/util.h"
 #include "onnx/onnx_impl.h"
 
@@ -233,6 +242,281 @@ static opsched_status declared_shape(os_loader *L, const Onnx__ValueInfoProto *v
     return OPSCHED_OK;
 }
 
+/* ---- given values --------------------------------------------------------- */
+
+int os_onnx_load_slot(const char *op, int pos)
+{
+    static const struct {
+        const char *op;
+        unsigned mask; /* bit k: input k */
+    } slots[] = {{"Reshape", 0x2}, {"Expand", 0x2},  {"Tile", 0x2},   {"ConstantOfShape", 0x1},
+                 {"Range", 0x7},   {"Slice", 0x1e},  {"Squeeze", 0x2}, {"Unsqueeze", 0x2},
+                 {"Split", 0x2},   {"Pad", 0xe},     {"Resize", 0xe},  {"Upsample", 0x2},
+                 {"TopK", 0x2},    {"OneHot", 0x2},  {"CumSum", 0x2},  {"If", 0x1},
+                 {"Dropout", 0x6}};
+    if (!op || pos < 0 || pos > 7) return 0;
+    if (strncmp(op, "Reduce", 6) == 0) return pos == 1;
+    for (size_t i = 0; i < OS_ARRAY_LEN(slots); i++)
+        if (strcmp(op, slots[i].op) == 0) return (slots[i].mask >> pos) & 1u;
+    return 0;
+}
+
+int os_onnx_node_needed(const os_loader *L, int node)
+{
+    if (!L->need) return 0;
+    for (int k = 0; k < os_onnx_num_out(L, node); k++) {
+        int v = os_onnx_out(L, node, k);
+        if (v >= 0 && L->need[v]) return 1;
+    }
+    return 0;
+}
+
+static const opsched_onnx_value *given_of(const os_loader *L, int v)
+{
+    return &L->opts.values[L->vals[v].given - 1];
+}
+
+static double given_float(const opsched_onnx_value *gv, int64_t k)
+{
+    switch (gv->dtype) {
+    case OPSCHED_F32: return ((const float *)gv->data)[k];
+    case OPSCHED_F16: return os_f16_to_f32(((const uint16_t *)gv->data)[k]);
+    case OPSCHED_BF16: return os_bf16_to_f32(((const uint16_t *)gv->data)[k]);
+    default: return 0;
+    }
+}
+
+static int64_t given_int(const opsched_onnx_value *gv, int64_t k)
+{
+    switch (gv->dtype) {
+    case OPSCHED_INT8: return ((const int8_t *)gv->data)[k];
+    case OPSCHED_INT32: return ((const int32_t *)gv->data)[k];
+    case OPSCHED_INT64: return ((const int64_t *)gv->data)[k];
+    case OPSCHED_UINT8: return ((const uint8_t *)gv->data)[k];
+    case OPSCHED_BOOL: return ((const uint8_t *)gv->data)[k] != 0;
+    default: return os_onnx_float_to_int(given_float(gv, k));
+    }
+}
+
+opsched_status os_onnx_given_payload(os_loader *L, int v, opsched_dtype dt, void **out,
+                                     size_t *bytes)
+{
+    const opsched_onnx_value *gv = given_of(L, v);
+    *out = NULL;
+    *bytes = 0;
+    int64_t n = opsched_shape_numel(&gv->shape); /* checked when it was given */
+    int conv = gv->dtype == OPSCHED_F32 && dt == OPSCHED_BF16;
+    if (gv->dtype != dt && !conv)
+        return OS_FAIL(L->ctx, OPSCHED_ERR_SHAPE, "input %s holds %s, the model's is %s",
+                       L->vals[v].name, opsched_dtype_name(gv->dtype), opsched_dtype_name(dt));
+    size_t size = (size_t)n * opsched_dtype_size(dt);
+    void *buf = malloc(size ? size : 1);
+    if (!buf) return OS_NOMEM(L->ctx);
+    if (conv) {
+        for (int64_t k = 0; k < n; k++)
+            ((uint16_t *)buf)[k] = os_f32_to_bf16(((const float *)gv->data)[k]);
+    } else if (size) {
+        memcpy(buf, gv->data, size);
+    }
+    *out = buf;
+    *bytes = size;
+    return OPSCHED_OK;
+}
+
+/* "x, w, shape": the inputs a value may be given for, into buf. */
+static const char *given_input_list(const os_loader *L, char *buf, size_t size)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < L->gp->n_input; i++) {
+        int v = os_onnx_find(L, L->gp->input[i]->name);
+        if (v < 0 || L->vals[v].init) continue;
+        int w = snprintf(buf + at, size - at, "%s%s", at ? ", " : "", L->vals[v].name);
+        if (w < 0 || (size_t)w >= size - at) break;
+        at += (size_t)w;
+    }
+    return buf[0] ? buf : "(none)";
+}
+
+/* A declared shape as text, "?" (or the dim's name) where it is not fixed. */
+static void declared_text(const opsched_shape *s, const char *const *names, char *buf, size_t size)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    if (s->ndim == 0) snprintf(buf, size, "[]");
+    for (int d = 0; d < s->ndim; d++) {
+        int w = s->d[d] >= 1 ? snprintf(buf + at, size - at, "%s%lld", d ? "x" : "",
+                                         (long long)s->d[d])
+                             : snprintf(buf + at, size - at, "%s%s", d ? "x" : "",
+                                        names && names[d] ? names[d] : "?");
+        if (w < 0 || (size_t)w >= size - at) break;
+        at += (size_t)w;
+    }
+}
+
+/* Checks value #i against the declaration of the input it names. */
+static opsched_status given_check(os_loader *L, int i)
+{
+    const opsched_onnx_value *gv = &L->opts.values[i];
+    if (!gv->name)
+        return OS_FAIL(L->ctx, OPSCHED_ERR_INVALID_ARG, "given value #%d has no name", i);
+    const Onnx__ValueInfoProto *vi = NULL;
+    for (size_t k = 0; k < L->gp->n_input && !vi; k++)
+        if (L->gp->input[k]->name && strcmp(L->gp->input[k]->name, gv->name) == 0)
+            vi = L->gp->input[k];
+    int v = vi ? os_onnx_find(L, gv->name) : -1;
+    if (v < 0) {
+        char list[512];
+        return OS_FAIL(L->ctx, OPSCHED_ERR_NOT_FOUND,
+                       "a value is given for '%s', which is not an input of the model (it has: "
+                       "%s)",
+                       gv->name, given_input_list(L, list, sizeof(list)));
+    }
+    os_val *x = &L->vals[v];
+    if (x->given)
+        return OS_FAIL(L->ctx, OPSCHED_ERR_INVALID_ARG, "two values are given for input '%s'",
+                       gv->name);
+    if ((int)gv->dtype < 0 || gv->dtype >= OPSCHED_DTYPE_COUNT)
+        return OS_FAIL(L->ctx, OPSCHED_ERR_INVALID_ARG, "input '%s': the given type %d is unknown",
+                       gv->name, (int)gv->dtype);
+    if (gv->shape.ndim < 0 || gv->shape.ndim > OPSCHED_MAX_DIMS)
+        return OS_FAIL(L->ctx, OPSCHED_ERR_INVALID_ARG, "input '%s': the given rank %d is not 0..%d",
+                       gv->name, gv->shape.ndim, OPSCHED_MAX_DIMS);
+    for (int d = 0; d < gv->shape.ndim; d++)
+        if (gv->shape.d[d] < 0 || gv->shape.d[d] > OS_ONNX_MAX_DIM)
+            return OS_FAIL(L->ctx, OPSCHED_ERR_INVALID_ARG,
+                           "input '%s': given dimension %d is %lld", gv->name, d,
+                           (long long)gv->shape.d[d]);
+    int64_t numel = opsched_shape_numel(&gv->shape);
+    if (numel < 0 || numel > OS_ONNX_MAX_NUMEL)
+        return OS_FAIL(L->ctx, OPSCHED_ERR_INVALID_ARG, "input '%s': the given value is too large",
+                       gv->name);
+    if (numel > 0 && !gv->data)
+        return OS_FAIL(L->ctx, OPSCHED_ERR_INVALID_ARG, "input '%s': the given value has no data",
+                       gv->name);
+    int32_t elem = 0;
+    opsched_shape decl;
+    const char *names[OPSCHED_MAX_DIMS] = {0};
+    int ranked = 0;
+    if (x->init) {
+        elem = x->elem;
+        decl = x->shape;
+        ranked = 1;
+    } else {
+        OS_TRY(declared_shape(L, vi, &elem, &decl, names, &ranked));
+    }
+    if (elem != OS_ONNX_UNDEFINED) {
+        opsched_dtype dt;
+        OS_TRY(os_onnx_dtype(L->ctx, elem, gv->name, &dt));
+        if (dt != gv->dtype && !(dt == OPSCHED_BF16 && gv->dtype == OPSCHED_F32))
+            return OS_FAIL(L->ctx, OPSCHED_ERR_SHAPE, "input %s holds %s, the model's is %s",
+                           gv->name, opsched_dtype_name(gv->dtype), opsched_dtype_name(dt));
+    }
+    int same = !ranked || decl.ndim == gv->shape.ndim;
+    for (int d = 0; same && ranked && d < decl.ndim; d++)
+        if (decl.d[d] >= 1 && decl.d[d] != gv->shape.d[d]) same = 0;
+    if (!same) {
+        char want[160], got[160];
+        declared_text(&decl, names, want, sizeof(want));
+        declared_text(&gv->shape, NULL, got, sizeof(got));
+        return OS_FAIL(L->ctx, OPSCHED_ERR_SHAPE, "input %s is %s, the model's is %s", gv->name,
+                       got, want);
+    }
+    x->given = i + 1;
+    x->elem = elem != OS_ONNX_UNDEFINED ? elem : os_onnx_elem_of(gv->dtype);
+    return OPSCHED_OK;
+}
+
+/* 1 when value v is read as run-time data: by a node that is not evaluated
+ * while loading, at an input that is not a load-time one, or as an output. */
+static int data_use(const os_loader *L, int v)
+{
+    if (is_output(L, L->vals[v].name)) return 1;
+    for (int u = L->use_off[v]; u < L->use_off[v + 1]; u++) {
+        int n = L->use_node[u], pos = L->use_pos[u];
+        const char *op = L->gp->node[n]->op_type;
+        if (strcmp(op, "Shape") == 0 || strcmp(op, "Size") == 0) continue;
+        if (os_onnx_load_slot(op, pos) || os_onnx_node_needed(L, n)) continue;
+        return 1;
+    }
+    return 0;
+}
+
+/* The given value of v as a host constant; *out stays NULL when it is too
+ * large to hold (it is then known at run time only). */
+static opsched_status given_cval(os_loader *L, int v, os_cval **out)
+{
+    const opsched_onnx_value *gv = given_of(L, v);
+    *out = NULL;
+    int64_t numel = opsched_shape_numel(&gv->shape);
+    if (numel > OS_ONNX_FOLD_MAX_ELEMS || L->fold_used + numel > OS_ONNX_FOLD_BUDGET)
+        return OPSCHED_OK;
+    os_cval *cv;
+    OS_TRY(os_onnx_cval_new(L, L->vals[v].elem, &gv->shape, &cv));
+    for (int64_t k = 0; k < numel; k++) {
+        if (cv->is_float)
+            cv->f[k] = os_onnx_round_to(cv->elem, given_float(gv, k));
+        else
+            cv->i[k] = os_onnx_wrap_int(cv->elem, given_int(gv, k));
+    }
+    *out = cv;
+    return OPSCHED_OK;
+}
+
+static opsched_status given_values(os_loader *L)
+{
+    if (L->opts.n_values <= 0) return OPSCHED_OK;
+    if (!L->opts.values)
+        return OS_FAIL(L->ctx, OPSCHED_ERR_INVALID_ARG, "n_values is %d but values is NULL",
+                       L->opts.n_values);
+    for (int i = 0; i < L->opts.n_values; i++)
+        OS_TRY(given_check(L, i));
+    size_t nv = L->n_vals;
+    L->need = calloc(nv + 1, 1);
+    L->taint = calloc(nv + 1, 1);
+    if (!L->need || !L->taint) return OS_NOMEM(L->ctx);
+    /* Backward from the inputs read while loading: a node whose output is
+     * needed needs all its inputs (but Shape and Size, which read none).
+     * Consumers come later in the order, so one pass from the end is enough. */
+    for (int n = 0; n < L->n_nodes; n++)
+        for (int k = 0; k < os_onnx_num_in(L, n); k++) {
+            int w = os_onnx_in(L, n, k);
+            if (w >= 0 && os_onnx_load_slot(L->gp->node[n]->op_type, k)) L->need[w] = 1;
+        }
+    for (int k = L->n_nodes - 1; k >= 0; k--) {
+        int n = L->order[k];
+        const char *op = L->gp->node[n]->op_type;
+        if (strcmp(op, "Shape") == 0 || strcmp(op, "Size") == 0 || !os_onnx_node_needed(L, n))
+            continue;
+        for (int j = 0; j < os_onnx_num_in(L, n); j++) {
+            int w = os_onnx_in(L, n, j);
+            if (w >= 0) L->need[w] = 1;
+        }
+    }
+    for (size_t v = 0; v < nv; v++) {
+        os_val *x = &L->vals[v];
+        if (!x->given || x->role == OS_ROLE_UNUSED) continue;
+        if (x->init) {
+            /* The value replaces the file's default. */
+            x->cv = NULL;
+            if (L->need[v] || x->role == OS_ROLE_CONST) OS_TRY(given_cval(L, (int)v, &x->cv));
+            continue;
+        }
+        if (!L->need[v]) continue;
+        os_cval *cv;
+        OS_TRY(given_cval(L, (int)v, &cv));
+        if (!cv) continue;
+        x->cv = cv;
+        L->taint[v] = 1;
+        if (x->role == OS_ROLE_INPUT && !data_use(L, (int)v)) {
+            x->role = OS_ROLE_CONST;
+            x->shape = cv->shape;
+            x->has_shape = 1;
+        }
+    }
+    return OPSCHED_OK;
+}
+
 /* "input, mask" into buf. */
 static const char *real_input_list(const os_loader *L, char *buf, size_t size)
 {
@@ -359,6 +643,11 @@ static opsched_status add_real_inputs(os_loader *L)
             }
             if (over[k] > 0 && ranked[v] && s->ndim == 4) s->d[at[k]] = over[k];
         }
+        if (x->given) {
+            /* Checked against the declaration: it binds the symbolic dims. */
+            *s = given_of(L, v)->shape;
+            ranked[v] = 1;
+        }
         char sugg[160];
         if (!ranked[v]) {
             st = OS_FAIL(L->ctx, OPSCHED_ERR_INVALID_ARG,
@@ -402,5 +691,6 @@ done:
 opsched_status os_onnx_inputs(os_loader *L)
 {
     OS_TRY(classify(L));
+    OS_TRY(given_values(L));
     return add_real_inputs(L);
 }

@@ -632,6 +632,19 @@ static opsched_status convert_nodes(os_loader *L)
         int done = 0;
         OS_TRY(os_onnx_fold(L, i, &done));
         if (!done) OS_TRY(os_onnx_convert(L, i));
+        if (done && L->taint && strcmp(n->op_type, "Shape") != 0 && strcmp(n->op_type, "Size") != 0) {
+            /* What was computed from given values is known only because of
+             * them (a Shape reads no values). */
+            int t = 0;
+            for (int j = 0; j < os_onnx_num_in(L, i); j++) {
+                int v = os_onnx_root(L, os_onnx_in(L, i, j));
+                if (v >= 0 && L->taint[v]) t = 1;
+            }
+            for (int j = 0; t && j < os_onnx_num_out(L, i); j++) {
+                int v = os_onnx_out(L, i, j);
+                if (v >= 0) L->taint[v] = L->taint[os_onnx_root(L, v)] = 1;
+            }
+        }
     }
     return OPSCHED_OK;
 }
@@ -648,6 +661,8 @@ static void loader_free_tables(os_loader *L)
     free(L->use_node);
     free(L->use_pos);
     free(L->order);
+    free(L->need);
+    free(L->taint);
 }
 
 static void loader_free(os_loader *L)

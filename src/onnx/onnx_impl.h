@@ -82,6 +82,7 @@ typedef struct os_val {
     int alias;                     /* the value this is another name for, or -1 */
     int producer;                  /* index of the producing ONNX node, or -1 */
     int is_graph_input;
+    int given; /* 1 + index of its value in opts.values; 0 when none was given */
     /* A zero Pad merged into the AveragePool that reads it: the value to
      * pool instead, and the spatial pads (top, left, bottom, right). */
     int pad_src;
@@ -117,6 +118,13 @@ struct os_loader {
     int *use_off, *use_node, *use_pos; /* value v is read by (use_node, use_pos)[use_off[v]..] */
     int *order;                        /* topological order of the nodes */
 
+    /* With given input values: need[v], v's value is read while loading
+     * (directly or through foldable nodes); taint[v], v is known only
+     * because a value was given.  A tainted value is known only where it
+     * is needed (os_onnx_in_cval), so run-time data paths are not folded.
+     * NULL when no value was given. */
+    unsigned char *need, *taint;
+
     /* An If branch being inlined: the loader of the graph holding the If,
      * and how deep branches are nested. */
     os_loader *parent;
@@ -149,6 +157,16 @@ opsched_status os_onnx_inline_if(os_loader *L, int node);
 /* Decides which graph inputs are weights (export_params=False) and adds the
  * real inputs to the graph with their final shapes. */
 opsched_status os_onnx_inputs(os_loader *L);
+
+/* 1 when input pos of op is read while loading (a Reshape's shape, Slice's
+ * starts, TopK's k, ...). */
+int os_onnx_load_slot(const char *op, int pos);
+/* 1 when an output of node i is needed at load time (L->need). */
+int os_onnx_node_needed(const os_loader *L, int node);
+/* The payload of graph input value v from its given value, converted to
+ * dt (malloc'd). */
+opsched_status os_onnx_given_payload(os_loader *L, int v, opsched_dtype dt, void **out,
+                                     size_t *bytes);
 
 /* ---- tensor.c -------------------------------------------------------- */
 

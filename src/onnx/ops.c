@@ -41,7 +41,11 @@ opsched_status os_onnx_tensor_id(os_loader *L, int v, int *out)
     const opsched_shape *shape = x->cv ? &x->cv->shape : &x->shape;
     int id;
     OS_TRY(opsched_graph_add_tensor(L->g, x->name, kind, dt, shape, &id));
-    if (kind == OPSCHED_TENSOR_CONSTANT || L->opts.load_weights) {
+    if (x->given) {
+        /* The user's value, whatever load_weights says. */
+        OS_TRY_GOTO(st, os_onnx_given_payload(L, v, dt, &buf, &bytes), done);
+        OS_TRY_GOTO(st, opsched_graph_set_data(L->g, id, buf, bytes), done);
+    } else if (kind == OPSCHED_TENSOR_CONSTANT || L->opts.load_weights) {
         if (x->init)
             OS_TRY_GOTO(st, os_onnx_tensor_payload(L, x->init, x->name, dt, &buf, &bytes), done);
         else if (x->cv)
@@ -78,7 +82,13 @@ opsched_status os_onnx_shape_of(os_loader *L, int node, int v, opsched_shape *ou
 const os_cval *os_onnx_in_cval(const os_loader *L, int node, int k)
 {
     int v = os_onnx_root(L, os_onnx_in(L, node, k));
-    return v >= 0 ? L->vals[v].cv : NULL;
+    if (v < 0) return NULL;
+    /* A value known only because it was given is a constant only where the
+     * load needs it; elsewhere it is run-time data. */
+    if (L->taint && L->taint[v] && !os_onnx_load_slot(L->gp->node[node]->op_type, k) &&
+        !os_onnx_node_needed(L, node))
+        return NULL;
+    return L->vals[v].cv;
 }
 
 opsched_status os_onnx_in_ints(os_loader *L, int node, int k, const char *what, int64_t *out,

@@ -306,6 +306,24 @@ def small_models():
     M["old_inputs_with_inits"] = model(
         [N("Conv", ["x", "w"], ["y"], name="conv")],
         [vi("x", [1, 3, 8, 8]), vi("w", [4, 3, 3, 3])], [vi("y", None)], [init("w", [4, 3, 3, 3])])
+    # --- values given for inputs when loading ----------------------------
+    M["given_conv"] = model(
+        [N("Conv", ["x", "w", "b"], ["y"], name="conv", pads=[1, 1, 1, 1])],
+        [vi("x", [1, 3, 6, 6]), vi("w", [4, 3, 3, 3]), vi("b", [4])], [vi("y", None)])
+    M["given_reshape"] = model(
+        [N("Reshape", ["x", "shape"], ["y"], name="reshape")],
+        [vi("x", [2, 3, 4]), vi("shape", [2], I64)], [vi("y", None)])
+    M["given_chain"] = model(
+        [N("Unsqueeze", ["n", "ax"], ["n1"], name="unsq"),
+         N("Concat", ["minus1", "n1"], ["s"], name="cat", axis=0),
+         N("Reshape", ["x", "s"], ["y"], name="reshape")],
+        [vi("x", [2, 3, 4]), vi("n", [], I64)], [vi("y", None)],
+        [ints("ax", [0]), ints("minus1", [-1])])
+    M["given_both"] = model(
+        [N("Reshape", ["x", "shape"], ["y"], name="reshape"),
+         N("Add", ["shape", "one"], ["s2"], name="add")],
+        [vi("x", [2, 3, 4]), vi("shape", ["rank"], I64)], [vi("y", None), vi("s2", None)],
+        [ints("one", [1])])
     M.update(op_models())
     return M
 

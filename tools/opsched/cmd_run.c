@@ -40,8 +40,10 @@ static const char run_usage[] =
     "stages,streams,launches,free_ms,free_p10_ms,free_p90_ms,graph_ms,graph_p10_ms,\n"
     "graph_p90_ms,speedup_free,speedup_graph,rel_err; graph columns empty without a\n"
     "CUDA graph), json the same as an array of objects; all else goes to stderr.\n"
-    "--input feeds a graph input from a NumPy file (its shape binds the input's\n"
-    "symbolic dimensions; inputs not given are random from --seed); --output-dir\n"
+    "--input gives a graph input its value from a NumPy file: a constant where the\n"
+    "model needs it while loading (a Reshape's shape), a weight's payload, else\n"
+    "run-time data whose shape binds the input's symbolic dimensions (inputs not\n"
+    "given are random from --seed); --output-dir\n"
     "writes every output of the deployed schedule (the last row) as DIR/<name>.npy;\n"
     "with either and no --schedule or --compare, the sequential schedule runs;\n"
     "--iters 0 runs once and times nothing.\n";
@@ -123,7 +125,7 @@ typedef struct run_args {
     uint64_t seed;
     tool_format fmt;
     run_io io;
-    char shapes[4096]; /* --shapes from the --input files */
+    opsched_onnx_value values[RUN_IO_MAX]; /* the --input files, for the loader */
 } run_args;
 
 /* Where the report goes: stdout, or stderr when stdout carries --format
@@ -408,6 +410,7 @@ static opsched_status bind_inputs(const run_args *a, opsched_executor *ex)
 {
     for (int k = 0; k < a->io.n; k++) {
         const run_io_input *in = &a->io.in[k];
+        if (in->graph_input < 0) continue; /* consumed by the loader */
         opsched_status st = opsched_executor_set_input_data(ex, in->graph_input, in->dtype,
                                                             in->a.data, (size_t)in->a.numel);
         if (st != OPSCHED_OK) return st;
@@ -715,19 +718,18 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
     /* A file that carries its weights runs with them. */
     a.mo.load_weights = 1;
     if (a.io.n && (rc = run_io_read(ctx, &a.io)) != TOOL_EXIT_OK) goto done;
-    st = tool_load_model(ctx, &a.mo, &g);
-    /* A model with symbolic dimensions loads once the --input files' shapes
-     * bind them (a static one loads as it is, and run_io_match compares). */
-    if (st != OPSCHED_OK && a.io.n && !a.mo.shapes) {
-        if ((rc = run_io_shapes(&a.io, a.shapes, sizeof(a.shapes))) != TOOL_EXIT_OK) goto done;
-        if (a.shapes[0]) {
-            a.mo.shapes = a.shapes;
-            opsched_ctx_clear_error(ctx);
-            st = tool_load_model(ctx, &a.mo, &g);
-        }
+    /* The loader takes every --input value: constants and weights where the
+     * model needs them, shapes that bind symbolic dimensions. */
+    a.mo.values = a.values;
+    a.mo.n_values = run_io_values(&a.io, a.values);
+    if (!tool_is_onnx_path(a.mo.model)) { /* a zoo model: every input is fed at run time */
+        a.mo.n_values = 0;
+        for (int i = 0; i < a.io.n; i++) a.io.in[i].given = 0;
     }
+    st = tool_load_model(ctx, &a.mo, &g);
     if (st != OPSCHED_OK) {
-        rc = tool_fail(ctx, st, a.mo.model);
+        rc = a.io.n ? run_io_load_fail(ctx, &a.io, st) : -1;
+        if (rc < 0) rc = tool_fail(ctx, st, a.mo.model);
         goto done;
     }
     if (a.io.n && (rc = run_io_match(ctx, &a.io, g)) != TOOL_EXIT_OK) goto done;

@@ -66,7 +66,7 @@ int tool_parse_size(const char *s, int64_t *h, int64_t *w)
     return 1;
 }
 
-static int is_onnx_path(const char *m)
+int tool_is_onnx_path(const char *m)
 {
     size_t n = strlen(m);
     struct stat st;
@@ -89,9 +89,10 @@ void tool_model_run_name(const char *path, char *out, size_t n)
 
 opsched_status tool_load_model(opsched_ctx *ctx, const tool_model_opts *o, opsched_graph **out)
 {
-    if (is_onnx_path(o->model)) {
+    if (tool_is_onnx_path(o->model)) {
         opsched_onnx_options oo = {.shapes = o->shapes, .batch = o->batch, .height = o->height,
-                                   .width = o->width, .load_weights = o->load_weights};
+                                   .width = o->width, .load_weights = o->load_weights,
+                                   .values = o->values, .n_values = o->n_values};
         return opsched_onnx_load_file(ctx, o->model, &oo, out);
     }
     opsched_zoo_options zo = {.batch = o->batch, .height = o->height, .width = o->width,
@@ -176,7 +177,7 @@ opsched_layout tool_data_layout(opsched_ctx *ctx, const char *db_path, const cha
 int tool_model_fail(opsched_ctx *ctx, opsched_status st, const char *model)
 {
     int rc = tool_fail(ctx, st, model);
-    if (st == OPSCHED_ERR_NOT_FOUND && !is_onnx_path(model)) tool_suggest_model(model);
+    if (st == OPSCHED_ERR_NOT_FOUND && !tool_is_onnx_path(model)) tool_suggest_model(model);
     return rc;
 }
 

@@ -1,7 +1,9 @@
 /*
  * run_io.c - the user's tensors in and out of `opsched run`: --input
- * NAME=FILE.npy binds a graph input to a NumPy file (its shape also binds
- * the input's symbolic dimensions), --output-dir DIR receives every graph
+ * NAME=FILE.npy gives a graph input's value from a NumPy file (to the
+ * loader, which uses it as a constant or weight where the model needs one
+ * and binds symbolic dimensions with its shape; the rest are fed at run
+ * time), --output-dir DIR receives every graph
  * output as DIR/<name>.npy, so that opsched's answers can be compared with
  * any framework's.
  */
@@ -50,25 +52,52 @@ void run_io_clear(run_io *io)
     for (int i = 0; i < io->n; i++) opsched_npy_array_clear(&io->in[i].a);
 }
 
-int run_io_shapes(const run_io *io, char *buf, size_t size)
+int run_io_values(run_io *io, opsched_onnx_value *out)
 {
-    size_t used = 0;
-    buf[0] = '\0';
+    int n = 0;
     for (int i = 0; i < io->n; i++) {
-        const opsched_npy_array *a = &io->in[i].a;
-        if (a->ndim == 0) continue; /* a scalar has no dimension to bind */
-        int n = snprintf(buf + used, size - used, "%s%s:", used ? "," : "", io->in[i].name);
-        if (n < 0 || (size_t)n >= size - used) goto too_long;
-        used += (size_t)n;
-        for (int d = 0; d < a->ndim; d++) {
-            n = snprintf(buf + used, size - used, "%s%lld", d ? "x" : "", (long long)a->dims[d]);
-            if (n < 0 || (size_t)n >= size - used) goto too_long;
-            used += (size_t)n;
-        }
+        run_io_input *in = &io->in[i];
+        opsched_dtype dt;
+        in->given = 0;
+        if (opsched_npy_dtype_to_dtype(in->a.dtype, &dt) != OPSCHED_OK ||
+            in->a.ndim > OPSCHED_MAX_DIMS)
+            continue; /* run_io_match says why, if the graph reads it */
+        opsched_onnx_value *v = &out[n++];
+        memset(v, 0, sizeof(*v));
+        v->name = in->name;
+        v->dtype = dt;
+        v->shape.ndim = in->a.ndim;
+        for (int d = 0; d < in->a.ndim; d++) v->shape.d[d] = in->a.dims[d];
+        v->data = in->a.data;
+        in->given = 1;
     }
-    return TOOL_EXIT_OK;
-too_long:
-    return tool_usage_error("run", "the --input shapes do not fit in %zu characters", size);
+    return n;
+}
+
+int run_io_load_fail(opsched_ctx *ctx, const run_io *io, opsched_status st)
+{
+    const char *msg = opsched_ctx_last_error(ctx);
+    if (!msg || (st != OPSCHED_ERR_NOT_FOUND && st != OPSCHED_ERR_SHAPE)) return -1;
+    const char *at = strstr(msg, "a value is given for '");
+    if (st == OPSCHED_ERR_NOT_FOUND && at) {
+        const char *q = at + strlen("a value is given for '");
+        const char *e = strchr(q, '\'');
+        const char *has = strstr(msg, "(it has: ");
+        if (!e || !has) return -1;
+        return tool_usage_error("run", "--input %.*s: the model has no input of that name %s",
+                                (int)(e - q), q, has);
+    }
+    if (st != OPSCHED_ERR_SHAPE) return -1;
+    /* The loader's message is "input NAME is ..." or "input NAME holds ...". */
+    for (int i = 0; i < io->n; i++) {
+        char key[300];
+        snprintf(key, sizeof(key), "input %s ", io->in[i].name);
+        const char *k = io->in[i].given ? strstr(msg, key) : NULL;
+        if (!k) continue;
+        fprintf(stderr, "opsched run: %s: %s\n", io->in[i].path, k);
+        return TOOL_EXIT_FAIL;
+    }
+    return -1;
 }
 
 /* The names of the graph's inputs, for a message. */
@@ -94,6 +123,7 @@ int run_io_match(opsched_ctx *ctx, run_io *io, const opsched_graph *g)
             const opsched_tensor *t = opsched_graph_tensor(g, opsched_graph_input(g, i));
             if (strcmp(t->name, in->name) == 0) in->graph_input = i;
         }
+        if (in->graph_input < 0 && in->given) continue; /* a constant or weight now */
         if (in->graph_input < 0) {
             char names[1024];
             input_names(g, names, sizeof(names));

@@ -7,6 +7,7 @@
 
 #include "opsched/graph.h"
 #include "opsched/npy.h"
+#include "opsched/onnx.h"
 #include "tool.h"
 
 #define RUN_IO_MAX 64
@@ -15,7 +16,8 @@ typedef struct run_io_input {
     char name[256];
     const char *path;
     opsched_npy_array a;
-    int graph_input;     /* index among the graph's inputs (run_io_match) */
+    int graph_input;     /* index among the graph's inputs (run_io_match); -1: none */
+    int given;           /* passed to the loader (run_io_values) */
     opsched_dtype dtype; /* what a holds, as a graph type */
 } run_io_input;
 
@@ -30,11 +32,18 @@ int run_io_add(run_io *io, const char *spec);
 /* Reads every file (exit 1 naming the file that cannot be read). */
 int run_io_read(opsched_ctx *ctx, run_io *io);
 void run_io_clear(run_io *io);
-/* The inputs' shapes as --shapes writes them ("a:1x3x8x8,b:4"). */
-int run_io_shapes(const run_io *io, char *buf, size_t size);
-/* Finds each input among g's and checks its shape and type: a name the
- * model lacks is a usage error listing its inputs; a shape or type that
- * differs fails (exit 1) naming the file. */
+/* The files as values for the ONNX loader (out holds RUN_IO_MAX); those
+ * of a type the graph cannot hold are left out.  Returns their count. */
+int run_io_values(run_io *io, opsched_onnx_value *out);
+/* Explains a failed load caused by a given value: a name the model lacks
+ * is a usage error (exit 2) listing its inputs; a shape or type that
+ * differs fails (exit 1) naming the file.  -1 when st is about something
+ * else. */
+int run_io_load_fail(opsched_ctx *ctx, const run_io *io, opsched_status st);
+/* Finds each input among g's INPUT tensors and checks its shape and type;
+ * an input the loader consumed (a constant or a weight now) is not bound
+ * (graph_input -1).  A name the model lacks is a usage error listing its
+ * inputs; a shape or type that differs fails (exit 1) naming the file. */
 int run_io_match(opsched_ctx *ctx, run_io *io, const opsched_graph *g);
 
 /* Reads graph output i as n elements of dt into buf (an executor's). */

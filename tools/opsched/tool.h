@@ -24,6 +24,8 @@ typedef struct tool_model_opts {
     const char *shapes;     /* ONNX: "name:1x3x224x224,..." */
     int fold_bn;            /* zoo: deployed form (BN folded) */
     int load_weights;       /* ONNX: keep initializer payloads */
+    const opsched_onnx_value *values; /* ONNX: values given for graph inputs */
+    int n_values;
 } tool_model_opts;
 
 typedef struct tool_cmd {
@@ -114,6 +116,8 @@ int tool_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out);
  * files. */
 void tool_model_run_name(const char *path, char *out, size_t n);
 
+/* 1 when model names an ONNX file rather than a zoo model. */
+int tool_is_onnx_path(const char *model);
 /* Loads a zoo model or an ONNX file (a name ending in .onnx or naming an
  * existing file).  Errors are left on ctx. */
 opsched_status tool_load_model(opsched_ctx *ctx, const tool_model_opts *o, opsched_graph **out);
