@@ -1228,7 +1228,7 @@ static opsched_status fold_scatter(os_loader *L, int node, const char *op, const
     for (int64_t k = 0; k < a->n; k++)
         copy_elem(r, k, a, k);
     const opsched_shape *x = &a->shape, *is = &idx->shape;
-    int64_t c[OPSCHED_MAX_DIMS];
+    int64_t c[OPSCHED_MAX_DIMS] = {0};
     if (strcmp(op, "ScatterND") == 0) {
         int64_t last = is->ndim ? is->d[is->ndim - 1] : 0, chunk = 1;
         if (is->ndim < 1 || last < 1 || last > x->ndim)

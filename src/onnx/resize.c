@@ -74,7 +74,7 @@ static opsched_status resize(os_loader *L, int node, int upsample)
     OS_TRY(os_onnx_attr_string(L, node, "mode", mbuf, sizeof(mbuf), &mode));
     if (legacy && strcmp(mode, "bilinear") == 0) mode = "linear";
     static const char *const modes[] = {"nearest", "linear", "cubic"};
-    int m;
+    int m = 0;
     OS_TRY(pick(L, node, "mode", mode, modes, legacy ? 2 : 3, &m));
     z->mode = (opsched_resize_mode)m;
     z->cubic_coeff_a = -0.75f;
@@ -99,7 +99,7 @@ static opsched_status resize(os_loader *L, int node, int upsample)
                                          "asymmetric",         "tf_crop_and_resize"};
     static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                            "ceil"};
-    int c, nm;
+    int c = 0, nm = 0;
     OS_TRY(pick(L, node, "coordinate_transformation_mode", coord, coords, 6, &c));
     if (c == OPSCHED_COORD_HALF_PIXEL_SYMMETRIC && L->opset < 19)
         return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
@@ -177,7 +177,7 @@ static opsched_status resize(os_loader *L, int node, int upsample)
             z->sizes[axes[i]] = (int64_t)o;
         }
     } else {
-        int policy;
+        int policy = 0;
         static const char *const policies[] = {"stretch", "not_larger", "not_smaller"};
         OS_TRY(pick(L, node, "keep_aspect_ratio_policy", keep, policies, 3, &policy));
         double common = policy == 1 ? INFINITY : 0;
