@@ -537,6 +537,9 @@ opsched_status opsched_graph_add_node(opsched_graph *g, const char *name, opsche
 
 /* Marks a tensor as a graph output. */
 opsched_status opsched_graph_mark_output(opsched_graph *g, int tensor);
+/* Gives a tensor another name (copied); OPSCHED_ERR_INVALID_ARG when
+ * another tensor has it. */
+opsched_status opsched_graph_rename_tensor(opsched_graph *g, int tensor, const char *name);
 
 /* Convenience builders used by the model zoo and by hand-written graphs.
  * They create the weights as "<name>.weight" and "<name>.bias". */

@@ -335,6 +335,23 @@ opsched_status opsched_graph_mark_output(opsched_graph *g, int tensor)
     return OPSCHED_OK;
 }
 
+opsched_status opsched_graph_rename_tensor(opsched_graph *g, int tensor, const char *name)
+{
+    if (!g || tensor < 0 || (size_t)tensor >= g->n_tensors || !name || !*name)
+        return OS_FAIL(g ? g->ctx : NULL, OPSCHED_ERR_INVALID_ARG, "rename_tensor: bad argument");
+    int other = hash_lookup(g, name);
+    if (other == tensor) return OPSCHED_OK;
+    if (other >= 0)
+        return OS_FAIL(g->ctx, OPSCHED_ERR_INVALID_ARG, "tensor name '%s' is already taken",
+                       name);
+    char *copy = strdup(name);
+    if (!copy) return OS_NOMEM(g->ctx);
+    free((char *)g->tensors[tensor].name);
+    g->tensors[tensor].name = copy;
+    rehash(g);
+    return OPSCHED_OK;
+}
+
 const char *opsched_graph_name(const opsched_graph *g) { return g ? g->name : ""; }
 opsched_ctx *opsched_graph_ctx(const opsched_graph *g) { return g ? g->ctx : NULL; }
 int opsched_graph_num_tensors(const opsched_graph *g) { return g ? (int)g->n_tensors : 0; }

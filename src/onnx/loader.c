@@ -613,8 +613,15 @@ static opsched_status mark_outputs(os_loader *L)
         if (v < 0)
             return OS_FAIL(L->ctx, OPSCHED_ERR_PARSE, "graph output '%s' is not defined",
                            name ? name : "");
-        int id;
+        int id, other;
         OS_TRY(os_onnx_tensor_id(L, v, &id));
+        /* A decomposition's last tensor, or an inlined If branch's, takes
+         * the name the model gives its output (unless another tensor has
+         * it: then the output keeps the name it has). */
+        const opsched_tensor *t = opsched_graph_tensor(L->g, id);
+        if (name && *name && strcmp(t->name, name) != 0 &&
+            opsched_graph_find_tensor(L->g, name, &other) == OPSCHED_ERR_NOT_FOUND)
+            OS_TRY(opsched_graph_rename_tensor(L->g, id, name));
         OS_TRY(opsched_graph_mark_output(L->g, id)); /* marking twice is harmless */
     }
     return OPSCHED_OK;
