@@ -917,8 +917,22 @@ static int device_drawn(const opsched_executor *ex, const opsched_graph *g, int 
            (et->sdt == OPSCHED_F32 || et->sdt == OPSCHED_F16 || et->sdt == OPSCHED_BF16);
 }
 
+/* A tensor something reads keeps every tensor it is a view of alive too: a
+ * weight reached only through a Reshape still needs its memory. */
+static void mark_roots_used(opsched_executor *ex)
+{
+    for (int t = 0; t < ex->n_tensors; t++) {
+        if (!ex->tensors[t].used) continue;
+        for (int u = t, hops = 0; hops <= ex->n_tensors && ex->tensors[u].parent != u; hops++) {
+            u = ex->tensors[u].parent;
+            ex->tensors[u].used = 1;
+        }
+    }
+}
+
 static opsched_status load_weights(opsched_executor *ex, const opsched_graph *g, uint64_t seed)
 {
+    mark_roots_used(ex);
     opsched_status st = OPSCHED_OK;
     size_t total = 0, host_total = 0;
     for (int t = 0; t < ex->n_tensors; t++) {
