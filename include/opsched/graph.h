@@ -491,6 +491,9 @@ int opsched_op_is_view(opsched_op_kind op);
  * the function for the generic families ("Abs", "Equal", "ReduceL2"). */
 const char *opsched_node_op_name(const opsched_node *n);
 const char *opsched_unary_fn_name(opsched_unary_fn fn);
+/* f(x) of a unary function with its alpha, beta and gamma, in double (an
+ * integer function on a double that holds an integer). */
+double opsched_unary_eval(const opsched_unary_attr *a, double x);
 const char *opsched_binary_fn_name(opsched_binary_fn fn);
 const char *opsched_reduce_fn_name(opsched_reduce_fn fn);
 /* 1 for f32, f16 and bf16. */

@@ -61,86 +61,10 @@ static const unary_def unary_defs[] = {
     {"Swish", OPSCHED_UNARY_SWISH, 1.0f, 0, 0},
 };
 
-static double softplus(double x)
-{
-    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
-}
-
 double os_onnx_eval_unary(opsched_unary_fn fn, double x, float alpha, float beta, float gamma)
 {
-    double a = alpha, b = beta, g = gamma;
-    switch (fn) {
-    case OPSCHED_UNARY_ABS:
-        return fabs(x);
-    case OPSCHED_UNARY_NEG:
-        return -x;
-    case OPSCHED_UNARY_EXP:
-        return exp(x);
-    case OPSCHED_UNARY_LOG:
-        return log(x);
-    case OPSCHED_UNARY_RECIPROCAL:
-        return 1.0 / x;
-    case OPSCHED_UNARY_FLOOR:
-        return floor(x);
-    case OPSCHED_UNARY_CEIL:
-        return ceil(x);
-    case OPSCHED_UNARY_ROUND:
-        return nearbyint(x); /* half to even */
-    case OPSCHED_UNARY_SIGN:
-        return isnan(x) ? x : (double)((x > 0) - (x < 0));
-    case OPSCHED_UNARY_SIN:
-        return sin(x);
-    case OPSCHED_UNARY_COS:
-        return cos(x);
-    case OPSCHED_UNARY_TAN:
-        return tan(x);
-    case OPSCHED_UNARY_ASIN:
-        return asin(x);
-    case OPSCHED_UNARY_ACOS:
-        return acos(x);
-    case OPSCHED_UNARY_ATAN:
-        return atan(x);
-    case OPSCHED_UNARY_SINH:
-        return sinh(x);
-    case OPSCHED_UNARY_COSH:
-        return cosh(x);
-    case OPSCHED_UNARY_ASINH:
-        return asinh(x);
-    case OPSCHED_UNARY_ACOSH:
-        return acosh(x);
-    case OPSCHED_UNARY_ATANH:
-        return atanh(x);
-    case OPSCHED_UNARY_ISNAN:
-        return isnan(x) ? 1.0 : 0.0;
-    case OPSCHED_UNARY_ISINF:
-        return isinf(x) && ((x > 0 && alpha != 0) || (x < 0 && beta != 0)) ? 1.0 : 0.0;
-    case OPSCHED_UNARY_NOT:
-        return x == 0 ? 1.0 : 0.0;
-    case OPSCHED_UNARY_BITWISE_NOT:
-        return (double)~(int64_t)x;
-    case OPSCHED_UNARY_LEAKY_RELU:
-        return x < 0 ? a * x : x;
-    case OPSCHED_UNARY_ELU:
-        return x < 0 ? a * (exp(x) - 1.0) : x;
-    case OPSCHED_UNARY_SELU:
-        return x <= 0 ? g * (a * exp(x) - a) : g * x;
-    case OPSCHED_UNARY_CELU:
-        return fmax(0.0, x) + fmin(0.0, a * (exp(x / a) - 1.0));
-    case OPSCHED_UNARY_THRESHOLDED_RELU:
-        return x > a ? x : 0.0;
-    case OPSCHED_UNARY_SOFTPLUS:
-        return softplus(x);
-    case OPSCHED_UNARY_SOFTSIGN:
-        return x / (1.0 + fabs(x));
-    case OPSCHED_UNARY_MISH:
-        return x * tanh(softplus(x));
-    case OPSCHED_UNARY_SHRINK:
-        return x < -b ? x + a : x > b ? x - a : 0.0;
-    case OPSCHED_UNARY_SWISH:
-        return x / (1.0 + exp(-a * x));
-    default:
-        return NAN;
-    }
+    opsched_unary_attr ua = {.fn = fn, .alpha = alpha, .beta = beta, .gamma = gamma};
+    return opsched_unary_eval(&ua, x);
 }
 
 opsched_status os_onnx_unary_attrs(os_loader *L, int node, const char *op, int *fn,

@@ -22,92 +22,6 @@ static double sigmoid(double x)
     return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
 }
 
-static double softplus(double x) /* log(1 + e^x) without overflow */
-{
-    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
-}
-
-static double sign(double x)
-{
-    return x > 0 ? 1.0 : x < 0 ? -1.0 : x; /* 0, -0 and NaN stay */
-}
-
-static double unary_fn_f(const opsched_unary_attr *a, double x)
-{
-    switch (a->fn) {
-    case OPSCHED_UNARY_ABS:
-        return fabs(x);
-    case OPSCHED_UNARY_NEG:
-        return -x;
-    case OPSCHED_UNARY_EXP:
-        return exp(x);
-    case OPSCHED_UNARY_LOG:
-        return log(x);
-    case OPSCHED_UNARY_RECIPROCAL:
-        return 1.0 / x;
-    case OPSCHED_UNARY_FLOOR:
-        return floor(x);
-    case OPSCHED_UNARY_CEIL:
-        return ceil(x);
-    case OPSCHED_UNARY_ROUND:
-        return cpu_round_half_even(x);
-    case OPSCHED_UNARY_SIGN:
-        return sign(x);
-    case OPSCHED_UNARY_SIN:
-        return sin(x);
-    case OPSCHED_UNARY_COS:
-        return cos(x);
-    case OPSCHED_UNARY_TAN:
-        return tan(x);
-    case OPSCHED_UNARY_ASIN:
-        return asin(x);
-    case OPSCHED_UNARY_ACOS:
-        return acos(x);
-    case OPSCHED_UNARY_ATAN:
-        return atan(x);
-    case OPSCHED_UNARY_SINH:
-        return sinh(x);
-    case OPSCHED_UNARY_COSH:
-        return cosh(x);
-    case OPSCHED_UNARY_ASINH:
-        return asinh(x);
-    case OPSCHED_UNARY_ACOSH:
-        return acosh(x);
-    case OPSCHED_UNARY_ATANH:
-        return atanh(x);
-    case OPSCHED_UNARY_ISNAN:
-        return isnan(x) ? 1.0 : 0.0;
-    case OPSCHED_UNARY_ISINF: /* detect_positive = alpha, detect_negative = beta */
-        return (x == INFINITY && a->alpha != 0) || (x == -INFINITY && a->beta != 0) ? 1.0 : 0.0;
-    case OPSCHED_UNARY_NOT:
-        return x == 0 ? 1.0 : 0.0;
-    case OPSCHED_UNARY_BITWISE_NOT: /* integers only in ONNX */
-        return (double)~cpu_double_to_int(x, OPSCHED_INT64);
-    case OPSCHED_UNARY_LEAKY_RELU:
-        return x < 0 ? a->alpha * x : x;
-    case OPSCHED_UNARY_ELU:
-        return x < 0 ? a->alpha * expm1(x) : x;
-    case OPSCHED_UNARY_SELU:
-        return a->gamma * (x > 0 ? x : a->alpha * expm1(x));
-    case OPSCHED_UNARY_CELU:
-        return fmax(x, 0.0) + fmin(0.0, a->alpha * expm1(x / a->alpha));
-    case OPSCHED_UNARY_THRESHOLDED_RELU:
-        return x > a->alpha ? x : 0.0;
-    case OPSCHED_UNARY_SOFTPLUS:
-        return softplus(x);
-    case OPSCHED_UNARY_SOFTSIGN:
-        return x / (1.0 + fabs(x));
-    case OPSCHED_UNARY_MISH:
-        return x * tanh(softplus(x));
-    case OPSCHED_UNARY_SHRINK: /* bias = alpha, lambd = beta */
-        return x < -a->beta ? x + a->alpha : x > a->beta ? x - a->alpha : 0.0;
-    case OPSCHED_UNARY_SWISH:
-        return x * sigmoid(a->alpha * x);
-    default:
-        return x;
-    }
-}
-
 /* f(x) for every activation kind and Unary function, in double. */
 static double unary_f(const cpu_node *n, double x)
 {
@@ -139,7 +53,7 @@ static double unary_f(const cpu_node *n, double x)
     case OPSCHED_OP_SQRT:
         return sqrt(x);
     case OPSCHED_OP_UNARY:
-        return unary_fn_f(&n->attr.unary, x);
+        return opsched_unary_eval(&n->attr.unary, x);
     default: /* Identity, Dropout */
         return x;
     }
