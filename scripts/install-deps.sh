@@ -7,7 +7,8 @@ pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libprotobuf-c-dev protobuf-c-compiler libonnx-dev
       libsqlite3-dev libyaml-dev libcjson-dev libcmocka-dev
       libdnnl-dev libxgboost-dev libplplot-dev plplot-driver-cairo
-      python3 python3-numpy python3-onnx python3-torch python3-torchvision)
+      python3 python3-numpy python3-onnx python3-torch python3-torchvision
+      python3-venv)
 
 missing=()
 for p in "${pkgs[@]}"; do
