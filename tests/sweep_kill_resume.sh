@@ -117,6 +117,7 @@ wait "$bg"
 code=$?
 bg=
 check "ctrl-c: exit 130" test "$code" = 130
+[ "$code" = 130 ] || { echo "     exit code $code"; sed 's/^/     /' "$tmp/int.out"; }
 check "ctrl-c: says it stops" grep -q "stopping after the configurations in flight" "$tmp/int.out"
 check "ctrl-c: run recorded interrupted" test "$(sql "$db" 'SELECT status FROM runs')" = interrupted
 check "ctrl-c: database intact" integrity_ok "$db"
@@ -132,6 +133,10 @@ c1=$?
 wait "$p0"
 c0=$?
 check "two writers: both exit 0" test "$c0$c1" = 00
+if [ "$c0$c1" != 00 ]; then
+  echo "     exit codes $c0 and $c1"; sed 's/^/     /' "$tmp/s0.out" "$tmp/s1.out"
+  sql "$db" "SELECT status || ': ' || coalesce(message, '') FROM measurements WHERE status <> 'ok'"
+fi
 check "two writers: database intact" integrity_ok "$db"
 check "two writers: every configuration once" exactly_once "$db"
 check "two writers: two runs done" test "$(sql "$db" "SELECT count(*) FROM runs WHERE status = 'done'")" = 2
