@@ -35,8 +35,10 @@ check: deps
 
 fuzz: deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DOPSCHED_FUZZ=ON -DOPSCHED_TESTS=OFF
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,onnx $(FUZZ_PARSERS) sweep_spec)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,onnx onnx_run $(FUZZ_PARSERS) sweep_spec)
 	./scripts/run-fuzz.sh $(FUZZ_BUILD)/bin/fuzz_onnx $(FUZZ_SECONDS)
+	./scripts/run-fuzz.sh $(FUZZ_BUILD)/bin/fuzz_onnx_run $(FUZZ_PARSER_SECONDS) \
+	  tests/fuzz/corpus tests/fuzz/regressions/onnx_run
 	for t in $(FUZZ_PARSERS); do \
 	  ./scripts/run-fuzz.sh $(FUZZ_BUILD)/bin/fuzz_$$t $(FUZZ_PARSER_SECONDS) \
 	    tests/fuzz/corpus/$$t tests/fuzz/regressions/$$t || exit 1; \

@@ -4,7 +4,7 @@
 # build, and what each did written to OUTDIR/fuzz.md (and the raw logs
 # beside it):
 #   scripts/fuzz-record.sh FUZZ_BUILD SECONDS OUTDIR [NAME...]
-# NAME: onnx, sweep_spec and the parsers of FUZZ_PARSERS (default: all).
+# NAME: onnx, onnx_run, sweep_spec and the parsers of FUZZ_PARSERS (default: all).
 # Exit 1 when any fuzzer found a crash, a leak or undefined behaviour (the
 # input is kept in tests/fuzz/regressions/ as in `make fuzz`).
 set -uo pipefail
@@ -14,7 +14,7 @@ out=${3:?outdir}
 shift 3
 root=$(cd "$(dirname "$0")/.." && pwd)
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(onnx sweep_spec sched_json shipped_sql npy)
+[ ${#names[@]} -gt 0 ] || names=(onnx onnx_run sweep_spec sched_json shipped_sql npy)
 mkdir -p "$out"
 md=$out/fuzz.md
 {
@@ -35,6 +35,7 @@ for n in "${names[@]}"; do
   log=$out/fuzz_$n.log
   case $n in
     onnx) seeds=$root/tests/fuzz/corpus regs=$root/tests/fuzz/regressions ;;
+    onnx_run) seeds=$root/tests/fuzz/corpus regs=$root/tests/fuzz/regressions/onnx_run ;;
     sweep_spec)
       seeds=$(mktemp -d)
       cp "$root"/examples/sweeps/*.yml "$root"/bench/specs/*.yml "$root"/tests/fuzz/sweep_corpus/*.yml "$seeds"/

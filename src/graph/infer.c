@@ -9,6 +9,7 @@
  * Bytes are each input and output once.
  */
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -869,7 +870,9 @@ static opsched_status infer_resize(infer_args *a)
     opsched_shape o = *x;
     for (int d = 0; d < x->ndim; d++) {
         double s = a->attr->resize.scales[d];
-        if (!(s > 0)) return BAD(a, "scale %g on axis %d must be positive", s, d);
+        if (!(s > 0) || !isfinite(s)) return BAD(a, "scale %g on axis %d must be positive", s, d);
+        if (!isfinite(a->attr->resize.roi[d]) || !isfinite(a->attr->resize.roi[x->ndim + d]))
+            return BAD(a, "the roi of axis %d must be finite", d);
         o.d[d] = a->attr->resize.sizes[d];
         if (o.d[d] < 1) return BAD(a, "axis %d of the output would be empty", d);
     }

@@ -73,7 +73,14 @@ double opsched_unary_eval(const opsched_unary_attr *a, double x)
     case OPSCHED_UNARY_NOT:
         return x == 0 ? 1.0 : 0.0;
     case OPSCHED_UNARY_BITWISE_NOT: /* integers only in ONNX */
-        return (double)~(int64_t)(x >= 9.2233720368547748e18 ? INT64_MAX : x < -9.2233720368547758e18 ? INT64_MIN : x == x ? x : 0);
+    {
+        /* Saturate into int64 first: converting an out-of-range double is
+         * undefined. */
+        int64_t v = x >= 9.2233720368547748e18 ? INT64_MAX
+                    : x < -9.2233720368547758e18 ? INT64_MIN
+                    : x == x ? (int64_t)x : 0;
+        return (double)~v;
+    }
     case OPSCHED_UNARY_LEAKY_RELU:
         return x < 0 ? a->alpha * x : x;
     case OPSCHED_UNARY_ELU:

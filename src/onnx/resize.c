@@ -159,6 +159,8 @@ static opsched_status resize(os_loader *L, int node, int upsample)
     }
     if (z->coord == OPSCHED_COORD_TF_CROP_AND_RESIZE) {
         if (nr != 2 * na) return bad(L, node, "tf_crop_and_resize needs a roi of starts and ends");
+        for (int i = 0; i < 2 * na; i++)
+            if (!isfinite((float)roi[i])) return bad(L, node, "roi values must be finite");
         for (int i = 0; i < na; i++) {
             z->roi[axes[i]] = (float)roi[i];
             z->roi[r + axes[i]] = (float)roi[na + i];
