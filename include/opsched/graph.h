@@ -544,6 +544,20 @@ opsched_status opsched_graph_mark_output(opsched_graph *g, int tensor);
  * another tensor has it. */
 opsched_status opsched_graph_rename_tensor(opsched_graph *g, int tensor, const char *name);
 
+/* Rewrites operator patterns that exporters spell in several nodes as the
+ * one operator each computes (float tensors; in the operand orders and
+ * groupings exporters write):
+ *   x * Sigmoid(x)                                     -> Unary Swish (SiLU)
+ *   x * HardSigmoid(x) (alpha 1/6, beta 1/2)           -> HardSwish
+ *   0.5 * x * (1 + Erf(x / sqrt(2)))                   -> Gelu
+ *   0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 x^3))) -> Gelu (tanh)
+ * A node the pattern swallows must have its output read by the pattern
+ * alone and not be a graph output.  The replacing node keeps the last
+ * node's name and output tensor.  When something is rewritten *g becomes a
+ * new graph (the old one is freed, its payloads moved); on failure *g is
+ * unchanged.  *n_rewritten (may be NULL) gets the number of patterns. */
+opsched_status opsched_graph_rewrite_patterns(opsched_graph **g, int *n_rewritten);
+
 /* Convenience builders used by the model zoo and by hand-written graphs.
  * They create the weights as "<name>.weight" and "<name>.bias". */
 typedef struct opsched_conv_desc {

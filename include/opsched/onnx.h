@@ -53,6 +53,10 @@ typedef struct opsched_onnx_options {
      * contradicts the model's declaration. */
     const struct opsched_onnx_value *values;
     int n_values;
+    /* 1: keep the graph as the file spells it; 0 (default): patterns such
+     * as x * Sigmoid(x) become the operator they compute
+     * (opsched_graph_rewrite_patterns). */
+    int no_rewrite;
 } opsched_onnx_options;
 
 /* Loads a model file.  opts may be NULL.  Errors: OPSCHED_ERR_IO (unreadable),

@@ -814,7 +814,12 @@ static opsched_status load_model(os_loader *L, const Onnx__ModelProto *m, const 
     OS_TRY(opsched_graph_create(L->ctx, name, &L->g));
     OS_TRY(os_onnx_inputs(L));
     OS_TRY(convert_nodes(L));
-    return mark_outputs(L);
+    OS_TRY(mark_outputs(L));
+    if (L->opts.no_rewrite) return OPSCHED_OK;
+    int n = 0;
+    OS_TRY(opsched_graph_rewrite_patterns(&L->g, &n));
+    if (n) os_log(L->ctx, OPSCHED_LOG_DEBUG, "%s: %d operator pattern(s) rewritten", name, n);
+    return OPSCHED_OK;
 }
 
 opsched_status opsched_onnx_load_buffer(opsched_ctx *ctx, const void *data, size_t size,

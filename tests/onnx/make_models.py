@@ -726,6 +726,43 @@ def op_models():
            else_branch=else_g),
          N("Add", ["x", "wb"], ["y"], name="add")],
         [vi("x", [2, 3])], [vi("y", None)], [init("w", [2, 3])])
+    # Patterns the importer rewrites (opsched_graph_rewrite_patterns), as
+    # exporters write them, and near misses it must leave alone.
+    def c(name, v):
+        return init(name, [], value=[v])
+    M["patterns"] = model(
+        [  # SiLU, both operand orders
+         N("Sigmoid", ["x"], ["s1"], name="sig1"), N("Mul", ["x", "s1"], ["silu"], name="silu"),
+         N("Sigmoid", ["x"], ["s2"], name="sig2"), N("Mul", ["s2", "x"], ["silu_r"], name="silu_r"),
+         # HardSwish
+         N("HardSigmoid", ["x"], ["h1"], name="hsig", alpha=1.0 / 6, beta=0.5),
+         N("Mul", ["x", "h1"], ["hswish"], name="hswish"),
+         # GELU as torch's legacy exporter writes it: x * (1 + erf(x / sqrt2)) * 0.5
+         N("Div", ["x", "sqrt2"], ["g1"], name="gdiv"), N("Erf", ["g1"], ["g2"], name="gerf"),
+         N("Add", ["g2", "one"], ["g3"], name="gadd"), N("Mul", ["x", "g3"], ["g4"], name="gmul"),
+         N("Mul", ["g4", "half"], ["gelu"], name="gelu"),
+         # GELU as Hugging Face writes it: (x * 0.5) * (1 + erf(x * (1/sqrt2)))
+         N("Mul", ["x", "half"], ["e1"], name="ehalf"), N("Mul", ["x", "rsqrt2"], ["e2"], name="escale"),
+         N("Erf", ["e2"], ["e3"], name="eerf"), N("Add", ["one", "e3"], ["e4"], name="eadd"),
+         N("Mul", ["e1", "e4"], ["gelu_hf"], name="gelu_hf"),
+         # GELU's tanh form, as GPT-2 writes it
+         N("Mul", ["half", "x"], ["t1"], name="thalf"), N("Pow", ["x", "three"], ["t2"], name="tpow"),
+         N("Mul", ["c044", "t2"], ["t3"], name="tcube"), N("Add", ["x", "t3"], ["t4"], name="tadd"),
+         N("Mul", ["t4", "csqrt2pi"], ["t5"], name="tscale"), N("Tanh", ["t5"], ["t6"], name="ttanh"),
+         N("Add", ["t6", "one"], ["t7"], name="tadd1"), N("Mul", ["t1", "t7"], ["gelu_tanh"], name="gelu_tanh"),
+         # near misses: the Sigmoid is also an output; HardSigmoid's default
+         # alpha (0.2) is not HardSwish's; a GELU with 1.5 for sqrt 2
+         N("Sigmoid", ["x"], ["s3"], name="sig3"), N("Mul", ["x", "s3"], ["silu_shared"], name="silu_shared"),
+         N("HardSigmoid", ["x"], ["h2"], name="hsig2"), N("Mul", ["x", "h2"], ["not_hswish"], name="not_hswish"),
+         N("Div", ["x", "c15"], ["n1"], name="ndiv"), N("Erf", ["n1"], ["n2"], name="nerf"),
+         N("Add", ["n2", "one"], ["n3"], name="nadd"), N("Mul", ["x", "n3"], ["n4"], name="nmul"),
+         N("Mul", ["n4", "half"], ["not_gelu"], name="not_gelu")],
+        [vi("x", [2, 3, 8])],
+        [vi(n, None) for n in ["silu", "silu_r", "hswish", "gelu", "gelu_hf", "gelu_tanh",
+                               "silu_shared", "s3", "not_hswish", "not_gelu"]],
+        [c("sqrt2", 1.4142135381698608), c("rsqrt2", 0.7071067690849304), c("one", 1.0),
+         c("half", 0.5), c("three", 3.0), c("c044", 0.044715), c("csqrt2pi", 0.7978845834732056),
+         c("c15", 1.5)])
     M["reduce_noop_fold"] = model(
         [N("ReduceSumSquare", ["c"], ["sq"], name="sq", noop_with_empty_axes=1),
          N("ReduceL1", ["c", "none"], ["l1"], name="l1", noop_with_empty_axes=1),

@@ -31,7 +31,7 @@ enum { PR_MODE, PR_FUSE, PR_NO_TRAIN, PR_LEAVE_OUT, PR_ALLOW_PARTIAL };
 
 static const tool_opt predict_opts[] = {
     {"mode", 0, "graph|eager", "execution to predict (default graph)", PR_MODE},
-    {"fuse", 0, "on|off", "conv + Relu as one layer (default on)", PR_FUSE},
+    {"fuse", 0, "on|off", "conv + Relu as one layer, exported patterns (x*Sigmoid(x),\nthe GELU formula) as one operator (default on)", PR_FUSE},
     {"no-train", 0, NULL, "use saved models only (learned source off when stale)", PR_NO_TRAIN},
     {"leave-out", 0, NULL,
      "predict as if the network had never been measured:\nits configurations (at this shape "
@@ -618,6 +618,7 @@ int cmd_predict(opsched_ctx *ctx, int argc, char **argv)
     rc = predict_args_finish(&c.a, ctx, "predict");
     if (rc != TOOL_EXIT_OK) return rc;
     opsched_graph *g = NULL;
+    c.m.no_rewrite = !c.o.fuse;
     opsched_status st = tool_load_model(ctx, &c.m, &g);
     if (st != OPSCHED_OK) return tool_model_fail(ctx, st, c.m.model);
     opsched_predictor *p = NULL;

@@ -83,7 +83,8 @@ static const tool_opt profile_opts[] = {
     {"cuda-graph", 0, "on|off", "also time replays of a captured CUDA graph (default on)",
      PF_CUDA_GRAPH},
     {"fuse", 0, "on|off", "run a convolution, its bias and a following ReLU as one\noperation "
-                          "where the backend can (default on)",
+                          "where the backend can, and exported patterns\n(x*Sigmoid(x), the "
+                          "GELU formula) as one operator (default on)",
      PF_FUSE},
     {"layers", 0, "on|off", "time every layer: layers CSV, attribution (default on)", PF_LAYERS},
     {"host-layers", 0, "on|off", "the host's time to enqueue each layer in a free run\n(read in "
@@ -523,6 +524,7 @@ static opsched_status load_graph(const run_state *rs, int64_t batch, int64_t siz
     mo.height = mo.width = size;
     mo.fold_bn = rs->a->fold_bn;
     mo.load_weights = 1;
+    mo.no_rewrite = !rs->a->fuse;
     return tool_load_model(rs->ctx, &mo, g);
 }
 

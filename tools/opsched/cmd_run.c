@@ -94,7 +94,7 @@ static const tool_opt run_exec_opts[] = {
     {"concurrent-algo", 0, "P", "policy for nodes of stages with several groups (default:\n"
                                 "--algo)",
      RU_CONC_ALGO},
-    {"fuse", 0, "on|off", "convolution + bias + ReLU as one operation (default on)", RU_FUSE},
+    {"fuse", 0, "on|off", "convolution + bias + ReLU as one operation, and exported\npatterns (x*Sigmoid(x), the GELU formula) as one operator (default on)", RU_FUSE},
     {"concat-elision", 0, "on|off", "producers write into concat slices (default on)",
      RU_ELISION},
     {"cuda-graph", 0, "on|off", "also time the whole inference as a CUDA graph (default on)",
@@ -717,6 +717,7 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
     opsched_status st = OPSCHED_OK;
     /* A file that carries its weights runs with them. */
     a.mo.load_weights = 1;
+    a.mo.no_rewrite = !a.fuse;
     if (a.io.n && (rc = run_io_read(ctx, &a.io)) != TOOL_EXIT_OK) goto done;
     /* The loader takes every --input value: constants and weights where the
      * model needs them, shapes that bind symbolic dimensions. */

@@ -26,6 +26,7 @@ typedef struct tool_model_opts {
     int load_weights;       /* ONNX: keep initializer payloads */
     const opsched_onnx_value *values; /* ONNX: values given for graph inputs */
     int n_values;
+    int no_rewrite;         /* ONNX: keep operator patterns as written (--no-fuse) */
 } tool_model_opts;
 
 typedef struct tool_cmd {

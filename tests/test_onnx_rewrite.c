@@ -1,0 +1,184 @@
+/*
+ * test_onnx_rewrite.c - operator patterns the importer rewrites
+ * (opsched_graph_rewrite_patterns) on small/patterns.onnx, made by
+ * tests/onnx/make_models.py: SiLU in both operand orders, HardSwish, GELU
+ * as torch's legacy exporter, Hugging Face and GPT-2 write it, and three
+ * near misses that must stay as written.  The rewritten graph must have the
+ * fused operators and compute what the graph as written computes (both run
+ * on the CPU backend, where the written form runs node by node).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "opsched/backend.h"
+#include "opsched/exec.h"
+#include "opsched/onnx.h"
+
+static opsched_graph *load(opsched_ctx *ctx, int no_rewrite)
+{
+    const char *dir = getenv("OPSCHED_TESTDATA");
+    if (!dir) skip();
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/onnx/small/patterns.onnx", dir);
+    opsched_onnx_options o = {.load_weights = 1, .no_rewrite = no_rewrite};
+    opsched_graph *g = NULL;
+    opsched_status st = opsched_onnx_load_file(ctx, path, &o, &g);
+    if (st != OPSCHED_OK) print_error("%s: %s\n", path, opsched_ctx_last_error(ctx));
+    assert_int_equal(st, OPSCHED_OK);
+    return g;
+}
+
+/* The node whose output is the tensor named name. */
+static const opsched_node *made(const opsched_graph *g, const char *name)
+{
+    int id = -1;
+    assert_int_equal(opsched_graph_find_tensor(g, name, &id), OPSCHED_OK);
+    int p = opsched_graph_tensor(g, id)->producer;
+    assert_true(p >= 0);
+    return opsched_graph_node(g, p);
+}
+
+static int count_op(const opsched_graph *g, opsched_op_kind op)
+{
+    int n = 0;
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++)
+        n += opsched_graph_node(g, i)->op == op;
+    return n;
+}
+
+static void test_structure(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx = NULL;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    opsched_graph *as_written = load(ctx, 1);
+    opsched_graph *g = load(ctx, 0);
+    const opsched_node *n = made(g, "silu");
+    assert_int_equal(n->op, OPSCHED_OP_UNARY);
+    assert_int_equal(n->attr.unary.fn, OPSCHED_UNARY_SWISH);
+    assert_true(fabsf(n->attr.unary.alpha - 1.0f) < 1e-6f);
+    assert_string_equal(n->name, "silu"); /* the last node's name */
+    assert_int_equal(made(g, "silu_r")->op, OPSCHED_OP_UNARY);
+    assert_int_equal(made(g, "hswish")->op, OPSCHED_OP_HARDSWISH);
+    n = made(g, "gelu");
+    assert_int_equal(n->op, OPSCHED_OP_GELU);
+    assert_int_equal(n->attr.gelu.tanh_approx, 0);
+    assert_int_equal(made(g, "gelu_hf")->op, OPSCHED_OP_GELU);
+    n = made(g, "gelu_tanh");
+    assert_int_equal(n->op, OPSCHED_OP_GELU);
+    assert_int_equal(n->attr.gelu.tanh_approx, 1);
+    /* Each rewritten operator reads x itself. */
+    int x = opsched_graph_input(g, 0);
+    assert_int_equal(made(g, "gelu_tanh")->inputs[0], x);
+    assert_int_equal(made(g, "gelu_hf")->inputs[0], x);
+    /* The near misses stay as written. */
+    assert_int_equal(made(g, "silu_shared")->op, OPSCHED_OP_MUL);
+    assert_int_equal(made(g, "not_hswish")->op, OPSCHED_OP_MUL);
+    assert_int_equal(made(g, "not_gelu")->op, OPSCHED_OP_MUL);
+    /* Nothing else is left behind: of the written graph's 8 Erf/Tanh/
+     * Sigmoid/HardSigmoid nodes, those of the near misses remain. */
+    assert_int_equal(count_op(g, OPSCHED_OP_SIGMOID), 1);
+    assert_int_equal(count_op(g, OPSCHED_OP_HARDSIGMOID), 1);
+    assert_int_equal(count_op(g, OPSCHED_OP_ERF), 1);
+    assert_int_equal(count_op(g, OPSCHED_OP_TANH), 0);
+    assert_int_equal(count_op(as_written, OPSCHED_OP_SIGMOID), 3);
+    assert_int_equal(opsched_graph_num_nodes(as_written) - opsched_graph_num_nodes(g),
+                     (2 - 1) * 3 + (5 - 1) * 2 + (8 - 1));
+    /* Outputs keep their names and order. */
+    assert_int_equal(opsched_graph_num_outputs(g), opsched_graph_num_outputs(as_written));
+    for (int i = 0; i < opsched_graph_num_outputs(g); i++)
+        assert_string_equal(opsched_graph_tensor(g, opsched_graph_output(g, i))->name,
+                            opsched_graph_tensor(as_written, opsched_graph_output(as_written, i))->name);
+    opsched_graph_free(as_written);
+    opsched_graph_free(g);
+    opsched_ctx_free(ctx);
+}
+
+/* Runs g on the CPU with the input x = xs; outputs into out[i] (n each). */
+static void run_cpu(opsched_device *dev, const opsched_graph *g, const float *xs, size_t n_x,
+                    float **out, size_t *n_out)
+{
+    opsched_exec_options o;
+    memset(&o, 0, sizeof(o));
+    opsched_executor *ex = NULL;
+    assert_int_equal(opsched_executor_create(dev, g, NULL, &o, &ex), OPSCHED_OK);
+    assert_int_equal(opsched_executor_set_input(ex, 0, xs, n_x), OPSCHED_OK);
+    assert_int_equal(opsched_executor_run(ex), OPSCHED_OK);
+    assert_int_equal(opsched_device_sync(dev), OPSCHED_OK);
+    for (int i = 0; i < opsched_graph_num_outputs(g); i++) {
+        n_out[i] = opsched_executor_output_numel(ex, i);
+        out[i] = malloc(n_out[i] * sizeof(float));
+        assert_non_null(out[i]);
+        assert_int_equal(opsched_executor_get_output(ex, i, out[i], n_out[i]), OPSCHED_OK);
+    }
+    opsched_executor_free(ex);
+}
+
+static void test_same_values(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx = NULL;
+    opsched_device *dev = NULL;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    if (opsched_device_open(ctx, "cpu", 0, &dev) != OPSCHED_OK) {
+        opsched_ctx_free(ctx);
+        print_message("SKIP: no cpu backend in this build\n");
+        skip();
+    }
+    opsched_graph *as_written = load(ctx, 1);
+    opsched_graph *g = load(ctx, 0);
+    float xs[48];
+    for (int i = 0; i < 48; i++) /* -6 .. 6: both tails and the middle */
+        xs[i] = -6.0f + 12.0f * (float)i / 47.0f;
+    enum { N_OUT = 10 };
+    assert_int_equal(opsched_graph_num_outputs(g), N_OUT);
+    float *a[N_OUT], *b[N_OUT];
+    size_t na[N_OUT], nb[N_OUT];
+    run_cpu(dev, as_written, xs, 48, a, na);
+    run_cpu(dev, g, xs, 48, b, nb);
+    for (int i = 0; i < N_OUT; i++) {
+        assert_int_equal(na[i], nb[i]);
+        double num = 0, den = 0;
+        for (size_t k = 0; k < na[i]; k++) {
+            num += ((double)a[i][k] - b[i][k]) * ((double)a[i][k] - b[i][k]);
+            den += (double)a[i][k] * a[i][k];
+        }
+        double rel = sqrt(num / (den > 0 ? den : 1));
+        if (rel > 1e-6)
+            print_error("output %s: relative L2 %g\n",
+                        opsched_graph_tensor(g, opsched_graph_output(g, i))->name, rel);
+        assert_true(rel <= 1e-6);
+        free(a[i]);
+        free(b[i]);
+    }
+    /* And the values are the functions' own: silu(-6) and gelu(6). */
+    double x0 = xs[0], x47 = xs[47];
+    float *c[N_OUT];
+    size_t nc[N_OUT];
+    run_cpu(dev, g, xs, 48, c, nc);
+    assert_true(fabs(c[0][0] - x0 / (1 + exp(-x0))) < 1e-5);
+    assert_true(fabs(c[3][47] - 0.5 * x47 * (1 + erf(x47 / sqrt(2.0)))) < 1e-4);
+    for (int i = 0; i < N_OUT; i++)
+        free(c[i]);
+    opsched_graph_free(as_written);
+    opsched_graph_free(g);
+    opsched_device_close(dev);
+    opsched_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_structure),
+        cmocka_unit_test(test_same_values),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
