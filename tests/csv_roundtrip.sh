@@ -65,7 +65,7 @@ check "devices: the cpu device listed" sh -c "grep -q '^cpu,0,' '$tmp/devices.cs
 "$bin" bench conv2d --backend cpu --in-channels 4 --out-channels 4 --height 8 --iters 3 \
   --warmup-ms 1 --min-ms 1 --format csv >"$tmp/bench.csv" 2>"$tmp/bench.err"
 check "bench conv2d --format csv" parses "$tmp/bench.csv" 1
-check "bench: its columns" sh -c "head -1 '$tmp/bench.csv' | grep -qx 'op,algorithm,algo,status,median_ms,mean_ms,min_ms,p99_ms,cv,launches,workspace_bytes,tflops,gb_s,message'"
+check "bench: its columns" sh -c "head -1 '$tmp/bench.csv' | grep -qx 'op,algorithm,algo,status,median_ms,mean_ms,min_ms,p99_ms,cv,samples,median_ci,converged,launches,workspace_bytes,tflops,gb_s,message'"
 
 # --- sweep on the CPU, then export ---------------------------------------------
 quick=(--backend cpu --iters 3 --warmup-ms 1 --min-ms 0)

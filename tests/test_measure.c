@@ -2,6 +2,7 @@
  * test_measure.c - statistics, operator configurations, signatures, node
  * extraction, and (where a backend has a device) a real measurement.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -47,6 +48,29 @@ static void test_stats_trimmed_mean_drops_outlier(void **state)
     assert_int_equal(opsched_stats_compute(&one, 1, &st), OPSCHED_OK);
     assert_float_equal(st.std, 0, 0);
     assert_float_equal(st.p99, 7, 0);
+}
+
+/* The median's distribution-free interval: ranks n/2 -+ 0.98 sqrt(n). */
+static void test_stats_median_interval(void **state)
+{
+    (void)state;
+    double s[101];
+    for (int i = 0; i < 101; i++)
+        s[100 - i] = i + 1; /* 101 .. 1: the order does not matter */
+    opsched_stats st;
+    assert_int_equal(opsched_stats_compute(s, 101, &st), OPSCHED_OK);
+    /* 50.5 -+ 9.85: the 41st and the 61st smallest */
+    assert_true(st.median_lo == 41 && st.median_hi == 61 && st.median == 51);
+    assert_true(fabs(opsched_stats_median_ci(&st) - 20.0 / 102.0) < 1e-12);
+    /* Five samples: nothing narrower than their range can be claimed. */
+    assert_int_equal(opsched_stats_compute(s, 5, &st), OPSCHED_OK);
+    assert_true(st.median_lo == st.min && st.median_hi == st.max);
+    /* Equal samples: an interval of width 0. */
+    double same[30];
+    for (int i = 0; i < 30; i++)
+        same[i] = 0.25;
+    assert_int_equal(opsched_stats_compute(same, 30, &st), OPSCHED_OK);
+    assert_true(opsched_stats_median_ci(&st) == 0.0);
 }
 
 static void test_opconfig_conv(void **state)
@@ -183,7 +207,28 @@ static void test_measure_on_devices(void **state)
         assert_true(m.stats.n >= 10);
         assert_true(m.stats.min > 0);
         assert_true(m.stats.min <= m.stats.median && m.stats.median <= m.stats.max);
+        assert_true(m.stats.median_lo <= m.stats.median && m.stats.median <= m.stats.median_hi);
         assert_true(m.launches_per_sample >= 1);
+        /* A fixed budget: exactly that many samples, no verdict. */
+        o.ci_target = 0;
+        o.min_ms = 0;
+        assert_int_equal(opsched_measure_node(dev, g, 0, &o, &m), OPSCHED_OK);
+        assert_int_equal(m.stats.n, 10);
+        assert_int_equal(m.converged, 0);
+        /* A target any device meets (+-50%) stops on a stable estimate ... */
+        o.ci_target = 0.5;
+        assert_int_equal(opsched_measure_node(dev, g, 0, &o, &m), OPSCHED_OK);
+        assert_int_equal(m.converged, 1);
+        assert_true(opsched_stats_median_ci(&m.stats) <= 0.5);
+        /* ... and one none meets stops at max_ms, saying it did not converge. */
+        o.ci_target = 1e-9;
+        o.max_ms = 15;
+        assert_int_equal(opsched_measure_node(dev, g, 0, &o, &m), OPSCHED_OK);
+        assert_int_equal(m.converged, 0);
+        assert_true(m.stats.n >= 10);
+        opsched_measure_options_default(&o);
+        o.warmup_ms = 5;
+        o.iters = 10;
         /* a misspelt algorithm is the caller's mistake, named in the message */
         o.plan.algo = "no_such_algorithm";
         assert_int_equal(opsched_measure_node(dev, g, 0, &o, &m), OPSCHED_ERR_INVALID_ARG);
@@ -202,6 +247,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stats_known_values),
         cmocka_unit_test(test_stats_trimmed_mean_drops_outlier),
+        cmocka_unit_test(test_stats_median_interval),
         cmocka_unit_test(test_opconfig_conv),
         cmocka_unit_test(test_every_opconfig_builds),
         cmocka_unit_test(test_extract_and_signature_ignore_names),

@@ -141,6 +141,7 @@ static void test_grid_lists_filters(void **state)
     const opsched_measure_options *m = opsched_sweep_spec_measure(spec);
     assert_int_equal(m->iters, 7);
     assert_true(m->min_ms == 0);
+    assert_true(m->ci_target == 0); /* a spec that fixes iters gets that budget */
     assert_int_equal(m->plan.math, OPSCHED_MATH_TF32);
     assert_int_equal(m->cache, OPSCHED_CACHE_COLD);
     assert_int_equal(opsched_sweep_spec_num_algos(spec), 2);
@@ -148,6 +149,31 @@ static void test_grid_lists_filters(void **state)
     int seen = 0;
     assert_int_equal(for_each_config(ctx, spec, 0, 1, check_lists_filters, &seen), 10);
     opsched_sweep_spec_free(spec);
+    opsched_ctx_free(ctx);
+}
+
+/* The measure: section's sampling: a fixed budget, or until stable. */
+static void test_spec_sampling(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx = NULL;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    static const char *const texts[] = {
+        "op: relu\nparams:\n  channels: 8\n",
+        "measure:\n  min_ms: 40\nop: relu\nparams:\n  channels: 8\n",
+        "measure:\n  iters: 30\n  ci: 1\n  max_ms: 200\nop: relu\nparams:\n  channels: 8\n",
+    };
+    double want_ci[] = {0.005, 0, 0.01};
+    for (int i = 0; i < 3; i++) {
+        opsched_sweep_spec *spec = parse_ok(ctx, texts[i]);
+        const opsched_measure_options *m = opsched_sweep_spec_measure(spec);
+        if (m->ci_target != want_ci[i]) print_message("spec %d: ci %g\n", i, m->ci_target);
+        assert_true(m->ci_target == want_ci[i]);
+        if (i == 2) assert_true(m->max_ms == 200 && m->iters == 30);
+        opsched_sweep_spec_free(spec);
+    }
+    parse_fails(ctx, "measure:\n  ci: 80\nop: relu\nparams:\n  channels: 8\n",
+                OPSCHED_ERR_INVALID_ARG, "measure: ci must be in 0..50");
     opsched_ctx_free(ctx);
 }
 
@@ -1270,6 +1296,7 @@ static void test_cpu_shards_and_bad_options(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spec_sampling),
         cmocka_unit_test(test_grid_lists_filters),
         cmocka_unit_test(test_grid_ranges_sweeps_limit_duplicates),
         cmocka_unit_test(test_filter_arithmetic),

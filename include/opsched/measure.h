@@ -43,7 +43,15 @@ typedef struct opsched_stats {
     double p90, p95, p99;
     double trimmed_mean;       /* mean of the samples within 3 std of the mean */
     double cv;                 /* std / mean */
+    /* A distribution-free 95% confidence interval of the median: the order
+     * statistics of ranks n/2 -+ 0.98 sqrt(n) (the binomial's normal
+     * approximation); min and max for fewer than 6 samples. */
+    double median_lo, median_hi;
 } opsched_stats;
+
+/* Half the width of the median's confidence interval, relative to the
+ * median (0 when the median is not positive). */
+double opsched_stats_median_ci(const opsched_stats *s);
 
 /* Statistics of n samples (n >= 1; the array is not modified). */
 opsched_status opsched_stats_compute(const double *samples, int n, opsched_stats *out);
@@ -57,11 +65,25 @@ opsched_status opsched_stats_compute(const double *samples, int n, opsched_stats
  * device may be shared or throttling".  Returns buf. */
 const char *opsched_unstable_message(int64_t n, char *buf, size_t size);
 
+/* Sampling stops when the estimate is stable, not after a fixed time: once
+ * `iters` samples and `min_ms` of them are in, after every round of
+ * samples the median's confidence interval (opsched_stats.median_lo/hi) is
+ * compared with ci_target, and the medians of the first and second half of
+ * the samples with each other.  Sampling stops when the interval is within
+ * +-ci_target of the median and the halves agree within 2 ci_target; when
+ * the halves disagree (clocks still settling) the first half is dropped as
+ * warm-up.  It stops anyway at max_ms of sampling or max_iters samples (the
+ * result says it did not converge).  ci_target 0 gives a fixed budget:
+ * exactly `iters` samples and `min_ms` of sampling, as before. */
 typedef struct opsched_measure_options {
-    double warmup_ms;          /* warm up at least this long (default 200) */
+    double warmup_ms;          /* warm up at least this long (default 10) */
     int warmup_iters;          /* and at least this many launches (default 10) */
-    int iters;                 /* timed samples, at least (default 50) */
-    double min_ms;             /* and keep sampling until this much time (default 500) */
+    int iters;                 /* timed samples, at least (default 20) */
+    double min_ms;             /* and sample at least this long (default 5) */
+    double ci_target;          /* stop at this relative half-width of the median's
+                                * 95% interval (default 0.005; 0: fixed budget) */
+    double max_ms;             /* sample at most this long when not stable (default
+                                * 1000; never below min_ms) */
     int max_iters;             /* upper bound on samples (default 10000) */
     double sample_min_us;      /* batch launches until a sample lasts this long (default 200) */
     opsched_cache_state cache;
@@ -104,6 +126,7 @@ typedef struct opsched_measurement {
     int graph_replay;          /* 1: each sample replayed the launches as a CUDA graph */
     opsched_stats stats;       /* per launch, milliseconds */
     int unstable;              /* cv above OPSCHED_CV_WARN */
+    int converged;             /* 1: sampling stopped on a stable estimate (ci_target) */
     opsched_energy energy;
     int fused_activation;      /* 1: the plan folded the Relu after the node into it */
 } opsched_measurement;

@@ -20,10 +20,12 @@
 void opsched_measure_options_default(opsched_measure_options *o)
 {
     memset(o, 0, sizeof(*o));
-    o->warmup_ms = 200;
+    o->warmup_ms = 10;
     o->warmup_iters = 10;
-    o->iters = 50;
-    o->min_ms = 500;
+    o->iters = 20;
+    o->min_ms = 5;
+    o->ci_target = 0.005;
+    o->max_ms = 1000;
     o->max_iters = 10000;
     o->sample_min_us = 200;
     o->cache = OPSCHED_CACHE_HOT;
@@ -193,6 +195,27 @@ static void free_buffers(bench *b)
     for (int i = 0; i < MAX_IO; i++) opsched_buffer_free(b->out[i]);
 }
 
+/* *verdict: 1 when the m samples (in the order taken) give a stable
+ * median: its confidence interval within +-target and the medians of the
+ * two halves within 2 target of each other; -1 when the halves disagree;
+ * 0 when the interval is still too wide. */
+static opsched_status stable_estimate(const double *x, int m, double target, int *verdict)
+{
+    opsched_stats all, a, b;
+    *verdict = 0;
+    if (m < 12) return OPSCHED_OK;
+    OS_TRY(opsched_stats_compute(x, m, &all));
+    OS_TRY(opsched_stats_compute(x, m / 2, &a));
+    OS_TRY(opsched_stats_compute(x + m / 2, m - m / 2, &b));
+    if (!(all.median > 0)) return OPSCHED_OK;
+    if (fabs(a.median - b.median) > 2.0 * target * all.median) {
+        *verdict = -1;
+        return OPSCHED_OK;
+    }
+    *verdict = opsched_stats_median_ci(&all) <= target;
+    return OPSCHED_OK;
+}
+
 static opsched_status time_samples(bench *b, opsched_timer *timer, const opsched_measure_options *o,
                                    opsched_measurement *out)
 {
@@ -244,10 +267,27 @@ static opsched_status time_samples(bench *b, opsched_timer *timer, const opsched
     opsched_status st = OPSCHED_OK;
     if (!samples) return OS_NOMEM(ctx);
     round_timers[n_timers++] = timer;
-    int n = 0;
+    /* samples[first..n) are the estimate; total is all sampled time. */
+    int n = 0, first = 0;
     double total = 0;
-    while (n < cap && (n < o->iters || total < o->min_ms)) {
-        int want = o->iters > n ? o->iters - n : 1;
+    int adaptive = o->ci_target > 0;
+    double max_ms = adaptive ? OS_MAX(o->max_ms, o->min_ms) : o->min_ms;
+    out->converged = 0;
+    while (n < cap) {
+        int m = n - first;
+        if (m >= o->iters && total >= o->min_ms) {
+            if (!adaptive) break;
+            int verdict = 0;
+            OS_TRY_GOTO(st, stable_estimate(samples + first, m, o->ci_target, &verdict), done);
+            if (verdict > 0) {
+                out->converged = 1;
+                break;
+            }
+            if (total >= max_ms) break;
+            /* The halves disagree: the first was still settling. */
+            if (verdict < 0 && m >= 2 * o->iters) first += m / 2;
+        }
+        int want = o->iters > m ? o->iters - m : OS_MAX(m / 2, 8);
         if (total < o->min_ms && n > 0) {
             double per = total / n;
             int more = per > 0 ? (int)((o->min_ms - total) / per) + 1 : ROUND;
@@ -269,7 +309,7 @@ static opsched_status time_samples(bench *b, opsched_timer *timer, const opsched
         }
     }
     out->launches_per_sample = b->per_sample;
-    OS_TRY_GOTO(st, opsched_stats_compute(samples, n, &out->stats), done);
+    OS_TRY_GOTO(st, opsched_stats_compute(samples + first, n - first, &out->stats), done);
     out->unstable = out->stats.cv > OPSCHED_CV_WARN;
 done:
     for (int j = 1; j < n_timers; j++) opsched_timer_free(round_timers[j]);

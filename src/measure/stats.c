@@ -56,8 +56,23 @@ opsched_status opsched_stats_compute(const double *samples, int n, opsched_stats
     }
     out->trimmed_mean = tn ? tsum / tn : out->mean;
     out->cv = out->mean > 0 ? out->std / out->mean : 0.0;
+    if (n < 6) {
+        out->median_lo = s[0];
+        out->median_hi = s[n - 1];
+    } else {
+        double half = 0.98 * sqrt((double)n);
+        int lo = (int)floor((double)n / 2.0 - half), hi = (int)ceil((double)n / 2.0 + half) - 1;
+        out->median_lo = s[lo < 0 ? 0 : lo];
+        out->median_hi = s[hi > n - 1 ? n - 1 : hi];
+    }
     free(s);
     return OPSCHED_OK;
+}
+
+double opsched_stats_median_ci(const opsched_stats *s)
+{
+    if (!s || !(s->median > 0)) return 0.0;
+    return (s->median_hi - s->median_lo) / (2.0 * s->median);
 }
 
 const char *opsched_cache_name(opsched_cache_state c) { return c == OPSCHED_CACHE_COLD ? "cold" : "hot"; }

@@ -241,8 +241,10 @@ static opsched_status parse_measure(const os_yaml *y, opsched_sweep_spec *spec,
                                     const yaml_node_t *m)
 {
     static const char *const keys[] = {
-        "warmup_ms", "warmup_iters", "iters", "max_iters", "min_ms", "sample_us", "energy",
-        "energy_window_ms", "idle_ms", "cooldown_ms", "cache", "math", "layout", "algo", "seed"};
+        "warmup_ms", "warmup_iters", "iters",  "max_iters", "min_ms", "max_ms",
+        "ci",        "sample_us",    "energy", "energy_window_ms", "idle_ms", "cooldown_ms",
+        "cache",     "math",         "layout", "algo",  "seed"};
+    int fixed = 0, ci_given = 0;
     opsched_measure_options *o = &spec->measure;
     OS_TRY(os_yaml_want(y, m, YAML_MAPPING_NODE, "measure"));
     OS_TRY(os_yaml_check_keys(y, m, keys, OS_ARRAY_LEN(keys), 0, "measure"));
@@ -261,7 +263,7 @@ static opsched_status parse_measure(const os_yaml *y, opsched_sweep_spec *spec,
                    strcmp(k, "max_iters") == 0) {
             OS_TRY(os_yaml_int(y, v, 1, 10000000, what, &iv));
             if (k[0] == 'w') o->warmup_iters = (int)iv;
-            else if (k[0] == 'i') o->iters = (int)iv;
+            else if (k[0] == 'i') o->iters = (int)iv, fixed = 1;
             else o->max_iters = (int)iv;
         } else if (strcmp(k, "seed") == 0) {
             OS_TRY(os_yaml_int(y, v, 0, INT64_MAX, what, &iv));
@@ -282,9 +284,12 @@ static opsched_status parse_measure(const os_yaml *y, opsched_sweep_spec *spec,
             else return os_sweep_fail(y, v, "measure: layout must be nchw or nhwc, not '%s'", s);
         } else {
             double d = 0;
-            OS_TRY(yaml_double(y, v, 0, 3.6e6, what, &d));
+            /* ci in percent, as --ci takes it */
+            OS_TRY(yaml_double(y, v, 0, strcmp(k, "ci") == 0 ? 50 : 3.6e6, what, &d));
             if (strcmp(k, "warmup_ms") == 0) o->warmup_ms = d;
-            else if (strcmp(k, "min_ms") == 0) o->min_ms = d;
+            else if (strcmp(k, "min_ms") == 0) o->min_ms = d, fixed = 1;
+            else if (strcmp(k, "max_ms") == 0) o->max_ms = d;
+            else if (strcmp(k, "ci") == 0) o->ci_target = d / 100.0, ci_given = 1;
             else if (strcmp(k, "sample_us") == 0) o->sample_min_us = d;
             else if (strcmp(k, "energy_window_ms") == 0) o->energy_window_ms = d;
             else if (strcmp(k, "idle_ms") == 0) o->idle_ms = d;
@@ -292,6 +297,9 @@ static opsched_status parse_measure(const os_yaml *y, opsched_sweep_spec *spec,
         }
     }
     if (o->max_iters < o->iters) o->max_iters = o->iters;
+    /* A spec that fixes a sample budget (iters or min_ms) gets that budget,
+     * unless it also asks for a confidence target. */
+    if (fixed && !ci_given) o->ci_target = 0;
     return OPSCHED_OK;
 }
 

@@ -416,7 +416,9 @@ enum {
     ME_ENERGY,
     ME_ENERGY_WINDOW,
     ME_IDLE,
-    ME_COOLDOWN
+    ME_COOLDOWN,
+    ME_CI,
+    ME_MAX_MS
 };
 
 const tool_opt tool_measure_optlist[] = {
@@ -431,10 +433,16 @@ const tool_opt tool_measure_optlist[] = {
     {"dtype", 0, "T", "f32, f16 or bf16 (sets --math accordingly)", ME_DTYPE},
     {"layout", 0, "L", "auto (default: nhwc on cuda, nchw on cpu), nchw or\nnhwc", ME_LAYOUT},
     {"cache", 0, "hot|cold", "reuse one input (hot) or rotate inputs larger than L2", ME_CACHE},
-    {"warmup-ms", 0, "MS", "warm up at least this long (default 200)", ME_WARMUP_MS},
+    {"warmup-ms", 0, "MS", "warm up at least this long (default 10)", ME_WARMUP_MS},
     {"warmup-iters", 0, "N", "and at least N launches", ME_WARMUP_ITERS},
-    {"iters", 0, "N", "exactly N timed samples (default: >= 50 and >= --min-ms)", ME_ITERS},
-    {"min-ms", 0, "MS", "sample for at least this long (default 500)", ME_MIN_MS},
+    {"ci", 0, "PCT", "sample until the median's 95% confidence interval is\nwithin +-PCT% "
+                     "(default 0.5; 0: a fixed budget of\n--iters and --min-ms)", ME_CI},
+    {"max-ms", 0, "MS", "stop sampling after this long even when not stable\n(default 1000)",
+     ME_MAX_MS},
+    {"iters", 0, "N", "exactly N timed samples (a fixed budget; default: >= 20,\nthen until "
+                      "stable)", ME_ITERS},
+    {"min-ms", 0, "MS", "sample for this long (a fixed budget, unless --ci is\ngiven too)",
+     ME_MIN_MS},
     {"sample-us", 0, "US", "batch launches until a sample lasts this long (default\n200)",
      ME_SAMPLE_US},
     {"seed", 0, "N", "weights and inputs (default 1)", ME_SEED},
@@ -508,6 +516,7 @@ int tool_measure_opt(void *dest, const char *cmd, const tool_opt *opt, const cha
         if (opt->id == ME_ITERS) {
             o->iters = (int)iv;
             o->min_ms = 0;
+            if (!a->ci_set) o->ci_target = 0;
             if (o->max_iters < o->iters) o->max_iters = o->iters;
         } else {
             o->warmup_iters = (int)iv;
@@ -521,14 +530,23 @@ int tool_measure_opt(void *dest, const char *cmd, const tool_opt *opt, const cha
     case ME_ENERGY:
         o->energy = 1;
         return TOOL_EXIT_OK;
+    case ME_CI:
+        if (!parse_double(v, 0, 50, &dv))
+            return tool_usage_error(cmd, "--ci wants a percentage from 0 to 50, got '%s'", v);
+        o->ci_target = dv / 100.0;
+        a->ci_set = 1;
+        return TOOL_EXIT_OK;
     default:
         if (!parse_double(v, 0, 3.6e6, &dv))
             return tool_usage_error(cmd, "--%s wants milliseconds (or microseconds), got '%s'",
                                     opt->name, v);
         if (opt->id == ME_WARMUP_MS)
             o->warmup_ms = dv;
-        else if (opt->id == ME_MIN_MS)
+        else if (opt->id == ME_MIN_MS) {
             o->min_ms = dv;
+            if (!a->ci_set) o->ci_target = 0;
+        } else if (opt->id == ME_MAX_MS)
+            o->max_ms = dv;
         else if (opt->id == ME_ENERGY_WINDOW)
             o->energy_window_ms = dv;
         else if (opt->id == ME_IDLE)

@@ -97,11 +97,12 @@ static const char *status_word(const opsched_measurement *m)
 static opsched_status csv_header(opsched_csv_writer *w, int energy)
 {
     return opsched_csv_header(w, energy ? "op,algorithm,algo,status,median_ms,mean_ms,min_ms,"
-                                          "p99_ms,cv,launches,workspace_bytes,tflops,gb_s,"
+                                          "p99_ms,cv,samples,median_ci,converged,launches,"
+                                          "workspace_bytes,tflops,gb_s,"
                                           "energy_mj,dynamic_mj,power_w,energy_method,message"
                                         : "op,algorithm,algo,status,median_ms,mean_ms,min_ms,"
-                                          "p99_ms,cv,launches,workspace_bytes,tflops,gb_s,"
-                                          "message");
+                                          "p99_ms,cv,samples,median_ci,converged,launches,"
+                                          "workspace_bytes,tflops,gb_s,message");
 }
 
 /* One algorithm's row; a failed one has only its status and message. */
@@ -121,6 +122,9 @@ static opsched_status csv_row(opsched_csv_writer *w, const char *op, const char 
         opsched_csv_double(w, s->min, "%.6g");
         opsched_csv_double(w, s->p99, "%.6g");
         opsched_csv_double(w, s->cv, "%.6g");
+        opsched_csv_int(w, s->n);
+        opsched_csv_double(w, opsched_stats_median_ci(s), "%.6g");
+        opsched_csv_int(w, m->converged);
         opsched_csv_int(w, m->launches_per_sample);
         opsched_csv_int(w, m->workspace_bytes);
         opsched_csv_double(w, sec > 0 ? (double)n->cost.flops / sec / 1e12 : 0.0, "%.6g");
@@ -128,7 +132,7 @@ static opsched_status csv_row(opsched_csv_writer *w, const char *op, const char 
             w, sec > 0 ? (double)(n->cost.bytes_read + n->cost.bytes_written) / sec / 1e9 : 0.0,
             "%.6g");
     } else {
-        for (int i = 0; i < 9; i++) opsched_csv_empty(w);
+        for (int i = 0; i < 12; i++) opsched_csv_empty(w);
     }
     if (energy) {
         if (ok && m->energy.valid) {
@@ -162,6 +166,9 @@ static void json_row(cJSON *arr, const char *op, const char *policy, const opsch
         cJSON_AddNumberToObject(o, "min_ms", s->min);
         cJSON_AddNumberToObject(o, "p99_ms", s->p99);
         cJSON_AddNumberToObject(o, "cv", s->cv);
+        cJSON_AddNumberToObject(o, "samples", s->n);
+        cJSON_AddNumberToObject(o, "median_ci", opsched_stats_median_ci(s));
+        cJSON_AddBoolToObject(o, "converged", m->converged);
         cJSON_AddNumberToObject(o, "launches", m->launches_per_sample);
         cJSON_AddNumberToObject(o, "workspace_bytes", (double)m->workspace_bytes);
         cJSON_AddNumberToObject(o, "tflops", sec > 0 ? (double)n->cost.flops / sec / 1e12 : 0.0);

@@ -321,6 +321,14 @@ static int choose_sizes(const profile_args *a, const model_src *m, int64_t *size
 static void measurement_settings(opsched_ctx *ctx, const profile_args *a, tool_measure_args *ma)
 {
     tool_measure_args_init(ma);
+    /* Whole networks are timed for a fixed budget (opsched_profile_options'
+     * defaults), not until a single operator's estimate is stable. */
+    opsched_profile_options po;
+    opsched_profile_options_default(&po);
+    ma->opts.warmup_ms = po.warmup_ms;
+    ma->opts.iters = po.iters;
+    ma->opts.min_ms = po.min_ms;
+    ma->opts.ci_target = 0;
     if (a->stage == STAGE_SANITY) {
         ma->opts.warmup_ms = 50;
         ma->opts.iters = 10;

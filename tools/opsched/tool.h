@@ -63,6 +63,7 @@ typedef struct tool_measure_args {
     int math_auto;          /* 1: opts.plan.math chosen by backend (tool_measure_resolve) */
     int layout_auto;        /* 1: opts.plan.layout chosen by backend */
     int math_set, layout_set; /* given on the command line (auto included) */
+    int ci_set;               /* --ci given: --iters and --min-ms keep it */
 } tool_measure_args;
 
 void tool_measure_args_init(tool_measure_args *a);
