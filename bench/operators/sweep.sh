@@ -51,6 +51,13 @@ $bin sweep bench/specs/operators_stability.yml --db "$out/stab2.db" > "$out/stab
 $bin export csv --db "$out/stab1.db" -o "$out/stab1.csv"
 $bin export csv --db "$out/stab2.db" -o "$out/stab2.csv"
 
+echo "== 2b. default sampling: the 288-convolution grid twice, default settings"
+for r in 1 2; do
+  t0=$(tsec); $bin sweep bench/specs/operators_default.yml --db "$out/default$r.db" > "$out/default$r.log" 2>&1; t1=$(tsec)
+  echo "default${r}_s=$(python3 -c "print($t1-$t0)")" >> "$times"
+  $bin export csv --db "$out/default$r.db" -o "$out/default$r.csv"
+done
+
 echo "== 4. energy: two runs of 20 configs"
 $bin sweep bench/specs/operators_energy.yml --db "$out/energy1.db" > "$out/energy1.log" 2>&1
 $bin sweep bench/specs/operators_energy.yml --db "$out/energy2.db" > "$out/energy2.log" 2>&1
