@@ -16,5 +16,6 @@
 #include "opsched/profile.h"
 #include "opsched/predict.h"
 #include "opsched/sched.h"
+#include "opsched/training.h"
 
 #endif /* OPSCHED_OPSCHED_H */

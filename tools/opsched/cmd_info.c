@@ -12,7 +12,141 @@ static const char info_help[] =
     "usage: opsched info <zoo-name|file.onnx> [options]\n"
     "\n"
     "One row per layer: name, operator, input and output shapes, kernel, stride,\n"
-    "padding, FLOPs (multiply-add = 2), parameters and bytes moved; then the totals.\n";
+    "padding, FLOPs (multiply-add = 2), parameters and bytes moved; then the totals.\n"
+    "With --train: the training iteration instead (forward, loss, backward, optimizer\n"
+    "steps, as PyTorch's eager training runs them) and the memory it holds, as\n"
+    "PyTorch's caching allocator counts it (BatchNorm kept unless --bn fold).\n";
+
+/* ---- the training iteration ------------------------------------------------- */
+
+typedef struct train_args {
+    int on;
+    opsched_training_options o;
+} train_args;
+
+enum { TR_TRAIN = 1, TR_OPTIMIZER, TR_IMPL, TR_LOSS, TR_WD };
+
+static const tool_opt train_optlist[] = {
+    {"train", 0, NULL, "show the training iteration and its memory", TR_TRAIN},
+    {"optimizer", 0, "sgd|adamw", "SGD with momentum (default) or AdamW", TR_OPTIMIZER},
+    {"optimizer-impl", 0, "foreach|fused", "torch.optim's implementation (default foreach)",
+     TR_IMPL},
+    {"loss", 0, "ce|mse", "cross-entropy (default) or mean squared error", TR_LOSS},
+    {"weight-decay", 0, "W", "SGD's weight decay (default 0)", TR_WD},
+    {NULL, 0, NULL, NULL, 0}};
+
+static int train_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
+{
+    train_args *t = dest;
+    switch (o->id) {
+    case TR_TRAIN:
+        t->on = 1;
+        return TOOL_EXIT_OK;
+    case TR_OPTIMIZER:
+        if (strcmp(v, "sgd") == 0) t->o.optimizer = OPSCHED_OPTIMIZER_SGD;
+        else if (strcmp(v, "adamw") == 0) t->o.optimizer = OPSCHED_OPTIMIZER_ADAMW;
+        else return tool_usage_error(cmd, "--optimizer wants sgd or adamw, got '%s'", v);
+        break;
+    case TR_IMPL:
+        if (strcmp(v, "foreach") == 0) t->o.impl = OPSCHED_OPTIMIZER_FOREACH;
+        else if (strcmp(v, "fused") == 0) t->o.impl = OPSCHED_OPTIMIZER_FUSED;
+        else return tool_usage_error(cmd, "--optimizer-impl wants foreach or fused, got '%s'", v);
+        break;
+    case TR_LOSS:
+        if (strcmp(v, "ce") == 0) t->o.loss = OPSCHED_LOSS_CROSS_ENTROPY;
+        else if (strcmp(v, "mse") == 0) t->o.loss = OPSCHED_LOSS_MSE;
+        else return tool_usage_error(cmd, "--loss wants ce or mse, got '%s'", v);
+        break;
+    default: {
+        char *end = NULL;
+        double d = strtod(v, &end);
+        if (end == v || *end || !(d >= 0 && d < 1))
+            return tool_usage_error(cmd, "--weight-decay wants a number in [0, 1), got '%s'", v);
+        t->o.weight_decay = d;
+        break;
+    }
+    }
+    return TOOL_EXIT_OK;
+}
+
+static int print_training(opsched_ctx *ctx, const opsched_graph *g, const train_args *ta,
+                          tool_format fmt)
+{
+    opsched_training *t = NULL;
+    opsched_status st = opsched_training_build(g, &ta->o, &t);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "training");
+    opsched_training_memory m;
+    st = opsched_training_memory_get(t, &m);
+    if (st != OPSCHED_OK) {
+        opsched_training_free(t);
+        return tool_fail(ctx, st, "training memory");
+    }
+    int n = opsched_training_num_steps(t), count[OPSCHED_STEP_OPTIMIZER + 1] = {0};
+    int64_t flops[OPSCHED_STEP_OPTIMIZER + 1] = {0};
+    for (int i = 0; i < n; i++) {
+        const opsched_train_step *s = opsched_training_step(t, i);
+        count[s->kind]++;
+        flops[s->kind] += s->flops;
+    }
+    int rc = TOOL_EXIT_OK;
+    if (fmt == TOOL_FMT_CSV) {
+        opsched_csv_writer *w = NULL;
+        st = opsched_csv_writer_create(ctx, stdout, &w);
+        if (st == OPSCHED_OK) st = opsched_csv_header(w, "step,kind,layer,input,flops,bytes,deps");
+        for (int i = 0; st == OPSCHED_OK && i < n; i++) {
+            const opsched_train_step *s = opsched_training_step(t, i);
+            opsched_csv_int(w, i);
+            opsched_csv_str(w, opsched_train_step_kind_name(s->kind));
+            opsched_csv_str(w, s->node >= 0 ? opsched_graph_node(g, s->node)->name : "");
+            opsched_csv_int(w, s->input);
+            opsched_csv_int(w, s->flops);
+            opsched_csv_int(w, s->bytes);
+            opsched_csv_int(w, s->n_deps);
+            st = opsched_csv_end_row(w);
+        }
+        opsched_csv_writer_free(w);
+        if (st != OPSCHED_OK) rc = tool_fail(ctx, st, "CSV");
+    } else if (fmt == TOOL_FMT_JSON) {
+        cJSON *root = cJSON_CreateObject(), *steps = cJSON_AddObjectToObject(root, "steps");
+        for (int k = 0; k <= OPSCHED_STEP_OPTIMIZER; k++) {
+            cJSON *o = cJSON_AddObjectToObject(steps, opsched_train_step_kind_name(k));
+            cJSON_AddNumberToObject(o, "count", count[k]);
+            cJSON_AddNumberToObject(o, "flops", (double)flops[k]);
+        }
+        cJSON *mem = cJSON_AddObjectToObject(root, "memory_bytes");
+        cJSON_AddNumberToObject(mem, "weights", (double)m.weights);
+        cJSON_AddNumberToObject(mem, "parameters", (double)m.parameters);
+        cJSON_AddNumberToObject(mem, "gradients", (double)m.gradients);
+        cJSON_AddNumberToObject(mem, "optimizer_state", (double)m.optimizer_state);
+        cJSON_AddNumberToObject(mem, "saved_for_backward", (double)m.saved);
+        cJSON_AddNumberToObject(mem, "peak", (double)m.peak);
+        cJSON_AddStringToObject(root, "peak_step",
+                                opsched_train_step_kind_name(opsched_training_step(t, m.peak_step)->kind));
+        char *text = cJSON_Print(root);
+        cJSON_Delete(root);
+        if (text) puts(text);
+        else rc = TOOL_EXIT_FAIL;
+        cJSON_free(text);
+    } else {
+        char a[32];
+        printf("%s: training iteration, %d steps\n", opsched_graph_name(g), n);
+        for (int k = 0; k <= OPSCHED_STEP_OPTIMIZER; k++)
+            printf("  %-16s %5d  %s FLOPs\n", opsched_train_step_kind_name(k), count[k],
+                   tool_human((double)flops[k], a, sizeof(a)));
+        printf("memory (caching allocator blocks; no library workspaces):\n");
+        printf("  weights          %s\n", tool_human((double)m.weights, a, sizeof(a)));
+        printf("  gradients        %s\n", tool_human((double)m.gradients, a, sizeof(a)));
+        printf("  optimizer state  %s\n", tool_human((double)m.optimizer_state, a, sizeof(a)));
+        printf("  saved for backward %s (when the forward pass ends)\n",
+               tool_human((double)m.saved, a, sizeof(a)));
+        const opsched_train_step *ps = opsched_training_step(t, m.peak_step);
+        printf("  peak             %s (during %s%s%s)\n", tool_human((double)m.peak, a, sizeof(a)),
+               opsched_train_step_kind_name(ps->kind), ps->node >= 0 ? " of " : "",
+               ps->node >= 0 ? opsched_graph_node(g, ps->node)->name : "");
+    }
+    opsched_training_free(t);
+    return rc;
+}
 
 /* The attributes worth a column: kernel, stride and padding of windows. */
 static void window_attrs(const opsched_node *n, char *k, char *s, char *p, size_t sz)
@@ -290,20 +424,30 @@ static int print_json(const opsched_graph *g, const opsched_graph_totals *tot)
 
 int cmd_info(opsched_ctx *ctx, int argc, char **argv)
 {
-    tool_model_opts mo = {.fold_bn = 1};
+    tool_model_opts mo = {.fold_bn = -1};
     tool_format fmt = TOOL_FMT_TABLE;
+    train_args ta;
+    memset(&ta, 0, sizeof(ta));
     const tool_optgroup groups[] = {{"model options", tool_model_optlist, tool_model_opt, &mo},
+                                    {"training options", train_optlist, train_opt, &ta},
                                     {"output options", tool_format_optlist, tool_format_opt, &fmt}};
-    const tool_cli cli = {"info", info_help, NULL, groups, 2, 1, "model"};
+    const tool_cli cli = {"info", info_help, NULL, groups, 3, 1, "model"};
     const char *pos[1];
     int n_pos = 0;
     int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
     if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
     if (n_pos == 0) return tool_usage_error("info", "which model? give a zoo name or an .onnx file");
     mo.model = pos[0];
+    /* BatchNorm folded, as deployed; kept for training, where it trains. */
+    if (mo.fold_bn < 0) mo.fold_bn = !ta.on;
     opsched_graph *g = NULL;
     opsched_status st = tool_load_model(ctx, &mo, &g);
     if (st != OPSCHED_OK) return tool_model_fail(ctx, st, mo.model);
+    if (ta.on) {
+        rc = print_training(ctx, g, &ta, fmt);
+        opsched_graph_free(g);
+        return rc;
+    }
     opsched_graph_totals tot;
     st = opsched_graph_totals_compute(g, &tot);
     if (st != OPSCHED_OK) {

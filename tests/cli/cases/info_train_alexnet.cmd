@@ -1,0 +1,1 @@
+info alexnet --train --batch 4

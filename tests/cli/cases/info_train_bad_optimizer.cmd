@@ -1,0 +1,1 @@
+info alexnet --train --optimizer adam
