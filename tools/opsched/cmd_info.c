@@ -429,7 +429,7 @@ int cmd_info(opsched_ctx *ctx, int argc, char **argv)
     train_args ta;
     memset(&ta, 0, sizeof(ta));
     const tool_optgroup groups[] = {{"model options", tool_model_optlist, tool_model_opt, &mo},
-                                    {"training options", train_optlist, train_opt, &ta},
+                                    {"training iteration", train_optlist, train_opt, &ta},
                                     {"output options", tool_format_optlist, tool_format_opt, &fmt}};
     const tool_cli cli = {"info", info_help, NULL, groups, 3, 1, "model"};
     const char *pos[1];
