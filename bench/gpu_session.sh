@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The GPU machine's work, in order of what it unblocks, in calls of under
+# ten minutes each: every call runs the phases not finished yet until its
+# time is nearly up, and copies what they wrote to OUTDIR ($OUT of the
+# device tool).  A phase that finished leaves .gpu-state/PHASE.done (the
+# folder is git-ignored, so it stays on the machine between calls while the
+# machine is held); a phase cut short starts again in the next call, and
+# the phases themselves resume where their tools can (the suite).
+#
+#   bash bench/gpu_session.sh OUTDIR [PHASE...]      (default: every phase)
+#
+# Before the first call, on this machine: scripts/gpu-carry.sh build, and
+# the onnx wheel the conformance cases are generated with:
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#     --platform manylinux_2_28_x86_64 -d .carry/wheels onnx==1.23.2
+# then send .carry with the device tool's carry.
+#
+# Phases:
+#   gpu_tests       the GPU unit tests and the executor's fp32 numerics
+#   conformance     the ONNX node tests on the CUDA backend, fp32 (TF32 off)
+#                   and TF32
+#   exports         the export set against the CPU backend and ONNX Runtime
+#   suite           the network suite against the peers (bench/networks)
+set -uo pipefail
+out=${1:?usage: gpu_session.sh OUTDIR [PHASE...]}
+shift
+phases=("$@")
+[ ${#phases[@]} -gt 0 ] || phases=(gpu_tests conformance exports suite)
+budget=${GPU_SESSION_S:-540}
+start=$(date +%s)
+state=$PWD/.gpu-state
+mkdir -p "$state" "$out"
+[ -x .carry/bin/opsched ] || tar -C .carry -xJf .carry/carry.tar.xz
+. "$(dirname "$0")/gpu_env.sh"
+left() { echo $((budget - ($(date +%s) - start))); }
+log() { echo "[$(date -u +%H:%M:%S) $(left)s left] $*" | tee -a "$out/session.log"; }
+gpu_env_write "$out" > /dev/null
+
+# A python with the pinned onnx, for the conformance cases (offline: the
+# carried wheel over the machine's PyTorch environment).
+onnx_env() {
+  local v=$state/venv-onnx-1.23.2
+  if ! "$v/bin/python" -c 'import onnx; assert onnx.__version__ == "1.23.2"' 2>/dev/null; then
+    rm -rf "$v"
+    "$py" -m venv --system-site-packages "$v" &&
+      "$v/bin/python" -m pip install -q --no-deps --no-index .carry/wheels/onnx-1.23.2-*.whl
+  fi
+}
+
+phase_gpu_tests() {
+  TEST_S=90 bash bench/gpu_tests.sh "$state/gpu_tests" > "$state/gpu_tests/summary.txt" 2>&1
+  cat "$state/gpu_tests/summary.txt"
+}
+
+phase_conformance() {
+  onnx_env || return 1
+  for m in fp32 tf32; do
+    [ -f "$state/conformance-$m.done" ] && continue
+    [ "$(left)" -gt 120 ] || return 1
+    timeout $(( $(left) - 30 )) python3 bench/conformance/run.py --opsched "$bin" --backend cuda \
+      --math "$m" --out "$state/conformance/cuda-$m" --venv "$state/venv-onnx-1.23.2" \
+      --cases "$state/conformance/cases-onnx-1.23.2" --jobs 8 || return 1
+    touch "$state/conformance-$m.done"
+  done
+}
+
+phase_exports() {
+  [ -f bench/exports/compare.py ] || { log "exports: no bench/exports/compare.py"; return 0; }
+  timeout $(( $(left) - 30 )) "$py" bench/exports/compare.py --opsched "$bin" --backend cuda \
+    --out "$state/exports" || return 1
+}
+
+phase_suite() {
+  # The suite resumes from its results.csv and stops starting items at
+  # --budget-s (exit 3: run again); exit 0 when every item has its row.
+  "$py" bench/networks/suite.py run --opsched "$bin" --out "$state/networks" \
+    --budget-s $(( $(left) - 90 ))
+}
+
+mkdir -p "$state/gpu_tests"
+for p in "${phases[@]}"; do
+  [ -f "$state/$p.done" ] && { log "$p: done before"; continue; }
+  if [ "$(left)" -lt 90 ]; then log "$p: not started, too little time left"; break; fi
+  log "$p: starting"
+  if "phase_$p" >> "$out/$p.log" 2>&1; then
+    touch "$state/$p.done"
+    log "$p: done"
+  else
+    log "$p: stopped (rc $?); the next call goes on"
+    break
+  fi
+done
+# What the phases wrote, without the cases and environments.
+tar -C "$state" --exclude='venv-*' --exclude='cases-*' --exclude='*.db-wal' --exclude='*.db-shm' \
+    -czf "$out/state.tar.gz" . 2>/dev/null
+log "call ends"
