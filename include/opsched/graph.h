@@ -483,7 +483,9 @@ typedef struct opsched_graph opsched_graph;
 
 /* ONNX-style operator name ("Conv", "Gemm", ...).  Never NULL. */
 const char *opsched_op_name(opsched_op_kind op);
-/* Looks an operator up by its ONNX name; OPSCHED_ERR_NOT_FOUND if unknown. */
+/* Looks an operator up by its ONNX name (a generic kind's function names
+ * its kind: "Swish" gives OPSCHED_OP_UNARY); OPSCHED_ERR_NOT_FOUND if
+ * unknown. */
 opsched_status opsched_op_from_name(const char *name, opsched_op_kind *out);
 /* 1 for ops that only view their input (Reshape, Flatten, Identity, Dropout). */
 int opsched_op_is_view(opsched_op_kind op);

@@ -189,6 +189,23 @@ opsched_status opsched_op_from_name(const char *name, opsched_op_kind *out)
             return OPSCHED_OK;
         }
     }
+    /* The functions of the generic kinds name their kind (what
+     * opsched_node_op_name writes, e.g. in signatures). */
+    for (int i = 0; i < OPSCHED_UNARY_FN_COUNT; i++)
+        if (strcmp(opsched_unary_fn_name((opsched_unary_fn)i), name) == 0) {
+            *out = OPSCHED_OP_UNARY;
+            return OPSCHED_OK;
+        }
+    for (int i = 0; i < OPSCHED_BINARY_FN_COUNT; i++)
+        if (strcmp(opsched_binary_fn_name((opsched_binary_fn)i), name) == 0) {
+            *out = OPSCHED_OP_BINARY;
+            return OPSCHED_OK;
+        }
+    for (int i = 0; i < OPSCHED_REDUCE_FN_COUNT; i++)
+        if (strcmp(opsched_reduce_fn_name((opsched_reduce_fn)i), name) == 0) {
+            *out = OPSCHED_OP_REDUCE;
+            return OPSCHED_OK;
+        }
     return OPSCHED_ERR_NOT_FOUND;
 }
 
