@@ -877,8 +877,19 @@ static opsched_status infer_resize(infer_args *a)
         if (o.d[d] < 1) return BAD(a, "axis %d of the output would be empty", d);
     }
     a->out[0] = o;
-    a->cost->flops =
-        opsched_shape_numel(&o) * (a->attr->resize.mode == OPSCHED_RESIZE_NEAREST ? 1 : 4);
+    /* Each output weighs a window of taps per axis: 1 (nearest), 2
+     * (linear) or 4 (cubic), widened by 1/scale when antialiasing a
+     * reduction; the windows of the axes multiply. */
+    const opsched_resize_attr *r = &a->attr->resize;
+    double per = r->mode == OPSCHED_RESIZE_NEAREST ? 1 : r->mode == OPSCHED_RESIZE_LINEAR ? 2 : 4;
+    double taps = 1;
+    for (int d = 0; d < x->ndim && r->mode != OPSCHED_RESIZE_NEAREST; d++) {
+        double s = r->scales[d];
+        if (x->d[d] == o.d[d] && s == 1.0) continue;
+        taps *= r->antialias && s < 1 ? ceil(per / s) : per;
+    }
+    double flops = 2.0 * (double)opsched_shape_numel(&o) * taps;
+    a->cost->flops = flops < 9e18 ? (int64_t)flops : INT64_MAX;
     return OPSCHED_OK;
 }
 
