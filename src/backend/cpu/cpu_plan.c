@@ -33,6 +33,29 @@ opsched_status cpu_plain_md(opsched_ctx *ctx, int ndim, const int64_t *dims, dnn
     return OPSCHED_OK;
 }
 
+int cpu_window_dims(int rank, const opsched_window_depth *dp, const int64_t kernel[2],
+                    const int64_t stride[2], const int64_t dil[2], const int64_t pads[4],
+                    dnnl_dims_t k, dnnl_dims_t s, dnnl_dims_t d, dnnl_dims_t pl, dnnl_dims_t pr)
+{
+    int at = 0;
+    if (rank == 5) {
+        k[0] = dp->kernel;
+        s[0] = dp->stride;
+        d[0] = dp->dilation - 1;
+        pl[0] = dp->pad_begin;
+        pr[0] = dp->pad_end;
+        at = 1;
+    }
+    for (int i = 0; i < 2; i++) {
+        k[at + i] = kernel[i];
+        s[at + i] = stride[i];
+        d[at + i] = dil[i] - 1;
+        pl[at + i] = pads[i];
+        pr[at + i] = pads[2 + i];
+    }
+    return at + 2;
+}
+
 opsched_status cpu_attr_create(opsched_ctx *ctx, float scale, const_dnnl_post_ops_t post_ops,
                                dnnl_primitive_attr_t *attr)
 {
