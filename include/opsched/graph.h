@@ -146,8 +146,8 @@ typedef struct opsched_conv_attr {
 } opsched_conv_attr;
 
 /* Max and average pooling, 2-D or 3-D (depth).  Padding may be as large
- * as the kernel or larger: windows wholly in the padding give -inf (max)
- * or 0 (average). */
+ * as the kernel or larger: a window wholly in the padding gives -inf (max)
+ * or NaN (the exclude-pad average's 0 / 0; with count_include_pad 0). */
 typedef struct opsched_pool_attr {
     int64_t kernel[2];
     int64_t stride[2];

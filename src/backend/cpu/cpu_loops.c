@@ -222,8 +222,9 @@ static void pool_axes(const cpu_node *n, pool_axis ax[3])
 /* Max and average pooling (2-D and 3-D) with PyTorch's divisors:
  * exclude-pad counts the taps inside the input; include-pad counts those
  * inside the declared padding, so a ceil-mode window hanging past it is
- * not charged for that.  A window with no tap in the input gives -inf
- * (max) or 0 (average). */
+ * not charged for that.  A window with no tap in the input (padding wider
+ * than the kernel) gives -inf for max, the maximum of nothing, and NaN for
+ * the exclude-pad average, 0 / 0, as ONNX's reference computes it. */
 opsched_status cpu_loop_pool(opsched_ctx *ctx, const cpu_node *n, void *const *in, void *const *out)
 {
     (void)ctx;
@@ -266,7 +267,7 @@ opsched_status cpu_loop_pool(opsched_ctx *ctx, const cpu_node *n, void *const *i
                     }
                     if (!is_max) {
                         int64_t div = incl ? padded : inside;
-                        acc = div ? acc / (double)div : 0.0;
+                        acc = div ? acc / (double)div : NAN;
                     }
                     cpu_store_f(out[0], dt, at, acc);
                 }
