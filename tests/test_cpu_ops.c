@@ -709,6 +709,31 @@ static void test_empty_reductions(void **state)
     run_ref(&rc, OPSCHED_OP_REDUCE, &a, 0);
 }
 
+/* Nodes whose outputs have no elements plan as nothing and run. */
+static void test_empty_outputs(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    static const float x[1] = {0};
+    ref_case relu = {"relu_empty", 1, {{OPSCHED_F32, "3x0x5", x}}, 1, {{OPSCHED_F32, "3x0x5", x}}};
+    opsched_op_attr a = no_attr();
+    run_ref(&relu, OPSCHED_OP_RELU, &a, 0);
+    ref_case pool = {"maxpool_empty", 1, {{OPSCHED_F32, "0x2x3x4", x}}, 1,
+                     {{OPSCHED_F32, "0x2x2x3", x}}};
+    a.pool.kernel[0] = a.pool.kernel[1] = 2;
+    run_ref(&pool, OPSCHED_OP_MAXPOOL, &a, 0);
+    opsched_graph *g = ref_graph(&pool, OPSCHED_OP_MAXPOOL, &a);
+    opsched_plan_options o;
+    memset(&o, 0, sizeof(o));
+    opsched_plan *p = NULL;
+    opsched_plan_info info;
+    CHECK(opsched_plan_create(env.cpu, g, 0, &o, &p));
+    CHECK(opsched_plan_info_get(p, &info));
+    assert_string_equal(info.algo, "empty");
+    opsched_plan_free(p);
+    opsched_graph_free(g);
+}
+
 /* ---- along one axis ---------------------------------------------------------- */
 
 static void test_arg_cumsum_topk(void **state)
@@ -1447,6 +1472,7 @@ int main(void)
         cmocka_unit_test(test_groupnorm),
         cmocka_unit_test(test_conv_transpose),
         cmocka_unit_test(test_windows_3d),
+        cmocka_unit_test(test_empty_outputs),
         cmocka_unit_test(test_pool_wide_padding),
         cmocka_unit_test(test_quantization),
     };
