@@ -51,17 +51,22 @@ static opsched_status deconv_prim(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p,
     dnnl_memory_desc_t src, wei, bias, dst;
     OS_TRY(cpu_plain_md(ctx, rank, x->d, &src));
     OS_TRY(cpu_plain_md(ctx, rank, o->d, &dst));
-    /* [g, ocg, icg, k...] read from ONNX's [g*icg, ocg, k...]. */
-    dnnl_dims_t d = {G, ocg, icg}, st = {icg * ocg * K, K, ocg * K};
-    for (int i = 0; i < ns; i++) {
-        d[3 + i] = w->d[2 + i];
-        st[3 + i] = cpu_span(w, 3 + i, rank);
-    }
+    /* [g, ocg, icg, k...] (no g when 1) read from ONNX's [g*icg, ocg, k...]. */
+    dnnl_dims_t d, st;
+    int nd = 0;
     if (G > 1) {
-        CPU_DNNL(ctx, dnnl_memory_desc_init_by_strides(&wei, rank + 1, d, dnnl_f32, st));
-    } else {
-        CPU_DNNL(ctx, dnnl_memory_desc_init_by_strides(&wei, rank, d + 1, dnnl_f32, st + 1));
+        d[nd] = G;
+        st[nd++] = icg * ocg * K;
     }
+    d[nd] = ocg;
+    st[nd++] = K;
+    d[nd] = icg;
+    st[nd++] = ocg * K;
+    for (int i = 0; i < ns; i++) {
+        d[nd] = w->d[2 + i];
+        st[nd++] = cpu_span(w, 3 + i, rank);
+    }
+    CPU_DNNL(ctx, dnnl_memory_desc_init_by_strides(&wei, nd, d, dnnl_f32, st));
     int64_t M = ocg * G;
     if (has_bias) OS_TRY(cpu_plain_md(ctx, 1, &M, &bias));
     dnnl_dims_t kernel, strides, dil, pl, pr;
