@@ -1151,6 +1151,24 @@ static void test_pool_wide_padding(void **state)
     run_ref(&avgpool_widepad_excl, OPSCHED_OP_AVGPOOL, &a, 1e-5);
 }
 
+/* MaxPool's second output, ONNX's Indices: row-major and column-major
+ * (storage_order), 2-D and 3-D, ties to the first in window order. */
+static void test_maxpool_indices(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_op_attr a =
+        pool_attr(2, (int64_t[]){3, 2}, (int64_t[]){2, 1}, NULL, (int64_t[]){1, 0, 1, 1}, 0, 0);
+    run_ref(&maxpool_indices, OPSCHED_OP_MAXPOOL, &a, 0);
+    a = pool_attr(2, (int64_t[]){2, 2}, (int64_t[]){1, 2}, NULL, (int64_t[]){0, 0, 0, 0}, 0, 0);
+    a.pool.storage_order = 1;
+    run_ref(&maxpool_indices_col, OPSCHED_OP_MAXPOOL, &a, 0);
+    a = pool_attr(3, (int64_t[]){2, 2, 3}, (int64_t[]){2, 2, 1}, NULL,
+                  (int64_t[]){0, 0, 0, 0, 0, 0}, 0, 0);
+    a.pool.storage_order = 1;
+    run_ref(&maxpool_indices_3d, OPSCHED_OP_MAXPOOL, &a, 0);
+}
+
 /* Operators that take floats only say so instead of misreading bytes. */
 static void test_float_only_refused(void **state)
 {
@@ -1474,6 +1492,7 @@ int main(void)
         cmocka_unit_test(test_windows_3d),
         cmocka_unit_test(test_empty_outputs),
         cmocka_unit_test(test_pool_wide_padding),
+        cmocka_unit_test(test_maxpool_indices),
         cmocka_unit_test(test_quantization),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

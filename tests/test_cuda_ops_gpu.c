@@ -1527,7 +1527,24 @@ static void test_windows_3d(void **state)
         node(c, pools[i].op, &a, &x, 1, 1);
         check_case(c);
     }
-    summary("3-D windows and wide pooling padding");
+    /* MaxPool's Indices on integers (exact in every math mode, so ties
+     * break alike: the first in window order), both storage orders */
+    for (int order = 0; order < 2; order++) {
+        ocase *c = oc_new("MaxPool with Indices, storage_order %d", order);
+        c->steps[0] = 1;
+        c->lo[0] = -20;
+        c->hi[0] = 20;
+        opsched_op_attr a = attr0();
+        a.pool.kernel[0] = 3;
+        a.pool.kernel[1] = 2;
+        a.pool.stride[0] = 2;
+        a.pool.pads[0] = a.pool.pads[3] = 1;
+        a.pool.storage_order = order;
+        int x = input(c, "x", OPSCHED_F32, "2x3x7x6");
+        node(c, OPSCHED_OP_MAXPOOL, &a, &x, 1, 2);
+        check_case(c);
+    }
+    summary("3-D windows, wide pooling padding, MaxPool's Indices");
 }
 
 /* Nodes whose outputs have no elements plan and launch as nothing. */

@@ -61,7 +61,7 @@ typedef enum opsched_op_kind {
     OPSCHED_OP_CONV = 0,
     OPSCHED_OP_GEMM,          /* Y = alpha*op(A)*op(B) + beta*C, A 2-D */
     OPSCHED_OP_MATMUL,        /* numpy matmul with batch broadcasting */
-    OPSCHED_OP_MAXPOOL,
+    OPSCHED_OP_MAXPOOL,       /* x; y and optionally the int64 Indices (opsched_pool_attr) */
     OPSCHED_OP_AVGPOOL,
     OPSCHED_OP_GLOBALAVGPOOL,
     OPSCHED_OP_GLOBALMAXPOOL,
@@ -156,6 +156,11 @@ typedef struct opsched_pool_attr {
     int ceil_mode;
     int count_include_pad; /* average pooling only */
     opsched_window_depth depth;
+    /* MaxPool's optional second output, ONNX's Indices: where each maximum
+     * is, as an index into the flattened input (the first of equal maxima
+     * in window order; -1 for a window with no tap in the input), the
+     * spatial axes row-major, or with storage_order 1 column-major. */
+    int storage_order;
 } opsched_pool_attr;
 
 typedef struct opsched_gemm_attr {

@@ -302,7 +302,7 @@ static opsched_status infer_matmul(infer_args *a)
 static opsched_status infer_pool(infer_args *a)
 {
     OS_TRY(need_inputs(a, 1, 1));
-    OS_TRY(need_outputs(a, 1));
+    if (a->op != OPSCHED_OP_MAXPOOL || a->n_out != 2) OS_TRY(need_outputs(a, 1));
     opsched_pool_attr *p = &a->attr->pool;
     const opsched_shape *x = &a->in[0]->shape;
     int rank;
@@ -333,6 +333,10 @@ static opsched_status infer_pool(infer_args *a)
     opsched_shape o = {.ndim = 4, .d = {x->d[0], x->d[1], oh, ow}};
     if (rank == 5) o = (opsched_shape){.ndim = 5, .d = {x->d[0], x->d[1], od, oh, ow}};
     a->out[0] = o;
+    if (a->n_out == 2) {
+        a->out[1] = o;
+        a->dt[1] = OPSCHED_INT64;
+    }
     int64_t f = 0;
     if (!os_mul_ok(opsched_shape_numel(&o), p->kernel[0], &f) || !os_mul_ok(f, p->kernel[1], &f) ||
         !os_mul_ok(f, rank == 5 ? p->depth.kernel : 1, &f))

@@ -389,12 +389,15 @@ static opsched_status pool_attrs(os_loader *L, int node, win *w, opsched_pool_at
 static opsched_status pool(os_loader *L, int node, opsched_op_kind op)
 {
     int xv = os_onnx_in(L, node, 0);
-    if (os_onnx_out(L, node, 1) >= 0)
-        return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
-                                 "the Indices output is not supported");
+    int indices = op == OPSCHED_OP_MAXPOOL && os_onnx_out(L, node, 1) >= 0;
     opsched_op_attr a;
     memset(&a, 0, sizeof(a));
     opsched_pool_attr *p = &a.pool;
+    if (indices) {
+        int64_t order = 0;
+        OS_TRY(os_onnx_attr_int(L, node, "storage_order", &order));
+        p->storage_order = order != 0;
+    }
     const os_val *in = xv >= 0 ? &L->vals[xv] : NULL;
     int merged = in && in->pad_src >= 0;
     if (merged) xv = in->pad_src;
@@ -414,10 +417,18 @@ static opsched_status pool(os_loader *L, int node, opsched_op_kind op)
         p->count_include_pad = 1;
     }
     OS_TRY(padded_bound(L, node, &x, x.d[1], &g, NULL));
-    if (sp != 1) return os_onnx_emit(L, node, op, &a, &xv, 1, 1);
-    int id;
+    int n_out = indices ? 2 : 1;
+    if (sp != 1) return os_onnx_emit(L, node, op, &a, &xv, 1, n_out);
+    int id, y[2];
     OS_TRY(input_of(L, node, xv, sp, &id));
-    return finish(L, node, "pool", sp, op, &a, &id, 1);
+    if (!indices) return finish(L, node, "pool", sp, op, &a, &id, 1);
+    /* 1-D with Indices: both outputs back to 3-D (a unit height leaves the
+     * flat indices as they are) */
+    OS_TRY(os_onnx_step(L, node, "pool", OS_TMP, op, &a, &id, 1, 2, y));
+    const opsched_shape *s = &os_onnx_t(L, y[0])->shape;
+    opsched_shape o = {.ndim = 3, .d = {s->d[0], s->d[1], s->d[3]}};
+    OS_TRY(os_onnx_reshape(L, node, "out_1d", y[0], &o, 0, NULL));
+    return os_onnx_reshape(L, node, "indices_1d", y[1], &o, 1, NULL);
 }
 
 /* Output extent of a window in floor mode, as the graph counts it. */

@@ -224,7 +224,9 @@ static void pool_axes(const cpu_node *n, pool_axis ax[3])
  * inside the declared padding, so a ceil-mode window hanging past it is
  * not charged for that.  A window with no tap in the input (padding wider
  * than the kernel) gives -inf for max, the maximum of nothing, and NaN for
- * the exclude-pad average, 0 / 0, as ONNX's reference computes it. */
+ * the exclude-pad average, 0 / 0, as ONNX's reference computes it.
+ * MaxPool's second output, when there is one, gets the flat input index
+ * of each maximum (storage_order 1: the spatial axes column-major). */
 opsched_status cpu_loop_pool(opsched_ctx *ctx, const cpu_node *n, void *const *in, void *const *out)
 {
     (void)ctx;
@@ -232,7 +234,8 @@ opsched_status cpu_loop_pool(opsched_ctx *ctx, const cpu_node *n, void *const *i
     pool_axis ax[3];
     pool_axes(n, ax);
     int is_max = n->op == OPSCHED_OP_MAXPOOL;
-    int incl = n->attr.pool.count_include_pad;
+    int incl = n->attr.pool.count_include_pad, col = n->attr.pool.storage_order;
+    int64_t *ind = is_max && n->n_out > 1 ? out[1] : NULL;
     opsched_dtype dt = n->in_dt[0];
     int64_t in_plane = ax[0].in * ax[1].in * ax[2].in, at = 0;
     for (int64_t nc = 0; nc < x->d[0] * x->d[1]; nc++) {
@@ -241,27 +244,31 @@ opsched_status cpu_loop_pool(opsched_ctx *ctx, const cpu_node *n, void *const *i
             for (int64_t oh = 0; oh < ax[1].out; oh++) {
                 for (int64_t ow = 0; ow < ax[2].out; ow++, at++) {
                     double acc = is_max ? -INFINITY : 0.0;
-                    int64_t inside = 0, padded = 0, o[3] = {od, oh, ow};
+                    int64_t inside = 0, padded = 0, o[3] = {od, oh, ow}, best = -1;
                     int64_t k[3];
                     for (k[0] = 0; k[0] < ax[0].k; k[0]++) {
                         for (k[1] = 0; k[1] < ax[1].k; k[1]++) {
                             for (k[2] = 0; k[2] < ax[2].k; k[2]++) {
                                 int in_x = 1, in_p = 1;
-                                int64_t off = 0;
+                                int64_t off = 0, v[3];
                                 for (int i = 0; i < 3; i++) {
-                                    int64_t v = o[i] * ax[i].s - ax[i].p0 + k[i] * ax[i].d;
-                                    in_p &= v >= -ax[i].p0 && v < ax[i].in + ax[i].p1;
-                                    in_x &= v >= 0 && v < ax[i].in;
-                                    off = off * ax[i].in + v;
+                                    v[i] = o[i] * ax[i].s - ax[i].p0 + k[i] * ax[i].d;
+                                    in_p &= v[i] >= -ax[i].p0 && v[i] < ax[i].in + ax[i].p1;
+                                    in_x &= v[i] >= 0 && v[i] < ax[i].in;
+                                    off = off * ax[i].in + v[i];
                                 }
                                 padded += in_p;
                                 if (!in_x) continue;
                                 double e = cpu_load_f(in[0], dt, plane + off);
-                                inside++;
-                                if (is_max)
-                                    acc = e > acc || isnan(e) ? e : acc;
-                                else
+                                if (!is_max) {
                                     acc += e;
+                                } else if (inside == 0 || e > acc || (isnan(e) && !isnan(acc))) {
+                                    /* the first maximum (or NaN) in window order */
+                                    acc = e;
+                                    best = col ? v[0] + ax[0].in * (v[1] + ax[1].in * v[2])
+                                               : off;
+                                }
+                                inside++;
                             }
                         }
                     }
@@ -270,6 +277,7 @@ opsched_status cpu_loop_pool(opsched_ctx *ctx, const cpu_node *n, void *const *i
                         acc = div ? acc / (double)div : NAN;
                     }
                     cpu_store_f(out[0], dt, at, acc);
+                    if (ind) ind[at] = best < 0 ? -1 : plane + best;
                 }
             }
         }

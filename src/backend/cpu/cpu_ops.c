@@ -313,8 +313,9 @@ static opsched_status build_matmul(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p,
 /* ---- pooling ------------------------------------------------------------ */
 
 /* oneDNN's pooling, or the loop for what it does not do as ONNX says:
- * PyTorch's include-pad divisor in ceil mode, and padding of more than
- * half the kernel (windows that may lie wholly in the padding). */
+ * PyTorch's include-pad divisor in ceil mode, padding of more than half
+ * the kernel (windows that may lie wholly in the padding), MaxPool's
+ * Indices. */
 static opsched_status build_pool(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p,
                                  opsched_plan_info *info)
 {
@@ -324,6 +325,11 @@ static opsched_status build_pool(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p,
     dnnl_dims_t kernel, strides, dil, pl, pr;
     int ns = cpu_window_dims(n->in[0].ndim, &a->depth, a->kernel, a->stride, a->dilation, a->pads,
                              kernel, strides, dil, pl, pr);
+    if (n->n_out > 1) { /* MaxPool's Indices */
+        p->loop = cpu_loop_pool;
+        set_algo(info, "loop");
+        return OPSCHED_OK;
+    }
     for (int i = 0; i < ns; i++) {
         int64_t in = n->in[0].d[2 + i], out = n->out[0].d[2 + i];
         int64_t eff = kernel[i] * (dil[i] + 1) - dil[i];

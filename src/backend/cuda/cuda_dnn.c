@@ -107,7 +107,8 @@ static opsched_status pool_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *bas
     dnn_plan *p = (dnn_plan *)base;
     const float one = 1.0f, zero = 0.0f;
     if (!p->use_cudnn) {
-        CUDA_CHECK(ctx, cuk_pool(p->kt, &p->pool, in[0], out[0], s));
+        int64_t *ind = base->n_out > 1 ? out[1] : NULL; /* MaxPool's Indices */
+        CUDA_CHECK(ctx, cuk_pool(p->kt, &p->pool, in[0], out[0], ind, s));
         return OPSCHED_OK;
     }
     CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
@@ -163,6 +164,7 @@ opsched_status cu_plan_pool(const cu_plan_args *a, cu_plan **out)
     int hw = rank - 2; /* where H is */
     d->is_max = is_max;
     d->count_include_pad = at->count_include_pad;
+    d->storage_order = at->storage_order;
     d->nhwc = cu_is_nhwc(a, y);
     d->N = x->shape.d[0];
     d->C = x->shape.d[1];
@@ -195,7 +197,8 @@ opsched_status cu_plan_pool(const cu_plan_args *a, cu_plan **out)
         d->xsd = xs[2];
         d->ysd = ys[2];
     }
-    if (rank == 4 && a->dt != OPSCHED_BF16 && d->dh == 1 && d->dw == 1 && d->pad_t == d->pad_b &&
+    /* cuDNN has no Indices: MaxPool with its second output runs the kernel. */
+    if (rank == 4 && a->node->n_outputs == 1 && a->dt != OPSCHED_BF16 && d->dh == 1 && d->dw == 1 && d->pad_t == d->pad_b &&
         d->pad_l == d->pad_r && 2 * d->pad_t <= d->kh && 2 * d->pad_l <= d->kw) {
         int64_t x4[4] = {d->N, d->C, d->H, d->W};
         int64_t win[6] = {d->kh, d->kw, d->pad_t, d->pad_l, d->sh, d->sw};

@@ -185,9 +185,13 @@ typedef struct cuk_pool_desc {
     int64_t pad_t, pad_l, pad_b, pad_r;
     int64_t xs[4], ys[4];
     int64_t D, OD, kd, sd, dd, pad_front, pad_back, xsd, ysd;
+    int storage_order; /* of the indices: 1 for the spatial axes column-major */
 } cuk_pool_desc;
 
-cudaError_t cuk_pool(cuk_type t, const cuk_pool_desc *d, const void *x, void *y,
+/* ind (may be NULL; max pooling only) gets ONNX's Indices, in y's order:
+ * the flat logical input index of each maximum (the first in window order;
+ * -1 for a window with no tap in the input). */
+cudaError_t cuk_pool(cuk_type t, const cuk_pool_desc *d, const void *x, void *y, int64_t *ind,
                      cudaStream_t stream);
 
 /* ---- the element-wise family (kernels_ew.cu) ------------------------- *
