@@ -718,8 +718,8 @@ static void test_empty_outputs(void **state)
     ref_case relu = {"relu_empty", 1, {{OPSCHED_F32, "3x0x5", x}}, 1, {{OPSCHED_F32, "3x0x5", x}}};
     opsched_op_attr a = no_attr();
     run_ref(&relu, OPSCHED_OP_RELU, &a, 0);
-    ref_case pool = {"maxpool_empty", 1, {{OPSCHED_F32, "0x2x3x4", x}}, 1,
-                     {{OPSCHED_F32, "0x2x2x3", x}}};
+    ref_case pool = {
+        "maxpool_empty", 1, {{OPSCHED_F32, "0x2x3x4", x}}, 1, {{OPSCHED_F32, "0x2x2x3", x}}};
     a.pool.kernel[0] = a.pool.kernel[1] = 2;
     run_ref(&pool, OPSCHED_OP_MAXPOOL, &a, 0);
     opsched_graph *g = ref_graph(&pool, OPSCHED_OP_MAXPOOL, &a);
@@ -1118,8 +1118,12 @@ static void test_windows_3d(void **state)
     for (int k = 0; k < 2; k++) {
         a = no_attr();
         opsched_conv_transpose_attr *t = &a.conv_transpose;
-        t->depth = (opsched_window_depth){.kernel = 2, .stride = 2, .dilation = 1,
-                                          .pad_begin = 1, .pad_end = 0, .output_padding = 1};
+        t->depth = (opsched_window_depth){.kernel = 2,
+                                          .stride = 2,
+                                          .dilation = 1,
+                                          .pad_begin = 1,
+                                          .pad_end = 0,
+                                          .output_padding = 1};
         t->stride[0] = 1;
         t->stride[1] = 2;
         t->pads[2] = t->pads[3] = 1; /* H and W padded at the end */
@@ -1142,8 +1146,7 @@ static void test_pool_wide_padding(void **state)
 {
     (void)state;
     SKIP_WITHOUT_CPU();
-    opsched_op_attr a =
-        pool_attr(2, (int64_t[]){3, 3}, NULL, NULL, (int64_t[]){2, 2, 2, 2}, 0, 0);
+    opsched_op_attr a = pool_attr(2, (int64_t[]){3, 3}, NULL, NULL, (int64_t[]){2, 2, 2, 2}, 0, 0);
     run_ref(&maxpool_widepad, OPSCHED_OP_MAXPOOL, &a, 1e-6);
     a = pool_attr(2, (int64_t[]){3, 3}, NULL, NULL, (int64_t[]){2, 1, 2, 2}, 0, 1);
     run_ref(&avgpool_widepad_incl, OPSCHED_OP_AVGPOOL, &a, 1e-5);

@@ -184,8 +184,8 @@ static opsched_status nonpad_bias(os_loader *L, int node, opsched_dtype dt, int6
     int n, c, t;
     OS_TRY(os_onnx_in_id(L, node, 6, &n));
     const opsched_tensor *nt = os_onnx_t(L, n);
-    if (opsched_shape_numel(&nt->shape) != B || (nt->dtype != OPSCHED_INT64 &&
-                                                 nt->dtype != OPSCHED_INT32))
+    if (opsched_shape_numel(&nt->shape) != B ||
+        (nt->dtype != OPSCHED_INT64 && nt->dtype != OPSCHED_INT32))
         return BAD("nonpad_kv_seqlen must hold %lld integers, one per batch", (long long)B);
     OS_TRY(os_onnx_cast(L, node, "nonpad_i64", n, OPSCHED_INT64, OS_TMP, &n));
     opsched_shape b111 = shape4(B, 1, 1, 1);

@@ -214,8 +214,8 @@ static opsched_status batchnorm_training(os_loader *L, int node, float eps)
     for (int k = 1; k < per_c.ndim; k++)
         per_c.d[k] = 1;
     int mean, d, var, t, e;
-    OS_TRY(os_onnx_reduce(L, node, "batch_mean", OPSCHED_REDUCE_MEAN, x, axes, n, 1, OS_TMP,
-                          &mean));
+    OS_TRY(
+        os_onnx_reduce(L, node, "batch_mean", OPSCHED_REDUCE_MEAN, x, axes, n, 1, OS_TMP, &mean));
     OS_TRY(os_onnx_binop(L, node, "centred", OPSCHED_OP_SUB, x, mean, OS_TMP, &d));
     OS_TRY(os_onnx_binop(L, node, "centred_sq", OPSCHED_OP_MUL, d, d, OS_TMP, &t));
     OS_TRY(os_onnx_reduce(L, node, "batch_var", OPSCHED_REDUCE_MEAN, t, axes, n, 1, OS_TMP, &var));

@@ -37,8 +37,8 @@ static opsched_status bound_ok(os_loader *L, int node, const int64_t *f, int n)
  * a 2-D op has a unit D, a 1-D op a unit H as well (kernel, stride and
  * dilation 1, no padding). */
 typedef struct win {
-    int sp;            /* spatial axes in the file: 1, 2 or 3 */
-    int64_t x[3];      /* the input's extents */
+    int sp;       /* spatial axes in the file: 1, 2 or 3 */
+    int64_t x[3]; /* the input's extents */
     int64_t k[3], s[3], d[3];
     int64_t pad[6];    /* begin D, H, W, then end D, H, W */
     int64_t outpad[3]; /* ConvTranspose */
@@ -124,8 +124,8 @@ static opsched_status strides_pads(os_loader *L, int node, win *w)
         w->pad[6 - sp + i] = p[sp + i];
     }
     for (int i = 0; i < 3; i++)
-        if (w->s[i] < 1 || w->d[i] < 1 || w->s[i] > OS_ONNX_MAX_DIM ||
-            w->d[i] > OS_ONNX_MAX_DIM || w->k[i] < 1 || w->k[i] > OS_ONNX_MAX_DIM)
+        if (w->s[i] < 1 || w->d[i] < 1 || w->s[i] > OS_ONNX_MAX_DIM || w->d[i] > OS_ONNX_MAX_DIM ||
+            w->k[i] < 1 || w->k[i] > OS_ONNX_MAX_DIM)
             return os_onnx_node_fail(L, node, OPSCHED_ERR_SHAPE,
                                      "kernel, strides and dilations must be positive");
     for (int i = 0; i < 6; i++)

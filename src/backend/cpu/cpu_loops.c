@@ -211,12 +211,12 @@ static void pool_axes(const cpu_node *n, pool_axis ax[3])
     int hw = x->ndim - 2;
     ax[0] = (pool_axis){1, 1, 1, 1, 1, 0, 0};
     if (x->ndim == 5)
-        ax[0] = (pool_axis){x->d[2],        o->d[2],          a->depth.kernel,
+        ax[0] = (pool_axis){x->d[2],         o->d[2],           a->depth.kernel,
                             a->depth.stride, a->depth.dilation, a->depth.pad_begin,
                             a->depth.pad_end};
     for (int i = 0; i < 2; i++)
-        ax[1 + i] = (pool_axis){x->d[hw + i],  o->d[hw + i],  a->kernel[i], a->stride[i],
-                                a->dilation[i], a->pads[i], a->pads[2 + i]};
+        ax[1 + i] = (pool_axis){x->d[hw + i],   o->d[hw + i], a->kernel[i],  a->stride[i],
+                                a->dilation[i], a->pads[i],   a->pads[2 + i]};
 }
 
 /* Max and average pooling (2-D and 3-D) with PyTorch's divisors:
@@ -265,8 +265,7 @@ opsched_status cpu_loop_pool(opsched_ctx *ctx, const cpu_node *n, void *const *i
                                 } else if (inside == 0 || e > acc || (isnan(e) && !isnan(acc))) {
                                     /* the first maximum (or NaN) in window order */
                                     acc = e;
-                                    best = col ? v[0] + ax[0].in * (v[1] + ax[1].in * v[2])
-                                               : off;
+                                    best = col ? v[0] + ax[0].in * (v[1] + ax[1].in * v[2]) : off;
                                 }
                                 inside++;
                             }

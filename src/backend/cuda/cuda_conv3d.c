@@ -76,10 +76,9 @@ static opsched_status c3_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base,
                                                  ws_bytes, &zero, p->y_desc, out[0]));
     } else {
         void *dx = p->use_pad ? scratch : out[0];
-        CUDNN_CHECK(ctx, cudnnConvolutionBackwardData(dev->cudnn, &one, p->w_desc, in[1],
-                                                      p->x_desc, in[0], p->conv_desc, p->bwd,
-                                                      ws_bytes ? ws : NULL, ws_bytes, &zero,
-                                                      p->y_desc, dx));
+        CUDNN_CHECK(ctx, cudnnConvolutionBackwardData(
+                             dev->cudnn, &one, p->w_desc, in[1], p->x_desc, in[0], p->conv_desc,
+                             p->bwd, ws_bytes ? ws : NULL, ws_bytes, &zero, p->y_desc, dx));
         if (p->use_pad) CUDA_CHECK(ctx, cuk_pad(p->elem, &p->pad, dx, out[0], s));
     }
     return cu_conv_bias_add(ctx, &p->bias, p->kt, base->n_in > 2 ? in[2] : NULL, out[0], s);
@@ -115,9 +114,9 @@ static opsched_status pick_fwd(const cu_plan_args *a, c3_plan *p, size_t limit, 
 {
     cudnnConvolutionFwdAlgoPerf_t perf[CU_N_CONV_ALGOS];
     int n = 0;
-    CUDNN_CHECK(a->ctx, cudnnGetConvolutionForwardAlgorithm_v7(
-                            a->dev->cudnn, p->x_desc, p->w_desc, p->conv_desc, p->y_desc,
-                            (int)OS_ARRAY_LEN(perf), &n, perf));
+    CUDNN_CHECK(a->ctx, cudnnGetConvolutionForwardAlgorithm_v7(a->dev->cudnn, p->x_desc, p->w_desc,
+                                                               p->conv_desc, p->y_desc,
+                                                               (int)OS_ARRAY_LEN(perf), &n, perf));
     for (int k = 0; k < n; k++) {
         const cudnnConvolutionFwdAlgoPerf_t *r = &perf[k];
         if (r->status != CUDNN_STATUS_SUCCESS || r->memory > limit || !math_ok(a, r->mathType))
@@ -133,8 +132,9 @@ static opsched_status pick_fwd(const cu_plan_args *a, c3_plan *p, size_t limit, 
         snprintf(a->info->algo, sizeof(a->info->algo), "%s", cu_conv_algo_names[r->algo]);
         return OPSCHED_OK;
     }
-    return CU_UNSUPPORTED(a, "no cuDNN algorithm runs this 3-D convolution within %zu bytes of "
-                             "workspace (%s)",
+    return CU_UNSUPPORTED(a,
+                          "no cuDNN algorithm runs this 3-D convolution within %zu bytes of "
+                          "workspace (%s)",
                           limit, opsched_math_name(a->opts->math));
 }
 
@@ -159,8 +159,9 @@ static opsched_status pick_bwd(const cu_plan_args *a, c3_plan *p, size_t limit, 
         snprintf(a->info->algo, sizeof(a->info->algo), "bwd_data_%d", (int)r->algo);
         return OPSCHED_OK;
     }
-    return CU_UNSUPPORTED(a, "no cuDNN backward-data algorithm runs this 3-D transposed "
-                             "convolution within %zu bytes of workspace (%s)",
+    return CU_UNSUPPORTED(a,
+                          "no cuDNN backward-data algorithm runs this 3-D transposed "
+                          "convolution within %zu bytes of workspace (%s)",
                           limit, opsched_math_name(a->opts->math));
 }
 
@@ -198,8 +199,7 @@ static opsched_status filter_conv(const cu_plan_args *a, c3_plan *p, const c3_ge
                                                    CUDNN_TENSOR_NCHW, RANK, wd));
     CUDNN_CHECK(a->ctx, cudnnCreateConvolutionDescriptor(&p->conv_desc));
     CUDNN_CHECK(a->ctx, cudnnSetConvolutionNdDescriptor(p->conv_desc, NS, pad, str, dil,
-                                                        CUDNN_CROSS_CORRELATION,
-                                                        CUDNN_DATA_FLOAT));
+                                                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     CUDNN_CHECK(a->ctx, cudnnSetConvolutionGroupCount(p->conv_desc, (int)g->groups));
     CUDNN_CHECK(a->ctx, cudnnSetConvolutionMathType(p->conv_desc, initial_math(a->opts->math)));
     return OPSCHED_OK;
@@ -226,8 +226,7 @@ static opsched_status check_forward(const cu_plan_args *a, cudnnTensorDescriptor
 
 /* A pad kernel copy of a [5]-dims tensor `from` (contiguous) into `to`,
  * shifted by begin (negative: a crop). */
-static void pad_desc(cuk_pad_desc *pd, const int64_t *to, const int64_t *from,
-                     const int64_t *begin)
+static void pad_desc(cuk_pad_desc *pd, const int64_t *to, const int64_t *from, const int64_t *begin)
 {
     int64_t s = 1;
     pd->ndim = RANK;
@@ -309,8 +308,18 @@ opsched_status cu_plan_conv_3d(const cu_plan_args *a, cu_plan **out)
         differs |= beg[2 + i] != 0 || mid[2 + i] != (transpose ? yd : xd)[2 + i];
     }
     int64_t numel_mid = mid[0] * mid[1] * mid[2] * mid[3] * mid[4];
-    int64_t vals[] = {opsched_shape_numel(&x->shape), opsched_shape_numel(&y->shape), numel_mid,
-                      g.groups, sym[0], sym[1], sym[2], g.s[0], g.s[1], g.s[2], g.d[0], g.d[1],
+    int64_t vals[] = {opsched_shape_numel(&x->shape),
+                      opsched_shape_numel(&y->shape),
+                      numel_mid,
+                      g.groups,
+                      sym[0],
+                      sym[1],
+                      sym[2],
+                      g.s[0],
+                      g.s[1],
+                      g.s[2],
+                      g.d[0],
+                      g.d[1],
                       g.d[2]};
     for (size_t i = 0; i < OS_ARRAY_LEN(vals); i++)
         if (!cu_fits_int(vals[i]) || vals[i] < 0)

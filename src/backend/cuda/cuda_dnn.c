@@ -182,7 +182,8 @@ opsched_status cu_plan_pool(const cu_plan_args *a, cu_plan **out)
     d->pad_l = at->pads[1];
     d->pad_b = at->pads[2];
     d->pad_r = at->pads[3];
-    int64_t xs4[4] = {xs[0], xs[1], xs[hw], xs[hw + 1]}, ys4[4] = {ys[0], ys[1], ys[hw], ys[hw + 1]};
+    int64_t xs4[4] = {xs[0], xs[1], xs[hw], xs[hw + 1]},
+            ys4[4] = {ys[0], ys[1], ys[hw], ys[hw + 1]};
     memcpy(d->xs, xs4, sizeof(xs4));
     memcpy(d->ys, ys4, sizeof(ys4));
     d->D = d->OD = d->kd = d->sd = d->dd = 1;
@@ -198,8 +199,9 @@ opsched_status cu_plan_pool(const cu_plan_args *a, cu_plan **out)
         d->ysd = ys[2];
     }
     /* cuDNN has no Indices: MaxPool with its second output runs the kernel. */
-    if (rank == 4 && a->node->n_outputs == 1 && a->dt != OPSCHED_BF16 && d->dh == 1 && d->dw == 1 && d->pad_t == d->pad_b &&
-        d->pad_l == d->pad_r && 2 * d->pad_t <= d->kh && 2 * d->pad_l <= d->kw) {
+    if (rank == 4 && a->node->n_outputs == 1 && a->dt != OPSCHED_BF16 && d->dh == 1 && d->dw == 1 &&
+        d->pad_t == d->pad_b && d->pad_l == d->pad_r && 2 * d->pad_t <= d->kh &&
+        2 * d->pad_l <= d->kw) {
         int64_t x4[4] = {d->N, d->C, d->H, d->W};
         int64_t win[6] = {d->kh, d->kw, d->pad_t, d->pad_l, d->sh, d->sw};
         OS_TRY_GOTO(st,
