@@ -496,7 +496,8 @@ static const op_case op_cases[] = {
      OPSCHED_INT32, 4},
     {"variadic", "Add Add Add Add Div Max Min Min Identity Add Add Add", "2x3", OPSCHED_F32, 3},
     {"mod", "Mod Mod(fmod)", "4", OPSCHED_INT64, 4},
-    {"cast_op19", "Cast Cast Cast Cast", "2x3", OPSCHED_BOOL, 2},
+    /* CastLike reads only the type of "like", which is then no input */
+    {"cast_op19", "Cast Cast Cast Cast", "2x3", OPSCHED_BOOL, 1},
     {"bool_uint8_inputs", "Not Cast Where", "2x3", OPSCHED_BOOL, 2},
     {"instancenorm", "GroupNormalization", "1x4x5x5", OPSCHED_F32, 1},
     {"groupnorm_op18", "GroupNormalization", "1x6x4x4", OPSCHED_F32, 1},
@@ -865,6 +866,12 @@ static void test_window_attrs(void **state)
     assert_string_equal(idx->name, "idx");
     assert_int_equal(idx->dtype, OPSCHED_INT64);
     assert_shape(&idx->shape, "1x2x7x7");
+    unload(&l);
+    /* CastLike reads only the type of its second input: an input of
+     * symbolic shape read that way is no input of the graph. */
+    l = load_ok("small/castlike_symbolic.onnx", NULL);
+    assert_int_equal(opsched_graph_num_inputs(l.g), 1);
+    assert_int_equal(named(&l, "y")->dtype, OPSCHED_F16);
     unload(&l);
     /* A declared dim_value of 0 is a dimension of size 0. */
     l = load_ok("small/empty_dims.onnx", NULL);

@@ -136,6 +136,17 @@ static int has_symbolic_dim(const Onnx__ValueInfoProto *vi)
     return 0;
 }
 
+/* 1 when every use of value v is as CastLike's second input, which only
+ * lends its element type: neither its values nor its shape are needed. */
+static int only_type_read(const os_loader *L, int v)
+{
+    if (L->use_off[v] == L->use_off[v + 1]) return 0;
+    for (int u = L->use_off[v]; u < L->use_off[v + 1]; u++)
+        if (L->use_pos[u] != 1 || strcmp(L->gp->node[L->use_node[u]]->op_type, "CastLike") != 0)
+            return 0;
+    return 1;
+}
+
 /* Parameters are floating point: an integer or bool input is data. */
 static int float_input(const Onnx__ValueInfoProto *vi)
 {
@@ -165,6 +176,15 @@ static opsched_status classify(os_loader *L)
         if (v < 0 || L->vals[v].role != OS_ROLE_INPUT) continue;
         if (os_onnx_num_uses(L, v) == 0) {
             if (!is_output(L, L->vals[v].name)) L->vals[v].role = OS_ROLE_UNUSED;
+            continue;
+        }
+        const Onnx__TypeProto *ty = L->gp->input[i]->type;
+        if (only_type_read(L, v) && !is_output(L, L->vals[v].name) && ty &&
+            ty->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && ty->tensor_type) {
+            /* Not an input of the graph: whatever its shape, symbolic
+             * dims included, nothing is fed to it. */
+            L->vals[v].role = OS_ROLE_UNUSED;
+            L->vals[v].elem = ty->tensor_type->elem_type;
             continue;
         }
         if (has_symbolic_dim(L->gp->input[i]) || !float_input(L->gp->input[i])) {

@@ -510,6 +510,10 @@ def op_models():
     M["maxpool_indices"] = model(
         [N("MaxPool", ["x"], ["y", "idx"], name="pool", kernel_shape=[2, 2], storage_order=1)],
         [vi("x", [1, 2, 8, 8])], [vi("y", None), vi("idx", None, I64)])
+    M["castlike_symbolic"] = model(
+        [N("CastLike", ["x", "like"], ["y"], name="cl")],
+        [vi("x", [3, 4]), vi("like", ["n"], TensorProto.FLOAT16)],
+        [vi("y", None, TensorProto.FLOAT16)], opset=21)
     M["empty_dims"] = model(
         [N("ReduceSum", ["x", "axes"], ["y"], name="sum", keepdims=1)],
         [vi("x", [2, 0, 4])], [vi("y", None)], [init("axes", [1], I64, value=[1])])
