@@ -709,6 +709,31 @@ static void test_empty_reductions(void **state)
     run_ref(&rc, OPSCHED_OP_REDUCE, &a, 0);
 }
 
+/* Nodes whose outputs have no elements plan as nothing and run. */
+static void test_empty_outputs(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    static const float x[1] = {0};
+    ref_case relu = {"relu_empty", 1, {{OPSCHED_F32, "3x0x5", x}}, 1, {{OPSCHED_F32, "3x0x5", x}}};
+    opsched_op_attr a = no_attr();
+    run_ref(&relu, OPSCHED_OP_RELU, &a, 0);
+    ref_case pool = {
+        "maxpool_empty", 1, {{OPSCHED_F32, "0x2x3x4", x}}, 1, {{OPSCHED_F32, "0x2x2x3", x}}};
+    a.pool.kernel[0] = a.pool.kernel[1] = 2;
+    run_ref(&pool, OPSCHED_OP_MAXPOOL, &a, 0);
+    opsched_graph *g = ref_graph(&pool, OPSCHED_OP_MAXPOOL, &a);
+    opsched_plan_options o;
+    memset(&o, 0, sizeof(o));
+    opsched_plan *p = NULL;
+    opsched_plan_info info;
+    CHECK(opsched_plan_create(env.cpu, g, 0, &o, &p));
+    CHECK(opsched_plan_info_get(p, &info));
+    assert_string_equal(info.algo, "empty");
+    opsched_plan_free(p);
+    opsched_graph_free(g);
+}
+
 /* ---- along one axis ---------------------------------------------------------- */
 
 static void test_arg_cumsum_topk(void **state)
@@ -1045,6 +1070,108 @@ static void test_matmul_gemm_pool_on_integers(void **state)
     run_ref(&maxpool_i8, OPSCHED_OP_MAXPOOL, &a, 0);
 }
 
+/* A pool's attributes: kernel, strides, dilations and pads per spatial
+ * axis in ONNX's order (D, H, W for 3-D; H, W for 2-D), as the reference
+ * script wrote them (zero stride and dilation mean 1). */
+static opsched_op_attr pool_attr(int ns, const int64_t *k, const int64_t *s, const int64_t *d,
+                                 const int64_t *pads, int ceil_mode, int include)
+{
+    opsched_op_attr a = no_attr();
+    opsched_pool_attr *p = &a.pool;
+    int at = ns - 2; /* where H is */
+    for (int i = 0; i < 2; i++) {
+        p->kernel[i] = k[at + i];
+        p->stride[i] = s ? s[at + i] : 1;
+        p->dilation[i] = d ? d[at + i] : 1;
+        p->pads[i] = pads[at + i];
+        p->pads[2 + i] = pads[ns + at + i];
+    }
+    if (ns == 3) {
+        p->depth.kernel = k[0];
+        p->depth.stride = s ? s[0] : 1;
+        p->depth.dilation = d ? d[0] : 1;
+        p->depth.pad_begin = pads[0];
+        p->depth.pad_end = pads[3];
+    }
+    p->ceil_mode = ceil_mode;
+    p->count_include_pad = include;
+    return a;
+}
+
+/* 3-D pooling (dilations, ceil_mode, both average divisors), 3-D Conv
+ * with groups and asymmetric padding, 3-D ConvTranspose with output
+ * padding: oneDNN and the loops. */
+static void test_windows_3d(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_op_attr a = pool_attr(3, (int64_t[]){2, 3, 2}, (int64_t[]){2, 1, 2},
+                                  (int64_t[]){1, 2, 1}, (int64_t[]){1, 0, 1, 0, 1, 1}, 1, 0);
+    run_ref(&maxpool_3d, OPSCHED_OP_MAXPOOL, &a, 1e-6);
+    a = pool_attr(3, (int64_t[]){3, 2, 2}, (int64_t[]){1, 2, 2}, NULL,
+                  (int64_t[]){1, 1, 0, 1, 0, 1}, 0, 1);
+    run_ref(&avgpool_3d_incl, OPSCHED_OP_AVGPOOL, &a, 1e-5);
+    a = pool_attr(3, (int64_t[]){2, 2, 3}, (int64_t[]){2, 2, 1}, NULL,
+                  (int64_t[]){0, 1, 1, 1, 0, 1}, 1, 0);
+    run_ref(&avgpool_3d_excl, OPSCHED_OP_AVGPOOL, &a, 1e-5);
+    static const char *const algos[2] = {NULL, "loop"};
+    for (int k = 0; k < 2; k++) {
+        a = no_attr();
+        opsched_conv_transpose_attr *t = &a.conv_transpose;
+        t->depth = (opsched_window_depth){.kernel = 2,
+                                          .stride = 2,
+                                          .dilation = 1,
+                                          .pad_begin = 1,
+                                          .pad_end = 0,
+                                          .output_padding = 1};
+        t->stride[0] = 1;
+        t->stride[1] = 2;
+        t->pads[2] = t->pads[3] = 1; /* H and W padded at the end */
+        t->output_padding[1] = 1;
+        run_ref_algo(&convt_3d, OPSCHED_OP_CONV_TRANSPOSE, &a, 1e-5, algos[k]);
+    }
+    a = no_attr();
+    opsched_conv_attr *c = &a.conv;
+    c->groups = 2;
+    c->depth = (opsched_window_depth){.stride = 1, .dilation = 2, .pad_begin = 1, .pad_end = 0};
+    c->stride[0] = 2;
+    c->pads[0] = 1; /* top, left, bottom, right */
+    c->pads[2] = 1;
+    c->pads[3] = 1;
+    run_ref(&conv_3d, OPSCHED_OP_CONV, &a, 1e-5);
+}
+
+/* Pooling padding wider than half the kernel (ONNX allows any). */
+static void test_pool_wide_padding(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_op_attr a = pool_attr(2, (int64_t[]){3, 3}, NULL, NULL, (int64_t[]){2, 2, 2, 2}, 0, 0);
+    run_ref(&maxpool_widepad, OPSCHED_OP_MAXPOOL, &a, 1e-6);
+    a = pool_attr(2, (int64_t[]){3, 3}, NULL, NULL, (int64_t[]){2, 1, 2, 2}, 0, 1);
+    run_ref(&avgpool_widepad_incl, OPSCHED_OP_AVGPOOL, &a, 1e-5);
+    a = pool_attr(2, (int64_t[]){3, 2}, NULL, NULL, (int64_t[]){2, 2, 2, 2}, 0, 0);
+    run_ref(&avgpool_widepad_excl, OPSCHED_OP_AVGPOOL, &a, 1e-5);
+}
+
+/* MaxPool's second output, ONNX's Indices: row-major and column-major
+ * (storage_order), 2-D and 3-D, ties to the first in window order. */
+static void test_maxpool_indices(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_op_attr a =
+        pool_attr(2, (int64_t[]){3, 2}, (int64_t[]){2, 1}, NULL, (int64_t[]){1, 0, 1, 1}, 0, 0);
+    run_ref(&maxpool_indices, OPSCHED_OP_MAXPOOL, &a, 0);
+    a = pool_attr(2, (int64_t[]){2, 2}, (int64_t[]){1, 2}, NULL, (int64_t[]){0, 0, 0, 0}, 0, 0);
+    a.pool.storage_order = 1;
+    run_ref(&maxpool_indices_col, OPSCHED_OP_MAXPOOL, &a, 0);
+    a = pool_attr(3, (int64_t[]){2, 2, 3}, (int64_t[]){2, 2, 1}, NULL,
+                  (int64_t[]){0, 0, 0, 0, 0, 0}, 0, 0);
+    a.pool.storage_order = 1;
+    run_ref(&maxpool_indices_3d, OPSCHED_OP_MAXPOOL, &a, 0);
+}
+
 /* Operators that take floats only say so instead of misreading bytes. */
 static void test_float_only_refused(void **state)
 {
@@ -1365,6 +1492,10 @@ int main(void)
         cmocka_unit_test(test_resize),
         cmocka_unit_test(test_groupnorm),
         cmocka_unit_test(test_conv_transpose),
+        cmocka_unit_test(test_windows_3d),
+        cmocka_unit_test(test_empty_outputs),
+        cmocka_unit_test(test_pool_wide_padding),
+        cmocka_unit_test(test_maxpool_indices),
         cmocka_unit_test(test_quantization),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1437,6 +1437,140 @@ static void test_conv_transpose(void **state)
     summary("ConvTranspose");
 }
 
+/* ---- 3-D windows, wide pooling padding, empty tensors -------------------- */
+
+/* 3-D Conv and ConvTranspose (cuDNN's Nd descriptors; asymmetric padding
+ * through the pad kernel), 3-D pools and 2-D pools with padding wider than
+ * half the kernel (the pooling kernel), against the CPU backend. */
+static void test_windows_3d(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    struct {
+        const char *x, *w;
+        int transpose;
+        int64_t groups, stride;
+        int64_t pads[4], op[2];
+        opsched_window_depth dp;
+    } convs[] = {
+        {"1x4x5x6x6", "8x4x3x3x3", 0, 1, 1, {1, 1, 1, 1}, {0, 0}, {.pad_begin = 1, .pad_end = 1}},
+        {"2x4x6x5x5", "6x2x2x3x3", 0, 2, 2, {1, 0, 0, 1}, {0, 0}, {.stride = 2, .pad_begin = 1}},
+        {"1x3x6x6x6", "3x1x3x2x2", 0, 3, 1, {0, 0, 0, 0}, {0, 0},
+         {.dilation = 2, .pad_begin = 2, .pad_end = 2}},
+        {"1x4x3x4x4", "4x2x2x3x3", 1, 2, 2, {1, 1, 0, 0}, {1, 0},
+         {.stride = 2, .pad_begin = 1, .output_padding = 1}},
+        {"2x2x2x3x3", "2x3x3x3x3", 1, 1, 1, {1, 1, 1, 1}, {0, 0}, {.pad_begin = 1, .pad_end = 1}},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(convs); i++) {
+        ocase *c = oc_new("%s 3-D x %s w %s groups %lld", convs[i].transpose ? "ConvTranspose" : "Conv",
+                          convs[i].x, convs[i].w, (long long)convs[i].groups);
+        c->half_may_fail = 1;
+        opsched_op_attr a = attr0();
+        int ins[3] = {input(c, "x", OPSCHED_F32, convs[i].x),
+                      tensor(c, "w", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, convs[i].w), -1};
+        const opsched_tensor *w = opsched_graph_tensor(c->g, ins[1]);
+        int64_t m = convs[i].transpose ? w->shape.d[1] * convs[i].groups : w->shape.d[0];
+        char ms[32];
+        snprintf(ms, sizeof(ms), "%lld", (long long)m);
+        ins[2] = tensor(c, "b", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, ms);
+        if (convs[i].transpose) {
+            opsched_conv_transpose_attr *t = &a.conv_transpose;
+            t->groups = convs[i].groups;
+            t->stride[0] = t->stride[1] = convs[i].stride;
+            memcpy(t->pads, convs[i].pads, sizeof(t->pads));
+            memcpy(t->output_padding, convs[i].op, sizeof(t->output_padding));
+            t->depth = convs[i].dp;
+            node(c, OPSCHED_OP_CONV_TRANSPOSE, &a, ins, 3, 1);
+        } else {
+            opsched_conv_attr *k = &a.conv;
+            k->groups = convs[i].groups;
+            k->stride[0] = k->stride[1] = convs[i].stride;
+            memcpy(k->pads, convs[i].pads, sizeof(k->pads));
+            k->depth = convs[i].dp;
+            node(c, OPSCHED_OP_CONV, &a, ins, 3, 1);
+        }
+        check_case(c);
+    }
+    struct {
+        const char *x;
+        opsched_op_kind op;
+        int64_t k[2], s[2], d[2], pads[4];
+        int ceil, incl;
+        opsched_window_depth dp;
+    } pools[] = {
+        {"1x3x5x6x6", OPSCHED_OP_MAXPOOL, {3, 3}, {1, 2}, {2, 1}, {1, 0, 1, 1}, 1, 0,
+         {.kernel = 2, .stride = 2, .dilation = 1, .pad_begin = 1}},
+        {"2x2x4x5x5", OPSCHED_OP_AVGPOOL, {2, 2}, {2, 2}, {1, 1}, {1, 0, 0, 1}, 0, 1,
+         {.kernel = 3, .stride = 1, .dilation = 1, .pad_begin = 1, .pad_end = 1}},
+        {"2x2x4x5x5", OPSCHED_OP_AVGPOOL, {2, 3}, {2, 1}, {1, 1}, {0, 1, 1, 1}, 1, 0,
+         {.kernel = 2, .stride = 2, .dilation = 1, .pad_end = 1}},
+        {"1x2x5x5", OPSCHED_OP_MAXPOOL, {3, 3}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 0, 0, {0}},
+        {"1x2x5x5", OPSCHED_OP_AVGPOOL, {3, 3}, {1, 1}, {1, 1}, {2, 1, 2, 2}, 0, 1, {0}},
+        {"1x2x5x5", OPSCHED_OP_AVGPOOL, {3, 3}, {2, 2}, {1, 1}, {2, 2, 2, 2}, 0, 0, {0}},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(pools); i++) {
+        ocase *c = oc_new("%s x %s kernel %lldx%lld pads %lld,%lld,%lld,%lld",
+                          opsched_op_name(pools[i].op), pools[i].x, (long long)pools[i].k[0],
+                          (long long)pools[i].k[1], (long long)pools[i].pads[0],
+                          (long long)pools[i].pads[1], (long long)pools[i].pads[2],
+                          (long long)pools[i].pads[3]);
+        opsched_op_attr a = attr0();
+        opsched_pool_attr *p = &a.pool;
+        memcpy(p->kernel, pools[i].k, sizeof(p->kernel));
+        memcpy(p->stride, pools[i].s, sizeof(p->stride));
+        memcpy(p->dilation, pools[i].d, sizeof(p->dilation));
+        memcpy(p->pads, pools[i].pads, sizeof(p->pads));
+        p->ceil_mode = pools[i].ceil;
+        p->count_include_pad = pools[i].incl;
+        p->depth = pools[i].dp;
+        int x = input(c, "x", OPSCHED_F32, pools[i].x);
+        node(c, pools[i].op, &a, &x, 1, 1);
+        check_case(c);
+    }
+    /* MaxPool's Indices on integers (exact in every math mode, so ties
+     * break alike: the first in window order), both storage orders */
+    for (int order = 0; order < 2; order++) {
+        ocase *c = oc_new("MaxPool with Indices, storage_order %d", order);
+        c->steps[0] = 1;
+        c->lo[0] = -20;
+        c->hi[0] = 20;
+        opsched_op_attr a = attr0();
+        a.pool.kernel[0] = 3;
+        a.pool.kernel[1] = 2;
+        a.pool.stride[0] = 2;
+        a.pool.pads[0] = a.pool.pads[3] = 1;
+        a.pool.storage_order = order;
+        int x = input(c, "x", OPSCHED_F32, "2x3x7x6");
+        node(c, OPSCHED_OP_MAXPOOL, &a, &x, 1, 2);
+        check_case(c);
+    }
+    summary("3-D windows, wide pooling padding, MaxPool's Indices");
+}
+
+/* Nodes whose outputs have no elements plan and launch as nothing. */
+static void test_empty_tensors(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    /* "0" is no dimension to opsched_shape_parse: the shapes are built here. */
+    opsched_shape s3 = {3, {3, 0, 5}}, s4 = {4, {0, 2, 3, 4}};
+    ocase *c = oc_new("Relu of a 3x0x5 tensor");
+    int x = -1;
+    assert_int_equal(opsched_graph_add_tensor(c->g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &s3, &x),
+                     OPSCHED_OK);
+    opsched_op_attr a = attr0();
+    node(c, OPSCHED_OP_RELU, &a, &x, 1, 1);
+    check_case(c);
+    c = oc_new("MaxPool of a 0x2x3x4 tensor");
+    assert_int_equal(opsched_graph_add_tensor(c->g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &s4, &x),
+                     OPSCHED_OK);
+    a.pool.kernel[0] = 1;
+    a.pool.kernel[1] = 2;
+    node(c, OPSCHED_OP_MAXPOOL, &a, &x, 1, 1);
+    check_case(c);
+    summary("empty tensors");
+}
+
 /* ---- data movement on every type ---------------------------------------- */
 
 static void test_data_movement_types(void **state)
@@ -1860,6 +1994,8 @@ int main(void)
         cmocka_unit_test(test_tile_trilu_onehot),
         cmocka_unit_test(test_resize),
         cmocka_unit_test(test_conv_transpose),
+        cmocka_unit_test(test_windows_3d),
+        cmocka_unit_test(test_empty_tensors),
         cmocka_unit_test(test_data_movement_types),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -61,7 +61,7 @@ typedef enum opsched_op_kind {
     OPSCHED_OP_CONV = 0,
     OPSCHED_OP_GEMM,          /* Y = alpha*op(A)*op(B) + beta*C, A 2-D */
     OPSCHED_OP_MATMUL,        /* numpy matmul with batch broadcasting */
-    OPSCHED_OP_MAXPOOL,
+    OPSCHED_OP_MAXPOOL,       /* x; y and optionally the int64 Indices (opsched_pool_attr) */
     OPSCHED_OP_AVGPOOL,
     OPSCHED_OP_GLOBALAVGPOOL,
     OPSCHED_OP_GLOBALMAXPOOL,
@@ -123,16 +123,31 @@ typedef enum opsched_op_kind {
     OPSCHED_OP_COUNT
 } opsched_op_kind;
 
-/* 2-D convolution.  Inputs: X [N,C,H,W], W [M,C/groups,kh,kw], optional B [M]. */
+/* The depth axis of a 3-D window op (Conv, ConvTranspose, MaxPool,
+ * AveragePool), whose tensors are [N, C, D, H, W]: the op's 2-D fields then
+ * describe H and W, and this D.  A 2-D op leaves it all zero; a 5-D input
+ * makes the op 3-D (a zero kernel then means the weight's, as for H and W;
+ * zero stride and dilation mean 1). */
+typedef struct opsched_window_depth {
+    int64_t kernel, stride, dilation;
+    int64_t pad_begin, pad_end;
+    int64_t output_padding; /* ConvTranspose only */
+} opsched_window_depth;
+
+/* 2-D or 3-D convolution.  Inputs: X [N,C,H,W], W [M,C/groups,kh,kw],
+ * optional B [M]; 3-D: X [N,C,D,H,W], W [M,C/groups,kd,kh,kw] and depth. */
 typedef struct opsched_conv_attr {
     int64_t kernel[2];    /* kh, kw */
     int64_t stride[2];
     int64_t dilation[2];
     int64_t pads[4];      /* top, left, bottom, right (ONNX begin..., end...) */
     int64_t groups;
+    opsched_window_depth depth;
 } opsched_conv_attr;
 
-/* Max and average pooling (2-D). */
+/* Max and average pooling, 2-D or 3-D (depth).  Padding may be as large
+ * as the kernel or larger: a window wholly in the padding gives -inf (max)
+ * or NaN (the exclude-pad average's 0 / 0; with count_include_pad 0). */
 typedef struct opsched_pool_attr {
     int64_t kernel[2];
     int64_t stride[2];
@@ -140,6 +155,12 @@ typedef struct opsched_pool_attr {
     int64_t pads[4];
     int ceil_mode;
     int count_include_pad; /* average pooling only */
+    opsched_window_depth depth;
+    /* MaxPool's optional second output, ONNX's Indices: where each maximum
+     * is, as an index into the flattened input (the first of equal maxima
+     * in window order; -1 for a window with no tap in the input), the
+     * spatial axes row-major, or with storage_order 1 column-major. */
+    int storage_order;
 } opsched_pool_attr;
 
 typedef struct opsched_gemm_attr {
@@ -377,8 +398,8 @@ typedef struct opsched_groupnorm_attr {
 
 typedef struct opsched_cast_attr { opsched_dtype to; } opsched_cast_attr;
 
-/* ConvTranspose (2-D): output = (in - 1) * stride - pads + dilation *
- * (kernel - 1) + output_padding + 1 per spatial axis. */
+/* ConvTranspose (2-D, or 3-D with depth): output = (in - 1) * stride -
+ * pads + dilation * (kernel - 1) + output_padding + 1 per spatial axis. */
 typedef struct opsched_conv_transpose_attr {
     int64_t kernel[2];
     int64_t stride[2];
@@ -386,6 +407,7 @@ typedef struct opsched_conv_transpose_attr {
     int64_t pads[4];      /* top, left, bottom, right */
     int64_t output_padding[2];
     int64_t groups;
+    opsched_window_depth depth;
 } opsched_conv_transpose_attr;
 
 /* QuantizeLinear and DequantizeLinear: per tensor (scale of one element),

@@ -136,29 +136,60 @@ static int64_t window_out(int64_t in, int64_t pad0, int64_t pad1, int64_t k, int
     return o;
 }
 
+/* The rank of a window op's input: 4, or 5 for a 3-D op (whose depth
+ * attributes are checked and defaulted here: a zero stride or dilation is 1,
+ * a zero kernel the weight's when there is one). */
+static opsched_status window_rank(infer_args *a, opsched_window_depth *dp, const opsched_shape *w,
+                                  int *rank)
+{
+    const opsched_shape *x = &a->in[0]->shape;
+    char b[128];
+    *rank = x->ndim;
+    if (x->ndim == 4 && dp->kernel == 0 && dp->stride == 0 && dp->dilation == 0 &&
+        dp->pad_begin == 0 && dp->pad_end == 0 && dp->output_padding == 0)
+        return OPSCHED_OK;
+    if (x->ndim != 5)
+        return BAD(a, "input 0 '%s' must have rank 4 (or 5 with a depth window), has shape %s",
+                   a->in[0]->name, fmt_shape(x, b, sizeof(b)));
+    if (w && w->ndim != 5)
+        return BAD(a, "the weight of a 3-D window op must have rank 5, has shape %s",
+                   fmt_shape(w, b, sizeof(b)));
+    if (dp->stride == 0) dp->stride = 1;
+    if (dp->dilation == 0) dp->dilation = 1;
+    if (dp->kernel == 0 && w) dp->kernel = w->d[2];
+    if (dp->kernel <= 0 || dp->stride < 0 || dp->dilation < 0 || dp->pad_begin < 0 ||
+        dp->pad_end < 0 || dp->output_padding < 0)
+        return BAD(a, "the depth window needs a positive kernel, stride and dilation and "
+                      "no negative padding");
+    return OPSCHED_OK;
+}
+
 static opsched_status infer_conv(infer_args *a)
 {
     OS_TRY(need_inputs(a, 2, 3));
     OS_TRY(need_outputs(a, 1));
-    OS_TRY(need_rank(a, 0, 4));
-    OS_TRY(need_rank(a, 1, 4));
     opsched_conv_attr *c = &a->attr->conv;
     const opsched_shape *x = &a->in[0]->shape, *w = &a->in[1]->shape;
+    int rank;
+    OS_TRY(window_rank(a, &c->depth, w, &rank));
+    OS_TRY(need_rank(a, 1, rank));
+    int hw = rank - 2; /* where H is */
     char b1[128], b2[128];
     if (c->groups == 0) c->groups = 1;
     for (int i = 0; i < 2; i++) {
         if (c->stride[i] == 0) c->stride[i] = 1;
         if (c->dilation[i] == 0) c->dilation[i] = 1;
-        if (c->kernel[i] == 0) c->kernel[i] = w->d[2 + i];
+        if (c->kernel[i] == 0) c->kernel[i] = w->d[hw + i];
     }
     if (c->groups < 0 || c->stride[0] < 0 || c->stride[1] < 0 || c->dilation[0] < 0 ||
         c->dilation[1] < 0)
         return BAD(a, "groups, strides and dilations must be positive");
     for (int i = 0; i < 4; i++)
         if (c->pads[i] < 0) return BAD(a, "negative padding");
-    if (c->kernel[0] != w->d[2] || c->kernel[1] != w->d[3])
-        return BAD(a, "kernel %lldx%lld does not match weight %s", (long long)c->kernel[0],
-                   (long long)c->kernel[1], fmt_shape(w, b1, sizeof(b1)));
+    if (c->kernel[0] != w->d[hw] || c->kernel[1] != w->d[hw + 1] ||
+        (rank == 5 && c->depth.kernel != w->d[2]))
+        return BAD(a, "kernel %s%lldx%lld does not match weight %s", rank == 5 ? "(depth) " : "",
+                   (long long)c->kernel[0], (long long)c->kernel[1], fmt_shape(w, b1, sizeof(b1)));
     int64_t C = x->d[1], M = w->d[0], g = c->groups;
     if (C % g != 0)
         return BAD(a, "input channels %lld are not divisible by groups %lld", (long long)C,
@@ -176,19 +207,24 @@ static opsched_status infer_conv(infer_args *a)
             return BAD(a, "bias %s does not match %lld output channels",
                        fmt_shape(bs, b1, sizeof(b1)), (long long)M);
     }
-    int64_t oh = window_out(x->d[2], c->pads[0], c->pads[2], c->kernel[0], c->stride[0],
+    int64_t oh = window_out(x->d[hw], c->pads[0], c->pads[2], c->kernel[0], c->stride[0],
                             c->dilation[0], 0);
-    int64_t ow = window_out(x->d[3], c->pads[1], c->pads[3], c->kernel[1], c->stride[1],
+    int64_t ow = window_out(x->d[hw + 1], c->pads[1], c->pads[3], c->kernel[1], c->stride[1],
                             c->dilation[1], 0);
-    if (oh < 1 || ow < 1)
+    int64_t od = rank == 5 ? window_out(x->d[2], c->depth.pad_begin, c->depth.pad_end,
+                                        c->depth.kernel, c->depth.stride, c->depth.dilation, 0)
+                           : 1;
+    if (oh < 0 || ow < 0 || od < 0)
         return BAD(a, "kernel %lldx%lld (dilation %lld) is larger than the padded input %lldx%lld",
                    (long long)c->kernel[0], (long long)c->kernel[1], (long long)c->dilation[0],
-                   (long long)(x->d[2] + c->pads[0] + c->pads[2]),
-                   (long long)(x->d[3] + c->pads[1] + c->pads[3]));
+                   (long long)(x->d[hw] + c->pads[0] + c->pads[2]),
+                   (long long)(x->d[hw + 1] + c->pads[1] + c->pads[3]));
     opsched_shape o = {.ndim = 4, .d = {x->d[0], M, oh, ow}};
+    if (rank == 5) o = (opsched_shape){.ndim = 5, .d = {x->d[0], M, od, oh, ow}};
     a->out[0] = o;
     int64_t macs = 1;
-    int64_t f[] = {x->d[0], M, oh, ow, C / g, c->kernel[0], c->kernel[1]};
+    int64_t f[] = {x->d[0], M, od, oh, ow, C / g, c->kernel[0], c->kernel[1],
+                   rank == 5 ? c->depth.kernel : 1};
     for (size_t i = 0; i < OS_ARRAY_LEN(f); i++)
         if (!os_mul_ok(macs, f[i], &macs)) return BAD(a, "FLOP count overflows");
     a->cost->flops = 2 * macs;
@@ -267,10 +303,13 @@ static opsched_status infer_matmul(infer_args *a)
 static opsched_status infer_pool(infer_args *a)
 {
     OS_TRY(need_inputs(a, 1, 1));
-    OS_TRY(need_outputs(a, 1));
-    OS_TRY(need_rank(a, 0, 4));
+    if (a->op != OPSCHED_OP_MAXPOOL || a->n_out != 2) OS_TRY(need_outputs(a, 1));
     opsched_pool_attr *p = &a->attr->pool;
     const opsched_shape *x = &a->in[0]->shape;
+    int rank;
+    OS_TRY(window_rank(a, &p->depth, NULL, &rank));
+    if (p->depth.output_padding != 0) return BAD(a, "pooling has no output padding");
+    int hw = rank - 2;
     for (int i = 0; i < 2; i++) {
         if (p->stride[i] == 0) p->stride[i] = 1;
         if (p->dilation[i] == 0) p->dilation[i] = 1;
@@ -279,22 +318,29 @@ static opsched_status infer_pool(infer_args *a)
     }
     for (int i = 0; i < 4; i++)
         if (p->pads[i] < 0) return BAD(a, "negative padding");
-    if (p->pads[0] * 2 > p->kernel[0] || p->pads[1] * 2 > p->kernel[1])
-        return BAD(a, "padding %lld is more than half the kernel %lld", (long long)p->pads[0],
-                   (long long)p->kernel[0]);
-    int64_t oh = window_out(x->d[2], p->pads[0], p->pads[2], p->kernel[0], p->stride[0],
+    int64_t oh = window_out(x->d[hw], p->pads[0], p->pads[2], p->kernel[0], p->stride[0],
                             p->dilation[0], p->ceil_mode);
-    int64_t ow = window_out(x->d[3], p->pads[1], p->pads[3], p->kernel[1], p->stride[1],
+    int64_t ow = window_out(x->d[hw + 1], p->pads[1], p->pads[3], p->kernel[1], p->stride[1],
                             p->dilation[1], p->ceil_mode);
-    if (oh < 1 || ow < 1)
+    int64_t od = rank == 5 ? window_out(x->d[2], p->depth.pad_begin, p->depth.pad_end,
+                                        p->depth.kernel, p->depth.stride, p->depth.dilation,
+                                        p->ceil_mode)
+                           : 1;
+    if (oh < 0 || ow < 0 || od < 0)
         return BAD(a, "kernel %lldx%lld is larger than the padded input %lldx%lld",
                    (long long)p->kernel[0], (long long)p->kernel[1],
-                   (long long)(x->d[2] + p->pads[0] + p->pads[2]),
-                   (long long)(x->d[3] + p->pads[1] + p->pads[3]));
+                   (long long)(x->d[hw] + p->pads[0] + p->pads[2]),
+                   (long long)(x->d[hw + 1] + p->pads[1] + p->pads[3]));
     opsched_shape o = {.ndim = 4, .d = {x->d[0], x->d[1], oh, ow}};
+    if (rank == 5) o = (opsched_shape){.ndim = 5, .d = {x->d[0], x->d[1], od, oh, ow}};
     a->out[0] = o;
+    if (a->n_out == 2) {
+        a->out[1] = o;
+        a->dt[1] = OPSCHED_INT64;
+    }
     int64_t f = 0;
-    if (!os_mul_ok(opsched_shape_numel(&o), p->kernel[0], &f) || !os_mul_ok(f, p->kernel[1], &f))
+    if (!os_mul_ok(opsched_shape_numel(&o), p->kernel[0], &f) || !os_mul_ok(f, p->kernel[1], &f) ||
+        !os_mul_ok(f, rank == 5 ? p->depth.kernel : 1, &f))
         return BAD(a, "FLOP count overflows");
     a->cost->flops = f;
     return OPSCHED_OK;
@@ -912,25 +958,39 @@ static opsched_status infer_conv_transpose(infer_args *a)
 {
     OS_TRY(need_inputs(a, 2, 3));
     OS_TRY(need_outputs(a, 1));
-    OS_TRY(need_rank(a, 0, 4));
-    OS_TRY(need_rank(a, 1, 4));
     opsched_conv_transpose_attr *c = &a->attr->conv_transpose;
     const opsched_shape *x = &a->in[0]->shape, *w = &a->in[1]->shape;
+    int rank;
+    OS_TRY(window_rank(a, &c->depth, w, &rank));
+    OS_TRY(need_rank(a, 1, rank));
+    int hw = rank - 2;
     char b1[128], b2[128];
     if (c->groups == 0) c->groups = 1;
-    for (int i = 0; i < 2; i++) {
-        if (c->stride[i] == 0) c->stride[i] = 1;
-        if (c->dilation[i] == 0) c->dilation[i] = 1;
-        if (c->kernel[i] == 0) c->kernel[i] = w->d[2 + i];
-        if (c->stride[i] < 0 || c->dilation[i] < 0 || c->output_padding[i] < 0)
+    /* Per spatial axis in the order D, H, W: kernel, stride, dilation,
+     * pads begin and end, output padding. */
+    int64_t *ax[3][6] = {
+        {&c->depth.kernel, &c->depth.stride, &c->depth.dilation, &c->depth.pad_begin,
+         &c->depth.pad_end, &c->depth.output_padding},
+        {&c->kernel[0], &c->stride[0], &c->dilation[0], &c->pads[0], &c->pads[2],
+         &c->output_padding[0]},
+        {&c->kernel[1], &c->stride[1], &c->dilation[1], &c->pads[1], &c->pads[3],
+         &c->output_padding[1]},
+    };
+    int first = rank == 5 ? 0 : 1;
+    for (int i = first; i < 3; i++) {
+        int64_t **v = ax[i];
+        if (*v[1] == 0) *v[1] = 1;
+        if (*v[2] == 0) *v[2] = 1;
+        if (*v[0] == 0) *v[0] = w->d[hw - 1 + i];
+        if (*v[1] < 0 || *v[2] < 0 || *v[5] < 0)
             return BAD(a, "negative stride, dilation or output padding");
-        if (c->output_padding[i] >= c->stride[i] && c->output_padding[i] >= c->dilation[i])
+        if (*v[5] >= *v[1] && *v[5] >= *v[2])
             return BAD(a, "output padding %lld must be below the stride or the dilation",
-                       (long long)c->output_padding[i]);
+                       (long long)*v[5]);
+        if (*v[0] != w->d[hw - 1 + i])
+            return BAD(a, "kernel %lld on spatial axis %d does not match weight %s",
+                       (long long)*v[0], i - first, fmt_shape(w, b1, sizeof(b1)));
     }
-    if (c->kernel[0] != w->d[2] || c->kernel[1] != w->d[3])
-        return BAD(a, "kernel %lldx%lld does not match weight %s", (long long)c->kernel[0],
-                   (long long)c->kernel[1], fmt_shape(w, b1, sizeof(b1)));
     int64_t C = x->d[1], g = c->groups;
     if (g < 1 || C % g != 0 || w->d[0] != C)
         return BAD(a, "weight %s does not fit input %s in %lld groups", fmt_shape(w, b1, sizeof(b1)),
@@ -938,18 +998,20 @@ static opsched_status infer_conv_transpose(infer_args *a)
     int64_t M = w->d[1] * g;
     if (a->n_in == 3 && a->in[2] && opsched_shape_numel(&a->in[2]->shape) != M)
         return BAD(a, "bias does not match %lld output channels", (long long)M);
-    opsched_shape o = {.ndim = 4, .d = {x->d[0], M, 0, 0}};
-    for (int i = 0; i < 2; i++) {
-        int64_t v = (x->d[2 + i] - 1) * c->stride[i] - c->pads[i] - c->pads[i + 2] +
-                    c->dilation[i] * (c->kernel[i] - 1) + c->output_padding[i] + 1;
-        if (v < 1) return BAD(a, "the output would be empty on spatial axis %d", i);
-        o.d[2 + i] = v;
-    }
-    a->out[0] = o;
+    opsched_shape o = {.ndim = rank, .d = {x->d[0], M}};
     int64_t macs = 1;
-    int64_t f[] = {x->d[0], C, x->d[2], x->d[3], M / g, c->kernel[0], c->kernel[1]};
+    int64_t f[] = {x->d[0], C, M / g};
     for (size_t i = 0; i < OS_ARRAY_LEN(f); i++)
         if (!os_mul_ok(macs, f[i], &macs)) return BAD(a, "FLOP count overflows");
+    for (int i = first; i < 3; i++) {
+        int64_t **p = ax[i], in = x->d[hw - 1 + i];
+        int64_t v = (in - 1) * *p[1] - *p[3] - *p[4] + *p[2] * (*p[0] - 1) + *p[5] + 1;
+        if (v < 1) return BAD(a, "the output would be empty on spatial axis %d", i - first);
+        o.d[hw - 1 + i] = v;
+        if (!os_mul_ok(macs, in, &macs) || !os_mul_ok(macs, *p[0], &macs))
+            return BAD(a, "FLOP count overflows");
+    }
+    a->out[0] = o;
     a->cost->flops = 2 * macs;
     return OPSCHED_OK;
 }

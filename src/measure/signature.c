@@ -46,6 +46,16 @@ static void put_ints(sig_buf *b, const char *key, const int64_t *v, int n)
     for (int i = 0; i < n; i++) put(b, i ? ",%lld" : "%lld", (long long)v[i]);
 }
 
+/* The depth window of a 3-D op (nothing for 2-D ones, whose signatures
+ * stay as they were). */
+static void put_depth(sig_buf *b, const opsched_window_depth *d)
+{
+    if (d->kernel == 0) return;
+    put(b, "|depth=%lld,%lld,%lld,%lld,%lld,%lld", (long long)d->kernel, (long long)d->stride,
+        (long long)d->dilation, (long long)d->pad_begin, (long long)d->pad_end,
+        (long long)d->output_padding);
+}
+
 static void put_attrs(sig_buf *b, const opsched_node *n, int rank)
 {
     const opsched_op_attr *a = &n->attr;
@@ -56,6 +66,7 @@ static void put_attrs(sig_buf *b, const opsched_node *n, int rank)
         put_ints(b, "p", a->conv.pads, 4);
         put_ints(b, "d", a->conv.dilation, 2);
         put(b, "|g=%lld", (long long)a->conv.groups);
+        put_depth(b, &a->conv.depth);
         break;
     case OPSCHED_OP_MAXPOOL:
     case OPSCHED_OP_AVGPOOL:
@@ -65,6 +76,7 @@ static void put_attrs(sig_buf *b, const opsched_node *n, int rank)
         put_ints(b, "d", a->pool.dilation, 2);
         put(b, "|ceil=%d|cip=%d", a->pool.ceil_mode,
             n->op == OPSCHED_OP_AVGPOOL ? a->pool.count_include_pad : 0);
+        put_depth(b, &a->pool.depth);
         break;
     case OPSCHED_OP_GEMM:
         put(b, "|ta=%d|tb=%d|alpha=%g|beta=%g", a->gemm.trans_a, a->gemm.trans_b,
@@ -155,6 +167,7 @@ static void put_attrs(sig_buf *b, const opsched_node *n, int rank)
         put_ints(b, "d", a->conv_transpose.dilation, 2);
         put_ints(b, "op", a->conv_transpose.output_padding, 2);
         put(b, "|g=%lld", (long long)a->conv_transpose.groups);
+        put_depth(b, &a->conv_transpose.depth);
         break;
     case OPSCHED_OP_QUANTIZE:
     case OPSCHED_OP_DEQUANTIZE:

@@ -1,8 +1,13 @@
 /*
  * attention.c - the transformer operators of opsets 23 to 28, decomposed:
  *
- * Attention (23, 24, 25), without a KV cache:
+ * Attention (23, 24, 25):
  *   3-D Q/K/V [B, S, H*D] -> Reshape [B, S, H, D] -> Transpose [B, H, S, D]
+ *   past_key/past_value: Concat before K and V along the sequence (the
+ *     present_key/present_value outputs); the causal frontier and the
+ *     windows move right by the past length
+ *   nonpad_kv_seqlen (an external cache): a per-batch bias computed at run
+ *     time from the key positions (valid keys, frontier, windows)
  *   Q * sqrt(scale), K * sqrt(scale) (scale 1/sqrt(D) by default)
  *   MatMul(Q, Transpose(K)); with fewer KV heads (GQA, MQA) the query heads
  *     of one KV head are stacked along the rows ([B, Hkv, r*Sq, D]), which
@@ -22,6 +27,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -113,18 +119,126 @@ static opsched_status mask_bias(os_loader *L, int node, opsched_dtype dt, int64_
     return os_onnx_step(L, node, "mask_bias", OS_TMP, OPSCHED_OP_WHERE, NULL, ids, 3, 1, out);
 }
 
+/* The cache so far (past_key or past_value [B, Hkv, P, d], input k)
+ * before the new keys or values x [B, Hkv, S, d]: Concat along the
+ * sequence.  *past gets P. */
+static opsched_status with_past(os_loader *L, int node, int k, const char *tag, int x,
+                                int64_t *past, int *out)
+{
+    int pk;
+    OS_TRY(os_onnx_in_id(L, node, k, &pk));
+    const opsched_shape ps = os_onnx_t(L, pk)->shape, xs = os_onnx_t(L, x)->shape;
+    if (ps.ndim != 4 || ps.d[0] != xs.d[0] || ps.d[1] != xs.d[1] || ps.d[3] != xs.d[3])
+        return BAD("%s must be [%lld, %lld, past, %lld] (it has rank %d)",
+                   k == 4 ? "past_key" : "past_value", (long long)xs.d[0], (long long)xs.d[1],
+                   (long long)xs.d[3], ps.ndim);
+    if (*past >= 0 && *past != ps.d[2])
+        return BAD("past_key holds %lld positions, past_value %lld", (long long)*past,
+                   (long long)ps.d[2]);
+    *past = ps.d[2];
+    opsched_op_attr a;
+    memset(&a, 0, sizeof(a));
+    a.axis.axis = 2;
+    int ids[2] = {pk, x};
+    return os_onnx_step(L, node, tag, OS_TMP, OPSCHED_OP_CONCAT, &a, ids, 2, 1, out);
+}
+
+/* A [rows, cols] int64 constant holding i - j at (i, j). */
+static opsched_status diagonal_index(os_loader *L, int node, int64_t rows, int64_t cols, int *out)
+{
+    int64_t n;
+    if (!os_mul_ok(rows, cols, &n) || n > ((int64_t)1 << 24))
+        return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
+                                 "nonpad_kv_seqlen with %lld x %lld scores: the table of "
+                                 "positions would be too large",
+                                 (long long)rows, (long long)cols);
+    int64_t *v = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    if (!v) return OS_NOMEM(L->ctx);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            v[i * cols + j] = i - j;
+    opsched_shape s = {.ndim = 2, .d = {rows, cols}};
+    opsched_status st = os_onnx_const(L, node, "positions", OPSCHED_INT64, &s, NULL, v, out);
+    free(v);
+    return st;
+}
+
+/* -inf where the bool `masked` holds, 0 elsewhere, as dt. */
+static opsched_status bias_where(os_loader *L, int node, const char *tag, opsched_dtype dt,
+                                 int masked, int *out)
+{
+    int ids[3] = {masked, -1, -1};
+    OS_TRY(os_onnx_scalar(L, node, "neg_inf", dt, -INFINITY, &ids[1]));
+    OS_TRY(os_onnx_scalar(L, node, "zero", dt, 0.0, &ids[2]));
+    return os_onnx_step(L, node, tag, OS_TMP, OPSCHED_OP_WHERE, NULL, ids, 3, 1, out);
+}
+
+/* The bias of an external cache (nonpad_kv_seqlen [B], known at run time):
+ * keys from nonpad[b] on are masked, and the causal frontier and the
+ * windows are aligned to the end of each batch's valid keys, offset[b] =
+ * nonpad[b] - Sq (as ONNX's reference: j <= i + offset[b]).  Adds
+ * [B, 1, Sq, Skv] terms to *bias. */
+static opsched_status nonpad_bias(os_loader *L, int node, opsched_dtype dt, int64_t B, int64_t Sq,
+                                  int64_t Skv, int causal, int64_t left, int64_t right, int *bias)
+{
+    int n, c, t;
+    OS_TRY(os_onnx_in_id(L, node, 6, &n));
+    const opsched_tensor *nt = os_onnx_t(L, n);
+    if (opsched_shape_numel(&nt->shape) != B ||
+        (nt->dtype != OPSCHED_INT64 && nt->dtype != OPSCHED_INT32))
+        return BAD("nonpad_kv_seqlen must hold %lld integers, one per batch", (long long)B);
+    OS_TRY(os_onnx_cast(L, node, "nonpad_i64", n, OPSCHED_INT64, OS_TMP, &n));
+    opsched_shape b111 = shape4(B, 1, 1, 1);
+    OS_TRY(os_onnx_reshape(L, node, "nonpad_b", n, &b111, OS_TMP, &n));
+    /* keys past the valid ones: j >= nonpad[b], i.e. (0 - j) <= -nonpad[b] */
+    int pos, masked;
+    OS_TRY(diagonal_index(L, node, 1, Skv, &pos));
+    OS_TRY(os_onnx_scalar(L, node, "zero_i", OPSCHED_INT64, 0.0, &c));
+    int neg_n;
+    OS_TRY(os_onnx_binop(L, node, "nonpad_neg", OPSCHED_OP_SUB, c, n, OS_TMP, &neg_n));
+    OS_TRY(os_onnx_binfn(L, node, "pad_masked", OPSCHED_BINARY_LESS_EQUAL, pos, neg_n, OS_TMP,
+                         &masked));
+    OS_TRY(bias_where(L, node, "pad_bias", dt, masked, &t));
+    OS_TRY(add_bias(L, node, "bias_pad", t, bias));
+    if (!causal && left < 0 && right < 0) return OPSCHED_OK;
+    /* diff[b, i, j] = i + offset[b] - j */
+    int diff, off;
+    OS_TRY(os_onnx_scalar(L, node, "q_len", OPSCHED_INT64, (double)Sq, &c));
+    OS_TRY(os_onnx_binop(L, node, "offset", OPSCHED_OP_SUB, n, c, OS_TMP, &off));
+    OS_TRY(diagonal_index(L, node, Sq, Skv, &pos));
+    OS_TRY(os_onnx_binop(L, node, "diff", OPSCHED_OP_ADD, pos, off, OS_TMP, &diff));
+    static const struct {
+        const char *tag;
+        opsched_binary_fn fn;
+    } sides[3] = {{"causal_ext", OPSCHED_BINARY_LESS},
+                  {"left_ext", OPSCHED_BINARY_GREATER},
+                  {"right_ext", OPSCHED_BINARY_LESS}};
+    /* causal: diff < 0; left: diff > left; right: diff < -right */
+    int64_t bound[3] = {0, left, -right};
+    int on[3] = {causal, left >= 0, right >= 0};
+    for (int k = 0; k < 3; k++) {
+        if (!on[k]) continue;
+        char tag[32];
+        OS_TRY(os_onnx_scalar(L, node, "bound", OPSCHED_INT64, (double)bound[k], &c));
+        snprintf(tag, sizeof(tag), "%s_masked", sides[k].tag);
+        OS_TRY(os_onnx_binfn(L, node, tag, sides[k].fn, diff, c, OS_TMP, &masked));
+        snprintf(tag, sizeof(tag), "%s_bias", sides[k].tag);
+        OS_TRY(bias_where(L, node, tag, dt, masked, &t));
+        snprintf(tag, sizeof(tag), "bias_%s", sides[k].tag);
+        OS_TRY(add_bias(L, node, tag, t, bias));
+    }
+    return OPSCHED_OK;
+}
+
 static opsched_status attention(os_loader *L, int node)
 {
-    if (os_onnx_in(L, node, 4) >= 0 || os_onnx_in(L, node, 5) >= 0)
-        return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
-                                 "the past_key / past_value inputs (a KV cache) are not supported");
-    if (os_onnx_in(L, node, 6) >= 0)
-        return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
-                                 "nonpad_kv_seqlen (an external KV cache) is not supported");
-    if (os_onnx_out(L, node, 1) >= 0 || os_onnx_out(L, node, 2) >= 0)
-        return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
-                                 "the present_key / present_value outputs (a KV cache) are not "
-                                 "supported");
+    int has_past = os_onnx_in(L, node, 4) >= 0, nonpad = os_onnx_in(L, node, 6) >= 0;
+    if (has_past != (os_onnx_in(L, node, 5) >= 0))
+        return os_onnx_node_fail(L, node, OPSCHED_ERR_SHAPE,
+                                 "past_key and past_value must be given together");
+    if (has_past && nonpad)
+        return os_onnx_node_fail(L, node, OPSCHED_ERR_SHAPE,
+                                 "nonpad_kv_seqlen cannot be combined with past_key/past_value");
     int64_t causal = 0, qh = 0, kvh = 0, mode = 0, prec = 0, left = -1, right = -1;
     float softcap = 0.0f, scale_attr = 0.0f;
     OS_TRY(os_onnx_attr_int(L, node, "is_causal", &causal));
@@ -178,6 +292,15 @@ static opsched_status attention(os_loader *L, int node)
             return BAD("V has %lld heads of %lld keys, not those of K", (long long)vs.d[1],
                        (long long)vs.d[2]);
     }
+    int64_t past = -1;
+    if (has_past) {
+        OS_TRY(with_past(L, node, 4, "present_key", k, &past, &k));
+        OS_TRY(with_past(L, node, 5, "present_value", v, &past, &v));
+        Skv += past;
+    }
+    if (os_onnx_out(L, node, 1) >= 0) os_onnx_bind(L, node, 1, k);
+    if (os_onnx_out(L, node, 2) >= 0) os_onnx_bind(L, node, 2, v);
+    int64_t offset = has_past ? past : 0; /* the causal frontier: j <= i + offset */
     if (Dk != D)
         return BAD("Q's head size %lld differs from K's %lld", (long long)D, (long long)Dk);
     if (ks.d[0] != B || vs.d[0] != B)
@@ -219,17 +342,21 @@ static opsched_status attention(os_loader *L, int node)
         OS_TRY(add_bias(L, node, "bias", t, &bias));
         guard = 1;
     }
-    if (causal) {
-        OS_TRY(band(L, node, "causal", dt, Sq, Skv, 1, 1, &t));
+    if (nonpad) {
+        OS_TRY(nonpad_bias(L, node, dt, B, Sq, Skv, causal != 0, left, right, &bias));
+        guard = 1;
+    }
+    if (causal && !nonpad) {
+        OS_TRY(band(L, node, "causal", dt, Sq, Skv, 1, 1 + offset, &t));
         OS_TRY(add_bias(L, node, "bias_causal", t, &bias));
     }
-    if (left >= 0) {
-        OS_TRY(band(L, node, "window_left", dt, Sq, Skv, 0, -left - 1, &t));
+    if (left >= 0 && !nonpad) {
+        OS_TRY(band(L, node, "window_left", dt, Sq, Skv, 0, offset - left - 1, &t));
         OS_TRY(add_bias(L, node, "bias_left", t, &bias));
         guard = 1;
     }
-    if (right >= 0) {
-        OS_TRY(band(L, node, "window_right", dt, Sq, Skv, 1, right + 1, &t));
+    if (right >= 0 && !nonpad) {
+        OS_TRY(band(L, node, "window_right", dt, Sq, Skv, 1, offset + right + 1, &t));
         OS_TRY(add_bias(L, node, "bias_right", t, &bias));
         guard = 1;
     }

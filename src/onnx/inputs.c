@@ -131,9 +131,20 @@ static int has_symbolic_dim(const Onnx__ValueInfoProto *vi)
     const Onnx__TensorShapeProto *s = vi->type->tensor_type->shape;
     for (size_t d = 0; d < s->n_dim; d++)
         if (s->dim[d]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
-            s->dim[d]->dim_value < 1)
+            s->dim[d]->dim_value < 0)
             return 1;
     return 0;
+}
+
+/* 1 when every use of value v is as CastLike's second input, which only
+ * lends its element type: neither its values nor its shape are needed. */
+static int only_type_read(const os_loader *L, int v)
+{
+    if (L->use_off[v] == L->use_off[v + 1]) return 0;
+    for (int u = L->use_off[v]; u < L->use_off[v + 1]; u++)
+        if (L->use_pos[u] != 1 || strcmp(L->gp->node[L->use_node[u]]->op_type, "CastLike") != 0)
+            return 0;
+    return 1;
 }
 
 /* Parameters are floating point: an integer or bool input is data. */
@@ -165,6 +176,15 @@ static opsched_status classify(os_loader *L)
         if (v < 0 || L->vals[v].role != OS_ROLE_INPUT) continue;
         if (os_onnx_num_uses(L, v) == 0) {
             if (!is_output(L, L->vals[v].name)) L->vals[v].role = OS_ROLE_UNUSED;
+            continue;
+        }
+        const Onnx__TypeProto *ty = L->gp->input[i]->type;
+        if (only_type_read(L, v) && !is_output(L, L->vals[v].name) && ty &&
+            ty->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && ty->tensor_type) {
+            /* Not an input of the graph: whatever its shape, symbolic
+             * dims included, nothing is fed to it. */
+            L->vals[v].role = OS_ROLE_UNUSED;
+            L->vals[v].elem = ty->tensor_type->elem_type;
             continue;
         }
         if (has_symbolic_dim(L->gp->input[i]) || !float_input(L->gp->input[i])) {
@@ -207,8 +227,8 @@ done:
 
 /* ---- shapes --------------------------------------------------------------- */
 
-/* The shape the file declares; unknown dims are 0 and *dim_names (if given)
- * gets their dim_param. */
+/* The shape the file declares; unknown dims are -1 and *dim_names (if given)
+ * gets their dim_param.  A dim_value of 0 is a real dimension of size 0. */
 static opsched_status declared_shape(os_loader *L, const Onnx__ValueInfoProto *vi, int32_t *elem,
                                      opsched_shape *s, const char **dim_names, int *has_rank)
 {
@@ -228,8 +248,9 @@ static opsched_status declared_shape(os_loader *L, const Onnx__ValueInfoProto *v
     s->ndim = (int)sp->n_dim;
     for (size_t d = 0; d < sp->n_dim; d++) {
         const Onnx__TensorShapeProto__Dimension *dim = sp->dim[d];
+        s->d[d] = -1;
         if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
-            dim->dim_value >= 1) {
+            dim->dim_value >= 0) {
             if (dim->dim_value > OS_ONNX_MAX_DIM)
                 return OS_FAIL(L->ctx, OPSCHED_ERR_PARSE, "input '%s': dimension %zu is %lld",
                                vi->name, d, (long long)dim->dim_value);
@@ -345,7 +366,7 @@ static void declared_text(const opsched_shape *s, const char *const *names, char
     buf[0] = '\0';
     if (s->ndim == 0) snprintf(buf, size, "[]");
     for (int d = 0; d < s->ndim; d++) {
-        int w = s->d[d] >= 1 ? snprintf(buf + at, size - at, "%s%lld", d ? "x" : "",
+        int w = s->d[d] >= 0 ? snprintf(buf + at, size - at, "%s%lld", d ? "x" : "",
                                          (long long)s->d[d])
                              : snprintf(buf + at, size - at, "%s%s", d ? "x" : "",
                                         names && names[d] ? names[d] : "?");
@@ -414,7 +435,7 @@ static opsched_status given_check(os_loader *L, int i)
     }
     int same = !ranked || decl.ndim == gv->shape.ndim;
     for (int d = 0; same && ranked && d < decl.ndim; d++)
-        if (decl.d[d] >= 1 && decl.d[d] != gv->shape.d[d]) same = 0;
+        if (decl.d[d] >= 0 && decl.d[d] != gv->shape.d[d]) same = 0;
     if (!same) {
         char want[160], got[160];
         declared_text(&decl, names, want, sizeof(want));
@@ -656,10 +677,10 @@ static opsched_status add_real_inputs(os_loader *L)
             goto done;
         }
         for (int d = 0; d < s->ndim; d++) {
-            if (s->d[d] >= 1) continue;
+            if (s->d[d] >= 0) continue;
             opsched_shape ex = *s;
             for (int k = 0; k < ex.ndim; k++)
-                if (ex.d[k] < 1) ex.d[k] = 1;
+                if (ex.d[k] < 0) ex.d[k] = 1;
             opsched_shape_format(&ex, sugg, sizeof(sugg));
             const char *dn = names[v][d];
             st = OS_FAIL(L->ctx, OPSCHED_ERR_INVALID_ARG,

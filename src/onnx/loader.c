@@ -620,8 +620,18 @@ static opsched_status mark_outputs(os_loader *L)
          * it: then the output keeps the name it has). */
         const opsched_tensor *t = opsched_graph_tensor(L->g, id);
         if (name && *name && strcmp(t->name, name) != 0 &&
-            opsched_graph_find_tensor(L->g, name, &other) == OPSCHED_ERR_NOT_FOUND)
-            OS_TRY(opsched_graph_rename_tensor(L->g, id, name));
+            opsched_graph_find_tensor(L->g, name, &other) == OPSCHED_ERR_NOT_FOUND) {
+            /* An output that is a graph input under another name (a no-op
+             * reduction, an Identity folded away) is a copy: the input
+             * keeps the name its data is fed by. */
+            if (t->kind == OPSCHED_TENSOR_INPUT) {
+                const char *out_name = name;
+                OS_TRY(opsched_graph_add_node(L->g, name, OPSCHED_OP_IDENTITY, NULL, &id, 1, 1,
+                                              &out_name, &id));
+            } else {
+                OS_TRY(opsched_graph_rename_tensor(L->g, id, name));
+            }
+        }
         OS_TRY(opsched_graph_mark_output(L->g, id)); /* marking twice is harmless */
     }
     return OPSCHED_OK;

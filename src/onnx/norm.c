@@ -3,7 +3,10 @@
  * axis.
  *
  *   BatchNormalization, LayerNormalization      their own kinds (LayerNormalization's
- *                                               Mean and InvStdDev decomposed)
+ *                                               Mean and InvStdDev decomposed);
+ *                                               BatchNormalization's training_mode:
+ *                                               ReduceMean, Sub, Mul, Add, Sqrt, Div,
+ *                                               Mul, Add, and the running statistics
  *   InstanceNormalization                       GROUPNORM, groups = channels
  *   GroupNormalization                          GROUPNORM; opset 18's scale and
  *                                               bias per group become per channel
@@ -185,10 +188,74 @@ static opsched_status topk(os_loader *L, int node)
 
 /* ---- normalisations ------------------------------------------------------------------ */
 
+/* BatchNormalization with training_mode=1 (opset 14 on): the statistics
+ * of the batch, over every axis but the channels (the variance is the
+ * population's), normalise X; the running statistics come out as
+ * input * momentum + batch * (1 - momentum). */
+static opsched_status batchnorm_training(os_loader *L, int node, float eps)
+{
+    float momentum = 0.9f;
+    OS_TRY(os_onnx_attr_float(L, node, "momentum", &momentum));
+    int x, sc, b, m_in, v_in;
+    OS_TRY(os_onnx_in_id(L, node, 0, &x));
+    OS_TRY(os_onnx_in_id(L, node, 1, &sc));
+    OS_TRY(os_onnx_in_id(L, node, 2, &b));
+    OS_TRY(os_onnx_in_id(L, node, 3, &m_in));
+    OS_TRY(os_onnx_in_id(L, node, 4, &v_in));
+    const opsched_shape xs = os_onnx_t(L, x)->shape;
+    opsched_dtype dt = os_onnx_t(L, x)->dtype;
+    if (xs.ndim < 2) return bad(L, node, "the input needs a channel axis");
+    int64_t C = xs.d[1], axes[OPSCHED_MAX_DIMS];
+    int n = 0;
+    for (int k = 0; k < xs.ndim; k++)
+        if (k != 1) axes[n++] = k;
+    /* [C] as [C, 1, ...] to broadcast over the axes after the channels */
+    opsched_shape per_c = {.ndim = xs.ndim - 1, .d = {C}}, flat = {.ndim = 1, .d = {C}};
+    for (int k = 1; k < per_c.ndim; k++)
+        per_c.d[k] = 1;
+    int mean, d, var, t, e;
+    OS_TRY(
+        os_onnx_reduce(L, node, "batch_mean", OPSCHED_REDUCE_MEAN, x, axes, n, 1, OS_TMP, &mean));
+    OS_TRY(os_onnx_binop(L, node, "centred", OPSCHED_OP_SUB, x, mean, OS_TMP, &d));
+    OS_TRY(os_onnx_binop(L, node, "centred_sq", OPSCHED_OP_MUL, d, d, OS_TMP, &t));
+    OS_TRY(os_onnx_reduce(L, node, "batch_var", OPSCHED_REDUCE_MEAN, t, axes, n, 1, OS_TMP, &var));
+    OS_TRY(os_onnx_scalar(L, node, "epsilon", dt, eps, &e));
+    OS_TRY(os_onnx_binop(L, node, "var_eps", OPSCHED_OP_ADD, var, e, OS_TMP, &t));
+    OS_TRY(os_onnx_step(L, node, "std", OS_TMP, OPSCHED_OP_SQRT, NULL, &t, 1, 1, &t));
+    OS_TRY(os_onnx_binop(L, node, "normalised", OPSCHED_OP_DIV, d, t, OS_TMP, &d));
+    OS_TRY(os_onnx_reshape(L, node, "scale_c", sc, &per_c, OS_TMP, &sc));
+    OS_TRY(os_onnx_reshape(L, node, "bias_c", b, &per_c, OS_TMP, &b));
+    OS_TRY(os_onnx_binop(L, node, "scaled", OPSCHED_OP_MUL, d, sc, OS_TMP, &d));
+    OS_TRY(os_onnx_binop(L, node, "y", OPSCHED_OP_ADD, d, b, 0, NULL));
+    int stats[2] = {mean, var}, ins[2] = {m_in, v_in}, mom, rest;
+    OS_TRY(os_onnx_scalar(L, node, "momentum", dt, momentum, &mom));
+    OS_TRY(os_onnx_scalar(L, node, "one_minus_momentum", dt, 1.0 - (double)momentum, &rest));
+    for (int k = 0; k < 2; k++) {
+        if (os_onnx_out(L, node, 1 + k) < 0) continue;
+        int run, cur;
+        const char *nm = k ? "var" : "mean";
+        char tag[32];
+        snprintf(tag, sizeof(tag), "batch_%s_c", nm);
+        OS_TRY(os_onnx_reshape(L, node, tag, stats[k], &flat, OS_TMP, &cur));
+        snprintf(tag, sizeof(tag), "batch_%s_part", nm);
+        OS_TRY(os_onnx_binop(L, node, tag, OPSCHED_OP_MUL, cur, rest, OS_TMP, &cur));
+        snprintf(tag, sizeof(tag), "running_%s_part", nm);
+        OS_TRY(os_onnx_binop(L, node, tag, OPSCHED_OP_MUL, ins[k], mom, OS_TMP, &run));
+        snprintf(tag, sizeof(tag), "running_%s", nm);
+        OS_TRY(os_onnx_binop(L, node, tag, OPSCHED_OP_ADD, run, cur, 1 + k, NULL));
+    }
+    return OPSCHED_OK;
+}
+
 static opsched_status batchnorm(os_loader *L, int node)
 {
     int64_t training = 0;
     OS_TRY(os_onnx_attr_int(L, node, "training_mode", &training));
+    if (training && L->opset >= 14) {
+        float eps = 1e-5f;
+        OS_TRY(os_onnx_attr_float(L, node, "epsilon", &eps));
+        return batchnorm_training(L, node, eps);
+    }
     if (training)
         return os_onnx_node_fail(L, node, OPSCHED_ERR_UNSUPPORTED,
                                  "training_mode=1 is not supported");

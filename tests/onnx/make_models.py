@@ -206,7 +206,7 @@ def small_models():
     M["batchnorm_training"] = model(
         [N("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], name="bn",
            training_mode=1)],
-        [vi("x", [1, 4, 3, 3])], [vi("y", None)],
+        [vi("x", [1, 4, 3, 3])], [vi("y", None), vi("rm", None), vi("rv", None)],
         [init("s", [4]), init("b", [4]), init("m", [4]), init("v", [4], value=np.ones(4))],
         opset=15)
     M["layernorm_op17"] = model(
@@ -501,6 +501,22 @@ def op_models():
         [N("MaxPool", ["x"], ["m"], name="max", kernel_shape=[3], strides=[2], pads=[1, 1]),
          N("AveragePool", ["m"], ["y"], name="avg", kernel_shape=[2], count_include_pad=1)],
         [vi("x", [1, 2, 16])], [vi("y", None)])
+    M["conv3d"] = model(
+        [N("Conv", ["x", "w"], ["y"], name="conv3d", strides=[2, 1, 1], pads=[1, 0, 1, 1, 0, 2])],
+        [vi("x", [1, 2, 4, 4, 4])], [vi("y", None)], [init("w", [2, 2, 3, 3, 3])])
+    M["pool3d"] = model(
+        [N("MaxPool", ["x"], ["y"], name="max", kernel_shape=[2, 3, 3], pads=[0, 2, 2, 1, 2, 2])],
+        [vi("x", [1, 2, 4, 5, 5])], [vi("y", None)])
+    M["maxpool_indices"] = model(
+        [N("MaxPool", ["x"], ["y", "idx"], name="pool", kernel_shape=[2, 2], storage_order=1)],
+        [vi("x", [1, 2, 8, 8])], [vi("y", None), vi("idx", None, I64)])
+    M["castlike_symbolic"] = model(
+        [N("CastLike", ["x", "like"], ["y"], name="cl")],
+        [vi("x", [3, 4]), vi("like", ["n"], TensorProto.FLOAT16)],
+        [vi("y", None, TensorProto.FLOAT16)], opset=21)
+    M["empty_dims"] = model(
+        [N("ReduceSum", ["x", "axes"], ["y"], name="sum", keepdims=1)],
+        [vi("x", [2, 0, 4])], [vi("y", None)], [init("axes", [1], I64, value=[1])])
     M["lppool_op18"] = model(
         [N("LpPool", ["x"], ["y"], name="lp", kernel_shape=[3, 3], pads=[1, 1, 1, 1], p=3)],
         [vi("x", [1, 2, 8, 8])], [vi("y", None)], opset=18)
@@ -657,6 +673,12 @@ def op_models():
            kv_num_heads=2, scale=0.25)],
         [vi("q", [2, 5, 32]), vi("k", [2, 6, 16]), vi("v", [2, 6, 16]), vi("mask", [5, 4], B)],
         [vi("y", None)], opset=23)
+    M["attention_cache_op23"] = model(
+        [N("Attention", ["q", "k", "v", "", "pk", "pv"], ["y", "present_k", "present_v"],
+           name="attn", is_causal=1)],
+        [vi("q", [1, 2, 3, 4]), vi("k", [1, 2, 3, 4]), vi("v", [1, 2, 3, 4]),
+         vi("pk", [1, 2, 2, 4]), vi("pv", [1, 2, 2, 4])],
+        [vi("y", None), vi("present_k", None), vi("present_v", None)], opset=23)
     M["attention_softcap_op24"] = model(
         [N("Attention", ["q", "k", "v", "bias"], ["y", "", "", "qk"], name="attn", softcap=30.0,
            qk_matmul_output_mode=3, softmax_precision=TensorProto.FLOAT)],
@@ -798,9 +820,6 @@ def bad_models(small):
     B["kernel_too_big"] = model(
         [N("Conv", ["x", "w"], ["y"], name="big_kernel", pads=[1, 1, 1, 1])],
         [vi("x", [1, 3, 4, 4])], [vi("y", None)], [init("w", [4, 3, 7, 7])]).SerializeToString()
-    B["maxpool_indices"] = model(
-        [N("MaxPool", ["x"], ["y", "idx"], name="pool", kernel_shape=[2, 2])],
-        [vi("x", [1, 2, 8, 8])], [vi("y", None), vi("idx", None, I64)]).SerializeToString()
     B["undefined_input"] = model(
         [N("Relu", ["nowhere"], ["y"], name="relu")],
         [vi("x", [2, 3])], [vi("y", None)]).SerializeToString()
@@ -841,8 +860,8 @@ def bad_op_models():
     def one(name, nodes, inputs, outputs, inits=(), opset=13):
         B[name] = model(nodes, inputs, outputs, inits, opset=opset).SerializeToString()
 
-    one("conv3d", [N("Conv", ["x", "w"], ["y"], name="conv3d")],
-        [vi("x", [1, 2, 4, 4, 4])], [vi("y", None)], [init("w", [2, 2, 3, 3, 3])])
+    one("conv4d", [N("Conv", ["x", "w"], ["y"], name="conv4d")],
+        [vi("x", [1, 2, 4, 4, 4, 4])], [vi("y", None)], [init("w", [2, 2, 3, 3, 3, 3])])
     one("double_input", [N("Relu", ["x"], ["y"], name="relu")],
         [vi("x", [2, 3], TensorProto.DOUBLE)], [vi("y", None, TensorProto.DOUBLE)])
     one("cast_double", [N("Cast", ["x"], ["xd"], name="cast", to=TensorProto.DOUBLE),
@@ -866,9 +885,10 @@ def bad_op_models():
         [vi("y", None, I64)])
     one("sequence", [N("SequenceEmpty", [], ["y"], name="seq")], [], [vi("y", None)])
     one("attention_cache",
-        [N("Attention", ["q", "k", "v", "", "pk", "pv"], ["y"], name="attn")],
+        [N("Attention", ["q", "k", "v", "", "pk", "pv", "n"], ["y"], name="attn")],
         [vi("q", [1, 2, 3, 4]), vi("k", [1, 2, 3, 4]), vi("v", [1, 2, 3, 4]),
-         vi("pk", [1, 2, 2, 4]), vi("pv", [1, 2, 2, 4])], [vi("y", None)], opset=23)
+         vi("pk", [1, 2, 2, 4]), vi("pv", [1, 2, 2, 4]), vi("n", [1], I64)], [vi("y", None)],
+        opset=23)
     one("einsum_bad", [N("Einsum", ["a", "b"], ["y"], name="es", equation="ij,jk->iq")],
         [vi("a", [2, 3]), vi("b", [3, 4])], [vi("y", None)])
     one("resize_tf_half_pixel",

@@ -143,6 +143,12 @@ opsched_status cpu_prim_run(opsched_ctx *ctx, cpu_prim *p, dnnl_stream_t stream,
 /* A row-major f32 memory descriptor; rank 0 becomes [1]. */
 opsched_status cpu_plain_md(opsched_ctx *ctx, int ndim, const int64_t *dims,
                             dnnl_memory_desc_t *md);
+/* A window op's geometry in oneDNN's order (D, H, W for a 3-D op of rank
+ * 5; H, W otherwise): kernel, strides, dilations (oneDNN's: minus one),
+ * pads at the beginning and at the end.  Returns the number of axes. */
+int cpu_window_dims(int rank, const opsched_window_depth *dp, const int64_t kernel[2],
+                    const int64_t stride[2], const int64_t dil[2], const int64_t pads[4],
+                    dnnl_dims_t k, dnnl_dims_t s, dnnl_dims_t d, dnnl_dims_t pl, dnnl_dims_t pr);
 
 /* Builds the oneDNN part of a plan (or picks a loop) for each operator
  * family.  UNSUPPORTED means this backend cannot run the node at all. */

@@ -198,44 +198,86 @@ opsched_status cpu_loop_pad(opsched_ctx *ctx, const cpu_node *n, void *const *in
     return OPSCHED_OK;
 }
 
-/* Max and average pooling with PyTorch's divisors: exclude-pad counts the
- * taps inside the input; include-pad counts those inside the declared
- * padding, so a ceil-mode window hanging past it is not charged for that. */
+/* One spatial axis of a pooling window. */
+typedef struct pool_axis {
+    int64_t in, out, k, s, d, p0, p1;
+} pool_axis;
+
+/* The axes D, H, W of a pool on x (a unit D for a 2-D pool). */
+static void pool_axes(const cpu_node *n, pool_axis ax[3])
+{
+    const opsched_pool_attr *a = &n->attr.pool;
+    const opsched_shape *x = &n->in[0], *o = &n->out[0];
+    int hw = x->ndim - 2;
+    ax[0] = (pool_axis){1, 1, 1, 1, 1, 0, 0};
+    if (x->ndim == 5)
+        ax[0] = (pool_axis){x->d[2],         o->d[2],           a->depth.kernel,
+                            a->depth.stride, a->depth.dilation, a->depth.pad_begin,
+                            a->depth.pad_end};
+    for (int i = 0; i < 2; i++)
+        ax[1 + i] = (pool_axis){x->d[hw + i],   o->d[hw + i], a->kernel[i],  a->stride[i],
+                                a->dilation[i], a->pads[i],   a->pads[2 + i]};
+}
+
+/* Max and average pooling (2-D and 3-D) with PyTorch's divisors:
+ * exclude-pad counts the taps inside the input; include-pad counts those
+ * inside the declared padding, so a ceil-mode window hanging past it is
+ * not charged for that.  A window with no tap in the input (padding wider
+ * than the kernel) gives -inf for max, the maximum of nothing, and NaN for
+ * the exclude-pad average, 0 / 0, as ONNX's reference computes it.
+ * MaxPool's second output, when there is one, gets the flat input index
+ * of each maximum (storage_order 1: the spatial axes column-major). */
 opsched_status cpu_loop_pool(opsched_ctx *ctx, const cpu_node *n, void *const *in, void *const *out)
 {
     (void)ctx;
-    const opsched_pool_attr *a = &n->attr.pool;
-    const opsched_shape *x = &n->in[0], *o = &n->out[0];
-    int64_t H = x->d[2], W = x->d[3], OH = o->d[2], OW = o->d[3];
+    const opsched_shape *x = &n->in[0];
+    pool_axis ax[3];
+    pool_axes(n, ax);
     int is_max = n->op == OPSCHED_OP_MAXPOOL;
+    int incl = n->attr.pool.count_include_pad, col = n->attr.pool.storage_order;
+    int64_t *ind = is_max && n->n_out > 1 ? out[1] : NULL;
     opsched_dtype dt = n->in_dt[0];
+    int64_t in_plane = ax[0].in * ax[1].in * ax[2].in, at = 0;
     for (int64_t nc = 0; nc < x->d[0] * x->d[1]; nc++) {
-        int64_t plane = nc * H * W;
-        for (int64_t oh = 0; oh < OH; oh++) {
-            for (int64_t ow = 0; ow < OW; ow++) {
-                double acc = is_max ? -INFINITY : 0.0;
-                int64_t inside = 0, padded = 0;
-                for (int64_t kh = 0; kh < a->kernel[0]; kh++) {
-                    int64_t h = oh * a->stride[0] - a->pads[0] + kh * a->dilation[0];
-                    for (int64_t kw = 0; kw < a->kernel[1]; kw++) {
-                        int64_t v = ow * a->stride[1] - a->pads[1] + kw * a->dilation[1];
-                        if (h >= -a->pads[0] && h < H + a->pads[2] && v >= -a->pads[1] &&
-                            v < W + a->pads[3])
-                            padded++;
-                        if (h < 0 || h >= H || v < 0 || v >= W) continue;
-                        double e = cpu_load_f(in[0], dt, plane + h * W + v);
-                        inside++;
-                        if (is_max)
-                            acc = e > acc || isnan(e) ? e : acc;
-                        else
-                            acc += e;
+        int64_t plane = nc * in_plane;
+        for (int64_t od = 0; od < ax[0].out; od++) {
+            for (int64_t oh = 0; oh < ax[1].out; oh++) {
+                for (int64_t ow = 0; ow < ax[2].out; ow++, at++) {
+                    double acc = is_max ? -INFINITY : 0.0;
+                    int64_t inside = 0, padded = 0, o[3] = {od, oh, ow}, best = -1;
+                    int64_t k[3];
+                    for (k[0] = 0; k[0] < ax[0].k; k[0]++) {
+                        for (k[1] = 0; k[1] < ax[1].k; k[1]++) {
+                            for (k[2] = 0; k[2] < ax[2].k; k[2]++) {
+                                int in_x = 1, in_p = 1;
+                                int64_t off = 0, v[3];
+                                for (int i = 0; i < 3; i++) {
+                                    v[i] = o[i] * ax[i].s - ax[i].p0 + k[i] * ax[i].d;
+                                    in_p &= v[i] >= -ax[i].p0 && v[i] < ax[i].in + ax[i].p1;
+                                    in_x &= v[i] >= 0 && v[i] < ax[i].in;
+                                    off = off * ax[i].in + v[i];
+                                }
+                                padded += in_p;
+                                if (!in_x) continue;
+                                double e = cpu_load_f(in[0], dt, plane + off);
+                                if (!is_max) {
+                                    acc += e;
+                                } else if (inside == 0 || e > acc || (isnan(e) && !isnan(acc))) {
+                                    /* the first maximum (or NaN) in window order */
+                                    acc = e;
+                                    best = col ? v[0] + ax[0].in * (v[1] + ax[1].in * v[2]) : off;
+                                }
+                                inside++;
+                            }
+                        }
                     }
+                    if (!is_max) {
+                        int64_t div = incl ? padded : inside;
+                        acc = div ? acc / (double)div : NAN;
+                    }
+                    cpu_store_f(out[0], dt, at, acc);
+                    if (ind) ind[at] = best < 0 ? -1 : plane + best;
                 }
-                if (!is_max) {
-                    int64_t div = a->count_include_pad ? padded : inside;
-                    acc = div ? acc / (double)div : 0.0;
-                }
-                cpu_store_f(out[0], dt, (nc * OH + oh) * OW + ow, acc);
             }
         }
     }

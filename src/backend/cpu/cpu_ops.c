@@ -69,16 +69,18 @@ static opsched_status conv_pd(opsched_ctx *ctx, cpu_dev *dev, const cpu_node *n,
     OS_TRY(plain(ctx, &n->in[0], &src));
     OS_TRY(plain(ctx, &n->out[0], &dst));
     if (c->groups > 1) {
-        int64_t gd[5] = {c->groups, w->d[0] / c->groups, w->d[1], w->d[2], w->d[3]};
-        OS_TRY(cpu_plain_md(ctx, 5, gd, &wei));
+        int64_t gd[OPSCHED_MAX_DIMS + 1] = {c->groups, w->d[0] / c->groups};
+        for (int i = 1; i < w->ndim; i++)
+            gd[1 + i] = w->d[i];
+        OS_TRY(cpu_plain_md(ctx, w->ndim + 1, gd, &wei));
     } else {
         OS_TRY(plain(ctx, w, &wei));
     }
     int has_bias = n->n_in > 2 && n->has_in[2];
     if (has_bias) OS_TRY(cpu_plain_md(ctx, 1, &w->d[0], &bias));
-    dnnl_dims_t strides = {c->stride[0], c->stride[1]};
-    dnnl_dims_t dil = {c->dilation[0] - 1, c->dilation[1] - 1};
-    dnnl_dims_t pl = {c->pads[0], c->pads[1]}, pr = {c->pads[2], c->pads[3]};
+    dnnl_dims_t kernel, strides, dil, pl, pr;
+    cpu_window_dims(n->in[0].ndim, &c->depth, c->kernel, c->stride, c->dilation, c->pads, kernel,
+                    strides, dil, pl, pr);
     CPU_DNNL(ctx, dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, alg, &src,
                                                              &wei, has_bias ? &bias : NULL, &dst,
                                                              strides, dil, pl, pr));
@@ -310,21 +312,32 @@ static opsched_status build_matmul(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p,
 
 /* ---- pooling ------------------------------------------------------------ */
 
+/* oneDNN's pooling, or the loop for what it does not do as ONNX says:
+ * PyTorch's include-pad divisor in ceil mode, padding of more than half
+ * the kernel (windows that may lie wholly in the padding), MaxPool's
+ * Indices. */
 static opsched_status build_pool(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p,
                                  opsched_plan_info *info)
 {
     const cpu_node *n = &p->node;
     const opsched_pool_attr *a = &n->attr.pool;
     int avg = n->op == OPSCHED_OP_AVGPOOL;
-    dnnl_dims_t strides, kernel, dil, pl, pr;
-    for (int i = 0; i < 2; i++) {
+    dnnl_dims_t kernel, strides, dil, pl, pr;
+    int ns = cpu_window_dims(n->in[0].ndim, &a->depth, a->kernel, a->stride, a->dilation, a->pads,
+                             kernel, strides, dil, pl, pr);
+    if (n->n_out > 1) { /* MaxPool's Indices */
+        p->loop = cpu_loop_pool;
+        set_algo(info, "loop");
+        return OPSCHED_OK;
+    }
+    for (int i = 0; i < ns; i++) {
         int64_t in = n->in[0].d[2 + i], out = n->out[0].d[2 + i];
-        int64_t eff = (a->kernel[i] - 1) * a->dilation[i] + 1;
-        strides[i] = a->stride[i];
-        kernel[i] = a->kernel[i];
-        dil[i] = a->dilation[i] - 1;
-        pl[i] = a->pads[i];
-        pr[i] = a->pads[2 + i];
+        int64_t eff = kernel[i] * (dil[i] + 1) - dil[i];
+        if (2 * pl[i] > kernel[i] || 2 * pr[i] > kernel[i]) {
+            p->loop = cpu_loop_pool;
+            set_algo(info, "loop");
+            return OPSCHED_OK;
+        }
         /* ceil_mode: oneDNN's sizes round down, so the last window gets
          * extra right padding; it is never read (max, exclude-pad average)
          * but PyTorch's include-pad divisor stops at the declared padding,

@@ -4,6 +4,7 @@
  * scratchpad, memory objects bound at launch) and the launch itself.  The
  * per-operator choices live in cpu_ops.c and cpu_loops.c.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,29 @@ opsched_status cpu_plain_md(opsched_ctx *ctx, int ndim, const int64_t *dims, dnn
     }
     CPU_DNNL(ctx, dnnl_memory_desc_init_by_strides(md, ndim, d, dnnl_f32, strides));
     return OPSCHED_OK;
+}
+
+int cpu_window_dims(int rank, const opsched_window_depth *dp, const int64_t kernel[2],
+                    const int64_t stride[2], const int64_t dil[2], const int64_t pads[4],
+                    dnnl_dims_t k, dnnl_dims_t s, dnnl_dims_t d, dnnl_dims_t pl, dnnl_dims_t pr)
+{
+    int at = 0;
+    if (rank == 5) {
+        k[0] = dp->kernel;
+        s[0] = dp->stride;
+        d[0] = dp->dilation - 1;
+        pl[0] = dp->pad_begin;
+        pr[0] = dp->pad_end;
+        at = 1;
+    }
+    for (int i = 0; i < 2; i++) {
+        k[at + i] = kernel[i];
+        s[at + i] = stride[i];
+        d[at + i] = dil[i] - 1;
+        pl[at + i] = pads[i];
+        pr[at + i] = pads[2 + i];
+    }
+    return at + 2;
 }
 
 opsched_status cpu_attr_create(opsched_ctx *ctx, float scale, const_dnnl_post_ops_t post_ops,
@@ -210,6 +234,25 @@ void cpu_plan_free(void *dev, void *plan)
     free(p);
 }
 
+/* A node whose outputs all have no elements has nothing to compute (and
+ * its inputs may have none either, which some primitives refuse). */
+static int outputs_empty(const cpu_node *n)
+{
+    for (int i = 0; i < n->n_out; i++)
+        if (opsched_shape_numel(&n->out[i]) != 0) return 0;
+    return n->n_out > 0;
+}
+
+static opsched_status loop_nothing(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                                   void *const *out)
+{
+    (void)ctx;
+    (void)n;
+    (void)in;
+    (void)out;
+    return OPSCHED_OK;
+}
+
 opsched_status cpu_plan_create(opsched_ctx *ctx, void *d, const opsched_graph *g, int node,
                                const opsched_plan_options *opts, void **plan,
                                opsched_plan_info *info)
@@ -223,7 +266,10 @@ opsched_status cpu_plan_create(opsched_ctx *ctx, void *d, const opsched_graph *g
     if (!p) return OS_NOMEM(ctx);
     memset(info, 0, sizeof(*info));
     OS_TRY_GOTO(st, copy_node(ctx, g, node, &p->node), fail);
-    if (n->op == OPSCHED_OP_CONV) {
+    if (outputs_empty(&p->node)) {
+        p->loop = loop_nothing;
+        snprintf(info->algo, sizeof(info->algo), "empty");
+    } else if (n->op == OPSCHED_OP_CONV) {
         p->node.fused_relu = opts->fuse_activation && next_is_relu(g, node);
         OS_TRY_GOTO(st, cpu_ops_conv(ctx, dev, p, opts, info), fail);
         info->fused_activation = p->node.fused_relu;

@@ -1,5 +1,6 @@
 /*
- * cuda_conv.c - 2-D convolution: which path plans it, and the path through
+ * cuda_conv.c - 2-D convolution: which path plans it (3-D goes to
+ * cuda_conv3d.c), and the path through
  * cuDNN's legacy API (cudnnConvolutionForward) with every forward algorithm
  * selectable.
  *
@@ -86,7 +87,10 @@ void cu_conv_bias_init(const cu_plan_args *a, cu_conv_bias *b)
     b->on = cu_in(a, 2) != NULL;
     b->numel = opsched_shape_numel(&y->shape);
     b->channels = y->shape.d[1];
-    b->channel_stride = cu_is_nhwc(a, y) ? 1 : y->shape.d[2] * y->shape.d[3];
+    int64_t spatial = 1;
+    for (int i = 2; i < y->shape.ndim; i++)
+        spatial *= y->shape.d[i];
+    b->channel_stride = cu_is_nhwc(a, y) ? 1 : spatial;
 }
 
 opsched_status cu_conv_bias_add(opsched_ctx *ctx, const cu_conv_bias *b, cuk_type kt,
@@ -410,8 +414,10 @@ static opsched_status alloc_workspace(const cu_plan_args *a, conv_plan *p, const
 opsched_status cu_plan_conv(const cu_plan_args *a, cu_plan **out)
 {
     const opsched_tensor *x = cu_in(a, 0), *w = cu_in(a, 1), *y = cu_out(a, 0);
+    if (x && x->shape.ndim == 5) return cu_plan_conv_3d(a, out);
     if (!x || !w || !y || x->shape.ndim != 4 || w->shape.ndim != 4 || y->shape.ndim != 4)
-        return CU_UNSUPPORTED(a, "only 2-D convolution (4-D tensors) is supported");
+        return CU_UNSUPPORTED(a, "only 2-D and 3-D convolution (4-D and 5-D tensors) is "
+                                 "supported");
     if (!cu_dtype_is_float(x->dtype) || !cu_dtype_is_float(w->dtype))
         return CU_UNSUPPORTED(a, "convolution of %s data", opsched_dtype_name(x->dtype));
     const char *name = a->opts->algo ? a->opts->algo : "heuristic";

@@ -1,5 +1,5 @@
 /*
- * cuda_conv_transpose.c - 2-D ConvTranspose through cuDNN's backward-data
+ * cuda_conv_transpose.c - 2-D ConvTranspose (3-D: cuda_conv3d.c) through cuDNN's backward-data
  * convolution (cudnnConvolutionBackwardData): the transposed convolution
  * of X with W [C, M / groups, kh, kw] is the gradient, with respect to its
  * input, of the forward convolution from M channels to C whose filter is
@@ -136,8 +136,10 @@ opsched_status cu_plan_conv_transpose(const cu_plan_args *a, cu_plan **out)
 {
     const opsched_tensor *x = cu_in(a, 0), *w = cu_in(a, 1), *y = cu_out(a, 0);
     const opsched_conv_transpose_attr *c = &a->node->attr.conv_transpose;
+    if (x && x->shape.ndim == 5) return cu_plan_conv_3d(a, out);
     if (!x || !w || !y || x->shape.ndim != 4 || w->shape.ndim != 4 || y->shape.ndim != 4)
-        return CU_UNSUPPORTED(a, "only 2-D transposed convolution (4-D tensors) is supported");
+        return CU_UNSUPPORTED(a, "only 2-D and 3-D transposed convolution (4-D and 5-D tensors) "
+                                 "is supported");
     if (!cu_dtype_is_float(x->dtype) || !cu_dtype_is_float(w->dtype))
         return CU_UNSUPPORTED(a, "transposed convolution of %s data",
                               opsched_dtype_name(x->dtype));

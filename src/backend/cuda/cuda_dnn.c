@@ -3,8 +3,9 @@
  * pooling, activations, batch normalisation, softmax and LRN.
  *
  * Each falls back to an own kernel (kernels.cu) where cuDNN cannot express
- * the node: pooling with asymmetric padding, dilation or a ceil-mode output
- * cuDNN's floor formula does not give; Clip with a lower bound other than 0;
+ * the node: pooling with asymmetric padding, padding of more than half the
+ * kernel, dilation, a ceil-mode output cuDNN's floor formula does not give,
+ * or three spatial axes; Clip with a lower bound other than 0;
  * LRN parameters outside cuDNN's ranges or in NHWC; sizes beyond 32 bits.
  * bf16 data also goes to the own kernels (cuDNN's legacy pooling,
  * activation, softmax and LRN are not documented for bf16), as does batch
@@ -106,7 +107,8 @@ static opsched_status pool_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *bas
     dnn_plan *p = (dnn_plan *)base;
     const float one = 1.0f, zero = 0.0f;
     if (!p->use_cudnn) {
-        CUDA_CHECK(ctx, cuk_pool2d(p->kt, &p->pool, in[0], out[0], s));
+        int64_t *ind = base->n_out > 1 ? out[1] : NULL; /* MaxPool's Indices */
+        CUDA_CHECK(ctx, cuk_pool(p->kt, &p->pool, in[0], out[0], ind, s));
         return OPSCHED_OK;
     }
     CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
@@ -142,27 +144,34 @@ static opsched_status pool_cudnn(const cu_plan_args *a, dnn_plan *p, int is_max,
     return OPSCHED_OK;
 }
 
+/* 2-D pools go to cuDNN when it can express them (symmetric padding of at
+ * most half the kernel, no dilation), otherwise and in 3-D to the kernel. */
 opsched_status cu_plan_pool(const cu_plan_args *a, cu_plan **out)
 {
     const opsched_pool_attr *at = &a->node->attr.pool;
     const opsched_tensor *x = cu_in(a, 0), *y = cu_out(a, 0);
     dnn_plan *p = NULL;
     opsched_status st = OPSCHED_OK;
+    int rank = x->shape.ndim;
+    if ((rank != 4 && rank != 5) || y->shape.ndim != rank)
+        return CU_UNSUPPORTED(a, "pooling of a rank-%d tensor (2-D and 3-D only)", rank);
     OS_TRY(dnn_new(a, pool_launch, &p));
     int is_max = a->node->op == OPSCHED_OP_MAXPOOL;
     cuk_pool_desc *d = &p->pool;
-    int64_t xs[4], ys[4];
+    int64_t xs[5], ys[5];
     cu_strides(a, x, xs);
     cu_strides(a, y, ys);
+    int hw = rank - 2; /* where H is */
     d->is_max = is_max;
     d->count_include_pad = at->count_include_pad;
+    d->storage_order = at->storage_order;
     d->nhwc = cu_is_nhwc(a, y);
     d->N = x->shape.d[0];
     d->C = x->shape.d[1];
-    d->H = x->shape.d[2];
-    d->W = x->shape.d[3];
-    d->OH = y->shape.d[2];
-    d->OW = y->shape.d[3];
+    d->H = x->shape.d[hw];
+    d->W = x->shape.d[hw + 1];
+    d->OH = y->shape.d[hw];
+    d->OW = y->shape.d[hw + 1];
     d->kh = at->kernel[0];
     d->kw = at->kernel[1];
     d->sh = at->stride[0] ? at->stride[0] : 1;
@@ -173,10 +182,26 @@ opsched_status cu_plan_pool(const cu_plan_args *a, cu_plan **out)
     d->pad_l = at->pads[1];
     d->pad_b = at->pads[2];
     d->pad_r = at->pads[3];
-    memcpy(d->xs, xs, sizeof(xs));
-    memcpy(d->ys, ys, sizeof(ys));
-    if (a->dt != OPSCHED_BF16 && d->dh == 1 && d->dw == 1 && d->pad_t == d->pad_b &&
-        d->pad_l == d->pad_r) {
+    int64_t xs4[4] = {xs[0], xs[1], xs[hw], xs[hw + 1]},
+            ys4[4] = {ys[0], ys[1], ys[hw], ys[hw + 1]};
+    memcpy(d->xs, xs4, sizeof(xs4));
+    memcpy(d->ys, ys4, sizeof(ys4));
+    d->D = d->OD = d->kd = d->sd = d->dd = 1;
+    if (rank == 5) {
+        d->D = x->shape.d[2];
+        d->OD = y->shape.d[2];
+        d->kd = at->depth.kernel;
+        d->sd = at->depth.stride ? at->depth.stride : 1;
+        d->dd = at->depth.dilation ? at->depth.dilation : 1;
+        d->pad_front = at->depth.pad_begin;
+        d->pad_back = at->depth.pad_end;
+        d->xsd = xs[2];
+        d->ysd = ys[2];
+    }
+    /* cuDNN has no Indices: MaxPool with its second output runs the kernel. */
+    if (rank == 4 && a->node->n_outputs == 1 && a->dt != OPSCHED_BF16 && d->dh == 1 && d->dw == 1 &&
+        d->pad_t == d->pad_b && d->pad_l == d->pad_r && 2 * d->pad_t <= d->kh &&
+        2 * d->pad_l <= d->kw) {
         int64_t x4[4] = {d->N, d->C, d->H, d->W};
         int64_t win[6] = {d->kh, d->kw, d->pad_t, d->pad_l, d->sh, d->sw};
         OS_TRY_GOTO(st,
@@ -212,6 +237,7 @@ opsched_status cu_plan_global_pool(const cu_plan_args *a, cu_plan **out)
     d->kh = sp;
     d->kw = 1;
     d->sh = d->sw = d->dh = d->dw = 1;
+    d->D = d->OD = d->kd = d->sd = d->dd = 1;
     int64_t xs_nchw[4] = {c * sp, sp, 1, 1}, xs_nhwc[4] = {c * sp, 1, c, c};
     int64_t ys[4] = {c, 1, 1, 1};
     memcpy(d->xs, nhwc ? xs_nhwc : xs_nchw, sizeof(d->xs));

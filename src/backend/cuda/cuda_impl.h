@@ -272,6 +272,9 @@ opsched_status cu_plan_topk(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_index(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_resize(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_conv_transpose(const cu_plan_args *a, cu_plan **out);
+/* 3-D Conv and ConvTranspose (5-D tensors) through cuDNN's Nd descriptors
+ * (cuda_conv3d.c). */
+opsched_status cu_plan_conv_3d(const cu_plan_args *a, cu_plan **out);
 
 /* Entry points of the function table that live in cuda_plan.c. */
 opsched_status cu_plan_create(opsched_ctx *ctx, void *dev, const opsched_graph *g, int node,

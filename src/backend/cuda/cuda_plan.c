@@ -390,6 +390,30 @@ static opsched_status dispatch(const cu_plan_args *a, cu_plan **p)
     }
 }
 
+static opsched_status empty_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
+                                   void *const *in, void *const *out)
+{
+    (void)ctx;
+    (void)dev;
+    (void)base;
+    (void)s;
+    (void)in;
+    (void)out;
+    return OPSCHED_OK;
+}
+
+/* 1 when every output of the node has no elements: there is nothing to
+ * compute, and neither a grid of no blocks nor a cuDNN descriptor with a
+ * zero extent is valid. */
+static int outputs_empty(const cu_plan_args *a)
+{
+    for (int i = 0; i < a->node->n_outputs; i++) {
+        const opsched_tensor *t = cu_out(a, i);
+        if (t && opsched_shape_numel(&t->shape) != 0) return 0;
+    }
+    return a->node->n_outputs > 0;
+}
+
 opsched_status cu_plan_create(opsched_ctx *ctx, void *impl, const opsched_graph *g, int node,
                               const opsched_plan_options *opts, void **plan,
                               opsched_plan_info *info)
@@ -413,7 +437,12 @@ opsched_status cu_plan_create(opsched_ctx *ctx, void *impl, const opsched_graph 
     memset(info, 0, sizeof(*info));
     OS_TRY(cu_device_use(ctx, dev));
     cu_plan *p = NULL;
-    OS_TRY(dispatch(&a, &p));
+    if (outputs_empty(&a)) {
+        OS_TRY(cu_plan_alloc(&a, sizeof(cu_plan), empty_launch, NULL, &p));
+        snprintf(info->algo, sizeof(info->algo), "empty");
+    } else {
+        OS_TRY(dispatch(&a, &p));
+    }
     info->workspace_bytes = p->workspace_bytes;
     *plan = p;
     return OPSCHED_OK;

@@ -545,45 +545,68 @@ __global__ void k_reduce_mean(cuk_reduce_desc d, int64_t n_out, int64_t n_red, c
     }
 }
 
-template <typename T> __global__ void k_pool2d(cuk_pool_desc d, int64_t n, const T *x, T *y)
+template <typename T>
+__global__ void k_pool(cuk_pool_desc d, int64_t n, const T *x, T *y, int64_t *ind)
 {
     GRID_STRIDE(i, n)
     {
-        int64_t t = i, nn, c, oh, ow;
+        int64_t t = i, nn, c, od, oh, ow;
         if (d.nhwc) {
             c = t % d.C;
             t /= d.C;
             ow = t % d.OW;
             t /= d.OW;
             oh = t % d.OH;
-            nn = t / d.OH;
+            t /= d.OH;
+            od = t % d.OD;
+            nn = t / d.OD;
         } else {
             ow = t % d.OW;
             t /= d.OW;
             oh = t % d.OH;
             t /= d.OH;
+            od = t % d.OD;
+            t /= d.OD;
             c = t % d.C;
             nn = t / d.C;
         }
-        int64_t h0 = oh * d.sh - d.pad_t, w0 = ow * d.sw - d.pad_l;
+        int64_t d0 = od * d.sd - d.pad_front, h0 = oh * d.sh - d.pad_t, w0 = ow * d.sw - d.pad_l;
         const T *xp = x + nn * d.xs[0] + c * d.xs[1];
         float acc = d.is_max ? -CUDART_INF_F : 0.0f;
-        int64_t count = 0;
-        for (int64_t ki = 0; ki < d.kh; ki++) {
-            int64_t h = h0 + ki * d.dh;
-            bool h_in = h >= 0 && h < d.H, h_pad = h >= -d.pad_t && h < d.H + d.pad_b;
-            for (int64_t kj = 0; kj < d.kw; kj++) {
-                int64_t w = w0 + kj * d.dw;
-                bool w_in = w >= 0 && w < d.W, w_pad = w >= -d.pad_l && w < d.W + d.pad_r;
-                if (h_in && w_in) {
-                    float v = ld<T>(xp[h * d.xs[2] + w * d.xs[3]]);
-                    acc = d.is_max ? fmaxf(acc, v) : acc + v;
+        int64_t count = 0, best = -1, seen = 0;
+        for (int64_t kz = 0; kz < d.kd; kz++) {
+            int64_t z = d0 + kz * d.dd;
+            bool z_in = z >= 0 && z < d.D, z_pad = z >= -d.pad_front && z < d.D + d.pad_back;
+            for (int64_t ki = 0; ki < d.kh; ki++) {
+                int64_t h = h0 + ki * d.dh;
+                bool h_in = z_in && h >= 0 && h < d.H;
+                bool h_pad = z_pad && h >= -d.pad_t && h < d.H + d.pad_b;
+                for (int64_t kj = 0; kj < d.kw; kj++) {
+                    int64_t w = w0 + kj * d.dw;
+                    bool w_in = w >= 0 && w < d.W, w_pad = w >= -d.pad_l && w < d.W + d.pad_r;
+                    if (h_in && w_in) {
+                        float v = ld<T>(xp[z * d.xsd + h * d.xs[2] + w * d.xs[3]]);
+                        if (!d.is_max) {
+                            acc += v;
+                        } else if (ind) {
+                            if (!seen || v > acc || (isnan(v) && !isnan(acc))) {
+                                acc = v;
+                                best = d.storage_order ? z + d.D * (h + d.H * w)
+                                                       : (z * d.H + h) * d.W + w;
+                            }
+                        } else {
+                            acc = fmaxf(acc, v);
+                        }
+                        seen++;
+                    }
+                    if (d.count_include_pad ? (h_pad && w_pad) : (h_in && w_in)) count++;
                 }
-                if (d.count_include_pad ? (h_pad && w_pad) : (h_in && w_in)) count++;
             }
         }
-        float out = d.is_max ? acc : (count ? acc / (float)count : 0.0f);
-        y[nn * d.ys[0] + c * d.ys[1] + oh * d.ys[2] + ow * d.ys[3]] = st<T>(out);
+        float out = d.is_max ? acc : (count ? acc / (float)count : CUDART_NAN_F);
+        int64_t at = nn * d.ys[0] + c * d.ys[1] + od * d.ysd + oh * d.ys[2] + ow * d.ys[3];
+        y[at] = st<T>(out);
+        if (ind) ind[at] = best < 0 ? -1 : (nn * d.C + c) * d.D * d.H * d.W + best;
     }
 }
 
@@ -981,13 +1004,13 @@ extern "C" cudaError_t cuk_reduce_mean(cuk_type t, const cuk_reduce_desc *d, con
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t cuk_pool2d(cuk_type t, const cuk_pool_desc *d, const void *x, void *y,
-                                  cudaStream_t stream)
+extern "C" cudaError_t cuk_pool(cuk_type t, const cuk_pool_desc *d, const void *x, void *y,
+                                int64_t *ind, cudaStream_t stream)
 {
-    int64_t n = d->N * d->C * d->OH * d->OW;
+    int64_t n = d->N * d->C * d->OD * d->OH * d->OW;
     if (n <= 0) return cudaSuccess;
-    DISPATCH_FLOAT(t, k_pool2d<T>
-                   <<<blocks_for(n), kThreads, 0, stream>>>(*d, n, (const T *)x, (T *)y));
+    DISPATCH_FLOAT(t, k_pool<T>
+                   <<<blocks_for(n), kThreads, 0, stream>>>(*d, n, (const T *)x, (T *)y, ind));
     return cudaGetLastError();
 }
 

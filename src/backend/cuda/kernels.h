@@ -171,8 +171,11 @@ typedef struct cuk_reduce_desc {
 cudaError_t cuk_reduce_mean(cuk_type t, const cuk_reduce_desc *d, const void *x, void *y,
                             cudaStream_t stream);
 
-/* 2-D max or average pooling; x and y are addressed through strides
- * (n, c, h, w), and y is written in the order given by nhwc. */
+/* 2-D or 3-D max or average pooling; x and y are addressed through
+ * strides (n, c, h, w) and the depth strides xsd, ysd; y is written in the
+ * order given by nhwc (2-D only).  A 2-D pool has D = OD = kd = sd = dd = 1
+ * and no depth padding.  A window with no tap in the input gives -inf
+ * (max) or NaN (exclude-pad average: 0 / 0). */
 typedef struct cuk_pool_desc {
     int is_max;
     int count_include_pad;
@@ -181,10 +184,15 @@ typedef struct cuk_pool_desc {
     int64_t kh, kw, sh, sw, dh, dw;
     int64_t pad_t, pad_l, pad_b, pad_r;
     int64_t xs[4], ys[4];
+    int64_t D, OD, kd, sd, dd, pad_front, pad_back, xsd, ysd;
+    int storage_order; /* of the indices: 1 for the spatial axes column-major */
 } cuk_pool_desc;
 
-cudaError_t cuk_pool2d(cuk_type t, const cuk_pool_desc *d, const void *x, void *y,
-                       cudaStream_t stream);
+/* ind (may be NULL; max pooling only) gets ONNX's Indices, in y's order:
+ * the flat logical input index of each maximum (the first in window order;
+ * -1 for a window with no tap in the input). */
+cudaError_t cuk_pool(cuk_type t, const cuk_pool_desc *d, const void *x, void *y, int64_t *ind,
+                     cudaStream_t stream);
 
 /* ---- the element-wise family (kernels_ew.cu) ------------------------- *
  *
