@@ -57,6 +57,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "networks"))
 from export_models import strip_weights  # noqa: E402  one stripping rule for both sets
 
 CANDIDATES = 8
+BIG_CONSTANT = 16384
 SEQ = 128
 VOCAB = 1000
 
@@ -351,6 +352,43 @@ def build(e):
     return Hidden().eval(), args
 
 
+def strip_constants(model, base, offset):
+    """Moves the floating-point Constant nodes of more than BIG_CONSTANT
+    elements (tables the exporter folded: relative position indices made
+    floats, rotary tables of long contexts) into external data after
+    `offset`, as strip_weights does with initializers; smaller ones (a
+    128x128 causal mask) stay.  Returns (tensors moved, end offset)."""
+    from onnx import TensorProto
+    from onnx.external_data_helper import set_external_data
+    floats = {TensorProto.FLOAT: 4, TensorProto.FLOAT16: 2, TensorProto.BFLOAT16: 2,
+              TensorProto.DOUBLE: 8}
+    keep, moved = [], 0
+    for nd in model.graph.node:
+        t = nd.attribute[0].t if (nd.op_type == "Constant" and len(nd.attribute) == 1
+                                  and nd.attribute[0].name == "value") else None
+        numel = 1
+        for d in (t.dims if t is not None else []):
+            numel *= d
+        if t is None or t.data_type not in floats or numel <= BIG_CONSTANT \
+                or nd.output[0] in {o.name for o in model.graph.output}:
+            keep.append(nd)
+            continue
+        init = model.graph.initializer.add()
+        init.CopyFrom(t)
+        init.name = nd.output[0]
+        size = numel * floats[t.data_type]
+        set_external_data(init, "%s.weights" % base, offset=offset, length=size)
+        init.data_location = TensorProto.EXTERNAL
+        for field in ("raw_data", "float_data", "double_data", "int32_data"):
+            init.ClearField(field)
+        offset += (size + 4095) // 4096 * 4096
+        moved += 1
+    if moved:
+        del model.graph.node[:]
+        model.graph.node.extend(keep)
+    return moved, offset
+
+
 def export_one(e, exporter, opset, path):
     """Exports and strips entry `e` to `path`; returns the manifest fields."""
     import onnx
@@ -372,11 +410,36 @@ def export_one(e, exporter, opset, path):
     model = onnx.load(path)
     base = os.path.basename(path)[:-len(".onnx")]
     n, nbytes = strip_weights(model, base)
+    k, nbytes = strip_constants(model, base, nbytes)
     onnx.save(model, path)
     ops = sorted({nd.op_type for nd in model.graph.node})
     return {"file": os.path.relpath(path, HERE), "opset": model.opset_import[0].version,
-            "stripped_tensors": n, "stripped_bytes": nbytes, "onnx_bytes": os.path.getsize(path),
+            "stripped_tensors": n + k, "stripped_bytes": nbytes, "onnx_bytes": os.path.getsize(path),
             "nodes": len(model.graph.node), "ops": ops, "export_s": round(secs, 1)}
+
+
+def restrip(manifest):
+    """Applies strip_constants to the files already written (an export set
+    made before the rule); updates their entries."""
+    import onnx
+    for m in manifest:
+        if "file" not in m or "export_error" in m:
+            continue
+        path = os.path.join(HERE, m["file"])
+        model = onnx.load(path, load_external_data=False)
+        end = 0
+        for t in model.graph.initializer:
+            info = {x.key: x.value for x in t.external_data}
+            if "length" in info:
+                end = max(end, (int(info.get("offset", 0)) + int(info["length"]) + 4095)
+                          // 4096 * 4096)
+        base = os.path.basename(path)[:-len(".onnx")]
+        k, end = strip_constants(model, base, end)
+        if k:
+            onnx.save(model, path)
+            m["stripped_tensors"] = m.get("stripped_tensors", 0) + k
+            m["stripped_bytes"] = end
+            m["onnx_bytes"] = os.path.getsize(path)
 
 
 def versions():
@@ -450,6 +513,8 @@ def main():
     ap.add_argument("--skip-done", action="store_true",
                     help="keep entries the manifest has from this exporter")
     ap.add_argument("--list", action="store_true", help="print the set and exit")
+    ap.add_argument("--restrip", action="store_true",
+                    help="move large float Constants of the written files to external data")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -484,6 +549,9 @@ def main():
                 continue
             jobs.append((e, x))
     done = dict(old)
+    if a.restrip:
+        restrip(list(done.values()))
+        jobs = []
 
     def save():
         models = sorted(done.values(), key=lambda m: (m["source"], m["name"]))

@@ -27,7 +27,9 @@ opsched_status os_onnx_cval_new(os_loader *L, int32_t elem, const opsched_shape 
         return OS_FAIL(L->ctx, OPSCHED_ERR_UNSUPPORTED,
                        "a constant of %lld elements is too large to evaluate", (long long)n);
     }
-    if (L->fold_used + n > OS_ONNX_FOLD_BUDGET) {
+    /* Scalars and shape-sized values always fit: a table filled by large
+     * folded constants must not stop the shape arithmetic after it. */
+    if (n > OS_ONNX_FOLD_SMALL && L->fold_used + n > OS_ONNX_FOLD_BUDGET) {
         L->fold_too_big = 1;
         return OS_FAIL(L->ctx, OPSCHED_ERR_UNSUPPORTED,
                        "constant folding needs more than %lld elements in all",
@@ -1320,8 +1322,16 @@ static opsched_status fold_constant(os_loader *L, int node)
                                      "cannot hold",
                                      v >= 0 ? L->vals[v].name : "value",
                                      os_onnx_elem_name(a->t->data_type));
-        OS_TRY(os_onnx_tensor_cval(L, a->t, v >= 0 ? L->vals[v].name : "value",
-                                   OS_ONNX_FOLD_MAX_ELEMS, &r));
+        opsched_status st = os_onnx_tensor_cval(L, a->t, v >= 0 ? L->vals[v].name : "value",
+                                                OS_ONNX_FOLD_MAX_ELEMS, &r);
+        if (st != OPSCHED_OK && !L->fold_too_big) return st;
+        if (st != OPSCHED_OK) {
+            /* The host table is full (many large constants): the graph
+             * holds this one, as it holds one too large for the table. */
+            L->fold_too_big = 0;
+            opsched_ctx_clear_error(L->ctx);
+            r = NULL;
+        }
         if (!r && v >= 0) {
             /* Too large to keep on the host: a constant the graph holds. */
             os_val *x = &L->vals[v];
