@@ -66,12 +66,22 @@ def safe_name(name):
 # ---- deterministic weights --------------------------------------------------
 
 def consumers(graph):
-    """initializer name -> [(op_type, input index, node)]."""
+    """initializer name -> [(op_type, input index, node)], looking through
+    Identity (the exporter's alias of an initializer used twice)."""
     use = {}
     for nd in graph.node:
         for i, x in enumerate(nd.input):
             use.setdefault(x, []).append((nd.op_type, i, nd))
-    return use
+
+    def final(name, depth=0):
+        out = []
+        for op, i, nd in use.get(name, []):
+            if op == "Identity" and depth < 8:
+                out += final(nd.output[0], depth + 1)
+            else:
+                out.append((op, i, nd))
+        return out
+    return {k: final(k) for k in use}
 
 
 def attr(node, name, default):
