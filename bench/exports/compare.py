@@ -248,7 +248,7 @@ def run_model(job):
             return row
         row["opsched_s"] = "%.2f" % (time.time() - t0)
         if p.returncode != 0:
-            err = opsched_error(p.stderr) or "exit %d" % p.returncode
+            err = opsched_error(p.stderr.replace(work + os.sep, "")) or "exit %d" % p.returncode
             if p.returncode < 0:
                 err = "killed by signal %d: %s" % (-p.returncode, tail(p.stderr))
             shapes = ",".join("%s:%s" % (k, "x".join(str(d) for d in v.shape))
