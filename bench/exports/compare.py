@@ -330,7 +330,7 @@ def summary(rows, meta):
     def pct(k):
         return "%.1f%%" % (100.0 * k / n) if n else "–"
     out = ["# Export set against ONNX Runtime (%s)" % meta["device"], "",
-           "%s; opsched %s; onnxruntime %s; tolerance: relative L2 <= %g (fp32)."
+           "%s; %s; onnxruntime %s; tolerance: relative L2 <= %g (fp32)."
            % (meta["date"], meta["opsched_version"], meta["onnxruntime"], meta["tol"]), "",
            "| | models | share of the exported |", "|---|---|---|",
            "| in the manifest | %d | |" % len(rows),

@@ -123,8 +123,9 @@ def tv_select(which):
             params = list(get_model_weights(n))[0].meta["num_params"]
             fams.setdefault(mod, []).append((params, n))
         for mod, vs in sorted(fams.items()):
+            fam = mod if kind == "classification" else "%s.%s" % (kind, mod)
             for params, n in (sorted(vs) if which == "all" else [min(vs)]):
-                out.append((n, mod, kind, params))
+                out.append((n, fam, kind, params))
     return out
 
 
@@ -168,7 +169,10 @@ def hf_specs():
         "hf_llama": ("llama", D, "LlamaConfig", "LlamaModel", dict(dec, num_key_value_heads=2),
                      "text"),
         "hf_mistral": ("mistral", D, "MistralConfig", "MistralModel",
-                       dict(dec, num_key_value_heads=2, sliding_window=64), "text"),
+                       # No sliding window (Mistral v0.2 on): transformers 4.44
+                       # builds a windowed mask with bitwise_or, which torch 1.13
+                       # cannot export.
+                       dict(dec, num_key_value_heads=2, sliding_window=None), "text"),
         "hf_qwen2": ("qwen2", D, "Qwen2Config", "Qwen2Model", dict(dec, num_key_value_heads=2),
                      "text"),
         "hf_phi": ("phi", D, "PhiConfig", "PhiModel", dict(dec, partial_rotary_factor=0.5),
@@ -189,7 +193,10 @@ def hf_specs():
                                     decoder_layers=2, encoder_attention_heads=4,
                                     decoder_attention_heads=4, encoder_ffn_dim=128,
                                     decoder_ffn_dim=128, num_mel_bins=80,
-                                    max_source_positions=SEQ, use_cache=False), "mel"),
+                                    max_source_positions=SEQ, use_cache=False,
+                                    pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                                    decoder_start_token_id=1, suppress_tokens=[],
+                                    begin_suppress_tokens=[]), "mel"),
         "hf_wav2vec2": ("wav2vec2", S, "Wav2Vec2Config", "Wav2Vec2Model", audio, "audio"),
         "hf_hubert": ("hubert", S, "HubertConfig", "HubertModel", audio, "audio"),
         "hf_vit": ("vit", V, "ViTConfig", "ViTModel", dict(vit, patch_size=16), "image"),
