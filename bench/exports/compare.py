@@ -429,7 +429,10 @@ def main():
             with open(path) as f:
                 rows.append(json.load(f))
     ver = subprocess.run([opsched, "--version"], capture_output=True, text=True).stdout.strip()
-    meta = {"opsched_version": ver or "?", "backend": "cpu", "math": "fp32",
+    commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    meta = {"opsched_version": ver or "?", "commit": commit or "?", "backend": "cpu",
+            "math": "fp32",
             "device": "cpu: %s, %d cores" % (platform.processor() or platform.machine(),
                                             os.cpu_count() or 0),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
