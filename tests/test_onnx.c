@@ -554,6 +554,7 @@ static const op_case op_cases[] = {
     {"constant_of_shape_big", "Expand", "1x1x300x300", OPSCHED_F32, 0},
     {"fold_more", "Reshape", "4x32", OPSCHED_F32, 1},
     {"fold_unary_consts", "Add", "2x4", OPSCHED_F32, 1},
+    {"fold_clip", "Add", "3", OPSCHED_F32, 1},
     {"einsum_bmm", "MatMul", "2x3x5", OPSCHED_F32, 2},
     {"einsum_trace", "Reshape Slice ReduceSum", "scalar", OPSCHED_F32, 1},
     {"einsum_diag", "Reshape Slice", "2x3", OPSCHED_F32, 1},
@@ -993,6 +994,11 @@ static void test_fold_values(void **state)
     const opsched_tensor *w = tensor(&l, node(&l, 0)->inputs[1]);
     const float wv[4] = {1, 0, 1, 1};
     assert_memory_equal(w->data, wv, sizeof(wv));
+    unload(&l);
+    /* Clip of constants with one bound each: min 0, then max 2.5. */
+    l = load_ok("small/fold_clip.onnx", NULL);
+    const float cv[3] = {0, 0.5f, 2.5f};
+    assert_memory_equal(tensor(&l, node(&l, 0)->inputs[1])->data, cv, sizeof(cv));
     unload(&l);
     /* Reductions over no axes keep their element-wise part: x^2 + |x|. */
     l = load_ok("small/reduce_noop_fold.onnx", NULL);

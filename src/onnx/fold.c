@@ -9,6 +9,7 @@
  * ONNX integer semantics (wrapping, truncating division), floats are
  * rounded to their own precision after each op.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,9 @@ opsched_status os_onnx_cval_new(os_loader *L, int32_t elem, const opsched_shape 
         return OS_FAIL(L->ctx, OPSCHED_ERR_UNSUPPORTED,
                        "a constant of %lld elements is too large to evaluate", (long long)n);
     }
-    if (L->fold_used + n > OS_ONNX_FOLD_BUDGET) {
+    /* Scalars and shape-sized values always fit: a table filled by large
+     * folded constants must not stop the shape arithmetic after it. */
+    if (n > OS_ONNX_FOLD_SMALL && L->fold_used + n > OS_ONNX_FOLD_BUDGET) {
         L->fold_too_big = 1;
         return OS_FAIL(L->ctx, OPSCHED_ERR_UNSUPPORTED,
                        "constant folding needs more than %lld elements in all",
@@ -1320,8 +1323,16 @@ static opsched_status fold_constant(os_loader *L, int node)
                                      "cannot hold",
                                      v >= 0 ? L->vals[v].name : "value",
                                      os_onnx_elem_name(a->t->data_type));
-        OS_TRY(os_onnx_tensor_cval(L, a->t, v >= 0 ? L->vals[v].name : "value",
-                                   OS_ONNX_FOLD_MAX_ELEMS, &r));
+        opsched_status st = os_onnx_tensor_cval(L, a->t, v >= 0 ? L->vals[v].name : "value",
+                                                OS_ONNX_FOLD_MAX_ELEMS, &r);
+        if (st != OPSCHED_OK && !L->fold_too_big) return st;
+        if (st != OPSCHED_OK) {
+            /* The host table is full (many large constants): the graph
+             * holds this one, as it holds one too large for the table. */
+            L->fold_too_big = 0;
+            opsched_ctx_clear_error(L->ctx);
+            r = NULL;
+        }
         if (!r && v >= 0) {
             /* Too large to keep on the host: a constant the graph holds. */
             os_val *x = &L->vals[v];
@@ -1382,6 +1393,46 @@ static int is_reduce(const char *op)
     return is_one_of(op, ops, OS_ARRAY_LEN(ops));
 }
 
+/* Clip of a known operand (pads computed from static shapes: timm's
+ * "same" padding clamps them at zero).  Bounds absent are open; opset < 11
+ * gives them as attributes. */
+static opsched_status fold_clip(os_loader *L, int node, const os_cval *a, int *done)
+{
+    const os_cval *b[2] = {NULL, NULL};
+    float att[2] = {-FLT_MAX, FLT_MAX};
+    if (L->opset < 11) {
+        OS_TRY(os_onnx_attr_float(L, node, "min", &att[0]));
+        OS_TRY(os_onnx_attr_float(L, node, "max", &att[1]));
+    } else {
+        for (int k = 1; k <= 2; k++) {
+            if (os_onnx_in(L, node, k) < 0) continue;
+            b[k - 1] = os_onnx_in_cval(L, node, k);
+            if (b[k - 1]->n != 1)
+                return os_onnx_node_fail(L, node, OPSCHED_ERR_SHAPE, "%s must be a scalar",
+                                         k == 1 ? "min" : "max");
+        }
+    }
+    os_cval *r;
+    OS_TRY(os_onnx_cval_new(L, a->elem, &a->shape, &r));
+    *done = 1;
+    for (int64_t k = 0; k < a->n; k++) {
+        if (a->is_float) {
+            double v = a->f[k];
+            double lo = b[0] ? os_onnx_cval_float(b[0], 0) : (L->opset < 11 ? att[0] : -INFINITY);
+            double hi = b[1] ? os_onnx_cval_float(b[1], 0) : (L->opset < 11 ? att[1] : INFINITY);
+            v = v < lo ? lo : v;
+            r->f[k] = os_onnx_round_to(a->elem, v > hi ? hi : v);
+        } else {
+            int64_t v = a->i[k];
+            if (b[0] && v < os_onnx_cval_int(b[0], 0)) v = os_onnx_cval_int(b[0], 0);
+            if (b[1] && v > os_onnx_cval_int(b[1], 0)) v = os_onnx_cval_int(b[1], 0);
+            r->i[k] = v;
+        }
+    }
+    set_out(L, node, 0, r);
+    return OPSCHED_OK;
+}
+
 static opsched_status fold_node(os_loader *L, int node, int *done)
 {
     static const char *const other_ops[] = {
@@ -1432,6 +1483,7 @@ static opsched_status fold_node(os_loader *L, int node, int *done)
         *done = 1;
         return fold_reduce(L, node, op, a);
     }
+    if (strcmp(op, "Clip") == 0) return fold_clip(L, node, a, done);
     if (!is_one_of(op, other_ops, OS_ARRAY_LEN(other_ops))) return fold_unary(L, node, op, a, done);
     *done = 1;
     if (strcmp(op, "Identity") == 0 || strcmp(op, "Dropout") == 0) {

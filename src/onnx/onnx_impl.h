@@ -29,6 +29,7 @@
  * make the importer allocate gigabytes by chaining ConstantOfShape nodes. */
 #define OS_ONNX_FOLD_MAX_ELEMS ((int64_t)1 << 16)
 #define OS_ONNX_FOLD_BUDGET ((int64_t)1 << 22)
+#define OS_ONNX_FOLD_SMALL ((int64_t)64) /* elements; outside the budget */
 
 /* ONNX TensorProto.DataType values used by name. */
 enum {

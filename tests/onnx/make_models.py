@@ -648,6 +648,14 @@ def op_models():
          N("Add", ["x", "w"], ["y"], name="add")],
         [vi("x", [2, 4])], [vi("y", None)], [init("c", [4], value=[0.5, -100.0, 2.0, 3.5])])
 
+    M["fold_clip"] = model(
+        [N("Clip", ["c", "lo", ""], ["cl"], name="clip_min"),
+         N("Clip", ["cl", "", "hi"], ["w"], name="clip_max"),
+         N("Add", ["x", "w"], ["y"], name="add")],
+        [vi("x", [3])], [vi("y", None)],
+        [init("c", [3], value=[-2.0, 0.5, 3.0]), init("lo", [], value=[0.0]),
+         init("hi", [], value=[2.5])])
+
     # --- matrix -------------------------------------------------------------------
     def es(name, eq, shapes, opset=13):
         ins = ["x%d" % i for i in range(len(shapes))]
