@@ -237,8 +237,8 @@ def run_model(job):
         # opsched.
         outdir = os.path.join(work, "out")
         env = dict(os.environ, OMP_NUM_THREADS=str(opts["threads"]))
-        cmd = [opts["opsched"], "run", model_path, "--backend", "cpu", "--iters", "0",
-               "--output-dir", outdir] + args
+        cmd = [opts["opsched"], "run", model_path, "--backend", opts["backend"], "--math",
+               opts["math"], "--iters", "0", "--output-dir", outdir] + args
         t0 = time.time()
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=opts["timeout"],
@@ -319,6 +319,21 @@ def write_atomic(path, text):
     os.replace(tmp, path)
 
 
+def device_name(opsched, backend):
+    """The device opsched runs on, as `opsched devices` names it."""
+    if backend == "cpu":
+        return "cpu: %s, %d cores" % (platform.processor() or platform.machine(),
+                                      os.cpu_count() or 0)
+    p = subprocess.run([opsched, "devices", "--format", "json"], capture_output=True, text=True)
+    try:
+        for d in json.loads(p.stdout):
+            if d.get("backend") == backend:
+                return "%s: %s" % (backend, d.get("name", "?"))
+    except ValueError:
+        pass
+    return backend
+
+
 def summary(rows, meta):
     by = {s: [r for r in rows if r["status"] == s] for s in STATUSES}
     exported = [r for r in rows if r["status"] != "export_error"]
@@ -371,13 +386,18 @@ def main():
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2))
     ap.add_argument("--threads", type=int, default=1, help="threads of each model's run")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per opsched call")
-    ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--math", default="fp32", choices=["fp32", "tf32"],
+                    help="fp32: strict (TF32 off); tf32 on a GPU (default tolerance 1e-2)")
+    ap.add_argument("--tol", type=float, help="relative L2 (default 1e-4 in fp32, 1e-2 in tf32)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--force", action="store_true", help="run models whose row exists")
     ap.add_argument("--keep", action="store_true", help="keep each model's work folder")
     ap.add_argument("--require-match", action="store_true",
                     help="exit 1 unless every model run matched")
     a = ap.parse_args()
+    if a.tol is None:
+        a.tol = 1e-2 if a.math == "tf32" else 1e-4
     opsched = os.path.abspath(a.opsched)
     if not os.access(opsched, os.X_OK):
         ap.error("--opsched %s is not an executable" % a.opsched)
@@ -405,6 +425,7 @@ def main():
     os.makedirs(os.path.join(out, "rows"), exist_ok=True)
     opts = {"opsched": opsched, "out": out, "models_root": os.path.dirname(os.path.abspath(
         a.models)), "threads": a.threads, "timeout": a.timeout, "tol": a.tol, "seed": a.seed,
+        "backend": a.backend, "math": a.math,
         "keep": a.keep}
     # Paths in the manifest are relative to bench/exports (models/NAME.onnx).
     if not os.path.exists(os.path.join(opts["models_root"], entries[0].get("file", "models"))):
@@ -431,10 +452,9 @@ def main():
     ver = subprocess.run([opsched, "--version"], capture_output=True, text=True).stdout.strip()
     commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
-    meta = {"opsched_version": ver or "?", "commit": commit or "?", "backend": "cpu",
-            "math": "fp32",
-            "device": "cpu: %s, %d cores" % (platform.processor() or platform.machine(),
-                                            os.cpu_count() or 0),
+    meta = {"opsched_version": ver or "?", "commit": commit or "?", "backend": a.backend,
+            "math": a.math,
+            "device": device_name(opsched, a.backend),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "command": " ".join(["bench/exports/compare.py"] + sys.argv[1:]),
             "onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__,
