@@ -592,6 +592,35 @@ static const op_case op_cases[] = {
     {"if_nested", "Mul", "2x3", OPSCHED_F32, 1},
     {"if_passthrough", "Add", "2x3", OPSCHED_F32, 1},
     {"reduce_noop_fold", "Add", "3", OPSCHED_F32, 1},
+    /* LSTM over 2 steps: the input projection once (Gemm), then per step
+     * one recurrent Gemm; the zero initial state needs none. */
+    {"lstm_forward_op14",
+     "Reshape Reshape Reshape Gemm Reshape Slice Slice Add Add Reshape Slice Reshape Slice "
+     "Sigmoid Slice Slice Slice Slice Tanh Mul Tanh Mul Reshape Slice Reshape Gemm Add "
+     "Slice Sigmoid Slice Slice Slice Slice Tanh Mul Mul Add Tanh Mul Reshape Reshape "
+     "Reshape Concat",
+     "2x1x1x4", OPSCHED_F32, 1},
+    {"lstm_reverse_op7",
+     "Reshape Reshape Reshape Gemm Reshape Slice Reshape Slice Sigmoid Slice Slice Slice "
+     "Slice Tanh Mul Tanh Mul Slice Reshape Gemm Add Slice Sigmoid Slice Slice Slice Slice "
+     "Tanh Mul Mul Add Tanh Mul Reshape Reshape",
+     "1x1x4", OPSCHED_F32, 1},
+    {"lstm_bidirectional_op22",
+     "Reshape Slice Reshape Slice Reshape Gemm Slice Reshape Slice Slice Add Add Reshape "
+     "Slice Reshape Slice Reshape Slice Reshape Gemm Add Slice Sigmoid Slice Slice Slice "
+     "Slice Tanh Mul Mul Add Tanh Mul Reshape Slice Reshape Gemm Add Slice Sigmoid Slice "
+     "Slice Slice Slice Tanh Mul Mul Add Tanh Mul Reshape Reshape Reshape Concat Slice "
+     "Reshape Slice Reshape Gemm Slice Reshape Slice Slice Add Add Reshape Slice Reshape "
+     "Slice Reshape Slice Reshape Gemm Add Slice Sigmoid Slice Slice Slice Slice Tanh Mul "
+     "Mul Add Tanh Mul Reshape Slice Reshape Gemm Add Slice Sigmoid Slice Slice Slice "
+     "Slice Tanh Mul Mul Add Tanh Mul Reshape Reshape Reshape Concat Concat Concat Concat",
+     "2x2x1x4", OPSCHED_F32, 1},
+    {"lstm_layout1_op14",
+     "Reshape Reshape Reshape Reshape Gemm Reshape Reshape Slice Reshape Gemm Add Slice "
+     "Sigmoid Slice Slice Slice Slice Tanh Mul Tanh Mul Reshape Slice Reshape Gemm Add "
+     "Slice Sigmoid Slice Slice Slice Slice Tanh Mul Mul Add Tanh Mul Reshape Reshape "
+     "Reshape Concat Reshape",
+     "1x2x1x4", OPSCHED_F32, 2},
 };
 
 static void test_op_models(void **state)
@@ -1422,6 +1451,10 @@ static const bad_case bad_cases[] = {
      "unsupported operator 'SequenceEmpty' (node 'seq', opset 13): sequence values"},
     {"bad/attention_cache.onnx", 0, OPSCHED_ERR_SHAPE,
      "node 'attn' (Attention): nonpad_kv_seqlen cannot be combined with past_key/past_value"},
+    {"bad/lstm_relu.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
+     "node 'lstm' (LSTM): activations other than Sigmoid, Tanh, Tanh (function 0 is 'Relu')"},
+    {"bad/lstm_seq_lens.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
+     "node 'lstm' (LSTM): sequence_lens known only at run time"},
     {"bad/einsum_bad.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
      "node 'es' (Einsum): equation \"ij,jk->iq\" is not supported"},
     {"bad/resize_tf_half_pixel.onnx", 0, OPSCHED_ERR_UNSUPPORTED,
@@ -1615,6 +1648,33 @@ static void test_torch_resized(void **state)
     unload(&l);
 }
 
+/* LSTM outputs keep their names and shapes with and without payloads;
+ * the bidirectional projection reads one direction of W each. */
+static void test_lstm(void **state)
+{
+    (void)state;
+    for (int w = 0; w < 2; w++) {
+        opsched_onnx_options o = {.load_weights = w};
+        loaded l = load_ok("small/lstm_bidirectional_op22.onnx", &o);
+        assert_shape(&named(&l, "y")->shape, "2x2x1x4");
+        assert_shape(&named(&l, "y_h")->shape, "2x1x4");
+        assert_shape(&named(&l, "y_c")->shape, "2x1x4");
+        int yc;
+        assert_int_equal(opsched_graph_find_tensor(l.g, "y_c", &yc), OPSCHED_OK);
+        assert_int_equal(opsched_graph_output(l.g, 2), yc);
+        const opsched_node *g = node(&l, 5);
+        assert_int_equal(g->op, OPSCHED_OP_GEMM);
+        assert_int_equal(g->attr.gemm.trans_b, 1);
+        assert_shape(&tensor(&l, g->inputs[1])->shape, "16x3");
+        assert_shape(&tensor(&l, g->outputs[0])->shape, "2x16");
+        unload(&l);
+    }
+    loaded l = load_ok("small/lstm_layout1_op14.onnx", NULL);
+    assert_shape(&named(&l, "y")->shape, "1x2x1x4");
+    assert_shape(&named(&l, "y_h")->shape, "1x1x4");
+    unload(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1623,7 +1683,7 @@ int main(void)
         cmocka_unit_test(test_norm_attrs),          cmocka_unit_test(test_window_attrs),
         cmocka_unit_test(test_resize_attrs),        cmocka_unit_test(test_indexing_attrs),
         cmocka_unit_test(test_fold_values),         cmocka_unit_test(test_transformer_attrs),
-        cmocka_unit_test(test_cache_and_training),
+        cmocka_unit_test(test_cache_and_training), cmocka_unit_test(test_lstm),
         cmocka_unit_test(test_pool_and_gemm_attrs), cmocka_unit_test(test_activation_attrs),
         cmocka_unit_test(test_data_movement_attrs), cmocka_unit_test(test_weights),
         cmocka_unit_test(test_weight_payloads),     cmocka_unit_test(test_typed_fields),

@@ -57,7 +57,7 @@ Reshape Flatten Squeeze Unsqueeze Transpose Concat Split Slice Pad Tile Expand D
 SpaceToDepth Gather GatherElements GatherND ScatterND ScatterElements OneHot Range Trilu Shape Size
 ConstantOfShape EyeLike Identity Cast CastLike Constant Dropout
 MatMul Gemm Einsum Softmax LogSoftmax Hardmax
-Attention RotaryEmbedding SwiGLU Swish
+Attention RotaryEmbedding SwiGLU Swish LSTM
 QuantizeLinear DequantizeLinear
 If
 """.split())

@@ -81,7 +81,6 @@ static const char *unsupported_why(const char *op)
         {"Scan", "control flow is not supported (If only with a condition known at load time)"},
         {"RNN", "recurrent layers are not supported"},
         {"GRU", "recurrent layers are not supported"},
-        {"LSTM", "recurrent layers are not supported"},
     };
     for (size_t i = 0; i < sizeof(why) / sizeof(why[0]); i++) {
         size_t n = strlen(why[i].prefix);

@@ -274,7 +274,7 @@ int os_onnx_load_slot(const char *op, int pos)
                  {"Range", 0x7},   {"Slice", 0x1e},  {"Squeeze", 0x2}, {"Unsqueeze", 0x2},
                  {"Split", 0x2},   {"Pad", 0xe},     {"Resize", 0xe},  {"Upsample", 0x2},
                  {"TopK", 0x2},    {"OneHot", 0x2},  {"CumSum", 0x2},  {"If", 0x1},
-                 {"Dropout", 0x6}};
+                 {"Dropout", 0x6}, {"LSTM", 0x10}};
     if (!op || pos < 0 || pos > 7) return 0;
     if (strncmp(op, "Reduce", 6) == 0) return pos == 1;
     for (size_t i = 0; i < OS_ARRAY_LEN(slots); i++)

@@ -322,6 +322,7 @@ opsched_status os_onnx_convert_window(os_loader *L, int node, const char *op, in
 opsched_status os_onnx_convert_resize(os_loader *L, int node, const char *op, int *done);
 opsched_status os_onnx_convert_attention(os_loader *L, int node, const char *op, int *done);
 opsched_status os_onnx_convert_einsum(os_loader *L, int node, const char *op, int *done);
+opsched_status os_onnx_convert_lstm(os_loader *L, int node, const char *op, int *done);
 
 /* Evaluates an element-wise function on the host, as the graph defines it
  * (fold.c uses it; activations and math). */

@@ -399,7 +399,7 @@ opsched_status os_onnx_convert(os_loader *L, int node)
     static const family_fn families[] = {
         os_onnx_convert_view,   os_onnx_convert_math,   os_onnx_convert_norm,
         os_onnx_convert_window, os_onnx_convert_resize, os_onnx_convert_attention,
-        os_onnx_convert_einsum,
+        os_onnx_convert_einsum, os_onnx_convert_lstm,
     };
     const char *op = L->gp->node[node]->op_type;
     if (strcmp(op, "If") == 0) return os_onnx_inline_if(L, node);

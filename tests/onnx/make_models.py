@@ -800,6 +800,29 @@ def op_models():
          N("Add", ["x", "s"], ["y"], name="add")],
         [vi("x", [3])], [vi("y", None)],
         [init("c", [3], value=[-1.0, 2.0, -3.0]), ints("none", np.zeros(0, np.int64))], opset=18)
+
+    # --- LSTM: unrolled over 2 steps, hidden size 4, input size 3, batch 1 ------------
+    def lstm_w(d):
+        return [init("W", [d, 16, 3]), init("R", [d, 16, 4])]
+    M["lstm_forward_op14"] = model(
+        [N("LSTM", ["x", "W", "R", "B"], ["y", "y_h"], name="lstm", hidden_size=4)],
+        [vi("x", [2, 1, 3])], [vi("y", None), vi("y_h", None)],
+        lstm_w(1) + [init("B", [1, 32])], opset=14)
+    M["lstm_reverse_op7"] = model(
+        [N("LSTM", ["x", "W", "R"], ["", "y_h"], name="lstm", hidden_size=4,
+           direction="reverse")],
+        [vi("x", [2, 1, 3])], [vi("y_h", None)], lstm_w(1), opset=7)
+    M["lstm_bidirectional_op22"] = model(
+        [N("LSTM", ["x", "W", "R", "B", "", "h0", "c0"], ["y", "y_h", "y_c"], name="lstm",
+           hidden_size=4, direction="bidirectional")],
+        [vi("x", [2, 1, 3])], [vi("y", None), vi("y_h", None), vi("y_c", None)],
+        lstm_w(2) + [init("B", [2, 32]), init("h0", [2, 1, 4]), init("c0", [2, 1, 4])],
+        opset=22)
+    M["lstm_layout1_op14"] = model(
+        [N("LSTM", ["x", "W", "R", "", "", "h0"], ["y", "y_h"], name="lstm", hidden_size=4,
+           layout=1)],
+        [vi("x", [1, 2, 3]), vi("h0", [1, 1, 4])], [vi("y", None), vi("y_h", None)], lstm_w(1),
+        opset=14)
     return M
 
 
@@ -897,6 +920,14 @@ def bad_op_models():
         [vi("q", [1, 2, 3, 4]), vi("k", [1, 2, 3, 4]), vi("v", [1, 2, 3, 4]),
          vi("pk", [1, 2, 2, 4]), vi("pv", [1, 2, 2, 4]), vi("n", [1], I64)], [vi("y", None)],
         opset=23)
+    one("lstm_relu",
+        [N("LSTM", ["x", "W", "R"], ["y"], name="lstm", hidden_size=4,
+           activations=["Relu", "Tanh", "Tanh"])],
+        [vi("x", [2, 1, 3])], [vi("y", None)], [init("W", [1, 16, 3]), init("R", [1, 16, 4])])
+    one("lstm_seq_lens",
+        [N("LSTM", ["x", "W", "R", "", "lens"], ["y"], name="lstm", hidden_size=4)],
+        [vi("x", [2, 1, 3]), vi("lens", [1], TensorProto.INT32)], [vi("y", None)],
+        [init("W", [1, 16, 3]), init("R", [1, 16, 4])])
     one("einsum_bad", [N("Einsum", ["a", "b"], ["y"], name="es", equation="ij,jk->iq")],
         [vi("a", [2, 3]), vi("b", [3, 4])], [vi("y", None)])
     one("resize_tf_half_pixel",
