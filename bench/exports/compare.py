@@ -409,6 +409,8 @@ def main():
         return 1
     with open(os.path.join(a.models, "manifest.json")) as f:
         entries = json.load(f)["models"]
+    # The summary covers every row in --out, whichever models this call ran.
+    all_entries = entries
     names = None
     if a.only:
         names = a.only.split(",")
@@ -444,7 +446,7 @@ def main():
             log("[%d/%d] %-34s %-11s %s %s" % (i + 1, len(todo), r["name"], r["status"],
                                                r["max_rel_l2"], r["error"][:160]))
     rows = []
-    for e in entries:
+    for e in all_entries:
         path = os.path.join(out, "rows", safe_name(e["name"]) + ".json")
         if os.path.exists(path):
             with open(path) as f:
