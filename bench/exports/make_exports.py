@@ -54,7 +54,7 @@ MODELS = os.path.join(HERE, "models")
 MANIFEST = os.path.join(MODELS, "manifest.json")
 SELECTION = os.path.join(HERE, "timm_families.json")
 sys.path.insert(0, os.path.join(HERE, "..", "networks"))
-from export_models import strip_weights  # noqa: E402  one stripping rule for both sets
+from export_models import segmentation_map, strip_weights  # noqa: E402  one rule for both sets
 
 CANDIDATES = 8
 BIG_CONSTANT = 16384
@@ -322,17 +322,7 @@ def build(e):
                 if not e["constructor"].startswith("lraspp") else {"weights_backbone": None}
         net = get_model_builder(e["constructor"])(**kw)
         if e["task"] == "semantic segmentation":
-            inner = net
-
-            class Out(torch.nn.Module):
-                """The segmentation map only (torchvision returns a dict)."""
-                def __init__(self):
-                    super().__init__()
-                    self.net = inner
-
-                def forward(self, x):
-                    return self.net(x)["out"]
-            net = Out()
+            net = segmentation_map(net)
         return net.eval(), args
     import transformers
     fam, task, cfg, cls, kw, kind = hf_specs()[e["name"]]

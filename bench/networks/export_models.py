@@ -77,6 +77,21 @@ TV_KWARGS = {"googlenet": NO_AUX, "inception_v3": NO_AUX,
              "segmentation.lraspp_mobilenet_v3_large": {"weights_backbone": None}}
 
 
+def segmentation_map(net):
+    """A torchvision segmentation network that returns its map only (its
+    forward returns a dict)."""
+    import torch
+
+    class Out(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = net
+
+        def forward(self, x):
+            return self.net(x)["out"]
+    return Out()
+
+
 def build(entry):
     """(torch module in eval mode, example inputs, input specs, output names)."""
     import torch
@@ -88,17 +103,7 @@ def build(entry):
             mod = getattr(mod, part)
         net = mod(**TV_KWARGS.get(builder, {}))
         if builder.startswith("segmentation."):
-            inner = net
-
-            class Out(torch.nn.Module):
-                """The segmentation map only (torchvision returns a dict)."""
-                def __init__(self):
-                    super().__init__()
-                    self.net = inner
-
-                def forward(self, x):
-                    return self.net(x)["out"]
-            net = Out()
+            net = segmentation_map(net)
         x = torch.randn(1, 3, size, size)
         specs = [{"name": "input", "shape": ["batch", 3, size, size], "dtype": "float32"}]
         return net.eval(), (x,), specs, ["output"]

@@ -7,7 +7,7 @@
 # machine is held); a phase cut short starts again in the next call, and
 # the phases themselves resume where their tools can (the suite).
 #
-#   bash bench/gpu_session.sh OUTDIR [PHASE...]      (default: every phase)
+#   bash bench/gpu_all.sh OUTDIR [PHASE...]      (default: every phase)
 #
 # Before the first call, on this machine: scripts/gpu-carry.sh build, and
 # the onnx wheel the conformance cases are generated with:
@@ -22,11 +22,11 @@
 #   exports         the export set against the CPU backend and ONNX Runtime
 #   suite           the network suite against the peers (bench/networks)
 set -uo pipefail
-out=${1:?usage: gpu_session.sh OUTDIR [PHASE...]}
+out=${1:?usage: gpu_all.sh OUTDIR [PHASE...]}
 shift
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(gpu_tests conformance exports suite)
-budget=${GPU_SESSION_S:-540}
+budget=${GPU_CALL_S:-540}
 start=$(date +%s)
 state=$PWD/.gpu-state
 mkdir -p "$state" "$out"
