@@ -11,30 +11,10 @@
  * The kernel multiplies the weights of one tap per resized axis and sums;
  * an axis that maps every coordinate to itself has no table.
  *
- * Semantics (the ONNX operator's, as its reference implementation, which
- * generates the ONNX node tests, computes them): the source coordinate
- * x_original of an output coordinate x is computed in float from the
- * axis's scale s (given, or output / input when sizes were given) and the
- * unfloored resized length L = s * in - half_pixel (x + 0.5) / s - 0.5;
- * half_pixel_symmetric the same shifted by (in / 2) * (1 - out / L);
- * pytorch_half_pixel as half_pixel, -0.5 when L is 1; align_corners x *
- * (in - 1) / (L - 1), 0 when L is 1; asymmetric x / s; tf_crop_and_resize
- * start * (in - 1) + x * (end - start) * (in - 1) / (L - 1) (the middle of
- * the crop when L is 1), and outside [0, in - 1] the output element is
- * extrapolation_value.  (ONNX Runtime divides by out - 1 instead of L - 1
- * and takes 0 for pytorch_half_pixel; the two agree whenever sizes were
- * given, the common case.)  With
- * i = floor(x_original) and ratio = x_original - i (i - 1 and ratio 1 when
- * x_original is an integer: the pixel on the left is preferred), linear
- * takes taps i, i + 1 with 1 - ratio, ratio; cubic i - 1 .. i + 2 with
- * Keys' weights for cubic_coeff_a; nearest picks i or i + 1 by the nearest
- * mode (round_prefer_floor: i + 1 only above half; round_prefer_ceil: from
- * half on; floor: i; ceil: i + 1; an integer x_original is itself).  With
- * antialias and a scale below 1, the linear (triangle) or cubic filter is
- * stretched by 1 / scale and normalised: 2 - 2 * (floor(-1 / scale) + 1)
- * or 2 - 2 * (floor(-2 / scale) + 1) taps centred the same way.
- * exclude_outside zeroes the weights of taps outside the input and
- * renormalises.  Taps of weight 0 are left out.
+ * The taps are os_resize_taps_make's (graph/resize_taps.c), the same the
+ * CPU backend uses: coordinates in double as ONNX's reference computes
+ * them, every mode and coordinate transformation, taps clamped to the
+ * edge, outside tf_crop_and_resize's crop the extrapolation value.
  */
 #include <math.h>
 #include <stdio.h>
@@ -42,6 +22,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_impl.h"
+#include "graph/resize_taps.h"
 
 typedef struct rs_plan {
     cu_plan base;
@@ -107,183 +88,39 @@ static int taps_push(axis_taps *t, int64_t idx, double w)
     return 1;
 }
 
-/* x_original of output coordinate x on axis d, in float; *outside when
- * tf_crop_and_resize puts it outside the input. */
-static float x_original(const opsched_resize_attr *r, int ndim, int d, int64_t x, int64_t in,
-                        int64_t out, int *outside)
-{
-    const float scale = r->scales[d], xf = (float)x;
-    const float len = scale * (float)in; /* the resized length before flooring */
-    float xo;
-    *outside = 0;
-    switch (r->coord) {
-    case OPSCHED_COORD_HALF_PIXEL_SYMMETRIC: {
-        float adjustment = (float)out / (scale * (float)in);
-        float center = (float)in / 2.0f;
-        xo = center * (1.0f - adjustment) + (xf + 0.5f) / scale - 0.5f;
-        break;
-    }
-    case OPSCHED_COORD_PYTORCH_HALF_PIXEL:
-        xo = len == 1.0f ? -0.5f : (xf + 0.5f) / scale - 0.5f;
-        break;
-    case OPSCHED_COORD_ALIGN_CORNERS:
-        xo = len == 1.0f ? 0.0f : xf * (float)(in - 1) / (len - 1.0f);
-        break;
-    case OPSCHED_COORD_ASYMMETRIC:
-        xo = xf / scale;
-        break;
-    case OPSCHED_COORD_TF_CROP_AND_RESIZE: {
-        float start = r->roi[d], end = r->roi[ndim + d];
-        xo = len == 1.0f ? 0.5f * (start + end) * (float)(in - 1)
-                         : start * (float)(in - 1) + xf * (end - start) * (float)(in - 1) /
-                                                         (len - 1.0f);
-        *outside = xo < 0.0f || xo > (float)(in - 1);
-        break;
-    }
-    default: /* half_pixel */
-        xo = (xf + 0.5f) / scale - 0.5f;
-        break;
-    }
-    return xo;
-}
-
-static double cubic_kernel(double x, double A)
-{
-    x = fabs(x);
-    if (x <= 1.0) return ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0;
-    if (x < 2.0) return ((A * x - 5.0 * A) * x + 8.0 * A) * x - 4.0 * A;
-    return 0.0;
-}
-
-/* The weights of the taps starting at `first` (count *n, up to cap) for
- * x_original = i + ratio; *first relative to i. */
-static int coeffs(const opsched_resize_attr *r, double scale, double ratio, double *c, int cap,
-                  int64_t *first)
-{
-    const double A = r->cubic_coeff_a;
-    int aa = r->antialias && scale < 1.0;
-    double s = scale < 1.0 ? scale : 1.0;
-    int n;
-    if (r->mode == OPSCHED_RESIZE_LINEAR) {
-        if (!aa) {
-            c[0] = 1.0 - ratio;
-            c[1] = ratio;
-            *first = 0;
-            return 2;
-        }
-        int64_t start = (int64_t)floor(-1.0 / s) + 1;
-        n = (int)(2 - 2 * start);
-        if (n > cap) return -1;
-        double sum = 0;
-        for (int t = 0; t < n; t++) {
-            double v = 1.0 - fabs(((double)(start + t) - ratio) * s);
-            c[t] = v < 0 ? 0 : (v > 1 ? 1 : v);
-            sum += c[t];
-        }
-        for (int t = 0; t < n; t++)
-            c[t] /= sum;
-        *first = start;
-        return n;
-    }
-    /* cubic */
-    if (!aa) {
-        c[0] = cubic_kernel(1.0 + ratio, A);
-        c[1] = cubic_kernel(ratio, A);
-        c[2] = cubic_kernel(1.0 - ratio, A);
-        c[3] = cubic_kernel(2.0 - ratio, A);
-        *first = -1;
-        return 4;
-    }
-    int64_t i0 = (int64_t)floor(-2.0 / s) + 1, i1 = 2 - i0;
-    n = (int)(i1 - i0);
-    if (n > cap) return -1;
-    double sum = 0;
-    for (int t = 0; t < n; t++) {
-        c[t] = cubic_kernel(s * ((double)(i0 + t) - ratio), A);
-        sum += c[t];
-    }
-    for (int t = 0; t < n; t++)
-        c[t] /= sum;
-    *first = i0;
-    return n;
-}
-
-/* The taps of axis d: input extent in, output extent out. */
-static int axis_build(const opsched_resize_attr *r, int ndim, int d, int64_t in, int64_t out,
-                      axis_taps *t)
+/* The taps of axis d (input extent in, output extent out) in the packed
+ * form the kernel reads: the taps of os_resize_taps_make, a count of 0 for
+ * extrapolation, and one tap of weight 0 where every weight is 0. */
+static opsched_status axis_build(opsched_ctx *ctx, const opsched_resize_attr *r, int ndim, int d,
+                                 int64_t in, int64_t out, axis_taps *t)
 {
     memset(t, 0, sizeof(*t));
+    os_resize_taps rt;
+    memset(&rt, 0, sizeof(rt));
+    opsched_status st = os_resize_taps_make(ctx, r, d, ndim, in, out, &rt);
     t->out = out;
     t->first = calloc((size_t)out, sizeof(int32_t));
     t->count = calloc((size_t)out, sizeof(int32_t));
-    double scale = r->scales[d];
-    int cap = 8;
-    if (r->antialias && scale < 1.0) cap = (int)(2.0 * ceil(2.0 / scale)) + 8;
-    double *c = malloc(sizeof(double) * (size_t)cap);
-    if (!t->first || !t->count || !c) goto fail;
-    for (int64_t x = 0; x < out; x++) {
-        int outside = 0;
-        float xo = x_original(r, ndim, d, x, in, out, &outside);
-        if (t->n > INT32_MAX - cap) goto fail;
+    if (st == OPSCHED_OK && (!t->first || !t->count)) st = OS_NOMEM(ctx);
+    for (int64_t x = 0; st == OPSCHED_OK && x < out; x++) {
+        if (t->n > INT32_MAX - rt.width - 1) {
+            st = OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED,
+                         "cuda: Resize: a tap table of more than 2^31 entries");
+            break;
+        }
         t->first[x] = (int32_t)t->n;
-        if (outside) continue; /* count 0: extrapolate */
-        double xi = floor((double)xo), ratio = (double)xo - xi;
-        if (r->mode == OPSCHED_RESIZE_NEAREST) {
-            int64_t k = (int64_t)xi;
-            if (ratio != 0.0) {
-                switch (r->nearest) {
-                case OPSCHED_NEAREST_ROUND_PREFER_CEIL:
-                    k += ratio >= 0.5;
-                    break;
-                case OPSCHED_NEAREST_FLOOR:
-                    break;
-                case OPSCHED_NEAREST_CEIL:
-                    k += 1;
-                    break;
-                default:
-                    k += ratio > 0.5;
-                    break;
-                }
-            }
-            k = k < 0 ? 0 : (k > in - 1 ? in - 1 : k);
-            if (!taps_push(t, k, 1.0)) goto fail;
-            t->count[x] = 1;
-            continue;
-        }
-        if (ratio == 0.0) {
-            xi -= 1.0;
-            ratio = 1.0;
-        }
-        int64_t rel = 0;
-        int n = coeffs(r, scale, ratio, c, cap, &rel);
-        if (n < 1) goto fail;
-        if (r->exclude_outside) {
-            double sum = 0;
-            for (int k = 0; k < n; k++) {
-                int64_t i = (int64_t)xi + rel + k;
-                if (i < 0 || i >= in) c[k] = 0;
-                sum += c[k];
-            }
-            if (sum != 0)
-                for (int k = 0; k < n; k++)
-                    c[k] /= sum;
-        }
-        int kept = 0;
-        for (int k = 0; k < n; k++) {
-            if (c[k] == 0.0 && !(k == n - 1 && kept == 0)) continue;
-            int64_t i = (int64_t)xi + rel + k;
-            i = i < 0 ? 0 : (i > in - 1 ? in - 1 : i);
-            if (!taps_push(t, i, c[k])) goto fail;
-            kept++;
-        }
-        t->count[x] = kept;
+        if (rt.outside[x]) continue; /* count 0: extrapolate */
+        const int64_t *ix = rt.index + x * rt.width;
+        const double *w = rt.weight + x * rt.width;
+        int c = rt.count[x];
+        for (int k = 0; k < c; k++)
+            if (!taps_push(t, ix[k], w[k])) st = OS_NOMEM(ctx);
+        if (c == 0 && !taps_push(t, 0, 0.0)) st = OS_NOMEM(ctx);
+        t->count[x] = c ? c : 1;
     }
-    free(c);
-    return 1;
-fail:
-    free(c);
-    taps_free(t);
-    return 0;
+    os_resize_taps_free(&rt);
+    if (st != OPSCHED_OK) taps_free(t);
+    return st;
 }
 
 /* 1 when every output coordinate takes its own input element, whole. */
@@ -331,11 +168,8 @@ opsched_status cu_plan_resize(const cu_plan_args *a, cu_plan **out)
     for (int j = 0; j < nd; j++) {
         d->shape[j] = y->shape.d[j];
         d->meta[j] = -1;
-        if (!axis_build(r, nd, j, x->shape.d[j], y->shape.d[j], &taps[j])) {
-            st = OS_FAIL(a->ctx, OPSCHED_ERR_NOMEM, "cuda: node '%s' (Resize): the tap table of "
-                         "axis %d does not fit in host memory", a->node->name, j);
-            goto fail;
-        }
+        st = axis_build(a->ctx, r, nd, j, x->shape.d[j], y->shape.d[j], &taps[j]);
+        if (st != OPSCHED_OK) goto fail;
         if (axis_identity(&taps[j], x->shape.d[j])) {
             taps_free(&taps[j]);
             continue;
@@ -377,6 +211,8 @@ opsched_status cu_plan_resize(const cu_plan_args *a, cu_plan **out)
         st = cu_malloc(a->ctx, bytes, &p->table);
         if (st == OPSCHED_OK) {
             cudaError_t e = cudaMemcpy(p->table, host, bytes, cudaMemcpyHostToDevice);
+            /* pageable: finished only once the device is synchronised */
+            if (e == cudaSuccess) e = cudaDeviceSynchronize();
             if (e != cudaSuccess) st = cu_fail_cuda(a->ctx, e, "cudaMemcpy", __FILE__, __LINE__);
         }
         free(host);
