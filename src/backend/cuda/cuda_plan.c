@@ -268,7 +268,7 @@ static int any_input_not_float(const cu_plan_args *a)
     return 0;
 }
 
-static opsched_status dispatch(const cu_plan_args *a, cu_plan **p)
+opsched_status cu_plan_dispatch(const cu_plan_args *a, cu_plan **p)
 {
     switch (a->node->op) {
     case OPSCHED_OP_RELU:
@@ -441,7 +441,17 @@ opsched_status cu_plan_create(opsched_ctx *ctx, void *impl, const opsched_graph 
         OS_TRY(cu_plan_alloc(&a, sizeof(cu_plan), empty_launch, NULL, &p));
         snprintf(info->algo, sizeof(info->algo), "empty");
     } else {
-        OS_TRY(dispatch(&a, &p));
+        opsched_status st = cu_plan_dispatch(&a, &p);
+        if (st == OPSCHED_ERR_UNSUPPORTED && opts->layout == OPSCHED_LAYOUT_NHWC) {
+            /* planned again in NCHW between copies (cuda_layout.c); where
+             * there is nothing to copy the first reason stands */
+            memset(info, 0, sizeof(*info));
+            if (cu_plan_nchw_adapter(&a, &p) == OPSCHED_OK) {
+                opsched_ctx_clear_error(ctx);
+                st = OPSCHED_OK;
+            }
+        }
+        OS_TRY(st);
     }
     info->workspace_bytes = p->workspace_bytes;
     *plan = p;
