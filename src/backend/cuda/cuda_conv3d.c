@@ -294,7 +294,10 @@ opsched_status cu_plan_conv_3d(const cu_plan_args *a, cu_plan **out)
     int64_t mid[RANK] = {xd[0], transpose ? yd[1] : xd[1]};
     int differs = 0;
     for (int i = 0; i < NS; i++) {
-        sym[i] = OS_MIN(g.p0[i], g.p1[i]);
+        /* ConvTranspose: output_padding reaches output_padding elements
+         * into the end padding, which a symmetric cuDNN padding would cut */
+        sym[i] = transpose ? OS_MIN(g.p0[i], OS_MAX(0, g.p1[i] - g.outpad[i]))
+                           : OS_MIN(g.p0[i], g.p1[i]);
         if (!transpose) {
             mid[2 + i] = xd[2 + i] + g.p0[i] + g.p1[i] - 2 * sym[i];
             beg[2 + i] = g.p0[i] - sym[i];

@@ -8,8 +8,9 @@
  *
  * cuDNN pads symmetrically and sizes the result from the forward
  * convolution, so the full result F = (in - 1) * stride + dilation * (k -
- * 1) + 1 is computed with the symmetric part of the padding (min of the two
- * sides), into a scratch tensor when anything is left over: the excess
+ * 1) + 1 is computed with the symmetric part of the padding (the start's
+ * padding or the end's less output_padding, whichever is smaller: the
+ * elements output_padding adds are real results), into a scratch tensor when anything is left over: the excess
  * padding at the start is a crop, the excess at the end and output_padding
  * a shorter or longer extent (elements past F are zero, as they are in the
  * transposed convolution: no tap reaches them).  The copy from scratch to
@@ -162,7 +163,9 @@ opsched_status cu_plan_conv_transpose(const cu_plan_args *a, cu_plan **out)
     int64_t sym[2], ex[2], full[2], dims[4] = {N, M, 0, 0};
     for (int i = 0; i < 2; i++) {
         int64_t in = x->shape.d[2 + i];
-        sym[i] = OS_MIN(c->pads[i], c->pads[i + 2]);
+        /* output_padding reaches that many elements into the end padding,
+         * which a symmetric cuDNN padding would cut away */
+        sym[i] = OS_MIN(c->pads[i], OS_MAX(0, c->pads[i + 2] - c->output_padding[i]));
         ex[i] = c->pads[i] - sym[i];
         full[i] = (in - 1) * c->stride[i] + c->dilation[i] * (c->kernel[i] - 1) + 1;
         dims[2 + i] = full[i] - 2 * sym[i];
