@@ -276,6 +276,9 @@ static opsched_status cu_mem_upload(opsched_ctx *ctx, void *impl, void *dst, con
     if (!bytes) return OPSCHED_OK;
     CUDA_CHECK(ctx, cudaDeviceSynchronize());
     CUDA_CHECK(ctx, cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    /* From pageable memory cudaMemcpy returns once the data is staged, before
+     * its DMA ends; work on the non-blocking streams would not wait for it. */
+    CUDA_CHECK(ctx, cudaDeviceSynchronize());
     return OPSCHED_OK;
 }
 

@@ -316,6 +316,8 @@ static opsched_status gather_constant(const cu_plan_args *a, kop_plan *p, const 
     OS_TRY_GOTO(st, cu_malloc(a->ctx, sizeof(int64_t) * (n ? n : 1), &p->idx), done);
     CUDA_CHECK_GOTO(a->ctx, st,
                     cudaMemcpy(p->idx, host, sizeof(int64_t) * n, cudaMemcpyHostToDevice), done);
+    /* pageable: finished only once the device is synchronised */
+    CUDA_CHECK_GOTO(a->ctx, st, cudaDeviceSynchronize(), done);
     p->idx32 = 0;
     p->base.need_in &= ~(1ull << 1); /* the launch does not read input 1 */
 done:
