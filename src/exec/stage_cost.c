@@ -27,6 +27,7 @@
 typedef struct cost_entry {
     char *sig; /* NULL: empty slot */
     double ms;
+    char *why; /* +inf: why the stage cannot run (owned), else NULL */
 } cost_entry;
 
 struct opsched_stage_measurer {
@@ -59,8 +60,8 @@ static cost_entry *find_slot(cost_entry *table, size_t cap, const char *sig)
     return &table[i];
 }
 
-/* Keeps sig (taken) with ms. */
-static opsched_status remember(opsched_stage_measurer *m, char *sig, double ms)
+/* Keeps sig (taken) with ms and, for +inf, why (copied; NULL: none). */
+static opsched_status remember(opsched_stage_measurer *m, char *sig, double ms, const char *why)
 {
     if (2 * (m->n + 1) > m->cap) {
         size_t cap = m->cap ? 2 * m->cap : 256;
@@ -83,6 +84,9 @@ static opsched_status remember(opsched_stage_measurer *m, char *sig, double ms)
         m->n++;
     }
     e->ms = ms;
+    free(e->why);
+    e->why = NULL;
+    if (why) return os_strdup(m->ctx, why, &e->why);
     return OPSCHED_OK;
 }
 
@@ -117,8 +121,10 @@ opsched_status opsched_stage_measurer_create(opsched_device *dev,
 void opsched_stage_measurer_free(opsched_stage_measurer *m)
 {
     if (!m) return;
-    for (size_t i = 0; i < m->cap; i++)
+    for (size_t i = 0; i < m->cap; i++) {
         free(m->table[i].sig);
+        free(m->table[i].why);
+    }
     free(m->table);
     free(m);
 }
@@ -387,6 +393,8 @@ opsched_status opsched_stage_cost_measured(void *user, const opsched_graph *g,
             *ms = e->ms;
             m->stats.cached++;
             free(sig);
+            /* +inf: the reason stays on the context for the caller */
+            if (e->why) OS_FAIL(m->ctx, OPSCHED_ERR_UNSUPPORTED, "%s", e->why);
             return OPSCHED_OK;
         }
     }
@@ -406,19 +414,23 @@ opsched_status opsched_stage_cost_measured(void *user, const opsched_graph *g,
     st = opsched_executor_create(m->dev, c, s, &m->o.exec, &ex);
     m->stats.build_seconds += (os_now_ms() - tb) / 1000.0;
     if (st == OPSCHED_OK) st = time_stage(m, ex, estimate_ms(m, stage), ms);
+    char *why = NULL;
     if (st == OPSCHED_ERR_UNSUPPORTED || st == OPSCHED_ERR_DEVICE_OOM) {
+        /* The reason stays on the context (a caller that finds no stage
+         * that runs names it) and with the cost, for answers from the
+         * table. */
         os_log(m->ctx, OPSCHED_LOG_INFO, "stage starting with '%s' cannot run here (+inf): %s",
                opsched_graph_node(c, 0)->name, opsched_ctx_last_error(m->ctx));
-        opsched_ctx_clear_error(m->ctx);
+        st = os_strdup(m->ctx, opsched_ctx_last_error(m->ctx), &why);
         *ms = INFINITY;
         m->stats.unsupported++;
-        st = OPSCHED_OK;
     }
     if (st == OPSCHED_OK) {
         m->stats.measured++;
-        st = remember(m, sig, *ms);
+        st = remember(m, sig, *ms, why);
         sig = NULL;
     }
+    free(why);
 done:
     tb = os_now_ms();
     opsched_executor_free(ex);

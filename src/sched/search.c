@@ -860,13 +860,29 @@ opsched_status opsched_schedule_cost(opsched_schedule *s, const opsched_graph *g
     double total = 0;
     for (int i = 0; i < s->n_stages; i++) {
         double ms;
+        opsched_ctx_clear_error(s->ctx);
         OS_TRY(fn(user, g, &s->stages[i], &ms));
         if (!(ms >= 0))
             return OS_FAIL(s->ctx, OPSCHED_ERR_INVALID_ARG,
                            "the stage cost function returned %g ms for stage %d", ms, i + 1);
-        if (isinf(ms))
+        if (isinf(ms)) {
+            /* A cost function that knows why leaves the reason on the
+             * context. */
+            const char *why = opsched_ctx_last_error(s->ctx);
+            char buf[768];
+            snprintf(buf, sizeof buf, "%s", why && *why ? why : "");
+            const opsched_stage *stg = &s->stages[i];
+            const char *first = "?", *op = "?";
+            if (stg->n_groups > 0 && stg->groups[0].n_nodes > 0) {
+                const opsched_node *nd = opsched_graph_node(g, stg->groups[0].nodes[0]);
+                first = nd->name;
+                op = opsched_op_name(nd->op);
+            }
             return OS_FAIL(s->ctx, OPSCHED_ERR_UNSUPPORTED,
-                           "stage %d cannot run on the device (its cost is +inf)", i + 1);
+                           "stage %d (from node '%s', %s) cannot run on the device (its cost "
+                           "is +inf)%s%s",
+                           i + 1, first, op, buf[0] ? ": " : "", buf);
+        }
         s->stages[i].ms = ms;
         total += ms;
     }
