@@ -220,11 +220,14 @@ static void test_measure_on_devices(void **state)
         assert_int_equal(opsched_measure_node(dev, g, 0, &o, &m), OPSCHED_OK);
         assert_int_equal(m.converged, 1);
         assert_true(opsched_stats_median_ci(&m.stats) <= 0.5);
-        /* ... and one none meets stops at max_ms, saying it did not converge. */
+            /* ... and one almost none meets stops at max_ms, saying it did not
+         * converge; a device whose samples are all equal (a GPU's event
+         * timer ticks in 0.5 us) has an interval of 0, which meets it. */
         o.ci_target = 1e-9;
         o.max_ms = 15;
         assert_int_equal(opsched_measure_node(dev, g, 0, &o, &m), OPSCHED_OK);
-        assert_int_equal(m.converged, 0);
+        if (m.converged)
+            assert_true(m.stats.median_lo == m.stats.median_hi);
         assert_true(m.stats.n >= 10);
         opsched_measure_options_default(&o);
         o.warmup_ms = 5;
