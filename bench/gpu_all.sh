@@ -42,8 +42,14 @@ onnx_env() {
   local v=$state/venv-onnx-1.23.2
   if ! "$v/bin/python" -c 'import onnx; assert onnx.__version__ == "1.23.2"' 2>/dev/null; then
     rm -rf "$v"
-    "$py" -m venv --system-site-packages "$v" &&
-      "$v/bin/python" -m pip install -q --no-deps --no-index .carry/wheels/onnx-1.23.2-*.whl
+    # The new environment sees the PyTorch environment's packages (numpy,
+    # protobuf) behind its own onnx: a .pth line is read after its own
+    # site-packages.
+    "$py" -m venv "$v" &&
+      "$py" -c 'import site; print(site.getsitepackages()[0])' \
+        > "$("$v/bin/python" -c 'import site; print(site.getsitepackages()[0])')/torch-env.pth" &&
+      "$v/bin/python" -m pip install -q --no-deps --no-index .carry/wheels/onnx-1.23.2-*.whl &&
+      "$v/bin/python" -c 'import onnx, onnx.reference; assert onnx.__version__ == "1.23.2"'
   fi
 }
 

@@ -24,5 +24,5 @@ for lib in $(ldd "$stage"/bin/opsched "$stage"/tests/* | awk '/=>/ {print $3}' |
 done
 strip --strip-debug "$stage"/bin/* "$stage"/tests/* "$stage"/lib/* 2>/dev/null || true
 rm -rf .carry && mkdir -p .carry
-tar -C "$stage" -cf - . | xz -T0 -6 > .carry/carry.tar.xz
+tar -C "$stage" -cf - . | xz -T1 --lzma2=preset=6,dict=192MiB > .carry/carry.tar.xz
 du -sh .carry/carry.tar.xz
