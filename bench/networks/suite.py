@@ -30,8 +30,18 @@ OUT/results.csv after every item (a temporary file renamed over it), and a
 call continues where the last one stopped, within --budget-s.
 
     suite.py run --out DIR [--models a,b] [--budget-s 540]     # on the GPU
+    suite.py run --out DIR --gpus 4     # the items dealt over 4 GPUs of a host
     suite.py run --out DIR --backend cpu --models squeezenet1_1 # CPU backend
     suite.py report DIR      # summary.md, speedup.png from results.csv
+
+With --gpus N the items are dealt round-robin to N shards, one a GPU of
+the host, each run by a process of its own (CUDA_VISIBLE_DEVICES) pinned
+to its own slice of the host's cores, so that no shard's compiling takes
+the cores another shard times on.  Every item's opsched and peers run on
+one GPU: a row compares like with like.  Shard K writes results-K.csv,
+suite-K.log, env-K.txt and stages-K.db; every results*.csv of the folder
+counts as done when a call resumes (with any number of shards), and the
+report reads them all.
 
 On the CPU backend the PyTorch peers are skipped with a message unless torch
 has CUDA.
@@ -57,7 +67,7 @@ FIELDS = (["model", "family", "task", "batch", "math", "input", "backend",
            "opsched_ms", "opsched_seq_ms", "opsched_free_ms", "opsched_drift", "opsched_layout",
            "opsched_error"]
           + [c for p in PEERS for c in (p + "_ms", p + "_error")]
-          + ["torch_compile_s", "torch_autotune_s", "speedup_vs_compile", "seconds"])
+          + ["torch_compile_s", "torch_autotune_s", "speedup_vs_compile", "seconds", "finished"])
 ROUND = 8
 
 
@@ -88,6 +98,26 @@ def key(r):
     return (r["model"], str(r["batch"]), r["math"])
 
 
+def results_files(d):
+    """results.csv and the shards' results-K.csv of a folder."""
+    names = sorted(n for n in os.listdir(d) if n == "results.csv"
+                   or (n.startswith("results-") and n.endswith(".csv"))) if os.path.isdir(d) else []
+    return [os.path.join(d, n) for n in names]
+
+
+def read_all_rows(d):
+    """The rows of every results file of a folder, one per item: of two
+    rows of an item (one run again, by another shard), the one finished
+    last."""
+    by = {}
+    for path in results_files(d):
+        for r in read_rows(path):
+            k = key(r)
+            if k not in by or r.get("finished", "") >= by[k].get("finished", ""):
+                by[k] = r
+    return list(by.values())
+
+
 # ---- opsched ---------------------------------------------------------------
 
 def find_opsched(given):
@@ -102,7 +132,7 @@ def one_line(text, limit=300):
     lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
     msg = lines[-1] if lines else "no message"
     for l in lines:
-        if l.startswith("opsched") and ("error" in l or ": " in l):
+        if l.startswith("opsched") and ("error" in l or ": " in l) and "warning:" not in l:
             msg = l
             break
     return msg[:limit]
@@ -119,6 +149,8 @@ def opsched_run(a, m, batch, mathmode, stages_db, logf):
     cmd += ["--format", "csv"] if a.run_csv else ["--layout", "nhwc" if a.backend == "cuda" else "nchw"]
     if a.quick:
         cmd += ["--iters", "10", "--min-ms", "50", "--warmup-ms", "20"]
+    else:
+        cmd += ["--min-ms", "%g" % a.min_ms, "--warmup-ms", "%g" % a.warmup_ms]
     logf.write("$ %s\n" % " ".join(cmd))
     logf.flush()
     try:
@@ -397,7 +429,7 @@ def items(a, manifest):
             yield by[n], int(bs) if bs != "B" else by[n]["batches"][-1], mm
 
 
-def env_write(a, out):
+def env_write(a, out, name="env.txt"):
     lines = ["date: %s" % time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
              "host: %s %s" % (platform.node(), platform.platform())]
     try:
@@ -427,30 +459,86 @@ def env_write(a, out):
         lines.append(p.stdout.strip() or "%s: not installed" % mod)
     lines.append("onnxruntime CUDA provider: %s" % (ort_status() or "present"))
     lines.append("settings: %s" % " ".join(sys.argv[1:]))
-    with open(os.path.join(out, "env.txt"), "a") as f:
+    with open(os.path.join(out, name), "a") as f:
         f.write("\n".join(lines) + "\n\n")
+
+
+def run_sharded(a):
+    """--gpus N: N children `run --shard K/N`, child K on GPU K and the K-th
+    slice of this process's cores; 0 when all finished, 3 when one stopped
+    at its budget (run again), else 1."""
+    argv, skip = [], False
+    for x in sys.argv[2:]:
+        if skip:
+            skip = False
+            continue
+        if x == "--gpus":
+            skip = True
+            continue
+        if x.startswith("--gpus="):
+            continue
+        argv.append(x)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    gpus = visible.split(",") if visible else [str(i) for i in range(a.gpus)]
+    if len(gpus) < a.gpus:
+        sys.exit("suite.py: --gpus %d but CUDA_VISIBLE_DEVICES names %d" % (a.gpus, len(gpus)))
+    cores = sorted(os.sched_getaffinity(0))
+    per = max(1, len(cores) // a.gpus)
+    procs = []
+    for k in range(a.gpus):
+        mine = cores[k * per:(k + 1) * per] or cores
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpus[k],
+                   TORCHINDUCTOR_COMPILE_THREADS=str(len(mine)), OMP_NUM_THREADS=str(len(mine)))
+        cmd = [sys.executable, os.path.abspath(__file__), "run", "--shard", "%d/%d" % (k, a.gpus)]
+        procs.append(subprocess.Popen(cmd + argv, env=env,
+                                      preexec_fn=lambda m=mine: os.sched_setaffinity(0, m)))
+    codes = [p.wait() for p in procs]
+    print("suite: shards ended with %s" % codes, flush=True)
+    if all(c == 0 for c in codes):
+        return 0
+    return 3 if all(c in (0, 3) for c in codes) else 1
 
 
 def run_main(a):
     a.opsched = find_opsched(a.opsched)
     os.makedirs(a.out, exist_ok=True)
+    if a.gpus > 1 and a.shard is None:
+        return run_sharded(a)
     with open(MANIFEST) as f:
         manifest = json.load(f)
-    results = os.path.join(a.out, "results.csv")
+    shard, nshards, tag = 0, 1, ""
+    if a.shard is not None:
+        try:
+            shard, nshards = (int(x) for x in a.shard.split("/"))
+            assert 0 <= shard < nshards
+        except (ValueError, AssertionError):
+            sys.exit("suite.py: --shard wants K/N with 0 <= K < N, not %r" % a.shard)
+        tag = "-%d" % shard
+    results = os.path.join(a.out, "results%s.csv" % tag)
+    # This process writes its own file; every results file of the folder
+    # says what is done.
     rows = read_rows(results)
-    done = {key(r): r for r in rows}
+    done = {key(r): r for r in read_all_rows(a.out)}
+    done.update({key(r): r for r in rows})
+    if a.retry_errors:
+        # Items whose opsched run failed or whose peer process died or
+        # overran are run again; their new row replaces the old one.
+        done = {k: r for k, r in done.items() if not (
+            r.get("opsched_error") or any(
+                ("died" in r.get(p + "_error", "") or "did not finish" in r.get(p + "_error", ""))
+                for p in PEERS))}
     start = time.time()
-    env_write(a, a.out)
-    stages_db = os.path.join(a.out, "stages.db")
-    logf = open(os.path.join(a.out, "suite.log"), "a")
+    env_write(a, a.out, "env%s.txt" % tag)
+    stages_db = os.path.join(a.out, "stages%s.db" % tag)
+    logf = open(os.path.join(a.out, "suite%s.log" % tag), "a")
     peers = [p for p in a.peers.split(",") if p]
     ort_why = ort_status() if "ort_cuda" in peers else "not asked for"
     worker = PeerWorker(logf)
     a.run_csv = "--format" in subprocess.run([a.opsched, "run", "--help"], capture_output=True,
                                              text=True).stdout
-    todo = list(items(a, manifest))
-    print("suite: %d items, %d done before, %s backend, peers %s" % (
-        len(todo), sum(1 for t in todo if (t[0]["name"], str(t[1]), t[2]) in done), a.backend,
+    todo = [t for i, t in enumerate(items(a, manifest)) if i % nshards == shard]
+    print("suite%s: %d items, %d done before, %s backend, peers %s" % (
+        tag, len(todo), sum(1 for t in todo if (t[0]["name"], str(t[1]), t[2]) in done), a.backend,
         ",".join(peers) or "none"), flush=True)
     # Pass 1: opsched, the quick peers and reduce-overhead compile.  Pass 2:
     # max-autotune for the rows that do not have it yet.
@@ -470,6 +558,8 @@ def run_main(a):
                 r = done.get(k)
                 if not r or r.get("torch_autotune_ms") or r.get("torch_autotune_error"):
                     continue
+                if not any(x is r for x in rows):
+                    rows.append(r)  # another file's row, kept here once updated
                 t0 = time.time()
                 res = worker.ask(dict(item, modes=["torch_autotune"]), a.autotune_limit_s)
                 for c in ("torch_autotune_ms", "torch_autotune_error", "torch_autotune_s"):
@@ -522,7 +612,8 @@ def run_main(a):
             if r.get("opsched_ms") and r.get("torch_compile_ms"):
                 r["speedup_vs_compile"] = fmt(float(r["torch_compile_ms"]) / float(r["opsched_ms"]))
             r["seconds"] = fmt(time.time() - t0)
-            rows.append(r)
+            r["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            rows = [x for x in rows if key(x) != k] + [r]
             done[k] = r
             write_rows(results, rows)
             print("  %-26s b%-2d %-4s opsched %s  compile %s  (%.0f s)" % (
@@ -559,9 +650,9 @@ def geomean(xs):
 
 
 def report_main(a):
-    rows = read_rows(os.path.join(a.dir, "results.csv"))
+    rows = read_all_rows(a.dir)
     if not rows:
-        sys.exit("suite.py report: no rows in %s/results.csv" % a.dir)
+        sys.exit("suite.py report: no rows in %s/results*.csv" % a.dir)
     configs = []
     for r in rows:
         c = (r["batch"], r["math"])
@@ -691,9 +782,17 @@ def main():
     r.add_argument("--autotune-limit-s", type=int, default=240)
     r.add_argument("--autotune-math", default="tf32", help="max-autotune runs at batch 1 in this math")
     r.add_argument("--autotune-models", help="max-autotune for these models only (comma list)")
-    r.add_argument("--min-ms", type=float, default=300, help="peers: timed at least this long each")
-    r.add_argument("--warmup-ms", type=float, default=200)
+    r.add_argument("--min-ms", type=float, default=200,
+                   help="opsched's schedules and each peer: timed at least this long")
+    r.add_argument("--warmup-ms", type=float, default=100, help="warm-up of each, likewise")
     r.add_argument("--quick", action="store_true", help="few iterations (tests)")
+    r.add_argument("--retry-errors", action="store_true",
+                   help="run again the items whose opsched run failed or whose peer process "
+                   "died or overran (their rows are replaced)")
+    r.add_argument("--gpus", type=int, default=1,
+                   help="deal the items over this many GPUs of the host, a process each")
+    r.add_argument("--shard", help="K/N: run the items i with i %% N == K only (what --gpus "
+                   "gives each GPU; for scripts that place the shards themselves)")
     sub.add_parser("peer", help=argparse.SUPPRESS)
     s = sub.add_parser("report", help="summary.md and speedup.png from results.csv")
     s.add_argument("dir")

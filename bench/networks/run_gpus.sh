@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The network suite on every GPU of one host, in a call of under ten
+# minutes that the next call continues: shard K of N runs on GPU K, pinned
+# to the K-th slice of the host's cores (suite.py run --shard K/N), so that
+# one shard's compiling never takes the cores another shard times on; all
+# of an item's runs, opsched's and its peers', are on one GPU.  With
+# --tests the last GPU first runs the GPU unit tests and the fp32 numerics
+# (bench/gpu_tests.sh), then its shard.
+#
+#   bash bench/networks/run_gpus.sh RESULTS_DIR OUTDIR [--tests] [suite.py run options]
+#
+# RESULTS_DIR holds the suite's files (results-K.csv, suite-K.log, env-K.txt)
+# and is resumed from; OUTDIR gets them as networks.tgz (without the
+# stage-cost caches), the report, and gpu_tests.tgz.  Before the first
+# call, here: make build && scripts/gpu-carry.sh build, and send .carry
+# with the device tool's carry (and RESULTS_DIR, for a call that continues).
+set -uo pipefail
+res=${1:?usage: run_gpus.sh RESULTS_DIR OUTDIR [--tests] [suite options]}
+out=${2:?usage: run_gpus.sh RESULTS_DIR OUTDIR [--tests] [suite options]}
+shift 2
+tests=0
+if [ "${1:-}" = --tests ]; then tests=1; shift; fi
+budget=${GPU_CALL_S:-540}
+start=$(date +%s)
+left() { echo $((budget - ($(date +%s) - start))); }
+[ -x .carry/bin/opsched ] || tar -C .carry -xJf .carry/carry.tar.xz
+. "$(dirname "$0")/../gpu_env.sh"
+command -v taskset > /dev/null || taskset() { shift 2; "$@"; }   # unpinned without it
+mkdir -p "$res" "$out"
+gpu_env_write "$out" > /dev/null
+n=$(nvidia-smi -L | wc -l)
+per=$(( $(nproc) / n ))
+echo "run_gpus: $n GPUs, $per cores a shard, ${budget}s" | tee "$out/run.log"
+for k in $(seq 0 $((n - 1))); do
+  lo=$((k * per)) hi=$((k * per + per - 1))
+  (
+    export CUDA_VISIBLE_DEVICES=$k TORCHINDUCTOR_COMPILE_THREADS=$per OMP_NUM_THREADS=$per
+    if [ $tests = 1 ] && [ $k = $((n - 1)) ]; then
+      mkdir -p "$out/gpu_tests"
+      TEST_S=90 taskset -c $lo-$hi bash bench/gpu_tests.sh "$out/gpu_tests" \
+        > "$out/gpu_tests/summary.txt" 2>&1
+    fi
+    # Items still running at the budget finish; none starts after it.
+    taskset -c $lo-$hi "$py" bench/networks/suite.py run --opsched "$bin" --out "$res" \
+      --shard $k/$n --budget-s $(( $(left) - 100 )) "$@"
+  ) >> "$res/shard-$k.out" 2>&1 &
+done
+wait
+echo "run_gpus: shards ended after $(( $(date +%s) - start ))s" | tee -a "$out/run.log"
+"$py" bench/networks/suite.py report "$res" >> "$out/run.log" 2>&1
+tail -n 3 "$res"/shard-*.out >> "$out/run.log"
+tar -czf "$out/networks.tgz" -C "$(dirname "$res")" --exclude='stages*.db*' "$(basename "$res")"
+[ -d "$out/gpu_tests" ] && tar -czf "$out/gpu_tests.tgz" -C "$out" gpu_tests && rm -rf "$out/gpu_tests"
+cat "$out/run.log"
