@@ -255,8 +255,8 @@ opsched_status cu_plan_gather(const cu_plan_args *a, cu_plan **out);
 /* The planner of a->node's operator (cuda_plan.c). */
 opsched_status cu_plan_dispatch(const cu_plan_args *a, cu_plan **out);
 /* a->node planned under NCHW between copies from and to NHWC, for a
- * planner that refuses NHWC (cuda_layout.c); OPSCHED_ERR_UNSUPPORTED
- * without a message when no tensor of the node differs between the two. */
+ * planner that refuses NHWC (cuda_layout.c); the NCHW plan itself when no
+ * tensor of the node differs between the two. */
 opsched_status cu_plan_nchw_adapter(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_transpose(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_pad(const cu_plan_args *a, cu_plan **out);

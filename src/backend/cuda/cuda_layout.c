@@ -10,7 +10,8 @@
  * cu_plan_nchw_adapter plans it again under NCHW and wraps that plan: the
  * 4-D inputs are copied into NCHW scratch first, the 4-D outputs written to
  * scratch and copied back out channels-last.  A tensor whose two layouts
- * are the same memory (one channel, or one pixel) is passed as it is.
+ * are the same memory (one channel, or one pixel) is passed as it is, and
+ * a node all of whose tensors are runs on its NCHW plan alone.
  *
  * The copies cost time, and the schedule searcher measures them with the
  * node; what it makes possible is running a network whatever its ops, in
@@ -102,7 +103,7 @@ opsched_status cu_plan_nchw_adapter(const cu_plan_args *a, cu_plan **out)
         n_cin += needs_copy(cu_in(a, i));
     for (int i = 0; i < n->n_outputs; i++)
         n_cout += needs_copy(cu_out(a, i));
-    if (n_cin + n_cout == 0 || n->n_inputs > CUK_MAX_CONCAT || n->n_outputs > CUK_MAX_CONCAT)
+    if (n->n_inputs > CUK_MAX_CONCAT || n->n_outputs > CUK_MAX_CONCAT)
         return OPSCHED_ERR_UNSUPPORTED;
     opsched_plan_options o = *a->opts;
     o.layout = OPSCHED_LAYOUT_NCHW;
@@ -110,6 +111,13 @@ opsched_status cu_plan_nchw_adapter(const cu_plan_args *a, cu_plan **out)
     b.opts = &o;
     cu_plan *inner = NULL;
     OS_TRY(cu_plan_dispatch(&b, &inner));
+    if (n_cin + n_cout == 0) {
+        /* Every tensor is the same memory in both layouts (one channel, one
+         * pixel, or not 4-D: ConvNeXt's LayerNorm after the pooling): the
+         * NCHW plan reads and writes them as they are. */
+        *out = inner;
+        return OPSCHED_OK;
+    }
     cu_plan *base = NULL;
     opsched_status st = cu_plan_alloc(a, sizeof(lx_plan), lx_launch, lx_release, &base);
     if (st != OPSCHED_OK) {

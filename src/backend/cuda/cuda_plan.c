@@ -445,10 +445,14 @@ opsched_status cu_plan_create(opsched_ctx *ctx, void *impl, const opsched_graph 
         if (st == OPSCHED_ERR_UNSUPPORTED && opts->layout == OPSCHED_LAYOUT_NHWC) {
             /* planned again in NCHW between copies (cuda_layout.c); where
              * there is nothing to copy the first reason stands */
+            char why[512];
+            snprintf(why, sizeof why, "%s", opsched_ctx_last_error(ctx));
             memset(info, 0, sizeof(*info));
             if (cu_plan_nchw_adapter(&a, &p) == OPSCHED_OK) {
                 opsched_ctx_clear_error(ctx);
                 st = OPSCHED_OK;
+            } else {
+                st = OS_FAIL(ctx, st, "%s", why); /* the NHWC planner's reason */
             }
         }
         OS_TRY(st);
