@@ -778,6 +778,13 @@ static void test_nhwc_ops(void **state)
     perm.transpose.perm[1] = 2;
     perm.transpose.perm[2] = 3;
     perm.transpose.perm[3] = 1;
+    /* ReduceMean over H and W (the squeeze of squeeze-and-excitation), kept
+     * and dropped dims: under NHWC a column reduction */
+    opsched_op_attr hw_keep = attr0(), hw_drop = attr0();
+    hw_keep.reduce.n_axes = hw_drop.reduce.n_axes = 2;
+    hw_keep.reduce.axes[0] = hw_drop.reduce.axes[0] = 2;
+    hw_keep.reduce.axes[1] = hw_drop.reduce.axes[1] = 3;
+    hw_keep.reduce.keepdims = 1;
     tcase *cases[] = {
         pool_case(OPSCHED_OP_MAXPOOL, "2x8x9x9", 3, 2, p1, 0, 0), /* cuDNN */
         pool_case(OPSCHED_OP_MAXPOOL, "1x4x8x8", 3, 2, p1, 1, 0), /* ceil: own kernel */
@@ -788,6 +795,13 @@ static void test_nhwc_ops(void **state)
         pool_case(OPSCHED_OP_AVGPOOL, "1x2x8x8", 2, 2, p0, 0, 0),
         unary_case(OPSCHED_OP_GLOBALAVGPOOL, NULL, "2x16x7x7"),
         unary_case(OPSCHED_OP_GLOBALMAXPOOL, NULL, "2x16x7x5"),
+        /* long columns: many blocks a column, their partial results
+         * combined by a second kernel; channels not a multiple of 32 */
+        unary_case(OPSCHED_OP_GLOBALAVGPOOL, NULL, "1x40x112x112"),
+        unary_case(OPSCHED_OP_GLOBALAVGPOOL, NULL, "3x70x30x30"),
+        unary_case(OPSCHED_OP_GLOBALMAXPOOL, NULL, "1x33x64x64"),
+        unary_case(OPSCHED_OP_REDUCEMEAN, &hw_keep, "2x48x56x56"),
+        unary_case(OPSCHED_OP_REDUCEMEAN, &hw_drop, "1x96x14x14"),
         unary_case(OPSCHED_OP_RELU, NULL, "2x3x4x5"),
         unary_case(OPSCHED_OP_CLIP, &relu6, "2x3x4x5"),
         unary_case(OPSCHED_OP_SOFTMAX, &soft, "2x10x3x3"),

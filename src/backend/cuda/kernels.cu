@@ -545,6 +545,61 @@ __global__ void k_reduce_mean(cuk_reduce_desc d, int64_t n_out, int64_t n_red, c
     }
 }
 
+/* Column reduction of x [O, R, C] (C contiguous) into y [O, C]: a block
+ * holds 32 neighbouring columns (a warp reads 32 neighbouring elements)
+ * and 8 rows at a time of part z of the R rows; the 8 row lanes meet in
+ * shared memory.  With one part the block writes y; with several, each
+ * part writes its partial results to ws [P, O, C] and k_colreduce_finish
+ * combines them in part order (the same sum at every run). */
+__device__ __forceinline__ float col_acc(int fn, float a, float v)
+{
+    if (fn != CUK_COL_MAX) return a + v;
+    return a != a ? a : ((v != v || v > a) ? v : a); /* a NaN stays */
+}
+
+__device__ __forceinline__ float col_final(int fn, float a, int64_t R)
+{
+    return fn == CUK_COL_MEAN ? a / (float)R : a;
+}
+
+template <typename T>
+__global__ void k_colreduce(int fn, int64_t O, int64_t R, int64_t C, int64_t chunk, int parts,
+                            const T *x, T *y, float *ws)
+{
+    __shared__ float sh[8][33];
+    const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+    const int64_t c = (int64_t)blockIdx.x * 32 + tx, o = blockIdx.y;
+    const int64_t r0 = (int64_t)blockIdx.z * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
+    float acc = fn == CUK_COL_MAX ? -CUDART_INF_F : 0.0f;
+    if (c < C) {
+        const T *xp = x + o * R * C + c;
+        for (int64_t r = r0 + ty; r < r1; r += 8)
+            acc = col_acc(fn, acc, ld<T>(xp[r * C]));
+    }
+    sh[ty][tx] = acc;
+    __syncthreads();
+    if (ty != 0 || c >= C) return;
+    for (int k = 1; k < 8; k++)
+        acc = col_acc(fn, acc, sh[k][tx]);
+    if (parts == 1)
+        y[o * C + c] = st<T>(col_final(fn, acc, R));
+    else
+        ws[((int64_t)blockIdx.z * O + o) * C + c] = acc;
+}
+
+template <typename T>
+__global__ void k_colreduce_finish(int fn, int64_t O, int64_t R, int64_t C, int parts,
+                                   const float *ws, T *y)
+{
+    GRID_STRIDE(i, O * C)
+    {
+        float acc = ws[i];
+        for (int k = 1; k < parts; k++)
+            acc = col_acc(fn, acc, ws[(int64_t)k * O * C + i]);
+        y[i] = st<T>(col_final(fn, acc, R));
+    }
+}
+
 template <typename T>
 __global__ void k_pool(cuk_pool_desc d, int64_t n, const T *x, T *y, int64_t *ind)
 {
@@ -1001,6 +1056,49 @@ extern "C" cudaError_t cuk_reduce_mean(cuk_type t, const cuk_reduce_desc *d, con
     int grid = blocks_for(n_out * 32);
     DISPATCH_FLOAT(t, k_reduce_mean<T>
                    <<<grid, kThreads, 0, stream>>>(*d, n_out, n_red, (const T *)x, (T *)y));
+    return cudaGetLastError();
+}
+
+/* Parts of the R rows: about 1024 blocks in all (a few per SM), at least
+ * 64 rows a part. */
+static int colreduce_parts(int64_t O, int64_t R, int64_t C)
+{
+    int64_t blocks = (C + 31) / 32 * O;
+    int64_t want = (1024 + blocks - 1) / blocks, most = (R + 63) / 64;
+    int64_t p = want < most ? want : most;
+    return (int)(p < 1 ? 1 : (p > 4096 ? 4096 : p));
+}
+
+extern "C" int cuk_colreduce_ok(int64_t O, int64_t R, int64_t C)
+{
+    return O >= 1 && O <= 65535 && R >= 1 && C >= 1 && (C + 31) / 32 <= INT32_MAX &&
+           O * R <= INT64_MAX / C;
+}
+
+extern "C" size_t cuk_colreduce_workspace(int64_t O, int64_t R, int64_t C)
+{
+    if (!cuk_colreduce_ok(O, R, C)) return 0;
+    int parts = colreduce_parts(O, R, C);
+    return parts > 1 ? (size_t)parts * (size_t)(O * C) * sizeof(float) : 0;
+}
+
+extern "C" cudaError_t cuk_colreduce(cuk_col_fn fn, cuk_type t, int64_t O, int64_t R, int64_t C,
+                                     const void *x, void *y, void *ws, cudaStream_t stream)
+{
+    if (!cuk_colreduce_ok(O, R, C) || (int)fn < 0 || fn > CUK_COL_MAX)
+        return cudaErrorInvalidValue;
+    int parts = colreduce_parts(O, R, C);
+    if (parts > 1 && !ws) return cudaErrorInvalidValue;
+    int64_t chunk = (R + parts - 1) / parts;
+    dim3 grid((unsigned)((C + 31) / 32), (unsigned)O, (unsigned)parts);
+    DISPATCH_FLOAT(t, k_colreduce<T><<<grid, kThreads, 0, stream>>>(
+                          (int)fn, O, R, C, chunk, parts, (const T *)x, (T *)y, (float *)ws));
+    if (parts > 1) {
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) return e;
+        DISPATCH_FLOAT(t, k_colreduce_finish<T><<<blocks_for(O * C), kThreads, 0, stream>>>(
+                              (int)fn, O, R, C, parts, (const float *)ws, (T *)y));
+    }
     return cudaGetLastError();
 }
 

@@ -171,6 +171,20 @@ typedef struct cuk_reduce_desc {
 cudaError_t cuk_reduce_mean(cuk_type t, const cuk_reduce_desc *d, const void *x, void *y,
                             cudaStream_t stream);
 
+/* A column reduction: x viewed as [O, R, C] with C contiguous and row r
+ * of slice o at (o * R + r) * C, reduced over R into y [O, C] (a global
+ * pooling or a mean over H and W of a channels-last tensor).  Several
+ * blocks share a long column; their partial results go to ws, of
+ * cuk_colreduce_workspace(O, R, C) bytes (0: none needed), and are
+ * combined in a fixed order.  cuk_colreduce_ok says whether the shape is
+ * one the kernel takes (1 <= O <= 65535, R >= 1, C >= 1). */
+typedef enum cuk_col_fn { CUK_COL_SUM = 0, CUK_COL_MEAN, CUK_COL_MAX } cuk_col_fn;
+
+int cuk_colreduce_ok(int64_t O, int64_t R, int64_t C);
+size_t cuk_colreduce_workspace(int64_t O, int64_t R, int64_t C);
+cudaError_t cuk_colreduce(cuk_col_fn fn, cuk_type t, int64_t O, int64_t R, int64_t C,
+                          const void *x, void *y, void *ws, cudaStream_t stream);
+
 /* 2-D or 3-D max or average pooling; x and y are addressed through
  * strides (n, c, h, w) and the depth strides xsd, ysd; y is written in the
  * order given by nhwc (2-D only).  A 2-D pool has D = OD = kd = sd = dd = 1
