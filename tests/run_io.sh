@@ -88,5 +88,49 @@ check "a missing file: named" grep -q "missing.npy" err.txt
 run "$small/two_inputs_add.onnx" --input a
 check "--input without =FILE: exit 2" test $? = 2
 check "no output directory left by the failures" test ! -e o4 -a ! -e o5 -a ! -e o6
+
+# --output-dir names no file: an existing one is kept unless --force, a
+# symbolic link is not written through unless --follow-symlinks, and an
+# output that is one of the inputs is a usage error (all before the run).
+sum_o1=$(cksum < o1/y.npy)
+run "$small/two_inputs_add.onnx" --input a=a.npy --input b=b.npy --output-dir o1
+check "an existing output file: exit 1" test $? = 1
+check "an existing output file: named, --force suggested" grep -q "o1/y.npy: a file of that name exists" err.txt
+check "an existing output file: --force suggested" grep -q -- "--force" err.txt
+check "an existing output file: kept byte for byte" test "$(cksum < o1/y.npy)" = "$sum_o1"
+run "$small/two_inputs_add.onnx" --input a=b.npy --input b=b.npy --output-dir o1 --force
+check "--force: exit 0" test $? = 0
+check "--force: the file replaced" "$py" -c "
+import numpy as np, sys
+sys.exit(0 if (np.load('o1/y.npy') == 2 * np.load('b.npy')).all() else 1)"
+mkdir o9 && echo precious > precious.txt && ln -s ../precious.txt o9/y.npy
+run "$small/two_inputs_add.onnx" --input a=a.npy --input b=b.npy --output-dir o9
+check "a symbolic link in --output-dir: exit 1" test $? = 1
+check "a symbolic link in --output-dir: named, --follow-symlinks suggested" \
+    grep -q -- "--follow-symlinks" err.txt
+check "a symbolic link in --output-dir: its target untouched" test "$(cat precious.txt)" = precious
+run "$small/two_inputs_add.onnx" --input a=a.npy --input b=b.npy --output-dir o9 --follow-symlinks
+check "a link to an existing file, followed but not forced: exit 1" test $? = 1
+check "a link to an existing file, followed but not forced: untouched" test "$(cat precious.txt)" = precious
+run "$small/two_inputs_add.onnx" --input a=a.npy --input b=b.npy --output-dir o9 --follow-symlinks --force
+check "--follow-symlinks --force: exit 0, written through the link" \
+    "$py" -c "import numpy, sys; numpy.load('precious.txt'); sys.exit(0)"
+mkdir o10 && cp a.npy o10/y.npy && sum_in=$(cksum < o10/y.npy)
+run "$small/two_inputs_add.onnx" --input a=o10/y.npy --input b=b.npy --output-dir o10 --force
+check "an output that is an --input file: exit 2" test $? = 2
+check "an output that is an --input file: both named" grep -q "o10/y.npy" err.txt
+check "an output that is an --input file: kept" test "$(cksum < o10/y.npy)" = "$sum_in"
+ln -s o10/y.npy alias.npy
+run "$small/two_inputs_add.onnx" --input a=alias.npy --input b=b.npy --output-dir o10 --force
+check "an output that is an --input file through a link: exit 2" test $? = 2
+check "an output that is an --input file through a link: kept" test "$(cksum < o10/y.npy)" = "$sum_in"
+mkdir -p s1 && run "$small/two_inputs_add.onnx" --input a=a.npy --input b=b.npy --compare sequential --save-schedules s1
+check "--save-schedules: exit 0" test $? = 0
+sum_s=$(cat s1/*.json | cksum)
+mkdir -p s1 && run "$small/two_inputs_add.onnx" --input a=a.npy --input b=b.npy --compare sequential --save-schedules s1
+check "--save-schedules over an existing schedule: exit 1, kept" \
+    test $? = 1 -a "$(cat s1/*.json | cksum)" = "$sum_s"
+run "$small/two_inputs_add.onnx" --input a=a.npy --input b=b.npy --compare sequential --save-schedules s1 --force
+check "--save-schedules --force: exit 0" test $? = 0
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

@@ -236,6 +236,7 @@ def run_model(job):
         row["ort_s"] = "%.2f" % (time.time() - t0)
         # opsched.
         outdir = os.path.join(work, "out")
+        shutil.rmtree(outdir, ignore_errors=True)  # a call cut short left its files
         env = dict(os.environ, OMP_NUM_THREADS=str(opts["threads"]))
         cmd = [opts["opsched"], "run", model_path, "--backend", opts["backend"], "--math",
                opts["math"], "--iters", "0", "--output-dir", outdir] + args

@@ -118,6 +118,11 @@ void opsched_npy_array_clear(opsched_npy_array *a);
  * and no temporary file is left. */
 opsched_status opsched_npy_write_file(opsched_ctx *ctx, const char *path, opsched_npy_dtype dtype,
                                       int ndim, const int64_t *dims, const void *data);
+/* The same with opsched_out_open's flags (OPSCHED_OUT_NO_SYMLINK,
+ * OPSCHED_OUT_NO_CLOBBER: for names the user did not give). */
+opsched_status opsched_npy_write_file_flags(opsched_ctx *ctx, const char *path, int flags,
+                                            opsched_npy_dtype dtype, int ndim, const int64_t *dims,
+                                            const void *data);
 
 /* The same file's bytes in a new malloc'd buffer (*out, *size; the
  * caller frees *out). */

@@ -159,6 +159,9 @@ int opsched_tensor_scheduled_producer(const opsched_graph *g, int t);
  * index; see docs/SCHEDULE.md). */
 opsched_status opsched_schedule_write(const opsched_schedule *s, const opsched_graph *g,
                                       const char *path);
+/* The same with opsched_out_open's flags (for names the user did not give). */
+opsched_status opsched_schedule_write_flags(const opsched_schedule *s, const opsched_graph *g,
+                                            const char *path, int flags);
 opsched_status opsched_schedule_to_json(const opsched_schedule *s, const opsched_graph *g,
                                         char **out); /* free() the text */
 /* Reads a schedule file for g and validates it.  OPSCHED_ERR_PARSE for a

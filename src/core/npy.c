@@ -878,12 +878,19 @@ opsched_status opsched_npy_write_buffer(opsched_ctx *ctx, opsched_npy_dtype dtyp
 opsched_status opsched_npy_write_file(opsched_ctx *ctx, const char *path, opsched_npy_dtype dtype,
                                       int ndim, const int64_t *dims, const void *data)
 {
+    return opsched_npy_write_file_flags(ctx, path, 0, dtype, ndim, dims, data);
+}
+
+opsched_status opsched_npy_write_file_flags(opsched_ctx *ctx, const char *path, int flags,
+                                            opsched_npy_dtype dtype, int ndim, const int64_t *dims,
+                                            const void *data)
+{
     char hdr[NPY_WRITE_HEADER_MAX + NPY_ALIGN + NPY_PREAMBLE_MAX];
     size_t hlen, nbytes;
     if (!path || !*path) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "no npy file path given");
     OS_TRY(encode_header(ctx, dtype, ndim, dims, data, hdr, &hlen, &nbytes));
     opsched_out o;
-    OS_TRY(opsched_out_open(ctx, path, "npy file", 0, &o));
+    OS_TRY(opsched_out_open(ctx, path, "npy file", flags, &o));
     if (fwrite(hdr, 1, hlen, o.f) != hlen || (nbytes && fwrite(data, 1, nbytes, o.f) != nbytes)) {
         opsched_out_abort(&o);
         return OS_FAIL(ctx, OPSCHED_ERR_IO, "%s: writing the npy file failed: %s", path,

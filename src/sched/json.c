@@ -110,11 +110,17 @@ opsched_status opsched_schedule_to_json(const opsched_schedule *s, const opsched
 opsched_status opsched_schedule_write(const opsched_schedule *s, const opsched_graph *g,
                                       const char *path)
 {
+    return opsched_schedule_write_flags(s, g, path, 0);
+}
+
+opsched_status opsched_schedule_write_flags(const opsched_schedule *s, const opsched_graph *g,
+                                            const char *path, int flags)
+{
     char *text;
     OS_TRY(opsched_schedule_to_json(s, g, &text));
     size_t n = strlen(text);
     text[n] = '\n'; /* written as n + 1 bytes: the text and its last line's end */
-    opsched_status st = opsched_out_write(s->ctx, path, "schedule", 0, text, n + 1);
+    opsched_status st = opsched_out_write(s->ctx, path, "schedule", flags, text, n + 1);
     free(text);
     return st;
 }

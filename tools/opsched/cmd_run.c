@@ -51,7 +51,8 @@ static const char run_usage[] =
 enum {
     RU_SCHEDULE, RU_COMPARE, RU_VERIFY, RU_DB, RU_R, RU_S, RU_MAX_BLOCK, RU_NO_MERGE, RU_SAVE,
     RU_BACKEND, RU_DEVICE, RU_MATH, RU_LAYOUT, RU_ALGO, RU_CONC_ALGO, RU_FUSE, RU_ELISION,
-    RU_GRAPH, RU_CHECK, RU_WARMUP, RU_ITERS, RU_MIN_MS, RU_SEED, RU_TRACE, RU_INPUT, RU_OUTPUT_DIR
+    RU_GRAPH, RU_CHECK, RU_WARMUP, RU_ITERS, RU_MIN_MS, RU_SEED, RU_TRACE, RU_INPUT, RU_OUTPUT_DIR,
+    RU_FORCE, RU_FOLLOW
 };
 
 static const tool_opt run_opts[] = {
@@ -81,6 +82,10 @@ static const tool_opt run_opts[] = {
     {"output-dir", 0, "DIR", "write every output as DIR/<name>.npy (characters other\nthan "
                              "letters, digits, '.', '_' and '-' become '_')",
      RU_OUTPUT_DIR},
+    {"force", 0, NULL, "replace existing files in --output-dir and --save-schedules", RU_FORCE},
+    {"follow-symlinks", 0, NULL, "write through symbolic links in --output-dir and\n"
+                                 "--save-schedules (refused otherwise)",
+     RU_FOLLOW},
     {NULL, 0, NULL, NULL, 0}};
 
 static const tool_opt run_exec_opts[] = {
@@ -164,6 +169,8 @@ static int run_opt(void *dest, const char *cmd, const tool_opt *o, const char *v
     case RU_TRACE: a->trace = v; return TOOL_EXIT_OK;
     case RU_INPUT: return run_io_add(&a->io, v);
     case RU_OUTPUT_DIR: a->io.out_dir = v; return TOOL_EXIT_OK;
+    case RU_FORCE: a->io.out_flags &= ~OPSCHED_OUT_NO_CLOBBER; return TOOL_EXIT_OK;
+    case RU_FOLLOW: a->io.out_flags &= ~OPSCHED_OUT_NO_SYMLINK; return TOOL_EXIT_OK;
     case RU_BACKEND: a->backend = v; return TOOL_EXIT_OK;
     case RU_DEVICE:
         if (!tool_parse_int(v, 0, 1024, &iv))
@@ -396,8 +403,21 @@ static int save_schedules(opsched_ctx *ctx, const run_args *a, const opsched_gra
                            opsched_graph_name(g), items[i].label);
         if (len < 0 || (size_t)len >= sizeof(path))
             return tool_usage_error("run", "--save-schedules: the path is too long");
-        opsched_status st = opsched_schedule_write(items[i].s, g, path);
-        if (st != OPSCHED_OK) return tool_fail(ctx, st, path);
+        const char *in[RUN_IO_MAX + 3] = {a->db, a->mo.model, a->schedule};
+        int n_in = 3;
+        for (int k = 0; k < a->io.n; k++)
+            in[n_in++] = a->io.in[k].path;
+        int rc = tool_check_output("run", path, in, n_in);
+        if (rc != TOOL_EXIT_OK) return rc;
+        opsched_status st = opsched_schedule_write_flags(items[i].s, g, path, a->io.out_flags);
+        if (st != OPSCHED_OK) {
+            rc = tool_fail(ctx, st, path);
+            if (strstr(opsched_ctx_last_error(ctx), "unless forced"))
+                fprintf(stderr, "opsched run: --force replaces existing schedules\n");
+            else if (strstr(opsched_ctx_last_error(ctx), "symbolic link"))
+                fprintf(stderr, "opsched run: --follow-symlinks writes through the links\n");
+            return rc;
+        }
         fprintf(rep, "wrote %s\n", path);
     }
     return TOOL_EXIT_OK;
@@ -698,12 +718,17 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
     a.fuse = a.elision = a.cuda_graph = a.check = a.verify = 1;
     a.timing = (opsched_run_timing_options){200.0, 100, 500.0};
     a.seed = 1;
+    /* --output-dir and --save-schedules name no file: what is there stays */
+    a.io.out_flags = OPSCHED_OUT_NO_CLOBBER | OPSCHED_OUT_NO_SYMLINK;
     int rc = parse_args(argc, argv, &a);
     if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
     rep = a.fmt == TOOL_FMT_TABLE ? stdout : stderr;
     {
-        const char *in[] = {a.db, a.mo.model, a.schedule};
-        int crc = tool_check_output("run", a.trace, in, 3);
+        const char *in[RUN_IO_MAX + 3] = {a.db, a.mo.model, a.schedule};
+        int n_in = 3;
+        for (int k = 0; k < a.io.n; k++)
+            in[n_in++] = a.io.in[k].path;
+        int crc = tool_check_output("run", a.trace, in, n_in);
         if (crc != TOOL_EXIT_OK) return crc;
     }
 
@@ -734,6 +759,10 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
         goto done;
     }
     if (a.io.n && (rc = run_io_match(ctx, &a.io, g)) != TOOL_EXIT_OK) goto done;
+    if (a.io.out_dir) {
+        const char *in[] = {a.db, a.mo.model, a.schedule};
+        if ((rc = run_io_check(ctx, &a.io, g, in, 3)) != TOOL_EXIT_OK) goto done;
+    }
     tool_measure_args ma;
     tool_measure_args_init(&ma);
     ma.backend = a.backend;

@@ -183,6 +183,74 @@ static int make_dir(const char *dir)
     return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* The file names (without .npy) of g's outputs, two names that map to one
+ * file told apart by a suffix; malloc'd, NULL when out of memory. */
+static char (*output_names(const opsched_graph *g))[256]
+{
+    int n_out = opsched_graph_num_outputs(g);
+    char (*names)[256] = calloc((size_t)(n_out > 0 ? n_out : 1), sizeof(*names));
+    if (!names) return NULL;
+    for (int i = 0; i < n_out; i++) {
+        const opsched_tensor *t = opsched_graph_tensor(g, opsched_graph_output(g, i));
+        char base[200];
+        run_io_file_name(t->name, base, sizeof(base));
+        snprintf(names[i], sizeof(names[i]), "%s", base);
+        for (int k = 2, j = 0; j < i; j++)
+            if (strcmp(names[j], names[i]) == 0) {
+                snprintf(names[i], sizeof(names[i]), "%s_%d", base, k++);
+                j = -1;
+            }
+    }
+    return names;
+}
+
+/* What to do about a refused output name, after the error itself. */
+static void refusal_hint(opsched_ctx *ctx)
+{
+    const char *e = opsched_ctx_last_error(ctx);
+    if (strstr(e, "unless forced"))
+        fprintf(stderr, "opsched run: --force replaces existing files, or choose another "
+                        "--output-dir\n");
+    else if (strstr(e, "symbolic link"))
+        fprintf(stderr, "opsched run: --follow-symlinks writes through the links\n");
+}
+
+int run_io_check(opsched_ctx *ctx, const run_io *io, const opsched_graph *g,
+                 const char *const *inputs, int n)
+{
+    if (make_dir(io->out_dir) != 0) {
+        fprintf(stderr, "opsched run: cannot create %s: %s\n", io->out_dir, strerror(errno));
+        return TOOL_EXIT_FAIL;
+    }
+    const char *in[RUN_IO_MAX + 8];
+    int n_in = 0;
+    for (int i = 0; i < n && n_in < RUN_IO_MAX + 8; i++)
+        in[n_in++] = inputs[i];
+    for (int i = 0; i < io->n && n_in < RUN_IO_MAX + 8; i++)
+        in[n_in++] = io->in[i].path;
+    char (*names)[256] = output_names(g);
+    if (!names) return tool_fail(ctx, OPSCHED_ERR_NOMEM, "run");
+    int rc = TOOL_EXIT_OK;
+    for (int i = 0; i < opsched_graph_num_outputs(g) && rc == TOOL_EXIT_OK; i++) {
+        char path[4400];
+        snprintf(path, sizeof(path), "%s/%s.npy", io->out_dir, names[i]);
+        rc = tool_check_output("run", path, in, n_in);
+        if (rc != TOOL_EXIT_OK) break;
+        /* The same checks the write makes, before the run: a temporary
+         * opened beside the name and removed. */
+        opsched_out o;
+        opsched_status st = opsched_out_open(ctx, path, "npy file", io->out_flags, &o);
+        if (st != OPSCHED_OK) {
+            rc = tool_fail(ctx, st, "run");
+            refusal_hint(ctx);
+            break;
+        }
+        opsched_out_abort(&o);
+    }
+    free(names);
+    return rc;
+}
+
 int run_io_write(opsched_ctx *ctx, const run_io *io, const opsched_graph *g, run_io_get_fn get,
                  void *user)
 {
@@ -191,19 +259,11 @@ int run_io_write(opsched_ctx *ctx, const run_io *io, const opsched_graph *g, run
         return TOOL_EXIT_FAIL;
     }
     int n_out = opsched_graph_num_outputs(g);
-    char (*names)[256] = calloc((size_t)(n_out > 0 ? n_out : 1), sizeof(*names));
+    char (*names)[256] = output_names(g);
     if (!names) return tool_fail(ctx, OPSCHED_ERR_NOMEM, "run");
     int rc = TOOL_EXIT_OK;
     for (int i = 0; i < n_out && rc == TOOL_EXIT_OK; i++) {
         const opsched_tensor *t = opsched_graph_tensor(g, opsched_graph_output(g, i));
-        char base[200];
-        run_io_file_name(t->name, base, sizeof(base));
-        snprintf(names[i], sizeof(names[i]), "%s", base);
-        for (int k = 2, j = 0; j < i; j++) /* two names that map to one file */
-            if (strcmp(names[j], names[i]) == 0) {
-                snprintf(names[i], sizeof(names[i]), "%s_%d", base, k++);
-                j = -1;
-            }
         /* bfloat16 is written as float32: NumPy has no bfloat16. */
         opsched_dtype dt = t->dtype == OPSCHED_BF16 ? OPSCHED_F32 : t->dtype;
         opsched_npy_dtype nd;
@@ -223,9 +283,13 @@ int run_io_write(opsched_ctx *ctx, const run_io *io, const opsched_graph *g, run
         char path[4400];
         snprintf(path, sizeof(path), "%s/%s.npy", io->out_dir, names[i]);
         if (st == OPSCHED_OK)
-            st = opsched_npy_write_file(ctx, path, nd, t->shape.ndim, t->shape.d, buf);
+            st = opsched_npy_write_file_flags(ctx, path, io->out_flags, nd, t->shape.ndim,
+                                              t->shape.d, buf);
         free(buf);
-        if (st != OPSCHED_OK) rc = tool_fail(ctx, st, t->name);
+        if (st != OPSCHED_OK) {
+            rc = tool_fail(ctx, st, t->name);
+            refusal_hint(ctx);
+        }
     }
     free(names);
     return rc;

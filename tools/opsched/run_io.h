@@ -25,6 +25,7 @@ typedef struct run_io {
     int n;
     run_io_input in[RUN_IO_MAX];
     const char *out_dir; /* NULL: no outputs written */
+    int out_flags;       /* opsched_out_open's: no clobber, no links unless asked */
 } run_io;
 
 /* Adds one "NAME=FILE" of --input; a usage error for a bad or repeated one. */
@@ -45,6 +46,14 @@ int run_io_load_fail(opsched_ctx *ctx, const run_io *io, opsched_status st);
  * (graph_input -1).  A name the model lacks is a usage error listing its
  * inputs; a shape or type that differs fails (exit 1) naming the file. */
 int run_io_match(opsched_ctx *ctx, run_io *io, const opsched_graph *g);
+
+/* Before anything runs: makes out_dir and checks that every output file
+ * of g can be written there under out_flags (an existing file or a
+ * symbolic link at a name is refused unless --force / --follow-symlinks)
+ * and that none is one of the command's inputs (the n paths given and the
+ * --input files): exit 2 or 1 with a message naming the file. */
+int run_io_check(opsched_ctx *ctx, const run_io *io, const opsched_graph *g,
+                 const char *const *inputs, int n);
 
 /* Reads graph output i as n elements of dt into buf (an executor's). */
 typedef opsched_status (*run_io_get_fn)(void *user, int i, opsched_dtype dt, void *buf, size_t n);
