@@ -785,6 +785,9 @@ static void test_nhwc_ops(void **state)
     hw_keep.reduce.axes[0] = hw_drop.reduce.axes[0] = 2;
     hw_keep.reduce.axes[1] = hw_drop.reduce.axes[1] = 3;
     hw_keep.reduce.keepdims = 1;
+    opsched_op_attr hw_sum = hw_keep, hw_min = hw_drop; /* the generic Reduce kind */
+    hw_sum.reduce.fn = OPSCHED_REDUCE_SUM;
+    hw_min.reduce.fn = OPSCHED_REDUCE_MIN;
     tcase *cases[] = {
         pool_case(OPSCHED_OP_MAXPOOL, "2x8x9x9", 3, 2, p1, 0, 0), /* cuDNN */
         pool_case(OPSCHED_OP_MAXPOOL, "1x4x8x8", 3, 2, p1, 1, 0), /* ceil: own kernel */
@@ -802,6 +805,8 @@ static void test_nhwc_ops(void **state)
         unary_case(OPSCHED_OP_GLOBALMAXPOOL, NULL, "1x33x64x64"),
         unary_case(OPSCHED_OP_REDUCEMEAN, &hw_keep, "2x48x56x56"),
         unary_case(OPSCHED_OP_REDUCEMEAN, &hw_drop, "1x96x14x14"),
+        unary_case(OPSCHED_OP_REDUCE, &hw_sum, "2x40x64x64"),
+        unary_case(OPSCHED_OP_REDUCE, &hw_min, "1x72x28x28"),
         unary_case(OPSCHED_OP_RELU, NULL, "2x3x4x5"),
         unary_case(OPSCHED_OP_CLIP, &relu6, "2x3x4x5"),
         unary_case(OPSCHED_OP_SOFTMAX, &soft, "2x10x3x3"),

@@ -36,6 +36,9 @@ typedef struct dnn_plan {
     int col;                      /* global pooling as a column reduction */
     cuk_col_fn col_fn;
     int64_t col_o, col_r, col_c;
+    int rows; /* global pooling of NCHW rows through the reduction family */
+    cuk_red_fn row_fn;
+    cuk_reduce_desc row_d;
 } dnn_plan;
 
 static void dnn_release(cu_plan *base)
@@ -112,6 +115,10 @@ static opsched_status pool_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *bas
     if (p->col) {
         CUDA_CHECK(ctx, cuk_colreduce(p->col_fn, p->kt, p->col_o, p->col_r, p->col_c, in[0], out[0],
                                       base->workspace, s));
+        return OPSCHED_OK;
+    }
+    if (p->rows) {
+        CUDA_CHECK(ctx, cuk_reduce(p->row_fn, (cuk_dtype)p->kt, 0, &p->row_d, in[0], out[0], s));
         return OPSCHED_OK;
     }
     if (!p->use_cudnn) {
@@ -267,6 +274,24 @@ opsched_status cu_plan_global_pool(const cu_plan_args *a, cu_plan **out)
             p->base.workspace_bytes = ws;
         }
         snprintf(a->info->algo, sizeof(a->info->algo), "kernel columns");
+        *out = &p->base;
+        return OPSCHED_OK;
+    }
+    if (!nhwc && sp > 1 && n * c > 0 &&
+        cuk_reduce_ok(is_max ? CUK_R_MAX : CUK_R_MEAN, (cuk_dtype)a->kt)) {
+        /* NCHW: a contiguous row of S a channel, reduced by a warp or a
+         * block (the reduction family), not one thread walking the row. */
+        p->rows = 1;
+        p->row_fn = is_max ? CUK_R_MAX : CUK_R_MEAN;
+        cuk_reduce_desc *r = &p->row_d;
+        r->n_kept = 1;
+        r->kept[0] = n * c;
+        r->in_kept[0] = sp;
+        r->out_kept[0] = 1;
+        r->n_red = 1;
+        r->red[0] = sp;
+        r->in_red[0] = 1;
+        snprintf(a->info->algo, sizeof(a->info->algo), "kernel rows");
         *out = &p->base;
         return OPSCHED_OK;
     }

@@ -252,6 +252,10 @@ opsched_status cu_plan_concat(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_split(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_slice(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_gather(const cu_plan_args *a, cu_plan **out);
+/* 1 when the reduction d reads its input as [O, R, C] with C the one
+ * contiguous kept extent (at least 8) and writes [O, C]: a reduction over
+ * H and W of a channels-last tensor, for cuk_colreduce (cuda_reduce.c). */
+int cu_column_view(const cuk_reduce_desc *d, int64_t *O, int64_t *R, int64_t *C);
 /* The planner of a->node's operator (cuda_plan.c). */
 opsched_status cu_plan_dispatch(const cu_plan_args *a, cu_plan **out);
 /* a->node planned under NCHW between copies from and to NHWC, for a

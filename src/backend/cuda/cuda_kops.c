@@ -399,48 +399,6 @@ static opsched_status reduce_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *b
     return OPSCHED_OK;
 }
 
-/* 1 when the reduction d is a column reduction: the input [O, R, C] in
- * memory order with C the one contiguous kept extent, the reduced dims
- * one contiguous run of R rows of C, at most one other kept dim (O) above
- * them, and the outputs [O, C] contiguous (a mean over H and W of a
- * channels-last tensor, the squeeze of squeeze-and-excitation). */
-static int column_view(const cuk_reduce_desc *d, int64_t *O, int64_t *R, int64_t *C)
-{
-    int64_t c = 0, o = 1, o_in = -1, o_out = -1;
-    for (int i = 0; i < d->n_kept; i++) {
-        if (d->kept[i] == 1) continue;
-        if (d->in_kept[i] == 1 && d->out_kept[i] == 1 && !c) {
-            c = d->kept[i];
-        } else if (o_in < 0) {
-            o = d->kept[i];
-            o_in = d->in_kept[i];
-            o_out = d->out_kept[i];
-        } else {
-            return 0;
-        }
-    }
-    if (c < 8) return 0; /* few columns: a warp per output serves better */
-    /* The reduced dims, innermost first, must tile [R, C] exactly. */
-    int used[CUK_MAX_DIMS] = {0};
-    int64_t stride = c, r = 1;
-    for (;;) {
-        int k = -1;
-        for (int i = 0; i < d->n_red; i++)
-            if (!used[i] && d->red[i] > 1 && d->in_red[i] == stride) k = i;
-        if (k < 0) break;
-        used[k] = 1;
-        r *= d->red[k];
-        stride *= d->red[k];
-    }
-    for (int i = 0; i < d->n_red; i++)
-        if (d->red[i] > 1 && !used[i]) return 0;
-    if (o_in >= 0 && (o_in != r * c || o_out != c)) return 0;
-    *O = o;
-    *R = r;
-    *C = c;
-    return cuk_colreduce_ok(o, r, c);
-}
-
 opsched_status cu_plan_reduce(const cu_plan_args *a, cu_plan **out)
 {
     const opsched_tensor *x = cu_in(a, 0), *y = cu_out(a, 0);
@@ -467,7 +425,7 @@ opsched_status cu_plan_reduce(const cu_plan_args *a, cu_plan **out)
             d->out_kept[d->n_kept++] = ys[yi++];
         }
     }
-    if (column_view(d, &p->col_o, &p->col_r, &p->col_c)) {
+    if (cu_column_view(d, &p->col_o, &p->col_r, &p->col_c)) {
         p->col = 1;
         size_t ws = cuk_colreduce_workspace(p->col_o, p->col_r, p->col_c);
         if (ws) {

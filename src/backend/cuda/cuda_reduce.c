@@ -22,7 +22,8 @@ typedef enum red_kind {
     RED_AXIS,
     RED_GROUPNORM,
     RED_CUMSUM,
-    RED_TOPK
+    RED_TOPK,
+    RED_COLUMNS /* a float sum, mean, max or min as cuk_colreduce */
 } red_kind;
 
 typedef struct red_plan {
@@ -37,6 +38,8 @@ typedef struct red_plan {
     int exclusive, reverse, largest;
     cuk_groupnorm_desc gn;
     size_t bytes;
+    cuk_col_fn col_fn;
+    int64_t col_o, col_r, col_c;
 } red_plan;
 
 static opsched_status red_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
@@ -47,6 +50,10 @@ static opsched_status red_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base
     switch (p->kind) {
     case RED_REDUCE:
         CUDA_CHECK(ctx, cuk_reduce(p->fn, p->t, p->select_last, &p->d, in[0], out[0], s));
+        break;
+    case RED_COLUMNS:
+        CUDA_CHECK(ctx, cuk_colreduce(p->col_fn, (cuk_type)p->t, p->col_o, p->col_r, p->col_c,
+                                      in[0], out[0], base->workspace, s));
         break;
     case RED_COPY:
         if (p->bytes && in[0] != out[0])
@@ -194,6 +201,48 @@ static void desc_build(const cu_plan_args *a, const int *reduced, int keepdims,
     desc_simplify(d);
 }
 
+/* 1 when the reduction d is a column reduction: the input [O, R, C] in
+ * memory order with C the one contiguous kept extent, the reduced dims
+ * one contiguous run of R rows of C, at most one other kept dim (O) above
+ * them, and the outputs [O, C] contiguous (a mean over H and W of a
+ * channels-last tensor, the squeeze of squeeze-and-excitation). */
+int cu_column_view(const cuk_reduce_desc *d, int64_t *O, int64_t *R, int64_t *C)
+{
+    int64_t c = 0, o = 1, o_in = -1, o_out = -1;
+    for (int i = 0; i < d->n_kept; i++) {
+        if (d->kept[i] == 1) continue;
+        if (d->in_kept[i] == 1 && d->out_kept[i] == 1 && !c) {
+            c = d->kept[i];
+        } else if (o_in < 0) {
+            o = d->kept[i];
+            o_in = d->in_kept[i];
+            o_out = d->out_kept[i];
+        } else {
+            return 0;
+        }
+    }
+    if (c < 8) return 0; /* few columns: a warp per output serves better */
+    /* The reduced dims, innermost first, must tile [R, C] exactly. */
+    int used[CUK_MAX_DIMS] = {0};
+    int64_t stride = c, r = 1;
+    for (;;) {
+        int k = -1;
+        for (int i = 0; i < d->n_red; i++)
+            if (!used[i] && d->red[i] > 1 && d->in_red[i] == stride) k = i;
+        if (k < 0) break;
+        used[k] = 1;
+        r *= d->red[k];
+        stride *= d->red[k];
+    }
+    for (int i = 0; i < d->n_red; i++)
+        if (d->red[i] > 1 && !used[i]) return 0;
+    if (o_in >= 0 && (o_in != r * c || o_out != c)) return 0;
+    *O = o;
+    *R = r;
+    *C = c;
+    return cuk_colreduce_ok(o, r, c);
+}
+
 /* ---- Reduce, ReduceMean of other types --------------------------------- */
 
 opsched_status cu_plan_reduce_fn(const cu_plan_args *a, cu_plan **out)
@@ -219,8 +268,30 @@ opsched_status cu_plan_reduce_fn(const cu_plan_args *a, cu_plan **out)
     for (int i = 0; i < r->n_axes; i++)
         reduced[r->axes[i]] = 1;
     desc_build(a, reduced, r->keepdims, &p->d);
+    int col_fn = fn == OPSCHED_REDUCE_MEAN  ? CUK_COL_MEAN
+                 : fn == OPSCHED_REDUCE_SUM ? CUK_COL_SUM
+                 : fn == OPSCHED_REDUCE_MAX ? CUK_COL_MAX
+                 : fn == OPSCHED_REDUCE_MIN ? CUK_COL_MIN
+                                            : -1;
+    if (col_fn >= 0 && (p->t == CUK_DT_F32 || p->t == CUK_DT_F16 || p->t == CUK_DT_BF16) &&
+        cu_column_view(&p->d, &p->col_o, &p->col_r, &p->col_c)) {
+        /* Channels-last over H and W: a thread per output would walk its
+         * column alone; the column kernel spreads it over many blocks. */
+        p->kind = RED_COLUMNS;
+        p->col_fn = (cuk_col_fn)col_fn;
+        size_t ws = cuk_colreduce_workspace(p->col_o, p->col_r, p->col_c);
+        if (ws) {
+            opsched_status st = cu_malloc(a->ctx, ws, &p->base.workspace);
+            if (st != OPSCHED_OK) return red_fail(p, st);
+            p->base.workspace_bytes = ws;
+        }
+    }
     return red_done(a, p, out);
 }
+
+_Static_assert((int)CUK_DT_F32 == (int)CUK_F32 && (int)CUK_DT_F16 == (int)CUK_F16 &&
+                   (int)CUK_DT_BF16 == (int)CUK_BF16,
+               "the float cuk_dtype values must be cuk_type's");
 
 /* cuk_red_fn starts with opsched_reduce_fn's functions in its order. */
 _Static_assert((int)CUK_R_SUMSQUARE == (int)OPSCHED_REDUCE_SUMSQUARE &&

@@ -553,8 +553,9 @@ __global__ void k_reduce_mean(cuk_reduce_desc d, int64_t n_out, int64_t n_red, c
  * combines them in part order (the same sum at every run). */
 __device__ __forceinline__ float col_acc(int fn, float a, float v)
 {
-    if (fn != CUK_COL_MAX) return a + v;
-    return a != a ? a : ((v != v || v > a) ? v : a); /* a NaN stays */
+    if (fn == CUK_COL_MAX) return a != a ? a : ((v != v || v > a) ? v : a); /* a NaN stays */
+    if (fn == CUK_COL_MIN) return a != a ? a : ((v != v || v < a) ? v : a);
+    return a + v;
 }
 
 __device__ __forceinline__ float col_final(int fn, float a, int64_t R)
@@ -570,7 +571,7 @@ __global__ void k_colreduce(int fn, int64_t O, int64_t R, int64_t C, int64_t chu
     const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
     const int64_t c = (int64_t)blockIdx.x * 32 + tx, o = blockIdx.y;
     const int64_t r0 = (int64_t)blockIdx.z * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
-    float acc = fn == CUK_COL_MAX ? -CUDART_INF_F : 0.0f;
+    float acc = fn == CUK_COL_MAX ? -CUDART_INF_F : (fn == CUK_COL_MIN ? CUDART_INF_F : 0.0f);
     if (c < C) {
         const T *xp = x + o * R * C + c;
         for (int64_t r = r0 + ty; r < r1; r += 8)
@@ -1085,7 +1086,7 @@ extern "C" size_t cuk_colreduce_workspace(int64_t O, int64_t R, int64_t C)
 extern "C" cudaError_t cuk_colreduce(cuk_col_fn fn, cuk_type t, int64_t O, int64_t R, int64_t C,
                                      const void *x, void *y, void *ws, cudaStream_t stream)
 {
-    if (!cuk_colreduce_ok(O, R, C) || (int)fn < 0 || fn > CUK_COL_MAX)
+    if (!cuk_colreduce_ok(O, R, C) || (int)fn < 0 || fn > CUK_COL_MIN)
         return cudaErrorInvalidValue;
     int parts = colreduce_parts(O, R, C);
     if (parts > 1 && !ws) return cudaErrorInvalidValue;

@@ -178,7 +178,7 @@ cudaError_t cuk_reduce_mean(cuk_type t, const cuk_reduce_desc *d, const void *x,
  * cuk_colreduce_workspace(O, R, C) bytes (0: none needed), and are
  * combined in a fixed order.  cuk_colreduce_ok says whether the shape is
  * one the kernel takes (1 <= O <= 65535, R >= 1, C >= 1). */
-typedef enum cuk_col_fn { CUK_COL_SUM = 0, CUK_COL_MEAN, CUK_COL_MAX } cuk_col_fn;
+typedef enum cuk_col_fn { CUK_COL_SUM = 0, CUK_COL_MEAN, CUK_COL_MAX, CUK_COL_MIN } cuk_col_fn;
 
 int cuk_colreduce_ok(int64_t O, int64_t R, int64_t C);
 size_t cuk_colreduce_workspace(int64_t O, int64_t R, int64_t C);
