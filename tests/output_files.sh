@@ -13,6 +13,10 @@ bin=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$(cd "$(dirname "$0")" && pwd)/support/check.sh"
+# Every check is a case tried; the count is printed at the end.
+tried=0
+eval "counted_$(declare -f check)"
+check() { tried=$((tried+1)); counted_check "$@"; }
 cd "$tmp" || exit 1
 prof=(profile squeezenet1_1 --backend cpu --input-size 32 --iters 2 --warmup-ms 0 --check off
       --layers off --cuda-graph off)
@@ -91,5 +95,6 @@ if [ -s s.json ]; then
 else
   check "schedule -o writes a schedule to replace" false
 fi
+echo "$tried cases tried"
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # An output that names an input (directly or through a symbolic link) is a
 # usage error that names both, and the input is left byte for byte as it
-# was: export -o, profile --trace, schedule -o, validate --csv, run --trace.
+# was: export -o, profile --trace, schedule -o, validate --csv and --plot,
+# run --trace, merge -o.
 set -uo pipefail
 bin=$1
 tmp=$(mktemp -d)
@@ -24,16 +25,20 @@ YML
 "$bin" sweep s.yml --db r.db --backend cpu >/dev/null 2>&1
 check "a database to read" test -s r.db
 ln -s r.db link.db
+cp r.db s.db   # a second source for merge
 before=$(md5sum < r.db)
 n=0
-while IFS='|' read -r name out cmd; do
+# NAME|OUTPUT|COMMAND[|MESSAGE]: MESSAGE (a fixed string) in place of the
+# usual "the output 'OUTPUT' is the input 'r.db'".
+while IFS='|' read -r name out cmd msg; do
   n=$((n+1))
   # shellcheck disable=SC2086
   "$bin" $cmd >"$tmp/o.$n" 2>"$tmp/e.$n"
   rc=$?
   check "$name: exit 2" test $rc = 2
-  check "$name: names the output and the input" \
-    grep -q "the output '$out' is the input 'r.db'" "$tmp/e.$n"
+  want="the output '$out' is the input 'r.db'"
+  [ -n "$msg" ] && want=$msg
+  check "$name: names the output and the input" grep -qF "$want" "$tmp/e.$n"
   check "$name: the database is unchanged" test "$before" = "$(md5sum < r.db)"
 done <<'CASES'
 export -o the database|r.db|export --db r.db -o r.db
@@ -42,6 +47,13 @@ profile --trace a link to it|link.db|profile squeezenet1_1 --backend cpu --input
 schedule -o the database|r.db|schedule squeezenet1_1 --searcher sequential --cost predict --db r.db -o r.db
 validate --csv a link to it|link.db|validate --db r.db --csv link.db
 run --trace the database|r.db|run squeezenet1_1 --backend cpu --input-size 32 --compare sequential --db r.db --trace r.db
+schedule -o a link to the database|link.db|schedule squeezenet1_1 --searcher sequential --cost predict --db r.db -o link.db
+validate --plot the database|r.db|validate --db r.db --plot r.db
+validate --plot a link to it|link.db|validate --db r.db --plot link.db
+merge -o a source|r.db|merge s.db r.db -o r.db|r.db is both a source and the output
+merge --output a source|r.db|merge r.db s.db --output r.db|r.db is both a source and the output
+merge -o a source by another name|r.db|merge s.db ./r.db -o r.db|the output 'r.db' is the input './r.db'
+merge -o a link to a source|link.db|merge s.db r.db -o link.db
 CASES
 "$bin" status r.db >/dev/null 2>&1
 check "the database still opens" test $? = 0

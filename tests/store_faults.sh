@@ -8,6 +8,9 @@
 #     schema, given to every command that takes a database: refused (exit 1
 #     or 2, the file named) and not changed by a byte; an empty file given
 #     to a command that writes is initialised;
+#   - a file whose measurements fail to read on their last page: export
+#     exits 1, to stdout after the rows before it, with -o leaving no file
+#     (and no temporary) or the one that was there;
 #   - an older schema: refused by readers, upgraded by a writer after a
 #     copy PATH.bak-vN identical to the file as it was;
 #   - a read-only file and a read-only directory: status, export and
@@ -143,6 +146,17 @@ refused() {
 }
 
 m=(--math fp32 --quiet)
+# The writing commands, each as quick as it goes on the CPU (a refused file
+# stops them before they measure anything).
+prof=(profile squeezenet1_1 --backend cpu --input-size 32 --iters 2 --warmup-ms 0 --check off
+      --layers off --cuda-graph off)
+runc=(run squeezenet1_1 --backend cpu --input-size 32 --compare sequential --iters 1 --min-ms 0
+      --warmup-ms 0 --check off)
+calib=(devices --calibrate --backend cpu --math fp32)
+smeas=(schedule squeezenet1_1 --cost measure --backend cpu --searcher sequential --input-size 32
+       --quiet)
+adapt=(sweep --adaptive --backend cpu --max-rounds 1 --per-round 2 --rounds 10 --folds 2
+       --budget-s 5 --iters 1 --min-ms 1 --warmup-ms 0)
 for kind in foreign appid newer extra empty; do
   f=$tmp/$kind.db
   refused "status" "$f" "$kind" status --db @
@@ -156,6 +170,11 @@ for kind in foreign appid newer extra empty; do
   [ "$kind" = empty ] && continue
   refused "sweep" "$f" "$kind" sweep "$spec" --db @
   refused "merge (output)" "$f" "$kind" merge "$good" -o @
+  refused "profile --db" "$f" "$kind" "${prof[@]}" --out-dir "$tmp/prof-$kind" --db @
+  refused "run --db" "$f" "$kind" "${runc[@]}" --db @
+  refused "devices --calibrate --db" "$f" "$kind" "${calib[@]}" --db @
+  refused "schedule --cost measure" "$f" "$kind" "${smeas[@]}" --db @
+  refused "sweep --adaptive" "$f" "$kind" "${adapt[@]}" --db @
 done
 check "newer schema: the message says so" sh -c "'$bin' status --db '$newer' 2>&1 |
   grep -q 'written by a newer opsched'"
@@ -166,6 +185,79 @@ check "empty: merge -o initialises it" test $? = 0
 check "empty: it then holds the rows" test "$(rows "$tmp/empty.db")" = "$total"
 check "empty: it carries opsched's application_id" \
   test "$(sql "$tmp/empty.db" 'PRAGMA application_id')" = 1330664259
+# ... also for the other writing commands (sql: the query's answer).
+initialised() { # initialised NAME QUERY ARGS... (@: a new empty file)
+  local name=$1 query=$2; shift 2
+  local f=$tmp/empty-$name.db args=() a
+  : > "$f"
+  for a in "$@"; do [ "$a" = @ ] && args+=("$f") || args+=("$a"); done
+  "$bin" "${args[@]}" >/dev/null 2>"$tmp/init.err"
+  local rc=$?
+  check "empty: $name initialises it (exit $rc)" test "$rc" = 0
+  check "empty: $name leaves opsched's application_id" \
+    test "$(sql "$f" 'PRAGMA application_id')" = 1330664259
+  check "empty: $name stores its rows" test "$(sql "$f" "$query")" -gt 0
+}
+initialised profile 'SELECT count(*) FROM network_runs' "${prof[@]}" --out-dir "$tmp/prof-empty" --db @
+initialised run 'SELECT count(*) FROM stages' "${runc[@]}" --db @
+initialised "schedule --cost measure" 'SELECT count(*) FROM stages' "${smeas[@]}" --db @
+initialised "devices --calibrate" 'SELECT count(*) FROM calibrations' "${calib[@]}" --db @
+# An adaptive sweep learns from the measurements there are: none.
+: > "$tmp/empty-adaptive.db"
+"$bin" "${adapt[@]}" --db "$tmp/empty-adaptive.db" >/dev/null 2>"$tmp/adapt.err"
+check "empty: sweep --adaptive has nothing to learn from (exit 1)" test $? = 1
+check "empty: sweep --adaptive names the file" grep -q -- "$tmp/empty-adaptive.db" "$tmp/adapt.err"
+
+# ---- a database corrupt past its header: export fails mid-way -----------------
+# The last leaf page of the measurements table gets an invalid page type: the
+# file opens and passes opsched's checks (application_id, schema, tables), the
+# rows of every other page read, and the cursor fails on that page.
+corrupt=$tmp/corrupt.db
+cp "$good" "$corrupt"
+off=$("$py" - "$corrupt" <<'EOF'
+import sqlite3, struct, sys
+db = sys.argv[1]
+c = sqlite3.connect("file:" + db + "?mode=ro", uri=True)
+size = c.execute("PRAGMA page_size").fetchone()[0]
+page = c.execute("SELECT rootpage FROM sqlite_master WHERE name = 'measurements'").fetchone()[0]
+c.close()
+data = open(db, "rb").read()
+at = lambda p: (p - 1) * size + (100 if p == 1 else 0)
+if data[at(page)] != 5:
+    sys.exit("the measurements table is one page")
+while data[at(page)] == 5:          # interior table page: follow its right-most child
+    page = struct.unpack(">I", data[at(page) + 8:at(page) + 12])[0]
+print(at(page))
+EOF
+)
+check "corrupt: the last leaf page of the measurements found (offset ${off:-none})" test -n "$off"
+printf '\377\377\377\377\377\377\377\377' | dd of="$corrupt" bs=1 seek="${off:-0}" conv=notrunc 2>/dev/null
+before=$(sum_of "$corrupt")
+exp=$tmp/exp
+mkdir "$exp"
+# To stdout: what was read is already written when the failure comes; the
+# exit status is the only sign the CSV is short, so a consumer reading
+# opsched's stdout (a pipe, a redirection) must check it.
+"$bin" export --db "$corrupt" >"$exp/stdout.csv" 2>"$tmp/corrupt.err"
+check "corrupt: export to stdout exits 1" test $? = 1
+check "corrupt: ... names the file" grep -q -- "$corrupt" "$tmp/corrupt.err"
+check "corrupt: ... after the header" grep -q '^Batch size,' "$exp/stdout.csv"
+lines=$(wc -l < "$exp/stdout.csv")
+check "corrupt: ... and some rows ($((lines - 1)) of $total): it failed mid-way" \
+  test "$lines" -gt 1 -a "$lines" -le "$total"
+rm "$exp/stdout.csv"
+"$bin" export --db "$corrupt" -o "$exp/out.csv" >/dev/null 2>"$tmp/corrupt.err"
+check "corrupt: export -o exits 1" test $? = 1
+check "corrupt: export -o names the file" grep -q -- "$corrupt" "$tmp/corrupt.err"
+check "corrupt: export -o leaves no file under the name" test ! -e "$exp/out.csv"
+check "corrupt: export -o leaves no temporary" test -z "$(ls -A "$exp")"
+echo "the export of yesterday" > "$exp/out.csv"
+sum=$(cksum < "$exp/out.csv")
+"$bin" export --db "$corrupt" -o "$exp/out.csv" >/dev/null 2>"$tmp/corrupt.err"
+check "corrupt: export -o over an existing file exits 1" test $? = 1
+check "corrupt: ... the file kept byte for byte" test "$sum" = "$(cksum < "$exp/out.csv")"
+check "corrupt: ... and no temporary left" test "$(ls -A "$exp")" = out.csv
+check "corrupt: the database is unchanged" test "$before" = "$(sum_of "$corrupt")"
 
 # ---- an older schema ----------------------------------------------------------
 old=$tmp/old.db
