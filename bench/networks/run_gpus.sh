@@ -5,9 +5,12 @@
 # one shard's compiling never takes the cores another shard times on; all
 # of an item's runs, opsched's and its peers', are on one GPU.  With
 # --tests the last GPU first runs the GPU unit tests and the fp32 numerics
-# (bench/gpu_tests.sh), then its shard.
+# (bench/gpu_tests.sh), then its shard; with --profile MODELS (a comma
+# list of the set's names) it first profiles those networks layer by layer
+# at batch 1 with the tool's defaults (opsched profile --isolated: every
+# distinct layer timed alone too), for the CSVs that say where the time goes.
 #
-#   bash bench/networks/run_gpus.sh RESULTS_DIR OUTDIR [--tests] [suite.py run options]
+#   bash bench/networks/run_gpus.sh RESULTS_DIR OUTDIR [--tests] [--profile MODELS] [suite.py run options]
 #
 # RESULTS_DIR holds the suite's files (results-K.csv, suite-K.log, env-K.txt)
 # and is resumed from; OUTDIR gets them as networks.tgz (without the
@@ -18,8 +21,9 @@ set -uo pipefail
 res=${1:?usage: run_gpus.sh RESULTS_DIR OUTDIR [--tests] [suite options]}
 out=${2:?usage: run_gpus.sh RESULTS_DIR OUTDIR [--tests] [suite options]}
 shift 2
-tests=0
+tests=0 profile=
 if [ "${1:-}" = --tests ]; then tests=1; shift; fi
+if [ "${1:-}" = --profile ]; then profile=${2:?--profile wants a list}; shift 2; fi
 budget=${GPU_CALL_S:-540}
 start=$(date +%s)
 left() { echo $((budget - ($(date +%s) - start))); }
@@ -40,6 +44,15 @@ for k in $(seq 0 $((n - 1))); do
       TEST_S=90 taskset -c $lo-$hi bash bench/gpu_tests.sh "$out/gpu_tests" \
         > "$out/gpu_tests/summary.txt" 2>&1
     fi
+    if [ -n "$profile" ] && [ $k = $((n - 1)) ]; then
+      mkdir -p "$out/profile"
+      for m in ${profile//,/ }; do
+        timeout 120 taskset -c $lo-$hi "$bin" profile "bench/networks/models/$m.onnx" --batch 1 \
+          --isolated --check off --min-ms 100 --out-dir "$out/profile" --force \
+          > "$out/profile/$m.log" 2>&1
+        echo "profile $m: rc=$?" >> "$out/profile/summary.txt"
+      done
+    fi
     # Items still running at the budget finish; none starts after it.
     taskset -c $lo-$hi "$py" bench/networks/suite.py run --opsched "$bin" --out "$res" \
       --shard $k/$n --budget-s $(( $(left) - 100 )) "$@"
@@ -51,4 +64,5 @@ echo "run_gpus: shards ended after $(( $(date +%s) - start ))s" | tee -a "$out/r
 tail -n 3 "$res"/shard-*.out >> "$out/run.log"
 tar -czf "$out/networks.tgz" -C "$(dirname "$res")" --exclude='stages*.db*' "$(basename "$res")"
 [ -d "$out/gpu_tests" ] && tar -czf "$out/gpu_tests.tgz" -C "$out" gpu_tests && rm -rf "$out/gpu_tests"
+[ -d "$out/profile" ] && tar -czf "$out/profile.tgz" -C "$out" profile && rm -rf "$out/profile"
 cat "$out/run.log"

@@ -31,7 +31,8 @@ typedef struct opsched_onnx_options {
      * Names must be real inputs of the model. */
     const char *shapes;
     /* Overrides applied to every 4-D real input after `shapes`: batch (dim 0)
-     * and spatial size (dims 2, 3).  0 leaves the dimension as it is. */
+     * and spatial size (dims 2, 3); the batch also fixes a symbolic dim 0 of
+     * an input of any other rank.  0 leaves the dimension as it is. */
     int64_t batch;
     int64_t height, width;
     /* 1: copy initializer payloads into the graph (for execution); 0: shapes only. */

@@ -664,6 +664,10 @@ static opsched_status add_real_inputs(os_loader *L)
             }
             if (over[k] > 0 && ranked[v] && s->ndim == 4) s->d[at[k]] = over[k];
         }
+        /* The batch also binds a symbolic first dimension of any other rank
+         * (a transformer's [batch, tokens]). */
+        if (over[0] > 0 && ranked[v] && s->ndim >= 1 && s->ndim != 4 && s->d[0] < 0)
+            s->d[0] = over[0];
         if (x->given) {
             /* Checked against the declaration: it binds the symbolic dims. */
             *s = given_of(L, v)->shape;

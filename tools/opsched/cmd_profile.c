@@ -238,7 +238,9 @@ static int resolve_model(opsched_ctx *ctx, const char *model, model_src *m)
     m->is_file = 1;
     tool_model_run_name(model, m->name, sizeof(m->name));
     opsched_graph *g = NULL;
-    opsched_onnx_options oo = {0};
+    /* Probed for its default size only: a symbolic batch (how exports
+     * usually come) is bound to 1 here, to each --batch when it runs. */
+    opsched_onnx_options oo = {.batch = 1};
     opsched_status st = opsched_onnx_load_file(ctx, model, &oo, &g);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, model);
     for (int i = 0; i < opsched_graph_num_inputs(g) && !m->default_size; i++) {
