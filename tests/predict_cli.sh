@@ -6,7 +6,13 @@
 # table, CSV and JSON: every layer exact (coverage 100%), the total equal to
 # the stored layers' sum (no CUDA-graph runs and no calibration on this
 # database), a second predict reusing the saved models, --leave-out (none
-# of the network's own measurements), and the usage errors of both commands.
+# of the network's own measurements), each kind of data a prediction can
+# lack (a layout, a cache state, an algorithm policy, a math mode, shipped
+# data without a calibration, shipped data with one but no measurement
+# under the settings): exit 1, no nan, the layers named and a sweep that
+# `opsched sweep --dry-run` accepts carrying the missing setting (the cold
+# cache's run for real, after which the prediction is exact), and the usage
+# errors of both commands.
 #
 # usage: predict_cli.sh [path/to/opsched]   (default: $OPSCHED_BIN)
 # Needs python3 for the checks.
@@ -118,6 +124,88 @@ t = json.load(open(sys.argv[1]))["totals"]
 assert t["sources"]["exact"] == 0 and t["coverage_time"] == 0, t
 assert t["sources"]["none"] + t["sources"]["learned"] + t["sources"]["roofline"] == t["launches"], t
 EOF2
+
+# Each kind of data a prediction can lack: a layout, a cache state, an
+# algorithm policy or a math mode the database has no measurement under,
+# and shipped data without a calibration at a size it never measured.  Each
+# must exit 1, print no nan, name the layers without a basis and print the
+# sweep that measures them with the setting that was missing; that sweep
+# must be one `opsched sweep` accepts (--dry-run) and it must list the
+# network's configurations under that setting.
+#   no_basis NAME SETTING DRY_RUN_SUMMARY PREDICT_ARGS...
+no_basis() {
+  local name=$1 setting=$2 summary=$3; shift 3
+  "$bin" predict squeezenet1_1 "$@" >"$tmp/nb.out" 2>"$tmp/nb.err"
+  local rc=$?
+  check "$name: exit 1" test "$rc" = 1
+  check "$name: no nan" sh -c "! grep -qiw nan '$tmp/nb.out' '$tmp/nb.err'"
+  check "$name: names the layers" \
+    grep -Eq 'launches of squeezenet1_1 have no basis \(.*\): [A-Za-z0-9_.]+ \([A-Za-z+]+\)' "$tmp/nb.err"
+  sed -n 's/^opsched predict: to measure them: opsched //p' "$tmp/nb.err" >"$tmp/nb.cmd"
+  check "$name: the sweep carries $setting" grep -q -- " $setting\( \|$\)" "$tmp/nb.cmd"
+  local sweep
+  read -ra sweep <"$tmp/nb.cmd"
+  "$bin" "${sweep[@]}" --dry-run >"$tmp/nb.dry" 2>&1
+  check "$name: the sweep is accepted (--dry-run)" test $? = 0
+  check "$name: the sweep lists the layers under $summary" \
+    grep -Eq "^[1-9][0-9]* configurations; .*$summary" "$tmp/nb.dry"
+}
+no_basis "layout absent" "--layout nhwc" "layout nhwc" --input-size 32 --db "$db" --math fp32 --layout nhwc --quiet
+no_basis "cache state absent" "--cache cold" "cache cold" --input-size 32 --db "$db" --math fp32 --cache cold --quiet
+check "cache state absent: the request names the cache state" \
+  grep -q 'no calibration under cpu:.* fp32 nchw heuristic, cache cold)' "$tmp/nb.err"
+check "cache state absent: the holdings name theirs" grep -q 'fp32 nchw heuristic, cache hot,' "$tmp/nb.err"
+cp "$db" "$tmp/cold.db"
+read -ra sweep <"$tmp/nb.cmd"
+"$bin" "${sweep[@]/#$db/$tmp/cold.db}" --iters 3 --warmup-ms 5 --min-ms 0 >/dev/null 2>&1
+check "cache state absent: the suggested sweep runs" test $? = 0
+"$bin" predict squeezenet1_1 --input-size 32 --db "$tmp/cold.db" --math fp32 --cache cold --quiet \
+  --format json >"$tmp/cold.json" 2>"$tmp/cold.err"
+check "cache state absent: after the sweep, predict succeeds" test $? = 0
+check "cache state absent: after the sweep, every layer exact" "$py" -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d['cache'] == 'cold' and d['totals']['coverage_time'] == 1, d['totals']
+" "$tmp/cold.json"
+no_basis "algorithm policy absent" "--algo find" "policies: find;" --input-size 32 --db "$db" --math fp32 --algo find --quiet
+no_basis "math mode absent (the default tf32)" "--math tf32" "math tf32" --input-size 32 --db "$db" --quiet
+"$bin" predict squeezenet1_1 --input-size 32 --db "$db" --math fp32 --layout nhwc --quiet \
+  --allow-partial >"$tmp/nb_partial.out" 2>"$tmp/nb_partial.err"
+check "layout absent --allow-partial: still exit 1" test $? = 1
+check "layout absent --allow-partial: prints the coverage, no nan" sh -c "
+  grep -q 'predicted latency    PARTIAL: ' '$tmp/nb_partial.out' &&
+  grep -Eq 'coverage \(exact\) +0\.0% of the predicted layers. time, 0\.0% of the FLOPs' '$tmp/nb_partial.out' &&
+  ! grep -qiw nan '$tmp/nb_partial.out' '$tmp/nb_partial.err'"
+
+# Shipped data without a calibration: this database exported as a shipped
+# set (the h100 set has a calibration under every math mode, so this is
+# the only way to reach it), predicted at a size it never measured with no
+# learned models: the layers have no basis, and the sweep must go to a
+# database of one's own (--db FILE).
+"$py" "$(dirname "$0")/../scripts/export-data.py" "$db" "$tmp/data/cpuset" >/dev/null 2>&1
+check "export a shipped set without a calibration" grep -q 'rows=0' "$tmp/data/cpuset/calibrations.sql"
+export OPSCHED_DATA_DIR=$tmp/data OPSCHED_CACHE_DIR=$tmp/cache
+no_basis "shipped data without a calibration" "--input-size 64x64" "layout nchw" --data cpuset --input-size 64 --math fp32 --no-train --quiet
+check "shipped data without a calibration: measure into a database of one's own" sh -c "
+  grep -q -- '--db FILE ' '$tmp/nb.cmd' && grep -q 'the shipped data is read-only' '$tmp/nb.err'"
+unset OPSCHED_DATA_DIR OPSCHED_CACHE_DIR
+
+# The shipped H100 data has a calibration but no measurement under the cold
+# cache: every layer would rest on the roofline; the same exit 1, and the
+# sweep (for the GPU the data is of) carries --cache cold.
+export OPSCHED_DATA_DIR=$(dirname "$0")/../data OPSCHED_CACHE_DIR=$tmp/cache
+"$bin" predict squeezenet1_1 --data h100 --cache cold --no-train --quiet >"$tmp/h.out" 2>"$tmp/h.err"
+check "shipped h100, cache cold: exit 1, no answer, no nan" sh -c "
+  test $? = 1 && test ! -s '$tmp/h.out' && ! grep -qiw nan '$tmp/h.err'"
+check "shipped h100, cache cold: says every layer would rest on the roofline" \
+  grep -q 'no measurement of cuda:.* under tf32 nchw heuristic, cache cold: every layer of squeezenet1_1' "$tmp/h.err"
+sed -n 's/^opsched predict: to measure them: opsched //p' "$tmp/h.err" >"$tmp/h.cmd"
+read -ra sweep <"$tmp/h.cmd"
+check "shipped h100, cache cold: the sweep carries --cache cold" grep -q -- ' --cache cold --backend cuda' "$tmp/h.cmd"
+"$bin" "${sweep[@]}" --dry-run >"$tmp/h.dry" 2>&1
+check "shipped h100, cache cold: the sweep is accepted (--dry-run)" \
+  grep -Eq '^[1-9][0-9]* configurations; .*cuda, math tf32, layout nchw, cache cold' "$tmp/h.dry"
+unset OPSCHED_DATA_DIR OPSCHED_CACHE_DIR
 
 "$bin" predict --db "$db" >/dev/null 2>"$tmp/e1"
 check "predict without a network: usage" test $? = 2

@@ -192,7 +192,7 @@ check "status lists squeezenet1_1" grep -Eq "squeezenet1_1 +2 +heuristic +fp32 +
 check "status lists the interrupted one" \
   grep -Eq "squeezenet1_1 +4 +heuristic +fp32 +nchw +8 +64-120" "$tmp/status.out"
 check "status lists alexnet" grep -Eq "alexnet +1 +heuristic +fp32 +nchw +1 +224-224" "$tmp/status.out"
-check "status lists the measurements by settings" grep -Eq "cpu:.* +fp32 +nchw +heuristic +[0-9]+ +[0-9]+ +[0-9]+$" "$tmp/status.out"
+check "status lists the measurements by settings" grep -Eq "cpu:.* +fp32 +nchw +heuristic +hot +[0-9]+ +[0-9]+ +[0-9]+$" "$tmp/status.out"
 # the layer rows of a few iterations on a shared machine: some are unstable
 if grep -Eq "cpu:.* fp32 +nchw +heuristic +[0-9]+ +[0-9]+ +[1-9][0-9]*$" "$tmp/status.out"; then
   check "status warns about unstable rows as bench does" \

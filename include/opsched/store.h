@@ -300,10 +300,11 @@ typedef struct opsched_settings_count {
     int64_t configs;           /* distinct configurations */
     int64_t measurements;
     int64_t unstable;
+    const char *cache;         /* cache state: hot or cold */
 } opsched_settings_count;
 typedef void (*opsched_settings_count_fn)(const opsched_settings_count *row, void *user);
-/* Calls fn once per (device, math, layout, policy) with status ok, in
- * device order; texts borrowed for the call. */
+/* Calls fn once per (device, math, layout, policy, cache state) with
+ * status ok, in device order; texts borrowed for the call. */
 opsched_status opsched_store_settings_counts(opsched_store *s, opsched_settings_count_fn fn,
                                              void *user);
 

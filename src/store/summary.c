@@ -60,11 +60,13 @@ opsched_status opsched_store_settings_counts(opsched_store *s, opsched_settings_
                 OS_STORE_PREPARE(s,
                                  "SELECT d.id, d.backend || ':' || d.name, m.math, m.layout,"
                                  " m.algo_policy, count(DISTINCT m.config_id), count(*),"
-                                 " coalesce(sum(m.cv > ?1), 0)"
+                                 " coalesce(sum(m.cv > ?1), 0), m.cache"
                                  " FROM measurements AS m JOIN devices AS d ON d.id = m.device_id"
                                  " WHERE m.status = 'ok'"
-                                 " GROUP BY m.device_id, m.math, m.layout, m.algo_policy"
-                                 " ORDER BY m.device_id, m.math, m.layout, m.algo_policy",
+                                 " GROUP BY m.device_id, m.math, m.layout, m.algo_policy,"
+                                 " m.cache"
+                                 " ORDER BY m.device_id, m.math, m.layout, m.algo_policy,"
+                                 " m.cache",
                                  &stmt),
                 done);
     os_bind_begin(&b, stmt);
@@ -83,6 +85,7 @@ opsched_status opsched_store_settings_counts(opsched_store *s, opsched_settings_
             .configs = (int64_t)sqlite3_column_int64(stmt, 5),
             .measurements = (int64_t)sqlite3_column_int64(stmt, 6),
             .unstable = (int64_t)sqlite3_column_int64(stmt, 7),
+            .cache = text_or_empty(stmt, 8),
         };
         fn(&r, user);
     }

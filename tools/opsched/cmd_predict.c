@@ -163,12 +163,24 @@ static const char *host_source(const opsched_layer_prediction *l)
     }
 }
 
+/* The settings a prediction was asked under, as the messages name them:
+ * math, layout and algorithm policy, and the cache state when it is not
+ * the default (hot). */
+static const char *settings_text(const opsched_predictor_info *in, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s %s %s%s%s", in->math, in->layout, in->algo_policy,
+             strcmp(in->cache, "hot") != 0 ? ", cache " : "",
+             strcmp(in->cache, "hot") != 0 ? in->cache : "");
+    return buf;
+}
+
 static void print_table(const predict_cmd *c, const opsched_graph *g,
                         const opsched_network_prediction *r, const opsched_predictor_info *in)
 {
-    printf("%s, batch %lld, on %s:%s, %s %s %s, bn %s, %s mode, fuse %s\n",
-           opsched_graph_name(g), (long long)(c->m.batch ? c->m.batch : 1), in->device.backend,
-           in->device.name, in->math, in->layout, in->algo_policy, c->m.fold_bn ? "fold" : "keep",
+    char settings[96];
+    printf("%s, batch %lld, on %s:%s, %s, bn %s, %s mode, fuse %s\n", opsched_graph_name(g),
+           (long long)(c->m.batch ? c->m.batch : 1), in->device.backend, in->device.name,
+           settings_text(in, settings, sizeof(settings)), c->m.fold_bn ? "fold" : "keep",
            opsched_predict_mode_name(r->mode), c->o.fuse ? "on" : "off");
     int eager = r->mode == OPSCHED_PREDICT_EAGER;
     printf("  %4s %-32s %-17s %-9s %10s %8s %11s %-9s", "#", "layer", "op", "source", "ms",
@@ -355,6 +367,7 @@ static void print_json(const predict_cmd *c, const opsched_graph *g,
     cJSON_AddStringToObject(root, "math", in->math);
     cJSON_AddStringToObject(root, "layout", in->layout);
     cJSON_AddStringToObject(root, "algo_policy", in->algo_policy);
+    cJSON_AddStringToObject(root, "cache", in->cache);
     cJSON_AddStringToObject(root, "bn", c->m.fold_bn ? "fold" : "keep");
     cJSON_AddStringToObject(root, "mode", opsched_predict_mode_name(r->mode));
     cJSON_AddBoolToObject(root, "fuse", c->o.fuse);
@@ -515,24 +528,32 @@ static opsched_status leave_out(opsched_ctx *ctx, const predict_cmd *c, const op
 /* ---- what is missing, what the database holds, what would fill it ---------------- */
 
 /* The sweep that measures every layer of the network under the settings
- * predicted (docs/SWEEP.md, --for-model). */
+ * predicted (docs/SWEEP.md, --for-model): each setting that selects the
+ * rows a prediction reads (math, layout, algorithm policy, cache state,
+ * fused or not, BatchNormalization folded or kept, batch and input size),
+ * so that the rows it writes are the ones missing. */
 static void print_fill_command(const predict_cmd *c, const opsched_graph *g, const char *backend,
-                               const char *math, const char *layout, const char *algo)
+                               const char *math, const char *layout, const char *algo,
+                               const char *cache)
 {
     char sizes[64] = "";
+    long long batch = (long long)c->m.batch;
     if (opsched_graph_num_inputs(g) > 0) {
         const opsched_tensor *t = opsched_graph_tensor(g, opsched_graph_input(g, 0));
-        if (t->shape.ndim == 4)
+        if (t->shape.ndim == 4) {
             snprintf(sizes, sizeof(sizes), " --input-size %lldx%lld", (long long)t->shape.d[2],
                      (long long)t->shape.d[3]);
+            if (!batch) batch = (long long)t->shape.d[0];
+        }
     }
+    int algo_set = strcmp(algo, "heuristic") != 0, cold = strcmp(cache, "hot") != 0;
     fprintf(stderr,
             "opsched predict: to measure them: opsched sweep --for-model %s --db %s --batch %lld%s "
-            "--math %s --layout %s%s%s%s%s%s\n",
-            c->m.model, c->a.db ? c->a.db : "FILE", (long long)(c->m.batch ? c->m.batch : 1), sizes,
-            math, layout, strcmp(algo, "heuristic") != 0 ? " --algo " : "",
-            strcmp(algo, "heuristic") != 0 ? algo : "", backend ? " --backend " : "",
-            backend ? backend : "", c->o.fuse ? "" : " --no-fuse");
+            "--math %s --layout %s%s%s%s%s%s%s%s%s\n",
+            c->m.model, c->a.db ? c->a.db : "FILE", batch > 0 ? batch : 1, sizes, math, layout,
+            algo_set ? " --algo " : "", algo_set ? algo : "", cold ? " --cache " : "",
+            cold ? cache : "", backend ? " --backend " : "", backend ? backend : "",
+            c->o.fuse ? "" : " --no-fuse", c->m.fold_bn ? "" : " --bn keep");
     if (!c->a.db)
         fprintf(stderr, "opsched predict: (the shipped data is read-only: measure into a "
                         "database of your own, then predict with --db FILE)\n");
@@ -544,11 +565,12 @@ static void explain_missing(opsched_ctx *ctx, const predict_cmd *c, const opsche
                             const opsched_network_prediction *r, const opsched_predictor_info *in)
 {
     enum { SHOWN = 5 };
+    char settings[96];
     fprintf(stderr,
             "opsched predict: %d of %d launches of %s have no basis (no exact measurement, no "
-            "learned model, no calibration under %s:%s %s %s %s):",
+            "learned model, no calibration under %s:%s %s):",
             r->launches_unpredicted, r->launches, opsched_graph_name(g), in->device.backend,
-            in->device.name, in->math, in->layout, in->algo_policy);
+            in->device.name, settings_text(in, settings, sizeof(settings)));
     int shown = 0;
     for (int i = 0; i < r->n_layers && shown < SHOWN; i++) {
         const opsched_layer_prediction *l = &r->layers[i];
@@ -562,7 +584,7 @@ static void explain_missing(opsched_ctx *ctx, const predict_cmd *c, const opsche
         fprintf(stderr, " and %d more", r->launches_unpredicted - shown);
     fprintf(stderr, "\n");
     tool_print_holdings(ctx, "predict", c->a.db_path);
-    print_fill_command(c, g, in->device.backend, in->math, in->layout, in->algo_policy);
+    print_fill_command(c, g, in->device.backend, in->math, in->layout, in->algo_policy, in->cache);
 }
 
 /* No measurement at all under the settings: every layer would rest on the
@@ -570,13 +592,14 @@ static void explain_missing(opsched_ctx *ctx, const predict_cmd *c, const opsche
 static void explain_nothing(opsched_ctx *ctx, const predict_cmd *c, const opsched_graph *g,
                             const opsched_predictor_info *in)
 {
+    char settings[96];
     fprintf(stderr,
-            "opsched predict: the database has no measurement of %s:%s under %s %s %s: every "
+            "opsched predict: the database has no measurement of %s:%s under %s: every "
             "layer of %s would rest on the calibration's roofline (--allow-partial prints it)\n",
-            in->device.backend, in->device.name, in->math, in->layout, in->algo_policy,
+            in->device.backend, in->device.name, settings_text(in, settings, sizeof(settings)),
             opsched_graph_name(g));
     tool_print_holdings(ctx, "predict", c->a.db_path);
-    print_fill_command(c, g, in->device.backend, in->math, in->layout, in->algo_policy);
+    print_fill_command(c, g, in->device.backend, in->math, in->layout, in->algo_policy, in->cache);
 }
 
 /* Prints the prediction; the exit status: 1 when layers have no basis or
@@ -644,7 +667,8 @@ int cmd_predict(opsched_ctx *ctx, int argc, char **argv)
             tool_print_holdings(ctx, "predict", c.a.db_path);
             print_fill_command(&c, g, NULL, opsched_math_name(c.a.po.math),
                                c.a.po.layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw",
-                               c.a.po.algo_policy ? c.a.po.algo_policy : "heuristic");
+                               c.a.po.algo_policy ? c.a.po.algo_policy : "heuristic",
+                               opsched_cache_name(c.a.po.cache));
         }
         opsched_exclusion_free(x);
         opsched_graph_free(g);

@@ -144,10 +144,10 @@ static void print_settings(const opsched_settings_count *r, void *user)
 {
     settings_seen *seen = user;
     if (seen->rows++ == 0)
-        printf("  ok measurements by settings:\n    %-36s %-5s %-6s %-12s %8s %8s %8s\n",
-               "device", "math", "layout", "algo", "configs", "rows", "unstable");
-    printf("    %-36s %-5s %-6s %-12s %8lld %8lld %8lld\n", r->device, r->math, r->layout,
-           r->algo_policy, (long long)r->configs, (long long)r->measurements,
+        printf("  ok measurements by settings:\n    %-36s %-5s %-6s %-12s %-5s %8s %8s %8s\n",
+               "device", "math", "layout", "algo", "cache", "configs", "rows", "unstable");
+    printf("    %-36s %-5s %-6s %-12s %-5s %8lld %8lld %8lld\n", r->device, r->math, r->layout,
+           r->algo_policy, r->cache, (long long)r->configs, (long long)r->measurements,
            (long long)r->unstable);
     seen->unstable += r->unstable;
     seen->ok += r->measurements;

@@ -102,12 +102,13 @@ typedef struct sweep_args {
     const char *for_model;     /* --for-model: the spec is made from these */
     const char *batch, *sizes;
     int no_fuse;
+    int keep_bn, bn_set;       /* --bn keep: zoo networks with their BatchNormalization */
     tool_measure_record measure; /* applied over the spec's settings */
 } sweep_args;
 
 enum {
     SW_DB, SW_GPUS, SW_SHARD, SW_NO_RESUME, SW_DRY_RUN, SW_DEFAULT, SW_FOR_MODEL, SW_BATCH,
-    SW_SIZES, SW_NO_FUSE, SW_ADAPTIVE
+    SW_SIZES, SW_NO_FUSE, SW_BN, SW_ADAPTIVE
 };
 
 static const tool_opt sweep_opts[] = {
@@ -128,6 +129,10 @@ static const tool_opt sweep_opts[] = {
                               "224:320:32 (default: the model's own)",
      SW_SIZES},
     {"no-fuse", 0, NULL, "with --for-model: convolutions without their Relu", SW_NO_FUSE},
+    {"bn", 0, "fold|keep",
+     "with --for-model: a zoo network's BatchNormalization\nfolded into the convolutions "
+     "(default fold, as\nopsched predict takes it) or kept",
+     SW_BN},
     {"adaptive", 0, NULL, "adaptive sampling ('opsched sweep --adaptive --help')", SW_ADAPTIVE},
     {NULL, 0, NULL, NULL, 0}};
 
@@ -189,6 +194,14 @@ static int sweep_opt(void *dest, const char *cmd, const tool_opt *o, const char 
     case SW_BATCH: a->batch = v; break;
     case SW_SIZES: a->sizes = v; break;
     case SW_NO_FUSE: a->no_fuse = 1; break;
+    case SW_BN: {
+        int fold = 1;
+        int rc = tool_arg_bn(cmd, "--bn", v, &fold);
+        if (rc != TOOL_EXIT_OK) return rc;
+        a->keep_bn = !fold;
+        a->bn_set = 1;
+        break;
+    }
     default: break; /* --adaptive: dispatched before */
     }
     return TOOL_EXIT_OK;
@@ -208,8 +221,9 @@ static int parse_args(int argc, char **argv, sweep_args *a)
     if (n_pos) a->spec_path = pos[0];
     if (a->gpus && a->measure.scratch.device_set)
         return tool_usage_error("sweep", "--device or --gpus, not both");
-    if (!a->for_model && (a->batch || a->sizes || a->no_fuse))
-        return tool_usage_error("sweep", "--batch, --input-size and --no-fuse go with --for-model");
+    if (!a->for_model && (a->batch || a->sizes || a->no_fuse || a->bn_set))
+        return tool_usage_error("sweep",
+                                "--batch, --input-size, --no-fuse and --bn go with --for-model");
     if (!!a->spec_path + a->use_default + !!a->for_model > 1)
         return tool_usage_error("sweep", "one of a spec file, --default and --for-model");
     if (!a->spec_path && !a->use_default && !a->for_model)
@@ -276,7 +290,9 @@ static void yaml_quoted(char *buf, size_t size, const char *s)
 }
 
 /* The spec of --for-model: one networks entry with the model, its batch
- * sizes and input sizes, fused as the executor runs it.  *out malloc'd. */
+ * sizes and input sizes, fused as the executor runs it and a zoo
+ * network's BatchNormalization folded, as opsched predict takes them by
+ * default (--no-fuse, --bn keep otherwise).  *out malloc'd. */
 static int for_model_spec(const sweep_args *a, char **out)
 {
     size_t size = 4096;
@@ -315,7 +331,8 @@ static int for_model_spec(const sweep_args *a, char **out)
                      (long long)hs[i], (long long)ws[i]);
         strcat(t, "]\n");
     }
-    snprintf(t + strlen(t), size - strlen(t), "fuse: %s\n", a->no_fuse ? "false" : "true");
+    snprintf(t + strlen(t), size - strlen(t), "fuse: %s\nfold_bn: %s\n",
+             a->no_fuse ? "false" : "true", a->keep_bn ? "false" : "true");
     *out = t;
     return TOOL_EXIT_OK;
 }
@@ -378,6 +395,7 @@ static int dry_run(opsched_ctx *ctx, const opsched_sweep_spec *spec, const sweep
     for (int i = 0; i < n_algos; i++) printf(" %s", algos[i]);
     printf("; %s, math %s, layout %s", ma->backend, opsched_math_name(ma->opts.plan.math),
            ma->opts.plan.layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw");
+    if (ma->opts.cache != OPSCHED_CACHE_HOT) printf(", cache %s", opsched_cache_name(ma->opts.cache));
     printf("\n%lld combinations looked at: %lld filtered, %lld impossible, %lld duplicates",
            (long long)c.combinations, (long long)c.filtered, (long long)c.impossible,
            (long long)c.duplicates);

@@ -212,9 +212,9 @@ static void print_holding(const opsched_settings_count *r, void *user)
 {
     holdings *h = user;
     h->rows++;
-    fprintf(stderr, "    %s (device %lld): %s %s %s, %lld configurations (%lld rows)\n", r->device,
-            (long long)r->device_id, r->math, r->layout, r->algo_policy, (long long)r->configs,
-            (long long)r->measurements);
+    fprintf(stderr, "    %s (device %lld): %s %s %s, cache %s, %lld configurations (%lld rows)\n",
+            r->device, (long long)r->device_id, r->math, r->layout, r->algo_policy,
+            r->cache[0] ? r->cache : "?", (long long)r->configs, (long long)r->measurements);
 }
 
 void tool_print_holdings(opsched_ctx *ctx, const char *cmd, const char *path)
@@ -222,7 +222,7 @@ void tool_print_holdings(opsched_ctx *ctx, const char *cmd, const char *path)
     opsched_store *s = NULL;
     holdings h = {0};
     fprintf(stderr, "opsched %s: %s holds (measurements by device, math, layout, algorithm "
-                    "policy):\n",
+                    "policy, cache state):\n",
             cmd, path);
     opsched_status st = opsched_store_open(ctx, path, OPSCHED_STORE_READ_ONLY, &s);
     if (st == OPSCHED_OK) st = opsched_store_settings_counts(s, print_holding, &h);
