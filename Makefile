@@ -7,7 +7,7 @@ FUZZ_BUILD  ?= build-fuzz
 FUZZ_SECONDS ?= 60
 # The other parsers' fuzzers (tests/fuzz/fuzz_<name>.c, seeds in
 # tests/fuzz/corpus/<name>/), and how long each runs in `make fuzz`.
-FUZZ_PARSERS ?= sched_json shipped_sql npy
+FUZZ_PARSERS ?= sched_json shipped_sql npy predict_meta
 FUZZ_PARSER_SECONDS ?= 30
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 

@@ -14,7 +14,7 @@ out=${3:?outdir}
 shift 3
 root=$(cd "$(dirname "$0")/.." && pwd)
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(onnx onnx_run sweep_spec sched_json shipped_sql npy)
+[ ${#names[@]} -gt 0 ] || names=(onnx onnx_run sweep_spec sched_json shipped_sql npy predict_meta)
 mkdir -p "$out"
 md=$out/fuzz.md
 {

@@ -262,6 +262,16 @@ static double num(const cJSON *o, const char *name, double none)
     return cJSON_IsNumber(v) ? v->valuedouble : none;
 }
 
+/* A whole number of [lo, hi] at name, else none: the file is opsched's own
+ * but may be damaged, and a double outside an integer's range has no
+ * defined conversion. */
+static int64_t inum(const cJSON *o, const char *name, int64_t none, int64_t lo, int64_t hi)
+{
+    double v = num(o, name, NAN);
+    if (!(v >= (double)lo && v <= (double)hi)) return none;
+    return (int64_t)v;
+}
+
 static const char *str(const cJSON *o, const char *name)
 {
     const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
@@ -270,7 +280,7 @@ static const char *str(const cJSON *o, const char *name)
 
 static void cv_read(const cJSON *o, opsched_cv_error *e)
 {
-    e->n = (int64_t)num(o, "n", 0);
+    e->n = inum(o, "n", 0, 0, INT64_MAX / 2);
     e->median_ape = num(o, "median_ape", NAN);
     e->p90_ape = num(o, "p90_ape", NAN);
     e->max_ape = num(o, "max_ape", NAN);
@@ -295,8 +305,8 @@ static const char *stale_reason(const opsched_predictor *p, const cJSON *root)
         strcmp(str(root, "algo_policy"), p->algo_policy) || strcmp(str(root, "cache"), p->cache))
         return "they are of other settings";
     const cJSON *fp = cJSON_GetObjectItemCaseSensitive(root, "fingerprint");
-    if ((int64_t)num(fp, "count", -1) != in->fingerprint.count ||
-        (int64_t)num(fp, "max_id", -1) != in->fingerprint.max_id ||
+    if (inum(fp, "count", -1, 0, INT64_MAX / 2) != in->fingerprint.count ||
+        inum(fp, "max_id", -1, 0, INT64_MAX / 2) != in->fingerprint.max_id ||
         !same_time(num(fp, "max_created_at", -1), in->fingerprint.max_created_at))
         return "the measurements changed since they were trained";
     double cal = num(root, "calibration_created_at", NAN);
@@ -307,7 +317,7 @@ static const char *stale_reason(const opsched_predictor *p, const cJSON *root)
     char hash[24];
     snprintf(hash, sizeof(hash), "%016llx", (unsigned long long)p->excl_hash);
     if (p->tag[0] ? strcmp(str(x, "hash"), hash) != 0 ||
-                        (int64_t)num(x, "signatures", -1) != p->excl_count
+                        inum(x, "signatures", -1, 0, INT64_MAX / 2) != p->excl_count
                   : cJSON_IsObject(x))
         return "they were trained with other configurations left out";
     return NULL;
@@ -330,9 +340,9 @@ static opsched_status read_models(opsched_predictor *p, const cJSON *root, const
         snprintf(om->info.name, sizeof(om->info.name), "%s", str(m, "name"));
         snprintf(om->info.ops, sizeof(om->info.ops), "%s", str(m, "ops"));
         snprintf(om->info.file, sizeof(om->info.file), "%s", str(m, "file"));
-        om->families = (unsigned)num(m, "families", 0);
-        om->info.rows = (int64_t)num(m, "rows", 0);
-        om->info.folds = (int)num(m, "folds", 0);
+        om->families = (unsigned)inum(m, "families", 0, 0, UINT32_MAX);
+        om->info.rows = inum(m, "rows", 0, 0, INT64_MAX / 2);
+        om->info.folds = (int)inum(m, "folds", 0, 0, 1000);
         om->info.trained = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "trained"));
         cv_read(cJSON_GetObjectItemCaseSensitive(m, "cv"), &om->info.cv);
         cv_read(cJSON_GetObjectItemCaseSensitive(m, "baseline"), &om->info.baseline);
@@ -406,8 +416,17 @@ opsched_status os_predict_load(opsched_predictor *p, int *current, char *reason,
         snprintf(reason, size, "the saved metadata cannot be read");
         return OPSCHED_OK;
     }
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    st = os_predict_read_meta(p, text, len, current, reason, size);
     free(text);
+    return st;
+}
+
+opsched_status os_predict_read_meta(opsched_predictor *p, const char *text, size_t len,
+                                    int *current, char *reason, size_t size)
+{
+    opsched_status st = OPSCHED_OK;
+    *current = 0;
+    cJSON *root = cJSON_ParseWithLength(text, len);
     const char *why = root ? stale_reason(p, root) : "the saved metadata is not JSON";
     if (!why) st = read_models(p, root, &why);
     cJSON_Delete(root);

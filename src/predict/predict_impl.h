@@ -199,6 +199,10 @@ opsched_status os_predict_save(opsched_predictor *p);
  * calibration, exclusion, features); *current is 0 (with the reason) when
  * they are missing or stale. */
 opsched_status os_predict_load(opsched_predictor *p, int *current, char *reason, size_t size);
+/* The same from the metadata's text (len bytes): *current 1 when it
+ * describes the data and its models were loaded, else 0 and why. */
+opsched_status os_predict_read_meta(opsched_predictor *p, const char *text, size_t len,
+                                    int *current, char *reason, size_t size);
 /* The metadata file's path and the base of the model files. */
 void os_predict_paths(const opsched_predictor *p, char *meta, size_t meta_size, char *base,
                       size_t base_size);
