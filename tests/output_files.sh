@@ -95,6 +95,15 @@ if [ -s s.json ]; then
 else
   check "schedule -o writes a schedule to replace" false
 fi
+# full disk while writing run's .npy outputs (--force: replacing them)
+"$bin" run squeezenet1_1 --backend cpu --input-size 32 --iters 0 --output-dir npy > /dev/null 2>&1
+check "run --output-dir writes the .npy outputs" test -n "$(ls npy/*.npy 2>/dev/null)"
+sum=$(cat npy/*.npy | md5sum)
+full e6 run squeezenet1_1 --backend cpu --input-size 32 --iters 0 --output-dir npy --force; rc=$?
+check "full disk, run --output-dir: exit 1" test $rc = 1
+check "full disk, run --output-dir: the message names the file" grep -q "npy/.*\.npy" e6
+check "full disk, run --output-dir: the old files kept" test "$sum" = "$(cat npy/*.npy | md5sum)"
+check "full disk, run --output-dir: no temporary left" no_tmp
 echo "$tried cases tried"
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
