@@ -26,6 +26,8 @@ YML
 check "a database to read" test -s r.db
 ln -s r.db link.db
 cp r.db s.db   # a second source for merge
+# profile's CSV names in --out-dir: one of them a link to the database
+mkdir pd && ln -s ../r.db pd/squeezenet1_1_heuristic_overall.csv
 before=$(md5sum < r.db)
 n=0
 # NAME|OUTPUT|COMMAND[|MESSAGE]: MESSAGE (a fixed string) in place of the
@@ -54,6 +56,7 @@ merge -o a source|r.db|merge s.db r.db -o r.db|r.db is both a source and the out
 merge --output a source|r.db|merge r.db s.db --output r.db|r.db is both a source and the output
 merge -o a source by another name|r.db|merge s.db ./r.db -o r.db|the output 'r.db' is the input './r.db'
 merge -o a link to a source|link.db|merge s.db r.db -o link.db
+profile's CSV in --out-dir a link to the database, forced|pd/squeezenet1_1_heuristic_overall.csv|profile squeezenet1_1 --backend cpu --input-size 32 --iters 2 --warmup-ms 0 --check off --layers off --cuda-graph off --db r.db --out-dir pd --force --follow-symlinks
 CASES
 "$bin" status r.db >/dev/null 2>&1
 check "the database still opens" test $? = 0

@@ -857,6 +857,15 @@ int cmd_profile(opsched_ctx *ctx, int argc, char **argv)
     rs.ma = &ma;
     rs.algo = ma.algo ? ma.algo : "heuristic";
     rs.many = a.n_batches * n_sizes > FULL_SUMMARIES;
+    /* Before the database is opened: even with --force, the CSVs never
+     * replace the database or the model. */
+    for (int k = 0; k < 2; k++) {
+        char path[4400];
+        const char *in[] = {a.db, a.model};
+        snprintf(path, sizeof(path), "%s/%s_%s_%s.csv", a.out_dir, m.name, rs.algo,
+                 k ? "layers" : "overall");
+        if ((rc = tool_check_output("profile", path, in, 2)) != TOOL_EXIT_OK) return rc;
+    }
     if (a.fmt == TOOL_FMT_JSON && !(rs.json = cJSON_CreateArray()))
         return tool_fail(ctx, OPSCHED_ERR_NOMEM, "profile");
     char paths[2][4096] = {"", ""};
