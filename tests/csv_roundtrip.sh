@@ -84,7 +84,7 @@ if [ "$unstable" -gt 0 ]; then
 else
   check "no unstable rows, no warning" sh -c "! grep -q 'coefficient of variation' '$tmp/sweep.err' '$tmp/status.err'"
 fi
-check "status: the rows by settings" grep -Eq "cpu:.* fp32 +nchw +heuristic +3 +3 +$unstable\$" "$tmp/status.out"
+check "status: the rows by settings" grep -Eq "cpu:.* fp32 +nchw +heuristic +hot +3 +3 +$unstable\$" "$tmp/status.out"
 "$bin" status "$tmp/s.db" --format csv >"$tmp/status.csv" 2>/dev/null
 check "status --format csv" parses "$tmp/status.csv" 1
 check "status: its columns" sh -c "head -1 '$tmp/status.csv' | grep -qx 'device,op,status,configs,rows'"
