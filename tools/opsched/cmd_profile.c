@@ -58,6 +58,7 @@ typedef struct profile_args {
     int fuse; /* conv + bias + ReLU as one operation where the backend can */
     int force, follow_symlinks; /* what --out-dir's files may replace or write through */
     const char *out_dir, *db, *trace;
+    const char *shapes; /* ONNX: input shapes, as for the other commands */
     tool_format fmt;
     tool_measure_record measure; /* applied after the stage's settings */
 } profile_args;
@@ -65,11 +66,14 @@ typedef struct profile_args {
 enum {
     PF_BATCH, PF_SIZES, PF_STAGE, PF_FALLBACK, PF_CUDA_GRAPH, PF_FUSE, PF_LAYERS, PF_HOST_LAYERS,
     PF_ISOLATED, PF_LAYER_ENERGY, PF_CHECK, PF_BN, PF_OUT_DIR, PF_FORCE, PF_FOLLOW, PF_DB,
-    PF_TRACE, PF_DRY_RUN
+    PF_TRACE, PF_DRY_RUN, PF_SHAPES
 };
 
 static const tool_opt profile_opts[] = {
     {"batch", 0, "LIST", "batch sizes, e.g. 1,8,32 (default 1)", PF_BATCH},
+    {"shapes", 0, "SPEC", "ONNX input shapes, e.g. input_ids:1x384 (4-D inputs\nstill take "
+                          "--batch and --input-size)",
+     PF_SHAPES},
     {"input-size", 0, "S", "input sizes: 224, a list 224,256,299 or a range\n224:512:32 "
                            "(default: the model's)",
      PF_SIZES},
@@ -158,6 +162,7 @@ static int profile_opt(void *dest, const char *cmd, const tool_opt *o, const cha
     case PF_LAYER_ENERGY: a->layer_energy = 1; return TOOL_EXIT_OK;
     case PF_BN: return tool_arg_bn(cmd, "--bn", v, &a->fold_bn);
     case PF_OUT_DIR: a->out_dir = v; return TOOL_EXIT_OK;
+    case PF_SHAPES: a->shapes = v; return TOOL_EXIT_OK;
     case PF_FORCE: a->force = 1; return TOOL_EXIT_OK;
     case PF_FOLLOW: a->follow_symlinks = 1; return TOOL_EXIT_OK;
     case PF_DB: a->db = v; return TOOL_EXIT_OK;
@@ -216,7 +221,7 @@ static int looks_like_file(const char *m)
     return (n > 5 && strcmp(m + n - 5, ".onnx") == 0) || strchr(m, '/') || stat(m, &st) == 0;
 }
 
-static int resolve_model(opsched_ctx *ctx, const char *model, model_src *m)
+static int resolve_model(opsched_ctx *ctx, const char *model, const char *shapes, model_src *m)
 {
     memset(m, 0, sizeof(*m));
     m->min_size = 32;
@@ -240,7 +245,7 @@ static int resolve_model(opsched_ctx *ctx, const char *model, model_src *m)
     opsched_graph *g = NULL;
     /* Probed for its default size only: a symbolic batch (how exports
      * usually come) is bound to 1 here, to each --batch when it runs. */
-    opsched_onnx_options oo = {.batch = 1};
+    opsched_onnx_options oo = {.batch = 1, .shapes = shapes};
     opsched_status st = opsched_onnx_load_file(ctx, model, &oo, &g);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, model);
     for (int i = 0; i < opsched_graph_num_inputs(g) && !m->default_size; i++) {
@@ -530,6 +535,7 @@ static opsched_status load_graph(const run_state *rs, int64_t batch, int64_t siz
     tool_model_opts mo;
     memset(&mo, 0, sizeof(mo));
     mo.model = rs->a->model;
+    mo.shapes = rs->a->shapes;
     mo.batch = batch;
     mo.height = mo.width = size;
     mo.fold_bn = rs->a->fold_bn;
@@ -840,7 +846,7 @@ int cmd_profile(opsched_ctx *ctx, int argc, char **argv)
     memset(&a, 0, sizeof(a));
     int rc = parse_args(argc, argv, &a);
     if (rc == TOOL_ARGS_HELP) return TOOL_EXIT_OK;
-    if (rc == TOOL_EXIT_OK) rc = resolve_model(ctx, a.model, &m);
+    if (rc == TOOL_EXIT_OK) rc = resolve_model(ctx, a.model, a.shapes, &m);
     if (rc == TOOL_EXIT_OK) rc = choose_sizes(&a, &m, sizes, &n_sizes);
     if (rc != TOOL_EXIT_OK) return rc;
     measurement_settings(ctx, &a, &ma);

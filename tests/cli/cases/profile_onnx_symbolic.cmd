@@ -1,0 +1,1 @@
+profile $TESTDATA/onnx/small/multi_input.onnx --backend cpu --dry-run
