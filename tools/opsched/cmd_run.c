@@ -412,10 +412,7 @@ static int save_schedules(opsched_ctx *ctx, const run_args *a, const opsched_gra
         opsched_status st = opsched_schedule_write_flags(items[i].s, g, path, a->io.out_flags);
         if (st != OPSCHED_OK) {
             rc = tool_fail(ctx, st, path);
-            if (strstr(opsched_ctx_last_error(ctx), "unless forced"))
-                fprintf(stderr, "opsched run: --force replaces existing schedules\n");
-            else if (strstr(opsched_ctx_last_error(ctx), "symbolic link"))
-                fprintf(stderr, "opsched run: --follow-symlinks writes through the links\n");
+            run_io_refusal_hint(ctx);
             return rc;
         }
         fprintf(rep, "wrote %s\n", path);

@@ -204,13 +204,12 @@ static char (*output_names(const opsched_graph *g))[256]
     return names;
 }
 
-/* What to do about a refused output name, after the error itself. */
-static void refusal_hint(opsched_ctx *ctx)
+void run_io_refusal_hint(opsched_ctx *ctx)
 {
     const char *e = opsched_ctx_last_error(ctx);
     if (strstr(e, "unless forced"))
         fprintf(stderr, "opsched run: --force replaces existing files, or choose another "
-                        "--output-dir\n");
+                        "folder\n");
     else if (strstr(e, "symbolic link"))
         fprintf(stderr, "opsched run: --follow-symlinks writes through the links\n");
 }
@@ -242,7 +241,7 @@ int run_io_check(opsched_ctx *ctx, const run_io *io, const opsched_graph *g,
         opsched_status st = opsched_out_open(ctx, path, "npy file", io->out_flags, &o);
         if (st != OPSCHED_OK) {
             rc = tool_fail(ctx, st, "run");
-            refusal_hint(ctx);
+            run_io_refusal_hint(ctx);
             break;
         }
         opsched_out_abort(&o);
@@ -288,7 +287,7 @@ int run_io_write(opsched_ctx *ctx, const run_io *io, const opsched_graph *g, run
         free(buf);
         if (st != OPSCHED_OK) {
             rc = tool_fail(ctx, st, t->name);
-            refusal_hint(ctx);
+            run_io_refusal_hint(ctx);
         }
     }
     free(names);

@@ -55,6 +55,10 @@ int run_io_match(opsched_ctx *ctx, run_io *io, const opsched_graph *g);
 int run_io_check(opsched_ctx *ctx, const run_io *io, const opsched_graph *g,
                  const char *const *inputs, int n);
 
+/* After a refused output name (an existing file, a symbolic link): what
+ * to do about it, on stderr. */
+void run_io_refusal_hint(opsched_ctx *ctx);
+
 /* Reads graph output i as n elements of dt into buf (an executor's). */
 typedef opsched_status (*run_io_get_fn)(void *user, int i, opsched_dtype dt, void *buf, size_t n);
 /* Writes every output of g to out_dir/<name>.npy (the directory made when
