@@ -176,7 +176,12 @@ static void test_profile_squeezenet(void **state)
     assert_true(r->free_host_ms > 0);
     assert_true(r->free_host_ms <= 4.0 * r->e2e.median && r->free_host_ms >= 0.25 * r->e2e.median);
     assert_double_equal(r->layer_host_sum_ms, r->free_host_ms, 1e-9 * r->free_host_ms);
-    assert_true(host_median_sum(r) > 0.5 * r->free_host_ms && host_median_sum(r) < 2.0 * r->free_host_ms);
+    /* Within the factor of four the end to end is held to above: on a
+     * loaded 2-core machine (the fuzzers, or a parallel test run) most of
+     * the 5 inferences are preempted somewhere, which the total's median
+     * keeps and the layers' medians drop (0.5 to 2 failed 1 run in 2 there). */
+    assert_true(host_median_sum(r) > 0.25 * r->free_host_ms &&
+                host_median_sum(r) < 4.0 * r->free_host_ms);
     opsched_profile_result_free(r);
 }
 
