@@ -394,6 +394,21 @@ static int search_all(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
     return rc;
 }
 
+/* Every file the command reads (the model, --db, --schedule, the --input
+ * files; NULL entries for those not given), for the checks that no output
+ * is one of them.  Returns the count; in holds RUN_INPUTS_MAX. */
+#define RUN_INPUTS_MAX (RUN_IO_MAX + 3)
+static int run_inputs(const run_args *a, const char **in)
+{
+    int n = 0;
+    in[n++] = a->db;
+    in[n++] = a->mo.model;
+    in[n++] = a->schedule;
+    for (int k = 0; k < a->io.n; k++)
+        in[n++] = a->io.in[k].path;
+    return n;
+}
+
 static int save_schedules(opsched_ctx *ctx, const run_args *a, const opsched_graph *g,
                           const run_item *items, int n)
 {
@@ -403,11 +418,8 @@ static int save_schedules(opsched_ctx *ctx, const run_args *a, const opsched_gra
                            opsched_graph_name(g), items[i].label);
         if (len < 0 || (size_t)len >= sizeof(path))
             return tool_usage_error("run", "--save-schedules: the path is too long");
-        const char *in[RUN_IO_MAX + 3] = {a->db, a->mo.model, a->schedule};
-        int n_in = 3;
-        for (int k = 0; k < a->io.n; k++)
-            in[n_in++] = a->io.in[k].path;
-        int rc = tool_check_output("run", path, in, n_in);
+        const char *in[RUN_INPUTS_MAX];
+        int rc = tool_check_output("run", path, in, run_inputs(a, in));
         if (rc != TOOL_EXIT_OK) return rc;
         opsched_status st = opsched_schedule_write_flags(items[i].s, g, path, a->io.out_flags);
         if (st != OPSCHED_OK) {
@@ -721,11 +733,8 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
     if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
     rep = a.fmt == TOOL_FMT_TABLE ? stdout : stderr;
     {
-        const char *in[RUN_IO_MAX + 3] = {a.db, a.mo.model, a.schedule};
-        int n_in = 3;
-        for (int k = 0; k < a.io.n; k++)
-            in[n_in++] = a.io.in[k].path;
-        int crc = tool_check_output("run", a.trace, in, n_in);
+        const char *in[RUN_INPUTS_MAX];
+        int crc = tool_check_output("run", a.trace, in, run_inputs(&a, in));
         if (crc != TOOL_EXIT_OK) return crc;
     }
 
@@ -757,8 +766,9 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
     }
     if (a.io.n && (rc = run_io_match(ctx, &a.io, g)) != TOOL_EXIT_OK) goto done;
     if (a.io.out_dir) {
-        const char *in[] = {a.db, a.mo.model, a.schedule};
-        if ((rc = run_io_check(ctx, &a.io, g, in, 3)) != TOOL_EXIT_OK) goto done;
+        const char *in[RUN_INPUTS_MAX];
+        rc = run_io_check(ctx, &a.io, g, in, run_inputs(&a, in));
+        if (rc != TOOL_EXIT_OK) goto done;
     }
     tool_measure_args ma;
     tool_measure_args_init(&ma);

@@ -221,19 +221,13 @@ int run_io_check(opsched_ctx *ctx, const run_io *io, const opsched_graph *g,
         fprintf(stderr, "opsched run: cannot create %s: %s\n", io->out_dir, strerror(errno));
         return TOOL_EXIT_FAIL;
     }
-    const char *in[RUN_IO_MAX + 8];
-    int n_in = 0;
-    for (int i = 0; i < n && n_in < RUN_IO_MAX + 8; i++)
-        in[n_in++] = inputs[i];
-    for (int i = 0; i < io->n && n_in < RUN_IO_MAX + 8; i++)
-        in[n_in++] = io->in[i].path;
     char (*names)[256] = output_names(g);
     if (!names) return tool_fail(ctx, OPSCHED_ERR_NOMEM, "run");
     int rc = TOOL_EXIT_OK;
     for (int i = 0; i < opsched_graph_num_outputs(g) && rc == TOOL_EXIT_OK; i++) {
         char path[4400];
         snprintf(path, sizeof(path), "%s/%s.npy", io->out_dir, names[i]);
-        rc = tool_check_output("run", path, in, n_in);
+        rc = tool_check_output("run", path, inputs, n);
         if (rc != TOOL_EXIT_OK) break;
         /* The same checks the write makes, before the run: a temporary
          * opened beside the name and removed. */

@@ -50,8 +50,8 @@ int run_io_match(opsched_ctx *ctx, run_io *io, const opsched_graph *g);
 /* Before anything runs: makes out_dir and checks that every output file
  * of g can be written there under out_flags (an existing file or a
  * symbolic link at a name is refused unless --force / --follow-symlinks)
- * and that none is one of the command's inputs (the n paths given and the
- * --input files): exit 2 or 1 with a message naming the file. */
+ * and that none is one of the command's n inputs (the --input files among
+ * them): exit 2 or 1 with a message naming the file. */
 int run_io_check(opsched_ctx *ctx, const run_io *io, const opsched_graph *g,
                  const char *const *inputs, int n);
 

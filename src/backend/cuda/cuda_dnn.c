@@ -259,20 +259,15 @@ opsched_status cu_plan_global_pool(const cu_plan_args *a, cu_plan **out)
     memcpy(d->ys, ys, sizeof(d->ys));
     if (nhwc && cuk_colreduce_ok(n, sp, c)) {
         /* Channels-last is [N, S, C]: a column reduction over S, spread
-         * over many blocks.  cuDNN's pooling (and the pooling kernel) give
-         * each output one thread, which walks all S positions alone: 12,544
-         * serial reads per channel at 112 x 112, most of EfficientNet's
-         * time in its squeeze-and-excitation blocks. */
+         * over many blocks, not a pooling window the size of the map (the
+         * pooling kernel gives each output one thread, which walks all S
+         * positions alone). */
         p->col = 1;
         p->col_fn = is_max ? CUK_COL_MAX : CUK_COL_MEAN;
         p->col_o = n;
         p->col_r = sp;
         p->col_c = c;
-        size_t ws = cuk_colreduce_workspace(n, sp, c);
-        if (ws) {
-            OS_TRY_GOTO(st, cu_malloc(a->ctx, ws, &p->base.workspace), fail);
-            p->base.workspace_bytes = ws;
-        }
+        OS_TRY_GOTO(st, cu_colreduce_alloc(a, &p->base, n, sp, c), fail);
         snprintf(a->info->algo, sizeof(a->info->algo), "kernel columns");
         *out = &p->base;
         return OPSCHED_OK;

@@ -256,6 +256,10 @@ opsched_status cu_plan_gather(const cu_plan_args *a, cu_plan **out);
  * contiguous kept extent (at least 8) and writes [O, C]: a reduction over
  * H and W of a channels-last tensor, for cuk_colreduce (cuda_reduce.c). */
 int cu_column_view(const cuk_reduce_desc *d, int64_t *O, int64_t *R, int64_t *C);
+/* Gives p the workspace cuk_colreduce needs for [O, R, C] (none when one
+ * block a column suffices). */
+opsched_status cu_colreduce_alloc(const cu_plan_args *a, cu_plan *p, int64_t O, int64_t R,
+                                  int64_t C);
 /* The planner of a->node's operator (cuda_plan.c). */
 opsched_status cu_plan_dispatch(const cu_plan_args *a, cu_plan **out);
 /* a->node planned under NCHW between copies from and to NHWC, for a

@@ -427,14 +427,10 @@ opsched_status cu_plan_reduce(const cu_plan_args *a, cu_plan **out)
     }
     if (cu_column_view(d, &p->col_o, &p->col_r, &p->col_c)) {
         p->col = 1;
-        size_t ws = cuk_colreduce_workspace(p->col_o, p->col_r, p->col_c);
-        if (ws) {
-            opsched_status st = cu_malloc(a->ctx, ws, &p->base.workspace);
-            if (st != OPSCHED_OK) {
-                cu_plan_destroy(&p->base);
-                return st;
-            }
-            p->base.workspace_bytes = ws;
+        opsched_status st = cu_colreduce_alloc(a, &p->base, p->col_o, p->col_r, p->col_c);
+        if (st != OPSCHED_OK) {
+            cu_plan_destroy(&p->base);
+            return st;
         }
         return kop_done(a, p, "kernel columns", out);
     }

@@ -243,6 +243,16 @@ int cu_column_view(const cuk_reduce_desc *d, int64_t *O, int64_t *R, int64_t *C)
     return cuk_colreduce_ok(o, r, c);
 }
 
+opsched_status cu_colreduce_alloc(const cu_plan_args *a, cu_plan *p, int64_t O, int64_t R,
+                                  int64_t C)
+{
+    size_t ws = cuk_colreduce_workspace(O, R, C);
+    if (!ws) return OPSCHED_OK;
+    OS_TRY(cu_malloc(a->ctx, ws, &p->workspace));
+    p->workspace_bytes = ws;
+    return OPSCHED_OK;
+}
+
 /* ---- Reduce, ReduceMean of other types --------------------------------- */
 
 opsched_status cu_plan_reduce_fn(const cu_plan_args *a, cu_plan **out)
@@ -279,12 +289,8 @@ opsched_status cu_plan_reduce_fn(const cu_plan_args *a, cu_plan **out)
          * column alone; the column kernel spreads it over many blocks. */
         p->kind = RED_COLUMNS;
         p->col_fn = (cuk_col_fn)col_fn;
-        size_t ws = cuk_colreduce_workspace(p->col_o, p->col_r, p->col_c);
-        if (ws) {
-            opsched_status st = cu_malloc(a->ctx, ws, &p->base.workspace);
-            if (st != OPSCHED_OK) return red_fail(p, st);
-            p->base.workspace_bytes = ws;
-        }
+        opsched_status st = cu_colreduce_alloc(a, &p->base, p->col_o, p->col_r, p->col_c);
+        if (st != OPSCHED_OK) return red_fail(p, st);
     }
     return red_done(a, p, out);
 }
