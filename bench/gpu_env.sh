@@ -2,16 +2,18 @@
 # path for the carried build (.carry/, scripts/gpu-carry.sh) and the cuDNN
 # of the machine's PyTorch, the binaries, and gpu_env_write OUTDIR, which
 # records date, GPU, driver, PyTorch and cuDNN versions in OUTDIR/env.txt,
-# and gpu_rename_device DB.
+# and gpu_rename_device DB.  CARRY names the unpacked carry (default .carry),
+# so one call can hold two builds (one for the suite, one under test).
+carry=$PWD/${CARRY:-.carry}
 cudnn_venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
-export LD_LIBRARY_PATH=$PWD/.carry/lib:$cudnn_venv:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-bin=$PWD/.carry/bin/opsched
+export LD_LIBRARY_PATH=$carry/lib:$cudnn_venv:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+bin=$carry/bin/opsched
 py=/opt/torch/.venv/bin/python3
 
 gpu_env_write() {
   {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "commit: $(git rev-parse --short HEAD 2>/dev/null) (of the tree sent; the binary: .carry)"
+    echo "commit: $(git rev-parse --short HEAD 2>/dev/null) (of the tree sent; the binary: ${CARRY:-.carry})"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit,uuid \
         --format=csv,noheader
     [ -x "$py" ] && "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())'

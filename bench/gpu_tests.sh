@@ -3,15 +3,16 @@
 # test_cuda_gpu, test_cuda_ops_gpu, test_exec_gpu, test_sched_exec_gpu, test_conformance,
 # test_measure from .carry/tests, then resnet50, googlenet and
 # inception_v3 in strict fp32, NHWC, against the CPU backend.
-#   bash bench/gpu_tests.sh OUTDIR    (after tar -C .carry -xJf .carry/carry.tar.xz)
+#   bash bench/gpu_tests.sh OUTDIR    (after tar -C .carry -xJf .carry/carry.tar.xz;
+#   CARRY=DIR for a carry unpacked elsewhere)
 set -uo pipefail
 out=${1:-/tmp/gpu_tests}
 mkdir -p "$out"
 . "$(dirname "$0")/gpu_env.sh"
 gpu_env_write "$out"
 for t in test_cuda_gpu test_cuda_ops_gpu test_exec_gpu test_sched_exec_gpu test_conformance test_measure; do
-  [ -x .carry/tests/$t ] || continue
-  timeout ${TEST_S:-120} ./.carry/tests/$t > "$out/$t.log" 2>&1
+  [ -x "$carry/tests/$t" ] || continue
+  timeout ${TEST_S:-120} "$carry/tests/$t" > "$out/$t.log" 2>&1
   echo "$t: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$out/$t.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \] test' "$out/$t.log" | head -5
 done

@@ -9,8 +9,11 @@
 # list of the set's names) it first profiles those networks layer by layer
 # at batch 1 with the tool's defaults (opsched profile --isolated: every
 # distinct layer timed alone too), for the CSVs that say where the time goes.
+# With --gpus N the suite takes only the first N GPUs (the rest stay free
+# for other work of the same call); CARRY=DIR names the carry to run
+# (default .carry).
 #
-#   bash bench/networks/run_gpus.sh RESULTS_DIR OUTDIR [--tests] [--profile MODELS] [suite.py run options]
+#   bash bench/networks/run_gpus.sh RESULTS_DIR OUTDIR [--gpus N] [--tests] [--profile MODELS] [suite.py run options]
 #
 # RESULTS_DIR holds the suite's files (results-K.csv, suite-K.log, env-K.txt)
 # and is resumed from; OUTDIR gets them as networks.tgz (without the
@@ -21,19 +24,23 @@ set -uo pipefail
 res=${1:?usage: run_gpus.sh RESULTS_DIR OUTDIR [--tests] [suite options]}
 out=${2:?usage: run_gpus.sh RESULTS_DIR OUTDIR [--tests] [suite options]}
 shift 2
-tests=0 profile=
+tests=0 profile= gpus=
+if [ "${1:-}" = --gpus ]; then gpus=${2:?--gpus wants a count}; shift 2; fi
 if [ "${1:-}" = --tests ]; then tests=1; shift; fi
 if [ "${1:-}" = --profile ]; then profile=${2:?--profile wants a list}; shift 2; fi
 budget=${GPU_CALL_S:-540}
 start=$(date +%s)
 left() { echo $((budget - ($(date +%s) - start))); }
-[ -x .carry/bin/opsched ] || tar -C .carry -xJf .carry/carry.tar.xz
+c=${CARRY:-.carry}
+[ -x "$c/bin/opsched" ] || tar -C "$c" -xJf "$c/carry.tar.xz"
 . "$(dirname "$0")/../gpu_env.sh"
 command -v taskset > /dev/null || taskset() { shift 2; "$@"; }   # unpinned without it
 mkdir -p "$res" "$out"
 gpu_env_write "$out" > /dev/null
-n=$(nvidia-smi -L | wc -l)
-per=$(( $(nproc) / n ))
+all=$(nvidia-smi -L | wc -l)
+n=${gpus:-$all}
+[ "$n" -ge 1 ] && [ "$n" -le "$all" ] || { echo "run_gpus: --gpus $n of $all GPUs" >&2; exit 2; }
+per=$(( $(nproc) / all ))
 echo "run_gpus: $n GPUs, $per cores a shard, ${budget}s" | tee "$out/run.log"
 for k in $(seq 0 $((n - 1))); do
   lo=$((k * per)) hi=$((k * per + per - 1))
