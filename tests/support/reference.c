@@ -439,7 +439,8 @@ static void ref_layernorm(const ref_node *r)
     }
 }
 
-static int ref_reduce_mean(const ref_node *r)
+/* ReduceMean and the generic Reduce (every fn), in double. */
+static int ref_reduce(const ref_node *r, opsched_reduce_fn fn)
 {
     const opsched_shape *xs = r->in[0];
     const opsched_reduce_attr *a = &r->a->reduce;
@@ -452,17 +453,37 @@ static int ref_reduce_mean(const ref_node *r)
     for (int d = 0; d < xs->ndim; d++)
         if (reduced[d]) kept.d[d] = 1;
     int64_t n_out = numel(&kept), c[OPSCHED_MAX_DIMS];
-    double *acc = calloc((size_t)(n_out ? n_out : 1), sizeof(double));
+    double *acc = malloc((size_t)(n_out ? n_out : 1) * sizeof(double));
     if (!acc) return -1;
+    double init = fn == OPSCHED_REDUCE_MAX ? -INFINITY
+                  : fn == OPSCHED_REDUCE_MIN ? INFINITY
+                  : fn == OPSCHED_REDUCE_PROD ? 1.0 : 0.0;
+    for (int64_t i = 0; i < n_out; i++)
+        acc[i] = init;
     for (int64_t i = 0; i < numel(xs); i++) {
         unravel(i, xs, c);
         for (int d = 0; d < xs->ndim; d++)
             if (reduced[d]) c[d] = 0;
-        acc[ravel(c, &kept)] += r->x[0][i];
+        double v = r->x[0][i], *o = &acc[ravel(c, &kept)];
+        switch (fn) {
+        case OPSCHED_REDUCE_MAX: *o = v > *o ? v : *o; break;
+        case OPSCHED_REDUCE_MIN: *o = v < *o ? v : *o; break;
+        case OPSCHED_REDUCE_PROD: *o *= v; break;
+        case OPSCHED_REDUCE_L1: *o += fabs(v); break;
+        case OPSCHED_REDUCE_L2:
+        case OPSCHED_REDUCE_SUMSQUARE: *o += v * v; break;
+        case OPSCHED_REDUCE_LOGSUMEXP: *o += exp(v); break;
+        default: *o += v; break; /* mean, sum, logsum */
+        }
     }
-    double count = (double)numel(xs) / (double)n_out;
-    for (int64_t i = 0; i < n_out; i++)
-        r->y[0][i] = (float)(acc[i] / count);
+    double count = (double)numel(xs) / (double)(n_out ? n_out : 1);
+    for (int64_t i = 0; i < n_out; i++) {
+        double v = acc[i];
+        if (fn == OPSCHED_REDUCE_MEAN) v /= count;
+        else if (fn == OPSCHED_REDUCE_L2) v = sqrt(v);
+        else if (fn == OPSCHED_REDUCE_LOGSUM || fn == OPSCHED_REDUCE_LOGSUMEXP) v = log(v);
+        r->y[0][i] = (float)v;
+    }
     free(acc);
     return 0;
 }
@@ -601,7 +622,10 @@ int ref_run_node(const opsched_graph *g, int node, const void *const *in, float 
         ref_layernorm(&r);
         break;
     case OPSCHED_OP_REDUCEMEAN:
-        rc = ref_reduce_mean(&r);
+        rc = ref_reduce(&r, OPSCHED_REDUCE_MEAN);
+        break;
+    case OPSCHED_OP_REDUCE:
+        rc = ref_reduce(&r, r.a->reduce.fn);
         break;
     case OPSCHED_OP_TRANSPOSE:
         ref_transpose(&r);
