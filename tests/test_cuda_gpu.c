@@ -263,7 +263,13 @@ static opsched_status run_case(const tcase *c, const opsched_plan_options *o, do
         assert_int_equal(opsched_buffer_upload(ob[j], 0, poison, cnt * esz), OPSCHED_OK);
         free(poison);
     }
-    assert_int_equal(ref_run_node(c->g, c->node, ref_in, ref, info->fused_activation), 0);
+    assert_int_equal(ref_run_node(c->g, c->node, ref_in, ref, 0), 0);
+    if (info->fused_activation) { /* the epilogue activation, in place */
+        int act = opsched_conv_epilogue(c->g, c->node);
+        assert_true(act >= 0);
+        const void *act_in[1] = {ref[0]};
+        assert_int_equal(ref_run_node(c->g, act, act_in, ref, 0), 0);
+    }
 
     st = opsched_plan_launch(plan, NULL, ib, ob);
     if (st == OPSCHED_OK) st = opsched_device_sync(env.dev);
@@ -549,51 +555,94 @@ static void test_conv_graph_buffer_sets(void **state)
 
 /* A convolution with bias whose only reader is a Relu; the case's node is
  * the convolution. */
-static tcase *conv_relu_case(const conv_cfg *k)
+/* Conv + bias + an activation node (attr may be NULL) reading it alone. */
+static tcase *conv_act_case(const conv_cfg *k, opsched_op_kind op, const opsched_op_attr *attr)
 {
     tcase *c = conv_case(k);
     int conv = c->node, y = opsched_graph_node(c->g, conv)->outputs[0];
-    snprintf(c->label + strlen(c->label), sizeof(c->label) - strlen(c->label), " + Relu");
-    opsched_op_attr a = attr0();
+    opsched_op_attr a = attr ? *attr : attr0();
     int r = -1;
-    if (opsched_graph_add_node(c->g, "relu", OPSCHED_OP_RELU, &a, &y, 1, 1, NULL, &r) != OPSCHED_OK)
+    if (opsched_graph_add_node(c->g, "act", op, &a, &y, 1, 1, NULL, &r) != OPSCHED_OK)
         fail_msg("%s: %s", c->label, opsched_ctx_last_error(env.ctx));
+    snprintf(c->label + strlen(c->label), sizeof(c->label) - strlen(c->label), " + %s",
+             opsched_node_op_name(opsched_graph_node(c->g, 1)));
     c->node = conv;
     return c;
 }
 
-/* Conv + bias + Relu planned with fuse_activation in every math mode and
- * layout: the plan must take the Relu (fused into cuDNN's graph or into
- * the epilogue kernel) and match the host's conv + bias + relu; prints
- * which combinations cuDNN fused ("+bias+relu" in the algorithm). */
-static void test_conv_fused_epilogue(void **state)
+/* Conv + bias + an activation planned with fuse_activation: the plan must
+ * take the activation (into cuDNN's graph or a kernel after it) and match
+ * the host's conv + bias + activation; without fuse_activation it leaves
+ * the activation to its node.  Prints which combinations cuDNN fused
+ * ("+bias+<mode>" in the algorithm). */
+static void check_fused(opsched_op_kind op, const opsched_op_attr *attr, const int *cfgs, int n,
+                        const char *name)
 {
-    (void)state;
-    SKIP_WITHOUT_GPU();
-    static const int cfgs[] = {0, 1, 2, 3};
     for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
         for (int l = 0; l < 2; l++) {
             opsched_layout lay = l ? OPSCHED_LAYOUT_NHWC : OPSCHED_LAYOUT_NCHW;
             int fused = 0, total = 0;
-            for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
-                tcase *c = conv_relu_case(&conv_cfgs[cfgs[i]]);
+            for (int i = 0; i < n; i++) {
+                tcase *c = conv_act_case(&conv_cfgs[cfgs[i]], op, attr);
                 opsched_plan_options o = opts_of((opsched_math)m, lay, NULL);
                 opsched_plan_info info;
                 o.fuse_activation = 1;
                 assert_int_equal(check_case_info(c, &o, 0, &info), 1);
                 assert_int_equal(info.fused_activation, 1);
                 total++;
-                fused += strstr(info.algo, "+relu") != NULL;
+                const char *plus = strrchr(info.algo, '+');
+                fused += plus && strcmp(plus, "+bias") != 0;
                 print_message("  %s [%s %s]: %s\n", c->label, opsched_math_name(o.math),
                               l ? "nhwc" : "nchw", info.algo);
-                o.fuse_activation = 0; /* the bias alone, the Relu left to its node */
+                o.fuse_activation = 0; /* the bias alone, the activation left to its node */
                 assert_int_equal(check_case_info(c, &o, 0, &info), 1);
                 assert_int_equal(info.fused_activation, 0);
                 tcase_free(c);
             }
-            print_message("  conv+bias+relu %s %s: cuDNN fused %d of %d\n",
+            print_message("  conv+bias+%s %s %s: cuDNN fused %d of %d\n", name,
                           opsched_math_name((opsched_math)m), l ? "nhwc" : "nchw", fused, total);
         }
+    }
+}
+
+static void test_conv_fused_epilogue(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    static const int all[] = {0, 1, 2, 3}, two[] = {0, 3};
+    check_fused(OPSCHED_OP_RELU, NULL, all, 4, "relu");
+    opsched_op_attr a = attr0();
+    a.clip.min = 0.0f;
+    a.clip.max = 6.0f;
+    check_fused(OPSCHED_OP_CLIP, &a, two, 2, "relu6");
+    a.clip.min = -0.5f;
+    a.clip.max = 0.25f;
+    check_fused(OPSCHED_OP_CLIP, &a, two, 2, "clip");
+    check_fused(OPSCHED_OP_SIGMOID, NULL, two, 2, "sigmoid");
+    check_fused(OPSCHED_OP_TANH, NULL, two, 2, "tanh");
+    check_fused(OPSCHED_OP_GELU, NULL, two, 2, "gelu");
+    a = attr0();
+    a.gelu.tanh_approx = 1;
+    check_fused(OPSCHED_OP_GELU, &a, two, 2, "gelu_tanh");
+    a = attr0();
+    a.hardsigmoid.alpha = 0.2f;
+    a.hardsigmoid.beta = 0.5f;
+    check_fused(OPSCHED_OP_HARDSIGMOID, &a, two, 2, "hardsigmoid");
+    check_fused(OPSCHED_OP_HARDSWISH, NULL, two, 2, "hardswish");
+    static const struct {
+        opsched_unary_fn fn;
+        float alpha;
+        const char *name;
+    } un[] = {{OPSCHED_UNARY_SWISH, 1.0f, "swish"},
+              {OPSCHED_UNARY_LEAKY_RELU, 0.1f, "leakyrelu"},
+              {OPSCHED_UNARY_ELU, 0.7f, "elu"},
+              {OPSCHED_UNARY_SOFTPLUS, 0.0f, "softplus"},
+              {OPSCHED_UNARY_MISH, 0.0f, "mish"}};
+    for (size_t i = 0; i < sizeof(un) / sizeof(un[0]); i++) {
+        a = attr0();
+        a.unary.fn = un[i].fn;
+        a.unary.alpha = un[i].alpha;
+        check_fused(OPSCHED_OP_UNARY, &a, two, 2, un[i].name);
     }
 }
 

@@ -177,6 +177,105 @@ static void test_fused_relu(void **state)
     opsched_graph_free(g);
 }
 
+/* Every epilogue activation after a convolution: fused (the activation
+ * runs nothing of its own) and equal to the reference; with fusion off,
+ * the same values from two launches.  A Sigmoid read by two nodes stays
+ * its own launch. */
+static void test_fused_activations(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    struct {
+        opsched_op_kind op;
+        opsched_unary_fn fn;
+        float p0, p1;
+    } acts[] = {
+        {OPSCHED_OP_RELU, 0, 0, 0},
+        {OPSCHED_OP_CLIP, 0, 0.0f, 6.0f},
+        {OPSCHED_OP_CLIP, 0, -0.5f, 0.25f},
+        {OPSCHED_OP_SIGMOID, 0, 0, 0},
+        {OPSCHED_OP_TANH, 0, 0, 0},
+        {OPSCHED_OP_GELU, 0, 0, 0},
+        {OPSCHED_OP_GELU, 0, 1, 0},
+        {OPSCHED_OP_HARDSIGMOID, 0, 0.2f, 0.5f},
+        {OPSCHED_OP_HARDSWISH, 0, 0, 0},
+        {OPSCHED_OP_UNARY, OPSCHED_UNARY_SWISH, 1.0f, 0},
+        {OPSCHED_OP_UNARY, OPSCHED_UNARY_LEAKY_RELU, 0.1f, 0},
+        {OPSCHED_OP_UNARY, OPSCHED_UNARY_ELU, 0.7f, 0},
+        {OPSCHED_OP_UNARY, OPSCHED_UNARY_SOFTPLUS, 0, 0},
+        {OPSCHED_OP_UNARY, OPSCHED_UNARY_MISH, 0, 0},
+    };
+    for (size_t k = 0; k < sizeof(acts) / sizeof(acts[0]); k++) {
+        opsched_graph *g = NULL;
+        opsched_shape xs = {4, {1, 3, 8, 8}};
+        int x, c, y, z;
+        CHECK(opsched_graph_create(env.ctx, "act", &g));
+        CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
+        opsched_conv_desc d3 = conv3x3(4);
+        CHECK(opsched_build_conv(g, "conv", x, &d3, &c));
+        opsched_op_attr a;
+        memset(&a, 0, sizeof(a));
+        if (acts[k].op == OPSCHED_OP_CLIP) {
+            a.clip.min = acts[k].p0;
+            a.clip.max = acts[k].p1;
+        } else if (acts[k].op == OPSCHED_OP_GELU) {
+            a.gelu.tanh_approx = acts[k].p0 != 0;
+        } else if (acts[k].op == OPSCHED_OP_HARDSIGMOID) {
+            a.hardsigmoid.alpha = acts[k].p0;
+            a.hardsigmoid.beta = acts[k].p1;
+        } else if (acts[k].op == OPSCHED_OP_UNARY) {
+            a.unary.fn = acts[k].fn;
+            a.unary.alpha = acts[k].p0;
+        }
+        CHECK(opsched_build_unary(g, "act", acts[k].op, &a, c, &y));
+        CHECK(opsched_graph_mark_output(g, y));
+        assert_int_equal(netref_set_weights(g, 40 + k), 0);
+        assert_int_equal(opsched_conv_epilogue(g, 0), 1);
+        opsched_exec_options on = {.plan = {.fuse_activation = 1}}, off = {0};
+        compare_with_reference(g, &on, 1e-5);
+        compare_with_reference(g, &off, 1e-5);
+        opsched_executor *ex = NULL;
+        CHECK(opsched_executor_create(env.cpu, g, NULL, &on, &ex));
+        const opsched_layer_info *li = opsched_executor_layer(ex, 1);
+        assert_non_null(li);
+        print_message("conv + %s: %s\n", opsched_node_op_name(opsched_graph_node(g, 1)), li->algo);
+        assert_int_equal(li->role, OPSCHED_ROLE_FUSED);
+        opsched_executor_free(ex);
+        /* A second reader of the convolution's output: nothing fuses. */
+        CHECK(opsched_build_binary(g, "add", OPSCHED_OP_ADD, c, y, &z));
+        CHECK(opsched_graph_mark_output(g, z));
+        assert_int_equal(opsched_conv_epilogue(g, 0), -1);
+        CHECK(opsched_executor_create(env.cpu, g, NULL, &on, &ex));
+        assert_int_not_equal(opsched_executor_layer(ex, 1)->role, OPSCHED_ROLE_FUSED);
+        opsched_executor_free(ex);
+        opsched_graph_free(g);
+    }
+}
+
+/* Merged convolutions run one activation: two 1x1 convolutions of the
+ * same input, one with a Relu and one with a Sigmoid, are no epilogue
+ * pair; two Sigmoids are. */
+static void test_epilogue_same(void **state)
+{
+    (void)state;
+    opsched_node a = {.op = OPSCHED_OP_SIGMOID, .n_inputs = 1, .n_outputs = 1};
+    opsched_node b = a, c = a, d = a;
+    c.op = OPSCHED_OP_RELU;
+    d.op = OPSCHED_OP_CLIP;
+    d.attr.clip.max = 6.0f;
+    opsched_node e = d;
+    e.attr.clip.max = 4.0f;
+    assert_true(opsched_epilogue_same(&a, &b));
+    assert_false(opsched_epilogue_same(&a, &c));
+    assert_true(opsched_epilogue_same(&d, &d));
+    assert_false(opsched_epilogue_same(&d, &e));
+    opsched_node f = {.op = OPSCHED_OP_UNARY, .n_inputs = 1, .n_outputs = 1};
+    f.attr.unary.fn = OPSCHED_UNARY_ABS;
+    assert_false(opsched_op_is_epilogue(&f)); /* not an activation a convolution applies */
+    f.attr.unary.fn = OPSCHED_UNARY_SWISH;
+    assert_true(opsched_op_is_epilogue(&f));
+}
+
 /* squeezenet1_1 at 224x224; resnet50 at 112x112, every layer of it but a
  * quarter of the reference's work (the reference is slow on purpose);
  * randwire (Adds of many inputs, a constant Mul) and nasnet (asymmetric
@@ -547,6 +646,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conversions),         cmocka_unit_test(test_small_graph),
         cmocka_unit_test(test_fused_relu),          cmocka_unit_test(test_views_alias),
+        cmocka_unit_test(test_fused_activations),   cmocka_unit_test(test_epilogue_same),
         cmocka_unit_test(test_arena_vs_peak),       cmocka_unit_test(test_run_layers),
         cmocka_unit_test(test_capture_unsupported), cmocka_unit_test(test_forced_algorithm),
         cmocka_unit_test(test_io_errors),           cmocka_unit_test(test_lifetimes_in_launches),

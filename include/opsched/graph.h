@@ -633,6 +633,19 @@ opsched_status opsched_graph_find_tensor(const opsched_graph *g, const char *nam
 /* Number of nodes that read tensor id. */
 int opsched_graph_num_consumers(const opsched_graph *g, int tensor);
 
+/* Convolution epilogues (epilogue.c): the rule every backend, the
+ * executor, the searchers, sweeps and the predictor share.  An epilogue
+ * activation is a one-input pointwise activation a convolution can apply
+ * to its output before storing it: Relu, Clip, Sigmoid, Tanh, Gelu,
+ * HardSigmoid, HardSwish, and the unary LeakyRelu, Elu, Softplus, Swish
+ * (SiLU) and Mish.  opsched_conv_epilogue gives the node of such an
+ * activation that is the only reader of convolution `node`'s output (not
+ * a graph output), or -1; opsched_epilogue_same says whether two such
+ * nodes compute the same function (for convolutions merged into one). */
+int opsched_op_is_epilogue(const opsched_node *n);
+int opsched_conv_epilogue(const opsched_graph *g, int node);
+int opsched_epilogue_same(const opsched_node *a, const opsched_node *b);
+
 /* Sums the costs and simulates a sequential run for the peak memory. */
 opsched_status opsched_graph_totals_compute(const opsched_graph *g, opsched_graph_totals *out);
 

@@ -155,26 +155,9 @@ int os_exec_view_aliases(const opsched_graph *g, int node, opsched_math m, opsch
            (rowmajor(x, layout) && rowmajor(y, layout));
 }
 
-static int is_graph_output(const opsched_graph *g, int t)
+int os_exec_fused_act(const opsched_graph *g, int i)
 {
-    for (int i = 0; i < opsched_graph_num_outputs(g); i++)
-        if (opsched_graph_output(g, i) == t) return 1;
-    return 0;
-}
-
-int os_exec_fused_relu(const opsched_graph *g, int i)
-{
-    const opsched_node *n = opsched_graph_node(g, i);
-    if (!n || n->op != OPSCHED_OP_CONV || n->n_outputs != 1 ||
-        opsched_graph_num_consumers(g, n->outputs[0]) != 1 || is_graph_output(g, n->outputs[0]))
-        return -1;
-    for (int j = i + 1; j < opsched_graph_num_nodes(g); j++) {
-        const opsched_node *c = opsched_graph_node(g, j);
-        for (int k = 0; k < c->n_inputs; k++)
-            if (c->inputs[k] == n->outputs[0])
-                return c->op == OPSCHED_OP_RELU && c->n_inputs == 1 ? j : -1;
-    }
-    return -1;
+    return opsched_conv_epilogue(g, i);
 }
 
 static int named_algo(const char *algo)
@@ -330,7 +313,7 @@ static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
     opsched_plan_info pi;
     OS_TRY(opsched_plan_info_get(b->plans[i], &pi));
     if (pi.fused_activation) {
-        int j = os_exec_fused_relu(b->g, i);
+        int j = os_exec_fused_act(b->g, i);
         if (j < 0 || b->place[j].merge_first >= 0) {
             /* The Relu's input is also wanted unrectified: plan without fusing. */
             opsched_plan_free(b->plans[i]);
@@ -480,11 +463,13 @@ static opsched_status merge_graph(opsched_executor *ex, ex_build *b, int k, opsc
     }
     final = conv_out;
     if (m->members[0].relu >= 0) {
-        snprintf(name, sizeof(name), "merge%d.relu", k + 1);
-        OS_TRY_GOTO(
-            st,
-            opsched_graph_add_node(p, name, OPSCHED_OP_RELU, NULL, &conv_out, 1, 1, NULL, &final),
-            done);
+        /* The members' activation (the same for all: merges require it). */
+        const opsched_node *act = opsched_graph_node(b->g, m->members[0].relu);
+        snprintf(name, sizeof(name), "merge%d.act", k + 1);
+        OS_TRY_GOTO(st,
+                    opsched_graph_add_node(p, name, act->op, &act->attr, &conv_out, 1, 1, NULL,
+                                           &final),
+                    done);
     }
     ex_tensor probe;
     memset(&probe, 0, sizeof(probe));

@@ -65,13 +65,14 @@ opsched_status os_exec_tensor_values(opsched_ctx *ctx, const opsched_graph *g, i
  * the sweep's network entries and the searchers' units follow too.  A
  * view node aliases its input when the stored order of both sides is the
  * same (always in NCHW; in NHWC when neither side is a channels-last 4-D
- * tensor with more than one channel and pixel); a Relu that is the only
- * reader of a convolution's output (not a graph output) can be fused into
- * it: os_exec_fused_relu gives that Relu or -1; a node is planned with
+ * tensor with more than one channel and pixel); an activation that is the
+ * only reader of a convolution's output (not a graph output) can be fused
+ * into it as its epilogue (opsched_conv_epilogue's rule):
+ * os_exec_fused_act gives that activation or -1; a node is planned with
  * the options' algorithm, falling back as o->algo_fallback says (li gets
  * the fallback and its reason). */
 int os_exec_view_aliases(const opsched_graph *g, int node, opsched_math m, opsched_layout layout);
-int os_exec_fused_relu(const opsched_graph *g, int node);
+int os_exec_fused_act(const opsched_graph *g, int node);
 opsched_status os_exec_plan_node(opsched_device *dev, const opsched_graph *g, int node,
                                  const opsched_exec_options *o, opsched_layer_info *li,
                                  opsched_plan **out);

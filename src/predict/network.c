@@ -153,7 +153,7 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
                                              (double)opsched_dtype_size(t->dtype) * dtype_scale);
         }
         if (fuse && node->op == OPSCHED_OP_CONV) {
-            int j = os_exec_fused_relu(g, i);
+            int j = os_exec_fused_act(g, i);
             if (j >= 0) {
                 l->fused_relu = 1;
                 r->layers[j].fused_into = i;

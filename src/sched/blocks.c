@@ -72,7 +72,7 @@ opsched_status os_units_build(const opsched_graph *g, os_units *out)
         if (opsched_op_is_view(nd->op) || out->unit_of_node[i] >= 0) continue;
         os_unit *u = &out->u[out->n];
         u->node = i;
-        u->relu = os_exec_fused_relu(g, i);
+        u->relu = os_exec_fused_act(g, i);
         out->unit_of_node[i] = out->n;
         if (u->relu >= 0) out->unit_of_node[u->relu] = out->n;
         out->n++;

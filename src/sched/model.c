@@ -287,11 +287,19 @@ opsched_status opsched_schedule_add_merge(opsched_schedule *s, const opsched_gra
                            "merge of '%s'...: either every member carries its Relu or none does",
                            opsched_graph_node(g, convs[0])->name);
         }
-        if (r >= 0 && r != os_exec_fused_relu(g, convs[i])) {
+        if (r >= 0 && r != os_exec_fused_act(g, convs[i])) {
             free(members);
             return OS_FAIL(s->ctx, OPSCHED_ERR_SHAPE,
-                           "merge member '%s': node %d is not a Relu that only it feeds",
+                           "merge member '%s': node %d is not an activation that only it feeds",
                            opsched_graph_node(g, convs[i])->name, r);
+        }
+        if (r >= 0 && !opsched_epilogue_same(opsched_graph_node(g, r),
+                                             opsched_graph_node(g, relus[0]))) {
+            free(members);
+            return OS_FAIL(s->ctx, OPSCHED_ERR_SHAPE,
+                           "merge member '%s': its activation differs from the first member's "
+                           "(one merged convolution runs one activation)",
+                           opsched_graph_node(g, convs[i])->name);
         }
         members[i].relu = r;
     }
@@ -415,11 +423,16 @@ static opsched_status check_merge(const opsched_graph *g, const opsched_schedule
                            "stage %d: either every merged convolution carries its Relu or none "
                            "does ('%s' differs)",
                            k + 1, node_name(g, convs[i]));
-        if (r >= 0 && r != os_exec_fused_relu(g, convs[i]))
+        if (r >= 0 && r != os_exec_fused_act(g, convs[i]))
             return OS_FAIL(s->ctx, OPSCHED_ERR_SHAPE,
-                           "stage %d: the Relu carried by '%s' (node %d) is not the only reader "
-                           "of its output",
+                           "stage %d: the activation carried by '%s' (node %d) is not the only "
+                           "reader of its output",
                            k + 1, node_name(g, convs[i]), r);
+        if (r >= 0 && !opsched_epilogue_same(opsched_graph_node(g, r),
+                                             opsched_graph_node(g, m->members[0].relu)))
+            return OS_FAIL(s->ctx, OPSCHED_ERR_SHAPE,
+                           "stage %d: the activation of '%s' differs from the first member's",
+                           k + 1, node_name(g, convs[i]));
     }
     return OPSCHED_OK;
 }

@@ -438,11 +438,16 @@ static int build_merge(search *x, uint64_t E, opsched_stage *stage)
 {
     int n = popcount64(E);
     if (n < 2) return 0;
-    int convs[OS_SCHED_MAX_PART] = {0}, i = 0, relu = -2;
+    int convs[OS_SCHED_MAX_PART] = {0}, i = 0, relu = -2, first = 0;
     for (uint64_t b = E; b; b &= b - 1) {
         int v = lowest(b);
         const os_unit *un = &x->u.u[x->base + v];
         if (relu != -2 && (un->relu >= 0) != relu) return 0;
+        if (un->relu >= 0 && i > 0 &&
+            !opsched_epilogue_same(opsched_graph_node(x->g, un->relu),
+                                   opsched_graph_node(x->g, x->u.u[x->base + first].relu)))
+            return 0; /* one merged convolution runs one activation */
+        if (i == 0) first = v;
         relu = un->relu >= 0;
         convs[i++] = un->node;
     }

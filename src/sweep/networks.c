@@ -7,9 +7,13 @@
  * are left out.  Each kept node is copied into a one-node graph
  * (opsched_graph_extract_node), so it is measured exactly as a sweep's grid
  * configuration of the same signature would be.  With `fuse: true` a
- * convolution whose only reader is a Relu is taken as the executor runs
- * it, the two as one fused launch (a fused configuration), and the Relu
- * itself is left out.  A walk loads one network at a time and goes through
+ * convolution whose only reader is an epilogue activation
+ * (opsched_conv_epilogue) is taken as the executor runs it, the two as one
+ * fused launch (a fused configuration), and the activation itself is left
+ * out.  The fused configuration is measured with a Relu as its epilogue
+ * whatever the network's activation (Clip, SiLU, GELU...): one key
+ * (";fused=relu") for every activation: the predictor's fused rows stand
+ * in for a convolution with any epilogue (not measured apart).  A walk loads one network at a time and goes through
  * its nodes (os_sweep_cursor); a network is loaded again by every walk.
  */
 #include <ctype.h>
@@ -213,7 +217,7 @@ opsched_status os_sweep_nets_next(const os_yaml *y, const net_entry *e, os_sweep
             continue;
         }
         opsched_graph *one = NULL, *with_relu = NULL;
-        int relu = e->fuse ? os_exec_fused_relu(g, i) : -1;
+        int relu = e->fuse ? os_exec_fused_act(g, i) : -1;
         OS_TRY(opsched_graph_extract_node(g, i, &one));
         if (relu >= 0) {
             c->runs_fused[relu] = 1;

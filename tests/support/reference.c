@@ -214,12 +214,30 @@ static double clamp01(double v)
     return v < 0 ? 0 : v > 1 ? 1 : v;
 }
 
-static void ref_unary(const ref_node *r)
+/* The activations of OPSCHED_OP_UNARY the tests use (written here, not
+ * taken from the library); -1 for the others. */
+static int unary_fn(const opsched_unary_attr *u, double x, double *y)
+{
+    double sp = x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); /* softplus */
+    switch (u->fn) {
+    case OPSCHED_UNARY_LEAKY_RELU: *y = x < 0 ? u->alpha * x : x; return 0;
+    case OPSCHED_UNARY_ELU: *y = x < 0 ? u->alpha * (exp(x) - 1.0) : x; return 0;
+    case OPSCHED_UNARY_SOFTPLUS: *y = sp; return 0;
+    case OPSCHED_UNARY_SWISH: *y = x / (1.0 + exp(-u->alpha * x)); return 0;
+    case OPSCHED_UNARY_MISH: *y = x * tanh(sp); return 0;
+    default: return -1;
+    }
+}
+
+static int ref_unary(const ref_node *r)
 {
     const opsched_op_attr *a = r->a;
     for (int64_t i = 0; i < numel(r->out[0]); i++) {
         double x = r->x[0][i], y;
         switch (r->n->op) {
+        case OPSCHED_OP_UNARY:
+            if (unary_fn(&a->unary, x, &y) != 0) return -1;
+            break;
         case OPSCHED_OP_RELU:
             y = x > 0 ? x : 0;
             break;
@@ -256,6 +274,7 @@ static void ref_unary(const ref_node *r)
         }
         r->y[0][i] = (float)y;
     }
+    return 0;
 }
 
 static void ref_binary(const ref_node *r)
@@ -588,7 +607,8 @@ int ref_run_node(const opsched_graph *g, int node, const void *const *in, float 
     case OPSCHED_OP_RESHAPE:
     case OPSCHED_OP_IDENTITY:
     case OPSCHED_OP_DROPOUT:
-        ref_unary(&r);
+    case OPSCHED_OP_UNARY:
+        rc = ref_unary(&r);
         break;
     case OPSCHED_OP_ADD:
     case OPSCHED_OP_SUB:

@@ -31,7 +31,7 @@ enum { PR_MODE, PR_FUSE, PR_NO_TRAIN, PR_LEAVE_OUT, PR_ALLOW_PARTIAL };
 
 static const tool_opt predict_opts[] = {
     {"mode", 0, "graph|eager", "execution to predict (default graph)", PR_MODE},
-    {"fuse", 0, "on|off", "conv + Relu as one layer, exported patterns (x*Sigmoid(x),\nthe GELU formula) as one operator (default on)", PR_FUSE},
+    {"fuse", 0, "on|off", "conv + its activation as one layer, exported patterns\n(x*Sigmoid(x), the GELU formula) as one operator (default on)", PR_FUSE},
     {"no-train", 0, NULL, "use saved models only (learned source off when stale)", PR_NO_TRAIN},
     {"leave-out", 0, NULL,
      "predict as if the network had never been measured:\nits configurations (at this shape "

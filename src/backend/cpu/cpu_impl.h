@@ -51,7 +51,9 @@ typedef struct cpu_node {
     opsched_dtype in_dt[CPU_MAX_IO]; /* declared types (float ones stored as f32) */
     opsched_shape out[CPU_MAX_IO];
     opsched_dtype out_dt[CPU_MAX_IO];
-    int fused_relu; /* the loop applies a following Relu */
+    int fused_act;               /* the convolution applies its epilogue activation: */
+    opsched_op_kind act_op;      /* the activation node's kind and attributes */
+    opsched_op_attr act_attr;
 } cpu_node;
 
 /* A plain C operator: in/out follow the node, as at launch. */

@@ -57,6 +57,54 @@ static opsched_status nc1s_md(opsched_ctx *ctx, const opsched_shape *s, dnnl_mem
 
 /* ---- convolution -------------------------------------------------------- */
 
+/* The epilogue activation as oneDNN eltwise post-ops (HardSigmoid, which
+ * oneDNN 2.6 lacks, as linear then clip). */
+static opsched_status append_act(opsched_ctx *ctx, dnnl_post_ops_t po, const cpu_node *n)
+{
+    const opsched_op_attr *a = &n->act_attr;
+    dnnl_alg_kind_t alg;
+    float alpha = 0.f, beta = 0.f;
+    switch (n->act_op) {
+    case OPSCHED_OP_RELU: alg = dnnl_eltwise_relu; break;
+    case OPSCHED_OP_CLIP:
+        alg = dnnl_eltwise_clip_v2;
+        alpha = a->clip.min;
+        beta = a->clip.max;
+        break;
+    case OPSCHED_OP_SIGMOID: alg = dnnl_eltwise_logistic; break;
+    case OPSCHED_OP_TANH: alg = dnnl_eltwise_tanh; break;
+    case OPSCHED_OP_GELU:
+        alg = a->gelu.tanh_approx ? dnnl_eltwise_gelu_tanh : dnnl_eltwise_gelu_erf;
+        break;
+    case OPSCHED_OP_HARDSWISH: alg = dnnl_eltwise_hardswish; break;
+    case OPSCHED_OP_HARDSIGMOID:
+        CPU_DNNL(ctx, dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear,
+                                                   a->hardsigmoid.alpha, a->hardsigmoid.beta));
+        alg = dnnl_eltwise_clip_v2;
+        alpha = 0.f;
+        beta = 1.f;
+        break;
+    case OPSCHED_OP_UNARY:
+        alpha = a->unary.alpha;
+        switch (a->unary.fn) {
+        case OPSCHED_UNARY_LEAKY_RELU: alg = dnnl_eltwise_relu; break;
+        case OPSCHED_UNARY_ELU: alg = dnnl_eltwise_elu; break;
+        case OPSCHED_UNARY_SOFTPLUS: alg = dnnl_eltwise_soft_relu; alpha = 0.f; break;
+        case OPSCHED_UNARY_SWISH: alg = dnnl_eltwise_swish; break;
+        case OPSCHED_UNARY_MISH: alg = dnnl_eltwise_mish; alpha = 0.f; break;
+        default:
+            return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "cpu: %s is not an epilogue activation",
+                           opsched_unary_fn_name(a->unary.fn));
+        }
+        break;
+    default:
+        return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "cpu: %s is not an epilogue activation",
+                       opsched_op_name(n->act_op));
+    }
+    CPU_DNNL(ctx, dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta));
+    return OPSCHED_OK;
+}
+
 static opsched_status conv_pd(opsched_ctx *ctx, cpu_dev *dev, const cpu_node *n,
                               dnnl_alg_kind_t alg, const char *what, dnnl_primitive_desc_t *pd)
 {
@@ -84,10 +132,9 @@ static opsched_status conv_pd(opsched_ctx *ctx, cpu_dev *dev, const cpu_node *n,
     CPU_DNNL(ctx, dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, alg, &src,
                                                              &wei, has_bias ? &bias : NULL, &dst,
                                                              strides, dil, pl, pr));
-    if (n->fused_relu) {
+    if (n->fused_act) {
         CPU_DNNL(ctx, dnnl_post_ops_create(&po));
-        CPU_DNNL_GOTO(st, ctx, dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.f, 0.f),
-                      done);
+        OS_TRY_GOTO(st, append_act(ctx, po, n), done);
     }
     st = cpu_pd_create(ctx, dev, &cd, 1.0f, po, what, pd);
 done:

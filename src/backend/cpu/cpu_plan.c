@@ -170,18 +170,6 @@ opsched_status cpu_prim_run(opsched_ctx *ctx, cpu_prim *p, dnnl_stream_t stream,
 
 /* 1 when the only reader of the node's output is a Relu that a convolution
  * can absorb. */
-static int next_is_relu(const opsched_graph *g, int node)
-{
-    const opsched_node *n = opsched_graph_node(g, node);
-    if (n->n_outputs != 1 || opsched_graph_num_consumers(g, n->outputs[0]) != 1) return 0;
-    for (int i = node + 1; i < opsched_graph_num_nodes(g); i++) {
-        const opsched_node *c = opsched_graph_node(g, i);
-        for (int k = 0; k < c->n_inputs; k++)
-            if (c->inputs[k] == n->outputs[0]) return c->op == OPSCHED_OP_RELU;
-    }
-    return 0;
-}
-
 static opsched_status copy_node(opsched_ctx *ctx, const opsched_graph *g, int node, cpu_node *out)
 {
     const opsched_node *n = opsched_graph_node(g, node);
@@ -270,9 +258,15 @@ opsched_status cpu_plan_create(opsched_ctx *ctx, void *d, const opsched_graph *g
         p->loop = loop_nothing;
         snprintf(info->algo, sizeof(info->algo), "empty");
     } else if (n->op == OPSCHED_OP_CONV) {
-        p->node.fused_relu = opts->fuse_activation && next_is_relu(g, node);
+        int act = opts->fuse_activation ? opsched_conv_epilogue(g, node) : -1;
+        if (act >= 0) {
+            const opsched_node *an = opsched_graph_node(g, act);
+            p->node.fused_act = 1;
+            p->node.act_op = an->op;
+            p->node.act_attr = an->attr;
+        }
         OS_TRY_GOTO(st, cpu_ops_conv(ctx, dev, p, opts, info), fail);
-        info->fused_activation = p->node.fused_relu;
+        info->fused_activation = p->node.fused_act;
     } else if (n->op == OPSCHED_OP_CONV_TRANSPOSE) {
         OS_TRY_GOTO(st, cpu_ops_conv_transpose(ctx, dev, p, opts, info), fail);
     } else {

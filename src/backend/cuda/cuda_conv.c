@@ -93,12 +93,31 @@ void cu_conv_bias_init(const cu_plan_args *a, cu_conv_bias *b)
     b->channel_stride = cu_is_nhwc(a, y) ? 1 : spatial;
 }
 
+void cu_act_for(const cu_plan_args *a, cu_act *act)
+{
+    memset(act, 0, sizeof(*act));
+    if (!a->opts->fuse_activation || !a->g) return;
+    const opsched_node *first = opsched_graph_node(a->g, 0);
+    ptrdiff_t i = first ? a->node - first : -1;
+    if (i < 0 || i >= opsched_graph_num_nodes(a->g) || opsched_graph_node(a->g, (int)i) != a->node)
+        return;
+    int j = opsched_conv_epilogue(a->g, (int)i);
+    if (j < 0) return;
+    act->on = 1;
+    act->node = opsched_graph_node(a->g, j);
+    cu_unary_fn_of(act->node, &act->fn, &act->prm);
+}
+
 opsched_status cu_conv_bias_add(opsched_ctx *ctx, const cu_conv_bias *b, cuk_type kt,
                                 const void *bias, void *y, cudaStream_t s)
 {
-    if (b->on || b->relu)
+    int relu = b->act.on && b->act.fn == CUK_U_RELU;
+    if (b->on || relu)
         CUDA_CHECK(ctx, cuk_bias_add(kt, b->numel, b->channels, b->channel_stride,
-                                     b->on ? bias : NULL, b->relu, y, s));
+                                     b->on ? bias : NULL, relu, y, s));
+    if (b->act.on && !relu)
+        CUDA_CHECK(ctx, cuk_ew_unary(b->act.fn, &b->act.prm, (cuk_dtype)kt, (cuk_dtype)kt,
+                                     b->numel, y, y, s));
     return OPSCHED_OK;
 }
 

@@ -33,6 +33,8 @@
  * input sets in cold cache mode) and builds one only for a new set.  A launch therefore writes
  * to its plan: like its context, a plan is used by one thread at a time.
  */
+#include <float.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,13 +63,26 @@ typedef struct pack_slot {
  * configuration; never changed after it is built (launches only read the
  * execution plan), and freed with its last reference: the cache's and one
  * per graph_plan. */
+/* An activation as one of cuDNN's pointwise modes with its constants (the
+ * RELU_FWD family takes Relu, Clip and LeakyRelu through its clips and
+ * slope). */
+typedef struct pw_mode {
+    cudnnPointwiseMode_t mode;
+    cudnnBackendAttributeName_t param_name; /* 0: no constant */
+    double param;
+    int relu_family;                        /* lower, upper and slope are set */
+    double lower, upper, slope;
+    const char *name;                       /* for the plan's algorithm text */
+} pw_mode;
+
 typedef struct conv_choice {
     int refs;
     /* The graph the execution plan was built from, kept while it lives. */
     cudnnBackendDescriptor_t x, w, y, conv, op, graph, cfg, plan;
     /* The fused epilogue's bias, virtual tensors and pointwise ops. */
-    cudnnBackendDescriptor_t b, conv_out, add_out, pw_add, pw_relu, op_add, op_relu;
-    int fuse_bias, fuse_relu; /* what the graph computes after the conv */
+    cudnnBackendDescriptor_t b, conv_out, add_out, pw_add, pw_act, op_add, op_act;
+    int fuse_bias, fuse_act; /* what the graph computes after the conv */
+    pw_mode act;             /* the activation's pointwise mode, when fuse_act */
     int64_t engine;           /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX of the plan */
     size_t workspace;         /* the execution plan's */
     /* The workspace limits under which planning again chooses the same:
@@ -201,15 +216,22 @@ static opsched_status make_bias(const cu_plan_args *a, cudnnBackendDescriptor_t 
 }
 
 /* A pointwise op y = mode(x[, b]) computed in float. */
-static opsched_status make_pointwise(const cu_plan_args *a, cudnnPointwiseMode_t mode,
+static opsched_status make_pointwise(const cu_plan_args *a, const pw_mode *m,
                                      cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
                                      cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t *pw,
                                      cudnnBackendDescriptor_t *op)
 {
     cudnnDataType_t prec = CUDNN_DATA_FLOAT;
     OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, pw));
-    BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+    BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &m->mode);
     BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    if (m->relu_family) {
+        BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &m->lower);
+        BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1, &m->upper);
+        BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, CUDNN_TYPE_DOUBLE, 1,
+               &m->slope);
+    }
+    if (m->param_name) BK_SET(a->ctx, *pw, m->param_name, CUDNN_TYPE_DOUBLE, 1, &m->param);
     OS_TRY(FINALIZE(a, *pw, "pointwise descriptor"));
     OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op));
     BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
@@ -224,23 +246,72 @@ static opsched_status make_pointwise(const cu_plan_args *a, cudnnPointwiseMode_t
     return FINALIZE(a, *op, "pointwise operation");
 }
 
-/* 1 when the node's output has one reader, a Relu of it alone, and is not
- * an output of the graph: the Relu the executor lets a plan absorb. */
-static int relu_follows(const cu_plan_args *a)
+/* The cuDNN pointwise mode that computes act in float; 0 when cuDNN has
+ * none (HardSigmoid, HardSwish, Mish, a Clip without finite bounds): the
+ * plan then runs the activation as a kernel after cuDNN's graph. */
+static int act_mode(const cu_act *act, pw_mode *m)
 {
-    const opsched_graph *g = a->g;
-    const opsched_node *n = a->node;
-    if (!g || n->n_outputs != 1) return 0;
-    int y = n->outputs[0];
-    if (opsched_graph_num_consumers(g, y) != 1) return 0;
-    for (int i = 0; i < opsched_graph_num_outputs(g); i++)
-        if (opsched_graph_output(g, i) == y) return 0;
-    for (int j = 0; j < opsched_graph_num_nodes(g); j++) {
-        const opsched_node *c = opsched_graph_node(g, j);
-        for (int k = 0; k < c->n_inputs; k++)
-            if (c->inputs[k] == y) return c->op == OPSCHED_OP_RELU && c->n_inputs == 1;
+    memset(m, 0, sizeof(*m));
+    m->upper = FLT_MAX;
+    switch (act->fn) {
+    case CUK_U_RELU:
+        m->mode = CUDNN_POINTWISE_RELU_FWD;
+        m->relu_family = 1;
+        m->name = "relu";
+        return 1;
+    case CUK_U_CLIP:
+        if (!isfinite(act->prm.alpha) || !isfinite(act->prm.beta) ||
+            !(act->prm.alpha < act->prm.beta))
+            return 0;
+        m->mode = CUDNN_POINTWISE_RELU_FWD;
+        m->relu_family = 1;
+        m->lower = act->prm.alpha;
+        m->upper = act->prm.beta;
+        m->name = "clip";
+        return 1;
+    case CUK_U_LEAKY_RELU:
+        m->mode = CUDNN_POINTWISE_RELU_FWD;
+        m->relu_family = 1;
+        m->slope = act->prm.alpha;
+        m->name = "leakyrelu";
+        return 1;
+    case CUK_U_SIGMOID:
+        m->mode = CUDNN_POINTWISE_SIGMOID_FWD;
+        m->name = "sigmoid";
+        return 1;
+    case CUK_U_TANH:
+        m->mode = CUDNN_POINTWISE_TANH_FWD;
+        m->name = "tanh";
+        return 1;
+    case CUK_U_GELU_ERF:
+        m->mode = CUDNN_POINTWISE_GELU_FWD;
+        m->name = "gelu";
+        return 1;
+    case CUK_U_GELU_TANH:
+        m->mode = CUDNN_POINTWISE_GELU_APPROX_TANH_FWD;
+        m->name = "gelu_tanh";
+        return 1;
+    case CUK_U_SWISH:
+        m->mode = CUDNN_POINTWISE_SWISH_FWD;
+        m->param_name = CUDNN_ATTR_POINTWISE_SWISH_BETA;
+        m->param = act->prm.alpha;
+        m->name = "swish";
+        return 1;
+    case CUK_U_ELU:
+        m->mode = CUDNN_POINTWISE_ELU_FWD;
+        m->param_name = CUDNN_ATTR_POINTWISE_ELU_ALPHA;
+        m->param = act->prm.alpha;
+        m->name = "elu";
+        return 1;
+    case CUK_U_SOFTPLUS:
+        m->mode = CUDNN_POINTWISE_SOFTPLUS_FWD;
+        m->param_name = CUDNN_ATTR_POINTWISE_SOFTPLUS_BETA;
+        m->param = 1.0;
+        m->name = "softplus";
+        return 1;
+    default:
+        return 0;
     }
-    return 0;
 }
 
 /* The output the convolution's arithmetic gives must be the graph's. */
@@ -277,7 +348,7 @@ static opsched_status build_graph(const cu_plan_args *a, conv_choice *p)
     OS_TRY(make_tensor(a, UID_X, cu_in(a, 0), &p->x));
     OS_TRY(make_tensor(a, UID_W, cu_in(a, 1), &p->w));
     OS_TRY(make_tensor(a, UID_Y, cu_out(a, 0), &p->y));
-    int fused = p->fuse_bias || p->fuse_relu;
+    int fused = p->fuse_bias || p->fuse_act;
     if (fused) OS_TRY(make_virtual(a, UID_CONV_OUT, &p->conv_out));
 
     OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &p->conv));
@@ -309,17 +380,17 @@ static opsched_status build_graph(const cu_plan_args *a, conv_choice *p)
     cudnnBackendDescriptor_t ops[3] = {p->op, NULL, NULL}, last = p->conv_out;
     int64_t n_ops = 1;
     if (p->fuse_bias) {
-        if (p->fuse_relu) OS_TRY(make_virtual(a, UID_ADD_OUT, &p->add_out));
+        static const pw_mode add = {.mode = CUDNN_POINTWISE_ADD, .name = "bias"};
+        if (p->fuse_act) OS_TRY(make_virtual(a, UID_ADD_OUT, &p->add_out));
         OS_TRY(make_bias(a, &p->b));
-        OS_TRY(make_pointwise(a, CUDNN_POINTWISE_ADD, last, p->b,
-                              p->fuse_relu ? p->add_out : p->y, &p->pw_add, &p->op_add));
+        OS_TRY(make_pointwise(a, &add, last, p->b, p->fuse_act ? p->add_out : p->y, &p->pw_add,
+                              &p->op_add));
         ops[n_ops++] = p->op_add;
         last = p->add_out;
     }
-    if (p->fuse_relu) {
-        OS_TRY(make_pointwise(a, CUDNN_POINTWISE_RELU_FWD, last, NULL, p->y, &p->pw_relu,
-                              &p->op_relu));
-        ops[n_ops++] = p->op_relu;
+    if (p->fuse_act) {
+        OS_TRY(make_pointwise(a, &p->act, last, NULL, p->y, &p->pw_act, &p->op_act));
+        ops[n_ops++] = p->op_act;
     }
 
     OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &p->graph));
@@ -582,8 +653,8 @@ static opsched_status pack_for(opsched_ctx *ctx, graph_plan *p, const void *x, c
 static void graph_free(conv_choice *p)
 {
     bk_free(&p->graph);
-    bk_free(&p->op_relu);
-    bk_free(&p->pw_relu);
+    bk_free(&p->op_act);
+    bk_free(&p->pw_act);
     bk_free(&p->op_add);
     bk_free(&p->pw_add);
     bk_free(&p->b);
@@ -758,7 +829,7 @@ static opsched_status choose(const cu_plan_args *a, conv_choice *p, int find, si
                             "%d not supported, %d need more than %zu bytes of workspace; %s); "
                             "heuristic_v7 tries the legacy API",
                             find ? "find" : "heuristic", t.configs,
-                            p->fuse_bias || p->fuse_relu ? " with its epilogue" : "", t.filtered,
+                            p->fuse_bias || p->fuse_act ? " with its epilogue" : "", t.filtered,
                             t.unsupported, t.too_big, limit, d);
         goto done;
     }
@@ -784,19 +855,22 @@ done:
 }
 
 /* Plans the convolution from scratch: the graph with the epilogue asked
- * for (bias when the node has one, relu), or without it when no engine
- * runs that.  *cacheable 0: the epilogue was given up for a reason that
- * may pass (memory, a cuDNN error), so the choice is not kept. */
-static opsched_status plan_choice(const cu_plan_args *a, int find, int bias, int relu,
+ * for (bias when the node has one, the activation when act is not NULL),
+ * or without it when no engine runs that.  *cacheable 0: the epilogue was
+ * given up for a reason that may pass (memory, a cuDNN error), so the
+ * choice is not kept. */
+static opsched_status plan_choice(const cu_plan_args *a, int find, int bias, const pw_mode *act,
                                   size_t limit, conv_choice **out, int *cacheable)
 {
+    int relu = act != NULL;
     opsched_status st = OPSCHED_OK;
     conv_choice *c = calloc(1, sizeof(*c));
     if (!c) return OS_NOMEM(a->ctx);
     c->refs = 1;
     c->limit_hi = SIZE_MAX;
     c->fuse_bias = bias;
-    c->fuse_relu = relu;
+    c->fuse_act = relu;
+    if (act) c->act = *act;
     *cacheable = 1;
     if (bias || relu) {
         st = choose(a, c, find, limit);
@@ -809,7 +883,7 @@ static opsched_status plan_choice(const cu_plan_args *a, int find, int bias, int
             if (st != OPSCHED_ERR_UNSUPPORTED) *cacheable = 0;
             opsched_ctx_clear_error(a->ctx);
             graph_free(c);
-            c->fuse_bias = c->fuse_relu = 0;
+            c->fuse_bias = c->fuse_act = 0;
             st = OPSCHED_OK;
         }
     }
@@ -825,21 +899,25 @@ static opsched_status plan_choice(const cu_plan_args *a, int find, int bias, int
 /* The cache key: everything planning depends on besides the device (the
  * cache is the device's) and the workspace limit (the choice's limit
  * range).  0 when it does not fit buf (the plan is then not cached). */
-static int choice_key(const cu_plan_args *a, int find, int bias, int relu, char *buf, size_t size)
+static int choice_key(const cu_plan_args *a, int find, int bias, const pw_mode *act, char *buf,
+                      size_t size)
 {
     const opsched_conv_attr *c = &a->node->attr.conv;
     const opsched_tensor *t[3] = {cu_in(a, 0), cu_in(a, 1), cu_out(a, 0)};
     static const char *const names[3] = {"x", "w", "y"};
     int w = snprintf(buf, size,
                      "conv2d %s math %s layout %s dtype %s align %d stride %lld,%lld dilation "
-                     "%lld,%lld pads %lld,%lld,%lld,%lld groups %lld bias %d relu %d",
+                     "%lld,%lld pads %lld,%lld,%lld,%lld groups %lld bias %d act %s %.9g %.9g "
+                     "%.9g %.9g",
                      find ? "find" : "heuristic", opsched_math_name(a->opts->math),
                      a->opts->layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw",
                      opsched_dtype_name(a->dt), GRAPH_ALIGN, (long long)c->stride[0],
                      (long long)c->stride[1], (long long)c->dilation[0],
                      (long long)c->dilation[1], (long long)c->pads[0], (long long)c->pads[1],
                      (long long)c->pads[2], (long long)c->pads[3],
-                     (long long)(c->groups ? c->groups : 1), bias, relu);
+                     (long long)(c->groups ? c->groups : 1), bias, act ? act->name : "none",
+                     act ? act->lower : 0.0, act ? act->upper : 0.0, act ? act->slope : 0.0,
+                     act ? act->param : 0.0);
     if (w < 0 || (size_t)w >= size) return 0;
     size_t n = (size_t)w;
     for (int i = 0; i < 3; i++) {
@@ -867,11 +945,15 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out
     OS_TRY(cu_plan_alloc(a, sizeof(graph_plan), graph_launch, graph_release, &base));
     graph_plan *p = (graph_plan *)base;
     opsched_status st = OPSCHED_OK;
-    int relu = a->opts->fuse_activation && relu_follows(a);
+    cu_act act;
+    pw_mode mode;
+    cu_act_for(a, &act);
+    /* The activation joins cuDNN's graph when cuDNN has its mode. */
+    const pw_mode *fusable = act.on && act_mode(&act, &mode) ? &mode : NULL;
     int bias = cu_in(a, 2) != NULL;
     size_t limit = a->opts->workspace_limit ? a->opts->workspace_limit : cu_free_memory();
     os_plan_cache *cache = a->dev->conv_plans;
-    int keyed = cache && choice_key(a, find, bias, relu, key, sizeof(key));
+    int keyed = cache && choice_key(a, find, bias, fusable, key, sizeof(key));
     if (keyed) {
         conv_choice *c = os_plan_cache_get(cache, key);
         if (c && c->limit_lo <= limit && limit < c->limit_hi) {
@@ -882,7 +964,7 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out
     }
     if (!ch) {
         int cacheable = 0;
-        OS_TRY_GOTO(st, plan_choice(a, find, bias, relu, limit, &ch, &cacheable), fail);
+        OS_TRY_GOTO(st, plan_choice(a, find, bias, fusable, limit, &ch, &cacheable), fail);
         if (keyed && cacheable) {
             ch->refs++; /* the cache's */
             if (os_plan_cache_put(cache, key, ch) != 0) ch->refs--;
@@ -890,16 +972,19 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out
     }
     p->ch = ch;
     p->kt = a->kt;
-    if (!ch->fuse_bias && !ch->fuse_relu) {
+    /* What cuDNN's graph does not do, a kernel after it does. */
+    if (!ch->fuse_bias || (act.on && !ch->fuse_act)) {
         cu_conv_bias_init(a, &p->bias);
-        p->bias.relu = relu;
+        if (ch->fuse_bias) p->bias.on = 0;
+        if (!ch->fuse_act) p->bias.act = act;
     }
     base->workspace_bytes = ch->workspace;
     if (base->workspace_bytes)
         OS_TRY_GOTO(st, cu_malloc(a->ctx, base->workspace_bytes, &base->workspace), fail);
-    snprintf(a->info->algo, sizeof(a->info->algo), "graph:eng%lld%s%s", (long long)ch->engine,
-             ch->fuse_bias ? "+bias" : "", ch->fuse_relu ? "+relu" : "");
-    a->info->fused_activation = relu;
+    snprintf(a->info->algo, sizeof(a->info->algo), "graph:eng%lld%s%s%s", (long long)ch->engine,
+             ch->fuse_bias ? "+bias" : "", ch->fuse_act ? "+" : "",
+             ch->fuse_act ? ch->act.name : "");
+    a->info->fused_activation = act.on;
     *out = base;
     return OPSCHED_OK;
 fail:

@@ -134,53 +134,58 @@ static int64_t int_bound(float v, int upper)
     return (int64_t)d;
 }
 
-static opsched_status plan_unary(const cu_plan_args *a, ew_plan *p)
+void cu_unary_fn_of(const opsched_node *n, cuk_ufn *fn, cuk_ew_params *prm)
 {
-    const opsched_node *n = a->node;
-    const opsched_tensor *x = cu_in(a, 0), *y = cu_out(a, 0);
-    cuk_ew_params *prm = &p->prm;
-    const char *what = opsched_node_op_name(n);
+    memset(prm, 0, sizeof(*prm));
     switch (n->op) {
     case OPSCHED_OP_UNARY:
-        p->ufn = (cuk_ufn)n->attr.unary.fn;
+        *fn = (cuk_ufn)n->attr.unary.fn;
         prm->alpha = n->attr.unary.alpha;
         prm->beta = n->attr.unary.beta;
         prm->gamma = n->attr.unary.gamma;
         break;
     case OPSCHED_OP_RELU:
-        p->ufn = CUK_U_RELU;
+        *fn = CUK_U_RELU;
         break;
     case OPSCHED_OP_CLIP:
-        p->ufn = CUK_U_CLIP;
+        *fn = CUK_U_CLIP;
         prm->alpha = n->attr.clip.min;
         prm->beta = n->attr.clip.max;
         prm->lo = int_bound(n->attr.clip.min, 0);
         prm->hi = int_bound(n->attr.clip.max, 1);
         break;
     case OPSCHED_OP_SIGMOID:
-        p->ufn = CUK_U_SIGMOID;
+        *fn = CUK_U_SIGMOID;
         break;
     case OPSCHED_OP_TANH:
-        p->ufn = CUK_U_TANH;
+        *fn = CUK_U_TANH;
         break;
     case OPSCHED_OP_GELU:
-        p->ufn = n->attr.gelu.tanh_approx ? CUK_U_GELU_TANH : CUK_U_GELU_ERF;
+        *fn = n->attr.gelu.tanh_approx ? CUK_U_GELU_TANH : CUK_U_GELU_ERF;
         break;
     case OPSCHED_OP_ERF:
-        p->ufn = CUK_U_ERF;
+        *fn = CUK_U_ERF;
         break;
     case OPSCHED_OP_HARDSIGMOID:
-        p->ufn = CUK_U_HARDSIGMOID;
+        *fn = CUK_U_HARDSIGMOID;
         prm->alpha = n->attr.hardsigmoid.alpha;
         prm->beta = n->attr.hardsigmoid.beta;
         break;
     case OPSCHED_OP_HARDSWISH:
-        p->ufn = CUK_U_HARDSWISH;
+        *fn = CUK_U_HARDSWISH;
         break;
     default: /* Sqrt */
-        p->ufn = CUK_U_SQRT;
+        *fn = CUK_U_SQRT;
         break;
     }
+}
+
+static opsched_status plan_unary(const cu_plan_args *a, ew_plan *p)
+{
+    const opsched_node *n = a->node;
+    const opsched_tensor *x = cu_in(a, 0), *y = cu_out(a, 0);
+    const char *what = opsched_node_op_name(n);
+    cu_unary_fn_of(n, &p->ufn, &p->prm);
     p->t0 = cu_kdt(a, x);
     p->ty = cu_kdt(a, y);
     p->n = opsched_shape_numel(&x->shape);

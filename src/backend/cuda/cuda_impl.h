@@ -316,18 +316,34 @@ extern const char *const cu_conv_algo_names[CU_N_CONV_ALGOS];
 
 /* ---- convolution, shared by the legacy and graph-API paths ------------ */
 
-/* The per-channel bias both paths add with a kernel after cuDNN's
- * convolution, and the Relu the graph-API path folds into that kernel when
- * cuDNN cannot fuse it (cuda_conv.c). */
+/* The unary function and constants the element-wise kernels compute for
+ * a one-input activation node (cuda_ew.c). */
+void cu_unary_fn_of(const opsched_node *n, cuk_ufn *fn, cuk_ew_params *prm);
+
+/* A convolution's epilogue activation (opsched_conv_epilogue's node), as
+ * the kernels compute it and as cuDNN's pointwise modes may. */
+typedef struct cu_act {
+    int on;                  /* 0: none */
+    const opsched_node *node; /* the activation node (the graph outlives planning) */
+    cuk_ufn fn;
+    cuk_ew_params prm;
+} cu_act;
+/* The activation the plan of a->node may fuse: none unless the options ask
+ * for fusion and opsched_conv_epilogue gives one. */
+void cu_act_for(const cu_plan_args *a, cu_act *act);
+
+/* The epilogue a convolution's plan runs as a kernel after cuDNN: the bias
+ * of the convolution, and the activation the graph-API path takes when no
+ * cuDNN engine fuses it (cuda_conv_graph.c). */
 typedef struct cu_conv_bias {
-    int on;   /* 0: the node has no bias input */
-    int relu; /* rectify after the bias */
+    int on;     /* 0: the node has no bias input */
+    cu_act act; /* applied after the bias */
     int64_t numel, channels, channel_stride;
 } cu_conv_bias;
-/* Sets b up for the node's bias, without the Relu. */
+/* Sets b up for the node's bias, without an activation. */
 void cu_conv_bias_init(const cu_plan_args *a, cu_conv_bias *b);
-/* Enqueues y += bias[c] when b->on, then y = max(y, 0) when b->relu, as one
- * kernel on s. */
+/* Enqueues y += bias[c] when b->on, then y = act(y): one kernel for a Relu
+ * (or the bias alone), a second for another activation. */
 opsched_status cu_conv_bias_add(opsched_ctx *ctx, const cu_conv_bias *b, cuk_type kt,
                                 const void *bias, void *y, cudaStream_t s);
 
