@@ -83,6 +83,11 @@ typedef struct conv_choice {
     cudnnBackendDescriptor_t b, conv_out, add_out, pw_add, pw_act, op_add, op_act;
     int fuse_bias, fuse_act; /* what the graph computes after the conv */
     pw_mode act;             /* the activation's pointwise mode, when fuse_act */
+    /* For a graph with the activation: 0 until measured against the graph
+     * without it plus the activation's kernel, then 1 when fused was
+     * faster and -1 when it was slower (the plan then takes the other). */
+    int fused_wins;
+    float fused_ms, apart_ms; /* what that measurement gave */
     int64_t engine;           /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX of the plan */
     size_t workspace;         /* the execution plan's */
     /* The workspace limits under which planning again chooses the same:
@@ -936,11 +941,144 @@ static int choice_key(const cu_plan_args *a, int find, int bias, const pw_mode *
     return 1;
 }
 
+/* The choice for (find, bias, act), from the device's cache or planned
+ * (and cached); one reference for the caller. */
+static opsched_status get_choice(const cu_plan_args *a, int find, int bias, const pw_mode *act,
+                                 size_t limit, conv_choice **out)
+{
+    char key[512];
+    conv_choice *ch = NULL;
+    os_plan_cache *cache = a->dev->conv_plans;
+    int keyed = cache && choice_key(a, find, bias, act, key, sizeof(key));
+    if (keyed) {
+        conv_choice *c = os_plan_cache_get(cache, key);
+        if (c && c->limit_lo <= limit && limit < c->limit_hi) {
+            ch = c;
+            ch->refs++;
+        }
+        os_plan_cache_count(cache, ch != NULL);
+    }
+    if (!ch) {
+        int cacheable = 0;
+        OS_TRY(plan_choice(a, find, bias, act, limit, &ch, &cacheable));
+        if (keyed && cacheable) {
+            ch->refs++; /* the cache's */
+            if (os_plan_cache_put(cache, key, ch) != 0) ch->refs--;
+        }
+    }
+    *out = ch;
+    return OPSCHED_OK;
+}
+
+/* The best of GRAPH_FIND_RUNS (after a warm-up) of choice ch run as a
+ * plan runs it, followed by the kernel epilogue epi does (bias and
+ * activation cuDNN's graph left out), on zeroed scratch tensors. */
+static opsched_status time_choice(const cu_plan_args *a, const conv_choice *ch,
+                                  const cu_conv_bias *epi, float *best)
+{
+    void *x = NULL, *w = NULL, *b = NULL, *y = NULL, *ws = NULL;
+    cudaEvent_t ev[2] = {NULL, NULL};
+    cudnnBackendDescriptor_t pack = NULL;
+    size_t xb = tensor_bytes(a, cu_in(a, 0)), wb = tensor_bytes(a, cu_in(a, 1));
+    size_t yb = tensor_bytes(a, cu_out(a, 0));
+    cudaStream_t s = a->dev->stream;
+    cudnnHandle_t h = a->dev->cudnn;
+    opsched_status st = OPSCHED_OK;
+    *best = -1.0f;
+    OS_TRY_GOTO(st, cu_malloc(a->ctx, xb, &x), done);
+    OS_TRY_GOTO(st, cu_malloc(a->ctx, wb, &w), done);
+    OS_TRY_GOTO(st, cu_malloc(a->ctx, yb, &y), done);
+    CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(x, 0, xb), done);
+    CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(w, 0, wb), done);
+    if (cu_in(a, 2)) {
+        size_t bb = tensor_bytes(a, cu_in(a, 2));
+        OS_TRY_GOTO(st, cu_malloc(a->ctx, bb, &b), done);
+        CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(b, 0, bb), done);
+    }
+    if (ch->workspace) OS_TRY_GOTO(st, cu_malloc(a->ctx, ch->workspace, &ws), done);
+    OS_TRY_GOTO(st, pack_build(a->ctx, ws, x, w, ch->fuse_bias ? b : NULL, y, &pack), done);
+    CUDA_CHECK_GOTO(a->ctx, st, cudaEventCreate(&ev[0]), done);
+    CUDA_CHECK_GOTO(a->ctx, st, cudaEventCreate(&ev[1]), done);
+    CUDNN_CHECK_GOTO(a->ctx, st, cudnnSetStream(h, s), done);
+    for (int r = -1; r < GRAPH_FIND_RUNS; r++) {
+        float ms = 0.0f;
+        CUDA_CHECK_GOTO(a->ctx, st, cudaEventRecord(ev[0], s), done);
+        CUDNN_CHECK_GOTO(a->ctx, st, cudnnBackendExecute(h, ch->plan, pack), done);
+        OS_TRY_GOTO(st, cu_conv_bias_add(a->ctx, epi, a->kt, b, y, s), done);
+        CUDA_CHECK_GOTO(a->ctx, st, cudaEventRecord(ev[1], s), done);
+        CUDA_CHECK_GOTO(a->ctx, st, cudaEventSynchronize(ev[1]), done);
+        CUDA_CHECK_GOTO(a->ctx, st, cudaEventElapsedTime(&ms, ev[0], ev[1]), done);
+        if (r >= 0 && (*best < 0.0f || ms < *best)) *best = ms; /* r = -1: the warm-up */
+    }
+done:
+    bk_free(&pack);
+    for (int i = 0; i < 2; i++)
+        if (ev[i]) (void)cudaEventDestroy(ev[i]);
+    (void)cudaFree(ws);
+    (void)cudaFree(x);
+    (void)cudaFree(w);
+    (void)cudaFree(b);
+    (void)cudaFree(y);
+    (void)cudaGetLastError();
+    return st;
+}
+
+/* The kernel epilogue a plan of choice ch runs after it for act. */
+static void epilogue_of(const cu_plan_args *a, const conv_choice *ch, const cu_act *act,
+                        cu_conv_bias *epi)
+{
+    memset(epi, 0, sizeof(*epi));
+    if (!ch->fuse_bias || (act->on && !ch->fuse_act)) {
+        cu_conv_bias_init(a, epi);
+        if (ch->fuse_bias) epi->on = 0;
+        if (!ch->fuse_act) epi->act = *act;
+    }
+}
+
+/* A graph that takes the activation is not always the faster: cuDNN may
+ * only run it on a slower engine than the one it picks for the
+ * convolution alone.  Both ways are timed once per configuration (the
+ * verdict lives in the cached choice) and the faster kept; *ch may be
+ * replaced by the choice without the activation. */
+static opsched_status pick_epilogue(const cu_plan_args *a, int find, int bias, const cu_act *act,
+                                    size_t limit, conv_choice **ch)
+{
+    conv_choice *fused = *ch, *apart = NULL;
+    if (!fused->fuse_act) return OPSCHED_OK;
+    if (fused->fused_wins == 0) {
+        cu_conv_bias epi;
+        OS_TRY(get_choice(a, find, bias, NULL, limit, &apart));
+        opsched_status st = OPSCHED_OK;
+        epilogue_of(a, fused, act, &epi);
+        st = time_choice(a, fused, &epi, &fused->fused_ms);
+        if (st == OPSCHED_OK) {
+            epilogue_of(a, apart, act, &epi);
+            st = time_choice(a, apart, &epi, &fused->apart_ms);
+        }
+        if (st != OPSCHED_OK) {
+            choice_unref(apart);
+            return st;
+        }
+        fused->fused_wins = fused->fused_ms <= fused->apart_ms || fused->apart_ms < 0.0f ? 1 : -1;
+        os_log(a->ctx, OPSCHED_LOG_DEBUG,
+               "cuda: node '%s': the activation in cuDNN's graph: %.4f ms, after it as a kernel: "
+               "%.4f ms",
+               a->node->name, (double)fused->fused_ms, (double)fused->apart_ms);
+    }
+    if (fused->fused_wins > 0) {
+        choice_unref(apart);
+        return OPSCHED_OK;
+    }
+    if (!apart) OS_TRY(get_choice(a, find, bias, NULL, limit, &apart));
+    choice_unref(fused);
+    *ch = apart;
+    return OPSCHED_OK;
+}
+
 opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out)
 {
     cu_plan *base = NULL;
     conv_choice *ch = NULL;
-    char key[512];
     OS_TRY(check_shape(a));
     OS_TRY(cu_plan_alloc(a, sizeof(graph_plan), graph_launch, graph_release, &base));
     graph_plan *p = (graph_plan *)base;
@@ -952,32 +1090,13 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out
     const pw_mode *fusable = act.on && act_mode(&act, &mode) ? &mode : NULL;
     int bias = cu_in(a, 2) != NULL;
     size_t limit = a->opts->workspace_limit ? a->opts->workspace_limit : cu_free_memory();
-    os_plan_cache *cache = a->dev->conv_plans;
-    int keyed = cache && choice_key(a, find, bias, fusable, key, sizeof(key));
-    if (keyed) {
-        conv_choice *c = os_plan_cache_get(cache, key);
-        if (c && c->limit_lo <= limit && limit < c->limit_hi) {
-            ch = c;
-            ch->refs++;
-        }
-        os_plan_cache_count(cache, ch != NULL);
-    }
-    if (!ch) {
-        int cacheable = 0;
-        OS_TRY_GOTO(st, plan_choice(a, find, bias, fusable, limit, &ch, &cacheable), fail);
-        if (keyed && cacheable) {
-            ch->refs++; /* the cache's */
-            if (os_plan_cache_put(cache, key, ch) != 0) ch->refs--;
-        }
-    }
-    p->ch = ch;
+    OS_TRY_GOTO(st, get_choice(a, find, bias, fusable, limit, &ch), fail);
+    p->ch = ch; /* freed with the plan from here on */
+    OS_TRY_GOTO(st, pick_epilogue(a, find, bias, &act, limit, &p->ch), fail);
+    ch = p->ch;
     p->kt = a->kt;
     /* What cuDNN's graph does not do, a kernel after it does. */
-    if (!ch->fuse_bias || (act.on && !ch->fuse_act)) {
-        cu_conv_bias_init(a, &p->bias);
-        if (ch->fuse_bias) p->bias.on = 0;
-        if (!ch->fuse_act) p->bias.act = act;
-    }
+    epilogue_of(a, ch, &act, &p->bias);
     base->workspace_bytes = ch->workspace;
     if (base->workspace_bytes)
         OS_TRY_GOTO(st, cu_malloc(a->ctx, base->workspace_bytes, &base->workspace), fail);
