@@ -1,11 +1,14 @@
 /*
  * cuda_conv_graph.c - 2-D convolution through cuDNN's graph ("backend")
- * API, the path PyTorch takes: an operation graph of one ConvolutionForward,
- * engine configs from heuristics mode A and then the fallback list, and
- * "heuristic" keeps the first config the math mode allows that finalizes
- * into an execution plan within the workspace limit (cudnn.benchmark off),
- * "find" times up to GRAPH_MAX_FIND such plans on scratch buffers at plan
- * time and keeps the fastest (cudnn.benchmark on).
+ * API, the path PyTorch takes: an operation graph of one ConvolutionForward
+ * and engine configs from cuDNN's heuristics.  "heuristic" takes the first
+ * GRAPH_HEUR_A configs of mode A and the first of mode B that the math mode
+ * allows and that finalize into an execution plan within the workspace
+ * limit (the fallback list's first when none does), and when they are
+ * different engines times them once on scratch buffers and keeps the
+ * fastest: mode A's first alone is often several times slower on grouped
+ * and depthwise convolutions.  "find" times up to GRAPH_MAX_FIND plans of
+ * mode A and the fallback list (cudnn.benchmark on).
  *
  * Math modes: the graph API has no math type; every mode computes in float
  * and the mode filters engines by their numerical notes.  Strict fp32 drops
@@ -46,6 +49,7 @@
 
 #define GRAPH_ALIGN 16    /* bytes claimed for every tensor */
 #define GRAPH_MAX_FIND 16 /* execution plans "find" times */
+#define GRAPH_HEUR_A 2    /* mode A's plans "heuristic" takes (and mode B's first) */
 #define GRAPH_FIND_RUNS 3 /* timed runs of each, after one warm-up */
 #define GRAPH_PACKS 64    /* variant packs a plan keeps */
 
@@ -88,6 +92,10 @@ typedef struct conv_choice {
      * faster and -1 when it was slower (the plan then takes the other). */
     int fused_wins;
     float fused_ms, apart_ms; /* what that measurement gave */
+    /* For a depthwise convolution: 0 until the own kernel is measured
+     * against cuDNN's plan and its epilogue, then 1 when it was faster and
+     * -1 when not. */
+    int dw_wins;
     int64_t engine;           /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX of the plan */
     size_t workspace;         /* the execution plan's */
     /* The workspace limits under which planning again chooses the same:
@@ -105,6 +113,10 @@ typedef struct graph_plan {
     int next_pack; /* the slot the next new pointer set replaces */
     cuk_type kt;
     cu_conv_bias bias; /* the epilogue kernel's work: none when fused */
+    int use_dw;        /* 1: the own depthwise kernel runs instead of cuDNN */
+    int dw_nhwc;
+    cuk_dw_desc dw;
+    cu_act dw_act;     /* the activation it applies */
 } graph_plan;
 
 /* An engine config that finalized into an execution plan. */
@@ -577,22 +589,39 @@ static void candidates_free(candidate *c, int n)
 
 /* Up to max candidates, from heuristics mode A's configs and then from the
  * fallback list's, in their order. */
-static opsched_status collect(const cu_plan_args *a, conv_choice *p, size_t limit, int max,
+/* The candidates: for find, up to GRAPH_MAX_FIND of mode A then the
+ * fallback list; for heuristic, up to GRAPH_HEUR_A of mode A and one of
+ * mode B, then one of the fallback list when there is none.  An engine
+ * already taken is not taken twice. */
+static opsched_status collect(const cu_plan_args *a, conv_choice *p, size_t limit, int find,
                               candidate *c, int *n, tally *t)
 {
-    static const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+    static const cudnnBackendHeurMode_t modes[3] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
+                                                    CUDNN_HEUR_MODE_FALLBACK};
+    const int quota[3] = {find ? GRAPH_MAX_FIND : GRAPH_HEUR_A, find ? 0 : 1,
+                          find ? GRAPH_MAX_FIND : 1};
+    int max = find ? GRAPH_MAX_FIND : GRAPH_HEUR_A + 1;
     opsched_status st = OPSCHED_OK;
     *n = 0;
-    for (int m = 0; m < 2 && *n < max && st == OPSCHED_OK; m++) {
+    for (int m = 0; m < 3 && *n < max && st == OPSCHED_OK; m++) {
+        if (quota[m] == 0 || (modes[m] == CUDNN_HEUR_MODE_FALLBACK && !find && *n > 0)) continue;
         cudnnBackendDescriptor_t *cfgs = NULL;
         int64_t k = 0;
+        int taken = 0;
         OS_TRY(engine_configs(a, p->graph, modes[m], &cfgs, &k));
-        for (int64_t i = 0; i < k && *n < max && st == OPSCHED_OK; i++) {
+        for (int64_t i = 0; i < k && *n < max && taken < quota[m] && st == OPSCHED_OK; i++) {
             st = try_config(a, cfgs[i], limit, &c[*n], t);
-            if (st == OPSCHED_OK && c[*n].plan) {
+            if (st != OPSCHED_OK || !c[*n].plan) continue;
+            int dup = 0;
+            for (int j = 0; j < *n; j++) dup |= c[j].engine == c[*n].engine;
+            if (dup) {
+                candidates_free(&c[*n], 1); /* its cfg is cfgs[i]: freed once, here */
                 cfgs[i] = NULL;
-                (*n)++;
+                continue;
             }
+            cfgs[i] = NULL;
+            (*n)++;
+            taken++;
         }
         configs_free(cfgs, k);
     }
@@ -700,6 +729,12 @@ static opsched_status graph_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *ba
 {
     graph_plan *p = (graph_plan *)base;
     cudnnBackendDescriptor_t pack = NULL;
+    if (p->use_dw) {
+        CUDA_CHECK(ctx, cuk_depthwise(p->kt, &p->dw, p->dw_nhwc, in[0], in[1],
+                                      base->n_in > 2 ? in[2] : NULL, p->dw_act.on, p->dw_act.fn,
+                                      &p->dw_act.prm, out[0], s));
+        return OPSCHED_OK;
+    }
     OS_TRY(pack_for(ctx, p, in[0], in[1], p->ch->fuse_bias ? in[2] : NULL, out[0], &pack));
     CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
     CUDNN_CHECK(ctx, cudnnBackendExecute(dev->cudnn, p->ch->plan, pack));
@@ -823,7 +858,7 @@ static opsched_status choose(const cu_plan_args *a, conv_choice *p, int find, si
     opsched_status st = OPSCHED_OK;
     memset(c, 0, sizeof(c));
     OS_TRY(build_graph(a, p));
-    st = collect(a, p, limit, find ? GRAPH_MAX_FIND : 1, c, &n, &t);
+    st = collect(a, p, limit, find, c, &n, &t);
     if (t.min_too_big < p->limit_hi) p->limit_hi = t.min_too_big;
     if (st != OPSCHED_OK) goto done;
     if (n == 0) {
@@ -838,12 +873,13 @@ static opsched_status choose(const cu_plan_args *a, conv_choice *p, int find, si
                             t.unsupported, t.too_big, limit, d);
         goto done;
     }
-    if (find) {
+    if (n > 1) {
         OS_TRY_GOTO(st, time_candidates(a, p, c, n), done);
         keep = fastest(c, n);
         if (keep < 0) {
             describe(a, d, sizeof(d));
-            st = CU_UNSUPPORTED(a, "find: none of the %d execution plans ran (%s)", n, d);
+            st = CU_UNSUPPORTED(a, "%s: none of the %d execution plans ran (%s)",
+                                find ? "find" : "heuristic", n, d);
             goto done;
         }
     }
@@ -1075,6 +1111,106 @@ static opsched_status pick_epilogue(const cu_plan_args *a, int find, int bias, c
     return OPSCHED_OK;
 }
 
+/* 1 when the node is a depthwise convolution (one input channel a group,
+ * one filter a group) the own kernel runs, with its description in d. */
+static int depthwise_desc(const cu_plan_args *a, cuk_dw_desc *d, int *nhwc)
+{
+    const opsched_conv_attr *c = &a->node->attr.conv;
+    const opsched_tensor *x = cu_in(a, 0), *w = cu_in(a, 1), *y = cu_out(a, 0);
+    if (x->shape.ndim != 4 || w->shape.ndim != 4 || y->shape.ndim != 4) return 0;
+    int64_t ch = x->shape.d[1];
+    if (c->groups != ch || w->shape.d[0] != ch || w->shape.d[1] != 1 || y->shape.d[1] != ch)
+        return 0;
+    if (w->shape.d[2] > 64 || w->shape.d[3] > 64 || c->stride[0] > 64 || c->stride[1] > 64 ||
+        c->dilation[0] > 64 || c->dilation[1] > 64 || c->pads[0] > 64 || c->pads[1] > 64)
+        return 0;
+    *nhwc = cu_is_nhwc(a, x);
+    if (cu_is_nhwc(a, y) != *nhwc) return 0;
+    memset(d, 0, sizeof(*d));
+    d->n = x->shape.d[0];
+    d->c = ch;
+    d->h = x->shape.d[2];
+    d->w = x->shape.d[3];
+    d->oh = y->shape.d[2];
+    d->ow = y->shape.d[3];
+    d->kh = (int)w->shape.d[2];
+    d->kw = (int)w->shape.d[3];
+    d->sh = (int)c->stride[0];
+    d->sw = (int)c->stride[1];
+    d->dh = (int)c->dilation[0];
+    d->dw = (int)c->dilation[1];
+    d->ph = (int)c->pads[0];
+    d->pw = (int)c->pads[1];
+    return 1;
+}
+
+/* The best of GRAPH_FIND_RUNS (after a warm-up) of the own depthwise kernel
+ * with act, on zeroed scratch tensors. */
+static opsched_status time_depthwise(const cu_plan_args *a, const graph_plan *p, float *best)
+{
+    void *x = NULL, *w = NULL, *b = NULL, *y = NULL;
+    cudaEvent_t ev[2] = {NULL, NULL};
+    size_t xb = tensor_bytes(a, cu_in(a, 0)), wb = tensor_bytes(a, cu_in(a, 1));
+    size_t yb = tensor_bytes(a, cu_out(a, 0));
+    cudaStream_t s = a->dev->stream;
+    opsched_status st = OPSCHED_OK;
+    *best = -1.0f;
+    OS_TRY_GOTO(st, cu_malloc(a->ctx, xb, &x), done);
+    OS_TRY_GOTO(st, cu_malloc(a->ctx, wb, &w), done);
+    OS_TRY_GOTO(st, cu_malloc(a->ctx, yb, &y), done);
+    CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(x, 0, xb), done);
+    CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(w, 0, wb), done);
+    if (cu_in(a, 2)) {
+        size_t bb = tensor_bytes(a, cu_in(a, 2));
+        OS_TRY_GOTO(st, cu_malloc(a->ctx, bb, &b), done);
+        CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(b, 0, bb), done);
+    }
+    CUDA_CHECK_GOTO(a->ctx, st, cudaEventCreate(&ev[0]), done);
+    CUDA_CHECK_GOTO(a->ctx, st, cudaEventCreate(&ev[1]), done);
+    for (int r = -1; r < GRAPH_FIND_RUNS; r++) {
+        float ms = 0.0f;
+        CUDA_CHECK_GOTO(a->ctx, st, cudaEventRecord(ev[0], s), done);
+        CUDA_CHECK_GOTO(a->ctx, st,
+                        cuk_depthwise(a->kt, &p->dw, p->dw_nhwc, x, w, b, p->dw_act.on,
+                                      p->dw_act.fn, &p->dw_act.prm, y, s),
+                        done);
+        CUDA_CHECK_GOTO(a->ctx, st, cudaEventRecord(ev[1], s), done);
+        CUDA_CHECK_GOTO(a->ctx, st, cudaEventSynchronize(ev[1]), done);
+        CUDA_CHECK_GOTO(a->ctx, st, cudaEventElapsedTime(&ms, ev[0], ev[1]), done);
+        if (r >= 0 && (*best < 0.0f || ms < *best)) *best = ms;
+    }
+done:
+    for (int i = 0; i < 2; i++)
+        if (ev[i]) (void)cudaEventDestroy(ev[i]);
+    (void)cudaFree(x);
+    (void)cudaFree(w);
+    (void)cudaFree(b);
+    (void)cudaFree(y);
+    (void)cudaGetLastError();
+    return st;
+}
+
+/* A depthwise convolution runs the own kernel when it measured faster
+ * than cuDNN's plan with its epilogue (once per configuration: the
+ * verdict lives in the choice keyed by the configuration). */
+static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_choice *keyed,
+                                     const cu_act *act)
+{
+    if (!depthwise_desc(a, &p->dw, &p->dw_nhwc)) return OPSCHED_OK;
+    p->dw_act = *act;
+    if (keyed->dw_wins == 0) {
+        float own = -1.0f, cudnn = -1.0f;
+        OS_TRY(time_depthwise(a, p, &own));
+        OS_TRY(time_choice(a, p->ch, &p->bias, &cudnn));
+        keyed->dw_wins = own >= 0.0f && (cudnn < 0.0f || own < cudnn) ? 1 : -1;
+        os_log(a->ctx, OPSCHED_LOG_DEBUG,
+               "cuda: node '%s': depthwise: own kernel %.4f ms, cuDNN (engine %lld) %.4f ms",
+               a->node->name, (double)own, (long long)p->ch->engine, (double)cudnn);
+    }
+    p->use_dw = keyed->dw_wins > 0;
+    return OPSCHED_OK;
+}
+
 opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out)
 {
     cu_plan *base = NULL;
@@ -1092,17 +1228,26 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out
     size_t limit = a->opts->workspace_limit ? a->opts->workspace_limit : cu_free_memory();
     OS_TRY_GOTO(st, get_choice(a, find, bias, fusable, limit, &ch), fail);
     p->ch = ch; /* freed with the plan from here on */
-    OS_TRY_GOTO(st, pick_epilogue(a, find, bias, &act, limit, &p->ch), fail);
+    conv_choice *keyed = ch; /* the configuration's own, for the depthwise verdict */
+    keyed->refs++;
+    st = pick_epilogue(a, find, bias, &act, limit, &p->ch);
     ch = p->ch;
     p->kt = a->kt;
     /* What cuDNN's graph does not do, a kernel after it does. */
-    epilogue_of(a, ch, &act, &p->bias);
-    base->workspace_bytes = ch->workspace;
+    if (st == OPSCHED_OK) epilogue_of(a, ch, &act, &p->bias);
+    if (st == OPSCHED_OK) st = pick_depthwise(a, p, keyed, &act);
+    choice_unref(keyed);
+    if (st != OPSCHED_OK) goto fail;
+    base->workspace_bytes = p->use_dw ? 0 : ch->workspace;
     if (base->workspace_bytes)
         OS_TRY_GOTO(st, cu_malloc(a->ctx, base->workspace_bytes, &base->workspace), fail);
-    snprintf(a->info->algo, sizeof(a->info->algo), "graph:eng%lld%s%s%s", (long long)ch->engine,
-             ch->fuse_bias ? "+bias" : "", ch->fuse_act ? "+" : "",
-             ch->fuse_act ? ch->act.name : "");
+    if (p->use_dw)
+        snprintf(a->info->algo, sizeof(a->info->algo), "depthwise%s%s", act.on ? "+" : "",
+                 act.on ? opsched_node_op_name(act.node) : "");
+    else
+        snprintf(a->info->algo, sizeof(a->info->algo), "graph:eng%lld%s%s%s",
+                 (long long)ch->engine, ch->fuse_bias ? "+bias" : "", ch->fuse_act ? "+" : "",
+                 ch->fuse_act ? ch->act.name : "");
     a->info->fused_activation = act.on;
     *out = base;
     return OPSCHED_OK;

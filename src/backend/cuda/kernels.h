@@ -145,6 +145,15 @@ cudaError_t cuk_gather(size_t elem, int64_t outer, int64_t axis, int64_t n_idx, 
  * (then only the Relu, or nothing). */
 cudaError_t cuk_bias_add(cuk_type t, int64_t n, int64_t C, int64_t cstride, const void *bias,
                          int relu, void *y, cudaStream_t stream);
+/* A depthwise convolution (one group a channel, one filter a group):
+ * x [n, c, h, w] in NCHW or [n, h, w, c] in NHWC, w [c, 1, kh, kw], bias
+ * [c] or NULL, y [n, c, oh, ow] (or NHWC); pads are the top and left ones
+ * (the output size says the rest). */
+typedef struct cuk_dw_desc {
+    int64_t n, c, h, w, oh, ow;
+    int kh, kw, sh, sw, ph, pw, dh, dw;
+} cuk_dw_desc;
+
 /* y = (x - mean[c]) * scale[c] / sqrt(var[c] + eps) + bias[c] */
 cudaError_t cuk_batchnorm(cuk_type t, int64_t n, int64_t C, int64_t cstride, float eps,
                           const void *x, const void *scale, const void *bias, const void *mean,
@@ -311,6 +320,11 @@ int cuk_ew_binary_ok(cuk_bfn fn, cuk_dtype ta, cuk_dtype tb, cuk_dtype ty);
 /* y = fn(x) over n packed elements (x == y allowed). */
 cudaError_t cuk_ew_unary(cuk_ufn fn, const cuk_ew_params *p, cuk_dtype tx, cuk_dtype ty,
                          int64_t n, const void *x, void *y, cudaStream_t stream);
+/* The depthwise convolution of d (kernels_conv.cu), then y = fn(y) when
+ * act (p: fn's constants). */
+cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc, const void *x,
+                          const void *w, const void *bias, int act, cuk_ufn fn,
+                          const cuk_ew_params *p, void *y, cudaStream_t stream);
 /* y = fn(a, b) over nd: operand 0 is y, 1 is a, 2 is b. */
 cudaError_t cuk_ew_binary(cuk_bfn fn, cuk_dtype ta, cuk_dtype tb, cuk_dtype ty, const cuk_nd *nd,
                           const void *a, const void *b, void *y, cudaStream_t stream);

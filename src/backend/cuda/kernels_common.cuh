@@ -313,6 +313,104 @@ __device__ T block_reduce(T v, Op op, T *sh)
     return sh[0];
 }
 
+/* ---- unary functions ------------------------------------------------ */
+
+__device__ __forceinline__ float softplusf(float x)
+{
+    /* log(1 + e^x) without overflow for large x */
+    return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
+}
+
+/* A unary function of float data (the element-wise kernels', and the
+ * activation epilogues of other kernels). */
+__device__ __forceinline__ float ufloat(cuk_ufn fn, float x, const cuk_ew_params &p)
+{
+    switch (fn) {
+    case CUK_U_ABS:
+        return fabsf(x);
+    case CUK_U_NEG:
+        return -x;
+    case CUK_U_EXP:
+        return expf(x);
+    case CUK_U_LOG:
+        return logf(x);
+    case CUK_U_RECIPROCAL:
+        return 1.0f / x;
+    case CUK_U_FLOOR:
+        return floorf(x);
+    case CUK_U_CEIL:
+        return ceilf(x);
+    case CUK_U_ROUND:
+        return rintf(x); /* the default rounding mode: half to even */
+    case CUK_U_SIGN:
+        return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x); /* 0 and NaN as they are */
+    case CUK_U_SIN:
+        return sinf(x);
+    case CUK_U_COS:
+        return cosf(x);
+    case CUK_U_TAN:
+        return tanf(x);
+    case CUK_U_ASIN:
+        return asinf(x);
+    case CUK_U_ACOS:
+        return acosf(x);
+    case CUK_U_ATAN:
+        return atanf(x);
+    case CUK_U_SINH:
+        return sinhf(x);
+    case CUK_U_COSH:
+        return coshf(x);
+    case CUK_U_ASINH:
+        return asinhf(x);
+    case CUK_U_ACOSH:
+        return acoshf(x);
+    case CUK_U_ATANH:
+        return atanhf(x);
+    case CUK_U_LEAKY_RELU:
+        return x >= 0.0f ? x : p.alpha * x;
+    case CUK_U_ELU:
+        return x >= 0.0f ? x : p.alpha * expm1f(x);
+    case CUK_U_SELU:
+        return x > 0.0f ? p.gamma * x : p.gamma * p.alpha * expm1f(x);
+    case CUK_U_CELU:
+        return fmaxf(x, 0.0f) + fminf(0.0f, p.alpha * expm1f(x / p.alpha));
+    case CUK_U_THRESHOLDED_RELU:
+        return x > p.alpha ? x : 0.0f;
+    case CUK_U_SOFTPLUS:
+        return softplusf(x);
+    case CUK_U_SOFTSIGN:
+        return x / (1.0f + fabsf(x));
+    case CUK_U_MISH:
+        return x * tanhf(softplusf(x));
+    case CUK_U_SHRINK: /* bias = alpha, lambd = beta */
+        return x < -p.beta ? x + p.alpha : (x > p.beta ? x - p.alpha : 0.0f);
+    case CUK_U_SWISH:
+        return x / (1.0f + expf(-p.alpha * x));
+    case CUK_U_RELU:
+        return x > 0.0f ? x : (x == x ? 0.0f : x);
+    case CUK_U_CLIP:
+        return fminf(fmaxf(x, p.alpha), p.beta);
+    case CUK_U_SIGMOID:
+        return 1.0f / (1.0f + expf(-x));
+    case CUK_U_TANH:
+        return tanhf(x);
+    case CUK_U_GELU_ERF:
+        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case CUK_U_GELU_TANH:
+        return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case CUK_U_ERF:
+        return erff(x);
+    case CUK_U_HARDSIGMOID:
+        return fminf(fmaxf(p.alpha * x + p.beta, 0.0f), 1.0f);
+    case CUK_U_HARDSWISH:
+        return x * fminf(fmaxf(x * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
+    case CUK_U_SQRT:
+        return sqrtf(x);
+    default:
+        return x;
+    }
+}
+
 } /* namespace cuk */
 
 /* ---- dispatch ------------------------------------------------------- */

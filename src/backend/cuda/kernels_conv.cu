@@ -1,0 +1,90 @@
+/*
+ * kernels_conv.cu - depthwise convolution (kernels.h): every channel
+ * convolved with its own kh x kw filter, the bias and an activation
+ * applied before the one store, in NHWC or NCHW.
+ *
+ * One thread an output element.  In NHWC the channel is the fastest index,
+ * so a warp reads 32 neighbouring channels of one pixel (one transaction
+ * per tap) and the filter taps of neighbouring channels sit kh * kw apart
+ * (served from L1 after the first pixel).  In NCHW the output column is the
+ * fastest index and a warp reads a row of one channel.  Accumulation is in
+ * float for every storage type.
+ */
+#include <stdint.h>
+
+#include "backend/cuda/kernels_common.cuh"
+
+using namespace cuk;
+
+namespace
+{
+
+template <typename T, bool NHWC>
+__global__ void k_depthwise(cuk_dw_desc d, const T *__restrict__ x, const T *__restrict__ w,
+                            const T *__restrict__ b, T *__restrict__ y, int act, cuk_ufn fn,
+                            cuk_ew_params p)
+{
+    const int64_t total = d.n * d.c * d.oh * d.ow;
+    const int taps = d.kh * d.kw;
+    CUK_GRID_STRIDE(i, total)
+    {
+        int64_t c, ox, oy, n, r = i;
+        if (NHWC) {
+            c = r % d.c;
+            r /= d.c;
+            ox = r % d.ow;
+            r /= d.ow;
+            oy = r % d.oh;
+            n = r / d.oh;
+        } else {
+            ox = r % d.ow;
+            r /= d.ow;
+            oy = r % d.oh;
+            r /= d.oh;
+            c = r % d.c;
+            n = r / d.c;
+        }
+        float acc = b ? to_float(b[c]) : 0.0f;
+        const T *wc = w + c * taps;
+        const int64_t y0 = oy * d.sh - d.ph, x0 = ox * d.sw - d.pw;
+        for (int ky = 0; ky < d.kh; ky++) {
+            const int64_t iy = y0 + (int64_t)ky * d.dh;
+            if (iy < 0 || iy >= d.h) continue;
+            for (int kx = 0; kx < d.kw; kx++) {
+                const int64_t ix = x0 + (int64_t)kx * d.dw;
+                if (ix < 0 || ix >= d.w) continue;
+                const int64_t at = NHWC ? ((n * d.h + iy) * d.w + ix) * d.c + c
+                                        : ((n * d.c + c) * d.h + iy) * d.w + ix;
+                acc += to_float(x[at]) * to_float(wc[ky * d.kw + kx]);
+            }
+        }
+        if (act) acc = ufloat(fn, acc, p);
+        y[i] = from_float<T>(acc);
+    }
+}
+
+} // namespace
+
+extern "C" cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc, const void *x,
+                                     const void *w, const void *bias, int act, cuk_ufn fn,
+                                     const cuk_ew_params *p, void *y, cudaStream_t stream)
+{
+    if (!d || d->n < 0 || d->c <= 0 || d->kh <= 0 || d->kw <= 0 || d->sh <= 0 || d->sw <= 0 ||
+        d->dh <= 0 || d->dw <= 0)
+        return cudaErrorInvalidValue;
+    int64_t total = d->n * d->c * d->oh * d->ow;
+    if (total <= 0) return cudaSuccess;
+    cuk_ew_params none = {0.0f, 0.0f, 0.0f, 0, 0};
+    const cuk_ew_params &pp = p ? *p : none;
+    unsigned grid = grid_for(total);
+    CUK_DISPATCH_FP((cuk_dtype)t, T, {
+        if (nhwc)
+            k_depthwise<T, true><<<grid, kThreads, 0, stream>>>(
+                *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);
+        else
+            k_depthwise<T, false><<<grid, kThreads, 0, stream>>>(
+                *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);
+        return cudaGetLastError();
+    });
+    return cudaErrorInvalidValue;
+}
