@@ -1,13 +1,13 @@
 /*
  * cuda_conv_graph.c - 2-D convolution through cuDNN's graph ("backend")
  * API, the path PyTorch takes: an operation graph of one ConvolutionForward
- * and engine configs from cuDNN's heuristics.  "heuristic" takes the first
- * GRAPH_HEUR_A configs of mode A and the first of mode B that the math mode
- * allows and that finalize into an execution plan within the workspace
- * limit (the fallback list's first when none does), and when they are
- * different engines times them once on scratch buffers and keeps the
- * fastest: mode A's first alone is often several times slower on grouped
- * and depthwise convolutions.  "find" times up to GRAPH_MAX_FIND plans of
+ * and engine configs from cuDNN's heuristics.  "heuristic" takes mode A's
+ * first config that the math mode allows and that finalizes into an
+ * execution plan within the workspace limit (the fallback list's first
+ * when none does); for a grouped convolution it takes the first
+ * GRAPH_HEUR_A of mode A and the first of mode B, times the different
+ * engines once on scratch buffers and keeps the fastest (mode A's first
+ * alone measured several times slower on RegNet's grouped convolutions).  "find" times up to GRAPH_MAX_FIND plans of
  * mode A and the fallback list (cudnn.benchmark on).
  *
  * Math modes: the graph API has no math type; every mode computes in float
@@ -598,9 +598,13 @@ static opsched_status collect(const cu_plan_args *a, conv_choice *p, size_t limi
 {
     static const cudnnBackendHeurMode_t modes[3] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
                                                     CUDNN_HEUR_MODE_FALLBACK};
-    const int quota[3] = {find ? GRAPH_MAX_FIND : GRAPH_HEUR_A, find ? 0 : 1,
-                          find ? GRAPH_MAX_FIND : 1};
-    int max = find ? GRAPH_MAX_FIND : GRAPH_HEUR_A + 1;
+    /* Grouped convolutions only: there mode A's first pick measured several
+     * times slower than the best (and each extra plan may cost a runtime
+     * compile). */
+    int grouped = a->node->attr.conv.groups > 1;
+    const int quota[3] = {find ? GRAPH_MAX_FIND : grouped ? GRAPH_HEUR_A : 1,
+                          find || !grouped ? 0 : 1, find ? GRAPH_MAX_FIND : 1};
+    int max = find ? GRAPH_MAX_FIND : grouped ? GRAPH_HEUR_A + 1 : 1;
     opsched_status st = OPSCHED_OK;
     *n = 0;
     for (int m = 0; m < 3 && *n < max && st == OPSCHED_OK; m++) {
