@@ -594,7 +594,7 @@ static void check_fused(opsched_op_kind op, const opsched_op_attr *attr, const i
         if (!every && m != OPSCHED_MATH_TF32 && m != OPSCHED_MATH_FP16) continue;
         for (int l = every ? 0 : 1; l < 2; l++) {
             opsched_layout lay = l ? OPSCHED_LAYOUT_NHWC : OPSCHED_LAYOUT_NCHW;
-            int fused = 0, total = 0;
+            int fused = 0, own = 0, total = 0;
             for (int i = 0; i < n; i++) {
                 tcase *c = conv_act_case(&conv_cfgs[cfgs[i]], op, attr);
                 opsched_plan_options o = opts_of((opsched_math)m, lay, NULL);
@@ -604,7 +604,10 @@ static void check_fused(opsched_op_kind op, const opsched_op_attr *attr, const i
                 assert_int_equal(info.fused_activation, 1);
                 total++;
                 const char *plus = strrchr(info.algo, '+');
-                fused += plus && strcmp(plus, "+bias") != 0;
+                if (strncmp(info.algo, "depthwise", 9) == 0)
+                    own++;
+                else
+                    fused += plus && strcmp(plus, "+bias") != 0;
                 print_message("  %s [%s %s]: %s\n", c->label, opsched_math_name(o.math),
                               l ? "nhwc" : "nchw", info.algo);
                 o.fuse_activation = 0; /* the bias alone, the activation left to its node */
@@ -612,8 +615,10 @@ static void check_fused(opsched_op_kind op, const opsched_op_attr *attr, const i
                 assert_int_equal(info.fused_activation, 0);
                 tcase_free(c);
             }
-            print_message("  conv+bias+%s %s %s: cuDNN fused %d of %d\n", name,
-                          opsched_math_name((opsched_math)m), l ? "nhwc" : "nchw", fused, total);
+            print_message("  conv+bias+%s %s %s: cuDNN fused %d, the own depthwise kernel %d, of "
+                          "%d\n",
+                          name, opsched_math_name((opsched_math)m), l ? "nhwc" : "nchw", fused,
+                          own, total);
         }
     }
 }
