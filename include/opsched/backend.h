@@ -145,7 +145,7 @@ typedef struct opsched_plan_options {
     opsched_math math;
     opsched_layout layout;     /* NCHW or NHWC activations */
     size_t workspace_limit;    /* 0: no limit beyond free memory */
-    int fuse_activation;       /* conv: fold a following Relu when the library can */
+    int fuse_activation;       /* conv: run its epilogue activation (opsched_conv_epilogue) */
 } opsched_plan_options;
 
 /* Forward convolution algorithms a backend can try, in its order; the list
@@ -164,7 +164,7 @@ void opsched_plan_free(opsched_plan *p);
 typedef struct opsched_plan_info {
     char algo[48];             /* the algorithm actually used */
     size_t workspace_bytes;
-    int fused_activation;      /* 1 when a following Relu was fused */
+    int fused_activation;      /* 1 when the epilogue activation runs in the plan */
 } opsched_plan_info;
 opsched_status opsched_plan_info_get(const opsched_plan *p, opsched_plan_info *out);
 

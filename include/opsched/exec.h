@@ -6,7 +6,8 @@
  * graph made ready to run as an opsched_schedule (sched.h) says; without a
  * schedule it runs the sequential one (opsched_schedule_search with
  * OPSCHED_SEARCH_SEQUENTIAL: one group per stage, the nodes in graph
- * order, a convolution with the Relu that is its only reader), all on the
+ * order, a convolution with the activation that is its only reader), all
+ * on the
  * device's stream.
  *
  * Making it ready: every node planned (descriptors, algorithm, workspace),
@@ -14,8 +15,9 @@
  * seed otherwise), one arena of device memory for the activations laid
  * out once from lifetimes (buffers reused, the peak reported), views
  * (Reshape, Flatten, Identity, Dropout) aliased to their input without a
- * copy where the layout allows, a Relu that is a convolution's only
- * reader fused into it where the backend can (plan.fuse_activation).
+ * copy where the layout allows, the activation that is a convolution's
+ * only reader (opsched_conv_epilogue: Relu, Clip, SiLU, GELU...) fused into
+ * it (plan.fuse_activation).
  *
  * Streams: one per group index (the device's stream and as many more as
  * the widest stage has groups), each group's nodes in order on its stream.
@@ -41,7 +43,8 @@
  * (unless no_concat_elision; the profiler's default turns it off).
  * A MERGE stage runs one convolution with the members' kernels
  * zero-padded and stacked along the output channels (their biases
- * stacked, their Relus fused or run once); the members' outputs are its
+ * stacked, their activation, the same for all, fused or run once); the
+ * members' outputs are its
  * channel slices where contiguous, and a Split copies them out otherwise.
  *
  * Modes of running (each an inference, forked from and joined into the
@@ -115,9 +118,9 @@ typedef enum opsched_node_role {
     OPSCHED_ROLE_LAUNCH = 0,       /* planned and launched on its stream */
     OPSCHED_ROLE_VIEW,             /* aliases its input: runs nothing */
     OPSCHED_ROLE_VIEW_COPY,        /* a view that must copy, on its producer's stream */
-    OPSCHED_ROLE_FUSED,            /* a Relu run inside the node before it */
+    OPSCHED_ROLE_FUSED,            /* an activation run inside the convolution before it */
     OPSCHED_ROLE_CONCAT_ELIDED,    /* its inputs were written into its slices */
-    OPSCHED_ROLE_MERGED            /* a member (or member's Relu) of a merged conv */
+    OPSCHED_ROLE_MERGED            /* a member (or member's activation) of a merged conv */
 } opsched_node_role;
 
 typedef struct opsched_layer_info {
@@ -184,7 +187,7 @@ opsched_status opsched_executor_run(opsched_executor *ex);
  * the event calls around it), so the nodes add up to the whole run (the
  * fork counts towards the first launch, the join towards the last; a
  * merged convolution's launches towards its first member); 0 for nodes
- * that launch nothing: views, fused Relus, elided Concats.  On a device
+ * that launch nothing: views, fused activations, elided Concats.  On a device
  * whose queue is full a launch blocks, and the wait counts: sync before
  * the run to measure the enqueue cost alone.  On the CPU backend a launch
  * computes, so the time is the layer's. */
