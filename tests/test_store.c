@@ -238,6 +238,19 @@ static void test_settings_key(void **state)
     o.energy = 1;
     opsched_settings_key(&o, key, sizeof(key));
     assert_string_equal(key, "algo=winograd;math=fp16;layout=nhwc;cache=cold;energy=1");
+    /* An ablated planner gets a key of its own. */
+    assert_int_equal(opsched_ablation_parse(NULL, "engines,depthwise", &o.plan.ablate), OPSCHED_OK);
+    opsched_settings_key(&o, key, sizeof(key));
+    assert_string_equal(key,
+                        "algo=winograd;math=fp16;layout=nhwc;cache=cold;energy=1;ablate=depthwise+engines");
+    assert_int_equal(opsched_ablation_parse(NULL, "epilogue", &o.plan.ablate), OPSCHED_OK);
+    opsched_settings_key(&o, key, sizeof(key));
+    assert_string_equal(key, "algo=winograd;math=fp16;layout=nhwc;cache=cold;energy=1;ablate=epilogue");
+    assert_int_equal(opsched_ablation_parse(NULL, "none", &o.plan.ablate), OPSCHED_OK);
+    assert_int_equal(o.plan.ablate, 0);
+    assert_int_equal(opsched_ablation_parse(NULL, "depthwise,nope", &o.plan.ablate),
+                     OPSCHED_ERR_INVALID_ARG);
+    assert_int_equal(opsched_ablation_parse(NULL, "", &o.plan.ablate), OPSCHED_ERR_INVALID_ARG);
 }
 
 typedef struct counted {

@@ -140,12 +140,26 @@ opsched_status opsched_buffer_fill_random(opsched_buffer *b, opsched_dtype dt, u
  * or a backend-specific algorithm: cuDNN's legacy "implicit_gemm",
  * "implicit_precomp_gemm", "gemm", "direct", "fft", "fft_tiling",
  * "winograd", "winograd_nonfused"; oneDNN's "direct", "winograd". */
+/* Parts of the planner an ablation turns off (opsched_plan_options.ablate),
+ * to measure what each buys; the CPU backend has none of them. */
+typedef enum opsched_ablation {
+    OPSCHED_ABLATE_DEPTHWISE = 1u << 0, /* the own depthwise kernel: cuDNN always */
+    OPSCHED_ABLATE_EPILOGUE = 1u << 1,  /* the timed choice of the epilogue: an activation
+                                         * cuDNN can fuse is always fused */
+    OPSCHED_ABLATE_ENGINES = 1u << 2    /* the timed choice of engines for grouped
+                                         * convolutions: mode A's first, as dense ones */
+} opsched_ablation;
+/* Parses a comma list of "depthwise", "epilogue", "engines" (or "none")
+ * into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
+opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
+
 typedef struct opsched_plan_options {
     const char *algo;          /* NULL means "heuristic" */
     opsched_math math;
     opsched_layout layout;     /* NCHW or NHWC activations */
     size_t workspace_limit;    /* 0: no limit beyond free memory */
     int fuse_activation;       /* conv: run its epilogue activation (opsched_conv_epilogue) */
+    unsigned ablate;           /* opsched_ablation bits: 0 for the planner as it is */
 } opsched_plan_options;
 
 /* Forward convolution algorithms a backend can try, in its order; the list

@@ -428,6 +428,36 @@ opsched_status opsched_buffer_fill_random(opsched_buffer *b, opsched_dtype dt, u
 
 /* ---- plans ---------------------------------------------------------- */
 
+opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } parts[] = {{"depthwise", OPSCHED_ABLATE_DEPTHWISE},
+                 {"epilogue", OPSCHED_ABLATE_EPILOGUE},
+                 {"engines", OPSCHED_ABLATE_ENGINES},
+                 {"none", 0}};
+    unsigned bits = 0;
+    const char *p = list ? list : "";
+    if (!*p) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "an empty list of ablations");
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        size_t k = 0;
+        while (k < OS_ARRAY_LEN(parts) && (strlen(parts[k].name) != n ||
+                                           strncmp(parts[k].name, p, n) != 0))
+            k++;
+        if (k == OS_ARRAY_LEN(parts))
+            return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
+                           "unknown ablation '%.*s' (depthwise, epilogue, engines or none)",
+                           (int)n, p);
+        bits |= parts[k].bit;
+        p += n;
+        if (*p == ',') p++;
+    }
+    *out = bits;
+    return OPSCHED_OK;
+}
+
 opsched_status opsched_plan_create(opsched_device *dev, const opsched_graph *g, int node,
                                    const opsched_plan_options *opts, opsched_plan **out)
 {

@@ -278,10 +278,24 @@ void opsched_settings_key(const opsched_measure_options *o, char *buf, size_t si
         buf[0] = '\0';
         return;
     }
-    snprintf(buf, size, "algo=%s;math=%s;layout=%s;cache=%s;energy=%d",
-             o->plan.algo && *o->plan.algo ? o->plan.algo : "heuristic",
-             opsched_math_name(o->plan.math), layout_name(o->plan.layout),
-             opsched_cache_name(o->cache), o->energy ? 1 : 0);
+    int n = snprintf(buf, size, "algo=%s;math=%s;layout=%s;cache=%s;energy=%d",
+                     o->plan.algo && *o->plan.algo ? o->plan.algo : "heuristic",
+                     opsched_math_name(o->plan.math), layout_name(o->plan.layout),
+                     opsched_cache_name(o->cache), o->energy ? 1 : 0);
+    /* An ablated planner measures something else: a key of its own (none
+     * for the planner as it is, so older keys stay what they were). */
+    if (o->plan.ablate && n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, ";ablate=%s%s%s%s%s",
+                 o->plan.ablate & OPSCHED_ABLATE_DEPTHWISE ? "depthwise" : "",
+                 (o->plan.ablate & OPSCHED_ABLATE_DEPTHWISE) &&
+                         (o->plan.ablate & (OPSCHED_ABLATE_EPILOGUE | OPSCHED_ABLATE_ENGINES))
+                     ? "+"
+                     : "",
+                 o->plan.ablate & OPSCHED_ABLATE_EPILOGUE ? "epilogue" : "",
+                 (o->plan.ablate & OPSCHED_ABLATE_EPILOGUE) && (o->plan.ablate & OPSCHED_ABLATE_ENGINES)
+                     ? "+"
+                     : "",
+                 o->plan.ablate & OPSCHED_ABLATE_ENGINES ? "engines" : "");
 }
 
 static const char *status_text(opsched_status st)

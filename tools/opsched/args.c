@@ -265,6 +265,16 @@ int tool_arg_math(const char *cmd, const char *flag, const char *v, opsched_math
     return TOOL_EXIT_OK;
 }
 
+int tool_arg_ablate(const char *cmd, const char *flag, const char *v, unsigned *out)
+{
+    if (opsched_ablation_parse(NULL, v, out) != OPSCHED_OK)
+        return tool_usage_error(cmd,
+                                "%s wants a comma list of depthwise, epilogue, engines (or none), "
+                                "got '%s'",
+                                flag, v);
+    return TOOL_EXIT_OK;
+}
+
 int tool_arg_layout(const char *cmd, const char *flag, const char *v, opsched_layout *out,
                     int *is_auto)
 {
@@ -406,6 +416,7 @@ enum {
     ME_MATH,
     ME_DTYPE,
     ME_LAYOUT,
+    ME_ABLATE,
     ME_CACHE,
     ME_WARMUP_MS,
     ME_WARMUP_ITERS,
@@ -432,6 +443,10 @@ const tool_opt tool_measure_optlist[] = {
      ME_MATH},
     {"dtype", 0, "T", "f32, f16 or bf16 (sets --math accordingly)", ME_DTYPE},
     {"layout", 0, "L", "auto (default: nhwc on cuda, nchw on cpu), nchw or\nnhwc", ME_LAYOUT},
+    {"ablate", 0, "LIST", "turn parts of the CUDA planner off, to measure what\neach buys: "
+                          "depthwise (the own depthwise kernel),\nepilogue (the timed epilogue "
+                          "choice), engines (the\ntimed engine choice of grouped convolutions)",
+     ME_ABLATE},
     {"cache", 0, "hot|cold", "reuse one input (hot) or rotate inputs larger than L2", ME_CACHE},
     {"warmup-ms", 0, "MS", "warm up at least this long (default 10)", ME_WARMUP_MS},
     {"warmup-iters", 0, "N", "and at least N launches", ME_WARMUP_ITERS},
@@ -501,6 +516,8 @@ int tool_measure_opt(void *dest, const char *cmd, const tool_opt *opt, const cha
     case ME_LAYOUT:
         a->layout_set = 1;
         return tool_arg_layout(cmd, "--layout", v, &o->plan.layout, &a->layout_auto);
+    case ME_ABLATE:
+        return tool_arg_ablate(cmd, "--ablate", v, &o->plan.ablate);
     case ME_CACHE:
         if (strcmp(v, "hot") == 0)
             o->cache = OPSCHED_CACHE_HOT;

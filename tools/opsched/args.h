@@ -93,6 +93,8 @@ int tool_arg_math(const char *cmd, const char *flag, const char *v, opsched_math
 int tool_arg_layout(const char *cmd, const char *flag, const char *v, opsched_layout *out,
                     int *is_auto);
 int tool_arg_bn(const char *cmd, const char *flag, const char *v, int *fold);
+/* A comma list of planner parts to turn off (opsched_ablation_parse). */
+int tool_arg_ablate(const char *cmd, const char *flag, const char *v, unsigned *out);
 int tool_arg_on_off(const char *cmd, const char *flag, const char *v, int *out);
 /* One input size: H or HxW (a list or range is refused, naming the flag). */
 int tool_arg_size(const char *cmd, const char *flag, const char *v, int64_t *h, int64_t *w);

@@ -52,7 +52,7 @@ enum {
     RU_SCHEDULE, RU_COMPARE, RU_VERIFY, RU_DB, RU_R, RU_S, RU_MAX_BLOCK, RU_NO_MERGE, RU_SAVE,
     RU_BACKEND, RU_DEVICE, RU_MATH, RU_LAYOUT, RU_ALGO, RU_CONC_ALGO, RU_FUSE, RU_ELISION,
     RU_GRAPH, RU_CHECK, RU_WARMUP, RU_ITERS, RU_MIN_MS, RU_SEED, RU_TRACE, RU_INPUT, RU_OUTPUT_DIR,
-    RU_FORCE, RU_FOLLOW
+    RU_FORCE, RU_FOLLOW, RU_ABLATE
 };
 
 static const tool_opt run_opts[] = {
@@ -102,6 +102,10 @@ static const tool_opt run_exec_opts[] = {
     {"fuse", 0, "on|off", "convolution + bias + its activation (Relu, Clip, SiLU,\nGELU, HardSwish...) as one operation, and exported patterns\n(x*Sigmoid(x), the GELU formula) as one operator (default on)", RU_FUSE},
     {"concat-elision", 0, "on|off", "producers write into concat slices (default on)",
      RU_ELISION},
+    {"ablate", 0, "LIST", "turn parts of the CUDA planner off, to measure what\neach buys: "
+                          "depthwise (the own depthwise kernel),\nepilogue (the timed epilogue "
+                          "choice), engines (the\ntimed engine choice of grouped convolutions)",
+     RU_ABLATE},
     {"cuda-graph", 0, "on|off", "also time the whole inference as a CUDA graph (default on)",
      RU_GRAPH},
     {"check", 0, "on|off",
@@ -123,6 +127,7 @@ typedef struct run_args {
     opsched_layout layout;
     int math_auto, layout_auto; /* chosen by backend once it is known */
     int fuse, elision, cuda_graph, check;
+    unsigned ablate; /* opsched_ablation bits */
     int verify; /* --compare: the ios row runs the fastest of ios, greedy, sequential whole */
     opsched_search_options so;
     opsched_run_timing_options timing;
@@ -182,6 +187,7 @@ static int run_opt(void *dest, const char *cmd, const tool_opt *o, const char *v
     case RU_ALGO: a->algo = v; return TOOL_EXIT_OK;
     case RU_CONC_ALGO: a->concurrent_algo = v; return TOOL_EXIT_OK;
     case RU_FUSE: return tool_arg_on_off(cmd, "--fuse", v, &a->fuse);
+    case RU_ABLATE: return tool_arg_ablate(cmd, "--ablate", v, &a->ablate);
     case RU_ELISION: return tool_arg_on_off(cmd, "--concat-elision", v, &a->elision);
     case RU_GRAPH: return tool_arg_on_off(cmd, "--cuda-graph", v, &a->cuda_graph);
     case RU_CHECK: return tool_arg_on_off(cmd, "--check", v, &a->check);
@@ -275,6 +281,7 @@ static opsched_exec_options exec_options(const run_args *a)
     o.plan.math = a->math;
     o.plan.layout = a->layout;
     o.plan.fuse_activation = a->fuse;
+    o.plan.ablate = a->ablate;
     o.algo_fallback = "heuristic";
     o.seed = a->seed;
     o.no_concat_elision = !a->elision;
@@ -710,12 +717,15 @@ static void describe_setup(const run_args *a, opsched_device *dev, const opsched
     opsched_device_info info;
     if (opsched_device_info_get(dev, &info) != OPSCHED_OK) memset(&info, 0, sizeof(info));
     fprintf(rep, "%s: batch %lld, %d nodes; %s:%d %s; %s %s, algo %s%s%s, fuse %s, concat elision "
-           "%s\n",
+           "%s%s%s%s%s\n",
            opsched_graph_name(g), (long long)graph_batch(g), opsched_graph_num_nodes(g),
            info.backend, info.index, info.name, opsched_math_name(a->math), layout_name(a->layout),
            a->algo ? a->algo : "heuristic", a->concurrent_algo ? ", concurrent " : "",
            a->concurrent_algo ? a->concurrent_algo : "", a->fuse ? "on" : "off",
-           a->elision ? "on" : "off");
+           a->elision ? "on" : "off", a->ablate ? "; ablated:" : "",
+           a->ablate & OPSCHED_ABLATE_DEPTHWISE ? " depthwise" : "",
+           a->ablate & OPSCHED_ABLATE_EPILOGUE ? " epilogue" : "",
+           a->ablate & OPSCHED_ABLATE_ENGINES ? " engines" : "");
 }
 
 int cmd_run(opsched_ctx *ctx, int argc, char **argv)

@@ -601,7 +601,8 @@ static opsched_status collect(const cu_plan_args *a, conv_choice *p, size_t limi
      * four times slower than find's best on RegNet's grouped convolutions.
      * The dense ones keep mode A's first (each extra plan may cost cuDNN a
      * runtime compile). */
-    int grouped = a->node->attr.conv.groups > 1, wide = find || grouped;
+    int grouped = a->node->attr.conv.groups > 1 && !(a->opts->ablate & OPSCHED_ABLATE_ENGINES);
+    int wide = find || grouped;
     const int quota[3] = {wide ? GRAPH_MAX_FIND : 1, find || !grouped ? 0 : 1,
                           wide ? GRAPH_MAX_FIND : 1};
     int max = wide ? GRAPH_MAX_FIND : 1;
@@ -953,7 +954,7 @@ static int choice_key(const cu_plan_args *a, int find, int bias, const pw_mode *
     int w = snprintf(buf, size,
                      "conv2d %s math %s layout %s dtype %s align %d stride %lld,%lld dilation "
                      "%lld,%lld pads %lld,%lld,%lld,%lld groups %lld bias %d act %s %.9g %.9g "
-                     "%.9g %.9g",
+                     "%.9g %.9g engines %d",
                      find ? "find" : "heuristic", opsched_math_name(a->opts->math),
                      a->opts->layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw",
                      opsched_dtype_name(a->dt), GRAPH_ALIGN, (long long)c->stride[0],
@@ -962,7 +963,7 @@ static int choice_key(const cu_plan_args *a, int find, int bias, const pw_mode *
                      (long long)c->pads[2], (long long)c->pads[3],
                      (long long)(c->groups ? c->groups : 1), bias, act ? act->name : "none",
                      act ? act->lower : 0.0, act ? act->upper : 0.0, act ? act->slope : 0.0,
-                     act ? act->param : 0.0);
+                     act ? act->param : 0.0, !(a->opts->ablate & OPSCHED_ABLATE_ENGINES));
     if (w < 0 || (size_t)w >= size) return 0;
     size_t n = (size_t)w;
     for (int i = 0; i < 3; i++) {
@@ -1084,7 +1085,7 @@ static opsched_status pick_epilogue(const cu_plan_args *a, int find, int bias, c
                                     size_t limit, conv_choice **ch)
 {
     conv_choice *fused = *ch, *apart = NULL;
-    if (!fused->fuse_act) return OPSCHED_OK;
+    if (!fused->fuse_act || (a->opts->ablate & OPSCHED_ABLATE_EPILOGUE)) return OPSCHED_OK;
     if (fused->fused_wins == 0) {
         cu_conv_bias epi;
         OS_TRY(get_choice(a, find, bias, NULL, limit, &apart));
@@ -1200,7 +1201,8 @@ done:
 static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_choice *keyed,
                                      const cu_act *act)
 {
-    if (!depthwise_desc(a, &p->dw, &p->dw_nhwc)) return OPSCHED_OK;
+    if ((a->opts->ablate & OPSCHED_ABLATE_DEPTHWISE) || !depthwise_desc(a, &p->dw, &p->dw_nhwc))
+        return OPSCHED_OK;
     p->dw_act = *act;
     if (keyed->dw_wins == 0) {
         float own = -1.0f, cudnn = -1.0f;

@@ -1,0 +1,1 @@
+run squeezenet1_1 --compare sequential --ablate depthwise,bogus
