@@ -56,4 +56,15 @@ print("network suite on the CPU backend: %d rows, opsched ran %d; %d passed, %d 
       % (len(recs), ran, 1 if not fail else 0, 1 if fail else 0))
 sys.exit(1 if fail else 0)
 PY
+# An ablation: opsched alone with an argument more (--fuse off works on the
+# CPU backend too), and the table against the full planner's folder.
+"$py" "$src/bench/networks/suite.py" run --backend cpu --models squeezenet1_1 --configs 1:fp32 \
+    --quick --opsched "$bin" --out "$out/fuse-off" --peers "" --opsched-args="--fuse off" \
+    > "$out/log4" 2>&1 || { cat "$out/log4"; exit 1; }
+grep -q -- "--fuse off" "$out/fuse-off/suite.log" || { echo "FAIL: the ablation's command lacks --fuse off"; exit 1; }
+"$py" "$src/bench/networks/suite.py" ablation "$out/r" "$out/fuse-off" > "$out/log5" 2>&1 || { cat "$out/log5"; exit 1; }
+grep -qE "^\| squeezenet1_1 \| 1 \| fp32 \| [0-9.]+ \| [0-9.]+ \([0-9.]+x\) \|" "$out/r/ablation.md" \
+  || { echo "FAIL: ablation.md has no squeezenet1_1 row with a factor"; cat "$out/r/ablation.md"; exit 1; }
+grep -q "fuse-off .*x over 1" "$out/log5" || { echo "FAIL: no geometric mean over the one item"; cat "$out/log5"; exit 1; }
+echo "ablation: $(tail -2 "$out/log5" | head -1)"
 grep -qi "skipped" "$out/r/results.csv" && echo "(peers: $(grep -o 'skipped: [^,"]*' "$out/r/results.csv" | sort -u | head -1))" || true

@@ -33,6 +33,15 @@ call continues where the last one stopped, within --budget-s.
     suite.py run --out DIR --gpus 4     # the items dealt over 4 GPUs of a host
     suite.py run --out DIR --backend cpu --models squeezenet1_1 # CPU backend
     suite.py report DIR      # summary.md, speedup.png from results.csv
+    suite.py run --out DIR/no-depthwise --peers "" --opsched-args="--ablate depthwise"
+    suite.py ablation DIR DIR/no-depthwise ...   # ablation.md: what each part buys
+
+An ablation is a run of opsched alone (--peers "") with extra arguments
+(--opsched-args: --ablate depthwise|epilogue|engines, --fuse off, --layout
+nchw ...) into a folder of its own; `ablation` reads the full planner's
+folder first and each variant's after it, and writes the table of
+opsched's time in each and the factor by which it is slower than the full
+planner (ablation.md in the first folder).
 
 With --gpus N the items are dealt round-robin to N shards, one a GPU of
 the host, each run by a process of its own (CUDA_VISIBLE_DEVICES) pinned
@@ -48,6 +57,7 @@ has CUDA.
 """
 import argparse
 import csv
+import shlex
 import json
 import math
 import os
@@ -147,6 +157,7 @@ def opsched_run(a, m, batch, mathmode, stages_db, logf):
     cmd = [a.opsched, "run", path, "--shapes", shapes, "--math", mathmode,
            "--compare", "sequential,ios", "--db", stages_db, "--backend", a.backend]
     cmd += ["--format", "csv"] if a.run_csv else ["--layout", "nhwc" if a.backend == "cuda" else "nchw"]
+    cmd += shlex.split(getattr(a, "opsched_args", "") or "")
     if a.quick:
         cmd += ["--iters", "10", "--min-ms", "50", "--warmup-ms", "20"]
     else:
@@ -649,6 +660,51 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+def ablation_main(a):
+    """ablation.md in the first folder: for each (model, batch, math) of the
+    full planner's rows, opsched's time there and in each variant, and the
+    variant's time over the full planner's; the geometric mean of each
+    variant's factor over the items both ran."""
+    if len(a.dirs) < 2:
+        sys.exit("suite.py ablation: give the full planner's folder and at least one variant's")
+    tables = []
+    for d in a.dirs:
+        rows = read_all_rows(d)
+        if not rows:
+            sys.exit("suite.py ablation: no rows in %s/results*.csv" % d)
+        tables.append({key(r): r for r in rows})
+    names = [os.path.basename(os.path.normpath(d)) for d in a.dirs]
+    head = "| model | batch | math | %s |" % " | ".join(
+        [names[0] + " (ms)"] + ["%s (ms, x)" % n for n in names[1:]])
+    lines = ["# Ablation", "",
+             "opsched's deployed schedule as one CUDA graph (`opsched_ms`, medians in ms) with "
+             "the full planner (`%s`) and with parts of it turned off (each variant's folder "
+             "name; its `suite-*.log` has the command).  x = the variant's time over the full "
+             "planner's: above 1, the part turned off buys that much." % names[0], "",
+             head, "|" + "---|" * (3 + len(names))]
+    factors = [[] for _ in names[1:]]
+    for k, base in tables[0].items():
+        cells = [base["model"], base["batch"], base["math"], base.get("opsched_ms") or "—"]
+        for i, t in enumerate(tables[1:]):
+            v = t.get(k)
+            ms = v.get("opsched_ms") if v else ""
+            if ms and base.get("opsched_ms"):
+                f = float(ms) / float(base["opsched_ms"])
+                factors[i].append(f)
+                cells.append("%s (%.2fx)" % (ms, f))
+            else:
+                cells.append((v or {}).get("opsched_error", "")[:60] or "—")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Geometric mean of x: " + ", ".join(
+        "%s %.3fx over %d" % (n, geomean(f), len(f)) for n, f in zip(names[1:], factors))]
+    path = os.path.join(a.dirs[0], "ablation.md")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(lines[-1])
+    print("wrote %s" % path)
+    return 0
+
+
 def report_main(a):
     rows = read_all_rows(a.dir)
     if not rows:
@@ -793,14 +849,22 @@ def main():
                    help="deal the items over this many GPUs of the host, a process each")
     r.add_argument("--shard", help="K/N: run the items i with i %% N == K only (what --gpus "
                    "gives each GPU; for scripts that place the shards themselves)")
+    r.add_argument("--opsched-args", default="",
+                   help="more arguments for `opsched run` (an ablation: '--ablate depthwise', "
+                        "'--fuse off', ...)")
     sub.add_parser("peer", help=argparse.SUPPRESS)
     s = sub.add_parser("report", help="summary.md and speedup.png from results.csv")
     s.add_argument("dir")
+    ab = sub.add_parser("ablation", help="ablation.md: opsched in each variant's folder "
+                                         "against the first folder's (the full planner)")
+    ab.add_argument("dirs", nargs="+", help="the full planner's folder, then each variant's")
     a = ap.parse_args()
     if a.cmd == "run":
         return run_main(a)
     if a.cmd == "peer":
         return peer_main(a)
+    if a.cmd == "ablation":
+        return ablation_main(a)
     return report_main(a)
 
 
