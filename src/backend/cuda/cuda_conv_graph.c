@@ -4,11 +4,13 @@
  * and engine configs from cuDNN's heuristics.  "heuristic" takes mode A's
  * first config that the math mode allows and that finalizes into an
  * execution plan within the workspace limit (the fallback list's first
- * when none does); for a grouped convolution it takes mode B's first and
- * find's candidates, times the different engines once on scratch buffers
- * and keeps the fastest (mode A's first measured four times slower than
- * find's best on RegNet's grouped convolutions).  "find" times up to GRAPH_MAX_FIND plans of
- * mode A and the fallback list (cudnn.benchmark on).
+ * when none does); for a grouped convolution it takes the first
+ * GRAPH_HEUR_A of mode A and mode B's first, times the different engines
+ * once on scratch buffers and keeps the fastest.  On RegNet's grouped
+ * convolutions these still miss the engine find picks (engine 52 at 16 us
+ * against engine 51's 68 us): `--algo find` there.  "find" times up to
+ * GRAPH_MAX_FIND plans of mode A and the fallback list (cudnn.benchmark
+ * on).
  *
  * Math modes: the graph API has no math type; every mode computes in float
  * and the mode filters engines by their numerical notes.  Strict fp32 drops
@@ -49,6 +51,7 @@
 
 #define GRAPH_ALIGN 16    /* bytes claimed for every tensor */
 #define GRAPH_MAX_FIND 16 /* execution plans "find" times */
+#define GRAPH_HEUR_A 2    /* mode A's plans "heuristic" takes for a grouped convolution */
 #define GRAPH_FIND_RUNS 3 /* timed runs of each, after one warm-up */
 #define GRAPH_PACKS 64    /* variant packs a plan keeps */
 
@@ -586,30 +589,27 @@ static void candidates_free(candidate *c, int n)
     }
 }
 
-/* The candidates, in the heuristics' order: for find, and for a grouped
- * convolution under heuristic, up to GRAPH_MAX_FIND of mode A, (heuristic
- * only) mode B's first, then the fallback list's; for a dense convolution
- * under heuristic, mode A's first, else the fallback list's first.  An
- * engine already taken is not taken twice. */
+/* The candidates, in the heuristics' order: for find, up to GRAPH_MAX_FIND
+ * of mode A, then the fallback list's; for a grouped convolution under
+ * heuristic, up to GRAPH_HEUR_A of mode A and mode B's first; for a dense
+ * one, mode A's first; under heuristic the fallback list's first when
+ * nothing else is left.  An engine already taken is not taken twice. */
 static opsched_status collect(const cu_plan_args *a, conv_choice *p, size_t limit, int find,
                               candidate *c, int *n, tally *t)
 {
     static const cudnnBackendHeurMode_t modes[3] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
                                                     CUDNN_HEUR_MODE_FALLBACK};
-    /* A grouped convolution takes find's candidates, and mode B's first:
-     * mode A's first pick, and its second and mode B's first too, measured
-     * four times slower than find's best on RegNet's grouped convolutions.
-     * The dense ones keep mode A's first (each extra plan may cost cuDNN a
-     * runtime compile). */
+    /* Grouped convolutions only: there mode A's first pick measured several
+     * times slower than the best (and each extra plan may cost a runtime
+     * compile). */
     int grouped = a->node->attr.conv.groups > 1 && !(a->opts->ablate & OPSCHED_ABLATE_ENGINES);
-    int wide = find || grouped;
-    const int quota[3] = {wide ? GRAPH_MAX_FIND : 1, find || !grouped ? 0 : 1,
-                          wide ? GRAPH_MAX_FIND : 1};
-    int max = wide ? GRAPH_MAX_FIND : 1;
+    const int quota[3] = {find ? GRAPH_MAX_FIND : grouped ? GRAPH_HEUR_A : 1,
+                          find || !grouped ? 0 : 1, find ? GRAPH_MAX_FIND : 1};
+    int max = find ? GRAPH_MAX_FIND : grouped ? GRAPH_HEUR_A + 1 : 1;
     opsched_status st = OPSCHED_OK;
     *n = 0;
     for (int m = 0; m < 3 && *n < max && st == OPSCHED_OK; m++) {
-        if (quota[m] == 0 || (modes[m] == CUDNN_HEUR_MODE_FALLBACK && !wide && *n > 0)) continue;
+        if (quota[m] == 0 || (modes[m] == CUDNN_HEUR_MODE_FALLBACK && !find && *n > 0)) continue;
         cudnnBackendDescriptor_t *cfgs = NULL;
         int64_t k = 0;
         int taken = 0;
