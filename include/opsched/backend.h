@@ -152,6 +152,8 @@ typedef enum opsched_ablation {
 /* Parses a comma list of "depthwise", "epilogue", "engines" (or "none")
  * into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
+/* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */
+void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size);
 
 typedef struct opsched_plan_options {
     const char *algo;          /* NULL means "heuristic" */

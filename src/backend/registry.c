@@ -428,29 +428,43 @@ opsched_status opsched_buffer_fill_random(opsched_buffer *b, opsched_dtype dt, u
 
 /* ---- plans ---------------------------------------------------------- */
 
-opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out)
-{
-    static const struct {
-        const char *name;
-        unsigned bit;
-    } parts[] = {{"depthwise", OPSCHED_ABLATE_DEPTHWISE},
+static const struct {
+    const char *name;
+    unsigned bit;
+} ablations[] = {{"depthwise", OPSCHED_ABLATE_DEPTHWISE},
                  {"epilogue", OPSCHED_ABLATE_EPILOGUE},
                  {"engines", OPSCHED_ABLATE_ENGINES},
                  {"none", 0}};
+
+void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)
+{
+    size_t n = 0;
+    if (!buf || size == 0) return;
+    buf[0] = '\0';
+    for (size_t k = 0; k < OS_ARRAY_LEN(ablations); k++) {
+        if (!(bits & ablations[k].bit)) continue;
+        int w = snprintf(buf + n, size - n, "%s%s", n ? sep : "", ablations[k].name);
+        if (w < 0 || (size_t)w >= size - n) return;
+        n += (size_t)w;
+    }
+}
+
+opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out)
+{
     unsigned bits = 0;
     const char *p = list ? list : "";
     if (!*p) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "an empty list of ablations");
     while (*p) {
         size_t n = strcspn(p, ",");
         size_t k = 0;
-        while (k < OS_ARRAY_LEN(parts) && (strlen(parts[k].name) != n ||
-                                           strncmp(parts[k].name, p, n) != 0))
+        while (k < OS_ARRAY_LEN(ablations) && (strlen(ablations[k].name) != n ||
+                                               strncmp(ablations[k].name, p, n) != 0))
             k++;
-        if (k == OS_ARRAY_LEN(parts))
+        if (k == OS_ARRAY_LEN(ablations))
             return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
                            "unknown ablation '%.*s' (depthwise, epilogue, engines or none)",
                            (int)n, p);
-        bits |= parts[k].bit;
+        bits |= ablations[k].bit;
         p += n;
         if (*p == ',') p++;
     }

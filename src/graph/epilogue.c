@@ -36,19 +36,12 @@ int opsched_op_is_epilogue(const opsched_node *n)
     }
 }
 
-static int is_graph_output(const opsched_graph *g, int t)
-{
-    for (int i = 0; i < opsched_graph_num_outputs(g); i++)
-        if (opsched_graph_output(g, i) == t) return 1;
-    return 0;
-}
-
 int opsched_conv_epilogue(const opsched_graph *g, int node)
 {
     const opsched_node *n = opsched_graph_node(g, node);
     if (!n || n->op != OPSCHED_OP_CONV || n->n_outputs != 1) return -1;
     int y = n->outputs[0];
-    if (opsched_graph_num_consumers(g, y) != 1 || is_graph_output(g, y)) return -1;
+    if (opsched_graph_num_consumers(g, y) != 1 || os_graph_is_output(g, y)) return -1;
     for (int j = node + 1; j < opsched_graph_num_nodes(g); j++) {
         const opsched_node *c = opsched_graph_node(g, j);
         for (int k = 0; k < c->n_inputs; k++) {

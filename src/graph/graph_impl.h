@@ -37,5 +37,7 @@ opsched_status os_infer(opsched_graph *g, const char *name, opsched_op_kind op,
 
 /* Broadcasts a and b numpy-style; 0 if they cannot be. */
 int os_broadcast(const opsched_shape *a, const opsched_shape *b, opsched_shape *out);
+/* 1 when tensor t is one of the graph's outputs. */
+int os_graph_is_output(const opsched_graph *g, int t);
 
 #endif /* OS_GRAPH_IMPL_H */

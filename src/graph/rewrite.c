@@ -56,7 +56,7 @@ static const opsched_node *producer(const matcher *m, int t)
     return &m->g->nodes[p];
 }
 
-static int is_output(const opsched_graph *g, int t)
+int os_graph_is_output(const opsched_graph *g, int t)
 {
     for (size_t i = 0; i < g->n_outputs; i++)
         if (g->outputs[i] == t) return 1;
@@ -69,7 +69,7 @@ static const opsched_node *inner(matcher *m, int t, opsched_op_kind op)
 {
     const opsched_node *n = producer(m, t);
     if (!n || n->op != op || n->n_outputs != 1 || m->g->n_consumers[t] != 1 ||
-        is_output(m->g, t) || m->n_members >= MAX_MEMBERS)
+        os_graph_is_output(m->g, t) || m->n_members >= MAX_MEMBERS)
         return NULL;
     m->members[m->n_members++] = (int)(n - m->g->nodes);
     return n;

@@ -284,18 +284,11 @@ void opsched_settings_key(const opsched_measure_options *o, char *buf, size_t si
                      opsched_cache_name(o->cache), o->energy ? 1 : 0);
     /* An ablated planner measures something else: a key of its own (none
      * for the planner as it is, so older keys stay what they were). */
-    if (o->plan.ablate && n > 0 && (size_t)n < size)
-        snprintf(buf + n, size - (size_t)n, ";ablate=%s%s%s%s%s",
-                 o->plan.ablate & OPSCHED_ABLATE_DEPTHWISE ? "depthwise" : "",
-                 (o->plan.ablate & OPSCHED_ABLATE_DEPTHWISE) &&
-                         (o->plan.ablate & (OPSCHED_ABLATE_EPILOGUE | OPSCHED_ABLATE_ENGINES))
-                     ? "+"
-                     : "",
-                 o->plan.ablate & OPSCHED_ABLATE_EPILOGUE ? "epilogue" : "",
-                 (o->plan.ablate & OPSCHED_ABLATE_EPILOGUE) && (o->plan.ablate & OPSCHED_ABLATE_ENGINES)
-                     ? "+"
-                     : "",
-                 o->plan.ablate & OPSCHED_ABLATE_ENGINES ? "engines" : "");
+    if (o->plan.ablate && n > 0 && (size_t)n < size) {
+        char names[64];
+        opsched_ablation_names(o->plan.ablate, "+", names, sizeof(names));
+        snprintf(buf + n, size - (size_t)n, ";ablate=%s", names);
+    }
 }
 
 static const char *status_text(opsched_status st)

@@ -359,14 +359,13 @@ static void dry_run(const profile_args *a, const model_src *m, const tool_measur
     printf("\n%d input size%s:", n_sizes, n_sizes == 1 ? "" : "s");
     for (int i = 0; i < n_sizes; i++)
         printf(" %lld", (long long)sizes[i]);
-    printf("\nalgorithm %s%s%s, backend %s, math %s, layout %s, bn %s%s%s%s%s\n",
+    char ablated[64];
+    opsched_ablation_names(o->plan.ablate, " ", ablated, sizeof(ablated));
+    printf("\nalgorithm %s%s%s, backend %s, math %s, layout %s, bn %s%s%s\n",
            ma->algo ? ma->algo : "heuristic", a->algo_fallback ? ", fallback " : "",
            a->algo_fallback ? a->algo_fallback : "", ma->backend, opsched_math_name(o->plan.math),
            o->plan.layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw", a->fold_bn ? "fold" : "keep",
-           o->plan.ablate ? "; ablated:" : "",
-           o->plan.ablate & OPSCHED_ABLATE_DEPTHWISE ? " depthwise" : "",
-           o->plan.ablate & OPSCHED_ABLATE_EPILOGUE ? " epilogue" : "",
-           o->plan.ablate & OPSCHED_ABLATE_ENGINES ? " engines" : "");
+           o->plan.ablate ? "; ablated: " : "", ablated);
     printf("warm-up %.0f ms, >= %d inferences and >= %.0f ms; cuda graph %s, layers %s, "
            "energy %s, layer energy %s, check %s\n",
            o->warmup_ms, o->iters, o->min_ms, a->cuda_graph ? "on" : "off",

@@ -714,18 +714,17 @@ static int print_rows(opsched_ctx *ctx, const run_args *a, const opsched_graph *
 
 static void describe_setup(const run_args *a, opsched_device *dev, const opsched_graph *g)
 {
+    char ablated[64];
+    opsched_ablation_names(a->ablate, " ", ablated, sizeof(ablated));
     opsched_device_info info;
     if (opsched_device_info_get(dev, &info) != OPSCHED_OK) memset(&info, 0, sizeof(info));
     fprintf(rep, "%s: batch %lld, %d nodes; %s:%d %s; %s %s, algo %s%s%s, fuse %s, concat elision "
-           "%s%s%s%s%s\n",
+           "%s%s%s\n",
            opsched_graph_name(g), (long long)graph_batch(g), opsched_graph_num_nodes(g),
            info.backend, info.index, info.name, opsched_math_name(a->math), layout_name(a->layout),
            a->algo ? a->algo : "heuristic", a->concurrent_algo ? ", concurrent " : "",
            a->concurrent_algo ? a->concurrent_algo : "", a->fuse ? "on" : "off",
-           a->elision ? "on" : "off", a->ablate ? "; ablated:" : "",
-           a->ablate & OPSCHED_ABLATE_DEPTHWISE ? " depthwise" : "",
-           a->ablate & OPSCHED_ABLATE_EPILOGUE ? " epilogue" : "",
-           a->ablate & OPSCHED_ABLATE_ENGINES ? " engines" : "");
+           a->elision ? "on" : "off", a->ablate ? "; ablated: " : "", ablated);
 }
 
 int cmd_run(opsched_ctx *ctx, int argc, char **argv)
