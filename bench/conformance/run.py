@@ -312,6 +312,10 @@ def main():
     ap.add_argument("--math", default="fp32")
     ap.add_argument("--cases")
     ap.add_argument("--venv")
+    ap.add_argument("--no-venv", action="store_true",
+                    help="read existing --cases (made by generate.py with the pinned onnx, "
+                         "their ONNX_VERSION says which) with this python's onnx: for a "
+                         "machine without PyPI")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--only", help="regular expression on case names")
     ap.add_argument("--timeout", type=int, default=120)
@@ -326,6 +330,14 @@ def main():
     cases = os.path.abspath(a.cases or os.path.join(parent, "cases-onnx-" + a.onnx_version))
     venv = os.path.abspath(a.venv or os.path.join(parent, "venv-onnx-" + a.onnx_version))
 
+    stamp = os.path.join(cases, "ONNX_VERSION")
+    cases_version = open(stamp).read().strip() if os.path.exists(stamp) else None
+    if a.no_venv:
+        if cases_version != a.onnx_version:
+            log("conformance: --no-venv wants the cases of onnx %s in %s (found %s)"
+                % (a.onnx_version, cases, cases_version or "none"))
+            return 1
+        a.inside = True
     if not a.inside:  # make what is missing, then run again inside the environment
         try:
             ensure_cases(cases, venv, a.onnx_version)
@@ -361,11 +373,11 @@ def main():
                 break
     except (ValueError, AttributeError):
         pass
-    meta = {"onnx": onnx.__version__, "opsched_version": ver or "?", "backend": a.backend,
+    meta = {"onnx": cases_version or onnx.__version__, "onnx_reader": onnx.__version__, "opsched_version": ver or "?", "backend": a.backend,
             "math": a.math, "device": device,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "command": " ".join(["bench/conformance/run.py"] +
-                                [x for x in sys.argv[1:] if x != "--inside"][:8]),
+                                [x for x in sys.argv[1:] if x != "--inside"][:12]),
             "host": platform.node(), "python": platform.python_version(), "cases": len(rows)}
     buf = [["case", "op", "status", "reason"]] + [list(r) for r in rows]
     import io
