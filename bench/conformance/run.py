@@ -19,9 +19,11 @@ with the case's rtol and atol).  The rest are skipped, each with its reason.
 
 DIR gets cases.csv (one row per case: case, op, status, reason), summary.md
 (per operator: passed, failed, skipped; the totals; the pass rate over the
-in-scope cases) and run.json (command, device, versions, date).  Exit 0 when
-every case ran or was skipped (whatever the results), 1 when the harness
-itself failed, 2 on bad arguments.
+in-scope cases) and run.json (command, device, versions, date).  While it
+runs, cases.partial.csv holds every case finished so far: a run cut short
+goes on from it when run again with the same --out, binary, backend and
+math.  Exit 0 when every case ran or was skipped (whatever the results), 1
+when the harness itself failed, 2 on bad arguments.
 """
 import argparse
 import concurrent.futures as cf
@@ -127,6 +129,29 @@ def ensure_cases(cases, venv, version):
 
 
 # ---- one case (runs inside the virtual environment) -------------------------
+
+def opsched_digest(path):
+    """What names the binary a partial run's rows came from."""
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
+def load_partial(path, key):
+    """The rows of an earlier run cut short, by case, when it ran the same
+    binary on the same backend and math; {} otherwise."""
+    try:
+        with open(path, newline="") as f:
+            head = f.readline().rstrip("\n")
+            if head != "# " + key:
+                return {}
+            return {r[0]: tuple(r) for r in csv.reader(f) if len(r) == 4}
+    except OSError:
+        return {}
+
 
 def safe_name(name):
     """The file name opsched gives output `name` in --output-dir."""
@@ -355,13 +380,30 @@ def main():
     if a.only:
         names = [n for n in names if re.search(a.only, n)]
     os.makedirs(out, exist_ok=True)
-    work = [(os.path.join(cases, n), opsched, a.backend, a.math, a.timeout) for n in names]
-    rows = []
-    with cf.ProcessPoolExecutor(max_workers=max(1, a.jobs)) as ex:
-        for i, r in enumerate(ex.map(run_case, work, chunksize=4)):
-            rows.append(r)
-            if (i + 1) % 200 == 0:
-                log("conformance: %d of %d cases" % (i + 1, len(work)))
+    # Every finished case is appended to cases.partial.csv as it ends, so a
+    # run cut short (a time limit, a lost machine) keeps its rows and the
+    # next run with the same --out, backend and math runs only the rest.
+    partial = os.path.join(out, "cases.partial.csv")
+    key = "%s %s %s" % (a.backend, a.math, opsched_digest(opsched))
+    done = load_partial(partial, key)
+    if done:
+        log("conformance: %d cases kept from an earlier run (%s)" % (len(done), partial))
+    todo = [n for n in names if n not in done]
+    work = [(os.path.join(cases, n), opsched, a.backend, a.math, a.timeout) for n in todo]
+    new_file = not os.path.exists(partial) or not done
+    with open(partial, "w" if new_file else "a", newline="") as pf:
+        pw = csv.writer(pf, lineterminator="\n")
+        if new_file:
+            pf.write("# %s\n" % key)
+            pf.flush()
+        with cf.ProcessPoolExecutor(max_workers=max(1, a.jobs)) as ex:
+            for i, r in enumerate(ex.map(run_case, work, chunksize=4)):
+                done[r[0]] = tuple(r)
+                pw.writerow(r)
+                pf.flush()
+                if (i + 1) % 200 == 0:
+                    log("conformance: %d of %d cases" % (len(done), len(names)))
+    rows = [done[n] for n in names]
     ver = subprocess.run([opsched, "--version"], capture_output=True, text=True).stdout.strip()
     dev = subprocess.run([opsched, "devices", "--format", "json"], capture_output=True,
                          text=True).stdout
@@ -388,6 +430,7 @@ def main():
     write_atomic(os.path.join(out, "summary.md"), text)
     meta.update(tot)
     write_atomic(os.path.join(out, "run.json"), json.dumps(meta, indent=1) + "\n")
+    os.remove(partial)
     log("conformance: %d passed, %d failed, %d skipped; %s" % (tot["passed"], tot["failed"],
                                                               tot["skipped"], out))
     return 0
