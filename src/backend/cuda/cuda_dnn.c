@@ -39,6 +39,7 @@ typedef struct dnn_plan {
     int rows; /* global pooling of NCHW rows through the reduction family */
     cuk_red_fn row_fn;
     cuk_reduce_desc row_d;
+    cuk_dtype pool_dt; /* the kernel pool's storage type */
 } dnn_plan;
 
 static void dnn_release(cu_plan *base)
@@ -52,11 +53,14 @@ static void dnn_release(cu_plan *base)
     if (p->lrn_desc) (void)cudnnDestroyLRNDescriptor(p->lrn_desc);
 }
 
-static opsched_status dnn_new(const cu_plan_args *a, cu_launch_fn launch, dnn_plan **out)
+/* int8_ok: the op also takes int8 and uint8 data (MaxPool). */
+static opsched_status dnn_new(const cu_plan_args *a, cu_launch_fn launch, int int8_ok,
+                              dnn_plan **out)
 {
     const opsched_tensor *x = cu_in(a, 0);
-    if (!x || !cu_dtype_is_float(x->dtype))
-        return CU_UNSUPPORTED(a, "%s data", x ? opsched_dtype_name(x->dtype) : "missing");
+    int ok = x && (cu_dtype_is_float(x->dtype) ||
+                   (int8_ok && (x->dtype == OPSCHED_INT8 || x->dtype == OPSCHED_UINT8)));
+    if (!ok) return CU_UNSUPPORTED(a, "%s data", x ? opsched_dtype_name(x->dtype) : "missing");
     cu_plan *base = NULL;
     OS_TRY(cu_plan_alloc(a, sizeof(dnn_plan), launch, dnn_release, &base));
     dnn_plan *p = (dnn_plan *)base;
@@ -123,7 +127,7 @@ static opsched_status pool_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *bas
     }
     if (!p->use_cudnn) {
         int64_t *ind = base->n_out > 1 ? out[1] : NULL; /* MaxPool's Indices */
-        CUDA_CHECK(ctx, cuk_pool(p->kt, &p->pool, in[0], out[0], ind, s));
+        CUDA_CHECK(ctx, cuk_pool(p->pool_dt, &p->pool, in[0], out[0], ind, s));
         return OPSCHED_OK;
     }
     CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
@@ -170,8 +174,9 @@ opsched_status cu_plan_pool(const cu_plan_args *a, cu_plan **out)
     int rank = x->shape.ndim;
     if ((rank != 4 && rank != 5) || y->shape.ndim != rank)
         return CU_UNSUPPORTED(a, "pooling of a rank-%d tensor (2-D and 3-D only)", rank);
-    OS_TRY(dnn_new(a, pool_launch, &p));
     int is_max = a->node->op == OPSCHED_OP_MAXPOOL;
+    OS_TRY(dnn_new(a, pool_launch, is_max, &p));
+    p->pool_dt = cu_kdt(a, x);
     cuk_pool_desc *d = &p->pool;
     int64_t xs[5], ys[5];
     cu_strides(a, x, xs);
@@ -214,9 +219,9 @@ opsched_status cu_plan_pool(const cu_plan_args *a, cu_plan **out)
         d->ysd = ys[2];
     }
     /* cuDNN has no Indices: MaxPool with its second output runs the kernel. */
-    if (rank == 4 && a->node->n_outputs == 1 && a->dt != OPSCHED_BF16 && d->dh == 1 && d->dw == 1 &&
-        d->pad_t == d->pad_b && d->pad_l == d->pad_r && 2 * d->pad_t <= d->kh &&
-        2 * d->pad_l <= d->kw) {
+    if (rank == 4 && a->node->n_outputs == 1 && a->dt != OPSCHED_BF16 &&
+        cu_dtype_is_float(x->dtype) && d->dh == 1 && d->dw == 1 && d->pad_t == d->pad_b &&
+        d->pad_l == d->pad_r && 2 * d->pad_t <= d->kh && 2 * d->pad_l <= d->kw) {
         int64_t x4[4] = {d->N, d->C, d->H, d->W};
         int64_t win[6] = {d->kh, d->kw, d->pad_t, d->pad_l, d->sh, d->sw};
         OS_TRY_GOTO(st,
@@ -234,7 +239,7 @@ opsched_status cu_plan_global_pool(const cu_plan_args *a, cu_plan **out)
     const opsched_tensor *x = cu_in(a, 0);
     dnn_plan *p = NULL;
     opsched_status st = OPSCHED_OK;
-    OS_TRY(dnn_new(a, pool_launch, &p));
+    OS_TRY(dnn_new(a, pool_launch, 0, &p));
     int is_max = a->node->op == OPSCHED_OP_GLOBALMAXPOOL;
     int64_t n, c, sp;
     ncs(&x->shape, &n, &c, &sp);
@@ -323,7 +328,7 @@ opsched_status cu_plan_activation(const cu_plan_args *a, cu_plan **out)
     const opsched_tensor *x = cu_in(a, 0);
     dnn_plan *p = NULL;
     opsched_status st = OPSCHED_OK;
-    OS_TRY(dnn_new(a, act_launch, &p));
+    OS_TRY(dnn_new(a, act_launch, 0, &p));
     p->n = opsched_shape_numel(&x->shape);
     cudnnActivationMode_t mode = CUDNN_ACTIVATION_RELU;
     double coef = 0.0;
@@ -390,7 +395,7 @@ opsched_status cu_plan_batchnorm(const cu_plan_args *a, cu_plan **out)
     const opsched_tensor *x = cu_in(a, 0);
     dnn_plan *p = NULL;
     opsched_status st = OPSCHED_OK;
-    OS_TRY(dnn_new(a, bn_launch, &p));
+    OS_TRY(dnn_new(a, bn_launch, 0, &p));
     int64_t n, c, sp;
     ncs(&x->shape, &n, &c, &sp);
     p->n = opsched_shape_numel(&x->shape);
@@ -436,7 +441,7 @@ opsched_status cu_plan_softmax(const cu_plan_args *a, cu_plan **out)
     const opsched_tensor *x = cu_in(a, 0);
     dnn_plan *p = NULL;
     opsched_status st = OPSCHED_OK;
-    OS_TRY(dnn_new(a, softmax_launch, &p));
+    OS_TRY(dnn_new(a, softmax_launch, 0, &p));
     cu_axis_split(a, x, (int)a->node->attr.axis.axis, &p->outer, &p->axis, &p->inner);
     int64_t dims[4] = {p->outer, p->axis, p->inner, 1};
     if (a->dt != OPSCHED_BF16 && cudnn_dims_ok(dims, 4)) {
@@ -474,7 +479,7 @@ opsched_status cu_plan_lrn(const cu_plan_args *a, cu_plan **out)
     const opsched_tensor *x = cu_in(a, 0);
     dnn_plan *p = NULL;
     opsched_status st = OPSCHED_OK;
-    OS_TRY(dnn_new(a, lrn_launch, &p));
+    OS_TRY(dnn_new(a, lrn_launch, 0, &p));
     int64_t n, c, sp;
     ncs(&x->shape, &n, &c, &sp);
     int nhwc = cu_is_nhwc(a, x);

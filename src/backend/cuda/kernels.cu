@@ -44,10 +44,29 @@ template <> __device__ __forceinline__ float ld<__nv_bfloat16>(__nv_bfloat16 v)
     return __bfloat162float(v);
 }
 
+template <> __device__ __forceinline__ float ld<int8_t>(int8_t v)
+{
+    return (float)v;
+}
+template <> __device__ __forceinline__ float ld<uint8_t>(uint8_t v)
+{
+    return (float)v;
+}
+
 template <typename T> __device__ __forceinline__ T st(float v);
 template <> __device__ __forceinline__ float st<float>(float v)
 {
     return v;
+}
+/* The 8-bit integers get back values they gave (MaxPool), or for a window
+ * with no tap (-inf) their lowest value. */
+template <> __device__ __forceinline__ int8_t st<int8_t>(float v)
+{
+    return (int8_t)fminf(fmaxf(v, -128.0f), 127.0f);
+}
+template <> __device__ __forceinline__ uint8_t st<uint8_t>(float v)
+{
+    return (uint8_t)fminf(fmaxf(v, 0.0f), 255.0f);
 }
 template <> __device__ __forceinline__ __half st<__half>(float v)
 {
@@ -392,7 +411,8 @@ __global__ void k_bias_add_planes(unsigned planes, unsigned C, unsigned hw, cons
     for (unsigned p = blockIdx.y; p < planes; p += gridDim.y) {
         float b = ld<T>(bias[p % C]);
         T *row = y + (size_t)p * hw;
-        for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < hw; i += blockDim.x * gridDim.x)
+        for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < hw;
+             i += blockDim.x * gridDim.x)
             row[i] = bias_out<T, RELU>(row[i], b);
     }
 }
@@ -983,8 +1003,8 @@ static cudaError_t bias_add(cuk_type t, int64_t n, int64_t C, int64_t cstride, c
         if (gx > 64) gx = 64;
         dim3 grid(gx, planes < 65535u ? planes : 65535u);
         if (vec)
-            k_bias_add_planes4<RELU><<<grid, threads, 0, stream>>>(planes, (unsigned)C, len,
-                                                                   (const float *)bias, (float4 *)y);
+            k_bias_add_planes4<RELU><<<grid, threads, 0, stream>>>(
+                planes, (unsigned)C, len, (const float *)bias, (float4 *)y);
         else
             DISPATCH_FLOAT(t, (k_bias_add_planes<T, RELU><<<grid, threads, 0, stream>>>(
                                   planes, (unsigned)C, hw, (const T *)bias, (T *)y)));
@@ -1086,8 +1106,7 @@ extern "C" size_t cuk_colreduce_workspace(int64_t O, int64_t R, int64_t C)
 extern "C" cudaError_t cuk_colreduce(cuk_col_fn fn, cuk_type t, int64_t O, int64_t R, int64_t C,
                                      const void *x, void *y, void *ws, cudaStream_t stream)
 {
-    if (!cuk_colreduce_ok(O, R, C) || (int)fn < 0 || fn > CUK_COL_MIN)
-        return cudaErrorInvalidValue;
+    if (!cuk_colreduce_ok(O, R, C) || (int)fn < 0 || fn > CUK_COL_MIN) return cudaErrorInvalidValue;
     int parts = colreduce_parts(O, R, C);
     if (parts > 1 && !ws) return cudaErrorInvalidValue;
     int64_t chunk = (R + parts - 1) / parts;
@@ -1103,13 +1122,35 @@ extern "C" cudaError_t cuk_colreduce(cuk_col_fn fn, cuk_type t, int64_t O, int64
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t cuk_pool(cuk_type t, const cuk_pool_desc *d, const void *x, void *y,
+extern "C" cudaError_t cuk_pool(cuk_dtype t, const cuk_pool_desc *d, const void *x, void *y,
                                 int64_t *ind, cudaStream_t stream)
 {
     int64_t n = d->N * d->C * d->OD * d->OH * d->OW;
     if (n <= 0) return cudaSuccess;
-    DISPATCH_FLOAT(t, k_pool<T>
-                   <<<blocks_for(n), kThreads, 0, stream>>>(*d, n, (const T *)x, (T *)y, ind));
+#define POOL_LAUNCH(T)                                                                             \
+    k_pool<T><<<blocks_for(n), kThreads, 0, stream>>>(*d, n, (const T *)x, (T *)y, ind)
+    switch (t) {
+    case CUK_DT_F32:
+        POOL_LAUNCH(float);
+        break;
+    case CUK_DT_F16:
+        POOL_LAUNCH(__half);
+        break;
+    case CUK_DT_BF16:
+        POOL_LAUNCH(__nv_bfloat16);
+        break;
+    case CUK_DT_I8:
+        if (!d->is_max) return cudaErrorInvalidValue;
+        POOL_LAUNCH(int8_t);
+        break;
+    case CUK_DT_U8:
+        if (!d->is_max) return cudaErrorInvalidValue;
+        POOL_LAUNCH(uint8_t);
+        break;
+    default:
+        return cudaErrorInvalidValue;
+    }
+#undef POOL_LAUNCH
     return cudaGetLastError();
 }
 

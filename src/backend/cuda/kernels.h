@@ -191,8 +191,8 @@ typedef enum cuk_col_fn { CUK_COL_SUM = 0, CUK_COL_MEAN, CUK_COL_MAX, CUK_COL_MI
 
 int cuk_colreduce_ok(int64_t O, int64_t R, int64_t C);
 size_t cuk_colreduce_workspace(int64_t O, int64_t R, int64_t C);
-cudaError_t cuk_colreduce(cuk_col_fn fn, cuk_type t, int64_t O, int64_t R, int64_t C,
-                          const void *x, void *y, void *ws, cudaStream_t stream);
+cudaError_t cuk_colreduce(cuk_col_fn fn, cuk_type t, int64_t O, int64_t R, int64_t C, const void *x,
+                          void *y, void *ws, cudaStream_t stream);
 
 /* 2-D or 3-D max or average pooling; x and y are addressed through
  * strides (n, c, h, w) and the depth strides xsd, ysd; y is written in the
@@ -214,7 +214,7 @@ typedef struct cuk_pool_desc {
 /* ind (may be NULL; max pooling only) gets ONNX's Indices, in y's order:
  * the flat logical input index of each maximum (the first in window order;
  * -1 for a window with no tap in the input). */
-cudaError_t cuk_pool(cuk_type t, const cuk_pool_desc *d, const void *x, void *y, int64_t *ind,
+cudaError_t cuk_pool(cuk_dtype t, const cuk_pool_desc *d, const void *x, void *y, int64_t *ind,
                      cudaStream_t stream);
 
 /* ---- the element-wise family (kernels_ew.cu) ------------------------- *
@@ -318,13 +318,13 @@ int cuk_ew_unary_ok(cuk_ufn fn, cuk_dtype tx, cuk_dtype ty);
 int cuk_ew_binary_ok(cuk_bfn fn, cuk_dtype ta, cuk_dtype tb, cuk_dtype ty);
 
 /* y = fn(x) over n packed elements (x == y allowed). */
-cudaError_t cuk_ew_unary(cuk_ufn fn, const cuk_ew_params *p, cuk_dtype tx, cuk_dtype ty,
-                         int64_t n, const void *x, void *y, cudaStream_t stream);
+cudaError_t cuk_ew_unary(cuk_ufn fn, const cuk_ew_params *p, cuk_dtype tx, cuk_dtype ty, int64_t n,
+                         const void *x, void *y, cudaStream_t stream);
 /* The depthwise convolution of d (kernels_conv.cu), then y = fn(y) when
  * act (p: fn's constants). */
-cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc, const void *x,
-                          const void *w, const void *bias, int act, cuk_ufn fn,
-                          const cuk_ew_params *p, void *y, cudaStream_t stream);
+cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc, const void *x, const void *w,
+                          const void *bias, int act, cuk_ufn fn, const cuk_ew_params *p, void *y,
+                          cudaStream_t stream);
 /* y = fn(a, b) over nd: operand 0 is y, 1 is a, 2 is b. */
 cudaError_t cuk_ew_binary(cuk_bfn fn, cuk_dtype ta, cuk_dtype tb, cuk_dtype ty, const cuk_nd *nd,
                           const void *a, const void *b, void *y, cudaStream_t stream);
@@ -359,8 +359,7 @@ cudaError_t cuk_quantize(cuk_dtype tf, cuk_dtype ty, const cuk_quant_desc *d, co
 /* y = (x - zero_point) * scale; x and zero point of tq (int8, uint8 or
  * int32), scale and y of float type tf. */
 cudaError_t cuk_dequantize(cuk_dtype tq, cuk_dtype tf, const cuk_quant_desc *d, const void *x,
-                           const void *scale, const void *zero_point, void *y,
-                           cudaStream_t stream);
+                           const void *scale, const void *zero_point, void *y, cudaStream_t stream);
 
 /* ---- the reduction family (kernels_reduce.cu) ------------------------ *
  *
@@ -438,9 +437,8 @@ cudaError_t cuk_cumsum(cuk_dtype t, int64_t outer, int64_t len, int64_t inner, i
  * memory (bitonic); otherwise k passes of selection (a warp per line, a
  * block for lines longer than 2048), each taking the best element after
  * the previous one in (value, index) order. */
-cudaError_t cuk_topk(cuk_dtype t, int64_t outer, int64_t len, int64_t inner, int64_t k,
-                     int largest, const void *x, void *values, int64_t *indices,
-                     cudaStream_t stream);
+cudaError_t cuk_topk(cuk_dtype t, int64_t outer, int64_t len, int64_t inner, int64_t k, int largest,
+                     const void *x, void *values, int64_t *indices, cudaStream_t stream);
 
 /* ---- the gather/scatter family (kernels_index.cu) -------------------- *
  *
