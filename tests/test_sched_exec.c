@@ -727,6 +727,25 @@ static void test_time_whole(void **state)
     opsched_ctx_clear_error(env.ctx);
     assert_int_equal(opsched_schedules_time_whole(env.cpu, g, c, 0, NULL, &to, ms, &best),
                      OPSCHED_ERR_INVALID_ARG);
+
+    /* --layout auto's choice: the CPU backend's convolutions are NCHW
+     * only, so NHWC cannot run and NCHW is chosen untimed; a schedule
+     * given is the one run. */
+    const opsched_layout lay[2] = {OPSCHED_LAYOUT_NHWC, OPSCHED_LAYOUT_NCHW};
+    ms[0] = ms[1] = 0;
+    best = -1;
+    CHECK(opsched_layouts_time_whole(env.cpu, g, NULL, lay, 2, NULL, &to, ms, &best));
+    assert_int_equal(best, 1);
+    assert_true(isinf(ms[0]) && isnan(ms[1]));
+    best = -1;
+    CHECK(opsched_layouts_time_whole(env.cpu, g, c[2], lay, 2, NULL, &to, ms, &best));
+    assert_int_equal(best, 1);
+    assert_int_equal(opsched_layouts_time_whole(env.cpu, g, NULL, lay, 1, NULL, &to, ms, &best),
+                     OPSCHED_ERR_UNSUPPORTED);
+    opsched_ctx_clear_error(env.ctx);
+    const opsched_layout bad[1] = {(opsched_layout)7};
+    assert_int_equal(opsched_layouts_time_whole(env.cpu, g, NULL, bad, 1, NULL, &to, ms, &best),
+                     OPSCHED_ERR_INVALID_ARG);
     opsched_schedule_free((opsched_schedule *)c[1]);
     opsched_schedule_free((opsched_schedule *)c[2]);
 

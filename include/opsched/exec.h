@@ -346,6 +346,18 @@ opsched_status opsched_schedules_time_whole(opsched_device *dev, const opsched_g
                                             const opsched_run_timing_options *timing,
                                             double *ms, int *best);
 
+/* Runs schedule s of g (NULL: the sequential one) whole in each of the n
+ * layouts, with opts otherwise, timed in turns as
+ * opsched_schedules_time_whole times schedules: ms[i] gets layout i's
+ * median (+inf where the network cannot run in it), *best the fastest's
+ * index; when only one layout runs it is chosen untimed (its ms NaN).
+ * What "--layout auto" measures on a device that has both. */
+opsched_status opsched_layouts_time_whole(opsched_device *dev, const opsched_graph *g,
+                                          const opsched_schedule *s, const opsched_layout *layouts,
+                                          int n, const opsched_exec_options *opts,
+                                          const opsched_run_timing_options *timing, double *ms,
+                                          int *best);
+
 /* What opsched_schedule_keep_fastest timed: the searched schedule first,
  * then the greedy and the sequential one (those that are not it). */
 typedef struct opsched_whole_check {

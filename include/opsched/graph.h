@@ -42,7 +42,8 @@ typedef enum opsched_dtype {
 
 typedef enum opsched_layout {
     OPSCHED_LAYOUT_NCHW = 0,
-    OPSCHED_LAYOUT_NHWC
+    OPSCHED_LAYOUT_NHWC,
+    OPSCHED_LAYOUT_COUNT
 } opsched_layout;
 
 typedef enum opsched_tensor_kind {

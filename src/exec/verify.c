@@ -19,13 +19,16 @@
 #include "exec/exec_impl.h"
 #include "measure/measure_impl.h"
 
-opsched_status opsched_schedules_time_whole(opsched_device *dev, const opsched_graph *g,
-                                            const opsched_schedule *const *cands, int n,
-                                            const opsched_exec_options *opts,
-                                            const opsched_run_timing_options *timing, double *ms,
-                                            int *best)
+/* Candidate i is schedule sched[i] (NULL: the sequential one) run with
+ * opts[i]; skip[i] leaves it out (ms +inf).  time_single: time a
+ * candidate even when it is the only one that runs (else it is chosen
+ * untimed, its ms NaN). */
+static opsched_status time_whole(opsched_device *dev, const opsched_graph *g, int n,
+                                 const opsched_schedule *const *sched,
+                                 const opsched_exec_options *opts, const int *skip,
+                                 const opsched_run_timing_options *timing, int time_single,
+                                 double *ms, int *best)
 {
-    if (!dev || !g || !cands || n < 1 || !ms || !best) return OPSCHED_ERR_INVALID_ARG;
     opsched_ctx *ctx = opsched_device_ctx(dev);
     opsched_run_timing_options t = {50.0, 32, 100.0};
     if (timing && timing->iters > 0) t = *timing;
@@ -42,8 +45,8 @@ opsched_status opsched_schedules_time_whole(opsched_device *dev, const opsched_g
     int m = 0, use_graph = 1;
     for (int i = 0; i < n; i++) {
         ms[i] = INFINITY;
-        if (!cands[i]) continue;
-        st = opsched_executor_create(dev, g, cands[i], opts, &ex[i]);
+        if (skip[i]) continue;
+        st = opsched_executor_create(dev, g, sched[i], &opts[i], &ex[i]);
         if (st == OPSCHED_OK && use_graph) {
             st = opsched_executor_capture(ex[i]);
             if (st == OPSCHED_ERR_UNSUPPORTED && m == 0) { /* no device graphs: free runs */
@@ -54,7 +57,7 @@ opsched_status opsched_schedules_time_whole(opsched_device *dev, const opsched_g
         }
         if (st == OPSCHED_ERR_UNSUPPORTED || st == OPSCHED_ERR_DEVICE_OOM) {
             /* This candidate cannot run here: it is simply not chosen. */
-            os_log(ctx, OPSCHED_LOG_INFO, "candidate schedule %d cannot run here: %s", i,
+            os_log(ctx, OPSCHED_LOG_INFO, "candidate %d cannot run here: %s", i,
                    opsched_ctx_last_error(ctx));
             opsched_ctx_clear_error(ctx);
             opsched_executor_free(ex[i]);
@@ -67,8 +70,12 @@ opsched_status opsched_schedules_time_whole(opsched_device *dev, const opsched_g
         which[m++] = i;
     }
     if (m == 0) {
-        st = OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "none of the %d candidate schedules runs here",
-                     n);
+        st = OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "none of the %d candidates runs here", n);
+        goto done;
+    }
+    if (m == 1 && !time_single) { /* the only one that runs: nothing to compare */
+        *best = which[0];
+        ms[which[0]] = NAN;
         goto done;
     }
     /* In turns, so that every candidate sees the same device clocks. */
@@ -85,6 +92,52 @@ done:
     free(which);
     free(r);
     return st;
+}
+
+opsched_status opsched_schedules_time_whole(opsched_device *dev, const opsched_graph *g,
+                                            const opsched_schedule *const *cands, int n,
+                                            const opsched_exec_options *opts,
+                                            const opsched_run_timing_options *timing, double *ms,
+                                            int *best)
+{
+    if (!dev || !g || !cands || n < 1 || !ms || !best) return OPSCHED_ERR_INVALID_ARG;
+    opsched_exec_options *o = calloc((size_t)n, sizeof(*o)); /* zeroed: the executor's defaults */
+    int *skip = malloc((size_t)n * sizeof(*skip));
+    opsched_status st;
+    if (o && skip) {
+        for (int i = 0; i < n; i++) {
+            if (opts) o[i] = *opts;
+            skip[i] = !cands[i];
+        }
+        st = time_whole(dev, g, n, cands, o, skip, timing, 1, ms, best);
+    } else {
+        st = OS_NOMEM(opsched_device_ctx(dev));
+    }
+    free(o);
+    free(skip);
+    return st;
+}
+
+opsched_status opsched_layouts_time_whole(opsched_device *dev, const opsched_graph *g,
+                                          const opsched_schedule *s, const opsched_layout *layouts,
+                                          int n, const opsched_exec_options *opts,
+                                          const opsched_run_timing_options *timing, double *ms,
+                                          int *best)
+{
+    if (!dev || !g || !layouts || n < 1 || n > OPSCHED_LAYOUT_COUNT || !ms || !best)
+        return OPSCHED_ERR_INVALID_ARG;
+    opsched_exec_options o[OPSCHED_LAYOUT_COUNT];
+    memset(o, 0, sizeof(o)); /* opts NULL: the executor's defaults */
+    const opsched_schedule *sched[OPSCHED_LAYOUT_COUNT];
+    int skip[OPSCHED_LAYOUT_COUNT] = {0};
+    for (int i = 0; i < n; i++) {
+        if ((int)layouts[i] < 0 || layouts[i] >= OPSCHED_LAYOUT_COUNT)
+            return OPSCHED_ERR_INVALID_ARG;
+        if (opts) o[i] = *opts;
+        o[i].plan.layout = layouts[i];
+        sched[i] = s;
+    }
+    return time_whole(dev, g, n, sched, o, skip, timing, 0, ms, best);
 }
 
 opsched_status opsched_schedule_keep_fastest(opsched_device *dev, const opsched_graph *g,

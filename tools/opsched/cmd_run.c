@@ -34,8 +34,9 @@ static const char run_usage[] =
     "events only where data crosses streams, the inference captured as one CUDA graph,\n"
     "producers writing into concat slices, merged convolutions): latency free-running\n"
     "and as a CUDA graph (median, p10, p90), speed-up over the sequential schedule, and\n"
-    "the outputs checked against the sequential reference.  Math and layout default to\n"
-    "the backend's fastest (tf32 and nhwc on a GPU, fp32 and nchw on the CPU).\n"
+    "the outputs checked against the sequential reference.  Math defaults to the\n"
+    "backend's fastest (tf32 on a GPU, fp32 on the CPU), the layout to the faster of\n"
+    "nchw and nhwc for this network (its sequential schedule timed whole in each).\n"
     "--format csv prints one row per schedule (model,batch,input,math,layout,schedule,\n"
     "stages,streams,launches,free_ms,free_p10_ms,free_p90_ms,graph_ms,graph_p10_ms,\n"
     "graph_p90_ms,speedup_free,speedup_graph,rel_err; graph columns empty without a\n"
@@ -94,7 +95,8 @@ static const tool_opt run_exec_opts[] = {
     {"device", 0, "N", "device index within the backend (default 0)", RU_DEVICE},
     {"math", 0, "M", "auto (default: tf32 on a GPU, fp32 on the CPU), fp32,\ntf32, fp16 or bf16",
      RU_MATH},
-    {"layout", 0, "L", "auto (default: nhwc on cuda, nchw on cpu), nchw or nhwc", RU_LAYOUT},
+    {"layout", 0, "L", "auto (default: the faster of the two for this network, its sequential\n"
+                       "schedule timed whole in each), nchw or nhwc", RU_LAYOUT},
     {"algo", 0, "POLICY", "convolution algorithm policy (default heuristic)", RU_ALGO},
     {"concurrent-algo", 0, "P", "policy for nodes of stages with several groups (default:\n"
                                 "--algo)",
@@ -712,6 +714,34 @@ static int print_rows(opsched_ctx *ctx, const run_args *a, const opsched_graph *
     return tool_print_json(arr);
 }
 
+/* --layout auto: the network's sequential schedule run whole in each
+ * layout, timed in turns, and the faster kept; a layout the network cannot
+ * run in here is not chosen (the CPU backend's convolutions are NCHW only).
+ * When neither runs, the backend's usual layout stays and the search says
+ * what fails. */
+static void choose_layout(opsched_ctx *ctx, opsched_device *dev, run_args *a,
+                          const opsched_graph *g)
+{
+    static const opsched_layout cand[] = {OPSCHED_LAYOUT_NCHW, OPSCHED_LAYOUT_NHWC};
+    double ms[2];
+    int best = -1;
+    opsched_exec_options o = exec_options(a);
+    opsched_status st = opsched_layouts_time_whole(dev, g, NULL, cand, 2, &o, NULL, ms, &best);
+    if (st != OPSCHED_OK || best < 0) {
+        fprintf(rep, "layout auto: %s (neither layout ran whole: %s)\n", layout_name(a->layout),
+                opsched_ctx_last_error(ctx));
+        opsched_ctx_clear_error(ctx);
+        return;
+    }
+    a->layout = cand[best];
+    if (isnan(ms[best]))
+        fprintf(rep, "layout auto: %s (the only layout the network runs in here)\n",
+                layout_name(a->layout));
+    else
+        fprintf(rep, "layout auto: %s (the sequential schedule whole: nchw %.4f ms, nhwc %.4f ms)\n",
+                layout_name(a->layout), ms[0], ms[1]);
+}
+
 static void describe_setup(const run_args *a, opsched_device *dev, const opsched_graph *g)
 {
     char ablated[64];
@@ -790,6 +820,7 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
         rc = tool_fail(ctx, st, "open the device");
         goto done;
     }
+    if (a.layout_auto) choose_layout(ctx, dev, &a, g);
     describe_setup(&a, dev, g);
     if (a.schedule) {
         /* the sequential schedule first: the speed-up's baseline */
