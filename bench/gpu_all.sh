@@ -9,17 +9,23 @@
 #
 #   bash bench/gpu_all.sh OUTDIR [PHASE...]      (default: every phase)
 #
-# Before the first call, on this machine: scripts/gpu-carry.sh build, and
-# the onnx wheel the conformance cases are generated with:
-#   pip download --no-deps --only-binary=:all: --python-version 3.12 \
-#     --platform manylinux_2_28_x86_64 -d .carry/wheels onnx==1.23.2
-# then send .carry with the device tool's carry.
+# Before the first call, on this machine: scripts/gpu-carry.sh build; the
+# conformance cases `make check` generated, packed (or the onnx wheel to
+# generate them there: pip download --no-deps --only-binary=:all:
+# --python-version 3.12 --platform manylinux_2_28_x86_64 -d .carry/wheels
+# onnx==1.23.2); and the export set, packed, when the tree goes without it
+# (scripts/device-tree.sh aside):
+#   tar -C build/conformance -cJf .carry/conformance-cases.tar.xz cases-onnx-1.23.2
+#   tar -C bench/exports -cJf .carry/exports-models.tar.xz models
+# then send .carry with the device tool's carry (and .gpu-state, to go on
+# from an earlier machine's partial results).
 #
 # Phases:
 #   gpu_tests       the GPU unit tests and the executor's fp32 numerics
 #   conformance     the ONNX node tests on the CUDA backend, fp32 (TF32 off)
 #                   and TF32
-#   exports         the export set against the CPU backend and ONNX Runtime
+#   exports         the export set on the CUDA backend (fp32, TF32) against
+#                   ONNX Runtime's CPU provider
 #   suite           the network suite against the peers (bench/networks)
 set -uo pipefail
 out=${1:?usage: gpu_all.sh OUTDIR [PHASE...]}
@@ -84,12 +90,22 @@ phase_conformance() {
 
 phase_exports() {
   [ -f bench/exports/compare.py ] || { log "exports: no bench/exports/compare.py"; return 0; }
+  # The export set: bench/exports/models, or carried packed when the tree
+  # was sent without it (scripts/device-tree.sh aside), made here by:
+  # tar -C bench/exports -cJf .carry/exports-models.tar.xz models
+  local models=bench/exports/models
+  if [ ! -f "$models/manifest.json" ] && [ -f .carry/exports-models.tar.xz ]; then
+    models=$state/exports-models/models
+    [ -f "$models/manifest.json" ] ||
+      { mkdir -p "$state/exports-models" && tar -C "$state/exports-models" -xJf .carry/exports-models.tar.xz; } ||
+      return 1
+  fi
   # Rows already written are kept: a call cut short goes on in the next.
   for m in fp32 tf32; do
     [ -f "$state/exports-$m.done" ] && continue
     [ "$(left)" -gt 120 ] || return 1
     timeout $(( $(left) - 30 )) "$py" bench/exports/compare.py --opsched "$bin" --backend cuda \
-      --math "$m" --out "$state/exports/cuda-$m" --jobs 4 || return 1
+      --math "$m" --models "$models" --out "$state/exports/cuda-$m" --jobs "${EXPORTS_JOBS:-4}" || return 1
     touch "$state/exports-$m.done"
   done
 }
@@ -115,6 +131,6 @@ for p in "${phases[@]}"; do
   fi
 done
 # What the phases wrote, without the cases and environments.
-tar -C "$state" --exclude='venv-*' --exclude='cases-*' --exclude='*.db-wal' --exclude='*.db-shm' \
+tar -C "$state" --exclude='venv-*' --exclude='cases-*' --exclude='exports-models' --exclude='work' --exclude='*.db-wal' --exclude='*.db-shm' \
     -czf "$out/state.tar.gz" . 2>/dev/null
 log "call ends"
