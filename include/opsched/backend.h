@@ -146,10 +146,13 @@ typedef enum opsched_ablation {
     OPSCHED_ABLATE_DEPTHWISE = 1u << 0, /* the own depthwise kernel: cuDNN always */
     OPSCHED_ABLATE_EPILOGUE = 1u << 1,  /* the timed choice of the epilogue: an activation
                                          * cuDNN can fuse is always fused */
-    OPSCHED_ABLATE_ENGINES = 1u << 2    /* the timed choice of engines for grouped
+    OPSCHED_ABLATE_ENGINES = 1u << 2,   /* the timed choice of engines for grouped
                                          * convolutions: mode A's first, as dense ones */
+    OPSCHED_ABLATE_REDUCTIONS = 1u << 3 /* the column and row reductions of global pooling
+                                         * and Reduce*: cuDNN's pooling window the size of
+                                         * the map, the generic reduction kernel */
 } opsched_ablation;
-/* Parses a comma list of "depthwise", "epilogue", "engines" (or "none")
+/* Parses a comma list of "depthwise", "epilogue", "engines", "reductions" (or "none")
  * into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */

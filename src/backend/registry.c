@@ -434,6 +434,7 @@ static const struct {
 } ablations[] = {{"depthwise", OPSCHED_ABLATE_DEPTHWISE},
                  {"epilogue", OPSCHED_ABLATE_EPILOGUE},
                  {"engines", OPSCHED_ABLATE_ENGINES},
+                 {"reductions", OPSCHED_ABLATE_REDUCTIONS},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)
@@ -462,7 +463,7 @@ opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsign
             k++;
         if (k == OS_ARRAY_LEN(ablations))
             return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
-                           "unknown ablation '%.*s' (depthwise, epilogue, engines or none)",
+                           "unknown ablation '%.*s' (depthwise, epilogue, engines, reductions or none)",
                            (int)n, p);
         bits |= ablations[k].bit;
         p += n;

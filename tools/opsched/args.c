@@ -269,7 +269,7 @@ int tool_arg_ablate(const char *cmd, const char *flag, const char *v, unsigned *
 {
     if (opsched_ablation_parse(NULL, v, out) != OPSCHED_OK)
         return tool_usage_error(cmd,
-                                "%s wants a comma list of depthwise, epilogue, engines (or none), "
+                                "%s wants a comma list of depthwise, epilogue, engines, reductions (or none), "
                                 "got '%s'",
                                 flag, v);
     return TOOL_EXIT_OK;

@@ -262,7 +262,8 @@ opsched_status cu_plan_global_pool(const cu_plan_args *a, cu_plan **out)
     int64_t ys[4] = {c, 1, 1, 1};
     memcpy(d->xs, nhwc ? xs_nhwc : xs_nchw, sizeof(d->xs));
     memcpy(d->ys, ys, sizeof(d->ys));
-    if (nhwc && cuk_colreduce_ok(n, sp, c)) {
+    int plain = (a->opts->ablate & OPSCHED_ABLATE_REDUCTIONS) != 0; /* the window, as before */
+    if (!plain && nhwc && cuk_colreduce_ok(n, sp, c)) {
         /* Channels-last is [N, S, C]: a column reduction over S, spread
          * over many blocks, not a pooling window the size of the map (the
          * pooling kernel gives each output one thread, which walks all S
@@ -277,7 +278,7 @@ opsched_status cu_plan_global_pool(const cu_plan_args *a, cu_plan **out)
         *out = &p->base;
         return OPSCHED_OK;
     }
-    if (!nhwc && sp > 1 && n * c > 0 &&
+    if (!plain && !nhwc && sp > 1 && n * c > 0 &&
         cuk_reduce_ok(is_max ? CUK_R_MAX : CUK_R_MEAN, (cuk_dtype)a->kt)) {
         /* NCHW: a contiguous row of S a channel, reduced by a warp or a
          * block (the reduction family), not one thread walking the row. */

@@ -283,7 +283,8 @@ opsched_status cu_plan_reduce_fn(const cu_plan_args *a, cu_plan **out)
                  : fn == OPSCHED_REDUCE_MAX ? CUK_COL_MAX
                  : fn == OPSCHED_REDUCE_MIN ? CUK_COL_MIN
                                             : -1;
-    if (col_fn >= 0 && (p->t == CUK_DT_F32 || p->t == CUK_DT_F16 || p->t == CUK_DT_BF16) &&
+    if (col_fn >= 0 && !(a->opts->ablate & OPSCHED_ABLATE_REDUCTIONS) &&
+        (p->t == CUK_DT_F32 || p->t == CUK_DT_F16 || p->t == CUK_DT_BF16) &&
         cu_column_view(&p->d, &p->col_o, &p->col_r, &p->col_c)) {
         /* Channels-last over H and W: a thread per output would walk its
          * column alone; the column kernel spreads it over many blocks. */
