@@ -252,6 +252,71 @@ static void test_fused_activations(void **state)
     }
 }
 
+/* Residual epilogues: an identity block (conv -> Add(x) -> Relu) and a
+ * block whose Add joins two convolutions (the later one in node order
+ * adds the earlier one's output); the Adds and the Relu run inside the
+ * convolutions' launches, against the reference with fusion on and off; an
+ * Add that broadcasts is no residual. */
+static void test_fused_residual(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_graph *g = NULL;
+    opsched_shape xs = {4, {2, 4, 6, 6}};
+    int x, c1, r1, c2, a1, o1, c3, c4, o2;
+    CHECK(opsched_graph_create(env.ctx, "residual", &g));
+    CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
+    opsched_conv_desc d4 = conv3x3(4), d8 = conv3x3(8);
+    d8.kernel_h = d8.kernel_w = 1;
+    d8.pad_h = d8.pad_w = 0;
+    CHECK(opsched_build_conv(g, "conv1", x, &d4, &c1));                  /* node 0 */
+    CHECK(opsched_build_unary(g, "relu1", OPSCHED_OP_RELU, NULL, c1, &r1)); /* 1 */
+    CHECK(opsched_build_conv(g, "conv2", r1, &d4, &c2));                 /* 2 */
+    CHECK(opsched_build_binary(g, "add1", OPSCHED_OP_ADD, c2, x, &a1));  /* 3 */
+    CHECK(opsched_build_unary(g, "relu2", OPSCHED_OP_RELU, NULL, a1, &o1)); /* 4 */
+    CHECK(opsched_build_conv(g, "conv3", o1, &d8, &c3));                 /* 5 */
+    CHECK(opsched_build_conv(g, "conv4", o1, &d8, &c4));                 /* 6 */
+    CHECK(opsched_build_binary(g, "add2", OPSCHED_OP_ADD, c3, c4, &o2)); /* 7 */
+    CHECK(opsched_graph_mark_output(g, o2));
+    assert_int_equal(netref_set_weights(g, 77), 0);
+    opsched_conv_residual res;
+    assert_int_equal(opsched_conv_residual_find(g, 2, &res), 1);
+    assert_int_equal(res.add, 3);
+    assert_int_equal(res.residual, x);
+    assert_int_equal(res.act, 4);
+    assert_int_equal(opsched_conv_residual_find(g, 0, &res), 0); /* read by a Relu */
+    assert_int_equal(opsched_conv_residual_find(g, 5, &res), 0); /* conv4's output comes later */
+    assert_int_equal(opsched_conv_residual_find(g, 6, &res), 1);
+    assert_int_equal(res.add, 7);
+    assert_int_equal(res.residual, c3);
+    assert_int_equal(res.act, -1);
+    opsched_exec_options on = {.plan = {.fuse_activation = 1}}, off = {0};
+    compare_with_reference(g, &on, 1e-5);
+    compare_with_reference(g, &off, 1e-5);
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &on, &ex));
+    const int fused[] = {1, 3, 4, 7};
+    for (size_t k = 0; k < sizeof(fused) / sizeof(fused[0]); k++)
+        assert_int_equal(opsched_executor_layer(ex, fused[k])->role, OPSCHED_ROLE_FUSED);
+    opsched_exec_info info;
+    CHECK(opsched_executor_info(ex, &info));
+    assert_int_equal(info.n_launches, 4); /* the four convolutions */
+    opsched_executor_free(ex);
+    opsched_graph_free(g);
+
+    /* An Add of a [1, C, 1, 1] tensor broadcasts: the convolution keeps it apart. */
+    opsched_shape bs = {4, {1, 4, 1, 1}};
+    int b, c, z;
+    CHECK(opsched_graph_create(env.ctx, "broadcast", &g));
+    CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
+    CHECK(opsched_graph_add_tensor(g, "b", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &bs, &b));
+    CHECK(opsched_build_conv(g, "conv", x, &d4, &c));
+    CHECK(opsched_build_binary(g, "add", OPSCHED_OP_ADD, c, b, &z));
+    CHECK(opsched_graph_mark_output(g, z));
+    assert_int_equal(opsched_conv_residual_find(g, 0, &res), 0);
+    opsched_graph_free(g);
+}
+
 /* Merged convolutions run one activation: two 1x1 convolutions of the
  * same input, one with a Relu and one with a Sigmoid, are no epilogue
  * pair; two Sigmoids are. */
@@ -646,7 +711,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conversions),         cmocka_unit_test(test_small_graph),
         cmocka_unit_test(test_fused_relu),          cmocka_unit_test(test_views_alias),
-        cmocka_unit_test(test_fused_activations),   cmocka_unit_test(test_epilogue_same),
+        cmocka_unit_test(test_fused_activations),   cmocka_unit_test(test_fused_residual),
+        cmocka_unit_test(test_epilogue_same),
         cmocka_unit_test(test_arena_vs_peak),       cmocka_unit_test(test_run_layers),
         cmocka_unit_test(test_capture_unsupported), cmocka_unit_test(test_forced_algorithm),
         cmocka_unit_test(test_io_errors),           cmocka_unit_test(test_lifetimes_in_launches),

@@ -7,7 +7,8 @@
  * one CUDA graph (several replays queued back to back, so that a missing
  * dependency between streams would show as a race); the same at batch 4,
  * where merges need a Split and concats copy; a traced run with launches
- * on both streams; the measured stage cost.
+ * on both streams; the measured stage cost; the whole network timed in
+ * each layout (what --layout auto chooses by).
  *
  * Without a CUDA device (CI) every test prints "SKIP: no CUDA device" and
  * passes.
@@ -221,6 +222,28 @@ static void test_greedy(void **state)
     opsched_graph_free(g);
 }
 
+/* --layout auto's measurement: googlenet runs whole in both layouts on a
+ * GPU, each timed, and the index of the faster comes back. */
+static void test_layouts(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    opsched_graph *g = googlenet(1);
+    const opsched_layout lay[2] = {OPSCHED_LAYOUT_NCHW, OPSCHED_LAYOUT_NHWC};
+    opsched_exec_options o;
+    memset(&o, 0, sizeof(o));
+    o.plan.math = OPSCHED_MATH_TF32;
+    o.plan.fuse_activation = 1;
+    double ms[2] = {0, 0};
+    int best = -1;
+    CHECK(opsched_layouts_time_whole(env.gpu, g, NULL, lay, 2, &o, NULL, ms, &best));
+    print_message("googlenet whole: nchw %.4f ms, nhwc %.4f ms\n", ms[0], ms[1]);
+    assert_true(isfinite(ms[0]) && ms[0] > 0 && isfinite(ms[1]) && ms[1] > 0);
+    assert_true(best == 0 || best == 1);
+    assert_true(ms[best] <= ms[1 - best]);
+    opsched_graph_free(g);
+}
+
 /* A traced run puts launches on both streams, and some of them overlap in
  * time or at least all lie within the run. */
 static void test_trace(void **state)
@@ -303,6 +326,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_streams),
         cmocka_unit_test(test_greedy),
+        cmocka_unit_test(test_layouts),
         cmocka_unit_test(test_trace),
         cmocka_unit_test(test_stage_cost),
     };

@@ -164,6 +164,8 @@ typedef struct opsched_plan_options {
     opsched_layout layout;     /* NCHW or NHWC activations */
     size_t workspace_limit;    /* 0: no limit beyond free memory */
     int fuse_activation;       /* conv: run its epilogue activation (opsched_conv_epilogue) */
+    int fuse_residual;         /* conv: run its residual Add and the activation after it
+                                * (opsched_conv_residual_find); the launch's input 3 is r */
     unsigned ablate;           /* opsched_ablation bits: 0 for the planner as it is */
 } opsched_plan_options;
 
@@ -184,12 +186,15 @@ typedef struct opsched_plan_info {
     char algo[48];             /* the algorithm actually used */
     size_t workspace_bytes;
     int fused_activation;      /* 1 when the epilogue activation runs in the plan */
+    int fused_residual;        /* 1 when the residual Add (and the activation after it,
+                                * when fused_activation) runs in the plan */
 } opsched_plan_info;
 opsched_status opsched_plan_info_get(const opsched_plan *p, opsched_plan_info *out);
 
 /* Enqueues one run of the plan on stream s (NULL: the default stream).
  * inputs[i] and outputs[i] follow the node's inputs and outputs (an omitted
- * optional input is NULL); each must hold the tensor in the plan's dtype
+ * optional input is NULL; a convolution planned with its residual takes r
+ * as input 3, after a NULL bias when it has none); each must hold the tensor in the plan's dtype
  * and layout.  Returns without waiting. */
 opsched_status opsched_plan_launch(opsched_plan *p, opsched_stream *s,
                                    opsched_buffer *const *inputs, opsched_buffer *const *outputs);

@@ -493,7 +493,7 @@ opsched_status opsched_plan_create(opsched_device *dev, const opsched_graph *g, 
         return st;
     }
     p->dev = dev;
-    p->n_inputs = n->n_inputs;
+    p->n_inputs = p->info.fused_residual ? 4 : n->n_inputs; /* r is input 3 */
     p->n_outputs = n->n_outputs;
     *out = p;
     return OPSCHED_OK;

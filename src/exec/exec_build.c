@@ -176,7 +176,7 @@ opsched_status os_exec_plan_node(opsched_device *dev, const opsched_graph *g, in
     int named = named_algo(po.algo);
     if (n->op != OPSCHED_OP_CONV) {
         if (named) po.algo = NULL;
-        po.fuse_activation = 0;
+        po.fuse_activation = po.fuse_residual = 0;
     }
     opsched_status st = opsched_plan_create(dev, g, i, &po, out);
     if (st == OPSCHED_ERR_UNSUPPORTED && n->op == OPSCHED_OP_CONV && named) {
@@ -253,6 +253,7 @@ static opsched_status add_launch(opsched_executor *ex, opsched_plan *plan, int n
 typedef struct ex_place {
     int stage, group;
     int merge_first; /* a merge member or its Relu: the merge's first member, else -1 */
+    int pos;         /* its place in its group (0 for merges) */
 } ex_place;
 
 /* Build-time state: the schedule's placement, the plans made so far and
@@ -263,6 +264,7 @@ typedef struct ex_build {
     const opsched_exec_options *o;
     ex_place *place;
     opsched_plan **plans; /* per node, NULL when it launches nothing */
+    int *residual;        /* per node: the residual a convolution's plan adds (input 3), or -1 */
     int *follow_next;     /* copying views after the same node: a list per node */
     int *follow_head;     /* per node (+1 slot for the prologue at index n_nodes) */
     /* per stage, for MERGE stages: up to three launches (conv, relu, split) */
@@ -278,6 +280,7 @@ typedef struct ex_build {
 static opsched_exec_options node_options(const ex_build *b, int stage)
 {
     opsched_exec_options o = *b->o;
+    o.plan.fuse_residual = 0; /* plan_node asks for it where the launch can read it */
     if (stage >= 0 && b->s->stages[stage].kind == OPSCHED_STAGE_CONCURRENT &&
         b->s->stages[stage].n_groups > 1) {
         if (b->o->concurrent_algo) o.plan.algo = b->o->concurrent_algo;
@@ -302,17 +305,50 @@ static void note_plan(opsched_executor *ex, int node, const opsched_plan *p,
     ex->info.n_fallbacks += li->fallback;
 }
 
+/* Launch order (launch_all): stage, then place in the group, then group. */
+static int launches_before(const ex_build *b, int p, int i)
+{
+    const ex_place *a = &b->place[p], *c = &b->place[i];
+    if (a->stage != c->stage) return a->stage < c->stage;
+    if (a->merge_first >= 0 || c->merge_first >= 0) return 0;
+    if (a->pos != c->pos) return a->pos < c->pos;
+    return a->group < c->group;
+}
+
+/* Makes node j's output an alias of convolution i's, which computes it. */
+static void absorb(opsched_executor *ex, ex_build *b, int i, int j)
+{
+    ex->nodes[j].role = OPSCHED_ROLE_FUSED;
+    snprintf(ex->nodes[j].algo, sizeof(ex->nodes[j].algo), "fused");
+    ex->tensors[opsched_graph_node(b->g, j)->outputs[0]].parent =
+        opsched_graph_node(b->g, i)->outputs[0];
+}
+
 /* Plans node i; a convolution that fused the Relu after it makes that
- * Relu an alias of its output. */
+ * Relu an alias of its output.  One that fused its residual Add (when the
+ * residual's producer launches before it, so the launch can read it)
+ * makes the Add and the activation after it aliases too, and reads the
+ * residual as its input 3. */
 static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
 {
     opsched_exec_options o = node_options(b, b->place[i].stage);
     opsched_layer_info li;
     memset(&li, 0, sizeof(li));
+    opsched_conv_residual res;
+    int has_res = o.plan.fuse_activation && opsched_conv_residual_find(b->g, i, &res);
+    if (has_res) {
+        int p = opsched_tensor_scheduled_producer(b->g, res.residual);
+        has_res = p < 0 || launches_before(b, p, i);
+    }
+    o.plan.fuse_residual = has_res;
     OS_TRY(os_exec_plan_node(ex->dev, b->g, i, &o, &li, &b->plans[i]));
     opsched_plan_info pi;
     OS_TRY(opsched_plan_info_get(b->plans[i], &pi));
-    if (pi.fused_activation) {
+    if (pi.fused_residual) {
+        b->residual[i] = res.residual;
+        absorb(ex, b, i, res.add);
+        if (pi.fused_activation && res.act >= 0) absorb(ex, b, i, res.act);
+    } else if (pi.fused_activation) {
         int j = os_exec_fused_act(b->g, i);
         if (j < 0 || b->place[j].merge_first >= 0) {
             /* The Relu's input is also wanted unrectified: plan without fusing. */
@@ -322,10 +358,7 @@ static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
             memset(&li, 0, sizeof(li));
             OS_TRY(os_exec_plan_node(ex->dev, b->g, i, &o, &li, &b->plans[i]));
         } else {
-            const opsched_node *r = opsched_graph_node(b->g, j);
-            ex->nodes[j].role = OPSCHED_ROLE_FUSED;
-            snprintf(ex->nodes[j].algo, sizeof(ex->nodes[j].algo), "fused");
-            ex->tensors[r->outputs[0]].parent = opsched_graph_node(b->g, i)->outputs[0];
+            absorb(ex, b, i, j);
         }
     }
     note_plan(ex, i, b->plans[i], &li);
@@ -739,20 +772,22 @@ static opsched_status place_nodes(opsched_executor *ex, ex_build *b)
     for (int i = 0; i < ex->n_nodes; i++) {
         b->place[i].stage = b->place[i].group = -1;
         b->place[i].merge_first = -1;
+        b->place[i].pos = 0;
     }
     for (int k = 0; k < s->n_stages; k++) {
         const opsched_stage *sg = &s->stages[k];
         if (sg->kind == OPSCHED_STAGE_MERGE) {
             for (int i = 0; i < sg->merge.n_members; i++) {
                 const opsched_merge_member *mm = &sg->merge.members[i];
-                b->place[mm->node] = (ex_place){k, 0, sg->merge.members[0].node};
-                if (mm->relu >= 0) b->place[mm->relu] = (ex_place){k, 0, sg->merge.members[0].node};
+                b->place[mm->node] = (ex_place){k, 0, sg->merge.members[0].node, 0};
+                if (mm->relu >= 0)
+                    b->place[mm->relu] = (ex_place){k, 0, sg->merge.members[0].node, 0};
             }
             continue;
         }
         for (int j = 0; j < sg->n_groups; j++)
             for (int p = 0; p < sg->groups[j].n_nodes; p++)
-                b->place[sg->groups[j].nodes[p]] = (ex_place){k, j, -1};
+                b->place[sg->groups[j].nodes[p]] = (ex_place){k, j, -1, p};
     }
     for (int i = 0; i < ex->n_nodes; i++)
         ex->nodes[i].stage = b->place[i].stage;
@@ -781,7 +816,13 @@ static opsched_status launch_node(opsched_executor *ex, ex_build *b, int i, int 
 {
     const opsched_node *n = opsched_graph_node(b->g, i);
     ex->nodes[i].stream = stream;
-    if (b->plans[i]) {
+    if (b->plans[i] && b->residual[i] >= 0) { /* x, w, the bias or none, r */
+        int in[4] = {n->inputs[0], n->inputs[1], n->n_inputs > 2 ? n->inputs[2] : -1,
+                     b->residual[i]};
+        OS_TRY(add_launch(ex, b->plans[i], i, stage, stream, n->name, in, 4, n->outputs,
+                          n->n_outputs));
+        b->plans[i] = NULL;
+    } else if (b->plans[i]) {
         OS_TRY(add_launch(ex, b->plans[i], i, stage, stream, n->name, n->inputs, n->n_inputs,
                           n->outputs, n->n_outputs));
         b->plans[i] = NULL; /* the launch owns it */
@@ -1077,6 +1118,7 @@ static void build_release(ex_build *b, int n_nodes)
         }
     }
     free(b->plans);
+    free(b->residual);
     free(b->merges);
     free(b->place);
     free(b->follow_head);
@@ -1162,13 +1204,16 @@ static opsched_status build(opsched_executor *ex, const opsched_graph *g, const 
     b.o = o;
     b.place = calloc((size_t)ex->n_nodes + 1, sizeof(*b.place));
     b.plans = calloc((size_t)ex->n_nodes + 1, sizeof(*b.plans));
+    b.residual = malloc(((size_t)ex->n_nodes + 1) * sizeof(int));
     b.follow_head = calloc((size_t)ex->n_nodes + 1, sizeof(int));
     b.follow_next = calloc((size_t)ex->n_nodes + 1, sizeof(int));
     b.merges = calloc((size_t)s->n_stages + 1, sizeof(*b.merges));
-    if (!b.place || !b.plans || !b.follow_head || !b.follow_next || !b.merges) {
+    if (!b.place || !b.plans || !b.residual || !b.follow_head || !b.follow_next || !b.merges) {
         st = OS_NOMEM(ex->ctx);
         goto done;
     }
+    for (int i = 0; i <= ex->n_nodes; i++)
+        b.residual[i] = -1;
     OS_TRY_GOTO(st, place_nodes(ex, &b), done);
     OS_TRY_GOTO(st, plan_all(ex, &b), done);
     list_followers(ex, &b);

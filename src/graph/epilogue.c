@@ -36,23 +36,31 @@ int opsched_op_is_epilogue(const opsched_node *n)
     }
 }
 
+/* The only reader of tensor t among the nodes after `from`, or -1 (none,
+ * or t is read more than once or is a graph output). */
+static int sole_reader(const opsched_graph *g, int t, int from)
+{
+    if (opsched_graph_num_consumers(g, t) != 1 || os_graph_is_output(g, t)) return -1;
+    for (int j = from + 1; j < opsched_graph_num_nodes(g); j++) {
+        const opsched_node *c = opsched_graph_node(g, j);
+        for (int k = 0; k < c->n_inputs; k++)
+            if (c->inputs[k] == t) return j;
+    }
+    return -1;
+}
+
 int opsched_conv_epilogue(const opsched_graph *g, int node)
 {
     const opsched_node *n = opsched_graph_node(g, node);
     if (!n || n->op != OPSCHED_OP_CONV || n->n_outputs != 1) return -1;
     int y = n->outputs[0];
-    if (opsched_graph_num_consumers(g, y) != 1 || os_graph_is_output(g, y)) return -1;
-    for (int j = node + 1; j < opsched_graph_num_nodes(g); j++) {
-        const opsched_node *c = opsched_graph_node(g, j);
-        for (int k = 0; k < c->n_inputs; k++) {
-            if (c->inputs[k] != y) continue;
-            if (!opsched_op_is_epilogue(c)) return -1;
-            const opsched_tensor *ty = opsched_graph_tensor(g, y);
-            const opsched_tensor *tz = opsched_graph_tensor(g, c->outputs[0]);
-            return ty && tz && ty->dtype == tz->dtype ? j : -1;
-        }
-    }
-    return -1;
+    int j = sole_reader(g, y, node);
+    if (j < 0) return -1;
+    const opsched_node *c = opsched_graph_node(g, j);
+    if (!opsched_op_is_epilogue(c)) return -1;
+    const opsched_tensor *ty = opsched_graph_tensor(g, y);
+    const opsched_tensor *tz = opsched_graph_tensor(g, c->outputs[0]);
+    return ty && tz && ty->dtype == tz->dtype ? j : -1;
 }
 
 int opsched_epilogue_same(const opsched_node *a, const opsched_node *b)
@@ -74,3 +82,37 @@ int opsched_epilogue_same(const opsched_node *a, const opsched_node *b)
         return 1;
     }
 }
+
+int opsched_conv_residual_find(const opsched_graph *g, int node, opsched_conv_residual *out)
+{
+    const opsched_node *n = opsched_graph_node(g, node);
+    if (!n || n->op != OPSCHED_OP_CONV || n->n_outputs != 1) return 0;
+    int y = n->outputs[0];
+    int a = sole_reader(g, y, node);
+    if (a < 0) return 0;
+    const opsched_node *add = opsched_graph_node(g, a);
+    if (add->op != OPSCHED_OP_ADD || add->n_inputs != 2 || add->n_outputs != 1) return 0;
+    int r = add->inputs[0] == y ? add->inputs[1] : add->inputs[0];
+    if (r < 0 || r == y) return 0;
+    const opsched_tensor *ty = opsched_graph_tensor(g, y), *tr = opsched_graph_tensor(g, r),
+                         *tz = opsched_graph_tensor(g, add->outputs[0]);
+    if (!ty || !tr || !tz || tr->dtype != ty->dtype || tz->dtype != ty->dtype ||
+        !opsched_shape_equal(&tr->shape, &ty->shape) || !opsched_shape_equal(&tz->shape, &ty->shape))
+        return 0;
+    if (tr->producer >= node) return 0; /* r is not there yet when the convolution runs */
+    int act = sole_reader(g, add->outputs[0], a);
+    if (act >= 0) {
+        const opsched_node *c = opsched_graph_node(g, act);
+        const opsched_tensor *tc = opsched_graph_tensor(g, c->outputs[0]);
+        if (!opsched_op_is_epilogue(c) || c->inputs[0] != add->outputs[0] || !tc ||
+            tc->dtype != ty->dtype)
+            act = -1;
+    }
+    if (out) {
+        out->add = a;
+        out->residual = r;
+        out->act = act;
+    }
+    return 1;
+}
+

@@ -51,6 +51,7 @@ typedef struct cpu_node {
     opsched_dtype in_dt[CPU_MAX_IO]; /* declared types (float ones stored as f32) */
     opsched_shape out[CPU_MAX_IO];
     opsched_dtype out_dt[CPU_MAX_IO];
+    int fused_res;               /* the convolution adds its residual, input 3 (first post-op) */
     int fused_act;               /* the convolution applies its epilogue activation: */
     opsched_op_kind act_op;      /* the activation node's kind and attributes */
     opsched_op_attr act_attr;
@@ -371,6 +372,9 @@ opsched_status cpu_loop_matmul(opsched_ctx *ctx, const cpu_node *n, void *const 
 opsched_status cpu_loop_gemm(opsched_ctx *ctx, const cpu_node *n, void *const *in,
                              void *const *out);
 /* Gemm's pre-step: Y = C broadcast to [M, N] (the sum post-op adds beta*Y). */
+/* A convolution's residual (input 3) into its output, for its sum post-op. */
+opsched_status cpu_loop_conv_residual(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                                      void *const *out);
 opsched_status cpu_loop_gemm_c(opsched_ctx *ctx, const cpu_node *n, void *const *in,
                                void *const *out);
 

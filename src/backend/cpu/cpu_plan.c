@@ -258,7 +258,22 @@ opsched_status cpu_plan_create(opsched_ctx *ctx, void *d, const opsched_graph *g
         p->loop = loop_nothing;
         snprintf(info->algo, sizeof(info->algo), "empty");
     } else if (n->op == OPSCHED_OP_CONV) {
-        int act = opts->fuse_activation ? opsched_conv_epilogue(g, node) : -1;
+        opsched_conv_residual res;
+        int act = -1;
+        if (opts->fuse_residual && n->n_inputs <= 3 && opsched_conv_residual_find(g, node, &res)) {
+            /* r as input 3, after the bias slot (empty when there is none) */
+            cpu_node *cn = &p->node;
+            for (int k = cn->n_in; k < 3; k++)
+                cn->has_in[k] = 0;
+            cn->n_in = 4;
+            cn->has_in[3] = 1;
+            cn->in[3] = cn->out[0];
+            cn->in_dt[3] = cn->out_dt[0];
+            cn->fused_res = 1;
+            act = opts->fuse_activation ? res.act : -1;
+        } else if (opts->fuse_activation) {
+            act = opsched_conv_epilogue(g, node);
+        }
         if (act >= 0) {
             const opsched_node *an = opsched_graph_node(g, act);
             p->node.fused_act = 1;
@@ -267,6 +282,7 @@ opsched_status cpu_plan_create(opsched_ctx *ctx, void *d, const opsched_graph *g
         }
         OS_TRY_GOTO(st, cpu_ops_conv(ctx, dev, p, opts, info), fail);
         info->fused_activation = p->node.fused_act;
+        info->fused_residual = p->node.fused_res;
     } else if (n->op == OPSCHED_OP_CONV_TRANSPOSE) {
         OS_TRY_GOTO(st, cpu_ops_conv_transpose(ctx, dev, p, opts, info), fail);
     } else {
