@@ -102,7 +102,9 @@ static float *infer(opsched_device *dev, const opsched_graph *g, const opsched_e
     return y;
 }
 
-static void check_math_modes(const char *model)
+/* fuse: every mode with fusion on (conv epilogues and residual Adds, as
+ * deployed) against the unfused fp32 reference. */
+static void check_math_modes(const char *model, int fuse)
 {
     opsched_graph *g = zoo(model, 21);
     size_t nx = input_numel(g), n_ref = 0, n = 0;
@@ -113,10 +115,11 @@ static void check_math_modes(const char *model)
     int failures = 0; /* every mode is tried and printed before the verdict */
     for (int layout = 0; layout < 2; layout++) {
         for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
-            opsched_exec_options o = {
-                .plan = {.math = (opsched_math)m, .layout = (opsched_layout)layout}};
-            print_message("%s on cuda, %s %s:\n", model, opsched_math_name((opsched_math)m),
-                          layout ? "NHWC" : "NCHW");
+            opsched_exec_options o = {.plan = {.math = (opsched_math)m,
+                                               .layout = (opsched_layout)layout,
+                                               .fuse_activation = fuse}};
+            print_message("%s on cuda, %s %s%s:\n", model, opsched_math_name((opsched_math)m),
+                          layout ? "NHWC" : "NCHW", fuse ? ", fused" : "");
             /* NHWC is checked where the backend plans the whole network. */
             float *y = infer(env.gpu, g, &o, x, layout == 1, &n);
             if (!y) continue;
@@ -138,14 +141,15 @@ static void test_resnet50_math(void **state)
 {
     (void)state;
     SKIP_WITHOUT_GPU();
-    check_math_modes("resnet50");
+    check_math_modes("resnet50", 0);
+    check_math_modes("resnet50", 1);
 }
 
 static void test_googlenet_math(void **state)
 {
     (void)state;
     SKIP_WITHOUT_GPU();
-    check_math_modes("googlenet");
+    check_math_modes("googlenet", 0);
 }
 
 /* Milliseconds per inference over reps, eager or replayed. */

@@ -93,19 +93,29 @@ void cu_conv_bias_init(const cu_plan_args *a, cu_conv_bias *b)
     b->channel_stride = cu_is_nhwc(a, y) ? 1 : spatial;
 }
 
-void cu_act_for(const cu_plan_args *a, cu_act *act)
+int cu_node_index(const cu_plan_args *a)
 {
-    memset(act, 0, sizeof(*act));
-    if (!a->opts->fuse_activation || !a->g) return;
+    if (!a->g) return -1;
     const opsched_node *first = opsched_graph_node(a->g, 0);
     ptrdiff_t i = first ? a->node - first : -1;
     if (i < 0 || i >= opsched_graph_num_nodes(a->g) || opsched_graph_node(a->g, (int)i) != a->node)
-        return;
-    int j = opsched_conv_epilogue(a->g, (int)i);
+        return -1;
+    return (int)i;
+}
+
+void cu_act_of(const cu_plan_args *a, int j, cu_act *act)
+{
+    memset(act, 0, sizeof(*act));
     if (j < 0) return;
     act->on = 1;
     act->node = opsched_graph_node(a->g, j);
     cu_unary_fn_of(act->node, &act->fn, &act->prm);
+}
+
+void cu_act_for(const cu_plan_args *a, cu_act *act)
+{
+    int i = cu_node_index(a);
+    cu_act_of(a, a->opts->fuse_activation && i >= 0 ? opsched_conv_epilogue(a->g, i) : -1, act);
 }
 
 opsched_status cu_conv_bias_add(opsched_ctx *ctx, const cu_conv_bias *b, cuk_type kt,

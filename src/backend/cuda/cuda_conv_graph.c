@@ -116,6 +116,7 @@ typedef struct graph_plan {
     cuk_type kt;
     cu_conv_bias bias; /* the epilogue kernel's work: none when fused */
     int use_dw;        /* 1: the own depthwise kernel runs instead of cuDNN */
+    int res;           /* 1: the residual epilogue (input 3) runs after cuDNN's graph */
     int dw_nhwc;
     cuk_dw_desc dw;
     cu_act dw_act;     /* the activation it applies */
@@ -743,6 +744,13 @@ static opsched_status graph_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *ba
     OS_TRY(pack_for(ctx, p, in[0], in[1], p->ch->fuse_bias ? in[2] : NULL, out[0], &pack));
     CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
     CUDNN_CHECK(ctx, cudnnBackendExecute(dev->cudnn, p->ch->plan, pack));
+    if (p->res) {
+        const cu_conv_bias *b = &p->bias;
+        CUDA_CHECK(ctx, cuk_conv_residual(p->kt, b->numel, b->channels, b->channel_stride,
+                                          b->on ? in[2] : NULL, in[3], b->act.on, b->act.fn,
+                                          &b->act.prm, out[0], s));
+        return OPSCHED_OK;
+    }
     return cu_conv_bias_add(ctx, &p->bias, p->kt, base->n_in > 2 ? in[2] : NULL, out[0], s);
 }
 
@@ -1228,8 +1236,16 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out
     cu_act act;
     pw_mode mode;
     cu_act_for(a, &act);
+    /* A residual epilogue, act(conv + b + r): cuDNN's graph takes the
+     * convolution and its bias, one kernel after it the residual and the
+     * activation (cuk_conv_residual). */
+    opsched_conv_residual res;
+    int node = cu_node_index(a);
+    p->res = a->opts->fuse_residual && node >= 0 &&
+             opsched_conv_residual_find(a->g, node, &res) && cu_out(a, 0)->shape.ndim >= 2;
+    if (p->res) cu_act_of(a, a->opts->fuse_activation ? res.act : -1, &act);
     /* The activation joins cuDNN's graph when cuDNN has its mode. */
-    const pw_mode *fusable = act.on && act_mode(&act, &mode) ? &mode : NULL;
+    const pw_mode *fusable = !p->res && act.on && act_mode(&act, &mode) ? &mode : NULL;
     int bias = cu_in(a, 2) != NULL;
     size_t limit = a->opts->workspace_limit ? a->opts->workspace_limit : cu_free_memory();
     OS_TRY_GOTO(st, get_choice(a, find, bias, fusable, limit, &ch), fail);
@@ -1240,8 +1256,14 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out
     ch = p->ch;
     p->kt = a->kt;
     /* What cuDNN's graph does not do, a kernel after it does. */
-    if (st == OPSCHED_OK) epilogue_of(a, ch, &act, &p->bias);
-    if (st == OPSCHED_OK) st = pick_depthwise(a, p, keyed, &act);
+    if (st == OPSCHED_OK && p->res) {
+        cu_conv_bias_init(a, &p->bias);
+        p->bias.on = p->bias.on && !ch->fuse_bias;
+        p->bias.act = act;
+    } else if (st == OPSCHED_OK) {
+        epilogue_of(a, ch, &act, &p->bias);
+        st = pick_depthwise(a, p, keyed, &act);
+    }
     choice_unref(keyed);
     if (st != OPSCHED_OK) goto fail;
     base->workspace_bytes = p->use_dw ? 0 : ch->workspace;
@@ -1251,10 +1273,11 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out
         snprintf(a->info->algo, sizeof(a->info->algo), "depthwise%s%s", act.on ? "+" : "",
                  act.on ? opsched_node_op_name(act.node) : "");
     else
-        snprintf(a->info->algo, sizeof(a->info->algo), "graph:eng%lld%s%s%s",
+        snprintf(a->info->algo, sizeof(a->info->algo), "graph:eng%lld%s%s%s%s",
                  (long long)ch->engine, ch->fuse_bias ? "+bias" : "", ch->fuse_act ? "+" : "",
-                 ch->fuse_act ? ch->act.name : "");
+                 ch->fuse_act ? ch->act.name : "", p->res ? "+residual" : "");
     a->info->fused_activation = act.on;
+    a->info->fused_residual = p->res;
     *out = base;
     return OPSCHED_OK;
 fail:

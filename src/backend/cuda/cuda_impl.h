@@ -331,6 +331,10 @@ typedef struct cu_act {
 /* The activation the plan of a->node may fuse: none unless the options ask
  * for fusion and opsched_conv_epilogue gives one. */
 void cu_act_for(const cu_plan_args *a, cu_act *act);
+/* The activation of node j of a->g (none when j < 0). */
+void cu_act_of(const cu_plan_args *a, int j, cu_act *act);
+/* a->node's index in a->g, or -1 (a node of another graph). */
+int cu_node_index(const cu_plan_args *a);
 
 /* The epilogue a convolution's plan runs as a kernel after cuDNN: the bias
  * of the convolution, and the activation the graph-API path takes when no

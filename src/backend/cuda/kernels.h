@@ -325,6 +325,12 @@ cudaError_t cuk_ew_unary(cuk_ufn fn, const cuk_ew_params *p, cuk_dtype tx, cuk_d
 cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc, const void *x, const void *w,
                           const void *bias, int act, cuk_ufn fn, const cuk_ew_params *p, void *y,
                           cudaStream_t stream);
+/* A convolution's residual epilogue over its n outputs:
+ * y = act(y + bias[c] + r), c = (i / cstride) % C, bias NULL when the
+ * convolution added it; act 0: no activation. */
+cudaError_t cuk_conv_residual(cuk_type t, int64_t n, int64_t C, int64_t cstride, const void *bias,
+                              const void *r, int act, cuk_ufn fn, const cuk_ew_params *p, void *y,
+                              cudaStream_t stream);
 /* y = fn(a, b) over nd: operand 0 is y, 1 is a, 2 is b. */
 cudaError_t cuk_ew_binary(cuk_bfn fn, cuk_dtype ta, cuk_dtype tb, cuk_dtype ty, const cuk_nd *nd,
                           const void *a, const void *b, void *y, cudaStream_t stream);

@@ -9,6 +9,10 @@
  * (served from L1 after the first pixel).  In NCHW the output column is the
  * fastest index and a warp reads a row of one channel.  Accumulation is in
  * float for every storage type.
+ *
+ * Also the residual epilogue of a convolution (cuk_conv_residual): its
+ * output plus the bias (when cuDNN's graph left it out) and the residual,
+ * then the activation, in one pass.
  */
 #include <stdint.h>
 
@@ -63,7 +67,37 @@ __global__ void k_depthwise(cuk_dw_desc d, const T *__restrict__ x, const T *__r
     }
 }
 
+template <typename T>
+__global__ void k_conv_residual(int64_t n, int64_t C, int64_t cstride, const T *__restrict__ b,
+                                const T *__restrict__ r, T *__restrict__ y, int act, cuk_ufn fn,
+                                cuk_ew_params p)
+{
+    CUK_GRID_STRIDE(i, n)
+    {
+        float v = to_float(y[i]) + to_float(r[i]);
+        if (b) v += to_float(b[(i / cstride) % C]);
+        if (act) v = ufloat(fn, v, p);
+        y[i] = from_float<T>(v);
+    }
+}
+
 } // namespace
+
+extern "C" cudaError_t cuk_conv_residual(cuk_type t, int64_t n, int64_t C, int64_t cstride,
+                                         const void *bias, const void *r, int act, cuk_ufn fn,
+                                         const cuk_ew_params *p, void *y, cudaStream_t stream)
+{
+    if (n < 0 || C <= 0 || cstride <= 0 || !r || !y) return cudaErrorInvalidValue;
+    if (n == 0) return cudaSuccess;
+    cuk_ew_params none = {0.0f, 0.0f, 0.0f, 0, 0};
+    const cuk_ew_params &pp = p ? *p : none;
+    CUK_DISPATCH_FP((cuk_dtype)t, T, {
+        k_conv_residual<T><<<grid_for(n), kThreads, 0, stream>>>(
+            n, C, cstride, (const T *)bias, (const T *)r, (T *)y, act, fn, pp);
+        return cudaGetLastError();
+    });
+    return cudaErrorInvalidValue;
+}
 
 extern "C" cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc, const void *x,
                                      const void *w, const void *bias, int act, cuk_ufn fn,
