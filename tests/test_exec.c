@@ -253,10 +253,10 @@ static void test_fused_activations(void **state)
 }
 
 /* Residual epilogues: an identity block (conv -> Add(x) -> Relu) and a
- * block whose Add joins two convolutions (the later one in node order
- * adds the earlier one's output); the Adds and the Relu run inside the
- * convolutions' launches, against the reference with fusion on and off; an
- * Add that broadcasts is no residual. */
+ * block whose Add joins two convolutions (in the sequential schedule the
+ * later one adds the earlier one's output); the Adds and the Relu run
+ * inside the convolutions' launches, against the reference with fusion on
+ * and off; an Add that broadcasts is no residual. */
 static void test_fused_residual(void **state)
 {
     (void)state;
@@ -285,7 +285,10 @@ static void test_fused_residual(void **state)
     assert_int_equal(res.residual, x);
     assert_int_equal(res.act, 4);
     assert_int_equal(opsched_conv_residual_find(g, 0, &res), 0); /* read by a Relu */
-    assert_int_equal(opsched_conv_residual_find(g, 5, &res), 0); /* conv4's output comes later */
+    /* add2 joins two convolutions: each has the other's output as r */
+    assert_int_equal(opsched_conv_residual_find(g, 5, &res), 1);
+    assert_int_equal(res.add, 7);
+    assert_int_equal(res.residual, c4);
     assert_int_equal(opsched_conv_residual_find(g, 6, &res), 1);
     assert_int_equal(res.add, 7);
     assert_int_equal(res.residual, c3);

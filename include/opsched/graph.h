@@ -649,15 +649,17 @@ int opsched_epilogue_same(const opsched_node *a, const opsched_node *b);
 
 /* A convolution's residual epilogue, y = act(conv(x) + b + r): the
  * convolution's output is read only by an Add (and is no graph output)
- * whose other operand r has the output's shape and type and exists before
- * the convolution runs in node order (a graph input, a constant, or the
- * output of an earlier node), and act is the Add's only reader when it is
- * an epilogue activation (opsched_op_is_epilogue), else -1.  Of a residual
- * block's two convolutions (ResNet's third and its downsampling one) only
- * the later in node order qualifies: the other's output is its r.  Fills
- * *out and returns 1, else returns 0.  A backend that runs it reports
- * fused_residual (opsched_plan_info); the executor then runs the Add and
- * its activation inside the convolution's launch, whose fourth input is r. */
+ * whose other operand r has the output's shape and type, and act is the
+ * Add's only reader when it is an epilogue activation
+ * (opsched_op_is_epilogue), else -1.  r never depends on the convolution
+ * (the Add is its output's only reader), but it must exist when the
+ * convolution runs: the executor fuses only where r's producer launches
+ * first, so of a residual block's two convolutions (ResNet's third and its
+ * downsampling one, each the other's r) the one that launches later takes
+ * the Add.  Fills *out and returns 1, else returns 0.  A backend that runs
+ * it reports fused_residual (opsched_plan_info); the executor then runs
+ * the Add and its activation inside the convolution's launch, whose fourth
+ * input is r. */
 typedef struct opsched_conv_residual {
     int add;      /* the Add node */
     int residual; /* r, the tensor it adds */

@@ -326,16 +326,17 @@ static void absorb(opsched_executor *ex, ex_build *b, int i, int j)
 
 /* Plans node i; a convolution that fused the Relu after it makes that
  * Relu an alias of its output.  One that fused its residual Add (when the
- * residual's producer launches before it, so the launch can read it)
- * makes the Add and the activation after it aliases too, and reads the
- * residual as its input 3. */
+ * residual's producer launches before it, so the launch can read it, and
+ * the Add's other convolution has not taken it) makes the Add and the
+ * activation after it aliases too, and reads the residual as its input 3. */
 static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
 {
     opsched_exec_options o = node_options(b, b->place[i].stage);
     opsched_layer_info li;
     memset(&li, 0, sizeof(li));
     opsched_conv_residual res;
-    int has_res = o.plan.fuse_activation && opsched_conv_residual_find(b->g, i, &res);
+    int has_res = o.plan.fuse_activation && opsched_conv_residual_find(b->g, i, &res) &&
+                  ex->nodes[res.add].role == OPSCHED_ROLE_LAUNCH; /* not the other's already */
     if (has_res) {
         int p = opsched_tensor_scheduled_producer(b->g, res.residual);
         has_res = p < 0 || launches_before(b, p, i);

@@ -99,7 +99,6 @@ int opsched_conv_residual_find(const opsched_graph *g, int node, opsched_conv_re
     if (!ty || !tr || !tz || tr->dtype != ty->dtype || tz->dtype != ty->dtype ||
         !opsched_shape_equal(&tr->shape, &ty->shape) || !opsched_shape_equal(&tz->shape, &ty->shape))
         return 0;
-    if (tr->producer >= node) return 0; /* r is not there yet when the convolution runs */
     int act = sole_reader(g, add->outputs[0], a);
     if (act >= 0) {
         const opsched_node *c = opsched_graph_node(g, act);
