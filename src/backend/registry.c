@@ -461,10 +461,12 @@ opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsign
         while (k < OS_ARRAY_LEN(ablations) && (strlen(ablations[k].name) != n ||
                                                strncmp(ablations[k].name, p, n) != 0))
             k++;
-        if (k == OS_ARRAY_LEN(ablations))
-            return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
-                           "unknown ablation '%.*s' (depthwise, epilogue, engines, reductions or none)",
-                           (int)n, p);
+        if (k == OS_ARRAY_LEN(ablations)) {
+            char names[128];
+            opsched_ablation_names(~0u, ", ", names, sizeof(names));
+            return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "unknown ablation '%.*s' (%s or none)",
+                           (int)n, p, names);
+        }
         bits |= ablations[k].bit;
         p += n;
         if (*p == ',') p++;

@@ -167,8 +167,9 @@ static opsched_status time_prim(opsched_ctx *ctx, cpu_dev *dev, const cpu_node *
                                 double *best)
 {
     opsched_status st = OPSCHED_OK;
-    void *in[4] = {NULL, NULL, NULL, NULL}, *out[1] = {NULL};
-    for (int i = 0; i < n->n_in && i < 4; i++) {
+    void *in[3] = {NULL, NULL, NULL}, *out[1] = {NULL}; /* x, w, bias: the residual is
+                                                          * the pre-hook's, not run here */
+    for (int i = 0; i < n->n_in && i < 3; i++) {
         if (!n->has_in[i]) continue;
         size_t bytes = (size_t)opsched_shape_numel(&n->in[i]) * sizeof(float);
         if (!(in[i] = cpu_aligned_alloc(bytes))) goto nomem;
@@ -191,7 +192,7 @@ static opsched_status time_prim(opsched_ctx *ctx, cpu_dev *dev, const cpu_node *
 nomem:
     st = OS_FAIL(ctx, OPSCHED_ERR_DEVICE_OOM, "cpu: buffers to time the convolution do not fit");
 done:
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 3; i++)
         free(in[i]);
     free(out[0]);
     return st;
