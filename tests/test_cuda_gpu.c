@@ -733,6 +733,32 @@ static void test_gemm_math_modes(void **state)
     }
 }
 
+/* GEMM plans share their stream's cuBLAS workspace: more plans than the
+ * GPU could hold 32 MiB workspaces for (an unrolled recurrent network has
+ * thousands of GEMMs) are made, and one of them still runs right. */
+static void test_gemm_shared_workspace(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    tcase *c = gemm_case("64x96", "128x96", "128", 0, 1, 1.0f, 1.0f);
+    opsched_plan_options o = opts_of(OPSCHED_MATH_TF32, OPSCHED_LAYOUT_NCHW, NULL);
+    size_t n = (size_t)(env.info.memory_bytes / ((int64_t)32 << 20)) + 64;
+    opsched_plan **plans = calloc(n, sizeof(*plans));
+    assert_non_null(plans);
+    for (size_t i = 0; i < n; i++) {
+        opsched_status st = opsched_plan_create(env.dev, c->g, c->node, &o, &plans[i]);
+        if (st != OPSCHED_OK)
+            fail_msg("GEMM plan %zu of %zu: %s: %s", i + 1, n, opsched_status_str(st),
+                     opsched_ctx_last_error(env.ctx));
+    }
+    print_message("  %zu GEMM plans made\n", n);
+    check_case(c, &o, 0);
+    for (size_t i = 0; i < n; i++)
+        opsched_plan_free(plans[i]);
+    free(plans);
+    tcase_free(c);
+}
+
 /* ---- NHWC through pooling and the ops between convolutions ----------- */
 
 static tcase *unary_case(opsched_op_kind op, const opsched_op_attr *a, const char *x)
@@ -1262,6 +1288,7 @@ int main(void)
         cmocka_unit_test(test_conv_fused_epilogue),
         cmocka_unit_test(test_conv_bad_algo),
         cmocka_unit_test(test_gemm_math_modes),
+        cmocka_unit_test(test_gemm_shared_workspace),
         cmocka_unit_test(test_nhwc_ops),
         cmocka_unit_test(test_concat_many),
         cmocka_unit_test(test_fill_random),

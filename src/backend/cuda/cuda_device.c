@@ -90,12 +90,72 @@ opsched_status cu_device_use(opsched_ctx *ctx, const cu_device *dev)
     return OPSCHED_OK;
 }
 
+/* ---- the streams' GEMM workspaces ------------------------------------ */
+
+static opsched_status streams_add(opsched_ctx *ctx, cu_device *dev, cudaStream_t s)
+{
+    if (dev->n_streams == dev->cap_streams) {
+        int cap = dev->cap_streams ? 2 * dev->cap_streams : 8;
+        cu_stream_ws *t = realloc(dev->streams, (size_t)cap * sizeof(*t));
+        if (!t) return OS_NOMEM(ctx);
+        dev->streams = t;
+        dev->cap_streams = cap;
+    }
+    cu_stream_ws *e = &dev->streams[dev->n_streams];
+    e->s = s;
+    e->ws = NULL;
+    if (dev->gemm_ws_bytes) OS_TRY(cu_malloc(ctx, dev->gemm_ws_bytes, &e->ws));
+    dev->n_streams++;
+    return OPSCHED_OK;
+}
+
+static void streams_remove(cu_device *dev, cudaStream_t s)
+{
+    for (int i = 0; i < dev->n_streams; i++) {
+        if (dev->streams[i].s != s) continue;
+        if (dev->streams[i].ws) (void)cudaFree(dev->streams[i].ws);
+        dev->streams[i] = dev->streams[--dev->n_streams];
+        return;
+    }
+}
+
+opsched_status cu_gemm_workspace_reserve(opsched_ctx *ctx, cu_device *dev, size_t bytes)
+{
+    if (dev->gemm_ws_bytes || !bytes) return OPSCHED_OK;
+    for (int i = 0; i < dev->n_streams; i++) {
+        opsched_status st = cu_malloc(ctx, bytes, &dev->streams[i].ws);
+        if (st != OPSCHED_OK) {
+            for (int j = 0; j < i; j++) {
+                (void)cudaFree(dev->streams[j].ws);
+                dev->streams[j].ws = NULL;
+            }
+            return st;
+        }
+    }
+    dev->gemm_ws_bytes = bytes;
+    return OPSCHED_OK;
+}
+
+void *cu_gemm_workspace(const cu_device *dev, cudaStream_t s, size_t *bytes)
+{
+    for (int i = 0; i < dev->n_streams; i++)
+        if (dev->streams[i].s == s && dev->streams[i].ws) {
+            *bytes = dev->gemm_ws_bytes;
+            return dev->streams[i].ws;
+        }
+    *bytes = 0;
+    return NULL;
+}
+
 static void cu_device_close(void *impl)
 {
     cu_device *dev = impl;
     if (!dev) return;
     if (cudaSetDevice(dev->index) == cudaSuccess && dev->stream)
         (void)cudaStreamSynchronize(dev->stream);
+    for (int i = 0; i < dev->n_streams; i++)
+        if (dev->streams[i].ws) (void)cudaFree(dev->streams[i].ws);
+    free(dev->streams);
     /* Choices still referenced by live plans stay until those are freed. */
     os_plan_cache_free(dev->conv_plans);
     if (dev->cublas) (void)cublasDestroy(dev->cublas);
@@ -114,6 +174,7 @@ static opsched_status cu_device_open(opsched_ctx *ctx, int index, void **out)
     dev->index = index;
     CUDA_CHECK_GOTO(ctx, st, cudaSetDevice(index), fail);
     CUDA_CHECK_GOTO(ctx, st, cudaStreamCreateWithFlags(&dev->stream, cudaStreamNonBlocking), fail);
+    OS_TRY_GOTO(st, streams_add(ctx, dev, dev->stream), fail);
     CUDNN_CHECK_GOTO(ctx, st, cudnnCreate(&dev->cudnn), fail);
     CUBLAS_CHECK_GOTO(ctx, st, cublasCreate(&dev->cublas), fail);
     /* Tensor-core use is chosen per call by the compute type. */
@@ -206,6 +267,11 @@ static opsched_status cu_stream_create(opsched_ctx *ctx, void *impl, void **out)
     cudaStream_t s = NULL;
     OS_TRY(cu_device_use(ctx, impl));
     CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    opsched_status st = streams_add(ctx, impl, s);
+    if (st != OPSCHED_OK) {
+        (void)cudaStreamDestroy(s);
+        return st;
+    }
     *out = s;
     return OPSCHED_OK;
 }
@@ -214,7 +280,11 @@ static void cu_stream_free(void *impl, void *stream)
 {
     cu_device *dev = impl;
     if (!stream) return;
-    if (cudaSetDevice(dev->index) == cudaSuccess) (void)cudaStreamDestroy((cudaStream_t)stream);
+    if (cudaSetDevice(dev->index) == cudaSuccess) {
+        (void)cudaStreamSynchronize((cudaStream_t)stream);
+        streams_remove(dev, (cudaStream_t)stream);
+        (void)cudaStreamDestroy((cudaStream_t)stream);
+    }
     (void)cudaGetLastError();
 }
 

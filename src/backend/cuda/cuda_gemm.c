@@ -15,9 +15,11 @@
  * [2,1,M,K] x [1,3,K,N]) one GEMM per batch entry.
  *
  * Gemm's C is broadcast into Y by a copy kernel before the GEMM runs with
- * beta.  Each plan owns a cuBLAS workspace (cublasSetWorkspace at every
- * launch, after cublasSetStream, which resets it), so plans can run on
- * different streams at once.
+ * beta.  The cuBLAS workspace is the launch stream's (cu_gemm_workspace:
+ * one per stream of the device, so plans can run on different streams at
+ * once, and a network of many GEMMs holds one per stream, not one per
+ * GEMM), set at every launch after cublasSetStream, which resets it; a
+ * plan with a smaller workspace limit uses the start of it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +42,8 @@ typedef struct gemm_plan {
     long long stride_a, stride_b, stride_y;
     int n_loop;               /* > 0: one GEMM per entry of the offsets below */
     int64_t *loop_a, *loop_b; /* element offsets per output batch entry */
+    size_t ws_limit;          /* the most of the stream's workspace this plan uses */
+    int strict_scores;        /* attention scores under TF32: computed in strict fp32 */
 } gemm_plan;
 
 static void gemm_release(cu_plan *base)
@@ -55,8 +59,11 @@ static opsched_status gemm_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *bas
     gemm_plan *p = (gemm_plan *)base;
     const char *A = in[0], *B = in[1];
     char *Y = out[0];
+    size_t ws_bytes = 0;
+    void *ws = cu_gemm_workspace(dev, s, &ws_bytes);
+    if (ws_bytes > p->ws_limit) ws_bytes = p->ws_limit;
     CUBLAS_CHECK(ctx, cublasSetStream(dev->cublas, s));
-    CUBLAS_CHECK(ctx, cublasSetWorkspace(dev->cublas, base->workspace, base->workspace_bytes));
+    CUBLAS_CHECK(ctx, cublasSetWorkspace(dev->cublas, ws_bytes ? ws : NULL, ws_bytes));
     if (p->copy_c) CUDA_CHECK(ctx, cuk_copy(p->elem, &p->c_nd, in[2], Y, s));
     if (p->n_loop) {
         size_t ystep = (size_t)p->m * (size_t)p->n * p->elem;
@@ -95,8 +102,12 @@ static opsched_status gemm_new(const cu_plan_args *a, gemm_plan **out)
     gemm_plan *p = (gemm_plan *)base;
     p->elem = opsched_dtype_size(a->dt);
     p->type = a->dt == OPSCHED_F16 ? CUDA_R_16F : a->dt == OPSCHED_BF16 ? CUDA_R_16BF : CUDA_R_32F;
-    p->compute =
-        a->opts->math == OPSCHED_MATH_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    /* Attention scores stay strict fp32 under TF32 (opsched_product_feeds_softmax). */
+    p->strict_scores =
+        a->opts->math == OPSCHED_MATH_TF32 && opsched_product_feeds_softmax(a->g, cu_node_index(a));
+    p->compute = a->opts->math == OPSCHED_MATH_TF32 && !p->strict_scores
+                     ? CUBLAS_COMPUTE_32F_FAST_TF32
+                     : CUBLAS_COMPUTE_32F;
     p->alpha = 1.0f;
     p->beta = 0.0f;
     p->batch = 1;
@@ -107,9 +118,10 @@ static opsched_status gemm_new(const cu_plan_args *a, gemm_plan **out)
         a->ctx, st,
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, a->dev->index), fail);
     size_t ws = major >= 9 ? (size_t)32 << 20 : (size_t)4 << 20;
-    if (a->opts->workspace_limit && a->opts->workspace_limit < ws) ws = a->opts->workspace_limit;
-    base->workspace_bytes = ws;
-    if (ws) OS_TRY_GOTO(st, cu_malloc(a->ctx, ws, &base->workspace), fail);
+    OS_TRY_GOTO(st, cu_gemm_workspace_reserve(a->ctx, a->dev, ws), fail);
+    p->ws_limit = ws;
+    if (a->opts->workspace_limit && a->opts->workspace_limit < ws)
+        p->ws_limit = a->opts->workspace_limit;
     *out = p;
     return OPSCHED_OK;
 fail:
@@ -163,7 +175,8 @@ opsched_status cu_plan_gemm(const cu_plan_args *a, cu_plan **out)
         p->copy_c = 1;
         p->beta = g->beta;
     }
-    snprintf(a->info->algo, sizeof(a->info->algo), "cublas_gemm");
+    snprintf(a->info->algo, sizeof(a->info->algo), "cublas_gemm%s",
+             p->strict_scores ? "_fp32" : "");
     *out = &p->base;
     return OPSCHED_OK;
 }
@@ -263,7 +276,7 @@ opsched_status cu_plan_matmul(const cu_plan_args *a, cu_plan **out)
         oa = ob = NULL;
         algo = "cublas_gemm_loop";
     }
-    snprintf(a->info->algo, sizeof(a->info->algo), "%s", algo);
+    snprintf(a->info->algo, sizeof(a->info->algo), "%s%s", algo, p->strict_scores ? "_fp32" : "");
     *out = &p->base;
 done:
     free(oa);

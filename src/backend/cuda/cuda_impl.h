@@ -10,8 +10,9 @@
  * binds them to the launch's stream first (cudnnSetStream, cublasSetStream,
  * then cublasSetWorkspace, because cublasSetStream resets the workspace).
  * Launches are enqueued from one thread, so the binding holds for the call
- * that follows it, and every plan owns its workspace: plans running at the
- * same time on different streams never share scratch memory.
+ * that follows it.  Plans running at the same time on different streams
+ * never share scratch memory: every plan owns its workspace, except GEMMs,
+ * which use their launch stream's (cu_gemm_workspace).
  *
  * Layouts: under OPSCHED_LAYOUT_NHWC every 4-D tensor of a plan (conv and
  * pooling activations, conv weights as [M, kh, kw, C/g]) is stored
@@ -129,15 +130,34 @@ int cu_nvml_sample(const cu_nvml *n, opsched_power_sample *out);
  * one thread (the sweep opens one device per worker thread, src/sweep/
  * run.c; the energy sampler's thread only reads power through NVML), as
  * its cuDNN handle already requires. */
+/* A stream of the device and the cuBLAS workspace that GEMMs launched on
+ * it use.  GEMM plans own none: one workspace per stream is enough, since
+ * work on a stream runs in order, and a network of a thousand GEMMs (an
+ * unrolled recurrent network) would otherwise hold a thousand. */
+typedef struct cu_stream_ws {
+    cudaStream_t s;
+    void *ws; /* NULL until a GEMM is planned on the device */
+} cu_stream_ws;
+
 typedef struct cu_device {
     int index;
-    cudaStream_t stream; /* the default stream (non-blocking, owned) */
+    cudaStream_t stream;   /* the default stream (non-blocking, owned) */
+    cu_stream_ws *streams; /* the default stream first, then every stream created */
+    int n_streams, cap_streams;
+    size_t gemm_ws_bytes; /* each stream's GEMM workspace; 0 until a GEMM is planned */
     cudnnHandle_t cudnn;
     cublasHandle_t cublas;
     cu_nvml *nvml; /* NULL when NVML is unavailable */
     char pci_bus_id[32];
     os_plan_cache *conv_plans; /* cuDNN graph-API convolution choices */
 } cu_device;
+
+/* Gives every stream of the device (and each created later) a GEMM
+ * workspace of `bytes` (the first call decides; later ones keep it). */
+opsched_status cu_gemm_workspace_reserve(opsched_ctx *ctx, cu_device *dev, size_t bytes);
+/* Stream s's GEMM workspace (NULL when s is not one of the device's, or no
+ * GEMM was planned) and its size in *bytes. */
+void *cu_gemm_workspace(const cu_device *dev, cudaStream_t s, size_t *bytes);
 
 /* Makes dev's GPU current on this thread. */
 opsched_status cu_device_use(opsched_ctx *ctx, const cu_device *dev);
@@ -323,7 +343,7 @@ void cu_unary_fn_of(const opsched_node *n, cuk_ufn *fn, cuk_ew_params *prm);
 /* A convolution's epilogue activation (opsched_conv_epilogue's node), as
  * the kernels compute it and as cuDNN's pointwise modes may. */
 typedef struct cu_act {
-    int on;                  /* 0: none */
+    int on;                   /* 0: none */
     const opsched_node *node; /* the activation node (the graph outlives planning) */
     cuk_ufn fn;
     cuk_ew_params prm;
