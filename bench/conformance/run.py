@@ -419,7 +419,7 @@ def main():
             "math": a.math, "device": device,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "command": " ".join(["bench/conformance/run.py"] +
-                                [x for x in sys.argv[1:] if x != "--inside"][:12]),
+                                [x for x in sys.argv[1:] if x != "--inside"]),
             "host": platform.node(), "python": platform.python_version(), "cases": len(rows)}
     buf = [["case", "op", "status", "reason"]] + [list(r) for r in rows]
     import io

@@ -346,8 +346,9 @@ def summary(rows, meta):
     def pct(k):
         return "%.1f%%" % (100.0 * k / n) if n else "–"
     out = ["# Export set against ONNX Runtime (%s)" % meta["device"], "",
-           "%s; %s; onnxruntime %s; tolerance: relative L2 <= %g (fp32)."
-           % (meta["date"], meta["opsched_version"], meta["onnxruntime"], meta["tol"]), "",
+           "%s; %s; onnxruntime %s; %s on the %s backend; tolerance: relative L2 <= %g."
+           % (meta["date"], meta["opsched_version"], meta["onnxruntime"], meta.get("math", "fp32"),
+              meta.get("backend", "cpu"), meta["tol"]), "",
            "| | models | share of the exported |", "|---|---|---|",
            "| in the manifest | %d | |" % len(rows),
            "| export failed in torch | %d | |" % len(by["export_error"]),

@@ -667,12 +667,6 @@ typedef struct opsched_conv_residual {
 } opsched_conv_residual;
 int opsched_conv_residual_find(const opsched_graph *g, int node, opsched_conv_residual *out);
 
-/* 1 when MatMul or Gemm `node` computes attention scores: its output
- * reaches a Softmax or LogSoftmax within six element-wise or reshaping
- * nodes (scale, mask, bias, reshape).  Under TF32 a backend runs such a
- * product in strict fp32 (precision.c says why); 0 for any other node. */
-int opsched_product_feeds_softmax(const opsched_graph *g, int node);
-
 /* Sums the costs and simulates a sequential run for the peak memory. */
 opsched_status opsched_graph_totals_compute(const opsched_graph *g, opsched_graph_totals *out);
 

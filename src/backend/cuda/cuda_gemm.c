@@ -43,7 +43,6 @@ typedef struct gemm_plan {
     int n_loop;               /* > 0: one GEMM per entry of the offsets below */
     int64_t *loop_a, *loop_b; /* element offsets per output batch entry */
     size_t ws_limit;          /* the most of the stream's workspace this plan uses */
-    int strict_scores;        /* attention scores under TF32: computed in strict fp32 */
 } gemm_plan;
 
 static void gemm_release(cu_plan *base)
@@ -102,12 +101,8 @@ static opsched_status gemm_new(const cu_plan_args *a, gemm_plan **out)
     gemm_plan *p = (gemm_plan *)base;
     p->elem = opsched_dtype_size(a->dt);
     p->type = a->dt == OPSCHED_F16 ? CUDA_R_16F : a->dt == OPSCHED_BF16 ? CUDA_R_16BF : CUDA_R_32F;
-    /* Attention scores stay strict fp32 under TF32 (opsched_product_feeds_softmax). */
-    p->strict_scores =
-        a->opts->math == OPSCHED_MATH_TF32 && opsched_product_feeds_softmax(a->g, cu_node_index(a));
-    p->compute = a->opts->math == OPSCHED_MATH_TF32 && !p->strict_scores
-                     ? CUBLAS_COMPUTE_32F_FAST_TF32
-                     : CUBLAS_COMPUTE_32F;
+    p->compute =
+        a->opts->math == OPSCHED_MATH_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     p->alpha = 1.0f;
     p->beta = 0.0f;
     p->batch = 1;
@@ -175,8 +170,7 @@ opsched_status cu_plan_gemm(const cu_plan_args *a, cu_plan **out)
         p->copy_c = 1;
         p->beta = g->beta;
     }
-    snprintf(a->info->algo, sizeof(a->info->algo), "cublas_gemm%s",
-             p->strict_scores ? "_fp32" : "");
+    snprintf(a->info->algo, sizeof(a->info->algo), "cublas_gemm");
     *out = &p->base;
     return OPSCHED_OK;
 }
@@ -276,7 +270,7 @@ opsched_status cu_plan_matmul(const cu_plan_args *a, cu_plan **out)
         oa = ob = NULL;
         algo = "cublas_gemm_loop";
     }
-    snprintf(a->info->algo, sizeof(a->info->algo), "%s%s", algo, p->strict_scores ? "_fp32" : "");
+    snprintf(a->info->algo, sizeof(a->info->algo), "%s", algo);
     *out = &p->base;
 done:
     free(oa);
