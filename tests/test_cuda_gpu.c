@@ -443,6 +443,48 @@ static void test_conv_nhwc(void **state)
     conv_all_algos(OPSCHED_MATH_FP16, OPSCHED_LAYOUT_NHWC);
 }
 
+/* The own kernel ("own"), without timing against cuDNN: every grouped
+ * shape of at most 64 channels a group runs and is right in every math
+ * mode and layout (float4 loads where a group's channels are a multiple
+ * of 4 in NHWC, scalar ones elsewhere); a dense convolution is
+ * unsupported. */
+static const conv_cfg own_cfgs[] = {
+    {"RegNet-like g2 cg24", "1x48x14x14", "48x24x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 2},
+    {"g3 cg24 s2", "2x72x15x13", "72x24x3x3", {2, 2}, {1, 1}, {1, 1, 1, 1}, 3},
+    {"cg3 (scalar loads)", "1x12x9x9", "12x3x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 4},
+    {"depthwise multiplier 2", "1x8x9x9", "16x1x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 8},
+    {"g2 cg8 to 4 a group, 5x5 dilation 2", "1x16x12x12", "8x8x5x5", {1, 1}, {2, 2},
+     {4, 4, 4, 4}, 2},
+    {"cg64 1x1", "1x128x7x7", "128x64x1x1", {1, 1}, {1, 1}, {0, 0, 0, 0}, 2},
+};
+
+static void test_conv_own(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    int ran = 0, refused = 0;
+    for (int m = 0; m < OPSCHED_MATH_COUNT; m++)
+        for (int l = 0; l < 2; l++)
+            for (size_t i = 0; i < (sizeof(conv_cfgs) / sizeof(conv_cfgs[0])) + (sizeof(own_cfgs) / sizeof(own_cfgs[0])); i++) {
+                const conv_cfg *k =
+                    i < (sizeof(conv_cfgs) / sizeof(conv_cfgs[0])) ? &conv_cfgs[i] : &own_cfgs[i - (sizeof(conv_cfgs) / sizeof(conv_cfgs[0]))];
+                tcase *c = conv_case(k);
+                opsched_plan_options o = opts_of((opsched_math)m, (opsched_layout)l, "own");
+                opsched_plan_info info;
+                if (k->groups > 1) {
+                    check_case_info(c, &o, 0, &info);
+                    if (strncmp(info.algo, "depthwise", 9) != 0 && strncmp(info.algo, "grouped", 7))
+                        fail_msg("%s: own took '%s'", c->label, info.algo);
+                    ran++;
+                } else {
+                    assert_int_equal(check_case(c, &o, 1), 0);
+                    refused++;
+                }
+                tcase_free(c);
+            }
+    print_message("  own kernel: %d runs passed, %d dense convolutions refused\n", ran, refused);
+}
+
 /* The default plan must run in every math mode and layout. */
 static void test_conv_math_modes(void **state)
 {
@@ -1283,6 +1325,7 @@ int main(void)
         cmocka_unit_test(test_conv_algos_fp16),
         cmocka_unit_test(test_conv_nhwc),
         cmocka_unit_test(test_conv_math_modes),
+        cmocka_unit_test(test_conv_own),
         cmocka_unit_test(test_conv_policies),
         cmocka_unit_test(test_conv_graph_buffer_sets),
         cmocka_unit_test(test_conv_fused_epilogue),

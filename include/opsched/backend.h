@@ -143,7 +143,7 @@ opsched_status opsched_buffer_fill_random(opsched_buffer *b, opsched_dtype dt, u
 /* Parts of the planner an ablation turns off (opsched_plan_options.ablate),
  * to measure what each buys; the CPU backend has none of them. */
 typedef enum opsched_ablation {
-    OPSCHED_ABLATE_DEPTHWISE = 1u << 0, /* the own depthwise kernel: cuDNN always */
+    OPSCHED_ABLATE_DEPTHWISE = 1u << 0, /* the own depthwise and grouped kernel: cuDNN always */
     OPSCHED_ABLATE_EPILOGUE = 1u << 1,  /* the timed choice of the epilogue: an activation
                                          * cuDNN can fuse is always fused */
     OPSCHED_ABLATE_ENGINES = 1u << 2,   /* the timed choice of engines for grouped

@@ -445,7 +445,7 @@ const tool_opt tool_measure_optlist[] = {
     {"dtype", 0, "T", "f32, f16 or bf16 (sets --math accordingly)", ME_DTYPE},
     {"layout", 0, "L", "auto (default: nhwc on cuda, nchw on cpu), nchw or\nnhwc", ME_LAYOUT},
     {"ablate", 0, "LIST", "turn parts of the CUDA planner off, to measure what\neach buys: "
-                          "depthwise (the own depthwise kernel),\nepilogue (the timed epilogue "
+                          "depthwise (the own depthwise and grouped kernel),\nepilogue (the timed epilogue "
                           "choice), engines (the\ntimed engine choice of grouped convolutions)",
      ME_ABLATE},
     {"cache", 0, "hot|cold", "reuse one input (hot) or rotate inputs larger than L2", ME_CACHE},

@@ -380,6 +380,11 @@ static int check_algo(opsched_device *dev, const char *algo)
     const char *const *names = NULL;
     int n = 0;
     char list[512] = "heuristic, find";
+    opsched_device_info di;
+    /* The CUDA backend's own kernel of depthwise and grouped convolutions. */
+    int cuda = opsched_device_info_get(dev, &di) == OPSCHED_OK && strcmp(di.backend, "cuda") == 0;
+    if (cuda && strcmp(algo, "own") == 0) return TOOL_EXIT_OK;
+    if (cuda) strncat(list, ", own", sizeof(list) - strlen(list) - 1);
     opsched_device_conv_algos(dev, &names, &n);
     for (int i = 0; i < n; i++) {
         if (strcmp(names[i], algo) == 0) return TOOL_EXIT_OK;

@@ -105,7 +105,7 @@ static const tool_opt run_exec_opts[] = {
     {"concat-elision", 0, "on|off", "producers write into concat slices (default on)",
      RU_ELISION},
     {"ablate", 0, "LIST", "turn parts of the CUDA planner off, to measure what\neach buys: "
-                          "depthwise (the own depthwise kernel),\nepilogue (the timed epilogue "
+                          "depthwise (the own depthwise and grouped kernel),\nepilogue (the timed epilogue "
                           "choice), engines (the\ntimed engine choice of grouped convolutions)",
      RU_ABLATE},
     {"cuda-graph", 0, "on|off", "also time the whole inference as a CUDA graph (default on)",

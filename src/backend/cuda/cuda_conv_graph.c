@@ -115,7 +115,7 @@ typedef struct graph_plan {
     int next_pack; /* the slot the next new pointer set replaces */
     cuk_type kt;
     cu_conv_bias bias; /* the epilogue kernel's work: none when fused */
-    int use_dw;        /* 1: the own depthwise kernel runs instead of cuDNN */
+    int use_dw;        /* 1: the own depthwise/grouped kernel runs instead of cuDNN */
     int res;           /* 1: the residual epilogue (input 3) runs after cuDNN's graph */
     int dw_nhwc;
     cuk_dw_desc dw;
@@ -1124,15 +1124,20 @@ static opsched_status pick_epilogue(const cu_plan_args *a, int find, int bias, c
     return OPSCHED_OK;
 }
 
-/* 1 when the node is a depthwise convolution (one input channel a group,
- * one filter a group) the own kernel runs, with its description in d. */
+/* Input channels a group up to which the own kernel is tried. */
+#define OWN_MAX_GROUP_CHANNELS 64
+
+/* 1 when the node is a convolution the own kernel runs (cuk_depthwise): a
+ * grouped one of at most OWN_MAX_GROUP_CHANNELS input channels a group,
+ * depthwise ones (one a group) among them, with its description in d. */
 static int depthwise_desc(const cu_plan_args *a, cuk_dw_desc *d, int *nhwc)
 {
     const opsched_conv_attr *c = &a->node->attr.conv;
     const opsched_tensor *x = cu_in(a, 0), *w = cu_in(a, 1), *y = cu_out(a, 0);
     if (x->shape.ndim != 4 || w->shape.ndim != 4 || y->shape.ndim != 4) return 0;
-    int64_t ch = x->shape.d[1];
-    if (c->groups != ch || w->shape.d[0] != ch || w->shape.d[1] != 1 || y->shape.d[1] != ch)
+    int64_t ch = x->shape.d[1], m = y->shape.d[1], groups = c->groups;
+    if (groups < 2 || ch % groups || m % groups || w->shape.d[0] != m ||
+        w->shape.d[1] != ch / groups || ch / groups > OWN_MAX_GROUP_CHANNELS)
         return 0;
     if (w->shape.d[2] > 64 || w->shape.d[3] > 64 || c->stride[0] > 64 || c->stride[1] > 64 ||
         c->dilation[0] > 64 || c->dilation[1] > 64 || c->pads[0] > 64 || c->pads[1] > 64)
@@ -1142,6 +1147,8 @@ static int depthwise_desc(const cu_plan_args *a, cuk_dw_desc *d, int *nhwc)
     memset(d, 0, sizeof(*d));
     d->n = x->shape.d[0];
     d->c = ch;
+    d->m = m;
+    d->cg = (int)(ch / groups);
     d->h = x->shape.d[2];
     d->w = x->shape.d[3];
     d->oh = y->shape.d[2];
@@ -1203,29 +1210,39 @@ done:
     return st;
 }
 
-/* A depthwise convolution runs the own kernel when it measured faster
- * than cuDNN's plan with its epilogue (once per configuration: the
- * verdict lives in the choice keyed by the configuration). */
+/* A depthwise or grouped convolution runs the own kernel when it measured
+ * faster than cuDNN's plan with its epilogue (once per configuration: the
+ * verdict lives in the choice keyed by the configuration), or always when
+ * `own` asks for it (the "own" policy; unsupported where it cannot). */
 static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_choice *keyed,
-                                     const cu_act *act)
+                                     const cu_act *act, int own)
 {
-    if ((a->opts->ablate & OPSCHED_ABLATE_DEPTHWISE) || !depthwise_desc(a, &p->dw, &p->dw_nhwc))
-        return OPSCHED_OK;
+    int fits = depthwise_desc(a, &p->dw, &p->dw_nhwc);
+    if (own && !fits)
+        return CU_UNSUPPORTED(a, "own: the own kernel runs grouped convolutions of at most %d "
+                                 "input channels a group (depthwise ones among them)",
+                              OWN_MAX_GROUP_CHANNELS);
+    if (!own && ((a->opts->ablate & OPSCHED_ABLATE_DEPTHWISE) || !fits)) return OPSCHED_OK;
     p->dw_act = *act;
+    if (own) {
+        p->use_dw = 1;
+        return OPSCHED_OK;
+    }
     if (keyed->dw_wins == 0) {
-        float own = -1.0f, cudnn = -1.0f;
-        OS_TRY(time_depthwise(a, p, &own));
+        float mine = -1.0f, cudnn = -1.0f;
+        OS_TRY(time_depthwise(a, p, &mine));
         OS_TRY(time_choice(a, p->ch, &p->bias, &cudnn));
-        keyed->dw_wins = own >= 0.0f && (cudnn < 0.0f || own < cudnn) ? 1 : -1;
+        keyed->dw_wins = mine >= 0.0f && (cudnn < 0.0f || mine < cudnn) ? 1 : -1;
         os_log(a->ctx, OPSCHED_LOG_DEBUG,
-               "cuda: node '%s': depthwise: own kernel %.4f ms, cuDNN (engine %lld) %.4f ms",
-               a->node->name, (double)own, (long long)p->ch->engine, (double)cudnn);
+               "cuda: node '%s': %s: own kernel %.4f ms, cuDNN (engine %lld) %.4f ms",
+               a->node->name, p->dw.cg == 1 && p->dw.m == p->dw.c ? "depthwise" : "grouped",
+               (double)mine, (long long)p->ch->engine, (double)cudnn);
     }
     p->use_dw = keyed->dw_wins > 0;
     return OPSCHED_OK;
 }
 
-opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out)
+opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, int own, cu_plan **out)
 {
     cu_plan *base = NULL;
     conv_choice *ch = NULL;
@@ -1241,7 +1258,7 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out
      * activation (cuk_conv_residual). */
     opsched_conv_residual res;
     int node = cu_node_index(a);
-    p->res = a->opts->fuse_residual && node >= 0 &&
+    p->res = !own && a->opts->fuse_residual && node >= 0 &&
              opsched_conv_residual_find(a->g, node, &res) && cu_out(a, 0)->shape.ndim >= 2;
     if (p->res) cu_act_of(a, a->opts->fuse_activation ? res.act : -1, &act);
     /* The activation joins cuDNN's graph when cuDNN has its mode. */
@@ -1262,7 +1279,7 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out
         p->bias.act = act;
     } else if (st == OPSCHED_OK) {
         epilogue_of(a, ch, &act, &p->bias);
-        st = pick_depthwise(a, p, keyed, &act);
+        st = pick_depthwise(a, p, keyed, &act, own);
     }
     choice_unref(keyed);
     if (st != OPSCHED_OK) goto fail;
@@ -1270,7 +1287,8 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out
     if (base->workspace_bytes)
         OS_TRY_GOTO(st, cu_malloc(a->ctx, base->workspace_bytes, &base->workspace), fail);
     if (p->use_dw)
-        snprintf(a->info->algo, sizeof(a->info->algo), "depthwise%s%s", act.on ? "+" : "",
+        snprintf(a->info->algo, sizeof(a->info->algo), "%s%s%s",
+                 p->dw.cg == 1 && p->dw.m == p->dw.c ? "depthwise" : "grouped", act.on ? "+" : "",
                  act.on ? opsched_node_op_name(act.node) : "");
     else
         snprintf(a->info->algo, sizeof(a->info->algo), "graph:eng%lld%s%s%s%s",

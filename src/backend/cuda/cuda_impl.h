@@ -379,7 +379,7 @@ opsched_status cu_conv_bias_add(opsched_ctx *ctx, const cu_conv_bias *b, cuk_typ
  * fused into cuDNN's operation graph when an engine runs it, and otherwise
  * run as one kernel after the convolution.  The node has been checked to
  * be a 2-D float convolution. */
-opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_plan **out);
+opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, int own, cu_plan **out);
 /* Drops the plan cache's reference to a convolution choice (the cache's
  * release function). */
 void cu_conv_choice_release(void *choice);

@@ -145,12 +145,16 @@ cudaError_t cuk_gather(size_t elem, int64_t outer, int64_t axis, int64_t n_idx, 
  * (then only the Relu, or nothing). */
 cudaError_t cuk_bias_add(cuk_type t, int64_t n, int64_t C, int64_t cstride, const void *bias,
                          int relu, void *y, cudaStream_t stream);
-/* A depthwise convolution (one group a channel, one filter a group):
- * x [n, c, h, w] in NCHW or [n, h, w, c] in NHWC, w [c, 1, kh, kw], bias
- * [c] or NULL, y [n, c, oh, ow] (or NHWC); pads are the top and left ones
- * (the output size says the rest). */
+/* A grouped convolution with few channels a group, depthwise ones (one
+ * input channel a group) first among them: x [n, c, h, w] in NCHW or
+ * [n, h, w, c] in NHWC, w [m, cg, kh, kw] (in NHWC [m, kh, kw, cg]), bias
+ * [m] or NULL, y [n, m, oh, ow] (or NHWC), c / cg groups of m / (c / cg)
+ * output channels each; pads are the top and left ones (the output size
+ * says the rest).  Depthwise: cg 1 and m c. */
 typedef struct cuk_dw_desc {
     int64_t n, c, h, w, oh, ow;
+    int64_t m; /* output channels */
+    int cg;    /* input channels a group */
     int kh, kw, sh, sw, ph, pw, dh, dw;
 } cuk_dw_desc;
 
