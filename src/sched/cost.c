@@ -143,6 +143,7 @@ static double fit_line(const double *y, const double *x, const double *w, int n,
                        double *b)
 {
     double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    *a = *b = 0; /* when no candidate's error is a number */
     for (int i = 0; i < n; i++) {
         sw += w[i];
         sx += w[i] * x[i];

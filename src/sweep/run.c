@@ -385,6 +385,11 @@ static opsched_status resolve_policies(opsched_ctx *ctx, sweep *sw)
             OS_TRY(add_policy(ctx, sw, a, 0));
             continue;
         }
+        /* The CUDA backend's own kernel of depthwise and grouped convolutions. */
+        if (strcmp(a, "own") == 0 && strcmp(sw->backend, "cuda") == 0) {
+            OS_TRY(add_policy(ctx, sw, a, 1));
+            continue;
+        }
         if (strcmp(a, "all") == 0) {
             OS_TRY(add_policy(ctx, sw, "heuristic", 0));
             OS_TRY(add_policy(ctx, sw, "find", 0));
