@@ -4,8 +4,9 @@
 For each named model of the export set (bench/exports/models), the module
 is built as make_exports.py built it, its parameters and buffers are given
 the values compare.py writes for the export's initializers of the same
-name, and it runs on the GPU twice: strict fp32 (TF32 off for matmul and
-cuDNN) and TF32 (both on, as torch.compile's "high" precision and
+name, and it runs on the GPU three times: strict fp32 (TF32 off for matmul and
+cuDNN), PyTorch's default (TF32 convolutions, fp32 matrix products) and
+TF32 (both on, as torch.compile's "high" precision and
 `torch.backends.cuda.matmul.allow_tf32 = True` do).  Both are compared
 with ONNX Runtime's CPU run of the export with the same weights and
 inputs, the reference compare.py uses, so a row reads beside opsched's.
@@ -14,7 +15,7 @@ inputs, the reference compare.py uses, so a row reads beside opsched's.
 
 Columns: name, matched (state tensors given the export's values, of all),
 torch_fp32_rel_l2 (against ONNX Runtime: near 1e-6 when the weights match),
-torch_tf32_rel_l2, within_tol.  A model whose tensors do not all match by
+torch_default_rel_l2, torch_tf32_rel_l2, within_tol (TF32 within --tol).  A model whose tensors do not all match by
 name (an exporter that folded or renamed them) says so and its errors
 describe different weights.
 """
@@ -85,9 +86,11 @@ def main():
         net = net.to(dev).eval()
         args = [torch.from_numpy(v).to(dev) for v in inputs.values()]
         errs = {}
-        for mode, tf32 in (("fp32", False), ("tf32", True)):
-            torch.backends.cuda.matmul.allow_tf32 = tf32
-            torch.backends.cudnn.allow_tf32 = tf32
+        # PyTorch's own default is the middle one: TF32 convolutions, fp32 products.
+        for mode, mm, conv in (("fp32", False, False), ("default", False, True),
+                               ("tf32", True, True)):
+            torch.backends.cuda.matmul.allow_tf32 = mm
+            torch.backends.cudnn.allow_tf32 = conv
             with torch.no_grad():
                 out = net(*args)
             if isinstance(out, (tuple, list)):
@@ -99,16 +102,19 @@ def main():
         torch.backends.cudnn.allow_tf32 = False
         row = {"name": name, "matched": "%d/%d" % (matched, len(state)),
                "torch_fp32_rel_l2": "%.3g" % errs["fp32"],
+               "torch_default_rel_l2": "%.3g" % errs["default"],
                "torch_tf32_rel_l2": "%.3g" % errs["tf32"],
                "within_tol": int(errs["tf32"] <= a.tol)}
-        print("%-28s tensors %-9s fp32 %-9s tf32 %-9s" % (
-            name, row["matched"], row["torch_fp32_rel_l2"], row["torch_tf32_rel_l2"]))
+        print("%-28s tensors %-9s fp32 %-9s default %-9s tf32 %-9s" % (
+            name, row["matched"], row["torch_fp32_rel_l2"], row["torch_default_rel_l2"],
+            row["torch_tf32_rel_l2"]))
         rows.append(row)
         del net
         torch.cuda.empty_cache()
     with open(a.out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["name", "matched", "torch_fp32_rel_l2",
-                                          "torch_tf32_rel_l2", "within_tol"])
+                                          "torch_default_rel_l2", "torch_tf32_rel_l2",
+                                          "within_tol"])
         w.writeheader()
         w.writerows(rows)
     meta = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
