@@ -7,7 +7,7 @@ the values compare.py writes for the export's initializers of the same
 name, and it runs on the GPU three times: strict fp32 (TF32 off for matmul and
 cuDNN), PyTorch's default (TF32 convolutions, fp32 matrix products) and
 TF32 (both on, as torch.compile's "high" precision and
-`torch.backends.cuda.matmul.allow_tf32 = True` do).  Both are compared
+`torch.backends.cuda.matmul.allow_tf32 = True` do).  Each is compared
 with ONNX Runtime's CPU run of the export with the same weights and
 inputs, the reference compare.py uses, so a row reads beside opsched's.
 
@@ -15,9 +15,9 @@ inputs, the reference compare.py uses, so a row reads beside opsched's.
 
 Columns: name, matched (state tensors given the export's values, of all),
 torch_fp32_rel_l2 (against ONNX Runtime: near 1e-6 when the weights match),
-torch_default_rel_l2, torch_tf32_rel_l2, within_tol (TF32 within --tol).  A model whose tensors do not all match by
-name (an exporter that folded or renamed them) says so and its errors
-describe different weights.
+torch_default_rel_l2, torch_tf32_rel_l2, within_tol (TF32 within --tol).
+A model whose tensors do not all match by name (an exporter that folded or
+renamed them) says so, and its errors describe different weights.
 """
 import argparse
 import csv
