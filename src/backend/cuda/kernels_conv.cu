@@ -26,42 +26,44 @@ using namespace cuk;
 namespace
 {
 
-template <typename T, bool NHWC>
+/* Index arithmetic in I: int32_t when every offset of x, w and y fits
+ * (the divisions of a 64-bit index cost several times a 32-bit one's). */
+template <typename T, bool NHWC, typename I>
 __global__ void k_depthwise(cuk_dw_desc d, const T *__restrict__ x, const T *__restrict__ w,
                             const T *__restrict__ b, T *__restrict__ y, int act, cuk_ufn fn,
                             cuk_ew_params p)
 {
-    const int64_t total = d.n * d.c * d.oh * d.ow;
+    const I C = (I)d.c, H = (I)d.h, W = (I)d.w, OH = (I)d.oh, OW = (I)d.ow;
+    const I total = (I)d.n * C * OH * OW;
     const int taps = d.kh * d.kw;
-    CUK_GRID_STRIDE(i, total)
-    {
-        int64_t c, ox, oy, n, r = i;
+    for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); i < total;
+         i += (I)(gridDim.x * blockDim.x)) {
+        I c, ox, oy, n, r = i;
         if (NHWC) {
-            c = r % d.c;
-            r /= d.c;
-            ox = r % d.ow;
-            r /= d.ow;
-            oy = r % d.oh;
-            n = r / d.oh;
+            c = r % C;
+            r /= C;
+            ox = r % OW;
+            r /= OW;
+            oy = r % OH;
+            n = r / OH;
         } else {
-            ox = r % d.ow;
-            r /= d.ow;
-            oy = r % d.oh;
-            r /= d.oh;
-            c = r % d.c;
-            n = r / d.c;
+            ox = r % OW;
+            r /= OW;
+            oy = r % OH;
+            r /= OH;
+            c = r % C;
+            n = r / C;
         }
         float acc = b ? to_float(b[c]) : 0.0f;
         const T *wc = w + c * taps;
-        const int64_t y0 = oy * d.sh - d.ph, x0 = ox * d.sw - d.pw;
+        const I y0 = oy * d.sh - d.ph, x0 = ox * d.sw - d.pw;
         for (int ky = 0; ky < d.kh; ky++) {
-            const int64_t iy = y0 + (int64_t)ky * d.dh;
-            if (iy < 0 || iy >= d.h) continue;
+            const I iy = y0 + (I)ky * d.dh;
+            if (iy < 0 || iy >= H) continue;
             for (int kx = 0; kx < d.kw; kx++) {
-                const int64_t ix = x0 + (int64_t)kx * d.dw;
-                if (ix < 0 || ix >= d.w) continue;
-                const int64_t at = NHWC ? ((n * d.h + iy) * d.w + ix) * d.c + c
-                                        : ((n * d.c + c) * d.h + iy) * d.w + ix;
+                const I ix = x0 + (I)kx * d.dw;
+                if (ix < 0 || ix >= W) continue;
+                const I at = NHWC ? ((n * H + iy) * W + ix) * C + c : ((n * C + c) * H + iy) * W + ix;
                 acc += to_float(x[at]) * to_float(wc[ky * d.kw + kx]);
             }
         }
@@ -101,48 +103,49 @@ __device__ __forceinline__ float group_dot<float, true>(const float *__restrict_
  * index, so the threads of a warp that share a group read the same input
  * pixels (broadcast) and each its own filter, contiguous over taps and
  * channels. */
-template <typename T, bool NHWC, bool VEC>
+template <typename T, bool NHWC, bool VEC, typename I>
 __global__ void k_grouped(cuk_dw_desc d, const T *__restrict__ x, const T *__restrict__ w,
                           const T *__restrict__ b, T *__restrict__ y, int act, cuk_ufn fn,
                           cuk_ew_params p)
 {
-    const int64_t total = d.n * d.m * d.oh * d.ow;
-    const int64_t mg = d.m / (d.c / d.cg);
-    const int64_t plane = d.h * d.w, taps = (int64_t)d.kh * d.kw;
-    CUK_GRID_STRIDE(i, total)
-    {
-        int64_t oc, ox, oy, n, r = i;
+    const I C = (I)d.c, M = (I)d.m, H = (I)d.h, W = (I)d.w, OH = (I)d.oh, OW = (I)d.ow;
+    const I total = (I)d.n * M * OH * OW;
+    const I mg = M / (C / d.cg), cg = d.cg;
+    const I plane = H * W, taps = (I)d.kh * d.kw;
+    for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); i < total;
+         i += (I)(gridDim.x * blockDim.x)) {
+        I oc, ox, oy, n, r = i;
         if (NHWC) {
-            oc = r % d.m;
-            r /= d.m;
-            ox = r % d.ow;
-            r /= d.ow;
-            oy = r % d.oh;
-            n = r / d.oh;
+            oc = r % M;
+            r /= M;
+            ox = r % OW;
+            r /= OW;
+            oy = r % OH;
+            n = r / OH;
         } else {
-            ox = r % d.ow;
-            r /= d.ow;
-            oy = r % d.oh;
-            r /= d.oh;
-            oc = r % d.m;
-            n = r / d.m;
+            ox = r % OW;
+            r /= OW;
+            oy = r % OH;
+            r /= OH;
+            oc = r % M;
+            n = r / M;
         }
-        const int64_t c0 = (oc / mg) * d.cg;
+        const I c0 = (oc / mg) * cg;
         float acc = b ? to_float(b[oc]) : 0.0f;
-        const int64_t y0 = oy * d.sh - d.ph, x0 = ox * d.sw - d.pw;
+        const I y0 = oy * d.sh - d.ph, x0 = ox * d.sw - d.pw;
         for (int ky = 0; ky < d.kh; ky++) {
-            const int64_t iy = y0 + (int64_t)ky * d.dh;
-            if (iy < 0 || iy >= d.h) continue;
+            const I iy = y0 + (I)ky * d.dh;
+            if (iy < 0 || iy >= H) continue;
             for (int kx = 0; kx < d.kw; kx++) {
-                const int64_t ix = x0 + (int64_t)kx * d.dw;
-                if (ix < 0 || ix >= d.w) continue;
+                const I ix = x0 + (I)kx * d.dw;
+                if (ix < 0 || ix >= W) continue;
                 if (NHWC) {
-                    acc += group_dot<T, VEC>(x + ((n * d.h + iy) * d.w + ix) * d.c + c0,
-                                             w + ((oc * d.kh + ky) * d.kw + kx) * d.cg, d.cg);
+                    acc += group_dot<T, VEC>(x + ((n * H + iy) * W + ix) * C + c0,
+                                             w + ((oc * d.kh + ky) * d.kw + kx) * cg, d.cg);
                 } else {
-                    const T *xp = x + (n * d.c + c0) * plane + iy * d.w + ix;
-                    const T *wp = w + oc * d.cg * taps + ky * d.kw + kx;
-                    for (int ci = 0; ci < d.cg; ci++)
+                    const T *xp = x + (n * C + c0) * plane + iy * W + ix;
+                    const T *wp = w + oc * cg * taps + ky * d.kw + kx;
+                    for (I ci = 0; ci < cg; ci++)
                         acc += to_float(xp[ci * plane]) * to_float(wp[ci * taps]);
                 }
             }
@@ -152,13 +155,12 @@ __global__ void k_grouped(cuk_dw_desc d, const T *__restrict__ x, const T *__res
     }
 }
 
-template <typename T>
-__global__ void k_conv_residual(int64_t n, int64_t C, int64_t cstride, const T *__restrict__ b,
+template <typename T, typename I>
+__global__ void k_conv_residual(I n, I C, I cstride, const T *__restrict__ b,
                                 const T *__restrict__ r, T *__restrict__ y, int act, cuk_ufn fn,
                                 cuk_ew_params p)
 {
-    CUK_GRID_STRIDE(i, n)
-    {
+    for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += (I)(gridDim.x * blockDim.x)) {
         float v = to_float(y[i]) + to_float(r[i]);
         if (b) v += to_float(b[(i / cstride) % C]);
         if (act) v = ufloat(fn, v, p);
@@ -176,9 +178,16 @@ extern "C" cudaError_t cuk_conv_residual(cuk_type t, int64_t n, int64_t C, int64
     if (n == 0) return cudaSuccess;
     cuk_ew_params none = {0.0f, 0.0f, 0.0f, 0, 0};
     const cuk_ew_params &pp = p ? *p : none;
+    const unsigned grid = grid_for(n);
+    const bool narrow = n < ((int64_t)1 << 30) && (int64_t)grid * kThreads < ((int64_t)1 << 30);
     CUK_DISPATCH_FP((cuk_dtype)t, T, {
-        k_conv_residual<T><<<grid_for(n), kThreads, 0, stream>>>(
-            n, C, cstride, (const T *)bias, (const T *)r, (T *)y, act, fn, pp);
+        if (narrow)
+            k_conv_residual<T, int32_t><<<grid, kThreads, 0, stream>>>(
+                (int32_t)n, (int32_t)C, (int32_t)cstride, (const T *)bias, (const T *)r, (T *)y,
+                act, fn, pp);
+        else
+            k_conv_residual<T, int64_t><<<grid, kThreads, 0, stream>>>(
+                n, C, cstride, (const T *)bias, (const T *)r, (T *)y, act, fn, pp);
         return cudaGetLastError();
     });
     return cudaErrorInvalidValue;
@@ -199,24 +208,37 @@ extern "C" cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc,
     unsigned grid = grid_for(total);
     const bool depthwise = d->cg == 1 && d->m == d->c;
     const bool vec = nhwc && d->cg % 4 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
+    /* 32-bit indices when every element of x, w and y (and the padded
+     * window's reach past them) has one, with room for the grid's stride. */
+    const int64_t lim = (int64_t)1 << 30;
+    const int64_t reach = (int64_t)(d->kh + d->ph) * d->dh * d->w + (int64_t)(d->kw + d->pw) * d->dw;
+    const bool narrow = d->n * d->c * d->h * d->w + reach < lim && total < lim &&
+                        d->m * d->cg * d->kh * d->kw < lim && (int64_t)grid * kThreads < lim;
+#define CUK_GROUPED_LAUNCH(T, I)                                                                   \
+    do {                                                                                           \
+        if (!depthwise && nhwc && vec)                                                             \
+            k_grouped<T, true, true, I><<<grid, kThreads, 0, stream>>>(                            \
+                *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);             \
+        else if (!depthwise && nhwc)                                                               \
+            k_grouped<T, true, false, I><<<grid, kThreads, 0, stream>>>(                           \
+                *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);             \
+        else if (!depthwise)                                                                       \
+            k_grouped<T, false, false, I><<<grid, kThreads, 0, stream>>>(                          \
+                *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);             \
+        else if (nhwc)                                                                             \
+            k_depthwise<T, true, I><<<grid, kThreads, 0, stream>>>(                                \
+                *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);             \
+        else                                                                                       \
+            k_depthwise<T, false, I><<<grid, kThreads, 0, stream>>>(                               \
+                *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);             \
+    } while (0)
     CUK_DISPATCH_FP((cuk_dtype)t, T, {
-        if (!depthwise) {
-            if (nhwc && vec)
-                k_grouped<T, true, true><<<grid, kThreads, 0, stream>>>(
-                    *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);
-            else if (nhwc)
-                k_grouped<T, true, false><<<grid, kThreads, 0, stream>>>(
-                    *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);
-            else
-                k_grouped<T, false, false><<<grid, kThreads, 0, stream>>>(
-                    *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);
-        } else if (nhwc)
-            k_depthwise<T, true><<<grid, kThreads, 0, stream>>>(
-                *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);
+        if (narrow)
+            CUK_GROUPED_LAUNCH(T, int32_t);
         else
-            k_depthwise<T, false><<<grid, kThreads, 0, stream>>>(
-                *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);
+            CUK_GROUPED_LAUNCH(T, int64_t);
         return cudaGetLastError();
     });
+#undef CUK_GROUPED_LAUNCH
     return cudaErrorInvalidValue;
 }
