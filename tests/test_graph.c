@@ -159,6 +159,66 @@ static void test_gemm_matmul_broadcast(void **state)
     done(ctx, g);
 }
 
+/* Element-wise chains: Add (broadcast bias) -> Gelu -> Mul (scale, the
+ * running value second) -> Add (residual) is one chain of four with three
+ * side operands; a Sub reading the running value second stops a chain; a
+ * tensor read twice ends one; a graph output may end a chain but not sit
+ * inside it. */
+static void test_ew_chain(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_graph *g = new_graph(&ctx);
+    int x = add_input(g, "x", "2x8x16"), bias = add_input(g, "bias", "16");
+    int scale = add_input(g, "scale", "16"), res = add_input(g, "res", "2x8x16");
+    int t[8];
+    int a0[2] = {x, bias};
+    assert_int_equal(opsched_graph_add_node(g, "add_bias", OPSCHED_OP_ADD, NULL, a0, 2, 1, NULL,
+                                            &t[0]),
+                     OPSCHED_OK);
+    assert_int_equal(opsched_graph_add_node(g, "gelu", OPSCHED_OP_GELU, NULL, &t[0], 1, 1, NULL,
+                                            &t[1]),
+                     OPSCHED_OK);
+    int a2[2] = {scale, t[1]};
+    assert_int_equal(opsched_graph_add_node(g, "mul_scale", OPSCHED_OP_MUL, NULL, a2, 2, 1, NULL,
+                                            &t[2]),
+                     OPSCHED_OK);
+    int a3[2] = {t[2], res};
+    assert_int_equal(opsched_graph_add_node(g, "add_res", OPSCHED_OP_ADD, NULL, a3, 2, 1, NULL,
+                                            &t[3]),
+                     OPSCHED_OK);
+    /* t[3] is read twice: the chain ends at add_res. */
+    assert_int_equal(opsched_graph_add_node(g, "relu", OPSCHED_OP_RELU, NULL, &t[3], 1, 1, NULL,
+                                            &t[4]),
+                     OPSCHED_OK);
+    int a5[2] = {res, t[3]};
+    assert_int_equal(opsched_graph_add_node(g, "sub", OPSCHED_OP_SUB, NULL, a5, 2, 1, NULL, &t[5]),
+                     OPSCHED_OK);
+    /* res - relu(...): Sub with the running value second stops the chain. */
+    int a6[2] = {res, t[4]};
+    assert_int_equal(opsched_graph_add_node(g, "sub2", OPSCHED_OP_SUB, NULL, a6, 2, 1, NULL, &t[6]),
+                     OPSCHED_OK);
+    opsched_ew_chain c;
+    assert_int_equal(opsched_ew_chain_find(g, 0, &c), 1);
+    assert_int_equal(c.n, 4);
+    assert_int_equal(c.nodes[3], 3);
+    assert_int_equal(c.running_second[2], 1);
+    int sides[OPSCHED_CHAIN_MAX];
+    assert_int_equal(opsched_ew_chain_sides(g, &c, sides), 2);
+    assert_int_equal(sides[0], scale);
+    assert_int_equal(sides[1], res);
+    assert_int_equal(opsched_ew_chain_find(g, 4, &c), 0); /* relu -> sub2 (running second) */
+    assert_int_equal(opsched_ew_chain_find(g, 5, &c), 0); /* nothing after */
+    assert_int_equal(opsched_ew_chain_find(g, 2, &c), 1); /* from the middle */
+    assert_int_equal(c.n, 2);
+    /* A graph output inside: the chain stops before the node that reads it. */
+    assert_int_equal(opsched_graph_mark_output(g, t[1]), OPSCHED_OK);
+    assert_int_equal(opsched_ew_chain_find(g, 0, &c), 1);
+    assert_int_equal(c.n, 2);
+    assert_int_equal(opsched_ew_chain_find(g, 1, &c), 0);
+    done(ctx, g);
+}
+
 static void test_concat_split_views(void **state)
 {
     (void)state;
@@ -295,6 +355,7 @@ int main(void)
         cmocka_unit_test(test_concat_split_views), cmocka_unit_test(test_names_unique),
         cmocka_unit_test(test_peak_memory),        cmocka_unit_test(test_batchnorm_params),
         cmocka_unit_test(test_set_data),           cmocka_unit_test(test_free_null),
+        cmocka_unit_test(test_ew_chain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -667,6 +667,29 @@ typedef struct opsched_conv_residual {
 } opsched_conv_residual;
 int opsched_conv_residual_find(const opsched_graph *g, int node, opsched_conv_residual *out);
 
+/* Element-wise chains (chain.c): nodes run as one launch.  A chainable
+ * node is an element-wise function of float data (the activations, Erf,
+ * Sqrt, the float unary functions; Add, Sub, Mul, Div, Pow, Min, Max,
+ * PRelu) whose operands have its output's type.  opsched_ew_chain_find
+ * gives the chain that starts at `node`: each later node the only reader
+ * of the previous output (not a graph output), chainable, of the head's
+ * output shape and type, reading the running value as its first operand
+ * or as either operand of Add, Mul, Min or Max; at least two nodes, at
+ * most OPSCHED_CHAIN_MAX, returning 1 and filling *out (else 0).
+ * opsched_ew_chain_sides writes the later nodes' other operands in chain
+ * order (at most OPSCHED_CHAIN_MAX - 2) and returns their count: a plan
+ * that runs the chain (opsched_plan_options.fuse_chain) takes them as
+ * inputs after the head's own. */
+#define OPSCHED_CHAIN_MAX 8
+typedef struct opsched_ew_chain {
+    int n;                                /* nodes, the head first */
+    int nodes[OPSCHED_CHAIN_MAX];
+    int running_second[OPSCHED_CHAIN_MAX]; /* 1: the running value is the node's operand 1 */
+} opsched_ew_chain;
+int opsched_op_is_chainable(const opsched_graph *g, const opsched_node *n);
+int opsched_ew_chain_find(const opsched_graph *g, int node, opsched_ew_chain *out);
+int opsched_ew_chain_sides(const opsched_graph *g, const opsched_ew_chain *c, int *sides);
+
 /* Sums the costs and simulates a sequential run for the peak memory. */
 opsched_status opsched_graph_totals_compute(const opsched_graph *g, opsched_graph_totals *out);
 

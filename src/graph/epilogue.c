@@ -36,9 +36,7 @@ int opsched_op_is_epilogue(const opsched_node *n)
     }
 }
 
-/* The only reader of tensor t among the nodes after `from`, or -1 (none,
- * or t is read more than once or is a graph output). */
-static int sole_reader(const opsched_graph *g, int t, int from)
+int os_graph_sole_reader(const opsched_graph *g, int t, int from)
 {
     if (opsched_graph_num_consumers(g, t) != 1 || os_graph_is_output(g, t)) return -1;
     for (int j = from + 1; j < opsched_graph_num_nodes(g); j++) {
@@ -54,7 +52,7 @@ int opsched_conv_epilogue(const opsched_graph *g, int node)
     const opsched_node *n = opsched_graph_node(g, node);
     if (!n || n->op != OPSCHED_OP_CONV || n->n_outputs != 1) return -1;
     int y = n->outputs[0];
-    int j = sole_reader(g, y, node);
+    int j = os_graph_sole_reader(g, y, node);
     if (j < 0) return -1;
     const opsched_node *c = opsched_graph_node(g, j);
     if (!opsched_op_is_epilogue(c)) return -1;
@@ -88,7 +86,7 @@ int opsched_conv_residual_find(const opsched_graph *g, int node, opsched_conv_re
     const opsched_node *n = opsched_graph_node(g, node);
     if (!n || n->op != OPSCHED_OP_CONV || n->n_outputs != 1) return 0;
     int y = n->outputs[0];
-    int a = sole_reader(g, y, node);
+    int a = os_graph_sole_reader(g, y, node);
     if (a < 0) return 0;
     const opsched_node *add = opsched_graph_node(g, a);
     if (add->op != OPSCHED_OP_ADD || add->n_inputs != 2 || add->n_outputs != 1) return 0;
@@ -99,7 +97,7 @@ int opsched_conv_residual_find(const opsched_graph *g, int node, opsched_conv_re
     if (!ty || !tr || !tz || tr->dtype != ty->dtype || tz->dtype != ty->dtype ||
         !opsched_shape_equal(&tr->shape, &ty->shape) || !opsched_shape_equal(&tz->shape, &ty->shape))
         return 0;
-    int act = sole_reader(g, add->outputs[0], a);
+    int act = os_graph_sole_reader(g, add->outputs[0], a);
     if (act >= 0) {
         const opsched_node *c = opsched_graph_node(g, act);
         const opsched_tensor *tc = opsched_graph_tensor(g, c->outputs[0]);

@@ -39,5 +39,8 @@ opsched_status os_infer(opsched_graph *g, const char *name, opsched_op_kind op,
 int os_broadcast(const opsched_shape *a, const opsched_shape *b, opsched_shape *out);
 /* 1 when tensor t is one of the graph's outputs. */
 int os_graph_is_output(const opsched_graph *g, int t);
+/* The only reader of tensor t among the nodes after `from`, or -1 (none,
+ * or t is read more than once or is a graph output). */
+int os_graph_sole_reader(const opsched_graph *g, int t, int from);
 
 #endif /* OS_GRAPH_IMPL_H */
