@@ -320,6 +320,51 @@ static void test_fused_residual(void **state)
     opsched_graph_free(g);
 }
 
+/* Element-wise chains run as one launch: after a convolution, Add (a
+ * [C, 1, 1] bias) -> Gelu -> Mul (a [1, C, 1, 1] scale, the running value
+ * its second operand) -> Add (the input) -> Sigmoid, against the reference
+ * with fusion on and off; with it on, the convolution and the chain are
+ * the only launches. */
+static void test_fused_chain(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_graph *g = NULL;
+    opsched_shape xs = {4, {2, 4, 6, 6}}, bs = {3, {4, 1, 1}}, ss = {4, {1, 4, 1, 1}};
+    int x, bias, scale, c, t0, t1, t2, t3, y;
+    CHECK(opsched_graph_create(env.ctx, "chain", &g));
+    CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
+    CHECK(opsched_graph_add_tensor(g, "bias", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &bs, &bias));
+    CHECK(opsched_graph_add_tensor(g, "scale", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &ss, &scale));
+    opsched_conv_desc d = conv3x3(4);
+    CHECK(opsched_build_conv(g, "conv", x, &d, &c));                             /* node 0 */
+    CHECK(opsched_build_binary(g, "add_bias", OPSCHED_OP_ADD, c, bias, &t0));    /* 1 */
+    CHECK(opsched_build_unary(g, "gelu", OPSCHED_OP_GELU, NULL, t0, &t1));       /* 2 */
+    CHECK(opsched_build_binary(g, "mul_scale", OPSCHED_OP_MUL, scale, t1, &t2)); /* 3 */
+    CHECK(opsched_build_binary(g, "add_x", OPSCHED_OP_ADD, t2, x, &t3));         /* 4 */
+    CHECK(opsched_build_unary(g, "sigmoid", OPSCHED_OP_SIGMOID, NULL, t3, &y));  /* 5 */
+    CHECK(opsched_graph_mark_output(g, y));
+    assert_int_equal(netref_set_weights(g, 41), 0);
+    opsched_exec_options on = {.plan = {.fuse_activation = 1}}, off = {0};
+    compare_with_reference(g, &on, 1e-5);
+    compare_with_reference(g, &off, 1e-5);
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &on, &ex));
+    for (int k = 2; k <= 5; k++)
+        assert_int_equal(opsched_executor_layer(ex, k)->role, OPSCHED_ROLE_FUSED);
+    assert_string_equal(opsched_executor_layer(ex, 1)->algo, "chain:5");
+    opsched_exec_info info;
+    CHECK(opsched_executor_info(ex, &info));
+    assert_int_equal(info.n_launches, 2);
+    opsched_executor_free(ex);
+    /* Without fusion every node launches. */
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &off, &ex));
+    CHECK(opsched_executor_info(ex, &info));
+    assert_int_equal(info.n_launches, 6);
+    opsched_executor_free(ex);
+    opsched_graph_free(g);
+}
+
 /* Merged convolutions run one activation: two 1x1 convolutions of the
  * same input, one with a Relu and one with a Sigmoid, are no epilogue
  * pair; two Sigmoids are. */
@@ -715,7 +760,7 @@ int main(void)
         cmocka_unit_test(test_conversions),         cmocka_unit_test(test_small_graph),
         cmocka_unit_test(test_fused_relu),          cmocka_unit_test(test_views_alias),
         cmocka_unit_test(test_fused_activations),   cmocka_unit_test(test_fused_residual),
-        cmocka_unit_test(test_epilogue_same),
+        cmocka_unit_test(test_epilogue_same),       cmocka_unit_test(test_fused_chain),
         cmocka_unit_test(test_arena_vs_peak),       cmocka_unit_test(test_run_layers),
         cmocka_unit_test(test_capture_unsupported), cmocka_unit_test(test_forced_algorithm),
         cmocka_unit_test(test_io_errors),           cmocka_unit_test(test_lifetimes_in_launches),

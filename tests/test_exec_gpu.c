@@ -104,9 +104,17 @@ static float *infer(opsched_device *dev, const opsched_graph *g, const opsched_e
 
 /* fuse: every mode with fusion on (conv epilogues and residual Adds, as
  * deployed) against the unfused fp32 reference. */
+static void check_graph_modes(opsched_graph *g, const char *model, int fuse);
+
 static void check_math_modes(const char *model, int fuse)
 {
     opsched_graph *g = zoo(model, 21);
+    check_graph_modes(g, model, fuse);
+    opsched_graph_free(g);
+}
+
+static void check_graph_modes(opsched_graph *g, const char *model, int fuse)
+{
     size_t nx = input_numel(g), n_ref = 0, n = 0;
     float *x = random_values(nx, 8);
     opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};
@@ -134,6 +142,53 @@ static void check_math_modes(const char *model, int fuse)
     assert_int_equal(failures, 0);
     free(ref);
     free(x);
+}
+
+/* Element-wise chains as one kernel: after a convolution, Add (a bias of
+ * [C, 1, 1]) -> Gelu -> Mul (a [1, C, 1, 1] scale, the running value its
+ * second operand) -> Add (the input, a residual) -> Sigmoid runs as one
+ * launch in both layouts and every math mode, against the CPU backend in
+ * fp32 (which runs the nodes one by one). */
+static void test_chains(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    opsched_graph *g = NULL;
+    opsched_shape xs = {4, {2, 16, 8, 8}}, bs = {3, {16, 1, 1}}, ss = {4, {1, 16, 1, 1}};
+    int x, bias, scale, c, t0, t1, t2, t3, y;
+    CHECK(opsched_graph_create(env.ctx, "chains", &g));
+    CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
+    CHECK(opsched_graph_add_tensor(g, "bias", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &bs, &bias));
+    CHECK(opsched_graph_add_tensor(g, "scale", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &ss, &scale));
+    opsched_conv_desc d = {.out_channels = 16, .kernel_h = 3, .kernel_w = 3, .stride_h = 1,
+                           .stride_w = 1, .pad_h = 1, .pad_w = 1, .bias = 1};
+    CHECK(opsched_build_conv(g, "conv", x, &d, &c));                               /* node 0 */
+    CHECK(opsched_build_binary(g, "add_bias", OPSCHED_OP_ADD, c, bias, &t0));      /* 1 */
+    CHECK(opsched_build_unary(g, "gelu", OPSCHED_OP_GELU, NULL, t0, &t1));         /* 2 */
+    CHECK(opsched_build_binary(g, "mul_scale", OPSCHED_OP_MUL, scale, t1, &t2));   /* 3 */
+    CHECK(opsched_build_binary(g, "add_x", OPSCHED_OP_ADD, t2, x, &t3));           /* 4 */
+    CHECK(opsched_build_unary(g, "sigmoid", OPSCHED_OP_SIGMOID, NULL, t3, &y));    /* 5 */
+    CHECK(opsched_graph_mark_output(g, y));
+    assert_int_equal(netref_set_weights(g, 31), 0);
+    opsched_ew_chain ch;
+    assert_int_equal(opsched_ew_chain_find(g, 1, &ch), 1);
+    assert_int_equal(ch.n, 5);
+    check_graph_modes(g, "chains", 1);
+    for (int layout = 0; layout < 2; layout++) {
+        opsched_exec_options o = {.plan = {.math = OPSCHED_MATH_FP32,
+                                           .layout = (opsched_layout)layout,
+                                           .fuse_activation = 1}};
+        opsched_executor *ex = NULL;
+        CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+        opsched_exec_info info;
+        CHECK(opsched_executor_info(ex, &info));
+        print_message("  chains, %s: %d launches; the head: %s\n", layout ? "NHWC" : "NCHW",
+                      info.n_launches, opsched_executor_layer(ex, 1)->algo);
+        for (int k = 2; k <= 5; k++)
+            assert_int_equal(opsched_executor_layer(ex, k)->role, OPSCHED_ROLE_FUSED);
+        assert_int_equal(info.n_launches, 2); /* the convolution and the chain */
+        opsched_executor_free(ex);
+    }
     opsched_graph_free(g);
 }
 
@@ -304,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_googlenet_math),
         cmocka_unit_test(test_capture_replay),
         cmocka_unit_test(test_forced_algorithm),
+        cmocka_unit_test(test_chains),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

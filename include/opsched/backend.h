@@ -167,6 +167,10 @@ typedef struct opsched_plan_options {
     int fuse_residual;         /* conv: run its residual Add and the activation after it
                                 * (opsched_conv_residual_find); the launch's input 3 is r */
     unsigned ablate;           /* opsched_ablation bits: 0 for the planner as it is */
+    int fuse_chain;            /* element-wise node: run the chain that starts at it
+                                * (opsched_ew_chain_find) in one launch, whose inputs
+                                * are the node's, then the chain's side operands
+                                * (opsched_ew_chain_sides) */
 } opsched_plan_options;
 
 /* Forward convolution algorithms a backend can try, in its order; the list
@@ -188,14 +192,18 @@ typedef struct opsched_plan_info {
     int fused_activation;      /* 1 when the epilogue activation runs in the plan */
     int fused_residual;        /* 1 when the residual Add (and the activation after it,
                                 * when fused_activation) runs in the plan */
+    int fused_chain;           /* nodes of the element-wise chain the plan runs (the
+                                * head among them), 0 when it runs its node alone */
 } opsched_plan_info;
 opsched_status opsched_plan_info_get(const opsched_plan *p, opsched_plan_info *out);
 
 /* Enqueues one run of the plan on stream s (NULL: the default stream).
  * inputs[i] and outputs[i] follow the node's inputs and outputs (an omitted
  * optional input is NULL; a convolution planned with its residual takes r
- * as input 3, after a NULL bias when it has none); each must hold the tensor in the plan's dtype
- * and layout.  Returns without waiting. */
+ * as input 3, after a NULL bias when it has none; a plan that runs an
+ * element-wise chain takes the chain's side operands after the node's
+ * inputs and writes the chain's last value as its output); each must hold
+ * the tensor in the plan's dtype and layout.  Returns without waiting. */
 opsched_status opsched_plan_launch(opsched_plan *p, opsched_stream *s,
                                    opsched_buffer *const *inputs, opsched_buffer *const *outputs);
 

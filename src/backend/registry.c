@@ -496,6 +496,19 @@ opsched_status opsched_plan_create(opsched_device *dev, const opsched_graph *g, 
     }
     p->dev = dev;
     p->n_inputs = p->info.fused_residual ? 4 : n->n_inputs; /* r is input 3 */
+    if (p->info.fused_chain) { /* the chain's side operands after the node's inputs */
+        opsched_ew_chain c;
+        int sides[OPSCHED_CHAIN_MAX];
+        if (!opts->fuse_chain || !opsched_ew_chain_find(g, node, &c) ||
+            c.n != p->info.fused_chain) {
+            dev->be->plan_free(dev->impl, p->impl);
+            free(p);
+            return OS_FAIL(dev->ctx, OPSCHED_ERR_BACKEND,
+                           "plan: node '%s': the backend ran a chain it was not asked for",
+                           n->name);
+        }
+        p->n_inputs = n->n_inputs + opsched_ew_chain_sides(g, &c, sides);
+    }
     p->n_outputs = n->n_outputs;
     *out = p;
     return OPSCHED_OK;

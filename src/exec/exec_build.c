@@ -265,6 +265,8 @@ typedef struct ex_build {
     ex_place *place;
     opsched_plan **plans; /* per node, NULL when it launches nothing */
     int *residual;        /* per node: the residual a convolution's plan adds (input 3), or -1 */
+    int **chain_in;       /* per node: a chain's launch inputs (its own, then the sides), or NULL */
+    int *chain_n;         /* per node: their count */
     int *follow_next;     /* copying views after the same node: a list per node */
     int *follow_head;     /* per node (+1 slot for the prologue at index n_nodes) */
     /* per stage, for MERGE stages: up to three launches (conv, relu, split) */
@@ -281,6 +283,7 @@ static opsched_exec_options node_options(const ex_build *b, int stage)
 {
     opsched_exec_options o = *b->o;
     o.plan.fuse_residual = 0; /* plan_node asks for it where the launch can read it */
+    o.plan.fuse_chain = 0;    /* likewise */
     if (stage >= 0 && b->s->stages[stage].kind == OPSCHED_STAGE_CONCURRENT &&
         b->s->stages[stage].n_groups > 1) {
         if (b->o->concurrent_algo) o.plan.algo = b->o->concurrent_algo;
@@ -324,6 +327,74 @@ static void absorb(opsched_executor *ex, ex_build *b, int i, int j)
         opsched_graph_node(b->g, i)->outputs[0];
 }
 
+/* 1 when chain c of node i can run as i's launch: every later node still
+ * launches on its own (not fused elsewhere, not in a merge) and every side
+ * operand exists when i launches. */
+static int chain_ok(const opsched_executor *ex, const ex_build *b, int i, const opsched_ew_chain *c)
+{
+    int sides[OPSCHED_CHAIN_MAX];
+    for (int k = 1; k < c->n; k++)
+        if (ex->nodes[c->nodes[k]].role != OPSCHED_ROLE_LAUNCH ||
+            b->place[c->nodes[k]].merge_first >= 0)
+            return 0;
+    int n = opsched_ew_chain_sides(b->g, c, sides);
+    for (int k = 0; k < n; k++) {
+        int p = opsched_tensor_scheduled_producer(b->g, sides[k]);
+        if (p >= 0 && !launches_before(b, p, i)) return 0;
+    }
+    return 1;
+}
+
+/* Plans node i as the head of its element-wise chain; the later nodes
+ * become aliases of its output, and the launch reads the sides after the
+ * node's own inputs.  A backend that runs the node alone gives the plan
+ * the node would have had anyway, which is kept.  *done is 0 when node i
+ * heads no chain that can run here (nothing planned). */
+static opsched_status plan_chain(opsched_executor *ex, ex_build *b, int i,
+                                 const opsched_exec_options *base, int *done)
+{
+    opsched_ew_chain c;
+    *done = 0;
+    if (!base->plan.fuse_activation || !opsched_ew_chain_find(b->g, i, &c) || !chain_ok(ex, b, i, &c))
+        return OPSCHED_OK;
+    opsched_exec_options o = *base;
+    o.plan.fuse_chain = 1;
+    opsched_layer_info li;
+    memset(&li, 0, sizeof(li));
+    opsched_plan *plan = NULL;
+    OS_TRY(os_exec_plan_node(ex->dev, b->g, i, &o, &li, &plan));
+    opsched_plan_info pi;
+    opsched_status st = opsched_plan_info_get(plan, &pi);
+    if (st != OPSCHED_OK) {
+        opsched_plan_free(plan);
+        return st;
+    }
+    if (!pi.fused_chain) { /* the backend ran the node alone: its plan as any other */
+        b->plans[i] = plan;
+        note_plan(ex, i, plan, &li);
+        *done = 1;
+        return OPSCHED_OK;
+    }
+    const opsched_node *n = opsched_graph_node(b->g, i);
+    int sides[OPSCHED_CHAIN_MAX];
+    int ns = opsched_ew_chain_sides(b->g, &c, sides);
+    int *in = malloc(sizeof(int) * (size_t)(n->n_inputs + ns));
+    if (!in) {
+        opsched_plan_free(plan);
+        return OS_NOMEM(ex->ctx);
+    }
+    memcpy(in, n->inputs, sizeof(int) * (size_t)n->n_inputs);
+    memcpy(in + n->n_inputs, sides, sizeof(int) * (size_t)ns);
+    b->chain_in[i] = in;
+    b->chain_n[i] = n->n_inputs + ns;
+    b->plans[i] = plan;
+    for (int k = 1; k < c.n; k++)
+        absorb(ex, b, i, c.nodes[k]);
+    note_plan(ex, i, plan, &li);
+    *done = 1;
+    return OPSCHED_OK;
+}
+
 /* Plans node i; a convolution that fused the Relu after it makes that
  * Relu an alias of its output.  One that fused its residual Add (when the
  * residual's producer launches before it, so the launch can read it, and
@@ -332,6 +403,12 @@ static void absorb(opsched_executor *ex, ex_build *b, int i, int j)
 static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
 {
     opsched_exec_options o = node_options(b, b->place[i].stage);
+    if (opsched_graph_node(b->g, i)->op != OPSCHED_OP_CONV &&
+        ex->nodes[i].role == OPSCHED_ROLE_LAUNCH) {
+        int done = 0;
+        OS_TRY(plan_chain(ex, b, i, &o, &done));
+        if (done) return OPSCHED_OK;
+    }
     opsched_layer_info li;
     memset(&li, 0, sizeof(li));
     opsched_conv_residual res;
@@ -823,6 +900,10 @@ static opsched_status launch_node(opsched_executor *ex, ex_build *b, int i, int 
         OS_TRY(add_launch(ex, b->plans[i], i, stage, stream, n->name, in, 4, n->outputs,
                           n->n_outputs));
         b->plans[i] = NULL;
+    } else if (b->plans[i] && b->chain_in[i]) { /* the head's inputs, then the sides */
+        OS_TRY(add_launch(ex, b->plans[i], i, stage, stream, n->name, b->chain_in[i],
+                          b->chain_n[i], n->outputs, n->n_outputs));
+        b->plans[i] = NULL;
     } else if (b->plans[i]) {
         OS_TRY(add_launch(ex, b->plans[i], i, stage, stream, n->name, n->inputs, n->n_inputs,
                           n->outputs, n->n_outputs));
@@ -1118,6 +1199,10 @@ static void build_release(ex_build *b, int n_nodes)
             free(b->merges[k].out[j]);
         }
     }
+    for (int i = 0; b->chain_in && i < n_nodes; i++)
+        free(b->chain_in[i]);
+    free(b->chain_in);
+    free(b->chain_n);
     free(b->plans);
     free(b->residual);
     free(b->merges);
@@ -1206,10 +1291,13 @@ static opsched_status build(opsched_executor *ex, const opsched_graph *g, const 
     b.place = calloc((size_t)ex->n_nodes + 1, sizeof(*b.place));
     b.plans = calloc((size_t)ex->n_nodes + 1, sizeof(*b.plans));
     b.residual = malloc(((size_t)ex->n_nodes + 1) * sizeof(int));
+    b.chain_in = calloc((size_t)ex->n_nodes + 1, sizeof(*b.chain_in));
+    b.chain_n = calloc((size_t)ex->n_nodes + 1, sizeof(int));
     b.follow_head = calloc((size_t)ex->n_nodes + 1, sizeof(int));
     b.follow_next = calloc((size_t)ex->n_nodes + 1, sizeof(int));
     b.merges = calloc((size_t)s->n_stages + 1, sizeof(*b.merges));
-    if (!b.place || !b.plans || !b.residual || !b.follow_head || !b.follow_next || !b.merges) {
+    if (!b.place || !b.plans || !b.residual || !b.chain_in || !b.chain_n || !b.follow_head ||
+        !b.follow_next || !b.merges) {
         st = OS_NOMEM(ex->ctx);
         goto done;
     }

@@ -87,8 +87,9 @@ static const tool_opt profile_opts[] = {
     {"cuda-graph", 0, "on|off", "also time replays of a captured CUDA graph (default on)",
      PF_CUDA_GRAPH},
     {"fuse", 0, "on|off", "run a convolution, its bias and the activation after\nit "
-                          "(Relu, Clip, SiLU, GELU, HardSwish...) as one\noperation, and exported "
-                          "patterns (x*Sigmoid(x), the\nGELU formula) as one operator (default on)",
+                          "(Relu, Clip, SiLU, GELU, HardSwish...) as one\noperation, chains of "
+                          "element-wise nodes as one launch,\nand exported patterns "
+                          "(x*Sigmoid(x), the GELU formula)\nas one operator (default on)",
      PF_FUSE},
     {"layers", 0, "on|off", "time every layer: layers CSV, attribution (default on)", PF_LAYERS},
     {"host-layers", 0, "on|off", "the host's time to enqueue each layer in a free run\n(read in "

@@ -101,7 +101,7 @@ static const tool_opt run_exec_opts[] = {
     {"concurrent-algo", 0, "P", "policy for nodes of stages with several groups (default:\n"
                                 "--algo)",
      RU_CONC_ALGO},
-    {"fuse", 0, "on|off", "convolution + bias + its activation (Relu, Clip, SiLU,\nGELU, HardSwish...) as one operation, and exported patterns\n(x*Sigmoid(x), the GELU formula) as one operator (default on)", RU_FUSE},
+    {"fuse", 0, "on|off", "convolution + bias + its activation (Relu, Clip, SiLU,\nGELU, HardSwish...) as one operation, chains of element-wise\nnodes as one launch, and exported patterns (x*Sigmoid(x),\nthe GELU formula) as one operator (default on)", RU_FUSE},
     {"concat-elision", 0, "on|off", "producers write into concat slices (default on)",
      RU_ELISION},
     {"ablate", 0, "LIST", "turn parts of the CUDA planner off, to measure what\neach buys: "

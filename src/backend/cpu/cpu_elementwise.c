@@ -23,27 +23,27 @@ static double sigmoid(double x)
 }
 
 /* f(x) for every activation kind and Unary function, in double. */
-static double unary_f(const cpu_node *n, double x)
+static double unary_fx(opsched_op_kind op, const opsched_op_attr *at, double x)
 {
-    switch (n->op) {
+    switch (op) {
     case OPSCHED_OP_RELU:
         return x < 0 ? 0.0 : x;
     case OPSCHED_OP_CLIP:
-        return x < n->attr.clip.min   ? n->attr.clip.min
-               : x > n->attr.clip.max ? n->attr.clip.max
+        return x < at->clip.min   ? at->clip.min
+               : x > at->clip.max ? at->clip.max
                                       : x;
     case OPSCHED_OP_SIGMOID:
         return sigmoid(x);
     case OPSCHED_OP_TANH:
         return tanh(x);
     case OPSCHED_OP_GELU:
-        if (n->attr.gelu.tanh_approx)
+        if (at->gelu.tanh_approx)
             return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
         return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
     case OPSCHED_OP_ERF:
         return erf(x);
     case OPSCHED_OP_HARDSIGMOID: {
-        double v = n->attr.hardsigmoid.alpha * x + n->attr.hardsigmoid.beta;
+        double v = at->hardsigmoid.alpha * x + at->hardsigmoid.beta;
         return v < 0 ? 0 : v > 1 ? 1 : v;
     }
     case OPSCHED_OP_HARDSWISH: {
@@ -53,10 +53,15 @@ static double unary_f(const cpu_node *n, double x)
     case OPSCHED_OP_SQRT:
         return sqrt(x);
     case OPSCHED_OP_UNARY:
-        return opsched_unary_eval(&n->attr.unary, x);
+        return opsched_unary_eval(&at->unary, x);
     default: /* Identity, Dropout */
         return x;
     }
+}
+
+static double unary_f(const cpu_node *n, double x)
+{
+    return unary_fx(n->op, &n->attr, x);
 }
 
 /* 1 when f has exact integer semantics (unary_i); the others go through
@@ -149,9 +154,14 @@ opsched_status cpu_loop_unary(opsched_ctx *ctx, const cpu_node *n, void *const *
 
 /* The Binary function a node computes; the arithmetic kinds map to
  * OPSCHED_BINARY_FN_COUNT and are told apart by op. */
+static opsched_binary_fn binary_fnx(opsched_op_kind op, const opsched_op_attr *at)
+{
+    return op == OPSCHED_OP_BINARY ? at->binary.fn : OPSCHED_BINARY_FN_COUNT;
+}
+
 static opsched_binary_fn binary_fn(const cpu_node *n)
 {
-    return n->op == OPSCHED_OP_BINARY ? n->attr.binary.fn : OPSCHED_BINARY_FN_COUNT;
+    return binary_fnx(n->op, &n->attr);
 }
 
 /* Python's modulo: the result has the sign of the divisor. */
@@ -162,9 +172,9 @@ static double mod_f(double a, double b)
     return r == 0 ? copysign(0.0, b) : r;
 }
 
-static double binary_f(const cpu_node *n, double a, double b)
+static double binary_fx(opsched_op_kind op, const opsched_op_attr *at, double a, double b)
 {
-    switch (n->op) {
+    switch (op) {
     case OPSCHED_OP_ADD:
         return a + b;
     case OPSCHED_OP_SUB:
@@ -178,7 +188,7 @@ static double binary_f(const cpu_node *n, double a, double b)
     default:
         break;
     }
-    switch (binary_fn(n)) {
+    switch (binary_fnx(op, at)) {
     case OPSCHED_BINARY_MOD:
         return mod_f(a, b);
     case OPSCHED_BINARY_FMOD:
@@ -207,7 +217,7 @@ static double binary_f(const cpu_node *n, double a, double b)
         return a < 0 ? a * b : a;
     default: { /* shifts and bitwise functions: integers only in ONNX */
         int64_t x = cpu_double_to_int(a, OPSCHED_INT64), y = cpu_double_to_int(b, OPSCHED_INT64);
-        switch (binary_fn(n)) {
+        switch (binary_fnx(op, at)) {
         case OPSCHED_BINARY_BITWISE_AND:
             return (double)(x & y);
         case OPSCHED_BINARY_BITWISE_OR:
@@ -219,6 +229,11 @@ static double binary_f(const cpu_node *n, double a, double b)
         }
     }
     }
+}
+
+static double binary_f(const cpu_node *n, double a, double b)
+{
+    return binary_fx(n->op, &n->attr, a, b);
 }
 
 /* a to the power e, wrapping; a negative exponent leaves 1 / a^-e
@@ -341,6 +356,43 @@ opsched_status cpu_loop_binary(opsched_ctx *ctx, const cpu_node *n, void *const 
                 cpu_store_f(out[0], ydt, i++,
                             binary_f(n, cpu_load_f(in[0], adt, oa + j * sa),
                                      cpu_load_f(in[1], bdt, ob + j * sb)));
+        }
+    }
+    return OPSCHED_OK;
+}
+
+/* ---- element-wise chains ------------------------------------------------- */
+
+opsched_status cpu_loop_chain(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                              void *const *out)
+{
+    if (n->n_in + 1 > CPU_WALK_OPS)
+        return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "cpu: a chain of %d operands", n->n_in);
+    const opsched_shape *o = &n->out[0];
+    cpu_walk w;
+    int64_t len, rows, i = 0;
+    cpu_walk_init(&w, o);
+    for (int k = 0; k < n->n_in; k++)
+        cpu_bcast_strides(&n->in[k], o, w.st[k]);
+    cpu_rows(o, &len, &rows);
+    int last = o->ndim - 1;
+    int64_t step[CPU_WALK_OPS];
+    for (int k = 0; k < n->n_in; k++)
+        step[k] = last >= 0 ? w.st[k][last] : 0;
+    float *y = out[0];
+    for (int64_t r = 0; r < rows; r++, cpu_walk_step(&w, last)) {
+        for (int64_t j = 0; j < len; j++) {
+            double v = ((const float *)in[0])[w.off[0] + j * step[0]];
+            for (int s = 0; s < n->n_chain; s++) {
+                const cpu_chain_step *c = &n->chain[s];
+                if (!c->binary) {
+                    v = unary_fx(c->op, &c->attr, v);
+                    continue;
+                }
+                double u = ((const float *)in[c->operand])[w.off[c->operand] + j * step[c->operand]];
+                v = c->swap ? binary_fx(c->op, &c->attr, u, v) : binary_fx(c->op, &c->attr, v, u);
+            }
+            y[i++] = (float)v;
         }
     }
     return OPSCHED_OK;

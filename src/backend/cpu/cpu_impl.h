@@ -55,7 +55,17 @@ typedef struct cpu_node {
     int fused_act;               /* the convolution applies its epilogue activation: */
     opsched_op_kind act_op;      /* the activation node's kind and attributes */
     opsched_op_attr act_attr;
+    int n_chain;                 /* an element-wise chain from this node: its steps, */
+    struct cpu_chain_step *chain; /* owned by the plan; the inputs then end with the sides */
 } cpu_node;
+
+/* One node of an element-wise chain: v = f(v), or v = f(v, w) (f(w, v)
+ * when swap) with w the plan's input `operand`. */
+typedef struct cpu_chain_step {
+    opsched_op_kind op;
+    opsched_op_attr attr;
+    int binary, operand, swap;
+} cpu_chain_step;
 
 /* A plain C operator: in/out follow the node, as at launch. */
 typedef opsched_status (*cpu_loop_fn)(opsched_ctx *ctx, const cpu_node *n, void *const *in,
@@ -296,7 +306,7 @@ static inline void cpu_copy_elem(void *dst, int64_t di, const void *src, int64_t
 
 /* ---- walking shapes ------------------------------------------------------ */
 
-#define CPU_WALK_OPS 4
+#define CPU_WALK_OPS 10
 
 /* Walks the elements of `dims` in row-major order (an odometer), keeping
  * the offset of up to CPU_WALK_OPS operands whose per-dimension strides
@@ -381,6 +391,10 @@ opsched_status cpu_loop_gemm_c(opsched_ctx *ctx, const cpu_node *n, void *const 
 /* Element-wise (cpu_elementwise.c): the activation kinds and Unary, the
  * arithmetic kinds and Binary, Where and Cast, over every type. */
 opsched_status cpu_loop_unary(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                              void *const *out);
+/* An element-wise chain of float nodes (n->chain) in one pass, in double,
+ * rounded once when stored. */
+opsched_status cpu_loop_chain(opsched_ctx *ctx, const cpu_node *n, void *const *in,
                               void *const *out);
 opsched_status cpu_loop_binary(opsched_ctx *ctx, const cpu_node *n, void *const *in,
                                void *const *out);

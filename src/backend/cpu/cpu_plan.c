@@ -219,7 +219,53 @@ void cpu_plan_free(void *dev, void *plan)
     cpu_plan *p = plan;
     if (!p) return;
     cpu_prim_release(&p->main);
+    free(p->node.chain);
     free(p);
+}
+
+/* The element-wise chain from `node` as one loop (cpu_loop_chain): its
+ * steps, and the sides as inputs after the node's own; 0 when there is
+ * none (the node is planned alone). */
+static opsched_status plan_chain(opsched_ctx *ctx, const opsched_graph *g, int node, cpu_plan *p,
+                                 opsched_plan_info *info, int *done)
+{
+    opsched_ew_chain c;
+    int sides[OPSCHED_CHAIN_MAX];
+    cpu_node *cn = &p->node;
+    *done = 0;
+    if (!opsched_ew_chain_find(g, node, &c)) return OPSCHED_OK;
+    int ns = opsched_ew_chain_sides(g, &c, sides);
+    if (cn->n_in + ns + 1 > CPU_WALK_OPS || cn->n_in + ns > CPU_MAX_IO) return OPSCHED_OK;
+    for (int k = 0; k < cn->n_in; k++)
+        if (!cn->has_in[k] || cn->in_dt[k] != OPSCHED_F32) return OPSCHED_OK;
+    if (cn->out_dt[0] != OPSCHED_F32) return OPSCHED_OK;
+    cn->chain = calloc((size_t)c.n, sizeof(*cn->chain));
+    if (!cn->chain) return OS_NOMEM(ctx);
+    int side = cn->n_in;
+    for (int m = 0; m < c.n; m++) {
+        const opsched_node *n = opsched_graph_node(g, c.nodes[m]);
+        cpu_chain_step *s = &cn->chain[m];
+        s->op = n->op;
+        s->attr = n->attr;
+        s->binary = n->n_inputs == 2;
+        if (s->binary) {
+            s->operand = m == 0 ? 1 : side++;
+            s->swap = m > 0 && c.running_second[m];
+        }
+    }
+    for (int k = 0; k < ns; k++) {
+        const opsched_tensor *t = opsched_graph_tensor(g, sides[k]);
+        cn->has_in[cn->n_in] = 1;
+        cn->in[cn->n_in] = t->shape;
+        cn->in_dt[cn->n_in] = t->dtype;
+        cn->n_in++;
+    }
+    cn->n_chain = c.n;
+    p->loop = cpu_loop_chain;
+    snprintf(info->algo, sizeof(info->algo), "chain:%d", c.n);
+    info->fused_chain = c.n;
+    *done = 1;
+    return OPSCHED_OK;
 }
 
 /* A node whose outputs all have no elements has nothing to compute (and
@@ -254,7 +300,12 @@ opsched_status cpu_plan_create(opsched_ctx *ctx, void *d, const opsched_graph *g
     if (!p) return OS_NOMEM(ctx);
     memset(info, 0, sizeof(*info));
     OS_TRY_GOTO(st, copy_node(ctx, g, node, &p->node), fail);
-    if (outputs_empty(&p->node)) {
+    int chained = 0;
+    if (opts->fuse_chain && !outputs_empty(&p->node))
+        OS_TRY_GOTO(st, plan_chain(ctx, g, node, p, info, &chained), fail);
+    if (chained) {
+        /* planned: one loop over the chain */
+    } else if (outputs_empty(&p->node)) {
         p->loop = loop_nothing;
         snprintf(info->algo, sizeof(info->algo), "empty");
     } else if (n->op == OPSCHED_OP_CONV) {

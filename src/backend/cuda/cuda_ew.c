@@ -359,3 +359,114 @@ opsched_status cu_plan_elementwise(const cu_plan_args *a, cu_plan **out)
     }
     return ew_done(a, p, out);
 }
+
+/* ---- element-wise chains ------------------------------------------------ */
+
+typedef struct chain_plan {
+    cu_plan base;
+    cuk_type kt;
+    cuk_chain_desc d;
+} chain_plan;
+
+static opsched_status chain_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
+                                   void *const *in, void *const *out)
+{
+    (void)dev;
+    chain_plan *p = (chain_plan *)base;
+    cuk_chain_ptrs ptrs;
+    memset(&ptrs, 0, sizeof(ptrs));
+    ptrs.ops[0] = out[0];
+    for (int k = 1; k < p->d.n_ops; k++)
+        ptrs.ops[k] = in[k - 1];
+    CUDA_CHECK(ctx, cuk_ew_chain(p->kt, &p->d, &ptrs, s));
+    return OPSCHED_OK;
+}
+
+/* The kernels' binary function of a chainable binary node. */
+static int chain_bfn(const opsched_node *n, cuk_bfn *fn)
+{
+    static const cuk_bfn own[] = {CUK_B_ADD, CUK_B_SUB, CUK_B_MUL, CUK_B_DIV, CUK_B_POW};
+    if (n->op == OPSCHED_OP_BINARY) {
+        if ((int)n->attr.binary.fn < 0 || n->attr.binary.fn >= OPSCHED_BINARY_FN_COUNT) return 0;
+        *fn = binary_fns[n->attr.binary.fn];
+        return 1;
+    }
+    if (n->op < OPSCHED_OP_ADD || n->op > OPSCHED_OP_POW) return 0;
+    *fn = own[n->op - OPSCHED_OP_ADD];
+    return 1;
+}
+
+opsched_status cu_plan_chain(const cu_plan_args *a, cu_plan **out)
+{
+    opsched_ew_chain c;
+    int node = cu_node_index(a);
+    if (node < 0 || !opsched_ew_chain_find(a->g, node, &c))
+        return CU_UNSUPPORTED(a, "no element-wise chain starts here");
+    int sides[OPSCHED_CHAIN_MAX];
+    int ns = opsched_ew_chain_sides(a->g, &c, sides);
+    const opsched_node *h = a->node;
+    const opsched_tensor *y = cu_out(a, 0);
+    int n_ops = 1 + h->n_inputs + ns;
+    if (n_ops > CUK_CHAIN_OPS || c.n > CUK_CHAIN_STEPS || y->shape.ndim > CUK_MAX_DIMS)
+        return CU_UNSUPPORTED(a, "a chain of %d nodes and %d operands", c.n, n_ops);
+    cu_plan *base = NULL;
+    OS_TRY(cu_plan_alloc(a, sizeof(chain_plan), chain_launch, NULL, &base));
+    chain_plan *p = (chain_plan *)base;
+    opsched_status st = OPSCHED_OK;
+    p->kt = a->kt;
+    cuk_chain_desc *d = &p->d;
+    cuk_dtype t = (cuk_dtype)a->kt;
+    /* The operands: y, the head's inputs, the sides; strides over y's dims. */
+    d->n_ops = n_ops;
+    d->ndim = y->shape.ndim > 0 ? y->shape.ndim : 1;
+    for (int i = 0; i < d->ndim; i++)
+        d->shape[i] = y->shape.ndim > 0 ? y->shape.d[i] : 1;
+    if (y->shape.ndim > 0) cu_strides(a, y, d->stride[0]);
+    for (int k = 1; k < n_ops; k++) {
+        int id = k <= h->n_inputs ? h->inputs[k - 1] : sides[k - 1 - h->n_inputs];
+        const opsched_tensor *x = opsched_graph_tensor(a->g, id);
+        if (!x || cu_kdt(a, x) != t) {
+            st = CU_UNSUPPORTED(a, "a chain operand of another type");
+            goto fail;
+        }
+        if (y->shape.ndim > 0) cu_aligned_strides(a, x, &y->shape, d->stride[k]);
+    }
+    /* The steps: the head's function, then each later node's. */
+    int side = 1 + h->n_inputs;
+    for (int m = 0; m < c.n; m++) {
+        const opsched_node *n = opsched_graph_node(a->g, c.nodes[m]);
+        cuk_chain_step *s = &d->steps[d->n_steps++];
+        memset(s, 0, sizeof(*s));
+        if (n->n_inputs == 1) {
+            cuk_ufn fn;
+            cu_unary_fn_of(n, &fn, &s->prm);
+            s->fn = (int)fn;
+            if (!cuk_ew_unary_ok(fn, t, t)) {
+                st = CU_UNSUPPORTED(a, "%s in a chain has no kernel", opsched_node_op_name(n));
+                goto fail;
+            }
+        } else {
+            cuk_bfn fn;
+            if (!chain_bfn(n, &fn) || !cuk_ew_binary_ok(fn, t, t, t)) {
+                st = CU_UNSUPPORTED(a, "%s in a chain has no kernel", opsched_node_op_name(n));
+                goto fail;
+            }
+            s->binary = 1;
+            s->fn = (int)fn;
+            s->operand = m == 0 ? 2 : side++;
+            s->swap = m > 0 && c.running_second[m];
+        }
+    }
+    cu_dims_simplify(&d->ndim, d->shape, d->stride, d->n_ops);
+    base->n_in = h->n_inputs + ns;
+    base->need_in = 0;
+    for (int k = 0; k < base->n_in && k < 64; k++)
+        base->need_in |= 1ull << k;
+    snprintf(a->info->algo, sizeof(a->info->algo), "chain:%d", c.n);
+    a->info->fused_chain = c.n;
+    *out = base;
+    return OPSCHED_OK;
+fail:
+    cu_plan_destroy(base);
+    return st;
+}

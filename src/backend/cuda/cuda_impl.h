@@ -251,6 +251,9 @@ void cu_nd_over(const cu_plan_args *a, const opsched_tensor *y, cuk_nd *nd);
 /* Drops unit dims, orders dims by operand 0's strides (outermost first)
  * and merges dims that are contiguous for all `nops` operands. */
 void cu_nd_simplify(cuk_nd *nd, int nops);
+/* The same over an iteration of its own: ndim dims of `shape`, nops
+ * operands' strides. */
+void cu_dims_simplify(int *ndim, int64_t *shape, int64_t (*stride)[CUK_MAX_DIMS], int nops);
 
 /* 1 when v fits a cuDNN int dimension. */
 int cu_fits_int(int64_t v);
@@ -258,6 +261,10 @@ int cu_fits_int(int64_t v);
 /* Planners, one per family (cuda_conv.c, cuda_gemm.c, cuda_dnn.c,
  * cuda_kops.c).  Each fills a->info and returns the plan in *out. */
 opsched_status cu_plan_conv(const cu_plan_args *a, cu_plan **out);
+/* The element-wise chain that starts at a->node (opsched_ew_chain_find) as
+ * one kernel (cuda_ew.c); OPSCHED_ERR_UNSUPPORTED when there is none or a
+ * function of it has no float kernel. */
+opsched_status cu_plan_chain(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_gemm(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_matmul(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_pool(const cu_plan_args *a, cu_plan **out);

@@ -180,53 +180,58 @@ static int64_t abs64(int64_t v)
     return v < 0 ? -v : v;
 }
 
-static void nd_move(cuk_nd *nd, int nops, int to, int from)
+static void nd_move(int64_t *shape, int64_t (*stride)[CUK_MAX_DIMS], int nops, int to, int from)
 {
-    nd->shape[to] = nd->shape[from];
+    shape[to] = shape[from];
     for (int k = 0; k < nops; k++)
-        nd->stride[k][to] = nd->stride[k][from];
+        stride[k][to] = stride[k][from];
 }
 
-static void nd_swap(cuk_nd *nd, int nops, int i, int j)
+static void nd_swap(int64_t *shape, int64_t (*stride)[CUK_MAX_DIMS], int nops, int i, int j)
 {
-    int64_t t = nd->shape[i];
-    nd->shape[i] = nd->shape[j];
-    nd->shape[j] = t;
+    int64_t t = shape[i];
+    shape[i] = shape[j];
+    shape[j] = t;
     for (int k = 0; k < nops; k++) {
-        t = nd->stride[k][i];
-        nd->stride[k][i] = nd->stride[k][j];
-        nd->stride[k][j] = t;
+        t = stride[k][i];
+        stride[k][i] = stride[k][j];
+        stride[k][j] = t;
     }
 }
 
-void cu_nd_simplify(cuk_nd *nd, int nops)
+void cu_dims_simplify(int *ndim, int64_t *shape, int64_t (*stride)[CUK_MAX_DIMS], int nops)
 {
     int n = 0;
-    for (int i = 0; i < nd->ndim; i++)
-        if (nd->shape[i] != 1) nd_move(nd, nops, n++, i);
+    for (int i = 0; i < *ndim; i++)
+        if (shape[i] != 1) nd_move(shape, stride, nops, n++, i);
     for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && abs64(nd->stride[0][j - 1]) < abs64(nd->stride[0][j]); j--)
-            nd_swap(nd, nops, j - 1, j);
+        for (int j = i; j > 0 && abs64(stride[0][j - 1]) < abs64(stride[0][j]); j--)
+            nd_swap(shape, stride, nops, j - 1, j);
     int m = 0;
     for (int i = 0; i < n; i++) {
         int merge = m > 0;
         for (int k = 0; merge && k < nops; k++)
-            merge = nd->stride[k][m - 1] == nd->stride[k][i] * nd->shape[i];
+            merge = stride[k][m - 1] == stride[k][i] * shape[i];
         if (merge) {
-            nd->shape[m - 1] *= nd->shape[i];
+            shape[m - 1] *= shape[i];
             for (int k = 0; k < nops; k++)
-                nd->stride[k][m - 1] = nd->stride[k][i];
+                stride[k][m - 1] = stride[k][i];
         } else {
-            nd_move(nd, nops, m++, i);
+            nd_move(shape, stride, nops, m++, i);
         }
     }
     if (m == 0) {
         m = 1;
-        nd->shape[0] = 1;
+        shape[0] = 1;
         for (int k = 0; k < nops; k++)
-            nd->stride[k][0] = 0;
+            stride[k][0] = 0;
     }
-    nd->ndim = m;
+    *ndim = m;
+}
+
+void cu_nd_simplify(cuk_nd *nd, int nops)
+{
+    cu_dims_simplify(&nd->ndim, nd->shape, nd->stride, nops);
 }
 
 /* ---- the plan head --------------------------------------------------- */
@@ -437,6 +442,19 @@ opsched_status cu_plan_create(opsched_ctx *ctx, void *impl, const opsched_graph 
     memset(info, 0, sizeof(*info));
     OS_TRY(cu_device_use(ctx, dev));
     cu_plan *p = NULL;
+    if (opts->fuse_chain && !outputs_empty(&a)) {
+        /* The element-wise chain from this node as one kernel, or the node alone. */
+        opsched_status st = cu_plan_chain(&a, &p);
+        if (st == OPSCHED_OK) {
+            info->workspace_bytes = 0;
+            *plan = p;
+            return OPSCHED_OK;
+        }
+        if (st != OPSCHED_ERR_UNSUPPORTED) return st;
+        opsched_ctx_clear_error(ctx);
+        memset(info, 0, sizeof(*info));
+        p = NULL;
+    }
     if (outputs_empty(&a)) {
         OS_TRY(cu_plan_alloc(&a, sizeof(cu_plan), empty_launch, NULL, &p));
         snprintf(info->algo, sizeof(info->algo), "empty");

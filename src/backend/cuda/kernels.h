@@ -321,6 +321,35 @@ typedef struct cuk_ew_params {
 int cuk_ew_unary_ok(cuk_ufn fn, cuk_dtype tx, cuk_dtype ty);
 int cuk_ew_binary_ok(cuk_bfn fn, cuk_dtype ta, cuk_dtype tb, cuk_dtype ty);
 
+/* An element-wise chain in one pass (kernels_ew.cu): per element of y,
+ * v = operand 1, then each step in order: v = ufn(v), or v = bfn(v, w)
+ * (bfn(w, v) when swap) with w the step's operand; y = v.  Operand 0 is
+ * y; every operand is of storage type t, described by its strides over
+ * the iteration shape (0 where it broadcasts); arithmetic in float. */
+#define CUK_CHAIN_OPS 10
+#define CUK_CHAIN_STEPS 8
+typedef struct cuk_chain_step {
+    int binary;  /* 0: v = ufn(v); 1: v = bfn(v, operand) */
+    int fn;      /* cuk_ufn or cuk_bfn */
+    int operand; /* binary: the operand's index */
+    int swap;    /* binary: bfn(operand, v) */
+    cuk_ew_params prm;
+} cuk_chain_step;
+typedef struct cuk_chain_desc {
+    int ndim;
+    int64_t shape[CUK_MAX_DIMS];
+    int n_ops;
+    int64_t stride[CUK_CHAIN_OPS][CUK_MAX_DIMS];
+    int n_steps;
+    cuk_chain_step steps[CUK_CHAIN_STEPS];
+} cuk_chain_desc;
+/* The operands of a chain: ops[0] is y (written), the others read. */
+typedef struct cuk_chain_ptrs {
+    void *ops[CUK_CHAIN_OPS];
+} cuk_chain_ptrs;
+cudaError_t cuk_ew_chain(cuk_type t, const cuk_chain_desc *d, const cuk_chain_ptrs *p,
+                         cudaStream_t stream);
+
 /* y = fn(x) over n packed elements (x == y allowed). */
 cudaError_t cuk_ew_unary(cuk_ufn fn, const cuk_ew_params *p, cuk_dtype tx, cuk_dtype ty, int64_t n,
                          const void *x, void *y, cudaStream_t stream);

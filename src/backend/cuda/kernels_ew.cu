@@ -496,6 +496,41 @@ int quant_desc_ok(const cuk_quant_desc *d)
     return d->n >= 0 && d->len >= 1 && d->inner >= 1 && d->block >= 1;
 }
 
+/* ---- element-wise chains --------------------------------------------- */
+
+template <typename T, typename I>
+__global__ void k_chain(const __grid_constant__ cuk_chain_desc d, const cuk_chain_ptrs p)
+{
+    I total = 1;
+    for (int k = 0; k < d.ndim; k++)
+        total *= (I)d.shape[k];
+    for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); i < total;
+         i += (I)(gridDim.x * blockDim.x)) {
+        I off[CUK_CHAIN_OPS];
+        for (int k = 0; k < d.n_ops; k++)
+            off[k] = 0;
+        I r = i;
+        for (int dim = d.ndim - 1; dim >= 0; dim--) {
+            const I ext = (I)d.shape[dim];
+            const I idx = r % ext;
+            r /= ext;
+            for (int k = 0; k < d.n_ops; k++)
+                off[k] += idx * (I)d.stride[k][dim];
+        }
+        float v = to_float(((const T *)p.ops[1])[off[1]]);
+        for (int s = 0; s < d.n_steps; s++) {
+            const cuk_chain_step &st = d.steps[s];
+            if (!st.binary) {
+                v = ufloat((cuk_ufn)st.fn, v, st.prm);
+            } else {
+                const float w = to_float(((const T *)p.ops[st.operand])[off[st.operand]]);
+                v = st.swap ? bfloat((cuk_bfn)st.fn, w, v) : bfloat((cuk_bfn)st.fn, v, w);
+            }
+        }
+        ((T *)p.ops[0])[off[0]] = from_float<T>(v);
+    }
+}
+
 } /* namespace */
 
 /* ---- entry points --------------------------------------------------- */
@@ -650,4 +685,33 @@ extern "C" cudaError_t cuk_dequantize(cuk_dtype tq, cuk_dtype tf, const cuk_quan
         });
     });
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_ew_chain(cuk_type t, const cuk_chain_desc *d, const cuk_chain_ptrs *p,
+                                    cudaStream_t stream)
+{
+    if (!d || !p || d->ndim < 1 || d->ndim > CUK_MAX_DIMS || d->n_ops < 2 ||
+        d->n_ops > CUK_CHAIN_OPS || d->n_steps < 0 || d->n_steps > CUK_CHAIN_STEPS)
+        return cudaErrorInvalidValue;
+    int64_t total = 1, reach = 0;
+    for (int k = 0; k < d->ndim; k++)
+        total *= d->shape[k];
+    for (int o = 0; o < d->n_ops; o++) {
+        int64_t far = 0;
+        for (int k = 0; k < d->ndim; k++)
+            far += (d->shape[k] - 1) * (d->stride[o][k] < 0 ? -d->stride[o][k] : d->stride[o][k]);
+        if (far > reach) reach = far;
+    }
+    if (total <= 0) return cudaSuccess;
+    const unsigned grid = grid_for(total);
+    const int64_t lim = (int64_t)1 << 30;
+    const bool narrow = total < lim && reach < lim && (int64_t)grid * kThreads < lim;
+    CUK_DISPATCH_FP((cuk_dtype)t, T, {
+        if (narrow)
+            k_chain<T, int32_t><<<grid, kThreads, 0, stream>>>(*d, *p);
+        else
+            k_chain<T, int64_t><<<grid, kThreads, 0, stream>>>(*d, *p);
+        return cudaGetLastError();
+    });
+    return cudaErrorInvalidValue;
 }
