@@ -329,22 +329,9 @@ static void test_fused_chain(void **state)
 {
     (void)state;
     SKIP_WITHOUT_CPU();
-    opsched_graph *g = NULL;
-    opsched_shape xs = {4, {2, 4, 6, 6}}, bs = {3, {4, 1, 1}}, ss = {4, {1, 4, 1, 1}};
-    int x, bias, scale, c, t0, t1, t2, t3, y;
-    CHECK(opsched_graph_create(env.ctx, "chain", &g));
-    CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
-    CHECK(opsched_graph_add_tensor(g, "bias", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &bs, &bias));
-    CHECK(opsched_graph_add_tensor(g, "scale", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &ss, &scale));
-    opsched_conv_desc d = conv3x3(4);
-    CHECK(opsched_build_conv(g, "conv", x, &d, &c));                             /* node 0 */
-    CHECK(opsched_build_binary(g, "add_bias", OPSCHED_OP_ADD, c, bias, &t0));    /* 1 */
-    CHECK(opsched_build_unary(g, "gelu", OPSCHED_OP_GELU, NULL, t0, &t1));       /* 2 */
-    CHECK(opsched_build_binary(g, "mul_scale", OPSCHED_OP_MUL, scale, t1, &t2)); /* 3 */
-    CHECK(opsched_build_binary(g, "add_x", OPSCHED_OP_ADD, t2, x, &t3));         /* 4 */
-    CHECK(opsched_build_unary(g, "sigmoid", OPSCHED_OP_SIGMOID, NULL, t3, &y));  /* 5 */
-    CHECK(opsched_graph_mark_output(g, y));
-    assert_int_equal(netref_set_weights(g, 41), 0);
+    opsched_shape xs = {4, {2, 4, 6, 6}};
+    opsched_graph *g = netref_chain_graph(env.ctx, &xs, 41);
+    assert_non_null(g);
     opsched_exec_options on = {.plan = {.fuse_activation = 1}}, off = {0};
     compare_with_reference(g, &on, 1e-5);
     compare_with_reference(g, &off, 1e-5);

@@ -153,23 +153,9 @@ static void test_chains(void **state)
 {
     (void)state;
     SKIP_WITHOUT_GPU();
-    opsched_graph *g = NULL;
-    opsched_shape xs = {4, {2, 16, 8, 8}}, bs = {3, {16, 1, 1}}, ss = {4, {1, 16, 1, 1}};
-    int x, bias, scale, c, t0, t1, t2, t3, y;
-    CHECK(opsched_graph_create(env.ctx, "chains", &g));
-    CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
-    CHECK(opsched_graph_add_tensor(g, "bias", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &bs, &bias));
-    CHECK(opsched_graph_add_tensor(g, "scale", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &ss, &scale));
-    opsched_conv_desc d = {.out_channels = 16, .kernel_h = 3, .kernel_w = 3, .stride_h = 1,
-                           .stride_w = 1, .pad_h = 1, .pad_w = 1, .bias = 1};
-    CHECK(opsched_build_conv(g, "conv", x, &d, &c));                               /* node 0 */
-    CHECK(opsched_build_binary(g, "add_bias", OPSCHED_OP_ADD, c, bias, &t0));      /* 1 */
-    CHECK(opsched_build_unary(g, "gelu", OPSCHED_OP_GELU, NULL, t0, &t1));         /* 2 */
-    CHECK(opsched_build_binary(g, "mul_scale", OPSCHED_OP_MUL, scale, t1, &t2));   /* 3 */
-    CHECK(opsched_build_binary(g, "add_x", OPSCHED_OP_ADD, t2, x, &t3));           /* 4 */
-    CHECK(opsched_build_unary(g, "sigmoid", OPSCHED_OP_SIGMOID, NULL, t3, &y));    /* 5 */
-    CHECK(opsched_graph_mark_output(g, y));
-    assert_int_equal(netref_set_weights(g, 31), 0);
+    opsched_shape xs = {4, {2, 16, 8, 8}};
+    opsched_graph *g = netref_chain_graph(env.ctx, &xs, 31);
+    assert_non_null(g);
     opsched_ew_chain ch;
     assert_int_equal(opsched_ew_chain_find(g, 1, &ch), 1);
     assert_int_equal(ch.n, 5);

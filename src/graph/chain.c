@@ -22,41 +22,16 @@ static int is_float(opsched_dtype t)
 int opsched_op_is_chainable(const opsched_graph *g, const opsched_node *n)
 {
     if (!n || n->n_outputs != 1 || n->n_inputs < 1 || n->n_inputs > 2) return 0;
-    int unary = 0;
-    switch (n->op) {
-    case OPSCHED_OP_RELU:
-    case OPSCHED_OP_CLIP:
-    case OPSCHED_OP_SIGMOID:
-    case OPSCHED_OP_TANH:
-    case OPSCHED_OP_GELU:
-    case OPSCHED_OP_ERF:
-    case OPSCHED_OP_HARDSIGMOID:
-    case OPSCHED_OP_HARDSWISH:
-    case OPSCHED_OP_SQRT:
-        unary = 1;
-        break;
-    case OPSCHED_OP_UNARY:
-        /* the float functions (not IsNaN, IsInf, Not, BitwiseNot) */
-        if (n->attr.unary.fn == OPSCHED_UNARY_ISNAN || n->attr.unary.fn == OPSCHED_UNARY_ISINF ||
-            n->attr.unary.fn == OPSCHED_UNARY_NOT || n->attr.unary.fn == OPSCHED_UNARY_BITWISE_NOT)
-            return 0;
-        unary = 1;
-        break;
-    case OPSCHED_OP_ADD:
-    case OPSCHED_OP_SUB:
-    case OPSCHED_OP_MUL:
-    case OPSCHED_OP_DIV:
-    case OPSCHED_OP_POW:
-        break;
-    case OPSCHED_OP_BINARY:
-        if (n->attr.binary.fn != OPSCHED_BINARY_MIN && n->attr.binary.fn != OPSCHED_BINARY_MAX &&
-            n->attr.binary.fn != OPSCHED_BINARY_PRELU)
-            return 0;
-        break;
-    default:
-        return 0;
-    }
-    if (n->n_inputs != (unary ? 1 : 2)) return 0;
+    int unary = opsched_op_is_epilogue(n) || n->op == OPSCHED_OP_ERF || n->op == OPSCHED_OP_SQRT;
+    /* the float Unary functions (not IsNaN, IsInf, Not, BitwiseNot) */
+    if (n->op == OPSCHED_OP_UNARY)
+        unary = n->attr.unary.fn != OPSCHED_UNARY_ISNAN && n->attr.unary.fn != OPSCHED_UNARY_ISINF &&
+                n->attr.unary.fn != OPSCHED_UNARY_NOT && n->attr.unary.fn != OPSCHED_UNARY_BITWISE_NOT;
+    int binary = (n->op >= OPSCHED_OP_ADD && n->op <= OPSCHED_OP_POW) ||
+                 (n->op == OPSCHED_OP_BINARY &&
+                  (n->attr.binary.fn == OPSCHED_BINARY_MIN || n->attr.binary.fn == OPSCHED_BINARY_MAX ||
+                   n->attr.binary.fn == OPSCHED_BINARY_PRELU));
+    if (!(unary && n->n_inputs == 1) && !(binary && n->n_inputs == 2)) return 0;
     const opsched_tensor *y = opsched_graph_tensor(g, n->outputs[0]);
     if (!y || !is_float(y->dtype)) return 0;
     for (int k = 0; k < n->n_inputs; k++) {

@@ -122,3 +122,28 @@ double netref_rel_l2(const float *a, const float *b, size_t n)
     }
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
+
+opsched_graph *netref_chain_graph(opsched_ctx *ctx, const opsched_shape *xs, uint64_t seed)
+{
+    opsched_graph *g = NULL;
+    int64_t c = xs->d[1];
+    opsched_shape bs = {3, {c, 1, 1}}, ss = {4, {1, c, 1, 1}};
+    int x, bias, scale, t[6];
+    opsched_conv_desc d = {.out_channels = c, .kernel_h = 3, .kernel_w = 3, .stride_h = 1,
+                           .stride_w = 1, .pad_h = 1, .pad_w = 1, .bias = 1};
+    if (opsched_graph_create(ctx, "chain", &g) != OPSCHED_OK ||
+        opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, xs, &x) ||
+        opsched_graph_add_tensor(g, "bias", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &bs, &bias) ||
+        opsched_graph_add_tensor(g, "scale", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &ss, &scale) ||
+        opsched_build_conv(g, "conv", x, &d, &t[0]) ||
+        opsched_build_binary(g, "add_bias", OPSCHED_OP_ADD, t[0], bias, &t[1]) ||
+        opsched_build_unary(g, "gelu", OPSCHED_OP_GELU, NULL, t[1], &t[2]) ||
+        opsched_build_binary(g, "mul_scale", OPSCHED_OP_MUL, scale, t[2], &t[3]) ||
+        opsched_build_binary(g, "add_x", OPSCHED_OP_ADD, t[3], x, &t[4]) ||
+        opsched_build_unary(g, "sigmoid", OPSCHED_OP_SIGMOID, NULL, t[4], &t[5]) ||
+        opsched_graph_mark_output(g, t[5]) || netref_set_weights(g, seed)) {
+        opsched_graph_free(g);
+        return NULL;
+    }
+    return g;
+}

@@ -24,6 +24,13 @@ int netref_set_weights(opsched_graph *g, uint64_t seed);
  * when an operator failed. */
 float **netref_run(const opsched_graph *g, const float *const *inputs);
 
+/* A graph for element-wise chains: a 3x3 convolution of x [n, c, h, w]
+ * (node 0), then Add (a [c, 1, 1] bias) -> Gelu -> Mul (a [1, c, 1, 1]
+ * scale, the running value its second operand) -> Add (x) -> Sigmoid
+ * (nodes 1 to 5, one chain), weights from seed.  NULL when it cannot be
+ * built. */
+opsched_graph *netref_chain_graph(opsched_ctx *ctx, const opsched_shape *x, uint64_t seed);
+
 /* ||a - b|| / ||b|| over n values (a NaN or infinity gives +inf). */
 double netref_rel_l2(const float *a, const float *b, size_t n);
 

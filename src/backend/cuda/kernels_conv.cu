@@ -26,6 +26,27 @@ using namespace cuk;
 namespace
 {
 
+/* Output element i of [n, c, oh, ow] (stored NHWC or NCHW) as its indices. */
+template <bool NHWC, typename I>
+__device__ __forceinline__ void unflatten(I i, I C, I OH, I OW, I &c, I &oy, I &ox, I &n)
+{
+    if (NHWC) {
+        c = i % C;
+        i /= C;
+        ox = i % OW;
+        i /= OW;
+        oy = i % OH;
+        n = i / OH;
+    } else {
+        ox = i % OW;
+        i /= OW;
+        oy = i % OH;
+        i /= OH;
+        c = i % C;
+        n = i / C;
+    }
+}
+
 /* Index arithmetic in I: int32_t when every offset of x, w and y fits
  * (the divisions of a 64-bit index cost several times a 32-bit one's). */
 template <typename T, bool NHWC, typename I>
@@ -38,22 +59,8 @@ __global__ void k_depthwise(cuk_dw_desc d, const T *__restrict__ x, const T *__r
     const int taps = d.kh * d.kw;
     for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); i < total;
          i += (I)(gridDim.x * blockDim.x)) {
-        I c, ox, oy, n, r = i;
-        if (NHWC) {
-            c = r % C;
-            r /= C;
-            ox = r % OW;
-            r /= OW;
-            oy = r % OH;
-            n = r / OH;
-        } else {
-            ox = r % OW;
-            r /= OW;
-            oy = r % OH;
-            r /= OH;
-            c = r % C;
-            n = r / C;
-        }
+        I c, ox, oy, n;
+        unflatten<NHWC>(i, C, OH, OW, c, oy, ox, n);
         float acc = b ? to_float(b[c]) : 0.0f;
         const T *wc = w + c * taps;
         const I y0 = oy * d.sh - d.ph, x0 = ox * d.sw - d.pw;
@@ -114,22 +121,8 @@ __global__ void k_grouped(cuk_dw_desc d, const T *__restrict__ x, const T *__res
     const I plane = H * W, taps = (I)d.kh * d.kw;
     for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); i < total;
          i += (I)(gridDim.x * blockDim.x)) {
-        I oc, ox, oy, n, r = i;
-        if (NHWC) {
-            oc = r % M;
-            r /= M;
-            ox = r % OW;
-            r /= OW;
-            oy = r % OH;
-            n = r / OH;
-        } else {
-            ox = r % OW;
-            r /= OW;
-            oy = r % OH;
-            r /= OH;
-            oc = r % M;
-            n = r / M;
-        }
+        I oc, ox, oy, n;
+        unflatten<NHWC>(i, M, OH, OW, oc, oy, ox, n);
         const I c0 = (oc / mg) * cg;
         float acc = b ? to_float(b[oc]) : 0.0f;
         const I y0 = oy * d.sh - d.ph, x0 = ox * d.sw - d.pw;
