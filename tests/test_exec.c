@@ -305,6 +305,13 @@ static void test_fused_residual(void **state)
     CHECK(opsched_executor_info(ex, &info));
     assert_int_equal(info.n_launches, 4); /* the four convolutions */
     opsched_executor_free(ex);
+    /* Ablated, the Adds run apart: add1 and relu2 as one chain, add2 alone. */
+    opsched_exec_options ablated = on;
+    ablated.plan.ablate = OPSCHED_ABLATE_RESIDUAL;
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &ablated, &ex));
+    CHECK(opsched_executor_info(ex, &info));
+    assert_int_equal(info.n_launches, 6); /* relu1 stays the first convolution's epilogue */
+    opsched_executor_free(ex);
     opsched_graph_free(g);
 
     /* An Add of a [1, C, 1, 1] tensor broadcasts: the convolution keeps it apart. */
@@ -344,11 +351,16 @@ static void test_fused_chain(void **state)
     CHECK(opsched_executor_info(ex, &info));
     assert_int_equal(info.n_launches, 2);
     opsched_executor_free(ex);
-    /* Without fusion every node launches. */
-    CHECK(opsched_executor_create(env.cpu, g, NULL, &off, &ex));
-    CHECK(opsched_executor_info(ex, &info));
-    assert_int_equal(info.n_launches, 6);
-    opsched_executor_free(ex);
+    /* Without fusion, or with chains ablated, every node launches. */
+    opsched_exec_options ablated = on;
+    ablated.plan.ablate = OPSCHED_ABLATE_CHAINS;
+    const opsched_exec_options *apart[2] = {&off, &ablated};
+    for (int k = 0; k < 2; k++) {
+        CHECK(opsched_executor_create(env.cpu, g, NULL, apart[k], &ex));
+        CHECK(opsched_executor_info(ex, &info));
+        assert_int_equal(info.n_launches, 6);
+        opsched_executor_free(ex);
+    }
     opsched_graph_free(g);
 }
 

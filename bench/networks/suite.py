@@ -37,8 +37,8 @@ call continues where the last one stopped, within --budget-s.
     suite.py ablation DIR DIR/no-depthwise ...   # ablation.md: what each part buys
 
 An ablation is a run of opsched alone (--peers "") with extra arguments
-(--opsched-args: --ablate depthwise|epilogue|engines|reductions, --fuse off,
---layout nhwc ...) into a folder of its own; `ablation` reads the full planner's
+(--opsched-args: --ablate depthwise|epilogue|engines|reductions|chains|residual,
+--fuse off, --layout nhwc ...) into a folder of its own; `ablation` reads the full planner's
 folder first and each variant's after it, and writes the table of
 opsched's time in each and the factor by which it is slower than the full
 planner (ablation.md in the first folder).

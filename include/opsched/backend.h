@@ -141,18 +141,24 @@ opsched_status opsched_buffer_fill_random(opsched_buffer *b, opsched_dtype dt, u
  * "implicit_precomp_gemm", "gemm", "direct", "fft", "fft_tiling",
  * "winograd", "winograd_nonfused"; oneDNN's "direct", "winograd". */
 /* Parts of the planner an ablation turns off (opsched_plan_options.ablate),
- * to measure what each buys; the CPU backend has none of them. */
+ * to measure what each buys; the CPU backend has the executor's (chains,
+ * residual) only. */
 typedef enum opsched_ablation {
     OPSCHED_ABLATE_DEPTHWISE = 1u << 0, /* the own depthwise and grouped kernel: cuDNN always */
     OPSCHED_ABLATE_EPILOGUE = 1u << 1,  /* the timed choice of the epilogue: an activation
                                          * cuDNN can fuse is always fused */
     OPSCHED_ABLATE_ENGINES = 1u << 2,   /* the timed choice of engines for grouped
                                          * convolutions: mode A's first, as dense ones */
-    OPSCHED_ABLATE_REDUCTIONS = 1u << 3 /* the column and row reductions of global pooling
-                                         * and Reduce*: cuDNN's pooling window the size of
-                                         * the map, the generic reduction kernel */
+    OPSCHED_ABLATE_REDUCTIONS = 1u << 3, /* the column and row reductions of global pooling
+                                          * and Reduce*: cuDNN's pooling window the size of
+                                          * the map, the generic reduction kernel */
+    OPSCHED_ABLATE_CHAINS = 1u << 4,     /* element-wise chains as one launch: every node
+                                          * launches on its own (the executor's choice) */
+    OPSCHED_ABLATE_RESIDUAL = 1u << 5    /* residual Adds inside convolutions: the Add and
+                                          * its activation launch on their own */
 } opsched_ablation;
-/* Parses a comma list of "depthwise", "epilogue", "engines", "reductions" (or "none")
+/* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
+ * "chains", "residual" (or "none")
  * into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */

@@ -435,6 +435,8 @@ static const struct {
                  {"epilogue", OPSCHED_ABLATE_EPILOGUE},
                  {"engines", OPSCHED_ABLATE_ENGINES},
                  {"reductions", OPSCHED_ABLATE_REDUCTIONS},
+                 {"chains", OPSCHED_ABLATE_CHAINS},
+                 {"residual", OPSCHED_ABLATE_RESIDUAL},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)

@@ -355,7 +355,8 @@ static opsched_status plan_chain(opsched_executor *ex, ex_build *b, int i,
 {
     opsched_ew_chain c;
     *done = 0;
-    if (!base->plan.fuse_activation || !opsched_ew_chain_find(b->g, i, &c) || !chain_ok(ex, b, i, &c))
+    if (!base->plan.fuse_activation || (base->plan.ablate & OPSCHED_ABLATE_CHAINS) ||
+        !opsched_ew_chain_find(b->g, i, &c) || !chain_ok(ex, b, i, &c))
         return OPSCHED_OK;
     opsched_exec_options o = *base;
     o.plan.fuse_chain = 1;
@@ -412,7 +413,8 @@ static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
     opsched_layer_info li;
     memset(&li, 0, sizeof(li));
     opsched_conv_residual res;
-    int has_res = o.plan.fuse_activation && opsched_conv_residual_find(b->g, i, &res) &&
+    int has_res = o.plan.fuse_activation && !(o.plan.ablate & OPSCHED_ABLATE_RESIDUAL) &&
+                  opsched_conv_residual_find(b->g, i, &res) &&
                   ex->nodes[res.add].role == OPSCHED_ROLE_LAUNCH; /* not the other's already */
     if (has_res) {
         int p = opsched_tensor_scheduled_producer(b->g, res.residual);

@@ -163,7 +163,11 @@ static opsched_status read_texts(opsched_ctx *ctx, const char *name, const char 
     int schema = OS_STORE_SCHEMA;
     h = fnv1a(h, &schema, sizeof(schema));
     for (int i = 0; i < N_TABLES; i++) {
-        snprintf(f[i].path, sizeof(f[i].path), "%s/%s.sql", dir, tables[i]);
+        int w = snprintf(f[i].path, sizeof(f[i].path), "%s/%s.sql", dir, tables[i]);
+        if (w < 0 || (size_t)w >= sizeof(f[i].path))
+            return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
+                           "shipped data '%s': the folder's path is too long (%zu bytes at most)",
+                           name, sizeof(f[i].path) - 16);
         if (access(f[i].path, F_OK) != 0)
             return OS_FAIL(ctx, OPSCHED_ERR_IO,
                            "shipped data '%s': %s is missing (every data set has devices, runs, "

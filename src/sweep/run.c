@@ -365,7 +365,9 @@ static opsched_status add_policy(opsched_ctx *ctx, sweep *sw, const char *name, 
     opsched_measure_options o = sw->measure;
     o.plan.algo = name;
     opsched_settings_key(&o, sw->keys[i], sizeof(sw->keys[i]));
-    snprintf(sw->fused_keys[i], sizeof(sw->fused_keys[i]), "%s;fused=relu", sw->keys[i]);
+    size_t k = strlen(sw->keys[i]); /* keys[] fits 256 bytes, fused_keys[] 24 more */
+    memcpy(sw->fused_keys[i], sw->keys[i], k);
+    memcpy(sw->fused_keys[i] + k, ";fused=relu", sizeof(";fused=relu"));
     return OPSCHED_OK;
 }
 
