@@ -27,6 +27,8 @@
 #   exports         the export set on the CUDA backend (fp32, TF32) against
 #                   ONNX Runtime's CPU provider
 #   suite           the network suite against the peers (bench/networks)
+#   tf32_peer       PyTorch's own fp32/TF32 error on the exports opsched's TF32
+#                   misses (bench/exports/torch_peer.py; TF32_PEER_MODELS)
 set -uo pipefail
 out=${1:?usage: gpu_all.sh OUTDIR [PHASE...]}
 shift
@@ -108,6 +110,20 @@ phase_exports() {
       --math "$m" --models "$models" --out "$state/exports/cuda-$m" --jobs "${EXPORTS_JOBS:-4}" || return 1
     touch "$state/exports-$m.done"
   done
+}
+
+phase_tf32_peer() {
+  local models=bench/exports/models
+  if [ ! -f "$models/manifest.json" ] && [ -f .carry/exports-models.tar.xz ]; then
+    models=$state/exports-models/models
+    [ -f "$models/manifest.json" ] ||
+      { mkdir -p "$state/exports-models" && tar -C "$state/exports-models" -xJf .carry/exports-models.tar.xz; } ||
+      return 1
+  fi
+  mkdir -p "$state/tf32-peer"
+  timeout $(( $(left) - 30 )) "$py" bench/exports/torch_peer.py --models "$models" \
+    --only "${TF32_PEER_MODELS:-timm_visformer_tiny,timm_mvitv2_tiny,timm_nextvit_small}" \
+    --out "$state/tf32-peer/torch-peer.csv"
 }
 
 phase_suite() {
