@@ -116,6 +116,10 @@ check "squeezenet1_1 a row for every layer" layers_cover squeezenet1_1 squeezene
 check "squeezenet1_1 trace" trace_ok "$tmp/sq.json" 4
 check "squeezenet1_1 summaries" grep -q "=== Performance summary: squeezenet1_1, batch 2, 96x96" "$tmp/sq.out"
 check "squeezenet1_1 numerics n/a on the CPU" grep -q "^Numerics: *n/a (the CPU backend is the reference)" "$tmp/sq.out"
+# squeezenet1_1: 26 convolutions, each with its Relu fused, 8 Concats
+# (copying, as profile runs them), 3 MaxPools, the global pooling and a
+# Flatten (a view): 38 launches for 65 layers.
+check "squeezenet1_1 launches" grep -q "^Launches: *38 for 65 layers (26 run inside another layer's launch, 1 views)" "$tmp/sq.out"
 
 # host_rows_ok DB: every layer stored as layer-timed (";mode=network") also
 # has its host enqueue time (";mode=host", plus ";fused=relu" where it ran

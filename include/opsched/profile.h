@@ -83,6 +83,7 @@ typedef struct opsched_profile_result {
     int energy_from_graph;         /* 1: the window replayed the CUDA graph */
     size_t peak_memory_bytes;      /* arena + weights + workspaces */
     int n_fallbacks;               /* layers run with the fallback algorithm */
+    int n_launches;                /* launches of one inference (the executor's plan) */
     int n_layers;
     opsched_layer_profile *layers; /* n_layers entries, owned by the result */
     double layer_sum_ms;           /* sum of per-layer medians */

@@ -109,6 +109,7 @@ static void copy_layer_info(os_profiler *p)
     if (opsched_executor_info(p->ex, &info) == OPSCHED_OK) {
         p->r->peak_memory_bytes = info.arena_bytes + info.weight_bytes + info.workspace_bytes;
         p->r->n_fallbacks = info.n_fallbacks;
+        p->r->n_launches = info.n_launches;
     }
     for (int i = 0; i < p->r->n_layers; i++) {
         opsched_layer_profile *l = &p->r->layers[i];

@@ -242,6 +242,15 @@ void report_summary(FILE *f, const profile_item *it)
     energy_lines(f, r);
     fprintf(f, "%-22s %sB (activations after reuse + weights + workspaces)\n",
             "Peak memory:", tool_human((double)r->peak_memory_bytes, mem, sizeof(mem)));
+    if (r->n_launches > 0) {
+        int fused = 0, views = 0;
+        for (int i = 0; i < r->n_layers; i++) {
+            fused += strcmp(r->layers[i].algo, "fused") == 0;
+            views += strcmp(r->layers[i].algo, "view") == 0;
+        }
+        fprintf(f, "%-22s %d for %d layers (%d run inside another layer's launch, %d views)\n",
+                "Launches:", r->n_launches, r->n_layers, fused, views);
+    }
     if (is_host_backend(it))
         fprintf(f, "%-22s n/a (the CPU backend is the reference)\n", "Numerics:");
     else if (r->check_note[0])
