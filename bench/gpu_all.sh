@@ -90,11 +90,10 @@ phase_conformance() {
   done
 }
 
-phase_exports() {
-  [ -f bench/exports/compare.py ] || { log "exports: no bench/exports/compare.py"; return 0; }
-  # The export set: bench/exports/models, or carried packed when the tree
-  # was sent without it (scripts/device-tree.sh aside), made here by:
-  # tar -C bench/exports -cJf .carry/exports-models.tar.xz models
+# The export set's folder: bench/exports/models, or carried packed when the
+# tree was sent without it (scripts/device-tree.sh aside), made here by:
+# tar -C bench/exports -cJf .carry/exports-models.tar.xz models
+export_models() {
   local models=bench/exports/models
   if [ ! -f "$models/manifest.json" ] && [ -f .carry/exports-models.tar.xz ]; then
     models=$state/exports-models/models
@@ -102,6 +101,13 @@ phase_exports() {
       { mkdir -p "$state/exports-models" && tar -C "$state/exports-models" -xJf .carry/exports-models.tar.xz; } ||
       return 1
   fi
+  echo "$models"
+}
+
+phase_exports() {
+  [ -f bench/exports/compare.py ] || { log "exports: no bench/exports/compare.py"; return 0; }
+  local models
+  models=$(export_models) || return 1
   # Rows already written are kept: a call cut short goes on in the next.
   for m in fp32 tf32; do
     [ -f "$state/exports-$m.done" ] && continue
@@ -113,13 +119,8 @@ phase_exports() {
 }
 
 phase_tf32_peer() {
-  local models=bench/exports/models
-  if [ ! -f "$models/manifest.json" ] && [ -f .carry/exports-models.tar.xz ]; then
-    models=$state/exports-models/models
-    [ -f "$models/manifest.json" ] ||
-      { mkdir -p "$state/exports-models" && tar -C "$state/exports-models" -xJf .carry/exports-models.tar.xz; } ||
-      return 1
-  fi
+  local models
+  models=$(export_models) || return 1
   mkdir -p "$state/tf32-peer"
   timeout $(( $(left) - 30 )) "$py" bench/exports/torch_peer.py --models "$models" \
     --only "${TF32_PEER_MODELS:-timm_visformer_tiny,timm_mvitv2_tiny,timm_nextvit_small}" \

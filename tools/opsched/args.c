@@ -444,12 +444,7 @@ const tool_opt tool_measure_optlist[] = {
      ME_MATH},
     {"dtype", 0, "T", "f32, f16 or bf16 (sets --math accordingly)", ME_DTYPE},
     {"layout", 0, "L", "auto (default: nhwc on cuda, nchw on cpu), nchw or\nnhwc", ME_LAYOUT},
-    {"ablate", 0, "LIST", "turn parts of the planner off, to measure what each\nbuys: "
-                          "depthwise (the own depthwise and grouped\nkernel), epilogue (the timed "
-                          "epilogue choice), engines\n(the timed engine choice of grouped "
-                          "convolutions),\nreductions (column and row reductions), chains\n"
-                          "(element-wise chains as one launch), residual\n(residual Adds inside "
-                          "convolutions); comma list",
+    {"ablate", 0, "LIST", TOOL_ABLATE_HELP,
      ME_ABLATE},
     {"cache", 0, "hot|cold", "reuse one input (hot) or rotate inputs larger than L2", ME_CACHE},
     {"warmup-ms", 0, "MS", "warm up at least this long (default 10)", ME_WARMUP_MS},

@@ -104,12 +104,7 @@ static const tool_opt run_exec_opts[] = {
     {"fuse", 0, "on|off", "convolution + bias + its activation (Relu, Clip, SiLU,\nGELU, HardSwish...) as one operation, chains of element-wise\nnodes as one launch, and exported patterns (x*Sigmoid(x),\nthe GELU formula) as one operator (default on)", RU_FUSE},
     {"concat-elision", 0, "on|off", "producers write into concat slices (default on)",
      RU_ELISION},
-    {"ablate", 0, "LIST", "turn parts of the planner off, to measure what each\nbuys: "
-                          "depthwise (the own depthwise and grouped\nkernel), epilogue (the timed "
-                          "epilogue choice), engines\n(the timed engine choice of grouped "
-                          "convolutions),\nreductions (column and row reductions), chains\n"
-                          "(element-wise chains as one launch), residual\n(residual Adds inside "
-                          "convolutions); comma list",
+    {"ablate", 0, "LIST", TOOL_ABLATE_HELP,
      RU_ABLATE},
     {"cuda-graph", 0, "on|off", "also time the whole inference as a CUDA graph (default on)",
      RU_GRAPH},

@@ -79,6 +79,14 @@ opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_
 /* Measurement options recorded as given (checked on scratch), to apply
  * over settings known later (a profile stage's, a sweep spec's). */
 #define TOOL_MAX_RECORDED 32
+
+/* The help of --ablate, one text for every command that takes it. */
+#define TOOL_ABLATE_HELP                                                                           \
+    "turn parts of the planner off, to measure what each\nbuys: depthwise (the own depthwise "     \
+    "and grouped\nkernel), epilogue (the timed epilogue choice), engines\n(the timed engine "     \
+    "choice of grouped convolutions),\nreductions (column and row reductions), chains\n"          \
+    "(element-wise chains as one launch), residual\n(residual Adds inside convolutions); comma "  \
+    "list"
 struct tool_opt;
 typedef struct tool_measure_record {
     tool_measure_args scratch;

@@ -353,7 +353,7 @@ cudaError_t cuk_ew_chain(cuk_type t, const cuk_chain_desc *d, const cuk_chain_pt
 /* y = fn(x) over n packed elements (x == y allowed). */
 cudaError_t cuk_ew_unary(cuk_ufn fn, const cuk_ew_params *p, cuk_dtype tx, cuk_dtype ty, int64_t n,
                          const void *x, void *y, cudaStream_t stream);
-/* The depthwise convolution of d (kernels_conv.cu), then y = fn(y) when
+/* The grouped (depthwise when cg is 1) convolution of d (kernels_conv.cu), then y = fn(y) when
  * act (p: fn's constants). */
 cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc, const void *x, const void *w,
                           const void *bias, int act, cuk_ufn fn, const cuk_ew_params *p, void *y,

@@ -47,38 +47,6 @@ __device__ __forceinline__ void unflatten(I i, I C, I OH, I OW, I &c, I &oy, I &
     }
 }
 
-/* Index arithmetic in I: int32_t when every offset of x, w and y fits
- * (the divisions of a 64-bit index cost several times a 32-bit one's). */
-template <typename T, bool NHWC, typename I>
-__global__ void k_depthwise(cuk_dw_desc d, const T *__restrict__ x, const T *__restrict__ w,
-                            const T *__restrict__ b, T *__restrict__ y, int act, cuk_ufn fn,
-                            cuk_ew_params p)
-{
-    const I C = (I)d.c, H = (I)d.h, W = (I)d.w, OH = (I)d.oh, OW = (I)d.ow;
-    const I total = (I)d.n * C * OH * OW;
-    const int taps = d.kh * d.kw;
-    for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); i < total;
-         i += (I)(gridDim.x * blockDim.x)) {
-        I c, ox, oy, n;
-        unflatten<NHWC>(i, C, OH, OW, c, oy, ox, n);
-        float acc = b ? to_float(b[c]) : 0.0f;
-        const T *wc = w + c * taps;
-        const I y0 = oy * d.sh - d.ph, x0 = ox * d.sw - d.pw;
-        for (int ky = 0; ky < d.kh; ky++) {
-            const I iy = y0 + (I)ky * d.dh;
-            if (iy < 0 || iy >= H) continue;
-            for (int kx = 0; kx < d.kw; kx++) {
-                const I ix = x0 + (I)kx * d.dw;
-                if (ix < 0 || ix >= W) continue;
-                const I at = NHWC ? ((n * H + iy) * W + ix) * C + c : ((n * C + c) * H + iy) * W + ix;
-                acc += to_float(x[at]) * to_float(wc[ky * d.kw + kx]);
-            }
-        }
-        if (act) acc = ufloat(fn, acc, p);
-        y[i] = from_float<T>(acc);
-    }
-}
-
 /* The sum over one group's cg input channels at one tap: x and w hold
  * them contiguous (NHWC); float4 loads where VEC (cg a multiple of 4, both
  * 16-byte aligned). */
@@ -106,10 +74,13 @@ __device__ __forceinline__ float group_dot<float, true>(const float *__restrict_
 }
 
 /* A grouped convolution, one thread an output element: the group's cg
- * input channels at every tap.  In NHWC the output channel is the fastest
- * index, so the threads of a warp that share a group read the same input
- * pixels (broadcast) and each its own filter, contiguous over taps and
- * channels. */
+ * input channels at every tap (a depthwise one has one: cg 1).  In NHWC
+ * the output channel is the fastest index, so a warp reads neighbouring
+ * channels of one pixel and the threads that share a group read the same
+ * input values (broadcast), each its own filter, contiguous over taps and
+ * channels.  Index arithmetic in I: int32_t when every offset of x, w and
+ * y fits (the divisions of a 64-bit index cost several times a 32-bit
+ * one's). */
 template <typename T, bool NHWC, bool VEC, typename I>
 __global__ void k_grouped(cuk_dw_desc d, const T *__restrict__ x, const T *__restrict__ w,
                           const T *__restrict__ b, T *__restrict__ y, int act, cuk_ufn fn,
@@ -199,7 +170,6 @@ extern "C" cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc,
     cuk_ew_params none = {0.0f, 0.0f, 0.0f, 0, 0};
     const cuk_ew_params &pp = p ? *p : none;
     unsigned grid = grid_for(total);
-    const bool depthwise = d->cg == 1 && d->m == d->c;
     const bool vec = nhwc && d->cg % 4 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
     /* 32-bit indices when every element of x, w and y (and the padded
      * window's reach past them) has one, with room for the grid's stride. */
@@ -209,20 +179,14 @@ extern "C" cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc,
                         d->m * d->cg * d->kh * d->kw < lim && (int64_t)grid * kThreads < lim;
 #define CUK_GROUPED_LAUNCH(T, I)                                                                   \
     do {                                                                                           \
-        if (!depthwise && nhwc && vec)                                                             \
+        if (nhwc && vec)                                                                           \
             k_grouped<T, true, true, I><<<grid, kThreads, 0, stream>>>(                            \
                 *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);             \
-        else if (!depthwise && nhwc)                                                               \
+        else if (nhwc)                                                                             \
             k_grouped<T, true, false, I><<<grid, kThreads, 0, stream>>>(                           \
                 *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);             \
-        else if (!depthwise)                                                                       \
-            k_grouped<T, false, false, I><<<grid, kThreads, 0, stream>>>(                          \
-                *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);             \
-        else if (nhwc)                                                                             \
-            k_depthwise<T, true, I><<<grid, kThreads, 0, stream>>>(                                \
-                *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);             \
         else                                                                                       \
-            k_depthwise<T, false, I><<<grid, kThreads, 0, stream>>>(                               \
+            k_grouped<T, false, false, I><<<grid, kThreads, 0, stream>>>(                          \
                 *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);             \
     } while (0)
     CUK_DISPATCH_FP((cuk_dtype)t, T, {
