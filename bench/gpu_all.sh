@@ -122,7 +122,7 @@ phase_tf32_peer() {
   local models
   models=$(export_models) || return 1
   mkdir -p "$state/tf32-peer"
-  timeout $(( $(left) - 30 )) "$py" bench/exports/torch_peer.py --models "$models" \
+  timeout $(( $(left) - 30 )) "$py" bench/exports/torch_peer.py --models "$models" --opsched "$bin" \
     --only "${TF32_PEER_MODELS:-timm_visformer_tiny,timm_mvitv2_tiny,timm_nextvit_small}" \
     --out "$state/tf32-peer/torch-peer.csv"
 }

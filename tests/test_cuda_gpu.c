@@ -502,7 +502,7 @@ static void test_conv_math_modes(void **state)
 
 /* The policies in every math mode and layout on every shape: heuristic and
  * find through cuDNN's graph API (the plan names the engine; a depthwise
- * shape may take the own kernel, "depthwise"), heuristic_v7
+ * or grouped shape may take the own kernel, "depthwise" or "grouped"), heuristic_v7
  * and find_v7 through the legacy API (the plan names a legacy algorithm).
  * Strict fp32's tolerance would catch a TF32 engine. */
 static void test_conv_policies(void **state)
@@ -525,9 +525,11 @@ static void test_conv_policies(void **state)
                     int legacy = 0;
                     for (int a = 0; a < n_names; a++)
                         legacy |= strcmp(info.algo, names[a]) == 0;
-                    /* a depthwise shape may measure the own kernel faster */
-                    int own = strstr(c->label, "depthwise") &&
-                              strncmp(info.algo, "depthwise", 9) == 0;
+                    /* a depthwise or grouped shape may measure the own
+                     * kernel faster */
+                    int own = (strstr(c->label, "depthwise") || strstr(c->label, "grouped")) &&
+                              (strncmp(info.algo, "depthwise", 9) == 0 ||
+                               strncmp(info.algo, "grouped", 7) == 0);
                     if (k < 2 ? strncmp(info.algo, "graph:eng", 9) != 0 && !own : !legacy)
                         fail_msg("%s [%s %s]: plan says it used '%s'", c->label,
                                  opsched_math_name(o.math), policies[k], info.algo);

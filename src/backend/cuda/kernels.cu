@@ -492,6 +492,117 @@ __global__ void k_layernorm(int64_t rows, int64_t cols, float eps, const T *x, c
     }
 }
 
+/* Short rows (at most 32 * V elements): a warp a row, its values held in
+ * registers between the passes (one read of x), the sums by shuffles; a
+ * 256-thread block per row of 96 would leave most of its threads idle and
+ * wait at two barriers. */
+__device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+template <typename T, int V>
+__global__ void k_layernorm_warp(int64_t rows, int cols, float eps, const T *x, const T *scale,
+                                 const T *bias, T *y)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+    for (int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; r < rows;
+         r += warps) {
+        const T *xr = x + r * cols;
+        float v[V];
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const int j = lane + 32 * k;
+            v[k] = j < cols ? ld<T>(xr[j]) : 0.0f;
+            s += v[k];
+        }
+        const float mean = warp_sum(s) / (float)cols;
+        float q = 0.0f;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const int j = lane + 32 * k;
+            const float d = j < cols ? v[k] - mean : 0.0f;
+            q += d * d;
+        }
+        const float rstd = rsqrtf(warp_sum(q) / (float)cols + eps);
+        T *yr = y + r * cols;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const int j = lane + 32 * k;
+            if (j >= cols) break;
+            float o = (v[k] - mean) * rstd * ld<T>(scale[j]);
+            if (bias) o += ld<T>(bias[j]);
+            yr[j] = st<T>(o);
+        }
+    }
+}
+
+template <typename T, int V>
+__global__ void k_softmax_warp(int64_t rows, int len, const T *x, T *y)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+    for (int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; r < rows;
+         r += warps) {
+        const T *xr = x + r * len;
+        float v[V];
+        float m = -CUDART_INF_F;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const int j = lane + 32 * k;
+            v[k] = j < len ? ld<T>(xr[j]) : -CUDART_INF_F;
+            m = fmaxf(m, v[k]);
+        }
+        m = warp_max(m);
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const int j = lane + 32 * k;
+            v[k] = j < len ? expf(v[k] - m) : 0.0f;
+            s += v[k];
+        }
+        const float inv = 1.0f / warp_sum(s);
+        T *yr = y + r * len;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const int j = lane + 32 * k;
+            if (j >= len) break;
+            yr[j] = st<T>(v[k] * inv);
+        }
+    }
+}
+
+/* The warp-a-row kernels' launch for rows of n <= 1024 elements: V, the
+ * values a lane holds, the smallest power of two that covers the row. */
+#define WARP_ROWS_LAUNCH(KERNEL, n, rows, stream, ...)                                             \
+    do {                                                                                           \
+        const int64_t blocks_ = ((rows) + 7) / 8;                                                  \
+        const int grid_ = (int)(blocks_ < kMaxBlocks ? blocks_ : kMaxBlocks);                      \
+        if ((n) <= 32)                                                                             \
+            KERNEL<T, 1><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                  \
+        else if ((n) <= 64)                                                                        \
+            KERNEL<T, 2><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                  \
+        else if ((n) <= 128)                                                                       \
+            KERNEL<T, 4><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                  \
+        else if ((n) <= 256)                                                                       \
+            KERNEL<T, 8><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                  \
+        else if ((n) <= 512)                                                                       \
+            KERNEL<T, 16><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                 \
+        else                                                                                       \
+            KERNEL<T, 32><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                 \
+    } while (0)
+
 /* Softmax over rows of contiguous elements: one block per row. */
 template <typename T> __global__ void k_softmax_rows(int64_t rows, int64_t len, const T *x, T *y)
 {
@@ -1043,6 +1154,12 @@ extern "C" cudaError_t cuk_layernorm(cuk_type t, int64_t rows, int64_t cols, flo
                                      cudaStream_t stream)
 {
     if (rows <= 0 || cols <= 0) return cudaSuccess;
+    if (cols <= 1024) {
+        DISPATCH_FLOAT(t, WARP_ROWS_LAUNCH(k_layernorm_warp, cols, rows, stream, rows, (int)cols,
+                                           eps, (const T *)x, (const T *)scale, (const T *)bias,
+                                           (T *)y));
+        return cudaGetLastError();
+    }
     int grid = (int)(rows < kMaxBlocks ? rows : kMaxBlocks);
     DISPATCH_FLOAT(t, k_layernorm<T><<<grid, kThreads, 0, stream>>>(rows, cols, eps, (const T *)x,
                                                                     (const T *)scale,
@@ -1054,7 +1171,10 @@ extern "C" cudaError_t cuk_softmax(cuk_type t, int64_t outer, int64_t axis, int6
                                    const void *x, void *y, cudaStream_t stream)
 {
     if (outer <= 0 || axis <= 0 || inner <= 0) return cudaSuccess;
-    if (inner == 1) {
+    if (inner == 1 && axis <= 1024) {
+        DISPATCH_FLOAT(t, WARP_ROWS_LAUNCH(k_softmax_warp, axis, outer, stream, outer, (int)axis,
+                                           (const T *)x, (T *)y));
+    } else if (inner == 1) {
         int grid = (int)(outer < kMaxBlocks ? outer : kMaxBlocks);
         DISPATCH_FLOAT(t, k_softmax_rows<T>
                        <<<grid, kThreads, 0, stream>>>(outer, axis, (const T *)x, (T *)y));

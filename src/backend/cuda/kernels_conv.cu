@@ -119,6 +119,96 @@ __global__ void k_grouped(cuk_dw_desc d, const T *__restrict__ x, const T *__res
     }
 }
 
+/* A depthwise convolution in NHWC (one filter a channel, dilation 1, a
+ * square K x K window, stride S), tiled: a block is 32 channels (a warp
+ * reads 32 neighbouring channels of one pixel) by 8 output strips; a
+ * thread computes TW neighbouring outputs of one row and one channel, so
+ * each input value it loads serves up to K of them from registers, and the
+ * block's filters sit in shared memory tap by tap (a warp reads one line).
+ * The planner times it against cuDNN's engines like the generic kernel. */
+template <typename T, int K, int S, int TW>
+__global__ void __launch_bounds__(256) k_dw_tile(cuk_dw_desc d, const T *__restrict__ x,
+                                                 const T *__restrict__ w,
+                                                 const T *__restrict__ b, T *__restrict__ y,
+                                                 int act, cuk_ufn fn, cuk_ew_params p)
+{
+    constexpr int NI = (TW - 1) * S + K;
+    __shared__ float ws[K * K][32];
+    const int C = (int)d.c, H = (int)d.h, W = (int)d.w, OH = (int)d.oh, OW = (int)d.ow;
+    const int c0 = blockIdx.x * 32;
+    const int tid = threadIdx.y * 32 + threadIdx.x;
+    for (int k = tid; k < 32 * K * K; k += 256) {
+        const int cl = k / (K * K), tap = k % (K * K);
+        ws[tap][cl] = c0 + cl < C ? to_float(w[(int64_t)(c0 + cl) * K * K + tap]) : 0.0f;
+    }
+    __syncthreads();
+    const int c = c0 + threadIdx.x;
+    const int strips = (OW + TW - 1) / TW;
+    const int64_t tile = (int64_t)blockIdx.y * 8 + threadIdx.y;
+    if (c >= C || tile >= d.n * OH * strips) return;
+    const int sx = (int)(tile % strips);
+    const int64_t r = tile / strips;
+    const int oy = (int)(r % OH);
+    const int64_t n = r / OH;
+    const int ox0 = sx * TW;
+    const float bias = b ? to_float(b[c]) : 0.0f;
+    float acc[TW];
+#pragma unroll
+    for (int j = 0; j < TW; j++)
+        acc[j] = bias;
+    const int y0 = oy * S - d.ph, x0 = ox0 * S - d.pw;
+#pragma unroll
+    for (int ky = 0; ky < K; ky++) {
+        const int iy = y0 + ky;
+        if (iy < 0 || iy >= H) continue;
+        const T *row = x + ((n * H + iy) * W) * C + c;
+        float xin[NI];
+#pragma unroll
+        for (int i = 0; i < NI; i++) {
+            const int ix = x0 + i;
+            xin[i] = ix >= 0 && ix < W ? to_float(row[(int64_t)ix * C]) : 0.0f;
+        }
+#pragma unroll
+        for (int kx = 0; kx < K; kx++) {
+            const float wv = ws[ky * K + kx][threadIdx.x];
+#pragma unroll
+            for (int j = 0; j < TW; j++)
+                acc[j] += xin[j * S + kx] * wv;
+        }
+    }
+    T *out = y + ((n * OH + oy) * OW + ox0) * C + c;
+#pragma unroll
+    for (int j = 0; j < TW; j++) {
+        if (ox0 + j >= OW) break;
+        const float v = act ? ufloat(fn, acc[j], p) : acc[j];
+        out[(int64_t)j * C] = from_float<T>(v);
+    }
+}
+
+/* Launches k_dw_tile for the shapes it has (1 when launched). */
+template <typename T>
+bool dw_tile_launch(const cuk_dw_desc *d, const T *x, const T *w, const T *b, T *y, int act,
+                    cuk_ufn fn, const cuk_ew_params &p, cudaStream_t stream)
+{
+    if (d->cg != 1 || d->m != d->c || d->kh != d->kw || d->sh != d->sw || d->dh != 1 ||
+        d->dw != 1 || d->c > INT32_MAX / 2 || d->h * d->w > INT32_MAX / 2 ||
+        d->oh * d->ow > INT32_MAX / 2)
+        return false;
+    const int K = d->kh, S = d->sh, TW = 4;
+    const int64_t tiles = d->n * d->oh * ((d->ow + TW - 1) / TW);
+    if ((tiles + 7) / 8 > 65535) return false;
+    const dim3 grid((unsigned)((d->c + 31) / 32), (unsigned)((tiles + 7) / 8)), block(32, 8);
+#define CUK_DW_TILE(KK, SS)                                                                            if (K == KK && S == SS) {                                                                              k_dw_tile<T, KK, SS, 4><<<grid, block, 0, stream>>>(*d, x, w, b, y, act, fn, p);                   return true;                                                                                   }
+    CUK_DW_TILE(3, 1)
+    CUK_DW_TILE(3, 2)
+    CUK_DW_TILE(5, 1)
+    CUK_DW_TILE(5, 2)
+    CUK_DW_TILE(7, 1)
+    CUK_DW_TILE(7, 2)
+#undef CUK_DW_TILE
+    return false;
+}
+
 template <typename T, typename I>
 __global__ void k_conv_residual(I n, I C, I cstride, const T *__restrict__ b,
                                 const T *__restrict__ r, T *__restrict__ y, int act, cuk_ufn fn,
@@ -190,6 +280,9 @@ extern "C" cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc,
                 *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);             \
     } while (0)
     CUK_DISPATCH_FP((cuk_dtype)t, T, {
+        if (nhwc && dw_tile_launch<T>(d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act,
+                                      fn, pp, stream))
+            return cudaGetLastError();
         if (narrow)
             CUK_GROUPED_LAUNCH(T, int32_t);
         else

@@ -498,24 +498,37 @@ int quant_desc_ok(const cuk_quant_desc *d)
 
 /* ---- element-wise chains --------------------------------------------- */
 
-template <typename T, typename I>
+/* ND: the iteration's dimensions after chain_collapse (CUK_MAX_DIMS: any
+ * up to it, read from d).  Every loop over operands and dimensions is
+ * unrolled to its bound so that the offsets stay in registers (indexed at
+ * run time they would live in local memory). */
+template <typename T, typename I, int ND>
 __global__ void k_chain(const __grid_constant__ cuk_chain_desc d, const cuk_chain_ptrs p)
 {
+    const int nd = ND < CUK_MAX_DIMS ? ND : d.ndim;
     I total = 1;
-    for (int k = 0; k < d.ndim; k++)
-        total *= (I)d.shape[k];
+#pragma unroll
+    for (int k = 0; k < ND; k++)
+        if (k < nd) total *= (I)d.shape[k];
     for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); i < total;
          i += (I)(gridDim.x * blockDim.x)) {
         I off[CUK_CHAIN_OPS];
-        for (int k = 0; k < d.n_ops; k++)
+#pragma unroll
+        for (int k = 0; k < CUK_CHAIN_OPS; k++)
             off[k] = 0;
         I r = i;
-        for (int dim = d.ndim - 1; dim >= 0; dim--) {
-            const I ext = (I)d.shape[dim];
-            const I idx = r % ext;
-            r /= ext;
-            for (int k = 0; k < d.n_ops; k++)
-                off[k] += idx * (I)d.stride[k][dim];
+#pragma unroll
+        for (int dim = ND - 1; dim >= 0; dim--) {
+            if (dim >= nd) continue;
+            I idx = r;
+            if (dim > 0) {
+                const I ext = (I)d.shape[dim];
+                idx = r % ext;
+                r /= ext;
+            }
+#pragma unroll
+            for (int k = 0; k < CUK_CHAIN_OPS; k++)
+                if (k < d.n_ops) off[k] += idx * (I)d.stride[k][dim];
         }
         float v = to_float(((const T *)p.ops[1])[off[1]]);
         for (int s = 0; s < d.n_steps; s++) {
@@ -523,12 +536,44 @@ __global__ void k_chain(const __grid_constant__ cuk_chain_desc d, const cuk_chai
             if (!st.binary) {
                 v = ufloat((cuk_ufn)st.fn, v, st.prm);
             } else {
-                const float w = to_float(((const T *)p.ops[st.operand])[off[st.operand]]);
+                float w = 0.0f;
+#pragma unroll
+                for (int k = 1; k < CUK_CHAIN_OPS; k++)
+                    if (k == st.operand) w = to_float(((const T *)p.ops[k])[off[k]]);
                 v = st.swap ? bfloat((cuk_bfn)st.fn, w, v) : bfloat((cuk_bfn)st.fn, v, w);
             }
         }
         ((T *)p.ops[0])[off[0]] = from_float<T>(v);
     }
+}
+
+/* Drops the dimensions of extent 1 and merges each dimension into the one
+ * outside it where every operand steps over both as over one; the same
+ * elements in the same order, in fewer dimensions. */
+void chain_collapse(cuk_chain_desc *d)
+{
+    int out = 0;
+    for (int k = 0; k < d->ndim; k++) {
+        if (d->shape[k] == 1 && d->ndim > 1) continue;
+        bool merge = out > 0;
+        for (int o = 0; merge && o < d->n_ops; o++)
+            merge = d->stride[o][out - 1] == d->stride[o][k] * d->shape[k];
+        if (merge) {
+            d->shape[out - 1] *= d->shape[k];
+            for (int o = 0; o < d->n_ops; o++)
+                d->stride[o][out - 1] = d->stride[o][k];
+            continue;
+        }
+        d->shape[out] = d->shape[k];
+        for (int o = 0; o < d->n_ops; o++)
+            d->stride[o][out] = d->stride[o][k];
+        out++;
+    }
+    if (out == 0) { /* every extent 1 */
+        d->shape[0] = 1;
+        out = 1;
+    }
+    d->ndim = out;
 }
 
 } /* namespace */
@@ -706,11 +751,21 @@ extern "C" cudaError_t cuk_ew_chain(cuk_type t, const cuk_chain_desc *d, const c
     const unsigned grid = grid_for(total);
     const int64_t lim = (int64_t)1 << 30;
     const bool narrow = total < lim && reach < lim && (int64_t)grid * kThreads < lim;
+    cuk_chain_desc c = *d;
+    chain_collapse(&c);
     CUK_DISPATCH_FP((cuk_dtype)t, T, {
-        if (narrow)
-            k_chain<T, int32_t><<<grid, kThreads, 0, stream>>>(*d, *p);
+        if (!narrow)
+            k_chain<T, int64_t, CUK_MAX_DIMS><<<grid, kThreads, 0, stream>>>(c, *p);
+        else if (c.ndim == 1)
+            k_chain<T, int32_t, 1><<<grid, kThreads, 0, stream>>>(c, *p);
+        else if (c.ndim == 2)
+            k_chain<T, int32_t, 2><<<grid, kThreads, 0, stream>>>(c, *p);
+        else if (c.ndim == 3)
+            k_chain<T, int32_t, 3><<<grid, kThreads, 0, stream>>>(c, *p);
+        else if (c.ndim == 4)
+            k_chain<T, int32_t, 4><<<grid, kThreads, 0, stream>>>(c, *p);
         else
-            k_chain<T, int64_t><<<grid, kThreads, 0, stream>>>(*d, *p);
+            k_chain<T, int32_t, CUK_MAX_DIMS><<<grid, kThreads, 0, stream>>>(c, *p);
         return cudaGetLastError();
     });
     return cudaErrorInvalidValue;
