@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -156,6 +157,91 @@ static void test_gemm_matmul_broadcast(void **state)
     assert_int_equal(opsched_graph_add_node(g, "add", OPSCHED_OP_ADD, NULL, pq, 2, 1, NULL, NULL),
                      OPSCHED_ERR_SHAPE);
     assert_non_null(strstr(opsched_ctx_last_error(ctx), "do not broadcast"));
+    done(ctx, g);
+}
+
+static int node1(opsched_graph *g, const char *name, opsched_op_kind op, const opsched_op_attr *a,
+                 int x, int w)
+{
+    int in[2] = {x, w}, y = -1;
+    assert_int_equal(opsched_graph_add_node(g, name, op, a, in, w >= 0 ? 2 : 1, 1, NULL, &y),
+                     OPSCHED_OK);
+    return y;
+}
+
+/* The layout per tensor: a map permuted to [N, H, W, C], normalised,
+ * multiplied, biased and activated, then permuted back, is one row-major
+ * region whose Transposes are views; a region read by a pooling, or an Add
+ * of a row-major and a channels-last map, is no region at all. */
+static void test_layout_rowmajor(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_graph *g = new_graph(&ctx);
+    opsched_op_attr to_nhwc, to_nchw, ln;
+    memset(&to_nhwc, 0, sizeof(to_nhwc));
+    to_nhwc.transpose.n = 4;
+    to_nhwc.transpose.perm[1] = 2, to_nhwc.transpose.perm[2] = 3, to_nhwc.transpose.perm[3] = 1;
+    to_nchw = to_nhwc;
+    to_nchw.transpose.perm[1] = 3, to_nchw.transpose.perm[2] = 1, to_nchw.transpose.perm[3] = 2;
+    memset(&ln, 0, sizeof(ln));
+    ln.layernorm.axis = -1;
+    ln.layernorm.epsilon = 1e-6f;
+    int x = add_input(g, "x", "1x8x6x6"), gamma = add_input(g, "gamma", "8");
+    int w = add_input(g, "w", "8x16"), bias = add_input(g, "bias", "16");
+    int w2 = add_input(g, "w2", "16x8");
+    int t0 = node1(g, "in", OPSCHED_OP_TRANSPOSE, &to_nhwc, x, -1);
+    int t1 = node1(g, "ln", OPSCHED_OP_LAYERNORM, &ln, t0, gamma);
+    int t2 = node1(g, "fc1", OPSCHED_OP_MATMUL, NULL, t1, w);
+    int t3 = node1(g, "add_bias", OPSCHED_OP_ADD, NULL, t2, bias);
+    int t4 = node1(g, "gelu", OPSCHED_OP_GELU, NULL, t3, -1);
+    int t5 = node1(g, "fc2", OPSCHED_OP_MATMUL, NULL, t4, w2);
+    int t6 = node1(g, "out", OPSCHED_OP_TRANSPOSE, &to_nchw, t5, -1);
+    int t7 = node1(g, "res", OPSCHED_OP_ADD, NULL, t6, x);
+    (void)t7;
+    int nt = opsched_graph_num_tensors(g);
+    unsigned char *rm = calloc((size_t)nt, 1);
+    assert_non_null(rm);
+    assert_int_equal(opsched_layout_rowmajor(g, rm), 6);
+    assert_int_equal(rm[x], 0);
+    assert_int_equal(rm[t0] && rm[t1] && rm[t2] && rm[t3] && rm[t4] && rm[t5], 1);
+    assert_int_equal(rm[t6], 0);
+    assert_int_equal(opsched_layout_transpose_view(g, 0, rm), 1);
+    assert_int_equal(opsched_layout_transpose_view(g, 6, rm), 1);
+    assert_int_equal(opsched_layout_transpose_view(g, 7, rm), 0);
+    assert_int_equal(opsched_graph_tensor_index(g, opsched_graph_tensor(g, t4)), t4);
+    assert_int_equal(opsched_graph_tensor_index(g, NULL), -1);
+    /* the region also read by a pooling: it goes, the Transposes copy */
+    int p = -1;
+    assert_int_equal(opsched_build_pool(g, "pool", OPSCHED_OP_MAXPOOL, t4, 3, 1, 1, 0, 0, &p),
+                     OPSCHED_OK);
+    assert_int_equal(opsched_layout_rowmajor(g, rm), 0);
+    assert_int_equal(opsched_layout_transpose_view(g, 0, rm), 0);
+    free(rm);
+    done(ctx, g);
+
+    /* an Add of the permuted map and a channels-last one of the same shape */
+    g = new_graph(&ctx);
+    x = add_input(g, "x", "1x6x6x6");
+    int other = add_input(g, "other", "1x6x6x6");
+    t0 = node1(g, "in", OPSCHED_OP_TRANSPOSE, &to_nhwc, x, -1);
+    t1 = node1(g, "relu", OPSCHED_OP_RELU, NULL, t0, -1);
+    t2 = node1(g, "mix", OPSCHED_OP_ADD, NULL, t1, other);
+    rm = calloc((size_t)opsched_graph_num_tensors(g), 1);
+    assert_non_null(rm);
+    assert_int_equal(opsched_layout_rowmajor(g, rm), 0);
+    /* without the mix, the relu's region stands (ends at a graph output) */
+    free(rm);
+    done(ctx, g);
+    g = new_graph(&ctx);
+    x = add_input(g, "x", "1x6x6x6");
+    t0 = node1(g, "in", OPSCHED_OP_TRANSPOSE, &to_nhwc, x, -1);
+    t1 = node1(g, "relu", OPSCHED_OP_RELU, NULL, t0, -1);
+    assert_int_equal(opsched_graph_mark_output(g, t1), OPSCHED_OK);
+    rm = calloc((size_t)opsched_graph_num_tensors(g), 1);
+    assert_non_null(rm);
+    assert_int_equal(opsched_layout_rowmajor(g, rm), 2);
+    free(rm);
     done(ctx, g);
 }
 
@@ -355,7 +441,7 @@ int main(void)
         cmocka_unit_test(test_concat_split_views), cmocka_unit_test(test_names_unique),
         cmocka_unit_test(test_peak_memory),        cmocka_unit_test(test_batchnorm_params),
         cmocka_unit_test(test_set_data),           cmocka_unit_test(test_free_null),
-        cmocka_unit_test(test_ew_chain),
+        cmocka_unit_test(test_ew_chain),          cmocka_unit_test(test_layout_rowmajor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -154,11 +154,13 @@ typedef enum opsched_ablation {
                                           * the map, the generic reduction kernel */
     OPSCHED_ABLATE_CHAINS = 1u << 4,     /* element-wise chains as one launch: every node
                                           * launches on its own (the executor's choice) */
-    OPSCHED_ABLATE_RESIDUAL = 1u << 5    /* residual Adds inside convolutions: the Add and
+    OPSCHED_ABLATE_RESIDUAL = 1u << 5,   /* residual Adds inside convolutions: the Add and
                                           * its activation launch on their own */
+    OPSCHED_ABLATE_LAYOUT = 1u << 6      /* the layout per tensor: every 4-D tensor in the
+                                          * plan's layout (opsched_layout_rowmajor off) */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
- * "chains", "residual" (or "none")
+ * "chains", "residual", "layout" (or "none")
  * into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */
@@ -177,6 +179,10 @@ typedef struct opsched_plan_options {
                                 * (opsched_ew_chain_find) in one launch, whose inputs
                                 * are the node's, then the chain's side operands
                                 * (opsched_ew_chain_sides) */
+    const opsched_graph *rowmajor_graph; /* with rowmajor: the graph it describes */
+    const unsigned char *rowmajor; /* NULL, or a byte per tensor of rowmajor_graph: 1 keeps that
+                                    * 4-D tensor row-major under the NHWC layout
+                                    * (opsched_layout_rowmajor) */
 } opsched_plan_options;
 
 /* Forward convolution algorithms a backend can try, in its order; the list

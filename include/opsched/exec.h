@@ -145,6 +145,8 @@ typedef struct opsched_exec_info {
     int n_waits;                   /* cross-stream event waits per inference, fork and join
                                     * not counted */
     int n_concats_elided;
+    int n_rowmajor;                /* 4-D tensors kept row-major under NHWC
+                                    * (opsched_layout_rowmajor) */
     int n_merges;                  /* MERGE stages */
     int n_merge_splits;            /* of them, with a Split copying members' outputs out */
     size_t arena_bytes;            /* activations, after reuse: the planned peak */

@@ -20,6 +20,8 @@
 #ifndef OPSCHED_GRAPH_H
 #define OPSCHED_GRAPH_H
 
+#include <stddef.h>
+
 #include "opsched/core.h"
 
 #ifdef __cplusplus
@@ -689,6 +691,20 @@ typedef struct opsched_ew_chain {
 int opsched_op_is_chainable(const opsched_graph *g, const opsched_node *n);
 int opsched_ew_chain_find(const opsched_graph *g, int node, opsched_ew_chain *out);
 int opsched_ew_chain_sides(const opsched_graph *g, const opsched_ew_chain *c, int *sides);
+
+/* Layout per tensor (layout.c): under the channels-last layout, the 4-D
+ * tensors that stay row-major.  A Transpose that permutes a channels-last
+ * map to [N, H, W, C] makes a row-major tensor of the same bytes, and the
+ * ops after it that follow strides only (element-wise, LayerNorm,
+ * Softmax, MatMul, reductions, views) keep it row-major up to the Transpose
+ * back to [N, C, H, W]; a region is kept only where every op that touches
+ * it agrees.  Fills rm[t] (one byte per tensor of g: 1 row-major) and
+ * returns the count of row-major tensors. */
+int opsched_layout_rowmajor(const opsched_graph *g, unsigned char *rm);
+/* 1 when Transpose `node` is a view under rm: into or out of a region. */
+int opsched_layout_transpose_view(const opsched_graph *g, int node, const unsigned char *rm);
+/* The index of t among g's tensors when t is one of them, else -1. */
+ptrdiff_t opsched_graph_tensor_index(const opsched_graph *g, const opsched_tensor *t);
 
 /* Sums the costs and simulates a sequential run for the peak memory. */
 opsched_status opsched_graph_totals_compute(const opsched_graph *g, opsched_graph_totals *out);

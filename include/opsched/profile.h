@@ -84,6 +84,7 @@ typedef struct opsched_profile_result {
     size_t peak_memory_bytes;      /* arena + weights + workspaces */
     int n_fallbacks;               /* layers run with the fallback algorithm */
     int n_launches;                /* launches of one inference (the executor's plan) */
+    int n_rowmajor;                /* 4-D tensors the layout per tensor kept row-major */
     int n_layers;
     opsched_layer_profile *layers; /* n_layers entries, owned by the result */
     double layer_sum_ms;           /* sum of per-layer medians */

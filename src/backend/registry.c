@@ -437,6 +437,7 @@ static const struct {
                  {"reductions", OPSCHED_ABLATE_REDUCTIONS},
                  {"chains", OPSCHED_ABLATE_CHAINS},
                  {"residual", OPSCHED_ABLATE_RESIDUAL},
+                 {"layout", OPSCHED_ABLATE_LAYOUT},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)

@@ -75,7 +75,8 @@ static opsched_status add_tensor(opsched_executor *ex, opsched_tensor_kind kind,
     t->kind = kind;
     t->shape = *shape;
     t->sdt = os_exec_storage_dtype(dt, ex->math);
-    t->nhwc = os_exec_is_nhwc(&tmp, ex->layout);
+    t->nhwc = os_exec_is_nhwc(&tmp, ex->layout) &&
+              !(ex->rowmajor && id < ex->n_graph_tensors && ex->rowmajor[id]);
     t->numel = (size_t)opsched_shape_numel(shape);
     t->bytes = os_exec_tensor_bytes(&tmp, ex->math);
     t->parent = id;
@@ -137,22 +138,25 @@ static void axis_split(const ex_tensor *t, int axis, int64_t *outer, int64_t *in
 /* ---- planning rules ------------------------------------------------------- */
 
 /* 1 when a tensor's stored order is its logical row-major order. */
-static int rowmajor(const opsched_tensor *t, opsched_layout layout)
+static int rowmajor(const opsched_tensor *t, opsched_layout layout, int kept)
 {
-    return !os_exec_is_nhwc(t, layout) || t->shape.d[1] == 1 || t->shape.d[2] * t->shape.d[3] == 1;
+    return kept || !os_exec_is_nhwc(t, layout) || t->shape.d[1] == 1 ||
+           t->shape.d[2] * t->shape.d[3] == 1;
 }
 
-int os_exec_view_aliases(const opsched_graph *g, int node, opsched_math m, opsched_layout layout)
+int os_exec_view_aliases(const opsched_graph *g, int node, opsched_math m, opsched_layout layout,
+                         const unsigned char *rm)
 {
     const opsched_node *n = opsched_graph_node(g, node);
-    if (!n || !opsched_op_is_view(n->op) || n->n_inputs < 1 || n->inputs[0] < 0 ||
-        n->n_outputs != 1)
-        return 0;
+    if (!n || n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs != 1) return 0;
+    if (n->op == OPSCHED_OP_TRANSPOSE) return opsched_layout_transpose_view(g, node, rm);
+    if (!opsched_op_is_view(n->op)) return 0;
     const opsched_tensor *x = opsched_graph_tensor(g, n->inputs[0]);
     const opsched_tensor *y = opsched_graph_tensor(g, n->outputs[0]);
     if (os_exec_tensor_bytes(x, m) != os_exec_tensor_bytes(y, m)) return 0;
     return opsched_shape_equal(&x->shape, &y->shape) ||
-           (rowmajor(x, layout) && rowmajor(y, layout));
+           (rowmajor(x, layout, rm && rm[n->inputs[0]]) &&
+            rowmajor(y, layout, rm && rm[n->outputs[0]]));
 }
 
 int os_exec_fused_act(const opsched_graph *g, int i)
@@ -805,8 +809,11 @@ static opsched_status plan_all(opsched_executor *ex, ex_build *b)
     const opsched_graph *g = b->g;
     for (int i = 0; i < ex->n_nodes; i++) {
         const opsched_node *n = opsched_graph_node(g, i);
-        if (!opsched_op_is_view(n->op)) continue;
-        if (os_exec_view_aliases(g, i, ex->math, ex->layout)) {
+        if (!opsched_op_is_view(n->op) &&
+            !(n->op == OPSCHED_OP_TRANSPOSE &&
+              opsched_layout_transpose_view(g, i, ex->rowmajor)))
+            continue;
+        if (os_exec_view_aliases(g, i, ex->math, ex->layout, ex->rowmajor)) {
             ex->nodes[i].role = OPSCHED_ROLE_VIEW;
             snprintf(ex->nodes[i].algo, sizeof(ex->nodes[i].algo), "view");
             ex->tensors[n->outputs[0]].parent = n->inputs[0];
@@ -1086,7 +1093,10 @@ static opsched_status load_weights(opsched_executor *ex, const opsched_graph *g,
             memcpy(host + off, et->host, et->bytes);
         else
             OS_TRY_GOTO(
-                st, os_exec_tensor_values(ex->ctx, g, t, ex->math, ex->layout, seed, host + off),
+                st, os_exec_tensor_values(ex->ctx, g, t, ex->math,
+                                          ex->rowmajor && ex->rowmajor[t] ? OPSCHED_LAYOUT_NCHW
+                                                                          : ex->layout,
+                                          seed, host + off),
                 done);
         off += align_up(et->bytes ? et->bytes : 1);
     }
@@ -1240,6 +1250,7 @@ void opsched_executor_free(opsched_executor *ex)
     opsched_buffer_free(ex->arena);
     opsched_buffer_free(ex->weights);
     free(ex->launches);
+    free(ex->rowmajor);
     free(ex->tensors);
     free(ex->nodes);
     free(ex->inputs);
@@ -1286,10 +1297,22 @@ static opsched_status build(opsched_executor *ex, const opsched_graph *g, const 
     ex->layout = o->plan.layout;
     ex->timing_only = o->timing_only;
     ex->n_stages = s->n_stages;
+    /* the layout per tensor: the plans see it through their options */
+    opsched_exec_options oo = *o;
+    oo.plan.rowmajor = NULL;
+    oo.plan.rowmajor_graph = NULL;
+    if (ex->layout == OPSCHED_LAYOUT_NHWC && !(o->plan.ablate & OPSCHED_ABLATE_LAYOUT) &&
+        opsched_graph_num_tensors(g) > 0) {
+        ex->rowmajor = calloc((size_t)opsched_graph_num_tensors(g), 1);
+        if (!ex->rowmajor) return OS_NOMEM(ex->ctx);
+        ex->info.n_rowmajor = opsched_layout_rowmajor(g, ex->rowmajor);
+        oo.plan.rowmajor = ex->rowmajor;
+        oo.plan.rowmajor_graph = g;
+    }
     OS_TRY(copy_graph(ex, g));
     b.g = g;
     b.s = s;
-    b.o = o;
+    b.o = &oo;
     b.place = calloc((size_t)ex->n_nodes + 1, sizeof(*b.place));
     b.plans = calloc((size_t)ex->n_nodes + 1, sizeof(*b.plans));
     b.residual = malloc(((size_t)ex->n_nodes + 1) * sizeof(int));

@@ -71,7 +71,8 @@ opsched_status os_exec_tensor_values(opsched_ctx *ctx, const opsched_graph *g, i
  * os_exec_fused_act gives that activation or -1; a node is planned with
  * the options' algorithm, falling back as o->algo_fallback says (li gets
  * the fallback and its reason). */
-int os_exec_view_aliases(const opsched_graph *g, int node, opsched_math m, opsched_layout layout);
+int os_exec_view_aliases(const opsched_graph *g, int node, opsched_math m, opsched_layout layout,
+                         const unsigned char *rowmajor);
 int os_exec_fused_act(const opsched_graph *g, int node);
 opsched_status os_exec_plan_node(opsched_device *dev, const opsched_graph *g, int node,
                                  const opsched_exec_options *o, opsched_layer_info *li,
@@ -140,6 +141,8 @@ struct opsched_executor {
     opsched_ctx *ctx;
     opsched_math math;
     opsched_layout layout;
+    unsigned char *rowmajor; /* NULL, or per graph tensor: kept row-major under NHWC
+                              * (opsched_layout_rowmajor) */
     int timing_only; /* opsched_exec_options.timing_only */
     int n_nodes, n_graph_tensors, n_stages;
     int n_inputs, n_outputs;

@@ -141,7 +141,7 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
     for (int i = 0; i < n; i++) {
         const opsched_node *node = opsched_graph_node(g, i);
         opsched_layer_prediction *l = &r->layers[i];
-        if (l->fused_into >= 0 || os_exec_view_aliases(g, i, p->o.math, layout))
+        if (l->fused_into >= 0 || os_exec_view_aliases(g, i, p->o.math, layout, NULL))
             continue; /* runs nothing */
         l->launches = 1;
         l->flops = node->cost.flops;

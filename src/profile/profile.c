@@ -110,6 +110,7 @@ static void copy_layer_info(os_profiler *p)
         p->r->peak_memory_bytes = info.arena_bytes + info.weight_bytes + info.workspace_bytes;
         p->r->n_fallbacks = info.n_fallbacks;
         p->r->n_launches = info.n_launches;
+        p->r->n_rowmajor = info.n_rowmajor;
     }
     for (int i = 0; i < p->r->n_layers; i++) {
         opsched_layer_profile *l = &p->r->layers[i];

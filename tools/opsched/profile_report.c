@@ -250,6 +250,10 @@ void report_summary(FILE *f, const profile_item *it)
         }
         fprintf(f, "%-22s %d for %d layers (%d run inside another layer's launch, %d views)\n",
                 "Launches:", r->n_launches, r->n_layers, fused, views);
+        if (r->n_rowmajor > 0)
+            fprintf(f, "%-22s %d 4-D tensors kept row-major (permuted to [N, H, W, C] by the "
+                       "network; their Transposes in and out are views)\n",
+                    "Layout per tensor:", r->n_rowmajor);
     }
     if (is_host_backend(it))
         fprintf(f, "%-22s n/a (the CPU backend is the reference)\n", "Numerics:");

@@ -119,7 +119,12 @@ uint64_t cu_value_bits(opsched_dtype storage, double v)
 
 int cu_is_nhwc(const cu_plan_args *a, const opsched_tensor *t)
 {
-    return a->opts->layout == OPSCHED_LAYOUT_NHWC && t->shape.ndim == 4;
+    if (a->opts->layout != OPSCHED_LAYOUT_NHWC || t->shape.ndim != 4) return 0;
+    if (a->opts->rowmajor && a->opts->rowmajor_graph == a->g) {
+        ptrdiff_t id = opsched_graph_tensor_index(a->g, t);
+        if (id >= 0 && a->opts->rowmajor[id]) return 0; /* kept row-major (layout.c) */
+    }
+    return 1;
 }
 
 void cu_mem_order(const cu_plan_args *a, const opsched_tensor *t, int *order)

@@ -250,6 +250,8 @@ opsched_status cu_colreduce_alloc(const cu_plan_args *a, cu_plan *p, int64_t O, 
     if (!ws) return OPSCHED_OK;
     OS_TRY(cu_malloc(a->ctx, ws, &p->workspace));
     p->workspace_bytes = ws;
+    /* the kernel's counters start at zero (each launch leaves them so) */
+    CUDA_CHECK(a->ctx, cudaMemset(p->workspace, 0, ws));
     return OPSCHED_OK;
 }
 

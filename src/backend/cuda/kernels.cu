@@ -679,9 +679,12 @@ __global__ void k_reduce_mean(cuk_reduce_desc d, int64_t n_out, int64_t n_red, c
 /* Column reduction of x [O, R, C] (C contiguous) into y [O, C]: a block
  * holds 32 neighbouring columns (a warp reads 32 neighbouring elements)
  * and 8 rows at a time of part z of the R rows; the 8 row lanes meet in
- * shared memory.  With one part the block writes y; with several, each
- * part writes its partial results to ws [P, O, C] and k_colreduce_finish
- * combines them in part order (the same sum at every run). */
+ * shared memory.  With one part the block writes y.  With several, each
+ * part writes its partial results to ws [P, O, C] and counts itself done
+ * on its column block's counter (after ws, zero between launches); the
+ * last part to finish combines the partials in a fixed order (the same sum
+ * at every run), writes y and sets the counter back to zero: one launch,
+ * where a second kernel would add its own launch and drain. */
 __device__ __forceinline__ float col_acc(int fn, float a, float v)
 {
     if (fn == CUK_COL_MAX) return a != a ? a : ((v != v || v > a) ? v : a); /* a NaN stays */
@@ -694,42 +697,69 @@ __device__ __forceinline__ float col_final(int fn, float a, int64_t R)
     return fn == CUK_COL_MEAN ? a / (float)R : a;
 }
 
+__device__ __forceinline__ float col_init(int fn)
+{
+    return fn == CUK_COL_MAX ? -CUDART_INF_F : (fn == CUK_COL_MIN ? CUDART_INF_F : 0.0f);
+}
+
 template <typename T>
 __global__ void k_colreduce(int fn, int64_t O, int64_t R, int64_t C, int64_t chunk, int parts,
                             const T *x, T *y, float *ws)
 {
     __shared__ float sh[8][33];
+    __shared__ int last;
     const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
     const int64_t c = (int64_t)blockIdx.x * 32 + tx, o = blockIdx.y;
     const int64_t r0 = (int64_t)blockIdx.z * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
-    float acc = fn == CUK_COL_MAX ? -CUDART_INF_F : (fn == CUK_COL_MIN ? CUDART_INF_F : 0.0f);
+    float acc = col_init(fn);
     if (c < C) {
         const T *xp = x + o * R * C + c;
-        for (int64_t r = r0 + ty; r < r1; r += 8)
+        int64_t r = r0 + ty;
+        /* four independent loads in flight a thread */
+        float a1 = col_init(fn), a2 = a1, a3 = a1;
+        for (; r + 24 < r1; r += 32) {
             acc = col_acc(fn, acc, ld<T>(xp[r * C]));
+            a1 = col_acc(fn, a1, ld<T>(xp[(r + 8) * C]));
+            a2 = col_acc(fn, a2, ld<T>(xp[(r + 16) * C]));
+            a3 = col_acc(fn, a3, ld<T>(xp[(r + 24) * C]));
+        }
+        for (; r < r1; r += 8)
+            acc = col_acc(fn, acc, ld<T>(xp[r * C]));
+        acc = col_acc(fn, col_acc(fn, acc, a1), col_acc(fn, a2, a3));
     }
     sh[ty][tx] = acc;
     __syncthreads();
-    if (ty != 0 || c >= C) return;
-    for (int k = 1; k < 8; k++)
-        acc = col_acc(fn, acc, sh[k][tx]);
-    if (parts == 1)
-        y[o * C + c] = st<T>(col_final(fn, acc, R));
-    else
-        ws[((int64_t)blockIdx.z * O + o) * C + c] = acc;
-}
-
-template <typename T>
-__global__ void k_colreduce_finish(int fn, int64_t O, int64_t R, int64_t C, int parts,
-                                   const float *ws, T *y)
-{
-    GRID_STRIDE(i, O * C)
-    {
-        float acc = ws[i];
-        for (int k = 1; k < parts; k++)
-            acc = col_acc(fn, acc, ws[(int64_t)k * O * C + i]);
-        y[i] = st<T>(col_final(fn, acc, R));
+    if (ty == 0 && c < C) {
+        for (int k = 1; k < 8; k++)
+            acc = col_acc(fn, acc, sh[k][tx]);
+        if (parts == 1)
+            y[o * C + c] = st<T>(col_final(fn, acc, R));
+        else
+            ws[((int64_t)blockIdx.z * O + o) * C + c] = acc;
     }
+    if (parts == 1) return;
+    unsigned *count = (unsigned *)(ws + (int64_t)parts * O * C) + o * gridDim.x + blockIdx.x;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(count, 1u) == (unsigned)parts - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    /* the last part: row lane ty combines parts ty, ty + 8, ... in order,
+     * then lane 0 the 8 lanes in order */
+    acc = col_init(fn);
+    if (c < C)
+        for (int k = ty; k < parts; k += 8)
+            acc = col_acc(fn, acc, __ldcg(&ws[((int64_t)k * O + o) * C + c]));
+    __syncthreads();
+    sh[ty][tx] = acc;
+    __syncthreads();
+    if (ty == 0 && c < C) {
+        for (int k = 1; k < 8; k++)
+            acc = col_acc(fn, acc, sh[k][tx]);
+        y[o * C + c] = st<T>(col_final(fn, acc, R));
+    }
+    if (threadIdx.x == 0) *count = 0;
 }
 
 template <typename T>
@@ -1200,12 +1230,12 @@ extern "C" cudaError_t cuk_reduce_mean(cuk_type t, const cuk_reduce_desc *d, con
     return cudaGetLastError();
 }
 
-/* Parts of the R rows: about 1024 blocks in all (a few per SM), at least
- * 64 rows a part. */
+/* Parts of the R rows: about two blocks an SM in all, at least 256 rows
+ * a part (32 per row lane). */
 static int colreduce_parts(int64_t O, int64_t R, int64_t C)
 {
     int64_t blocks = (C + 31) / 32 * O;
-    int64_t want = (1024 + blocks - 1) / blocks, most = (R + 63) / 64;
+    int64_t want = (264 + blocks - 1) / blocks, most = (R + 255) / 256;
     int64_t p = want < most ? want : most;
     return (int)(p < 1 ? 1 : (p > 4096 ? 4096 : p));
 }
@@ -1216,11 +1246,14 @@ extern "C" int cuk_colreduce_ok(int64_t O, int64_t R, int64_t C)
            O * R <= INT64_MAX / C;
 }
 
+/* The partials [P, O, C] as floats, then a counter a column block. */
 extern "C" size_t cuk_colreduce_workspace(int64_t O, int64_t R, int64_t C)
 {
     if (!cuk_colreduce_ok(O, R, C)) return 0;
     int parts = colreduce_parts(O, R, C);
-    return parts > 1 ? (size_t)parts * (size_t)(O * C) * sizeof(float) : 0;
+    return parts > 1 ? (size_t)parts * (size_t)(O * C) * sizeof(float) +
+                           (size_t)(O * ((C + 31) / 32)) * sizeof(unsigned)
+                     : 0;
 }
 
 extern "C" cudaError_t cuk_colreduce(cuk_col_fn fn, cuk_type t, int64_t O, int64_t R, int64_t C,
@@ -1233,12 +1266,6 @@ extern "C" cudaError_t cuk_colreduce(cuk_col_fn fn, cuk_type t, int64_t O, int64
     dim3 grid((unsigned)((C + 31) / 32), (unsigned)O, (unsigned)parts);
     DISPATCH_FLOAT(t, k_colreduce<T><<<grid, kThreads, 0, stream>>>(
                           (int)fn, O, R, C, chunk, parts, (const T *)x, (T *)y, (float *)ws));
-    if (parts > 1) {
-        cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess) return e;
-        DISPATCH_FLOAT(t, k_colreduce_finish<T><<<blocks_for(O * C), kThreads, 0, stream>>>(
-                              (int)fn, O, R, C, parts, (const float *)ws, (T *)y));
-    }
     return cudaGetLastError();
 }
 

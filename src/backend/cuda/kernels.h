@@ -188,8 +188,9 @@ cudaError_t cuk_reduce_mean(cuk_type t, const cuk_reduce_desc *d, const void *x,
  * of slice o at (o * R + r) * C, reduced over R into y [O, C] (a global
  * pooling or a mean over H and W of a channels-last tensor).  Several
  * blocks share a long column; their partial results go to ws, of
- * cuk_colreduce_workspace(O, R, C) bytes (0: none needed), and are
- * combined in a fixed order.  cuk_colreduce_ok says whether the shape is
+ * cuk_colreduce_workspace(O, R, C) bytes (0: none needed; zeroed once
+ * when allocated, and left zeroed by every launch), and are combined in a
+ * fixed order, in the same launch.  cuk_colreduce_ok says whether the shape is
  * one the kernel takes (1 <= O <= 65535, R >= 1, C >= 1). */
 typedef enum cuk_col_fn { CUK_COL_SUM = 0, CUK_COL_MEAN, CUK_COL_MAX, CUK_COL_MIN } cuk_col_fn;
 

@@ -498,7 +498,7 @@ int quant_desc_ok(const cuk_quant_desc *d)
 
 /* ---- element-wise chains --------------------------------------------- */
 
-/* ND: the iteration's dimensions after chain_collapse (CUK_MAX_DIMS: any
+/* ND: the iteration's dimensions (CUK_MAX_DIMS: any
  * up to it, read from d).  Every loop over operands and dimensions is
  * unrolled to its bound so that the offsets stay in registers (indexed at
  * run time they would live in local memory). */
@@ -545,35 +545,6 @@ __global__ void k_chain(const __grid_constant__ cuk_chain_desc d, const cuk_chai
         }
         ((T *)p.ops[0])[off[0]] = from_float<T>(v);
     }
-}
-
-/* Drops the dimensions of extent 1 and merges each dimension into the one
- * outside it where every operand steps over both as over one; the same
- * elements in the same order, in fewer dimensions. */
-void chain_collapse(cuk_chain_desc *d)
-{
-    int out = 0;
-    for (int k = 0; k < d->ndim; k++) {
-        if (d->shape[k] == 1 && d->ndim > 1) continue;
-        bool merge = out > 0;
-        for (int o = 0; merge && o < d->n_ops; o++)
-            merge = d->stride[o][out - 1] == d->stride[o][k] * d->shape[k];
-        if (merge) {
-            d->shape[out - 1] *= d->shape[k];
-            for (int o = 0; o < d->n_ops; o++)
-                d->stride[o][out - 1] = d->stride[o][k];
-            continue;
-        }
-        d->shape[out] = d->shape[k];
-        for (int o = 0; o < d->n_ops; o++)
-            d->stride[o][out] = d->stride[o][k];
-        out++;
-    }
-    if (out == 0) { /* every extent 1 */
-        d->shape[0] = 1;
-        out = 1;
-    }
-    d->ndim = out;
 }
 
 } /* namespace */
@@ -751,8 +722,7 @@ extern "C" cudaError_t cuk_ew_chain(cuk_type t, const cuk_chain_desc *d, const c
     const unsigned grid = grid_for(total);
     const int64_t lim = (int64_t)1 << 30;
     const bool narrow = total < lim && reach < lim && (int64_t)grid * kThreads < lim;
-    cuk_chain_desc c = *d;
-    chain_collapse(&c);
+    const cuk_chain_desc &c = *d; /* simplified by its plan (cu_dims_simplify) */
     CUK_DISPATCH_FP((cuk_dtype)t, T, {
         if (!narrow)
             k_chain<T, int64_t, CUK_MAX_DIMS><<<grid, kThreads, 0, stream>>>(c, *p);

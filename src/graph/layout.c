@@ -1,0 +1,208 @@
+/*
+ * layout.c - which 4-D tensors a channels-last plan keeps row-major.
+ *
+ * Under the NHWC layout every 4-D tensor is stored channels-last.  A
+ * network that permutes a feature map to [N, H, W, C] itself (ConvNeXt's
+ * LayerNorm and MLP, Swin's windows) then stores that tensor channels-last
+ * too, a second permutation: the Transpose copies, and the LayerNorm, the
+ * products and the element-wise ops after it walk a strided order.  Here
+ * such a tensor is stored row-major instead, whose bytes are the channels-
+ * last map's: the Transpose that made it is a view, and so is the one that
+ * permutes back (to [N, C, H, W], stored channels-last again).
+ *
+ * A region of row-major tensors starts at such a Transpose and runs
+ * forward through ops that see only their tensors' strides (element-wise,
+ * LayerNorm, Softmax, MatMul, reductions, views, other Transposes); it is
+ * kept only where every op that touches it agrees (all its 4-D tensors
+ * row-major, or it is the Transpose in or out): an op that would read one
+ * row-major and one channels-last map, or a convolution or pooling that
+ * would read a row-major one, clears the tensors it touches, and that
+ * spreads until every op agrees.
+ */
+#include <string.h>
+
+#include "graph/graph_impl.h"
+
+/* The same bytes in both orders: not 4-D, one channel, or one pixel. */
+static int invariant(const opsched_tensor *t)
+{
+    return !t || t->shape.ndim != 4 || t->shape.d[1] == 1 || t->shape.d[2] * t->shape.d[3] == 1;
+}
+
+static int perm_is(const opsched_node *n, int a, int b, int c, int d)
+{
+    const opsched_transpose_attr *p = &n->attr.transpose;
+    return n->op == OPSCHED_OP_TRANSPOSE && p->n == 4 && p->perm[0] == a && p->perm[1] == b &&
+           p->perm[2] == c && p->perm[3] == d;
+}
+
+/* Ops whose plans follow each tensor's strides, whatever its order. */
+static int agnostic(const opsched_node *n)
+{
+    switch (n->op) {
+    case OPSCHED_OP_RELU:
+    case OPSCHED_OP_CLIP:
+    case OPSCHED_OP_SIGMOID:
+    case OPSCHED_OP_TANH:
+    case OPSCHED_OP_GELU:
+    case OPSCHED_OP_ERF:
+    case OPSCHED_OP_HARDSIGMOID:
+    case OPSCHED_OP_HARDSWISH:
+    case OPSCHED_OP_SQRT:
+    case OPSCHED_OP_ADD:
+    case OPSCHED_OP_SUB:
+    case OPSCHED_OP_MUL:
+    case OPSCHED_OP_DIV:
+    case OPSCHED_OP_POW:
+    case OPSCHED_OP_SOFTMAX:
+    case OPSCHED_OP_LAYERNORM:
+    case OPSCHED_OP_REDUCEMEAN:
+    case OPSCHED_OP_TRANSPOSE:
+    case OPSCHED_OP_FLATTEN:
+    case OPSCHED_OP_RESHAPE:
+    case OPSCHED_OP_IDENTITY:
+    case OPSCHED_OP_DROPOUT:
+    case OPSCHED_OP_UNARY:
+    case OPSCHED_OP_BINARY:
+    case OPSCHED_OP_WHERE:
+    case OPSCHED_OP_CAST:
+    case OPSCHED_OP_REDUCE:
+    case OPSCHED_OP_LOGSOFTMAX:
+    case OPSCHED_OP_MATMUL:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static const opsched_tensor *tensor(const opsched_graph *g, int id)
+{
+    return id >= 0 ? opsched_graph_tensor(g, id) : NULL;
+}
+
+/* The Transpose into a region: a channels-last map permuted to [N, H, W, C]. */
+static int entry(const opsched_graph *g, const opsched_node *n, const unsigned char *rm)
+{
+    return perm_is(n, 0, 2, 3, 1) && n->n_inputs >= 1 && n->inputs[0] >= 0 &&
+           !invariant(tensor(g, n->inputs[0])) && !rm[n->inputs[0]] && rm[n->outputs[0]];
+}
+
+/* The Transpose out of one: [N, H, W, C] permuted back to a map. */
+static int exit_of(const opsched_graph *g, const opsched_node *n, const unsigned char *rm)
+{
+    return perm_is(n, 0, 3, 1, 2) && n->n_inputs >= 1 && n->inputs[0] >= 0 &&
+           !invariant(tensor(g, n->outputs[0])) && rm[n->inputs[0]] && !rm[n->outputs[0]];
+}
+
+int opsched_layout_transpose_view(const opsched_graph *g, int node, const unsigned char *rm)
+{
+    const opsched_node *n = opsched_graph_node(g, node);
+    if (!n || !rm || n->n_outputs != 1) return 0;
+    return entry(g, n, rm) || exit_of(g, n, rm);
+}
+
+/* Clears the row-major tensors of node n when it does not agree; 1 when it
+ * cleared any. */
+static int settle(const opsched_graph *g, const opsched_node *n, unsigned char *rm)
+{
+    if (n->n_outputs == 1 && (entry(g, n, rm) || exit_of(g, n, rm))) return 0;
+    int has_rm = 0, has_cl = 0;
+    for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        int id = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+        const opsched_tensor *t = tensor(g, id);
+        if (invariant(t)) continue;
+        if (rm[id]) has_rm = 1;
+        else if (t->kind == OPSCHED_TENSOR_INPUT || t->kind == OPSCHED_TENSOR_ACTIVATION)
+            has_cl = 1;
+    }
+    if (!has_rm) return 0;
+    int keep = !has_cl && agnostic(n);
+    int changed = 0;
+    for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        int id = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+        const opsched_tensor *t = tensor(g, id);
+        if (invariant(t)) continue;
+        if (keep) {
+            /* a constant map read inside the region is stored row-major too */
+            if (!rm[id] && t->kind != OPSCHED_TENSOR_ACTIVATION &&
+                t->kind != OPSCHED_TENSOR_INPUT) {
+                rm[id] = 1;
+                changed = 1;
+            }
+        } else if (rm[id]) {
+            rm[id] = 0;
+            changed = 1;
+        }
+    }
+    return changed;
+}
+
+/* 1 when a constant marked row-major is also read where maps are
+ * channels-last (then it cannot be both). */
+static int constant_split(const opsched_graph *g, unsigned char *rm)
+{
+    int changed = 0;
+    int nn = opsched_graph_num_nodes(g);
+    for (int i = 0; i < nn; i++) {
+        const opsched_node *n = opsched_graph_node(g, i);
+        int region = 0;
+        for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+            int id = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+            const opsched_tensor *t = tensor(g, id);
+            if (!invariant(t) && rm[id] && t->kind == OPSCHED_TENSOR_ACTIVATION) region = 1;
+        }
+        if (region) continue;
+        for (int k = 0; k < n->n_inputs; k++) {
+            const opsched_tensor *t = tensor(g, n->inputs[k]);
+            if (!invariant(t) && rm[n->inputs[k]] && t->kind != OPSCHED_TENSOR_ACTIVATION &&
+                t->kind != OPSCHED_TENSOR_INPUT) {
+                /* read by a channels-last op: every region that reads it
+                 * must go (settle clears them once the constant is) */
+                rm[n->inputs[k]] = 0;
+                changed = 1;
+            }
+        }
+    }
+    return changed;
+}
+
+int opsched_layout_rowmajor(const opsched_graph *g, unsigned char *rm)
+{
+    if (!g || !rm) return 0;
+    int nt = opsched_graph_num_tensors(g), nn = opsched_graph_num_nodes(g);
+    memset(rm, 0, (size_t)nt);
+    /* forward from every Transpose into [N, H, W, C], in node order */
+    for (int i = 0; i < nn; i++) {
+        const opsched_node *n = opsched_graph_node(g, i);
+        if (n->n_outputs < 1) continue;
+        int seed = perm_is(n, 0, 2, 3, 1) && n->n_inputs >= 1 && n->inputs[0] >= 0 &&
+                   !invariant(tensor(g, n->inputs[0])) && !rm[n->inputs[0]];
+        int from = 0;
+        if (!seed && agnostic(n) && !perm_is(n, 0, 3, 1, 2))
+            for (int k = 0; k < n->n_inputs; k++)
+                if (n->inputs[k] >= 0 && rm[n->inputs[k]]) from = 1;
+        if (!seed && !from) continue;
+        for (int k = 0; k < n->n_outputs; k++)
+            if (!invariant(tensor(g, n->outputs[k]))) rm[n->outputs[k]] = 1;
+    }
+    /* then clear what does not agree, until everything does */
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = 0; i < nn; i++)
+            changed |= settle(g, opsched_graph_node(g, i), rm);
+        if (!changed) changed = constant_split(g, rm);
+    }
+    int count = 0;
+    for (int t = 0; t < nt; t++)
+        count += rm[t] != 0;
+    return count;
+}
+
+ptrdiff_t opsched_graph_tensor_index(const opsched_graph *g, const opsched_tensor *t)
+{
+    if (!g || !t || g->n_tensors == 0) return -1;
+    uintptr_t base = (uintptr_t)g->tensors, p = (uintptr_t)t;
+    if (p < base || p >= base + g->n_tensors * sizeof(*g->tensors)) return -1;
+    if ((p - base) % sizeof(*g->tensors)) return -1;
+    return (ptrdiff_t)((p - base) / sizeof(*g->tensors));
+}
