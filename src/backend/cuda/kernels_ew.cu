@@ -498,12 +498,15 @@ int quant_desc_ok(const cuk_quant_desc *d)
 
 /* ---- element-wise chains --------------------------------------------- */
 
-/* ND: the iteration's dimensions (CUK_MAX_DIMS: any
- * up to it, read from d).  Every loop over operands and dimensions is
- * unrolled to its bound so that the offsets stay in registers (indexed at
- * run time they would live in local memory). */
+/* ND: the iteration's dimensions (CUK_MAX_DIMS: any up to it, read from
+ * d).  The element's index stays in registers (statically indexed) and
+ * each operand's offset is formed where it is read; both structures are
+ * grid constants, so indexing them by the step's operand reads the
+ * constant bank (an array indexed at run time, or a by-value parameter so
+ * indexed, would be copied to local memory for every element). */
 template <typename T, typename I, int ND>
-__global__ void k_chain(const __grid_constant__ cuk_chain_desc d, const cuk_chain_ptrs p)
+__global__ void k_chain(const __grid_constant__ cuk_chain_desc d,
+                        const __grid_constant__ cuk_chain_ptrs p)
 {
     const int nd = ND < CUK_MAX_DIMS ? ND : d.ndim;
     I total = 1;
@@ -512,38 +515,39 @@ __global__ void k_chain(const __grid_constant__ cuk_chain_desc d, const cuk_chai
         if (k < nd) total *= (I)d.shape[k];
     for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); i < total;
          i += (I)(gridDim.x * blockDim.x)) {
-        I off[CUK_CHAIN_OPS];
-#pragma unroll
-        for (int k = 0; k < CUK_CHAIN_OPS; k++)
-            off[k] = 0;
+        I idx[ND];
         I r = i;
 #pragma unroll
         for (int dim = ND - 1; dim >= 0; dim--) {
+            idx[dim] = 0;
             if (dim >= nd) continue;
-            I idx = r;
             if (dim > 0) {
                 const I ext = (I)d.shape[dim];
-                idx = r % ext;
+                idx[dim] = r % ext;
                 r /= ext;
+            } else {
+                idx[dim] = r;
             }
-#pragma unroll
-            for (int k = 0; k < CUK_CHAIN_OPS; k++)
-                if (k < d.n_ops) off[k] += idx * (I)d.stride[k][dim];
         }
-        float v = to_float(((const T *)p.ops[1])[off[1]]);
+        auto at = [&](int o) {
+            I off = 0;
+#pragma unroll
+            for (int dim = 0; dim < ND; dim++)
+                if (dim < nd) off += idx[dim] * (I)d.stride[o][dim];
+            return off;
+        };
+        float v = to_float(((const T *)p.ops[1])[at(1)]);
         for (int s = 0; s < d.n_steps; s++) {
             const cuk_chain_step &st = d.steps[s];
             if (!st.binary) {
                 v = ufloat((cuk_ufn)st.fn, v, st.prm);
             } else {
-                float w = 0.0f;
-#pragma unroll
-                for (int k = 1; k < CUK_CHAIN_OPS; k++)
-                    if (k == st.operand) w = to_float(((const T *)p.ops[k])[off[k]]);
+                const int o = st.operand;
+                const float w = to_float(((const T *)p.ops[o])[at(o)]);
                 v = st.swap ? bfloat((cuk_bfn)st.fn, w, v) : bfloat((cuk_bfn)st.fn, v, w);
             }
         }
-        ((T *)p.ops[0])[off[0]] = from_float<T>(v);
+        ((T *)p.ops[0])[at(0)] = from_float<T>(v);
     }
 }
 
