@@ -308,6 +308,60 @@ static void test_ew_chain(void **state)
     done(ctx, g);
 }
 
+/* An attention's products (the score product, which the softmax reads
+ * through scaling, a mask and a reshape, and the product of the softmax's
+ * output with V) are found; a product behind a Relu is not, nor a
+ * non-product. */
+static void test_product_is_attention(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_graph *g = new_graph(&ctx);
+    int q = add_input(g, "q", "1x4x8x16"), kt = add_input(g, "kt", "1x4x16x8");
+    int v = add_input(g, "v", "1x4x8x16"), scale = add_input(g, "scale", "1");
+    int mask = add_input(g, "mask", "1x1x8x8");
+    int t[9];
+    int ins[2] = {q, kt};
+    assert_int_equal(
+        opsched_graph_add_node(g, "qk", OPSCHED_OP_MATMUL, NULL, ins, 2, 1, NULL, &t[0]),
+        OPSCHED_OK);
+    int m1[2] = {t[0], scale};
+    assert_int_equal(
+        opsched_graph_add_node(g, "mul_scale", OPSCHED_OP_MUL, NULL, m1, 2, 1, NULL, &t[1]),
+        OPSCHED_OK);
+    int m2[2] = {t[1], mask};
+    assert_int_equal(
+        opsched_graph_add_node(g, "add_mask", OPSCHED_OP_ADD, NULL, m2, 2, 1, NULL, &t[2]),
+        OPSCHED_OK);
+    opsched_op_attr sm;
+    memset(&sm, 0, sizeof(sm));
+    sm.axis.axis = -1;
+    assert_int_equal(
+        opsched_graph_add_node(g, "softmax", OPSCHED_OP_SOFTMAX, &sm, &t[2], 1, 1, NULL, &t[3]),
+        OPSCHED_OK);
+    assert_int_equal(
+        opsched_graph_add_node(g, "drop", OPSCHED_OP_IDENTITY, NULL, &t[3], 1, 1, NULL, &t[8]),
+        OPSCHED_OK);
+    int pv[2] = {t[8], v};
+    assert_int_equal(
+        opsched_graph_add_node(g, "pv", OPSCHED_OP_MATMUL, NULL, pv, 2, 1, NULL, &t[4]),
+        OPSCHED_OK);
+    assert_int_equal(
+        opsched_graph_add_node(g, "other", OPSCHED_OP_MATMUL, NULL, ins, 2, 1, NULL, &t[5]),
+        OPSCHED_OK);
+    assert_int_equal(
+        opsched_graph_add_node(g, "relu", OPSCHED_OP_RELU, NULL, &t[5], 1, 1, NULL, &t[6]),
+        OPSCHED_OK);
+    assert_int_equal(
+        opsched_graph_add_node(g, "softmax2", OPSCHED_OP_SOFTMAX, &sm, &t[6], 1, 1, NULL, &t[7]),
+        OPSCHED_OK);
+    assert_int_equal(opsched_product_is_attention(g, 0), 1); /* the scores */
+    assert_int_equal(opsched_product_is_attention(g, 5), 1); /* after the softmax */
+    assert_int_equal(opsched_product_is_attention(g, 6), 0); /* behind a Relu */
+    assert_int_equal(opsched_product_is_attention(g, 1), 0); /* not a product */
+    done(ctx, g);
+}
+
 static void test_concat_split_views(void **state)
 {
     (void)state;
@@ -441,6 +495,7 @@ int main(void)
         cmocka_unit_test(test_shape_parse),        cmocka_unit_test(test_conv_shapes_and_flops),
         cmocka_unit_test(test_conv_bad_groups),    cmocka_unit_test(test_kernel_larger_than_input),
         cmocka_unit_test(test_pool_ceil_mode),     cmocka_unit_test(test_gemm_matmul_broadcast),
+        cmocka_unit_test(test_product_is_attention),
         cmocka_unit_test(test_concat_split_views), cmocka_unit_test(test_names_unique),
         cmocka_unit_test(test_peak_memory),        cmocka_unit_test(test_batchnorm_params),
         cmocka_unit_test(test_set_data),           cmocka_unit_test(test_free_null),

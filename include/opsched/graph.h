@@ -706,6 +706,13 @@ int opsched_layout_transpose_view(const opsched_graph *g, int node, const unsign
 /* The index of t among g's tensors when t is one of them, else -1. */
 ptrdiff_t opsched_graph_tensor_index(const opsched_graph *g, const opsched_tensor *t);
 
+/* 1 when MatMul `node` is one of an attention's two products: its output
+ * reaches a Softmax or LogSoftmax, or an operand comes from one, within
+ * six element-wise or reshaping nodes (scale, mask, bias, reshape).  Under
+ * TF32 a backend runs such a product in strict fp32, as PyTorch's fused
+ * attention does (precision.c says why); 0 for any other node. */
+int opsched_product_is_attention(const opsched_graph *g, int node);
+
 /* Sums the costs and simulates a sequential run for the peak memory. */
 opsched_status opsched_graph_totals_compute(const opsched_graph *g, opsched_graph_totals *out);
 

@@ -43,6 +43,7 @@ typedef struct gemm_plan {
     int n_loop;               /* > 0: one GEMM per entry of the offsets below */
     int64_t *loop_a, *loop_b; /* element offsets per output batch entry */
     size_t ws_limit;          /* the most of the stream's workspace this plan uses */
+    int strict_attention;     /* an attention product under TF32: strict fp32 */
 } gemm_plan;
 
 static void gemm_release(cu_plan *base)
@@ -101,8 +102,14 @@ static opsched_status gemm_new(const cu_plan_args *a, gemm_plan **out)
     gemm_plan *p = (gemm_plan *)base;
     p->elem = opsched_dtype_size(a->dt);
     p->type = a->dt == OPSCHED_F16 ? CUDA_R_16F : a->dt == OPSCHED_BF16 ? CUDA_R_16BF : CUDA_R_32F;
-    p->compute =
-        a->opts->math == OPSCHED_MATH_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    /* An attention's two products stay strict fp32 under TF32
+     * (opsched_product_is_attention), as PyTorch's fused attention keeps them. */
+    int node = cu_node_index(a);
+    p->strict_attention = a->opts->math == OPSCHED_MATH_TF32 && node >= 0 &&
+                          opsched_product_is_attention(a->g, node);
+    p->compute = a->opts->math == OPSCHED_MATH_TF32 && !p->strict_attention
+                     ? CUBLAS_COMPUTE_32F_FAST_TF32
+                     : CUBLAS_COMPUTE_32F;
     p->alpha = 1.0f;
     p->beta = 0.0f;
     p->batch = 1;
@@ -270,7 +277,8 @@ opsched_status cu_plan_matmul(const cu_plan_args *a, cu_plan **out)
         oa = ob = NULL;
         algo = "cublas_gemm_loop";
     }
-    snprintf(a->info->algo, sizeof(a->info->algo), "%s", algo);
+    snprintf(a->info->algo, sizeof(a->info->algo), "%s%s", algo,
+             p->strict_attention ? "_fp32" : "");
     *out = &p->base;
 done:
     free(oa);
