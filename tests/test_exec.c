@@ -364,6 +364,48 @@ static void test_fused_chain(void **state)
     opsched_graph_free(g);
 }
 
+/* The squeeze-and-excitation gate runs as one launch: two SE blocks (one
+ * from GlobalAveragePool with biases and Swish and Sigmoid, one from
+ * ReduceMean without biases, Relu and HardSigmoid) against the reference
+ * with fusion on, off and ablated; with it on each gate is one launch
+ * beside its Mul. */
+static void test_fused_se(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_shape xs = {4, {2, 12, 5, 7}};
+    opsched_graph *g = netref_se_graph(env.ctx, &xs, 3, 43);
+    assert_non_null(g);
+    opsched_se_gate se;
+    assert_int_equal(opsched_se_gate_find(g, 0, &se), 1);
+    assert_int_equal(se.n, 5);
+    assert_int_equal(se.hidden, 3);
+    assert_int_equal(opsched_se_gate_find(g, 6, &se), 1);
+    assert_int_equal(se.sides[1], -1); /* no biases */
+    assert_int_equal(se.sides[3], -1);
+    assert_int_equal(opsched_se_gate_find(g, 1, &se), 0); /* not a mean */
+    opsched_exec_options on = {.plan = {.fuse_activation = 1}}, off = {0};
+    opsched_exec_options ablated = on;
+    ablated.plan.ablate = OPSCHED_ABLATE_SE;
+    compare_with_reference(g, &on, 1e-6);
+    compare_with_reference(g, &off, 1e-6);
+    compare_with_reference(g, &ablated, 1e-6);
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &on, &ex));
+    for (int k = 1; k <= 10; k++)
+        if (k != 5 && k != 6) assert_int_equal(opsched_executor_layer(ex, k)->role, OPSCHED_ROLE_FUSED);
+    assert_string_equal(opsched_executor_layer(ex, 0)->algo, "se:5");
+    opsched_exec_info info;
+    CHECK(opsched_executor_info(ex, &info));
+    assert_int_equal(info.n_launches, 4);
+    opsched_executor_free(ex);
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &ablated, &ex));
+    CHECK(opsched_executor_info(ex, &info));
+    assert_int_equal(info.n_launches, 8); /* the convolutions take their activations */
+    opsched_executor_free(ex);
+    opsched_graph_free(g);
+}
+
 /* Merged convolutions run one activation: two 1x1 convolutions of the
  * same input, one with a Relu and one with a Sigmoid, are no epilogue
  * pair; two Sigmoids are. */
@@ -760,6 +802,7 @@ int main(void)
         cmocka_unit_test(test_fused_relu),          cmocka_unit_test(test_views_alias),
         cmocka_unit_test(test_fused_activations),   cmocka_unit_test(test_fused_residual),
         cmocka_unit_test(test_epilogue_same),       cmocka_unit_test(test_fused_chain),
+        cmocka_unit_test(test_fused_se),
         cmocka_unit_test(test_arena_vs_peak),       cmocka_unit_test(test_run_layers),
         cmocka_unit_test(test_capture_unsupported), cmocka_unit_test(test_forced_algorithm),
         cmocka_unit_test(test_io_errors),           cmocka_unit_test(test_lifetimes_in_launches),

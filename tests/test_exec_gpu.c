@@ -178,6 +178,40 @@ static void test_chains(void **state)
     opsched_graph_free(g);
 }
 
+/* The squeeze-and-excitation gate as one kernel: two SE blocks (biases,
+ * Swish and Sigmoid; no biases, Relu and HardSigmoid) in both layouts and
+ * every math mode against the CPU backend in fp32, node by node.  Shapes:
+ * a large map that the kernel splits into parts, and EfficientNet's last
+ * stage (1152 channels, 48 hidden, 7 x 7). */
+static void test_se_gate(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    const opsched_shape shapes[2] = {{4, {2, 40, 48, 48}}, {4, {1, 1152, 7, 7}}};
+    const int64_t hidden[2] = {10, 48};
+    for (int i = 0; i < 2; i++) {
+        opsched_graph *g = netref_se_graph(env.ctx, &shapes[i], hidden[i], 37 + i);
+        assert_non_null(g);
+        check_graph_modes(g, "se", 1);
+        for (int layout = 0; layout < 2; layout++) {
+            opsched_exec_options o = {.plan = {.math = OPSCHED_MATH_FP32,
+                                               .layout = (opsched_layout)layout,
+                                               .fuse_activation = 1}};
+            opsched_executor *ex = NULL;
+            CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+            opsched_exec_info info;
+            CHECK(opsched_executor_info(ex, &info));
+            print_message("  se, %s: %d launches; the gates: %s, %s\n",
+                          layout ? "NHWC" : "NCHW", info.n_launches,
+                          opsched_executor_layer(ex, 0)->algo, opsched_executor_layer(ex, 6)->algo);
+            assert_string_equal(opsched_executor_layer(ex, 0)->algo, "se:5");
+            assert_string_equal(opsched_executor_layer(ex, 6)->algo, "se:5");
+            opsched_executor_free(ex);
+        }
+        opsched_graph_free(g);
+    }
+}
+
 static void test_resnet50_math(void **state)
 {
     (void)state;
@@ -346,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_capture_replay),
         cmocka_unit_test(test_forced_algorithm),
         cmocka_unit_test(test_chains),
+        cmocka_unit_test(test_se_gate),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -156,11 +156,13 @@ typedef enum opsched_ablation {
                                           * launches on its own (the executor's choice) */
     OPSCHED_ABLATE_RESIDUAL = 1u << 5,   /* residual Adds inside convolutions: the Add and
                                           * its activation launch on their own */
-    OPSCHED_ABLATE_LAYOUT = 1u << 6      /* the layout per tensor: every 4-D tensor in the
+    OPSCHED_ABLATE_LAYOUT = 1u << 6,     /* the layout per tensor: every 4-D tensor in the
                                           * plan's layout (opsched_layout_rowmajor off) */
+    OPSCHED_ABLATE_SE = 1u << 7          /* the squeeze-and-excitation gate as one launch:
+                                          * the mean and its layers launch on their own */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
- * "chains", "residual", "layout" (or "none")
+ * "chains", "residual", "layout", "se" (or "none")
  * into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */
@@ -179,6 +181,9 @@ typedef struct opsched_plan_options {
                                 * (opsched_ew_chain_find) in one launch, whose inputs
                                 * are the node's, then the chain's side operands
                                 * (opsched_ew_chain_sides) */
+    int fuse_se;               /* spatial mean: run the squeeze-and-excitation gate
+                                * from it (opsched_se_gate_find) in one launch, whose
+                                * inputs are the node's, then W1, b1, W2, b2 */
     const opsched_graph *rowmajor_graph; /* with rowmajor: the graph it describes */
     const unsigned char *rowmajor; /* NULL, or a byte per tensor of rowmajor_graph: 1 keeps that
                                     * 4-D tensor row-major under the NHWC layout
@@ -206,6 +211,9 @@ typedef struct opsched_plan_info {
                                 * when fused_activation) runs in the plan */
     int fused_chain;           /* nodes of the element-wise chain the plan runs (the
                                 * head among them), 0 when it runs its node alone */
+    int fused_se;              /* nodes of the squeeze-and-excitation gate the plan
+                                * runs (the mean among them), 0 when it runs its node
+                                * alone */
 } opsched_plan_info;
 opsched_status opsched_plan_info_get(const opsched_plan *p, opsched_plan_info *out);
 

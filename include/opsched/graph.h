@@ -692,6 +692,27 @@ int opsched_op_is_chainable(const opsched_graph *g, const opsched_node *n);
 int opsched_ew_chain_find(const opsched_graph *g, int node, opsched_ew_chain *out);
 int opsched_ew_chain_sides(const opsched_graph *g, const opsched_ew_chain *c, int *sides);
 
+/* The squeeze-and-excitation gate (se.c): s = act2(fc2(act1(fc1(m)))),
+ * m the mean of a 4-D float map x over H and W (GlobalAveragePool, or
+ * ReduceMean over axes 2 and 3 keeping them), fc1 and fc2 convolutions that
+ * are dense layers on 1 x 1 maps (1 x 1 kernel, unit stride and dilation,
+ * no padding, one group, constant weight and bias; fc2 back to x's
+ * channels), act1 and act2 optional epilogue activations
+ * (opsched_op_is_epilogue), each node the only reader of the one before
+ * (and no graph output).  opsched_se_gate_find gives the gate whose mean is
+ * `node`, returning 1 and filling *out (else 0).  A plan that runs it
+ * (opsched_plan_options.fuse_se) takes the mean's inputs, then the sides
+ * W1, b1, W2, b2 (-1 where a bias is absent), and writes s, [N, C, 1, 1],
+ * as the mean's output; the later nodes become aliases of it. */
+typedef struct opsched_se_gate {
+    int pool, fc1, act1, fc2, act2; /* nodes; act1, act2 -1 when absent */
+    int n, nodes[5];                /* the same in order, the mean first */
+    int sides[4];                   /* W1, b1, W2, b2 (a bias -1 when absent) */
+    int gate;                       /* the tensor s */
+    int64_t hidden;                 /* fc1's output channels */
+} opsched_se_gate;
+int opsched_se_gate_find(const opsched_graph *g, int node, opsched_se_gate *out);
+
 /* Layout per tensor (layout.c): under the channels-last layout, the 4-D
  * tensors that stay row-major.  A Transpose that permutes a channels-last
  * map to [N, H, W, C] makes a row-major tensor of the same bytes, and the

@@ -438,6 +438,7 @@ static const struct {
                  {"chains", OPSCHED_ABLATE_CHAINS},
                  {"residual", OPSCHED_ABLATE_RESIDUAL},
                  {"layout", OPSCHED_ABLATE_LAYOUT},
+                 {"se", OPSCHED_ABLATE_SE},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)
@@ -511,6 +512,18 @@ opsched_status opsched_plan_create(opsched_device *dev, const opsched_graph *g, 
                            n->name);
         }
         p->n_inputs = n->n_inputs + opsched_ew_chain_sides(g, &c, sides);
+    }
+    if (p->info.fused_se) { /* W1, b1, W2, b2 after the mean's inputs */
+        opsched_se_gate se;
+        if (!opts->fuse_se || p->info.fused_chain || !opsched_se_gate_find(g, node, &se) ||
+            se.n != p->info.fused_se) {
+            dev->be->plan_free(dev->impl, p->impl);
+            free(p);
+            return OS_FAIL(dev->ctx, OPSCHED_ERR_BACKEND,
+                           "plan: node '%s': the backend ran a gate it was not asked for",
+                           n->name);
+        }
+        p->n_inputs = n->n_inputs + 4;
     }
     p->n_outputs = n->n_outputs;
     *out = p;

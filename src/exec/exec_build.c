@@ -288,6 +288,7 @@ static opsched_exec_options node_options(const ex_build *b, int stage)
     opsched_exec_options o = *b->o;
     o.plan.fuse_residual = 0; /* plan_node asks for it where the launch can read it */
     o.plan.fuse_chain = 0;    /* likewise */
+    o.plan.fuse_se = 0;       /* likewise */
     if (stage >= 0 && b->s->stages[stage].kind == OPSCHED_STAGE_CONCURRENT &&
         b->s->stages[stage].n_groups > 1) {
         if (b->o->concurrent_algo) o.plan.algo = b->o->concurrent_algo;
@@ -400,6 +401,53 @@ static opsched_status plan_chain(opsched_executor *ex, ex_build *b, int i,
     return OPSCHED_OK;
 }
 
+/* Plans node i, a spatial mean, as the squeeze-and-excitation gate that
+ * starts at it (opsched_se_gate_find): the gate's later nodes become
+ * aliases of its output and the launch reads W1, b1, W2, b2 after the
+ * node's inputs.  *done is 0 when there is no gate to run here, or the
+ * backend would run the mean alone (nothing kept: plan_node plans it). */
+static opsched_status plan_se(opsched_executor *ex, ex_build *b, int i,
+                              const opsched_exec_options *base, int *done)
+{
+    opsched_se_gate se;
+    *done = 0;
+    if (!base->plan.fuse_activation || (base->plan.ablate & OPSCHED_ABLATE_SE) ||
+        !opsched_se_gate_find(b->g, i, &se))
+        return OPSCHED_OK;
+    for (int k = 1; k < se.n; k++)
+        if (ex->nodes[se.nodes[k]].role != OPSCHED_ROLE_LAUNCH ||
+            b->place[se.nodes[k]].merge_first >= 0)
+            return OPSCHED_OK;
+    opsched_exec_options o = *base;
+    o.plan.fuse_se = 1;
+    opsched_layer_info li;
+    memset(&li, 0, sizeof(li));
+    opsched_plan *plan = NULL;
+    OS_TRY(os_exec_plan_node(ex->dev, b->g, i, &o, &li, &plan));
+    opsched_plan_info pi;
+    opsched_status st = opsched_plan_info_get(plan, &pi);
+    if (st != OPSCHED_OK || !pi.fused_se) {
+        opsched_plan_free(plan);
+        return st;
+    }
+    const opsched_node *n = opsched_graph_node(b->g, i);
+    int *in = malloc(sizeof(int) * (size_t)(n->n_inputs + 4));
+    if (!in) {
+        opsched_plan_free(plan);
+        return OS_NOMEM(ex->ctx);
+    }
+    memcpy(in, n->inputs, sizeof(int) * (size_t)n->n_inputs);
+    memcpy(in + n->n_inputs, se.sides, sizeof(int) * 4);
+    b->chain_in[i] = in;
+    b->chain_n[i] = n->n_inputs + 4;
+    b->plans[i] = plan;
+    for (int k = 1; k < se.n; k++)
+        absorb(ex, b, i, se.nodes[k]);
+    note_plan(ex, i, plan, &li);
+    *done = 1;
+    return OPSCHED_OK;
+}
+
 /* Plans node i; a convolution that fused the Relu after it makes that
  * Relu an alias of its output.  One that fused its residual Add (when the
  * residual's producer launches before it, so the launch can read it, and
@@ -411,6 +459,8 @@ static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
     if (opsched_graph_node(b->g, i)->op != OPSCHED_OP_CONV &&
         ex->nodes[i].role == OPSCHED_ROLE_LAUNCH) {
         int done = 0;
+        OS_TRY(plan_se(ex, b, i, &o, &done));
+        if (done) return OPSCHED_OK;
         OS_TRY(plan_chain(ex, b, i, &o, &done));
         if (done) return OPSCHED_OK;
     }

@@ -31,6 +31,15 @@ float **netref_run(const opsched_graph *g, const float *const *inputs);
  * built. */
 opsched_graph *netref_chain_graph(opsched_ctx *ctx, const opsched_shape *x, uint64_t seed);
 
+/* A graph of two squeeze-and-excitation blocks over x [n, c, h, w]:
+ * GlobalAveragePool -> 1x1 conv to `hidden` with bias -> Swish -> 1x1
+ * conv back with bias -> Sigmoid -> Mul with x (nodes 0 to 5), then
+ * ReduceMean over H and W -> conv without bias -> Relu -> conv without
+ * bias -> HardSigmoid -> Mul (nodes 6 to 11); weights from seed.  NULL
+ * when it cannot be built. */
+opsched_graph *netref_se_graph(opsched_ctx *ctx, const opsched_shape *x, int64_t hidden,
+                               uint64_t seed);
+
 /* ||a - b|| / ||b|| over n values (a NaN or infinity gives +inf). */
 double netref_rel_l2(const float *a, const float *b, size_t n);
 

@@ -13,6 +13,8 @@
  * type's width or more give 0 (-1 for a negative value shifted right),
  * and float-to-integer conversions truncate toward zero and saturate.
  */
+#include <stdlib.h>
+
 #include "backend/cpu/cpu_impl.h"
 
 /* ---- one value in double ------------------------------------------------- */
@@ -395,6 +397,41 @@ opsched_status cpu_loop_chain(opsched_ctx *ctx, const cpu_node *n, void *const *
             y[i++] = (float)v;
         }
     }
+    return OPSCHED_OK;
+}
+
+opsched_status cpu_loop_se(opsched_ctx *ctx, const cpu_node *n, void *const *in, void *const *out)
+{
+    const opsched_shape *xs = &n->in[0];
+    int64_t N = xs->d[0], C = xs->d[1], HW = xs->d[2] * xs->d[3], H1 = n->se_hidden;
+    const float *x = in[0], *w1 = in[n->se_side], *b1 = in[n->se_side + 1];
+    const float *w2 = in[n->se_side + 2], *b2 = in[n->se_side + 3];
+    float *s = out[0];
+    double *m = malloc(sizeof(double) * (size_t)(C + H1 + 1));
+    if (!m) return OS_NOMEM(ctx);
+    double *h = m + C;
+    for (int64_t b = 0; b < N; b++) {
+        for (int64_t c = 0; c < C; c++) {
+            double acc = 0;
+            const float *xp = x + (b * C + c) * HW;
+            for (int64_t r = 0; r < HW; r++)
+                acc += xp[r];
+            m[c] = acc / (double)HW;
+        }
+        for (int64_t j = 0; j < H1; j++) {
+            double acc = n->has_in[n->se_side + 1] ? b1[j] : 0.0;
+            for (int64_t c = 0; c < C; c++)
+                acc += (double)w1[j * C + c] * m[c];
+            h[j] = n->se_act[0] ? unary_fx(n->se_op[0], &n->se_attr[0], acc) : acc;
+        }
+        for (int64_t c = 0; c < C; c++) {
+            double acc = n->has_in[n->se_side + 3] ? b2[c] : 0.0;
+            for (int64_t j = 0; j < H1; j++)
+                acc += (double)w2[c * H1 + j] * h[j];
+            s[b * C + c] = (float)(n->se_act[1] ? unary_fx(n->se_op[1], &n->se_attr[1], acc) : acc);
+        }
+    }
+    free(m);
     return OPSCHED_OK;
 }
 

@@ -57,6 +57,12 @@ typedef struct cpu_node {
     opsched_op_attr act_attr;
     int n_chain;                 /* an element-wise chain from this node: its steps, */
     struct cpu_chain_step *chain; /* owned by the plan; the inputs then end with the sides */
+    int se;                      /* a squeeze-and-excitation gate from this mean: */
+    int se_side;                 /* the input of W1 (then b1, W2, b2) */
+    int64_t se_hidden;           /* fc1's output channels */
+    int se_act[2];               /* 1 when act1 / act2 is present: */
+    opsched_op_kind se_op[2];    /* its kind and attributes */
+    opsched_op_attr se_attr[2];
 } cpu_node;
 
 /* One node of an element-wise chain: v = f(v), or v = f(v, w) (f(w, v)
@@ -396,6 +402,9 @@ opsched_status cpu_loop_unary(opsched_ctx *ctx, const cpu_node *n, void *const *
  * rounded once when stored. */
 opsched_status cpu_loop_chain(opsched_ctx *ctx, const cpu_node *n, void *const *in,
                               void *const *out);
+/* The squeeze-and-excitation gate (opsched_se_gate_find) of an NCHW map,
+ * in double: in[0] x, in[se_side..] W1, b1, W2, b2; out[0] s [N, C]. */
+opsched_status cpu_loop_se(opsched_ctx *ctx, const cpu_node *n, void *const *in, void *const *out);
 opsched_status cpu_loop_binary(opsched_ctx *ctx, const cpu_node *n, void *const *in,
                                void *const *out);
 opsched_status cpu_loop_where(opsched_ctx *ctx, const cpu_node *n, void *const *in,

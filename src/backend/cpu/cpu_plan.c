@@ -268,6 +268,45 @@ static opsched_status plan_chain(opsched_ctx *ctx, const opsched_graph *g, int n
     return OPSCHED_OK;
 }
 
+/* The squeeze-and-excitation gate from mean `node` as one loop
+ * (cpu_loop_se), W1, b1, W2, b2 as inputs after the node's own; *done 0
+ * when there is none (the node is planned alone). */
+static opsched_status plan_se(const opsched_graph *g, int node, cpu_plan *p,
+                              opsched_plan_info *info, int *done)
+{
+    opsched_se_gate se;
+    cpu_node *cn = &p->node;
+    *done = 0;
+    if (!opsched_se_gate_find(g, node, &se) || cn->n_in + 4 > CPU_MAX_IO) return OPSCHED_OK;
+    if (cn->in_dt[0] != OPSCHED_F32 || cn->out_dt[0] != OPSCHED_F32) return OPSCHED_OK;
+    cn->se_side = cn->n_in;
+    for (int k = 0; k < 4; k++) {
+        const opsched_tensor *t = se.sides[k] >= 0 ? opsched_graph_tensor(g, se.sides[k]) : NULL;
+        int i = cn->n_in++;
+        cn->has_in[i] = t != NULL;
+        if (t) {
+            cn->in[i] = t->shape;
+            cn->in_dt[i] = t->dtype;
+        }
+    }
+    int acts[2] = {se.act1, se.act2};
+    for (int k = 0; k < 2; k++) {
+        const opsched_node *a = acts[k] >= 0 ? opsched_graph_node(g, acts[k]) : NULL;
+        cn->se_act[k] = a != NULL;
+        if (a) {
+            cn->se_op[k] = a->op;
+            cn->se_attr[k] = a->attr;
+        }
+    }
+    cn->se_hidden = se.hidden;
+    cn->se = 1;
+    p->loop = cpu_loop_se;
+    snprintf(info->algo, sizeof(info->algo), "se:%d", se.n);
+    info->fused_se = se.n;
+    *done = 1;
+    return OPSCHED_OK;
+}
+
 /* A node whose outputs all have no elements has nothing to compute (and
  * its inputs may have none either, which some primitives refuse). */
 static int outputs_empty(const cpu_node *n)
@@ -301,7 +340,9 @@ opsched_status cpu_plan_create(opsched_ctx *ctx, void *d, const opsched_graph *g
     memset(info, 0, sizeof(*info));
     OS_TRY_GOTO(st, copy_node(ctx, g, node, &p->node), fail);
     int chained = 0;
-    if (opts->fuse_chain && !outputs_empty(&p->node))
+    if (opts->fuse_se && !outputs_empty(&p->node))
+        OS_TRY_GOTO(st, plan_se(g, node, p, info, &chained), fail);
+    if (!chained && opts->fuse_chain && !outputs_empty(&p->node))
         OS_TRY_GOTO(st, plan_chain(ctx, g, node, p, info, &chained), fail);
     if (chained) {
         /* planned: one loop over the chain */

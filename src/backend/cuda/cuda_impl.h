@@ -265,6 +265,10 @@ opsched_status cu_plan_conv(const cu_plan_args *a, cu_plan **out);
  * one kernel (cuda_ew.c); OPSCHED_ERR_UNSUPPORTED when there is none or a
  * function of it has no float kernel. */
 opsched_status cu_plan_chain(const cu_plan_args *a, cu_plan **out);
+/* The squeeze-and-excitation gate that starts at a->node, a spatial mean
+ * (opsched_se_gate_find), as one kernel (cuk_se_gate); UNSUPPORTED when
+ * there is none or the kernel does not take it. */
+opsched_status cu_plan_se(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_gemm(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_matmul(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_pool(const cu_plan_args *a, cu_plan **out);

@@ -405,3 +405,86 @@ opsched_status cu_plan_topk(const cu_plan_args *a, cu_plan **out)
     p->largest = t->largest != 0;
     return red_done(a, p, out);
 }
+
+/* ---- the squeeze-and-excitation gate ------------------------------------ */
+
+typedef struct se_plan {
+    cu_plan base;
+    cuk_dtype t;
+    cuk_se_desc d;
+    int side; /* the launch input of W1 (then b1, W2, b2) */
+} se_plan;
+
+static opsched_status se_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
+                                void *const *in, void *const *out)
+{
+    (void)dev;
+    se_plan *p = (se_plan *)base;
+    int k = p->side;
+    CUDA_CHECK(ctx, cuk_se_gate(p->t, &p->d, in[0], in[k], in[k + 1], in[k + 2], in[k + 3], out[0],
+                                base->workspace, s));
+    return OPSCHED_OK;
+}
+
+static opsched_status se_act_of(const cu_plan_args *a, int node, cuk_se_act *act)
+{
+    memset(act, 0, sizeof(*act));
+    if (node < 0) return OPSCHED_OK;
+    const opsched_node *n = opsched_graph_node(a->g, node);
+    cu_unary_fn_of(n, &act->fn, &act->prm);
+    if (!cuk_ew_unary_ok(act->fn, (cuk_dtype)a->kt, (cuk_dtype)a->kt))
+        return CU_UNSUPPORTED(a, "%s in a squeeze-and-excitation gate has no kernel",
+                              opsched_node_op_name(n));
+    act->has = 1;
+    return OPSCHED_OK;
+}
+
+opsched_status cu_plan_se(const cu_plan_args *a, cu_plan **out)
+{
+    opsched_se_gate se;
+    int node = cu_node_index(a);
+    if (node < 0 || !opsched_se_gate_find(a->g, node, &se))
+        return CU_UNSUPPORTED(a, "no squeeze-and-excitation gate starts here");
+    const opsched_tensor *x = cu_in(a, 0);
+    cuk_dtype t = (cuk_dtype)a->kt;
+    if (cu_kdt(a, x) != t) return CU_UNSUPPORTED(a, "a gate over data of another type");
+    for (int k = 0; k < 4; k++) {
+        const opsched_tensor *w = se.sides[k] >= 0 ? opsched_graph_tensor(a->g, se.sides[k]) : NULL;
+        if (w && cu_kdt(a, w) != t) return CU_UNSUPPORTED(a, "a gate's weights of another type");
+    }
+    cu_plan *base = NULL;
+    OS_TRY(cu_plan_alloc(a, sizeof(se_plan), se_launch, NULL, &base));
+    se_plan *p = (se_plan *)base;
+    opsched_status st = OPSCHED_OK;
+    p->t = t;
+    p->side = a->node->n_inputs;
+    p->d.N = x->shape.d[0];
+    p->d.C = x->shape.d[1];
+    p->d.S = x->shape.d[2] * x->shape.d[3];
+    p->d.hidden = se.hidden;
+    p->d.nhwc = cu_is_nhwc(a, x);
+    OS_TRY_GOTO(st, se_act_of(a, se.act1, &p->d.act1), fail);
+    OS_TRY_GOTO(st, se_act_of(a, se.act2, &p->d.act2), fail);
+    if (!cuk_se_gate_ok(&p->d)) {
+        st = CU_UNSUPPORTED(a, "a gate of %lld channels and %lld hidden", (long long)p->d.C,
+                            (long long)p->d.hidden);
+        goto fail;
+    }
+    size_t ws = cuk_se_gate_workspace(&p->d);
+    OS_TRY_GOTO(st, cu_malloc(a->ctx, ws, &base->workspace), fail);
+    base->workspace_bytes = ws;
+    /* the kernel's counters start at zero (each launch leaves them so) */
+    CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(base->workspace, 0, ws), fail);
+    base->n_in = a->node->n_inputs + 4;
+    base->need_in = 0;
+    for (int k = 0; k < a->node->n_inputs && k < 64; k++)
+        if (a->node->inputs[k] >= 0) base->need_in |= 1ull << k;
+    base->need_in |= 1ull << p->side | 1ull << (p->side + 2); /* W1, W2 */
+    snprintf(a->info->algo, sizeof(a->info->algo), "se:%d", se.n);
+    a->info->fused_se = se.n;
+    *out = base;
+    return OPSCHED_OK;
+fail:
+    cu_plan_destroy(base);
+    return st;
+}

@@ -464,6 +464,30 @@ typedef struct cuk_groupnorm_desc {
 cudaError_t cuk_groupnorm(cuk_dtype t, const cuk_groupnorm_desc *d, const void *x,
                           const void *scale, const void *bias, void *y, cudaStream_t stream);
 
+/* The squeeze-and-excitation gate in one launch: for each sample n of x
+ * [N, C, S] (nhwc 0) or [N, S, C] (nhwc 1), m = the mean over S, then
+ * h = act1(W1 m + b1) (W1 [hidden, C]) and y[n, :] = act2(W2 h + b2)
+ * (W2 [C, hidden]); y [N, C]; a bias may be NULL, an activation absent
+ * (has 0).  Blocks reduce parts of S into ws (cuk_se_gate_workspace bytes,
+ * zeroed once when allocated and left zeroed by every launch); the last
+ * block of a sample sums the parts in a fixed order and runs both layers,
+ * in float.  cuk_se_gate_ok says whether the shape is one it takes. */
+typedef struct cuk_se_act {
+    int has;
+    cuk_ufn fn;
+    cuk_ew_params prm;
+} cuk_se_act;
+typedef struct cuk_se_desc {
+    int64_t N, C, S, hidden;
+    int nhwc;
+    cuk_se_act act1, act2;
+} cuk_se_desc;
+int cuk_se_gate_ok(const cuk_se_desc *d);
+size_t cuk_se_gate_workspace(const cuk_se_desc *d);
+cudaError_t cuk_se_gate(cuk_dtype t, const cuk_se_desc *d, const void *x, const void *w1,
+                        const void *b1, const void *w2, const void *b2, void *y, void *ws,
+                        cudaStream_t stream);
+
 /* CumSum along the middle axis of x and y [outer, len, inner]: a thread
  * per line (sequential) when inner > 1, a warp scanning 32 elements at a
  * time otherwise.  Floats sum in float, integers in int64 (wrapping). */

@@ -546,6 +546,173 @@ __global__ void k_groupnorm(cuk_groupnorm_desc d, int channels_fast, const T *x,
     }
 }
 
+/* ---- the squeeze-and-excitation gate ---------------------------------- */
+
+const int kSeThreads = 512;
+
+__device__ __forceinline__ float se_act(const cuk_se_act &a, float v)
+{
+    return a.has ? ufloat(a.fn, v, a.prm) : v;
+}
+
+/* grid (channel blocks, N, parts).  Channels-last: a block is 16 row lanes
+ * of 32 channels; channels-first: 16 warps, a channel each, the lanes
+ * along S.  Each block writes its partial sums of its rows [r0, r1); the
+ * last block of the sample to finish runs the two layers. */
+template <typename T>
+__global__ void __launch_bounds__(kSeThreads)
+    k_se_gate(const __grid_constant__ cuk_se_desc d, int64_t chunk, const T *x, const T *w1,
+              const T *b1, const T *w2, const T *b2, T *y, float *ws)
+{
+    extern __shared__ float se_sh[]; /* m [C], then h [hidden]; first the lanes' sums */
+    __shared__ int last;
+    const int64_t n = blockIdx.y, parts = gridDim.z;
+    const int64_t r0 = (int64_t)blockIdx.z * chunk, r1 = r0 + chunk < d.S ? r0 + chunk : d.S;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    float *part = ws + ((int64_t)blockIdx.z * d.N + n) * d.C;
+    if (d.nhwc) {
+        const int64_t c = (int64_t)blockIdx.x * 32 + lane;
+        float a0 = 0.0f, a1 = 0.0f;
+        if (c < d.C) {
+            const T *xp = x + n * d.S * d.C + c;
+            int64_t r = r0 + w;
+            for (; r + 16 < r1; r += 32) {
+                a0 += load<T>(xp[r * d.C]);
+                a1 += load<T>(xp[(r + 16) * d.C]);
+            }
+            for (; r < r1; r += 16)
+                a0 += load<T>(xp[r * d.C]);
+        }
+        se_sh[w * 32 + lane] = a0 + a1;
+        __syncthreads();
+        if (w == 0 && c < d.C) {
+            float acc = 0.0f;
+            for (int k = 0; k < kSeThreads / 32; k++)
+                acc += se_sh[k * 32 + lane];
+            part[c] = acc;
+        }
+    } else {
+        const int64_t c = (int64_t)blockIdx.x * (kSeThreads / 32) + w;
+        if (c < d.C) {
+            const T *xp = x + (n * d.C + c) * d.S;
+            float a0 = 0.0f, a1 = 0.0f;
+            int64_t r = r0 + lane;
+            for (; r + 32 < r1; r += 64) {
+                a0 += load<T>(xp[r]);
+                a1 += load<T>(xp[r + 32]);
+            }
+            for (; r < r1; r += 32)
+                a0 += load<T>(xp[r]);
+            a0 += a1;
+            for (int o = 16; o > 0; o >>= 1)
+                a0 += __shfl_xor_sync(0xffffffffu, a0, o);
+            if (lane == 0) part[c] = a0;
+        }
+    }
+    unsigned *count = (unsigned *)(ws + parts * d.N * d.C) + n;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(count, 1u) == (unsigned)(gridDim.x * parts) - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    /* The sample's last block: m, then h, then y. */
+    float *m = se_sh, *h = se_sh + d.C;
+    const float inv = 1.0f / (float)d.S;
+    for (int64_t c = threadIdx.x; c < d.C; c += kSeThreads) {
+        float acc = 0.0f;
+        for (int64_t k = 0; k < parts; k++)
+            acc += __ldcg(&ws[(k * d.N + n) * d.C + c]);
+        m[c] = acc * inv;
+    }
+    __syncthreads();
+    for (int64_t j = w; j < d.hidden; j += kSeThreads / 32) {
+        const T *row = w1 + j * d.C;
+        float a0 = 0.0f, a1 = 0.0f;
+        int64_t c = lane;
+        for (; c + 32 < d.C; c += 64) {
+            a0 += load<T>(row[c]) * m[c];
+            a1 += load<T>(row[c + 32]) * m[c + 32];
+        }
+        if (c < d.C) a0 += load<T>(row[c]) * m[c];
+        a0 += a1;
+        for (int o = 16; o > 0; o >>= 1)
+            a0 += __shfl_xor_sync(0xffffffffu, a0, o);
+        if (lane == 0) h[j] = se_act(d.act1, a0 + (b1 ? load<T>(b1[j]) : 0.0f));
+    }
+    __syncthreads();
+    for (int64_t c = threadIdx.x; c < d.C; c += kSeThreads) {
+        const T *row = w2 + c * d.hidden;
+        float a0 = b2 ? load<T>(b2[c]) : 0.0f, a1 = 0.0f;
+        int64_t j = 0;
+#pragma unroll 4
+        for (; j + 1 < d.hidden; j += 2) {
+            a0 += load<T>(row[j]) * h[j];
+            a1 += load<T>(row[j + 1]) * h[j + 1];
+        }
+        if (j < d.hidden) a0 += load<T>(row[j]) * h[j];
+        y[n * d.C + c] = store<T>(se_act(d.act2, a0 + a1));
+    }
+    if (threadIdx.x == 0) *count = 0;
+}
+
+/* Channel blocks of a part, and parts: about two blocks an SM in all, at
+ * least 256 rows a part. */
+static void se_grid(const cuk_se_desc *d, int64_t *cblocks, int *parts)
+{
+    int64_t per = kSeThreads / 32;
+    *cblocks = d->nhwc ? (d->C + 31) / 32 : (d->C + per - 1) / per;
+    int64_t blocks = *cblocks * d->N;
+    int64_t want = (264 + blocks - 1) / blocks, most = (d->S + 255) / 256;
+    int64_t p = want < most ? want : most;
+    *parts = (int)(p < 1 ? 1 : (p > 1024 ? 1024 : p));
+}
+
+static size_t se_shared(const cuk_se_desc *d)
+{
+    size_t lanes = (size_t)kSeThreads * sizeof(float);
+    size_t mh = (size_t)(d->C + d->hidden) * sizeof(float);
+    return mh > lanes ? mh : lanes;
+}
+
+} /* namespace */
+
+extern "C" int cuk_se_gate_ok(const cuk_se_desc *d)
+{
+    return d->N >= 1 && d->N <= 65535 && d->C >= 1 && d->S >= 1 && d->hidden >= 1 &&
+           (d->C + 31) / 32 <= INT32_MAX && d->N * d->S <= INT64_MAX / d->C &&
+           se_shared(d) <= 48 * 1024;
+}
+
+extern "C" size_t cuk_se_gate_workspace(const cuk_se_desc *d)
+{
+    if (!cuk_se_gate_ok(d)) return 0;
+    int64_t cb;
+    int parts;
+    se_grid(d, &cb, &parts);
+    return (size_t)parts * (size_t)(d->N * d->C) * sizeof(float) + (size_t)d->N * sizeof(unsigned);
+}
+
+extern "C" cudaError_t cuk_se_gate(cuk_dtype t, const cuk_se_desc *d, const void *x, const void *w1,
+                                   const void *b1, const void *w2, const void *b2, void *y,
+                                   void *ws, cudaStream_t stream)
+{
+    if (!cuk_se_gate_ok(d) || !ws || !x || !w1 || !w2 || !y) return cudaErrorInvalidValue;
+    int64_t cb;
+    int parts;
+    se_grid(d, &cb, &parts);
+    int64_t chunk = (d->S + parts - 1) / parts;
+    dim3 grid((unsigned)cb, (unsigned)d->N, (unsigned)parts);
+    size_t shm = se_shared(d);
+    CUK_DISPATCH_FP(t, T, k_se_gate<T><<<grid, kSeThreads, shm, stream>>>(
+                              *d, chunk, (const T *)x, (const T *)w1, (const T *)b1, (const T *)w2,
+                              (const T *)b2, (T *)y, (float *)ws));
+    return cudaGetLastError();
+}
+
+namespace
+{
+
 /* ---- CumSum --------------------------------------------------------- */
 
 template <typename T>
