@@ -408,6 +408,10 @@ opsched_status cu_plan_topk(const cu_plan_args *a, cu_plan **out)
 
 /* ---- the squeeze-and-excitation gate ------------------------------------ */
 
+/* The largest gate run as one launch (cu_plan_se). */
+#define SE_MAX_HIDDEN 32
+#define SE_MAX_WEIGHT_BYTES (64 * 1024)
+
 typedef struct se_plan {
     cu_plan base;
     cuk_dtype t;
@@ -465,6 +469,17 @@ opsched_status cu_plan_se(const cu_plan_args *a, cu_plan **out)
     p->d.nhwc = cu_is_nhwc(a, x);
     OS_TRY_GOTO(st, se_act_of(a, se.act1, &p->d.act1), fail);
     OS_TRY_GOTO(st, se_act_of(a, se.act2, &p->d.act2), fail);
+    /* One block runs both layers, its loads in chains of `hidden`: measured
+     * on the H100, gates with larger layers (MobileNetV3's 960 x 240,
+     * RegNetY's 888 x 222) ran slower as one launch than as three. */
+    size_t layer_bytes = (size_t)(p->d.C * p->d.hidden) * cu_elem_size(a, x);
+    if (p->d.hidden > SE_MAX_HIDDEN || 2 * layer_bytes > SE_MAX_WEIGHT_BYTES) {
+        st = CU_UNSUPPORTED(a, "a gate of %lld channels and %lld hidden (at most %d hidden and "
+                               "%d KiB of weights run as one launch)",
+                            (long long)p->d.C, (long long)p->d.hidden, SE_MAX_HIDDEN,
+                            SE_MAX_WEIGHT_BYTES / 1024);
+        goto fail;
+    }
     if (!cuk_se_gate_ok(&p->d)) {
         st = CU_UNSUPPORTED(a, "a gate of %lld channels and %lld hidden", (long long)p->d.C,
                             (long long)p->d.hidden);
