@@ -406,6 +406,47 @@ static void test_fused_se(void **state)
     opsched_graph_free(g);
 }
 
+/* A MatMul's bias Add runs in its launch, with the activation after it:
+ * three products with a bias ([16], [1, 1, 8] as the Add's first operand,
+ * [4]) and Relu, tanh Gelu and Sigmoid after them, and an Add of a
+ * non-constant that stays apart, against the reference with fusion on,
+ * off and ablated. */
+static void test_fused_bias(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_shape xs = {3, {2, 5, 12}};
+    opsched_graph *g = netref_bias_graph(env.ctx, &xs, 47);
+    assert_non_null(g);
+    opsched_matmul_bias mb;
+    assert_int_equal(opsched_matmul_bias_find(g, 0, &mb), 1);
+    assert_int_equal(mb.add, 1);
+    assert_int_equal(mb.act, 2);
+    assert_int_equal(opsched_matmul_bias_find(g, 3, &mb), 1);
+    assert_int_equal(opsched_matmul_bias_find(g, 9, &mb), 0); /* not a constant */
+    opsched_exec_options on = {.plan = {.fuse_activation = 1}}, off = {0};
+    opsched_exec_options ablated = on;
+    ablated.plan.ablate = OPSCHED_ABLATE_BIAS;
+    compare_with_reference(g, &on, 1e-5);
+    compare_with_reference(g, &off, 1e-5);
+    compare_with_reference(g, &ablated, 1e-5);
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &on, &ex));
+    const int fused[] = {1, 2, 4, 5, 7, 8};
+    for (size_t k = 0; k < sizeof(fused) / sizeof(fused[0]); k++)
+        assert_int_equal(opsched_executor_layer(ex, fused[k])->role, OPSCHED_ROLE_FUSED);
+    assert_int_equal(opsched_executor_layer(ex, 10)->role, OPSCHED_ROLE_LAUNCH);
+    opsched_exec_info info;
+    CHECK(opsched_executor_info(ex, &info));
+    assert_int_equal(info.n_launches, 5); /* four products and the last Add */
+    opsched_executor_free(ex);
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &ablated, &ex));
+    CHECK(opsched_executor_info(ex, &info));
+    assert_int_equal(info.n_launches, 8); /* each Add and its activation a chain */
+    opsched_executor_free(ex);
+    opsched_graph_free(g);
+}
+
 /* Merged convolutions run one activation: two 1x1 convolutions of the
  * same input, one with a Relu and one with a Sigmoid, are no epilogue
  * pair; two Sigmoids are. */
@@ -803,6 +844,7 @@ int main(void)
         cmocka_unit_test(test_fused_activations),   cmocka_unit_test(test_fused_residual),
         cmocka_unit_test(test_epilogue_same),       cmocka_unit_test(test_fused_chain),
         cmocka_unit_test(test_fused_se),
+        cmocka_unit_test(test_fused_bias),
         cmocka_unit_test(test_arena_vs_peak),       cmocka_unit_test(test_run_layers),
         cmocka_unit_test(test_capture_unsupported), cmocka_unit_test(test_forced_algorithm),
         cmocka_unit_test(test_io_errors),           cmocka_unit_test(test_lifetimes_in_launches),

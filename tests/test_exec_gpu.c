@@ -216,6 +216,34 @@ static void test_se_gate(void **state)
     }
 }
 
+/* A MatMul's bias Add in cuBLASLt's epilogue, with Relu and tanh GELU
+ * fused too and Sigmoid left to its own kernel, in every math mode against
+ * the CPU backend in fp32, node by node. */
+static void test_bias_epilogue(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    opsched_shape xs = {3, {4, 50, 12}};
+    opsched_graph *g = netref_bias_graph(env.ctx, &xs, 53);
+    assert_non_null(g);
+    check_graph_modes(g, "bias", 1);
+    opsched_exec_options o = {.plan = {.math = OPSCHED_MATH_FP32, .fuse_activation = 1}};
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+    opsched_exec_info info;
+    CHECK(opsched_executor_info(ex, &info));
+    print_message("  bias: %d launches; the products: %s, %s, %s, %s\n", info.n_launches,
+                  opsched_executor_layer(ex, 0)->algo, opsched_executor_layer(ex, 3)->algo,
+                  opsched_executor_layer(ex, 6)->algo, opsched_executor_layer(ex, 9)->algo);
+    assert_string_equal(opsched_executor_layer(ex, 0)->algo, "cublaslt_bias_act");
+    assert_string_equal(opsched_executor_layer(ex, 3)->algo, "cublaslt_bias_act");
+    assert_string_equal(opsched_executor_layer(ex, 6)->algo, "cublaslt_bias");
+    assert_int_equal(opsched_executor_layer(ex, 8)->role, OPSCHED_ROLE_LAUNCH); /* Sigmoid */
+    assert_int_equal(info.n_launches, 6);
+    opsched_executor_free(ex);
+    opsched_graph_free(g);
+}
+
 static void test_resnet50_math(void **state)
 {
     (void)state;
@@ -385,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_forced_algorithm),
         cmocka_unit_test(test_chains),
         cmocka_unit_test(test_se_gate),
+        cmocka_unit_test(test_bias_epilogue),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -158,11 +158,13 @@ typedef enum opsched_ablation {
                                           * its activation launch on their own */
     OPSCHED_ABLATE_LAYOUT = 1u << 6,     /* the layout per tensor: every 4-D tensor in the
                                           * plan's layout (opsched_layout_rowmajor off) */
-    OPSCHED_ABLATE_SE = 1u << 7          /* the squeeze-and-excitation gate as one launch:
+    OPSCHED_ABLATE_SE = 1u << 7,         /* the squeeze-and-excitation gate as one launch:
                                           * the mean and its layers launch on their own */
+    OPSCHED_ABLATE_BIAS = 1u << 8        /* a MatMul's bias Add in its launch (cuBLASLt's
+                                          * epilogue): the Add launches on its own */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
- * "chains", "residual", "layout", "se" (or "none")
+ * "chains", "residual", "layout", "se", "bias" (or "none")
  * into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */
@@ -181,6 +183,10 @@ typedef struct opsched_plan_options {
                                 * (opsched_ew_chain_find) in one launch, whose inputs
                                 * are the node's, then the chain's side operands
                                 * (opsched_ew_chain_sides) */
+    int fuse_bias;             /* MatMul: run the bias Add after it (and with
+                                * fuse_activation the activation after that) in its
+                                * launch (opsched_matmul_bias_find), the bias as
+                                * input 2 */
     int fuse_se;               /* spatial mean: run the squeeze-and-excitation gate
                                 * from it (opsched_se_gate_find) in one launch, whose
                                 * inputs are the node's, then W1, b1, W2, b2 */
@@ -211,6 +217,7 @@ typedef struct opsched_plan_info {
                                 * when fused_activation) runs in the plan */
     int fused_chain;           /* nodes of the element-wise chain the plan runs (the
                                 * head among them), 0 when it runs its node alone */
+    int fused_bias;            /* 1 when a MatMul's bias Add runs in the plan (input 2) */
     int fused_se;              /* nodes of the squeeze-and-excitation gate the plan
                                 * runs (the mean among them), 0 when it runs its node
                                 * alone */

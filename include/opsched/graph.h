@@ -669,6 +669,22 @@ typedef struct opsched_conv_residual {
 } opsched_conv_residual;
 int opsched_conv_residual_find(const opsched_graph *g, int node, opsched_conv_residual *out);
 
+/* A MatMul's bias epilogue, z = act(A B + bias): the MatMul's float
+ * output is read only by an Add (and is no graph output) whose other
+ * operand is a constant of one value per output column ([N] or
+ * [1, ..., 1, N]), and act is the Add's only reader when it is an epilogue
+ * activation (opsched_op_is_epilogue), else -1.  Fills *out and returns 1,
+ * else 0.  A backend that runs it (opsched_plan_options.fuse_bias) reports
+ * fused_bias, and fused_activation when it applies act as well; the
+ * executor then runs the Add (and act) inside the MatMul's launch, whose
+ * third input is the bias. */
+typedef struct opsched_matmul_bias {
+    int add;  /* the Add node */
+    int bias; /* the tensor it adds */
+    int act;  /* the activation after the Add, or -1 */
+} opsched_matmul_bias;
+int opsched_matmul_bias_find(const opsched_graph *g, int node, opsched_matmul_bias *out);
+
 /* Element-wise chains (chain.c): nodes run as one launch.  A chainable
  * node is an element-wise function of float data (the activations, Erf,
  * Sqrt, the float unary functions; Add, Sub, Mul, Div, Pow, Min, Max,

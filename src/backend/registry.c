@@ -439,6 +439,7 @@ static const struct {
                  {"residual", OPSCHED_ABLATE_RESIDUAL},
                  {"layout", OPSCHED_ABLATE_LAYOUT},
                  {"se", OPSCHED_ABLATE_SE},
+                 {"bias", OPSCHED_ABLATE_BIAS},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)
@@ -512,6 +513,17 @@ opsched_status opsched_plan_create(opsched_device *dev, const opsched_graph *g, 
                            n->name);
         }
         p->n_inputs = n->n_inputs + opsched_ew_chain_sides(g, &c, sides);
+    }
+    if (p->info.fused_bias) { /* the bias after A and B */
+        opsched_matmul_bias mb;
+        if (!opts->fuse_bias || !opsched_matmul_bias_find(g, node, &mb)) {
+            dev->be->plan_free(dev->impl, p->impl);
+            free(p);
+            return OS_FAIL(dev->ctx, OPSCHED_ERR_BACKEND,
+                           "plan: node '%s': the backend fused a bias it was not asked for",
+                           n->name);
+        }
+        p->n_inputs = 3;
     }
     if (p->info.fused_se) { /* W1, b1, W2, b2 after the mean's inputs */
         opsched_se_gate se;

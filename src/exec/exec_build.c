@@ -180,7 +180,8 @@ opsched_status os_exec_plan_node(opsched_device *dev, const opsched_graph *g, in
     int named = named_algo(po.algo);
     if (n->op != OPSCHED_OP_CONV) {
         if (named) po.algo = NULL;
-        po.fuse_activation = po.fuse_residual = 0;
+        po.fuse_residual = 0;
+        if (!(n->op == OPSCHED_OP_MATMUL && po.fuse_bias)) po.fuse_activation = 0;
     }
     opsched_status st = opsched_plan_create(dev, g, i, &po, out);
     if (st == OPSCHED_ERR_UNSUPPORTED && n->op == OPSCHED_OP_CONV && named) {
@@ -289,6 +290,7 @@ static opsched_exec_options node_options(const ex_build *b, int stage)
     o.plan.fuse_residual = 0; /* plan_node asks for it where the launch can read it */
     o.plan.fuse_chain = 0;    /* likewise */
     o.plan.fuse_se = 0;       /* likewise */
+    o.plan.fuse_bias = 0;     /* likewise */
     if (stage >= 0 && b->s->stages[stage].kind == OPSCHED_STAGE_CONCURRENT &&
         b->s->stages[stage].n_groups > 1) {
         if (b->o->concurrent_algo) o.plan.algo = b->o->concurrent_algo;
@@ -448,6 +450,55 @@ static opsched_status plan_se(opsched_executor *ex, ex_build *b, int i,
     return OPSCHED_OK;
 }
 
+/* Plans MatMul i with the bias Add after it (opsched_matmul_bias_find),
+ * and the activation after that where the backend applies it too: they
+ * become aliases of its output, and the launch reads the bias as its third
+ * input.  *done is 0 when there is nothing to fuse or the backend would
+ * run the product alone (nothing kept: plan_node plans it). */
+static opsched_status plan_bias(opsched_executor *ex, ex_build *b, int i,
+                                const opsched_exec_options *base, int *done)
+{
+    opsched_matmul_bias mb;
+    *done = 0;
+    if (!base->plan.fuse_activation || (base->plan.ablate & OPSCHED_ABLATE_BIAS) ||
+        !opsched_matmul_bias_find(b->g, i, &mb) ||
+        ex->nodes[mb.add].role != OPSCHED_ROLE_LAUNCH || b->place[mb.add].merge_first >= 0)
+        return OPSCHED_OK;
+    int p = opsched_tensor_scheduled_producer(b->g, mb.bias);
+    if (p >= 0 && !launches_before(b, p, i)) return OPSCHED_OK;
+    opsched_exec_options o = *base;
+    o.plan.fuse_bias = 1;
+    o.plan.fuse_activation = mb.act >= 0 && ex->nodes[mb.act].role == OPSCHED_ROLE_LAUNCH &&
+                             b->place[mb.act].merge_first < 0;
+    opsched_layer_info li;
+    memset(&li, 0, sizeof(li));
+    opsched_plan *plan = NULL;
+    OS_TRY(os_exec_plan_node(ex->dev, b->g, i, &o, &li, &plan));
+    opsched_plan_info pi;
+    opsched_status st = opsched_plan_info_get(plan, &pi);
+    if (st != OPSCHED_OK || !pi.fused_bias) {
+        opsched_plan_free(plan);
+        return st;
+    }
+    const opsched_node *n = opsched_graph_node(b->g, i);
+    int *in = malloc(sizeof(int) * 3);
+    if (!in) {
+        opsched_plan_free(plan);
+        return OS_NOMEM(ex->ctx);
+    }
+    in[0] = n->inputs[0];
+    in[1] = n->inputs[1];
+    in[2] = mb.bias;
+    b->chain_in[i] = in;
+    b->chain_n[i] = 3;
+    b->plans[i] = plan;
+    absorb(ex, b, i, mb.add);
+    if (pi.fused_activation && o.plan.fuse_activation) absorb(ex, b, i, mb.act);
+    note_plan(ex, i, plan, &li);
+    *done = 1;
+    return OPSCHED_OK;
+}
+
 /* Plans node i; a convolution that fused the Relu after it makes that
  * Relu an alias of its output.  One that fused its residual Add (when the
  * residual's producer launches before it, so the launch can read it, and
@@ -459,6 +510,10 @@ static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
     if (opsched_graph_node(b->g, i)->op != OPSCHED_OP_CONV &&
         ex->nodes[i].role == OPSCHED_ROLE_LAUNCH) {
         int done = 0;
+        if (opsched_graph_node(b->g, i)->op == OPSCHED_OP_MATMUL) {
+            OS_TRY(plan_bias(ex, b, i, &o, &done));
+            if (done) return OPSCHED_OK;
+        }
         OS_TRY(plan_se(ex, b, i, &o, &done));
         if (done) return OPSCHED_OK;
         OS_TRY(plan_chain(ex, b, i, &o, &done));

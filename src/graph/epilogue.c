@@ -113,3 +113,37 @@ int opsched_conv_residual_find(const opsched_graph *g, int node, opsched_conv_re
     return 1;
 }
 
+
+int opsched_matmul_bias_find(const opsched_graph *g, int node, opsched_matmul_bias *out)
+{
+    const opsched_node *n = opsched_graph_node(g, node);
+    if (!n || n->op != OPSCHED_OP_MATMUL || n->n_inputs != 2 || n->n_outputs != 1) return 0;
+    const opsched_tensor *y = opsched_graph_tensor(g, n->outputs[0]);
+    if (!y || y->shape.ndim < 2 ||
+        (y->dtype != OPSCHED_F32 && y->dtype != OPSCHED_F16 && y->dtype != OPSCHED_BF16))
+        return 0;
+    int a = os_graph_sole_reader(g, n->outputs[0], node);
+    const opsched_node *add = a >= 0 ? opsched_graph_node(g, a) : NULL;
+    if (!add || add->op != OPSCHED_OP_ADD || add->n_inputs != 2) return 0;
+    if (add->inputs[0] == add->inputs[1]) return 0;
+    int b = add->inputs[0] == n->outputs[0] ? add->inputs[1] : add->inputs[0];
+    const opsched_tensor *bt = opsched_graph_tensor(g, b);
+    if (!bt || (bt->kind != OPSCHED_TENSOR_WEIGHT && bt->kind != OPSCHED_TENSOR_CONSTANT) ||
+        bt->dtype != y->dtype)
+        return 0;
+    /* [N] or [1, ..., 1, N]: one value per output column, no wider than y */
+    int64_t cols = y->shape.d[y->shape.ndim - 1];
+    if (bt->shape.ndim < 1 || bt->shape.ndim > y->shape.ndim ||
+        bt->shape.d[bt->shape.ndim - 1] != cols || opsched_shape_numel(&bt->shape) != cols)
+        return 0;
+    const opsched_tensor *z = opsched_graph_tensor(g, add->outputs[0]);
+    if (!z || !opsched_shape_equal(&z->shape, &y->shape)) return 0;
+    int act = os_graph_sole_reader(g, add->outputs[0], a);
+    const opsched_node *an = act >= 0 ? opsched_graph_node(g, act) : NULL;
+    if (out) {
+        out->add = a;
+        out->bias = b;
+        out->act = an && opsched_op_is_epilogue(an) && an->n_inputs == 1 ? act : -1;
+    }
+    return 1;
+}

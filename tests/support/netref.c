@@ -3,6 +3,7 @@
  * ref_run_node, in graph order, each tensor kept until the end.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,6 +189,50 @@ opsched_graph *netref_se_graph(opsched_ctx *ctx, const opsched_shape *xs, int64_
         opsched_build_unary(g, "hsig", OPSCHED_OP_HARDSIGMOID, &hsig, t[9], &t[10]) ||
         opsched_build_binary(g, "scale2", OPSCHED_OP_MUL, t[10], t[5], &t[11]) ||
         opsched_graph_mark_output(g, t[11]) || netref_set_weights(g, seed)) {
+        opsched_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* x [.., K] times a new weight [K, n]. */
+static int matmul_w(opsched_graph *g, const char *name, int x, int64_t n, int *out)
+{
+    const opsched_tensor *xt = opsched_graph_tensor(g, x);
+    opsched_shape ws = {2, {xt->shape.d[xt->shape.ndim - 1], n}};
+    char wn[64];
+    int w;
+    snprintf(wn, sizeof wn, "%s_w", name);
+    if (opsched_graph_add_tensor(g, wn, OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &ws, &w)) return 1;
+    int ins[2] = {x, w};
+    return opsched_graph_add_node(g, name, OPSCHED_OP_MATMUL, NULL, ins, 2, 1, NULL, out) != 0;
+}
+
+opsched_graph *netref_bias_graph(opsched_ctx *ctx, const opsched_shape *xs, uint64_t seed)
+{
+    opsched_graph *g = NULL;
+    int x, b0, b1, b2, t[11];
+    opsched_shape s0 = {1, {16}}, s1 = {3, {1, 1, 8}}, s2 = {1, {4}};
+    opsched_op_attr gelu;
+    memset(&gelu, 0, sizeof(gelu));
+    gelu.gelu.tanh_approx = 1;
+    if (opsched_graph_create(ctx, "bias", &g) != OPSCHED_OK ||
+        opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, xs, &x) ||
+        opsched_graph_add_tensor(g, "b0", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &s0, &b0) ||
+        opsched_graph_add_tensor(g, "b1", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &s1, &b1) ||
+        opsched_graph_add_tensor(g, "b2", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &s2, &b2) ||
+        matmul_w(g, "mm0", x, 16, &t[0]) ||
+        opsched_build_binary(g, "add0", OPSCHED_OP_ADD, t[0], b0, &t[1]) ||
+        opsched_build_unary(g, "relu", OPSCHED_OP_RELU, NULL, t[1], &t[2]) ||
+        matmul_w(g, "mm1", t[2], 8, &t[3]) ||
+        opsched_build_binary(g, "add1", OPSCHED_OP_ADD, b1, t[3], &t[4]) ||
+        opsched_build_unary(g, "gelu", OPSCHED_OP_GELU, &gelu, t[4], &t[5]) ||
+        matmul_w(g, "mm2", t[5], 4, &t[6]) ||
+        opsched_build_binary(g, "add2", OPSCHED_OP_ADD, t[6], b2, &t[7]) ||
+        opsched_build_unary(g, "sigmoid", OPSCHED_OP_SIGMOID, NULL, t[7], &t[8]) ||
+        matmul_w(g, "mm3", t[8], 4, &t[9]) ||
+        opsched_build_binary(g, "add3", OPSCHED_OP_ADD, t[9], t[8], &t[10]) ||
+        opsched_graph_mark_output(g, t[10]) || netref_set_weights(g, seed)) {
         opsched_graph_free(g);
         return NULL;
     }

@@ -37,6 +37,14 @@ opsched_graph *netref_chain_graph(opsched_ctx *ctx, const opsched_shape *x, uint
  * ReduceMean over H and W -> conv without bias -> Relu -> conv without
  * bias -> HardSigmoid -> Mul (nodes 6 to 11); weights from seed.  NULL
  * when it cannot be built. */
+/* A graph for MatMul bias epilogues, x [.., 12]: MatMul to 16 -> Add a
+ * [16] bias -> Relu (nodes 0-2), MatMul to 8 -> Add a [1, 1, 8] bias (the
+ * product its second operand) -> tanh Gelu (3-5), MatMul to 4 -> Add a [4]
+ * bias -> Sigmoid (6-8), MatMul to 4 -> Add of a tensor that is no
+ * constant (9-10, not a bias); weights from seed.  NULL when it cannot be
+ * built. */
+opsched_graph *netref_bias_graph(opsched_ctx *ctx, const opsched_shape *x, uint64_t seed);
+
 opsched_graph *netref_se_graph(opsched_ctx *ctx, const opsched_shape *x, int64_t hidden,
                                uint64_t seed);
 

@@ -351,17 +351,33 @@ static opsched_status build_matmul(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p,
     }
     od[R - 2] = ad[R - 2];
     od[R - 1] = bd[R - 1];
-    dnnl_memory_desc_t src, wei, dst;
+    dnnl_memory_desc_t src, wei, dst, bias;
     dnnl_matmul_desc_t d;
     dnnl_primitive_desc_t pd = NULL;
     OS_TRY(cpu_plain_md(ctx, R, ad, &src));
     OS_TRY(cpu_plain_md(ctx, R, bd, &wei));
     OS_TRY(cpu_plain_md(ctx, R, od, &dst));
-    CPU_DNNL(ctx, dnnl_matmul_desc_init(&d, &src, &wei, NULL, &dst));
-    OS_TRY(cpu_pd_create(ctx, dev, &d, 1.0f, NULL, "MatMul", &pd));
-    int args[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
-    int io[3] = {IN0, IN1, OUT0};
-    return finish(ctx, dev, p, pd, args, io, 3, info);
+    int has_bias = n->n_in == 3 && n->has_in[2]; /* a fused bias Add: one value a column */
+    if (has_bias) {
+        int64_t bdims[OPSCHED_MAX_DIMS];
+        for (int i = 0; i < R; i++)
+            bdims[i] = i == R - 1 ? od[R - 1] : 1;
+        OS_TRY(cpu_plain_md(ctx, R, bdims, &bias));
+    }
+    CPU_DNNL(ctx, dnnl_matmul_desc_init(&d, &src, &wei, has_bias ? &bias : NULL, &dst));
+    dnnl_post_ops_t po = NULL;
+    opsched_status st = OPSCHED_OK;
+    if (n->fused_act) {
+        CPU_DNNL(ctx, dnnl_post_ops_create(&po));
+        OS_TRY_GOTO(st, append_act(ctx, po, n), done);
+    }
+    OS_TRY_GOTO(st, cpu_pd_create(ctx, dev, &d, 1.0f, po, "MatMul", &pd), done);
+    int args[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
+    int io[4] = {IN0, IN1, OUT0, IN2};
+    st = finish(ctx, dev, p, pd, args, io, has_bias ? 4 : 3, info);
+done:
+    if (po) dnnl_post_ops_destroy(po);
+    return st;
 }
 
 /* ---- pooling ------------------------------------------------------------ */

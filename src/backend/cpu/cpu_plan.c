@@ -307,6 +307,31 @@ static opsched_status plan_se(const opsched_graph *g, int node, cpu_plan *p,
     return OPSCHED_OK;
 }
 
+/* MatMul `node` with its bias Add (opsched_matmul_bias_find) as input 2,
+ * and the activation after it with fuse_activation; 0 when there is none
+ * or the operands are not f32. */
+static int matmul_bias(const opsched_graph *g, int node, const opsched_plan_options *opts,
+                       cpu_plan *p)
+{
+    opsched_matmul_bias mb;
+    cpu_node *cn = &p->node;
+    if (!opsched_matmul_bias_find(g, node, &mb) || cn->n_in != 2) return 0;
+    const opsched_tensor *b = opsched_graph_tensor(g, mb.bias);
+    if (cn->in_dt[0] != OPSCHED_F32 || cn->in_dt[1] != OPSCHED_F32 || b->dtype != OPSCHED_F32)
+        return 0;
+    cn->n_in = 3;
+    cn->has_in[2] = 1;
+    cn->in[2] = b->shape;
+    cn->in_dt[2] = b->dtype;
+    if (opts->fuse_activation && mb.act >= 0) {
+        const opsched_node *an = opsched_graph_node(g, mb.act);
+        cn->fused_act = 1;
+        cn->act_op = an->op;
+        cn->act_attr = an->attr;
+    }
+    return 1;
+}
+
 /* A node whose outputs all have no elements has nothing to compute (and
  * its inputs may have none either, which some primitives refuse). */
 static int outputs_empty(const cpu_node *n)
@@ -377,6 +402,11 @@ opsched_status cpu_plan_create(opsched_ctx *ctx, void *d, const opsched_graph *g
         info->fused_residual = p->node.fused_res;
     } else if (n->op == OPSCHED_OP_CONV_TRANSPOSE) {
         OS_TRY_GOTO(st, cpu_ops_conv_transpose(ctx, dev, p, opts, info), fail);
+    } else if (n->op == OPSCHED_OP_MATMUL && opts->fuse_bias && matmul_bias(g, node, opts, p)) {
+        /* oneDNN's matmul with its bias and the activation as a post-op */
+        OS_TRY_GOTO(st, cpu_ops_build(ctx, dev, p, info), fail);
+        info->fused_bias = 1;
+        info->fused_activation = p->node.fused_act;
     } else {
         OS_TRY_GOTO(st, cpu_ops_build(ctx, dev, p, info), fail);
     }

@@ -44,6 +44,11 @@ typedef struct gemm_plan {
     int64_t *loop_a, *loop_b; /* element offsets per output batch entry */
     size_t ws_limit;          /* the most of the stream's workspace this plan uses */
     int strict_attention;     /* an attention product under TF32: strict fp32 */
+    /* cuBLASLt with a bias epilogue (a MatMul's fused bias Add, input 2) */
+    int lt;
+    cublasLtMatmulDesc_t lt_desc;
+    cublasLtMatrixLayout_t lt_b, lt_a, lt_y;
+    cublasLtMatmulAlgo_t lt_algo;
 } gemm_plan;
 
 static void gemm_release(cu_plan *base)
@@ -51,12 +56,80 @@ static void gemm_release(cu_plan *base)
     gemm_plan *p = (gemm_plan *)base;
     free(p->loop_a);
     free(p->loop_b);
+    if (p->lt_desc) (void)cublasLtMatmulDescDestroy(p->lt_desc);
+    if (p->lt_b) (void)cublasLtMatrixLayoutDestroy(p->lt_b);
+    if (p->lt_a) (void)cublasLtMatrixLayoutDestroy(p->lt_a);
+    if (p->lt_y) (void)cublasLtMatrixLayoutDestroy(p->lt_y);
+}
+
+/* The product through cuBLASLt with the bias (in[2]) in its epilogue. */
+static opsched_status gemm_launch_lt(opsched_ctx *ctx, cu_device *dev, gemm_plan *p,
+                                     cudaStream_t s, void *const *in, void *const *out)
+{
+    size_t ws_bytes = 0;
+    void *ws = cu_gemm_workspace(dev, s, &ws_bytes);
+    if (ws_bytes > p->ws_limit) ws_bytes = p->ws_limit;
+    const void *bias = in[2];
+    CUBLAS_CHECK(ctx, cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                     &bias, sizeof(bias)));
+    CUBLAS_CHECK(ctx, cublasLtMatmul(dev->cublaslt, p->lt_desc, &p->alpha, in[1], p->lt_b, in[0],
+                                     p->lt_a, &p->beta, out[0], p->lt_y, out[0], p->lt_y,
+                                     &p->lt_algo, ws_bytes ? ws : NULL, ws_bytes, s));
+    return OPSCHED_OK;
+}
+
+/* Sets up plan p (a single product, m = N, n = rows of A, k = K, both
+ * operands as they are) for cuBLASLt with a bias epilogue, and the
+ * activation act (-1: none) where cuBLASLt has it: Relu, and the tanh
+ * approximation of GELU.  0 when cuBLASLt offers no algorithm (the plan
+ * then stays a plain product). */
+static int gemm_setup_lt(const cu_plan_args *a, gemm_plan *p, int act, int *fused_act)
+{
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    *fused_act = 0;
+    const opsched_node *an = act >= 0 && a->opts->fuse_activation ? opsched_graph_node(a->g, act)
+                                                                   : NULL;
+    if (an && an->op == OPSCHED_OP_RELU) {
+        epi = CUBLASLT_EPILOGUE_RELU_BIAS;
+        *fused_act = 1;
+    } else if (an && an->op == OPSCHED_OP_GELU && an->attr.gelu.tanh_approx) {
+        epi = CUBLASLT_EPILOGUE_GELU_BIAS;
+        *fused_act = 1;
+    }
+    cublasOperation_t op = CUBLAS_OP_N;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    size_t ws = p->ws_limit;
+    if (cublasLtMatmulDescCreate(&p->lt_desc, p->compute, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_TRANSA, &op, sizeof(op)) ||
+        cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_TRANSB, &op, sizeof(op)) ||
+        cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
+                                       sizeof(epi)) ||
+        cublasLtMatrixLayoutCreate(&p->lt_b, p->type, (uint64_t)p->m, (uint64_t)p->k, p->ldb) ||
+        cublasLtMatrixLayoutCreate(&p->lt_a, p->type, (uint64_t)p->k, (uint64_t)p->n, p->lda) ||
+        cublasLtMatrixLayoutCreate(&p->lt_y, p->type, (uint64_t)p->m, (uint64_t)p->n, p->ldc) ||
+        cublasLtMatmulPreferenceCreate(&pref) ||
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                             sizeof(ws)) ||
+        cublasLtMatmulAlgoGetHeuristic(a->dev->cublaslt, p->lt_desc, p->lt_b, p->lt_a, p->lt_y,
+                                       p->lt_y, pref, 1, &res, &found) ||
+        found < 1) {
+        if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
+        *fused_act = 0;
+        return 0;
+    }
+    (void)cublasLtMatmulPreferenceDestroy(pref);
+    p->lt_algo = res.algo;
+    p->lt = 1;
+    return 1;
 }
 
 static opsched_status gemm_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
                                   void *const *in, void *const *out)
 {
     gemm_plan *p = (gemm_plan *)base;
+    if (p->lt) return gemm_launch_lt(ctx, dev, p, s, in, out);
     const char *A = in[0], *B = in[1];
     char *Y = out[0];
     size_t ws_bytes = 0;
@@ -85,6 +158,13 @@ static opsched_status gemm_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *bas
                                        p->ldc, p->compute, CUBLAS_GEMM_DEFAULT));
     }
     return OPSCHED_OK;
+}
+
+/* A plan that reads the bias as input 2 (after A and B). */
+static void base_fuse_bias(cu_plan *base)
+{
+    base->n_in = 3;
+    base->need_in |= 1ull << 2;
 }
 
 /* Common set-up: types, compute type, workspace. */
@@ -276,6 +356,20 @@ opsched_status cu_plan_matmul(const cu_plan_args *a, cu_plan **out)
         p->loop_b = ob;
         oa = ob = NULL;
         algo = "cublas_gemm_loop";
+    }
+    /* A bias Add after a single product (or one whose batch folds into its
+     * rows) runs in cuBLASLt's epilogue. */
+    opsched_matmul_bias mb;
+    if (a->opts->fuse_bias && !p->n_loop && p->batch == 1 && !p->strict_attention &&
+        opsched_matmul_bias_find(a->g, cu_node_index(a), &mb)) {
+        const opsched_tensor *bt = opsched_graph_tensor(a->g, mb.bias);
+        int fused_act = 0;
+        if (cu_kdt(a, bt) == (cuk_dtype)a->kt && gemm_setup_lt(a, p, mb.act, &fused_act)) {
+            base_fuse_bias(&p->base);
+            a->info->fused_bias = 1;
+            a->info->fused_activation = fused_act;
+            algo = fused_act ? "cublaslt_bias_act" : "cublaslt_bias";
+        }
     }
     snprintf(a->info->algo, sizeof(a->info->algo), "%s%s", algo,
              p->strict_attention ? "_fp32" : "");

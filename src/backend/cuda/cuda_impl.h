@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -147,6 +148,7 @@ typedef struct cu_device {
     size_t gemm_ws_bytes; /* each stream's GEMM workspace; 0 until a GEMM is planned */
     cudnnHandle_t cudnn;
     cublasHandle_t cublas;
+    cublasLtHandle_t cublaslt; /* matrix products with epilogues */
     cu_nvml *nvml; /* NULL when NVML is unavailable */
     char pci_bus_id[32];
     os_plan_cache *conv_plans; /* cuDNN graph-API convolution choices */
