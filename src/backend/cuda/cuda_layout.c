@@ -107,6 +107,9 @@ opsched_status cu_plan_nchw_adapter(const cu_plan_args *a, cu_plan **out)
         return OPSCHED_ERR_UNSUPPORTED;
     opsched_plan_options o = *a->opts;
     o.layout = OPSCHED_LAYOUT_NCHW;
+    /* The wrapper passes the node's own inputs only: no fused bias (a
+     * third input) inside it. */
+    o.fuse_bias = 0;
     cu_plan_args b = *a;
     b.opts = &o;
     cu_plan *inner = NULL;
