@@ -352,6 +352,48 @@ static int chain_ok(const opsched_executor *ex, const ex_build *b, int i, const 
     return 1;
 }
 
+/* Plans node i with options o into *plan and its info into *pi (the plan
+ * freed and NULL on failure). */
+static opsched_status plan_with_info(opsched_executor *ex, ex_build *b, int i,
+                                     const opsched_exec_options *o, opsched_layer_info *li,
+                                     opsched_plan **plan, opsched_plan_info *pi)
+{
+    memset(li, 0, sizeof(*li));
+    *plan = NULL;
+    OS_TRY(os_exec_plan_node(ex->dev, b->g, i, o, li, plan));
+    opsched_status st = opsched_plan_info_get(*plan, pi);
+    if (st != OPSCHED_OK) {
+        opsched_plan_free(*plan);
+        *plan = NULL;
+    }
+    return st;
+}
+
+/* The most inputs of a fused launch's head (an element-wise node, a mean). */
+#define EX_HEAD_MAX_IN 4
+
+/* Keeps `plan` as node i's launch of several nodes: it reads in[0..n_in)
+ * (copied), and each node of absorbed[0..n_abs) becomes an alias of i's
+ * output.  Frees the plan on failure. */
+static opsched_status keep_fused(opsched_executor *ex, ex_build *b, int i, opsched_plan *plan,
+                                 const opsched_layer_info *li, const int *in, int n_in,
+                                 const int *absorbed, int n_abs)
+{
+    int *cp = malloc(sizeof(int) * (size_t)(n_in > 0 ? n_in : 1));
+    if (!cp) {
+        opsched_plan_free(plan);
+        return OS_NOMEM(ex->ctx);
+    }
+    memcpy(cp, in, sizeof(int) * (size_t)n_in);
+    b->chain_in[i] = cp;
+    b->chain_n[i] = n_in;
+    b->plans[i] = plan;
+    for (int k = 0; k < n_abs; k++)
+        absorb(ex, b, i, absorbed[k]);
+    note_plan(ex, i, plan, li);
+    return OPSCHED_OK;
+}
+
 /* Plans node i as the head of its element-wise chain; the later nodes
  * become aliases of its output, and the launch reads the sides after the
  * node's own inputs.  A backend that runs the node alone gives the plan
@@ -368,15 +410,9 @@ static opsched_status plan_chain(opsched_executor *ex, ex_build *b, int i,
     opsched_exec_options o = *base;
     o.plan.fuse_chain = 1;
     opsched_layer_info li;
-    memset(&li, 0, sizeof(li));
     opsched_plan *plan = NULL;
-    OS_TRY(os_exec_plan_node(ex->dev, b->g, i, &o, &li, &plan));
     opsched_plan_info pi;
-    opsched_status st = opsched_plan_info_get(plan, &pi);
-    if (st != OPSCHED_OK) {
-        opsched_plan_free(plan);
-        return st;
-    }
+    OS_TRY(plan_with_info(ex, b, i, &o, &li, &plan, &pi));
     if (!pi.fused_chain) { /* the backend ran the node alone: its plan as any other */
         b->plans[i] = plan;
         note_plan(ex, i, plan, &li);
@@ -384,21 +420,14 @@ static opsched_status plan_chain(opsched_executor *ex, ex_build *b, int i,
         return OPSCHED_OK;
     }
     const opsched_node *n = opsched_graph_node(b->g, i);
-    int sides[OPSCHED_CHAIN_MAX];
-    int ns = opsched_ew_chain_sides(b->g, &c, sides);
-    int *in = malloc(sizeof(int) * (size_t)(n->n_inputs + ns));
-    if (!in) {
+    int in[EX_HEAD_MAX_IN + OPSCHED_CHAIN_MAX];
+    if (n->n_inputs > EX_HEAD_MAX_IN) {
         opsched_plan_free(plan);
-        return OS_NOMEM(ex->ctx);
+        return OPSCHED_OK;
     }
     memcpy(in, n->inputs, sizeof(int) * (size_t)n->n_inputs);
-    memcpy(in + n->n_inputs, sides, sizeof(int) * (size_t)ns);
-    b->chain_in[i] = in;
-    b->chain_n[i] = n->n_inputs + ns;
-    b->plans[i] = plan;
-    for (int k = 1; k < c.n; k++)
-        absorb(ex, b, i, c.nodes[k]);
-    note_plan(ex, i, plan, &li);
+    int ns = opsched_ew_chain_sides(b->g, &c, in + n->n_inputs);
+    OS_TRY(keep_fused(ex, b, i, plan, &li, in, n->n_inputs + ns, c.nodes + 1, c.n - 1));
     *done = 1;
     return OPSCHED_OK;
 }
@@ -423,29 +452,22 @@ static opsched_status plan_se(opsched_executor *ex, ex_build *b, int i,
     opsched_exec_options o = *base;
     o.plan.fuse_se = 1;
     opsched_layer_info li;
-    memset(&li, 0, sizeof(li));
     opsched_plan *plan = NULL;
-    OS_TRY(os_exec_plan_node(ex->dev, b->g, i, &o, &li, &plan));
     opsched_plan_info pi;
-    opsched_status st = opsched_plan_info_get(plan, &pi);
-    if (st != OPSCHED_OK || !pi.fused_se) {
+    OS_TRY(plan_with_info(ex, b, i, &o, &li, &plan, &pi));
+    if (!pi.fused_se) {
         opsched_plan_free(plan);
-        return st;
+        return OPSCHED_OK;
     }
     const opsched_node *n = opsched_graph_node(b->g, i);
-    int *in = malloc(sizeof(int) * (size_t)(n->n_inputs + 4));
-    if (!in) {
+    int in[EX_HEAD_MAX_IN + 4];
+    if (n->n_inputs > EX_HEAD_MAX_IN) {
         opsched_plan_free(plan);
-        return OS_NOMEM(ex->ctx);
+        return OPSCHED_OK;
     }
     memcpy(in, n->inputs, sizeof(int) * (size_t)n->n_inputs);
     memcpy(in + n->n_inputs, se.sides, sizeof(int) * 4);
-    b->chain_in[i] = in;
-    b->chain_n[i] = n->n_inputs + 4;
-    b->plans[i] = plan;
-    for (int k = 1; k < se.n; k++)
-        absorb(ex, b, i, se.nodes[k]);
-    note_plan(ex, i, plan, &li);
+    OS_TRY(keep_fused(ex, b, i, plan, &li, in, n->n_inputs + 4, se.nodes + 1, se.n - 1));
     *done = 1;
     return OPSCHED_OK;
 }
@@ -471,30 +493,17 @@ static opsched_status plan_bias(opsched_executor *ex, ex_build *b, int i,
     o.plan.fuse_activation = mb.act >= 0 && ex->nodes[mb.act].role == OPSCHED_ROLE_LAUNCH &&
                              b->place[mb.act].merge_first < 0;
     opsched_layer_info li;
-    memset(&li, 0, sizeof(li));
     opsched_plan *plan = NULL;
-    OS_TRY(os_exec_plan_node(ex->dev, b->g, i, &o, &li, &plan));
     opsched_plan_info pi;
-    opsched_status st = opsched_plan_info_get(plan, &pi);
-    if (st != OPSCHED_OK || !pi.fused_bias) {
+    OS_TRY(plan_with_info(ex, b, i, &o, &li, &plan, &pi));
+    if (!pi.fused_bias) {
         opsched_plan_free(plan);
-        return st;
+        return OPSCHED_OK;
     }
     const opsched_node *n = opsched_graph_node(b->g, i);
-    int *in = malloc(sizeof(int) * 3);
-    if (!in) {
-        opsched_plan_free(plan);
-        return OS_NOMEM(ex->ctx);
-    }
-    in[0] = n->inputs[0];
-    in[1] = n->inputs[1];
-    in[2] = mb.bias;
-    b->chain_in[i] = in;
-    b->chain_n[i] = 3;
-    b->plans[i] = plan;
-    absorb(ex, b, i, mb.add);
-    if (pi.fused_activation && o.plan.fuse_activation) absorb(ex, b, i, mb.act);
-    note_plan(ex, i, plan, &li);
+    int in[3] = {n->inputs[0], n->inputs[1], mb.bias}, absorbed[2] = {mb.add, mb.act};
+    int n_abs = pi.fused_activation && o.plan.fuse_activation ? 2 : 1;
+    OS_TRY(keep_fused(ex, b, i, plan, &li, in, 3, absorbed, n_abs));
     *done = 1;
     return OPSCHED_OK;
 }
