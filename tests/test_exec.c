@@ -406,9 +406,10 @@ static void test_fused_se(void **state)
     opsched_graph_free(g);
 }
 
-/* A MatMul's bias Add runs in its launch, with the activation after it:
- * three products with a bias ([16], [1, 1, 8] as the Add's first operand,
- * [4]) and Relu, tanh Gelu and Sigmoid after them, and an Add of a
+/* A MatMul's bias Add runs in its launch, with the activation or the
+ * residual Add after it: products with a bias ([16], [1, 1, 8] as the
+ * Add's first operand, [4]) and Relu, tanh Gelu, Sigmoid (on the CPU a
+ * oneDNN post-op too) or a residual after them, and an Add of a
  * non-constant that stays apart, against the reference with fusion on,
  * off and ablated. */
 static void test_fused_bias(void **state)
@@ -424,6 +425,9 @@ static void test_fused_bias(void **state)
     assert_int_equal(mb.act, 2);
     assert_int_equal(opsched_matmul_bias_find(g, 3, &mb), 1);
     assert_int_equal(opsched_matmul_bias_find(g, 9, &mb), 0); /* not a constant */
+    assert_int_equal(opsched_matmul_bias_find(g, 11, &mb), 1);
+    assert_int_equal(mb.res_add, 13);
+    assert_int_equal(mb.act, -1);
     opsched_exec_options on = {.plan = {.fuse_activation = 1}}, off = {0};
     opsched_exec_options ablated = on;
     ablated.plan.ablate = OPSCHED_ABLATE_BIAS;
@@ -432,17 +436,17 @@ static void test_fused_bias(void **state)
     compare_with_reference(g, &ablated, 1e-5);
     opsched_executor *ex = NULL;
     CHECK(opsched_executor_create(env.cpu, g, NULL, &on, &ex));
-    const int fused[] = {1, 2, 4, 5, 7, 8};
+    const int fused[] = {1, 2, 4, 5, 7, 8, 12, 13}; /* oneDNN applies the Sigmoid too */
     for (size_t k = 0; k < sizeof(fused) / sizeof(fused[0]); k++)
         assert_int_equal(opsched_executor_layer(ex, fused[k])->role, OPSCHED_ROLE_FUSED);
     assert_int_equal(opsched_executor_layer(ex, 10)->role, OPSCHED_ROLE_LAUNCH);
     opsched_exec_info info;
     CHECK(opsched_executor_info(ex, &info));
-    assert_int_equal(info.n_launches, 5); /* four products and the last Add */
+    assert_int_equal(info.n_launches, 6); /* five products and the Add of node 10 */
     opsched_executor_free(ex);
     CHECK(opsched_executor_create(env.cpu, g, NULL, &ablated, &ex));
     CHECK(opsched_executor_info(ex, &info));
-    assert_int_equal(info.n_launches, 8); /* each Add and its activation a chain */
+    assert_int_equal(info.n_launches, 10); /* each Add and what follows it a chain */
     opsched_executor_free(ex);
     opsched_graph_free(g);
 }

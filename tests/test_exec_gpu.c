@@ -217,7 +217,7 @@ static void test_se_gate(void **state)
 }
 
 /* A MatMul's bias Add in cuBLASLt's epilogue, with Relu and tanh GELU
- * fused too and Sigmoid left to its own kernel, in every math mode against
+ * fused too, a residual Add through C, and Sigmoid left to its own kernel, in every math mode against
  * the CPU backend in fp32, node by node.  A 4-D input under NHWC goes
  * through the NCHW adapter, which runs the product without its bias. */
 static void test_bias_epilogue(void **state)
@@ -238,14 +238,17 @@ static void test_bias_epilogue(void **state)
     CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
     opsched_exec_info info;
     CHECK(opsched_executor_info(ex, &info));
-    print_message("  bias: %d launches; the products: %s, %s, %s, %s\n", info.n_launches,
+    print_message("  bias: %d launches; the products: %s, %s, %s, %s, %s\n", info.n_launches,
                   opsched_executor_layer(ex, 0)->algo, opsched_executor_layer(ex, 3)->algo,
-                  opsched_executor_layer(ex, 6)->algo, opsched_executor_layer(ex, 9)->algo);
+                  opsched_executor_layer(ex, 6)->algo, opsched_executor_layer(ex, 9)->algo,
+                  opsched_executor_layer(ex, 11)->algo);
     assert_string_equal(opsched_executor_layer(ex, 0)->algo, "cublaslt_bias_act");
     assert_string_equal(opsched_executor_layer(ex, 3)->algo, "cublaslt_bias_act");
     assert_string_equal(opsched_executor_layer(ex, 6)->algo, "cublaslt_bias");
+    assert_string_equal(opsched_executor_layer(ex, 11)->algo, "cublaslt_bias_residual");
     assert_int_equal(opsched_executor_layer(ex, 8)->role, OPSCHED_ROLE_LAUNCH); /* Sigmoid */
-    assert_int_equal(info.n_launches, 6);
+    assert_int_equal(opsched_executor_layer(ex, 13)->role, OPSCHED_ROLE_FUSED); /* the residual */
+    assert_int_equal(info.n_launches, 7);
     opsched_executor_free(ex);
     opsched_graph_free(g);
 }

@@ -669,19 +669,25 @@ typedef struct opsched_conv_residual {
 } opsched_conv_residual;
 int opsched_conv_residual_find(const opsched_graph *g, int node, opsched_conv_residual *out);
 
-/* A MatMul's bias epilogue, z = act(A B + bias): the MatMul's float
- * output is read only by an Add (and is no graph output) whose other
- * operand is a constant of one value per output column ([N] or
- * [1, ..., 1, N]), and act is the Add's only reader when it is an epilogue
- * activation (opsched_op_is_epilogue), else -1.  Fills *out and returns 1,
- * else 0.  A backend that runs it (opsched_plan_options.fuse_bias) reports
- * fused_bias, and fused_activation when it applies act as well; the
- * executor then runs the Add (and act) inside the MatMul's launch, whose
- * third input is the bias. */
+/* A MatMul's bias epilogue, z = act(A B + bias) or z = A B + bias + r: the
+ * MatMul's float output is read only by an Add (and is no graph output)
+ * whose other operand is a constant of one value per output column ([N]
+ * or [1, ..., 1, N]); act is the Add's only reader when it is an epilogue
+ * activation (opsched_op_is_epilogue), else -1; when the only reader is
+ * instead another Add of a tensor r of the product's shape and type (a
+ * residual), res_add and residual name them (else -1).  Fills *out and
+ * returns 1, else 0.  A backend that runs it (opsched_plan_options.
+ * fuse_bias) reports fused_bias, fused_activation when it applies act as
+ * well, and fused_residual when it adds r (asked with fuse_residual); the
+ * executor then runs those nodes inside the MatMul's launch, whose third
+ * input is the bias and fourth r.  r must exist when the product runs:
+ * the executor fuses the residual only where r's producer launches first. */
 typedef struct opsched_matmul_bias {
-    int add;  /* the Add node */
-    int bias; /* the tensor it adds */
-    int act;  /* the activation after the Add, or -1 */
+    int add;      /* the Add node */
+    int bias;     /* the tensor it adds */
+    int act;      /* the activation after the Add, or -1 */
+    int res_add;  /* the residual Add after the bias Add, or -1 */
+    int residual; /* the tensor it adds, or -1 */
 } opsched_matmul_bias;
 int opsched_matmul_bias_find(const opsched_graph *g, int node, opsched_matmul_bias *out);
 

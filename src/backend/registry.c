@@ -523,7 +523,7 @@ opsched_status opsched_plan_create(opsched_device *dev, const opsched_graph *g, 
                            "plan: node '%s': the backend fused a bias it was not asked for",
                            n->name);
         }
-        p->n_inputs = 3;
+        p->n_inputs = p->info.fused_residual ? 4 : 3; /* r after the bias */
     }
     if (p->info.fused_se) { /* W1, b1, W2, b2 after the mean's inputs */
         opsched_se_gate se;

@@ -180,8 +180,8 @@ opsched_status os_exec_plan_node(opsched_device *dev, const opsched_graph *g, in
     int named = named_algo(po.algo);
     if (n->op != OPSCHED_OP_CONV) {
         if (named) po.algo = NULL;
-        po.fuse_residual = 0;
-        if (!(n->op == OPSCHED_OP_MATMUL && po.fuse_bias)) po.fuse_activation = 0;
+        if (!(n->op == OPSCHED_OP_MATMUL && po.fuse_bias))
+            po.fuse_activation = po.fuse_residual = 0;
     }
     opsched_status st = opsched_plan_create(dev, g, i, &po, out);
     if (st == OPSCHED_ERR_UNSUPPORTED && n->op == OPSCHED_OP_CONV && named) {
@@ -492,6 +492,12 @@ static opsched_status plan_bias(opsched_executor *ex, ex_build *b, int i,
     o.plan.fuse_bias = 1;
     o.plan.fuse_activation = mb.act >= 0 && ex->nodes[mb.act].role == OPSCHED_ROLE_LAUNCH &&
                              b->place[mb.act].merge_first < 0;
+    o.plan.fuse_residual = 0;
+    if (mb.res_add >= 0 && !(base->plan.ablate & OPSCHED_ABLATE_RESIDUAL) &&
+        ex->nodes[mb.res_add].role == OPSCHED_ROLE_LAUNCH && b->place[mb.res_add].merge_first < 0) {
+        int rp = opsched_tensor_scheduled_producer(b->g, mb.residual);
+        o.plan.fuse_residual = rp < 0 || launches_before(b, rp, i);
+    }
     opsched_layer_info li;
     opsched_plan *plan = NULL;
     opsched_plan_info pi;
@@ -501,9 +507,13 @@ static opsched_status plan_bias(opsched_executor *ex, ex_build *b, int i,
         return OPSCHED_OK;
     }
     const opsched_node *n = opsched_graph_node(b->g, i);
-    int in[3] = {n->inputs[0], n->inputs[1], mb.bias}, absorbed[2] = {mb.add, mb.act};
-    int n_abs = pi.fused_activation && o.plan.fuse_activation ? 2 : 1;
-    OS_TRY(keep_fused(ex, b, i, plan, &li, in, 3, absorbed, n_abs));
+    int in[4] = {n->inputs[0], n->inputs[1], mb.bias, mb.residual}, absorbed[2] = {mb.add, -1};
+    int n_abs = 1;
+    if (pi.fused_residual && o.plan.fuse_residual)
+        absorbed[n_abs++] = mb.res_add;
+    else if (pi.fused_activation && o.plan.fuse_activation)
+        absorbed[n_abs++] = mb.act;
+    OS_TRY(keep_fused(ex, b, i, plan, &li, in, pi.fused_residual ? 4 : 3, absorbed, n_abs));
     *done = 1;
     return OPSCHED_OK;
 }

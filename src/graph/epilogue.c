@@ -140,10 +140,21 @@ int opsched_matmul_bias_find(const opsched_graph *g, int node, opsched_matmul_bi
     if (!z || !opsched_shape_equal(&z->shape, &y->shape)) return 0;
     int act = os_graph_sole_reader(g, add->outputs[0], a);
     const opsched_node *an = act >= 0 ? opsched_graph_node(g, act) : NULL;
-    if (out) {
-        out->add = a;
-        out->bias = b;
-        out->act = an && opsched_op_is_epilogue(an) && an->n_inputs == 1 ? act : -1;
+    opsched_matmul_bias m = {.add = a, .bias = b, .act = -1, .res_add = -1, .residual = -1};
+    if (an && opsched_op_is_epilogue(an) && an->n_inputs == 1) {
+        m.act = act;
+    } else if (an && an->op == OPSCHED_OP_ADD && an->n_inputs == 2 &&
+               an->inputs[0] != an->inputs[1]) {
+        /* a residual: the other operand has the sum's shape and type */
+        int r = an->inputs[0] == add->outputs[0] ? an->inputs[1] : an->inputs[0];
+        const opsched_tensor *rt = opsched_graph_tensor(g, r);
+        const opsched_tensor *s = opsched_graph_tensor(g, an->outputs[0]);
+        if (rt && s && rt->dtype == y->dtype && opsched_shape_equal(&rt->shape, &y->shape) &&
+            opsched_shape_equal(&s->shape, &y->shape)) {
+            m.res_add = act;
+            m.residual = r;
+        }
     }
+    if (out) *out = m;
     return 1;
 }

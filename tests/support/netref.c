@@ -211,7 +211,7 @@ static int matmul_w(opsched_graph *g, const char *name, int x, int64_t n, int *o
 opsched_graph *netref_bias_graph(opsched_ctx *ctx, const opsched_shape *xs, uint64_t seed)
 {
     opsched_graph *g = NULL;
-    int x, b0, b1, b2, t[11];
+    int x, b0, b1, b2, b3, t[14];
     opsched_shape s0 = {1, {16}}, s1 = {3, {1, 1, 8}}, s2 = {1, {4}};
     opsched_op_attr gelu;
     memset(&gelu, 0, sizeof(gelu));
@@ -221,6 +221,7 @@ opsched_graph *netref_bias_graph(opsched_ctx *ctx, const opsched_shape *xs, uint
         opsched_graph_add_tensor(g, "b0", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &s0, &b0) ||
         opsched_graph_add_tensor(g, "b1", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &s1, &b1) ||
         opsched_graph_add_tensor(g, "b2", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &s2, &b2) ||
+        opsched_graph_add_tensor(g, "b3", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &s2, &b3) ||
         matmul_w(g, "mm0", x, 16, &t[0]) ||
         opsched_build_binary(g, "add0", OPSCHED_OP_ADD, t[0], b0, &t[1]) ||
         opsched_build_unary(g, "relu", OPSCHED_OP_RELU, NULL, t[1], &t[2]) ||
@@ -232,7 +233,10 @@ opsched_graph *netref_bias_graph(opsched_ctx *ctx, const opsched_shape *xs, uint
         opsched_build_unary(g, "sigmoid", OPSCHED_OP_SIGMOID, NULL, t[7], &t[8]) ||
         matmul_w(g, "mm3", t[8], 4, &t[9]) ||
         opsched_build_binary(g, "add3", OPSCHED_OP_ADD, t[9], t[8], &t[10]) ||
-        opsched_graph_mark_output(g, t[10]) || netref_set_weights(g, seed)) {
+        matmul_w(g, "mm4", t[10], 4, &t[11]) ||
+        opsched_build_binary(g, "add4", OPSCHED_OP_ADD, t[11], b3, &t[12]) ||
+        opsched_build_binary(g, "res", OPSCHED_OP_ADD, t[10], t[12], &t[13]) ||
+        opsched_graph_mark_output(g, t[13]) || netref_set_weights(g, seed)) {
         opsched_graph_free(g);
         return NULL;
     }

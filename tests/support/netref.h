@@ -41,8 +41,9 @@ opsched_graph *netref_chain_graph(opsched_ctx *ctx, const opsched_shape *x, uint
  * [16] bias -> Relu (nodes 0-2), MatMul to 8 -> Add a [1, 1, 8] bias (the
  * product its second operand) -> tanh Gelu (3-5), MatMul to 4 -> Add a [4]
  * bias -> Sigmoid (6-8), MatMul to 4 -> Add of a tensor that is no
- * constant (9-10, not a bias); weights from seed.  NULL when it cannot be
- * built. */
+ * constant (9-10, not a bias), MatMul to 4 -> Add a [4] bias -> Add of
+ * node 10's output (11-13, a residual); weights from seed.  NULL when it
+ * cannot be built. */
 opsched_graph *netref_bias_graph(opsched_ctx *ctx, const opsched_shape *x, uint64_t seed);
 
 opsched_graph *netref_se_graph(opsched_ctx *ctx, const opsched_shape *x, int64_t hidden,

@@ -357,7 +357,7 @@ static opsched_status build_matmul(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p,
     OS_TRY(cpu_plain_md(ctx, R, ad, &src));
     OS_TRY(cpu_plain_md(ctx, R, bd, &wei));
     OS_TRY(cpu_plain_md(ctx, R, od, &dst));
-    int has_bias = n->n_in == 3 && n->has_in[2]; /* a fused bias Add: one value a column */
+    int has_bias = n->n_in >= 3 && n->has_in[2]; /* a fused bias Add: one value a column */
     if (has_bias) {
         int64_t bdims[OPSCHED_MAX_DIMS];
         for (int i = 0; i < R; i++)
@@ -367,10 +367,12 @@ static opsched_status build_matmul(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p,
     CPU_DNNL(ctx, dnnl_matmul_desc_init(&d, &src, &wei, has_bias ? &bias : NULL, &dst));
     dnnl_post_ops_t po = NULL;
     opsched_status st = OPSCHED_OK;
-    if (n->fused_act) {
-        CPU_DNNL(ctx, dnnl_post_ops_create(&po));
-        OS_TRY_GOTO(st, append_act(ctx, po, n), done);
+    if (n->fused_act || n->fused_res) CPU_DNNL(ctx, dnnl_post_ops_create(&po));
+    if (n->fused_res) { /* r copied into the output first, as for convolutions */
+        CPU_DNNL_GOTO(st, ctx, dnnl_post_ops_append_sum(po, 1.0f), done);
+        p->pre = cpu_loop_conv_residual;
     }
+    if (n->fused_act) OS_TRY_GOTO(st, append_act(ctx, po, n), done);
     OS_TRY_GOTO(st, cpu_pd_create(ctx, dev, &d, 1.0f, po, "MatMul", &pd), done);
     int args[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
     int io[4] = {IN0, IN1, OUT0, IN2};

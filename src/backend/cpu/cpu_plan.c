@@ -328,6 +328,15 @@ static int matmul_bias(const opsched_graph *g, int node, const opsched_plan_opti
         cn->fused_act = 1;
         cn->act_op = an->op;
         cn->act_attr = an->attr;
+    } else if (opts->fuse_residual && mb.residual >= 0) {
+        /* r as input 3, copied into the output before the product adds to it */
+        const opsched_tensor *r = opsched_graph_tensor(g, mb.residual);
+        if (r->dtype != OPSCHED_F32) return 1;
+        cn->n_in = 4;
+        cn->has_in[3] = 1;
+        cn->in[3] = r->shape;
+        cn->in_dt[3] = r->dtype;
+        cn->fused_res = 1;
     }
     return 1;
 }
@@ -407,6 +416,7 @@ opsched_status cpu_plan_create(opsched_ctx *ctx, void *d, const opsched_graph *g
         OS_TRY_GOTO(st, cpu_ops_build(ctx, dev, p, info), fail);
         info->fused_bias = 1;
         info->fused_activation = p->node.fused_act;
+        info->fused_residual = p->node.fused_res;
     } else {
         OS_TRY_GOTO(st, cpu_ops_build(ctx, dev, p, info), fail);
     }

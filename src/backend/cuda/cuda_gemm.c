@@ -46,6 +46,7 @@ typedef struct gemm_plan {
     int strict_attention;     /* an attention product under TF32: strict fp32 */
     /* cuBLASLt with a bias epilogue (a MatMul's fused bias Add, input 2) */
     int lt;
+    int lt_res; /* adds input 3 (a residual) through C, beta 1 */
     cublasLtMatmulDesc_t lt_desc;
     cublasLtMatrixLayout_t lt_b, lt_a, lt_y;
     cublasLtMatmulAlgo_t lt_algo;
@@ -72,9 +73,10 @@ static opsched_status gemm_launch_lt(opsched_ctx *ctx, cu_device *dev, gemm_plan
     const void *bias = in[2];
     CUBLAS_CHECK(ctx, cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                      &bias, sizeof(bias)));
+    const void *c = p->lt_res ? in[3] : out[0];
     CUBLAS_CHECK(ctx, cublasLtMatmul(dev->cublaslt, p->lt_desc, &p->alpha, in[1], p->lt_b, in[0],
-                                     p->lt_a, &p->beta, out[0], p->lt_y, out[0], p->lt_y,
-                                     &p->lt_algo, ws_bytes ? ws : NULL, ws_bytes, s));
+                                     p->lt_a, &p->beta, c, p->lt_y, out[0], p->lt_y, &p->lt_algo,
+                                     ws_bytes ? ws : NULL, ws_bytes, s));
     return OPSCHED_OK;
 }
 
@@ -363,12 +365,26 @@ opsched_status cu_plan_matmul(const cu_plan_args *a, cu_plan **out)
     if (a->opts->fuse_bias && !p->n_loop && p->batch == 1 && !p->strict_attention &&
         opsched_matmul_bias_find(a->g, cu_node_index(a), &mb)) {
         const opsched_tensor *bt = opsched_graph_tensor(a->g, mb.bias);
+        const opsched_tensor *rt =
+            mb.residual >= 0 ? opsched_graph_tensor(a->g, mb.residual) : NULL;
+        /* a residual through C (beta 1), in the product's layout */
+        int res = a->opts->fuse_residual && rt && cu_kdt(a, rt) == (cuk_dtype)a->kt &&
+                  !cu_is_nhwc(a, rt);
         int fused_act = 0;
-        if (cu_kdt(a, bt) == (cuk_dtype)a->kt && gemm_setup_lt(a, p, mb.act, &fused_act)) {
+        if (cu_kdt(a, bt) == (cuk_dtype)a->kt &&
+            gemm_setup_lt(a, p, res ? -1 : mb.act, &fused_act)) {
             base_fuse_bias(&p->base);
             a->info->fused_bias = 1;
             a->info->fused_activation = fused_act;
             algo = fused_act ? "cublaslt_bias_act" : "cublaslt_bias";
+            if (res) {
+                p->lt_res = 1;
+                p->beta = 1.0f;
+                p->base.n_in = 4;
+                p->base.need_in |= 1ull << 3;
+                a->info->fused_residual = 1;
+                algo = "cublaslt_bias_residual";
+            }
         }
     }
     snprintf(a->info->algo, sizeof(a->info->algo), "%s%s", algo,
