@@ -334,6 +334,13 @@ static void absorb(opsched_executor *ex, ex_build *b, int i, int j)
         opsched_graph_node(b->g, i)->outputs[0];
 }
 
+/* 1 when node j still launches on its own: not fused into another launch
+ * and no member of a merge, so a fused launch may take it. */
+static int launches_alone(const opsched_executor *ex, const ex_build *b, int j)
+{
+    return ex->nodes[j].role == OPSCHED_ROLE_LAUNCH && b->place[j].merge_first < 0;
+}
+
 /* 1 when chain c of node i can run as i's launch: every later node still
  * launches on its own (not fused elsewhere, not in a merge) and every side
  * operand exists when i launches. */
@@ -341,9 +348,7 @@ static int chain_ok(const opsched_executor *ex, const ex_build *b, int i, const 
 {
     int sides[OPSCHED_CHAIN_MAX];
     for (int k = 1; k < c->n; k++)
-        if (ex->nodes[c->nodes[k]].role != OPSCHED_ROLE_LAUNCH ||
-            b->place[c->nodes[k]].merge_first >= 0)
-            return 0;
+        if (!launches_alone(ex, b, c->nodes[k])) return 0;
     int n = opsched_ew_chain_sides(b->g, c, sides);
     for (int k = 0; k < n; k++) {
         int p = opsched_tensor_scheduled_producer(b->g, sides[k]);
@@ -420,11 +425,7 @@ static opsched_status plan_chain(opsched_executor *ex, ex_build *b, int i,
         return OPSCHED_OK;
     }
     const opsched_node *n = opsched_graph_node(b->g, i);
-    int in[EX_HEAD_MAX_IN + OPSCHED_CHAIN_MAX];
-    if (n->n_inputs > EX_HEAD_MAX_IN) {
-        opsched_plan_free(plan);
-        return OPSCHED_OK;
-    }
+    int in[EX_HEAD_MAX_IN + OPSCHED_CHAIN_MAX]; /* a chainable head has at most two inputs */
     memcpy(in, n->inputs, sizeof(int) * (size_t)n->n_inputs);
     int ns = opsched_ew_chain_sides(b->g, &c, in + n->n_inputs);
     OS_TRY(keep_fused(ex, b, i, plan, &li, in, n->n_inputs + ns, c.nodes + 1, c.n - 1));
@@ -442,13 +443,12 @@ static opsched_status plan_se(opsched_executor *ex, ex_build *b, int i,
 {
     opsched_se_gate se;
     *done = 0;
+    const opsched_node *n = opsched_graph_node(b->g, i);
     if (!base->plan.fuse_activation || (base->plan.ablate & OPSCHED_ABLATE_SE) ||
-        !opsched_se_gate_find(b->g, i, &se))
+        n->n_inputs > EX_HEAD_MAX_IN || !opsched_se_gate_find(b->g, i, &se))
         return OPSCHED_OK;
     for (int k = 1; k < se.n; k++)
-        if (ex->nodes[se.nodes[k]].role != OPSCHED_ROLE_LAUNCH ||
-            b->place[se.nodes[k]].merge_first >= 0)
-            return OPSCHED_OK;
+        if (!launches_alone(ex, b, se.nodes[k])) return OPSCHED_OK;
     opsched_exec_options o = *base;
     o.plan.fuse_se = 1;
     opsched_layer_info li;
@@ -459,12 +459,7 @@ static opsched_status plan_se(opsched_executor *ex, ex_build *b, int i,
         opsched_plan_free(plan);
         return OPSCHED_OK;
     }
-    const opsched_node *n = opsched_graph_node(b->g, i);
     int in[EX_HEAD_MAX_IN + 4];
-    if (n->n_inputs > EX_HEAD_MAX_IN) {
-        opsched_plan_free(plan);
-        return OPSCHED_OK;
-    }
     memcpy(in, n->inputs, sizeof(int) * (size_t)n->n_inputs);
     memcpy(in + n->n_inputs, se.sides, sizeof(int) * 4);
     OS_TRY(keep_fused(ex, b, i, plan, &li, in, n->n_inputs + 4, se.nodes + 1, se.n - 1));
@@ -473,9 +468,9 @@ static opsched_status plan_se(opsched_executor *ex, ex_build *b, int i,
 }
 
 /* Plans MatMul i with the bias Add after it (opsched_matmul_bias_find),
- * and the activation after that where the backend applies it too: they
- * become aliases of its output, and the launch reads the bias as its third
- * input.  *done is 0 when there is nothing to fuse or the backend would
+ * and the activation or residual Add after that where the backend applies
+ * it too: they become aliases of its output, and the launch reads the bias
+ * as its third input and the residual as its fourth.  *done is 0 when there is nothing to fuse or the backend would
  * run the product alone (nothing kept: plan_node plans it). */
 static opsched_status plan_bias(opsched_executor *ex, ex_build *b, int i,
                                 const opsched_exec_options *base, int *done)
@@ -483,18 +478,16 @@ static opsched_status plan_bias(opsched_executor *ex, ex_build *b, int i,
     opsched_matmul_bias mb;
     *done = 0;
     if (!base->plan.fuse_activation || (base->plan.ablate & OPSCHED_ABLATE_BIAS) ||
-        !opsched_matmul_bias_find(b->g, i, &mb) ||
-        ex->nodes[mb.add].role != OPSCHED_ROLE_LAUNCH || b->place[mb.add].merge_first >= 0)
+        !opsched_matmul_bias_find(b->g, i, &mb) || !launches_alone(ex, b, mb.add))
         return OPSCHED_OK;
     int p = opsched_tensor_scheduled_producer(b->g, mb.bias);
     if (p >= 0 && !launches_before(b, p, i)) return OPSCHED_OK;
     opsched_exec_options o = *base;
     o.plan.fuse_bias = 1;
-    o.plan.fuse_activation = mb.act >= 0 && ex->nodes[mb.act].role == OPSCHED_ROLE_LAUNCH &&
-                             b->place[mb.act].merge_first < 0;
+    o.plan.fuse_activation = mb.act >= 0 && launches_alone(ex, b, mb.act);
     o.plan.fuse_residual = 0;
     if (mb.res_add >= 0 && !(base->plan.ablate & OPSCHED_ABLATE_RESIDUAL) &&
-        ex->nodes[mb.res_add].role == OPSCHED_ROLE_LAUNCH && b->place[mb.res_add].merge_first < 0) {
+        launches_alone(ex, b, mb.res_add)) {
         int rp = opsched_tensor_scheduled_producer(b->g, mb.residual);
         o.plan.fuse_residual = rp < 0 || launches_before(b, rp, i);
     }
