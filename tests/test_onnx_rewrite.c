@@ -22,18 +22,25 @@
 #include "opsched/exec.h"
 #include "opsched/onnx.h"
 
-static opsched_graph *load(opsched_ctx *ctx, int no_rewrite)
+static opsched_graph *load_file(opsched_ctx *ctx, const char *file, int no_rewrite,
+                                int keep_attention)
 {
     const char *dir = getenv("OPSCHED_TESTDATA");
     if (!dir) skip();
     char path[1024];
-    snprintf(path, sizeof(path), "%s/onnx/small/patterns.onnx", dir);
-    opsched_onnx_options o = {.load_weights = 1, .no_rewrite = no_rewrite};
+    snprintf(path, sizeof(path), "%s/onnx/small/%s", dir, file);
+    opsched_onnx_options o = {.load_weights = 1, .no_rewrite = no_rewrite,
+                              .keep_attention = keep_attention};
     opsched_graph *g = NULL;
     opsched_status st = opsched_onnx_load_file(ctx, path, &o, &g);
     if (st != OPSCHED_OK) print_error("%s: %s\n", path, opsched_ctx_last_error(ctx));
     assert_int_equal(st, OPSCHED_OK);
     return g;
+}
+
+static opsched_graph *load(opsched_ctx *ctx, int no_rewrite)
+{
+    return load_file(ctx, "patterns.onnx", no_rewrite, 0);
 }
 
 /* The node whose output is the tensor named name. */
@@ -174,11 +181,122 @@ static void test_same_values(void **state)
     opsched_ctx_free(ctx);
 }
 
+/* The attention model (tests/onnx/make_models.py): three attentions become
+ * one node each, with their scale, mask and operand axes; the near miss
+ * stays as written. */
+static void test_attention_structure(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx = NULL;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    opsched_graph *g = load_file(ctx, "attention.onnx", 0, 0);
+    opsched_graph *kept = load_file(ctx, "attention.onnx", 0, 1);
+    assert_int_equal(count_op(g, OPSCHED_OP_ATTENTION), 3);
+    assert_int_equal(count_op(kept, OPSCHED_OP_ATTENTION), 0);
+    assert_int_equal(count_op(kept, OPSCHED_OP_SOFTMAX), 4);
+    assert_int_equal(count_op(g, OPSCHED_OP_SOFTMAX), 1); /* the near miss */
+    /* SDPA: reads the [B, S, H, D] projections and writes [B, S, H, D]
+     * (the Transposes in and out are gone), scale sqrt(.5)^2, the mask,
+     * fully masked rows give 0 */
+    const opsched_node *n = made(g, "o4t");
+    assert_int_equal(n->op, OPSCHED_OP_ATTENTION);
+    assert_string_equal(n->name, "sdpa/Attention");
+    assert_int_equal(n->n_inputs, 4);
+    const opsched_attention_attr *at = &n->attr.attention;
+    assert_true(fabsf(at->scale - 0.5f) < 1e-6f);
+    assert_int_equal(at->nan_rows_zero, 1);
+    static const int8_t bshd[4] = {0, 2, 1, 3};
+    assert_memory_equal(at->axes[OPSCHED_ATT_Q], bshd, 4);
+    assert_memory_equal(at->axes[OPSCHED_ATT_K], bshd, 4);
+    assert_memory_equal(at->axes[OPSCHED_ATT_V], bshd, 4);
+    assert_memory_equal(at->axes[OPSCHED_ATT_O], bshd, 4);
+    assert_string_equal(opsched_graph_tensor(g, n->inputs[0])->name, "q_r");
+    assert_string_equal(opsched_graph_tensor(g, n->inputs[3])->name, "mask4");
+    /* nn.MultiheadAttention: [S, N, D] in and out, Q divided by 2 */
+    n = made(g, "mot");
+    assert_int_equal(n->op, OPSCHED_OP_ATTENTION);
+    assert_int_equal(n->n_inputs, 3);
+    assert_true(fabsf(n->attr.attention.scale - 0.5f) < 1e-6f);
+    static const int8_t snd[4] = {-1, 1, 0, 2};
+    assert_memory_equal(n->attr.attention.axes[OPSCHED_ATT_Q], snd, 4);
+    assert_memory_equal(n->attr.attention.axes[OPSCHED_ATT_K], snd, 4);
+    assert_memory_equal(n->attr.attention.axes[OPSCHED_ATT_O], snd, 4);
+    assert_int_equal(n->attr.attention.nan_rows_zero, 0);
+    /* legacy: K through two Transposes is read as [B, S, H, D]; the 2-D
+     * causal bias right-aligned; the output [B, H, S, D] as the product */
+    n = made(g, "y_legacy");
+    assert_int_equal(n->op, OPSCHED_OP_ATTENTION);
+    assert_int_equal(n->n_inputs, 4);
+    static const int8_t rows_cols[4] = {-1, -1, 0, 1}, bhsd[4] = {0, 1, 2, 3};
+    assert_memory_equal(n->attr.attention.axes[OPSCHED_ATT_BIAS], rows_cols, 4);
+    assert_memory_equal(n->attr.attention.axes[OPSCHED_ATT_K], bshd, 4);
+    assert_memory_equal(n->attr.attention.axes[OPSCHED_ATT_O], bhsd, 4);
+    assert_string_equal(opsched_graph_tensor(g, n->inputs[1])->name, "lk_r");
+    assert_int_equal(made(g, "y_near")->op, OPSCHED_OP_MATMUL);
+    opsched_graph_free(kept);
+    opsched_graph_free(g);
+    opsched_ctx_free(ctx);
+}
+
+/* The fused nodes compute what the graph as written computes, on the CPU,
+ * fully masked rows included. */
+static void test_attention_values(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx = NULL;
+    opsched_device *dev = NULL;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    if (opsched_device_open(ctx, "cpu", 0, &dev) != OPSCHED_OK) {
+        opsched_ctx_free(ctx);
+        print_message("SKIP: no cpu backend in this build\n");
+        skip();
+    }
+    opsched_graph *as_written = load_file(ctx, "attention.onnx", 1, 0);
+    opsched_graph *g = load_file(ctx, "attention.onnx", 0, 0);
+    float xs[96];
+    for (int i = 0; i < 96; i++)
+        xs[i] = sinf(0.37f * (float)i) * 1.5f;
+    enum { N_OUT = 5 };
+    assert_int_equal(opsched_graph_num_outputs(g), N_OUT);
+    float *a[N_OUT], *b[N_OUT];
+    size_t na[N_OUT], nb[N_OUT];
+    run_cpu(dev, as_written, xs, 96, a, na);
+    run_cpu(dev, g, xs, 96, b, nb);
+    for (int i = 0; i < N_OUT; i++) {
+        assert_int_equal(na[i], nb[i]);
+        double num = 0, den = 0;
+        for (size_t k = 0; k < na[i]; k++) {
+            assert_false(isnan(a[i][k]) || isnan(b[i][k]));
+            num += ((double)a[i][k] - b[i][k]) * ((double)a[i][k] - b[i][k]);
+            den += (double)a[i][k] * a[i][k];
+        }
+        double rel = sqrt(num / (den > 0 ? den : 1));
+        if (rel > 1e-6)
+            print_error("output %s: relative L2 %g\n",
+                        opsched_graph_tensor(g, opsched_graph_output(g, i))->name, rel);
+        assert_true(rel <= 1e-6);
+        assert_true(den > 0);
+    }
+    /* batch 1 of the SDPA output is all masked: zeros, as Where(IsNaN) makes them */
+    for (size_t k = na[0] / 2; k < na[0]; k++)
+        assert_true(b[0][k] == 0.0f);
+    for (int i = 0; i < N_OUT; i++) {
+        free(a[i]);
+        free(b[i]);
+    }
+    opsched_graph_free(as_written);
+    opsched_graph_free(g);
+    opsched_device_close(dev);
+    opsched_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_structure),
         cmocka_unit_test(test_same_values),
+        cmocka_unit_test(test_attention_structure),
+        cmocka_unit_test(test_attention_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

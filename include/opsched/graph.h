@@ -123,6 +123,7 @@ typedef enum opsched_op_kind {
                                 * (opsched_conv_transpose_attr) */
     OPSCHED_OP_QUANTIZE,      /* x, scale, zero point (opsched_quant_attr) */
     OPSCHED_OP_DEQUANTIZE,
+    OPSCHED_OP_ATTENTION,     /* Q, K, V, optional bias (opsched_attention_attr) */
     OPSCHED_OP_COUNT
 } opsched_op_kind;
 
@@ -425,6 +426,27 @@ typedef struct opsched_quant_attr {
  * (no -1 or 0 left).  For Expand it is broadcast against the input. */
 typedef struct opsched_shape_attr { opsched_shape shape; } opsched_shape_attr;
 
+/* Scaled dot-product attention, one node for what exporters write as
+ * MatMul(Q, K^T), a scale, an additive bias, Softmax over the last axis and
+ * MatMul with V (opsched_graph_rewrite_patterns).  Over canonical shapes
+ * Q [B, H, Sq, D], K [B, H, Sk, D], V [B, H, Sk, Dv] and bias [B, H, Sq, Sk]:
+ *     O[b, h] = softmax(scale * Q[b, h] K[b, h]^T + bias[b, h]) V[b, h]
+ * with O [B, H, Sq, Dv].  Each operand's tensor holds its canonical dims in
+ * its own order: axes[x][c] is the tensor axis of canonical dim c (B, H,
+ * then the rows, then the columns), or -1 where the tensor has no such axis
+ * (size 1).  So a [B, S, H, D] projection before its Transpose, K stored as
+ * [B, H, D, Sk], or torch's [S, B*H, D] are read where they are.  A K or V
+ * of size 1 in B or H, and a bias of size 1 in any dim, broadcast.  The
+ * bias (input 3) is optional; out_rank is O's rank. */
+enum { OPSCHED_ATT_Q, OPSCHED_ATT_K, OPSCHED_ATT_V, OPSCHED_ATT_BIAS, OPSCHED_ATT_O,
+       OPSCHED_ATT_OPERANDS };
+typedef struct opsched_attention_attr {
+    float scale;
+    int nan_rows_zero; /* a row whose scores are all -inf gives 0, not NaN */
+    int out_rank;
+    int8_t axes[OPSCHED_ATT_OPERANDS][4];
+} opsched_attention_attr;
+
 typedef union opsched_op_attr {
     opsched_conv_attr conv;
     opsched_pool_attr pool;
@@ -457,6 +479,7 @@ typedef union opsched_op_attr {
     opsched_quant_attr quant;
     opsched_cast_attr cast;
     opsched_conv_transpose_attr conv_transpose;
+    opsched_attention_attr attention;
 } opsched_op_attr;
 
 /* What one node costs, by counting: multiply-add = 2 FLOPs; bytes are the
@@ -578,12 +601,30 @@ opsched_status opsched_graph_rename_tensor(opsched_graph *g, int tensor, const c
  *   x * HardSigmoid(x) (alpha 1/6, beta 1/2)           -> HardSwish
  *   0.5 * x * (1 + Erf(x / sqrt(2)))                   -> Gelu
  *   0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 x^3))) -> Gelu (tanh)
+ *   MatMul(Q, K^T), then Mul/Div by constants and at most one Add, then
+ *   Softmax over the last axis (optionally Where(IsNaN(p), 0, p)), then
+ *   MatMul with V                                      -> Attention
+ *     (Transposes into Q, K, V and out of the product are read in place;
+ *     scalar Muls on Q and K^T join the scale; flags OPSCHED_REWRITE_*
+ *     leave a kind of pattern as written)
  * A node the pattern swallows must have its output read by the pattern
  * alone and not be a graph output.  The replacing node keeps the last
  * node's name and output tensor.  When something is rewritten *g becomes a
  * new graph (the old one is freed, its payloads moved); on failure *g is
  * unchanged.  *n_rewritten (may be NULL) gets the number of patterns. */
-opsched_status opsched_graph_rewrite_patterns(opsched_graph **g, int *n_rewritten);
+/* The canonical sizes of an Attention node (opsched_attention_attr):
+ * B, H, Sq, Sk, D, Dv, and per operand and canonical dim the size its
+ * tensor has there (1 where it has no such axis, or broadcasts).  0 when
+ * n is not an Attention node of g. */
+typedef struct opsched_attention_dims {
+    int64_t B, H, Sq, Sk, D, Dv;
+    int64_t size[OPSCHED_ATT_OPERANDS][4];
+} opsched_attention_dims;
+int opsched_attention_dims_get(const opsched_graph *g, const opsched_node *n,
+                               opsched_attention_dims *out);
+
+enum { OPSCHED_REWRITE_KEEP_ATTENTION = 1u << 0 };
+opsched_status opsched_graph_rewrite_patterns(opsched_graph **g, unsigned flags, int *n_rewritten);
 
 /* Convenience builders used by the model zoo and by hand-written graphs.
  * They create the weights as "<name>.weight" and "<name>.bias". */

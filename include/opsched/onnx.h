@@ -58,6 +58,9 @@ typedef struct opsched_onnx_options {
      * as x * Sigmoid(x) become the operator they compute
      * (opsched_graph_rewrite_patterns). */
     int no_rewrite;
+    /* 1: rewrite the other patterns but leave attention as written (to
+     * measure what the fused node buys). */
+    int keep_attention;
 } opsched_onnx_options;
 
 /* Loads a model file.  opts may be NULL.  Errors: OPSCHED_ERR_IO (unreadable),

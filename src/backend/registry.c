@@ -440,6 +440,7 @@ static const struct {
                  {"layout", OPSCHED_ABLATE_LAYOUT},
                  {"se", OPSCHED_ABLATE_SE},
                  {"bias", OPSCHED_ABLATE_BIAS},
+                 {"attention", OPSCHED_ABLATE_ATTENTION},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)

@@ -1045,6 +1045,114 @@ static opsched_status infer_quant(infer_args *a)
     return OPSCHED_OK;
 }
 
+/* ---- attention ---------------------------------------------------------- */
+
+/* The size of canonical dim c of operand x, whose tensor has shape s. */
+static int64_t att_size(const opsched_attention_attr *at, int x, int c, const opsched_shape *s)
+{
+    int ax = at->axes[x][c];
+    return ax >= 0 && ax < s->ndim ? s->d[ax] : 1;
+}
+
+/* 1 when operand x's axes name distinct axes of a tensor of rank r, and
+ * every axis of it (all of O's). */
+static int att_axes_ok(const opsched_attention_attr *at, int x, int rank)
+{
+    unsigned seen = 0;
+    for (int c = 0; c < 4; c++) {
+        int ax = at->axes[x][c];
+        if (ax < -1 || ax >= rank) return 0;
+        if (ax < 0) continue;
+        if (seen & (1u << ax)) return 0;
+        seen |= 1u << ax;
+    }
+    return seen == (1u << rank) - 1u;
+}
+
+static opsched_status infer_attention(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 3, 4));
+    OS_TRY(need_outputs(a, 1));
+    opsched_attention_attr *at = &a->attr->attention;
+    static const char *const what[] = {"Q", "K", "V", "the bias"};
+    int64_t sz[OPSCHED_ATT_OPERANDS][4];
+    for (int x = 0; x < a->n_in; x++) {
+        if (!a->in[x]) continue;
+        const opsched_shape *s = &a->in[x]->shape;
+        /* every axis of the tensor is a canonical dim, except a bias's
+         * broadcast axes of size 1 */
+        if (s->ndim > 4 || !att_axes_ok(at, x, s->ndim)) {
+            int ok = x == OPSCHED_ATT_BIAS && s->ndim <= 4;
+            for (int c = 0; ok && c < 4; c++)
+                ok = at->axes[x][c] < s->ndim;
+            for (int ax = 0; ok && ax < s->ndim; ax++) {
+                int named = 0;
+                for (int c = 0; c < 4; c++)
+                    named += at->axes[x][c] == ax;
+                ok = named == 1 || (named == 0 && s->d[ax] == 1);
+            }
+            if (!ok) return BAD(a, "the axes given for %s do not fit its rank %d", what[x], s->ndim);
+        }
+        if (!opsched_dtype_is_float(a->in[x]->dtype) || a->in[x]->dtype != a->in[0]->dtype)
+            return BAD(a, "%s must be floating-point like Q", what[x]);
+        for (int c = 0; c < 4; c++)
+            sz[x][c] = att_size(at, x, c, s);
+    }
+    int64_t B = sz[0][0], H = sz[0][1], Sq = sz[0][2], D = sz[0][3];
+    int64_t Sk = sz[1][2], Dv = sz[2][3];
+    for (int x = 1; x < 3; x++)
+        for (int c = 0; c < 2; c++)
+            if (sz[x][c] != sz[0][c] && sz[x][c] != 1)
+                return BAD(a, "%s has %lld in dim %d where Q has %lld", what[x], (long long)sz[x][c],
+                           c, (long long)sz[0][c]);
+    if (sz[1][3] != D) return BAD(a, "K's head size %lld is not Q's %lld", (long long)sz[1][3], (long long)D);
+    if (sz[2][2] != Sk)
+        return BAD(a, "V has %lld rows where K has %lld", (long long)sz[2][2], (long long)Sk);
+    if (a->n_in == 4 && a->in[3]) {
+        int64_t want[4] = {B, H, Sq, Sk};
+        for (int c = 0; c < 4; c++)
+            if (sz[3][c] != want[c] && sz[3][c] != 1)
+                return BAD(a, "the bias has %lld in dim %d where the scores have %lld",
+                           (long long)sz[3][c], c, (long long)want[c]);
+    }
+    if (at->out_rank < 1 || at->out_rank > 4 || !att_axes_ok(at, OPSCHED_ATT_O, at->out_rank))
+        return BAD(a, "the output's axes do not fit its rank %d", at->out_rank);
+    int64_t osz[4] = {B, H, Sq, Dv};
+    opsched_shape *o = &a->out[0];
+    memset(o, 0, sizeof(*o));
+    o->ndim = at->out_rank;
+    for (int c = 0; c < 4; c++) {
+        if (at->axes[OPSCHED_ATT_O][c] >= 0) o->d[at->axes[OPSCHED_ATT_O][c]] = osz[c];
+        else if (osz[c] != 1)
+            return BAD(a, "the output has no axis for a dim of %lld", (long long)osz[c]);
+    }
+    if (!(at->scale == at->scale)) return BAD(a, "the scale is NaN");
+    /* two products, and the softmax's max, subtract, exp, sum and divide */
+    a->cost->flops = 2 * B * H * Sq * Sk * (D + Dv) + 5 * B * H * Sq * Sk;
+    return OPSCHED_OK;
+}
+
+int opsched_attention_dims_get(const opsched_graph *g, const opsched_node *n,
+                               opsched_attention_dims *out)
+{
+    if (!g || !n || !out || n->op != OPSCHED_OP_ATTENTION || n->n_inputs < 3) return 0;
+    const opsched_attention_attr *at = &n->attr.attention;
+    memset(out, 0, sizeof(*out));
+    for (int x = 0; x < OPSCHED_ATT_OPERANDS; x++) {
+        int id = x == OPSCHED_ATT_O ? n->outputs[0] : x < n->n_inputs ? n->inputs[x] : -1;
+        const opsched_tensor *t = id >= 0 ? opsched_graph_tensor(g, id) : NULL;
+        for (int c = 0; c < 4; c++)
+            out->size[x][c] = t ? att_size(at, x, c, &t->shape) : 1;
+    }
+    out->B = out->size[0][0];
+    out->H = out->size[0][1];
+    out->Sq = out->size[0][2];
+    out->D = out->size[0][3];
+    out->Sk = out->size[1][2];
+    out->Dv = out->size[2][3];
+    return 1;
+}
+
 opsched_status os_infer(opsched_graph *g, const char *name, opsched_op_kind op,
                         opsched_op_attr *attr, const int *inputs, int n_in, int n_out,
                         opsched_shape *out_shapes, opsched_dtype *out_dtypes,
@@ -1122,6 +1230,7 @@ opsched_status os_infer(opsched_graph *g, const char *name, opsched_op_kind op,
     case OPSCHED_OP_CONV_TRANSPOSE: st = infer_conv_transpose(&a); break;
     case OPSCHED_OP_QUANTIZE:
     case OPSCHED_OP_DEQUANTIZE: st = infer_quant(&a); break;
+    case OPSCHED_OP_ATTENTION: st = infer_attention(&a); break;
     default:
         return OS_FAIL(g->ctx, OPSCHED_ERR_UNSUPPORTED, "node '%s': operator %d unknown", name,
                        (int)op);

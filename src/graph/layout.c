@@ -49,7 +49,8 @@ static int agnostic(const opsched_node *n)
         return 1;
     return n->op == OPSCHED_OP_SOFTMAX || n->op == OPSCHED_OP_LOGSOFTMAX ||
            n->op == OPSCHED_OP_LAYERNORM || n->op == OPSCHED_OP_REDUCEMEAN ||
-           n->op == OPSCHED_OP_TRANSPOSE || n->op == OPSCHED_OP_MATMUL;
+           n->op == OPSCHED_OP_TRANSPOSE || n->op == OPSCHED_OP_MATMUL ||
+           n->op == OPSCHED_OP_ATTENTION;
 }
 
 static const opsched_tensor *tensor(const opsched_graph *g, int id)

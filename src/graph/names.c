@@ -70,6 +70,7 @@ static const char *const op_names[OPSCHED_OP_COUNT] = {
     [OPSCHED_OP_CONV_TRANSPOSE] = "ConvTranspose",
     [OPSCHED_OP_QUANTIZE] = "QuantizeLinear",
     [OPSCHED_OP_DEQUANTIZE] = "DequantizeLinear",
+    [OPSCHED_OP_ATTENTION] = "Attention",
 };
 
 static const char *const unary_names[OPSCHED_UNARY_FN_COUNT] = {

@@ -28,7 +28,7 @@
 #include "graph/graph_impl.h"
 
 #define MAX_FACTORS 4
-#define MAX_MEMBERS 12
+#define MAX_MEMBERS 24
 
 typedef struct matcher {
     const opsched_graph *g;
@@ -41,6 +41,9 @@ typedef struct rewrite {
     opsched_op_kind op;
     opsched_op_attr attr;
     int input;                 /* old tensor id */
+    int inputs[4];             /* old tensor ids (-1: omitted) when n_inputs > 0 */
+    int n_inputs;              /* 0: the one input is `input` */
+    char name[256];            /* "" keeps the last node's name */
 } rewrite;
 
 static int is_float(opsched_dtype d)
@@ -264,6 +267,221 @@ static int match(matcher *m, int i, rewrite *r)
     return 0;
 }
 
+/* ---- attention -------------------------------------------------------- */
+
+/* The nodes reading tensor t after node `from` (at most max of them). */
+static int readers(const opsched_graph *g, int t, int from, int *out, int max)
+{
+    int n = 0;
+    for (size_t j = (size_t)from + 1; j < g->n_nodes; j++) {
+        const opsched_node *c = &g->nodes[j];
+        for (int k = 0; k < c->n_inputs; k++)
+            if (c->inputs[k] == t) {
+                if (n < max) out[n] = (int)j;
+                n++;
+                break;
+            }
+    }
+    return n;
+}
+
+/* For t made by a Mul or Div by a scalar constant that the pattern may
+ * swallow: multiplies *scale by its factor and returns the other operand;
+ * -1 otherwise (nothing recorded). */
+static int scalar_step(matcher *m, int t, double *scale)
+{
+    const opsched_graph *g = m->g;
+    const opsched_node *p = producer(m, t);
+    if (!p || p->n_outputs != 1 || p->n_inputs != 2 ||
+        (p->op != OPSCHED_OP_MUL && p->op != OPSCHED_OP_DIV))
+        return -1;
+    double v;
+    int other = -1;
+    if (scalar(g, p->inputs[1], &v)) other = p->inputs[0];
+    else if (p->op == OPSCHED_OP_MUL && scalar(g, p->inputs[0], &v)) other = p->inputs[1];
+    if (other < 0 || !opsched_shape_equal(&g->tensors[other].shape, &g->tensors[t].shape) ||
+        (p->op == OPSCHED_OP_DIV && v == 0.0) || !inner(m, t, p->op))
+        return -1;
+    *scale *= p->op == OPSCHED_OP_DIV ? 1.0 / v : v;
+    return other;
+}
+
+/* Follows operand t of a product back through the Transposes (and, when
+ * scale is not NULL, the Muls and Divs by a scalar constant) that the
+ * pattern may swallow, moving axes (canonical dim -> axis of t) to the
+ * axes of the tensor reached, which it returns. */
+static int operand(matcher *m, int t, int8_t axes[4], double *scale)
+{
+    const opsched_graph *g = m->g;
+    for (int step = 0; step < 4; step++) {
+        const opsched_node *p = producer(m, t);
+        if (!p || p->n_outputs != 1) break;
+        if (p->op == OPSCHED_OP_TRANSPOSE && p->n_inputs == 1 &&
+            p->attr.transpose.n == g->tensors[t].shape.ndim) {
+            if (!inner(m, t, OPSCHED_OP_TRANSPOSE)) break;
+            for (int c = 0; c < 4; c++)
+                if (axes[c] >= 0) axes[c] = (int8_t)p->attr.transpose.perm[axes[c]];
+            t = p->inputs[0];
+            continue;
+        }
+        int next = scale ? scalar_step(m, t, scale) : -1;
+        if (next < 0) break;
+        t = next;
+    }
+    return t;
+}
+
+/* Canonical axes of a product operand of rank r: [.., rows, cols] with
+ * rank 4 as [B, H, rows, cols] and rank 3 as [H, rows, cols]; `swap` when
+ * the tensor holds the canonical dims 2 and 3 the other way round. */
+static void product_axes(int r, int swap, int8_t axes[4])
+{
+    axes[0] = (int8_t)(r == 4 ? 0 : -1);
+    axes[1] = (int8_t)(r - 3);
+    axes[2] = (int8_t)(swap ? r - 1 : r - 2);
+    axes[3] = (int8_t)(swap ? r - 2 : r - 1);
+}
+
+/* Scaled dot-product attention ending at MatMul i (scores times V), or at
+ * the Transpose that is its output's only reader. */
+static int match_attention(matcher *m, int i, rewrite *r, int *anchor)
+{
+    const opsched_graph *g = m->g;
+    const opsched_node *pv = &g->nodes[i];
+    if (pv->op != OPSCHED_OP_MATMUL || pv->n_inputs != 2 || pv->n_outputs != 1) return 0;
+    int o = pv->outputs[0];
+    opsched_dtype dt = g->tensors[o].dtype;
+    int rank = g->tensors[o].shape.ndim;
+    if (!is_float(dt) || (rank != 3 && rank != 4)) return 0;
+    m->n_members = 0;
+    memset(r, 0, sizeof(*r));
+    opsched_attention_attr *at = &r->attr.attention;
+    /* the probabilities: Softmax, or Where(IsNaN(p), 0, p) of it */
+    int p = pv->inputs[0];
+    const opsched_node *wn = producer(m, p);
+    if (wn && wn->op == OPSCHED_OP_WHERE && wn->n_inputs == 3 && is_scalar(g, wn->inputs[1], 0.0)) {
+        const opsched_node *isn = producer(m, wn->inputs[0]);
+        int sm = wn->inputs[2];
+        int rd[3];
+        if (!isn || isn->op != OPSCHED_OP_UNARY || isn->attr.unary.fn != OPSCHED_UNARY_ISNAN ||
+            isn->inputs[0] != sm || g->n_consumers[sm] != 2 || os_graph_is_output(g, sm) ||
+            readers(g, sm, -1, rd, 3) != 2 || !inner(m, p, OPSCHED_OP_WHERE) ||
+            !inner(m, wn->inputs[0], OPSCHED_OP_UNARY))
+            return 0;
+        const opsched_node *sn = producer(m, sm);
+        if (!sn || sn->op != OPSCHED_OP_SOFTMAX || m->n_members >= MAX_MEMBERS) return 0;
+        m->members[m->n_members++] = (int)(sn - g->nodes);
+        at->nan_rows_zero = 1;
+        p = sm;
+    } else if (!inner(m, p, OPSCHED_OP_SOFTMAX)) {
+        return 0;
+    }
+    const opsched_node *smn = &g->nodes[g->tensors[p].producer];
+    if (smn->op != OPSCHED_OP_SOFTMAX) return 0;
+    int64_t ax = smn->attr.axis.axis;
+    if (ax != -1 && ax != g->tensors[p].shape.ndim - 1) return 0;
+    if (g->tensors[p].shape.ndim != rank) return 0;
+    /* back from the scores: scalar Muls and Divs and at most one Add */
+    int s = smn->inputs[0], bias = -1;
+    double scale = 1.0;
+    for (int step = 0; step < 6; step++) {
+        const opsched_node *q = producer(m, s);
+        if (!q || q->n_outputs != 1 || q->n_inputs != 2) return 0;
+        if (q->op == OPSCHED_OP_MATMUL) break;
+        if (q->op == OPSCHED_OP_ADD && bias < 0) {
+            int side = -1;
+            for (int k = 0; k < 2 && side < 0; k++) {
+                const opsched_node *c = producer(m, q->inputs[k]);
+                if (c && (c->op == OPSCHED_OP_MATMUL || c->op == OPSCHED_OP_MUL ||
+                          c->op == OPSCHED_OP_DIV) &&
+                    opsched_shape_equal(&g->tensors[q->inputs[k]].shape, &g->tensors[s].shape))
+                    side = k;
+            }
+            if (side < 0 || q->inputs[0] == q->inputs[1] || !inner(m, s, OPSCHED_OP_ADD)) return 0;
+            bias = q->inputs[1 - side];
+            s = q->inputs[side];
+            continue;
+        }
+        s = scalar_step(m, s, &scale);
+        if (s < 0) return 0;
+    }
+    const opsched_node *qk = producer(m, s);
+    if (!qk || qk->op != OPSCHED_OP_MATMUL || !inner(m, s, OPSCHED_OP_MATMUL)) return 0;
+    if (g->tensors[qk->inputs[0]].shape.ndim != rank ||
+        g->tensors[qk->inputs[1]].shape.ndim != rank || g->tensors[pv->inputs[1]].shape.ndim != rank)
+        return 0;
+    int8_t axq[4], axk[4], axv[4], axo[4];
+    product_axes(rank, 0, axq);
+    product_axes(rank, 1, axk); /* the product reads K^T */
+    product_axes(rank, 0, axv);
+    product_axes(rank, 0, axo);
+    int q = operand(m, qk->inputs[0], axq, &scale);
+    int k = operand(m, qk->inputs[1], axk, &scale);
+    int v = operand(m, pv->inputs[1], axv, NULL);
+    /* the output: the product, or the Transpose that only reads it */
+    *anchor = i;
+    int y = o;
+    int tr = os_graph_sole_reader(g, o, i);
+    if (tr >= 0 && !m->claimed[tr] && g->nodes[tr].op == OPSCHED_OP_TRANSPOSE &&
+        g->nodes[tr].n_outputs == 1 && g->nodes[tr].attr.transpose.n == rank &&
+        m->n_members < MAX_MEMBERS) {
+        const opsched_transpose_attr *tp = &g->nodes[tr].attr.transpose;
+        int8_t moved[4];
+        for (int c = 0; c < 4; c++) {
+            moved[c] = -1;
+            for (int a = 0; a < rank && axo[c] >= 0; a++)
+                if (tp->perm[a] == axo[c]) moved[c] = (int8_t)a;
+        }
+        memcpy(axo, moved, sizeof(axo));
+        m->members[m->n_members++] = i;
+        *anchor = tr;
+        y = g->nodes[tr].outputs[0];
+    }
+    /* the bias: right-aligned against the scores */
+    int8_t axb[4] = {-1, -1, -1, -1};
+    if (bias >= 0) {
+        int rb = g->tensors[bias].shape.ndim;
+        if (rb > rank) return 0;
+        int8_t axs[4];
+        product_axes(rank, 0, axs);
+        for (int c = 0; c < 4; c++)
+            axb[c] = (int8_t)(axs[c] >= 0 && axs[c] - (rank - rb) >= 0 ? axs[c] - (rank - rb) : -1);
+    }
+    int xs[4] = {q, k, v, bias};
+    for (int x = 0; x < 4; x++)
+        if (xs[x] >= 0 && g->tensors[xs[x]].dtype != dt) return 0;
+    if (!isfinite(scale) || scale == 0.0) return 0;
+    r->op = OPSCHED_OP_ATTENTION;
+    at->scale = (float)scale;
+    at->out_rank = g->tensors[y].shape.ndim;
+    memcpy(at->axes[OPSCHED_ATT_Q], axq, 4);
+    memcpy(at->axes[OPSCHED_ATT_K], axk, 4);
+    memcpy(at->axes[OPSCHED_ATT_V], axv, 4);
+    memcpy(at->axes[OPSCHED_ATT_BIAS], axb, 4);
+    memcpy(at->axes[OPSCHED_ATT_O], axo, 4);
+    r->n_inputs = bias >= 0 ? 4 : 3;
+    memcpy(r->inputs, xs, sizeof(xs));
+    /* The node must infer to what the pattern computed (a shape the walk
+     * got wrong, or a broadcast the kernel does not take, leaves it). */
+    opsched_shape out;
+    opsched_dtype odt;
+    opsched_cost cost;
+    memset(&cost, 0, sizeof(cost));
+    opsched_op_attr chk = r->attr;
+    if (os_infer((opsched_graph *)g, "attention", OPSCHED_OP_ATTENTION, &chk, r->inputs,
+                 r->n_inputs, 1, &out, &odt, &cost) != OPSCHED_OK ||
+        !opsched_shape_equal(&out, &g->tensors[y].shape) || odt != g->tensors[y].dtype)
+        return 0;
+    /* named after its Softmax: ".../Softmax" -> ".../Attention" */
+    const char *sn = smn->name ? smn->name : "";
+    size_t len = strlen(sn);
+    if (len >= 7 && strcmp(sn + len - 7, "Softmax") == 0)
+        snprintf(r->name, sizeof(r->name), "%.*sAttention", (int)(len - 7), sn);
+    else
+        snprintf(r->name, sizeof(r->name), "%s/Attention", sn);
+    return 1;
+}
+
 /* Builds the rewritten graph: the same tensors without producers (in id
  * order, so inputs keep theirs; payloads borrowed until the caller moves
  * them), then the nodes in order, each swallowed node left out and each
@@ -298,9 +516,15 @@ static opsched_status rebuild(const opsched_graph *g, const int *drop, const rew
         for (int k = 0; k < n->n_outputs; k++)
             names[k] = g->tensors[n->outputs[k]].name;
         if (has_rw[i]) {
-            int x = map[rw[i].input];
-            OS_TRY_GOTO(st, opsched_graph_add_node(ng, n->name, rw[i].op, &rw[i].attr, &x, 1, 1,
-                                                   names, outs),
+            const rewrite *r = &rw[i];
+            int xs[4] = {map[r->input], -1, -1, -1}, nx = 1;
+            if (r->n_inputs > 0) {
+                nx = r->n_inputs;
+                for (int k = 0; k < nx; k++)
+                    xs[k] = r->inputs[k] < 0 ? -1 : map[r->inputs[k]];
+            }
+            OS_TRY_GOTO(st, opsched_graph_add_node(ng, r->name[0] ? r->name : n->name, r->op,
+                                                   &r->attr, xs, nx, 1, names, outs),
                         fail);
         } else {
             for (int k = 0; k < n->n_inputs; k++)
@@ -325,7 +549,7 @@ fail:
     return st;
 }
 
-opsched_status opsched_graph_rewrite_patterns(opsched_graph **gp, int *n_rewritten)
+opsched_status opsched_graph_rewrite_patterns(opsched_graph **gp, unsigned flags, int *n_rewritten)
 {
     if (n_rewritten) *n_rewritten = 0;
     if (!gp || !*gp) return OPSCHED_ERR_INVALID_ARG;
@@ -343,9 +567,15 @@ opsched_status opsched_graph_rewrite_patterns(opsched_graph **gp, int *n_rewritt
     }
     matcher m = {.g = g, .claimed = claimed};
     for (size_t i = 0; i < nn; i++) {
-        if (claimed[i] || !match(&m, (int)i, &rw[i])) continue;
-        has_rw[i] = 1;
-        claimed[i] = 1;
+        if (claimed[i]) continue;
+        int at = (int)i;
+        rewrite r;
+        if (!match(&m, (int)i, &r) &&
+            ((flags & OPSCHED_REWRITE_KEEP_ATTENTION) || !match_attention(&m, (int)i, &r, &at)))
+            continue;
+        rw[at] = r;
+        has_rw[at] = 1;
+        claimed[at] = 1;
         for (int k = 0; k < m.n_members; k++)
             claimed[m.members[k]] = 2; /* swallowed */
         count++;

@@ -173,6 +173,13 @@ static void put_attrs(sig_buf *b, const opsched_node *n, int rank)
     case OPSCHED_OP_DEQUANTIZE:
         put(b, "|axis=%lld|block=%lld", (long long)a->quant.axis, (long long)a->quant.block_size);
         break;
+    case OPSCHED_OP_ATTENTION:
+        put(b, "|scale=%.9g|nanzero=%d|axes=", (double)a->attention.scale,
+            a->attention.nan_rows_zero);
+        for (int x = 0; x < OPSCHED_ATT_OPERANDS; x++)
+            for (int c = 0; c < 4; c++)
+                put(b, "%d%s", a->attention.axes[x][c], x == OPSCHED_ATT_OPERANDS - 1 && c == 3 ? "" : ",");
+        break;
     default: break;
     }
 }

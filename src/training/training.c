@@ -241,6 +241,15 @@ static void kept_for_backward(const opsched_graph *g, const opsched_node *n, kee
         keep_tensor(k, n->inputs[0]);
         keep_tensor(k, n->outputs[0]);
         break;
+    case OPSCHED_OP_ATTENTION: {
+        /* the memory-efficient backward: Q, K, V, the output and each
+         * row's log-sum-exp (the probabilities are recomputed) */
+        for (int i = 0; i < n->n_inputs; i++) keep_tensor(k, n->inputs[i]);
+        keep_tensor(k, n->outputs[0]);
+        opsched_attention_dims ad;
+        k->extra = opsched_attention_dims_get(g, n, &ad) ? ad.B * ad.H * ad.Sq * 4 : 0;
+        break;
+    }
     default: /* the other element-wise ops: their inputs */
         for (int i = 0; i < n->n_inputs; i++) keep_tensor(k, n->inputs[i]);
         break;

@@ -793,6 +793,74 @@ def op_models():
         [c("sqrt2", 1.4142135381698608), c("rsqrt2", 0.7071067690849304), c("one", 1.0),
          c("half", 0.5), c("three", 3.0), c("c044", 0.044715), c("csqrt2pi", 0.7978845834732056),
          c("c15", 1.5)])
+    # Attention as exporters write it (the rewrite to one Attention node),
+    # x [B=2, S=6, 8] with 2 heads of 4: torch's SDPA decomposition (the
+    # Transposes into Q, K and V and out, sqrt-scale Muls on Q and K^T, a
+    # mask Add, Softmax, Where(IsNaN) for fully masked rows: batch 1 is all
+    # -inf), nn.MultiheadAttention's 3-D [S, B*H, D] form, the legacy
+    # encoder form (two Transposes into K^T, a Div of the scores, a 2-D
+    # causal bias, no Transpose out), and a near miss whose probabilities
+    # are also an output.
+    neg = float("-inf")
+    mask4 = np.zeros((2, 1, 1, 6), np.float32)
+    mask4[0, 0, 0, 4:] = neg
+    mask4[1] = neg
+    causal = np.triu(np.full((6, 6), neg, np.float32), 1)
+    def proj(tag, w, shape, perm):
+        return [N("MatMul", ["x", w], [tag + "_p"], name=tag + "_mm"),
+                N("Reshape", [tag + "_p", shape], [tag + "_r"], name=tag + "_rs"),
+                N("Transpose", [tag + "_r"], [tag + "_t"], name=tag + "_tr", perm=perm)]
+    att = []
+    att += proj("q", "wq", "s4", [0, 2, 1, 3]) + [N("Mul", ["q_t", "sq"], ["q_s"], name="q_sc")]
+    att += proj("k", "wk", "s4", [0, 2, 3, 1]) + [N("Mul", ["k_t", "sq"], ["k_s"], name="k_sc")]
+    att += proj("v", "wv", "s4", [0, 2, 1, 3])
+    att += [N("MatMul", ["q_s", "k_s"], ["sc"], name="qk"),
+            N("Add", ["sc", "mask4"], ["sm_in"], name="mask_add"),
+            N("Softmax", ["sm_in"], ["pr"], name="sdpa/Softmax", axis=-1),
+            N("IsNaN", ["pr"], ["nan"], name="isnan"),
+            N("Where", ["nan", "zero", "pr"], ["pw"], name="nan_zero"),
+            N("MatMul", ["pw", "v_t"], ["o4"], name="pv"),
+            N("Transpose", ["o4"], ["o4t"], name="out_tr", perm=[0, 2, 1, 3]),
+            N("Reshape", ["o4t", "s3"], ["y_sdpa"], name="y_sdpa")]
+    # nn.MultiheadAttention: [S, B*H, D], Q divided, K^T as Transpose(1, 2, 0)
+    att += [N("Transpose", ["x"], ["xt"], name="xt", perm=[1, 0, 2])]
+    for tag, w in (("mq", "wq2"), ("mk", "wk2"), ("mv", "wv2")):
+        att += [N("MatMul", ["xt", w], [tag + "_p"], name=tag + "_mm"),
+                N("Reshape", [tag + "_p", "s_mha"], [tag + "_r"], name=tag + "_rs")]
+    att += [N("Transpose", ["mq_r"], ["mq_t"], name="mq_tr", perm=[1, 0, 2]),
+            N("Div", ["mq_t", "two"], ["mq_s"], name="mq_div"),
+            N("Transpose", ["mk_r"], ["mk_t"], name="mk_tr", perm=[1, 2, 0]),
+            N("Transpose", ["mv_r"], ["mv_t"], name="mv_tr", perm=[1, 0, 2]),
+            N("MatMul", ["mq_s", "mk_t"], ["msc"], name="mqk"),
+            N("Softmax", ["msc"], ["mpr"], name="mha/Softmax", axis=-1),
+            N("MatMul", ["mpr", "mv_t"], ["mo"], name="mpv"),
+            N("Transpose", ["mo"], ["mot"], name="mo_tr", perm=[1, 0, 2]),
+            N("Reshape", ["mot", "s_mha_out"], ["y_mha"], name="y_mha")]
+    # the legacy encoder: K through two Transposes, the scores divided, a causal bias
+    att += proj("lq", "wq", "s4", [0, 2, 1, 3]) + proj("lk", "wk2", "s4", [0, 2, 1, 3])
+    att += proj("lv", "wv", "s4", [0, 2, 1, 3])
+    att += [N("Transpose", ["lk_t"], ["lk_tt"], name="lk_tr2", perm=[0, 1, 3, 2]),
+            N("MatMul", ["lq_t", "lk_tt"], ["lsc"], name="lqk"),
+            N("Div", ["lsc", "two"], ["lsd"], name="ldiv"),
+            N("Add", ["causal", "lsd"], ["lsm"], name="lmask"),
+            N("Softmax", ["lsm"], ["lpr"], name="legacy/Softmax", axis=3),
+            N("MatMul", ["lpr", "lv_t"], ["y_legacy"], name="lpv")]
+    # near miss: the probabilities are an output too
+    att += proj("nq", "wq2", "s4", [0, 2, 1, 3]) + proj("nk", "wk", "s4", [0, 2, 3, 1])
+    att += proj("nv", "wv2", "s4", [0, 2, 1, 3])
+    att += [N("MatMul", ["nq_t", "nk_t"], ["nsc"], name="nqk"),
+            N("Softmax", ["nsc"], ["p_shared"], name="near/Softmax", axis=-1),
+            N("MatMul", ["p_shared", "nv_t"], ["y_near"], name="npv")]
+    M["attention"] = model(
+        att, [vi("x", [2, 6, 8])],
+        [vi(n, None) for n in ["y_sdpa", "y_mha", "y_legacy", "y_near", "p_shared"]],
+        [init("wq", [8, 8]), init("wk", [8, 8]), init("wv", [8, 8]),
+         init("wq2", [8, 8]), init("wk2", [8, 8]), init("wv2", [8, 8]),
+         init("sq", [], value=[0.5 ** 0.5]), init("two", [], value=[2.0]),
+         init("zero", [], value=[0.0]), init("mask4", [2, 1, 1, 6], value=mask4),
+         init("causal", [6, 6], value=causal),
+         ints("s4", [2, 6, 2, 4]), ints("s3", [2, 6, 8]), ints("s_mha", [6, 4, 4]),
+         ints("s_mha_out", [6, 2, 8])], opset=14)
     M["reduce_noop_fold"] = model(
         [N("ReduceSumSquare", ["c"], ["sq"], name="sq", noop_with_empty_axes=1),
          N("ReduceL1", ["c", "none"], ["l1"], name="l1", noop_with_empty_axes=1),

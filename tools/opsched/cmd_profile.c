@@ -360,7 +360,7 @@ static void dry_run(const profile_args *a, const model_src *m, const tool_measur
     printf("\n%d input size%s:", n_sizes, n_sizes == 1 ? "" : "s");
     for (int i = 0; i < n_sizes; i++)
         printf(" %lld", (long long)sizes[i]);
-    char ablated[64];
+    char ablated[128];
     opsched_ablation_names(o->plan.ablate, " ", ablated, sizeof(ablated));
     printf("\nalgorithm %s%s%s, backend %s, math %s, layout %s, bn %s%s%s\n",
            ma->algo ? ma->algo : "heuristic", a->algo_fallback ? ", fallback " : "",
@@ -550,6 +550,7 @@ static opsched_status load_graph(const run_state *rs, int64_t batch, int64_t siz
     mo.fold_bn = rs->a->fold_bn;
     mo.load_weights = 1;
     mo.no_rewrite = !rs->a->fuse;
+    mo.keep_attention = (rs->ma->opts.plan.ablate & OPSCHED_ABLATE_ATTENTION) != 0;
     return tool_load_model(rs->ctx, &mo, g);
 }
 

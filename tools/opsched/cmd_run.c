@@ -742,7 +742,7 @@ static void choose_layout(opsched_ctx *ctx, opsched_device *dev, run_args *a,
 
 static void describe_setup(const run_args *a, opsched_device *dev, const opsched_graph *g)
 {
-    char ablated[64];
+    char ablated[128];
     opsched_ablation_names(a->ablate, " ", ablated, sizeof(ablated));
     opsched_device_info info;
     if (opsched_device_info_get(dev, &info) != OPSCHED_OK) memset(&info, 0, sizeof(info));
@@ -786,6 +786,7 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
     /* A file that carries its weights runs with them. */
     a.mo.load_weights = 1;
     a.mo.no_rewrite = !a.fuse;
+    a.mo.keep_attention = (a.ablate & OPSCHED_ABLATE_ATTENTION) != 0;
     if (a.io.n && (rc = run_io_read(ctx, &a.io)) != TOOL_EXIT_OK) goto done;
     /* The loader takes every --input value: constants and weights where the
      * model needs them, shapes that bind symbolic dimensions. */

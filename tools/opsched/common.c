@@ -93,7 +93,8 @@ opsched_status tool_load_model(opsched_ctx *ctx, const tool_model_opts *o, opsch
         opsched_onnx_options oo = {.shapes = o->shapes, .batch = o->batch, .height = o->height,
                                    .width = o->width, .load_weights = o->load_weights,
                                    .values = o->values, .n_values = o->n_values,
-                                   .no_rewrite = o->no_rewrite};
+                                   .no_rewrite = o->no_rewrite,
+                                   .keep_attention = o->keep_attention};
         return opsched_onnx_load_file(ctx, o->model, &oo, out);
     }
     opsched_zoo_options zo = {.batch = o->batch, .height = o->height, .width = o->width,

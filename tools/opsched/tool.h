@@ -27,6 +27,7 @@ typedef struct tool_model_opts {
     const opsched_onnx_value *values; /* ONNX: values given for graph inputs */
     int n_values;
     int no_rewrite;         /* ONNX: keep operator patterns as written (--no-fuse) */
+    int keep_attention;     /* ONNX: attention as written (--ablate attention) */
 } tool_model_opts;
 
 typedef struct tool_cmd {
@@ -87,7 +88,7 @@ opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_
     "choice of grouped convolutions),\nreductions (column and row reductions), chains\n"          \
     "(element-wise chains as one launch), residual\n(residual Adds inside convolutions), "       \
     "layout\n(the layout per tensor), se (the squeeze-and-excitation\ngate as one launch), "       \
-    "bias (a MatMul's bias Add in its launch); "                                                   \
+    "bias (a MatMul's bias Add in its launch), attention\n(attention as one node); "                                                   \
     "comma list"
 struct tool_opt;
 typedef struct tool_measure_record {

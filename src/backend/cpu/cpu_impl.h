@@ -383,6 +383,8 @@ opsched_status cpu_loop_pool(opsched_ctx *ctx, const cpu_node *n, void *const *i
                              void *const *out);
 opsched_status cpu_loop_lrn(opsched_ctx *ctx, const cpu_node *n, void *const *in, void *const *out);
 /* MatMul and Gemm on any numeric type (integers accumulate in int64). */
+opsched_status cpu_loop_attention(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                                  void *const *out);
 opsched_status cpu_loop_matmul(opsched_ctx *ctx, const cpu_node *n, void *const *in,
                                void *const *out);
 opsched_status cpu_loop_gemm(opsched_ctx *ctx, const cpu_node *n, void *const *in,

@@ -430,3 +430,71 @@ opsched_status cpu_loop_gemm(opsched_ctx *ctx, const cpu_node *n, void *const *i
     }
     return OPSCHED_OK;
 }
+
+/* Attention (opsched_attention_attr): per batch, head and query row, the
+ * scaled scores plus the bias, their softmax in double, and its product
+ * with V.  Each operand is read through the strides of its canonical dims. */
+opsched_status cpu_loop_attention(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                                  void *const *out)
+{
+    const opsched_attention_attr *at = &n->attr.attention;
+    int64_t st[OPSCHED_ATT_OPERANDS][4], sz[OPSCHED_ATT_OPERANDS][4];
+    for (int x = 0; x < OPSCHED_ATT_OPERANDS; x++) {
+        const opsched_shape *s = x == OPSCHED_ATT_O ? &n->out[0]
+                                 : x < n->n_in && n->has_in[x] ? &n->in[x]
+                                                                : NULL;
+        int64_t rs[OPSCHED_MAX_DIMS], acc = 1;
+        for (int ax = s ? s->ndim - 1 : -1; ax >= 0; ax--) {
+            rs[ax] = acc;
+            acc *= s->d[ax];
+        }
+        for (int c = 0; c < 4; c++) {
+            int ax = s ? at->axes[x][c] : -1;
+            sz[x][c] = ax >= 0 ? s->d[ax] : 1;
+            st[x][c] = ax >= 0 && sz[x][c] > 1 ? rs[ax] : 0;
+        }
+    }
+    int64_t B = sz[0][0], H = sz[0][1], Sq = sz[0][2], D = sz[0][3], Sk = sz[1][2], Dv = sz[2][3];
+    const float *q = in[0], *k = in[1], *v = in[2];
+    const float *bias = n->n_in > 3 && n->has_in[3] ? in[3] : NULL;
+    float *o = out[0];
+    double *row = malloc(sizeof(double) * (size_t)(Sk + Dv + 1));
+    if (!row) return OS_NOMEM(ctx);
+    double *acc = row + Sk;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = 0; i < Sq; i++) {
+                const float *qi = q + b * st[0][0] + h * st[0][1] + i * st[0][2];
+                double mx = -INFINITY;
+                for (int64_t j = 0; j < Sk; j++) {
+                    const float *kj = k + b * st[1][0] + h * st[1][1] + j * st[1][2];
+                    double dot = 0;
+                    for (int64_t d = 0; d < D; d++)
+                        dot += (double)qi[d * st[0][3]] * kj[d * st[1][3]];
+                    double sc = at->scale * dot;
+                    if (bias)
+                        sc += bias[b * st[3][0] + h * st[3][1] + i * st[3][2] + j * st[3][3]];
+                    row[j] = sc;
+                    if (sc > mx || isnan(sc)) mx = sc;
+                }
+                double sum = 0;
+                for (int64_t j = 0; j < Sk; j++) {
+                    row[j] = exp(row[j] - mx);
+                    sum += row[j];
+                }
+                int zero = at->nan_rows_zero && mx == -INFINITY;
+                for (int64_t d = 0; d < Dv; d++)
+                    acc[d] = 0;
+                for (int64_t j = 0; j < Sk && !zero; j++) {
+                    const float *vj = v + b * st[2][0] + h * st[2][1] + j * st[2][2];
+                    double p = row[j] / sum;
+                    for (int64_t d = 0; d < Dv; d++)
+                        acc[d] += p * vj[d * st[2][3]];
+                }
+                float *oi = o + b * st[4][0] + h * st[4][1] + i * st[4][2];
+                for (int64_t d = 0; d < Dv; d++)
+                    oi[d * st[4][3]] = (float)acc[d];
+            }
+    free(row);
+    return OPSCHED_OK;
+}

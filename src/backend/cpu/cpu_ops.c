@@ -949,6 +949,10 @@ static opsched_status loop_only(opsched_ctx *ctx, cpu_plan *p, int *done)
         OS_TRY(need_float(ctx, n));
         loop = cpu_loop_groupnorm;
         break;
+    case OPSCHED_OP_ATTENTION:
+        OS_TRY(need_float(ctx, n));
+        loop = cpu_loop_attention;
+        break;
     case OPSCHED_OP_QUANTIZE:
         OS_TRY(need_quant_types(ctx, n));
         loop = cpu_loop_quantize;
