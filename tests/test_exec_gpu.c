@@ -253,6 +253,64 @@ static void test_bias_epilogue(void **state)
     opsched_graph_free(g);
 }
 
+/* Attention as one launch: the fused node (the rewrite of the SDPA
+ * decomposition) against the graph as written on the CPU in fp32, node by
+ * node, in every math mode and both layouts, fully masked rows included;
+ * heads of 20 (not a multiple of 8), 64 over three key tiles with a
+ * remainder, and 128. */
+static void test_attention(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    static const int64_t cfg[][4] = {{2, 77, 3, 20}, {2, 130, 2, 64}, {3, 9, 2, 128}};
+    for (size_t c = 0; c < sizeof(cfg) / sizeof(cfg[0]); c++) {
+        const int64_t *k = cfg[c];
+        opsched_graph *w = netref_attention_graph(env.ctx, k[0], k[1], k[2], k[3], 71 + c);
+        opsched_graph *g = netref_attention_graph(env.ctx, k[0], k[1], k[2], k[3], 71 + c);
+        assert_non_null(w);
+        assert_non_null(g);
+        int n_rw = 0;
+        CHECK(opsched_graph_rewrite_patterns(&g, 0, &n_rw));
+        assert_int_equal(n_rw, 1);
+        int att = -1;
+        for (int i = 0; i < opsched_graph_num_nodes(g); i++)
+            if (opsched_graph_node(g, i)->op == OPSCHED_OP_ATTENTION) att = i;
+        assert_true(att >= 0);
+        size_t nx = input_numel(w), n_ref = 0, n = 0;
+        float *x = random_values(nx, 5 + c);
+        opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};
+        float *ref = infer(env.cpu ? env.cpu : env.gpu, w, &base, x, 0, &n_ref);
+        int failures = 0;
+        for (int layout = 0; layout < 2; layout++)
+            for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
+                opsched_exec_options o = {.plan = {.math = (opsched_math)m,
+                                                   .layout = (opsched_layout)layout,
+                                                   .fuse_activation = 1}};
+                opsched_executor *ex = NULL;
+                CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+                char algo[64];
+                snprintf(algo, sizeof(algo), "%s", opsched_executor_layer(ex, att)->algo);
+                assert_true(strncmp(algo, "fused_attention", 15) == 0);
+                opsched_executor_free(ex);
+                float *y = infer(env.gpu, g, &o, x, 0, &n);
+                assert_int_equal(n, n_ref);
+                double err = netref_rel_l2(y, ref, n);
+                print_message("  attention %lldx%lldx%lldx%lld, %s %s (%s): relative L2 %.3g "
+                              "(limit %.0e)%s\n",
+                              (long long)k[0], (long long)k[1], (long long)k[2], (long long)k[3],
+                              opsched_math_name((opsched_math)m), layout ? "NHWC" : "NCHW", algo,
+                              err, tolerance[m], err < tolerance[m] ? "" : "  FAILED");
+                failures += !(err < tolerance[m]);
+                free(y);
+            }
+        assert_int_equal(failures, 0);
+        free(ref);
+        free(x);
+        opsched_graph_free(w);
+        opsched_graph_free(g);
+    }
+}
+
 static void test_resnet50_math(void **state)
 {
     (void)state;
@@ -423,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_chains),
         cmocka_unit_test(test_se_gate),
         cmocka_unit_test(test_bias_epilogue),
+        cmocka_unit_test(test_attention),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -306,6 +306,21 @@ static int scalar_step(matcher *m, int t, double *scale)
     return other;
 }
 
+/* Through the Dropouts and Identities (inference views) that make t and
+ * that the pattern may swallow: the tensor they view. */
+static int skip_views(matcher *m, int t)
+{
+    for (int step = 0; step < 4; step++) {
+        const opsched_node *p = producer(m, t);
+        if (!p || p->n_inputs < 1 || p->n_outputs != 1 ||
+            (p->op != OPSCHED_OP_DROPOUT && p->op != OPSCHED_OP_IDENTITY) ||
+            !inner(m, t, p->op))
+            break;
+        t = p->inputs[0];
+    }
+    return t;
+}
+
 /* Follows operand t of a product back through the Transposes (and, when
  * scale is not NULL, the Muls and Divs by a scalar constant) that the
  * pattern may swallow, moving axes (canonical dim -> axis of t) to the
@@ -313,7 +328,8 @@ static int scalar_step(matcher *m, int t, double *scale)
 static int operand(matcher *m, int t, int8_t axes[4], double *scale)
 {
     const opsched_graph *g = m->g;
-    for (int step = 0; step < 4; step++) {
+    for (int step = 0; step < 6; step++) {
+        t = skip_views(m, t);
         const opsched_node *p = producer(m, t);
         if (!p || p->n_outputs != 1) break;
         if (p->op == OPSCHED_OP_TRANSPOSE && p->n_inputs == 1 &&
@@ -357,7 +373,7 @@ static int match_attention(matcher *m, int i, rewrite *r, int *anchor)
     memset(r, 0, sizeof(*r));
     opsched_attention_attr *at = &r->attr.attention;
     /* the probabilities: Softmax, or Where(IsNaN(p), 0, p) of it */
-    int p = pv->inputs[0];
+    int p = skip_views(m, pv->inputs[0]);
     const opsched_node *wn = producer(m, p);
     if (wn && wn->op == OPSCHED_OP_WHERE && wn->n_inputs == 3 && is_scalar(g, wn->inputs[1], 0.0)) {
         const opsched_node *isn = producer(m, wn->inputs[0]);

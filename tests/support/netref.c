@@ -242,3 +242,94 @@ opsched_graph *netref_bias_graph(opsched_ctx *ctx, const opsched_shape *xs, uint
     }
     return g;
 }
+
+static int node1(opsched_graph *g, const char *name, opsched_op_kind op, const opsched_op_attr *a,
+                 const int *ins, int n, int *out)
+{
+    return opsched_graph_add_node(g, name, op, a, ins, n, 1, NULL, out) != 0;
+}
+
+static int reshape_to(opsched_graph *g, const char *name, int x, const opsched_shape *to, int *out)
+{
+    opsched_op_attr a;
+    memset(&a, 0, sizeof(a));
+    a.shape.shape = *to;
+    return node1(g, name, OPSCHED_OP_RESHAPE, &a, &x, 1, out);
+}
+
+static int transpose4(opsched_graph *g, const char *name, int x, int p0, int p1, int p2, int p3,
+                      int *out)
+{
+    opsched_op_attr a;
+    memset(&a, 0, sizeof(a));
+    a.transpose.n = 4;
+    a.transpose.perm[0] = p0;
+    a.transpose.perm[1] = p1;
+    a.transpose.perm[2] = p2;
+    a.transpose.perm[3] = p3;
+    return node1(g, name, OPSCHED_OP_TRANSPOSE, &a, &x, 1, out);
+}
+
+static int scalar_const(opsched_graph *g, const char *name, float v, int *out)
+{
+    opsched_shape s = {0, {0}};
+    return opsched_graph_add_tensor(g, name, OPSCHED_TENSOR_CONSTANT, OPSCHED_F32, &s, out) ||
+           opsched_graph_set_data(g, *out, &v, sizeof(v));
+}
+
+opsched_graph *netref_attention_graph(opsched_ctx *ctx, int64_t B, int64_t S, int64_t H,
+                                      int64_t D, uint64_t seed)
+{
+    opsched_graph *g = NULL;
+    int64_t E = H * D;
+    opsched_shape xs = {3, {B, S, E}}, hs = {4, {B, S, H, D}}, ms = {4, {B, 1, 1, S}};
+    int x, mask, sq, zero, t[24];
+    float *mv = malloc(sizeof(float) * (size_t)(B * S));
+    if (!mv) return NULL;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t j = 0; j < S; j++) /* batch 0 keeps all but 3 keys, batch 1 none */
+            mv[b * S + j] = (b == 1 || (b == 0 && j >= S - 3)) ? -INFINITY : 0.0f;
+    opsched_op_attr sm, isnan_a;
+    memset(&sm, 0, sizeof(sm));
+    sm.axis.axis = -1;
+    memset(&isnan_a, 0, sizeof(isnan_a));
+    isnan_a.unary.fn = OPSCHED_UNARY_ISNAN;
+    int fail = opsched_graph_create(ctx, "attention", &g) != OPSCHED_OK;
+    fail = fail || opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x) ||
+           opsched_graph_add_tensor(g, "mask", OPSCHED_TENSOR_CONSTANT, OPSCHED_F32, &ms, &mask) ||
+           opsched_graph_set_data(g, mask, mv, sizeof(float) * (size_t)(B * S)) ||
+           scalar_const(g, "sqrt_scale", (float)pow((double)D, -0.25), &sq) ||
+           scalar_const(g, "zero", 0.0f, &zero) || matmul_w(g, "q", x, E, &t[0]) ||
+           matmul_w(g, "k", x, E, &t[1]) || matmul_w(g, "v", x, E, &t[2]) ||
+           reshape_to(g, "q_heads", t[0], &hs, &t[3]) || reshape_to(g, "k_heads", t[1], &hs, &t[4]) ||
+           reshape_to(g, "v_heads", t[2], &hs, &t[5]) ||
+           transpose4(g, "q_t", t[3], 0, 2, 1, 3, &t[6]) ||
+           transpose4(g, "k_t", t[4], 0, 2, 3, 1, &t[7]) ||
+           transpose4(g, "v_t", t[5], 0, 2, 1, 3, &t[8]) ||
+           opsched_build_binary(g, "q_scaled", OPSCHED_OP_MUL, t[6], sq, &t[9]) ||
+           opsched_build_binary(g, "k_scaled", OPSCHED_OP_MUL, t[7], sq, &t[10]);
+    if (!fail) {
+        int qk[2] = {t[9], t[10]};
+        fail = node1(g, "scores", OPSCHED_OP_MATMUL, NULL, qk, 2, &t[11]) ||
+               opsched_build_binary(g, "masked", OPSCHED_OP_ADD, t[11], mask, &t[12]) ||
+               node1(g, "Softmax", OPSCHED_OP_SOFTMAX, &sm, &t[12], 1, &t[13]) ||
+               node1(g, "isnan", OPSCHED_OP_UNARY, &isnan_a, &t[13], 1, &t[14]);
+    }
+    if (!fail) {
+        int w[3] = {t[14], zero, t[13]};
+        fail = node1(g, "nan_zero", OPSCHED_OP_WHERE, NULL, w, 3, &t[15]);
+    }
+    if (!fail) {
+        int pv[2] = {t[15], t[8]};
+        fail = node1(g, "pv", OPSCHED_OP_MATMUL, NULL, pv, 2, &t[16]) ||
+               transpose4(g, "out_t", t[16], 0, 2, 1, 3, &t[17]) ||
+               reshape_to(g, "out", t[17], &xs, &t[18]) ||
+               opsched_graph_mark_output(g, t[18]) || netref_set_weights(g, seed);
+    }
+    free(mv);
+    if (fail) {
+        opsched_graph_free(g);
+        return NULL;
+    }
+    return g;
+}

@@ -271,6 +271,7 @@ opsched_status cu_plan_chain(const cu_plan_args *a, cu_plan **out);
  * (opsched_se_gate_find), as one kernel (cuk_se_gate); UNSUPPORTED when
  * there is none or the kernel does not take it. */
 opsched_status cu_plan_se(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_attention(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_gemm(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_matmul(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_pool(const cu_plan_args *a, cu_plan **out);

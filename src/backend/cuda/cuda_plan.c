@@ -395,6 +395,8 @@ opsched_status cu_plan_dispatch(const cu_plan_args *a, cu_plan **p)
         return cu_plan_resize(a, p);
     case OPSCHED_OP_CONV_TRANSPOSE:
         return cu_plan_conv_transpose(a, p);
+    case OPSCHED_OP_ATTENTION:
+        return cu_plan_attention(a, p);
     default:
         return CU_UNSUPPORTED(a, "operator %d is not supported", (int)a->node->op);
     }

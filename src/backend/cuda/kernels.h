@@ -488,6 +488,35 @@ cudaError_t cuk_se_gate(cuk_dtype t, const cuk_se_desc *d, const void *x, const 
                         const void *b1, const void *w2, const void *b2, void *y, void *ws,
                         cudaStream_t stream);
 
+/* Scaled dot-product attention in one launch (opsched_attention_attr):
+ * O[b,h] = softmax(scale * Q[b,h] K[b,h]^T + bias[b,h]) V[b,h] over
+ * Q [B,H,Sq,D], K [B,H,Sk,D], V [B,H,Sk,Dv], bias [B,H,Sq,Sk] and O
+ * [B,H,Sq,Dv], each read and written through element strides of those
+ * canonical dims (0 for a broadcast dim), so transposed and interleaved
+ * operands need no copy.  A block takes 4 * qpw query rows of one (b, h)
+ * and walks the keys in tiles of 64 held in shared memory, with the
+ * running max and sum of the softmax (no scores in global memory); the
+ * products and the softmax are in float.  bias may be NULL.  A row whose
+ * scores are all -inf gives NaN, or 0 with nan_rows_zero.  cuk_attention_ok
+ * says whether the shape is one it takes (D and Dv up to 256);
+ * cuk_attention_shape picks qpw for sm_count SMs and max_shared bytes of
+ * shared memory per block. */
+typedef struct cuk_attention_desc {
+    int64_t B, H, Sq, Sk, D, Dv;
+    int64_t q[4], k[4], v[4], bias[4], o[4];
+    float scale;
+    int nan_rows_zero;
+    int qpw; /* query rows per warp: 2, 4 or 8 */
+} cuk_attention_desc;
+int cuk_attention_ok(const cuk_attention_desc *d);
+void cuk_attention_shape(cuk_attention_desc *d, int sm_count, size_t max_shared);
+size_t cuk_attention_shared_bytes(const cuk_attention_desc *d);
+/* Lets the chosen kernel take its shared memory (call once per plan, before
+ * any launch or capture). */
+cudaError_t cuk_attention_prepare(cuk_dtype t, const cuk_attention_desc *d);
+cudaError_t cuk_attention(cuk_dtype t, const cuk_attention_desc *d, const void *q, const void *k,
+                          const void *v, const void *bias, void *o, cudaStream_t stream);
+
 /* CumSum along the middle axis of x and y [outer, len, inner]: a thread
  * per line (sequential) when inner > 1, a warp scanning 32 elements at a
  * time otherwise.  Floats sum in float, integers in int64 (wrapping). */

@@ -1,0 +1,91 @@
+/*
+ * cuda_attention.c - the Attention node (opsched_attention_attr) as one
+ * launch of the fused kernel (cuk_attention, kernels_attention.cu).
+ *
+ * Each operand's canonical strides come from its tensor's storage order in
+ * this plan (cu_strides: row-major, or channels-last for a 4-D tensor of an
+ * NHWC plan), so whatever order the layout pass chose is read in place.
+ * Scores never reach global memory, whatever the math mode: the products
+ * and the softmax are in float (the TF32 mode's rule for the products of
+ * two activations, precision.c, holds by construction).
+ */
+#include <string.h>
+
+#include "backend/cuda/cuda_impl.h"
+
+typedef struct att_plan {
+    cu_plan base;
+    cuk_dtype t;
+    cuk_attention_desc d;
+    int has_bias;
+} att_plan;
+
+static opsched_status att_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
+                                 void *const *in, void *const *out)
+{
+    (void)dev;
+    att_plan *p = (att_plan *)base;
+    CUDA_CHECK(ctx, cuk_attention(p->t, &p->d, in[0], in[1], in[2], p->has_bias ? in[3] : NULL,
+                                  out[0], s));
+    return OPSCHED_OK;
+}
+
+/* The canonical strides of operand x, stored as tensor t. */
+static void canonical_strides(const cu_plan_args *a, const opsched_tensor *t,
+                              const int8_t axes[4], const int64_t size[4], int64_t out[4])
+{
+    int64_t st[OPSCHED_MAX_DIMS];
+    cu_strides(a, t, st);
+    for (int c = 0; c < 4; c++)
+        out[c] = axes[c] >= 0 && size[c] > 1 ? st[axes[c]] : 0;
+}
+
+opsched_status cu_plan_attention(const cu_plan_args *a, cu_plan **out)
+{
+    opsched_attention_dims ad;
+    if (!opsched_attention_dims_get(a->g, a->node, &ad))
+        return CU_UNSUPPORTED(a, "not an attention node");
+    const opsched_attention_attr *at = &a->node->attr.attention;
+    cuk_dtype t = (cuk_dtype)a->kt;
+    int has_bias = a->node->n_inputs > 3 && a->node->inputs[3] >= 0;
+    for (int x = 0; x < 3 + has_bias; x++)
+        if (cu_kdt(a, cu_in(a, x)) != t)
+            return CU_UNSUPPORTED(a, "attention operands of different types");
+    if (cu_kdt(a, cu_out(a, 0)) != t) return CU_UNSUPPORTED(a, "an output of another type");
+    cuk_attention_desc d;
+    memset(&d, 0, sizeof(d));
+    d.B = ad.B;
+    d.H = ad.H;
+    d.Sq = ad.Sq;
+    d.Sk = ad.Sk;
+    d.D = ad.D;
+    d.Dv = ad.Dv;
+    d.scale = at->scale;
+    d.nan_rows_zero = at->nan_rows_zero;
+    canonical_strides(a, cu_in(a, 0), at->axes[OPSCHED_ATT_Q], ad.size[OPSCHED_ATT_Q], d.q);
+    canonical_strides(a, cu_in(a, 1), at->axes[OPSCHED_ATT_K], ad.size[OPSCHED_ATT_K], d.k);
+    canonical_strides(a, cu_in(a, 2), at->axes[OPSCHED_ATT_V], ad.size[OPSCHED_ATT_V], d.v);
+    if (has_bias)
+        canonical_strides(a, cu_in(a, 3), at->axes[OPSCHED_ATT_BIAS], ad.size[OPSCHED_ATT_BIAS],
+                          d.bias);
+    canonical_strides(a, cu_out(a, 0), at->axes[OPSCHED_ATT_O], ad.size[OPSCHED_ATT_O], d.o);
+    int sms = 0, shared = 0;
+    CUDA_CHECK(a->ctx, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, a->dev->index));
+    CUDA_CHECK(a->ctx, cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                              a->dev->index));
+    cuk_attention_shape(&d, sms, (size_t)shared);
+    if (!cuk_attention_ok(&d) || cuk_attention_shared_bytes(&d) > (size_t)shared)
+        return CU_UNSUPPORTED(a, "attention with a head of %lld (values %lld): the fused kernel "
+                                 "takes heads up to 256 within %d bytes of shared memory",
+                              (long long)d.D, (long long)d.Dv, shared);
+    CUDA_CHECK(a->ctx, cuk_attention_prepare(t, &d));
+    cu_plan *base = NULL;
+    OS_TRY(cu_plan_alloc(a, sizeof(att_plan), att_launch, NULL, &base));
+    att_plan *p = (att_plan *)base;
+    p->t = t;
+    p->d = d;
+    p->has_bias = has_bias;
+    snprintf(a->info->algo, sizeof(a->info->algo), "fused_attention_q%d", d.qpw * 4);
+    *out = base;
+    return OPSCHED_OK;
+}
