@@ -1006,6 +1006,40 @@ static void test_layernorm(void **state)
             layernorm_case("2x3x8", 1, "3x8", 0), layernorm_case("2x5x32", 2, "32", 1));
 }
 
+/* Attention with operand axes ax (Q, K, V, bias, O; "" for none), the
+ * shapes as written; bias "" for none. */
+static conf_case *attention_case(const char *q, const char *k, const char *v, const char *bias,
+                                 const int8_t ax[5][4], int out_rank, float scale)
+{
+    conf_case *c = case_new("Attention q=%s k=%s v=%s bias=%s", q, k, v, bias[0] ? bias : "-");
+    int ins[4] = {in_x(c, "q", q), in_x(c, "k", k), in_x(c, "v", v),
+                  bias[0] ? in_x(c, "bias", bias) : -1};
+    opsched_op_attr a = attr0();
+    a.attention.scale = scale;
+    a.attention.out_rank = out_rank;
+    memcpy(a.attention.axes, ax, sizeof(a.attention.axes));
+    case_node(c, OPSCHED_OP_ATTENTION, &a, ins, bias[0] ? 4 : 3, 1);
+    return c;
+}
+
+static void test_attention(void **state)
+{
+    (void)state;
+    static const int8_t bhsd[5][4] = {{0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3},
+                                      {0, 1, 2, 3}};
+    /* Q and O [B, S, H, D], K stored transposed [B, H, D, S], a key mask */
+    static const int8_t mixed[5][4] = {{0, 2, 1, 3}, {0, 1, 3, 2}, {0, 1, 2, 3}, {0, 1, 2, 3},
+                                       {0, 2, 1, 3}};
+    /* torch's [S, N, D] queries, [N, S, D] keys and values of another head
+     * size, a 2-D bias, a longer key sequence than the queries */
+    static const int8_t three[5][4] = {{-1, 1, 0, 2}, {-1, 0, 1, 2}, {-1, 0, 1, 2}, {-1, -1, 0, 1},
+                                       {-1, 0, 1, 2}};
+    RUN_ALL("Attention",
+            attention_case("2x3x17x16", "2x3x17x16", "2x3x17x16", "", bhsd, 4, 0.25f),
+            attention_case("2x9x2x8", "2x2x8x70", "2x2x70x8", "2x1x1x70", mixed, 4, 0.35f),
+            attention_case("5x4x8", "4x11x8", "4x11x6", "5x11", three, 3, 0.5f));
+}
+
 static conf_case *reduce_case(const char *x, const int64_t *axes, int n, int keepdims)
 {
     conf_case *c = case_new("ReduceMean x=%s axes=%d keepdims=%d", x, n, keepdims);
@@ -1110,6 +1144,7 @@ int main(void)
         cmocka_unit_test(test_slice),       cmocka_unit_test(test_gather),
         cmocka_unit_test(test_batchnorm),   cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_lrn),         cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_attention),
         cmocka_unit_test(test_reducemean),  cmocka_unit_test(test_transpose),
         cmocka_unit_test(test_pad),         cmocka_unit_test(test_expand),
         cmocka_unit_test(test_views),       cmocka_unit_test(test_every_op_covered),

@@ -489,6 +489,85 @@ static void test_free_null(void **state)
     assert_string_equal(opsched_status_str(OPSCHED_ERR_SHAPE), "impossible shape");
 }
 
+/* Nodes that compute the same (the same op, attributes and inputs, small
+ * constants compared by value) become one; a twin whose output is a graph
+ * output, or whose constant differs, stays. */
+static void test_common_subexpressions(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_graph *g = new_graph(&ctx);
+    int x = add_input(g, "x", "2x5");
+    opsched_shape one = {0, {0}};
+    int c[3];
+    const float v[3] = {2.0f, 2.0f, 3.0f};
+    const char *cn[3] = {"two_a", "two_b", "three"};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(opsched_graph_add_tensor(g, cn[k], OPSCHED_TENSOR_CONSTANT, OPSCHED_F32,
+                                                  &one, &c[k]),
+                         OPSCHED_OK);
+        assert_int_equal(opsched_graph_set_data(g, c[k], &v[k], sizeof(float)), OPSCHED_OK);
+    }
+    int r1 = node1(g, "relu1", OPSCHED_OP_RELU, NULL, x, -1);
+    int r2 = node1(g, "relu2", OPSCHED_OP_RELU, NULL, x, -1);
+    int m1 = node1(g, "mul_a", OPSCHED_OP_MUL, NULL, r1, c[0]);
+    int m2 = node1(g, "mul_b", OPSCHED_OP_MUL, NULL, r2, c[1]); /* r2 is r1: the same product */
+    int m3 = node1(g, "mul_c", OPSCHED_OP_MUL, NULL, r1, c[2]);
+    int s1 = node1(g, "sum1", OPSCHED_OP_ADD, NULL, m1, m2);
+    int s2 = node1(g, "sum2", OPSCHED_OP_ADD, NULL, s1, m3);
+    int r3 = node1(g, "relu3", OPSCHED_OP_RELU, NULL, x, -1); /* an output: kept */
+    assert_int_equal(opsched_graph_mark_output(g, s2), OPSCHED_OK);
+    assert_int_equal(opsched_graph_mark_output(g, r3), OPSCHED_OK);
+    int n = 0;
+    assert_int_equal(opsched_graph_rewrite_patterns(&g, 0, &n), OPSCHED_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(opsched_graph_num_nodes(g), 8 - 2);
+    int id = -1;
+    assert_int_equal(opsched_graph_find_tensor(g, "sum1", &id), OPSCHED_OK);
+    const opsched_node *sum = opsched_graph_node(g, opsched_graph_tensor(g, id)->producer);
+    assert_int_equal(sum->inputs[0], sum->inputs[1]);
+    assert_int_equal(opsched_graph_find_tensor(g, "relu3", &id), OPSCHED_OK);
+    assert_int_equal(opsched_graph_find_tensor(g, "mul_c", &id), OPSCHED_OK);
+    assert_int_equal(opsched_graph_find_tensor(g, "mul_b", &id), OPSCHED_ERR_NOT_FOUND);
+    done(ctx, g);
+}
+
+/* A 4-D tensor reshaped from a 3-D one (a transformer's heads) is kept
+ * row-major, and so is what element-wise ops make of it; a convolution
+ * reading such a tensor takes it back (it reads images). */
+static void test_layout_heads(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_graph *g = new_graph(&ctx);
+    int x = add_input(g, "x", "2x6x8");
+    opsched_op_attr rs;
+    memset(&rs, 0, sizeof(rs));
+    assert_int_equal(opsched_shape_parse("2x6x2x4", &rs.shape.shape), OPSCHED_OK);
+    int h = node1(g, "heads", OPSCHED_OP_RESHAPE, &rs, x, -1);
+    int s = node1(g, "act", OPSCHED_OP_SIGMOID, NULL, h, -1);
+    unsigned char *rm = calloc((size_t)opsched_graph_num_tensors(g), 1);
+    assert_non_null(rm);
+    assert_int_equal(opsched_layout_rowmajor(g, rm), 2);
+    assert_true(rm[h] && rm[s] && !rm[x]);
+    free(rm);
+    int w = add_input(g, "w", "3x6x1x1"), y = -1;
+    int in[2] = {s, w};
+    opsched_op_attr cv;
+    memset(&cv, 0, sizeof(cv));
+    cv.conv.kernel[0] = cv.conv.kernel[1] = 1;
+    cv.conv.stride[0] = cv.conv.stride[1] = 1;
+    cv.conv.dilation[0] = cv.conv.dilation[1] = 1;
+    cv.conv.groups = 1;
+    assert_int_equal(opsched_graph_add_node(g, "conv", OPSCHED_OP_CONV, &cv, in, 2, 1, NULL, &y),
+                     OPSCHED_OK);
+    rm = calloc((size_t)opsched_graph_num_tensors(g), 1);
+    assert_non_null(rm);
+    assert_int_equal(opsched_layout_rowmajor(g, rm), 0);
+    free(rm);
+    done(ctx, g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -500,6 +579,8 @@ int main(void)
         cmocka_unit_test(test_peak_memory),        cmocka_unit_test(test_batchnorm_params),
         cmocka_unit_test(test_set_data),           cmocka_unit_test(test_free_null),
         cmocka_unit_test(test_ew_chain),          cmocka_unit_test(test_layout_rowmajor),
+        cmocka_unit_test(test_common_subexpressions),
+        cmocka_unit_test(test_layout_heads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

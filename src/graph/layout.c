@@ -8,9 +8,11 @@
  * products and the element-wise ops after it walk a strided order.  Here
  * such a tensor is stored row-major instead, whose bytes are the channels-
  * last map's: the Transpose that made it is a view, and so is the one that
- * permutes back (to [N, C, H, W], stored channels-last again).
+ * permutes back (to [N, C, H, W], stored channels-last again).  A 4-D
+ * tensor that a Reshape makes from one of another rank (a transformer's
+ * [B, S, H, D] heads) is no image either: row-major, its Reshape is a view.
  *
- * A region of row-major tensors starts at such a Transpose and runs
+ * A region of row-major tensors starts at such a Transpose or Reshape and runs
  * forward through ops that see only their tensors' strides (element-wise,
  * LayerNorm, Softmax, MatMul, reductions, views, other Transposes); it is
  * kept only where every op that touches it agrees (all its 4-D tensors
@@ -155,6 +157,12 @@ int opsched_layout_rowmajor(const opsched_graph *g, unsigned char *rm)
         if (n->n_outputs < 1) continue;
         int seed = perm_is(n, 0, 2, 3, 1) && n->n_inputs >= 1 && n->inputs[0] >= 0 &&
                    !invariant(tensor(g, n->inputs[0])) && !rm[n->inputs[0]];
+        /* a 4-D tensor made by reshaping one of another rank is no image
+         * (a transformer's [B, S, H, D] heads): kept in its row-major order
+         * the Reshape stays a view */
+        if (!seed && opsched_op_is_view(n->op) && n->n_inputs >= 1 && n->inputs[0] >= 0 &&
+            tensor(g, n->inputs[0]) && tensor(g, n->inputs[0])->shape.ndim != 4)
+            seed = 1;
         int from = 0;
         if (!seed && agnostic(n) && !perm_is(n, 0, 3, 1, 2))
             for (int k = 0; k < n->n_inputs; k++)

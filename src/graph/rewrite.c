@@ -498,12 +498,114 @@ static int match_attention(matcher *m, int i, rewrite *r, int *anchor)
     return 1;
 }
 
+/* ---- common subexpressions ------------------------------------------------ */
+
+typedef struct node_key {
+    uint64_t hash;
+    int node;
+} node_key;
+
+static int key_cmp(const void *a, const void *b)
+{
+    const node_key *x = a, *y = b;
+    if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
+    return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* A small constant (exporters write the same 0 or -inf once per layer):
+ * compared by value, not by tensor. */
+#define SMALL_CONST_BYTES 256
+
+static const opsched_tensor *small_const(const opsched_graph *g, int t)
+{
+    if (t < 0) return NULL;
+    const opsched_tensor *x = &g->tensors[t];
+    return x->producer < 0 && x->data && x->data_bytes <= SMALL_CONST_BYTES &&
+                   x->kind == OPSCHED_TENSOR_CONSTANT
+               ? x
+               : NULL;
+}
+
+static int same_input(const opsched_graph *g, int a, int b)
+{
+    if (a == b) return 1;
+    const opsched_tensor *x = small_const(g, a), *y = small_const(g, b);
+    return x && y && x->dtype == y->dtype && opsched_shape_equal(&x->shape, &y->shape) &&
+           x->data_bytes == y->data_bytes && memcmp(x->data, y->data, x->data_bytes) == 0;
+}
+
+static uint64_t node_hash(const opsched_graph *g, const opsched_node *n)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)n->op;
+    for (int k = 0; k < n->n_inputs; k++) {
+        const opsched_tensor *c = small_const(g, n->inputs[k]);
+        uint64_t v = (uint64_t)(uint32_t)n->inputs[k];
+        if (c) {
+            const unsigned char *p = c->data;
+            v = 0x9e3779b97f4a7c15ull ^ (uint64_t)c->dtype;
+            for (size_t i = 0; i < c->data_bytes; i++)
+                v = (v ^ p[i]) * 1099511628211ull;
+        }
+        h = (h ^ v) * 1099511628211ull;
+    }
+    return (h ^ (uint64_t)n->n_outputs) * 1099511628211ull;
+}
+
+/* 1 when nodes a and b compute the same: the same operator, attributes
+ * (byte for byte) and inputs (small constants by value), and b's outputs
+ * are no graph outputs. */
+static int same_node(const opsched_graph *g, const opsched_node *a, const opsched_node *b)
+{
+    if (a->op != b->op || a->n_inputs != b->n_inputs || a->n_outputs != b->n_outputs ||
+        a->n_inputs == 0 || memcmp(&a->attr, &b->attr, sizeof(a->attr)) != 0)
+        return 0;
+    for (int k = 0; k < a->n_inputs; k++)
+        if (!same_input(g, a->inputs[k], b->inputs[k])) return 0;
+    for (int k = 0; k < b->n_outputs; k++) {
+        if (os_graph_is_output(g, b->outputs[k])) return 0;
+        const opsched_tensor *x = &g->tensors[a->outputs[k]], *y = &g->tensors[b->outputs[k]];
+        if (x->dtype != y->dtype || !opsched_shape_equal(&x->shape, &y->shape)) return 0;
+    }
+    return 1;
+}
+
+/* dup[i]: the earlier node that computes what node i computes, or -1;
+ * the number of such nodes. */
+static int find_duplicates(const opsched_graph *g, int *dup, node_key *keys)
+{
+    size_t nn = g->n_nodes;
+    for (size_t i = 0; i < nn; i++) {
+        dup[i] = -1;
+        keys[i].hash = node_hash(g, &g->nodes[i]);
+        keys[i].node = (int)i;
+    }
+    qsort(keys, nn, sizeof(*keys), key_cmp);
+    int count = 0;
+    for (size_t a = 0; a < nn;) {
+        size_t b = a;
+        while (b < nn && keys[b].hash == keys[a].hash)
+            b++;
+        for (size_t i = a + 1; i < b; i++) /* in node order within a hash */
+            for (size_t j = a; j < i; j++) {
+                int s = keys[j].node;
+                if (dup[s] >= 0) continue;
+                if (same_node(g, &g->nodes[s], &g->nodes[keys[i].node])) {
+                    dup[keys[i].node] = s;
+                    count++;
+                    break;
+                }
+            }
+        a = b;
+    }
+    return count;
+}
+
 /* Builds the rewritten graph: the same tensors without producers (in id
  * order, so inputs keep theirs; payloads borrowed until the caller moves
  * them), then the nodes in order, each swallowed node left out and each
  * pattern's last node replaced. */
 static opsched_status rebuild(const opsched_graph *g, const int *drop, const rewrite *rw,
-                              const int *has_rw, int *map, opsched_graph **out)
+                              const int *has_rw, const int *dup, int *map, opsched_graph **out)
 {
     opsched_graph *ng = NULL;
     opsched_status st;
@@ -523,7 +625,12 @@ static opsched_status rebuild(const opsched_graph *g, const int *drop, const rew
     const char *names[64];
     for (size_t i = 0; i < g->n_nodes; i++) {
         const opsched_node *n = &g->nodes[i];
-        if (drop[i]) continue;
+        if (dup && dup[i] >= 0) { /* its outputs are the earlier node's */
+            for (int k = 0; k < n->n_outputs; k++)
+                map[n->outputs[k]] = map[g->nodes[dup[i]].outputs[k]];
+            continue;
+        }
+        if (drop && drop[i]) continue;
         if (n->n_inputs > 64 || n->n_outputs > 64) {
             st = OS_FAIL(g->ctx, OPSCHED_ERR_UNSUPPORTED, "node '%s': too many inputs or outputs",
                          n->name);
@@ -531,8 +638,8 @@ static opsched_status rebuild(const opsched_graph *g, const int *drop, const rew
         }
         for (int k = 0; k < n->n_outputs; k++)
             names[k] = g->tensors[n->outputs[k]].name;
-        if (has_rw[i]) {
-            const rewrite *r = &rw[i];
+        if (has_rw && has_rw[i]) {
+            const rewrite *r = &rw[i]; /* has_rw set: rw too */
             int xs[4] = {map[r->input], -1, -1, -1}, nx = 1;
             if (r->n_inputs > 0) {
                 nx = r->n_inputs;
@@ -562,6 +669,36 @@ fail:
     for (size_t t = 0; t < ng->n_tensors; t++)
         if (ng->tensors[t].producer < 0) ng->tensors[t].data = NULL;
     opsched_graph_free(ng);
+    return st;
+}
+
+/* Replaces *gp by a graph without the nodes that compute what an earlier
+ * node computes (their readers read the earlier node's outputs). */
+static opsched_status dedupe(opsched_graph **gp, int *n_removed)
+{
+    opsched_graph *g = *gp;
+    *n_removed = 0;
+    int *dup = malloc((g->n_nodes + 1) * sizeof(int));
+    node_key *keys = malloc((g->n_nodes + 1) * sizeof(*keys));
+    int *map = malloc((g->n_tensors + 1) * sizeof(int));
+    opsched_status st = OPSCHED_OK;
+    if (!dup || !keys || !map) {
+        st = OS_NOMEM(g->ctx);
+        goto done;
+    }
+    int n = find_duplicates(g, dup, keys);
+    if (n == 0) goto done;
+    opsched_graph *ng = NULL;
+    OS_TRY_GOTO(st, rebuild(g, NULL, NULL, NULL, dup, map, &ng), done);
+    for (size_t t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].producer < 0) g->tensors[t].data = NULL;
+    opsched_graph_free(g);
+    *gp = ng;
+    *n_removed = n;
+done:
+    free(dup);
+    free(keys);
+    free(map);
     return st;
 }
 
@@ -600,17 +737,25 @@ opsched_status opsched_graph_rewrite_patterns(opsched_graph **gp, unsigned flags
     for (size_t i = 0; i < nn; i++)
         claimed[i] = claimed[i] == 2;
     opsched_graph *ng = NULL;
-    OS_TRY_GOTO(st, rebuild(g, claimed, rw, has_rw, map, &ng), done);
+    OS_TRY_GOTO(st, rebuild(g, claimed, rw, has_rw, NULL, map, &ng), done);
     /* The payloads move to the new graph. */
     for (size_t t = 0; t < g->n_tensors; t++)
         if (g->tensors[t].producer < 0) g->tensors[t].data = NULL;
     opsched_graph_free(g);
     *gp = ng;
-    if (n_rewritten) *n_rewritten = count;
 done:
     free(claimed);
     free(has_rw);
     free(map);
     free(rw);
+    /* then what the graph computes twice, once (the patterns first: a
+     * pattern may own a node that has a twin) */
+    /* a pass finds the twins of twins' readers: again until none is left */
+    int n_dup = 0;
+    for (int pass = 0, more = 1; st == OPSCHED_OK && more && pass < 16; pass++) {
+        st = dedupe(gp, &more);
+        n_dup += more;
+    }
+    if (st == OPSCHED_OK && n_rewritten) *n_rewritten = count + n_dup;
     return st;
 }

@@ -458,6 +458,71 @@ static void ref_layernorm(const ref_node *r)
     }
 }
 
+/* Attention: for each (b, h, i), the scores over the keys in double, their
+ * softmax, and its product with V; each operand addressed by the row-major
+ * offsets of its canonical coordinates (axes -1 and broadcast dims of size
+ * 1 take index 0). */
+static int64_t att_offset(const opsched_shape *s, const int8_t axes[4], const int64_t c[4])
+{
+    int64_t idx[OPSCHED_MAX_DIMS] = {0};
+    for (int k = 0; k < 4; k++)
+        if (axes[k] >= 0 && s->d[axes[k]] > 1) idx[axes[k]] = c[k];
+    int64_t off = 0;
+    for (int d = 0; d < s->ndim; d++)
+        off = off * s->d[d] + idx[d];
+    return off;
+}
+
+static int64_t att_dim(const opsched_shape *s, const int8_t axes[4], int k)
+{
+    return axes[k] >= 0 ? s->d[axes[k]] : 1;
+}
+
+static void ref_attention(const ref_node *r)
+{
+    const opsched_attention_attr *at = &r->a->attention;
+    const opsched_shape *qs = r->in[0], *ks = r->in[1], *vs = r->in[2], *os = r->out[0];
+    const opsched_shape *bs = r->x[3] ? r->in[3] : NULL;
+    int64_t B = att_dim(qs, at->axes[0], 0), H = att_dim(qs, at->axes[0], 1);
+    int64_t Sq = att_dim(qs, at->axes[0], 2), D = att_dim(qs, at->axes[0], 3);
+    int64_t Sk = att_dim(ks, at->axes[1], 2), Dv = att_dim(vs, at->axes[2], 3);
+    double *sc = malloc(sizeof(double) * (size_t)Sk);
+    if (!sc) return;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = 0; i < Sq; i++) {
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j < Sk; j++) {
+                    double dot = 0;
+                    for (int64_t d = 0; d < D; d++) {
+                        int64_t cq[4] = {b, h, i, d}, ck[4] = {b, h, j, d};
+                        dot += (double)r->x[0][att_offset(qs, at->axes[0], cq)] *
+                               r->x[1][att_offset(ks, at->axes[1], ck)];
+                    }
+                    sc[j] = dot * at->scale;
+                    if (bs) {
+                        int64_t cb[4] = {b, h, i, j};
+                        sc[j] += r->x[3][att_offset(bs, at->axes[3], cb)];
+                    }
+                    if (sc[j] > mx) mx = sc[j];
+                }
+                for (int64_t j = 0; j < Sk; j++) {
+                    sc[j] = exp(sc[j] - mx);
+                    sum += sc[j];
+                }
+                for (int64_t e = 0; e < Dv; e++) {
+                    double acc = 0;
+                    for (int64_t j = 0; j < Sk; j++) {
+                        int64_t cv[4] = {b, h, j, e};
+                        acc += sc[j] / sum * r->x[2][att_offset(vs, at->axes[2], cv)];
+                    }
+                    int64_t co[4] = {b, h, i, e};
+                    r->y[0][att_offset(os, at->axes[4], co)] = (float)acc;
+                }
+            }
+    free(sc);
+}
+
 /* ReduceMean and the generic Reduce (every fn), in double. */
 static int ref_reduce(const ref_node *r, opsched_reduce_fn fn)
 {
@@ -640,6 +705,9 @@ int ref_run_node(const opsched_graph *g, int node, const void *const *in, float 
         break;
     case OPSCHED_OP_LAYERNORM:
         ref_layernorm(&r);
+        break;
+    case OPSCHED_OP_ATTENTION:
+        ref_attention(&r);
         break;
     case OPSCHED_OP_REDUCEMEAN:
         rc = ref_reduce(&r, OPSCHED_REDUCE_MEAN);

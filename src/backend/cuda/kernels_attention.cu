@@ -62,6 +62,42 @@ __device__ __forceinline__ float warp_sum(float v)
     return v;
 }
 
+/* Copies rows [0, rows) x columns [0, 4 * c4) of a strided operand (row
+ * stride rs, column stride cs; rows from `valid` on and columns from
+ * `cols` on read as 0) into shared memory with row stride ds, times mul.
+ * Each thread puts up to kIlp * 4 loads in flight before it stores any:
+ * the tile loads are latency-bound otherwise. */
+constexpr int kIlp = 4;
+
+template <typename T>
+__device__ __forceinline__ void stage(float *dst, int ds, const T *src, int64_t rs, int64_t cs,
+                                      int rows, int64_t valid, int c4, int64_t cols, float mul)
+{
+    const int total = rows * c4;
+    for (int base = threadIdx.x; base < total; base += kThreads * kIlp) {
+        float4 v[kIlp];
+#pragma unroll
+        for (int u = 0; u < kIlp; u++) {
+            int idx = base + u * kThreads;
+            v[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            int r = idx / c4, c = (idx - r * c4) * 4;
+            if (idx < total && r < valid) {
+                const T *p = src + r * rs + c * cs;
+                if (c < cols) v[u].x = to_float(p[0]) * mul;
+                if (c + 1 < cols) v[u].y = to_float(p[cs]) * mul;
+                if (c + 2 < cols) v[u].z = to_float(p[2 * cs]) * mul;
+                if (c + 3 < cols) v[u].w = to_float(p[3 * cs]) * mul;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < kIlp; u++) {
+            int idx = base + u * kThreads;
+            int r = idx / c4, c = (idx - r * c4) * 4;
+            if (idx < total) *reinterpret_cast<float4 *>(dst + r * ds + c) = v[u];
+        }
+    }
+}
+
 template <typename T, int QPW, int NV>
 __global__ void __launch_bounds__(kThreads)
     k_attention(const __grid_constant__ cuk_attention_desc d, const T *__restrict__ q,
@@ -83,11 +119,7 @@ __global__ void __launch_bounds__(kThreads)
     const T *vb = v + b * d.v[0] + h * d.v[1];
     const T *bb = bias ? bias + b * d.bias[0] + h * d.bias[1] : nullptr;
 
-    for (int idx = tid; idx < QT * D4; idx += kThreads) {
-        int r = idx / D4, c = idx - r * D4;
-        int64_t i = q0 + r;
-        Qs[idx] = i < d.Sq && c < d.D ? to_float(qb[i * d.q[2] + c * d.q[3]]) * d.scale : 0.0f;
-    }
+    stage(Qs, D4, qb + q0 * d.q[2], d.q[2], d.q[3], QT, d.Sq - q0, D4 / 4, d.D, d.scale);
     float acc[QPW][NV], m[QPW], l[QPW];
 #pragma unroll
     for (int r = 0; r < QPW; r++) {
@@ -101,16 +133,8 @@ __global__ void __launch_bounds__(kThreads)
     float *pw = Ps + warp * QPW * kTile;
     for (int64_t j0 = 0; j0 < d.Sk; j0 += kTile) {
         __syncthreads(); /* the last tile's readers are done (and Q is in) */
-        for (int idx = tid; idx < kTile * D4; idx += kThreads) {
-            int r = idx / D4, c = idx - r * D4;
-            int64_t j = j0 + r;
-            Ks[r * KS + c] = j < d.Sk && c < d.D ? to_float(kb[j * d.k[2] + c * d.k[3]]) : 0.0f;
-        }
-        for (int idx = tid; idx < kTile * V4; idx += kThreads) {
-            int r = idx / V4, c = idx - r * V4;
-            int64_t j = j0 + r;
-            Vs[idx] = j < d.Sk && c < d.Dv ? to_float(vb[j * d.v[2] + c * d.v[3]]) : 0.0f;
-        }
+        stage(Ks, KS, kb + j0 * d.k[2], d.k[2], d.k[3], kTile, d.Sk - j0, D4 / 4, d.D, 1.0f);
+        stage(Vs, V4, vb + j0 * d.v[2], d.v[2], d.v[3], kTile, d.Sk - j0, V4 / 4, d.Dv, 1.0f);
         __syncthreads();
         float s[QPW][2];
 #pragma unroll
