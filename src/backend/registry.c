@@ -441,7 +441,6 @@ static const struct {
                  {"se", OPSCHED_ABLATE_SE},
                  {"bias", OPSCHED_ABLATE_BIAS},
                  {"attention", OPSCHED_ABLATE_ATTENTION},
-                 {"gemms", OPSCHED_ABLATE_GEMMS},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)
@@ -469,7 +468,7 @@ opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsign
                                                strncmp(ablations[k].name, p, n) != 0))
             k++;
         if (k == OS_ARRAY_LEN(ablations)) {
-            char names[160];
+            char names[128];
             opsched_ablation_names(~0u, ", ", names, sizeof(names));
             return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "unknown ablation '%.*s' (%s or none)",
                            (int)n, p, names);

@@ -88,7 +88,7 @@ opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_
     "choice of grouped convolutions),\nreductions (column and row reductions), chains\n"          \
     "(element-wise chains as one launch), residual\n(residual Adds inside convolutions), "       \
     "layout\n(the layout per tensor), se (the squeeze-and-excitation\ngate as one launch), "       \
-    "bias (a MatMul's bias Add in its launch), attention\n(attention as one node), gemms (the timed choice of\ncuBLASLt algorithms); "                                                   \
+    "bias (a MatMul's bias Add in its launch), attention\n(attention as one node); "                                                   \
     "comma list"
 struct tool_opt;
 typedef struct tool_measure_record {

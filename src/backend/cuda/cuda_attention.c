@@ -85,10 +85,7 @@ opsched_status cu_plan_attention(const cu_plan_args *a, cu_plan **out)
     p->t = t;
     p->d = d;
     p->has_bias = has_bias;
-    if (d.qpw == 1)
-        snprintf(a->info->algo, sizeof(a->info->algo), "fused_attention_rows");
-    else
-        snprintf(a->info->algo, sizeof(a->info->algo), "fused_attention_q%d", d.qpw * 4);
+    snprintf(a->info->algo, sizeof(a->info->algo), "fused_attention_q%d", d.qpw * 4);
     *out = base;
     return OPSCHED_OK;
 }

@@ -15,9 +15,7 @@
  * [2,1,M,K] x [1,3,K,N]) one GEMM per batch entry.
  *
  * Gemm's C is broadcast into Y by a copy kernel before the GEMM runs with
- * beta, except a bias ([N], beta 1), which cuBLASLt's epilogue adds, as it
- * adds a MatMul's fused bias Add.  cuBLASLt's algorithm is the fastest of
- * its heuristic's candidates, timed once at plan time on scratch operands.  The cuBLAS workspace is the launch stream's (cu_gemm_workspace:
+ * beta.  The cuBLAS workspace is the launch stream's (cu_gemm_workspace:
  * one per stream of the device, so plans can run on different streams at
  * once, and a network of many GEMMs holds one per stream, not one per
  * GEMM), set at every launch after cublasSetStream, which resets it; a
@@ -82,82 +80,11 @@ static opsched_status gemm_launch_lt(opsched_ctx *ctx, cu_device *dev, gemm_plan
     return OPSCHED_OK;
 }
 
-/* The most candidates of cuBLASLt's heuristic that are timed, and the
- * largest product (operands and output together) timed on scratch memory:
- * above it the heuristic's first choice is kept. */
-#define LT_CANDIDATES 8
-#define LT_TIMED_MAX_BYTES ((size_t)256 << 20)
-
-/* Milliseconds per product of algorithm `algo` on scratch operands, or -1
- * when it fails to run. */
-static float lt_time(const cu_plan_args *a, gemm_plan *p, const cublasLtMatmulAlgo_t *algo,
-                     void *const *buf, void *ws, size_t ws_bytes, cudaStream_t s,
-                     cudaEvent_t e0, cudaEvent_t e1)
-{
-    const void *bias = buf[3];
-    if (cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                       sizeof(bias)) != CUBLAS_STATUS_SUCCESS)
-        return -1.0f;
-    float ms = -1.0f;
-    for (int rep = 0; rep < 2; rep++) { /* a warm-up call, then 5 timed */
-        int n = rep ? 5 : 1;
-        if (rep && cudaEventRecord(e0, s) != cudaSuccess) return -1.0f;
-        for (int i = 0; i < n; i++)
-            if (cublasLtMatmul(a->dev->cublaslt, p->lt_desc, &p->alpha, buf[1], p->lt_b, buf[0],
-                               p->lt_a, &p->beta, buf[2], p->lt_y, buf[2], p->lt_y, algo,
-                               ws_bytes ? ws : NULL, ws_bytes, s) != CUBLAS_STATUS_SUCCESS)
-                return -1.0f;
-        if (rep && (cudaEventRecord(e1, s) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
-                    cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess))
-            return -1.0f;
-    }
-    return ms / 5.0f;
-}
-
-/* Picks p->lt_algo among the heuristic's candidates res[0..n): the fastest
- * measured on scratch operands of the product's sizes, or res[0] when the
- * product is too large to time, memory is short or timing is ablated. */
-static void lt_choose(const cu_plan_args *a, gemm_plan *p, const cublasLtMatmulHeuristicResult_t *res,
-                      int n)
-{
-    p->lt_algo = res[0].algo;
-    if (n < 2 || (a->opts->ablate & OPSCHED_ABLATE_GEMMS)) return;
-    size_t e = p->elem;
-    size_t bytes[4] = {(size_t)p->k * (size_t)p->n * e, (size_t)p->m * (size_t)p->k * e,
-                       (size_t)p->m * (size_t)p->n * e, (size_t)p->m * e};
-    if (bytes[0] + bytes[1] + bytes[2] + bytes[3] > LT_TIMED_MAX_BYTES) return;
-    void *buf[4] = {NULL, NULL, NULL, NULL};
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    cudaStream_t s = a->dev->stream;
-    size_t ws_bytes = 0;
-    void *ws = cu_gemm_workspace(a->dev, s, &ws_bytes);
-    if (ws_bytes > p->ws_limit) ws_bytes = p->ws_limit;
-    int ok = cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess;
-    for (int i = 0; i < 4 && ok; i++)
-        ok = cudaMalloc(&buf[i], bytes[i]) == cudaSuccess &&
-             cudaMemsetAsync(buf[i], 0, bytes[i], s) == cudaSuccess;
-    float best = -1.0f;
-    for (int i = 0; i < n && ok; i++) {
-        float ms = lt_time(a, p, &res[i].algo, buf, ws, ws_bytes, s, e0, e1);
-        if (ms > 0.0f && (best < 0.0f || ms < best)) {
-            best = ms;
-            p->lt_algo = res[i].algo;
-        }
-    }
-    (void)cudaStreamSynchronize(s);
-    for (int i = 0; i < 4; i++)
-        if (buf[i]) (void)cudaFree(buf[i]);
-    if (e0) (void)cudaEventDestroy(e0);
-    if (e1) (void)cudaEventDestroy(e1);
-    (void)cudaGetLastError(); /* a candidate that failed to run is simply not chosen */
-}
-
-/* Sets up plan p (a single product, m = N, n = rows of A, k = K, the
- * operands as p->op_b and p->op_a say) for cuBLASLt with a bias epilogue,
- * and the activation act (-1: none) where cuBLASLt has it: Relu, and the
- * tanh approximation of GELU.  The algorithm is the fastest of the
- * heuristic's candidates, timed (lt_choose).  0 when cuBLASLt offers no
- * algorithm (the plan then stays a plain product). */
+/* Sets up plan p (a single product, m = N, n = rows of A, k = K, both
+ * operands as they are) for cuBLASLt with a bias epilogue, and the
+ * activation act (-1: none) where cuBLASLt has it: Relu, and the tanh
+ * approximation of GELU.  0 when cuBLASLt offers no algorithm (the plan
+ * then stays a plain product). */
 static int gemm_setup_lt(const cu_plan_args *a, gemm_plan *p, int act, int *fused_act)
 {
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
@@ -171,34 +98,31 @@ static int gemm_setup_lt(const cu_plan_args *a, gemm_plan *p, int act, int *fuse
         epi = CUBLASLT_EPILOGUE_GELU_BIAS;
         *fused_act = 1;
     }
-    cublasOperation_t opb = p->op_b, opa = p->op_a;
-    int tb = opb == CUBLAS_OP_T, ta = opa == CUBLAS_OP_T;
+    cublasOperation_t op = CUBLAS_OP_N;
     cublasLtMatmulPreference_t pref = NULL;
-    cublasLtMatmulHeuristicResult_t res[LT_CANDIDATES];
+    cublasLtMatmulHeuristicResult_t res;
     int found = 0;
     size_t ws = p->ws_limit;
     if (cublasLtMatmulDescCreate(&p->lt_desc, p->compute, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS ||
-        cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_TRANSA, &opb, sizeof(opb)) ||
-        cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_TRANSB, &opa, sizeof(opa)) ||
+        cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_TRANSA, &op, sizeof(op)) ||
+        cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_TRANSB, &op, sizeof(op)) ||
         cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
                                        sizeof(epi)) ||
-        cublasLtMatrixLayoutCreate(&p->lt_b, p->type, (uint64_t)(tb ? p->k : p->m),
-                                   (uint64_t)(tb ? p->m : p->k), p->ldb) ||
-        cublasLtMatrixLayoutCreate(&p->lt_a, p->type, (uint64_t)(ta ? p->n : p->k),
-                                   (uint64_t)(ta ? p->k : p->n), p->lda) ||
+        cublasLtMatrixLayoutCreate(&p->lt_b, p->type, (uint64_t)p->m, (uint64_t)p->k, p->ldb) ||
+        cublasLtMatrixLayoutCreate(&p->lt_a, p->type, (uint64_t)p->k, (uint64_t)p->n, p->lda) ||
         cublasLtMatrixLayoutCreate(&p->lt_y, p->type, (uint64_t)p->m, (uint64_t)p->n, p->ldc) ||
         cublasLtMatmulPreferenceCreate(&pref) ||
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                              sizeof(ws)) ||
         cublasLtMatmulAlgoGetHeuristic(a->dev->cublaslt, p->lt_desc, p->lt_b, p->lt_a, p->lt_y,
-                                       p->lt_y, pref, LT_CANDIDATES, res, &found) ||
+                                       p->lt_y, pref, 1, &res, &found) ||
         found < 1) {
         if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
         *fused_act = 0;
         return 0;
     }
     (void)cublasLtMatmulPreferenceDestroy(pref);
-    lt_choose(a, p, res, found);
+    p->lt_algo = res.algo;
     p->lt = 1;
     return 1;
 }
@@ -314,16 +238,6 @@ opsched_status cu_plan_gemm(const cu_plan_args *a, cu_plan **out)
     p->lda = (int)(g->trans_a ? M : K);
     p->ldc = (int)N;
     p->alpha = g->alpha;
-    /* C a bias ([N] or [1, N]) added once: cuBLASLt's bias epilogue, no copy */
-    int fused_act = 0;
-    if (C && g->beta == 1.0f && a->opts->fuse_bias && opsched_shape_numel(&C->shape) == N &&
-        C->shape.d[C->shape.ndim - 1] == N && cu_kdt(a, C) == (cuk_dtype)a->kt &&
-        gemm_setup_lt(a, p, -1, &fused_act)) {
-        a->info->fused_bias = 1;
-        snprintf(a->info->algo, sizeof(a->info->algo), "cublaslt_bias");
-        *out = &p->base;
-        return OPSCHED_OK;
-    }
     if (C && g->beta != 0.0f) {
         /* C broadcast to [M, N]: right-aligned, stride 0 where it has extent 1. */
         cuk_nd *nd = &p->c_nd;

@@ -584,27 +584,23 @@ __global__ void k_softmax_warp(int64_t rows, int len, const T *x, T *y)
 }
 
 /* The warp-a-row kernels' launch for rows of n <= 1024 elements: V, the
- * values a lane holds, the smallest power of two that covers the row.
- * Eight rows a block; two when there are few rows (a transformer's 128
- * tokens would otherwise sit on 16 SMs). */
+ * values a lane holds, the smallest power of two that covers the row. */
 #define WARP_ROWS_LAUNCH(KERNEL, n, rows, stream, ...)                                             \
     do {                                                                                           \
-        const int rpb_ = (rows) < 2048 ? 2 : 8;                                                    \
-        const int64_t blocks_ = ((rows) + rpb_ - 1) / rpb_;                                        \
+        const int64_t blocks_ = ((rows) + 7) / 8;                                                  \
         const int grid_ = (int)(blocks_ < kMaxBlocks ? blocks_ : kMaxBlocks);                      \
-        const int thr_ = 32 * rpb_;                                                                \
         if ((n) <= 32)                                                                             \
-            KERNEL<T, 1><<<grid_, thr_, 0, stream>>>(__VA_ARGS__);                                 \
+            KERNEL<T, 1><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                  \
         else if ((n) <= 64)                                                                        \
-            KERNEL<T, 2><<<grid_, thr_, 0, stream>>>(__VA_ARGS__);                                 \
+            KERNEL<T, 2><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                  \
         else if ((n) <= 128)                                                                       \
-            KERNEL<T, 4><<<grid_, thr_, 0, stream>>>(__VA_ARGS__);                                 \
+            KERNEL<T, 4><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                  \
         else if ((n) <= 256)                                                                       \
-            KERNEL<T, 8><<<grid_, thr_, 0, stream>>>(__VA_ARGS__);                                 \
+            KERNEL<T, 8><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                  \
         else if ((n) <= 512)                                                                       \
-            KERNEL<T, 16><<<grid_, thr_, 0, stream>>>(__VA_ARGS__);                                \
+            KERNEL<T, 16><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                 \
         else                                                                                       \
-            KERNEL<T, 32><<<grid_, thr_, 0, stream>>>(__VA_ARGS__);                                \
+            KERNEL<T, 32><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                 \
     } while (0)
 
 /* Softmax over rows of contiguous elements: one block per row. */

@@ -209,154 +209,6 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-/* ---- heads of at most 64: a lane per query ------------------------------
- *
- * For heads of up to kRowHead, a lane owns one query: its row of Q, scaled,
- * and its output row live in registers, so a key's row is one broadcast
- * read of shared memory for a whole dot product (a quarter of the shared
- * memory traffic per multiply-add of the kernel above).  A block's kRowWarps
- * warps take the same 32 queries and split the keys: warp w walks keys
- * [w * span, (w + 1) * span) in tiles of kRowTile staged in its own part of
- * shared memory, with its own running max and sum; at the end the warps'
- * maxima, sums and rows are merged through shared memory. */
-constexpr int kRowHead = 64;
-constexpr int kRowWarps = 8;
-constexpr int kRowTile = 16;
-
-/* Shared floats: per warp a K and a V tile, or (at the end) the warps'
- * rows, maxima and sums. */
-constexpr int kRowStage = kRowWarps * kRowTile * 2 * kRowHead;
-constexpr int kRowMerge = kRowWarps * 32 * (kRowHead + 2);
-constexpr int kRowShared = kRowStage > kRowMerge ? kRowStage : kRowMerge;
-
-template <typename T>
-__global__ void __launch_bounds__(32 * kRowWarps)
-    k_attention_rows(const __grid_constant__ cuk_attention_desc d, const T *__restrict__ q,
-                     const T *__restrict__ k, const T *__restrict__ v, const T *__restrict__ bias,
-                     T *__restrict__ o)
-{
-    extern __shared__ float4 att_smem[];
-    float *sm = reinterpret_cast<float *>(att_smem);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int64_t bh = blockIdx.x, b = bh / d.H, h = bh % d.H;
-    const int64_t i = (int64_t)blockIdx.y * 32 + lane;
-    const bool row = i < d.Sq;
-    const T *qb = q + b * d.q[0] + h * d.q[1];
-    const T *kb = k + b * d.k[0] + h * d.k[1];
-    const T *vb = v + b * d.v[0] + h * d.v[1];
-    const T *brow = bias && row ? bias + b * d.bias[0] + h * d.bias[1] + i * d.bias[2] : nullptr;
-    float qr[kRowHead], acc[kRowHead];
-#pragma unroll
-    for (int c = 0; c < kRowHead; c++) {
-        qr[c] = row && c < d.D ? to_float(qb[i * d.q[2] + c * d.q[3]]) * d.scale : 0.0f;
-        acc[c] = 0.0f;
-    }
-    float m = -CUDART_INF_F, l = 0.0f;
-    const int64_t span = (d.Sk + kRowWarps - 1) / kRowWarps;
-    const int64_t jb = warp * span, je = jb + span < d.Sk ? jb + span : d.Sk;
-    float *Kt = sm + warp * kRowTile * 2 * kRowHead, *Vt = Kt + kRowTile * kRowHead;
-    for (int64_t j0 = jb; j0 < je; j0 += kRowTile) {
-        /* stage: kRowTile rows of K and V, 16 float4 each, loads in flight */
-        __syncwarp();
-        float4 kv[2 * kRowTile * (kRowHead / 4) / 32];
-#pragma unroll
-        for (int u = 0; u < kRowTile * (kRowHead / 4) / 32; u++) {
-            int idx = lane + 32 * u, r = idx / (kRowHead / 4), c = (idx % (kRowHead / 4)) * 4;
-            int64_t j = j0 + r;
-            float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f), y = x;
-            if (j < je) {
-                const T *pk = kb + j * d.k[2] + c * d.k[3], *pv = vb + j * d.v[2] + c * d.v[3];
-                if (c < d.D) x.x = to_float(pk[0]);
-                if (c + 1 < d.D) x.y = to_float(pk[d.k[3]]);
-                if (c + 2 < d.D) x.z = to_float(pk[2 * d.k[3]]);
-                if (c + 3 < d.D) x.w = to_float(pk[3 * d.k[3]]);
-                if (c < d.Dv) y.x = to_float(pv[0]);
-                if (c + 1 < d.Dv) y.y = to_float(pv[d.v[3]]);
-                if (c + 2 < d.Dv) y.z = to_float(pv[2 * d.v[3]]);
-                if (c + 3 < d.Dv) y.w = to_float(pv[3 * d.v[3]]);
-            }
-            kv[2 * u] = x;
-            kv[2 * u + 1] = y;
-        }
-#pragma unroll
-        for (int u = 0; u < kRowTile * (kRowHead / 4) / 32; u++) {
-            int idx = lane + 32 * u;
-            reinterpret_cast<float4 *>(Kt)[idx] = kv[2 * u];
-            reinterpret_cast<float4 *>(Vt)[idx] = kv[2 * u + 1];
-        }
-        __syncwarp();
-        float sc[kRowTile];
-        float mt = -CUDART_INF_F;
-#pragma unroll
-        for (int t = 0; t < kRowTile; t++) {
-            const float4 *kr = reinterpret_cast<const float4 *>(Kt + t * kRowHead);
-            float dot = 0.0f;
-#pragma unroll
-            for (int c = 0; c < kRowHead / 4; c++) {
-                float4 x = kr[c];
-                dot = fmaf(qr[4 * c], x.x, fmaf(qr[4 * c + 1], x.y,
-                                                fmaf(qr[4 * c + 2], x.z, fmaf(qr[4 * c + 3], x.w, dot))));
-            }
-            int64_t j = j0 + t;
-            if (j >= je) dot = -CUDART_INF_F;
-            else if (brow) dot += to_float(brow[j * d.bias[3]]);
-            sc[t] = dot;
-            mt = fmaxf(mt, dot);
-        }
-        float mn = fmaxf(m, mt), mu = mn == -CUDART_INF_F ? 0.0f : mn;
-        float alpha = expf(m - mu);
-        m = mn;
-        l *= alpha;
-#pragma unroll
-        for (int c = 0; c < kRowHead; c++)
-            acc[c] *= alpha;
-#pragma unroll
-        for (int t = 0; t < kRowTile; t++) {
-            float p = expf(sc[t] - mu);
-            l += p;
-            const float4 *vr = reinterpret_cast<const float4 *>(Vt + t * kRowHead);
-#pragma unroll
-            for (int c = 0; c < kRowHead / 4; c++) {
-                float4 x = vr[c];
-                acc[4 * c] = fmaf(p, x.x, acc[4 * c]);
-                acc[4 * c + 1] = fmaf(p, x.y, acc[4 * c + 1]);
-                acc[4 * c + 2] = fmaf(p, x.z, acc[4 * c + 2]);
-                acc[4 * c + 3] = fmaf(p, x.w, acc[4 * c + 3]);
-            }
-        }
-    }
-    /* merge the warps: rows [warp][lane][0..kRowHead), then max and sum */
-    __syncthreads();
-    float *mine = sm + (warp * 32 + lane) * (kRowHead + 2);
-#pragma unroll
-    for (int c = 0; c < kRowHead; c++)
-        mine[c] = acc[c];
-    mine[kRowHead] = m;
-    mine[kRowHead + 1] = l;
-    __syncthreads();
-    if (!row) return;
-    /* warp w writes the columns c = w, w + kRowWarps, ... of its lane's row */
-    float M = -CUDART_INF_F;
-    for (int w = 0; w < kRowWarps; w++)
-        M = fmaxf(M, sm[(w * 32 + lane) * (kRowHead + 2) + kRowHead]);
-    float Mu = M == -CUDART_INF_F ? 0.0f : M, L = 0.0f, f[kRowWarps];
-#pragma unroll
-    for (int w = 0; w < kRowWarps; w++) {
-        const float *r = sm + (w * 32 + lane) * (kRowHead + 2);
-        f[w] = expf(r[kRowHead] - Mu);
-        L += r[kRowHead + 1] * f[w];
-    }
-    const bool zero = d.nan_rows_zero && M == -CUDART_INF_F;
-    T *orow = o + b * d.o[0] + h * d.o[1] + i * d.o[2];
-    for (int c = warp; c < d.Dv; c += kRowWarps) {
-        float x = 0.0f;
-#pragma unroll
-        for (int w = 0; w < kRowWarps; w++)
-            x += sm[(w * 32 + lane) * (kRowHead + 2) + c] * f[w];
-        orow[c * d.o[3]] = from_float<T>(zero ? 0.0f : x / L);
-    }
-}
-
 template <typename T, int QPW, int NV> void *att_fn()
 {
     return (void *)k_attention<T, QPW, NV>;
@@ -374,14 +226,8 @@ template <typename T> void *att_pick(int qpw, int64_t dv)
 
 } // namespace
 
-static bool att_rows(const cuk_attention_desc *d)
-{
-    return d->qpw == 1;
-}
-
 extern "C" size_t cuk_attention_shared_bytes(const cuk_attention_desc *d)
 {
-    if (att_rows(d)) return (size_t)kRowShared * sizeof(float);
     return (size_t)att_floats(*d, d->qpw) * sizeof(float);
 }
 
@@ -389,21 +235,14 @@ extern "C" int cuk_attention_ok(const cuk_attention_desc *d)
 {
     return d->B >= 1 && d->H >= 1 && d->Sq >= 1 && d->Sk >= 1 && d->D >= 1 && d->Dv >= 1 &&
            d->D <= kMaxHead && d->Dv <= kMaxHead && d->B * d->H <= INT32_MAX &&
-           (d->qpw == 2 || d->qpw == 4 || d->qpw == 8 ||
-            (d->qpw == 1 && d->D <= kRowHead && d->Dv <= kRowHead)) &&
-           (d->Sq + (d->qpw == 1 ? 32 : kWarps * d->qpw) - 1) /
-                   (d->qpw == 1 ? 32 : kWarps * d->qpw) <= 65535;
+           (d->qpw == 2 || d->qpw == 4 || d->qpw == 8) &&
+           (d->Sq + kWarps * d->qpw - 1) / (kWarps * d->qpw) <= 65535;
 }
 
 extern "C" void cuk_attention_shape(cuk_attention_desc *d, int sm_count, size_t max_shared)
 {
     if (sm_count < 1) sm_count = 1;
     int64_t bh = d->B * d->H;
-    if (d->D <= kRowHead && d->Dv <= kRowHead &&
-        (size_t)kRowShared * sizeof(float) <= max_shared) {
-        d->qpw = 1; /* a lane per query (k_attention_rows) */
-        return;
-    }
     int qpw = 2;
     if (bh * ((d->Sq + 31) / 32) >= 2 * (int64_t)sm_count) qpw = 8;
     else if (bh * ((d->Sq + 15) / 16) >= (int64_t)sm_count) qpw = 4;
@@ -417,7 +256,7 @@ extern "C" cudaError_t cuk_attention_prepare(cuk_dtype t, const cuk_attention_de
     if (!cuk_attention_ok(d)) return cudaErrorInvalidValue;
     size_t shm = cuk_attention_shared_bytes(d);
     void *fn = nullptr;
-    CUK_DISPATCH_FP(t, T, fn = att_rows(d) ? (void *)k_attention_rows<T> : att_pick<T>(d->qpw, d->Dv));
+    CUK_DISPATCH_FP(t, T, fn = att_pick<T>(d->qpw, d->Dv));
     return cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm);
 }
 
@@ -426,12 +265,11 @@ extern "C" cudaError_t cuk_attention(cuk_dtype t, const cuk_attention_desc *d, c
                                      cudaStream_t stream)
 {
     if (!cuk_attention_ok(d) || !q || !k || !v || !o) return cudaErrorInvalidValue;
-    int qt = att_rows(d) ? 32 : kWarps * d->qpw;
+    int qt = kWarps * d->qpw;
     dim3 grid((unsigned)(d->B * d->H), (unsigned)((d->Sq + qt - 1) / qt));
     size_t shm = cuk_attention_shared_bytes(d);
     void *fn = nullptr;
-    CUK_DISPATCH_FP(t, T, fn = att_rows(d) ? (void *)k_attention_rows<T> : att_pick<T>(d->qpw, d->Dv));
+    CUK_DISPATCH_FP(t, T, fn = att_pick<T>(d->qpw, d->Dv));
     void *args[] = {(void *)d, (void *)&q, (void *)&k, (void *)&v, (void *)&bias, (void *)&o};
-    return cudaLaunchKernel(fn, grid, dim3(att_rows(d) ? 32 * kRowWarps : kThreads), args, shm,
-                            stream);
+    return cudaLaunchKernel(fn, grid, dim3(kThreads), args, shm, stream);
 }
