@@ -15,7 +15,8 @@
  * [2,1,M,K] x [1,3,K,N]) one GEMM per batch entry.
  *
  * Gemm's C is broadcast into Y by a copy kernel before the GEMM runs with
- * beta.  The cuBLAS workspace is the launch stream's (cu_gemm_workspace:
+ * beta, except a bias ([N], beta 1), which cuBLASLt's epilogue adds, as it
+ * adds a MatMul's fused bias Add.  The cuBLAS workspace is the launch stream's (cu_gemm_workspace:
  * one per stream of the device, so plans can run on different streams at
  * once, and a network of many GEMMs holds one per stream, not one per
  * GEMM), set at every launch after cublasSetStream, which resets it; a
@@ -80,11 +81,12 @@ static opsched_status gemm_launch_lt(opsched_ctx *ctx, cu_device *dev, gemm_plan
     return OPSCHED_OK;
 }
 
-/* Sets up plan p (a single product, m = N, n = rows of A, k = K, both
- * operands as they are) for cuBLASLt with a bias epilogue, and the
- * activation act (-1: none) where cuBLASLt has it: Relu, and the tanh
- * approximation of GELU.  0 when cuBLASLt offers no algorithm (the plan
- * then stays a plain product). */
+/* Sets up plan p (a single product, m = N, n = rows of A, k = K, the
+ * operands as p->op_b and p->op_a say) for cuBLASLt with a bias epilogue,
+ * and the activation act (-1: none) where cuBLASLt has it: Relu, and the
+ * tanh approximation of GELU, with the heuristic's first algorithm.  0
+ * when cuBLASLt offers no algorithm (the plan then stays a plain
+ * product). */
 static int gemm_setup_lt(const cu_plan_args *a, gemm_plan *p, int act, int *fused_act)
 {
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
@@ -98,18 +100,21 @@ static int gemm_setup_lt(const cu_plan_args *a, gemm_plan *p, int act, int *fuse
         epi = CUBLASLT_EPILOGUE_GELU_BIAS;
         *fused_act = 1;
     }
-    cublasOperation_t op = CUBLAS_OP_N;
+    cublasOperation_t opb = p->op_b, opa = p->op_a;
+    int tb = opb == CUBLAS_OP_T, ta = opa == CUBLAS_OP_T;
     cublasLtMatmulPreference_t pref = NULL;
     cublasLtMatmulHeuristicResult_t res;
     int found = 0;
     size_t ws = p->ws_limit;
     if (cublasLtMatmulDescCreate(&p->lt_desc, p->compute, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS ||
-        cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_TRANSA, &op, sizeof(op)) ||
-        cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_TRANSB, &op, sizeof(op)) ||
+        cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_TRANSA, &opb, sizeof(opb)) ||
+        cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_TRANSB, &opa, sizeof(opa)) ||
         cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
                                        sizeof(epi)) ||
-        cublasLtMatrixLayoutCreate(&p->lt_b, p->type, (uint64_t)p->m, (uint64_t)p->k, p->ldb) ||
-        cublasLtMatrixLayoutCreate(&p->lt_a, p->type, (uint64_t)p->k, (uint64_t)p->n, p->lda) ||
+        cublasLtMatrixLayoutCreate(&p->lt_b, p->type, (uint64_t)(tb ? p->k : p->m),
+                                   (uint64_t)(tb ? p->m : p->k), p->ldb) ||
+        cublasLtMatrixLayoutCreate(&p->lt_a, p->type, (uint64_t)(ta ? p->n : p->k),
+                                   (uint64_t)(ta ? p->k : p->n), p->lda) ||
         cublasLtMatrixLayoutCreate(&p->lt_y, p->type, (uint64_t)p->m, (uint64_t)p->n, p->ldc) ||
         cublasLtMatmulPreferenceCreate(&pref) ||
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
@@ -238,6 +243,16 @@ opsched_status cu_plan_gemm(const cu_plan_args *a, cu_plan **out)
     p->lda = (int)(g->trans_a ? M : K);
     p->ldc = (int)N;
     p->alpha = g->alpha;
+    /* C a bias ([N] or [1, N]) added once: cuBLASLt's bias epilogue, no copy */
+    int fused_act = 0;
+    if (C && g->beta == 1.0f && a->opts->fuse_bias && opsched_shape_numel(&C->shape) == N &&
+        C->shape.d[C->shape.ndim - 1] == N && cu_kdt(a, C) == (cuk_dtype)a->kt &&
+        gemm_setup_lt(a, p, -1, &fused_act)) {
+        a->info->fused_bias = 1;
+        snprintf(a->info->algo, sizeof(a->info->algo), "cublaslt_bias");
+        *out = &p->base;
+        return OPSCHED_OK;
+    }
     if (C && g->beta != 0.0f) {
         /* C broadcast to [M, N]: right-aligned, stride 0 where it has extent 1. */
         cuk_nd *nd = &p->c_nd;
