@@ -73,6 +73,44 @@ static void test_stats_median_interval(void **state)
     assert_true(opsched_stats_median_ci(&st) == 0.0);
 }
 
+/* The attention configuration: Q [batch, heads, seq, head], K and V over
+ * kv_seq keys, and with causal a [seq, kv_seq] bias whose last query row
+ * sees every key. */
+static void test_opconfig_attention(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    opsched_param p[] = {{"batch", 2}, {"heads", 4}, {"seq", 3}, {"kv_seq", 5}, {"head", 16},
+                         {"causal", 1}};
+    opsched_graph *g = NULL;
+    assert_int_equal(opsched_opconfig_build(ctx, "attention", p, 6, OPSCHED_F32, &g), OPSCHED_OK);
+    int node = opsched_graph_num_nodes(g) - 1;
+    const opsched_node *n = opsched_graph_node(g, node);
+    assert_int_equal(n->op, OPSCHED_OP_ATTENTION);
+    assert_int_equal(n->n_inputs, 4);
+    assert_true(fabsf(n->attr.attention.scale - 0.25f) < 1e-7f);
+    char buf[64];
+    assert_string_equal(
+        opsched_shape_format(&opsched_graph_tensor(g, n->outputs[0])->shape, buf, sizeof(buf)),
+        "2x4x3x16");
+    const opsched_tensor *bias = opsched_graph_tensor(g, n->inputs[3]);
+    assert_string_equal(opsched_shape_format(&bias->shape, buf, sizeof(buf)), "3x5");
+    const float *bv = bias->data;
+    assert_true(bv[0 * 5 + 2] == 0.0f && isinf(bv[0 * 5 + 3])); /* row 0 sees keys 0..2 */
+    for (int j = 0; j < 5; j++)
+        assert_true(bv[2 * 5 + j] == 0.0f); /* the last row sees all */
+    opsched_attention_dims ad;
+    assert_int_equal(opsched_attention_dims_get(g, n, &ad), 1);
+    assert_int_equal(ad.Sk, 5);
+    assert_int_equal(n->cost.flops, 2 * 2 * 4 * 3 * 5 * (16 + 16) + 5 * 2 * 4 * 3 * 5);
+    opsched_graph_free(g);
+    opsched_param bad[] = {{"heads", 0}};
+    assert_int_equal(opsched_opconfig_build(ctx, "attention", bad, 1, OPSCHED_F32, &g),
+                     OPSCHED_ERR_INVALID_ARG);
+    opsched_ctx_free(ctx);
+}
+
 static void test_opconfig_conv(void **state)
 {
     (void)state;
@@ -252,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_stats_trimmed_mean_drops_outlier),
         cmocka_unit_test(test_stats_median_interval),
         cmocka_unit_test(test_opconfig_conv),
+        cmocka_unit_test(test_opconfig_attention),
         cmocka_unit_test(test_every_opconfig_builds),
         cmocka_unit_test(test_extract_and_signature_ignore_names),
         cmocka_unit_test(test_measure_on_devices),

@@ -7,11 +7,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <math.h>
+#include <stdlib.h>
+
 #include "core/error.h"
+#include "core/half.h"
 #include "core/util.h"
 #include "opsched/measure.h"
 
-typedef enum shape_kind { SK_NCHW, SK_FEATURES, SK_MATMUL, SK_SEQ } shape_kind;
+typedef enum shape_kind { SK_NCHW, SK_FEATURES, SK_MATMUL, SK_SEQ, SK_ATTENTION } shape_kind;
 
 typedef struct op_def {
     const char *name;
@@ -52,6 +56,10 @@ static const op_def defs[] = {
     DEF("lrn", OPSCHED_OP_LRN, SK_NCHW, IMG, {"size", 5}),
     DEF("softmax", OPSCHED_OP_SOFTMAX, SK_FEATURES, {"batch", 1}, {"features", 1000}),
     DEF("layernorm", OPSCHED_OP_LAYERNORM, SK_SEQ, {"batch", 1}, {"seq", 197}, {"hidden", 768}),
+    /* Q [batch, heads, seq, head], K and V over kv_seq keys (0: seq), scale
+     * 1/sqrt(head); causal: a [seq, kv_seq] bias of -inf above the diagonal */
+    DEF("attention", OPSCHED_OP_ATTENTION, SK_ATTENTION, {"batch", 1}, {"heads", 12},
+        {"seq", 128}, {"kv_seq", 0}, {"head", 64}, {"causal", 0}),
 };
 
 int opsched_opconfig_count(void) { return (int)OS_ARRAY_LEN(defs); }
@@ -96,6 +104,61 @@ static opsched_status add_input(opsched_graph *g, const char *name, opsched_dtyp
     opsched_shape s = {.ndim = ndim};
     memcpy(s.d, d, sizeof(int64_t) * (size_t)ndim);
     return opsched_graph_add_tensor(g, name, OPSCHED_TENSOR_INPUT, dt, &s, id);
+}
+
+/* The causal bias [s, kv] in type dt: 0 on and below the diagonal (the
+ * diagonal moved right by kv - s, as the last query sees every key), -inf
+ * above. */
+static opsched_status causal_bias(opsched_graph *g, int64_t s, int64_t kv, opsched_dtype dt,
+                                  int *out)
+{
+    opsched_shape bs = {.ndim = 2, .d = {s, kv}};
+    OS_TRY(opsched_graph_add_tensor(g, "causal", OPSCHED_TENSOR_CONSTANT, dt, &bs, out));
+    size_t n = (size_t)(s * kv), es = opsched_dtype_size(dt);
+    unsigned char *v = malloc(n * es);
+    if (!v) return OS_NOMEM(opsched_graph_ctx(g));
+    for (int64_t i = 0; i < s; i++)
+        for (int64_t j = 0; j < kv; j++) {
+            float f = j > i + (kv - s) ? -INFINITY : 0.0f;
+            size_t k = (size_t)(i * kv + j);
+            if (dt == OPSCHED_F16) {
+                uint16_t h = os_f32_to_f16(f);
+                memcpy(v + k * es, &h, es);
+            } else if (dt == OPSCHED_BF16) {
+                uint16_t h = os_f32_to_bf16(f);
+                memcpy(v + k * es, &h, es);
+            } else {
+                memcpy(v + k * es, &f, es);
+            }
+        }
+    opsched_status st = opsched_graph_set_data(g, *out, v, n * es);
+    free(v);
+    return st;
+}
+
+static opsched_status build_attention(opsched_graph *g, const pvals *p, opsched_dtype dt, int *y)
+{
+    int64_t b = get(p, "batch"), h = get(p, "heads"), s = get(p, "seq"), e = get(p, "head");
+    int64_t kv = get(p, "kv_seq") ? get(p, "kv_seq") : s;
+    int64_t qd[4] = {b, h, s, e}, kd[4] = {b, h, kv, e};
+    int ins[4] = {-1, -1, -1, -1};
+    OS_TRY(add_input(g, "q", dt, 4, qd, &ins[0]));
+    OS_TRY(add_input(g, "k", dt, 4, kd, &ins[1]));
+    OS_TRY(add_input(g, "v", dt, 4, kd, &ins[2]));
+    int causal = get(p, "causal") != 0;
+    if (causal) OS_TRY(causal_bias(g, s, kv, dt, &ins[3]));
+    opsched_op_attr a;
+    memset(&a, 0, sizeof(a));
+    a.attention.scale = (float)(1.0 / sqrt((double)e));
+    a.attention.out_rank = 4;
+    for (int x = 0; x < OPSCHED_ATT_OPERANDS; x++)
+        for (int c = 0; c < 4; c++)
+            a.attention.axes[x][c] = (int8_t)c;
+    a.attention.axes[OPSCHED_ATT_BIAS][0] = a.attention.axes[OPSCHED_ATT_BIAS][1] = -1;
+    a.attention.axes[OPSCHED_ATT_BIAS][2] = 0;
+    a.attention.axes[OPSCHED_ATT_BIAS][3] = 1;
+    return opsched_graph_add_node(g, "attention", OPSCHED_OP_ATTENTION, &a, ins, causal ? 4 : 3, 1,
+                                  NULL, y);
 }
 
 static opsched_status build(opsched_graph *g, const pvals *p, opsched_dtype dt)
@@ -183,6 +246,8 @@ static opsched_status build(opsched_graph *g, const pvals *p, opsched_dtype dt)
         OS_TRY(add_input(g, "a", dt, 3, da, &x));
         OS_TRY(add_input(g, "b", dt, 3, db, &xb));
         OS_TRY(opsched_build_binary(g, "matmul", d->op, x, xb, &y));
+    } else if (d->shape == SK_ATTENTION) {
+        OS_TRY(build_attention(g, p, dt, &y));
     } else {
         int64_t hidden = get(p, "hidden"), dims[3] = {batch, get(p, "seq"), hidden};
         OS_TRY(add_input(g, "x", dt, 3, dims, &x));
@@ -222,6 +287,8 @@ opsched_status opsched_opconfig_build(opsched_ctx *ctx, const char *op, const op
             int64_t v = params[i].value;
             int may_be_neg = strcmp(params[i].name, "padding") == 0;
             int may_be_zero = strcmp(params[i].name, "bias") == 0 ||
+                              strcmp(params[i].name, "causal") == 0 ||
+                              strcmp(params[i].name, "kv_seq") == 0 ||
                               strcmp(params[i].name, "width") == 0 ||
                               strcmp(params[i].name, "kernel_w") == 0 ||
                               strcmp(params[i].name, "ceil_mode") == 0 ||
