@@ -672,6 +672,20 @@ fail:
     return st;
 }
 
+/* Replaces *gp by its rebuild (rebuild's arguments); the payloads move to
+ * the new graph and the old one is freed.  *gp is unchanged on failure. */
+static opsched_status replace(opsched_graph **gp, const int *drop, const rewrite *rw,
+                              const int *has_rw, const int *dup, int *map)
+{
+    opsched_graph *g = *gp, *ng = NULL;
+    OS_TRY(rebuild(g, drop, rw, has_rw, dup, map, &ng));
+    for (size_t t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].producer < 0) g->tensors[t].data = NULL;
+    opsched_graph_free(g);
+    *gp = ng;
+    return OPSCHED_OK;
+}
+
 /* Replaces *gp by a graph without the nodes that compute what an earlier
  * node computes (their readers read the earlier node's outputs). */
 static opsched_status dedupe(opsched_graph **gp, int *n_removed)
@@ -688,12 +702,7 @@ static opsched_status dedupe(opsched_graph **gp, int *n_removed)
     }
     int n = find_duplicates(g, dup, keys);
     if (n == 0) goto done;
-    opsched_graph *ng = NULL;
-    OS_TRY_GOTO(st, rebuild(g, NULL, NULL, NULL, dup, map, &ng), done);
-    for (size_t t = 0; t < g->n_tensors; t++)
-        if (g->tensors[t].producer < 0) g->tensors[t].data = NULL;
-    opsched_graph_free(g);
-    *gp = ng;
+    OS_TRY_GOTO(st, replace(gp, NULL, NULL, NULL, dup, map), done);
     *n_removed = n;
 done:
     free(dup);
@@ -736,13 +745,7 @@ opsched_status opsched_graph_rewrite_patterns(opsched_graph **gp, unsigned flags
     if (count == 0) goto done;
     for (size_t i = 0; i < nn; i++)
         claimed[i] = claimed[i] == 2;
-    opsched_graph *ng = NULL;
-    OS_TRY_GOTO(st, rebuild(g, claimed, rw, has_rw, NULL, map, &ng), done);
-    /* The payloads move to the new graph. */
-    for (size_t t = 0; t < g->n_tensors; t++)
-        if (g->tensors[t].producer < 0) g->tensors[t].data = NULL;
-    opsched_graph_free(g);
-    *gp = ng;
+    OS_TRY_GOTO(st, replace(gp, claimed, rw, has_rw, NULL, map), done);
 done:
     free(claimed);
     free(has_rw);
