@@ -269,22 +269,6 @@ static int match(matcher *m, int i, rewrite *r)
 
 /* ---- attention -------------------------------------------------------- */
 
-/* The nodes reading tensor t after node `from` (at most max of them). */
-static int readers(const opsched_graph *g, int t, int from, int *out, int max)
-{
-    int n = 0;
-    for (size_t j = (size_t)from + 1; j < g->n_nodes; j++) {
-        const opsched_node *c = &g->nodes[j];
-        for (int k = 0; k < c->n_inputs; k++)
-            if (c->inputs[k] == t) {
-                if (n < max) out[n] = (int)j;
-                n++;
-                break;
-            }
-    }
-    return n;
-}
-
 /* For t made by a Mul or Div by a scalar constant that the pattern may
  * swallow: multiplies *scale by its factor and returns the other operand;
  * -1 otherwise (nothing recorded). */
@@ -378,10 +362,10 @@ static int match_attention(matcher *m, int i, rewrite *r, int *anchor)
     if (wn && wn->op == OPSCHED_OP_WHERE && wn->n_inputs == 3 && is_scalar(g, wn->inputs[1], 0.0)) {
         const opsched_node *isn = producer(m, wn->inputs[0]);
         int sm = wn->inputs[2];
-        int rd[3];
+        /* p is read by exactly the IsNaN and the Where */
         if (!isn || isn->op != OPSCHED_OP_UNARY || isn->attr.unary.fn != OPSCHED_UNARY_ISNAN ||
             isn->inputs[0] != sm || g->n_consumers[sm] != 2 || os_graph_is_output(g, sm) ||
-            readers(g, sm, -1, rd, 3) != 2 || !inner(m, p, OPSCHED_OP_WHERE) ||
+            !inner(m, p, OPSCHED_OP_WHERE) ||
             !inner(m, wn->inputs[0], OPSCHED_OP_UNARY))
             return 0;
         const opsched_node *sn = producer(m, sm);

@@ -48,18 +48,21 @@ __host__ __device__ inline int64_t att_floats(const cuk_attention_desc &d, int q
     return qt * d4 + (int64_t)kTile * (d4 + 4) + (int64_t)kTile * v4 + qt * kTile;
 }
 
+struct fmax_op {
+    __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct fadd_op {
+    __device__ float operator()(float a, float b) const { return a + b; }
+};
+
 __device__ __forceinline__ float warp_max(float v)
 {
-    for (int o = 16; o > 0; o >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
+    return cuk::warp_reduce(v, fmax_op());
 }
 
 __device__ __forceinline__ float warp_sum(float v)
 {
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
+    return cuk::warp_reduce(v, fadd_op());
 }
 
 /* Copies rows [0, rows) x columns [0, 4 * c4) of a strided operand (row
