@@ -219,7 +219,23 @@ static void test_attention_structure(void **state)
     assert_memory_equal(at->axes[OPSCHED_ATT_K], bshd, 4);
     assert_memory_equal(at->axes[OPSCHED_ATT_V], bshd, 4);
     assert_memory_equal(at->axes[OPSCHED_ATT_O], bshd, 4);
-    assert_string_equal(opsched_graph_tensor(g, n->inputs[0])->name, "q_r");
+    /* Q, V and the legacy K are products of x that only attention reads:
+     * one product of x by [wq wv wk2] ([2, 6, 24]), each read in place
+     * through its Reshape to heads; K (its product also read by the near
+     * miss) stays its own product, read through its Reshape too */
+    static const int64_t heads[4] = {2, 6, 2, 4}, merged[4] = {144, 24, 4, 1},
+                         own[4] = {48, 8, 4, 1};
+    const int64_t offs[3] = {0, 0, 8};
+    const char *from[3] = {"merged_0/MatMul", "k_p", "merged_0/MatMul"};
+    for (int x = 0; x < 3; x++) {
+        const opsched_attention_view *v = &at->view[x];
+        assert_string_equal(opsched_graph_tensor(g, n->inputs[x])->name, from[x]);
+        assert_int_equal(v->rank, 4);
+        assert_int_equal(v->offset, offs[x]);
+        assert_memory_equal(v->d, heads, sizeof(heads));
+        assert_memory_equal(v->stride, x == 1 ? own : merged, sizeof(merged));
+    }
+    assert_int_equal(count_op(g, OPSCHED_OP_SLICE), 0); /* read in place, then dropped */
     assert_string_equal(opsched_graph_tensor(g, n->inputs[3])->name, "mask4");
     /* nn.MultiheadAttention: [S, N, D] in and out, Q divided by 2 */
     n = made(g, "mot");
@@ -240,7 +256,8 @@ static void test_attention_structure(void **state)
     assert_memory_equal(n->attr.attention.axes[OPSCHED_ATT_BIAS], rows_cols, 4);
     assert_memory_equal(n->attr.attention.axes[OPSCHED_ATT_K], bshd, 4);
     assert_memory_equal(n->attr.attention.axes[OPSCHED_ATT_O], bhsd, 4);
-    assert_string_equal(opsched_graph_tensor(g, n->inputs[1])->name, "lk_r");
+    assert_string_equal(opsched_graph_tensor(g, n->inputs[1])->name, "merged_0/MatMul");
+    assert_int_equal(n->attr.attention.view[1].offset, 16);
     assert_int_equal(made(g, "y_near")->op, OPSCHED_OP_MATMUL);
     opsched_graph_free(kept);
     opsched_graph_free(g);

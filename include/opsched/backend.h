@@ -162,12 +162,15 @@ typedef enum opsched_ablation {
                                           * the mean and its layers launch on their own */
     OPSCHED_ABLATE_BIAS = 1u << 8,       /* a MatMul's bias Add in its launch (cuBLASLt's
                                           * epilogue): the Add launches on its own */
-    OPSCHED_ABLATE_ATTENTION = 1u << 9   /* attention as one node: an ONNX model keeps
+    OPSCHED_ABLATE_ATTENTION = 1u << 9,  /* attention as one node: an ONNX model keeps
                                           * the products, Softmax and Transposes as
                                           * written (OPSCHED_REWRITE_KEEP_ATTENTION) */
+    OPSCHED_ABLATE_PROJECTIONS = 1u << 10 /* sibling projections that only attention
+                                           * reads as one product: each stays its own
+                                           * (OPSCHED_REWRITE_KEEP_PROJECTIONS) */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
- * "chains", "residual", "layout", "se", "bias", "attention" (or "none")
+ * "chains", "residual", "layout", "se", "bias", "attention", "projections" (or "none")
  * into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */

@@ -440,11 +440,24 @@ typedef struct opsched_shape_attr { opsched_shape shape; } opsched_shape_attr;
  * bias (input 3) is optional; out_rank is O's rank. */
 enum { OPSCHED_ATT_Q, OPSCHED_ATT_K, OPSCHED_ATT_V, OPSCHED_ATT_BIAS, OPSCHED_ATT_O,
        OPSCHED_ATT_OPERANDS };
+/* Q, K or V read where a bigger tensor holds it: the operand is the
+ * virtual tensor of `rank` dims d[] whose element (i0, ..) sits at
+ * offset + sum(i_a * stride[a]) of the input tensor in row-major order,
+ * and the operand's axes name the virtual tensor's axes.  This is how a
+ * packed QKV projection's slices, splits and head-splitting reshapes and
+ * transposes are read in place.  rank 0: the input tensor itself. */
+typedef struct opsched_attention_view {
+    int rank;
+    int64_t offset;
+    int64_t d[4];
+    int64_t stride[4];
+} opsched_attention_view;
 typedef struct opsched_attention_attr {
     float scale;
     int nan_rows_zero; /* a row whose scores are all -inf gives 0, not NaN */
     int out_rank;
     int8_t axes[OPSCHED_ATT_OPERANDS][4];
+    opsched_attention_view view[3]; /* Q, K, V */
 } opsched_attention_attr;
 
 typedef union opsched_op_attr {
@@ -622,8 +635,15 @@ typedef struct opsched_attention_dims {
 } opsched_attention_dims;
 int opsched_attention_dims_get(const opsched_graph *g, const opsched_node *n,
                                opsched_attention_dims *out);
+/* Operand x (OPSCHED_ATT_*) of an Attention node with attributes at, its
+ * tensor of shape s stored row-major: the element strides of its canonical
+ * dims (0 where it has none, or broadcasts) into strides, their sizes into
+ * sizes (may be NULL), and the element offset of its first element, which
+ * it returns (non-zero only through a view). */
+int64_t opsched_attention_strides(const opsched_attention_attr *at, int x, const opsched_shape *s,
+                                  int64_t strides[4], int64_t sizes[4]);
 
-enum { OPSCHED_REWRITE_KEEP_ATTENTION = 1u << 0 };
+enum { OPSCHED_REWRITE_KEEP_ATTENTION = 1u << 0, OPSCHED_REWRITE_KEEP_PROJECTIONS = 1u << 1 };
 opsched_status opsched_graph_rewrite_patterns(opsched_graph **g, unsigned flags, int *n_rewritten);
 
 /* Convenience builders used by the model zoo and by hand-written graphs.

@@ -61,6 +61,9 @@ typedef struct opsched_onnx_options {
     /* 1: rewrite the other patterns but leave attention as written (to
      * measure what the fused node buys). */
     int keep_attention;
+    /* 1: leave sibling projections (products of one activation that only
+     * attention reads) each its own product, not merged into one. */
+    int keep_projections;
 } opsched_onnx_options;
 
 /* Loads a model file.  opts may be NULL.  Errors: OPSCHED_ERR_IO (unreadable),

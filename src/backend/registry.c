@@ -441,6 +441,7 @@ static const struct {
                  {"se", OPSCHED_ABLATE_SE},
                  {"bias", OPSCHED_ABLATE_BIAS},
                  {"attention", OPSCHED_ABLATE_ATTENTION},
+                 {"projections", OPSCHED_ABLATE_PROJECTIONS},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)

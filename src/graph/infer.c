@@ -1047,11 +1047,60 @@ static opsched_status infer_quant(infer_args *a)
 
 /* ---- attention ---------------------------------------------------------- */
 
+/* The shape operand x's axes name: its view's, else its tensor's (s). */
+static opsched_shape att_shape(const opsched_attention_attr *at, int x, const opsched_shape *s)
+{
+    if (x > OPSCHED_ATT_V || at->view[x].rank <= 0) return *s;
+    opsched_shape v;
+    memset(&v, 0, sizeof(v));
+    v.ndim = at->view[x].rank > 4 ? 4 : at->view[x].rank;
+    for (int a = 0; a < v.ndim; a++)
+        v.d[a] = at->view[x].d[a];
+    return v;
+}
+
 /* The size of canonical dim c of operand x, whose tensor has shape s. */
 static int64_t att_size(const opsched_attention_attr *at, int x, int c, const opsched_shape *s)
 {
+    opsched_shape v = att_shape(at, x, s);
     int ax = at->axes[x][c];
-    return ax >= 0 && ax < s->ndim ? s->d[ax] : 1;
+    return ax >= 0 && ax < v.ndim ? v.d[ax] : 1;
+}
+
+int64_t opsched_attention_strides(const opsched_attention_attr *at, int x, const opsched_shape *s,
+                                  int64_t strides[4], int64_t sizes[4])
+{
+    int64_t rs[OPSCHED_MAX_DIMS], acc = 1, off = 0;
+    opsched_shape v = att_shape(at, x, s);
+    if (x <= OPSCHED_ATT_V && at->view[x].rank > 0) {
+        for (int a = 0; a < v.ndim; a++)
+            rs[a] = at->view[x].stride[a];
+        off = at->view[x].offset;
+    } else {
+        for (int a = v.ndim - 1; a >= 0; a--) {
+            rs[a] = acc;
+            acc *= v.d[a];
+        }
+    }
+    for (int c = 0; c < 4; c++) {
+        int ax = at->axes[x][c];
+        strides[c] = ax >= 0 && ax < v.ndim && v.d[ax] > 1 ? rs[ax] : 0;
+        if (sizes) sizes[c] = ax >= 0 && ax < v.ndim ? v.d[ax] : 1;
+    }
+    return off;
+}
+
+/* A view of operand x that stays inside its tensor (shape s): 1. */
+static int att_view_ok(const opsched_attention_view *v, const opsched_shape *s)
+{
+    if (v->rank <= 0) return 1;
+    if (v->rank > 4 || v->offset < 0) return 0;
+    int64_t last = v->offset;
+    for (int a = 0; a < v->rank; a++) {
+        if (v->d[a] < 1 || v->stride[a] < 0) return 0;
+        last += (v->d[a] - 1) * v->stride[a];
+    }
+    return last < opsched_shape_numel(s);
 }
 
 /* 1 when operand x's axes name distinct axes of a tensor of rank r, and
@@ -1078,7 +1127,10 @@ static opsched_status infer_attention(infer_args *a)
     int64_t sz[OPSCHED_ATT_OPERANDS][4];
     for (int x = 0; x < a->n_in; x++) {
         if (!a->in[x]) continue;
-        const opsched_shape *s = &a->in[x]->shape;
+        if (x <= OPSCHED_ATT_V && !att_view_ok(&at->view[x], &a->in[x]->shape))
+            return BAD(a, "the view of %s reaches outside its tensor", what[x]);
+        opsched_shape vs = att_shape(at, x, &a->in[x]->shape);
+        const opsched_shape *s = &vs;
         /* every axis of the tensor is a canonical dim, except a bias's
          * broadcast axes of size 1 */
         if (s->ndim > 4 || !att_axes_ok(at, x, s->ndim)) {

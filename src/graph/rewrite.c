@@ -588,11 +588,20 @@ static int find_duplicates(const opsched_graph *g, int *dup, node_key *keys)
  * order, so inputs keep theirs; payloads borrowed until the caller moves
  * them), then the nodes in order, each swallowed node left out and each
  * pattern's last node replaced. */
+/* Adds nodes (and their weights) to ng before old node i is rebuilt, with
+ * map the old-to-new tensor ids so far; sets map for what it replaces. */
+typedef struct emitter {
+    opsched_status (*fn)(void *u, const opsched_graph *g, int i, opsched_graph *ng, int *map);
+    void *u;
+} emitter;
+
 static opsched_status rebuild(const opsched_graph *g, const int *drop, const rewrite *rw,
-                              const int *has_rw, const int *dup, int *map, opsched_graph **out)
+                              const int *has_rw, const int *dup, const emitter *em, int *map,
+                              opsched_graph **out)
 {
     opsched_graph *ng = NULL;
     opsched_status st;
+    size_t n_borrowed = g->n_tensors;
     OS_TRY(opsched_graph_create(g->ctx, g->name, &ng));
     for (size_t t = 0; t < g->n_tensors; t++) {
         const opsched_tensor *x = &g->tensors[t];
@@ -605,10 +614,12 @@ static opsched_status rebuild(const opsched_graph *g, const int *drop, const rew
         ng->tensors[map[t]].data = x->data; /* borrowed */
         ng->tensors[map[t]].data_bytes = x->data_bytes;
     }
+    n_borrowed = ng->n_tensors; /* tensors added later own their payloads */
     int ins[64], outs[64];
     const char *names[64];
     for (size_t i = 0; i < g->n_nodes; i++) {
         const opsched_node *n = &g->nodes[i];
+        if (em) OS_TRY_GOTO(st, em->fn(em->u, g, (int)i, ng, map), fail);
         if (dup && dup[i] >= 0) { /* its outputs are the earlier node's */
             for (int k = 0; k < n->n_outputs; k++)
                 map[n->outputs[k]] = map[g->nodes[dup[i]].outputs[k]];
@@ -650,7 +661,7 @@ static opsched_status rebuild(const opsched_graph *g, const int *drop, const rew
     *out = ng;
     return OPSCHED_OK;
 fail:
-    for (size_t t = 0; t < ng->n_tensors; t++)
+    for (size_t t = 0; t < n_borrowed && t < ng->n_tensors; t++)
         if (ng->tensors[t].producer < 0) ng->tensors[t].data = NULL;
     opsched_graph_free(ng);
     return st;
@@ -659,10 +670,10 @@ fail:
 /* Replaces *gp by its rebuild (rebuild's arguments); the payloads move to
  * the new graph and the old one is freed.  *gp is unchanged on failure. */
 static opsched_status replace(opsched_graph **gp, const int *drop, const rewrite *rw,
-                              const int *has_rw, const int *dup, int *map)
+                              const int *has_rw, const int *dup, const emitter *em, int *map)
 {
     opsched_graph *g = *gp, *ng = NULL;
-    OS_TRY(rebuild(g, drop, rw, has_rw, dup, map, &ng));
+    OS_TRY(rebuild(g, drop, rw, has_rw, dup, em, map, &ng));
     for (size_t t = 0; t < g->n_tensors; t++)
         if (g->tensors[t].producer < 0) g->tensors[t].data = NULL;
     opsched_graph_free(g);
@@ -686,11 +697,646 @@ static opsched_status dedupe(opsched_graph **gp, int *n_removed)
     }
     int n = find_duplicates(g, dup, keys);
     if (n == 0) goto done;
-    OS_TRY_GOTO(st, replace(gp, NULL, NULL, NULL, dup, map), done);
+    OS_TRY_GOTO(st, replace(gp, NULL, NULL, NULL, dup, NULL, map), done);
     *n_removed = n;
 done:
     free(dup);
     free(keys);
+    free(map);
+    return st;
+}
+
+/* ---- attention operands read in place ------------------------------------ */
+
+/* An operand as a view of tensor t: rank dims d[] at offset off with
+ * strides s[], in elements of t in row-major order. */
+typedef struct vstate {
+    int t;
+    int rank;
+    int64_t off, d[4], s[4];
+} vstate;
+
+static void rowmajor_strides(const opsched_shape *sh, int64_t *rs)
+{
+    int64_t acc = 1;
+    for (int a = sh->ndim - 1; a >= 0; a--) {
+        rs[a] = acc;
+        acc *= sh->d[a];
+    }
+}
+
+/* The view over the axes of its tensor (shape ts): the axis each view axis
+ * of more than one element moves along (ax, -1 for the others), by how
+ * many (c), and the offset's index (dig).  0 when a view axis does not move
+ * along one axis of the tensor or wraps around one. */
+static int split_view(const opsched_shape *ts, const vstate *v, int ax[4], int64_t c[4],
+                      int64_t dig[OPSCHED_MAX_DIMS])
+{
+    int64_t rs[OPSCHED_MAX_DIMS], span[OPSCHED_MAX_DIMS] = {0}, rem = v->off;
+    rowmajor_strides(ts, rs);
+    for (int a = 0; a < ts->ndim; a++) {
+        dig[a] = rem / rs[a];
+        rem %= rs[a];
+    }
+    for (int k = 0; k < v->rank; k++) {
+        ax[k] = -1;
+        c[k] = 0;
+        if (v->d[k] <= 1) continue;
+        for (int a = 0; a < ts->ndim && ax[k] < 0; a++)
+            if (ts->d[a] > 1 && v->s[k] > 0 && v->s[k] % rs[a] == 0 && v->s[k] / rs[a] < ts->d[a])
+                ax[k] = a;
+        if (ax[k] < 0) return 0;
+        c[k] = v->s[k] / rs[ax[k]];
+        span[ax[k]] += (v->d[k] - 1) * c[k];
+    }
+    for (int a = 0; a < ts->ndim; a++)
+        if (dig[a] + span[a] >= ts->d[a]) return 0;
+    return 1;
+}
+
+/* The one value of an integer constant, or 0 when t is not one. */
+static int int_scalar(const opsched_graph *g, int t, int64_t *v)
+{
+    const opsched_tensor *x = &g->tensors[t];
+    if (x->producer >= 0 || !x->data || opsched_shape_numel(&x->shape) != 1) return 0;
+    if (x->dtype == OPSCHED_INT64 && x->data_bytes >= 8) memcpy(v, x->data, 8);
+    else if (x->dtype == OPSCHED_INT32 && x->data_bytes >= 4) {
+        int32_t w;
+        memcpy(&w, x->data, 4);
+        *v = w;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* One step back from v.t through the node that makes it, when that node
+ * only moves or picks elements (Reshape, Flatten, Identity, Dropout,
+ * Transpose, Slice, Split, Gather of one index): v re-expressed over that
+ * node's input.  0 when v.t is made otherwise. */
+static int view_step(const opsched_graph *g, vstate *v)
+{
+    const opsched_tensor *t = &g->tensors[v->t];
+    if (t->producer < 0) return 0;
+    const opsched_node *p = &g->nodes[t->producer];
+    if (p->n_inputs < 1 || p->inputs[0] < 0) return 0;
+    int y = p->inputs[0];
+    const opsched_shape *ys = &g->tensors[y].shape;
+    if (g->tensors[y].dtype != t->dtype) return 0;
+    switch (p->op) {
+    case OPSCHED_OP_RESHAPE:
+    case OPSCHED_OP_FLATTEN:
+    case OPSCHED_OP_IDENTITY:
+    case OPSCHED_OP_DROPOUT:
+        if (p->outputs[0] != v->t || opsched_shape_numel(ys) != opsched_shape_numel(&t->shape))
+            return 0;
+        v->t = y; /* the same elements in the same order */
+        return 1;
+    default: break;
+    }
+    int ax[4], map[OPSCHED_MAX_DIMS];
+    int64_t c[4], dig[OPSCHED_MAX_DIMS], start[OPSCHED_MAX_DIMS] = {0}, step[OPSCHED_MAX_DIMS];
+    int64_t rsy[OPSCHED_MAX_DIMS], off = 0;
+    if (!split_view(&t->shape, v, ax, c, dig)) return 0;
+    for (int a = 0; a < t->shape.ndim; a++) {
+        map[a] = a; /* axis a of t is axis map[a] of y, index start + step * i */
+        step[a] = 1;
+    }
+    if (p->op == OPSCHED_OP_TRANSPOSE) {
+        if (p->attr.transpose.n != t->shape.ndim) return 0;
+        for (int a = 0; a < t->shape.ndim; a++)
+            map[a] = (int)p->attr.transpose.perm[a];
+    } else if (p->op == OPSCHED_OP_SLICE) {
+        if (ys->ndim != t->shape.ndim) return 0;
+        for (int a = 0; a < ys->ndim; a++) {
+            start[a] = p->attr.slice.starts[a];
+            step[a] = p->attr.slice.steps[a];
+            if (step[a] < 1 || start[a] < 0 || start[a] >= ys->d[a]) return 0;
+        }
+    } else if (p->op == OPSCHED_OP_SPLIT) {
+        int64_t axis = p->attr.split.axis;
+        if (axis < 0 || axis >= ys->ndim) return 0;
+        for (int k = 0; k < p->n_outputs && p->outputs[k] != v->t; k++)
+            start[axis] += p->attr.split.sizes[k];
+    } else if (p->op == OPSCHED_OP_GATHER && p->n_inputs == 2) {
+        int64_t axis = p->attr.axis.axis, idx;
+        if (axis < 0) axis += ys->ndim;
+        if (axis < 0 || axis >= ys->ndim || !int_scalar(g, p->inputs[1], &idx)) return 0;
+        if (idx < 0) idx += ys->d[axis];
+        if (idx < 0 || idx >= ys->d[axis]) return 0;
+        int kept = g->tensors[p->inputs[1]].shape.ndim; /* 0: the axis goes */
+        if (t->shape.ndim != ys->ndim - (kept ? 0 : 1)) return 0;
+        for (int a = 0; a < t->shape.ndim; a++)
+            map[a] = kept || a < axis ? a : a + 1;
+        rowmajor_strides(ys, rsy);
+        if (kept) start[axis] = idx; /* the axis stays, of one element */
+        else off += idx * rsy[axis];
+    } else {
+        return 0;
+    }
+    rowmajor_strides(ys, rsy);
+    for (int a = 0; a < t->shape.ndim; a++)
+        off += (start[a] + step[a] * dig[a]) * rsy[map[a]];
+    for (int k = 0; k < v->rank; k++)
+        v->s[k] = ax[k] < 0 ? 0 : c[k] * step[ax[k]] * rsy[map[ax[k]]];
+    v->off = off;
+    v->t = y;
+    return 1;
+}
+
+/* Operand x of Attention node n read where the nodes before it found it:
+ * 1 with its new view and tensor in at and *t when the walk moved. */
+static int operand_view(const opsched_graph *g, const opsched_node *n, int x,
+                        opsched_attention_attr *at, int *t)
+{
+    int t0 = n->inputs[x];
+    if (t0 < 0) return 0;
+    vstate v = {.t = t0};
+    const opsched_shape *sh = &g->tensors[t0].shape;
+    if (at->view[x].rank > 0) {
+        v.rank = at->view[x].rank;
+        v.off = at->view[x].offset;
+        memcpy(v.d, at->view[x].d, sizeof(v.d));
+        memcpy(v.s, at->view[x].stride, sizeof(v.s));
+    } else {
+        if (sh->ndim > 4) return 0;
+        v.rank = sh->ndim;
+        int64_t rs[OPSCHED_MAX_DIMS];
+        rowmajor_strides(sh, rs);
+        for (int a = 0; a < v.rank; a++) {
+            v.d[a] = sh->d[a];
+            v.s[a] = rs[a];
+        }
+    }
+    vstate best = v;
+    for (int step = 0; step < 16 && view_step(g, &v); step++)
+        if (g->tensors[v.t].shape.ndim != 4) best = v; /* a 4-D tensor may be stored NHWC */
+    if (best.t == t0) return 0;
+    opsched_attention_view *w = &at->view[x];
+    w->rank = best.rank;
+    w->offset = best.off;
+    memcpy(w->d, best.d, sizeof(w->d));
+    memcpy(w->stride, best.s, sizeof(w->stride));
+    *t = best.t;
+    return 1;
+}
+
+/* Marks drop[i] for every node whose outputs nothing reads (and are not
+ * graph outputs), given the inputs rewritten nodes will read (rw); 1 when
+ * any. */
+static int find_dead(const opsched_graph *g, const rewrite *rw, const int *has_rw, int *drop)
+{
+    int *reads = calloc(g->n_tensors + 1, sizeof(int));
+    if (!reads) return -1;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const opsched_node *n = &g->nodes[i];
+        drop[i] = 0;
+        int nx = has_rw && has_rw[i] ? rw[i].n_inputs : n->n_inputs;
+        for (int k = 0; k < nx; k++) {
+            int t = has_rw && has_rw[i] ? rw[i].inputs[k] : n->inputs[k];
+            if (t >= 0) reads[t]++;
+        }
+    }
+    for (size_t i = 0; i < g->n_outputs; i++)
+        reads[g->outputs[i]]++;
+    int any = 0;
+    for (size_t i = g->n_nodes; i-- > 0;) {
+        const opsched_node *n = &g->nodes[i];
+        int used = 0;
+        for (int k = 0; k < n->n_outputs; k++)
+            used += reads[n->outputs[k]];
+        if (used) continue;
+        drop[i] = 1;
+        any = 1;
+        int nx = has_rw && has_rw[i] ? rw[i].n_inputs : n->n_inputs;
+        for (int k = 0; k < nx; k++) {
+            int t = has_rw && has_rw[i] ? rw[i].inputs[k] : n->inputs[k];
+            if (t >= 0) reads[t]--;
+        }
+    }
+    free(reads);
+    return any;
+}
+
+/* Replaces *gp by a graph whose Attention nodes read Q, K and V through
+ * views of the tensors that the reshapes, transposes, slices, splits and
+ * gathers before them read, without the nodes nothing reads any more. */
+static opsched_status attention_views(opsched_graph **gp, int *n_changed)
+{
+    opsched_graph *g = *gp;
+    *n_changed = 0;
+    size_t nn = g->n_nodes;
+    rewrite *rw = calloc(nn + 1, sizeof(*rw));
+    int *has_rw = calloc(nn + 1, sizeof(int));
+    int *drop = calloc(nn + 1, sizeof(int));
+    int *map = malloc((g->n_tensors + 1) * sizeof(int));
+    opsched_status st = OPSCHED_OK;
+    if (!rw || !has_rw || !drop || !map) {
+        st = OS_NOMEM(g->ctx);
+        goto done;
+    }
+    int count = 0;
+    for (size_t i = 0; i < nn; i++) {
+        const opsched_node *n = &g->nodes[i];
+        if (n->op != OPSCHED_OP_ATTENTION || n->n_inputs < 3 || n->n_inputs > 4) continue;
+        rewrite r;
+        memset(&r, 0, sizeof(r));
+        r.op = OPSCHED_OP_ATTENTION;
+        r.attr = n->attr;
+        r.n_inputs = n->n_inputs;
+        for (int k = 0; k < n->n_inputs; k++)
+            r.inputs[k] = n->inputs[k];
+        int moved = 0;
+        for (int x = 0; x < 3; x++) {
+            opsched_attention_attr at = r.attr.attention;
+            int t;
+            if (!operand_view(g, n, x, &at, &t)) continue;
+            /* the node must still infer to the same output */
+            int ins[4];
+            memcpy(ins, r.inputs, sizeof(ins));
+            ins[x] = t;
+            opsched_op_attr chk;
+            chk.attention = at;
+            opsched_shape out;
+            opsched_dtype odt;
+            opsched_cost cost;
+            memset(&cost, 0, sizeof(cost));
+            if (os_infer(g, n->name, OPSCHED_OP_ATTENTION, &chk, ins, r.n_inputs, 1, &out, &odt,
+                         &cost) != OPSCHED_OK ||
+                !opsched_shape_equal(&out, &g->tensors[n->outputs[0]].shape)) {
+                opsched_ctx_clear_error(g->ctx);
+                continue;
+            }
+            r.attr.attention = at;
+            r.inputs[x] = t;
+            moved = 1;
+        }
+        if (!moved) continue;
+        rw[i] = r;
+        has_rw[i] = 1;
+        count++;
+    }
+    if (count == 0) goto done;
+    if (find_dead(g, rw, has_rw, drop) < 0) {
+        st = OS_NOMEM(g->ctx);
+        goto done;
+    }
+    OS_TRY_GOTO(st, replace(gp, drop, rw, has_rw, NULL, NULL, map), done);
+    *n_changed = count;
+done:
+    free(rw);
+    free(has_rw);
+    free(drop);
+    free(map);
+    return st;
+}
+
+/* ---- sibling projections as one product ---------------------------------- */
+
+/* Products of one activation by constant [K, N] weights, each with or
+ * without its [N] bias Add, whose results only attention reads: one
+ * product by the weights side by side ([K, sum N]) and one bias, the
+ * members' results as slices of it (which the attention then reads in
+ * place).  Q, K and V projections written as three Linear layers become
+ * one GEMM with three times the columns. */
+#define MAX_SIBLINGS 8
+
+typedef struct sibling_group {
+    int n;
+    int mm[MAX_SIBLINGS], add[MAX_SIBLINGS]; /* node ids; add -1 without bias */
+    int first;                               /* the first member's product */
+} sibling_group;
+
+typedef struct sibling_set {
+    sibling_group *groups;
+    int n_groups;
+    int *group_of_first; /* per node: the group whose merged product goes here, or -1 */
+} sibling_set;
+
+static int is_const_tensor(const opsched_graph *g, int t)
+{
+    return t >= 0 && g->tensors[t].producer < 0 &&
+           (g->tensors[t].kind == OPSCHED_TENSOR_WEIGHT ||
+            g->tensors[t].kind == OPSCHED_TENSOR_CONSTANT);
+}
+
+/* The bias Add of product node i (reading its output alone), or -1 when
+ * none; -2 when the product's output goes elsewhere too. */
+static int bias_add(const opsched_graph *g, int i, int *final)
+{
+    const opsched_node *mm = &g->nodes[i];
+    int y = mm->outputs[0];
+    int64_t N = g->tensors[y].shape.d[g->tensors[y].shape.ndim - 1];
+    *final = y;
+    int r = os_graph_sole_reader(g, y, i);
+    if (r < 0) return g->n_consumers[y] == 0 ? -2 : -1;
+    const opsched_node *a = &g->nodes[r];
+    if (a->op != OPSCHED_OP_ADD || a->n_inputs != 2 || a->n_outputs != 1) return -1;
+    int b = a->inputs[0] == y ? a->inputs[1] : a->inputs[0];
+    if (!is_const_tensor(g, b) || g->tensors[b].shape.ndim != 1 || g->tensors[b].shape.d[0] != N ||
+        g->tensors[b].dtype != g->tensors[y].dtype)
+        return -1;
+    *final = a->outputs[0];
+    return r;
+}
+
+/* 1 when only Attention nodes read t, as Q, K or V, each through a view
+ * that a slice of t's last axis keeps a view (every view axis moves along
+ * one axis of t). */
+static int attention_only(const opsched_graph *g, int t)
+{
+    if (g->n_consumers[t] == 0 || os_graph_is_output(g, t)) return 0;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const opsched_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            if (n->inputs[k] != t) continue;
+            if (n->op != OPSCHED_OP_ATTENTION || k > 2) return 0;
+            const opsched_attention_view *w = &n->attr.attention.view[k];
+            if (w->rank <= 0) continue;
+            vstate v = {.t = t, .rank = w->rank, .off = w->offset};
+            memcpy(v.d, w->d, sizeof(v.d));
+            memcpy(v.s, w->stride, sizeof(v.s));
+            int ax[4];
+            int64_t c[4], dig[OPSCHED_MAX_DIMS];
+            if (!split_view(&g->tensors[t].shape, &v, ax, c, dig)) return 0;
+        }
+    }
+    return 1;
+}
+
+static int find_siblings(const opsched_graph *g, sibling_set *ss)
+{
+    int *used = calloc(g->n_nodes + 1, sizeof(int));
+    if (!used) return -1;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const opsched_node *n = &g->nodes[i];
+        if (used[i] || n->op != OPSCHED_OP_MATMUL || n->n_inputs != 2 || n->n_outputs != 1)
+            continue;
+        sibling_group grp = {.n = 0, .first = (int)i};
+        int a = n->inputs[0], w0 = n->inputs[1];
+        if (a < 0 || !is_const_tensor(g, w0) || g->tensors[w0].shape.ndim != 2 ||
+            g->tensors[a].shape.ndim < 2)
+            continue;
+        for (size_t j = i; j < g->n_nodes && grp.n < MAX_SIBLINGS; j++) {
+            const opsched_node *m = &g->nodes[j];
+            if (used[j] || m->op != OPSCHED_OP_MATMUL || m->n_inputs != 2 || m->n_outputs != 1 ||
+                m->inputs[0] != a)
+                continue;
+            int w = m->inputs[1];
+            if (!is_const_tensor(g, w) || g->tensors[w].shape.ndim != 2 ||
+                g->tensors[w].shape.d[0] != g->tensors[w0].shape.d[0] ||
+                g->tensors[w].dtype != g->tensors[w0].dtype ||
+                (g->tensors[w].data == NULL) != (g->tensors[w0].data == NULL))
+                continue;
+            int final, add = bias_add(g, (int)j, &final);
+            if (add == -2 || !attention_only(g, final)) continue;
+            if (grp.n > 0 && (add >= 0) != (grp.add[0] >= 0)) continue;
+            if (add >= 0) {
+                const opsched_node *an = &g->nodes[add];
+                int b = an->inputs[0] == m->outputs[0] ? an->inputs[1] : an->inputs[0];
+                int b0 = -1;
+                if (grp.n > 0) {
+                    const opsched_node *a0 = &g->nodes[grp.add[0]];
+                    b0 = a0->inputs[0] == g->nodes[grp.mm[0]].outputs[0] ? a0->inputs[1]
+                                                                        : a0->inputs[0];
+                    if ((g->tensors[b].data == NULL) != (g->tensors[b0].data == NULL)) continue;
+                }
+            }
+            grp.mm[grp.n] = (int)j;
+            grp.add[grp.n] = add;
+            grp.n++;
+        }
+        if (grp.n < 2) continue;
+        grp.first = grp.mm[0];
+        for (int k = 0; k < grp.n; k++)
+            used[grp.mm[k]] = 1;
+        sibling_group *ng = realloc(ss->groups, (size_t)(ss->n_groups + 1) * sizeof(*ng));
+        if (!ng) {
+            free(used);
+            return -1;
+        }
+        ss->groups = ng;
+        ss->groups[ss->n_groups] = grp;
+        ss->group_of_first[grp.first] = ss->n_groups;
+        ss->n_groups++;
+    }
+    free(used);
+    return ss->n_groups;
+}
+
+/* The members' payloads side by side: rows of [K, N_i] into [K, sum N]
+ * (cols > 0), or [N_i] one after another; NULL with *ok when none has a
+ * payload. */
+static void *concat_payload(const opsched_graph *g, const int *ts, int n, int64_t rows, int *ok)
+{
+    *ok = 1;
+    if (!g->tensors[ts[0]].data) return NULL;
+    size_t esz = opsched_dtype_size(g->tensors[ts[0]].dtype), total = 0;
+    for (int k = 0; k < n; k++)
+        total += (size_t)opsched_shape_numel(&g->tensors[ts[k]].shape) * esz;
+    char *out = malloc(total ? total : 1);
+    if (!out) {
+        *ok = 0;
+        return NULL;
+    }
+    size_t at = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int k = 0; k < n; k++) {
+            const opsched_tensor *x = &g->tensors[ts[k]];
+            size_t row = (size_t)(opsched_shape_numel(&x->shape) / rows) * esz;
+            memcpy(out + at, (const char *)x->data + (size_t)r * row, row);
+            at += row;
+        }
+    return out;
+}
+
+/* The name the members share up to their last '/', into buf. */
+static void common_prefix(const opsched_graph *g, const sibling_group *grp, char *buf, size_t size)
+{
+    const char *a = g->nodes[grp->mm[0]].name ? g->nodes[grp->mm[0]].name : "";
+    size_t len = strlen(a);
+    for (int k = 1; k < grp->n; k++) {
+        const char *b = g->nodes[grp->mm[k]].name ? g->nodes[grp->mm[k]].name : "";
+        size_t j = 0;
+        while (j < len && a[j] == b[j]) j++;
+        len = j;
+    }
+    while (len > 0 && a[len - 1] != '/') len--;
+    snprintf(buf, size, "%.*s", (int)len, a);
+}
+
+static opsched_status add_merged_tensor(const opsched_graph *g, opsched_graph *ng, const char *name,
+                                        const int *ts, int n, int64_t rows,
+                                        const opsched_shape *shape, int *id)
+{
+    int ok;
+    void *data = concat_payload(g, ts, n, rows, &ok);
+    if (!ok) return OS_NOMEM(g->ctx);
+    opsched_status st = opsched_graph_add_tensor(ng, name, g->tensors[ts[0]].kind,
+                                                 g->tensors[ts[0]].dtype, shape, id);
+    if (st == OPSCHED_OK && data) {
+        ng->tensors[*id].data = data; /* owned by ng from here */
+        ng->tensors[*id].data_bytes = (size_t)opsched_shape_numel(shape) *
+                                      opsched_dtype_size(g->tensors[ts[0]].dtype);
+        data = NULL;
+    }
+    free(data);
+    return st;
+}
+
+/* The emitter: before a group's first product, the merged product, its
+ * bias and the members' slices (named as their results). */
+static opsched_status emit_merged(void *u, const opsched_graph *g, int i, opsched_graph *ng,
+                                  int *map)
+{
+    sibling_set *ss = u;
+    int gi = ss->group_of_first[i];
+    if (gi < 0) return OPSCHED_OK;
+    const sibling_group *grp = &ss->groups[gi];
+    const opsched_node *m0 = &g->nodes[grp->mm[0]];
+    int a = m0->inputs[0];
+    int64_t K = g->tensors[m0->inputs[1]].shape.d[0], Ntot = 0;
+    int ws[MAX_SIBLINGS], bs[MAX_SIBLINGS], finals[MAX_SIBLINGS];
+    int64_t ns[MAX_SIBLINGS];
+    for (int k = 0; k < grp->n; k++) {
+        const opsched_node *m = &g->nodes[grp->mm[k]];
+        ws[k] = m->inputs[1];
+        ns[k] = g->tensors[ws[k]].shape.d[1];
+        Ntot += ns[k];
+        finals[k] = m->outputs[0];
+        if (grp->add[k] >= 0) {
+            const opsched_node *an = &g->nodes[grp->add[k]];
+            bs[k] = an->inputs[0] == m->outputs[0] ? an->inputs[1] : an->inputs[0];
+            finals[k] = an->outputs[0];
+        }
+    }
+    char prefix[200], name[300];
+    common_prefix(g, grp, prefix, sizeof(prefix));
+    opsched_shape wsh = {.ndim = 2, .d = {K, Ntot}}, bsh = {.ndim = 1, .d = {Ntot}};
+    int w, b = -1, y, z;
+    snprintf(name, sizeof(name), "%smerged_%d.weight", prefix, gi);
+    OS_TRY(add_merged_tensor(g, ng, name, ws, grp->n, K, &wsh, &w));
+    int in[2] = {map[a], w};
+    snprintf(name, sizeof(name), "%smerged_%d/MatMul", prefix, gi);
+    opsched_op_attr none;
+    memset(&none, 0, sizeof(none));
+    OS_TRY(opsched_graph_add_node(ng, name, OPSCHED_OP_MATMUL, &none, in, 2, 1, NULL, &y));
+    z = y;
+    if (grp->add[0] >= 0) {
+        snprintf(name, sizeof(name), "%smerged_%d.bias", prefix, gi);
+        OS_TRY(add_merged_tensor(g, ng, name, bs, grp->n, 1, &bsh, &b));
+        int in2[2] = {y, b};
+        snprintf(name, sizeof(name), "%smerged_%d/Add", prefix, gi);
+        OS_TRY(opsched_graph_add_node(ng, name, OPSCHED_OP_ADD, &none, in2, 2, 1, NULL, &z));
+    }
+    const opsched_shape *zs = &ng->tensors[z].shape;
+    int64_t at = 0;
+    for (int k = 0; k < grp->n; k++) {
+        opsched_op_attr sl;
+        memset(&sl, 0, sizeof(sl));
+        for (int d = 0; d < zs->ndim; d++) {
+            sl.slice.starts[d] = 0;
+            sl.slice.ends[d] = zs->d[d];
+            sl.slice.steps[d] = 1;
+        }
+        sl.slice.starts[zs->ndim - 1] = at;
+        sl.slice.ends[zs->ndim - 1] = at + ns[k];
+        at += ns[k];
+        const char *nm = g->tensors[finals[k]].name;
+        snprintf(name, sizeof(name), "%s/Slice", g->nodes[grp->add[k] >= 0 ? grp->add[k]
+                                                                           : grp->mm[k]].name);
+        int out;
+        OS_TRY(opsched_graph_add_node(ng, name, OPSCHED_OP_SLICE, &sl, &z, 1, 1, &nm, &out));
+        map[finals[k]] = out;
+    }
+    return OPSCHED_OK;
+}
+
+/* Replaces *gp by a graph whose sibling projections are merged. */
+static opsched_status merge_siblings(opsched_graph **gp, int *n_merged)
+{
+    opsched_graph *g = *gp;
+    *n_merged = 0;
+    sibling_set ss = {0};
+    int *drop = calloc(g->n_nodes + 1, sizeof(int));
+    int *map = malloc((g->n_tensors + 1) * sizeof(int));
+    ss.group_of_first = malloc((g->n_nodes + 1) * sizeof(int));
+    opsched_status st = OPSCHED_OK;
+    if (!drop || !map || !ss.group_of_first) {
+        st = OS_NOMEM(g->ctx);
+        goto done;
+    }
+    for (size_t i = 0; i < g->n_nodes; i++)
+        ss.group_of_first[i] = -1;
+    int n = find_siblings(g, &ss);
+    if (n < 0) {
+        st = OS_NOMEM(g->ctx);
+        goto done;
+    }
+    if (n == 0) goto done;
+    for (int k = 0; k < ss.n_groups; k++)
+        for (int j = 0; j < ss.groups[k].n; j++) {
+            drop[ss.groups[k].mm[j]] = 1;
+            if (ss.groups[k].add[j] >= 0) drop[ss.groups[k].add[j]] = 1;
+        }
+    emitter em = {emit_merged, &ss};
+    OS_TRY_GOTO(st, replace(gp, drop, NULL, NULL, NULL, &em, map), done);
+    *n_merged = n;
+done:
+    free(drop);
+    free(map);
+    free(ss.group_of_first);
+    free(ss.groups);
+    return st;
+}
+
+/* ---- transposes that only move axes of one element ----------------------- */
+
+/* Replaces *gp by a graph whose Transposes that keep every axis of more
+ * than one element in its order (torch's [1, S, C] -> [S, 1, C] around
+ * nn.MultiheadAttention) are Reshapes: the same elements in the same
+ * order, so a view, not a copy. */
+static opsched_status unit_transposes(opsched_graph **gp, int *n_changed)
+{
+    opsched_graph *g = *gp;
+    *n_changed = 0;
+    size_t nn = g->n_nodes;
+    rewrite *rw = calloc(nn + 1, sizeof(*rw));
+    int *has_rw = calloc(nn + 1, sizeof(int));
+    int *map = malloc((g->n_tensors + 1) * sizeof(int));
+    opsched_status st = OPSCHED_OK;
+    if (!rw || !has_rw || !map) {
+        st = OS_NOMEM(g->ctx);
+        goto done;
+    }
+    int count = 0;
+    for (size_t i = 0; i < nn; i++) {
+        const opsched_node *n = &g->nodes[i];
+        if (n->op != OPSCHED_OP_TRANSPOSE || n->n_inputs != 1 || n->n_outputs != 1) continue;
+        const opsched_shape *xs = &g->tensors[n->inputs[0]].shape;
+        if (n->attr.transpose.n != xs->ndim) continue;
+        int64_t last = -1;
+        int inorder = 1;
+        for (int a = 0; a < xs->ndim && inorder; a++) {
+            int64_t from = n->attr.transpose.perm[a];
+            if (xs->d[from] == 1) continue;
+            inorder = from > last;
+            last = from;
+        }
+        if (!inorder) continue;
+        rewrite *r = &rw[i];
+        r->op = OPSCHED_OP_RESHAPE;
+        r->attr.shape.shape = g->tensors[n->outputs[0]].shape;
+        r->input = n->inputs[0];
+        has_rw[i] = 1;
+        count++;
+    }
+    if (count == 0) goto done;
+    OS_TRY_GOTO(st, replace(gp, NULL, rw, has_rw, NULL, NULL, map), done);
+    *n_changed = count;
+done:
+    free(rw);
+    free(has_rw);
     free(map);
     return st;
 }
@@ -729,7 +1375,7 @@ opsched_status opsched_graph_rewrite_patterns(opsched_graph **gp, unsigned flags
     if (count == 0) goto done;
     for (size_t i = 0; i < nn; i++)
         claimed[i] = claimed[i] == 2;
-    OS_TRY_GOTO(st, replace(gp, claimed, rw, has_rw, NULL, map), done);
+    OS_TRY_GOTO(st, replace(gp, claimed, rw, has_rw, NULL, NULL, map), done);
 done:
     free(claimed);
     free(has_rw);
@@ -743,6 +1389,15 @@ done:
         st = dedupe(gp, &more);
         n_dup += more;
     }
-    if (st == OPSCHED_OK && n_rewritten) *n_rewritten = count + n_dup;
+    /* then attention's operands read in place, the projections that feed
+     * them merged, and their slices read in place too */
+    int n_views = 0, n_merged = 0, more = 0, n_unit = 0;
+    if (st == OPSCHED_OK) st = unit_transposes(gp, &n_unit);
+    if (st == OPSCHED_OK && !(flags & OPSCHED_REWRITE_KEEP_ATTENTION))
+        st = attention_views(gp, &n_views);
+    if (st == OPSCHED_OK && n_views > 0 && !(flags & OPSCHED_REWRITE_KEEP_PROJECTIONS))
+        st = merge_siblings(gp, &n_merged);
+    if (st == OPSCHED_OK && n_merged > 0) st = attention_views(gp, &more);
+    if (st == OPSCHED_OK && n_rewritten) *n_rewritten = count + n_dup + n_unit + n_views + n_merged;
     return st;
 }

@@ -179,6 +179,14 @@ static void put_attrs(sig_buf *b, const opsched_node *n, int rank)
         for (int x = 0; x < OPSCHED_ATT_OPERANDS; x++)
             for (int c = 0; c < 4; c++)
                 put(b, "%d%s", a->attention.axes[x][c], x == OPSCHED_ATT_OPERANDS - 1 && c == 3 ? "" : ",");
+        for (int x = 0; x < 3; x++) {
+            const opsched_attention_view *v = &a->attention.view[x];
+            if (v->rank <= 0) continue;
+            put(b, "|view%d=", x); /* the offset does not change the work */
+            for (int d = 0; d < v->rank && d < 4; d++)
+                put(b, "%lldx%lld%s", (long long)v->d[d], (long long)v->stride[d],
+                    d == v->rank - 1 ? "" : ",");
+        }
         break;
     default: break;
     }

@@ -827,8 +827,9 @@ static opsched_status load_model(os_loader *L, const Onnx__ModelProto *m, const 
     OS_TRY(mark_outputs(L));
     if (L->opts.no_rewrite) return OPSCHED_OK;
     int n = 0;
-    OS_TRY(opsched_graph_rewrite_patterns(
-        &L->g, L->opts.keep_attention ? OPSCHED_REWRITE_KEEP_ATTENTION : 0u, &n));
+    unsigned flags = (L->opts.keep_attention ? OPSCHED_REWRITE_KEEP_ATTENTION : 0u) |
+                     (L->opts.keep_projections ? OPSCHED_REWRITE_KEEP_PROJECTIONS : 0u);
+    OS_TRY(opsched_graph_rewrite_patterns(&L->g, flags, &n));
     if (n) os_log(L->ctx, OPSCHED_LOG_DEBUG, "%s: %d operator pattern(s) rewritten", name, n);
     return OPSCHED_OK;
 }

@@ -462,20 +462,29 @@ static void ref_layernorm(const ref_node *r)
  * softmax, and its product with V; each operand addressed by the row-major
  * offsets of its canonical coordinates (axes -1 and broadcast dims of size
  * 1 take index 0). */
-static int64_t att_offset(const opsched_shape *s, const int8_t axes[4], const int64_t c[4])
+/* The element of operand x at canonical index c: through its view when it
+ * has one (offset plus the view's strides), else row-major in its tensor. */
+static int64_t att_offset(const opsched_attention_attr *at, int x, const opsched_shape *s,
+                          const int64_t c[4])
 {
+    const opsched_attention_view *v = x < 3 && at->view[x].rank > 0 ? &at->view[x] : NULL;
+    int rank = v ? v->rank : s->ndim;
     int64_t idx[OPSCHED_MAX_DIMS] = {0};
-    for (int k = 0; k < 4; k++)
-        if (axes[k] >= 0 && s->d[axes[k]] > 1) idx[axes[k]] = c[k];
-    int64_t off = 0;
-    for (int d = 0; d < s->ndim; d++)
-        off = off * s->d[d] + idx[d];
+    for (int k = 0; k < 4; k++) {
+        int a = at->axes[x][k];
+        if (a >= 0 && (v ? v->d[a] : s->d[a]) > 1) idx[a] = c[k];
+    }
+    int64_t off = v ? v->offset : 0;
+    for (int d = 0; d < rank; d++)
+        off = v ? off + idx[d] * v->stride[d] : off * s->d[d] + idx[d];
     return off;
 }
 
-static int64_t att_dim(const opsched_shape *s, const int8_t axes[4], int k)
+static int64_t att_dim(const opsched_attention_attr *at, int x, const opsched_shape *s, int k)
 {
-    return axes[k] >= 0 ? s->d[axes[k]] : 1;
+    int a = at->axes[x][k];
+    if (a < 0) return 1;
+    return x < 3 && at->view[x].rank > 0 ? at->view[x].d[a] : s->d[a];
 }
 
 static void ref_attention(const ref_node *r)
@@ -483,9 +492,9 @@ static void ref_attention(const ref_node *r)
     const opsched_attention_attr *at = &r->a->attention;
     const opsched_shape *qs = r->in[0], *ks = r->in[1], *vs = r->in[2], *os = r->out[0];
     const opsched_shape *bs = r->x[3] ? r->in[3] : NULL;
-    int64_t B = att_dim(qs, at->axes[0], 0), H = att_dim(qs, at->axes[0], 1);
-    int64_t Sq = att_dim(qs, at->axes[0], 2), D = att_dim(qs, at->axes[0], 3);
-    int64_t Sk = att_dim(ks, at->axes[1], 2), Dv = att_dim(vs, at->axes[2], 3);
+    int64_t B = att_dim(at, 0, qs, 0), H = att_dim(at, 0, qs, 1);
+    int64_t Sq = att_dim(at, 0, qs, 2), D = att_dim(at, 0, qs, 3);
+    int64_t Sk = att_dim(at, 1, ks, 2), Dv = att_dim(at, 2, vs, 3);
     double *sc = malloc(sizeof(double) * (size_t)Sk);
     if (!sc) return;
     for (int64_t b = 0; b < B; b++)
@@ -496,13 +505,13 @@ static void ref_attention(const ref_node *r)
                     double dot = 0;
                     for (int64_t d = 0; d < D; d++) {
                         int64_t cq[4] = {b, h, i, d}, ck[4] = {b, h, j, d};
-                        dot += (double)r->x[0][att_offset(qs, at->axes[0], cq)] *
-                               r->x[1][att_offset(ks, at->axes[1], ck)];
+                        dot += (double)r->x[0][att_offset(at, 0, qs, cq)] *
+                               r->x[1][att_offset(at, 1, ks, ck)];
                     }
                     sc[j] = dot * at->scale;
                     if (bs) {
                         int64_t cb[4] = {b, h, i, j};
-                        sc[j] += r->x[3][att_offset(bs, at->axes[3], cb)];
+                        sc[j] += r->x[3][att_offset(at, 3, bs, cb)];
                     }
                     if (sc[j] > mx) mx = sc[j];
                 }
@@ -514,10 +523,10 @@ static void ref_attention(const ref_node *r)
                     double acc = 0;
                     for (int64_t j = 0; j < Sk; j++) {
                         int64_t cv[4] = {b, h, j, e};
-                        acc += sc[j] / sum * r->x[2][att_offset(vs, at->axes[2], cv)];
+                        acc += sc[j] / sum * r->x[2][att_offset(at, 2, vs, cv)];
                     }
                     int64_t co[4] = {b, h, i, e};
-                    r->y[0][att_offset(os, at->axes[4], co)] = (float)acc;
+                    r->y[0][att_offset(at, 4, os, co)] = (float)acc;
                 }
             }
     free(sc);

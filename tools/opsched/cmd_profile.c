@@ -551,6 +551,7 @@ static opsched_status load_graph(const run_state *rs, int64_t batch, int64_t siz
     mo.load_weights = 1;
     mo.no_rewrite = !rs->a->fuse;
     mo.keep_attention = (rs->ma->opts.plan.ablate & OPSCHED_ABLATE_ATTENTION) != 0;
+    mo.keep_projections = (rs->ma->opts.plan.ablate & OPSCHED_ABLATE_PROJECTIONS) != 0;
     return tool_load_model(rs->ctx, &mo, g);
 }
 

@@ -94,7 +94,8 @@ opsched_status tool_load_model(opsched_ctx *ctx, const tool_model_opts *o, opsch
                                    .width = o->width, .load_weights = o->load_weights,
                                    .values = o->values, .n_values = o->n_values,
                                    .no_rewrite = o->no_rewrite,
-                                   .keep_attention = o->keep_attention};
+                                   .keep_attention = o->keep_attention,
+                                   .keep_projections = o->keep_projections};
         return opsched_onnx_load_file(ctx, o->model, &oo, out);
     }
     opsched_zoo_options zo = {.batch = o->batch, .height = o->height, .width = o->width,

@@ -28,6 +28,7 @@ typedef struct tool_model_opts {
     int n_values;
     int no_rewrite;         /* ONNX: keep operator patterns as written (--no-fuse) */
     int keep_attention;     /* ONNX: attention as written (--ablate attention) */
+    int keep_projections;   /* ONNX: projections not merged (--ablate projections) */
 } tool_model_opts;
 
 typedef struct tool_cmd {

@@ -439,23 +439,21 @@ opsched_status cpu_loop_attention(opsched_ctx *ctx, const cpu_node *n, void *con
 {
     const opsched_attention_attr *at = &n->attr.attention;
     int64_t st[OPSCHED_ATT_OPERANDS][4], sz[OPSCHED_ATT_OPERANDS][4];
+    int64_t off[OPSCHED_ATT_OPERANDS] = {0};
     for (int x = 0; x < OPSCHED_ATT_OPERANDS; x++) {
         const opsched_shape *s = x == OPSCHED_ATT_O ? &n->out[0]
                                  : x < n->n_in && n->has_in[x] ? &n->in[x]
                                                                 : NULL;
-        int64_t rs[OPSCHED_MAX_DIMS], acc = 1;
-        for (int ax = s ? s->ndim - 1 : -1; ax >= 0; ax--) {
-            rs[ax] = acc;
-            acc *= s->d[ax];
-        }
-        for (int c = 0; c < 4; c++) {
-            int ax = s ? at->axes[x][c] : -1;
-            sz[x][c] = ax >= 0 ? s->d[ax] : 1;
-            st[x][c] = ax >= 0 && sz[x][c] > 1 ? rs[ax] : 0;
+        if (s) {
+            off[x] = opsched_attention_strides(at, x, s, st[x], sz[x]);
+        } else {
+            for (int c = 0; c < 4; c++)
+                st[x][c] = 0, sz[x][c] = 1;
         }
     }
     int64_t B = sz[0][0], H = sz[0][1], Sq = sz[0][2], D = sz[0][3], Sk = sz[1][2], Dv = sz[2][3];
-    const float *q = in[0], *k = in[1], *v = in[2];
+    const float *q = (const float *)in[0] + off[0], *k = (const float *)in[1] + off[1],
+                *v = (const float *)in[2] + off[2];
     const float *bias = n->n_in > 3 && n->has_in[3] ? in[3] : NULL;
     float *o = out[0];
     double *row = malloc(sizeof(double) * (size_t)(Sk + Dv + 1));

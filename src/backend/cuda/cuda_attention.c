@@ -18,6 +18,7 @@ typedef struct att_plan {
     cuk_dtype t;
     cuk_attention_desc d;
     int has_bias;
+    size_t off[3]; /* bytes into Q, K and V (views) */
 } att_plan;
 
 static opsched_status att_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
@@ -25,19 +26,35 @@ static opsched_status att_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base
 {
     (void)dev;
     att_plan *p = (att_plan *)base;
-    CUDA_CHECK(ctx, cuk_attention(p->t, &p->d, in[0], in[1], in[2], p->has_bias ? in[3] : NULL,
-                                  out[0], s));
+    const char *q = in[0], *k = in[1], *v = in[2];
+    CUDA_CHECK(ctx, cuk_attention(p->t, &p->d, q + p->off[0], k + p->off[1], v + p->off[2],
+                                  p->has_bias ? in[3] : NULL, out[0], s));
     return OPSCHED_OK;
 }
 
-/* The canonical strides of operand x, stored as tensor t. */
-static void canonical_strides(const cu_plan_args *a, const opsched_tensor *t,
-                              const int8_t axes[4], const int64_t size[4], int64_t out[4])
+/* The canonical strides of operand x, stored as tensor t; through a view
+ * (opsched_attention_view) the element offset goes to *off, and the
+ * tensor must be stored row-major. */
+static int canonical_strides(const cu_plan_args *a, const opsched_tensor *t,
+                             const opsched_attention_attr *at, int x, int64_t out[4], int64_t *off)
 {
-    int64_t st[OPSCHED_MAX_DIMS];
+    if (x <= OPSCHED_ATT_V && at->view[x].rank > 0) {
+        int64_t st[OPSCHED_MAX_DIMS], acc = 1;
+        cu_strides(a, t, st);
+        for (int ax = t->shape.ndim - 1; ax >= 0; ax--) {
+            if (t->shape.d[ax] > 1 && st[ax] != acc) return 0;
+            acc *= t->shape.d[ax];
+        }
+        *off = opsched_attention_strides(at, x, &t->shape, out, NULL);
+        return 1;
+    }
+    int64_t st[OPSCHED_MAX_DIMS], size[4];
     cu_strides(a, t, st);
+    opsched_attention_strides(at, x, &t->shape, out, size);
     for (int c = 0; c < 4; c++)
-        out[c] = axes[c] >= 0 && size[c] > 1 ? st[axes[c]] : 0;
+        out[c] = at->axes[x][c] >= 0 && size[c] > 1 ? st[at->axes[x][c]] : 0;
+    *off = 0;
+    return 1;
 }
 
 opsched_status cu_plan_attention(const cu_plan_args *a, cu_plan **out)
@@ -62,13 +79,15 @@ opsched_status cu_plan_attention(const cu_plan_args *a, cu_plan **out)
     d.Dv = ad.Dv;
     d.scale = at->scale;
     d.nan_rows_zero = at->nan_rows_zero;
-    canonical_strides(a, cu_in(a, 0), at->axes[OPSCHED_ATT_Q], ad.size[OPSCHED_ATT_Q], d.q);
-    canonical_strides(a, cu_in(a, 1), at->axes[OPSCHED_ATT_K], ad.size[OPSCHED_ATT_K], d.k);
-    canonical_strides(a, cu_in(a, 2), at->axes[OPSCHED_ATT_V], ad.size[OPSCHED_ATT_V], d.v);
-    if (has_bias)
-        canonical_strides(a, cu_in(a, 3), at->axes[OPSCHED_ATT_BIAS], ad.size[OPSCHED_ATT_BIAS],
-                          d.bias);
-    canonical_strides(a, cu_out(a, 0), at->axes[OPSCHED_ATT_O], ad.size[OPSCHED_ATT_O], d.o);
+    int64_t off[OPSCHED_ATT_OPERANDS] = {0};
+    int64_t *dst[OPSCHED_ATT_OPERANDS] = {d.q, d.k, d.v, d.bias, d.o};
+    for (int x = 0; x < OPSCHED_ATT_OPERANDS; x++) {
+        if (x == OPSCHED_ATT_BIAS && !has_bias) continue;
+        const opsched_tensor *ot = x == OPSCHED_ATT_O ? cu_out(a, 0) : cu_in(a, x);
+        if (!canonical_strides(a, ot, at, x, dst[x], &off[x]))
+            return CU_UNSUPPORTED(a, "an attention operand read through a view of a tensor "
+                                     "stored channels-last");
+    }
     int sms = 0, shared = 0;
     CUDA_CHECK(a->ctx, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, a->dev->index));
     CUDA_CHECK(a->ctx, cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin,
@@ -85,6 +104,8 @@ opsched_status cu_plan_attention(const cu_plan_args *a, cu_plan **out)
     p->t = t;
     p->d = d;
     p->has_bias = has_bias;
+    for (int x = 0; x < 3; x++)
+        p->off[x] = (size_t)off[x] * cu_elem_size(a, cu_in(a, x));
     snprintf(a->info->algo, sizeof(a->info->algo), "fused_attention_q%d", d.qpw * 4);
     *out = base;
     return OPSCHED_OK;

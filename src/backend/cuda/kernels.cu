@@ -548,6 +548,75 @@ __global__ void k_layernorm_warp(int64_t rows, int cols, float eps, const T *x, 
     }
 }
 
+/* Rows of a multiple of 4 elements (at most 128 * V) on 4-aligned data: a
+ * warp a row, each lane V groups of 4 in one access each; x, the scale and
+ * the bias are all loaded before the first sum, so the row's only wait on
+ * memory is the first one. */
+template <typename T> struct alignas(4 * sizeof(T)) vec4 {
+    T v[4];
+};
+
+template <typename T, int V>
+__global__ void k_layernorm_vec(int64_t rows, int cols, float eps, const T *x, const T *scale,
+                                const T *bias, T *y)
+{
+    const int lane = threadIdx.x & 31;
+    const int groups = cols / 4;
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+    vec4<T> g[V], b[V];
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        const int j = lane + 32 * k;
+        if (j < groups) {
+            g[k] = reinterpret_cast<const vec4<T> *>(scale)[j];
+            if (bias) b[k] = reinterpret_cast<const vec4<T> *>(bias)[j];
+        }
+    }
+    for (int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; r < rows;
+         r += warps) {
+        const vec4<T> *xr = reinterpret_cast<const vec4<T> *>(x + r * cols);
+        float v[V][4];
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const int j = lane + 32 * k;
+            vec4<T> w;
+            if (j < groups) w = xr[j];
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                v[k][e] = j < groups ? ld<T>(w.v[e]) : 0.0f;
+                s += v[k][e];
+            }
+        }
+        const float mean = warp_sum(s) / (float)cols;
+        float q = 0.0f;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const int j = lane + 32 * k;
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const float d = j < groups ? v[k][e] - mean : 0.0f;
+                q += d * d;
+            }
+        }
+        const float rstd = rsqrtf(warp_sum(q) / (float)cols + eps);
+        vec4<T> *yr = reinterpret_cast<vec4<T> *>(y + r * cols);
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const int j = lane + 32 * k;
+            if (j >= groups) break;
+            vec4<T> o;
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                float z = (v[k][e] - mean) * rstd * ld<T>(g[k].v[e]);
+                if (bias) z += ld<T>(b[k].v[e]);
+                o.v[e] = st<T>(z);
+            }
+            yr[j] = o;
+        }
+    }
+}
+
 template <typename T, int V>
 __global__ void k_softmax_warp(int64_t rows, int len, const T *x, T *y)
 {
@@ -1184,6 +1253,25 @@ extern "C" cudaError_t cuk_layernorm(cuk_type t, int64_t rows, int64_t cols, flo
                                      cudaStream_t stream)
 {
     if (rows <= 0 || cols <= 0) return cudaSuccess;
+    const uintptr_t align = (uintptr_t)x | (uintptr_t)y | (uintptr_t)scale | (uintptr_t)bias;
+    if (cols % 4 == 0 && cols <= 1024 && align % 16 == 0) {
+        /* four rows a block: a row's warp per multiprocessor sooner than eight */
+        const int64_t blocks = (rows + 3) / 4;
+        const int grid = (int)(blocks < kMaxBlocks ? blocks : kMaxBlocks);
+        const int groups = (int)((cols / 4 + 31) / 32);
+#define LN_VEC(V)                                                                                  \
+    k_layernorm_vec<T, V><<<grid, 128, 0, stream>>>(rows, (int)cols, eps, (const T *)x,            \
+                                                     (const T *)scale, (const T *)bias, (T *)y)
+        DISPATCH_FLOAT(t, {
+            if (groups <= 1) LN_VEC(1);
+            else if (groups <= 2) LN_VEC(2);
+            else if (groups <= 4) LN_VEC(4);
+            else if (groups <= 6) LN_VEC(6);
+            else LN_VEC(8);
+        });
+#undef LN_VEC
+        return cudaGetLastError();
+    }
     if (cols <= 1024) {
         DISPATCH_FLOAT(t, WARP_ROWS_LAUNCH(k_layernorm_warp, cols, rows, stream, rows, (int)cols,
                                            eps, (const T *)x, (const T *)scale, (const T *)bias,
