@@ -254,8 +254,9 @@ static void test_bias_epilogue(void **state)
 }
 
 /* Attention as one launch: the fused node (the rewrite of the SDPA
- * decomposition) against the graph as written on the CPU in fp32, node by
- * node, in every math mode and both layouts, fully masked rows included;
+ * decomposition, its Q, K and V read in place from one merged product)
+ * against the graph as written on the CPU in fp32, node by node, in every
+ * math mode and both layouts, fully masked rows included;
  * heads of 20 (not a multiple of 8), 64 over three key tiles with a
  * remainder, and 128. */
 static void test_attention(void **state)
@@ -271,11 +272,16 @@ static void test_attention(void **state)
         assert_non_null(g);
         int n_rw = 0;
         CHECK(opsched_graph_rewrite_patterns(&g, 0, &n_rw));
-        assert_int_equal(n_rw, 1);
-        int att = -1;
-        for (int i = 0; i < opsched_graph_num_nodes(g); i++)
+        assert_int_equal(n_rw, 3); /* the pattern, its operands in place, Q/K/V as one product */
+        int att = -1, products = 0;
+        for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
             if (opsched_graph_node(g, i)->op == OPSCHED_OP_ATTENTION) att = i;
+            products += opsched_graph_node(g, i)->op == OPSCHED_OP_MATMUL;
+        }
         assert_true(att >= 0);
+        assert_int_equal(products, 1); /* Q, K and V read from it through views */
+        assert_int_equal(opsched_graph_node(g, att)->attr.attention.view[OPSCHED_ATT_V].offset,
+                         2 * k[2] * k[3]);
         size_t nx = input_numel(w), n_ref = 0, n = 0;
         float *x = random_values(nx, 5 + c);
         opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};

@@ -440,7 +440,7 @@ static void test_typed_fields(void **state)
 {
     (void)state;
     opsched_onnx_options o = {.load_weights = 1};
-    loaded l = load_ok("small/typed_fields.onnx", &o);
+    loaded l = load_ok_written("small/typed_fields.onnx", &o);
     const opsched_tensor *w = tensor(&l, node(&l, 0)->inputs[1]);
     const float want[6] = {1, 2, 3, 4, 5, 6};
     assert_int_equal(w->data_bytes, sizeof(want));

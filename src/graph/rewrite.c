@@ -584,10 +584,6 @@ static int find_duplicates(const opsched_graph *g, int *dup, node_key *keys)
     return count;
 }
 
-/* Builds the rewritten graph: the same tensors without producers (in id
- * order, so inputs keep theirs; payloads borrowed until the caller moves
- * them), then the nodes in order, each swallowed node left out and each
- * pattern's last node replaced. */
 /* Adds nodes (and their weights) to ng before old node i is rebuilt, with
  * map the old-to-new tensor ids so far; sets map for what it replaces. */
 typedef struct emitter {
@@ -595,6 +591,11 @@ typedef struct emitter {
     void *u;
 } emitter;
 
+/* Builds the rewritten graph: the same tensors without producers (in id
+ * order, so inputs keep theirs; payloads borrowed until the caller moves
+ * them; weights and constants that nothing reads left out), then the nodes
+ * in order, each swallowed node left out, each pattern's last node
+ * replaced, and before each node what the emitter (may be NULL) adds. */
 static opsched_status rebuild(const opsched_graph *g, const int *drop, const rewrite *rw,
                               const int *has_rw, const int *dup, const emitter *em, int *map,
                               opsched_graph **out)
@@ -607,6 +608,10 @@ static opsched_status rebuild(const opsched_graph *g, const int *drop, const rew
         const opsched_tensor *x = &g->tensors[t];
         map[t] = -1;
         if (x->producer >= 0) continue;
+        /* a weight or constant that nothing reads any more goes */
+        if ((x->kind == OPSCHED_TENSOR_WEIGHT || x->kind == OPSCHED_TENSOR_CONSTANT) &&
+            g->n_consumers[t] == 0 && !os_graph_is_output(g, (int)t))
+            continue;
         OS_TRY_GOTO(st, opsched_graph_add_tensor(ng, x->name, x->kind, x->dtype, &x->shape,
                                                  &map[t]),
                     fail);
@@ -1341,6 +1346,156 @@ done:
     return st;
 }
 
+/* ---- Gemm layers as products with a bias ----------------------------------- */
+
+/* A Gemm with B a constant, A not transposed, alpha 1 and a [N] bias at
+ * beta 1 (or none), whose result only Reshapes read on their way to a
+ * tensor Z of [L..., N]: a MatMul of A (reshaped to [L..., K] when L is
+ * not A's rows) by B ([K, N]; transposed when the Gemm transposes it) and
+ * an Add of the bias, which writes Z.  Exporters write Linear layers on
+ * sequences so (HF GPT-2's Conv1D, nn.MultiheadAttention's out_proj); as a
+ * product with a bias Add, the layer takes its bias, its activation and the
+ * residual Add after it into its launch like any other. */
+typedef struct gemm_site {
+    int z;    /* the tensor the Reshapes end at (the Gemm's output without them) */
+    int wt;   /* 1: B is stored [N, K] and goes in transposed */
+} gemm_site;
+
+typedef struct gemm_set {
+    gemm_site *site; /* per node, for the Gemms rewritten */
+    int *is_site;
+} gemm_set;
+
+static int gemm_site_find(const opsched_graph *g, int i, gemm_site *out, int *chain, int *n_chain)
+{
+    const opsched_node *n = &g->nodes[i];
+    if (n->op != OPSCHED_OP_GEMM || n->n_outputs != 1 || n->n_inputs < 2 || n->n_inputs > 3)
+        return 0;
+    const opsched_gemm_attr *ga = &n->attr.gemm;
+    int a = n->inputs[0], b = n->inputs[1], c = n->n_inputs > 2 ? n->inputs[2] : -1;
+    if (ga->trans_a || ga->alpha != 1.0f || a < 0 || !is_const_tensor(g, b) ||
+        g->tensors[b].shape.ndim != 2 || !is_float(g->tensors[b].dtype))
+        return 0;
+    int y = n->outputs[0];
+    int64_t N = g->tensors[y].shape.d[1];
+    if (c >= 0 && (ga->beta != 1.0f || !is_const_tensor(g, c) ||
+                   opsched_shape_numel(&g->tensors[c].shape) != N ||
+                   g->tensors[c].shape.d[g->tensors[c].shape.ndim - 1] != N ||
+                   g->tensors[c].dtype != g->tensors[y].dtype))
+        return 0;
+    /* the Reshapes that read the result alone, in a chain */
+    int z = y, from = i;
+    *n_chain = 0;
+    for (int step = 0; step < 4; step++) {
+        int r = os_graph_sole_reader(g, z, from);
+        if (r < 0 || g->nodes[r].op != OPSCHED_OP_RESHAPE || g->nodes[r].n_outputs != 1 ||
+            g->nodes[r].inputs[0] != z)
+            break;
+        int nz = g->nodes[r].outputs[0];
+        const opsched_shape *zs = &g->tensors[nz].shape;
+        if (zs->ndim < 2 || zs->d[zs->ndim - 1] != N) break;
+        chain[(*n_chain)++] = r;
+        z = nz;
+        from = r;
+    }
+    if (*n_chain == 0) return 0; /* a plain 2-D layer gains nothing */
+    out->z = z;
+    out->wt = ga->trans_b;
+    return 1;
+}
+
+static opsched_status emit_gemm(void *u, const opsched_graph *g, int i, opsched_graph *ng, int *map)
+{
+    gemm_set *gs = u;
+    if (!gs->is_site[i]) return OPSCHED_OK;
+    const gemm_site *st = &gs->site[i];
+    const opsched_node *n = &g->nodes[i];
+    int a = n->inputs[0], b = n->inputs[1], c = n->n_inputs > 2 ? n->inputs[2] : -1;
+    const opsched_shape *zs = &g->tensors[st->z].shape;
+    int64_t K = g->tensors[a].shape.d[1];
+    char name[300];
+    opsched_op_attr none;
+    memset(&none, 0, sizeof(none));
+    /* A as [L..., K] */
+    int xa = map[a];
+    if (zs->ndim != 2) {
+        opsched_op_attr rs;
+        memset(&rs, 0, sizeof(rs));
+        rs.shape.shape = *zs;
+        rs.shape.shape.d[zs->ndim - 1] = K;
+        snprintf(name, sizeof(name), "%s/rows", n->name);
+        OS_TRY(opsched_graph_add_node(ng, name, OPSCHED_OP_RESHAPE, &rs, &xa, 1, 1, NULL, &xa));
+    }
+    /* B as [K, N] */
+    int w = map[b];
+    if (st->wt) {
+        const opsched_tensor *bt = &g->tensors[b];
+        int64_t N = bt->shape.d[0];
+        opsched_shape wsh = {.ndim = 2, .d = {K, N}};
+        snprintf(name, sizeof(name), "%s.weight_kn", n->name);
+        OS_TRY(opsched_graph_add_tensor(ng, name, bt->kind, bt->dtype, &wsh, &w));
+        if (bt->data) {
+            size_t esz = opsched_dtype_size(bt->dtype);
+            char *d = malloc((size_t)(K * N) * esz + 1);
+            if (!d) return OS_NOMEM(g->ctx);
+            for (int64_t r = 0; r < N; r++)
+                for (int64_t k = 0; k < K; k++)
+                    memcpy(d + (size_t)(k * N + r) * esz,
+                           (const char *)bt->data + (size_t)(r * K + k) * esz, esz);
+            ng->tensors[w].data = d; /* owned by ng */
+            ng->tensors[w].data_bytes = (size_t)(K * N) * esz;
+        }
+    }
+    int in[2] = {xa, w}, y;
+    const char *zname = g->tensors[st->z].name;
+    OS_TRY(opsched_graph_add_node(ng, n->name, OPSCHED_OP_MATMUL, &none, in, 2, 1,
+                                  c >= 0 ? NULL : &zname, &y));
+    if (c >= 0) {
+        int in2[2] = {y, map[c]};
+        snprintf(name, sizeof(name), "%s/bias", n->name);
+        OS_TRY(opsched_graph_add_node(ng, name, OPSCHED_OP_ADD, &none, in2, 2, 1, &zname, &y));
+    }
+    map[st->z] = y;
+    return OPSCHED_OK;
+}
+
+/* Replaces *gp by a graph whose Gemm layers are products with a bias Add. */
+static opsched_status gemm_layers(opsched_graph **gp, int *n_changed)
+{
+    opsched_graph *g = *gp;
+    *n_changed = 0;
+    gemm_set gs = {0};
+    int *drop = calloc(g->n_nodes + 1, sizeof(int));
+    int *map = malloc((g->n_tensors + 1) * sizeof(int));
+    gs.site = calloc(g->n_nodes + 1, sizeof(*gs.site));
+    gs.is_site = calloc(g->n_nodes + 1, sizeof(int));
+    opsched_status st = OPSCHED_OK;
+    if (!drop || !map || !gs.site || !gs.is_site) {
+        st = OS_NOMEM(g->ctx);
+        goto done;
+    }
+    int count = 0;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        int chain[4], nc = 0;
+        if (!gemm_site_find(g, (int)i, &gs.site[i], chain, &nc)) continue;
+        gs.is_site[i] = 1;
+        drop[i] = 1;
+        for (int k = 0; k < nc; k++)
+            drop[chain[k]] = 1;
+        count++;
+    }
+    if (count == 0) goto done;
+    emitter em = {emit_gemm, &gs};
+    OS_TRY_GOTO(st, replace(gp, drop, NULL, NULL, NULL, &em, map), done);
+    *n_changed = count;
+done:
+    free(drop);
+    free(map);
+    free(gs.site);
+    free(gs.is_site);
+    return st;
+}
+
 opsched_status opsched_graph_rewrite_patterns(opsched_graph **gp, unsigned flags, int *n_rewritten)
 {
     if (n_rewritten) *n_rewritten = 0;
@@ -1391,13 +1546,20 @@ done:
     }
     /* then attention's operands read in place, the projections that feed
      * them merged, and their slices read in place too */
-    int n_views = 0, n_merged = 0, more = 0, n_unit = 0;
+    int n_views = 0, n_merged = 0, more = 0, n_unit = 0, n_gemm = 0;
     if (st == OPSCHED_OK) st = unit_transposes(gp, &n_unit);
+    if (st == OPSCHED_OK) st = gemm_layers(gp, &n_gemm);
     if (st == OPSCHED_OK && !(flags & OPSCHED_REWRITE_KEEP_ATTENTION))
         st = attention_views(gp, &n_views);
     if (st == OPSCHED_OK && n_views > 0 && !(flags & OPSCHED_REWRITE_KEEP_PROJECTIONS))
         st = merge_siblings(gp, &n_merged);
     if (st == OPSCHED_OK && n_merged > 0) st = attention_views(gp, &more);
-    if (st == OPSCHED_OK && n_rewritten) *n_rewritten = count + n_dup + n_unit + n_views + n_merged;
+    if (st == OPSCHED_OK && (n_gemm > 0 || n_merged > 0)) {
+        /* the weights the products no longer read (rebuild leaves them out) */
+        int *map2 = malloc(((*gp)->n_tensors + 1) * sizeof(int));
+        st = map2 ? replace(gp, NULL, NULL, NULL, NULL, NULL, map2) : OS_NOMEM((*gp)->ctx);
+        free(map2);
+    }
+    if (st == OPSCHED_OK && n_rewritten) *n_rewritten = count + n_dup + n_unit + n_gemm + n_views + n_merged;
     return st;
 }
