@@ -165,12 +165,14 @@ typedef enum opsched_ablation {
     OPSCHED_ABLATE_ATTENTION = 1u << 9,  /* attention as one node: an ONNX model keeps
                                           * the products, Softmax and Transposes as
                                           * written (OPSCHED_REWRITE_KEEP_ATTENTION) */
-    OPSCHED_ABLATE_PROJECTIONS = 1u << 10 /* sibling projections that only attention
-                                           * reads as one product: each stays its own
-                                           * (OPSCHED_REWRITE_KEEP_PROJECTIONS) */
+    OPSCHED_ABLATE_PROJECTIONS = 1u << 10, /* sibling projections that only attention
+                                            * reads as one product: each stays its own
+                                            * (OPSCHED_REWRITE_KEEP_PROJECTIONS) */
+    OPSCHED_ABLATE_TENSOR_CORES = 1u << 11 /* fp16/bf16 attention on the tensor cores:
+                                            * the float kernel instead */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
- * "chains", "residual", "layout", "se", "bias", "attention", "projections" (or "none")
+ * "chains", "residual", "layout", "se", "bias", "attention", "projections", "tensor-cores" (or "none")
  * into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */

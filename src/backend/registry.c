@@ -442,6 +442,7 @@ static const struct {
                  {"bias", OPSCHED_ABLATE_BIAS},
                  {"attention", OPSCHED_ABLATE_ATTENTION},
                  {"projections", OPSCHED_ABLATE_PROJECTIONS},
+                 {"tensor-cores", OPSCHED_ABLATE_TENSOR_CORES},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)

@@ -88,6 +88,10 @@ opsched_status cu_plan_attention(const cu_plan_args *a, cu_plan **out)
             return CU_UNSUPPORTED(a, "an attention operand read through a view of a tensor "
                                      "stored channels-last");
     }
+    /* fp16 and bf16 with heads of a multiple of 16 up to 128: the tensor
+     * cores (--ablate tensor-cores keeps the float kernel) */
+    d.tc = (t == CUK_DT_F16 || t == CUK_DT_BF16) && d.D % 16 == 0 && d.Dv % 16 == 0 &&
+           d.D <= 128 && d.Dv <= 128 && !(a->opts->ablate & OPSCHED_ABLATE_TENSOR_CORES);
     int sms = 0, shared = 0;
     CUDA_CHECK(a->ctx, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, a->dev->index));
     CUDA_CHECK(a->ctx, cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin,
@@ -106,7 +110,10 @@ opsched_status cu_plan_attention(const cu_plan_args *a, cu_plan **out)
     p->has_bias = has_bias;
     for (int x = 0; x < 3; x++)
         p->off[x] = (size_t)off[x] * cu_elem_size(a, cu_in(a, x));
-    snprintf(a->info->algo, sizeof(a->info->algo), "fused_attention_q%d", d.qpw * 4);
+    if (d.tc)
+        snprintf(a->info->algo, sizeof(a->info->algo), "fused_attention_tc_w%d", d.qpw);
+    else
+        snprintf(a->info->algo, sizeof(a->info->algo), "fused_attention_q%d", d.qpw * 4);
     *out = base;
     return OPSCHED_OK;
 }

@@ -19,8 +19,18 @@
  * goes to global memory.  Every operand is read through the strides of its
  * canonical dims, so a [B, S, H, D] projection or a K stored transposed is
  * read where it is.  All arithmetic is in float, whatever the storage type.
+ *
+ * fp16 and bf16 with heads of a multiple of 16 up to 128 (d.tc) take a
+ * second kernel on the tensor cores (WMMA, fp32 accumulation): a warp owns
+ * 16 query rows, a block W warps; per key tile of 64 the warp's scores
+ * Q K^T go from the tensor cores to shared memory in float, two lanes a row
+ * apply the scale, the bias and the online softmax and write P in the
+ * storage type, and O += P V runs on the tensor cores again on the warp's
+ * running output, which lives in shared memory in float (rescaled there by
+ * each row's exp(m_old - m_new) before the product).
  */
 #include <math.h>
+#include <mma.h>
 
 #include "backend/cuda/kernels_common.cuh"
 
@@ -227,25 +237,212 @@ template <typename T> void *att_pick(int qpw, int64_t dv)
 #undef ATT_NV
 }
 
+
+/* ---- the tensor-core kernel (fp16, bf16) ------------------------------- */
+
+constexpr int kTcTile = 64; /* keys per tile */
+
+/* Shared memory of the tensor-core kernel for heads padded to DP and W
+ * warps: Q, K, V [rows][DP + 8] in T; per warp S [16][kTcTile + 4] and
+ * O [16][DP + 4] in float, P [16][kTcTile + 8] in T. */
+__host__ __device__ inline size_t tc_bytes(int dp, int w, size_t esz)
+{
+    size_t qkv = ((size_t)16 * w + 2 * kTcTile) * (dp + 8) * esz;
+    size_t per = (size_t)16 * (kTcTile + 4) * 4 + (size_t)16 * (dp + 4) * 4 +
+                 (size_t)16 * (kTcTile + 8) * esz;
+    return qkv + per * w;
+}
+
+/* rows x DP of a strided operand into shared memory (row stride ld), zero
+ * beyond `valid` rows and `cols` columns; as stored, no conversion. */
+template <typename T, int DP, int NT>
+__device__ __forceinline__ void stage_tc(T *dst, int ld, const T *src, int64_t rs, int64_t cs,
+                                         int rows, int64_t valid, int64_t cols)
+{
+    const T zero = from_float<T>(0.0f);
+    for (int idx = threadIdx.x; idx < rows * DP; idx += NT) {
+        int r = idx / DP, c = idx - r * DP;
+        dst[r * ld + c] = (r < valid && c < cols) ? src[r * rs + c * cs] : zero;
+    }
+}
+
+template <typename T, int DP, int W>
+__global__ void __launch_bounds__(32 * W)
+    k_attention_tc(const __grid_constant__ cuk_attention_desc d, const T *__restrict__ q,
+                   const T *__restrict__ k, const T *__restrict__ v, const T *__restrict__ bias,
+                   T *__restrict__ o)
+{
+    using namespace nvcuda;
+    constexpr int NT = 32 * W, QT = 16 * W, LD = DP + 8, LS = kTcTile + 4, LO = DP + 4,
+                  LP = kTcTile + 8;
+    extern __shared__ float4 att_smem[];
+    T *Qs = reinterpret_cast<T *>(att_smem);
+    T *Ks = Qs + QT * LD;
+    T *Vs = Ks + kTcTile * LD;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    char *per = reinterpret_cast<char *>(Vs + kTcTile * LD) +
+                (size_t)warp * (16 * LS * 4 + 16 * LO * 4 + 16 * LP * sizeof(T));
+    float *Ss = reinterpret_cast<float *>(per);
+    float *Os = Ss + 16 * LS;
+    T *Ps = reinterpret_cast<T *>(Os + 16 * LO);
+    const int64_t bh = blockIdx.x, b = bh / d.H, h = bh % d.H;
+    const int64_t q0 = (int64_t)blockIdx.y * QT;
+    const T *kb = k + b * d.k[0] + h * d.k[1];
+    const T *vb = v + b * d.v[0] + h * d.v[1];
+    const T *bb = bias ? bias + b * d.bias[0] + h * d.bias[1] : nullptr;
+    stage_tc<T, DP, NT>(Qs, LD, q + b * d.q[0] + h * d.q[1] + q0 * d.q[2], d.q[2], d.q[3], QT,
+                        d.Sq - q0, d.D);
+    /* two lanes a row: row r, columns [half * 32, half * 32 + 32) of a tile */
+    const int r = lane >> 1, half = lane & 1;
+    const int64_t i = q0 + warp * 16 + r;
+    for (int c = half * (DP / 2); c < (half + 1) * (DP / 2); c++)
+        Os[r * LO + c] = 0.0f;
+    float m = -CUDART_INF_F, l = 0.0f;
+    for (int64_t j0 = 0; j0 < d.Sk; j0 += kTcTile) {
+        __syncthreads(); /* the last tile's readers are done (and Q is in) */
+        stage_tc<T, DP, NT>(Ks, LD, kb + j0 * d.k[2], d.k[2], d.k[3], kTcTile, d.Sk - j0, d.D);
+        stage_tc<T, DP, NT>(Vs, LD, vb + j0 * d.v[2], d.v[2], d.v[3], kTcTile, d.Sk - j0, d.Dv);
+        __syncthreads();
+        /* S = Q K^T for the warp's 16 rows */
+#pragma unroll
+        for (int n = 0; n < kTcTile / 16; n++) {
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+            wmma::fill_fragment(acc, 0.0f);
+#pragma unroll
+            for (int kk = 0; kk < DP / 16; kk++) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb;
+                wmma::load_matrix_sync(fa, Qs + warp * 16 * LD + kk * 16, LD);
+                wmma::load_matrix_sync(fb, Ks + n * 16 * LD + kk * 16, LD);
+                wmma::mma_sync(acc, fa, fb, acc);
+            }
+            wmma::store_matrix_sync(Ss + n * 16, acc, LS, wmma::mem_row_major);
+        }
+        __syncwarp();
+        /* the online softmax, two lanes a row */
+        float sv[32], tmax = -CUDART_INF_F;
+#pragma unroll
+        for (int c = 0; c < 32; c++) {
+            const int col = half * 32 + c;
+            const int64_t j = j0 + col;
+            float x = Ss[r * LS + col] * d.scale;
+            if (j >= d.Sk) x = -CUDART_INF_F;
+            else if (bb && i < d.Sq) x += to_float(bb[i * d.bias[2] + j * d.bias[3]]);
+            sv[c] = x;
+            tmax = fmaxf(tmax, x);
+        }
+        tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 1));
+        const float mn = fmaxf(m, tmax), mu = mn == -CUDART_INF_F ? 0.0f : mn;
+        const float alpha = expf(m - mu);
+        float psum = 0.0f;
+#pragma unroll
+        for (int c = 0; c < 32; c++) {
+            const float p = expf(sv[c] - mu);
+            psum += p;
+            Ps[r * LP + half * 32 + c] = from_float<T>(p);
+        }
+        psum += __shfl_xor_sync(0xffffffffu, psum, 1);
+        l = l * alpha + psum;
+        m = mn;
+        for (int c = half * (DP / 2); c < (half + 1) * (DP / 2); c++)
+            Os[r * LO + c] *= alpha;
+        __syncwarp();
+        /* O += P V */
+#pragma unroll
+        for (int nb = 0; nb < DP / 16; nb++) {
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+            wmma::load_matrix_sync(acc, Os + nb * 16, LO, wmma::mem_row_major);
+#pragma unroll
+            for (int kk = 0; kk < kTcTile / 16; kk++) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
+                wmma::load_matrix_sync(fa, Ps + kk * 16, LP);
+                wmma::load_matrix_sync(fb, Vs + kk * 16 * LD + nb * 16, LD);
+                wmma::mma_sync(acc, fa, fb, acc);
+            }
+            wmma::store_matrix_sync(Os + nb * 16, acc, LO, wmma::mem_row_major);
+        }
+        __syncwarp();
+    }
+    if (i >= d.Sq) return;
+    const int zero = d.nan_rows_zero && m == -CUDART_INF_F;
+    T *orow = o + b * d.o[0] + h * d.o[1] + i * d.o[2];
+    for (int c = half * (DP / 2); c < (half + 1) * (DP / 2); c++)
+        if (c < d.Dv) orow[c * d.o[3]] = from_float<T>(zero ? 0.0f : Os[r * LO + c] / l);
+}
+
+template <typename T, int DP, int W> void *tc_fn()
+{
+    return (void *)k_attention_tc<T, DP, W>;
+}
+
+/* The tensor-core kernel for (T, the head, W warps). */
+template <typename T> void *tc_pick(int64_t dh, int w)
+{
+#define TC_W(DP) (w == 4 ? tc_fn<T, DP, 4>() : w == 2 ? tc_fn<T, DP, 2>() : tc_fn<T, DP, 1>())
+    return dh <= 32 ? TC_W(32) : dh <= 64 ? TC_W(64) : TC_W(128);
+#undef TC_W
+}
+
+inline int tc_dp(int64_t dh)
+{
+    return dh <= 32 ? 32 : dh <= 64 ? 64 : 128;
+}
+
+template <typename T> struct tc_type {
+    static constexpr bool ok = false;
+};
+template <> struct tc_type<__half> {
+    static constexpr bool ok = true;
+};
+template <> struct tc_type<__nv_bfloat16> {
+    static constexpr bool ok = true;
+};
+
+template <typename T> void *any_pick(const cuk_attention_desc *d)
+{
+    if constexpr (tc_type<T>::ok) {
+        if (d->tc) return tc_pick<T>(d->D > d->Dv ? d->D : d->Dv, d->qpw);
+    }
+    return att_pick<T>(d->qpw, d->Dv);
+}
+
 } // namespace
 
 extern "C" size_t cuk_attention_shared_bytes(const cuk_attention_desc *d)
 {
+    if (d->tc) return tc_bytes(tc_dp(d->D > d->Dv ? d->D : d->Dv), d->qpw, 2);
     return (size_t)att_floats(*d, d->qpw) * sizeof(float);
+}
+
+/* Query rows a block takes. */
+static int64_t rows_per_block(const cuk_attention_desc *d)
+{
+    return d->tc ? 16 * (int64_t)d->qpw : (int64_t)kWarps * d->qpw;
 }
 
 extern "C" int cuk_attention_ok(const cuk_attention_desc *d)
 {
-    return d->B >= 1 && d->H >= 1 && d->Sq >= 1 && d->Sk >= 1 && d->D >= 1 && d->Dv >= 1 &&
-           d->D <= kMaxHead && d->Dv <= kMaxHead && d->B * d->H <= INT32_MAX &&
-           (d->qpw == 2 || d->qpw == 4 || d->qpw == 8) &&
-           (d->Sq + kWarps * d->qpw - 1) / (kWarps * d->qpw) <= 65535;
+    int shape = d->B >= 1 && d->H >= 1 && d->Sq >= 1 && d->Sk >= 1 && d->D >= 1 && d->Dv >= 1 &&
+                d->D <= kMaxHead && d->Dv <= kMaxHead && d->B * d->H <= INT32_MAX;
+    int tiles = d->tc ? (d->qpw == 1 || d->qpw == 2 || d->qpw == 4) && d->D <= 128 &&
+                            d->Dv <= 128 && d->D % 16 == 0 && d->Dv % 16 == 0
+                      : d->qpw == 2 || d->qpw == 4 || d->qpw == 8;
+    return shape && tiles &&
+           (d->Sq + rows_per_block(d) - 1) / rows_per_block(d) <= 65535;
 }
 
 extern "C" void cuk_attention_shape(cuk_attention_desc *d, int sm_count, size_t max_shared)
 {
     if (sm_count < 1) sm_count = 1;
     int64_t bh = d->B * d->H;
+    if (d->tc) { /* warps a block: fewer while the blocks would not fill the device */
+        int w = 4;
+        while (w > 1 && bh * ((d->Sq + 16 * w - 1) / (16 * w)) < (int64_t)sm_count)
+            w /= 2;
+        d->qpw = w;
+        return;
+    }
     int qpw = 2;
     if (bh * ((d->Sq + 31) / 32) >= 2 * (int64_t)sm_count) qpw = 8;
     else if (bh * ((d->Sq + 15) / 16) >= (int64_t)sm_count) qpw = 4;
@@ -259,7 +456,8 @@ extern "C" cudaError_t cuk_attention_prepare(cuk_dtype t, const cuk_attention_de
     if (!cuk_attention_ok(d)) return cudaErrorInvalidValue;
     size_t shm = cuk_attention_shared_bytes(d);
     void *fn = nullptr;
-    CUK_DISPATCH_FP(t, T, fn = att_pick<T>(d->qpw, d->Dv));
+    if (d->tc && t != CUK_DT_F16 && t != CUK_DT_BF16) return cudaErrorInvalidValue;
+    CUK_DISPATCH_FP(t, T, fn = any_pick<T>(d));
     return cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm);
 }
 
@@ -268,11 +466,12 @@ extern "C" cudaError_t cuk_attention(cuk_dtype t, const cuk_attention_desc *d, c
                                      cudaStream_t stream)
 {
     if (!cuk_attention_ok(d) || !q || !k || !v || !o) return cudaErrorInvalidValue;
-    int qt = kWarps * d->qpw;
+    if (d->tc && t != CUK_DT_F16 && t != CUK_DT_BF16) return cudaErrorInvalidValue;
+    int64_t qt = rows_per_block(d);
     dim3 grid((unsigned)(d->B * d->H), (unsigned)((d->Sq + qt - 1) / qt));
     size_t shm = cuk_attention_shared_bytes(d);
     void *fn = nullptr;
-    CUK_DISPATCH_FP(t, T, fn = att_pick<T>(d->qpw, d->Dv));
+    CUK_DISPATCH_FP(t, T, fn = any_pick<T>(d));
     void *args[] = {(void *)d, (void *)&q, (void *)&k, (void *)&v, (void *)&bias, (void *)&o};
-    return cudaLaunchKernel(fn, grid, dim3(kThreads), args, shm, stream);
+    return cudaLaunchKernel(fn, grid, dim3(d->tc ? 32 * d->qpw : kThreads), args, shm, stream);
 }
