@@ -260,6 +260,17 @@ __device__ __forceinline__ void stage_tc(T *dst, int ld, const T *src, int64_t r
                                          int rows, int64_t valid, int64_t cols)
 {
     const T zero = from_float<T>(0.0f);
+    if (cs == 1 && rs % 8 == 0 && cols % 8 == 0 && ((uintptr_t)src & 15) == 0) {
+        /* rows of contiguous, aligned elements: 8 at a time (16 bytes) */
+        constexpr int C8 = DP / 8;
+        for (int idx = threadIdx.x; idx < rows * C8; idx += NT) {
+            int r = idx / C8, c = (idx - r * C8) * 8;
+            uint4 w = make_uint4(0u, 0u, 0u, 0u);
+            if (r < valid && c < cols) w = *reinterpret_cast<const uint4 *>(src + r * rs + c);
+            *reinterpret_cast<uint4 *>(dst + r * ld + c) = w;
+        }
+        return;
+    }
     for (int idx = threadIdx.x; idx < rows * DP; idx += NT) {
         int r = idx / DP, c = idx - r * DP;
         dst[r * ld + c] = (r < valid && c < cols) ? src[r * rs + c * cs] : zero;
@@ -436,10 +447,10 @@ extern "C" void cuk_attention_shape(cuk_attention_desc *d, int sm_count, size_t 
 {
     if (sm_count < 1) sm_count = 1;
     int64_t bh = d->B * d->H;
-    if (d->tc) { /* warps a block: fewer while the blocks would not fill the device */
+    if (d->tc) { /* warps a block: 2 while 4 would not fill half the device (a block
+                   * stages the whole key tile, so fewer than 2 costs more than it gains) */
         int w = 4;
-        while (w > 1 && bh * ((d->Sq + 16 * w - 1) / (16 * w)) < (int64_t)sm_count)
-            w /= 2;
+        if (bh * ((d->Sq + 63) / 64) < (int64_t)sm_count / 2) w = 2;
         d->qpw = w;
         return;
     }
