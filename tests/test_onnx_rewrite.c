@@ -306,6 +306,71 @@ static void test_attention_values(void **state)
     opsched_ctx_free(ctx);
 }
 
+/* Packed projections (tests/onnx/make_models.py): GPT-2's split QKV and
+ * timm's gathered one are read in place through views, the Gemm layers on
+ * sequences become products with a bias Add, the unit-axis Transpose a
+ * Reshape; the values are those of the graph as written. */
+static void test_packed_attention(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx = NULL;
+    opsched_device *dev = NULL;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    opsched_graph *g = load_file(ctx, "packed_attention.onnx", 0, 0);
+    opsched_graph *as_written = load_file(ctx, "packed_attention.onnx", 1, 0);
+    assert_int_equal(count_op(g, OPSCHED_OP_ATTENTION), 2);
+    assert_int_equal(count_op(g, OPSCHED_OP_SPLIT), 0);
+    assert_int_equal(count_op(g, OPSCHED_OP_GATHER), 0);
+    assert_int_equal(count_op(g, OPSCHED_OP_GEMM), 0);
+    assert_int_equal(count_op(g, OPSCHED_OP_TRANSPOSE), 0);
+    assert_int_equal(count_op(as_written, OPSCHED_OP_GEMM), 2);
+    /* GPT-2: Q, K and V are views of the Gemm's result, now a bias Add
+     * ([2, 6, 24]); V starts 16 elements in */
+    const opsched_node *n = made(g, "g_ot");
+    assert_int_equal(n->op, OPSCHED_OP_ATTENTION);
+    const opsched_node *src = made(g, opsched_graph_tensor(g, n->inputs[0])->name);
+    assert_int_equal(src->op, OPSCHED_OP_ADD);
+    assert_int_equal(made(g, opsched_graph_tensor(g, src->inputs[0])->name)->op,
+                     OPSCHED_OP_MATMUL);
+    for (int x = 0; x < 3; x++) {
+        assert_int_equal(n->inputs[x], n->inputs[0]);
+        assert_int_equal(n->attr.attention.view[x].rank, 4);
+        assert_int_equal(n->attr.attention.view[x].offset, 8 * x);
+    }
+    /* timm: the [2, 6, 24] product read at 3 heads' offsets through the 5-D
+     * permute and the Gathers */
+    n = made(g, "t_ot");
+    assert_int_equal(n->op, OPSCHED_OP_ATTENTION);
+    for (int x = 0; x < 3; x++) {
+        assert_string_equal(opsched_graph_tensor(g, n->inputs[x])->name, "t_qkv");
+        assert_int_equal(n->attr.attention.view[x].offset, 8 * x);
+    }
+    /* the out projection: a product and its bias, the residual after it */
+    assert_int_equal(made(g, "g_y")->op, OPSCHED_OP_ADD);
+    assert_int_equal(made(g, "y_unit")->op, OPSCHED_OP_RESHAPE);
+    if (opsched_device_open(ctx, "cpu", 0, &dev) == OPSCHED_OK) {
+        float xs[96];
+        for (int i = 0; i < 96; i++)
+            xs[i] = cosf(0.29f * (float)i) * 1.3f;
+        enum { N_OUT = 3 };
+        float *a[N_OUT], *b[N_OUT];
+        size_t na[N_OUT], nb[N_OUT];
+        run_cpu(dev, as_written, xs, 96, a, na);
+        run_cpu(dev, g, xs, 96, b, nb);
+        for (int i = 0; i < N_OUT; i++) {
+            assert_true(same_output(g, i, a[i], na[i], b[i], nb[i]) > 0);
+            free(a[i]);
+            free(b[i]);
+        }
+        opsched_device_close(dev);
+    } else {
+        print_message("no cpu backend in this build: structure only\n");
+    }
+    opsched_graph_free(as_written);
+    opsched_graph_free(g);
+    opsched_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -313,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_same_values),
         cmocka_unit_test(test_attention_structure),
         cmocka_unit_test(test_attention_values),
+        cmocka_unit_test(test_packed_attention),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

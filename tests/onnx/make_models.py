@@ -861,6 +861,50 @@ def op_models():
          init("causal", [6, 6], value=causal),
          ints("s4", [2, 6, 2, 4]), ints("s3", [2, 6, 8]), ints("s_mha", [6, 4, 4]),
          ints("s_mha_out", [6, 2, 8])], opset=14)
+    # Packed projections (the views after the attention rewrite), x [2, 6, 8],
+    # 2 heads of 4: GPT-2's form (Reshape to rows, Gemm to [12, 24] with a
+    # bias, Reshape back, Split in three, heads by Reshape and Transpose, the
+    # out projection a transposed-B Gemm between Reshapes, the residual Add),
+    # timm's form (qkv to [2, 6, 3, 2, 4], Transpose (2, 0, 3, 1, 4), Gather
+    # 0, 1, 2 on axis 0) and nn.MultiheadAttention's [1, S, C] -> [S, 1, C]
+    # Transpose, which only moves an axis of one element.
+    pk = [N("Reshape", ["x", "rows"], ["xr"], name="g_rows"),
+          N("Gemm", ["xr", "w_qkv", "b_qkv"], ["qkv"], name="g_qkv"),
+          N("Reshape", ["qkv", "s_qkv"], ["qkv3"], name="g_qkv3"),
+          N("Split", ["qkv3", "split3"], ["gq", "gk", "gv"], name="g_split", axis=2)]
+    for t, perm in (("gq", [0, 2, 1, 3]), ("gk", [0, 2, 3, 1]), ("gv", [0, 2, 1, 3])):
+        pk += [N("Reshape", [t, "s4"], [t + "_h"], name=t + "_rs"),
+               N("Transpose", [t + "_h"], [t + "_t"], name=t + "_tr", perm=perm)]
+    pk += [N("MatMul", ["gq_t", "gk_t"], ["g_sc"], name="g_qk"),
+           N("Mul", ["g_sc", "half"], ["g_ss"], name="g_scale"),
+           N("Softmax", ["g_ss"], ["g_p"], name="gpt/Softmax", axis=-1),
+           N("MatMul", ["g_p", "gv_t"], ["g_o"], name="g_pv"),
+           N("Transpose", ["g_o"], ["g_ot"], name="g_otr", perm=[0, 2, 1, 3]),
+           N("Reshape", ["g_ot", "rows"], ["g_or"], name="g_orows"),
+           N("Gemm", ["g_or", "w_out", "b_out"], ["g_proj"], name="g_out", transB=1),
+           N("Reshape", ["g_proj", "s3"], ["g_y"], name="g_y3"),
+           N("Add", ["x", "g_y"], ["y_gpt"], name="g_res")]
+    pk += [N("MatMul", ["x", "w_qkv"], ["t_qkv"], name="t_qkv"),
+           N("Reshape", ["t_qkv", "s5"], ["t5"], name="t_rs"),
+           N("Transpose", ["t5"], ["t5t"], name="t_tr", perm=[2, 0, 3, 1, 4])]
+    for j, t in enumerate(("tq", "tk", "tv")):
+        pk += [N("Gather", ["t5t", "i%d" % j], [t], name="t_gather%d" % j, axis=0)]
+    pk += [N("Transpose", ["tk"], ["tk_t"], name="tk_tr", perm=[0, 1, 3, 2]),
+           N("MatMul", ["tq", "tk_t"], ["t_sc"], name="t_qk"),
+           N("Mul", ["t_sc", "half"], ["t_ss"], name="t_scale"),
+           N("Softmax", ["t_ss"], ["t_p"], name="timm/Softmax", axis=-1),
+           N("MatMul", ["t_p", "tv"], ["t_o"], name="t_pv"),
+           N("Transpose", ["t_o"], ["t_ot"], name="t_otr", perm=[0, 2, 1, 3]),
+           N("Reshape", ["t_ot", "s3"], ["y_timm"], name="t_y")]
+    pk += [N("Slice", ["x", "zero1", "one1", "zero1"], ["x1"], name="x1"),
+           N("Transpose", ["x1"], ["y_unit"], name="unit_tr", perm=[1, 0, 2])]
+    M["packed_attention"] = model(
+        pk, [vi("x", [2, 6, 8])], [vi(n, None) for n in ["y_gpt", "y_timm", "y_unit"]],
+        [init("w_qkv", [8, 24]), init("b_qkv", [24]), init("w_out", [8, 8]), init("b_out", [8]),
+         init("half", [], value=[0.5]), ints("rows", [12, 8]), ints("s_qkv", [2, 6, 24]),
+         ints("split3", [8, 8, 8]), ints("s4", [2, 6, 2, 4]), ints("s3", [2, 6, 8]),
+         ints("s5", [2, 6, 3, 2, 4]), ints("i0", 0), ints("i1", 1), ints("i2", 2),
+         ints("zero1", [0]), ints("one1", [1])], opset=14)
     M["reduce_noop_fold"] = model(
         [N("ReduceSumSquare", ["c"], ["sq"], name="sq", noop_with_empty_axes=1),
          N("ReduceL1", ["c", "none"], ["l1"], name="l1", noop_with_empty_axes=1),
