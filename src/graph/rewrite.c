@@ -680,7 +680,8 @@ static opsched_status replace(opsched_graph **gp, const int *drop, const rewrite
     opsched_graph *g = *gp, *ng = NULL;
     OS_TRY(rebuild(g, drop, rw, has_rw, dup, em, map, &ng));
     for (size_t t = 0; t < g->n_tensors; t++)
-        if (g->tensors[t].producer < 0) g->tensors[t].data = NULL;
+        if (g->tensors[t].producer < 0 && map[t] >= 0) /* moved; the left-out ones go */
+            g->tensors[t].data = NULL;
     opsched_graph_free(g);
     *gp = ng;
     return OPSCHED_OK;
