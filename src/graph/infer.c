@@ -1301,6 +1301,17 @@ opsched_status os_infer(opsched_graph *g, const char *name, opsched_op_kind op,
         cost->bytes_read += tensor_bytes(a.in[i]);
         if (a.in[i]->kind == OPSCHED_TENSOR_WEIGHT) cost->params += opsched_shape_numel(&a.in[i]->shape);
     }
+    if (op == OPSCHED_OP_ATTENTION) {
+        /* an operand read through a view reads the view, not its whole tensor */
+        for (int i = 0; i < n_in && i < 3; i++) {
+            const opsched_attention_view *v = &attr->attention.view[i];
+            if (!a.in[i] || v->rank <= 0) continue;
+            int64_t e = 1;
+            for (int d = 0; d < v->rank && d < 4; d++)
+                e *= v->d[d];
+            cost->bytes_read += e * (int64_t)opsched_dtype_size(a.in[i]->dtype) - tensor_bytes(a.in[i]);
+        }
+    }
     if (opsched_op_is_view(op)) {
         cost->bytes_read = 0;
         cost->bytes_written = 0;
