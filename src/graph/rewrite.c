@@ -1235,7 +1235,8 @@ static opsched_status emit_merged(void *u, const opsched_graph *g, int i, opsche
         snprintf(name, sizeof(name), "%smerged_%d/Add", prefix, gi);
         OS_TRY(opsched_graph_add_node(ng, name, OPSCHED_OP_ADD, &none, in2, 2, 1, NULL, &z));
     }
-    const opsched_shape *zs = &ng->tensors[z].shape;
+    const opsched_shape zsh = ng->tensors[z].shape; /* a copy: adding nodes moves ng's tensors */
+    const opsched_shape *zs = &zsh;
     int64_t at = 0;
     for (int k = 0; k < grp->n; k++) {
         opsched_op_attr sl;
