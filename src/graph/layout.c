@@ -21,6 +21,7 @@
  * would read a row-major one, clears the tensors it touches, and that
  * spreads until every op agrees.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph_impl.h"
@@ -83,7 +84,8 @@ int opsched_layout_transpose_view(const opsched_graph *g, int node, const unsign
 
 /* Clears the row-major tensors of node n when it does not agree; 1 when it
  * cleared any. */
-static int settle(const opsched_graph *g, const opsched_node *n, unsigned char *rm)
+static int settle(const opsched_graph *g, const opsched_node *n, unsigned char *rm,
+                  unsigned char *pinned)
 {
     if (n->n_outputs == 1 && (entry(g, n, rm) || exit_of(g, n, rm))) return 0;
     int has_rm = 0, has_cl = 0;
@@ -92,8 +94,9 @@ static int settle(const opsched_graph *g, const opsched_node *n, unsigned char *
         const opsched_tensor *t = tensor(g, id);
         if (invariant(t)) continue;
         if (rm[id]) has_rm = 1;
-        else if (t->kind == OPSCHED_TENSOR_INPUT || t->kind == OPSCHED_TENSOR_ACTIVATION)
-            has_cl = 1;
+        else if (t->kind == OPSCHED_TENSOR_INPUT || t->kind == OPSCHED_TENSOR_ACTIVATION ||
+                 pinned[id])
+            has_cl = 1; /* a pinned constant is channels-last for good */
     }
     if (!has_rm) return 0;
     int keep = !has_cl && agnostic(n);
@@ -111,6 +114,10 @@ static int settle(const opsched_graph *g, const opsched_node *n, unsigned char *
             }
         } else if (rm[id]) {
             rm[id] = 0;
+            /* a constant a channels-last op reads cannot be row-major
+             * elsewhere: pinned, so no region marks it again */
+            if (t->kind != OPSCHED_TENSOR_ACTIVATION && t->kind != OPSCHED_TENSOR_INPUT)
+                pinned[id] = 1;
             changed = 1;
         }
     }
@@ -119,7 +126,7 @@ static int settle(const opsched_graph *g, const opsched_node *n, unsigned char *
 
 /* 1 when a constant marked row-major is also read where maps are
  * channels-last (then it cannot be both). */
-static int constant_split(const opsched_graph *g, unsigned char *rm)
+static int constant_split(const opsched_graph *g, unsigned char *rm, unsigned char *pinned)
 {
     int changed = 0;
     int nn = opsched_graph_num_nodes(g);
@@ -139,6 +146,7 @@ static int constant_split(const opsched_graph *g, unsigned char *rm)
                 /* read by a channels-last op: every region that reads it
                  * must go (settle clears them once the constant is) */
                 rm[n->inputs[k]] = 0;
+                pinned[n->inputs[k]] = 1;
                 changed = 1;
             }
         }
@@ -171,13 +179,21 @@ int opsched_layout_rowmajor(const opsched_graph *g, unsigned char *rm)
         for (int k = 0; k < n->n_outputs; k++)
             if (!invariant(tensor(g, n->outputs[k]))) rm[n->outputs[k]] = 1;
     }
-    /* then clear what does not agree, until everything does */
+    /* then clear what does not agree, until everything does (a constant
+     * cleared because a channels-last op reads it stays cleared, so the
+     * regions that read it go too, and the loop ends) */
+    unsigned char *pinned = calloc((size_t)nt + 1, 1);
+    if (!pinned) {
+        memset(rm, 0, (size_t)nt); /* no memory: every tensor in the plan's layout */
+        return 0;
+    }
     for (int changed = 1; changed;) {
         changed = 0;
         for (int i = 0; i < nn; i++)
-            changed |= settle(g, opsched_graph_node(g, i), rm);
-        if (!changed) changed = constant_split(g, rm);
+            changed |= settle(g, opsched_graph_node(g, i), rm, pinned);
+        if (!changed) changed = constant_split(g, rm, pinned);
     }
+    free(pinned);
     int count = 0;
     for (int t = 0; t < nt; t++)
         count += rm[t] != 0;
