@@ -258,16 +258,21 @@ static void test_bias_epilogue(void **state)
  * against the graph as written on the CPU in fp32, node by node, in every
  * math mode and both layouts, fully masked rows included;
  * heads of 20 (not a multiple of 8), 64 over three key tiles with a
- * remainder, and 128. */
+ * remainder, and 128; and a causal mask whose last row sees no key, which
+ * cuDNN's fused engines must also run (--algo cudnn) in fp16 and bf16. */
 static void test_attention(void **state)
 {
     (void)state;
     SKIP_WITHOUT_GPU();
-    static const int64_t cfg[][4] = {{2, 77, 3, 20}, {2, 130, 2, 64}, {3, 9, 2, 128}};
+    /* B, S, H, D, causal */
+    static const int64_t cfg[][5] = {
+        {2, 77, 3, 20, 0}, {2, 130, 2, 64, 0}, {3, 9, 2, 128, 0}, {2, 200, 4, 64, 1}};
     for (size_t c = 0; c < sizeof(cfg) / sizeof(cfg[0]); c++) {
         const int64_t *k = cfg[c];
-        opsched_graph *w = netref_attention_graph(env.ctx, k[0], k[1], k[2], k[3], 71 + c);
-        opsched_graph *g = netref_attention_graph(env.ctx, k[0], k[1], k[2], k[3], 71 + c);
+        opsched_graph *w =
+            netref_attention_graph(env.ctx, k[0], k[1], k[2], k[3], (int)k[4], 71 + c);
+        opsched_graph *g =
+            netref_attention_graph(env.ctx, k[0], k[1], k[2], k[3], (int)k[4], 71 + c);
         assert_non_null(w);
         assert_non_null(g);
         int n_rw = 0;
@@ -287,28 +292,50 @@ static void test_attention(void **state)
         opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};
         float *ref = infer(env.cpu ? env.cpu : env.gpu, w, &base, x, 0, &n_ref);
         int failures = 0;
+        /* policy 0: the planner's choice; 1: cuDNN's engines (fp16 and bf16
+         * only), which must take the causal mask [1, 1, S, S] and may turn
+         * down the padding mask [B, 1, 1, S] */
         for (int layout = 0; layout < 2; layout++)
-            for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
-                opsched_exec_options o = {.plan = {.math = (opsched_math)m,
-                                                   .layout = (opsched_layout)layout,
-                                                   .fuse_activation = 1}};
-                opsched_executor *ex = NULL;
-                CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
-                char algo[64];
-                snprintf(algo, sizeof(algo), "%s", opsched_executor_layer(ex, att)->algo);
-                assert_true(strncmp(algo, "fused_attention", 15) == 0);
-                opsched_executor_free(ex);
-                float *y = infer(env.gpu, g, &o, x, 0, &n);
-                assert_int_equal(n, n_ref);
-                double err = netref_rel_l2(y, ref, n);
-                print_message("  attention %lldx%lldx%lldx%lld, %s %s (%s): relative L2 %.3g "
-                              "(limit %.0e)%s\n",
-                              (long long)k[0], (long long)k[1], (long long)k[2], (long long)k[3],
-                              opsched_math_name((opsched_math)m), layout ? "NHWC" : "NCHW", algo,
-                              err, tolerance[m], err < tolerance[m] ? "" : "  FAILED");
-                failures += !(err < tolerance[m]);
-                free(y);
-            }
+            for (int m = 0; m < OPSCHED_MATH_COUNT; m++)
+                for (int policy = 0; policy < 2; policy++) {
+                    int low = m == OPSCHED_MATH_FP16 || m == OPSCHED_MATH_BF16;
+                    if (policy == 1 && !low) continue;
+                    opsched_exec_options o = {.plan = {.math = (opsched_math)m,
+                                                       .layout = (opsched_layout)layout,
+                                                       .fuse_activation = 1,
+                                                       .algo = policy ? "cudnn" : NULL}};
+                    opsched_executor *ex = NULL;
+                    opsched_status cst = opsched_executor_create(env.gpu, g, NULL, &o, &ex);
+                    if (policy == 1 && cst == OPSCHED_ERR_UNSUPPORTED && !k[4]) {
+                        print_message(
+                            "  attention %lldx%lldx%lldx%lld, %s %s: cuDNN declines: %s\n",
+                            (long long)k[0], (long long)k[1], (long long)k[2], (long long)k[3],
+                            opsched_math_name((opsched_math)m), layout ? "NHWC" : "NCHW",
+                            opsched_ctx_last_error(env.ctx));
+                        opsched_ctx_clear_error(env.ctx);
+                        continue;
+                    }
+                    CHECK(cst);
+                    char algo[64];
+                    snprintf(algo, sizeof(algo), "%s", opsched_executor_layer(ex, att)->algo);
+                    if (policy == 1)
+                        assert_true(strncmp(algo, "cudnn_sdpa", 10) == 0);
+                    else
+                        assert_true(strncmp(algo, "fused_attention", 15) == 0 ||
+                                    (low && strncmp(algo, "cudnn_sdpa", 10) == 0));
+                    opsched_executor_free(ex);
+                    float *y = infer(env.gpu, g, &o, x, 0, &n);
+                    assert_int_equal(n, n_ref);
+                    double err = netref_rel_l2(y, ref, n);
+                    print_message("  attention %lldx%lldx%lldx%lld, %s %s (%s): relative L2 %.3g "
+                                  "(limit %.0e)%s\n",
+                                  (long long)k[0], (long long)k[1], (long long)k[2],
+                                  (long long)k[3], opsched_math_name((opsched_math)m),
+                                  layout ? "NHWC" : "NCHW", algo, err, tolerance[m],
+                                  err < tolerance[m] ? "" : "  FAILED");
+                    failures += !(err < tolerance[m]);
+                    free(y);
+                }
         assert_int_equal(failures, 0);
         free(ref);
         free(x);

@@ -443,6 +443,7 @@ static const struct {
                  {"attention", OPSCHED_ABLATE_ATTENTION},
                  {"projections", OPSCHED_ABLATE_PROJECTIONS},
                  {"tensor-cores", OPSCHED_ABLATE_TENSOR_CORES},
+                 {"cudnn-attention", OPSCHED_ABLATE_CUDNN_ATTENTION},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)

@@ -278,17 +278,25 @@ static int scalar_const(opsched_graph *g, const char *name, float v, int *out)
 }
 
 opsched_graph *netref_attention_graph(opsched_ctx *ctx, int64_t B, int64_t S, int64_t H,
-                                      int64_t D, uint64_t seed)
+                                      int64_t D, int causal, uint64_t seed)
 {
     opsched_graph *g = NULL;
     int64_t E = H * D;
     opsched_shape xs = {3, {B, S, E}}, hs = {4, {B, S, H, D}}, ms = {4, {B, 1, 1, S}};
+    if (causal) ms = (opsched_shape){4, {1, 1, S, S}};
     int x, mask, sq, zero, t[24];
-    float *mv = malloc(sizeof(float) * (size_t)(B * S));
+    int64_t n_mask = opsched_shape_numel(&ms);
+    float *mv = malloc(sizeof(float) * (size_t)n_mask);
     if (!mv) return NULL;
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t j = 0; j < S; j++) /* batch 0 keeps all but 3 keys, batch 1 none */
-            mv[b * S + j] = (b == 1 || (b == 0 && j >= S - 3)) ? -INFINITY : 0.0f;
+    if (causal) {
+        for (int64_t i = 0; i < S; i++) /* the last query row sees no key */
+            for (int64_t j = 0; j < S; j++)
+                mv[i * S + j] = (j > i || i == S - 1) ? -INFINITY : 0.0f;
+    } else {
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t j = 0; j < S; j++) /* batch 0 keeps all but 3 keys, batch 1 none */
+                mv[b * S + j] = (b == 1 || (b == 0 && j >= S - 3)) ? -INFINITY : 0.0f;
+    }
     opsched_op_attr sm, isnan_a;
     memset(&sm, 0, sizeof(sm));
     sm.axis.axis = -1;
@@ -297,7 +305,7 @@ opsched_graph *netref_attention_graph(opsched_ctx *ctx, int64_t B, int64_t S, in
     int fail = opsched_graph_create(ctx, "attention", &g) != OPSCHED_OK;
     fail = fail || opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x) ||
            opsched_graph_add_tensor(g, "mask", OPSCHED_TENSOR_CONSTANT, OPSCHED_F32, &ms, &mask) ||
-           opsched_graph_set_data(g, mask, mv, sizeof(float) * (size_t)(B * S)) ||
+           opsched_graph_set_data(g, mask, mv, sizeof(float) * (size_t)n_mask) ||
            scalar_const(g, "sqrt_scale", (float)pow((double)D, -0.25), &sq) ||
            scalar_const(g, "zero", 0.0f, &zero) || matmul_w(g, "q", x, E, &t[0]) ||
            matmul_w(g, "k", x, E, &t[1]) || matmul_w(g, "v", x, E, &t[2]) ||

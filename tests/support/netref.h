@@ -49,12 +49,13 @@ opsched_graph *netref_bias_graph(opsched_ctx *ctx, const opsched_shape *x, uint6
 /* Attention as torch's SDPA decomposition writes it, x [B, S, H*D]: Q, K
  * and V projections, Reshape to [B, S, H, D], Transposes (K to K^T), the
  * sqrt-scale Muls, the product, an additive mask [B, 1, 1, S] (batch 0
- * without its last 3 keys, batch 1 without any), Softmax, Where(IsNaN, 0),
- * the product with V, Transpose and Reshape back; weights from seed.  As
- * written: opsched_graph_rewrite_patterns makes it one Attention node.
- * NULL when it cannot be built. */
+ * without its last 3 keys, batch 1 without any) or with `causal` a causal
+ * mask [1, 1, S, S] whose last query row sees no key, Softmax,
+ * Where(IsNaN, 0), the product with V, Transpose and Reshape back; weights
+ * from seed.  As written: opsched_graph_rewrite_patterns makes it one
+ * Attention node.  NULL when it cannot be built. */
 opsched_graph *netref_attention_graph(opsched_ctx *ctx, int64_t B, int64_t S, int64_t H,
-                                      int64_t D, uint64_t seed);
+                                      int64_t D, int causal, uint64_t seed);
 
 opsched_graph *netref_se_graph(opsched_ctx *ctx, const opsched_shape *x, int64_t hidden,
                                uint64_t seed);

@@ -360,7 +360,7 @@ static void dry_run(const profile_args *a, const model_src *m, const tool_measur
     printf("\n%d input size%s:", n_sizes, n_sizes == 1 ? "" : "s");
     for (int i = 0; i < n_sizes; i++)
         printf(" %lld", (long long)sizes[i]);
-    char ablated[128];
+    char ablated[256];
     opsched_ablation_names(o->plan.ablate, " ", ablated, sizeof(ablated));
     printf("\nalgorithm %s%s%s, backend %s, math %s, layout %s, bn %s%s%s\n",
            ma->algo ? ma->algo : "heuristic", a->algo_fallback ? ", fallback " : "",

@@ -742,7 +742,7 @@ static void choose_layout(opsched_ctx *ctx, opsched_device *dev, run_args *a,
 
 static void describe_setup(const run_args *a, opsched_device *dev, const opsched_graph *g)
 {
-    char ablated[128];
+    char ablated[256];
     opsched_ablation_names(a->ablate, " ", ablated, sizeof(ablated));
     opsched_device_info info;
     if (opsched_device_info_get(dev, &info) != OPSCHED_OK) memset(&info, 0, sizeof(info));

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tool.h"
@@ -39,6 +40,17 @@ static void log_to_stderr(opsched_log_level level, const char *msg, void *user)
     static const char *const names[] = {"error", "warning", "info", "debug"};
     (void)user;
     fprintf(stderr, "opsched: %s: %s\n", names[level], msg);
+}
+
+/* The level of messages on standard error: OPSCHED_LOG (error, warning,
+ * info or debug) when set to one of those, warning otherwise. */
+static opsched_log_level log_level(void)
+{
+    static const char *const names[] = {"error", "warning", "info", "debug"};
+    const char *v = getenv("OPSCHED_LOG");
+    for (int i = 0; v && i < 4; i++)
+        if (strcmp(v, names[i]) == 0) return (opsched_log_level)i;
+    return OPSCHED_LOG_WARN;
 }
 
 /* Whatever a command printed must have reached standard output: a full
@@ -90,7 +102,7 @@ static int run_main(int argc, char **argv)
             fprintf(stderr, "opsched: out of memory\n");
             return TOOL_EXIT_FAIL;
         }
-        opsched_ctx_set_log(ctx, log_to_stderr, NULL, OPSCHED_LOG_WARN);
+        opsched_ctx_set_log(ctx, log_to_stderr, NULL, log_level());
         int rc = commands[i].run(ctx, argc - 1, argv + 1);
         opsched_ctx_free(ctx);
         return rc;

@@ -8,6 +8,11 @@
  * Scores never reach global memory, whatever the math mode: the products
  * and the softmax are in float (the TF32 mode's rule for the products of
  * two activations, precision.c, holds by construction).
+ *
+ * fp16 and bf16 attention may run on cuDNN's fused flash-attention engines
+ * instead (cuda_sdpa.c), where they measure faster than the own kernel;
+ * --algo cudnn takes them whatever they measure, --algo own never, and
+ * --ablate cudnn-attention turns the choice off.
  */
 #include <string.h>
 
@@ -102,14 +107,34 @@ opsched_status cu_plan_attention(const cu_plan_args *a, cu_plan **out)
                                  "takes heads up to 256 within %d bytes of shared memory",
                               (long long)d.D, (long long)d.Dv, shared);
     CUDA_CHECK(a->ctx, cuk_attention_prepare(t, &d));
+    size_t off_bytes[3];
+    for (int x = 0; x < 3; x++)
+        off_bytes[x] = (size_t)off[x] * cu_elem_size(a, cu_in(a, x));
     cu_plan *base = NULL;
+    /* fp16 and bf16: cuDNN's fused engines where they measure faster;
+     * --algo cudnn takes them whatever they measure, --algo own never */
+    const char *algo = a->opts->algo ? a->opts->algo : "heuristic";
+    int force = strcmp(algo, "cudnn") == 0, own = strcmp(algo, "own") == 0;
+    if (force && t != CUK_DT_F16 && t != CUK_DT_BF16)
+        return CU_UNSUPPORTED(a, "cudnn: cuDNN's fused attention takes fp16 and bf16 only");
+    if (force || ((t == CUK_DT_F16 || t == CUK_DT_BF16) && !own &&
+                  !(a->opts->ablate & OPSCHED_ABLATE_CUDNN_ATTENTION))) {
+        const char *why = NULL;
+        OS_TRY(cu_sdpa_plan(a, &d, t, off_bytes, has_bias, force, &base, &why));
+        if (base) {
+            *out = base;
+            return OPSCHED_OK;
+        }
+        os_log(a->ctx, OPSCHED_LOG_DEBUG, "cuda: node '%s': attention: own kernel: %s",
+               a->node->name, why ? why : "");
+    }
     OS_TRY(cu_plan_alloc(a, sizeof(att_plan), att_launch, NULL, &base));
     att_plan *p = (att_plan *)base;
     p->t = t;
     p->d = d;
     p->has_bias = has_bias;
     for (int x = 0; x < 3; x++)
-        p->off[x] = (size_t)off[x] * cu_elem_size(a, cu_in(a, x));
+        p->off[x] = off_bytes[x];
     if (d.tc)
         snprintf(a->info->algo, sizeof(a->info->algo), "fused_attention_tc_w%d", d.qpw);
     else

@@ -138,23 +138,6 @@ typedef struct tally {
 
 /* ---- descriptors ----------------------------------------------------- */
 
-static void bk_free(cudnnBackendDescriptor_t *d)
-{
-    if (*d) (void)cudnnBackendDestroyDescriptor(*d);
-    *d = NULL;
-}
-
-static opsched_status bk_new(opsched_ctx *ctx, cudnnBackendDescriptorType_t type,
-                             cudnnBackendDescriptor_t *d)
-{
-    *d = NULL;
-    CUDNN_CHECK(ctx, cudnnBackendCreateDescriptor(type, d));
-    return OPSCHED_OK;
-}
-
-#define BK_SET(ctx, d, name, type, n, v)                                                           \
-    CUDNN_CHECK((ctx), cudnnBackendSetAttribute((d), (name), (type), (n), (v)))
-
 static void describe(const cu_plan_args *a, char *buf, size_t size)
 {
     const opsched_conv_attr *c = &a->node->attr.conv;
@@ -197,13 +180,13 @@ static opsched_status make_desc(const cu_plan_args *a, int64_t uid, cudnnDataTyp
 {
     int64_t align = GRAPH_ALIGN;
     bool virt = is_virtual != 0;
-    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_TENSOR_DESCRIPTOR, out));
-    BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
-    BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
-    BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides);
-    BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-    BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
-    if (virt) BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt);
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_TENSOR_DESCRIPTOR, out));
+    CU_BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
+    CU_BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
+    CU_BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides);
+    CU_BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+    CU_BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
+    if (virt) CU_BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt);
     return FINALIZE(a, *out, "tensor descriptor");
 }
 
@@ -242,26 +225,26 @@ static opsched_status make_pointwise(const cu_plan_args *a, const pw_mode *m,
                                      cudnnBackendDescriptor_t *op)
 {
     cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, pw));
-    BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &m->mode);
-    BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, pw));
+    CU_BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &m->mode);
+    CU_BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
     if (m->relu_family) {
-        BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &m->lower);
-        BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1, &m->upper);
-        BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, CUDNN_TYPE_DOUBLE, 1,
+        CU_BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &m->lower);
+        CU_BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1, &m->upper);
+        CU_BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, CUDNN_TYPE_DOUBLE, 1,
                &m->slope);
     }
-    if (m->param_name) BK_SET(a->ctx, *pw, m->param_name, CUDNN_TYPE_DOUBLE, 1, &m->param);
+    if (m->param_name) CU_BK_SET(a->ctx, *pw, m->param_name, CUDNN_TYPE_DOUBLE, 1, &m->param);
     OS_TRY(FINALIZE(a, *pw, "pointwise descriptor"));
-    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op));
-    BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op));
+    CU_BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, pw);
-    BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+    CU_BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
            &x);
     if (b)
-        BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+        CU_BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
                1, &b);
-    BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+    CU_BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
            &y);
     return FINALIZE(a, *op, "pointwise operation");
 }
@@ -371,29 +354,29 @@ static opsched_status build_graph(const cu_plan_args *a, conv_choice *p)
     int fused = p->fuse_bias || p->fuse_act;
     if (fused) OS_TRY(make_virtual(a, UID_CONV_OUT, &p->conv_out));
 
-    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &p->conv));
-    BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
-    BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1,
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &p->conv));
+    CU_BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
+    CU_BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1,
            &mode);
-    BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims);
-    BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pre);
-    BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, post);
-    BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, c->dilation);
-    BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, c->stride);
+    CU_BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims);
+    CU_BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pre);
+    CU_BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, post);
+    CU_BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, c->dilation);
+    CU_BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, c->stride);
     OS_TRY(FINALIZE(a, p->conv, "convolution descriptor"));
 
-    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &p->op));
-    BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &p->op));
+    CU_BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR,
            1, &p->x);
-    BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+    CU_BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR,
            1, &p->w);
-    BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+    CU_BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR,
            1, fused ? &p->conv_out : &p->y);
-    BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+    CU_BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->conv);
-    BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1,
+    CU_BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1,
            &alpha);
-    BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1,
+    CU_BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1,
            &beta);
     OS_TRY(FINALIZE(a, p->op, "convolution operation"));
 
@@ -413,80 +396,15 @@ static opsched_status build_graph(const cu_plan_args *a, conv_choice *p)
         ops[n_ops++] = p->op_act;
     }
 
-    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &p->graph));
-    BK_SET(a->ctx, p->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &p->graph));
+    CU_BK_SET(a->ctx, p->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
            &a->dev->cudnn);
-    BK_SET(a->ctx, p->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n_ops,
+    CU_BK_SET(a->ctx, p->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n_ops,
            ops);
     return FINALIZE(a, p->graph, "operation graph");
 }
 
 /* ---- engine configs -------------------------------------------------- */
-
-static void configs_free(cudnnBackendDescriptor_t *cfgs, int64_t n)
-{
-    for (int64_t i = 0; cfgs && i < n; i++)
-        bk_free(&cfgs[i]);
-    free(cfgs);
-}
-
-/* The engine configs heuristics `mode` proposes for the graph, best first:
- * *cfgs is malloc'd and the caller owns every descriptor in it; *n is 0
- * when the mode has nothing for this graph. */
-static opsched_status engine_configs(const cu_plan_args *a, cudnnBackendDescriptor_t graph,
-                                     cudnnBackendHeurMode_t mode, cudnnBackendDescriptor_t **cfgs,
-                                     int64_t *n)
-{
-    cudnnBackendDescriptor_t heur = NULL, *list = NULL;
-    int64_t count = 0, got = 0;
-    opsched_status st = OPSCHED_OK;
-    *cfgs = NULL;
-    *n = 0;
-    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));
-    CUDNN_CHECK_GOTO(a->ctx, st,
-                     cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
-                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph),
-                     done);
-    CUDNN_CHECK_GOTO(
-        a->ctx, st,
-        cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode),
-        done);
-    cudnnStatus_t e = cudnnBackendFinalize(heur);
-    if (e != CUDNN_STATUS_SUCCESS) {
-        if (CUDNN_STATUS_CATEGORY(e) != CUDNN_STATUS_NOT_SUPPORTED)
-            st = cu_fail_cudnn(a->ctx, e, "cudnnBackendFinalize(engine heuristics)", __FILE__,
-                               __LINE__);
-        goto done;
-    }
-    CUDNN_CHECK_GOTO(a->ctx, st,
-                     cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, NULL),
-                     done);
-    if (count <= 0) goto done;
-    list = calloc((size_t)count, sizeof(*list));
-    if (!list) {
-        st = OS_NOMEM(a->ctx);
-        goto done;
-    }
-    for (int64_t i = 0; i < count; i++)
-        OS_TRY_GOTO(st, bk_new(a->ctx, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &list[i]), done);
-    CUDNN_CHECK_GOTO(a->ctx, st,
-                     cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, list),
-                     done);
-done:
-    bk_free(&heur);
-    if (st != OPSCHED_OK) {
-        configs_free(list, count);
-        return st;
-    }
-    if (got > count) got = count;
-    for (int64_t i = got; i < count; i++) /* created but not filled */
-        bk_free(&list[i]);
-    *cfgs = list;
-    *n = got;
-    return OPSCHED_OK;
-}
 
 /* 1 when the math mode forbids an engine with these numerical notes. */
 static int notes_forbid(opsched_math m, const cudnnBackendNumericalNote_t *notes, int64_t n)
@@ -507,7 +425,7 @@ static opsched_status engine_info(const cu_plan_args *a, cudnnBackendDescriptor_
     cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
     int64_t got = 0, n = 0;
     opsched_status st = OPSCHED_OK;
-    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng));
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng));
     CUDNN_CHECK_GOTO(a->ctx, st,
                      cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,
                                               CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got, &eng),
@@ -523,7 +441,7 @@ static opsched_status engine_info(const cu_plan_args *a, cudnnBackendDescriptor_
                      done);
     *allowed = !notes_forbid(a->opts->math, notes, OS_MIN(n, CUDNN_NUMERICAL_NOTE_TYPE_COUNT));
 done:
-    bk_free(&eng);
+    cu_bk_free(&eng);
     return st;
 }
 
@@ -544,7 +462,7 @@ static opsched_status try_config(const cu_plan_args *a, cudnnBackendDescriptor_t
         t->filtered++;
         return OPSCHED_OK;
     }
-    OS_TRY(bk_new(a->ctx, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
     CUDNN_CHECK_GOTO(a->ctx, st,
                      cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
                                               CUDNN_TYPE_HANDLE, 1, &a->dev->cudnn),
@@ -578,15 +496,15 @@ static opsched_status try_config(const cu_plan_args *a, cudnnBackendDescriptor_t
     c->workspace = (size_t)ws;
     plan = NULL;
 done:
-    bk_free(&plan);
+    cu_bk_free(&plan);
     return st;
 }
 
 static void candidates_free(candidate *c, int n)
 {
     for (int i = 0; i < n; i++) {
-        bk_free(&c[i].plan);
-        bk_free(&c[i].cfg);
+        cu_bk_free(&c[i].plan);
+        cu_bk_free(&c[i].cfg);
     }
 }
 
@@ -614,7 +532,7 @@ static opsched_status collect(const cu_plan_args *a, conv_choice *p, size_t limi
         cudnnBackendDescriptor_t *cfgs = NULL;
         int64_t k = 0;
         int taken = 0;
-        OS_TRY(engine_configs(a, p->graph, modes[m], &cfgs, &k));
+        OS_TRY(cu_bk_configs(a->ctx, p->graph, modes[m], &cfgs, &k));
         for (int64_t i = 0; i < k && *n < max && taken < quota[m] && st == OPSCHED_OK; i++) {
             st = try_config(a, cfgs[i], limit, &c[*n], t);
             if (st != OPSCHED_OK || !c[*n].plan) continue;
@@ -629,7 +547,7 @@ static opsched_status collect(const cu_plan_args *a, conv_choice *p, size_t limi
             (*n)++;
             taken++;
         }
-        configs_free(cfgs, k);
+        cu_bk_configs_free(cfgs, k);
     }
     return st;
 }
@@ -643,10 +561,10 @@ static opsched_status pack_build(opsched_ctx *ctx, void *ws, const void *x, cons
     const int64_t uids[4] = {UID_X, UID_W, UID_Y, UID_B};
     void *ptrs[4] = {(void *)x, (void *)w, y, (void *)b};
     int64_t n = b ? 4 : 3;
-    OS_TRY(bk_new(ctx, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, out));
-    BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
-    BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs);
-    BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+    OS_TRY(cu_bk_new(ctx, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, out));
+    CU_BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
+    CU_BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs);
+    CU_BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
     CUDNN_CHECK(ctx, cudnnBackendFinalize(*out));
     return OPSCHED_OK;
 }
@@ -674,10 +592,10 @@ static opsched_status pack_for(opsched_ctx *ctx, graph_plan *p, const void *x, c
                                     : "bias",
                            ptrs[i], GRAPH_ALIGN);
     pack_slot *s = &p->packs[p->next_pack];
-    bk_free(&s->pack);
+    cu_bk_free(&s->pack);
     opsched_status st = pack_build(ctx, p->base.workspace, x, w, b, y, &s->pack);
     if (st != OPSCHED_OK) {
-        bk_free(&s->pack);
+        cu_bk_free(&s->pack);
         return st;
     }
     s->x = x;
@@ -692,26 +610,26 @@ static opsched_status pack_for(opsched_ctx *ctx, graph_plan *p, const void *x, c
 /* Frees the operation graph and what it was built from. */
 static void graph_free(conv_choice *p)
 {
-    bk_free(&p->graph);
-    bk_free(&p->op_act);
-    bk_free(&p->pw_act);
-    bk_free(&p->op_add);
-    bk_free(&p->pw_add);
-    bk_free(&p->b);
-    bk_free(&p->add_out);
-    bk_free(&p->conv_out);
-    bk_free(&p->op);
-    bk_free(&p->conv);
-    bk_free(&p->y);
-    bk_free(&p->w);
-    bk_free(&p->x);
+    cu_bk_free(&p->graph);
+    cu_bk_free(&p->op_act);
+    cu_bk_free(&p->pw_act);
+    cu_bk_free(&p->op_add);
+    cu_bk_free(&p->pw_add);
+    cu_bk_free(&p->b);
+    cu_bk_free(&p->add_out);
+    cu_bk_free(&p->conv_out);
+    cu_bk_free(&p->op);
+    cu_bk_free(&p->conv);
+    cu_bk_free(&p->y);
+    cu_bk_free(&p->w);
+    cu_bk_free(&p->x);
 }
 
 static void choice_unref(conv_choice *c)
 {
     if (!c || --c->refs > 0) return;
-    bk_free(&c->plan);
-    bk_free(&c->cfg);
+    cu_bk_free(&c->plan);
+    cu_bk_free(&c->cfg);
     graph_free(c);
     free(c);
 }
@@ -725,7 +643,7 @@ static void graph_release(cu_plan *base)
 {
     graph_plan *p = (graph_plan *)base;
     for (int i = 0; i < GRAPH_PACKS; i++)
-        bk_free(&p->packs[i].pack);
+        cu_bk_free(&p->packs[i].pack);
     choice_unref(p->ch);
     p->ch = NULL;
 }
@@ -836,7 +754,7 @@ static opsched_status time_candidates(const cu_plan_args *a, const conv_choice *
                a->node->name, (long long)c[i].engine, c[i].workspace, (double)c[i].ms);
     }
 done:
-    bk_free(&pack);
+    cu_bk_free(&pack);
     for (int i = 0; i < 2; i++)
         if (ev[i]) (void)cudaEventDestroy(ev[i]);
     (void)cudaFree(ws);
@@ -1060,7 +978,7 @@ static opsched_status time_choice(const cu_plan_args *a, const conv_choice *ch,
         if (r >= 0 && (*best < 0.0f || ms < *best)) *best = ms; /* r = -1: the warm-up */
     }
 done:
-    bk_free(&pack);
+    cu_bk_free(&pack);
     for (int i = 0; i < 2; i++)
         if (ev[i]) (void)cudaEventDestroy(ev[i]);
     (void)cudaFree(ws);

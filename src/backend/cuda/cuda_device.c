@@ -158,6 +158,7 @@ static void cu_device_close(void *impl)
     free(dev->streams);
     /* Choices still referenced by live plans stay until those are freed. */
     os_plan_cache_free(dev->conv_plans);
+    os_plan_cache_free(dev->sdpa_plans);
     if (dev->cublaslt) (void)cublasLtDestroy(dev->cublaslt);
     if (dev->cublas) (void)cublasDestroy(dev->cublas);
     if (dev->cudnn) (void)cudnnDestroy(dev->cudnn);
@@ -184,7 +185,8 @@ static opsched_status cu_device_open(opsched_ctx *ctx, int index, void **out)
     CUDA_CHECK_GOTO(
         ctx, st, cudaDeviceGetPCIBusId(dev->pci_bus_id, (int)sizeof(dev->pci_bus_id), index), fail);
     dev->conv_plans = os_plan_cache_create(OS_PLAN_CACHE_DEFAULT_MAX, cu_conv_choice_release);
-    if (!dev->conv_plans) {
+    dev->sdpa_plans = os_plan_cache_create(OS_PLAN_CACHE_DEFAULT_MAX, cu_sdpa_choice_release);
+    if (!dev->conv_plans || !dev->sdpa_plans) {
         st = OS_NOMEM(ctx);
         goto fail;
     }

@@ -152,6 +152,7 @@ typedef struct cu_device {
     cu_nvml *nvml; /* NULL when NVML is unavailable */
     char pci_bus_id[32];
     os_plan_cache *conv_plans; /* cuDNN graph-API convolution choices */
+    os_plan_cache *sdpa_plans; /* cuDNN fused-attention choices (cuda_sdpa.c) */
 } cu_device;
 
 /* Gives every stream of the device (and each created later) a GEMM
@@ -397,5 +398,34 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, int own, cu_p
 /* Drops the plan cache's reference to a convolution choice (the cache's
  * release function). */
 void cu_conv_choice_release(void *choice);
+
+/* ---- cuDNN's graph API (cuda_bk.c) ----------------------------------- */
+
+void cu_bk_free(cudnnBackendDescriptor_t *d); /* destroys *d (may be NULL), sets NULL */
+opsched_status cu_bk_new(opsched_ctx *ctx, cudnnBackendDescriptorType_t type,
+                         cudnnBackendDescriptor_t *d);
+#define CU_BK_SET(ctx, d, name, type, n, v)                                                        \
+    CUDNN_CHECK((ctx), cudnnBackendSetAttribute((d), (name), (type), (n), (v)))
+/* The engine configs heuristics `mode` proposes for an operation graph,
+ * best first: *cfgs is malloc'd and the caller owns every descriptor in
+ * it (cu_bk_configs_free); *n is 0 when the mode has nothing for it. */
+opsched_status cu_bk_configs(opsched_ctx *ctx, cudnnBackendDescriptor_t graph,
+                             cudnnBackendHeurMode_t mode, cudnnBackendDescriptor_t **cfgs,
+                             int64_t *n);
+void cu_bk_configs_free(cudnnBackendDescriptor_t *cfgs, int64_t n);
+
+/* fp16 and bf16 attention through cuDNN's fused flash-attention engines
+ * (cuda_sdpa.c) for the Attention node of a, whose own kernel is d (after
+ * cuk_attention_prepare) and whose Q, K and V start off[] bytes into their
+ * tensors.  *out is the plan, or NULL when cuDNN has no engine for this
+ * attention or its engine measured slower than the own kernel (measured
+ * once per configuration); *why then says which, for the log.  With
+ * `force` (--algo cudnn) cuDNN's plan is taken whatever it measured, and
+ * an attention it cannot run fails with OPSCHED_ERR_UNSUPPORTED. */
+opsched_status cu_sdpa_plan(const cu_plan_args *a, const cuk_attention_desc *d, cuk_dtype t,
+                            const size_t off[3], int has_bias, int force, cu_plan **out,
+                            const char **why);
+/* Drops the plan cache's reference to an attention choice. */
+void cu_sdpa_choice_release(void *choice);
 
 #endif /* OS_CUDA_IMPL_H */
