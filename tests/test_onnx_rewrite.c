@@ -345,6 +345,15 @@ static void test_packed_attention(void **state)
         assert_string_equal(opsched_graph_tensor(g, n->inputs[x])->name, "t_qkv");
         assert_int_equal(n->attr.attention.view[x].offset, 8 * x);
     }
+    /* Both attentions read 3-D tensors: their 4-D outputs are no images,
+     * so a channels-last plan keeps them row-major (head dim contiguous) */
+    unsigned char *rm = calloc((size_t)opsched_graph_num_tensors(g), 1);
+    assert_non_null(rm);
+    opsched_layout_rowmajor(g, rm);
+    assert_int_equal(opsched_graph_tensor(g, made(g, "g_ot")->outputs[0])->shape.ndim, 4);
+    assert_true(rm[made(g, "g_ot")->outputs[0]]);
+    assert_true(rm[n->outputs[0]]);
+    free(rm);
     /* the out projection: a product and its bias, the residual after it */
     assert_int_equal(made(g, "g_y")->op, OPSCHED_OP_ADD);
     assert_int_equal(made(g, "y_unit")->op, OPSCHED_OP_RESHAPE);

@@ -178,13 +178,21 @@ opsched_status os_exec_plan_node(opsched_device *dev, const opsched_graph *g, in
     opsched_plan_options po = o->plan;
     char reason[512];
     int named = named_algo(po.algo);
+    /* a named algorithm is a convolution's (cuDNN's names, "own") or an
+     * attention's ("cudnn", "own"); other ops plan as they do */
+    int takes_algo = n->op == OPSCHED_OP_CONV || n->op == OPSCHED_OP_ATTENTION;
+    if (!takes_algo && named) po.algo = NULL;
+    /* "cudnn" names the attention's engines; a convolution is cuDNN's anyway */
+    if (n->op == OPSCHED_OP_CONV && named && strcmp(po.algo, "cudnn") == 0) {
+        po.algo = NULL;
+        named = 0;
+    }
     if (n->op != OPSCHED_OP_CONV) {
-        if (named) po.algo = NULL;
         if (!(n->op == OPSCHED_OP_MATMUL && po.fuse_bias))
             po.fuse_activation = po.fuse_residual = 0;
     }
     opsched_status st = opsched_plan_create(dev, g, i, &po, out);
-    if (st == OPSCHED_ERR_UNSUPPORTED && n->op == OPSCHED_OP_CONV && named) {
+    if (st == OPSCHED_ERR_UNSUPPORTED && takes_algo && named) {
         snprintf(reason, sizeof(reason), "%s", opsched_ctx_last_error(ctx));
         if (!o->algo_fallback)
             return OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED, "layer '%s': %s cannot run it: %s",

@@ -10,7 +10,9 @@
  * last map's: the Transpose that made it is a view, and so is the one that
  * permutes back (to [N, C, H, W], stored channels-last again).  A 4-D
  * tensor that a Reshape makes from one of another rank (a transformer's
- * [B, S, H, D] heads) is no image either: row-major, its Reshape is a view.
+ * [B, S, H, D] heads) is no image either: row-major, its Reshape is a view;
+ * nor is the output of an Attention node that reads its operands from
+ * tensors of another rank.
  *
  * A region of row-major tensors starts at such a Transpose or Reshape and runs
  * forward through ops that see only their tensors' strides (element-wise,
@@ -171,6 +173,16 @@ int opsched_layout_rowmajor(const opsched_graph *g, unsigned char *rm)
         if (!seed && opsched_op_is_view(n->op) && n->n_inputs >= 1 && n->inputs[0] >= 0 &&
             tensor(g, n->inputs[0]) && tensor(g, n->inputs[0])->shape.ndim != 4)
             seed = 1;
+        /* so is an attention's output [B, S, H, D] or [B, H, S, D] when it
+         * reads its operands from tensors of another rank (views of a
+         * packed projection) */
+        if (!seed && n->op == OPSCHED_OP_ATTENTION) {
+            int four = 0;
+            for (int k = 0; k < n->n_inputs && k < 3; k++)
+                four |= n->inputs[k] >= 0 && tensor(g, n->inputs[k]) &&
+                        tensor(g, n->inputs[k])->shape.ndim == 4;
+            seed = !four;
+        }
         int from = 0;
         if (!seed && agnostic(n) && !perm_is(n, 0, 3, 1, 2))
             for (int k = 0; k < n->n_inputs; k++)
