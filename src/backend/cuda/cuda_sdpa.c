@@ -8,6 +8,7 @@
  *     S = S * scale      (scale by value)
  *     S = S + bias       (when the node has one; broadcast over B and H)
  *     M = max_j S        E = exp(S - M)      L = sum_j E
+ *     M + log L          (the row statistics, virtual)
  *     P = E / L          (stored in the operands' type)
  *     O = P V
  *
@@ -38,8 +39,8 @@
 #define SDPA_ALIGN 16   /* bytes claimed for every tensor */
 #define SDPA_PACKS 16   /* variant packs a plan keeps */
 #define SDPA_RUNS 5     /* timed runs of each candidate, after one warm-up */
-#define SDPA_MAX_T 16   /* tensor descriptors of the graph */
-#define SDPA_MAX_OPS 10 /* operations */
+#define SDPA_MAX_T 20   /* tensor descriptors of the graph */
+#define SDPA_MAX_OPS 12 /* operations */
 
 enum { UID_Q = 1, UID_K, UID_V, UID_O, UID_BIAS, UID_SCALE, UID_VIRTUAL = 100 };
 
@@ -235,7 +236,7 @@ static opsched_status build_graph(const cu_plan_args *a, const cuk_attention_des
     const int64_t ks[4] = {d->k[0], d->k[1], d->k[3], d->k[2]}; /* K^T */
     int64_t dims[4], st[4];
     cudnnBackendDescriptor_t q, kt, v, o, scale, bias = NULL;
-    cudnnBackendDescriptor_t s, ss, sb = NULL, m, sub, e, l, p;
+    cudnnBackendDescriptor_t s, ss, sb = NULL, m, sub, e, l, logl, stats, p;
     fix_dims(qf, d->q, dims, st);
     OS_TRY(tensor(a, c, UID_Q, dt, dims, st, 0, 0, &q));
     fix_dims(kf, ks, dims, st);
@@ -261,6 +262,8 @@ static opsched_status build_graph(const cu_plan_args *a, const cuk_attention_des
     OS_TRY(tensor(a, c, uid++, f32, sf, sst, 1, 0, &sub));
     OS_TRY(tensor(a, c, uid++, f32, sf, sst, 1, 0, &e));
     OS_TRY(tensor(a, c, uid++, f32, rf, rst, 1, 0, &l));
+    OS_TRY(tensor(a, c, uid++, f32, rf, rst, 1, 0, &logl));
+    OS_TRY(tensor(a, c, uid++, f32, rf, rst, 1, 0, &stats));
     OS_TRY(tensor(a, c, uid++, dt, sf, sst, 1, 0, &p));
 
     OS_TRY(matmul(a, c, q, kt, s));
@@ -274,6 +277,11 @@ static opsched_status build_graph(const cu_plan_args *a, const cuk_attention_des
     OS_TRY(pointwise(a, c, CUDNN_POINTWISE_SUB, last, m, sub));
     OS_TRY(pointwise(a, c, CUDNN_POINTWISE_EXP, sub, NULL, e));
     OS_TRY(reduction(a, c, CUDNN_REDUCE_TENSOR_ADD, e, l));
+    /* the row statistics M + log L, virtual: inference needs none, but
+     * the fused engines match the graph with them (as cuDNN's frontend
+     * builds it) */
+    OS_TRY(pointwise(a, c, CUDNN_POINTWISE_LOG, l, NULL, logl));
+    OS_TRY(pointwise(a, c, CUDNN_POINTWISE_ADD, m, logl, stats));
     OS_TRY(pointwise(a, c, CUDNN_POINTWISE_DIV, e, l, p));
     OS_TRY(matmul(a, c, p, v, o));
 
