@@ -1,9 +1,12 @@
 /*
  * cuda_bk.c - what every user of cuDNN's graph ("backend") API needs:
- * descriptors made and freed, and the engine configs a heuristics mode
- * proposes for an operation graph (cuda_conv_graph.c, cuda_sdpa.c).
+ * descriptors made and freed, the engine configs a heuristics mode
+ * proposes for an operation graph, and variant packs (the tensors' ids
+ * bound to pointers) kept per pointer set (cuda_conv_graph.c, cuda_sdpa.c).
  */
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/cuda/cuda_impl.h"
 
@@ -81,4 +84,64 @@ done:
     *cfgs = list;
     *n = got;
     return OPSCHED_OK;
+}
+
+opsched_status cu_bk_pack_build(opsched_ctx *ctx, void *ws, const int64_t *uids, void *const *ptrs,
+                                int n, cudnnBackendDescriptor_t *out)
+{
+    OS_TRY(cu_bk_new(ctx, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, out));
+    opsched_status st = OPSCHED_OK;
+    CUDNN_CHECK_GOTO(ctx, st,
+                     cudnnBackendSetAttribute(*out, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
+                                              CUDNN_TYPE_INT64, n, uids),
+                     fail);
+    CUDNN_CHECK_GOTO(ctx, st,
+                     cudnnBackendSetAttribute(*out, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+                                              CUDNN_TYPE_VOID_PTR, n, ptrs),
+                     fail);
+    CUDNN_CHECK_GOTO(ctx, st,
+                     cudnnBackendSetAttribute(*out, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
+                                              CUDNN_TYPE_VOID_PTR, 1, &ws),
+                     fail);
+    CUDNN_CHECK_GOTO(ctx, st, cudnnBackendFinalize(*out), fail);
+    return OPSCHED_OK;
+fail:
+    cu_bk_free(out);
+    return st;
+}
+
+opsched_status cu_bk_pack_for(opsched_ctx *ctx, cu_bk_packs *c, void *ws, const int64_t *uids,
+                              void *const *ptrs, int n, int n_device, const char *what,
+                              cudnnBackendDescriptor_t *out)
+{
+    if (n > CU_BK_PACK_PTRS)
+        return OS_FAIL(ctx, OPSCHED_ERR_BACKEND, "cuda: %s: %d pointers in a variant pack", what,
+                       n);
+    for (int i = 0; i < CU_BK_PACKS; i++) {
+        const cu_bk_pack *s = &c->slot[i];
+        if (s->pack && s->n == n && memcmp(s->ptrs, ptrs, sizeof(void *) * (size_t)n) == 0) {
+            *out = s->pack;
+            return OPSCHED_OK;
+        }
+    }
+    for (int i = 0; i < n_device; i++)
+        if ((uintptr_t)ptrs[i] % CU_BK_ALIGN)
+            return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
+                           "cuda: %s (cuDNN graph API) given buffer %d at %p, which is not "
+                           "%d-byte aligned",
+                           what, i, ptrs[i], CU_BK_ALIGN);
+    cu_bk_pack *s = &c->slot[c->next];
+    cu_bk_free(&s->pack);
+    OS_TRY(cu_bk_pack_build(ctx, ws, uids, ptrs, n, &s->pack));
+    memcpy(s->ptrs, ptrs, sizeof(void *) * (size_t)n);
+    s->n = n;
+    c->next = (c->next + 1) % CU_BK_PACKS;
+    *out = s->pack;
+    return OPSCHED_OK;
+}
+
+void cu_bk_packs_free(cu_bk_packs *c)
+{
+    for (int i = 0; i < CU_BK_PACKS; i++)
+        cu_bk_free(&c->slot[i].pack);
 }

@@ -31,12 +31,9 @@
  * convolution alone and does the epilogue in one kernel after it; either
  * way a requested Relu is done by the plan and reported fused.
  *
- * A variant pack (the tensors' ids bound to device pointers) costs 0.4 to
- * 0.8 us of host time to build (measured with cuDNN 9.19), up to a tenth of
- * a small convolution's host-bound launch, so a plan keeps the packs of the
- * last GRAPH_PACKS pointer sets it ran with (the harness rotates up to 64
- * input sets in cold cache mode) and builds one only for a new set.  A launch therefore writes
- * to its plan: like its context, a plan is used by one thread at a time.
+ * A plan keeps the variant packs of the pointer sets it ran with
+ * (cu_bk_packs, cuda_bk.c), so a launch writes to its plan: like its
+ * context, a plan is used by one thread at a time.
  */
 #include <float.h>
 #include <math.h>
@@ -49,19 +46,11 @@
 #include "backend/cuda/cuda_impl.h"
 #include "backend/plan_cache.h"
 
-#define GRAPH_ALIGN 16    /* bytes claimed for every tensor */
 #define GRAPH_MAX_FIND 16 /* execution plans "find" times */
 #define GRAPH_HEUR_A 2    /* mode A's plans "heuristic" takes for a grouped convolution */
 #define GRAPH_FIND_RUNS 3 /* timed runs of each, after one warm-up */
-#define GRAPH_PACKS 64    /* variant packs a plan keeps */
 
 enum { UID_X = 1, UID_W = 2, UID_Y = 3, UID_B = 4, UID_CONV_OUT = 5, UID_ADD_OUT = 6 };
-
-typedef struct pack_slot {
-    const void *x, *w, *b;
-    void *y;
-    cudnnBackendDescriptor_t pack; /* NULL: slot unused */
-} pack_slot;
 
 /* What planning a convolution decides: the operation graph, the chosen
  * execution plan and what it does.  Built once per configuration and
@@ -111,8 +100,7 @@ typedef struct conv_choice {
 typedef struct graph_plan {
     cu_plan base;
     conv_choice *ch; /* one reference */
-    pack_slot packs[GRAPH_PACKS];
-    int next_pack; /* the slot the next new pointer set replaces */
+    cu_bk_packs packs;
     cuk_type kt;
     cu_conv_bias bias; /* the epilogue kernel's work: none when fused */
     int use_dw;        /* 1: the own depthwise/grouped kernel runs instead of cuDNN */
@@ -178,7 +166,7 @@ static opsched_status make_desc(const cu_plan_args *a, int64_t uid, cudnnDataTyp
                                 const int64_t *dims, const int64_t *strides, int is_virtual,
                                 cudnnBackendDescriptor_t *out)
 {
-    int64_t align = GRAPH_ALIGN;
+    int64_t align = CU_BK_ALIGN;
     bool virt = is_virtual != 0;
     OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_TENSOR_DESCRIPTOR, out));
     CU_BK_SET(a->ctx, *out, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
@@ -560,51 +548,18 @@ static opsched_status pack_build(opsched_ctx *ctx, void *ws, const void *x, cons
 {
     const int64_t uids[4] = {UID_X, UID_W, UID_Y, UID_B};
     void *ptrs[4] = {(void *)x, (void *)w, y, (void *)b};
-    int64_t n = b ? 4 : 3;
-    OS_TRY(cu_bk_new(ctx, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, out));
-    CU_BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
-    CU_BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs);
-    CU_BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
-    CUDNN_CHECK(ctx, cudnnBackendFinalize(*out));
-    return OPSCHED_OK;
+    return cu_bk_pack_build(ctx, ws, uids, ptrs, b ? 4 : 3, out);
 }
 
 /* The plan's variant pack for these pointers, built on first sight. */
 static opsched_status pack_for(opsched_ctx *ctx, graph_plan *p, const void *x, const void *w,
                                const void *b, void *y, cudnnBackendDescriptor_t *out)
 {
-    for (int i = 0; i < GRAPH_PACKS; i++) {
-        const pack_slot *s = &p->packs[i];
-        if (s->pack && s->x == x && s->w == w && s->b == b && s->y == y) {
-            *out = s->pack;
-            return OPSCHED_OK;
-        }
-    }
-    const void *ptrs[4] = {x, w, y, b};
-    for (int i = 0; i < 4; i++)
-        if ((uintptr_t)ptrs[i] % GRAPH_ALIGN)
-            return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
-                           "cuda: convolution (cuDNN graph API) given a %s buffer at %p, which is "
-                           "not %d-byte aligned",
-                           i == 0   ? "input"
-                           : i == 1 ? "weight"
-                           : i == 2 ? "output"
-                                    : "bias",
-                           ptrs[i], GRAPH_ALIGN);
-    pack_slot *s = &p->packs[p->next_pack];
-    cu_bk_free(&s->pack);
-    opsched_status st = pack_build(ctx, p->base.workspace, x, w, b, y, &s->pack);
-    if (st != OPSCHED_OK) {
-        cu_bk_free(&s->pack);
-        return st;
-    }
-    s->x = x;
-    s->w = w;
-    s->b = b;
-    s->y = y;
-    p->next_pack = (p->next_pack + 1) % GRAPH_PACKS;
-    *out = s->pack;
-    return OPSCHED_OK;
+    const int64_t uids[4] = {UID_X, UID_W, UID_Y, UID_B};
+    void *ptrs[4] = {(void *)x, (void *)w, y, (void *)b};
+    int n = b ? 4 : 3;
+    return cu_bk_pack_for(ctx, &p->packs, p->base.workspace, uids, ptrs, n, n, "convolution",
+                          out);
 }
 
 /* Frees the operation graph and what it was built from. */
@@ -642,8 +597,7 @@ void cu_conv_choice_release(void *choice)
 static void graph_release(cu_plan *base)
 {
     graph_plan *p = (graph_plan *)base;
-    for (int i = 0; i < GRAPH_PACKS; i++)
-        cu_bk_free(&p->packs[i].pack);
+    cu_bk_packs_free(&p->packs);
     choice_unref(p->ch);
     p->ch = NULL;
 }
@@ -883,7 +837,7 @@ static int choice_key(const cu_plan_args *a, int find, int bias, const pw_mode *
                      "%.9g %.9g engines %d",
                      find ? "find" : "heuristic", opsched_math_name(a->opts->math),
                      a->opts->layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw",
-                     opsched_dtype_name(a->dt), GRAPH_ALIGN, (long long)c->stride[0],
+                     opsched_dtype_name(a->dt), CU_BK_ALIGN, (long long)c->stride[0],
                      (long long)c->stride[1], (long long)c->dilation[0],
                      (long long)c->dilation[1], (long long)c->pads[0], (long long)c->pads[1],
                      (long long)c->pads[2], (long long)c->pads[3],

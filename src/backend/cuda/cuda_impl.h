@@ -414,6 +414,37 @@ opsched_status cu_bk_configs(opsched_ctx *ctx, cudnnBackendDescriptor_t graph,
                              int64_t *n);
 void cu_bk_configs_free(cudnnBackendDescriptor_t *cfgs, int64_t n);
 
+/* A variant pack binds a graph's tensor ids to pointers.  Building one
+ * costs 0.4 to 0.8 us of host time (cuDNN 9.19), up to a tenth of a small
+ * operation's host-bound launch, so a plan keeps the packs of the last
+ * CU_BK_PACKS pointer sets it ran with (the harness rotates up to 64 input
+ * sets in cold-cache mode) and builds one only for a new set.  A launch
+ * therefore writes to its plan: like its context, a plan is used by one
+ * thread at a time. */
+#define CU_BK_PACKS 64
+#define CU_BK_PACK_PTRS 8
+#define CU_BK_ALIGN 16 /* bytes every graph-API tensor claims */
+typedef struct cu_bk_pack {
+    void *ptrs[CU_BK_PACK_PTRS];
+    int n;
+    cudnnBackendDescriptor_t pack; /* NULL: slot unused */
+} cu_bk_pack;
+typedef struct cu_bk_packs {
+    cu_bk_pack slot[CU_BK_PACKS];
+    int next; /* the slot the next new pointer set replaces */
+} cu_bk_packs;
+/* A pack of n (uid, pointer) pairs with workspace ws. */
+opsched_status cu_bk_pack_build(opsched_ctx *ctx, void *ws, const int64_t *uids,
+                                void *const *ptrs, int n, cudnnBackendDescriptor_t *out);
+/* The cached pack for this pointer set, built on first sight; the first
+ * n_device pointers are device buffers, which must be CU_BK_ALIGN-aligned
+ * (the rest, by-value scalars, need not).  `what` names the operation in
+ * messages. */
+opsched_status cu_bk_pack_for(opsched_ctx *ctx, cu_bk_packs *c, void *ws, const int64_t *uids,
+                              void *const *ptrs, int n, int n_device, const char *what,
+                              cudnnBackendDescriptor_t *out);
+void cu_bk_packs_free(cu_bk_packs *c);
+
 /* fp16 and bf16 attention through cuDNN's fused flash-attention engines
  * (cuda_sdpa.c) for the Attention node of a, whose own kernel is d (after
  * cuk_attention_prepare) and whose Q, K and V start off[] bytes into their

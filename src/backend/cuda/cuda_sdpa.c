@@ -36,8 +36,6 @@
 
 #include "backend/cuda/cuda_impl.h"
 
-#define SDPA_ALIGN 16   /* bytes claimed for every tensor */
-#define SDPA_PACKS 16   /* variant packs a plan keeps */
 #define SDPA_RUNS 5     /* timed runs of each candidate, after one warm-up */
 #define SDPA_MAX_T 20   /* tensor descriptors of the graph */
 #define SDPA_MAX_OPS 12 /* operations */
@@ -60,20 +58,13 @@ typedef struct sdpa_choice {
     float cudnn_ms, own_ms;
 } sdpa_choice;
 
-typedef struct sdpa_pack {
-    const void *q, *k, *v, *bias;
-    void *o;
-    cudnnBackendDescriptor_t pack; /* NULL: slot unused */
-} sdpa_pack;
-
 typedef struct sdpa_plan {
     cu_plan base;
     sdpa_choice *ch; /* one reference */
     size_t off[3];   /* bytes into Q, K and V */
     int has_bias;
     float scale; /* the by-value scale the packs point at */
-    sdpa_pack packs[SDPA_PACKS];
-    int next_pack;
+    cu_bk_packs packs;
 } sdpa_plan;
 
 /* ---- the graph ------------------------------------------------------- */
@@ -117,7 +108,7 @@ static opsched_status tensor(const cu_plan_args *a, sdpa_choice *c, int64_t uid,
                              const int64_t dims[4], const int64_t strides[4], int is_virtual,
                              int by_value, cudnnBackendDescriptor_t *out)
 {
-    int64_t align = SDPA_ALIGN;
+    int64_t align = CU_BK_ALIGN;
     bool virt = is_virtual != 0, val = by_value != 0;
     if (c->n_t >= SDPA_MAX_T)
         return OS_FAIL(a->ctx, OPSCHED_ERR_BACKEND, "cuda: attention graph: too many tensors");
@@ -348,59 +339,22 @@ static opsched_status build_plan(const cu_plan_args *a, sdpa_choice *c)
 
 /* ---- launches -------------------------------------------------------- */
 
-static opsched_status pack_build(opsched_ctx *ctx, void *ws, const float *scale, const void *q,
-                                 const void *k, const void *v, const void *bias, void *o,
-                                 cudnnBackendDescriptor_t *out)
-{
-    const int64_t uids[6] = {UID_Q, UID_K, UID_V, UID_O, UID_SCALE, UID_BIAS};
-    void *ptrs[6] = {(void *)q, (void *)k, (void *)v, o, (void *)scale, (void *)bias};
-    int64_t n = bias ? 6 : 5;
-    OS_TRY(cu_bk_new(ctx, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, out));
-    CU_BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
-    CU_BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs);
-    CU_BK_SET(ctx, *out, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
-    CUDNN_CHECK(ctx, cudnnBackendFinalize(*out));
-    return OPSCHED_OK;
-}
+/* The variant packs' ids: the scale (by value, a host pointer) last. */
+static const int64_t pack_uids[6] = {UID_Q, UID_K, UID_V, UID_O, UID_BIAS, UID_SCALE};
+static const int64_t no_bias[5] = {UID_Q, UID_K, UID_V, UID_O, UID_SCALE};
 
 static opsched_status sdpa_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
                                   void *const *in, void *const *out)
 {
     sdpa_plan *p = (sdpa_plan *)base;
-    const char *q = (const char *)in[0] + p->off[0], *k = (const char *)in[1] + p->off[1];
-    const char *v = (const char *)in[2] + p->off[2];
-    const void *bias = p->has_bias ? in[3] : NULL;
+    char *q = (char *)in[0] + p->off[0], *k = (char *)in[1] + p->off[1];
+    char *v = (char *)in[2] + p->off[2];
     cudnnBackendDescriptor_t pack = NULL;
-    for (int i = 0; i < SDPA_PACKS && !pack; i++) {
-        const sdpa_pack *sl = &p->packs[i];
-        if (sl->pack && sl->q == q && sl->k == k && sl->v == v && sl->bias == bias &&
-            sl->o == out[0])
-            pack = sl->pack;
-    }
-    if (!pack) {
-        const void *ptrs[5] = {q, k, v, bias, out[0]};
-        for (int i = 0; i < 5; i++)
-            if ((uintptr_t)ptrs[i] % SDPA_ALIGN)
-                return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
-                               "cuda: attention (cuDNN) given operand %d at %p, which is not "
-                               "%d-byte aligned",
-                               i, ptrs[i], SDPA_ALIGN);
-        sdpa_pack *sl = &p->packs[p->next_pack];
-        cu_bk_free(&sl->pack);
-        opsched_status st =
-            pack_build(ctx, base->workspace, &p->scale, q, k, v, bias, out[0], &sl->pack);
-        if (st != OPSCHED_OK) {
-            cu_bk_free(&sl->pack);
-            return st;
-        }
-        sl->q = q;
-        sl->k = k;
-        sl->v = v;
-        sl->bias = bias;
-        sl->o = out[0];
-        p->next_pack = (p->next_pack + 1) % SDPA_PACKS;
-        pack = sl->pack;
-    }
+    /* the scale, by value, last: the bias (when there is one) before it */
+    void *ptrs[6] = {q, k, v, out[0], p->has_bias ? in[3] : &p->scale, &p->scale};
+    int n = p->has_bias ? 6 : 5;
+    OS_TRY(cu_bk_pack_for(ctx, &p->packs, base->workspace, p->has_bias ? pack_uids : no_bias, ptrs,
+                          n, n - 1, "attention", &pack));
     CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
     CUDNN_CHECK(ctx, cudnnBackendExecute(dev->cudnn, p->ch->plan, pack));
     return OPSCHED_OK;
@@ -409,8 +363,7 @@ static opsched_status sdpa_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *bas
 static void sdpa_release(cu_plan *base)
 {
     sdpa_plan *p = (sdpa_plan *)base;
-    for (int i = 0; i < SDPA_PACKS; i++)
-        cu_bk_free(&p->packs[i].pack);
+    cu_bk_packs_free(&p->packs);
     choice_unref(p->ch);
 }
 
@@ -440,10 +393,14 @@ static opsched_status measure(const cu_plan_args *a, const cuk_attention_desc *d
         OS_TRY_GOTO(st, cu_malloc(a->ctx, n, &buf[x]), done);
         CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(buf[x], 0, n), done);
     }
-    const char *q = (char *)buf[0] + off[0], *k = (char *)buf[1] + off[1];
-    const char *v = (char *)buf[2] + off[2];
+    char *q = (char *)buf[0] + off[0], *k = (char *)buf[1] + off[1];
+    char *v = (char *)buf[2] + off[2];
     if (c->workspace) OS_TRY_GOTO(st, cu_malloc(a->ctx, c->workspace, &ws), done);
-    OS_TRY_GOTO(st, pack_build(a->ctx, ws, &scale, q, k, v, buf[3], buf[4], &pack), done);
+    void *ptrs[6] = {q, k, v, buf[4], has_bias ? buf[3] : &scale, &scale};
+    OS_TRY_GOTO(
+        st,
+        cu_bk_pack_build(a->ctx, ws, has_bias ? pack_uids : no_bias, ptrs, has_bias ? 6 : 5, &pack),
+        done);
     CUDA_CHECK_GOTO(a->ctx, st, cudaEventCreate(&ev[0]), done);
     CUDA_CHECK_GOTO(a->ctx, st, cudaEventCreate(&ev[1]), done);
     CUDNN_CHECK_GOTO(a->ctx, st, cudnnSetStream(a->dev->cudnn, s), done);
@@ -513,7 +470,7 @@ static const char *outside(const cuk_attention_desc *d, cuk_dtype t, const size_
         if ((d->B > 1 && kv[i][0] == 0) || (d->H > 1 && kv[i][1] == 0))
             return "keys or values shared across batches or heads";
     for (int x = 0; x < 3; x++)
-        if (off[x] % SDPA_ALIGN) return "an operand view that is not 16-byte aligned";
+        if (off[x] % CU_BK_ALIGN) return "an operand view that is not 16-byte aligned";
     return NULL;
 }
 
