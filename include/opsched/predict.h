@@ -16,7 +16,12 @@
  *             error;
  *   roofline  max(FLOPs / peak FLOP rate, bytes / bandwidth) plus the
  *             per-node floor, from the device's calibration (opsched devices
- *             --calibrate); stated error OPSCHED_ROOFLINE_ERROR;
+ *             --calibrate), times how far the measured rows of the family
+ *             (or, for a family without rows, of all families) run from
+ *             it; the error estimate is that ratio's spread (80th
+ *             percentile), leave-one-family-out for a family without rows;
+ *             with no rows at all, the plain roofline and
+ *             OPSCHED_ROOFLINE_ERROR;
  *   none      nothing to predict from: the values are NaN, never invented.
  * Nodes that run nothing (views, a Relu fused into the convolution before
  * it) have source "view" and cost 0.
@@ -63,6 +68,7 @@ const char *opsched_pred_source_name(opsched_pred_source s);
 /* The relative error stated for a roofline estimate (100%): a bound
  * from peaks says little about operators far from them. */
 #define OPSCHED_ROOFLINE_ERROR 1.0
+#define OPSCHED_ROOFLINE_MIN_ROWS 8
 
 /* ---- operator families and features -------------------------------------- */
 
@@ -230,6 +236,15 @@ typedef struct opsched_predictor_info {
     double train_seconds;
     char models_dir[512];
     char metadata_file[640];
+    /* The roofline calibrated on the measured rows (docs/PREDICT.md): per
+     * family, the median of measured / roofline time (NaN with fewer than
+     * OPSCHED_ROOFLINE_MIN_ROWS rows) and the 80th percentile of its
+     * rows' relative error around it; for a family without rows, the
+     * median over all rows and the error of predicting each family's rows
+     * from the others' (leave one family out).  NaN scales: no rows, the
+     * plain roofline with OPSCHED_ROOFLINE_ERROR. */
+    double roofline_scale[OPSCHED_FAMILY_COUNT], roofline_error[OPSCHED_FAMILY_COUNT];
+    double roofline_scale_all, roofline_error_unseen;
 } opsched_predictor_info;
 
 opsched_status opsched_predictor_info_get(const opsched_predictor *p, opsched_predictor_info *out);

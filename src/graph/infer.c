@@ -1312,6 +1312,15 @@ opsched_status os_infer(opsched_graph *g, const char *name, opsched_op_kind op,
             cost->bytes_read += e * (int64_t)opsched_dtype_size(a.in[i]->dtype) - tensor_bytes(a.in[i]);
         }
     }
+    if ((op == OPSCHED_OP_GATHER || op == OPSCHED_OP_GATHER_ELEMENTS ||
+         op == OPSCHED_OP_GATHER_ND) &&
+        n_in >= 1 && a.in[0] && n_out >= 1) {
+        /* a gather reads the rows it picks, not its whole table (an
+         * embedding of 30522 x 768 read for 128 tokens) */
+        int64_t whole = tensor_bytes(a.in[0]);
+        int64_t picked = opsched_shape_numel(&out_shapes[0]) * (int64_t)opsched_dtype_size(a.in[0]->dtype);
+        if (picked < whole) cost->bytes_read += picked - whole;
+    }
     if (opsched_op_is_view(op)) {
         cost->bytes_read = 0;
         cost->bytes_written = 0;

@@ -202,6 +202,9 @@ done:
  * *energy_complete when one has no energy. */
 typedef struct layer_sums {
     double ms, exact_ms, flops, exact_flops, energy, var_ms, var_energy;
+    /* Roofline errors summed per family: one calibration's bias is shared
+     * by every layer it prices, so they do not average out */
+    double roof_ms_err[OPSCHED_FAMILY_COUNT];
     double weight_gb;                /* weights read by the launched layers */
     int launches, fused_launches, complete, energy_complete, all_exact;
     /* The host side of eager mode: the host times of the launched layers
@@ -248,7 +251,10 @@ static void sum_layers(const opsched_network_prediction *r, int64_t cached_bytes
         if (isfinite(o->ms)) {
             s->ms += o->ms;
             double e = isfinite(o->error) ? o->error * o->ms : 0;
-            s->var_ms += e * e;
+            if (o->source == OPSCHED_SOURCE_ROOFLINE)
+                s->roof_ms_err[o->family] += e;
+            else
+                s->var_ms += e * e;
         } else {
             s->complete = 0;
         }
@@ -260,6 +266,8 @@ static void sum_layers(const opsched_network_prediction *r, int64_t cached_bytes
             s->energy_complete = 0;
         }
     }
+    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++)
+        s->var_ms += s->roof_ms_err[f] * s->roof_ms_err[f];
 }
 
 /* ---- composition fit -------------------------------------------------------------- */

@@ -200,6 +200,117 @@ static opsched_status take_row(const opsched_dataset_row *r, void *user)
     return OPSCHED_OK;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The q-quantile of v[0..n) (sorted in place); NaN for n = 0. */
+static double quantile(double *v, size_t n, double q)
+{
+    if (n == 0) return NAN;
+    qsort(v, n, sizeof(double), cmp_double);
+    double pos = q * (double)(n - 1);
+    size_t lo = (size_t)pos;
+    double t = pos - (double)lo;
+    return lo + 1 < n ? v[lo] * (1 - t) + v[lo + 1] * t : v[lo];
+}
+
+/* The roofline time of an entry from its features: the log2 roofline in
+ * us, plus the per-node floor; NaN without a calibration. */
+static double entry_roofline_ms(const opsched_predictor *p, const os_entry *e, int f_roof)
+{
+    if (f_roof < 0 || !isfinite(e->f[f_roof])) return NAN;
+    double floor_us = isfinite(p->fdev.node_floor_us) && p->fdev.node_floor_us > 0
+                          ? p->fdev.node_floor_us
+                          : 0;
+    return (exp2((double)e->f[f_roof]) + floor_us) * 1e-3;
+}
+
+/* Calibrates the roofline on the measured rows (opsched_predictor_info):
+ * per family, the median log ratio of measured to roofline time and the
+ * 80th percentile of the rows' relative error around it; over all rows,
+ * the median, and the error of predicting each family's rows from the
+ * median of the other families' rows. */
+static opsched_status calibrate_roofline(opsched_predictor *p)
+{
+    opsched_predictor_info *in = &p->info;
+    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++)
+        in->roofline_scale[f] = in->roofline_error[f] = NAN;
+    in->roofline_scale_all = in->roofline_error_unseen = NAN;
+    int f_roof = -1;
+    for (int i = 0; i < OPSCHED_FEATURE_COUNT && f_roof < 0; i++)
+        if (strcmp(opsched_feature_name(i), "log2_roofline_us") == 0) f_roof = i;
+    size_t n = p->n_entries;
+    double *lr = malloc(sizeof(double) * (n + 1)), *tmp = malloc(sizeof(double) * (n + 1));
+    int *fam = malloc(sizeof(int) * (n + 1));
+    if (!lr || !tmp || !fam) {
+        free(lr);
+        free(tmp);
+        free(fam);
+        return OS_NOMEM(p->ctx);
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const os_entry *e = &p->entries[i];
+        double r = entry_roofline_ms(p, e, f_roof);
+        if (!(r > 0) || !(e->ms > 0)) continue;
+        lr[m] = log(e->ms / r);
+        fam[m++] = (int)e->family;
+    }
+    double med[OPSCHED_FAMILY_COUNT];
+    int rows[OPSCHED_FAMILY_COUNT] = {0};
+    for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) {
+        size_t k = 0;
+        for (size_t i = 0; i < m; i++)
+            if (fam[i] == f) tmp[k++] = lr[i];
+        rows[f] = (int)k;
+        med[f] = quantile(tmp, k, 0.5);
+        if (k < OPSCHED_ROOFLINE_MIN_ROWS) continue;
+        in->roofline_scale[f] = exp(med[f]);
+        size_t j = 0;
+        for (size_t i = 0; i < m; i++)
+            if (fam[i] == f) tmp[j++] = fabs(exp(lr[i] - med[f]) - 1);
+        in->roofline_error[f] = quantile(tmp, j, 0.8);
+    }
+    if (m >= OPSCHED_ROOFLINE_MIN_ROWS) {
+        memcpy(tmp, lr, sizeof(double) * m);
+        in->roofline_scale_all = exp(quantile(tmp, m, 0.5));
+        /* each family's rows from the median of the others' */
+        size_t j = 0;
+        int families = 0;
+        for (int f = 0; f < OPSCHED_FAMILY_COUNT; f++) {
+            if (rows[f] < OPSCHED_ROOFLINE_MIN_ROWS || m - (size_t)rows[f] < OPSCHED_ROOFLINE_MIN_ROWS)
+                continue;
+            size_t k = 0;
+            double *others = malloc(sizeof(double) * m);
+            if (!others) break;
+            for (size_t i = 0; i < m; i++)
+                if (fam[i] != f) others[k++] = lr[i];
+            double mo = quantile(others, k, 0.5);
+            free(others);
+            for (size_t i = 0; i < m; i++)
+                if (fam[i] == f) tmp[j++] = fabs(exp(lr[i] - mo) - 1);
+            families++;
+        }
+        in->roofline_error_unseen = families >= 2 ? quantile(tmp, j, 0.8) : OPSCHED_ROOFLINE_ERROR;
+    }
+    free(lr);
+    free(tmp);
+    free(fam);
+    os_log(p->ctx, OPSCHED_LOG_INFO,
+           "roofline calibration: conv x%.3g (+-%.0f%%), conv+relu x%.3g (+-%.0f%%), gemm x%.3g "
+           "(+-%.0f%%), other x%.3g (+-%.0f%%); a family without rows x%.3g (+-%.0f%%)",
+           in->roofline_scale[OPSCHED_FAMILY_CONV], 100 * in->roofline_error[OPSCHED_FAMILY_CONV],
+           in->roofline_scale[OPSCHED_FAMILY_CONV_RELU],
+           100 * in->roofline_error[OPSCHED_FAMILY_CONV_RELU],
+           in->roofline_scale[OPSCHED_FAMILY_GEMM], 100 * in->roofline_error[OPSCHED_FAMILY_GEMM],
+           in->roofline_scale[OPSCHED_FAMILY_OTHER], 100 * in->roofline_error[OPSCHED_FAMILY_OTHER],
+           in->roofline_scale_all, 100 * in->roofline_error_unseen);
+    return OPSCHED_OK;
+}
+
 static opsched_status load_entries(opsched_predictor *p, const opsched_exclusion *x)
 {
     opsched_dataset_query q = {.device_id = p->info.device.id, .math = p->math,
@@ -559,6 +670,7 @@ opsched_status opsched_predictor_open(opsched_ctx *ctx, const char *db_path,
     make_tag(p, opts->exclude);
     os_predict_paths(p, in->metadata_file, sizeof(in->metadata_file), NULL, 0);
     OS_TRY_GOTO(st, load_entries(p, opts->exclude), fail);
+    OS_TRY_GOTO(st, calibrate_roofline(p), fail);
     OS_TRY_GOTO(st, load_host(p, opts->exclude), fail);
 
     char reason[96] = "asked to retrain";
@@ -724,9 +836,20 @@ opsched_status os_predict_many(opsched_predictor *p, const opsched_config_record
         } else {
             double ms = roofline_ms(p, r);
             if (isfinite(ms)) {
+                /* calibrated by the family's rows, else by all rows */
+                const opsched_predictor_info *in = &p->info;
+                double scale = in->roofline_scale[fam], err = in->roofline_error[fam];
+                if (!isfinite(scale)) {
+                    scale = in->roofline_scale_all;
+                    err = in->roofline_error_unseen;
+                }
+                if (!isfinite(scale) || !isfinite(err)) {
+                    scale = 1;
+                    err = OPSCHED_ROOFLINE_ERROR;
+                }
                 out[i].source = OPSCHED_SOURCE_ROOFLINE;
-                out[i].ms = ms;
-                out[i].error = OPSCHED_ROOFLINE_ERROR;
+                out[i].ms = ms * scale;
+                out[i].error = err;
             }
         }
         want_power[i] = feat_ok && out[i].source != OPSCHED_SOURCE_NONE &&

@@ -61,6 +61,7 @@ typedef struct os_sweep_nets {
     int fold_bn;
     int fuse;
     int64_t limit;
+    int shapes; /* node id of the ONNX input shapes ("input_ids:8x384,..."), 0: none */
 } net_entry;
 
 void os_sweep_nets_free(net_entry *e) { free(e); }
@@ -132,6 +133,7 @@ static opsched_status load_network(const os_yaml *y, const yaml_node_t *n, const
         return opsched_zoo_build(y->ctx, name, &zo, out);
     }
     opsched_onnx_options oo = {.batch = batch, .height = h, .width = w};
+    if (e->shapes) oo.shapes = os_yaml_scalar(os_yaml_node(y, e->shapes));
     if (name[0] == '/' || !spec->base_dir) return opsched_onnx_load_file(y->ctx, name, &oo, out);
     size_t len = strlen(spec->base_dir) + strlen(name) + 1;
     char *path = malloc(len);
@@ -166,7 +168,8 @@ static opsched_status next_load(const os_yaml *y, const net_entry *e, os_sweep_c
     }
     if (c->net >= e->n_nets) return OPSCHED_OK;
     const yaml_node_t *nn = os_yaml_node(y, e->nets[c->net]);
-    int64_t batch = 1, h = 0, w = 0;
+    /* with shapes: and no batch:, the shapes decide the batch too */
+    int64_t batch = e->shapes && !e->batches ? 0 : 1, h = 0, w = 0;
     if (e->batches)
         OS_TRY(os_yaml_int(y, os_yaml_node(y, e->batches[c->batch]), 1, 1 << 20, "batch", &batch));
     if (e->n_sizes) OS_TRY(parse_size(y, os_yaml_node(y, e->sizes[c->size]), &h, &w));
@@ -237,7 +240,7 @@ opsched_status os_sweep_nets_parse(const os_yaml *y, const yaml_node_t *entry, i
                                    net_entry **out, int64_t *size)
 {
     static const char *const keys[] = {"networks", "batch", "sizes", "ops",
-                                       "fold_bn",  "fuse",  "limit"};
+                                       "fold_bn",  "fuse",  "limit", "shapes"};
     net_entry e;
     memset(&e, 0, sizeof(e));
     if (out) *out = NULL;
@@ -272,6 +275,22 @@ opsched_status os_sweep_nets_parse(const os_yaml *y, const yaml_node_t *entry, i
     if (n) OS_TRY(os_yaml_bool(y, n, "fuse", &e.fuse));
     n = os_yaml_node(y, os_yaml_get(y, entry, "limit"));
     if (n) OS_TRY(os_yaml_int(y, n, 1, INT32_MAX, "limit", &e.limit));
+    if ((id = os_yaml_get(y, entry, "shapes")) != 0) {
+        n = os_yaml_node(y, id);
+        if (!n || n->type != YAML_SCALAR_NODE || !os_yaml_scalar(n)[0])
+            return os_sweep_fail(y, n ? n : entry,
+                                 "shapes: wants the ONNX inputs' shapes as one string, "
+                                 "\"input_ids:8x384,attention_mask:8x384\"");
+        e.shapes = id;
+        for (int i = 0; i < e.n_nets; i++) {
+            const yaml_node_t *nn = os_yaml_node(y, e.nets[i]);
+            if (opsched_zoo_find(os_yaml_scalar(nn)))
+                return os_sweep_fail(y, nn,
+                                     "shapes: is for ONNX files; '%s' is a built-in network "
+                                     "(batch: and sizes: set its input)",
+                                     os_yaml_scalar(nn));
+        }
+    }
     /* Each list has fewer than OS_SWEEP_MAX_NODES items: no overflow. */
     *size = (int64_t)e.n_nets * e.n_batches * OS_MAX(e.n_sizes, 1);
     if (!out) return OPSCHED_OK;

@@ -547,10 +547,14 @@ static void print_fill_command(const predict_cmd *c, const opsched_graph *g, con
         }
     }
     int algo_set = strcmp(algo, "heuristic") != 0, cold = strcmp(cache, "hot") != 0;
+    char batch_arg[32] = "";
+    if (!c->m.shapes || c->m.batch)
+        snprintf(batch_arg, sizeof(batch_arg), " --batch %lld", batch > 0 ? batch : 1);
     fprintf(stderr,
-            "opsched predict: to measure them: opsched sweep --for-model %s --db %s --batch %lld%s "
+            "opsched predict: to measure them: opsched sweep --for-model %s --db %s%s%s%s%s "
             "--math %s --layout %s%s%s%s%s%s%s%s%s\n",
-            c->m.model, c->a.db ? c->a.db : "FILE", batch > 0 ? batch : 1, sizes, math, layout,
+            c->m.model, c->a.db ? c->a.db : "FILE", c->m.shapes ? " --shapes " : "",
+            c->m.shapes ? c->m.shapes : "", batch_arg, sizes, math, layout,
             algo_set ? " --algo " : "", algo_set ? algo : "", cold ? " --cache " : "",
             cold ? cache : "", backend ? " --backend " : "", backend ? backend : "",
             c->o.fuse ? "" : " --no-fuse", c->m.fold_bn ? "" : " --bn keep");
@@ -602,6 +606,34 @@ static void explain_nothing(opsched_ctx *ctx, const predict_cmd *c, const opsche
     print_fill_command(c, g, in->device.backend, in->math, in->layout, in->algo_policy, in->cache);
 }
 
+/* The roofline share of the predicted time above which predict warns. */
+#define ROOFLINE_WARN_SHARE 0.25
+
+/* A prediction that rests mostly on the roofline: how much, and the sweep
+ * that would measure it (stderr, so the answer on stdout stays clean). */
+static void warn_roofline(const predict_cmd *c, const opsched_graph *g,
+                          const opsched_network_prediction *r, const opsched_predictor_info *in)
+{
+    double roof = 0, all = 0;
+    int n_roof = 0;
+    for (int i = 0; i < r->n_layers; i++) {
+        const opsched_layer_prediction *l = &r->layers[i];
+        if (!l->launches || !isfinite(l->p.ms)) continue;
+        all += l->p.ms;
+        if (l->p.source == OPSCHED_SOURCE_ROOFLINE) {
+            roof += l->p.ms;
+            n_roof++;
+        }
+    }
+    if (!(all > 0) || roof / all < ROOFLINE_WARN_SHARE) return;
+    fprintf(stderr,
+            "opsched predict: warning: %.0f%% of the predicted layer time (%d launches) rests on "
+            "the calibrated roofline, not on measurements of these operators; the +-%.1f%% "
+            "says so\n",
+            100.0 * roof / all, n_roof, 100.0 * r->total_error);
+    print_fill_command(c, g, in->device.backend, in->math, in->layout, in->algo_policy, in->cache);
+}
+
 /* Prints the prediction; the exit status: 1 when layers have no basis or
  * the database measured nothing under these settings (the answer printed
  * only with --allow-partial). */
@@ -625,6 +657,7 @@ static int report(opsched_ctx *ctx, const predict_cmd *c, const opsched_graph *g
     }
     if (missing) explain_missing(ctx, c, g, r, &in);
     else if (nothing) explain_nothing(ctx, c, g, &in);
+    else warn_roofline(c, g, r, &in);
     return missing || nothing ? TOOL_EXIT_FAIL : TOOL_EXIT_OK;
 }
 

@@ -100,7 +100,7 @@ typedef struct sweep_args {
     const char *shard_from;    /* where the shard came from, for the message */
     int no_resume, dry_run;
     const char *for_model;     /* --for-model: the spec is made from these */
-    const char *batch, *sizes;
+    const char *batch, *sizes, *shapes;
     int no_fuse;
     int keep_bn, bn_set;       /* --bn keep: zoo networks with their BatchNormalization */
     tool_measure_record measure; /* applied over the spec's settings */
@@ -108,7 +108,7 @@ typedef struct sweep_args {
 
 enum {
     SW_DB, SW_GPUS, SW_SHARD, SW_NO_RESUME, SW_DRY_RUN, SW_DEFAULT, SW_FOR_MODEL, SW_BATCH,
-    SW_SIZES, SW_NO_FUSE, SW_BN, SW_ADAPTIVE
+    SW_SIZES, SW_NO_FUSE, SW_BN, SW_ADAPTIVE, SW_SHAPES
 };
 
 static const tool_opt sweep_opts[] = {
@@ -128,6 +128,9 @@ static const tool_opt sweep_opts[] = {
     {"input-size", 0, "LIST", "with --for-model: input sizes, 224,299, 224x320 or a\nrange "
                               "224:320:32 (default: the model's own)",
      SW_SIZES},
+    {"shapes", 0, "SPEC", "with --for-model: an ONNX model's input shapes,\n"
+                          "input_ids:8x384,attention_mask:8x384 (the\nbatch too, unless --batch)",
+     SW_SHAPES},
     {"no-fuse", 0, NULL, "with --for-model: convolutions without their Relu", SW_NO_FUSE},
     {"bn", 0, "fold|keep",
      "with --for-model: a zoo network's BatchNormalization\nfolded into the convolutions "
@@ -192,6 +195,7 @@ static int sweep_opt(void *dest, const char *cmd, const tool_opt *o, const char 
     case SW_DEFAULT: a->use_default = 1; break;
     case SW_FOR_MODEL: a->for_model = v; break;
     case SW_BATCH: a->batch = v; break;
+    case SW_SHAPES: a->shapes = v; break;
     case SW_SIZES: a->sizes = v; break;
     case SW_NO_FUSE: a->no_fuse = 1; break;
     case SW_BN: {
@@ -221,9 +225,9 @@ static int parse_args(int argc, char **argv, sweep_args *a)
     if (n_pos) a->spec_path = pos[0];
     if (a->gpus && a->measure.scratch.device_set)
         return tool_usage_error("sweep", "--device or --gpus, not both");
-    if (!a->for_model && (a->batch || a->sizes || a->no_fuse || a->bn_set))
-        return tool_usage_error("sweep",
-                                "--batch, --input-size, --no-fuse and --bn go with --for-model");
+    if (!a->for_model && (a->batch || a->sizes || a->shapes || a->no_fuse || a->bn_set))
+        return tool_usage_error("sweep", "--batch, --input-size, --shapes, --no-fuse and --bn go "
+                                         "with --for-model");
     if (!!a->spec_path + a->use_default + !!a->for_model > 1)
         return tool_usage_error("sweep", "one of a spec file, --default and --for-model");
     if (!a->spec_path && !a->use_default && !a->for_model)
@@ -304,18 +308,32 @@ static int for_model_spec(const sweep_args *a, char **out)
     yaml_quoted(t, size, "what a prediction of the model lacks (opsched sweep --for-model)");
     strcat(t, "\nnetworks: [");
     yaml_quoted(t, size, a->for_model);
-    strcat(t, "]\nbatch: [");
-    snprintf(buf, sizeof(buf), "%s", a->batch ? a->batch : "1");
-    int first = 1;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (!tool_parse_int(tok, 1, 1 << 20, &v)) {
-            free(t);
-            return tool_usage_error("sweep", "--batch wants sizes like 1,8,32, got '%s'", a->batch);
-        }
-        snprintf(t + strlen(t), size - strlen(t), "%s%lld", first ? "" : ", ", (long long)v);
-        first = 0;
-    }
     strcat(t, "]\n");
+    if (a->shapes) {
+        if (strlen(a->shapes) > 1024) {
+            free(t);
+            return tool_usage_error("sweep", "--shapes: too long");
+        }
+        strcat(t, "shapes: ");
+        yaml_quoted(t, size, a->shapes);
+        strcat(t, "\n");
+    }
+    if (a->batch || !a->shapes) { /* with --shapes alone, they give the batch */
+        strcat(t, "batch: [");
+        snprintf(buf, sizeof(buf), "%s", a->batch ? a->batch : "1");
+        int first = 1;
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+             tok = strtok_r(NULL, ",", &save)) {
+            if (!tool_parse_int(tok, 1, 1 << 20, &v)) {
+                free(t);
+                return tool_usage_error("sweep", "--batch wants sizes like 1,8,32, got '%s'",
+                                        a->batch);
+            }
+            snprintf(t + strlen(t), size - strlen(t), "%s%lld", first ? "" : ", ", (long long)v);
+            first = 0;
+        }
+        strcat(t, "]\n");
+    }
     if (a->sizes) {
         static int64_t hs[256], ws[256];
         int n = 0;
