@@ -3,13 +3,16 @@
  * and dependencies on a two-layer perceptron worked out by hand, its memory
  * step by step against the same hand computation (SGD and AdamW), and the
  * structure on zoo networks (every dependency points back, BatchNorm's
- * running statistics are buffers, every parameter gets one gradient).
+ * running statistics are buffers, every parameter gets one gradient); and
+ * the training graph (opsched_training_graph) run on the CPU backend, its
+ * gradients against central finite differences of its loss.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,12 +211,195 @@ static void test_no_loss(void **state)
     opsched_ctx_free(ctx);
 }
 
+/* x [4, 6] -> Linear(5) -> Relu -> Tanh * Sigmoid -> Transpose twice ->
+ * MatMul by W3 [5, 3] -> + b3 [3] -> - c (a constant [1, 3]) -> y [4, 3]:
+ * every backward rule but Flatten's and Gemm's alpha. */
+static opsched_graph *ad_net(opsched_ctx *ctx)
+{
+    opsched_graph *g = NULL;
+    assert_int_equal(opsched_graph_create(ctx, "ad", &g), OPSCHED_OK);
+    opsched_shape xs = {2, {4, 6}}, ws = {2, {5, 3}}, bs = {1, {3}}, cs = {2, {1, 3}};
+    int x, h, r, t, sg, m, p1, p2, w3, b3, c, mm, ab, y;
+    assert_int_equal(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x),
+                     OPSCHED_OK);
+    assert_int_equal(opsched_build_linear(g, "fc1", x, 5, 1, &h), OPSCHED_OK);
+    assert_int_equal(opsched_build_unary(g, "relu", OPSCHED_OP_RELU, NULL, h, &r), OPSCHED_OK);
+    assert_int_equal(opsched_build_unary(g, "tanh", OPSCHED_OP_TANH, NULL, r, &t), OPSCHED_OK);
+    assert_int_equal(opsched_build_unary(g, "sig", OPSCHED_OP_SIGMOID, NULL, r, &sg), OPSCHED_OK);
+    assert_int_equal(opsched_build_binary(g, "gate", OPSCHED_OP_MUL, t, sg, &m), OPSCHED_OK);
+    opsched_op_attr tr;
+    memset(&tr, 0, sizeof(tr));
+    tr.transpose.n = 2;
+    tr.transpose.perm[0] = 1;
+    assert_int_equal(opsched_graph_add_node(g, "t1", OPSCHED_OP_TRANSPOSE, &tr, &m, 1, 1, NULL, &p1),
+                     OPSCHED_OK);
+    assert_int_equal(opsched_graph_add_node(g, "t2", OPSCHED_OP_TRANSPOSE, &tr, &p1, 1, 1, NULL,
+                                            &p2),
+                     OPSCHED_OK);
+    assert_int_equal(opsched_graph_add_tensor(g, "w3", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &ws, &w3),
+                     OPSCHED_OK);
+    assert_int_equal(opsched_graph_add_tensor(g, "b3", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &bs, &b3),
+                     OPSCHED_OK);
+    assert_int_equal(opsched_graph_add_tensor(g, "c", OPSCHED_TENSOR_CONSTANT, OPSCHED_F32, &cs, &c),
+                     OPSCHED_OK);
+    const float cv[3] = {0.25f, -0.5f, 0.125f};
+    assert_int_equal(opsched_graph_set_data(g, c, cv, sizeof(cv)), OPSCHED_OK);
+    assert_int_equal(opsched_build_binary(g, "mm", OPSCHED_OP_MATMUL, p2, w3, &mm), OPSCHED_OK);
+    assert_int_equal(opsched_build_binary(g, "bias", OPSCHED_OP_ADD, mm, b3, &ab), OPSCHED_OK);
+    assert_int_equal(opsched_build_binary(g, "shift", OPSCHED_OP_SUB, ab, c, &y), OPSCHED_OK);
+    assert_int_equal(opsched_graph_mark_output(g, y), OPSCHED_OK);
+    /* weights: deterministic values of either sign */
+    for (int i = 0, k = 0; i < opsched_graph_num_tensors(g); i++) {
+        const opsched_tensor *w = opsched_graph_tensor(g, i);
+        if (w->kind != OPSCHED_TENSOR_WEIGHT) continue;
+        int64_t n = opsched_shape_numel(&w->shape);
+        float *v = malloc(sizeof(float) * (size_t)n);
+        assert_non_null(v);
+        for (int64_t e = 0; e < n; e++)
+            v[e] = 0.6f * sinf(1.7f * (float)(e + 13 * ++k));
+        assert_int_equal(opsched_graph_set_data(g, i, v, sizeof(float) * (size_t)n), OPSCHED_OK);
+        free(v);
+    }
+    return g;
+}
+
+/* Runs the training graph of g on the CPU: out[0] the loss, then the
+ * gradients (out[i] malloc'd, n[i] elements; at most 8 outputs). */
+static void run_training(opsched_device *dev, opsched_graph *g, opsched_loss loss, const float *x,
+                         const float *target, float **out, size_t *n)
+{
+    opsched_training_options o;
+    memset(&o, 0, sizeof(o));
+    o.loss = loss;
+    opsched_graph *t = NULL;
+    assert_int_equal(opsched_training_graph(g, &o, &t), OPSCHED_OK);
+    opsched_exec_options eo;
+    memset(&eo, 0, sizeof(eo));
+    opsched_executor *ex = NULL;
+    assert_int_equal(opsched_executor_create(dev, t, NULL, &eo, &ex), OPSCHED_OK);
+    assert_int_equal(opsched_executor_set_input(ex, 0, x, 24), OPSCHED_OK);
+    assert_int_equal(opsched_executor_set_input(ex, 1, target, 12), OPSCHED_OK);
+    assert_int_equal(opsched_executor_run(ex), OPSCHED_OK);
+    assert_int_equal(opsched_device_sync(dev), OPSCHED_OK);
+    assert_true(opsched_graph_num_outputs(t) <= 8);
+    for (int i = 0; i < opsched_graph_num_outputs(t); i++) {
+        n[i] = opsched_executor_output_numel(ex, i);
+        out[i] = malloc(n[i] * sizeof(float));
+        assert_non_null(out[i]);
+        assert_int_equal(opsched_executor_get_output(ex, i, out[i], n[i]), OPSCHED_OK);
+    }
+    opsched_executor_free(ex);
+    opsched_graph_free(t);
+}
+
+static float loss_of(opsched_device *dev, opsched_graph *g, opsched_loss loss, const float *x,
+                     const float *target)
+{
+    float *out[8] = {0};
+    size_t n[8] = {0};
+    run_training(dev, g, loss, x, target, out, n);
+    float l = out[0][0];
+    for (int i = 0; i < 8; i++)
+        free(out[i]);
+    return l;
+}
+
+/* Every gradient element of the training graph against the central
+ * difference of its loss, for both losses. */
+static void test_autodiff_gradients(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx = NULL;
+    opsched_device *dev = NULL;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    if (opsched_device_open(ctx, "cpu", 0, &dev) != OPSCHED_OK) {
+        print_message("no cpu backend in this build: skipped\n");
+        opsched_ctx_free(ctx);
+        skip();
+    }
+    opsched_graph *g = ad_net(ctx);
+    float x[24], target[12];
+    for (int i = 0; i < 24; i++)
+        x[i] = 0.9f * cosf(0.37f * (float)i + 0.2f);
+    for (int r = 0; r < 4; r++) /* probabilities a row (cross-entropy), any values for MSE */
+        for (int k = 0; k < 3; k++)
+            target[r * 3 + k] = k == r % 3 ? 0.7f : 0.15f;
+    for (int li = 0; li < 2; li++) {
+        opsched_loss loss = li ? OPSCHED_LOSS_MSE : OPSCHED_LOSS_CROSS_ENTROPY;
+        float *out[8] = {0};
+        size_t n[8] = {0};
+        run_training(dev, g, loss, x, target, out, n);
+        assert_true(isfinite(out[0][0]) && out[0][0] > 0);
+        int k = 1, checked = 0;
+        double worst = 0;
+        for (int i = 0; i < opsched_graph_num_tensors(g); i++) {
+            const opsched_tensor *w = opsched_graph_tensor(g, i);
+            if (w->kind != OPSCHED_TENSOR_WEIGHT) continue;
+            int64_t numel = opsched_shape_numel(&w->shape);
+            assert_int_equal(n[k], (size_t)numel);
+            float *v = malloc(sizeof(float) * (size_t)numel);
+            assert_non_null(v);
+            memcpy(v, w->data, sizeof(float) * (size_t)numel);
+            for (int64_t e = 0; e < numel; e++) {
+                const float eps = 1e-3f, keep = v[e];
+                v[e] = keep + eps;
+                assert_int_equal(opsched_graph_set_data(g, i, v, sizeof(float) * (size_t)numel),
+                                 OPSCHED_OK);
+                float up = loss_of(dev, g, loss, x, target);
+                v[e] = keep - eps;
+                assert_int_equal(opsched_graph_set_data(g, i, v, sizeof(float) * (size_t)numel),
+                                 OPSCHED_OK);
+                float down = loss_of(dev, g, loss, x, target);
+                v[e] = keep;
+                assert_int_equal(opsched_graph_set_data(g, i, v, sizeof(float) * (size_t)numel),
+                                 OPSCHED_OK);
+                double fd = ((double)up - down) / (2.0 * eps), got = out[k][e];
+                double diff = fabs(got - fd);
+                if (diff > worst) worst = diff;
+                if (!(diff <= 1e-3 + 1e-2 * fabs(fd)))
+                    print_error("%s loss: grad/%s[%lld] = %.6g, finite difference %.6g\n",
+                                li ? "mse" : "cross-entropy", w->name, (long long)e, got, fd);
+                assert_true(diff <= 1e-3 + 1e-2 * fabs(fd));
+                checked++;
+            }
+            free(v);
+            k++;
+        }
+        print_message("%s: loss %.5f, %d gradient elements within 1e-3 + 1%% of the central "
+                      "difference (worst %.2g)\n",
+                      li ? "mse" : "cross-entropy", (double)out[0][0], checked, worst);
+        assert_int_equal(checked, 30 + 5 + 15 + 3);
+        for (int i = 0; i < 8; i++)
+            free(out[i]);
+    }
+    /* an operator without a backward rule on the way to a parameter */
+    opsched_graph *h = NULL;
+    assert_int_equal(opsched_graph_create(ctx, "no_rule", &h), OPSCHED_OK);
+    opsched_shape xs = {2, {2, 4}};
+    int xi, f, q;
+    assert_int_equal(opsched_graph_add_tensor(h, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &xi),
+                     OPSCHED_OK);
+    assert_int_equal(opsched_build_linear(h, "fc", xi, 4, 1, &f), OPSCHED_OK);
+    assert_int_equal(opsched_build_unary(h, "erf", OPSCHED_OP_ERF, NULL, f, &q), OPSCHED_OK);
+    assert_int_equal(opsched_graph_mark_output(h, q), OPSCHED_OK);
+    opsched_training_options o;
+    memset(&o, 0, sizeof(o));
+    opsched_graph *t = NULL;
+    assert_int_equal(opsched_training_graph(h, &o, &t), OPSCHED_ERR_UNSUPPORTED);
+    assert_null(t);
+    assert_non_null(strstr(opsched_ctx_last_error(ctx), "'erf'"));
+    opsched_graph_free(h);
+    opsched_graph_free(g);
+    opsched_device_close(dev);
+    opsched_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp_steps),   cmocka_unit_test(test_mlp_memory),
         cmocka_unit_test(test_block_rounding), cmocka_unit_test(test_zoo_structure),
-        cmocka_unit_test(test_no_loss),
+        cmocka_unit_test(test_no_loss), cmocka_unit_test(test_autodiff_gradients),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

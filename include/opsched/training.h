@@ -115,6 +115,19 @@ opsched_status opsched_training_memory_get(const opsched_training *t,
  * up to a multiple of 512 (512 at least). */
 int64_t opsched_training_block_bytes(int64_t n);
 
+/* The training graph of g (src/training/autodiff.c): g's forward pass, the
+ * loss of o->loss of g's first output against a new float INPUT "target"
+ * of that output's shape (cross-entropy over the last axis against
+ * probabilities, or mean squared error), and the backward pass, built
+ * from ordinary operators so every backend runs it and measures it.  Its
+ * outputs: "loss" first, then "grad/<name>" for every float WEIGHT of g,
+ * in g's tensor order, each of its parameter's shape.  Backward rules
+ * exist for MatMul, Gemm, Add, Sub, Mul, Relu, Sigmoid, Tanh, Transpose
+ * and the views; another operator on the way from a parameter to the
+ * loss fails with OPSCHED_ERR_UNSUPPORTED naming it.  *out is new. */
+opsched_status opsched_training_graph(const opsched_graph *g, const opsched_training_options *o,
+                                      opsched_graph **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,473 @@
+/*
+ * autodiff.c - the training graph of a forward graph (opsched/training.h):
+ * the forward pass, a loss and the backward pass, all of it ordinary
+ * operators, so every backend runs it and the harness, the predictor and
+ * the scheduler see its nodes as they see any other.
+ *
+ * Reverse mode over the forward nodes in reverse order.  A tensor's
+ * gradient is the sum of what its readers send back (an Add where it fans
+ * out); a broadcast operand gets the sum over the axes it was broadcast
+ * along.  Only what leads to a trained parameter (a float WEIGHT) is
+ * differentiated: graph inputs and constants get no gradient.  The rules:
+ *
+ *   MatMul, Gemm        products with the other operand transposed
+ *   Add, Sub, Mul       the gradient (times the other operand), summed to
+ *                       the operand's shape
+ *   Relu                Where(x > 0, dy, 0)
+ *   Sigmoid, Tanh       dy * y * (1 - y), dy * (1 - y * y)
+ *   Transpose           the inverse permutation
+ *   Reshape, Flatten, Identity, Dropout (inference)   a Reshape back
+ *
+ * Another operator on the way to a parameter fails with
+ * OPSCHED_ERR_UNSUPPORTED naming it.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "opsched/training.h"
+
+typedef struct ad {
+    opsched_ctx *ctx;
+    const opsched_graph *g; /* the forward graph */
+    opsched_graph *t;       /* the training graph being built */
+    int *map;               /* forward tensor -> its copy in t */
+    int *grad;              /* forward tensor -> its gradient in t, -1 while none */
+    unsigned char *need;    /* forward tensor: leads to a trained parameter */
+    int serial;             /* for unique node and tensor names */
+} ad;
+
+static int is_float(opsched_dtype d)
+{
+    return d == OPSCHED_F32 || d == OPSCHED_F16 || d == OPSCHED_BF16;
+}
+
+static const opsched_shape *shape_of(const ad *a, int t_id)
+{
+    return &opsched_graph_tensor(a->t, t_id)->shape;
+}
+
+/* A node of t with one output, named "<base>/<serial>". */
+static opsched_status node(ad *a, const char *base, opsched_op_kind op,
+                           const opsched_op_attr *attr, const int *in, int n_in, int *out)
+{
+    char name[256];
+    snprintf(name, sizeof(name), "%s/%d", base, a->serial++);
+    return opsched_graph_add_node(a->t, name, op, attr, in, n_in, 1, NULL, out);
+}
+
+static opsched_status scalar(ad *a, float v, int *out)
+{
+    char name[64];
+    opsched_shape s = {.ndim = 1, .d = {1}};
+    snprintf(name, sizeof(name), "grad/const/%d", a->serial++);
+    OS_TRY(opsched_graph_add_tensor(a->t, name, OPSCHED_TENSOR_CONSTANT, OPSCHED_F32, &s, out));
+    return opsched_graph_set_data(a->t, *out, &v, sizeof(v));
+}
+
+static opsched_status binary(ad *a, const char *base, opsched_op_kind op, int x, int y, int *out)
+{
+    int in[2] = {x, y};
+    return node(a, base, op, NULL, in, 2, out);
+}
+
+static opsched_status reshape(ad *a, const char *base, int x, const opsched_shape *s, int *out)
+{
+    opsched_op_attr at;
+    memset(&at, 0, sizeof(at));
+    at.shape.shape = *s;
+    return node(a, base, OPSCHED_OP_RESHAPE, &at, &x, 1, out);
+}
+
+/* The last two axes of x swapped. */
+static opsched_status swap_last(ad *a, const char *base, int x, int *out)
+{
+    const opsched_shape *s = shape_of(a, x);
+    opsched_op_attr at;
+    memset(&at, 0, sizeof(at));
+    at.transpose.n = s->ndim;
+    for (int i = 0; i < s->ndim; i++)
+        at.transpose.perm[i] = i;
+    at.transpose.perm[s->ndim - 1] = s->ndim - 2;
+    at.transpose.perm[s->ndim - 2] = s->ndim - 1;
+    return node(a, base, OPSCHED_OP_TRANSPOSE, &at, &x, 1, out);
+}
+
+/* g (a gradient of a broadcast result) summed to shape s: over its extra
+ * leading axes and over the axes where s has size 1 and g has more. */
+static opsched_status reduce_to(ad *a, const char *base, int g, const opsched_shape *s, int *out)
+{
+    const opsched_shape *gs = shape_of(a, g);
+    int lead = gs->ndim - s->ndim;
+    if (lead < 0)
+        return OS_FAIL(a->ctx, OPSCHED_ERR_SHAPE, "autodiff: a gradient of rank %d for a tensor of "
+                                                  "rank %d",
+                       gs->ndim, s->ndim);
+    opsched_op_attr at;
+    memset(&at, 0, sizeof(at));
+    at.reduce.fn = OPSCHED_REDUCE_SUM;
+    at.reduce.keepdims = 1;
+    for (int i = 0; i < gs->ndim; i++) {
+        int64_t want = i < lead ? 1 : s->d[i - lead];
+        if (want == 1 && gs->d[i] != 1) at.reduce.axes[at.reduce.n_axes++] = i;
+    }
+    int r = g;
+    if (at.reduce.n_axes) OS_TRY(node(a, base, OPSCHED_OP_REDUCE, &at, &g, 1, &r));
+    if (lead || at.reduce.n_axes) {
+        const opsched_shape *rs = shape_of(a, r);
+        int same = rs->ndim == s->ndim;
+        for (int i = 0; same && i < s->ndim; i++)
+            same = rs->d[i] == s->d[i];
+        if (!same) OS_TRY(reshape(a, base, r, s, &r));
+    }
+    *out = r;
+    return OPSCHED_OK;
+}
+
+/* Adds v to forward tensor f's gradient. */
+static opsched_status accumulate(ad *a, int f, int v)
+{
+    if (a->grad[f] < 0) {
+        a->grad[f] = v;
+        return OPSCHED_OK;
+    }
+    return binary(a, "grad/accumulate", OPSCHED_OP_ADD, a->grad[f], v, &a->grad[f]);
+}
+
+/* The gradient of a product's operand A from dy and the other operand
+ * B: dy @ B^T (a 2-D or batched MatMul), summed to A's shape. */
+static opsched_status matmul_grads(ad *a, const char *base, int fa, int fb, int dy, int want_a,
+                                   int want_b)
+{
+    int x = a->map[fa], w = a->map[fb], r;
+    if (shape_of(a, x)->ndim < 2 || shape_of(a, w)->ndim < 2)
+        return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
+                       "autodiff: node '%s': a product of a vector has no backward rule yet", base);
+    if (want_a) {
+        int wt;
+        OS_TRY(swap_last(a, base, w, &wt));
+        OS_TRY(binary(a, base, OPSCHED_OP_MATMUL, dy, wt, &r));
+        OS_TRY(reduce_to(a, base, r, shape_of(a, x), &r));
+        OS_TRY(accumulate(a, fa, r));
+    }
+    if (want_b) {
+        int xt;
+        OS_TRY(swap_last(a, base, x, &xt));
+        OS_TRY(binary(a, base, OPSCHED_OP_MATMUL, xt, dy, &r));
+        OS_TRY(reduce_to(a, base, r, shape_of(a, w), &r));
+        OS_TRY(accumulate(a, fb, r));
+    }
+    return OPSCHED_OK;
+}
+
+/* Y = alpha op(A) op(B) + beta C: the products' gradients for op(A) and
+ * op(B), transposed back where the node transposes, scaled by alpha. */
+static opsched_status gemm_grads(ad *a, const opsched_node *n, int dy)
+{
+    const opsched_gemm_attr *at = &n->attr.gemm;
+    const char *base = n->name;
+    int fa = n->inputs[0], fb = n->inputs[1], fc = n->n_inputs > 2 ? n->inputs[2] : -1;
+    int x = a->map[fa], w = a->map[fb];
+    int ox = x, ow = w; /* op(A), op(B) */
+    if (at->trans_a) OS_TRY(swap_last(a, base, x, &ox));
+    if (at->trans_b) OS_TRY(swap_last(a, base, w, &ow));
+    int d = dy;
+    if (at->alpha != 1.0f) {
+        int k;
+        OS_TRY(scalar(a, at->alpha, &k));
+        OS_TRY(binary(a, base, OPSCHED_OP_MUL, dy, k, &d));
+    }
+    int r;
+    if (a->need[fa]) {
+        int owt;
+        OS_TRY(swap_last(a, base, ow, &owt));
+        OS_TRY(binary(a, base, OPSCHED_OP_MATMUL, d, owt, &r));
+        if (at->trans_a) OS_TRY(swap_last(a, base, r, &r));
+        OS_TRY(accumulate(a, fa, r));
+    }
+    if (a->need[fb]) {
+        int oxt;
+        OS_TRY(swap_last(a, base, ox, &oxt));
+        OS_TRY(binary(a, base, OPSCHED_OP_MATMUL, oxt, d, &r));
+        if (at->trans_b) OS_TRY(swap_last(a, base, r, &r));
+        OS_TRY(accumulate(a, fb, r));
+    }
+    if (fc >= 0 && a->need[fc]) {
+        int dc = dy;
+        if (at->beta != 1.0f) {
+            int k;
+            OS_TRY(scalar(a, at->beta, &k));
+            OS_TRY(binary(a, base, OPSCHED_OP_MUL, dy, k, &dc));
+        }
+        OS_TRY(reduce_to(a, base, dc, shape_of(a, a->map[fc]), &r));
+        OS_TRY(accumulate(a, fc, r));
+    }
+    return OPSCHED_OK;
+}
+
+/* The backward step of forward node n, whose output's gradient is dy. */
+static opsched_status backward(ad *a, const opsched_node *n, int dy)
+{
+    const char *base = n->name;
+    int f0 = n->n_inputs > 0 ? n->inputs[0] : -1, f1 = n->n_inputs > 1 ? n->inputs[1] : -1;
+    int y = a->map[n->outputs[0]], r, k;
+    switch (n->op) {
+    case OPSCHED_OP_MATMUL:
+        return matmul_grads(a, base, f0, f1, dy, a->need[f0], a->need[f1]);
+    case OPSCHED_OP_GEMM:
+        return gemm_grads(a, n, dy);
+    case OPSCHED_OP_ADD:
+    case OPSCHED_OP_SUB:
+        if (a->need[f0]) {
+            OS_TRY(reduce_to(a, base, dy, shape_of(a, a->map[f0]), &r));
+            OS_TRY(accumulate(a, f0, r));
+        }
+        if (a->need[f1]) {
+            int d = dy;
+            if (n->op == OPSCHED_OP_SUB) {
+                OS_TRY(scalar(a, -1.0f, &k));
+                OS_TRY(binary(a, base, OPSCHED_OP_MUL, dy, k, &d));
+            }
+            OS_TRY(reduce_to(a, base, d, shape_of(a, a->map[f1]), &r));
+            OS_TRY(accumulate(a, f1, r));
+        }
+        return OPSCHED_OK;
+    case OPSCHED_OP_MUL:
+        for (int i = 0; i < 2; i++) {
+            int fi = n->inputs[i], other = a->map[n->inputs[1 - i]];
+            if (!a->need[fi]) continue;
+            OS_TRY(binary(a, base, OPSCHED_OP_MUL, dy, other, &r));
+            OS_TRY(reduce_to(a, base, r, shape_of(a, a->map[fi]), &r));
+            OS_TRY(accumulate(a, fi, r));
+        }
+        return OPSCHED_OK;
+    case OPSCHED_OP_RELU: {
+        int zero, pos, in[3];
+        opsched_op_attr at;
+        memset(&at, 0, sizeof(at));
+        at.binary.fn = OPSCHED_BINARY_GREATER;
+        OS_TRY(scalar(a, 0.0f, &zero));
+        in[0] = a->map[f0];
+        in[1] = zero;
+        OS_TRY(node(a, base, OPSCHED_OP_BINARY, &at, in, 2, &pos));
+        in[0] = pos;
+        in[1] = dy;
+        in[2] = zero;
+        OS_TRY(node(a, base, OPSCHED_OP_WHERE, NULL, in, 3, &r));
+        return accumulate(a, f0, r);
+    }
+    case OPSCHED_OP_SIGMOID:
+    case OPSCHED_OP_TANH: {
+        int one, t1, t2;
+        OS_TRY(scalar(a, 1.0f, &one));
+        if (n->op == OPSCHED_OP_SIGMOID) { /* y (1 - y) */
+            OS_TRY(binary(a, base, OPSCHED_OP_SUB, one, y, &t1));
+            OS_TRY(binary(a, base, OPSCHED_OP_MUL, y, t1, &t2));
+        } else { /* 1 - y^2 */
+            OS_TRY(binary(a, base, OPSCHED_OP_MUL, y, y, &t1));
+            OS_TRY(binary(a, base, OPSCHED_OP_SUB, one, t1, &t2));
+        }
+        OS_TRY(binary(a, base, OPSCHED_OP_MUL, dy, t2, &r));
+        return accumulate(a, f0, r);
+    }
+    case OPSCHED_OP_TRANSPOSE: {
+        opsched_op_attr at;
+        memset(&at, 0, sizeof(at));
+        at.transpose.n = n->attr.transpose.n;
+        for (int i = 0; i < at.transpose.n; i++)
+            at.transpose.perm[n->attr.transpose.perm[i]] = i;
+        OS_TRY(node(a, base, OPSCHED_OP_TRANSPOSE, &at, &dy, 1, &r));
+        return accumulate(a, f0, r);
+    }
+    case OPSCHED_OP_RESHAPE:
+    case OPSCHED_OP_FLATTEN:
+    case OPSCHED_OP_IDENTITY:
+    case OPSCHED_OP_DROPOUT:
+        OS_TRY(reshape(a, base, dy, shape_of(a, a->map[f0]), &r));
+        return accumulate(a, f0, r);
+    default:
+        return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
+                       "autodiff: node '%s' (%s) has no backward rule yet", n->name,
+                       opsched_op_name(n->op));
+    }
+}
+
+/* The forward graph copied into t: its tensors that no node makes, then
+ * its nodes, under their names. */
+static opsched_status copy_forward(ad *a)
+{
+    const opsched_graph *g = a->g;
+    for (int i = 0; i < opsched_graph_num_tensors(g); i++) {
+        const opsched_tensor *x = opsched_graph_tensor(g, i);
+        if (x->producer >= 0) continue;
+        OS_TRY(opsched_graph_add_tensor(a->t, x->name, x->kind, x->dtype, &x->shape, &a->map[i]));
+        if (x->data) OS_TRY(opsched_graph_set_data(a->t, a->map[i], x->data, x->data_bytes));
+    }
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
+        const opsched_node *n = opsched_graph_node(g, i);
+        int in[64], out[16];
+        const char *names[16];
+        if (n->n_inputs > 64 || n->n_outputs > 16)
+            return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED, "autodiff: node '%s': too many "
+                                                            "operands",
+                           n->name);
+        for (int k = 0; k < n->n_inputs; k++)
+            in[k] = n->inputs[k] >= 0 ? a->map[n->inputs[k]] : -1;
+        for (int k = 0; k < n->n_outputs; k++)
+            names[k] = opsched_graph_tensor(g, n->outputs[k])->name;
+        OS_TRY(opsched_graph_add_node(a->t, n->name, n->op, &n->attr, in, n->n_inputs,
+                                      n->n_outputs, names, out));
+        for (int k = 0; k < n->n_outputs; k++)
+            a->map[n->outputs[k]] = out[k];
+    }
+    return OPSCHED_OK;
+}
+
+/* The loss of output y against the input "target" (y's shape): its value
+ * [1, ..., 1] and its gradient with respect to y. */
+static opsched_status add_loss(ad *a, opsched_loss loss, int y, int *value, int *dy)
+{
+    const opsched_shape *ys = shape_of(a, y);
+    int target, d, k, r;
+    OS_TRY(opsched_graph_add_tensor(a->t, "target", OPSCHED_TENSOR_INPUT, OPSCHED_F32, ys,
+                                    &target));
+    opsched_op_attr red;
+    memset(&red, 0, sizeof(red));
+    red.reduce.keepdims = 1;
+    int64_t numel = opsched_shape_numel(ys);
+    if (loss == OPSCHED_LOSS_MSE) { /* mean((y - t)^2); 2 (y - t) / numel */
+        OS_TRY(binary(a, "loss", OPSCHED_OP_SUB, y, target, &d));
+        OS_TRY(binary(a, "loss", OPSCHED_OP_MUL, d, d, &r));
+        red.reduce.fn = OPSCHED_REDUCE_MEAN;
+        OS_TRY(node(a, "loss", OPSCHED_OP_REDUCE, &red, &r, 1, value));
+        OS_TRY(scalar(a, (float)(2.0 / (double)numel), &k));
+        return binary(a, "loss/backward", OPSCHED_OP_MUL, d, k, dy);
+    }
+    /* cross-entropy over the last axis against probabilities t:
+     * -sum(t log softmax(y)) / rows; (softmax(y) - t) / rows */
+    int64_t rows = numel / (ys->ndim ? ys->d[ys->ndim - 1] : 1);
+    opsched_op_attr ax;
+    memset(&ax, 0, sizeof(ax));
+    ax.axis.axis = -1;
+    int lp, p;
+    OS_TRY(node(a, "loss", OPSCHED_OP_LOGSOFTMAX, &ax, &y, 1, &lp));
+    OS_TRY(binary(a, "loss", OPSCHED_OP_MUL, target, lp, &r));
+    red.reduce.fn = OPSCHED_REDUCE_SUM;
+    OS_TRY(node(a, "loss", OPSCHED_OP_REDUCE, &red, &r, 1, &r));
+    OS_TRY(scalar(a, (float)(-1.0 / (double)rows), &k));
+    OS_TRY(binary(a, "loss", OPSCHED_OP_MUL, r, k, value));
+    OS_TRY(node(a, "loss/backward", OPSCHED_OP_SOFTMAX, &ax, &y, 1, &p));
+    OS_TRY(binary(a, "loss/backward", OPSCHED_OP_SUB, p, target, &d));
+    OS_TRY(scalar(a, (float)(1.0 / (double)rows), &k));
+    return binary(a, "loss/backward", OPSCHED_OP_MUL, d, k, dy);
+}
+
+static opsched_status build(ad *a, const opsched_training_options *o)
+{
+    const opsched_graph *g = a->g;
+    OS_TRY(copy_forward(a));
+    if (opsched_graph_num_outputs(g) < 1)
+        return OS_FAIL(a->ctx, OPSCHED_ERR_INVALID_ARG, "autodiff: the graph has no output");
+    int fy = opsched_graph_output(g, 0);
+    if (!is_float(opsched_graph_tensor(g, fy)->dtype))
+        return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
+                       "autodiff: the loss reads output '%s', which is not a float tensor",
+                       opsched_graph_tensor(g, fy)->name);
+    /* what leads to a trained parameter */
+    int nt = opsched_graph_num_tensors(g);
+    int any = 0;
+    for (int i = 0; i < nt; i++) {
+        const opsched_tensor *x = opsched_graph_tensor(g, i);
+        a->need[i] = x->kind == OPSCHED_TENSOR_WEIGHT && is_float(x->dtype);
+        any |= a->need[i];
+    }
+    if (!any)
+        return OS_FAIL(a->ctx, OPSCHED_ERR_INVALID_ARG,
+                       "autodiff: the graph has no float weight to train");
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
+        const opsched_node *n = opsched_graph_node(g, i);
+        int need = 0;
+        for (int k = 0; k < n->n_inputs; k++)
+            need |= n->inputs[k] >= 0 && a->need[n->inputs[k]];
+        for (int k = 0; k < n->n_outputs; k++)
+            a->need[n->outputs[k]] = (unsigned char)(need && is_float(
+                                         opsched_graph_tensor(g, n->outputs[k])->dtype));
+    }
+    int loss, dy;
+    OS_TRY(add_loss(a, o->loss, a->map[fy], &loss, &dy));
+    OS_TRY(opsched_graph_rename_tensor(a->t, loss, "loss"));
+    OS_TRY(opsched_graph_mark_output(a->t, loss));
+    a->grad[fy] = dy;
+    for (int i = opsched_graph_num_nodes(g) - 1; i >= 0; i--) {
+        const opsched_node *n = opsched_graph_node(g, i);
+        if (n->n_outputs < 1 || !a->need[n->outputs[0]] || a->grad[n->outputs[0]] < 0) continue;
+        if (n->n_outputs > 1)
+            return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
+                           "autodiff: node '%s' (%s) has %d outputs: no backward rule yet",
+                           n->name, opsched_op_name(n->op), n->n_outputs);
+        OS_TRY(backward(a, n, a->grad[n->outputs[0]]));
+    }
+    int n_taken = 0, *taken_ids = malloc(sizeof(int) * (size_t)(nt + 1));
+    if (!taken_ids) return OS_NOMEM(a->ctx);
+    opsched_status st = OPSCHED_OK;
+    for (int i = 0; i < nt && st == OPSCHED_OK; i++) {
+        const opsched_tensor *x = opsched_graph_tensor(g, i);
+        if (x->kind != OPSCHED_TENSOR_WEIGHT || !a->need[i]) continue;
+        char name[300];
+        snprintf(name, sizeof(name), "grad/%s", x->name);
+        int gi = a->grad[i];
+        if (gi < 0) { /* a parameter the loss does not read: zero */
+            st = scalar(a, 0.0f, &gi);
+            int in[2] = {a->map[i], gi};
+            if (st == OPSCHED_OK) st = node(a, "grad/unused", OPSCHED_OP_MUL, NULL, in, 2, &gi);
+        } else {
+            /* its own tensor unless it is a result nothing else reads or
+             * names (the same gradient may reach two parameters) */
+            int taken = opsched_graph_tensor(a->t, gi)->kind != OPSCHED_TENSOR_ACTIVATION ||
+                        opsched_graph_num_consumers(a->t, gi) > 0;
+            for (int k = 0; k < n_taken && !taken; k++)
+                taken = taken_ids[k] == gi;
+            if (taken) st = reshape(a, "grad/out", gi, &x->shape, &gi);
+        }
+        taken_ids[n_taken++] = gi;
+        if (st == OPSCHED_OK) st = opsched_graph_rename_tensor(a->t, gi, name);
+        if (st == OPSCHED_OK) st = opsched_graph_mark_output(a->t, gi);
+    }
+    free(taken_ids);
+    return st;
+}
+
+opsched_status opsched_training_graph(const opsched_graph *g, const opsched_training_options *o,
+                                      opsched_graph **out)
+{
+    if (!g || !o || !out) return OPSCHED_ERR_INVALID_ARG;
+    *out = NULL;
+    ad a;
+    memset(&a, 0, sizeof(a));
+    a.g = g;
+    a.ctx = opsched_graph_ctx(g);
+    int nt = opsched_graph_num_tensors(g);
+    a.map = malloc(sizeof(int) * (size_t)(nt + 1));
+    a.grad = malloc(sizeof(int) * (size_t)(nt + 1));
+    a.need = calloc((size_t)nt + 1, 1);
+    char name[256];
+    snprintf(name, sizeof(name), "%s/train", opsched_graph_name(g));
+    opsched_status st = !a.map || !a.grad || !a.need ? OS_NOMEM(a.ctx)
+                                                     : opsched_graph_create(a.ctx, name, &a.t);
+    if (st == OPSCHED_OK) {
+        for (int i = 0; i < nt; i++)
+            a.map[i] = a.grad[i] = -1;
+        st = build(&a, o);
+    }
+    free(a.map);
+    free(a.grad);
+    free(a.need);
+    if (st != OPSCHED_OK) {
+        opsched_graph_free(a.t);
+        return st;
+    }
+    *out = a.t;
+    return OPSCHED_OK;
+}
