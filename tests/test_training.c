@@ -211,6 +211,22 @@ static void test_no_loss(void **state)
     opsched_ctx_free(ctx);
 }
 
+/* Deterministic weight values of either sign. */
+static void set_weights(opsched_graph *g)
+{
+    for (int i = 0, k = 0; i < opsched_graph_num_tensors(g); i++) {
+        const opsched_tensor *w = opsched_graph_tensor(g, i);
+        if (w->kind != OPSCHED_TENSOR_WEIGHT) continue;
+        int64_t n = opsched_shape_numel(&w->shape);
+        float *v = malloc(sizeof(float) * (size_t)n);
+        assert_non_null(v);
+        for (int64_t e = 0; e < n; e++)
+            v[e] = 0.6f * sinf(1.7f * (float)(e + 13 * ++k));
+        assert_int_equal(opsched_graph_set_data(g, i, v, sizeof(float) * (size_t)n), OPSCHED_OK);
+        free(v);
+    }
+}
+
 /* x [4, 6] -> Linear(5) -> Relu -> Tanh * Sigmoid -> Transpose twice ->
  * MatMul by W3 [5, 3] -> + b3 [3] -> - c (a constant [1, 3]) -> y [4, 3]:
  * every backward rule but Flatten's and Gemm's alpha. */
@@ -248,25 +264,14 @@ static opsched_graph *ad_net(opsched_ctx *ctx)
     assert_int_equal(opsched_build_binary(g, "bias", OPSCHED_OP_ADD, mm, b3, &ab), OPSCHED_OK);
     assert_int_equal(opsched_build_binary(g, "shift", OPSCHED_OP_SUB, ab, c, &y), OPSCHED_OK);
     assert_int_equal(opsched_graph_mark_output(g, y), OPSCHED_OK);
-    /* weights: deterministic values of either sign */
-    for (int i = 0, k = 0; i < opsched_graph_num_tensors(g); i++) {
-        const opsched_tensor *w = opsched_graph_tensor(g, i);
-        if (w->kind != OPSCHED_TENSOR_WEIGHT) continue;
-        int64_t n = opsched_shape_numel(&w->shape);
-        float *v = malloc(sizeof(float) * (size_t)n);
-        assert_non_null(v);
-        for (int64_t e = 0; e < n; e++)
-            v[e] = 0.6f * sinf(1.7f * (float)(e + 13 * ++k));
-        assert_int_equal(opsched_graph_set_data(g, i, v, sizeof(float) * (size_t)n), OPSCHED_OK);
-        free(v);
-    }
+    set_weights(g);
     return g;
 }
 
 /* Runs the training graph of g on the CPU: out[0] the loss, then the
  * gradients (out[i] malloc'd, n[i] elements; at most 8 outputs). */
 static void run_training(opsched_device *dev, opsched_graph *g, opsched_loss loss, const float *x,
-                         const float *target, float **out, size_t *n)
+                         size_t nx, const float *target, size_t nt, float **out, size_t *n)
 {
     opsched_training_options o;
     memset(&o, 0, sizeof(o));
@@ -277,8 +282,8 @@ static void run_training(opsched_device *dev, opsched_graph *g, opsched_loss los
     memset(&eo, 0, sizeof(eo));
     opsched_executor *ex = NULL;
     assert_int_equal(opsched_executor_create(dev, t, NULL, &eo, &ex), OPSCHED_OK);
-    assert_int_equal(opsched_executor_set_input(ex, 0, x, 24), OPSCHED_OK);
-    assert_int_equal(opsched_executor_set_input(ex, 1, target, 12), OPSCHED_OK);
+    assert_int_equal(opsched_executor_set_input(ex, 0, x, nx), OPSCHED_OK);
+    assert_int_equal(opsched_executor_set_input(ex, 1, target, nt), OPSCHED_OK);
     assert_int_equal(opsched_executor_run(ex), OPSCHED_OK);
     assert_int_equal(opsched_device_sync(dev), OPSCHED_OK);
     assert_true(opsched_graph_num_outputs(t) <= 8);
@@ -293,19 +298,185 @@ static void run_training(opsched_device *dev, opsched_graph *g, opsched_loss los
 }
 
 static float loss_of(opsched_device *dev, opsched_graph *g, opsched_loss loss, const float *x,
-                     const float *target)
+                     size_t nx, const float *target, size_t nt)
 {
     float *out[8] = {0};
     size_t n[8] = {0};
-    run_training(dev, g, loss, x, target, out, n);
+    run_training(dev, g, loss, x, nx, target, nt, out, n);
     float l = out[0][0];
     for (int i = 0; i < 8; i++)
         free(out[i]);
     return l;
 }
 
-/* Every gradient element of the training graph against the central
- * difference of its loss, for both losses. */
+/* Every gradient element of g's training graph against the central
+ * difference of its loss, for both losses; x and target of nx and nt
+ * elements; `elements` the weights' total. */
+static void check_gradients(opsched_device *dev, opsched_graph *g, const float *x, size_t nx,
+                            const float *target, size_t nt, int elements)
+{
+    for (int li = 0; li < 2; li++) {
+        opsched_loss loss = li ? OPSCHED_LOSS_MSE : OPSCHED_LOSS_CROSS_ENTROPY;
+        float *out[8] = {0};
+        size_t n[8] = {0};
+        run_training(dev, g, loss, x, nx, target, nt, out, n);
+        assert_true(isfinite(out[0][0]) && out[0][0] > 0);
+        int k = 1, checked = 0;
+        double worst = 0;
+        for (int i = 0; i < opsched_graph_num_tensors(g); i++) {
+            const opsched_tensor *w = opsched_graph_tensor(g, i);
+            if (w->kind != OPSCHED_TENSOR_WEIGHT) continue;
+            int64_t numel = opsched_shape_numel(&w->shape);
+            assert_int_equal(n[k], (size_t)numel);
+            float *v = malloc(sizeof(float) * (size_t)numel);
+            assert_non_null(v);
+            memcpy(v, w->data, sizeof(float) * (size_t)numel);
+            for (int64_t e = 0; e < numel; e++) {
+                const float eps = 1e-3f, keep = v[e];
+                v[e] = keep + eps;
+                assert_int_equal(opsched_graph_set_data(g, i, v, sizeof(float) * (size_t)numel),
+                                 OPSCHED_OK);
+                float up = loss_of(dev, g, loss, x, nx, target, nt);
+                v[e] = keep - eps;
+                assert_int_equal(opsched_graph_set_data(g, i, v, sizeof(float) * (size_t)numel),
+                                 OPSCHED_OK);
+                float down = loss_of(dev, g, loss, x, nx, target, nt);
+                v[e] = keep;
+                assert_int_equal(opsched_graph_set_data(g, i, v, sizeof(float) * (size_t)numel),
+                                 OPSCHED_OK);
+                double fd = ((double)up - down) / (2.0 * eps), got = out[k][e];
+                double diff = fabs(got - fd);
+                if (diff > worst) worst = diff;
+                if (!(diff <= 1e-3 + 1e-2 * fabs(fd)))
+                    print_error("%s, %s loss: grad/%s[%lld] = %.6g, finite difference %.6g\n",
+                                opsched_graph_name(g), li ? "mse" : "cross-entropy", w->name,
+                                (long long)e, got, fd);
+                assert_true(diff <= 1e-3 + 1e-2 * fabs(fd));
+                checked++;
+            }
+            free(v);
+            k++;
+        }
+        print_message("%s, %s: loss %.5f, %d gradient elements within 1e-3 + 1%% of the "
+                      "central difference (worst %.2g)\n",
+                      opsched_graph_name(g), li ? "mse" : "cross-entropy", (double)out[0][0],
+                      checked, worst);
+        assert_int_equal(checked, elements);
+        for (int i = 0; i < 8; i++)
+            free(out[i]);
+    }
+}
+
+
+static int weight(opsched_graph *g, const char *name, int ndim, int64_t d0, int64_t d1)
+{
+    opsched_shape s = {ndim, {d0, d1}};
+    int id = -1;
+    assert_int_equal(opsched_graph_add_tensor(g, name, OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &s, &id),
+                     OPSCHED_OK);
+    return id;
+}
+
+static int op1(opsched_graph *g, const char *name, opsched_op_kind op, const opsched_op_attr *at,
+               int x)
+{
+    int y = -1;
+    opsched_status st = opsched_graph_add_node(g, name, op, at, &x, 1, 1, NULL, &y);
+    if (st != OPSCHED_OK) print_error("%s\n", opsched_ctx_last_error(opsched_graph_ctx(g)));
+    assert_int_equal(st, OPSCHED_OK);
+    return y;
+}
+
+static int op2(opsched_graph *g, const char *name, opsched_op_kind op, int x, int w)
+{
+    int y = -1;
+    opsched_status st = opsched_build_binary(g, name, op, x, w, &y);
+    if (st != OPSCHED_OK) print_error("%s\n", opsched_ctx_last_error(opsched_graph_ctx(g)));
+    assert_int_equal(st, OPSCHED_OK);
+    return y;
+}
+
+/* x [2, 3, 4] -> MatMul W1 [4, 6] + b1 -> LayerNorm(g1, be1) -> Gelu and
+ * tanh Gelu, concatenated [2, 3, 12] -> Clip / sqrt(Sigmoid + 1) ->
+ * Softmax -> ReduceMean over axis 1 -> MatMul W2 [12, 6] -> Expand to
+ * [2, 2, 6] and ReduceSum back, plus GlobalAveragePool of the [2, 3, 3, 4]
+ * map through W3 [3, 6] -> LogSoftmax -> y [2, 6]. */
+static opsched_graph *ad_net2(opsched_ctx *ctx)
+{
+    opsched_graph *g = NULL;
+    assert_int_equal(opsched_graph_create(ctx, "ad2", &g), OPSCHED_OK);
+    opsched_shape xs = {3, {2, 3, 4}};
+    int x;
+    assert_int_equal(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x),
+                     OPSCHED_OK);
+    opsched_op_attr at;
+    int h = op2(g, "mm1", OPSCHED_OP_MATMUL, x, weight(g, "w1", 2, 4, 6));
+    h = op2(g, "bias1", OPSCHED_OP_ADD, h, weight(g, "b1", 1, 6, 0));
+    int ln_in[3] = {h, weight(g, "g1", 1, 6, 0), weight(g, "be1", 1, 6, 0)}, a = -1;
+    memset(&at, 0, sizeof(at));
+    at.layernorm.axis = -1;
+    at.layernorm.epsilon = 1e-5f;
+    assert_int_equal(opsched_graph_add_node(g, "ln", OPSCHED_OP_LAYERNORM, &at, ln_in, 3, 1, NULL, &a),
+                     OPSCHED_OK);
+    memset(&at, 0, sizeof(at));
+    int u = op1(g, "gelu", OPSCHED_OP_GELU, &at, a);
+    at.gelu.tanh_approx = 1;
+    int v = op1(g, "gelu_tanh", OPSCHED_OP_GELU, &at, a);
+    int cat_in[2] = {u, v}, c = -1;
+    memset(&at, 0, sizeof(at));
+    at.axis.axis = -1;
+    assert_int_equal(opsched_graph_add_node(g, "cat", OPSCHED_OP_CONCAT, &at, cat_in, 2, 1, NULL, &c),
+                     OPSCHED_OK);
+    memset(&at, 0, sizeof(at));
+    at.clip.min = -0.5f;
+    at.clip.max = 0.8f;
+    int cl = op1(g, "clip", OPSCHED_OP_CLIP, &at, c);
+    int sg = op1(g, "sig", OPSCHED_OP_SIGMOID, NULL, c);
+    opsched_shape one = {1, {1}};
+    int k1;
+    const float onev = 1.0f;
+    assert_int_equal(opsched_graph_add_tensor(g, "one", OPSCHED_TENSOR_CONSTANT, OPSCHED_F32, &one, &k1),
+                     OPSCHED_OK);
+    assert_int_equal(opsched_graph_set_data(g, k1, &onev, sizeof(onev)), OPSCHED_OK);
+    int sq = op1(g, "sqrt", OPSCHED_OP_SQRT, NULL, op2(g, "sig1", OPSCHED_OP_ADD, sg, k1));
+    int d = op2(g, "div", OPSCHED_OP_DIV, cl, sq);
+    memset(&at, 0, sizeof(at));
+    at.axis.axis = -1;
+    int sm = op1(g, "softmax", OPSCHED_OP_SOFTMAX, &at, d);
+    memset(&at, 0, sizeof(at));
+    at.reduce.n_axes = 1;
+    at.reduce.axes[0] = 1;
+    at.reduce.fn = OPSCHED_REDUCE_MEAN;
+    int m = op1(g, "mean", OPSCHED_OP_REDUCEMEAN, &at, sm);
+    int z = op2(g, "mm2", OPSCHED_OP_MATMUL, m, weight(g, "w2", 2, 12, 6));
+    memset(&at, 0, sizeof(at));
+    at.shape.shape = (opsched_shape){3, {2, 1, 6}};
+    z = op1(g, "unsq", OPSCHED_OP_RESHAPE, &at, z);
+    at.shape.shape = (opsched_shape){3, {2, 2, 6}};
+    z = op1(g, "expand", OPSCHED_OP_EXPAND, &at, z);
+    memset(&at, 0, sizeof(at));
+    at.reduce.n_axes = 1;
+    at.reduce.axes[0] = 1;
+    at.reduce.fn = OPSCHED_REDUCE_SUM;
+    z = op1(g, "sum", OPSCHED_OP_REDUCE, &at, z);
+    memset(&at, 0, sizeof(at));
+    at.shape.shape = (opsched_shape){4, {2, 3, 3, 4}};
+    int map = op1(g, "map", OPSCHED_OP_RESHAPE, &at, d);
+    int gp = op1(g, "gap", OPSCHED_OP_GLOBALAVGPOOL, NULL, map);
+    at.shape.shape = (opsched_shape){2, {2, 3}};
+    gp = op1(g, "gap2", OPSCHED_OP_RESHAPE, &at, gp);
+    gp = op2(g, "mm3", OPSCHED_OP_MATMUL, gp, weight(g, "w3", 2, 3, 6));
+    z = op2(g, "join", OPSCHED_OP_ADD, z, gp);
+    memset(&at, 0, sizeof(at));
+    at.axis.axis = -1;
+    int y = op1(g, "logsoftmax", OPSCHED_OP_LOGSOFTMAX, &at, z);
+    assert_int_equal(opsched_graph_mark_output(g, y), OPSCHED_OK);
+    set_weights(g);
+    return g;
+}
+
+/* The training graphs of ad_net and ad_net2 on the CPU backend: every
+ * gradient element against the central difference of the loss. */
 static void test_autodiff_gradients(void **state)
 {
     (void)state;
@@ -324,54 +495,14 @@ static void test_autodiff_gradients(void **state)
     for (int r = 0; r < 4; r++) /* probabilities a row (cross-entropy), any values for MSE */
         for (int k = 0; k < 3; k++)
             target[r * 3 + k] = k == r % 3 ? 0.7f : 0.15f;
-    for (int li = 0; li < 2; li++) {
-        opsched_loss loss = li ? OPSCHED_LOSS_MSE : OPSCHED_LOSS_CROSS_ENTROPY;
-        float *out[8] = {0};
-        size_t n[8] = {0};
-        run_training(dev, g, loss, x, target, out, n);
-        assert_true(isfinite(out[0][0]) && out[0][0] > 0);
-        int k = 1, checked = 0;
-        double worst = 0;
-        for (int i = 0; i < opsched_graph_num_tensors(g); i++) {
-            const opsched_tensor *w = opsched_graph_tensor(g, i);
-            if (w->kind != OPSCHED_TENSOR_WEIGHT) continue;
-            int64_t numel = opsched_shape_numel(&w->shape);
-            assert_int_equal(n[k], (size_t)numel);
-            float *v = malloc(sizeof(float) * (size_t)numel);
-            assert_non_null(v);
-            memcpy(v, w->data, sizeof(float) * (size_t)numel);
-            for (int64_t e = 0; e < numel; e++) {
-                const float eps = 1e-3f, keep = v[e];
-                v[e] = keep + eps;
-                assert_int_equal(opsched_graph_set_data(g, i, v, sizeof(float) * (size_t)numel),
-                                 OPSCHED_OK);
-                float up = loss_of(dev, g, loss, x, target);
-                v[e] = keep - eps;
-                assert_int_equal(opsched_graph_set_data(g, i, v, sizeof(float) * (size_t)numel),
-                                 OPSCHED_OK);
-                float down = loss_of(dev, g, loss, x, target);
-                v[e] = keep;
-                assert_int_equal(opsched_graph_set_data(g, i, v, sizeof(float) * (size_t)numel),
-                                 OPSCHED_OK);
-                double fd = ((double)up - down) / (2.0 * eps), got = out[k][e];
-                double diff = fabs(got - fd);
-                if (diff > worst) worst = diff;
-                if (!(diff <= 1e-3 + 1e-2 * fabs(fd)))
-                    print_error("%s loss: grad/%s[%lld] = %.6g, finite difference %.6g\n",
-                                li ? "mse" : "cross-entropy", w->name, (long long)e, got, fd);
-                assert_true(diff <= 1e-3 + 1e-2 * fabs(fd));
-                checked++;
-            }
-            free(v);
-            k++;
-        }
-        print_message("%s: loss %.5f, %d gradient elements within 1e-3 + 1%% of the central "
-                      "difference (worst %.2g)\n",
-                      li ? "mse" : "cross-entropy", (double)out[0][0], checked, worst);
-        assert_int_equal(checked, 30 + 5 + 15 + 3);
-        for (int i = 0; i < 8; i++)
-            free(out[i]);
-    }
+    check_gradients(dev, g, x, 24, target, 12, 30 + 5 + 15 + 3);
+    opsched_graph *g2 = ad_net2(ctx);
+    float t2[12];
+    for (int r = 0; r < 2; r++)
+        for (int k = 0; k < 6; k++)
+            t2[r * 6 + k] = k == 2 * r + 1 ? 0.5f : 0.1f;
+    check_gradients(dev, g2, x, 24, t2, 12, 24 + 6 + 6 + 6 + 72 + 18);
+    opsched_graph_free(g2);
     /* an operator without a backward rule on the way to a parameter */
     opsched_graph *h = NULL;
     assert_int_equal(opsched_graph_create(ctx, "no_rule", &h), OPSCHED_OK);

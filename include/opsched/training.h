@@ -122,9 +122,11 @@ int64_t opsched_training_block_bytes(int64_t n);
  * from ordinary operators so every backend runs it and measures it.  Its
  * outputs: "loss" first, then "grad/<name>" for every float WEIGHT of g,
  * in g's tensor order, each of its parameter's shape.  Backward rules
- * exist for MatMul, Gemm, Add, Sub, Mul, Relu, Sigmoid, Tanh, Transpose
- * and the views; another operator on the way from a parameter to the
- * loss fails with OPSCHED_ERR_UNSUPPORTED naming it.  *out is new. */
+ * exist for MatMul, Gemm, Add, Sub, Mul, Div, Sqrt, Relu, Clip, Sigmoid,
+ * Tanh, Gelu, Softmax and LogSoftmax (last axis), LayerNormalization,
+ * ReduceSum/Mean, GlobalAveragePool, Expand, Concat, Transpose and the
+ * views (docs/TRAINING.md); another operator on the way from a parameter
+ * to the loss fails with OPSCHED_ERR_UNSUPPORTED naming it.  *out is new. */
 opsched_status opsched_training_graph(const opsched_graph *g, const opsched_training_options *o,
                                       opsched_graph **out);
 

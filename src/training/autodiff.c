@@ -13,8 +13,15 @@
  *   MatMul, Gemm        products with the other operand transposed
  *   Add, Sub, Mul       the gradient (times the other operand), summed to
  *                       the operand's shape
- *   Relu                Where(x > 0, dy, 0)
+ *   Div, Sqrt           dy / b and -dy y / b; dy / (2 y)
+ *   Relu, Clip          dy where the input is inside the range, else 0
  *   Sigmoid, Tanh       dy * y * (1 - y), dy * (1 - y * y)
+ *   Gelu                dy (Phi(x) + x phi(x)), or its tanh form's derivative
+ *   Softmax, LogSoftmax y (dy - sum(dy y)), dy - exp(y) sum(dy) (last axis)
+ *   LayerNorm           the normalisation's gradient from the recomputed
+ *                       mean and deviation; scale and bias summed
+ *   ReduceSum/Mean, GlobalAveragePool, Expand   spread back or summed
+ *   Concat              each input its slice
  *   Transpose           the inverse permutation
  *   Reshape, Flatten, Identity, Dropout (inference)   a Reshape back
  *
@@ -28,6 +35,10 @@
 
 #include "core/error.h"
 #include "opsched/training.h"
+
+#define SQRT1_2 0.70710678118654752440        /* 1 / sqrt(2) */
+#define INV_SQRT_2PI 0.39894228040143267794   /* 1 / sqrt(2 pi) */
+#define SQRT_2_OVER_PI 0.79788456080286535588 /* sqrt(2 / pi) */
 
 typedef struct ad {
     opsched_ctx *ctx;
@@ -50,8 +61,8 @@ static const opsched_shape *shape_of(const ad *a, int t_id)
 }
 
 /* A node of t with one output, named "<base>/<serial>". */
-static opsched_status node(ad *a, const char *base, opsched_op_kind op,
-                           const opsched_op_attr *attr, const int *in, int n_in, int *out)
+static opsched_status node(ad *a, const char *base, opsched_op_kind op, const opsched_op_attr *attr,
+                           const int *in, int n_in, int *out)
 {
     char name[256];
     snprintf(name, sizeof(name), "%s/%d", base, a->serial++);
@@ -102,8 +113,9 @@ static opsched_status reduce_to(ad *a, const char *base, int g, const opsched_sh
     const opsched_shape *gs = shape_of(a, g);
     int lead = gs->ndim - s->ndim;
     if (lead < 0)
-        return OS_FAIL(a->ctx, OPSCHED_ERR_SHAPE, "autodiff: a gradient of rank %d for a tensor of "
-                                                  "rank %d",
+        return OS_FAIL(a->ctx, OPSCHED_ERR_SHAPE,
+                       "autodiff: a gradient of rank %d for a tensor of "
+                       "rank %d",
                        gs->ndim, s->ndim);
     opsched_op_attr at;
     memset(&at, 0, sizeof(at));
@@ -124,6 +136,43 @@ static opsched_status reduce_to(ad *a, const char *base, int g, const opsched_sh
     }
     *out = r;
     return OPSCHED_OK;
+}
+
+static opsched_status unary_fn(ad *a, const char *base, opsched_unary_fn fn, int x, int *out)
+{
+    opsched_op_attr at;
+    memset(&at, 0, sizeof(at));
+    at.unary.fn = fn;
+    return node(a, base, OPSCHED_OP_UNARY, &at, &x, 1, out);
+}
+
+/* x times a constant. */
+static opsched_status scale(ad *a, const char *base, int x, float k, int *out)
+{
+    int c;
+    OS_TRY(scalar(a, k, &c));
+    return binary(a, base, OPSCHED_OP_MUL, x, c, out);
+}
+
+/* The sum (fn SUM) or mean of x over axes [from, ndim), kept as size 1. */
+static opsched_status reduce_tail(ad *a, const char *base, opsched_reduce_fn fn, int x, int from,
+                                  int *out)
+{
+    opsched_op_attr at;
+    memset(&at, 0, sizeof(at));
+    at.reduce.fn = fn;
+    at.reduce.keepdims = 1;
+    for (int i = from; i < shape_of(a, x)->ndim; i++)
+        at.reduce.axes[at.reduce.n_axes++] = i;
+    return node(a, base, OPSCHED_OP_REDUCE, &at, &x, 1, out);
+}
+
+static opsched_status expand(ad *a, const char *base, int x, const opsched_shape *s, int *out)
+{
+    opsched_op_attr at;
+    memset(&at, 0, sizeof(at));
+    at.shape.shape = *s;
+    return node(a, base, OPSCHED_OP_EXPAND, &at, &x, 1, out);
 }
 
 /* Adds v to forward tensor f's gradient. */
@@ -272,6 +321,216 @@ static opsched_status backward(ad *a, const opsched_node *n, int dy)
         OS_TRY(binary(a, base, OPSCHED_OP_MUL, dy, t2, &r));
         return accumulate(a, f0, r);
     }
+    case OPSCHED_OP_DIV: /* d(a/b) = dy / b; -dy a / b^2 = -dy y / b */
+        if (a->need[f0]) {
+            OS_TRY(binary(a, base, OPSCHED_OP_DIV, dy, a->map[f1], &r));
+            OS_TRY(reduce_to(a, base, r, shape_of(a, a->map[f0]), &r));
+            OS_TRY(accumulate(a, f0, r));
+        }
+        if (a->need[f1]) {
+            int t1;
+            OS_TRY(binary(a, base, OPSCHED_OP_MUL, dy, y, &t1));
+            OS_TRY(binary(a, base, OPSCHED_OP_DIV, t1, a->map[f1], &t1));
+            OS_TRY(scale(a, base, t1, -1.0f, &r));
+            OS_TRY(reduce_to(a, base, r, shape_of(a, a->map[f1]), &r));
+            OS_TRY(accumulate(a, f1, r));
+        }
+        return OPSCHED_OK;
+    case OPSCHED_OP_SQRT: { /* dy / (2 y) */
+        int t1;
+        OS_TRY(binary(a, base, OPSCHED_OP_DIV, dy, y, &t1));
+        OS_TRY(scale(a, base, t1, 0.5f, &r));
+        return accumulate(a, f0, r);
+    }
+    case OPSCHED_OP_CLIP: { /* dy where min < x < max */
+        int lo, hi, c1, c2, cond, zero, in[3];
+        opsched_op_attr at;
+        memset(&at, 0, sizeof(at));
+        OS_TRY(scalar(a, n->attr.clip.min, &lo));
+        OS_TRY(scalar(a, n->attr.clip.max, &hi));
+        at.binary.fn = OPSCHED_BINARY_GREATER;
+        in[0] = a->map[f0];
+        in[1] = lo;
+        OS_TRY(node(a, base, OPSCHED_OP_BINARY, &at, in, 2, &c1));
+        at.binary.fn = OPSCHED_BINARY_LESS;
+        in[1] = hi;
+        OS_TRY(node(a, base, OPSCHED_OP_BINARY, &at, in, 2, &c2));
+        at.binary.fn = OPSCHED_BINARY_AND;
+        in[0] = c1;
+        in[1] = c2;
+        OS_TRY(node(a, base, OPSCHED_OP_BINARY, &at, in, 2, &cond));
+        OS_TRY(scalar(a, 0.0f, &zero));
+        in[0] = cond;
+        in[1] = dy;
+        in[2] = zero;
+        OS_TRY(node(a, base, OPSCHED_OP_WHERE, NULL, in, 3, &r));
+        return accumulate(a, f0, r);
+    }
+    case OPSCHED_OP_GELU: {
+        int x = a->map[f0], t1, t2, d;
+        if (!n->attr.gelu.tanh_approx) {
+            /* Phi(x) + x phi(x): 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi) */
+            int e, one, pdf;
+            OS_TRY(scale(a, base, x, (float)SQRT1_2, &t1));
+            OS_TRY(node(a, base, OPSCHED_OP_ERF, NULL, &t1, 1, &e));
+            OS_TRY(scalar(a, 1.0f, &one));
+            OS_TRY(binary(a, base, OPSCHED_OP_ADD, e, one, &e));
+            OS_TRY(scale(a, base, e, 0.5f, &e));
+            OS_TRY(binary(a, base, OPSCHED_OP_MUL, x, x, &t2));
+            OS_TRY(scale(a, base, t2, -0.5f, &t2));
+            OS_TRY(unary_fn(a, base, OPSCHED_UNARY_EXP, t2, &pdf));
+            OS_TRY(binary(a, base, OPSCHED_OP_MUL, x, pdf, &t2));
+            OS_TRY(scale(a, base, t2, (float)INV_SQRT_2PI, &t2));
+            OS_TRY(binary(a, base, OPSCHED_OP_ADD, e, t2, &d));
+        } else {
+            /* u = c (x + 0.044715 x^3), t = tanh u:
+             * 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 0.044715 x^2) */
+            const float c = (float)SQRT_2_OVER_PI;
+            int x2, u, t, one, p1, q, w;
+            OS_TRY(binary(a, base, OPSCHED_OP_MUL, x, x, &x2));
+            OS_TRY(scale(a, base, x2, 0.044715f, &t1));
+            OS_TRY(scalar(a, 1.0f, &one));
+            OS_TRY(binary(a, base, OPSCHED_OP_ADD, t1, one, &t1));
+            OS_TRY(binary(a, base, OPSCHED_OP_MUL, x, t1, &u));
+            OS_TRY(scale(a, base, u, c, &u));
+            OS_TRY(node(a, base, OPSCHED_OP_TANH, NULL, &u, 1, &t));
+            OS_TRY(binary(a, base, OPSCHED_OP_ADD, t, one, &p1));
+            OS_TRY(scale(a, base, p1, 0.5f, &p1));
+            OS_TRY(binary(a, base, OPSCHED_OP_MUL, t, t, &q));
+            OS_TRY(binary(a, base, OPSCHED_OP_SUB, one, q, &q));
+            OS_TRY(scale(a, base, x2, 3 * 0.044715f, &w));
+            OS_TRY(binary(a, base, OPSCHED_OP_ADD, w, one, &w));
+            OS_TRY(binary(a, base, OPSCHED_OP_MUL, q, w, &q));
+            OS_TRY(binary(a, base, OPSCHED_OP_MUL, q, x, &q));
+            OS_TRY(scale(a, base, q, 0.5f * c, &q));
+            OS_TRY(binary(a, base, OPSCHED_OP_ADD, p1, q, &d));
+        }
+        OS_TRY(binary(a, base, OPSCHED_OP_MUL, dy, d, &r));
+        return accumulate(a, f0, r);
+    }
+    case OPSCHED_OP_SOFTMAX:
+    case OPSCHED_OP_LOGSOFTMAX: {
+        int axis = (int)n->attr.axis.axis, nd = shape_of(a, y)->ndim;
+        if (axis < 0) axis += nd;
+        if (axis != nd - 1)
+            return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
+                           "autodiff: node '%s': a softmax over axis %d of %d: only the last "
+                           "axis has a backward rule yet",
+                           n->name, axis, nd);
+        int t1, sm;
+        if (n->op == OPSCHED_OP_SOFTMAX) { /* y (dy - sum(dy y)) */
+            OS_TRY(binary(a, base, OPSCHED_OP_MUL, dy, y, &t1));
+            OS_TRY(reduce_tail(a, base, OPSCHED_REDUCE_SUM, t1, nd - 1, &sm));
+            OS_TRY(binary(a, base, OPSCHED_OP_SUB, dy, sm, &t1));
+            OS_TRY(binary(a, base, OPSCHED_OP_MUL, y, t1, &r));
+        } else { /* dy - exp(y) sum(dy) */
+            int p;
+            OS_TRY(reduce_tail(a, base, OPSCHED_REDUCE_SUM, dy, nd - 1, &sm));
+            OS_TRY(unary_fn(a, base, OPSCHED_UNARY_EXP, y, &p));
+            OS_TRY(binary(a, base, OPSCHED_OP_MUL, p, sm, &t1));
+            OS_TRY(binary(a, base, OPSCHED_OP_SUB, dy, t1, &r));
+        }
+        return accumulate(a, f0, r);
+    }
+    case OPSCHED_OP_LAYERNORM: {
+        /* xhat = (x - mean) / sigma over axes [axis, ndim):
+         * dx = (g - mean(g) - xhat mean(g xhat)) / sigma with g = dy * scale;
+         * dscale = sum(dy xhat), dbias = sum(dy) over the other axes */
+        int x = a->map[f0], axis = (int)n->attr.layernorm.axis, nd = shape_of(a, x)->ndim;
+        if (axis < 0) axis += nd;
+        int mu, xc, var, sig, xhat, eps, gg, m1, m2, t1;
+        OS_TRY(reduce_tail(a, base, OPSCHED_REDUCE_MEAN, x, axis, &mu));
+        OS_TRY(binary(a, base, OPSCHED_OP_SUB, x, mu, &xc));
+        OS_TRY(binary(a, base, OPSCHED_OP_MUL, xc, xc, &t1));
+        OS_TRY(reduce_tail(a, base, OPSCHED_REDUCE_MEAN, t1, axis, &var));
+        OS_TRY(scalar(a, n->attr.layernorm.epsilon, &eps));
+        OS_TRY(binary(a, base, OPSCHED_OP_ADD, var, eps, &var));
+        OS_TRY(node(a, base, OPSCHED_OP_SQRT, NULL, &var, 1, &sig));
+        OS_TRY(binary(a, base, OPSCHED_OP_DIV, xc, sig, &xhat));
+        int fs = n->n_inputs > 1 ? n->inputs[1] : -1, fb = n->n_inputs > 2 ? n->inputs[2] : -1;
+        if (fs >= 0 && a->need[fs]) {
+            OS_TRY(binary(a, base, OPSCHED_OP_MUL, dy, xhat, &t1));
+            OS_TRY(reduce_to(a, base, t1, shape_of(a, a->map[fs]), &r));
+            OS_TRY(accumulate(a, fs, r));
+        }
+        if (fb >= 0 && a->need[fb]) {
+            OS_TRY(reduce_to(a, base, dy, shape_of(a, a->map[fb]), &r));
+            OS_TRY(accumulate(a, fb, r));
+        }
+        if (!a->need[f0]) return OPSCHED_OK;
+        gg = dy;
+        if (fs >= 0) OS_TRY(binary(a, base, OPSCHED_OP_MUL, dy, a->map[fs], &gg));
+        OS_TRY(reduce_tail(a, base, OPSCHED_REDUCE_MEAN, gg, axis, &m1));
+        OS_TRY(binary(a, base, OPSCHED_OP_MUL, gg, xhat, &t1));
+        OS_TRY(reduce_tail(a, base, OPSCHED_REDUCE_MEAN, t1, axis, &m2));
+        OS_TRY(binary(a, base, OPSCHED_OP_MUL, xhat, m2, &m2));
+        OS_TRY(binary(a, base, OPSCHED_OP_SUB, gg, m1, &t1));
+        OS_TRY(binary(a, base, OPSCHED_OP_SUB, t1, m2, &t1));
+        OS_TRY(binary(a, base, OPSCHED_OP_DIV, t1, sig, &r));
+        return accumulate(a, f0, r);
+    }
+    case OPSCHED_OP_REDUCE:
+    case OPSCHED_OP_REDUCEMEAN: {
+        const opsched_reduce_attr *ra = &n->attr.reduce;
+        if (n->op == OPSCHED_OP_REDUCE && ra->fn != OPSCHED_REDUCE_SUM &&
+            ra->fn != OPSCHED_REDUCE_MEAN)
+            return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
+                           "autodiff: node '%s': only sums and means have a backward rule yet",
+                           n->name);
+        const opsched_shape *xs = shape_of(a, a->map[f0]);
+        opsched_shape kept = *xs;
+        int64_t count = 1;
+        for (int i = 0; i < xs->ndim; i++) {
+            int red = ra->n_axes == 0;
+            for (int j = 0; j < ra->n_axes; j++)
+                red |= ra->axes[j] == i;
+            if (red) {
+                count *= xs->d[i];
+                kept.d[i] = 1;
+            }
+        }
+        int d = dy;
+        if (!ra->keepdims) OS_TRY(reshape(a, base, dy, &kept, &d));
+        if (n->op == OPSCHED_OP_REDUCEMEAN || ra->fn == OPSCHED_REDUCE_MEAN)
+            OS_TRY(scale(a, base, d, (float)(1.0 / (double)count), &d));
+        OS_TRY(expand(a, base, d, xs, &r));
+        return accumulate(a, f0, r);
+    }
+    case OPSCHED_OP_GLOBALAVGPOOL: { /* dy / (H W), spread over the map */
+        const opsched_shape *xs = shape_of(a, a->map[f0]);
+        int64_t hw = 1;
+        for (int i = 2; i < xs->ndim; i++)
+            hw *= xs->d[i];
+        int d;
+        OS_TRY(scale(a, base, dy, (float)(1.0 / (double)hw), &d));
+        OS_TRY(expand(a, base, d, xs, &r));
+        return accumulate(a, f0, r);
+    }
+    case OPSCHED_OP_EXPAND:
+        OS_TRY(reduce_to(a, base, dy, shape_of(a, a->map[f0]), &r));
+        return accumulate(a, f0, r);
+    case OPSCHED_OP_CONCAT: { /* each input its slice of dy */
+        int axis = (int)n->attr.axis.axis, nd = shape_of(a, y)->ndim;
+        if (axis < 0) axis += nd;
+        int64_t at0 = 0;
+        for (int q = 0; q < n->n_inputs; q++) {
+            int fk = n->inputs[q];
+            const opsched_shape *ks = shape_of(a, a->map[fk]);
+            if (a->need[fk]) {
+                opsched_op_attr sl;
+                memset(&sl, 0, sizeof(sl));
+                for (int i = 0; i < nd; i++) {
+                    sl.slice.starts[i] = i == axis ? at0 : 0;
+                    sl.slice.ends[i] = i == axis ? at0 + ks->d[i] : ks->d[i];
+                    sl.slice.steps[i] = 1;
+                }
+                OS_TRY(node(a, base, OPSCHED_OP_SLICE, &sl, &dy, 1, &r));
+                OS_TRY(accumulate(a, fk, r));
+            }
+            at0 += ks->d[axis];
+        }
+        return OPSCHED_OK;
+    }
     case OPSCHED_OP_TRANSPOSE: {
         opsched_op_attr at;
         memset(&at, 0, sizeof(at));
@@ -310,15 +569,16 @@ static opsched_status copy_forward(ad *a)
         int in[64], out[16];
         const char *names[16];
         if (n->n_inputs > 64 || n->n_outputs > 16)
-            return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED, "autodiff: node '%s': too many "
-                                                            "operands",
+            return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
+                           "autodiff: node '%s': too many "
+                           "operands",
                            n->name);
         for (int k = 0; k < n->n_inputs; k++)
             in[k] = n->inputs[k] >= 0 ? a->map[n->inputs[k]] : -1;
         for (int k = 0; k < n->n_outputs; k++)
             names[k] = opsched_graph_tensor(g, n->outputs[k])->name;
-        OS_TRY(opsched_graph_add_node(a->t, n->name, n->op, &n->attr, in, n->n_inputs,
-                                      n->n_outputs, names, out));
+        OS_TRY(opsched_graph_add_node(a->t, n->name, n->op, &n->attr, in, n->n_inputs, n->n_outputs,
+                                      names, out));
         for (int k = 0; k < n->n_outputs; k++)
             a->map[n->outputs[k]] = out[k];
     }
@@ -331,8 +591,8 @@ static opsched_status add_loss(ad *a, opsched_loss loss, int y, int *value, int 
 {
     const opsched_shape *ys = shape_of(a, y);
     int target, d, k, r;
-    OS_TRY(opsched_graph_add_tensor(a->t, "target", OPSCHED_TENSOR_INPUT, OPSCHED_F32, ys,
-                                    &target));
+    OS_TRY(
+        opsched_graph_add_tensor(a->t, "target", OPSCHED_TENSOR_INPUT, OPSCHED_F32, ys, &target));
     opsched_op_attr red;
     memset(&red, 0, sizeof(red));
     red.reduce.keepdims = 1;
@@ -392,8 +652,8 @@ static opsched_status build(ad *a, const opsched_training_options *o)
         for (int k = 0; k < n->n_inputs; k++)
             need |= n->inputs[k] >= 0 && a->need[n->inputs[k]];
         for (int k = 0; k < n->n_outputs; k++)
-            a->need[n->outputs[k]] = (unsigned char)(need && is_float(
-                                         opsched_graph_tensor(g, n->outputs[k])->dtype));
+            a->need[n->outputs[k]] =
+                (unsigned char)(need && is_float(opsched_graph_tensor(g, n->outputs[k])->dtype));
     }
     int loss, dy;
     OS_TRY(add_loss(a, o->loss, a->map[fy], &loss, &dy));
@@ -405,8 +665,8 @@ static opsched_status build(ad *a, const opsched_training_options *o)
         if (n->n_outputs < 1 || !a->need[n->outputs[0]] || a->grad[n->outputs[0]] < 0) continue;
         if (n->n_outputs > 1)
             return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
-                           "autodiff: node '%s' (%s) has %d outputs: no backward rule yet",
-                           n->name, opsched_op_name(n->op), n->n_outputs);
+                           "autodiff: node '%s' (%s) has %d outputs: no backward rule yet", n->name,
+                           opsched_op_name(n->op), n->n_outputs);
         OS_TRY(backward(a, n, a->grad[n->outputs[0]]));
     }
     int n_taken = 0, *taken_ids = malloc(sizeof(int) * (size_t)(nt + 1));
@@ -454,8 +714,8 @@ opsched_status opsched_training_graph(const opsched_graph *g, const opsched_trai
     a.need = calloc((size_t)nt + 1, 1);
     char name[256];
     snprintf(name, sizeof(name), "%s/train", opsched_graph_name(g));
-    opsched_status st = !a.map || !a.grad || !a.need ? OS_NOMEM(a.ctx)
-                                                     : opsched_graph_create(a.ctx, name, &a.t);
+    opsched_status st =
+        !a.map || !a.grad || !a.need ? OS_NOMEM(a.ctx) : opsched_graph_create(a.ctx, name, &a.t);
     if (st == OPSCHED_OK) {
         for (int i = 0; i < nt; i++)
             a.map[i] = a.grad[i] = -1;
