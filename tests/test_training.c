@@ -475,7 +475,109 @@ static opsched_graph *ad_net2(opsched_ctx *ctx)
     return g;
 }
 
-/* The training graphs of ad_net and ad_net2 on the CPU backend: every
+static int constant(opsched_graph *g, const char *name, opsched_dtype dt, const opsched_shape *s,
+                    const void *data, size_t bytes)
+{
+    int id = -1;
+    assert_int_equal(opsched_graph_add_tensor(g, name, OPSCHED_TENSOR_CONSTANT, dt, s, &id),
+                     OPSCHED_OK);
+    assert_int_equal(opsched_graph_set_data(g, id, data, bytes), OPSCHED_OK);
+    return id;
+}
+
+static int transpose4(opsched_graph *g, const char *name, int x, int a, int b, int c, int d)
+{
+    opsched_op_attr at;
+    memset(&at, 0, sizeof(at));
+    at.transpose.n = 4;
+    at.transpose.perm[0] = a;
+    at.transpose.perm[1] = b;
+    at.transpose.perm[2] = c;
+    at.transpose.perm[3] = d;
+    return op1(g, name, OPSCHED_OP_TRANSPOSE, &at, x);
+}
+
+/* A transformer layer as exporters write it, attention unfused: token
+ * embeddings (Gather of E [6, 8] by constant ids [2, 5]) plus the input
+ * x [2, 5, 8]; Q, K, V products split into 2 heads of 4 (Reshape,
+ * Transpose); scores / 2 with a causal Where; Softmax; the product with V
+ * merged back; the halves of the hidden axis swapped (Slice, Concat);
+ * Cast; LayerNorm; the output product Wo [8, 3] -> y [2, 5, 3]. */
+static opsched_graph *ad_net3(opsched_ctx *ctx)
+{
+    opsched_graph *g = NULL;
+    assert_int_equal(opsched_graph_create(ctx, "ad3", &g), OPSCHED_OK);
+    opsched_shape xs = {3, {2, 5, 8}}, is = {2, {2, 5}}, cs = {4, {1, 1, 5, 5}}, one = {1, {1}};
+    int x;
+    assert_int_equal(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x),
+                     OPSCHED_OK);
+    const int64_t ids[10] = {3, 0, 5, 3, 1, 2, 2, 4, 0, 5};
+    int idx = constant(g, "ids", OPSCHED_INT64, &is, ids, sizeof(ids));
+    int emb_in[2] = {weight(g, "E", 2, 6, 8), idx}, e = -1;
+    opsched_op_attr at;
+    memset(&at, 0, sizeof(at));
+    assert_int_equal(opsched_graph_add_node(g, "embed", OPSCHED_OP_GATHER, &at, emb_in, 2, 1, NULL, &e),
+                     OPSCHED_OK);
+    int h = op2(g, "embed_add", OPSCHED_OP_ADD, e, x);
+    int q = op2(g, "q", OPSCHED_OP_MATMUL, h, weight(g, "wq", 2, 8, 8));
+    int k = op2(g, "k", OPSCHED_OP_MATMUL, h, weight(g, "wk", 2, 8, 8));
+    int v = op2(g, "v", OPSCHED_OP_MATMUL, h, weight(g, "wv", 2, 8, 8));
+    memset(&at, 0, sizeof(at));
+    at.shape.shape = (opsched_shape){4, {2, 5, 2, 4}};
+    q = transpose4(g, "qt", op1(g, "qr", OPSCHED_OP_RESHAPE, &at, q), 0, 2, 1, 3);
+    k = transpose4(g, "kt", op1(g, "kr", OPSCHED_OP_RESHAPE, &at, k), 0, 2, 3, 1);
+    v = transpose4(g, "vt", op1(g, "vr", OPSCHED_OP_RESHAPE, &at, v), 0, 2, 1, 3);
+    int sc = op2(g, "scores", OPSCHED_OP_MATMUL, q, k);
+    const float two = 2.0f, neg = -1e4f;
+    sc = op2(g, "scale", OPSCHED_OP_DIV, sc, constant(g, "two", OPSCHED_F32, &one, &two, 4));
+    unsigned char causal[25];
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 5; j++)
+            causal[i * 5 + j] = j <= i;
+    int w_in[3] = {constant(g, "causal", OPSCHED_BOOL, &cs, causal, sizeof(causal)), sc,
+                   constant(g, "neg", OPSCHED_F32, &one, &neg, 4)},
+        msk = -1;
+    assert_int_equal(opsched_graph_add_node(g, "mask", OPSCHED_OP_WHERE, NULL, w_in, 3, 1, NULL, &msk),
+                     OPSCHED_OK);
+    memset(&at, 0, sizeof(at));
+    at.axis.axis = -1;
+    int p = op1(g, "softmax", OPSCHED_OP_SOFTMAX, &at, msk);
+    int o = transpose4(g, "ot", op2(g, "pv", OPSCHED_OP_MATMUL, p, v), 0, 2, 1, 3);
+    memset(&at, 0, sizeof(at));
+    at.shape.shape = xs;
+    o = op1(g, "merge", OPSCHED_OP_RESHAPE, &at, o);
+    int halves[2];
+    for (int i = 0; i < 2; i++) {
+        memset(&at, 0, sizeof(at));
+        for (int d = 0; d < 3; d++) {
+            at.slice.starts[d] = d == 2 ? 4 * i : 0;
+            at.slice.ends[d] = d == 2 ? 4 * i + 4 : xs.d[d];
+            at.slice.steps[d] = 1;
+        }
+        halves[1 - i] = op1(g, i ? "hi" : "lo", OPSCHED_OP_SLICE, &at, o);
+    }
+    memset(&at, 0, sizeof(at));
+    at.axis.axis = 2;
+    int sw = -1;
+    assert_int_equal(opsched_graph_add_node(g, "swap", OPSCHED_OP_CONCAT, &at, halves, 2, 1, NULL, &sw),
+                     OPSCHED_OK);
+    memset(&at, 0, sizeof(at));
+    at.cast.to = OPSCHED_F32;
+    sw = op1(g, "cast", OPSCHED_OP_CAST, &at, sw);
+    int res = op2(g, "residual", OPSCHED_OP_ADD, sw, h);
+    int ln_in[3] = {res, weight(g, "ln_g", 1, 8, 0), weight(g, "ln_b", 1, 8, 0)}, ln = -1;
+    memset(&at, 0, sizeof(at));
+    at.layernorm.axis = -1;
+    at.layernorm.epsilon = 1e-5f;
+    assert_int_equal(opsched_graph_add_node(g, "ln", OPSCHED_OP_LAYERNORM, &at, ln_in, 3, 1, NULL, &ln),
+                     OPSCHED_OK);
+    int y = op2(g, "out", OPSCHED_OP_MATMUL, ln, weight(g, "wo", 2, 8, 3));
+    assert_int_equal(opsched_graph_mark_output(g, y), OPSCHED_OK);
+    set_weights(g);
+    return g;
+}
+
+/* The training graphs of ad_net, ad_net2 and ad_net3 on the CPU backend: every
  * gradient element against the central difference of the loss. */
 static void test_autodiff_gradients(void **state)
 {
@@ -503,6 +605,15 @@ static void test_autodiff_gradients(void **state)
             t2[r * 6 + k] = k == 2 * r + 1 ? 0.5f : 0.1f;
     check_gradients(dev, g2, x, 24, t2, 12, 24 + 6 + 6 + 6 + 72 + 18);
     opsched_graph_free(g2);
+    opsched_graph *g3 = ad_net3(ctx);
+    float x3[80], t3[30];
+    for (int i = 0; i < 80; i++)
+        x3[i] = 0.5f * sinf(0.61f * (float)i + 0.4f);
+    for (int r = 0; r < 10; r++)
+        for (int k = 0; k < 3; k++)
+            t3[r * 3 + k] = k == r % 3 ? 0.6f : 0.2f;
+    check_gradients(dev, g3, x3, 80, t3, 30, 48 + 3 * 64 + 8 + 8 + 24);
+    opsched_graph_free(g3);
     /* an operator without a backward rule on the way to a parameter */
     opsched_graph *h = NULL;
     assert_int_equal(opsched_graph_create(ctx, "no_rule", &h), OPSCHED_OK);

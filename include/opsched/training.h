@@ -124,8 +124,8 @@ int64_t opsched_training_block_bytes(int64_t n);
  * in g's tensor order, each of its parameter's shape.  Backward rules
  * exist for MatMul, Gemm, Add, Sub, Mul, Div, Sqrt, Relu, Clip, Sigmoid,
  * Tanh, Gelu, Softmax and LogSoftmax (last axis), LayerNormalization,
- * ReduceSum/Mean, GlobalAveragePool, Expand, Concat, Transpose and the
- * views (docs/TRAINING.md); another operator on the way from a parameter
+ * ReduceSum/Mean, GlobalAveragePool, Expand, Concat, Slice, Gather (axis
+ * 0), Where, Cast, Transpose and the views (docs/TRAINING.md); another operator on the way from a parameter
  * to the loss fails with OPSCHED_ERR_UNSUPPORTED naming it.  *out is new. */
 opsched_status opsched_training_graph(const opsched_graph *g, const opsched_training_options *o,
                                       opsched_graph **out);

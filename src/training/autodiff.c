@@ -21,7 +21,9 @@
  *   LayerNorm           the normalisation's gradient from the recomputed
  *                       mean and deviation; scale and bias summed
  *   ReduceSum/Mean, GlobalAveragePool, Expand   spread back or summed
- *   Concat              each input its slice
+ *   Concat, Slice       each input its slice; dy padded back with zeros
+ *   Gather (axis 0)     dy added into zeros at the picked rows (ScatterND)
+ *   Where, Cast         dy where the operand was chosen; cast back
  *   Transpose           the inverse permutation
  *   Reshape, Flatten, Identity, Dropout (inference)   a Reshape back
  *
@@ -530,6 +532,78 @@ static opsched_status backward(ad *a, const opsched_node *n, int dy)
             at0 += ks->d[axis];
         }
         return OPSCHED_OK;
+    }
+    case OPSCHED_OP_GATHER: { /* an embedding's rows: dy added where they were picked */
+        if (!a->need[f0]) return OPSCHED_OK; /* the indices take no gradient */
+        int axis = (int)n->attr.axis.axis;
+        if (axis != 0)
+            return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
+                           "autodiff: node '%s': a Gather along axis %d: only axis 0 (an "
+                           "embedding) has a backward rule yet",
+                           n->name, axis);
+        int data = a->map[f0], idx = a->map[f1], zero, zeros, in[3];
+        opsched_shape is = *shape_of(a, idx);
+        if (is.ndim >= OPSCHED_MAX_DIMS)
+            return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
+                           "autodiff: node '%s': indices of rank %d", n->name, is.ndim);
+        is.d[is.ndim++] = 1;
+        OS_TRY(reshape(a, base, idx, &is, &idx));
+        if (opsched_graph_tensor(a->t, idx)->dtype != OPSCHED_INT64) {
+            opsched_op_attr ca;
+            memset(&ca, 0, sizeof(ca));
+            ca.cast.to = OPSCHED_INT64;
+            OS_TRY(node(a, base, OPSCHED_OP_CAST, &ca, &idx, 1, &idx));
+        }
+        OS_TRY(scalar(a, 0.0f, &zero));
+        OS_TRY(binary(a, base, OPSCHED_OP_MUL, data, zero, &zeros)); /* zero-filled, as PyTorch */
+        opsched_op_attr sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.scatter.reduction = OPSCHED_SCATTER_ADD;
+        in[0] = zeros;
+        in[1] = idx;
+        in[2] = dy;
+        OS_TRY(node(a, base, OPSCHED_OP_SCATTER_ND, &sa, in, 3, &r));
+        return accumulate(a, f0, r);
+    }
+    case OPSCHED_OP_WHERE: { /* dy where the condition chose the operand, else 0 */
+        int zero, in[3];
+        OS_TRY(scalar(a, 0.0f, &zero));
+        for (int q = 1; q <= 2; q++) {
+            int fq = n->inputs[q];
+            if (!a->need[fq]) continue;
+            in[0] = a->map[n->inputs[0]];
+            in[1] = q == 1 ? dy : zero;
+            in[2] = q == 1 ? zero : dy;
+            OS_TRY(node(a, base, OPSCHED_OP_WHERE, NULL, in, 3, &r));
+            OS_TRY(reduce_to(a, base, r, shape_of(a, a->map[fq]), &r));
+            OS_TRY(accumulate(a, fq, r));
+        }
+        return OPSCHED_OK;
+    }
+    case OPSCHED_OP_SLICE: { /* dy padded back with zeros */
+        const opsched_shape *xs = shape_of(a, a->map[f0]);
+        opsched_op_attr pa;
+        memset(&pa, 0, sizeof(pa));
+        for (int i = 0; i < xs->ndim; i++) {
+            const opsched_slice_attr *sl = &n->attr.slice;
+            if (sl->steps[i] != 1)
+                return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
+                               "autodiff: node '%s': a Slice with step %lld: only step 1 has a "
+                               "backward rule yet",
+                               n->name, (long long)sl->steps[i]);
+            pa.pad.pads[i] = sl->starts[i];
+            pa.pad.pads[xs->ndim + i] = xs->d[i] - sl->ends[i];
+        }
+        pa.pad.mode = OPSCHED_PAD_CONSTANT;
+        OS_TRY(node(a, base, OPSCHED_OP_PAD, &pa, &dy, 1, &r));
+        return accumulate(a, f0, r);
+    }
+    case OPSCHED_OP_CAST: { /* back to the input's type */
+        opsched_op_attr ca;
+        memset(&ca, 0, sizeof(ca));
+        ca.cast.to = opsched_graph_tensor(a->t, a->map[f0])->dtype;
+        OS_TRY(node(a, base, OPSCHED_OP_CAST, &ca, &dy, 1, &r));
+        return accumulate(a, f0, r);
     }
     case OPSCHED_OP_TRANSPOSE: {
         opsched_op_attr at;
