@@ -574,3 +574,74 @@ int tool_measure_opt(void *dest, const char *cmd, const tool_opt *opt, const cha
         return TOOL_EXIT_OK;
     }
 }
+
+/* ---- the training iteration ---------------------------------------------- */
+
+enum { TR_TRAIN = 1, TR_OPTIMIZER, TR_IMPL, TR_LOSS, TR_WD };
+
+const tool_opt tool_train_optlist[] = {
+    {"train", 0, NULL,
+     "the training iteration instead of inference: info shows its\n"
+     "steps and memory; profile and run measure its forward, loss\n"
+     "and backward as one graph (attention unfused)",
+     TR_TRAIN},
+    {"optimizer", 0, "sgd|adamw", "SGD with momentum (default) or AdamW", TR_OPTIMIZER},
+    {"optimizer-impl", 0, "foreach|fused", "torch.optim's implementation (default foreach)",
+     TR_IMPL},
+    {"loss", 0, "ce|mse", "cross-entropy (default) or mean squared error", TR_LOSS},
+    {"weight-decay", 0, "W", "SGD's weight decay (default 0)", TR_WD},
+    {NULL, 0, NULL, NULL, 0}};
+
+int tool_train_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
+{
+    tool_train_opts *t = dest;
+    switch (o->id) {
+    case TR_TRAIN:
+        t->on = 1;
+        return TOOL_EXIT_OK;
+    case TR_OPTIMIZER:
+        t->optimizer_set = 1;
+        if (strcmp(v, "sgd") == 0) t->o.optimizer = OPSCHED_OPTIMIZER_SGD;
+        else if (strcmp(v, "adamw") == 0) t->o.optimizer = OPSCHED_OPTIMIZER_ADAMW;
+        else return tool_usage_error(cmd, "--optimizer wants sgd or adamw, got '%s'", v);
+        break;
+    case TR_IMPL:
+        t->optimizer_set = 1;
+        if (strcmp(v, "foreach") == 0) t->o.impl = OPSCHED_OPTIMIZER_FOREACH;
+        else if (strcmp(v, "fused") == 0) t->o.impl = OPSCHED_OPTIMIZER_FUSED;
+        else return tool_usage_error(cmd, "--optimizer-impl wants foreach or fused, got '%s'", v);
+        break;
+    case TR_LOSS:
+        if (strcmp(v, "ce") == 0) t->o.loss = OPSCHED_LOSS_CROSS_ENTROPY;
+        else if (strcmp(v, "mse") == 0) t->o.loss = OPSCHED_LOSS_MSE;
+        else return tool_usage_error(cmd, "--loss wants ce or mse, got '%s'", v);
+        break;
+    default: {
+        char *end = NULL;
+        double d = strtod(v, &end);
+        t->optimizer_set = 1;
+        if (end == v || *end || !(d >= 0 && d < 1))
+            return tool_usage_error(cmd, "--weight-decay wants a number in [0, 1), got '%s'", v);
+        t->o.weight_decay = d;
+        break;
+    }
+    }
+    return TOOL_EXIT_OK;
+}
+
+int tool_train_apply(const char *cmd, const tool_train_opts *t, tool_model_opts *mo)
+{
+    if (!t->on) {
+        if (t->optimizer_set || t->o.loss != OPSCHED_LOSS_CROSS_ENTROPY)
+            return tool_usage_error(cmd, "--loss, --optimizer, --optimizer-impl and "
+                                         "--weight-decay go with --train");
+        return TOOL_EXIT_OK;
+    }
+    if (t->optimizer_set)
+        return tool_usage_error(cmd, "--optimizer, --optimizer-impl and --weight-decay: the "
+                                     "training graph %s measures has no optimizer step yet "
+                                     "(opsched info --train models it)",
+                                cmd);
+    mo->train = &t->o;
+    return TOOL_EXIT_OK;
+}

@@ -77,6 +77,20 @@ int tool_print_json(struct cJSON *root);
 extern const tool_opt tool_model_optlist[];
 int tool_model_opt(void *dest, const char *cmd, const tool_opt *o, const char *value);
 
+/* Training options (info, profile, run): --train, --optimizer,
+ * --optimizer-impl, --loss, --weight-decay; dest is a tool_train_opts. */
+typedef struct tool_train_opts {
+    int on;
+    int optimizer_set; /* --optimizer, --optimizer-impl or --weight-decay given */
+    opsched_training_options o;
+} tool_train_opts;
+/* For profile and run: the model options' training graph when --train is
+ * on (a usage error, returned, for optimizer options: the graph has no
+ * optimizer step yet); TOOL_EXIT_OK otherwise. */
+int tool_train_apply(const char *cmd, const tool_train_opts *t, tool_model_opts *mo);
+extern const tool_opt tool_train_optlist[];
+int tool_train_opt(void *dest, const char *cmd, const tool_opt *o, const char *value);
+
 /* Measurement options (bench, sweep, profile); dest is a
  * tool_measure_args. */
 extern const tool_opt tool_measure_optlist[];

@@ -19,57 +19,7 @@ static const char info_help[] =
 
 /* ---- the training iteration ------------------------------------------------- */
 
-typedef struct train_args {
-    int on;
-    opsched_training_options o;
-} train_args;
-
-enum { TR_TRAIN = 1, TR_OPTIMIZER, TR_IMPL, TR_LOSS, TR_WD };
-
-static const tool_opt train_optlist[] = {
-    {"train", 0, NULL, "show the training iteration and its memory", TR_TRAIN},
-    {"optimizer", 0, "sgd|adamw", "SGD with momentum (default) or AdamW", TR_OPTIMIZER},
-    {"optimizer-impl", 0, "foreach|fused", "torch.optim's implementation (default foreach)",
-     TR_IMPL},
-    {"loss", 0, "ce|mse", "cross-entropy (default) or mean squared error", TR_LOSS},
-    {"weight-decay", 0, "W", "SGD's weight decay (default 0)", TR_WD},
-    {NULL, 0, NULL, NULL, 0}};
-
-static int train_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
-{
-    train_args *t = dest;
-    switch (o->id) {
-    case TR_TRAIN:
-        t->on = 1;
-        return TOOL_EXIT_OK;
-    case TR_OPTIMIZER:
-        if (strcmp(v, "sgd") == 0) t->o.optimizer = OPSCHED_OPTIMIZER_SGD;
-        else if (strcmp(v, "adamw") == 0) t->o.optimizer = OPSCHED_OPTIMIZER_ADAMW;
-        else return tool_usage_error(cmd, "--optimizer wants sgd or adamw, got '%s'", v);
-        break;
-    case TR_IMPL:
-        if (strcmp(v, "foreach") == 0) t->o.impl = OPSCHED_OPTIMIZER_FOREACH;
-        else if (strcmp(v, "fused") == 0) t->o.impl = OPSCHED_OPTIMIZER_FUSED;
-        else return tool_usage_error(cmd, "--optimizer-impl wants foreach or fused, got '%s'", v);
-        break;
-    case TR_LOSS:
-        if (strcmp(v, "ce") == 0) t->o.loss = OPSCHED_LOSS_CROSS_ENTROPY;
-        else if (strcmp(v, "mse") == 0) t->o.loss = OPSCHED_LOSS_MSE;
-        else return tool_usage_error(cmd, "--loss wants ce or mse, got '%s'", v);
-        break;
-    default: {
-        char *end = NULL;
-        double d = strtod(v, &end);
-        if (end == v || *end || !(d >= 0 && d < 1))
-            return tool_usage_error(cmd, "--weight-decay wants a number in [0, 1), got '%s'", v);
-        t->o.weight_decay = d;
-        break;
-    }
-    }
-    return TOOL_EXIT_OK;
-}
-
-static int print_training(opsched_ctx *ctx, const opsched_graph *g, const train_args *ta,
+static int print_training(opsched_ctx *ctx, const opsched_graph *g, const tool_train_opts *ta,
                           tool_format fmt)
 {
     opsched_training *t = NULL;
@@ -426,10 +376,10 @@ int cmd_info(opsched_ctx *ctx, int argc, char **argv)
 {
     tool_model_opts mo = {.fold_bn = -1};
     tool_format fmt = TOOL_FMT_TABLE;
-    train_args ta;
+    tool_train_opts ta;
     memset(&ta, 0, sizeof(ta));
     const tool_optgroup groups[] = {{"model options", tool_model_optlist, tool_model_opt, &mo},
-                                    {"training iteration", train_optlist, train_opt, &ta},
+                                    {"training iteration", tool_train_optlist, tool_train_opt, &ta},
                                     {"output options", tool_format_optlist, tool_format_opt, &fmt}};
     const tool_cli cli = {"info", info_help, NULL, groups, 3, 1, "model"};
     const char *pos[1];

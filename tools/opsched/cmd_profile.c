@@ -59,6 +59,7 @@ typedef struct profile_args {
     int force, follow_symlinks; /* what --out-dir's files may replace or write through */
     const char *out_dir, *db, *trace;
     const char *shapes; /* ONNX: input shapes, as for the other commands */
+    tool_train_opts train; /* --train: the training graph instead */
     tool_format fmt;
     tool_measure_record measure; /* applied after the stage's settings */
 } profile_args;
@@ -185,14 +186,21 @@ static int parse_args(int argc, char **argv, profile_args *a)
     const tool_optgroup groups[] = {
         {"options", profile_opts, profile_opt, a},
         {"measurement options", tool_measure_optlist, tool_measure_record_opt, &a->measure},
+        {"training iteration", tool_train_optlist, tool_train_opt, &a->train},
         {"output options", tool_format_optlist, tool_format_opt, &a->fmt}};
-    const tool_cli cli = {"profile", profile_usage, NULL, groups, 3, 1, "model"};
+    const tool_cli cli = {"profile", profile_usage, NULL, groups, 4, 1, "model"};
     const char *pos[1];
     int n_pos = 0;
     int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
     if (rc != TOOL_EXIT_OK) return rc;
     if (!n_pos) return tool_usage_error("profile", "which model? e.g. opsched profile resnet50");
     a->model = pos[0];
+    {
+        tool_model_opts probe;
+        memset(&probe, 0, sizeof(probe));
+        rc = tool_train_apply("profile", &a->train, &probe);
+        if (rc != TOOL_EXIT_OK) return rc;
+    }
     {
         const char *in[] = {a->db, a->model};
         int crc = tool_check_output("profile", a->trace, in, 2);
@@ -552,6 +560,7 @@ static opsched_status load_graph(const run_state *rs, int64_t batch, int64_t siz
     mo.no_rewrite = !rs->a->fuse;
     mo.keep_attention = (rs->ma->opts.plan.ablate & OPSCHED_ABLATE_ATTENTION) != 0;
     mo.keep_projections = (rs->ma->opts.plan.ablate & OPSCHED_ABLATE_PROJECTIONS) != 0;
+    if (rs->a->train.on) mo.train = &rs->a->train.o;
     return tool_load_model(rs->ctx, &mo, g);
 }
 
@@ -598,6 +607,7 @@ static opsched_status profile_one(run_state *rs, progress *pg, int64_t batch, in
     }
     if (st != OPSCHED_OK) goto done;
     profile_item it = {.model = rs->m->name,
+                       .training = rs->a->train.on,
                        .algo_policy = rs->algo,
                        .algo_fallback = rs->a->algo_fallback,
                        .math = po.exec.plan.math,
@@ -858,6 +868,13 @@ int cmd_profile(opsched_ctx *ctx, int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc == TOOL_ARGS_HELP) return TOOL_EXIT_OK;
     if (rc == TOOL_EXIT_OK) rc = resolve_model(ctx, a.model, a.shapes, &m);
+    if (rc == TOOL_EXIT_OK && a.train.on) {
+        /* the training graph is another network: its rows, files and
+         * runs must never pass for the model's inference */
+        size_t len = strlen(m.name);
+        snprintf(m.name + len, sizeof(m.name) - len, "-train-%s",
+                 a.train.o.loss == OPSCHED_LOSS_MSE ? "mse" : "ce");
+    }
     if (rc == TOOL_EXIT_OK) rc = choose_sizes(&a, &m, sizes, &n_sizes);
     if (rc != TOOL_EXIT_OK) return rc;
     measurement_settings(ctx, &a, &ma);

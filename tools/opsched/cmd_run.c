@@ -120,6 +120,7 @@ static const tool_opt run_exec_opts[] = {
 
 typedef struct run_args {
     tool_model_opts mo;
+    tool_train_opts train; /* --train: the training graph instead */
     const char *schedule, *compare, *db, *save_dir, *trace;
     const char *backend, *algo, *concurrent_algo;
     int device;
@@ -214,11 +215,14 @@ static int parse_args(int argc, char **argv, run_args *a)
         {"schedule options", run_opts, run_opt, a},
         {"model options", tool_model_optlist, tool_model_opt, &a->mo},
         {"execution options", run_exec_opts, run_opt, a},
+        {"training iteration", tool_train_optlist, tool_train_opt, &a->train},
         {"output options", tool_format_optlist, tool_format_opt, &a->fmt}};
-    const tool_cli cli = {"run", run_usage, NULL, groups, 4, 1, "model"};
+    const tool_cli cli = {"run", run_usage, NULL, groups, 5, 1, "model"};
     const char *pos[1];
     int n_pos = 0;
     int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
+    if (rc != TOOL_EXIT_OK) return rc;
+    rc = tool_train_apply("run", &a->train, &a->mo);
     if (rc != TOOL_EXIT_OK) return rc;
     if (!n_pos) return tool_usage_error("run", "which model? give a zoo name or an .onnx file");
     a->mo.model = pos[0];
@@ -605,10 +609,12 @@ static void print_table(const run_args *a, const run_item *items, int n, double 
     int graphs = 0;
     for (int i = 0; i < n; i++)
         graphs |= items[i].has_graph;
-    fprintf(rep, "latency in ms per inference (%s); x: speed-up over the sequential schedule; rel.err: "
+    fprintf(rep, "latency in ms per %s (%s); x: speed-up over the sequential schedule; rel.err: "
            "relative L2 against the sequential reference (tolerance %.0e for %s); cost sum: the "
            "stage costs the schedule was searched with, added up\n",
-           graphs ? "free-running launches, and replays of the whole inference captured as one "
+           a->train.on ? "training iteration (forward, loss and backward; no optimizer step)"
+                       : "inference",
+           graphs ? "free-running launches, and replays of the whole graph captured as one "
                     "CUDA graph"
                   : "free-running launches; no CUDA graph",
            tol, opsched_math_name(a->math));

@@ -87,20 +87,32 @@ void tool_model_run_name(const char *path, char *out, size_t n)
             *c = '_';
 }
 
-opsched_status tool_load_model(opsched_ctx *ctx, const tool_model_opts *o, opsched_graph **out)
+static opsched_status load_forward(opsched_ctx *ctx, const tool_model_opts *o,
+                                   opsched_graph **out)
 {
     if (tool_is_onnx_path(o->model)) {
         opsched_onnx_options oo = {.shapes = o->shapes, .batch = o->batch, .height = o->height,
                                    .width = o->width, .load_weights = o->load_weights,
                                    .values = o->values, .n_values = o->n_values,
                                    .no_rewrite = o->no_rewrite,
-                                   .keep_attention = o->keep_attention,
+                                   .keep_attention = o->keep_attention || o->train,
                                    .keep_projections = o->keep_projections};
         return opsched_onnx_load_file(ctx, o->model, &oo, out);
     }
     opsched_zoo_options zo = {.batch = o->batch, .height = o->height, .width = o->width,
                               .fold_bn = o->fold_bn};
     return opsched_zoo_build(ctx, o->model, &zo, out);
+}
+
+opsched_status tool_load_model(opsched_ctx *ctx, const tool_model_opts *o, opsched_graph **out)
+{
+    opsched_status fs = load_forward(ctx, o, out);
+    if (fs != OPSCHED_OK || !o->train) return fs;
+    opsched_graph *t = NULL;
+    opsched_status st = opsched_training_graph(*out, o->train, &t);
+    opsched_graph_free(*out);
+    *out = t;
+    return st;
 }
 
 int tool_db_or_shipped(opsched_ctx *ctx, const char *cmd, const char *db, const char *data,

@@ -208,9 +208,9 @@ void report_summary(FILE *f, const profile_item *it)
             it->dev->backend, it->dev->index, it->dev->name, it->algo_policy,
             r->n_fallbacks ? " (+ fallback)" : "", opsched_math_name(it->math),
             it->layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw");
-    fprintf(f, "%-22s %.2f inferences/s (batch %lld / median latency)\n",
-            "Throughput:", r->e2e.median > 0 ? (double)it->batch * 1000.0 / r->e2e.median : 0.0,
-            (long long)it->batch);
+    fprintf(f, "%-22s %.2f %s/s (batch %lld / median latency)\n", "Throughput:",
+            r->e2e.median > 0 ? (double)it->batch * 1000.0 / r->e2e.median : 0.0,
+            it->training ? "training samples" : "inferences", (long long)it->batch);
     stats_line(f, "Latency:", &r->e2e);
     fprintf(f, "%-22s median = %.4f ms%s\n", "Enqueue Time:", r->enqueue_ms,
             is_host_backend(it) ? " (the CPU backend computes while it enqueues)" : "");
@@ -270,9 +270,10 @@ void report_summary(FILE *f, const profile_item *it)
 void report_line(FILE *f, const profile_item *it)
 {
     const opsched_profile_result *r = it->r;
-    fprintf(f, "%s b%lld %lld: median %.4f ms, p99 %.4f ms, %.1f inf/s", it->model,
+    fprintf(f, "%s b%lld %lld: median %.4f ms, p99 %.4f ms, %.1f %s/s", it->model,
             (long long)it->batch, (long long)it->size, r->e2e.median, r->e2e.p99,
-            r->e2e.median > 0 ? (double)it->batch * 1000.0 / r->e2e.median : 0.0);
+            r->e2e.median > 0 ? (double)it->batch * 1000.0 / r->e2e.median : 0.0,
+            it->training ? "samples" : "inf");
     if (r->e2e_graph.n > 0) fprintf(f, ", graph %.4f ms", r->e2e_graph.median);
     if (!isnan(r->attribution_latency))
         fprintf(f, ", layers %.1f%%", 100.0 * r->attribution_latency);

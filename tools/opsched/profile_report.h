@@ -21,6 +21,7 @@ typedef struct profile_item {
     const opsched_graph *g;
     const opsched_profile_result *r;
     const opsched_device_info *dev;
+    int training; /* the training graph (--train): iterations, not inferences */
 } profile_item;
 
 /* Starts each CSV file: its header written (header 1, a new file) or only

@@ -29,6 +29,9 @@ typedef struct tool_model_opts {
     int no_rewrite;         /* ONNX: keep operator patterns as written (--no-fuse) */
     int keep_attention;     /* ONNX: attention as written (--ablate attention) */
     int keep_projections;   /* ONNX: projections not merged (--ablate projections) */
+    /* Non-NULL: the training graph of the model (opsched_training_graph),
+     * an ONNX model loaded with its attention unfused */
+    const opsched_training_options *train;
 } tool_model_opts;
 
 typedef struct tool_cmd {

@@ -1,0 +1,1 @@
+profile squeezenet1_1 --optimizer adamw --backend cpu
