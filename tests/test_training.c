@@ -577,7 +577,59 @@ static opsched_graph *ad_net3(opsched_ctx *ctx)
     return g;
 }
 
-/* The training graphs of ad_net, ad_net2 and ad_net3 on the CPU backend: every
+static int conv_node(opsched_graph *g, const char *name, int x, int w, int b, int64_t stride,
+                     int64_t dilation, const int64_t pads[4], int64_t k)
+{
+    opsched_op_attr at;
+    memset(&at, 0, sizeof(at));
+    at.conv.kernel[0] = at.conv.kernel[1] = k;
+    at.conv.stride[0] = at.conv.stride[1] = stride;
+    at.conv.dilation[0] = at.conv.dilation[1] = dilation;
+    memcpy(at.conv.pads, pads, sizeof(at.conv.pads));
+    at.conv.groups = 1;
+    int in[3] = {x, w, b}, y = -1;
+    opsched_status st = opsched_graph_add_node(g, name, OPSCHED_OP_CONV, &at, in, b >= 0 ? 3 : 2,
+                                               1, NULL, &y);
+    if (st != OPSCHED_OK) print_error("%s\n", opsched_ctx_last_error(opsched_graph_ctx(g)));
+    assert_int_equal(st, OPSCHED_OK);
+    return y;
+}
+
+/* x [2, 3, 7, 7] -> Conv 3x3 stride 2 pad 1 (W1 [4, 3, 3, 3], b1) -> Relu
+ * -> Conv 2x2 dilation 2, pads 0,1,1,0 (W2 [5, 4, 2, 2]) -> Conv 1x1 stride
+ * 2 (W4 [2, 5, 1, 1], b4: the stride leaves rows out) -> GlobalAveragePool
+ * -> Flatten -> Linear(3) -> y [2, 3]. */
+static opsched_graph *ad_cnn(opsched_ctx *ctx)
+{
+    opsched_graph *g = NULL;
+    assert_int_equal(opsched_graph_create(ctx, "ad_cnn", &g), OPSCHED_OK);
+    opsched_shape xs = {4, {2, 3, 7, 7}};
+    int x;
+    assert_int_equal(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x),
+                     OPSCHED_OK);
+    opsched_shape w1 = {4, {4, 3, 3, 3}}, w2 = {4, {5, 4, 2, 2}}, w4 = {4, {2, 5, 1, 1}};
+    int iw1, iw2, iw4;
+    assert_int_equal(opsched_graph_add_tensor(g, "w1", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &w1, &iw1),
+                     OPSCHED_OK);
+    assert_int_equal(opsched_graph_add_tensor(g, "w2", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &w2, &iw2),
+                     OPSCHED_OK);
+    assert_int_equal(opsched_graph_add_tensor(g, "w4", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &w4, &iw4),
+                     OPSCHED_OK);
+    const int64_t p1[4] = {1, 1, 1, 1}, p2[4] = {0, 1, 1, 0}, p0[4] = {0, 0, 0, 0};
+    int h = conv_node(g, "conv1", x, iw1, weight(g, "b1", 1, 4, 0), 2, 1, p1, 3);
+    h = op1(g, "relu", OPSCHED_OP_RELU, NULL, h);
+    h = conv_node(g, "conv2", h, iw2, -1, 1, 2, p2, 2);
+    h = conv_node(g, "conv3", h, iw4, weight(g, "b4", 1, 2, 0), 2, 1, p0, 1);
+    h = op1(g, "gap", OPSCHED_OP_GLOBALAVGPOOL, NULL, h);
+    int f = -1, y = -1;
+    assert_int_equal(opsched_build_flatten(g, "flat", h, 1, &f), OPSCHED_OK);
+    assert_int_equal(opsched_build_linear(g, "fc", f, 3, 1, &y), OPSCHED_OK);
+    assert_int_equal(opsched_graph_mark_output(g, y), OPSCHED_OK);
+    set_weights(g);
+    return g;
+}
+
+/* The training graphs of ad_net, ad_net2, ad_net3 and ad_cnn on the CPU backend: every
  * gradient element against the central difference of the loss. */
 static void test_autodiff_gradients(void **state)
 {
@@ -614,6 +666,12 @@ static void test_autodiff_gradients(void **state)
             t3[r * 3 + k] = k == r % 3 ? 0.6f : 0.2f;
     check_gradients(dev, g3, x3, 80, t3, 30, 48 + 3 * 64 + 8 + 8 + 24);
     opsched_graph_free(g3);
+    opsched_graph *g4 = ad_cnn(ctx);
+    float x4[294], t4[6] = {0.2f, 0.5f, 0.3f, 0.6f, 0.1f, 0.3f};
+    for (int i = 0; i < 294; i++)
+        x4[i] = 0.8f * sinf(0.53f * (float)i + 0.1f);
+    check_gradients(dev, g4, x4, 294, t4, 6, 108 + 4 + 80 + 10 + 2 + 6 + 3);
+    opsched_graph_free(g4);
     /* an operator without a backward rule on the way to a parameter */
     opsched_graph *h = NULL;
     assert_int_equal(opsched_graph_create(ctx, "no_rule", &h), OPSCHED_OK);

@@ -11,6 +11,8 @@
  * differentiated: graph inputs and constants get no gradient.  The rules:
  *
  *   MatMul, Gemm        products with the other operand transposed
+ *   Conv (one group)    ConvTranspose for the input; a convolution of the
+ *                       input by dy, axes swapped, for the filter
  *   Add, Sub, Mul       the gradient (times the other operand), summed to
  *                       the operand's shape
  *   Div, Sqrt           dy / b and -dy y / b; dy / (2 y)
@@ -254,6 +256,85 @@ static opsched_status gemm_grads(ad *a, const opsched_node *n, int dy)
         }
         OS_TRY(reduce_to(a, base, dc, shape_of(a, a->map[fc]), &r));
         OS_TRY(accumulate(a, fc, r));
+    }
+    return OPSCHED_OK;
+}
+
+/* A 2-D convolution of one group, y = conv(x, W) + b:
+ *   dx = ConvTranspose(dy, W) with the same window (output_padding makes
+ *        up what the stride cut off), as cuDNN's backward data computes;
+ *   dW = conv(x^T, dy^T)^T: x as [C, N, H, W] convolved with dy as a
+ *        filter [M, N, OH, OW], stride and dilation swapped, cut to the
+ *        kernel and permuted to [M, C, KH, KW];
+ *   db = dy summed over N, H and W. */
+static opsched_status conv_grads(ad *a, const opsched_node *n, int dy)
+{
+    const opsched_conv_attr *c = &n->attr.conv;
+    const char *base = n->name;
+    int fx = n->inputs[0], fw = n->inputs[1], fb = n->n_inputs > 2 ? n->inputs[2] : -1;
+    int x = a->map[fx], w = a->map[fw], r;
+    const opsched_shape *xs = shape_of(a, x), *ws = shape_of(a, w), *ys = shape_of(a, dy);
+    if (xs->ndim != 4 || (c->groups > 1))
+        return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
+                       "autodiff: node '%s': a %s convolution has no backward rule yet", n->name,
+                       xs->ndim != 4 ? "3-D" : "grouped");
+    if (a->need[fx]) {
+        opsched_op_attr at;
+        memset(&at, 0, sizeof(at));
+        opsched_conv_transpose_attr *t = &at.conv_transpose;
+        for (int i = 0; i < 2; i++) {
+            t->kernel[i] = ws->d[2 + i];
+            t->stride[i] = c->stride[i];
+            t->dilation[i] = c->dilation[i];
+            int64_t made = (ys->d[2 + i] - 1) * c->stride[i] - c->pads[i] - c->pads[2 + i] +
+                           c->dilation[i] * (ws->d[2 + i] - 1) + 1;
+            t->output_padding[i] = xs->d[2 + i] - made;
+        }
+        memcpy(t->pads, c->pads, sizeof(t->pads));
+        t->groups = 1;
+        int in[2] = {dy, w};
+        OS_TRY(node(a, base, OPSCHED_OP_CONV_TRANSPOSE, &at, in, 2, &r));
+        OS_TRY(accumulate(a, fx, r));
+    }
+    if (a->need[fw]) {
+        int xt, dyt;
+        opsched_op_attr tr;
+        memset(&tr, 0, sizeof(tr));
+        tr.transpose.n = 4;
+        tr.transpose.perm[0] = 1;
+        tr.transpose.perm[1] = 0;
+        tr.transpose.perm[2] = 2;
+        tr.transpose.perm[3] = 3;
+        OS_TRY(node(a, base, OPSCHED_OP_TRANSPOSE, &tr, &x, 1, &xt));
+        OS_TRY(node(a, base, OPSCHED_OP_TRANSPOSE, &tr, &dy, 1, &dyt));
+        opsched_op_attr at;
+        memset(&at, 0, sizeof(at));
+        for (int i = 0; i < 2; i++) {
+            at.conv.kernel[i] = ys->d[2 + i];
+            at.conv.stride[i] = c->dilation[i];
+            at.conv.dilation[i] = c->stride[i];
+        }
+        memcpy(at.conv.pads, c->pads, sizeof(at.conv.pads));
+        at.conv.groups = 1;
+        int in[2] = {xt, dyt}, full;
+        OS_TRY(node(a, base, OPSCHED_OP_CONV, &at, in, 2, &full));
+        const opsched_shape *fs = shape_of(a, full); /* [C, M, >= KH, >= KW] */
+        if (fs->d[2] != ws->d[2] || fs->d[3] != ws->d[3]) {
+            opsched_op_attr sl;
+            memset(&sl, 0, sizeof(sl));
+            for (int i = 0; i < 4; i++) {
+                sl.slice.ends[i] = i < 2 ? fs->d[i] : ws->d[i];
+                sl.slice.steps[i] = 1;
+            }
+            OS_TRY(node(a, base, OPSCHED_OP_SLICE, &sl, &full, 1, &full));
+        }
+        OS_TRY(node(a, base, OPSCHED_OP_TRANSPOSE, &tr, &full, 1, &r));
+        OS_TRY(accumulate(a, fw, r));
+    }
+    if (fb >= 0 && a->need[fb]) {
+        OS_TRY(reduce_to(a, base, dy, &(opsched_shape){4, {1, ys->d[1], 1, 1}}, &r));
+        OS_TRY(reshape(a, base, r, shape_of(a, a->map[fb]), &r));
+        OS_TRY(accumulate(a, fb, r));
     }
     return OPSCHED_OK;
 }
@@ -533,6 +614,8 @@ static opsched_status backward(ad *a, const opsched_node *n, int dy)
         }
         return OPSCHED_OK;
     }
+    case OPSCHED_OP_CONV:
+        return conv_grads(a, n, dy);
     case OPSCHED_OP_GATHER: { /* an embedding's rows: dy added where they were picked */
         if (!a->need[f0]) return OPSCHED_OK; /* the indices take no gradient */
         int axis = (int)n->attr.axis.axis;
