@@ -629,7 +629,63 @@ static opsched_graph *ad_cnn(opsched_ctx *ctx)
     return g;
 }
 
-/* The training graphs of ad_net, ad_net2, ad_net3 and ad_cnn on the CPU backend: every
+static int grouped_conv(opsched_graph *g, const char *name, int x, int64_t m, int64_t cg,
+                        int64_t groups, int bias)
+{
+    char wn[64];
+    snprintf(wn, sizeof(wn), "%s.w", name);
+    opsched_shape ws = {4, {m, cg, 3, 3}};
+    int w = -1, b = -1;
+    assert_int_equal(opsched_graph_add_tensor(g, wn, OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &ws, &w),
+                     OPSCHED_OK);
+    if (bias) {
+        snprintf(wn, sizeof(wn), "%s.b", name);
+        b = weight(g, wn, 1, m, 0);
+    }
+    opsched_op_attr at;
+    memset(&at, 0, sizeof(at));
+    at.conv.kernel[0] = at.conv.kernel[1] = 3;
+    at.conv.stride[0] = at.conv.stride[1] = 1;
+    at.conv.dilation[0] = at.conv.dilation[1] = 1;
+    for (int i = 0; i < 4; i++)
+        at.conv.pads[i] = 1;
+    at.conv.groups = groups;
+    int in[3] = {x, w, b}, y = -1;
+    assert_int_equal(opsched_graph_add_node(g, name, OPSCHED_OP_CONV, &at, in, bias ? 3 : 2, 1, NULL,
+                                            &y),
+                     OPSCHED_OK);
+    return y;
+}
+
+/* x [2, 4, 8, 8] -> Conv 3x3 in 2 groups (6 outputs) -> BatchNorm (in
+ * training form: its running statistics are buffers) -> Relu -> MaxPool
+ * 2x2 -> depthwise Conv 3x3 -> AveragePool 2x2 -> GlobalAveragePool ->
+ * Flatten -> Linear(3) -> y [2, 3]. */
+static opsched_graph *ad_cnn2(opsched_ctx *ctx)
+{
+    opsched_graph *g = NULL;
+    assert_int_equal(opsched_graph_create(ctx, "ad_cnn2", &g), OPSCHED_OK);
+    opsched_shape xs = {4, {2, 4, 8, 8}};
+    int x, h, f, y;
+    assert_int_equal(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x),
+                     OPSCHED_OK);
+    h = grouped_conv(g, "conv1", x, 6, 2, 2, 1);
+    assert_int_equal(opsched_build_batchnorm(g, "bn", h, 1e-5f, &h), OPSCHED_OK);
+    h = op1(g, "relu", OPSCHED_OP_RELU, NULL, h);
+    assert_int_equal(opsched_build_pool(g, "maxpool", OPSCHED_OP_MAXPOOL, h, 2, 2, 0, 0, 0, &h),
+                     OPSCHED_OK);
+    h = grouped_conv(g, "dw", h, 6, 1, 6, 0);
+    assert_int_equal(opsched_build_pool(g, "avgpool", OPSCHED_OP_AVGPOOL, h, 2, 2, 0, 0, 0, &h),
+                     OPSCHED_OK);
+    h = op1(g, "gap", OPSCHED_OP_GLOBALAVGPOOL, NULL, h);
+    assert_int_equal(opsched_build_flatten(g, "flat", h, 1, &f), OPSCHED_OK);
+    assert_int_equal(opsched_build_linear(g, "fc", f, 3, 1, &y), OPSCHED_OK);
+    assert_int_equal(opsched_graph_mark_output(g, y), OPSCHED_OK);
+    set_weights(g);
+    return g;
+}
+
+/* The training graphs of ad_net, ad_net2, ad_net3, ad_cnn and ad_cnn2 on the CPU backend: every
  * gradient element against the central difference of the loss. */
 static void test_autodiff_gradients(void **state)
 {
@@ -672,6 +728,12 @@ static void test_autodiff_gradients(void **state)
         x4[i] = 0.8f * sinf(0.53f * (float)i + 0.1f);
     check_gradients(dev, g4, x4, 294, t4, 6, 108 + 4 + 80 + 10 + 2 + 6 + 3);
     opsched_graph_free(g4);
+    opsched_graph *g5 = ad_cnn2(ctx);
+    float x5[512];
+    for (int i = 0; i < 512; i++)
+        x5[i] = 0.8f * sinf(0.71f * (float)i + 0.3f) + 0.1f * cosf(0.05f * (float)i);
+    check_gradients(dev, g5, x5, 512, t4, 6, 108 + 6 + 6 + 6 + 54 + 18 + 3);
+    opsched_graph_free(g5);
     /* an operator without a backward rule on the way to a parameter */
     opsched_graph *h = NULL;
     assert_int_equal(opsched_graph_create(ctx, "no_rule", &h), OPSCHED_OK);

@@ -121,8 +121,11 @@ int64_t opsched_training_block_bytes(int64_t n);
  * probabilities, or mean squared error), and the backward pass, built
  * from ordinary operators so every backend runs it and measures it.  Its
  * outputs: "loss" first, then "grad/<name>" for every float WEIGHT of g,
- * in g's tensor order, each of its parameter's shape.  Backward rules
- * exist for MatMul, Gemm, Add, Sub, Mul, Div, Sqrt, Relu, Clip, Sigmoid,
+ * in g's tensor order, each of its parameter's shape (BatchNorm's
+ * running statistics are buffers: no gradient; its forward is in
+ * training form, the batch's statistics).  Backward rules exist for 2-D
+ * convolutions (grouped too), BatchNormalization, MaxPool, AveragePool,
+ * MatMul, Gemm, Add, Sub, Mul, Div, Sqrt, Relu, Clip, Sigmoid,
  * Tanh, Gelu, Softmax and LogSoftmax (last axis), LayerNormalization,
  * ReduceSum/Mean, GlobalAveragePool, Expand, Concat, Slice, Gather (axis
  * 0), Where, Cast, Transpose and the views (docs/TRAINING.md); another operator on the way from a parameter

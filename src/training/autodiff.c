@@ -11,8 +11,12 @@
  * differentiated: graph inputs and constants get no gradient.  The rules:
  *
  *   MatMul, Gemm        products with the other operand transposed
- *   Conv (one group)    ConvTranspose for the input; a convolution of the
+ *   Conv (2-D, grouped) ConvTranspose for the input; a convolution of the
  *                       input by dy, axes swapped, for the filter
+ *   BatchNorm           in training form (the batch's statistics), its
+ *                       gradient as LayerNorm's over the other axes
+ *   MaxPool, AvgPool    dy scattered to the maxima (the indices the forward
+ *                       keeps); a ConvTranspose by the uniform window
  *   Add, Sub, Mul       the gradient (times the other operand), summed to
  *                       the operand's shape
  *   Div, Sqrt           dy / b and -dy y / b; dy / (2 y)
@@ -51,6 +55,9 @@ typedef struct ad {
     int *map;               /* forward tensor -> its copy in t */
     int *grad;              /* forward tensor -> its gradient in t, -1 while none */
     unsigned char *need;    /* forward tensor: leads to a trained parameter */
+    unsigned char *buffer;  /* forward tensor: a BatchNorm's running statistic, no parameter */
+    int (*aux)[2];          /* per forward node: what its training form keeps for backward
+                             * (BatchNorm: xhat and the deviation; MaxPool: the indices) */
     int serial;             /* for unique node and tensor names */
 } ad;
 
@@ -260,7 +267,7 @@ static opsched_status gemm_grads(ad *a, const opsched_node *n, int dy)
     return OPSCHED_OK;
 }
 
-/* A 2-D convolution of one group, y = conv(x, W) + b:
+/* A 2-D convolution, y = conv(x, W) + b, in G groups:
  *   dx = ConvTranspose(dy, W) with the same window (output_padding makes
  *        up what the stride cut off), as cuDNN's backward data computes;
  *   dW = conv(x^T, dy^T)^T: x as [C, N, H, W] convolved with dy as a
@@ -274,10 +281,10 @@ static opsched_status conv_grads(ad *a, const opsched_node *n, int dy)
     int fx = n->inputs[0], fw = n->inputs[1], fb = n->n_inputs > 2 ? n->inputs[2] : -1;
     int x = a->map[fx], w = a->map[fw], r;
     const opsched_shape *xs = shape_of(a, x), *ws = shape_of(a, w), *ys = shape_of(a, dy);
-    if (xs->ndim != 4 || (c->groups > 1))
+    int64_t G = c->groups > 1 ? c->groups : 1;
+    if (xs->ndim != 4)
         return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
-                       "autodiff: node '%s': a %s convolution has no backward rule yet", n->name,
-                       xs->ndim != 4 ? "3-D" : "grouped");
+                       "autodiff: node '%s': a 3-D convolution has no backward rule yet", n->name);
     if (a->need[fx]) {
         opsched_op_attr at;
         memset(&at, 0, sizeof(at));
@@ -291,7 +298,7 @@ static opsched_status conv_grads(ad *a, const opsched_node *n, int dy)
             t->output_padding[i] = xs->d[2 + i] - made;
         }
         memcpy(t->pads, c->pads, sizeof(t->pads));
-        t->groups = 1;
+        t->groups = G;
         int in[2] = {dy, w};
         OS_TRY(node(a, base, OPSCHED_OP_CONV_TRANSPOSE, &at, in, 2, &r));
         OS_TRY(accumulate(a, fx, r));
@@ -305,8 +312,35 @@ static opsched_status conv_grads(ad *a, const opsched_node *n, int dy)
         tr.transpose.perm[1] = 0;
         tr.transpose.perm[2] = 2;
         tr.transpose.perm[3] = 3;
-        OS_TRY(node(a, base, OPSCHED_OP_TRANSPOSE, &tr, &x, 1, &xt));
-        OS_TRY(node(a, base, OPSCHED_OP_TRANSPOSE, &tr, &dy, 1, &dyt));
+        if (G == 1) {
+            OS_TRY(node(a, base, OPSCHED_OP_TRANSPOSE, &tr, &x, 1, &xt));
+            OS_TRY(node(a, base, OPSCHED_OP_TRANSPOSE, &tr, &dy, 1, &dyt));
+        } else {
+            /* groups: x as [C/G, G*N, H, W] and dy as [M, N, OH, OW], the
+             * group axis outermost in both, so group g convolves g's */
+            int64_t N = xs->d[0], C = xs->d[1], M = ys->d[1];
+            opsched_op_attr t5;
+            memset(&t5, 0, sizeof(t5));
+            t5.transpose.n = 5;
+            opsched_shape s5 = {5, {N, G, C / G, xs->d[2], xs->d[3]}};
+            OS_TRY(reshape(a, base, x, &s5, &xt));
+            t5.transpose.perm[0] = 2; /* [C/G, G, N, H, W] */
+            t5.transpose.perm[1] = 1;
+            t5.transpose.perm[2] = 0;
+            t5.transpose.perm[3] = 3;
+            t5.transpose.perm[4] = 4;
+            OS_TRY(node(a, base, OPSCHED_OP_TRANSPOSE, &t5, &xt, 1, &xt));
+            opsched_shape s4 = {4, {C / G, G * N, xs->d[2], xs->d[3]}};
+            OS_TRY(reshape(a, base, xt, &s4, &xt));
+            opsched_shape d5 = {5, {N, G, M / G, ys->d[2], ys->d[3]}};
+            OS_TRY(reshape(a, base, dy, &d5, &dyt));
+            t5.transpose.perm[0] = 1; /* [G, M/G, N, OH, OW] */
+            t5.transpose.perm[1] = 2;
+            t5.transpose.perm[2] = 0;
+            OS_TRY(node(a, base, OPSCHED_OP_TRANSPOSE, &t5, &dyt, 1, &dyt));
+            opsched_shape d4 = {4, {M, N, ys->d[2], ys->d[3]}};
+            OS_TRY(reshape(a, base, dyt, &d4, &dyt));
+        }
         opsched_op_attr at;
         memset(&at, 0, sizeof(at));
         for (int i = 0; i < 2; i++) {
@@ -315,7 +349,7 @@ static opsched_status conv_grads(ad *a, const opsched_node *n, int dy)
             at.conv.dilation[i] = c->stride[i];
         }
         memcpy(at.conv.pads, c->pads, sizeof(at.conv.pads));
-        at.conv.groups = 1;
+        at.conv.groups = G;
         int in[2] = {xt, dyt}, full;
         OS_TRY(node(a, base, OPSCHED_OP_CONV, &at, in, 2, &full));
         const opsched_shape *fs = shape_of(a, full); /* [C, M, >= KH, >= KW] */
@@ -339,9 +373,124 @@ static opsched_status conv_grads(ad *a, const opsched_node *n, int dy)
     return OPSCHED_OK;
 }
 
+/* BatchNorm in training form: dgamma = sum(dy xhat), dbeta = sum(dy),
+ * dx = (g - mean(g) - xhat mean(g xhat)) / sigma with g = dy gamma, the
+ * sums and means over every axis but the channels. */
+static opsched_status batchnorm_grads(ad *a, const opsched_node *n, int i, int dy)
+{
+    const char *base = n->name;
+    int xhat = a->aux[i][0], sig = a->aux[i][1], fx = n->inputs[0], fs = n->inputs[1],
+        fb = n->inputs[2], r, t1, gam, gg, m1, m2;
+    int nd = shape_of(a, dy)->ndim;
+    opsched_op_attr at;
+    memset(&at, 0, sizeof(at));
+    at.reduce.keepdims = 1;
+    for (int d = 0; d < nd; d++)
+        if (d != 1) at.reduce.axes[at.reduce.n_axes++] = d;
+    if (a->need[fs]) {
+        at.reduce.fn = OPSCHED_REDUCE_SUM;
+        OS_TRY(binary(a, base, OPSCHED_OP_MUL, dy, xhat, &t1));
+        OS_TRY(node(a, base, OPSCHED_OP_REDUCE, &at, &t1, 1, &r));
+        OS_TRY(reshape(a, base, r, shape_of(a, a->map[fs]), &r));
+        OS_TRY(accumulate(a, fs, r));
+    }
+    if (a->need[fb]) {
+        at.reduce.fn = OPSCHED_REDUCE_SUM;
+        OS_TRY(node(a, base, OPSCHED_OP_REDUCE, &at, &dy, 1, &r));
+        OS_TRY(reshape(a, base, r, shape_of(a, a->map[fb]), &r));
+        OS_TRY(accumulate(a, fb, r));
+    }
+    if (!a->need[fx]) return OPSCHED_OK;
+    OS_TRY(reshape(a, base, a->map[fs], shape_of(a, sig), &gam));
+    OS_TRY(binary(a, base, OPSCHED_OP_MUL, dy, gam, &gg));
+    at.reduce.fn = OPSCHED_REDUCE_MEAN;
+    OS_TRY(node(a, base, OPSCHED_OP_REDUCE, &at, &gg, 1, &m1));
+    OS_TRY(binary(a, base, OPSCHED_OP_MUL, gg, xhat, &t1));
+    OS_TRY(node(a, base, OPSCHED_OP_REDUCE, &at, &t1, 1, &m2));
+    OS_TRY(binary(a, base, OPSCHED_OP_MUL, xhat, m2, &m2));
+    OS_TRY(binary(a, base, OPSCHED_OP_SUB, gg, m1, &t1));
+    OS_TRY(binary(a, base, OPSCHED_OP_SUB, t1, m2, &t1));
+    OS_TRY(binary(a, base, OPSCHED_OP_DIV, t1, sig, &r));
+    return accumulate(a, fx, r);
+}
+
+/* MaxPool: dy added at each window's maximum (ScatterElements over the
+ * flattened input, from the indices the forward kept). */
+static opsched_status maxpool_grads(ad *a, const opsched_node *n, int i, int dy)
+{
+    const char *base = n->name;
+    int x = a->map[n->inputs[0]], ind = a->aux[i][0], zero, zeros, r, in[3];
+    const opsched_shape *xs = shape_of(a, x);
+    opsched_shape flat_x = {1, {opsched_shape_numel(xs)}};
+    opsched_shape flat_y = {1, {opsched_shape_numel(shape_of(a, dy))}};
+    OS_TRY(scalar(a, 0.0f, &zero));
+    OS_TRY(binary(a, base, OPSCHED_OP_MUL, x, zero, &zeros));
+    OS_TRY(reshape(a, base, zeros, &flat_x, &in[0]));
+    OS_TRY(reshape(a, base, ind, &flat_y, &in[1]));
+    OS_TRY(reshape(a, base, dy, &flat_y, &in[2]));
+    opsched_op_attr sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.scatter.reduction = OPSCHED_SCATTER_ADD;
+    OS_TRY(node(a, base, OPSCHED_OP_SCATTER_ELEMENTS, &sa, in, 3, &r));
+    OS_TRY(reshape(a, base, r, xs, &r));
+    return accumulate(a, n->inputs[0], r);
+}
+
+/* AveragePool without padding, or counting it: a ConvTranspose of dy by a
+ * uniform 1 / (kh kw) window, one group per channel. */
+static opsched_status avgpool_grads(ad *a, const opsched_node *n, int dy)
+{
+    const opsched_pool_attr *pa = &n->attr.pool;
+    const char *base = n->name;
+    const opsched_shape *xs = shape_of(a, a->map[n->inputs[0]]), *ys = shape_of(a, dy);
+    int padded = pa->pads[0] || pa->pads[1] || pa->pads[2] || pa->pads[3];
+    if (xs->ndim != 4 || (padded && !pa->count_include_pad) || pa->dilation[0] > 1 ||
+        pa->dilation[1] > 1)
+        return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
+                       "autodiff: node '%s': an average pool %s has no backward rule yet", n->name,
+                       xs->ndim != 4 ? "that is not 2-D" : "excluding its padding");
+    int64_t c = xs->d[1], kh = pa->kernel[0], kw = pa->kernel[1];
+    opsched_shape ws = {4, {c, 1, kh, kw}};
+    size_t nw = (size_t)(c * kh * kw);
+    float *wv = malloc(sizeof(float) * nw);
+    if (!wv) return OS_NOMEM(a->ctx);
+    for (size_t k = 0; k < nw; k++)
+        wv[k] = 1.0f / (float)(kh * kw);
+    char name[300];
+    snprintf(name, sizeof(name), "%s/window/%d", base, a->serial++);
+    int w, r;
+    opsched_status st =
+        opsched_graph_add_tensor(a->t, name, OPSCHED_TENSOR_CONSTANT, OPSCHED_F32, &ws, &w);
+    if (st == OPSCHED_OK) st = opsched_graph_set_data(a->t, w, wv, sizeof(float) * nw);
+    free(wv);
+    OS_TRY(st);
+    opsched_op_attr at;
+    memset(&at, 0, sizeof(at));
+    opsched_conv_transpose_attr *t = &at.conv_transpose;
+    for (int i = 0; i < 2; i++) {
+        t->kernel[i] = pa->kernel[i];
+        t->stride[i] = pa->stride[i];
+        t->dilation[i] = 1;
+        int64_t made =
+            (ys->d[2 + i] - 1) * pa->stride[i] - pa->pads[i] - pa->pads[2 + i] + pa->kernel[i];
+        t->output_padding[i] = xs->d[2 + i] - made;
+        if (t->output_padding[i] < 0)
+            return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
+                           "autodiff: node '%s': an average pool whose windows run past the "
+                           "input (ceil mode) has no backward rule yet",
+                           n->name);
+    }
+    memcpy(t->pads, pa->pads, sizeof(t->pads));
+    t->groups = c;
+    int in[2] = {dy, w};
+    OS_TRY(node(a, base, OPSCHED_OP_CONV_TRANSPOSE, &at, in, 2, &r));
+    return accumulate(a, n->inputs[0], r);
+}
+
 /* The backward step of forward node n, whose output's gradient is dy. */
 static opsched_status backward(ad *a, const opsched_node *n, int dy)
 {
+    int ni = (int)(n - opsched_graph_node(a->g, 0));
     const char *base = n->name;
     int f0 = n->n_inputs > 0 ? n->inputs[0] : -1, f1 = n->n_inputs > 1 ? n->inputs[1] : -1;
     int y = a->map[n->outputs[0]], r, k;
@@ -616,6 +765,17 @@ static opsched_status backward(ad *a, const opsched_node *n, int dy)
     }
     case OPSCHED_OP_CONV:
         return conv_grads(a, n, dy);
+    case OPSCHED_OP_BATCHNORM:
+        return batchnorm_grads(a, n, ni, dy);
+    case OPSCHED_OP_MAXPOOL:
+        if (a->aux[ni][0] < 0)
+            return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
+                           "autodiff: node '%s': a MaxPool that already gives its indices has "
+                           "no backward rule yet",
+                           n->name);
+        return maxpool_grads(a, n, ni, dy);
+    case OPSCHED_OP_AVGPOOL:
+        return avgpool_grads(a, n, dy);
     case OPSCHED_OP_GATHER: { /* an embedding's rows: dy added where they were picked */
         if (!a->need[f0]) return OPSCHED_OK; /* the indices take no gradient */
         int axis = (int)n->attr.axis.axis;
@@ -710,6 +870,40 @@ static opsched_status backward(ad *a, const opsched_node *n, int dy)
     }
 }
 
+/* A BatchNormalization in training form: normalised by the batch's mean
+ * and variance over every axis but the channels (population variance), as
+ * PyTorch's training mode does; xhat and the deviation kept in aux. */
+static opsched_status batchnorm_forward(ad *a, const opsched_node *n, int i, const int *in,
+                                        const char *name, int *out)
+{
+    const char *base = n->name;
+    int x = in[0], nd = shape_of(a, x)->ndim;
+    opsched_op_attr at;
+    memset(&at, 0, sizeof(at));
+    at.reduce.fn = OPSCHED_REDUCE_MEAN;
+    at.reduce.keepdims = 1;
+    for (int d = 0; d < nd; d++)
+        if (d != 1) at.reduce.axes[at.reduce.n_axes++] = d;
+    int mu, xc, sq, var, eps, sig, xhat, gam, bet, r;
+    OS_TRY(node(a, base, OPSCHED_OP_REDUCE, &at, &x, 1, &mu));
+    OS_TRY(binary(a, base, OPSCHED_OP_SUB, x, mu, &xc));
+    OS_TRY(binary(a, base, OPSCHED_OP_MUL, xc, xc, &sq));
+    OS_TRY(node(a, base, OPSCHED_OP_REDUCE, &at, &sq, 1, &var));
+    OS_TRY(scalar(a, n->attr.bn.epsilon, &eps));
+    OS_TRY(binary(a, base, OPSCHED_OP_ADD, var, eps, &var));
+    OS_TRY(node(a, base, OPSCHED_OP_SQRT, NULL, &var, 1, &sig));
+    OS_TRY(binary(a, base, OPSCHED_OP_DIV, xc, sig, &xhat));
+    opsched_shape cs = *shape_of(a, mu); /* [1, C, 1, ...] */
+    OS_TRY(reshape(a, base, in[1], &cs, &gam));
+    OS_TRY(reshape(a, base, in[2], &cs, &bet));
+    OS_TRY(binary(a, base, OPSCHED_OP_MUL, xhat, gam, &r));
+    int add_in[2] = {r, bet};
+    OS_TRY(opsched_graph_add_node(a->t, name, OPSCHED_OP_ADD, NULL, add_in, 2, 1, &name, out));
+    a->aux[i][0] = xhat;
+    a->aux[i][1] = sig;
+    return OPSCHED_OK;
+}
+
 /* The forward graph copied into t: its tensors that no node makes, then
  * its nodes, under their names. */
 static opsched_status copy_forward(ad *a)
@@ -734,10 +928,24 @@ static opsched_status copy_forward(ad *a)
             in[k] = n->inputs[k] >= 0 ? a->map[n->inputs[k]] : -1;
         for (int k = 0; k < n->n_outputs; k++)
             names[k] = opsched_graph_tensor(g, n->outputs[k])->name;
-        OS_TRY(opsched_graph_add_node(a->t, n->name, n->op, &n->attr, in, n->n_inputs, n->n_outputs,
-                                      names, out));
+        if (n->op == OPSCHED_OP_BATCHNORM) {
+            OS_TRY(batchnorm_forward(a, n, i, in, names[0], out));
+            a->map[n->outputs[0]] = out[0];
+            continue;
+        }
+        int n_out = n->n_outputs;
+        char ind[300];
+        if (n->op == OPSCHED_OP_MAXPOOL && n_out == 1) {
+            /* the indices, as PyTorch's max_pool2d_with_indices keeps them */
+            snprintf(ind, sizeof(ind), "%s/indices", n->name);
+            names[1] = ind;
+            n_out = 2;
+        }
+        OS_TRY(opsched_graph_add_node(a->t, n->name, n->op, &n->attr, in, n->n_inputs, n_out, names,
+                                      out));
         for (int k = 0; k < n->n_outputs; k++)
             a->map[n->outputs[k]] = out[k];
+        if (n_out > n->n_outputs) a->aux[i][0] = out[1];
     }
     return OPSCHED_OK;
 }
@@ -795,9 +1003,15 @@ static opsched_status build(ad *a, const opsched_training_options *o)
     /* what leads to a trained parameter */
     int nt = opsched_graph_num_tensors(g);
     int any = 0;
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
+        const opsched_node *n = opsched_graph_node(g, i);
+        if (n->op == OPSCHED_OP_BATCHNORM)
+            for (int k = 3; k < n->n_inputs && k < 5; k++)
+                if (n->inputs[k] >= 0) a->buffer[n->inputs[k]] = 1;
+    }
     for (int i = 0; i < nt; i++) {
         const opsched_tensor *x = opsched_graph_tensor(g, i);
-        a->need[i] = x->kind == OPSCHED_TENSOR_WEIGHT && is_float(x->dtype);
+        a->need[i] = x->kind == OPSCHED_TENSOR_WEIGHT && is_float(x->dtype) && !a->buffer[i];
         any |= a->need[i];
     }
     if (!any)
@@ -869,18 +1083,26 @@ opsched_status opsched_training_graph(const opsched_graph *g, const opsched_trai
     a.map = malloc(sizeof(int) * (size_t)(nt + 1));
     a.grad = malloc(sizeof(int) * (size_t)(nt + 1));
     a.need = calloc((size_t)nt + 1, 1);
+    a.buffer = calloc((size_t)nt + 1, 1);
+    int nn = opsched_graph_num_nodes(g);
+    a.aux = malloc(sizeof(*a.aux) * (size_t)(nn + 1));
     char name[256];
     snprintf(name, sizeof(name), "%s/train", opsched_graph_name(g));
-    opsched_status st =
-        !a.map || !a.grad || !a.need ? OS_NOMEM(a.ctx) : opsched_graph_create(a.ctx, name, &a.t);
+    opsched_status st = !a.map || !a.grad || !a.need || !a.buffer || !a.aux
+                            ? OS_NOMEM(a.ctx)
+                            : opsched_graph_create(a.ctx, name, &a.t);
     if (st == OPSCHED_OK) {
         for (int i = 0; i < nt; i++)
             a.map[i] = a.grad[i] = -1;
+        for (int i = 0; i < nn; i++)
+            a.aux[i][0] = a.aux[i][1] = -1;
         st = build(&a, o);
     }
     free(a.map);
     free(a.grad);
     free(a.need);
+    free(a.buffer);
+    free(a.aux);
     if (st != OPSCHED_OK) {
         opsched_graph_free(a.t);
         return st;

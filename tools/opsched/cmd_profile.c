@@ -55,6 +55,7 @@ typedef struct profile_args {
     stage_kind stage;
     const char *algo_fallback;
     int cuda_graph, layers, host_layers, check, layer_energy, isolated, fold_bn, dry_run;
+    int bn_set; /* --bn given: else BatchNorm is folded, or kept with --train */
     int fuse; /* conv + bias + ReLU as one operation where the backend can */
     int force, follow_symlinks; /* what --out-dir's files may replace or write through */
     const char *out_dir, *db, *trace;
@@ -162,7 +163,7 @@ static int profile_opt(void *dest, const char *cmd, const tool_opt *o, const cha
     case PF_CHECK: return tool_arg_on_off(cmd, "--check", v, &a->check);
     case PF_ISOLATED: a->isolated = 1; return TOOL_EXIT_OK;
     case PF_LAYER_ENERGY: a->layer_energy = 1; return TOOL_EXIT_OK;
-    case PF_BN: return tool_arg_bn(cmd, "--bn", v, &a->fold_bn);
+    case PF_BN: a->bn_set = 1; return tool_arg_bn(cmd, "--bn", v, &a->fold_bn);
     case PF_OUT_DIR: a->out_dir = v; return TOOL_EXIT_OK;
     case PF_SHAPES: a->shapes = v; return TOOL_EXIT_OK;
     case PF_FORCE: a->force = 1; return TOOL_EXIT_OK;
@@ -195,6 +196,7 @@ static int parse_args(int argc, char **argv, profile_args *a)
     if (rc != TOOL_EXIT_OK) return rc;
     if (!n_pos) return tool_usage_error("profile", "which model? e.g. opsched profile resnet50");
     a->model = pos[0];
+    if (a->train.on && !a->bn_set) a->fold_bn = 0; /* BatchNorm trains */
     {
         tool_model_opts probe;
         memset(&probe, 0, sizeof(probe));

@@ -765,7 +765,7 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
 {
     run_args a;
     memset(&a, 0, sizeof(a));
-    a.mo.fold_bn = 1;
+    a.mo.fold_bn = -1; /* folded, as deployed; kept with --train, where it trains */
     a.math_auto = a.layout_auto = 1;
     a.fuse = a.elision = a.cuda_graph = a.check = a.verify = 1;
     a.timing = (opsched_run_timing_options){200.0, 100, 500.0};
@@ -774,6 +774,7 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
     a.io.out_flags = OPSCHED_OUT_NO_CLOBBER | OPSCHED_OUT_NO_SYMLINK;
     int rc = parse_args(argc, argv, &a);
     if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
+    if (a.mo.fold_bn < 0) a.mo.fold_bn = !a.train.on;
     rep = a.fmt == TOOL_FMT_TABLE ? stdout : stderr;
     {
         const char *in[RUN_INPUTS_MAX];
