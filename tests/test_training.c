@@ -377,13 +377,19 @@ static int weight(opsched_graph *g, const char *name, int ndim, int64_t d0, int6
     return id;
 }
 
+/* A graph edit's status: OK, or the context's message and a failure. */
+static void built(opsched_graph *g, opsched_status st)
+{
+    if (st != OPSCHED_OK) print_error("%s\n", opsched_ctx_last_error(opsched_graph_ctx(g)));
+    assert_int_equal(st, OPSCHED_OK);
+}
+
 static int op1(opsched_graph *g, const char *name, opsched_op_kind op, const opsched_op_attr *at,
                int x)
 {
     int y = -1;
     opsched_status st = opsched_graph_add_node(g, name, op, at, &x, 1, 1, NULL, &y);
-    if (st != OPSCHED_OK) print_error("%s\n", opsched_ctx_last_error(opsched_graph_ctx(g)));
-    assert_int_equal(st, OPSCHED_OK);
+    built(g, st);
     return y;
 }
 
@@ -391,8 +397,7 @@ static int op2(opsched_graph *g, const char *name, opsched_op_kind op, int x, in
 {
     int y = -1;
     opsched_status st = opsched_build_binary(g, name, op, x, w, &y);
-    if (st != OPSCHED_OK) print_error("%s\n", opsched_ctx_last_error(opsched_graph_ctx(g)));
-    assert_int_equal(st, OPSCHED_OK);
+    built(g, st);
     return y;
 }
 
@@ -590,8 +595,7 @@ static int conv_node(opsched_graph *g, const char *name, int x, int w, int b, in
     int in[3] = {x, w, b}, y = -1;
     opsched_status st = opsched_graph_add_node(g, name, OPSCHED_OP_CONV, &at, in, b >= 0 ? 3 : 2,
                                                1, NULL, &y);
-    if (st != OPSCHED_OK) print_error("%s\n", opsched_ctx_last_error(opsched_graph_ctx(g)));
-    assert_int_equal(st, OPSCHED_OK);
+    built(g, st);
     return y;
 }
 
