@@ -88,10 +88,10 @@ PY
 check "run --format json" json_ok "$tmp/run.json"
 
 # predict and schedule --cost predict: one set of defaults
-"$bin" predict resnet50 --data h100 --no-train --quiet --format json >"$tmp/predict.json" \
+"$bin" predict resnet50 --data h100 --no-fit --quiet --format json >"$tmp/predict.json" \
   2>"$tmp/predict.err"
 check "predict --data h100 --format json" json_ok "$tmp/predict.json"
-"$bin" schedule resnet50 --searcher sequential --cost predict --data h100 --no-train --format json \
+"$bin" schedule resnet50 --searcher sequential --cost predict --data h100 --no-fit --format json \
   >"$tmp/schedule.json" 2>"$tmp/schedule.err"
 check "schedule --cost predict --data h100 --format json" json_ok "$tmp/schedule.json"
 check "predict and schedule: the same math, layout and bn" "$py" - "$tmp/predict.json" \

@@ -121,7 +121,7 @@ PY
   --iters 3 --min-ms 1 --warmup-ms 1 --format csv >"$tmp/run.csv" 2>"$tmp/run.err"
 check "run --format csv" parses "$tmp/run.csv" 1
 check "run: the columns a benchmark driver reads" sh -c "head -1 '$tmp/run.csv' | grep -qx 'model,batch,input,math,layout,schedule,stages,streams,launches,free_ms,free_p10_ms,free_p90_ms,graph_ms,graph_p10_ms,graph_p90_ms,speedup_free,speedup_graph,rel_err'"
-"$bin" schedule squeezenet1_1 --searcher sequential --cost predict --data h100 --no-train \
+"$bin" schedule squeezenet1_1 --searcher sequential --cost predict --data h100 --no-fit \
   --format csv >"$tmp/schedule.csv" 2>"$tmp/schedule.err"
 check "schedule --format csv" parses "$tmp/schedule.csv" 20
 check "schedule: the stages in order, each with its nodes" "$py" - "$tmp/schedule.csv" <<'PY'
@@ -144,7 +144,7 @@ check "predict --mode eager --format csv" parses "$tmp/predict_eager.csv" 20
 "$bin" predict squeezenet1_1 --input-size 32 --db "$tmp/p.db" --math fp32 --quiet --fuse off \
   --allow-partial --format csv >"$tmp/predict_partial.csv" 2>/dev/null
 check "predict --allow-partial --format csv" parses "$tmp/predict_partial.csv" 20
-"$bin" predict inception_v3 --data h100 --bn fold --no-train --quiet --format csv \
+"$bin" predict inception_v3 --data h100 --bn fold --no-fit --quiet --format csv \
   >"$tmp/predict_h100.csv"
 check "predict on the shipped data --format csv" parses "$tmp/predict_h100.csv" 100
 "$bin" validate --db "$tmp/p.db" --math fp32 --folds 3 --rounds 30 --csv "$tmp/validate.csv" \

@@ -185,7 +185,7 @@ check "layout absent --allow-partial: prints the coverage, no nan" sh -c "
 "$py" "$(dirname "$0")/../scripts/export-data.py" "$db" "$tmp/data/cpuset" >/dev/null 2>&1
 check "export a shipped set without a calibration" grep -q 'rows=0' "$tmp/data/cpuset/calibrations.sql"
 export OPSCHED_DATA_DIR=$tmp/data OPSCHED_CACHE_DIR=$tmp/cache
-no_basis "shipped data without a calibration" "--input-size 64x64" "layout nchw" --data cpuset --input-size 64 --math fp32 --no-train --quiet
+no_basis "shipped data without a calibration" "--input-size 64x64" "layout nchw" --data cpuset --input-size 64 --math fp32 --no-fit --quiet
 check "shipped data without a calibration: measure into a database of one's own" sh -c "
   grep -q -- '--db FILE ' '$tmp/nb.cmd' && grep -q 'the shipped data is read-only' '$tmp/nb.err'"
 unset OPSCHED_DATA_DIR OPSCHED_CACHE_DIR
@@ -194,7 +194,7 @@ unset OPSCHED_DATA_DIR OPSCHED_CACHE_DIR
 # cache: every layer would rest on the roofline; the same exit 1, and the
 # sweep (for the GPU the data is of) carries --cache cold.
 export OPSCHED_DATA_DIR=$(dirname "$0")/../data OPSCHED_CACHE_DIR=$tmp/cache
-"$bin" predict squeezenet1_1 --data h100 --cache cold --no-train --quiet >"$tmp/h.out" 2>"$tmp/h.err"
+"$bin" predict squeezenet1_1 --data h100 --cache cold --no-fit --quiet >"$tmp/h.out" 2>"$tmp/h.err"
 check "shipped h100, cache cold: exit 1, no answer, no nan" sh -c "
   test $? = 1 && test ! -s '$tmp/h.out' && ! grep -qiw nan '$tmp/h.err'"
 check "shipped h100, cache cold: says every layer would rest on the roofline" \

@@ -3,7 +3,7 @@
 # opsched predict --data h100 (BatchNormalization kept, as the data was
 # profiled) on zoo networks at shapes the data profiled,
 # CUDA graph and eager, from exact lookups and the composition fit alone
-# (--no-train: no XGBoost in the loop, so the numbers are a function of the
+# (--no-fit: no XGBoost in the loop, so the numbers are a function of the
 # data and the composition), against the numbers recorded in
 # tests/data/shipped_h100.txt (relative tolerance 1e-6).  Also: the
 # shipped data is found without --db, every layer of a profiled shape is
@@ -32,7 +32,7 @@ squeezenet1_1:1:224:eager densenet121:8:224:graph"
 : > "$tmp/got.txt"
 for c in $cases; do
   IFS=: read -r m b s mode <<< "$c"
-  "$bin" predict "$m" --data h100 --bn keep --batch "$b" --input-size "$s" --mode "$mode" --no-train \
+  "$bin" predict "$m" --data h100 --bn keep --batch "$b" --input-size "$s" --mode "$mode" --no-fit \
       --quiet --format json > "$tmp/$c.json" 2> "$tmp/$c.err"
   check "predict $m b$b $s $mode on the shipped data" test $? = 0
   "$py" - "$tmp/$c.json" "$c" >> "$tmp/got.txt" <<'PY'

@@ -8,6 +8,6 @@ dst=${1:?usage: bench/prediction/shipped_db.sh OUT.db}
 bin=${OPSCHED_BIN:-build/bin/opsched}
 cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
-OPSCHED_CACHE_DIR=$cache "$bin" predict alexnet --data h100 --no-train > /dev/null 2>&1
+OPSCHED_CACHE_DIR=$cache "$bin" predict alexnet --data h100 --no-fit > /dev/null 2>&1
 rm -f "$dst"
 cp "$cache"/h100-*.db "$dst"

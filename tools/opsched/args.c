@@ -639,9 +639,8 @@ int tool_train_apply(const char *cmd, const tool_train_opts *t, tool_model_opts 
     }
     if (t->optimizer_set)
         return tool_usage_error(cmd, "--optimizer, --optimizer-impl and --weight-decay: the "
-                                     "training graph %s measures has no optimizer step yet "
-                                     "(opsched info --train models it)",
-                                cmd);
+                                     "training graph has no optimizer step yet (opsched info "
+                                     "--train models it)");
     mo->train = &t->o;
     return TOOL_EXIT_OK;
 }

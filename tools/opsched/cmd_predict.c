@@ -32,7 +32,7 @@ enum { PR_MODE, PR_FUSE, PR_NO_TRAIN, PR_LEAVE_OUT, PR_ALLOW_PARTIAL };
 static const tool_opt predict_opts[] = {
     {"mode", 0, "graph|eager", "execution to predict (default graph)", PR_MODE},
     {"fuse", 0, "on|off", "conv + its activation as one layer, exported patterns\n(x*Sigmoid(x), the GELU formula) as one operator (default on)", PR_FUSE},
-    {"no-train", 0, NULL, "use saved models only (learned source off when stale)", PR_NO_TRAIN},
+    {"no-fit", 0, NULL, "use saved models only (learned source off when stale)", PR_NO_TRAIN},
     {"leave-out", 0, NULL,
      "predict as if the network had never been measured:\nits configurations (at this shape "
      "and, for a zoo\nnetwork, at every batch and size it was profiled at)\nand its network "
@@ -51,6 +51,7 @@ typedef struct predict_cmd {
     tool_format fmt;
     int leave_out;      /* --leave-out: predict without the network's own measurements */
     int allow_partial;  /* --allow-partial: print a partial answer (exit status still 1) */
+    tool_train_opts train; /* --train: the training graph's iteration instead */
 } predict_cmd;
 
 static int predict_opt(void *dest, const char *cmd, const tool_opt *o, const char *val)
@@ -75,16 +76,18 @@ static int parse_args(predict_cmd *c, int argc, char **argv)
         {"model options", tool_model_optlist, tool_model_opt, &c->m},
         {"prediction options", predict_opts, predict_opt, c},
         {"prediction data options", predict_data_optlist, predict_args_opt, &c->a},
-        {"training options", predict_train_optlist, predict_args_opt, &c->a},
+        {"model fitting options", predict_train_optlist, predict_args_opt, &c->a},
+        {"training iteration", tool_train_optlist, tool_train_opt, &c->train},
         {"output options", tool_format_optlist, tool_format_opt, &c->fmt}};
-    const tool_cli cli = {"predict", predict_usage, NULL, groups, 5, 1, "network"};
+    const tool_cli cli = {"predict", predict_usage, NULL, groups, 6, 1, "network"};
     const char *pos[1];
     int n_pos = 0;
     int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
     if (rc != TOOL_EXIT_OK) return rc;
     if (!n_pos) return tool_usage_error("predict", "which network? a zoo name or an .onnx file");
     c->m.model = pos[0];
-    return TOOL_EXIT_OK;
+    if (c->m.fold_bn < 0) c->m.fold_bn = !c->train.on; /* BatchNorm trains */
+    return tool_train_apply("predict", &c->train, &c->m);
 }
 
 /* ---- output ----------------------------------------------------------------- */
@@ -174,12 +177,24 @@ static const char *settings_text(const opsched_predictor_info *in, char *buf, si
     return buf;
 }
 
+/* The batch predicted: --batch, else the first input's leading dim (as
+ * --shapes gave it), else 1. */
+static long long batch_of(const predict_cmd *c, const opsched_graph *g)
+{
+    if (c->m.batch) return (long long)c->m.batch;
+    if (opsched_graph_num_inputs(g) > 0) {
+        const opsched_tensor *t = opsched_graph_tensor(g, opsched_graph_input(g, 0));
+        if (t && t->shape.ndim > 0 && t->shape.d[0] > 0) return (long long)t->shape.d[0];
+    }
+    return 1;
+}
+
 static void print_table(const predict_cmd *c, const opsched_graph *g,
                         const opsched_network_prediction *r, const opsched_predictor_info *in)
 {
     char settings[96];
     printf("%s, batch %lld, on %s:%s, %s, bn %s, %s mode, fuse %s\n", opsched_graph_name(g),
-           (long long)(c->m.batch ? c->m.batch : 1), in->device.backend, in->device.name,
+           batch_of(c, g), in->device.backend, in->device.name,
            settings_text(in, settings, sizeof(settings)), c->m.fold_bn ? "fold" : "keep",
            opsched_predict_mode_name(r->mode), c->o.fuse ? "on" : "off");
     int eager = r->mode == OPSCHED_PREDICT_EAGER;
@@ -251,7 +266,8 @@ static void print_table(const predict_cmd *c, const opsched_graph *g,
     if (isfinite(r->total_energy_j)) {
         fmt_num(buf, sizeof(buf), "%.4f mJ", r->total_energy_j * 1e3);
         fmt_pct(err, sizeof(err), r->energy_error);
-        printf("  energy per inference %s  (+-%s; composition %s)\n", buf, err, k->energy_source);
+        printf("  energy per %-9s %s  (+-%s; composition %s)\n",
+               c->train.on ? "iteration" : "inference", buf, err, k->energy_source);
     } else {
         int no_energy = 0;
         for (int i = 0; i < r->n_layers; i++)
@@ -361,7 +377,7 @@ static void print_json(const predict_cmd *c, const opsched_graph *g,
     cJSON *root = cJSON_CreateObject();
     if (!root) return;
     cJSON_AddStringToObject(root, "model", opsched_graph_name(g));
-    cJSON_AddNumberToObject(root, "batch", (double)(c->m.batch ? c->m.batch : 1));
+    cJSON_AddNumberToObject(root, "batch", (double)batch_of(c, g));
     cJSON_AddStringToObject(root, "device", in->device.name);
     cJSON_AddStringToObject(root, "backend", in->device.backend);
     cJSON_AddStringToObject(root, "math", in->math);
@@ -631,7 +647,15 @@ static void warn_roofline(const predict_cmd *c, const opsched_graph *g,
             "the calibrated roofline, not on measurements of these operators; the +-%.1f%% "
             "says so\n",
             100.0 * roof / all, n_roof, 100.0 * r->total_error);
-    print_fill_command(c, g, in->device.backend, in->math, in->layout, in->algo_policy, in->cache);
+    if (c->train.on) /* sweep --for-model takes the forward graph only */
+        fprintf(stderr,
+                "opsched predict: to measure the training graph's layers: opsched profile %s "
+                "--train --isolated --db FILE%s%s --math %s --layout %s\n",
+                c->m.model, c->m.shapes ? " --shapes " : "", c->m.shapes ? c->m.shapes : "",
+                in->math, in->layout);
+    else
+        print_fill_command(c, g, in->device.backend, in->math, in->layout, in->algo_policy,
+                           in->cache);
 }
 
 /* Prints the prediction; the exit status: 1 when layers have no basis or
@@ -668,7 +692,7 @@ int cmd_predict(opsched_ctx *ctx, int argc, char **argv)
     predict_args_init(&c.a);
     opsched_predict_options_default(&c.o);
     c.fmt = TOOL_FMT_TABLE;
-    c.m.fold_bn = 1;
+    c.m.fold_bn = -1; /* folded, as deployed; kept with --train */
     int rc = parse_args(&c, argc, argv);
     if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
     rc = predict_args_finish(&c.a, ctx, "predict");

@@ -79,7 +79,7 @@ static const tool_opt predict_cost_opts[] = {
      "predict: fit the contention model to the stages measured\non this device (its id in the "
      "database; default: the\npredicting device), e.g. another unit of the same GPU",
      SC_STAGES_TARGET},
-    {"no-train", 0, NULL, "predict: use saved models only (as opsched predict\n--no-train)",
+    {"no-fit", 0, NULL, "predict: use saved models only (as opsched predict\n--no-fit)",
      SC_NO_TRAIN},
     {NULL, 0, NULL, NULL, 0}};
 
@@ -598,7 +598,7 @@ int cmd_schedule(opsched_ctx *ctx, int argc, char **argv)
 
     int measure = strcmp(a.cost, "measure") == 0;
     if (measure && (a.data || a.target || a.stages_target || a.no_train))
-        return tool_usage_error("schedule", "--data, --target, --stages-target and --no-train go "
+        return tool_usage_error("schedule", "--data, --target, --stages-target and --no-fit go "
                                             "with --cost predict");
     if (!measure && (a.backend || a.index_set))
         return tool_usage_error("schedule", "--backend and --device go with --cost measure (the "
