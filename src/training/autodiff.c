@@ -66,9 +66,17 @@ static int is_float(opsched_dtype d)
     return d == OPSCHED_F32 || d == OPSCHED_F16 || d == OPSCHED_BF16;
 }
 
+/* Tensor t_id's shape in t.  The pointer lives until the next tensor is
+ * added to t (the array may move): a shape kept across an edit is copied
+ * (shape_copy). */
 static const opsched_shape *shape_of(const ad *a, int t_id)
 {
     return &opsched_graph_tensor(a->t, t_id)->shape;
+}
+
+static opsched_shape shape_copy(const ad *a, int t_id)
+{
+    return *shape_of(a, t_id);
 }
 
 /* A node of t with one output, named "<base>/<serial>". */
@@ -119,9 +127,9 @@ static opsched_status swap_last(ad *a, const char *base, int x, int *out)
 
 /* g (a gradient of a broadcast result) summed to shape s: over its extra
  * leading axes and over the axes where s has size 1 and g has more. */
-static opsched_status reduce_to(ad *a, const char *base, int g, const opsched_shape *s, int *out)
+static opsched_status reduce_to(ad *a, const char *base, int g, const opsched_shape *sp, int *out)
 {
-    const opsched_shape *gs = shape_of(a, g);
+    const opsched_shape s_v = *sp, gs_v = shape_copy(a, g), *s = &s_v, *gs = &gs_v;
     int lead = gs->ndim - s->ndim;
     if (lead < 0)
         return OS_FAIL(a->ctx, OPSCHED_ERR_SHAPE,
@@ -280,7 +288,8 @@ static opsched_status conv_grads(ad *a, const opsched_node *n, int dy)
     const char *base = n->name;
     int fx = n->inputs[0], fw = n->inputs[1], fb = n->n_inputs > 2 ? n->inputs[2] : -1;
     int x = a->map[fx], w = a->map[fw], r;
-    const opsched_shape *xs = shape_of(a, x), *ws = shape_of(a, w), *ys = shape_of(a, dy);
+    const opsched_shape xs_v = shape_copy(a, x), ws_v = shape_copy(a, w), ys_v = shape_copy(a, dy);
+    const opsched_shape *xs = &xs_v, *ws = &ws_v, *ys = &ys_v;
     int64_t G = c->groups > 1 ? c->groups : 1;
     if (xs->ndim != 4)
         return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
@@ -420,7 +429,7 @@ static opsched_status maxpool_grads(ad *a, const opsched_node *n, int i, int dy)
 {
     const char *base = n->name;
     int x = a->map[n->inputs[0]], ind = a->aux[i][0], zero, zeros, r, in[3];
-    const opsched_shape *xs = shape_of(a, x);
+    const opsched_shape xs_v = shape_copy(a, x), *xs = &xs_v;
     opsched_shape flat_x = {1, {opsched_shape_numel(xs)}};
     opsched_shape flat_y = {1, {opsched_shape_numel(shape_of(a, dy))}};
     OS_TRY(scalar(a, 0.0f, &zero));
@@ -442,7 +451,8 @@ static opsched_status avgpool_grads(ad *a, const opsched_node *n, int dy)
 {
     const opsched_pool_attr *pa = &n->attr.pool;
     const char *base = n->name;
-    const opsched_shape *xs = shape_of(a, a->map[n->inputs[0]]), *ys = shape_of(a, dy);
+    const opsched_shape xs_v = shape_copy(a, a->map[n->inputs[0]]), ys_v = shape_copy(a, dy);
+    const opsched_shape *xs = &xs_v, *ys = &ys_v;
     int padded = pa->pads[0] || pa->pads[1] || pa->pads[2] || pa->pads[3];
     if (xs->ndim != 4 || (padded && !pa->count_include_pad) || pa->dilation[0] > 1 ||
         pa->dilation[1] > 1)
@@ -709,7 +719,7 @@ static opsched_status backward(ad *a, const opsched_node *n, int dy)
             return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
                            "autodiff: node '%s': only sums and means have a backward rule yet",
                            n->name);
-        const opsched_shape *xs = shape_of(a, a->map[f0]);
+        const opsched_shape xs_v = shape_copy(a, a->map[f0]), *xs = &xs_v;
         opsched_shape kept = *xs;
         int64_t count = 1;
         for (int i = 0; i < xs->ndim; i++) {
@@ -729,7 +739,7 @@ static opsched_status backward(ad *a, const opsched_node *n, int dy)
         return accumulate(a, f0, r);
     }
     case OPSCHED_OP_GLOBALAVGPOOL: { /* dy / (H W), spread over the map */
-        const opsched_shape *xs = shape_of(a, a->map[f0]);
+        const opsched_shape xs_v = shape_copy(a, a->map[f0]), *xs = &xs_v;
         int64_t hw = 1;
         for (int i = 2; i < xs->ndim; i++)
             hw *= xs->d[i];
@@ -747,7 +757,7 @@ static opsched_status backward(ad *a, const opsched_node *n, int dy)
         int64_t at0 = 0;
         for (int q = 0; q < n->n_inputs; q++) {
             int fk = n->inputs[q];
-            const opsched_shape *ks = shape_of(a, a->map[fk]);
+            const opsched_shape ks_v = shape_copy(a, a->map[fk]), *ks = &ks_v;
             if (a->need[fk]) {
                 opsched_op_attr sl;
                 memset(&sl, 0, sizeof(sl));
@@ -824,7 +834,7 @@ static opsched_status backward(ad *a, const opsched_node *n, int dy)
         return OPSCHED_OK;
     }
     case OPSCHED_OP_SLICE: { /* dy padded back with zeros */
-        const opsched_shape *xs = shape_of(a, a->map[f0]);
+        const opsched_shape xs_v = shape_copy(a, a->map[f0]), *xs = &xs_v;
         opsched_op_attr pa;
         memset(&pa, 0, sizeof(pa));
         for (int i = 0; i < xs->ndim; i++) {
@@ -954,7 +964,7 @@ static opsched_status copy_forward(ad *a)
  * [1, ..., 1] and its gradient with respect to y. */
 static opsched_status add_loss(ad *a, opsched_loss loss, int y, int *value, int *dy)
 {
-    const opsched_shape *ys = shape_of(a, y);
+    const opsched_shape ys_v = shape_copy(a, y), *ys = &ys_v;
     int target, d, k, r;
     OS_TRY(
         opsched_graph_add_tensor(a->t, "target", OPSCHED_TENSOR_INPUT, OPSCHED_F32, ys, &target));
