@@ -497,10 +497,9 @@ static opsched_status avgpool_grads(ad *a, const opsched_node *n, int dy)
     return accumulate(a, n->inputs[0], r);
 }
 
-/* The backward step of forward node n, whose output's gradient is dy. */
-static opsched_status backward(ad *a, const opsched_node *n, int dy)
+/* The backward step of forward node ni (n), whose output's gradient is dy. */
+static opsched_status backward(ad *a, int ni, const opsched_node *n, int dy)
 {
-    int ni = (int)(n - opsched_graph_node(a->g, 0));
     const char *base = n->name;
     int f0 = n->n_inputs > 0 ? n->inputs[0] : -1, f1 = n->n_inputs > 1 ? n->inputs[1] : -1;
     int y = a->map[n->outputs[0]], r, k;
@@ -1048,7 +1047,7 @@ static opsched_status build(ad *a, const opsched_training_options *o)
             return OS_FAIL(a->ctx, OPSCHED_ERR_UNSUPPORTED,
                            "autodiff: node '%s' (%s) has %d outputs: no backward rule yet", n->name,
                            opsched_op_name(n->op), n->n_outputs);
-        OS_TRY(backward(a, n, a->grad[n->outputs[0]]));
+        OS_TRY(backward(a, i, n, a->grad[n->outputs[0]]));
     }
     int n_taken = 0, *taken_ids = malloc(sizeof(int) * (size_t)(nt + 1));
     if (!taken_ids) return OS_NOMEM(a->ctx);

@@ -582,8 +582,8 @@ enum { TR_TRAIN = 1, TR_OPTIMIZER, TR_IMPL, TR_LOSS, TR_WD };
 const tool_opt tool_train_optlist[] = {
     {"train", 0, NULL,
      "the training iteration instead of inference: info shows its\n"
-     "steps and memory; profile and run measure its forward, loss\n"
-     "and backward as one graph (attention unfused)",
+     "steps and memory; profile, run and predict take its forward,\n"
+     "loss and backward as one graph (attention unfused)",
      TR_TRAIN},
     {"optimizer", 0, "sgd|adamw", "SGD with momentum (default) or AdamW", TR_OPTIMIZER},
     {"optimizer-impl", 0, "foreach|fused", "torch.optim's implementation (default foreach)",

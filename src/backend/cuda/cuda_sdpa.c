@@ -521,8 +521,8 @@ opsched_status cu_sdpa_plan(const cu_plan_args *a, const cuk_attention_desc *d, 
     }
     if (force && !c->plan) {
         choice_unref(c);
-        return CU_UNSUPPORTED(a, "cudnn: cuDNN has no engine for this attention (run with "
-                                 "--log-level debug for its reason)");
+        return CU_UNSUPPORTED(a, "cudnn: cuDNN has no engine for this attention "
+                                 "(OPSCHED_LOG=debug says why)");
     }
     if (c->wins < 0 && !force) {
         *why = c->plan ? "cuDNN's engine measured slower than the own kernel"
