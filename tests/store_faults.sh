@@ -277,7 +277,7 @@ print(c.execute('PRAGMA user_version').fetchone()[0]); print('\n'.join(c.iterdum
 }
 check "older schema: the copy holds the file as it was" \
   test "$(dump "$old.bak-v3")" = "$(dump "$tmp/old-as-it-was.db")"
-check "older schema: now schema 4" test "$(sql "$old" 'PRAGMA user_version')" = 4
+check "older schema: now schema 5" test "$(sql "$old" 'PRAGMA user_version')" = 5
 check "older schema: the rows are kept" test "$(rows "$old")" = "$total"
 
 # ---- read-only files and directories ------------------------------------------

@@ -529,7 +529,7 @@ static void test_store_networks(void **state)
     assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
     assert_int_equal(sqlite3_step(st), SQLITE_ROW);
     assert_int_equal(sqlite3_column_int(st, 0), opsched_store_schema_version());
-    assert_int_equal(opsched_store_schema_version(), 4);
+    assert_int_equal(opsched_store_schema_version(), 5);
     sqlite3_finalize(st);
     sqlite3_close(db);
 }

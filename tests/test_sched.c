@@ -1471,7 +1471,7 @@ static void test_stage_store(void **state)
     ok(ctx, opsched_store_open(ctx, other, OPSCHED_STORE_READ_WRITE, &b));
     ok(ctx, opsched_store_stage_put(b, bdev, &r));
     opsched_store_close(b);
-    assert_int_equal(opsched_store_schema_version(), 4);
+    assert_int_equal(opsched_store_schema_version(), 5);
 
     free((void *)fm.pred.node_ms);
     opsched_schedule_free(first);

@@ -301,7 +301,7 @@ static void test_add_has_reopen(void **state)
     fixture *fx = *state;
     char path[128];
     path_in(fx, "m.db", path, sizeof(path));
-    assert_int_equal(opsched_store_schema_version(), 4);
+    assert_int_equal(opsched_store_schema_version(), 5);
     seeded z = seed(fx, path, "Conv|1x64x56x28|k3s1p1g1|f32");
     const char *key = "algo=heuristic;math=tf32;layout=nchw;cache=hot;energy=0";
     int found = -1;

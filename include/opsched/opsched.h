@@ -17,5 +17,6 @@
 #include "opsched/predict.h"
 #include "opsched/sched.h"
 #include "opsched/training.h"
+#include "opsched/comm.h"
 
 #endif /* OPSCHED_OPSCHED_H */

@@ -129,6 +129,7 @@ typedef struct opsched_merge_stats {
     int64_t network_runs_added;
     int64_t calibrations;      /* added, or replaced by a newer one */
     int64_t stages;            /* measured schedule stages added or replaced */
+    int64_t collectives;       /* measured collectives added or replaced */
 } opsched_merge_stats;
 
 /* Copies everything from the database at src_path into s, deduplicated

@@ -7,7 +7,8 @@
  * signature, measurements by (run, device, configuration, settings key,
  * created_at), network runs by (run, device, model, batch, size, mode,
  * created_at), calibrations by (device, math mode) and measured schedule
- * stages by (device, signature, batch, math, layout, policy), the newer
+ * stages by (device, signature, batch, math, layout, policy) and measured
+ * collectives by (device, collective, dtype, size, ranks, nodes), the newer
  * winning.
  * So merging a file twice, or merging files that share runs,
  * adds each row once, and every measurement keeps the run it came from.
@@ -139,6 +140,7 @@ opsched_status opsched_store_merge(opsched_store *s, const char *src_path,
     OS_TRY_GOTO(st, os_store_merge_networks(s, &r.network_runs_added), done);
     OS_TRY_GOTO(st, os_store_merge_calibrations(s, &r.calibrations), done);
     OS_TRY_GOTO(st, os_store_merge_stages(s, &r.stages), done);
+    OS_TRY_GOTO(st, os_store_merge_collectives(s, &r.collectives), done);
     OS_TRY_GOTO(st, os_store_commit(s), done);
     if (stats) *stats = r;
 done:

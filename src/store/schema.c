@@ -17,6 +17,10 @@
  *      (opsched schedule --cost measure), by stage signature, with the
  *      single-operator costs of their groups for the contention fit.
  *      Older files gain the table in place.
+ *   5  collectives: NCCL collectives measured across GPUs (opsched
+ *      commbench), one row per (device of rank 0, collective, dtype, size,
+ *      ranks, nodes), with the bandwidths, the check and the NCCL version,
+ *      GPUs, topology and environment.  Older files gain the table in place.
  *
  * Every file is stamped with PRAGMA application_id
  * OPSCHED_STORE_APPLICATION_ID when it is created or upgraded; files of
@@ -200,6 +204,33 @@ static const char schema_v4[] =
     " created_at REAL NOT NULL,"
     " UNIQUE (device_id, signature, batch, math, layout, algo_policy));";
 
+/* Version 5: collectives measured across GPUs (opsched commbench). */
+static const char schema_v5[] =
+    "CREATE TABLE collectives ("
+    " id INTEGER PRIMARY KEY,"
+    " run_id INTEGER NOT NULL REFERENCES runs (id),"
+    " device_id INTEGER NOT NULL REFERENCES devices (id),"
+    " collective TEXT NOT NULL,"
+    " dtype TEXT NOT NULL,"
+    " bytes INTEGER NOT NULL,"
+    " count INTEGER NOT NULL,"
+    " ranks INTEGER NOT NULL,"
+    " nodes INTEGER NOT NULL,"
+    " iters INTEGER NOT NULL,"
+    " n INTEGER,"
+    " min_ms REAL, max_ms REAL, mean_ms REAL, median_ms REAL, std_ms REAL,"
+    " p90_ms REAL, p95_ms REAL, p99_ms REAL, trimmed_mean_ms REAL, cv REAL,"
+    " algbw_gbs REAL,"
+    " busbw_gbs REAL,"
+    " wrong INTEGER NOT NULL,"
+    " max_error REAL,"
+    " nccl_version TEXT,"
+    " gpus TEXT,"
+    " topology TEXT,"
+    " env TEXT,"
+    " created_at REAL NOT NULL,"
+    " UNIQUE (device_id, collective, dtype, bytes, ranks, nodes));";
+
 static const char set_version[] = "PRAGMA user_version = " OS_STR(OS_STORE_SCHEMA);
 
 /* The tables opsched makes and the schema that introduced each.
@@ -210,7 +241,8 @@ static const struct {
     int since;
 } known_tables[] = {
     {"devices", 1},      {"runs", 1},         {"configs", 1}, {"measurements", 1},
-    {"network_runs", 2}, {"calibrations", 3}, {"stages", 4},  {"shipped_data", 0},
+    {"network_runs", 2}, {"calibrations", 3}, {"stages", 4},  {"collectives", 5},
+    {"shipped_data", 0},
 };
 #define N_KNOWN_TABLES ((int)(sizeof(known_tables) / sizeof(known_tables[0])))
 
@@ -316,6 +348,7 @@ opsched_status os_store_schema_build(opsched_store *s, int from)
     if (from < 2) OS_TRY(OS_STORE_EXEC(s, schema_v2, "add the network_runs table"));
     if (from < 3) OS_TRY(OS_STORE_EXEC(s, schema_v3, "add the calibrations table"));
     if (from < 4) OS_TRY(OS_STORE_EXEC(s, schema_v4, "add the stages table"));
+    if (from < 5) OS_TRY(OS_STORE_EXEC(s, schema_v5, "add the collectives table"));
     OS_TRY(OS_STORE_EXEC(s, OS_STORE_SET_APP_ID, "set the application id"));
     return OS_STORE_EXEC(s, set_version, "set the schema version");
 }

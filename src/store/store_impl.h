@@ -19,7 +19,7 @@
 #include "opsched/store.h"
 
 /* The schema this build writes and the newest it can read. */
-#define OS_STORE_SCHEMA 4
+#define OS_STORE_SCHEMA 5
 /* OPSCHED_STORE_APPLICATION_ID in decimal, as PRAGMA takes it. */
 #define OS_STORE_SET_APP_ID "PRAGMA application_id = 1330664259"
 _Static_assert(OPSCHED_STORE_APPLICATION_ID == 1330664259, "OS_STORE_SET_APP_ID is stale");
@@ -77,6 +77,16 @@ struct opsched_store {
     "signature, kind, batch, math, layout, algo_policy, n_groups, n_ops, median_ms, longest_ms, "  \
     "sum_ms, created_at"
 
+/* Columns of `collectives` after id, run_id and device_id. */
+#define OS_COLLECTIVE_COLUMNS                                                                      \
+    "collective, dtype, bytes, count, ranks, nodes, iters, n, min_ms, max_ms, mean_ms, "           \
+    "median_ms, std_ms, p90_ms, p95_ms, p99_ms, trimmed_mean_ms, cv, algbw_gbs, busbw_gbs, "       \
+    "wrong, max_error, nccl_version, gpus, topology, env, created_at"
+/* Copies the attached database `src`'s collectives into main inside the
+ * merge's transaction (runs and devices mapped by their keys; the newer of
+ * two measurements of one collective, size and rank count wins); *added
+ * gets the rows written or replaced.  (collective.c) */
+opsched_status os_store_merge_collectives(opsched_store *s, int64_t *added);
 /* Copies the attached database `src`'s measured stages into main inside
  * the merge's transaction (devices mapped by their keys; the newer of two
  * measurements of one stage and setting wins); *added gets the rows

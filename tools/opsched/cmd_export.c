@@ -1,7 +1,8 @@
 /*
  * cmd_export.c - `opsched export [csv] --db FILE [--op OP] [-o OUT]`: the
  * measurements of a database as CSV, convolutions in the column layout
- * that existing latency datasets use.
+ * that existing latency datasets use; --collectives: the collectives
+ * opsched commbench measured.
  */
 #include <errno.h>
 #include <string.h>
@@ -14,19 +15,24 @@ static const char export_help[] =
     "Writes every measurement as CSV (to stdout unless -o): Batch size, In Channels,\n"
     "Out Channels, Kernel Size, Stride, Width, Height, Flops, Latency, Latency Type,\n"
     "then the operator, algorithm, settings, statistics, energy, device and run.\n"
-    "The format may be given as the argument or with --format; csv is the only one.\n";
+    "The format may be given as the argument or with --format; csv is the only one.\n"
+    "--collectives writes the NCCL collectives of opsched commbench instead: one row\n"
+    "per collective, dtype, size and rank count, with the times, algorithm and bus\n"
+    "bandwidths, the check, the NCCL version, GPUs, topology and environment.\n";
 
-enum { EX_DB, EX_OP, EX_OUT, EX_FORMAT };
+enum { EX_DB, EX_OP, EX_OUT, EX_FORMAT, EX_COLL };
 
 static const tool_opt export_opts[] = {
     {"db", 0, "FILE", "the database", EX_DB},
     {"op", 0, "OP", "keep one operator (conv2d, linear, maxpool, ...)", EX_OP},
     {"output", 'o', "FILE", "write here instead of stdout", EX_OUT},
     {"format", 0, "csv", "the format (csv, the only one)", EX_FORMAT},
+    {"collectives", 0, NULL, "the measured collectives (opsched commbench)", EX_COLL},
     {NULL, 0, NULL, NULL, 0}};
 
 typedef struct export_args {
     const char *db, *op, *out, *format;
+    int collectives;
 } export_args;
 
 static int export_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
@@ -36,6 +42,7 @@ static int export_opt(void *dest, const char *cmd, const tool_opt *o, const char
     if (o->id == EX_DB) a->db = v;
     else if (o->id == EX_OP) a->op = v;
     else if (o->id == EX_OUT) a->out = v;
+    else if (o->id == EX_COLL) a->collectives = 1;
     else a->format = v;
     return TOOL_EXIT_OK;
 }
@@ -58,6 +65,8 @@ int cmd_export(opsched_ctx *ctx, int argc, char **argv)
         return tool_usage_error("export", "the format is csv (the only one export writes), not '%s'",
                                 format);
     if (!db) return tool_usage_error("export", "from where? --db FILE is required");
+    if (a.collectives && op)
+        return tool_usage_error("export", "--op names an operator; --collectives has none");
     {
         const char *in[] = {db};
         int crc = tool_check_output("export", out, in, 1);
@@ -80,7 +89,8 @@ int cmd_export(opsched_ctx *ctx, int argc, char **argv)
         }
         f = o.f;
     }
-    st = opsched_store_export_csv(store, f, op);
+    st = a.collectives ? opsched_store_export_collectives_csv(store, f)
+                       : opsched_store_export_csv(store, f, op);
     if (st != OPSCHED_OK) rc = tool_fail(ctx, st, "export");
     /* An export cut short leaves no file that looks complete. */
     if (out) {

@@ -67,6 +67,9 @@ int cmd_merge(opsched_ctx *ctx, int argc, char **argv)
                "(%lld already there)\n",
                srcs[i], (long long)ms.runs, (long long)ms.devices, (long long)ms.configs,
                (long long)ms.measurements_added, (long long)ms.measurements_skipped);
+        if (ms.collectives)
+            printf("%s: %lld measured collectives added or replaced\n", srcs[i],
+                   (long long)ms.collectives);
         total.measurements_added += ms.measurements_added;
         total.measurements_skipped += ms.measurements_skipped;
     }

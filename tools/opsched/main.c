@@ -25,6 +25,8 @@ static const tool_cmd commands[] = {
     {"validate", "predict profiled networks and compare with what was measured", cmd_validate},
     {"schedule", "search an inter-operator schedule (sequential, greedy, IOS)", cmd_schedule},
     {"run", "run schedules on a device: latency, CUDA graph, speed-up, numerics", cmd_run},
+    {"commbench", "measure NCCL collectives across GPUs; fit their alpha-beta cost models",
+     cmd_commbench},
 };
 
 static void usage(FILE *f)

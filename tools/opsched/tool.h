@@ -56,6 +56,7 @@ int cmd_train_model(opsched_ctx *ctx, int argc, char **argv);
 int cmd_predict(opsched_ctx *ctx, int argc, char **argv);
 int cmd_schedule(opsched_ctx *ctx, int argc, char **argv);
 int cmd_run(opsched_ctx *ctx, int argc, char **argv);
+int cmd_commbench(opsched_ctx *ctx, int argc, char **argv);
 
 /* Measurement settings shared by bench, sweep, profile, run and schedule
  * --cost measure (the options: args.h). */

@@ -110,6 +110,8 @@ typedef struct cu_nvml cu_nvml;
 cu_nvml *cu_nvml_open(opsched_ctx *ctx, const char *pci_bus_id);
 void cu_nvml_close(cu_nvml *n);
 int cu_nvml_has_power(const cu_nvml *n);
+/* Active NVLinks of the GPU; -1 when NVML cannot tell. */
+int cu_nvml_nvlinks(const cu_nvml *n);
 int cu_nvml_has_energy(const cu_nvml *n);
 /* Enforced power limit in W, 0 when unknown. */
 double cu_nvml_power_limit(const cu_nvml *n);

@@ -55,6 +55,7 @@ typedef struct nvml_fns {
     nvml_return (*power_limit)(nvml_device, unsigned int *);
     nvml_return (*driver_version)(char *, unsigned int);
     nvml_return (*field_values)(nvml_device, int, nvml_field_value *);
+    nvml_return (*nvlink_state)(nvml_device, unsigned int, int *);
 } nvml_fns;
 
 struct cu_nvml {
@@ -118,6 +119,7 @@ cu_nvml *cu_nvml_open(opsched_ctx *ctx, const char *pci_bus_id)
     LOAD(lib, f->power_limit, "nvmlDeviceGetEnforcedPowerLimit", NULL);
     LOAD(lib, f->driver_version, "nvmlSystemGetDriverVersion", NULL);
     LOAD(lib, f->field_values, "nvmlDeviceGetFieldValues", NULL);
+    LOAD(lib, f->nvlink_state, "nvmlDeviceGetNvLinkState", NULL);
     nvml_return r = f->init && f->by_pci_bus_id ? f->init() : -1;
     if (r != NVML_OK) {
         os_log(ctx, OPSCHED_LOG_INFO, "cuda: NVML unusable, so no power readings (%s)",
@@ -146,6 +148,20 @@ cu_nvml *cu_nvml_open(opsched_ctx *ctx, const char *pci_bus_id)
         n->has_instant = f->field_values(n->dev, 1, &fv) == NVML_OK && fv.ret == NVML_OK;
     }
     return n;
+}
+
+/* NVML_NVLINK_MAX_LINKS of nvml.h (18 on Hopper). */
+#define NVML_NVLINK_MAX_LINKS 18
+
+int cu_nvml_nvlinks(const cu_nvml *n)
+{
+    if (!n || !n->fn.nvlink_state) return -1;
+    int active = 0;
+    for (unsigned int link = 0; link < NVML_NVLINK_MAX_LINKS; link++) {
+        int on = 0;
+        if (n->fn.nvlink_state(n->dev, link, &on) == NVML_OK && on) active++;
+    }
+    return active;
 }
 
 int cu_nvml_has_power(const cu_nvml *n)

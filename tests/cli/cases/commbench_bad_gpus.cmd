@@ -1,0 +1,1 @@
+commbench --gpus 0

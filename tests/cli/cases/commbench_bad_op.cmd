@@ -1,0 +1,1 @@
+commbench --ops allreduce,allredux

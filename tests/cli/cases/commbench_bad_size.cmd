@@ -1,0 +1,1 @@
+commbench --max-bytes 3Q

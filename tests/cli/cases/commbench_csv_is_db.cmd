@@ -1,0 +1,1 @@
+commbench --db $CASE_TMP/a.db --csv $CASE_TMP/./a.db

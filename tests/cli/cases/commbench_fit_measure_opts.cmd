@@ -1,0 +1,1 @@
+commbench --fit --db $CASE_TMP/x.db --gpus 2

@@ -1,0 +1,1 @@
+commbench --fit

@@ -1,0 +1,1 @@
+commbench --min-bytes 1M --max-bytes 4K

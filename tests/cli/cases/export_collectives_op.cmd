@@ -1,0 +1,1 @@
+export --db $CASE_TMP/a.db --collectives --op conv2d
