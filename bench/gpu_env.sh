@@ -8,6 +8,11 @@ carry=$PWD/${CARRY:-.carry}
 cudnn_venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
 export LD_LIBRARY_PATH=$carry/lib:$cudnn_venv:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 bin=$carry/bin/opsched
+# NCCL: the one the machine's PyTorch uses, so that opsched commbench and
+# torch.distributed measure the same library.
+nccl_venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2
+[ -z "${OPSCHED_NCCL_LIB:-}" ] && [ -f "$nccl_venv" ] && export OPSCHED_NCCL_LIB=$nccl_venv
+export NCCL_NVLS_ENABLE=0
 py=/opt/torch/.venv/bin/python3
 
 gpu_env_write() {

@@ -3,7 +3,8 @@
 
 usage: scripts/export-data.py DB OUTDIR [--device PART]...
 
-Writes OUTDIR/{devices,runs,configs,measurements,network_runs,calibrations}.sql:
+Writes OUTDIR/{devices,runs,configs,measurements,network_runs,calibrations}.sql,
+and collectives.sql when the database holds measured collectives:
 one file per table, a header line that the loader checks
 ("-- opsched data: table=T schema=N rows=N"), then INSERTs with an
 explicit column list, one row per line (a line break inside a text is
@@ -29,13 +30,16 @@ import os
 import sqlite3
 import sys
 
-TABLES = ["devices", "runs", "configs", "measurements", "network_runs", "calibrations"]
+TABLES = ["devices", "runs", "configs", "measurements", "network_runs", "calibrations",
+          "collectives"]
+# Tables written only when they hold rows (data sets from before them lack the file).
+OPTIONAL = {"collectives"}
 # Rows per INSERT statement, on average.
 CHUNK = 32
 # The newest schema this script knows; a newer database is refused.  Schema
 # 4's stages table (measured schedule stages, a per-device cache) is not
 # exported.
-SCHEMA = 4
+SCHEMA = 5
 
 # Each table's foreign keys: column -> (how the lookup is written, the
 # source columns it is made of).
@@ -61,6 +65,12 @@ JOINS = {
         "x JOIN devices d ON d.id = x.device_id",
         "d.backend, d.uuid, x.math",
     ),
+    "collectives": (
+        {"run_id": RUN_KEY, "device_id": DEVICE_KEY},
+        "x JOIN runs r ON r.id = x.run_id JOIN devices d ON d.id = x.device_id",
+        "d.backend, d.uuid, x.collective, x.dtype, x.ranks, x.nodes, x.bytes, x.created_at,"
+        " r.uuid, x.id",
+    ),
     "devices": ({}, "x", "x.backend, x.uuid"),
     "runs": ({}, "x", "x.started_at, x.uuid"),
     "configs": ({}, "x", "x.signature"),
@@ -68,6 +78,8 @@ JOINS = {
 
 
 _READER = sqlite3.connect(":memory:")
+# Whether the database has schema 5's collectives table (set by main).
+HAS_COLLECTIVES = False
 
 
 def float_literal(v):
@@ -140,13 +152,14 @@ def where_clause(table, keep):
     marks = ", ".join("?" * len(ids))
     if table == "devices":
         return f" WHERE x.id IN ({marks})", ids
-    if table in ("measurements", "network_runs", "calibrations"):
+    if table in ("measurements", "network_runs", "calibrations", "collectives"):
         return f" WHERE x.device_id IN ({marks})", ids
     if table == "runs":
+        sources = ["measurements", "network_runs"] + (["collectives"] if HAS_COLLECTIVES else [])
         return (
-            f" WHERE x.id IN (SELECT run_id FROM measurements WHERE device_id IN ({marks}))"
-            f" OR x.id IN (SELECT run_id FROM network_runs WHERE device_id IN ({marks}))",
-            ids + ids,
+            " WHERE " + " OR ".join(
+                f"x.id IN (SELECT run_id FROM {t} WHERE device_id IN ({marks}))" for t in sources),
+            ids * len(sources),
         )
     if table == "configs":
         return (
@@ -217,16 +230,23 @@ def main():
         sys.exit(f"export-data: {args.db} has schema {version}; this script reads 2 to {SCHEMA}"
                  " (open it once with opsched to upgrade it)")
     present = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    global HAS_COLLECTIVES
+    HAS_COLLECTIVES = "collectives" in present
     keep = device_filter(db, args.device)
     os.makedirs(args.outdir, exist_ok=True)
     for table in TABLES:
         path = os.path.join(args.outdir, table + ".sql")
+        if table in OPTIONAL and table not in present:
+            continue
         if table not in present:  # schema 2: no calibrations yet
             with open(path, "w", encoding="utf-8", newline="\n") as f:
                 f.write(f"-- opsched data: table={table} schema={version} rows=0\n")
             print(f"{path}: 0 rows (no {table} table in {args.db})")
             continue
         n = export_table(db, table, keep, path, version)
+        if n == 0 and table in OPTIONAL:
+            os.remove(path)
+            continue
         print(f"{path}: {n} rows")
     db.close()
 

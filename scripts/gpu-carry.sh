@@ -11,7 +11,7 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/tests" "$stage/lib"
 cp "$b/bin/opsched" "$stage/bin/"
 # The tests that need a GPU (the rest run here, in make check).
-for t in test_cuda_gpu test_cuda_ops_gpu test_exec_gpu test_sched_exec_gpu test_conformance test_measure; do
+for t in test_cuda_gpu test_cuda_ops_gpu test_exec_gpu test_sched_exec_gpu test_conformance test_measure test_comm; do
   [ -x "$b/tests/$t" ] && cp "$b/tests/$t" "$stage/tests/"
 done
 # Everything the binaries load that the GPU machine does not have:

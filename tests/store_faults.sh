@@ -262,7 +262,7 @@ check "corrupt: the database is unchanged" test "$before" = "$(sum_of "$corrupt"
 # ---- an older schema ----------------------------------------------------------
 old=$tmp/old.db
 cp "$good" "$old"
-"$py" -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('DROP TABLE stages');
+"$py" -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('DROP TABLE stages'); c.execute('DROP TABLE collectives');
 c.execute('PRAGMA user_version = 3'); c.execute('PRAGMA application_id = 0'); c.commit();
 c.execute('PRAGMA journal_mode = DELETE')" "$old"
 refused "status" "$old" "older schema" status --db @

@@ -163,7 +163,8 @@ static void test_schema2_upgraded(void **state)
     int64_t dev = add_device(s, "GPU-1");
     opsched_store_close(s);
     /* What a schema-2 build left: no calibrations table, version 2. */
-    sql(fx->path, "DROP TABLE stages; DROP TABLE calibrations; PRAGMA user_version = 2;");
+    sql(fx->path, "DROP TABLE collectives; DROP TABLE stages; DROP TABLE calibrations;"
+                  " PRAGMA user_version = 2;");
     assert_int_equal(sql_int(fx->path, "SELECT count(*) FROM sqlite_master WHERE name = "
                                        "'calibrations'"),
                      0);

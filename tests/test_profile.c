@@ -514,7 +514,7 @@ static void test_store_networks(void **state)
 
     /* A schema-1 file (no network_runs, no calibrations) gains the tables
      * when opened. */
-    sql(path, "DROP TABLE network_runs; DROP TABLE calibrations; DROP TABLE stages;"
+    sql(path, "DROP TABLE network_runs; DROP TABLE calibrations; DROP TABLE stages; DROP TABLE collectives;"
               " PRAGMA user_version = 1;");
     assert_int_equal(opsched_store_open(fx->ctx, path, OPSCHED_STORE_READ_WRITE, &s), OPSCHED_OK);
     assert_int_equal(opsched_store_has_network(s, dev, &n, &found), OPSCHED_OK);

@@ -1467,7 +1467,7 @@ static void test_stage_store(void **state)
     opsched_store_close(s);
 
     /* a schema-3 file gains the stages table when opened */
-    exec_sql(other, "DROP TABLE stages; PRAGMA user_version = 3;");
+    exec_sql(other, "DROP TABLE collectives; DROP TABLE stages; PRAGMA user_version = 3;");
     ok(ctx, opsched_store_open(ctx, other, OPSCHED_STORE_READ_WRITE, &b));
     ok(ctx, opsched_store_stage_put(b, bdev, &r));
     opsched_store_close(b);

@@ -427,7 +427,7 @@ static void test_newer_schema_refused(void **state)
     const char *msg = opsched_ctx_last_error(fx->ctx);
     assert_non_null(strstr(msg, path));
     assert_non_null(strstr(msg, "was written by a newer opsched (schema 999, this build reads "
-                                "up to 4)"));
+                                "up to 5)"));
 }
 
 static void test_not_a_database(void **state)

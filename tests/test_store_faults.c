@@ -417,7 +417,8 @@ static void test_disk_full_at_upgrade(void **state)
     seeded z = seed(fx, path);
     assert_int_equal(add(&z, 0), OPSCHED_OK);
     opsched_store_close(z.s);
-    exec_raw(path, "DROP TABLE stages; PRAGMA user_version = 3; PRAGMA application_id = 0;"
+    exec_raw(path, "DROP TABLE collectives; DROP TABLE stages; PRAGMA user_version = 3; PRAGMA "
+                   "application_id = 0;"
                    " PRAGMA journal_mode = DELETE");
     long n = 0;
     unsigned char *before = slurp(path, &n);

@@ -44,9 +44,12 @@
 #define OPSCHED_BUILD_CACHE_DIR ""
 #endif
 
-/* In the order they are loaded: what a row refers to comes first. */
-static const char *const tables[] = {"devices",      "runs",        "configs", "measurements",
-                                     "network_runs", "calibrations"};
+/* In the order they are loaded: what a row refers to comes first.  The
+ * tables from `collectives` on are optional (data sets from before them
+ * lack the file). */
+static const char *const tables[] = {"devices",      "runs",         "configs",    "measurements",
+                                     "network_runs", "calibrations", "collectives"};
+#define FIRST_OPTIONAL 6
 #define N_TABLES ((int)OS_ARRAY_LEN(tables))
 
 #define PATH_MAX_LEN 1024
@@ -168,6 +171,10 @@ static opsched_status read_texts(opsched_ctx *ctx, const char *name, const char 
             return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
                            "shipped data '%s': the folder's path is too long (%zu bytes at most)",
                            name, sizeof(f[i].path) - 16);
+        if (i >= FIRST_OPTIONAL && access(f[i].path, F_OK) != 0) {
+            f[i].text = NULL;
+            continue;
+        }
         if (access(f[i].path, F_OK) != 0)
             return OS_FAIL(ctx, OPSCHED_ERR_IO,
                            "shipped data '%s': %s is missing (every data set has devices, runs, "
@@ -342,7 +349,8 @@ static opsched_status build(opsched_ctx *ctx, const char *name, const char *dir,
     os_binder b;
     OS_TRY(opsched_store_open(ctx, tmp, OPSCHED_STORE_READ_WRITE, &s));
     OS_TRY_GOTO(st, os_store_begin(s), done);
-    for (int i = 0; i < N_TABLES; i++) OS_TRY_GOTO(st, load_text(s, &f[i], tables[i]), done);
+    for (int i = 0; i < N_TABLES; i++)
+        if (f[i].text) OS_TRY_GOTO(st, load_text(s, &f[i], tables[i]), done);
     OS_TRY_GOTO(st,
                 OS_STORE_EXEC(s,
                               "CREATE TABLE shipped_data (name TEXT NOT NULL, fingerprint TEXT"

@@ -4,6 +4,8 @@
  * operations enqueued back to back, after a warm-up) and checked element
  * by element against the values opsched_collective_expected gives.
  *
+ * Before each sample the ranks are lined up by a one-element all-reduce
+ * that is waited for, outside the timed region.
  * NCCL is opened with dlopen (OPSCHED_NCCL_LIB, else libnccl.so.2), never
  * linked, so a build with CUDA runs where NCCL is missing and says so.
  * The few NCCL types used are declared here with nccl.h's values.
@@ -168,6 +170,7 @@ typedef struct rank_state {
     cudaStream_t stream;
     cudaEvent_t start, stop;
     void *send, *recv; /* device buffers of the largest case */
+    void *line_up;     /* one float: the all-reduce that lines the ranks up */
     void *host;        /* staging for fills and checks */
     size_t send_cap, recv_cap, host_cap;
     int nccl_type, esz;
@@ -342,6 +345,14 @@ static int run_case(rank_state *s, int k, os_comm_msg *m)
     m->case_index = k;
     m->n = o->samples;
     for (int j = 0; j < o->samples; j++) {
+        /* The ranks lined up outside the timed region (nccl-tests' barrier
+         * before timing): a one-element all-reduce, waited for. */
+        if (!nccl_ok(s,
+                     s->f.all_reduce(s->line_up, s->line_up, 1, NCCL_FLOAT32, NCCL_SUM, s->comm,
+                                     s->stream),
+                     "ncclAllReduce (line-up)") ||
+            !cuda_ok(s, cudaStreamSynchronize(s->stream), "line-up"))
+            return 0;
         if (!cuda_ok(s, cudaEventRecord(s->start, s->stream), "cudaEventRecord")) return 0;
         for (int i = 0; i < o->iters; i++)
             if (!launch(s, c)) return 0;
@@ -444,7 +455,9 @@ static int setup(rank_state *s, os_comm_msg *hello)
            cuda_ok(s, cudaEventCreate(&s->start), "cudaEventCreate") &&
            cuda_ok(s, cudaEventCreate(&s->stop), "cudaEventCreate") &&
            cuda_ok(s, cudaMalloc(&s->send, s->send_cap ? s->send_cap : 1), "cudaMalloc (send)") &&
-           cuda_ok(s, cudaMalloc(&s->recv, s->recv_cap ? s->recv_cap : 1), "cudaMalloc (recv)");
+           cuda_ok(s, cudaMalloc(&s->recv, s->recv_cap ? s->recv_cap : 1), "cudaMalloc (recv)") &&
+           cuda_ok(s, cudaMalloc(&s->line_up, sizeof(float)), "cudaMalloc (line-up)") &&
+           cuda_ok(s, cudaMemset(s->line_up, 0, sizeof(float)), "cudaMemset (line-up)");
 }
 
 int os_comm_rank_main(const os_comm_rank *a)
@@ -493,6 +506,7 @@ int os_comm_rank_main(const os_comm_rank *a)
     if (s.comm) (void)s.f.comm_destroy(s.comm);
     if (s.send) (void)cudaFree(s.send);
     if (s.recv) (void)cudaFree(s.recv);
+    if (s.line_up) (void)cudaFree(s.line_up);
     free(s.host);
     return ok ? 0 : 1;
 }
