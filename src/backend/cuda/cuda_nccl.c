@@ -9,7 +9,9 @@
  * NCCL is opened with dlopen (OPSCHED_NCCL_LIB, else libnccl.so.2), never
  * linked, so a build with CUDA runs where NCCL is missing and says so.
  * The few NCCL types used are declared here with nccl.h's values.
- * All-to-all is grouped send/recv, as PyTorch's all_to_all_single runs
+ * Broadcast runs in place (the root's buffer is every rank's), as
+ * torch.distributed.broadcast and DDP's parameter broadcast run it; the
+ * others out of place.  All-to-all is grouped send/recv, as PyTorch's all_to_all_single runs
  * it; send/recv sends to rank + 1 and receives from rank - 1 in one group.
  * Everything here runs in a process forked by commbench.c; results go up
  * the pipe as os_comm_msg records.
@@ -214,8 +216,8 @@ static int launch(rank_state *s, const os_comm_case *c)
         return nccl_ok(s,
                        s->f.reduce_scatter(s->send, s->recv, part, t, NCCL_SUM, s->comm, s->stream),
                        "ncclReduceScatter");
-    case OPSCHED_BROADCAST:
-        return nccl_ok(s, s->f.broadcast(s->send, s->recv, count, t, 0, s->comm, s->stream),
+    case OPSCHED_BROADCAST: /* in place, as torch.distributed.broadcast runs it */
+        return nccl_ok(s, s->f.broadcast(s->send, s->send, count, t, 0, s->comm, s->stream),
                        "ncclBroadcast");
     case OPSCHED_ALLTOALL: {
         if (!nccl_ok(s, s->f.group_start(), "ncclGroupStart")) return 0;
@@ -312,7 +314,8 @@ static int check(rank_state *s, const os_comm_case *c, int64_t recv_bytes, int64
 {
     double in[17], sum[17];
     period_tables(s->a, in, sum);
-    if (!cuda_ok(s, cudaMemcpy(s->host, s->recv, (size_t)recv_bytes, cudaMemcpyDeviceToHost),
+    const void *out = c->collective == OPSCHED_BROADCAST ? s->send : s->recv;
+    if (!cuda_ok(s, cudaMemcpy(s->host, out, (size_t)recv_bytes, cudaMemcpyDeviceToHost),
                  "cudaMemcpy (outputs)"))
         return 0;
     size_t n = (size_t)recv_bytes / (size_t)s->esz;
