@@ -355,6 +355,111 @@ static void test_commbench_refusals(void **state)
     opsched_ctx_free(ctx);
 }
 
+/* ---- the DDP timeline, against timelines worked out by hand ---------------- */
+
+#define MB (1024.0 * 1024.0)
+
+/* 1 ms per MiB, no fixed cost: easy to follow by hand. */
+static double ms_per_mb(double bytes, void *user)
+{
+    (void)user;
+    return 1000.0 * bytes / MB;
+}
+
+static void test_ddp_buckets(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx = NULL;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    /* Registration order: 10, 10, 0.5, 0.5, 30 MiB.  Reversed: 30 MiB
+     * fills the 1 MiB first bucket alone; the rest (21 MiB) stay under
+     * 25 MiB: one bucket. */
+    opsched_ddp_param p[5] = {{(int64_t)(10 * MB), 0},
+                              {(int64_t)(10 * MB), 0},
+                              {(int64_t)(0.5 * MB), 0},
+                              {(int64_t)(0.5 * MB), 0},
+                              {(int64_t)(30 * MB), 0}};
+    opsched_ddp_options o;
+    opsched_ddp_options_init(&o);
+    int *of = NULL, nb = 0;
+    assert_int_equal(opsched_ddp_buckets(ctx, p, 5, &o, &of, &nb), OPSCHED_OK);
+    assert_int_equal(nb, 2);
+    int want[5] = {1, 1, 1, 1, 0};
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(of[i], want[i]);
+    free(of);
+    /* A 5 MiB cap: 0.5 + 0.5 + 10 closes at 11 MiB, then 10 alone. */
+    o.bucket_cap_mb = 5;
+    assert_int_equal(opsched_ddp_buckets(ctx, p, 5, &o, &of, &nb), OPSCHED_OK);
+    assert_int_equal(nb, 3);
+    int want5[5] = {2, 1, 1, 1, 0};
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(of[i], want5[i]);
+    free(of);
+    o.bucket_cap_mb = 0;
+    assert_int_equal(opsched_ddp_buckets(ctx, p, 5, &o, &of, &nb), OPSCHED_ERR_INVALID_ARG);
+    opsched_ctx_free(ctx);
+}
+
+static void test_ddp_timeline(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx = NULL;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    /* Gradients: p3 (0.5 MiB) at 1 ms, p2 (0.5) at 2, p1 (2) at 6, p0 (2)
+     * at 9, of a 10 ms backward.  Buckets: {p3, p2} (1 MiB, ready at 2,
+     * all-reduced 2..3), {p1, p0} (4 MiB, ready at 9, 9..13). */
+    opsched_ddp_param p[4] = {{(int64_t)(2 * MB), 9},
+                              {(int64_t)(2 * MB), 6},
+                              {(int64_t)(0.5 * MB), 2},
+                              {(int64_t)(0.5 * MB), 1}};
+    opsched_ddp_compute c = {5, 10, 1};
+    opsched_ddp_options o;
+    opsched_ddp_options_init(&o);
+    opsched_ddp_result r;
+    assert_int_equal(opsched_ddp_timeline(ctx, p, 4, &c, ms_per_mb, NULL, &o, &r), OPSCHED_OK);
+    assert_int_equal(r.n_buckets, 2);
+    assert_true(fabs(r.buckets[0].start_ms - 2) < 1e-9 && fabs(r.buckets[0].end_ms - 3) < 1e-9);
+    assert_true(fabs(r.buckets[1].start_ms - 9) < 1e-9 && fabs(r.buckets[1].end_ms - 13) < 1e-9);
+    assert_true(fabs(r.comm_ms - 5) < 1e-9);
+    assert_true(fabs(r.exposed_ms - 3) < 1e-9);
+    assert_true(fabs(r.hidden_ms - 2) < 1e-9);
+    assert_true(fabs(r.iteration_ms - 19) < 1e-9); /* 5 + 13 + 1 */
+    assert_true(fabs(r.single_ms - 16) < 1e-9);
+    assert_true(fabs(r.scaling_efficiency - 16.0 / 19.0) < 1e-9);
+    assert_int_equal(r.bucket_buffer_bytes, (int64_t)(5 * MB));
+    opsched_ddp_result_free(&r);
+
+    /* Overlap slows backward: 2 ms of communication inside backward
+     * ([2, 3] and [9, 10]) at 0.5 stretch it to 11 ms; the ready times
+     * stretch with it (2.2 and 9.9), the last bucket ends at 13.9. */
+    o.overlap_slowdown = 0.5;
+    assert_int_equal(opsched_ddp_timeline(ctx, p, 4, &c, ms_per_mb, NULL, &o, &r), OPSCHED_OK);
+    assert_true(fabs(r.backward_ms - 11) < 1e-9);
+    assert_true(fabs(r.buckets[1].end_ms - 13.9) < 1e-9);
+    assert_true(fabs(r.iteration_ms - 19.9) < 1e-9);
+    assert_true(fabs(r.exposed_ms - 2.9) < 1e-9);
+    opsched_ddp_result_free(&r);
+
+    /* Four micro-steps, three under no_sync: 3 x 15 + 5 + 13 + 1. */
+    o.overlap_slowdown = 0;
+    o.accumulation_steps = 4;
+    o.gradient_as_bucket_view = 1;
+    assert_int_equal(opsched_ddp_timeline(ctx, p, 4, &c, ms_per_mb, NULL, &o, &r), OPSCHED_OK);
+    assert_true(fabs(r.iteration_ms - 64) < 1e-9);
+    assert_true(fabs(r.single_ms - 61) < 1e-9);
+    assert_int_equal(r.bucket_buffer_bytes, 0);
+    opsched_ddp_result_free(&r);
+
+    /* A gradient after backward's end is refused, naming it. */
+    p[0].ready_ms = 11;
+    o.accumulation_steps = 1;
+    assert_int_equal(opsched_ddp_timeline(ctx, p, 4, &c, ms_per_mb, NULL, &o, &r),
+                     OPSCHED_ERR_INVALID_ARG);
+    assert_non_null(strstr(opsched_ctx_last_error(ctx), "parameter 0"));
+    opsched_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -365,6 +470,8 @@ int main(void)
         cmocka_unit_test(test_fit_known_pieces),
         cmocka_unit_test(test_store_roundtrip),
         cmocka_unit_test(test_commbench_refusals),
+        cmocka_unit_test(test_ddp_buckets),
+        cmocka_unit_test(test_ddp_timeline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

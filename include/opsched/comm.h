@@ -212,6 +212,75 @@ double opsched_comm_fit_eval(const opsched_comm_fit *f, double bytes);
  * "bandwidth-bound" (the last piece, beta dominating) or "transition". */
 const char *opsched_comm_segment_regime(const opsched_comm_fit *f, int i);
 
+/* ---- data-parallel training: PyTorch DDP ------------------------------- */
+
+/* One parameter in registration order (model.parameters()). */
+typedef struct opsched_ddp_param {
+    int64_t bytes;   /* its gradient as all-reduced */
+    double ready_ms; /* when backward has produced it, from backward's start */
+} opsched_ddp_param;
+
+/* One rank's compute, without communication (one micro-step). */
+typedef struct opsched_ddp_compute {
+    double forward_ms; /* forward and loss */
+    double backward_ms;
+    double optimizer_ms;
+} opsched_ddp_compute;
+
+typedef struct opsched_ddp_options {
+    double bucket_cap_mb;   /* DDP's bucket_cap_mb (25; MB = 2^20 bytes) */
+    double first_bucket_mb; /* the first bucket's cap (1) */
+    /* Backward is stretched by this many ms per ms that communication
+     * kernels are resident during it (fitted to measured steps; 0 none). */
+    double overlap_slowdown;
+    int accumulation_steps;      /* micro-steps per optimizer step, all but the last no_sync (1) */
+    int gradient_as_bucket_view; /* 1: gradients live in the buckets (no second copy) */
+} opsched_ddp_options;
+
+void opsched_ddp_options_init(opsched_ddp_options *o);
+
+typedef struct opsched_ddp_bucket {
+    int first_param, last_param; /* registration indices: first_param is the highest */
+    int n_params;
+    int64_t bytes;
+    double ready_ms, start_ms, end_ms; /* from backward's start */
+    double comm_ms;
+} opsched_ddp_bucket;
+
+typedef struct opsched_ddp_result {
+    int n_buckets;
+    opsched_ddp_bucket *buckets;    /* owned: opsched_ddp_result_free */
+    double forward_ms, backward_ms; /* backward stretched by overlap */
+    double optimizer_ms;
+    double comm_ms;              /* all-reduce time, all buckets */
+    double exposed_ms;           /* of it, after backward ends */
+    double hidden_ms;            /* of it, under backward */
+    double slowdown_ms;          /* backward's stretch from overlap */
+    double iteration_ms;         /* one optimizer step, all micro-steps */
+    double single_ms;            /* the same work on one GPU without DDP */
+    double scaling_efficiency;   /* single_ms / iteration_ms: per-GPU throughput kept */
+    int64_t bucket_buffer_bytes; /* the buckets' flat buffers beside the gradients */
+} opsched_ddp_result;
+
+void opsched_ddp_result_free(opsched_ddp_result *r);
+
+/* The all-reduce time of a message, in microseconds (e.g. a fit's). */
+typedef double (*opsched_comm_cost_fn)(double bytes, void *user);
+
+/* The bucket of each parameter (*bucket_of[i], caller frees), DDP's
+ * assignment: reverse registration order, a bucket closed once it holds
+ * its cap. */
+opsched_status opsched_ddp_buckets(opsched_ctx *ctx, const opsched_ddp_param *params, int n,
+                                   const opsched_ddp_options *o, int **bucket_of, int *n_buckets);
+
+/* One DDP iteration on a timeline (src/comm/ddp.c says how).  Fails with
+ * OPSCHED_ERR_INVALID_ARG naming what is wrong (a gradient ready outside
+ * backward, a negative time, no cost for a bucket). */
+opsched_status opsched_ddp_timeline(opsched_ctx *ctx, const opsched_ddp_param *params, int n,
+                                    const opsched_ddp_compute *c, opsched_comm_cost_fn cost,
+                                    void *user, const opsched_ddp_options *o,
+                                    opsched_ddp_result *out);
+
 #ifdef __cplusplus
 }
 #endif
