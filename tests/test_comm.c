@@ -441,8 +441,17 @@ static void test_ddp_timeline(void **state)
     assert_true(fabs(r.exposed_ms - 2.9) < 1e-9);
     opsched_ddp_result_free(&r);
 
-    /* Four micro-steps, three under no_sync: 3 x 15 + 5 + 13 + 1. */
+    /* The reducer's 250 us per gradient, four gradients: the same 1 ms
+     * stretch, the same timeline. */
     o.overlap_slowdown = 0;
+    o.per_param_us = 250;
+    assert_int_equal(opsched_ddp_timeline(ctx, p, 4, &c, ms_per_mb, NULL, &o, &r), OPSCHED_OK);
+    assert_true(fabs(r.backward_ms - 11) < 1e-9);
+    assert_true(fabs(r.iteration_ms - 19.9) < 1e-9);
+    opsched_ddp_result_free(&r);
+    o.per_param_us = 0;
+
+    /* Four micro-steps, three under no_sync: 3 x 15 + 5 + 13 + 1. */
     o.accumulation_steps = 4;
     o.gradient_as_bucket_view = 1;
     assert_int_equal(opsched_ddp_timeline(ctx, p, 4, &c, ms_per_mb, NULL, &o, &r), OPSCHED_OK);

@@ -233,6 +233,9 @@ typedef struct opsched_ddp_options {
     /* Backward is stretched by this many ms per ms that communication
      * kernels are resident during it (fitted to measured steps; 0 none). */
     double overlap_slowdown;
+    /* The reducer's work per gradient (autograd hook, copy into its
+     * bucket) that backward waits for, microseconds (fitted; 0 none). */
+    double per_param_us;
     int accumulation_steps;      /* micro-steps per optimizer step, all but the last no_sync (1) */
     int gradient_as_bucket_view; /* 1: gradients live in the buckets (no second copy) */
 } opsched_ddp_options;
@@ -280,6 +283,24 @@ opsched_status opsched_ddp_timeline(opsched_ctx *ctx, const opsched_ddp_param *p
                                     const opsched_ddp_compute *c, opsched_comm_cost_fn cost,
                                     void *user, const opsched_ddp_options *o,
                                     opsched_ddp_result *out);
+
+/* DDP's inputs from a training graph (opsched_training_graph) and the
+ * time of each of its nodes (node_ms[i], e.g. a prediction's
+ * composed_ms): forward (to the loss) and backward times, and for each
+ * "grad/<w>" output in registration order its bytes and when backward
+ * has made it.  *params is the caller's (free). */
+opsched_status opsched_ddp_from_training(opsched_ctx *ctx, const opsched_graph *tg,
+                                         const double *node_ms, opsched_ddp_param **params,
+                                         int *n_params, opsched_ddp_compute *c);
+
+/* The alpha-beta fit of a collective over ranks GPUs (nodes 1) in dtype,
+ * from the collectives a store holds of the device named (NULL: the only
+ * one).  OPSCHED_ERR_NOT_FOUND naming what the store does hold when it
+ * has too few sizes (at least 3) of that collective, dtype and rank
+ * count. */
+opsched_status opsched_comm_fit_from_store(opsched_ctx *ctx, struct opsched_store *s,
+                                           const char *device, opsched_collective c,
+                                           opsched_dtype dtype, int ranks, opsched_comm_fit *out);
 
 #ifdef __cplusplus
 }

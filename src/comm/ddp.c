@@ -13,6 +13,9 @@
  *  - while communication kernels are resident during backward, compute
  *    runs slower: backward is stretched by overlap_slowdown times that
  *    overlap (NCCL's kernels hold SMs, waiting for peers included);
+ *  - the reducer's work per gradient (its autograd hook, the copy into
+ *    the bucket) stretches backward by per_param_us each, where it is on
+ *    the critical path (a host-bound eager step);
  *  - the optimizer starts after the last all-reduce and the end of
  *    backward;
  *  - with gradient accumulation (no_sync), only the last micro-step
@@ -97,10 +100,11 @@ opsched_status opsched_ddp_timeline(opsched_ctx *ctx, const opsched_ddp_param *p
                        "DDP timeline: forward %g ms, backward %g ms, optimizer %g ms (none may "
                        "be negative)",
                        c->forward_ms, c->backward_ms, c->optimizer_ms);
-    if (o->accumulation_steps < 1 || !(o->overlap_slowdown >= 0))
+    if (o->accumulation_steps < 1 || !(o->overlap_slowdown >= 0) || !(o->per_param_us >= 0))
         return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
-                       "DDP timeline: %d accumulation steps, slowdown %g (at least 1 and 0)",
-                       o->accumulation_steps, o->overlap_slowdown);
+                       "DDP timeline: %d accumulation steps, slowdown %g, %g us per gradient (at "
+                       "least 1, 0 and 0)",
+                       o->accumulation_steps, o->overlap_slowdown, o->per_param_us);
     for (int i = 0; i < n; i++)
         if (!(params[i].ready_ms >= 0) || params[i].ready_ms > c->backward_ms * (1 + 1e-9) + 1e-9)
             return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
@@ -141,7 +145,7 @@ opsched_status opsched_ddp_timeline(opsched_ctx *ctx, const opsched_ddp_param *p
         comm_total += bk[k].comm_ms;
         resident += overlap(bk[k].start_ms, bk[k].end_ms, c->backward_ms);
     }
-    double backward = c->backward_ms + o->overlap_slowdown * resident;
+    double backward = c->backward_ms + o->overlap_slowdown * resident + n * o->per_param_us * 1e-3;
     /* Stretching backward delays what waits on it: the last bucket can
      * start no earlier than the last gradient, now later. */
     double shift = backward - c->backward_ms;
@@ -176,5 +180,63 @@ opsched_status opsched_ddp_timeline(opsched_ctx *ctx, const opsched_ddp_param *p
     for (int i = 0; i < n; i++)
         total += params[i].bytes;
     out->bucket_buffer_bytes = o->gradient_as_bucket_view ? 0 : total;
+    return OPSCHED_OK;
+}
+
+opsched_status opsched_ddp_from_training(opsched_ctx *ctx, const opsched_graph *tg,
+                                         const double *node_ms, opsched_ddp_param **params,
+                                         int *n_params, opsched_ddp_compute *c)
+{
+    *params = NULL;
+    *n_params = 0;
+    memset(c, 0, sizeof(*c));
+    int loss = -1, n_nodes = opsched_graph_num_nodes(tg), n_out = opsched_graph_num_outputs(tg);
+    for (int i = 0; i < n_out && loss < 0; i++) {
+        const opsched_tensor *t = opsched_graph_tensor(tg, opsched_graph_output(tg, i));
+        if (t && t->name && strcmp(t->name, "loss") == 0) loss = t->producer;
+    }
+    if (loss < 0)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
+                       "graph %s is not a training graph (no output 'loss')",
+                       opsched_graph_name(tg));
+    /* Backward's clock: the time each backward node has finished. */
+    double *done = malloc((size_t)(n_nodes ? n_nodes : 1) * sizeof(double));
+    opsched_ddp_param *p = malloc((size_t)(n_out ? n_out : 1) * sizeof(*p));
+    if (!done || !p) {
+        free(done);
+        free(p);
+        return OS_NOMEM(ctx);
+    }
+    double fwd = 0, bwd = 0;
+    for (int i = 0; i < n_nodes; i++) {
+        double ms = node_ms[i];
+        if (!(ms >= 0)) {
+            free(done);
+            free(p);
+            return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
+                           "node %d (%s) of %s has no time: the DDP timeline needs every node's", i,
+                           opsched_graph_node(tg, i)->name, opsched_graph_name(tg));
+        }
+        if (i <= loss)
+            fwd += ms;
+        else
+            bwd += ms;
+        done[i] = i <= loss ? 0 : bwd;
+    }
+    int n = 0;
+    for (int i = 0; i < n_out; i++) {
+        const opsched_tensor *t = opsched_graph_tensor(tg, opsched_graph_output(tg, i));
+        if (!t || !t->name || strncmp(t->name, "grad/", 5) != 0) continue;
+        /* A gradient made by a view or passed through: ready when its
+         * producer's input was; one before the loss (none) at the start. */
+        p[n].bytes = opsched_shape_numel(&t->shape) * (int64_t)opsched_dtype_size(t->dtype);
+        p[n].ready_ms = t->producer > loss ? done[t->producer] : 0;
+        n++;
+    }
+    free(done);
+    c->forward_ms = fwd;
+    c->backward_ms = bwd;
+    *params = p;
+    *n_params = n;
     return OPSCHED_OK;
 }

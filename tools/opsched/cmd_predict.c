@@ -7,6 +7,7 @@
  * exact measurements.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -44,6 +45,38 @@ static const tool_opt predict_opts[] = {
      PR_ALLOW_PARTIAL},
     {NULL, 0, NULL, NULL, 0}};
 
+/* Data-parallel training (with --train): opsched_ddp_timeline. */
+enum { DP_GPUS, DP_COMM_DB, DP_COMM_DEVICE, DP_BUCKET, DP_SLOWDOWN, DP_PER_PARAM, DP_ACCUM, DP_STEP, DP_VIEW };
+
+static const tool_opt ddp_opts[] = {
+    {"gpus", 0, "N", "with --train: the iteration under PyTorch DDP on N GPUs\n(needs --comm-db)",
+     DP_GPUS},
+    {"comm-db", 0, "FILE", "collectives measured by opsched commbench on those GPUs", DP_COMM_DB},
+    {"comm-device", 0, "NAME", "the GPU of --comm-db's rank 0 (when it holds several)",
+     DP_COMM_DEVICE},
+    {"bucket-mb", 0, "MB", "DDP's bucket_cap_mb (25)", DP_BUCKET},
+    {"overlap-slowdown", 0, "S",
+     "backward stretched by S ms per ms of communication\nresident during it (0)",
+     DP_SLOWDOWN},
+    {"per-param-us", 0, "US", "backward stretched by US per gradient (DDP's reducer, 0)",
+     DP_PER_PARAM},
+    {"accumulation", 0, "N", "micro-steps per optimizer step, all but the last no_sync (1)",
+     DP_ACCUM},
+    {"step-ms", 0, "MS",
+     "a measured one-GPU step: the predicted compute is scaled\nto it, the timeline keeps its "
+     "shares",
+     DP_STEP},
+    {"grad-as-bucket-view", 0, NULL, "gradients live in DDP's buckets (no second copy)",
+     DP_VIEW},
+    {NULL, 0, NULL, NULL, 0}};
+
+typedef struct ddp_args {
+    int gpus;
+    const char *comm_db, *comm_device;
+    opsched_ddp_options o;
+    double step_ms;
+} ddp_args;
+
 typedef struct predict_cmd {
     predict_args a;
     tool_model_opts m;
@@ -52,7 +85,42 @@ typedef struct predict_cmd {
     int leave_out;      /* --leave-out: predict without the network's own measurements */
     int allow_partial;  /* --allow-partial: print a partial answer (exit status still 1) */
     tool_train_opts train; /* --train: the training graph's iteration instead */
+    ddp_args ddp;          /* --gpus: the iteration under DDP */
 } predict_cmd;
+
+static int ddp_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
+{
+    ddp_args *d = dest;
+    int64_t n = 0;
+    char *end = NULL;
+    double x = 0;
+    switch (o->id) {
+    case DP_GPUS:
+        if (!tool_parse_int(v, 1, 1 << 20, &n))
+            return tool_usage_error(cmd, "--gpus %s: a count of at least 1", v);
+        d->gpus = (int)n;
+        return TOOL_EXIT_OK;
+    case DP_COMM_DB: d->comm_db = v; return TOOL_EXIT_OK;
+    case DP_COMM_DEVICE: d->comm_device = v; return TOOL_EXIT_OK;
+    case DP_ACCUM:
+        if (!tool_parse_int(v, 1, 1 << 20, &n))
+            return tool_usage_error(cmd, "--accumulation %s: a count of at least 1", v);
+        d->o.accumulation_steps = (int)n;
+        return TOOL_EXIT_OK;
+    case DP_VIEW: d->o.gradient_as_bucket_view = 1; return TOOL_EXIT_OK;
+    default: break;
+    }
+    x = strtod(v, &end);
+    if (end == v || *end || !(x >= 0) || !isfinite(x) || (o->id != DP_SLOWDOWN && o->id != DP_PER_PARAM && !(x > 0)))
+        return tool_usage_error(cmd, "--%s %s: a %snumber", o->name, v,
+                                o->id == DP_SLOWDOWN || o->id == DP_PER_PARAM ? "non-negative "
+                                                                         : "positive ");
+    if (o->id == DP_BUCKET) d->o.bucket_cap_mb = x;
+    else if (o->id == DP_SLOWDOWN) d->o.overlap_slowdown = x;
+    else if (o->id == DP_PER_PARAM) d->o.per_param_us = x;
+    else d->step_ms = x;
+    return TOOL_EXIT_OK;
+}
 
 static int predict_opt(void *dest, const char *cmd, const tool_opt *o, const char *val)
 {
@@ -78,8 +146,9 @@ static int parse_args(predict_cmd *c, int argc, char **argv)
         {"prediction data options", predict_data_optlist, predict_args_opt, &c->a},
         {"model fitting options", predict_train_optlist, predict_args_opt, &c->a},
         {"training iteration", tool_train_optlist, tool_train_opt, &c->train},
+        {"data-parallel training", ddp_opts, ddp_opt, &c->ddp},
         {"output options", tool_format_optlist, tool_format_opt, &c->fmt}};
-    const tool_cli cli = {"predict", predict_usage, NULL, groups, 6, 1, "network"};
+    const tool_cli cli = {"predict", predict_usage, NULL, groups, 7, 1, "network"};
     const char *pos[1];
     int n_pos = 0;
     int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
@@ -87,6 +156,16 @@ static int parse_args(predict_cmd *c, int argc, char **argv)
     if (!n_pos) return tool_usage_error("predict", "which network? a zoo name or an .onnx file");
     c->m.model = pos[0];
     if (c->m.fold_bn < 0) c->m.fold_bn = !c->train.on; /* BatchNorm trains */
+    if (c->ddp.gpus && !c->train.on)
+        return tool_usage_error("predict", "--gpus predicts data-parallel training: add --train");
+    if (c->ddp.gpus && !c->ddp.comm_db)
+        return tool_usage_error("predict", "--gpus needs the collectives of those GPUs: "
+                                           "--comm-db FILE (opsched commbench --db FILE measures "
+                                           "them)");
+    if (c->ddp.gpus && c->fmt != TOOL_FMT_TABLE)
+        return tool_usage_error("predict", "--gpus prints a table (--format table)");
+    if (!c->ddp.gpus && (c->ddp.comm_db || c->ddp.step_ms > 0))
+        return tool_usage_error("predict", "--comm-db and --step-ms go with --gpus N");
     return tool_train_apply("predict", &c->train, &c->m);
 }
 
@@ -685,6 +764,75 @@ static int report(opsched_ctx *ctx, const predict_cmd *c, const opsched_graph *g
     return missing || nothing ? TOOL_EXIT_FAIL : TOOL_EXIT_OK;
 }
 
+static double fit_cost(double bytes, void *user)
+{
+    return opsched_comm_fit_eval(user, bytes);
+}
+
+/* The training iteration under DDP on --gpus GPUs: the predicted (or, with
+ * --step-ms, measured) compute of one GPU, gradients ready as backward
+ * makes them, buckets all-reduced at the cost --comm-db's fit gives. */
+static int ddp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_graph *g,
+                      const opsched_network_prediction *r)
+{
+    const ddp_args *d = &c->ddp;
+    double *ms = malloc((size_t)(r->n_layers ? r->n_layers : 1) * sizeof(double));
+    if (!ms) return tool_fail(ctx, OPSCHED_ERR_NOMEM, "predict");
+    for (int i = 0; i < r->n_layers; i++)
+        ms[i] = r->layers[i].launches ? r->layers[i].composed_ms : 0.0;
+    opsched_ddp_param *params = NULL;
+    int n = 0;
+    opsched_ddp_compute comp;
+    opsched_status st = opsched_ddp_from_training(ctx, g, ms, &params, &n, &comp);
+    free(ms);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "predict --gpus");
+    double scale = 1.0;
+    if (d->step_ms > 0 && comp.forward_ms + comp.backward_ms > 0) {
+        scale = d->step_ms / (comp.forward_ms + comp.backward_ms);
+        comp.forward_ms *= scale;
+        comp.backward_ms *= scale;
+        for (int i = 0; i < n; i++) params[i].ready_ms *= scale;
+    }
+    opsched_store *store = NULL;
+    opsched_comm_fit fit;
+    int rc = TOOL_EXIT_OK;
+    st = opsched_store_open(ctx, d->comm_db, OPSCHED_STORE_READ_ONLY, &store);
+    if (st == OPSCHED_OK)
+        st = opsched_comm_fit_from_store(ctx, store, d->comm_device, OPSCHED_ALLREDUCE,
+                                         OPSCHED_F32, d->gpus, &fit);
+    opsched_store_close(store);
+    if (st != OPSCHED_OK) {
+        free(params);
+        return tool_fail(ctx, st, d->comm_db);
+    }
+    opsched_ddp_result res;
+    st = opsched_ddp_timeline(ctx, params, n, &comp, fit_cost, &fit, &d->o, &res);
+    int64_t grad_bytes = 0;
+    for (int i = 0; i < n; i++) grad_bytes += params[i].bytes;
+    int n_params = n;
+    free(params);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "predict --gpus");
+    printf("\ndata-parallel training (DDP) on %d GPUs, buckets of %g MB (the first %g MB)%s:\n",
+           d->gpus, d->o.bucket_cap_mb, d->o.first_bucket_mb,
+           d->step_ms > 0 ? ", compute scaled to the measured one-GPU step" : "");
+    printf("  iteration          %9.3f ms   (one GPU: %.3f ms; scaling efficiency %.1f%%)\n",
+           res.iteration_ms, res.single_ms, 100 * res.scaling_efficiency);
+    printf("  forward + loss     %9.3f ms\n  backward           %9.3f ms   (stretched %.3f ms: "
+           "overlap %g x, %g us per gradient)\n",
+           res.forward_ms, res.backward_ms, res.slowdown_ms, d->o.overlap_slowdown,
+           d->o.per_param_us);
+    printf("  all-reduce         %9.3f ms   in %d buckets of %.1f MB of fp32 gradients (%d "
+           "parameters): %.3f ms hidden under backward, %.3f ms exposed\n",
+           res.comm_ms, res.n_buckets, (double)grad_bytes / 1e6, n_params, res.hidden_ms,
+           res.exposed_ms);
+    printf("  memory per rank    +%.1f MB of bucket buffers beside the gradients%s\n",
+           (double)res.bucket_buffer_bytes / 1e6,
+           d->o.gradient_as_bucket_view ? " (gradients are bucket views)" : "");
+    printf("  optimizer          not in the training graph yet: not counted\n");
+    opsched_ddp_result_free(&res);
+    return rc;
+}
+
 int cmd_predict(opsched_ctx *ctx, int argc, char **argv)
 {
     predict_cmd c;
@@ -693,6 +841,7 @@ int cmd_predict(opsched_ctx *ctx, int argc, char **argv)
     opsched_predict_options_default(&c.o);
     c.fmt = TOOL_FMT_TABLE;
     c.m.fold_bn = -1; /* folded, as deployed; kept with --train */
+    opsched_ddp_options_init(&c.ddp.o);
     int rc = parse_args(&c, argc, argv);
     if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
     rc = predict_args_finish(&c.a, ctx, "predict");
@@ -736,6 +885,7 @@ int cmd_predict(opsched_ctx *ctx, int argc, char **argv)
         rc = tool_fail(ctx, st, c.m.model);
     else
         rc = report(ctx, &c, g, r, p);
+    if (rc == TOOL_EXIT_OK && c.ddp.gpus) rc = ddp_report(ctx, &c, g, r);
     opsched_network_prediction_free(r);
     opsched_predictor_free(p);
     opsched_exclusion_free(x);
