@@ -426,12 +426,15 @@ static void emit(fit_state *f)
         const char *regime = opsched_comm_segment_regime(&fit, i);
         if (f->fmt == TOOL_FMT_TABLE) {
             char lo[32], hi[32];
-            printf("%-14s %5s %5d %5d  %10s %10s %10.2f %12.2f  %-16s %7.1f%% %7.1f%%\n",
+            char bw[32];
+            if (isfinite(s->bw_gbs)) snprintf(bw, sizeof(bw), "%.2f", s->bw_gbs);
+            else snprintf(bw, sizeof(bw), "flat");
+            printf("%-14s %5s %5d %5d  %10s %10s %10.2f %12s  %-16s %7.1f%% %7.1f%%\n",
                    i == 0 ? opsched_collective_name(g->c) : "",
                    i == 0 ? opsched_dtype_name(g->dtype) : "", g->ranks, g->nodes,
                    human_bytes((int64_t)s->lo_bytes, lo, sizeof(lo)),
-                   human_bytes((int64_t)s->hi_bytes, hi, sizeof(hi)), s->alpha_us,
-                   isfinite(s->bw_gbs) ? s->bw_gbs : 0.0, regime, 100 * s->median_rel_err,
+                   human_bytes((int64_t)s->hi_bytes, hi, sizeof(hi)), s->alpha_us, bw, regime,
+                   100 * s->median_rel_err,
                    100 * s->max_rel_err);
         } else if (f->fmt == TOOL_FMT_CSV) {
             printf("%s,%s,%d,%d,%s,%d,%.0f,%.0f,%.6g,%.6g,%s,%.4f,%.4f,%d\n",
