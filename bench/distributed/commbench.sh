@@ -4,7 +4,7 @@
 # same call, same sizes, same timing, the same NCCL library; then the
 # alpha-beta fits, and an interrupted commbench resumed.  On the GPU
 # machine, after the carry is unpacked:
-#   bench/distributed/commbench.sh OUTDIR [GPUS] [MAX_BYTES]
+#   [DTYPES="f32 bf16"] [RESUME=1] bench/distributed/commbench.sh OUTDIR [GPUS] [MAX_BYTES]
 # Writes OUTDIR/{env.txt, commbench-<dtype>.csv, torch-<dtype>.csv,
 # compare-<dtype>.md, fits.txt, fits.csv, resume.txt, commbench.db}.
 set -uo pipefail
@@ -21,7 +21,7 @@ nvidia-smi topo -m >> "$R/env.txt" 2>&1
 torchrun=/opt/torch/.venv/bin/torchrun
 db=$R/commbench.db
 rc=0
-for dt in f32 bf16; do
+for dt in ${DTYPES:-f32 bf16}; do
   pydt=float32; [ $dt = bf16 ] && pydt=bfloat16
   ops=allreduce,allgather,reducescatter,broadcast,alltoall,sendrecv
   [ $dt = bf16 ] && ops=allreduce,allgather,reducescatter
@@ -40,6 +40,7 @@ echo "== fits"
 "$bin" commbench --fit --db "$db" --format csv > "$R/fits.csv" || rc=1
 "$bin" export --db "$db" --collectives -o "$R/collectives.csv" || rc=1
 
+[ "${RESUME:-1}" = 0 ] && exit $rc
 echo "== interrupted and resumed (SIGINT after 4 s, then the same command)"
 rdb=$R/resume.db
 {

@@ -77,6 +77,9 @@ def main():
     ap.add_argument("--comm-db", required=True)
     ap.add_argument("--data", default="h100", help="the data the one-GPU shares come from")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--terms", metavar="SLOWDOWN,US",
+                    help="predict with these fitted terms (e.g. fitted on other machines) instead "
+                         "of leave-one-out")
     ap.add_argument("measured", nargs="+")
     a = ap.parse_args()
     points = []
@@ -96,11 +99,12 @@ def main():
                      measured=r["step_ms_median"])
             p["residual"] = p["measured"] - p["iteration"]
             points.append(p)
-    if len(points) < 2:
+    if len(points) < (1 if a.terms else 2):
         sys.exit("ddp_check: fewer than two configurations measured both ways")
+    fixed = [float(x) for x in a.terms.split(",")] if a.terms else None
     for i, p in enumerate(points):
         others = points[:i] + points[i + 1:]
-        a_ms, s = fit(others)
+        a_ms, s = fit(others) if not fixed else (fixed[1] * 1e-3, fixed[0])
         q = predict(a, p["model"], p["batch"], p["gpus"], p["single"], s, a_ms * 1e3)
         p["loo"] = q["iteration"]
         p["loo_terms"] = (s, a_ms * 1e3)
@@ -110,7 +114,8 @@ def main():
              " (S the measured one-GPU step); leave-one-out: the two fitted terms from the"
              " other configurations only.", "",
              "| source | model | batch | precision | GPUs | 1 GPU ms | DDP ms | predicted, terms off"
-             " | error | predicted, leave-one-out | error | terms (slowdown, us/grad) |",
+             " | error | predicted, %s | error | terms (slowdown, us/grad) |" % (
+                 "terms given" if fixed else "leave-one-out"),
              "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     errs0, errs1 = [], []
     for p in points:
@@ -128,7 +133,8 @@ def main():
     med = lambda e: e[len(e) // 2] if len(e) % 2 else 0.5 * (e[len(e) // 2 - 1] + e[len(e) // 2])
     lines += ["", "- terms off: median |error| %.1f%%, worst %.1f%%" % (100 * med(errs0),
                                                                         100 * errs0[-1]),
-              "- leave-one-out: median |error| %.1f%%, worst %.1f%%" % (100 * med(errs1),
+              "- %s: median |error| %.1f%%, worst %.1f%%" % (
+                  "terms given (--terms %s)" % a.terms if fixed else "leave-one-out", 100 * med(errs1),
                                                                         100 * errs1[-1]),
               "- fitted on all %d: --overlap-slowdown %.3f --per-param-us %.1f" % (
                   len(points), s_all, a_all * 1e3), ""]
