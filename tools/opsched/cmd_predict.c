@@ -46,12 +46,15 @@ static const tool_opt predict_opts[] = {
     {NULL, 0, NULL, NULL, 0}};
 
 /* Data-parallel training (with --train): opsched_ddp_timeline. */
-enum { DP_GPUS, DP_COMM_DB, DP_COMM_DEVICE, DP_BUCKET, DP_SLOWDOWN, DP_PER_PARAM, DP_ACCUM, DP_STEP, DP_VIEW };
+enum { DP_GPUS, DP_COMM_DB, DP_COMM_DATA, DP_COMM_DEVICE, DP_BUCKET, DP_SLOWDOWN, DP_PER_PARAM, DP_ACCUM, DP_STEP, DP_VIEW };
 
 static const tool_opt ddp_opts[] = {
     {"gpus", 0, "N", "with --train: the iteration under PyTorch DDP on N GPUs\n(needs --comm-db)",
      DP_GPUS},
     {"comm-db", 0, "FILE", "collectives measured by opsched commbench on those GPUs", DP_COMM_DB},
+    {"comm-data", 0, "NAME",
+     "or the collectives shipped in data/NAME (h200x2, h200x4:\nH200s over NVLink)",
+     DP_COMM_DATA},
     {"comm-device", 0, "NAME", "the GPU of --comm-db's rank 0 (when it holds several)",
      DP_COMM_DEVICE},
     {"bucket-mb", 0, "MB", "DDP's bucket_cap_mb (25)", DP_BUCKET},
@@ -72,7 +75,7 @@ static const tool_opt ddp_opts[] = {
 
 typedef struct ddp_args {
     int gpus;
-    const char *comm_db, *comm_device;
+    const char *comm_db, *comm_data, *comm_device;
     opsched_ddp_options o;
     double step_ms;
 } ddp_args;
@@ -101,6 +104,7 @@ static int ddp_opt(void *dest, const char *cmd, const tool_opt *o, const char *v
         d->gpus = (int)n;
         return TOOL_EXIT_OK;
     case DP_COMM_DB: d->comm_db = v; return TOOL_EXIT_OK;
+    case DP_COMM_DATA: d->comm_data = v; return TOOL_EXIT_OK;
     case DP_COMM_DEVICE: d->comm_device = v; return TOOL_EXIT_OK;
     case DP_ACCUM:
         if (!tool_parse_int(v, 1, 1 << 20, &n))
@@ -158,14 +162,14 @@ static int parse_args(predict_cmd *c, int argc, char **argv)
     if (c->m.fold_bn < 0) c->m.fold_bn = !c->train.on; /* BatchNorm trains */
     if (c->ddp.gpus && !c->train.on)
         return tool_usage_error("predict", "--gpus predicts data-parallel training: add --train");
-    if (c->ddp.gpus && !c->ddp.comm_db)
+    if (c->ddp.gpus && !c->ddp.comm_db == !c->ddp.comm_data)
         return tool_usage_error("predict", "--gpus needs the collectives of those GPUs: "
                                            "--comm-db FILE (opsched commbench --db FILE measures "
-                                           "them)");
+                                           "them) or --comm-data NAME, one of the two");
     if (c->ddp.gpus && c->fmt != TOOL_FMT_TABLE)
         return tool_usage_error("predict", "--gpus prints a table (--format table)");
-    if (!c->ddp.gpus && (c->ddp.comm_db || c->ddp.step_ms > 0))
-        return tool_usage_error("predict", "--comm-db and --step-ms go with --gpus N");
+    if (!c->ddp.gpus && (c->ddp.comm_db || c->ddp.comm_data || c->ddp.step_ms > 0))
+        return tool_usage_error("predict", "--comm-db, --comm-data and --step-ms go with --gpus N");
     return tool_train_apply("predict", &c->train, &c->m);
 }
 
@@ -764,6 +768,13 @@ static int report(opsched_ctx *ctx, const predict_cmd *c, const opsched_graph *g
     return missing || nothing ? TOOL_EXIT_FAIL : TOOL_EXIT_OK;
 }
 
+static opsched_status first_device(const opsched_collective_row *row, void *user)
+{
+    char *name = user;
+    if (!name[0]) snprintf(name, 128, "%s", row->device_name);
+    return OPSCHED_OK;
+}
+
 static double fit_cost(double bytes, void *user)
 {
     return opsched_comm_fit_eval(user, bytes);
@@ -773,9 +784,10 @@ static double fit_cost(double bytes, void *user)
  * --step-ms, measured) compute of one GPU, gradients ready as backward
  * makes them, buckets all-reduced at the cost --comm-db's fit gives. */
 static int ddp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_graph *g,
-                      const opsched_network_prediction *r)
+                      const opsched_network_prediction *r, const opsched_predictor *p)
 {
     const ddp_args *d = &c->ddp;
+    char path[4096];
     double *ms = malloc((size_t)(r->n_layers ? r->n_layers : 1) * sizeof(double));
     if (!ms) return tool_fail(ctx, OPSCHED_ERR_NOMEM, "predict");
     for (int i = 0; i < r->n_layers; i++)
@@ -795,15 +807,29 @@ static int ddp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_grap
     }
     opsched_store *store = NULL;
     opsched_comm_fit fit;
-    int rc = TOOL_EXIT_OK;
-    st = opsched_store_open(ctx, d->comm_db, OPSCHED_STORE_READ_ONLY, &store);
+    int rc = tool_db_or_shipped(ctx, "predict", d->comm_db, d->comm_data, path, sizeof(path));
+    if (rc != TOOL_EXIT_OK) {
+        free(params);
+        return rc;
+    }
+    st = opsched_store_open(ctx, path, OPSCHED_STORE_READ_ONLY, &store);
     if (st == OPSCHED_OK)
         st = opsched_comm_fit_from_store(ctx, store, d->comm_device, OPSCHED_ALLREDUCE,
                                          OPSCHED_F32, d->gpus, &fit);
+    char comm_gpu[128] = "";
+    if (st == OPSCHED_OK)
+        (void)opsched_store_collectives(store, d->comm_device, first_device, comm_gpu);
     opsched_store_close(store);
+    opsched_predictor_info in;
+    if (st == OPSCHED_OK && d->step_ms <= 0 && opsched_predictor_info_get(p, &in) == OPSCHED_OK &&
+        comm_gpu[0] && strcmp(in.device.name, comm_gpu) != 0)
+        fprintf(stderr,
+                "opsched predict: note: the compute is predicted for %s, the collectives were "
+                "measured on %s (--step-ms takes a one-GPU step measured on those GPUs)\n",
+                in.device.name, comm_gpu);
     if (st != OPSCHED_OK) {
         free(params);
-        return tool_fail(ctx, st, d->comm_db);
+        return tool_fail(ctx, st, d->comm_db ? d->comm_db : d->comm_data);
     }
     opsched_ddp_result res;
     st = opsched_ddp_timeline(ctx, params, n, &comp, fit_cost, &fit, &d->o, &res);
@@ -885,7 +911,7 @@ int cmd_predict(opsched_ctx *ctx, int argc, char **argv)
         rc = tool_fail(ctx, st, c.m.model);
     else
         rc = report(ctx, &c, g, r, p);
-    if (rc == TOOL_EXIT_OK && c.ddp.gpus) rc = ddp_report(ctx, &c, g, r);
+    if (rc == TOOL_EXIT_OK && c.ddp.gpus) rc = ddp_report(ctx, &c, g, r, p);
     opsched_network_prediction_free(r);
     opsched_predictor_free(p);
     opsched_exclusion_free(x);

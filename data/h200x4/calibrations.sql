@@ -1,0 +1,1 @@
+-- opsched data: table=calibrations schema=5 rows=0

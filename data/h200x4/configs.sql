@@ -1,0 +1,1 @@
+-- opsched data: table=configs schema=5 rows=0

@@ -1,0 +1,1 @@
+-- opsched data: table=measurements schema=5 rows=0

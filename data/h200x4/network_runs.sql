@@ -1,0 +1,1 @@
+-- opsched data: table=network_runs schema=5 rows=0

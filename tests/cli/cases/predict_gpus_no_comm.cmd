@@ -1,0 +1,1 @@
+predict alexnet --train --gpus 2

@@ -1,0 +1,1 @@
+predict alexnet --gpus 2 --comm-data h200x2
