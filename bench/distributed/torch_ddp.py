@@ -159,6 +159,9 @@ def parse_args(argv):
     p.add_argument("--strategy", choices=("ddp", "fsdp", "single"), default="ddp")
     p.add_argument("--bucket-mb", type=positive_float, default=25.0,
                    help="DDP bucket_cap_mb (default 25)")
+    p.add_argument("--grad-comm", choices=["f32", "bf16", "fp16"], default="f32",
+                   help="DDP: gradients all-reduced as they are (f32), or through PyTorch's "
+                        "bf16/fp16 compression hook")
     p.add_argument("--grad-as-bucket-view", action="store_true",
                    help="DDP gradient_as_bucket_view=True")
     p.add_argument("--fsdp-impl", choices=("auto", "fully_shard", "fsdp1"), default="auto",
@@ -421,6 +424,11 @@ def run(a):
         from torch.nn.parallel import DistributedDataParallel as DDP
         model = DDP(model, device_ids=[local_rank] if cuda else None,
                     bucket_cap_mb=a.bucket_mb, gradient_as_bucket_view=a.grad_as_bucket_view)
+        if a.grad_comm != "f32":
+            from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+            hook = (default_hooks.bf16_compress_hook if a.grad_comm == "bf16"
+                    else default_hooks.fp16_compress_hook)
+            model.register_comm_hook(None, hook)
     elif a.strategy == "fsdp":
         model, fsdp_impl, fsdp_units = wrap_fsdp(torch, a, model, blocks, dev, world)
     opt = make_optimizer(torch, a, model)
@@ -507,6 +515,7 @@ def run(a):
             "batch": a.batch, "seq": a.seq if a.model in ("bert", "gpt2") else None,
             "world_size": world,
             "bucket_mb": a.bucket_mb if a.strategy == "ddp" else None,
+            "grad_comm": a.grad_comm if a.strategy == "ddp" else None,
             "optimizer": a.optimizer, "optimizer_impl": a.optimizer_impl,
             "step_ms_median": round(med, 4),
             "step_ms_p10": round(percentile(times, 10), 4),

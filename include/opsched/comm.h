@@ -238,6 +238,9 @@ typedef struct opsched_ddp_options {
     double per_param_us;
     int accumulation_steps;      /* micro-steps per optimizer step, all but the last no_sync (1) */
     int gradient_as_bucket_view; /* 1: gradients live in the buckets (no second copy) */
+    /* Bytes sent per gradient byte: 1, or 0.5 under a bf16/fp16
+     * compression hook (buckets are still cut by the fp32 sizes). */
+    double comm_bytes_scale;
 } opsched_ddp_options;
 
 void opsched_ddp_options_init(opsched_ddp_options *o);

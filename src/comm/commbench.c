@@ -537,7 +537,7 @@ opsched_status opsched_commbench_run(opsched_ctx *ctx, const opsched_commbench_o
                 }
             }
             if (!sum.env.topology[0] && (links[0] || peer[0]))
-                snprintf(sum.env.topology, sizeof(sum.env.topology), "%s%s%s%s", peer,
+                snprintf(sum.env.topology, sizeof(sum.env.topology), "%.300s%s%s%.180s", peer,
                          peer[0] && links[0] ? "; " : "", links[0] ? "active NVLinks: " : "",
                          links);
             /* Emit every case all ranks have reported, in order. */

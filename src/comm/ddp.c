@@ -35,6 +35,7 @@ void opsched_ddp_options_init(opsched_ddp_options *o)
     o->first_bucket_mb = 1.0;
     o->overlap_slowdown = 0.0;
     o->accumulation_steps = 1;
+    o->comm_bytes_scale = 1.0;
 }
 
 void opsched_ddp_result_free(opsched_ddp_result *r)
@@ -100,7 +101,8 @@ opsched_status opsched_ddp_timeline(opsched_ctx *ctx, const opsched_ddp_param *p
                        "DDP timeline: forward %g ms, backward %g ms, optimizer %g ms (none may "
                        "be negative)",
                        c->forward_ms, c->backward_ms, c->optimizer_ms);
-    if (o->accumulation_steps < 1 || !(o->overlap_slowdown >= 0) || !(o->per_param_us >= 0))
+    if (o->accumulation_steps < 1 || !(o->overlap_slowdown >= 0) || !(o->per_param_us >= 0) ||
+        !(o->comm_bytes_scale > 0))
         return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
                        "DDP timeline: %d accumulation steps, slowdown %g, %g us per gradient (at "
                        "least 1, 0 and 0)",
@@ -132,12 +134,12 @@ opsched_status opsched_ddp_timeline(opsched_ctx *ctx, const opsched_ddp_param *p
     /* Times from the start of the (last micro-step's) backward. */
     double comm_end = 0, comm_total = 0, resident = 0;
     for (int k = 0; k < nb; k++) {
-        bk[k].comm_ms = cost(bk[k].bytes, user) * 1e-3;
+        bk[k].comm_ms = cost((double)bk[k].bytes * o->comm_bytes_scale, user) * 1e-3;
         if (!(bk[k].comm_ms >= 0)) {
+            long long bytes = (long long)bk[k].bytes;
             free(bk);
             return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
-                           "DDP timeline: no all-reduce time for %lld bytes",
-                           (long long)bk[k].bytes);
+                           "DDP timeline: no all-reduce time for %lld bytes", bytes);
         }
         bk[k].start_ms = bk[k].ready_ms > comm_end ? bk[k].ready_ms : comm_end;
         bk[k].end_ms = bk[k].start_ms + bk[k].comm_ms;

@@ -46,7 +46,7 @@ static const tool_opt predict_opts[] = {
     {NULL, 0, NULL, NULL, 0}};
 
 /* Data-parallel training (with --train): opsched_ddp_timeline. */
-enum { DP_GPUS, DP_COMM_DB, DP_COMM_DATA, DP_COMM_DEVICE, DP_BUCKET, DP_SLOWDOWN, DP_PER_PARAM, DP_ACCUM, DP_STEP, DP_VIEW };
+enum { DP_GPUS, DP_COMM_DB, DP_COMM_DATA, DP_COMM_DEVICE, DP_BUCKET, DP_GRAD_COMM, DP_SLOWDOWN, DP_PER_PARAM, DP_ACCUM, DP_STEP, DP_VIEW };
 
 static const tool_opt ddp_opts[] = {
     {"gpus", 0, "N", "with --train: the iteration under PyTorch DDP on N GPUs\n(needs --comm-db)",
@@ -57,7 +57,13 @@ static const tool_opt ddp_opts[] = {
      DP_COMM_DATA},
     {"comm-device", 0, "NAME", "the GPU of --comm-db's rank 0 (when it holds several)",
      DP_COMM_DEVICE},
-    {"bucket-mb", 0, "MB", "DDP's bucket_cap_mb (25)", DP_BUCKET},
+    {"bucket-mb", 0, "MB|auto",
+     "DDP's bucket_cap_mb (25); auto: the cap of 1 to 200 MB\nthat predicts the shortest "
+     "iteration",
+     DP_BUCKET},
+    {"grad-comm", 0, "f32|bf16|fp16",
+     "the gradients' type on the wire: f32, or a bf16/fp16\ncompression hook (f32)",
+     DP_GRAD_COMM},
     {"overlap-slowdown", 0, "S",
      "backward stretched by S ms per ms of communication\nresident during it (0)",
      DP_SLOWDOWN},
@@ -78,6 +84,8 @@ typedef struct ddp_args {
     const char *comm_db, *comm_data, *comm_device;
     opsched_ddp_options o;
     double step_ms;
+    int bucket_auto;
+    opsched_dtype grad_comm;
 } ddp_args;
 
 typedef struct predict_cmd {
@@ -112,6 +120,19 @@ static int ddp_opt(void *dest, const char *cmd, const tool_opt *o, const char *v
         d->o.accumulation_steps = (int)n;
         return TOOL_EXIT_OK;
     case DP_VIEW: d->o.gradient_as_bucket_view = 1; return TOOL_EXIT_OK;
+    case DP_GRAD_COMM:
+        if (strcmp(v, "f32") == 0) d->grad_comm = OPSCHED_F32;
+        else if (strcmp(v, "bf16") == 0) d->grad_comm = OPSCHED_BF16;
+        else if (strcmp(v, "fp16") == 0 || strcmp(v, "f16") == 0) d->grad_comm = OPSCHED_F16;
+        else return tool_usage_error(cmd, "--grad-comm %s: f32, bf16 or fp16", v);
+        d->o.comm_bytes_scale = d->grad_comm == OPSCHED_F32 ? 1.0 : 0.5;
+        return TOOL_EXIT_OK;
+    case DP_BUCKET:
+        if (strcmp(v, "auto") == 0) {
+            d->bucket_auto = 1;
+            return TOOL_EXIT_OK;
+        }
+        break;
     default: break;
     }
     x = strtod(v, &end);
@@ -815,7 +836,7 @@ static int ddp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_grap
     st = opsched_store_open(ctx, path, OPSCHED_STORE_READ_ONLY, &store);
     if (st == OPSCHED_OK)
         st = opsched_comm_fit_from_store(ctx, store, d->comm_device, OPSCHED_ALLREDUCE,
-                                         OPSCHED_F32, d->gpus, &fit);
+                                         d->grad_comm, d->gpus, &fit);
     char comm_gpu[128] = "";
     if (st == OPSCHED_OK)
         (void)opsched_store_collectives(store, d->comm_device, first_device, comm_gpu);
@@ -832,14 +853,32 @@ static int ddp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_grap
         return tool_fail(ctx, st, d->comm_db ? d->comm_db : d->comm_data);
     }
     opsched_ddp_result res;
-    st = opsched_ddp_timeline(ctx, params, n, &comp, fit_cost, &fit, &d->o, &res);
+    opsched_ddp_options o = d->o;
+    if (d->bucket_auto) { /* the cap that predicts the shortest iteration */
+        static const double caps[] = {1, 2, 5, 10, 15, 25, 50, 100, 200};
+        double best = INFINITY;
+        for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]); k++) {
+            opsched_ddp_options t = d->o;
+            t.bucket_cap_mb = caps[k];
+            st = opsched_ddp_timeline(ctx, params, n, &comp, fit_cost, &fit, &t, &res);
+            if (st != OPSCHED_OK) break;
+            if (res.iteration_ms < best - 1e-9) {
+                best = res.iteration_ms;
+                o.bucket_cap_mb = caps[k];
+            }
+            opsched_ddp_result_free(&res);
+        }
+    }
+    if (st == OPSCHED_OK) st = opsched_ddp_timeline(ctx, params, n, &comp, fit_cost, &fit, &o, &res);
     int64_t grad_bytes = 0;
     for (int i = 0; i < n; i++) grad_bytes += params[i].bytes;
     int n_params = n;
     free(params);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, "predict --gpus");
-    printf("\ndata-parallel training (DDP) on %d GPUs, buckets of %g MB (the first %g MB)%s:\n",
-           d->gpus, d->o.bucket_cap_mb, d->o.first_bucket_mb,
+    printf("\ndata-parallel training (DDP) on %d GPUs, buckets of %g MB%s (the first %g MB), %s "
+           "gradients on the wire%s:\n",
+           d->gpus, o.bucket_cap_mb, d->bucket_auto ? " (the best of 1 to 200)" : "",
+           o.first_bucket_mb, opsched_dtype_name(d->grad_comm),
            d->step_ms > 0 ? ", compute scaled to the measured one-GPU step" : "");
     printf("  iteration          %9.3f ms   (one GPU: %.3f ms; scaling efficiency %.1f%%)\n",
            res.iteration_ms, res.single_ms, 100 * res.scaling_efficiency);
@@ -847,10 +886,10 @@ static int ddp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_grap
            "overlap %g x, %g us per gradient)\n",
            res.forward_ms, res.backward_ms, res.slowdown_ms, d->o.overlap_slowdown,
            d->o.per_param_us);
-    printf("  all-reduce         %9.3f ms   in %d buckets of %.1f MB of fp32 gradients (%d "
+    printf("  all-reduce         %9.3f ms   in %d buckets of %.1f MB of gradients (%d "
            "parameters): %.3f ms hidden under backward, %.3f ms exposed\n",
-           res.comm_ms, res.n_buckets, (double)grad_bytes / 1e6, n_params, res.hidden_ms,
-           res.exposed_ms);
+           res.comm_ms, res.n_buckets, (double)grad_bytes * o.comm_bytes_scale / 1e6, n_params,
+           res.hidden_ms, res.exposed_ms);
     printf("  memory per rank    +%.1f MB of bucket buffers beside the gradients%s\n",
            (double)res.bucket_buffer_bytes / 1e6,
            d->o.gradient_as_bucket_view ? " (gradients are bucket views)" : "");
