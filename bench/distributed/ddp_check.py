@@ -14,7 +14,8 @@ model's fitted terms off, then with the two fitted terms (backward stretched
 per ms of communication resident in it, and per gradient) fitted by least
 squares leave-one-out: each configuration predicted from the others only.
 
-usage: ddp_check.py --opsched BIN --comm-db DB --out REPORT.md MEASURED.jsonl...
+usage: ddp_check.py --opsched BIN (--comm-db DB | --comm-data NAME) [--terms S,US]
+                    --out REPORT.md MEASURED.jsonl...
 Only models opsched builds a training graph of are predicted (zoo CNNs).
 """
 import argparse
@@ -26,10 +27,13 @@ import sys
 ZOO = {"resnet50", "vgg16", "resnet18", "resnet34", "resnet101", "vgg11", "vgg13", "vgg19"}
 
 
-def predict(a, model, batch, gpus, step_ms, slowdown=0.0, per_param_us=0.0):
+def predict(a, model, batch, gpus, step_ms, slowdown=0.0, per_param_us=0.0, bucket_mb=25.0,
+            grad_comm="f32"):
     cmd = [a.opsched, "predict", model, "--train", "--batch", str(batch), "--gpus", str(gpus),
-           "--comm-db", a.comm_db, "--step-ms", str(step_ms), "--data", a.data, "--quiet",
-           "--overlap-slowdown", str(slowdown), "--per-param-us", str(per_param_us)]
+           *(["--comm-db", a.comm_db] if a.comm_db else ["--comm-data", a.comm_data]),
+           "--step-ms", str(step_ms), "--data", a.data, "--quiet",
+           "--overlap-slowdown", str(slowdown), "--per-param-us", str(per_param_us),
+           "--bucket-mb", str(bucket_mb), "--grad-comm", grad_comm]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit("ddp_check: %s failed (%d): %s" % (" ".join(cmd), p.returncode, p.stderr[-500:]))
@@ -74,7 +78,8 @@ def fit(points):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--opsched", required=True)
-    ap.add_argument("--comm-db", required=True)
+    ap.add_argument("--comm-db", help="collectives measured by opsched commbench")
+    ap.add_argument("--comm-data", help="or a shipped set of them (h200x2, h200x4)")
     ap.add_argument("--data", default="h100", help="the data the one-GPU shares come from")
     ap.add_argument("--out", required=True)
     ap.add_argument("--terms", metavar="SLOWDOWN,US",
@@ -82,18 +87,23 @@ def main():
                          "of leave-one-out")
     ap.add_argument("measured", nargs="+")
     a = ap.parse_args()
+    if bool(a.comm_db) == bool(a.comm_data):
+        ap.error("one of --comm-db and --comm-data")
     points = []
     for path in a.measured:
         rows = [json.loads(l) for l in open(path) if l.strip()]
         for r in rows:
-            if r["strategy"] != "ddp" or r["model"] not in ZOO or r.get("bucket_mb") != 25.0:
+            if r["strategy"] != "ddp" or r["model"] not in ZOO:
                 continue
+            variant = dict(bucket_mb=r.get("bucket_mb") or 25.0,
+                           grad_comm=r.get("grad_comm") or "f32")
             single = [s for s in rows if s["strategy"] == "single" and s["model"] == r["model"]
                       and s["batch"] == r["batch"] and s["precision"] == r["precision"]]
             if not single:
                 continue
             s = single[-1]
-            p = predict(a, r["model"], r["batch"], r["world_size"], s["step_ms_median"])
+            p = predict(a, r["model"], r["batch"], r["world_size"], s["step_ms_median"], **variant)
+            p.update(variant)
             p.update(file=path, model=r["model"], batch=r["batch"], precision=r["precision"],
                      gpus=r["world_size"], single=s["step_ms_median"],
                      measured=r["step_ms_median"])
@@ -105,7 +115,8 @@ def main():
     for i, p in enumerate(points):
         others = points[:i] + points[i + 1:]
         a_ms, s = fit(others) if not fixed else (fixed[1] * 1e-3, fixed[0])
-        q = predict(a, p["model"], p["batch"], p["gpus"], p["single"], s, a_ms * 1e3)
+        q = predict(a, p["model"], p["batch"], p["gpus"], p["single"], s, a_ms * 1e3,
+                    p["bucket_mb"], p["grad_comm"])
         p["loo"] = q["iteration"]
         p["loo_terms"] = (s, a_ms * 1e3)
     a_all, s_all = fit(points)
@@ -113,19 +124,20 @@ def main():
              "Predicted with `opsched predict MODEL --train --gpus N --comm-db DB --step-ms S`"
              " (S the measured one-GPU step); leave-one-out: the two fitted terms from the"
              " other configurations only.", "",
-             "| source | model | batch | precision | GPUs | 1 GPU ms | DDP ms | predicted, terms off"
+             "| source | model | batch | precision | GPUs | buckets | 1 GPU ms | DDP ms | predicted, terms off"
              " | error | predicted, %s | error | terms (slowdown, us/grad) |" % (
                  "terms given" if fixed else "leave-one-out"),
-             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "|---|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---|"]
     errs0, errs1 = [], []
     for p in points:
         e0 = (p["iteration"] - p["measured"]) / p["measured"]
         e1 = (p["loo"] - p["measured"]) / p["measured"]
         errs0.append(abs(e0))
         errs1.append(abs(e1))
-        lines.append("| %s | %s | %d | %s | %d | %.2f | %.2f | %.2f | %+.1f%% | %.2f | %+.1f%% |"
-                     " %.2f, %.1f |" % (p["file"], p["model"], p["batch"], p["precision"],
-                                        p["gpus"], p["single"], p["measured"], p["iteration"],
+        lines.append("| %s | %s | %d | %s | %d | %g MB %s | %.2f | %.2f | %.2f | %+.1f%% | %.2f |"
+                     " %+.1f%% | %.2f, %.1f |" % (p["file"], p["model"], p["batch"],
+                                                 p["precision"], p["gpus"], p["bucket_mb"],
+                                                 p["grad_comm"], p["single"], p["measured"], p["iteration"],
                                         100 * e0, p["loo"], 100 * e1, p["loo_terms"][0],
                                         p["loo_terms"][1]))
     errs0.sort()
