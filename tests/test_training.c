@@ -760,12 +760,107 @@ static void test_autodiff_gradients(void **state)
     opsched_ctx_free(ctx);
 }
 
+/* The optimizer step after backward: SGD (zero momentum buffer) gives
+ * w - 0.01 (g + wd w); AdamW (zero moments, step 1) gives
+ * w (1 - 1e-3 wd) - 1e-3 g / (|g| + 1e-8), each against the gradient the
+ * same graph outputs. */
+static void check_step(opsched_device *dev, opsched_graph *g, opsched_optimizer opt, double wd)
+{
+    opsched_training_options o;
+    memset(&o, 0, sizeof(o));
+    o.optimizer = opt;
+    o.weight_decay = wd;
+    o.step = 1;
+    opsched_graph *t = NULL;
+    assert_int_equal(opsched_training_graph(g, &o, &t), OPSCHED_OK);
+    opsched_exec_options eo;
+    memset(&eo, 0, sizeof(eo));
+    opsched_executor *ex = NULL;
+    assert_int_equal(opsched_executor_create(dev, t, NULL, &eo, &ex), OPSCHED_OK);
+    float x[24], target[12];
+    for (int i = 0; i < 24; i++) x[i] = 0.3f * cosf(0.7f * (float)i);
+    for (int i = 0; i < 12; i++) target[i] = i % 3 == 0 ? 1.0f : 0.0f;
+    int n_states = 0;
+    for (int i = 0; i < opsched_graph_num_inputs(t); i++) {
+        const opsched_tensor *in = opsched_graph_tensor(t, opsched_graph_input(t, i));
+        size_t n = (size_t)opsched_shape_numel(&in->shape);
+        float *v = calloc(n, sizeof(float));
+        assert_non_null(v);
+        if (i == 0) memcpy(v, x, sizeof(x));
+        if (i == 1) memcpy(v, target, sizeof(target));
+        if (i >= 2) {
+            assert_true(strncmp(in->name, "state/", 6) == 0);
+            n_states++;
+        }
+        assert_int_equal(opsched_executor_set_input(ex, i, v, n), OPSCHED_OK);
+        free(v);
+    }
+    int n_weights = 0;
+    for (int i = 0; i < opsched_graph_num_tensors(g); i++)
+        n_weights += opsched_graph_tensor(g, i)->kind == OPSCHED_TENSOR_WEIGHT;
+    assert_int_equal(n_states, n_weights * (opt == OPSCHED_OPTIMIZER_SGD ? 1 : 2));
+    assert_int_equal(opsched_executor_run(ex), OPSCHED_OK);
+    assert_int_equal(opsched_device_sync(dev), OPSCHED_OK);
+    int checked = 0;
+    for (int i = 0; i < opsched_graph_num_tensors(g); i++) {
+        const opsched_tensor *w = opsched_graph_tensor(g, i);
+        if (w->kind != OPSCHED_TENSOR_WEIGHT) continue;
+        char gname[300], sname[300];
+        snprintf(gname, sizeof(gname), "grad/%s", w->name);
+        snprintf(sname, sizeof(sname), "step/%s", w->name);
+        int gk = -1, sk = -1;
+        for (int k = 0; k < opsched_graph_num_outputs(t); k++) {
+            const char *name = opsched_graph_tensor(t, opsched_graph_output(t, k))->name;
+            if (strcmp(name, gname) == 0) gk = k;
+            if (strcmp(name, sname) == 0) sk = k;
+        }
+        assert_true(gk >= 0 && sk >= 0);
+        size_t n = opsched_executor_output_numel(ex, gk);
+        float *gv = malloc(n * sizeof(float)), *sv = malloc(n * sizeof(float));
+        assert_non_null(gv);
+        assert_non_null(sv);
+        assert_int_equal(opsched_executor_get_output(ex, gk, gv, n), OPSCHED_OK);
+        assert_int_equal(opsched_executor_get_output(ex, sk, sv, n), OPSCHED_OK);
+        const float *wv = w->data;
+        for (size_t e = 0; e < n; e++) {
+            double want = opt == OPSCHED_OPTIMIZER_SGD
+                              ? wv[e] - 0.01 * (gv[e] + wd * wv[e])
+                              : wv[e] * (1 - 1e-3 * (wd > 0 ? wd : 0.01)) -
+                                    1e-3 * gv[e] / (fabs(gv[e]) + 1e-8);
+            assert_true(fabs(sv[e] - want) <= 1e-5 * (1 + fabs(want)));
+        }
+        free(gv);
+        free(sv);
+        checked++;
+    }
+    assert_int_equal(checked, n_weights);
+    opsched_executor_free(ex);
+    opsched_graph_free(t);
+}
+
+static void test_optimizer_step(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx = NULL;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    opsched_device *dev = NULL;
+    assert_int_equal(opsched_device_open(ctx, "cpu", 0, &dev), OPSCHED_OK);
+    opsched_graph *g = ad_net(ctx);
+    check_step(dev, g, OPSCHED_OPTIMIZER_SGD, 0.0);
+    check_step(dev, g, OPSCHED_OPTIMIZER_SGD, 0.05);
+    check_step(dev, g, OPSCHED_OPTIMIZER_ADAMW, 0.0);
+    opsched_graph_free(g);
+    opsched_device_close(dev);
+    opsched_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp_steps),   cmocka_unit_test(test_mlp_memory),
         cmocka_unit_test(test_block_rounding), cmocka_unit_test(test_zoo_structure),
         cmocka_unit_test(test_no_loss), cmocka_unit_test(test_autodiff_gradients),
+        cmocka_unit_test(test_optimizer_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

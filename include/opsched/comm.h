@@ -289,7 +289,8 @@ opsched_status opsched_ddp_timeline(opsched_ctx *ctx, const opsched_ddp_param *p
 
 /* DDP's inputs from a training graph (opsched_training_graph) and the
  * time of each of its nodes (node_ms[i], e.g. a prediction's
- * composed_ms): forward (to the loss) and backward times, and for each
+ * composed_ms): forward (to the loss), backward and, when the graph has
+ * the optimizer step, optimizer times, and for each
  * "grad/<w>" output in registration order its bytes and when backward
  * has made it.  *params is the caller's (free). */
 opsched_status opsched_ddp_from_training(opsched_ctx *ctx, const opsched_graph *tg,

@@ -60,6 +60,8 @@ typedef struct opsched_training_options {
     opsched_optimizer_impl impl;
     opsched_loss loss;
     double weight_decay;          /* SGD: > 0 makes the foreach step use a temporary */
+    /* opsched_training_graph: 1 appends the optimizer step (see there) */
+    int step;
 } opsched_training_options;
 
 typedef enum opsched_train_step_kind {
@@ -129,7 +131,16 @@ int64_t opsched_training_block_bytes(int64_t n);
  * Tanh, Gelu, Softmax and LogSoftmax (last axis), LayerNormalization,
  * ReduceSum/Mean, GlobalAveragePool, Expand, Concat, Slice, Gather (axis
  * 0), Where, Cast, Transpose and the views (docs/TRAINING.md); another operator on the way from a parameter
- * to the loss fails with OPSCHED_ERR_UNSUPPORTED naming it.  *out is new. */
+ * to the loss fails with OPSCHED_ERR_UNSUPPORTED naming it.
+ * With o->step, the optimizer step follows, element-wise per parameter as
+ * torch.optim computes it (the work of foreach and fused alike; fused runs
+ * it in fewer launches): SGD with momentum 0.9, lr 0.01 and
+ * o->weight_decay; AdamW with lr 1e-3, betas (0.9, 0.999), eps 1e-8 and
+ * weight decay o->weight_decay (0.01 when 0), its bias corrections those of
+ * step 1.  The optimizer state enters as INPUT tensors "state/momentum/<w>"
+ * or "state/exp_avg/<w>" and "state/exp_avg_sq/<w>" after "target"; the
+ * outputs add "step/<w>" (the updated parameter) and the updated state
+ * ("step/momentum/<w>", "step/exp_avg/<w>", "step/exp_avg_sq/<w>").  *out is new. */
 opsched_status opsched_training_graph(const opsched_graph *g, const opsched_training_options *o,
                                       opsched_graph **out);
 

@@ -209,7 +209,16 @@ opsched_status opsched_ddp_from_training(opsched_ctx *ctx, const opsched_graph *
         free(p);
         return OS_NOMEM(ctx);
     }
-    double fwd = 0, bwd = 0;
+    /* The optimizer step, when the graph has one, follows every gradient. */
+    int opt_start = n_nodes, has_step = 0, last_grad = loss;
+    for (int i = 0; i < n_out; i++) {
+        const opsched_tensor *t = opsched_graph_tensor(tg, opsched_graph_output(tg, i));
+        if (!t || !t->name) continue;
+        if (strncmp(t->name, "grad/", 5) == 0 && t->producer > last_grad) last_grad = t->producer;
+        if (strncmp(t->name, "step/", 5) == 0) has_step = 1;
+    }
+    if (has_step) opt_start = last_grad + 1;
+    double fwd = 0, bwd = 0, opt = 0;
     for (int i = 0; i < n_nodes; i++) {
         double ms = node_ms[i];
         if (!(ms >= 0)) {
@@ -221,8 +230,10 @@ opsched_status opsched_ddp_from_training(opsched_ctx *ctx, const opsched_graph *
         }
         if (i <= loss)
             fwd += ms;
-        else
+        else if (i < opt_start)
             bwd += ms;
+        else
+            opt += ms;
         done[i] = i <= loss ? 0 : bwd;
     }
     int n = 0;
@@ -238,6 +249,7 @@ opsched_status opsched_ddp_from_training(opsched_ctx *ctx, const opsched_graph *
     free(done);
     c->forward_ms = fwd;
     c->backward_ms = bwd;
+    c->optimizer_ms = opt;
     *params = p;
     *n_params = n;
     return OPSCHED_OK;

@@ -998,6 +998,78 @@ static opsched_status add_loss(ad *a, opsched_loss loss, int y, int *value, int 
     return binary(a, "loss/backward", OPSCHED_OP_MUL, d, k, dy);
 }
 
+/* An INPUT state tensor "state/<kind>/<w>" of w's shape. */
+static opsched_status state_input(ad *a, const char *kind, const opsched_tensor *w, int *out)
+{
+    char name[300];
+    snprintf(name, sizeof(name), "state/%s/%s", kind, w->name);
+    return opsched_graph_add_tensor(a->t, name, OPSCHED_TENSOR_INPUT, OPSCHED_F32, &w->shape, out);
+}
+
+static opsched_status named_output(ad *a, const char *kind, const char *wname, int id)
+{
+    char name[300];
+    snprintf(name, sizeof(name), "step/%s%s%s", kind, *kind ? "/" : "", wname);
+    OS_TRY(opsched_graph_rename_tensor(a->t, id, name));
+    return opsched_graph_mark_output(a->t, id);
+}
+
+/* x * c for a constant c. */
+static opsched_status scaled(ad *a, const char *base, int x, float c, int *out)
+{
+    int k;
+    OS_TRY(scalar(a, c, &k));
+    return binary(a, base, OPSCHED_OP_MUL, x, k, out);
+}
+
+/* The optimizer's update of parameter i (g's tensor id) with gradient gi
+ * (see opsched_training_graph). */
+static opsched_status optimizer_step(ad *a, const opsched_training_options *o, int i, int gi)
+{
+    const opsched_tensor *x = opsched_graph_tensor(a->g, i);
+    int w = a->map[i];
+    if (o->optimizer == OPSCHED_OPTIMIZER_SGD) {
+        const float lr = 0.01f, momentum = 0.9f;
+        int buf, g = gi, t, nb, nw;
+        OS_TRY(state_input(a, "momentum", x, &buf));
+        if (o->weight_decay > 0) { /* g + wd * w */
+            OS_TRY(scaled(a, "sgd/decay", w, (float)o->weight_decay, &t));
+            OS_TRY(binary(a, "sgd/decay", OPSCHED_OP_ADD, g, t, &g));
+        }
+        OS_TRY(scaled(a, "sgd/momentum", buf, momentum, &t));
+        OS_TRY(binary(a, "sgd/momentum", OPSCHED_OP_ADD, t, g, &nb));
+        OS_TRY(scaled(a, "sgd/update", nb, lr, &t));
+        OS_TRY(binary(a, "sgd/update", OPSCHED_OP_SUB, w, t, &nw));
+        OS_TRY(named_output(a, "", x->name, nw));
+        return named_output(a, "momentum", x->name, nb);
+    }
+    const float lr = 1e-3f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+    const float wd = o->weight_decay > 0 ? (float)o->weight_decay : 0.01f;
+    const float bc1 = 1.0f - b1, bc2 = 1.0f - b2; /* step 1 */
+    int m, v, t, u, nm, nv, d, nw, w1;
+    OS_TRY(state_input(a, "exp_avg", x, &m));
+    OS_TRY(state_input(a, "exp_avg_sq", x, &v));
+    OS_TRY(scaled(a, "adamw/decay", w, 1.0f - lr * wd, &w1));
+    OS_TRY(scaled(a, "adamw/exp_avg", m, b1, &t)); /* b1 m + (1 - b1) g */
+    OS_TRY(scaled(a, "adamw/exp_avg", gi, 1.0f - b1, &u));
+    OS_TRY(binary(a, "adamw/exp_avg", OPSCHED_OP_ADD, t, u, &nm));
+    OS_TRY(binary(a, "adamw/exp_avg_sq", OPSCHED_OP_MUL, gi, gi, &u)); /* b2 v + (1 - b2) g^2 */
+    OS_TRY(scaled(a, "adamw/exp_avg_sq", u, 1.0f - b2, &u));
+    OS_TRY(scaled(a, "adamw/exp_avg_sq", v, b2, &t));
+    OS_TRY(binary(a, "adamw/exp_avg_sq", OPSCHED_OP_ADD, t, u, &nv));
+    int one[1] = {nv};
+    OS_TRY(node(a, "adamw/denom", OPSCHED_OP_SQRT, NULL, one, 1, &d)); /* sqrt(v / bc2) + eps */
+    OS_TRY(scaled(a, "adamw/denom", d, 1.0f / sqrtf(bc2), &d));
+    OS_TRY(scalar(a, eps, &t));
+    OS_TRY(binary(a, "adamw/denom", OPSCHED_OP_ADD, d, t, &d));
+    OS_TRY(binary(a, "adamw/update", OPSCHED_OP_DIV, nm, d, &u)); /* w - lr / bc1 * m / denom */
+    OS_TRY(scaled(a, "adamw/update", u, lr / bc1, &u));
+    OS_TRY(binary(a, "adamw/update", OPSCHED_OP_SUB, w1, u, &nw));
+    OS_TRY(named_output(a, "", x->name, nw));
+    OS_TRY(named_output(a, "exp_avg", x->name, nm));
+    return named_output(a, "exp_avg_sq", x->name, nv);
+}
+
 static opsched_status build(ad *a, const opsched_training_options *o)
 {
     const opsched_graph *g = a->g;
@@ -1050,7 +1122,12 @@ static opsched_status build(ad *a, const opsched_training_options *o)
         OS_TRY(backward(a, i, n, a->grad[n->outputs[0]]));
     }
     int n_taken = 0, *taken_ids = malloc(sizeof(int) * (size_t)(nt + 1));
-    if (!taken_ids) return OS_NOMEM(a->ctx);
+    int *param_of = malloc(sizeof(int) * (size_t)(nt + 1));
+    if (!taken_ids || !param_of) {
+        free(taken_ids);
+        free(param_of);
+        return OS_NOMEM(a->ctx);
+    }
     opsched_status st = OPSCHED_OK;
     for (int i = 0; i < nt && st == OPSCHED_OK; i++) {
         const opsched_tensor *x = opsched_graph_tensor(g, i);
@@ -1071,11 +1148,15 @@ static opsched_status build(ad *a, const opsched_training_options *o)
                 taken = taken_ids[k] == gi;
             if (taken) st = reshape(a, "grad/out", gi, &x->shape, &gi);
         }
+        param_of[n_taken] = i;
         taken_ids[n_taken++] = gi;
         if (st == OPSCHED_OK) st = opsched_graph_rename_tensor(a->t, gi, name);
         if (st == OPSCHED_OK) st = opsched_graph_mark_output(a->t, gi);
     }
+    for (int k = 0; k < n_taken && st == OPSCHED_OK && o->step; k++)
+        st = optimizer_step(a, o, param_of[k], taken_ids[k]);
     free(taken_ids);
+    free(param_of);
     return st;
 }
 

@@ -601,12 +601,14 @@ int tool_train_opt(void *dest, const char *cmd, const tool_opt *o, const char *v
         return TOOL_EXIT_OK;
     case TR_OPTIMIZER:
         t->optimizer_set = 1;
+        t->o.step = 1;
         if (strcmp(v, "sgd") == 0) t->o.optimizer = OPSCHED_OPTIMIZER_SGD;
         else if (strcmp(v, "adamw") == 0) t->o.optimizer = OPSCHED_OPTIMIZER_ADAMW;
         else return tool_usage_error(cmd, "--optimizer wants sgd or adamw, got '%s'", v);
         break;
     case TR_IMPL:
         t->optimizer_set = 1;
+        t->o.step = 1;
         if (strcmp(v, "foreach") == 0) t->o.impl = OPSCHED_OPTIMIZER_FOREACH;
         else if (strcmp(v, "fused") == 0) t->o.impl = OPSCHED_OPTIMIZER_FUSED;
         else return tool_usage_error(cmd, "--optimizer-impl wants foreach or fused, got '%s'", v);
@@ -620,6 +622,7 @@ int tool_train_opt(void *dest, const char *cmd, const tool_opt *o, const char *v
         char *end = NULL;
         double d = strtod(v, &end);
         t->optimizer_set = 1;
+        t->o.step = 1;
         if (end == v || *end || !(d >= 0 && d < 1))
             return tool_usage_error(cmd, "--weight-decay wants a number in [0, 1), got '%s'", v);
         t->o.weight_decay = d;
@@ -637,10 +640,6 @@ int tool_train_apply(const char *cmd, const tool_train_opts *t, tool_model_opts 
                                          "--weight-decay go with --train");
         return TOOL_EXIT_OK;
     }
-    if (t->optimizer_set)
-        return tool_usage_error(cmd, "--optimizer, --optimizer-impl and --weight-decay: the "
-                                     "training graph has no optimizer step yet (opsched info "
-                                     "--train models it)");
-    mo->train = &t->o;
+    mo->train = &t->o; /* --optimizer and friends set its step */
     return TOOL_EXIT_OK;
 }

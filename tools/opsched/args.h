@@ -84,9 +84,10 @@ typedef struct tool_train_opts {
     int optimizer_set; /* --optimizer, --optimizer-impl or --weight-decay given */
     opsched_training_options o;
 } tool_train_opts;
-/* For profile and run: the model options' training graph when --train is
- * on (a usage error, returned, for optimizer options: the graph has no
- * optimizer step yet); TOOL_EXIT_OK otherwise. */
+/* For profile, run and predict: the model options' training graph when
+ * --train is on (with the optimizer step when --optimizer,
+ * --optimizer-impl or --weight-decay is given); a usage error, returned,
+ * for training options without --train; TOOL_EXIT_OK otherwise. */
 int tool_train_apply(const char *cmd, const tool_train_opts *t, tool_model_opts *mo);
 extern const tool_opt tool_train_optlist[];
 int tool_train_opt(void *dest, const char *cmd, const tool_opt *o, const char *value);

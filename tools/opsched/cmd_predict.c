@@ -820,10 +820,11 @@ static int ddp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_grap
     free(ms);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, "predict --gpus");
     double scale = 1.0;
-    if (d->step_ms > 0 && comp.forward_ms + comp.backward_ms > 0) {
-        scale = d->step_ms / (comp.forward_ms + comp.backward_ms);
+    if (d->step_ms > 0 && comp.forward_ms + comp.backward_ms + comp.optimizer_ms > 0) {
+        scale = d->step_ms / (comp.forward_ms + comp.backward_ms + comp.optimizer_ms);
         comp.forward_ms *= scale;
         comp.backward_ms *= scale;
+        comp.optimizer_ms *= scale;
         for (int i = 0; i < n; i++) params[i].ready_ms *= scale;
     }
     opsched_store *store = NULL;
@@ -893,7 +894,10 @@ static int ddp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_grap
     printf("  memory per rank    +%.1f MB of bucket buffers beside the gradients%s\n",
            (double)res.bucket_buffer_bytes / 1e6,
            d->o.gradient_as_bucket_view ? " (gradients are bucket views)" : "");
-    printf("  optimizer          not in the training graph yet: not counted\n");
+    if (c->train.o.step)
+        printf("  optimizer          %9.3f ms   after the last all-reduce\n", res.optimizer_ms);
+    else
+        printf("  optimizer          not counted (--optimizer sgd|adamw adds its step)\n");
     opsched_ddp_result_free(&res);
     return rc;
 }

@@ -612,8 +612,10 @@ static void print_table(const run_args *a, const run_item *items, int n, double 
     fprintf(rep, "latency in ms per %s (%s); x: speed-up over the sequential schedule; rel.err: "
            "relative L2 against the sequential reference (tolerance %.0e for %s); cost sum: the "
            "stage costs the schedule was searched with, added up\n",
-           a->train.on ? "training iteration (forward, loss and backward; no optimizer step)"
-                       : "inference",
+           !a->train.on      ? "inference"
+           : a->train.o.step ? "training iteration (forward, loss, backward and the optimizer step)"
+                             : "training iteration (forward, loss and backward; --optimizer adds "
+                               "the optimizer step)",
            graphs ? "free-running launches, and replays of the whole graph captured as one "
                     "CUDA graph"
                   : "free-running launches; no CUDA graph",
