@@ -60,26 +60,16 @@ import statistics
 import sys
 import time
 
+import dist_common as common
+from dist_common import nccl_version_string, nonneg_int, positive_int
+
+PROG = "torch_comm.py"
 OPS = ("allreduce", "allgather", "reducescatter", "broadcast", "alltoall", "sendrecv")
 SPLIT_OPS = ("allgather", "reducescatter", "alltoall")  # count rounded to N
 CSV_COLUMNS = ["collective", "dtype", "bytes", "count", "ranks", "iters", "samples",
                "time_us_median", "time_us_min", "time_us_max", "algbw_gbs", "busbw_gbs",
                "wrong", "max_error", "torch_version", "nccl_version"]
 CHECK_CHUNK = 1 << 24  # elements compared at a time (bounds the check's extra memory)
-
-
-def fail(msg, code=1):
-    print("torch_comm.py: error: %s" % msg, file=sys.stderr, flush=True)
-    sys.exit(code)
-
-
-def check_nvls():
-    """NVLink SHARP must stay off; call before init_process_group."""
-    v = os.environ.get("NCCL_NVLS_ENABLE")
-    if v is not None and v.strip() != "0":
-        fail("NCCL_NVLS_ENABLE=%r: this benchmark runs with NVLink SHARP off "
-             "(NCCL_NVLS_ENABLE=0, as opsched commbench does); unset it or set it to 0" % v)
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 
 
 def parse_bytes(text):
@@ -118,26 +108,6 @@ def parse_ops(text):
     return ops
 
 
-def positive_int(text):
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not an integer" % text)
-    if n < 1:
-        raise argparse.ArgumentTypeError("%r: must be at least 1" % text)
-    return n
-
-
-def nonneg_int(text):
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not an integer" % text)
-    if n < 0:
-        raise argparse.ArgumentTypeError("%r: must be 0 or more" % text)
-    return n
-
-
 def parse_args(argv):
     p = argparse.ArgumentParser(
         description="torch.distributed collectives timed like nccl-tests / opsched commbench "
@@ -154,8 +124,7 @@ def parse_args(argv):
     p.add_argument("--warmup", type=nonneg_int, default=5, help="operations before the samples (5)")
     p.add_argument("--samples", type=positive_int, default=10, help="timed samples per size (10)")
     p.add_argument("--iters", type=positive_int, default=20, help="operations per sample (20)")
-    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
-                   help="cuda: NCCL (default); cpu: gloo, for testing the script")
+    common.add_device_option(p)
     p.add_argument("--csv", metavar="FILE", help="write the results here (rank 0)")
     a = p.parse_args(argv)
     if a.step_factor < 2:
@@ -186,21 +155,6 @@ def busbw_factor(op, n):
     if op in SPLIT_OPS:
         return (n - 1) / n
     return 1.0
-
-
-def nccl_version_string(torch, device):
-    if device == "cpu":
-        return "gloo"
-    try:
-        v = torch.cuda.nccl.version()
-    except Exception:
-        return "unknown"
-    if isinstance(v, (tuple, list)):
-        return ".".join(str(x) for x in v)
-    v = int(v)  # old form: 2.x.y as 2*10000 + x*100 + y (or 1000s before 2.9)
-    if v >= 10000:
-        return "%d.%d.%d" % (v // 10000, (v % 10000) // 100, v % 100)
-    return "%d.%d.%d" % (v // 1000, (v % 1000) // 100, v % 100)
 
 
 class Bench:
@@ -441,39 +395,13 @@ HEADER = "%14s %13s %12s %9s %11s %11s %11s %8s %8s %8s %9s" % (
 
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
-    check_nvls()
-    try:
-        import torch
-        import torch.distributed as dist
-    except ImportError as e:
-        fail("PyTorch is needed (%s)" % e)
-    if not dist.is_available():
-        fail("this PyTorch has no torch.distributed")
+    common.check_nvls(PROG)
+    torch = common.import_torch(PROG, distributed=True)
+    dist = common.import_dist(PROG)
 
-    if "RANK" not in os.environ:  # plain `python3 torch_comm.py`: one rank
-        os.environ.update({"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"})
-        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        os.environ.setdefault("MASTER_PORT", "29517")
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if a.device == "cuda":
-        if not torch.cuda.is_available():
-            fail("no CUDA device (use --device cpu to test with gloo)")
-        if local_rank >= torch.cuda.device_count():
-            fail("LOCAL_RANK %d but only %d GPU(s) visible"
-                 % (local_rank, torch.cuda.device_count()))
-        torch.cuda.set_device(local_rank)
-        backend = "nccl"
-        if not dist.is_nccl_available():
-            fail("this PyTorch was built without NCCL")
-    else:
-        backend = "gloo"
-    kw = {}
-    if a.device == "cuda":
-        import inspect
-        if "device_id" in inspect.signature(dist.init_process_group).parameters:
-            kw["device_id"] = torch.device("cuda", local_rank)
-    dist.init_process_group(backend=backend, **kw)
-    rank, n = dist.get_rank(), dist.get_world_size()
+    common.single_rank_env(29517)  # plain `python3 torch_comm.py`: one rank
+    local_rank, device = common.setup_device(PROG, torch, a.device == "cuda")
+    rank, n = common.init_process_group(PROG, torch, dist, device)
 
     b = Bench(torch, dist, a)
     ver = nccl_version_string(torch, a.device)
@@ -481,7 +409,7 @@ def main(argv=None):
     if rank == 0:
         dev = torch.cuda.get_device_name(local_rank) if a.device == "cuda" else "cpu"
         print("# torch_comm.py: %d ranks, %s, torch %s, %s, NCCL_NVLS_ENABLE=%s"
-              % (n, dev, torch.__version__, "gloo" if backend == "gloo" else "NCCL " + ver,
+              % (n, dev, torch.__version__, "gloo" if a.device == "cpu" else "NCCL " + ver,
                  os.environ.get("NCCL_NVLS_ENABLE")))
         print("# warmup %d, %d samples of %d ops; time = median over samples of the slowest "
               "rank; min/max over samples; algbw/busbw GB/s (1e9 B/s)"

@@ -101,40 +101,15 @@ import statistics
 import sys
 import time
 
+import dist_common as common
+from dist_common import nccl_version_string, nonneg_int, positive_int
+
+PROG = "torch_ddp.py"
 MODELS = ("resnet50", "vgg16", "bert", "gpt2", "tiny")
 
 
 def fail(msg, code=1):
-    print("torch_ddp.py: error: %s" % msg, file=sys.stderr, flush=True)
-    sys.exit(code)
-
-
-def check_nvls():
-    v = os.environ.get("NCCL_NVLS_ENABLE")
-    if v is not None and v.strip() != "0":
-        fail("NCCL_NVLS_ENABLE=%r: this benchmark runs with NVLink SHARP off "
-             "(NCCL_NVLS_ENABLE=0, as opsched commbench does); unset it or set it to 0" % v)
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-
-
-def positive_int(text):
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not an integer" % text)
-    if n < 1:
-        raise argparse.ArgumentTypeError("%r: must be at least 1" % text)
-    return n
-
-
-def nonneg_int(text):
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not an integer" % text)
-    if n < 0:
-        raise argparse.ArgumentTypeError("%r: must be 0 or more" % text)
-    return n
+    common.fail(PROG, msg, code)
 
 
 def positive_float(text):
@@ -175,8 +150,7 @@ def parse_args(argv):
     p.add_argument("--cudnn-benchmark", action="store_true",
                    help="torch.backends.cudnn.benchmark = True (default off)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
-                   help="cuda: NCCL (default); cpu: gloo, for testing the script")
+    common.add_device_option(p)
     p.add_argument("--json", metavar="FILE", help="append the result line here (rank 0)")
     a = p.parse_args(argv)
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -346,21 +320,6 @@ def percentile(xs, q):
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
-def nccl_version_string(torch, device):
-    if device == "cpu":
-        return "gloo"
-    try:
-        v = torch.cuda.nccl.version()
-    except Exception:
-        return "unknown"
-    if isinstance(v, (tuple, list)):
-        return ".".join(str(x) for x in v)
-    v = int(v)
-    if v >= 10000:
-        return "%d.%d.%d" % (v // 10000, (v % 10000) // 100, v % 100)
-    return "%d.%d.%d" % (v // 1000, (v % 1000) // 100, v % 100)
-
-
 def peak_rss_bytes():
     try:
         import resource
@@ -375,35 +334,11 @@ def run(a):
     distributed = a.strategy != "single"
     dist = None
     if distributed:
-        import torch.distributed as dist
-        if not dist.is_available():
-            fail("this PyTorch has no torch.distributed")
-        if "RANK" not in os.environ:  # plain python3: one rank
-            os.environ.update({"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"})
-            os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-            os.environ.setdefault("MASTER_PORT", "29518")
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if cuda:
-        if not torch.cuda.is_available():
-            fail("no CUDA device (use --device cpu to test with gloo)")
-        if local_rank >= torch.cuda.device_count():
-            fail("LOCAL_RANK %d but only %d GPU(s) visible"
-                 % (local_rank, torch.cuda.device_count()))
-        torch.cuda.set_device(local_rank)
-        dev = torch.device("cuda", local_rank)
-    else:
-        dev = torch.device("cpu")
+        dist = common.import_dist(PROG)
+        common.single_rank_env(29518)  # plain python3: one rank
+    local_rank, dev = common.setup_device(PROG, torch, cuda)
     if distributed:
-        backend = "nccl" if cuda else "gloo"
-        if cuda and not dist.is_nccl_available():
-            fail("this PyTorch was built without NCCL")
-        kw = {}
-        if cuda:
-            import inspect
-            if "device_id" in inspect.signature(dist.init_process_group).parameters:
-                kw["device_id"] = dev
-        dist.init_process_group(backend=backend, **kw)
-        rank, world = dist.get_rank(), dist.get_world_size()
+        rank, world = common.init_process_group(PROG, torch, dist, dev)
     else:
         rank, world = 0, 1
 
@@ -569,11 +504,8 @@ def run(a):
 
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
-    check_nvls()
-    try:
-        import torch
-    except ImportError as e:
-        fail("PyTorch is needed (%s)" % e)
+    common.check_nvls(PROG)
+    torch = common.import_torch(PROG)
     try:
         return run(a)
     except torch.cuda.OutOfMemoryError as e:
