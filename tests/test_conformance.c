@@ -943,6 +943,97 @@ static void test_batchnorm(void **state)
             bn_case("2x3x4x5x2", "3"));
 }
 
+/* The training form: the batch's statistics, and its gradients from
+ * saved statistics. */
+static conf_case *bn_train_case(const char *x, const char *ch)
+{
+    conf_case *c = case_new("BatchNormTraining x=%s", x);
+    int ins[3] = {in_x(c, "x", x), in_w(c, "scale", ch), in_w(c, "bias", ch)};
+    c->lo[0] = -1.0; /* an offset, so the mean is not near zero */
+    c->hi[0] = 3.0;
+    opsched_op_attr a = attr0();
+    a.bn.epsilon = 1e-5f;
+    case_node(c, OPSCHED_OP_BATCHNORM_TRAIN, &a, ins, 3, 3);
+    return c;
+}
+
+static conf_case *bn_grad_case(const char *x, const char *ch)
+{
+    conf_case *c = case_new("BatchNormBackward x=%s", x);
+    int ins[5] = {in_x(c, "dy", x), in_x(c, "x", x), in_w(c, "scale", ch), in_x(c, "mean", ch),
+                  in_x(c, "invstd", ch)};
+    c->lo[3] = -0.5;
+    c->hi[3] = 0.5;
+    c->lo[4] = 0.5;
+    c->hi[4] = 2.0;
+    opsched_op_attr a = attr0();
+    a.bn.epsilon = 1e-5f;
+    case_node(c, OPSCHED_OP_BATCHNORM_GRAD, &a, ins, 5, 3);
+    return c;
+}
+
+static void test_batchnorm_training(void **state)
+{
+    (void)state;
+    RUN_ALL("BatchNormTraining", bn_train_case("2x8x5x5", "8"), bn_train_case("4x6", "6"),
+            bn_train_case("3x16x7x9", "16"), bn_train_case("2x3x4x5x2", "3"));
+    RUN_ALL("BatchNormBackward", bn_grad_case("2x8x5x5", "8"), bn_grad_case("4x6", "6"),
+            bn_grad_case("3x16x7x9", "16"), bn_grad_case("2x3x4x5x2", "3"));
+}
+
+/* A convolution's filter gradient: x and dy in, dW out. */
+static conf_case *conv_grad_filter_case(const conv_cfg *k)
+{
+    opsched_shape xs, ws;
+    assert_int_equal(opsched_shape_parse(k->x, &xs), OPSCHED_OK);
+    assert_int_equal(opsched_shape_parse(k->w, &ws), OPSCHED_OK);
+    int64_t o[2];
+    for (int i = 0; i < 2; i++)
+        o[i] = (xs.d[2 + i] + k->pads[i] + k->pads[2 + i] - k->dil[i] * (ws.d[2 + i] - 1) - 1) /
+                   k->stride[i] +
+               1;
+    char dy[64];
+    snprintf(dy, sizeof(dy), "%lldx%lldx%lldx%lld", (long long)xs.d[0], (long long)ws.d[0],
+             (long long)o[0], (long long)o[1]);
+    conf_case *c =
+        case_new("ConvBackwardFilter x=%s w=%s s=%lldx%lld d=%lldx%lld p=%lld,%lld,%lld,%lld g=%lld",
+                 k->x, k->w, (long long)k->stride[0], (long long)k->stride[1], (long long)k->dil[0],
+                 (long long)k->dil[1], (long long)k->pads[0], (long long)k->pads[1],
+                 (long long)k->pads[2], (long long)k->pads[3], (long long)k->groups);
+    int ins[2] = {in_x(c, "x", k->x), in_x(c, "dy", dy)};
+    opsched_op_attr a = attr0();
+    for (int i = 0; i < 2; i++) {
+        a.conv.kernel[i] = ws.d[2 + i];
+        a.conv.stride[i] = k->stride[i];
+        a.conv.dilation[i] = k->dil[i];
+    }
+    memcpy(a.conv.pads, k->pads, sizeof(a.conv.pads));
+    a.conv.groups = k->groups;
+    case_node(c, OPSCHED_OP_CONV_GRAD_FILTER, &a, ins, 2, 1);
+    return c;
+}
+
+static void test_conv_grad_filter(void **state)
+{
+    (void)state;
+    static const conv_cfg cfgs[] = {
+        {"2x8x10x10", "16x8x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 1, 0},
+        {"1x4x9x11", "8x4x3x3", {2, 2}, {1, 1}, {1, 1, 1, 1}, 1, 0},
+        {"1x8x7x7", "12x4x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 2, 0},
+        {"2x8x9x9", "8x1x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 8, 0},
+        {"1x4x12x12", "6x4x3x3", {1, 1}, {2, 2}, {2, 2, 2, 2}, 1, 0},
+        {"1x3x8x8", "5x3x3x3", {1, 1}, {1, 1}, {0, 1, 2, 1}, 1, 0},
+        {"4x16x5x5", "32x16x1x1", {1, 1}, {1, 1}, {0, 0, 0, 0}, 1, 0},
+        {"2x3x32x32", "8x3x7x7", {2, 2}, {1, 1}, {3, 3, 3, 3}, 1, 0},
+        {"1x4x11x9", "6x4x1x3", {1, 2}, {2, 1}, {0, 1, 0, 1}, 1, 0},
+    };
+    conf_case *cases[sizeof(cfgs) / sizeof(cfgs[0])];
+    int n = 0;
+    for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++)
+        cases[n++] = conv_grad_filter_case(&cfgs[i]);
+    run_all("ConvBackwardFilter", cases, n);
+}
+
 static conf_case *axis_case(opsched_op_kind op, const char *x, int64_t axis)
 {
     conf_case *c = case_new("%s x=%s axis=%lld", opsched_op_name(op), x, (long long)axis);
@@ -1143,6 +1234,7 @@ int main(void)
         cmocka_unit_test(test_concat),      cmocka_unit_test(test_split),
         cmocka_unit_test(test_slice),       cmocka_unit_test(test_gather),
         cmocka_unit_test(test_batchnorm),   cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_batchnorm_training), cmocka_unit_test(test_conv_grad_filter),
         cmocka_unit_test(test_lrn),         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_reducemean),  cmocka_unit_test(test_transpose),

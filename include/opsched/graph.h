@@ -124,6 +124,15 @@ typedef enum opsched_op_kind {
     OPSCHED_OP_QUANTIZE,      /* x, scale, zero point (opsched_quant_attr) */
     OPSCHED_OP_DEQUANTIZE,
     OPSCHED_OP_ATTENTION,     /* Q, K, V, optional bias (opsched_attention_attr) */
+    /* Training operators (the training graph's, not ONNX's): */
+    OPSCHED_OP_BATCHNORM_TRAIN, /* x, scale [C], bias [C] -> y, the batch's mean [C] and
+                                 * 1 / sqrt(variance + epsilon) [C] (population variance over
+                                 * every axis but 1; opsched_bn_attr) */
+    OPSCHED_OP_BATCHNORM_GRAD,  /* dy, x, scale, the saved mean and inverse deviation ->
+                                 * dx, dscale [C], dbias [C] (opsched_bn_attr) */
+    OPSCHED_OP_CONV_GRAD_FILTER, /* x [N, C, H, W], dy [N, M, OH, OW] -> dW [M, C/groups, kh, kw]:
+                                  * a 2-D convolution's filter gradient (the forward
+                                  * convolution's opsched_conv_attr) */
     OPSCHED_OP_COUNT
 } opsched_op_kind;
 

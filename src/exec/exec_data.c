@@ -164,6 +164,7 @@ static void weight_range(const opsched_graph *g, int tensor, os_exec_fill *f)
                 f->hi = sqrtf(6.0f / (float)fan_in);
                 f->lo = -f->hi;
             } else if ((n->op == OPSCHED_OP_BATCHNORM && (k == 1 || k == 4)) ||
+                       (n->op == OPSCHED_OP_BATCHNORM_TRAIN && k == 1) ||
                        (n->op == OPSCHED_OP_LAYERNORM && k == 1)) {
                 f->lo = 0.5f;
                 f->hi = 1.5f;

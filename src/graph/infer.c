@@ -503,6 +503,100 @@ static opsched_status infer_batchnorm(infer_args *a)
     return OPSCHED_OK;
 }
 
+/* The training operators' operands must all be present. */
+static opsched_status need_all(infer_args *a)
+{
+    for (int i = 0; i < a->n_in; i++)
+        if (!a->in[i]) return BAD(a, "input %d is missing", i);
+    return OPSCHED_OK;
+}
+
+/* x, scale, bias -> y, mean [C], inverse deviation [C] (scale's type). */
+static opsched_status infer_batchnorm_train(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 3, 3));
+    OS_TRY(need_outputs(a, 3));
+    OS_TRY(need_all(a));
+    const opsched_shape *x = &a->in[0]->shape;
+    if (x->ndim < 2) return BAD(a, "input must have a channel dimension");
+    if (opsched_shape_numel(x) < 1) return BAD(a, "no elements to take the batch's statistics over");
+    OS_TRY(per_channel(a, 1, 2, x->d[1]));
+    if (!(a->attr->bn.epsilon > 0)) return BAD(a, "epsilon must be positive");
+    a->out[0] = *x;
+    a->out[1] = (opsched_shape){1, {x->d[1]}};
+    a->out[2] = a->out[1];
+    a->dt[1] = a->dt[2] = a->in[1]->dtype;
+    a->cost->flops = 5 * opsched_shape_numel(x); /* two passes for the statistics, one to apply */
+    return OPSCHED_OK;
+}
+
+/* dy, x, scale, mean, inverse deviation -> dx, dscale [C], dbias [C]. */
+static opsched_status infer_batchnorm_grad(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 5, 5));
+    OS_TRY(need_outputs(a, 3));
+    OS_TRY(need_all(a));
+    const opsched_shape *dy = &a->in[0]->shape, *x = &a->in[1]->shape;
+    if (!opsched_shape_equal(dy, x)) {
+        char b1[128], b2[128];
+        return BAD(a, "the gradient %s and the input %s differ in shape",
+                   fmt_shape(dy, b1, sizeof(b1)), fmt_shape(x, b2, sizeof(b2)));
+    }
+    if (x->ndim < 2) return BAD(a, "input must have a channel dimension");
+    OS_TRY(per_channel(a, 2, 4, x->d[1]));
+    a->out[0] = *x;
+    a->out[1] = (opsched_shape){1, {x->d[1]}};
+    a->out[2] = a->out[1];
+    a->dt[0] = a->in[0]->dtype;
+    a->dt[1] = a->dt[2] = a->in[2]->dtype;
+    a->cost->flops = 6 * opsched_shape_numel(x); /* the two sums, then dx */
+    return OPSCHED_OK;
+}
+
+/* x [N, C, H, W], dy [N, M, OH, OW] -> dW [M, C/groups, kh, kw] under the
+ * forward convolution's attributes. */
+static opsched_status infer_conv_grad_filter(infer_args *a)
+{
+    OS_TRY(need_inputs(a, 2, 2));
+    OS_TRY(need_outputs(a, 1));
+    OS_TRY(need_all(a));
+    OS_TRY(need_rank(a, 0, 4));
+    OS_TRY(need_rank(a, 1, 4));
+    opsched_conv_attr *c = &a->attr->conv;
+    const opsched_shape *x = &a->in[0]->shape, *dy = &a->in[1]->shape;
+    char b1[128], b2[128];
+    if (c->groups == 0) c->groups = 1;
+    for (int i = 0; i < 2; i++) {
+        if (c->stride[i] == 0) c->stride[i] = 1;
+        if (c->dilation[i] == 0) c->dilation[i] = 1;
+    }
+    if (c->depth.kernel > 1) return BAD(a, "only 2-D convolutions have a filter gradient");
+    if (c->groups < 0 || c->stride[0] < 0 || c->stride[1] < 0 || c->dilation[0] < 0 ||
+        c->dilation[1] < 0 || c->kernel[0] < 1 || c->kernel[1] < 1)
+        return BAD(a, "groups, strides, dilations and the kernel must be positive");
+    for (int i = 0; i < 4; i++)
+        if (c->pads[i] < 0) return BAD(a, "negative padding");
+    int64_t C = x->d[1], M = dy->d[1], g = c->groups;
+    if (C % g != 0 || M % g != 0)
+        return BAD(a, "channels %lld -> %lld are not divisible by groups %lld", (long long)C,
+                   (long long)M, (long long)g);
+    int64_t oh = window_out(x->d[2], c->pads[0], c->pads[2], c->kernel[0], c->stride[0],
+                            c->dilation[0], 0);
+    int64_t ow = window_out(x->d[3], c->pads[1], c->pads[3], c->kernel[1], c->stride[1],
+                            c->dilation[1], 0);
+    if (dy->d[0] != x->d[0] || dy->d[2] != oh || dy->d[3] != ow)
+        return BAD(a, "the gradient %s is not the output of the convolution of %s (%lldx%lld)",
+                   fmt_shape(dy, b1, sizeof(b1)), fmt_shape(x, b2, sizeof(b2)), (long long)oh,
+                   (long long)ow);
+    a->out[0] = (opsched_shape){4, {M, C / g, c->kernel[0], c->kernel[1]}};
+    int64_t macs = 1;
+    int64_t f[] = {x->d[0], M, oh, ow, C / g, c->kernel[0], c->kernel[1]};
+    for (size_t i = 0; i < OS_ARRAY_LEN(f); i++)
+        if (!os_mul_ok(macs, f[i], &macs)) return BAD(a, "FLOP count overflows");
+    a->cost->flops = 2 * macs;
+    return OPSCHED_OK;
+}
+
 static opsched_status infer_axis_same(infer_args *a, int64_t flops_per_elem)
 {
     OS_TRY(need_inputs(a, 1, 1));
@@ -1283,6 +1377,9 @@ opsched_status os_infer(opsched_graph *g, const char *name, opsched_op_kind op,
     case OPSCHED_OP_QUANTIZE:
     case OPSCHED_OP_DEQUANTIZE: st = infer_quant(&a); break;
     case OPSCHED_OP_ATTENTION: st = infer_attention(&a); break;
+    case OPSCHED_OP_BATCHNORM_TRAIN: st = infer_batchnorm_train(&a); break;
+    case OPSCHED_OP_BATCHNORM_GRAD: st = infer_batchnorm_grad(&a); break;
+    case OPSCHED_OP_CONV_GRAD_FILTER: st = infer_conv_grad_filter(&a); break;
     default:
         return OS_FAIL(g->ctx, OPSCHED_ERR_UNSUPPORTED, "node '%s': operator %d unknown", name,
                        (int)op);

@@ -71,6 +71,9 @@ static const char *const op_names[OPSCHED_OP_COUNT] = {
     [OPSCHED_OP_QUANTIZE] = "QuantizeLinear",
     [OPSCHED_OP_DEQUANTIZE] = "DequantizeLinear",
     [OPSCHED_OP_ATTENTION] = "Attention",
+    [OPSCHED_OP_BATCHNORM_TRAIN] = "BatchNormTraining",
+    [OPSCHED_OP_BATCHNORM_GRAD] = "BatchNormBackward",
+    [OPSCHED_OP_CONV_GRAD_FILTER] = "ConvBackwardFilter",
 };
 
 static const char *const unary_names[OPSCHED_UNARY_FN_COUNT] = {

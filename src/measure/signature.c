@@ -61,6 +61,7 @@ static void put_attrs(sig_buf *b, const opsched_node *n, int rank)
     const opsched_op_attr *a = &n->attr;
     switch (n->op) {
     case OPSCHED_OP_CONV:
+    case OPSCHED_OP_CONV_GRAD_FILTER:
         put_ints(b, "k", a->conv.kernel, 2);
         put_ints(b, "s", a->conv.stride, 2);
         put_ints(b, "p", a->conv.pads, 4);
@@ -91,7 +92,9 @@ static void put_attrs(sig_buf *b, const opsched_node *n, int rank)
     case OPSCHED_OP_SOFTMAX:
     case OPSCHED_OP_FLATTEN:
     case OPSCHED_OP_GATHER: put(b, "|axis=%lld", (long long)a->axis.axis); break;
-    case OPSCHED_OP_BATCHNORM: break; /* epsilon does not change the work */
+    case OPSCHED_OP_BATCHNORM:
+    case OPSCHED_OP_BATCHNORM_TRAIN:
+    case OPSCHED_OP_BATCHNORM_GRAD: break; /* epsilon does not change the work */
     case OPSCHED_OP_LRN:
         put(b, "|size=%lld|a=%g|b=%g|bias=%g", (long long)a->lrn.size, (double)a->lrn.alpha,
             (double)a->lrn.beta, (double)a->lrn.bias);

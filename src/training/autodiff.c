@@ -11,10 +11,10 @@
  * differentiated: graph inputs and constants get no gradient.  The rules:
  *
  *   MatMul, Gemm        products with the other operand transposed
- *   Conv (2-D, grouped) ConvTranspose for the input; a convolution of the
- *                       input by dy, axes swapped, for the filter
- *   BatchNorm           in training form (the batch's statistics), its
- *                       gradient as LayerNorm's over the other axes
+ *   Conv (2-D, grouped) ConvTranspose for the input (cuDNN's backward
+ *                       data); ConvBackwardFilter for the filter
+ *   BatchNorm           in training form (BatchNormTraining: the batch's
+ *                       statistics), its gradient one BatchNormBackward
  *   MaxPool, AvgPool    dy scattered to the maxima (the indices the forward
  *                       keeps); a ConvTranspose by the uniform window
  *   Add, Sub, Mul       the gradient (times the other operand), summed to
@@ -57,7 +57,8 @@ typedef struct ad {
     unsigned char *need;    /* forward tensor: leads to a trained parameter */
     unsigned char *buffer;  /* forward tensor: a BatchNorm's running statistic, no parameter */
     int (*aux)[2];          /* per forward node: what its training form keeps for backward
-                             * (BatchNorm: xhat and the deviation; MaxPool: the indices) */
+                             * (BatchNorm: the saved mean and inverse deviation; MaxPool:
+                             * the indices) */
     int serial;             /* for unique node and tensor names */
 } ad;
 
@@ -313,65 +314,15 @@ static opsched_status conv_grads(ad *a, const opsched_node *n, int dy)
         OS_TRY(accumulate(a, fx, r));
     }
     if (a->need[fw]) {
-        int xt, dyt;
-        opsched_op_attr tr;
-        memset(&tr, 0, sizeof(tr));
-        tr.transpose.n = 4;
-        tr.transpose.perm[0] = 1;
-        tr.transpose.perm[1] = 0;
-        tr.transpose.perm[2] = 2;
-        tr.transpose.perm[3] = 3;
-        if (G == 1) {
-            OS_TRY(node(a, base, OPSCHED_OP_TRANSPOSE, &tr, &x, 1, &xt));
-            OS_TRY(node(a, base, OPSCHED_OP_TRANSPOSE, &tr, &dy, 1, &dyt));
-        } else {
-            /* groups: x as [C/G, G*N, H, W] and dy as [M, N, OH, OW], the
-             * group axis outermost in both, so group g convolves g's */
-            int64_t N = xs->d[0], C = xs->d[1], M = ys->d[1];
-            opsched_op_attr t5;
-            memset(&t5, 0, sizeof(t5));
-            t5.transpose.n = 5;
-            opsched_shape s5 = {5, {N, G, C / G, xs->d[2], xs->d[3]}};
-            OS_TRY(reshape(a, base, x, &s5, &xt));
-            t5.transpose.perm[0] = 2; /* [C/G, G, N, H, W] */
-            t5.transpose.perm[1] = 1;
-            t5.transpose.perm[2] = 0;
-            t5.transpose.perm[3] = 3;
-            t5.transpose.perm[4] = 4;
-            OS_TRY(node(a, base, OPSCHED_OP_TRANSPOSE, &t5, &xt, 1, &xt));
-            opsched_shape s4 = {4, {C / G, G * N, xs->d[2], xs->d[3]}};
-            OS_TRY(reshape(a, base, xt, &s4, &xt));
-            opsched_shape d5 = {5, {N, G, M / G, ys->d[2], ys->d[3]}};
-            OS_TRY(reshape(a, base, dy, &d5, &dyt));
-            t5.transpose.perm[0] = 1; /* [G, M/G, N, OH, OW] */
-            t5.transpose.perm[1] = 2;
-            t5.transpose.perm[2] = 0;
-            OS_TRY(node(a, base, OPSCHED_OP_TRANSPOSE, &t5, &dyt, 1, &dyt));
-            opsched_shape d4 = {4, {M, N, ys->d[2], ys->d[3]}};
-            OS_TRY(reshape(a, base, dyt, &d4, &dyt));
-        }
+        /* cuDNN's backward filter (PyTorch's convolution_backward) as one node */
         opsched_op_attr at;
         memset(&at, 0, sizeof(at));
-        for (int i = 0; i < 2; i++) {
-            at.conv.kernel[i] = ys->d[2 + i];
-            at.conv.stride[i] = c->dilation[i];
-            at.conv.dilation[i] = c->stride[i];
-        }
-        memcpy(at.conv.pads, c->pads, sizeof(at.conv.pads));
+        at.conv = *c;
+        at.conv.kernel[0] = ws->d[2];
+        at.conv.kernel[1] = ws->d[3];
         at.conv.groups = G;
-        int in[2] = {xt, dyt}, full;
-        OS_TRY(node(a, base, OPSCHED_OP_CONV, &at, in, 2, &full));
-        const opsched_shape *fs = shape_of(a, full); /* [C, M, >= KH, >= KW] */
-        if (fs->d[2] != ws->d[2] || fs->d[3] != ws->d[3]) {
-            opsched_op_attr sl;
-            memset(&sl, 0, sizeof(sl));
-            for (int i = 0; i < 4; i++) {
-                sl.slice.ends[i] = i < 2 ? fs->d[i] : ws->d[i];
-                sl.slice.steps[i] = 1;
-            }
-            OS_TRY(node(a, base, OPSCHED_OP_SLICE, &sl, &full, 1, &full));
-        }
-        OS_TRY(node(a, base, OPSCHED_OP_TRANSPOSE, &tr, &full, 1, &r));
+        int in[2] = {x, dy};
+        OS_TRY(node(a, base, OPSCHED_OP_CONV_GRAD_FILTER, &at, in, 2, &r));
         OS_TRY(accumulate(a, fw, r));
     }
     if (fb >= 0 && a->need[fb]) {
@@ -382,45 +333,35 @@ static opsched_status conv_grads(ad *a, const opsched_node *n, int dy)
     return OPSCHED_OK;
 }
 
-/* BatchNorm in training form: dgamma = sum(dy xhat), dbeta = sum(dy),
- * dx = (g - mean(g) - xhat mean(g xhat)) / sigma with g = dy gamma, the
- * sums and means over every axis but the channels. */
+/* BatchNorm in training form: one BatchNormBackward node (cuDNN's, as
+ * PyTorch runs it) from dy, x, the scale and the saved mean and inverse
+ * deviation gives dx, dscale and dbias. */
 static opsched_status batchnorm_grads(ad *a, const opsched_node *n, int i, int dy)
 {
-    const char *base = n->name;
-    int xhat = a->aux[i][0], sig = a->aux[i][1], fx = n->inputs[0], fs = n->inputs[1],
-        fb = n->inputs[2], r, t1, gam, gg, m1, m2;
-    int nd = shape_of(a, dy)->ndim;
-    opsched_op_attr at;
-    memset(&at, 0, sizeof(at));
-    at.reduce.keepdims = 1;
-    for (int d = 0; d < nd; d++)
-        if (d != 1) at.reduce.axes[at.reduce.n_axes++] = d;
+    int fx = n->inputs[0], fs = n->inputs[1], fb = n->inputs[2], outs[3];
+    int in[5] = {dy, a->map[fx], a->map[fs], a->aux[i][0], a->aux[i][1]};
+    static const char *const what[3] = {"dx", "dscale", "dbias"};
+    const char *names[3];
+    char nm[3][300], node_name[300];
+    int serial = a->serial++;
+    for (int k = 0; k < 3; k++) {
+        snprintf(nm[k], sizeof(nm[k]), "%s/%s/%d", n->name, what[k], serial);
+        names[k] = nm[k];
+    }
+    snprintf(node_name, sizeof(node_name), "%s/backward/%d", n->name, serial);
+    OS_TRY(opsched_graph_add_node(a->t, node_name, OPSCHED_OP_BATCHNORM_GRAD, &n->attr, in, 5, 3,
+                                  names, outs));
     if (a->need[fs]) {
-        at.reduce.fn = OPSCHED_REDUCE_SUM;
-        OS_TRY(binary(a, base, OPSCHED_OP_MUL, dy, xhat, &t1));
-        OS_TRY(node(a, base, OPSCHED_OP_REDUCE, &at, &t1, 1, &r));
-        OS_TRY(reshape(a, base, r, shape_of(a, a->map[fs]), &r));
+        int r;
+        OS_TRY(reshape(a, n->name, outs[1], shape_of(a, a->map[fs]), &r));
         OS_TRY(accumulate(a, fs, r));
     }
     if (a->need[fb]) {
-        at.reduce.fn = OPSCHED_REDUCE_SUM;
-        OS_TRY(node(a, base, OPSCHED_OP_REDUCE, &at, &dy, 1, &r));
-        OS_TRY(reshape(a, base, r, shape_of(a, a->map[fb]), &r));
+        int r;
+        OS_TRY(reshape(a, n->name, outs[2], shape_of(a, a->map[fb]), &r));
         OS_TRY(accumulate(a, fb, r));
     }
-    if (!a->need[fx]) return OPSCHED_OK;
-    OS_TRY(reshape(a, base, a->map[fs], shape_of(a, sig), &gam));
-    OS_TRY(binary(a, base, OPSCHED_OP_MUL, dy, gam, &gg));
-    at.reduce.fn = OPSCHED_REDUCE_MEAN;
-    OS_TRY(node(a, base, OPSCHED_OP_REDUCE, &at, &gg, 1, &m1));
-    OS_TRY(binary(a, base, OPSCHED_OP_MUL, gg, xhat, &t1));
-    OS_TRY(node(a, base, OPSCHED_OP_REDUCE, &at, &t1, 1, &m2));
-    OS_TRY(binary(a, base, OPSCHED_OP_MUL, xhat, m2, &m2));
-    OS_TRY(binary(a, base, OPSCHED_OP_SUB, gg, m1, &t1));
-    OS_TRY(binary(a, base, OPSCHED_OP_SUB, t1, m2, &t1));
-    OS_TRY(binary(a, base, OPSCHED_OP_DIV, t1, sig, &r));
-    return accumulate(a, fx, r);
+    return a->need[fx] ? accumulate(a, fx, outs[0]) : OPSCHED_OK;
 }
 
 /* MaxPool: dy added at each window's maximum (ScatterElements over the
@@ -879,37 +820,23 @@ static opsched_status backward(ad *a, int ni, const opsched_node *n, int dy)
     }
 }
 
-/* A BatchNormalization in training form: normalised by the batch's mean
- * and variance over every axis but the channels (population variance), as
- * PyTorch's training mode does; xhat and the deviation kept in aux. */
+/* A BatchNormalization in training form: one BatchNormTraining node,
+ * normalised by the batch's mean and variance over every axis but the
+ * channels (population variance), as PyTorch's training mode does; the
+ * mean and inverse deviation it saves are kept in aux for the backward. */
 static opsched_status batchnorm_forward(ad *a, const opsched_node *n, int i, const int *in,
                                         const char *name, int *out)
 {
-    const char *base = n->name;
-    int x = in[0], nd = shape_of(a, x)->ndim;
-    opsched_op_attr at;
-    memset(&at, 0, sizeof(at));
-    at.reduce.fn = OPSCHED_REDUCE_MEAN;
-    at.reduce.keepdims = 1;
-    for (int d = 0; d < nd; d++)
-        if (d != 1) at.reduce.axes[at.reduce.n_axes++] = d;
-    int mu, xc, sq, var, eps, sig, xhat, gam, bet, r;
-    OS_TRY(node(a, base, OPSCHED_OP_REDUCE, &at, &x, 1, &mu));
-    OS_TRY(binary(a, base, OPSCHED_OP_SUB, x, mu, &xc));
-    OS_TRY(binary(a, base, OPSCHED_OP_MUL, xc, xc, &sq));
-    OS_TRY(node(a, base, OPSCHED_OP_REDUCE, &at, &sq, 1, &var));
-    OS_TRY(scalar(a, n->attr.bn.epsilon, &eps));
-    OS_TRY(binary(a, base, OPSCHED_OP_ADD, var, eps, &var));
-    OS_TRY(node(a, base, OPSCHED_OP_SQRT, NULL, &var, 1, &sig));
-    OS_TRY(binary(a, base, OPSCHED_OP_DIV, xc, sig, &xhat));
-    opsched_shape cs = *shape_of(a, mu); /* [1, C, 1, ...] */
-    OS_TRY(reshape(a, base, in[1], &cs, &gam));
-    OS_TRY(reshape(a, base, in[2], &cs, &bet));
-    OS_TRY(binary(a, base, OPSCHED_OP_MUL, xhat, gam, &r));
-    int add_in[2] = {r, bet};
-    OS_TRY(opsched_graph_add_node(a->t, name, OPSCHED_OP_ADD, NULL, add_in, 2, 1, &name, out));
-    a->aux[i][0] = xhat;
-    a->aux[i][1] = sig;
+    int ins[3] = {in[0], in[1], in[2]}, outs[3];
+    char m[300], v[300];
+    snprintf(m, sizeof(m), "%s/saved_mean", n->name);
+    snprintf(v, sizeof(v), "%s/saved_invstd", n->name);
+    const char *names[3] = {name, m, v};
+    OS_TRY(opsched_graph_add_node(a->t, n->name, OPSCHED_OP_BATCHNORM_TRAIN, &n->attr, ins, 3, 3,
+                                  names, outs));
+    *out = outs[0];
+    a->aux[i][0] = outs[1];
+    a->aux[i][1] = outs[2];
     return OPSCHED_OK;
 }
 

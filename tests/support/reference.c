@@ -381,6 +381,106 @@ static void ref_batchnorm(const ref_node *r)
     }
 }
 
+/* The batch's mean and population variance of channel ch over every
+ * axis but 1, in double. */
+static void channel_stats(const opsched_shape *xs, const float *x, int64_t ch, double *mean,
+                          double *var)
+{
+    int64_t c[OPSCHED_MAX_DIMS], cnt = 0;
+    double s = 0, s2 = 0;
+    for (int64_t i = 0; i < numel(xs); i++) {
+        unravel(i, xs, c);
+        if (c[1] != ch) continue;
+        s += x[i];
+        cnt++;
+    }
+    *mean = s / (double)cnt;
+    for (int64_t i = 0; i < numel(xs); i++) {
+        unravel(i, xs, c);
+        if (c[1] != ch) continue;
+        s2 += (x[i] - *mean) * (x[i] - *mean);
+    }
+    *var = s2 / (double)cnt;
+}
+
+/* y = (x - mean) / sqrt(var + eps) * scale + bias with the batch's mean and
+ * variance; outputs y, the mean and 1 / sqrt(var + eps). */
+static void ref_batchnorm_train(const ref_node *r)
+{
+    const opsched_shape *xs = r->in[0];
+    int64_t C = xs->d[1], c[OPSCHED_MAX_DIMS];
+    for (int64_t ch = 0; ch < C; ch++) {
+        double mean, var;
+        channel_stats(xs, r->x[0], ch, &mean, &var);
+        double inv = 1.0 / sqrt(var + r->a->bn.epsilon);
+        r->y[1][ch] = (float)mean;
+        r->y[2][ch] = (float)inv;
+        for (int64_t i = 0; i < numel(xs); i++) {
+            unravel(i, xs, c);
+            if (c[1] == ch)
+                r->y[0][i] = (float)((r->x[0][i] - mean) * inv * r->x[1][ch] + r->x[2][ch]);
+        }
+    }
+}
+
+/* The gradients of ref_batchnorm_train from dy, x, scale and the saved mean
+ * and inverse deviation (inputs 3 and 4, used as given):
+ * dbias = sum dy, dscale = sum dy xhat,
+ * dx = scale inv (dy - dbias / m - xhat dscale / m), m the count per channel. */
+static void ref_batchnorm_grad(const ref_node *r)
+{
+    const opsched_shape *xs = r->in[1];
+    const float *dy = r->x[0], *x = r->x[1];
+    int64_t C = xs->d[1], c[OPSCHED_MAX_DIMS];
+    for (int64_t ch = 0; ch < C; ch++) {
+        double mean = r->x[3][ch], inv = r->x[4][ch], db = 0, ds = 0;
+        int64_t m = 0;
+        for (int64_t i = 0; i < numel(xs); i++) {
+            unravel(i, xs, c);
+            if (c[1] != ch) continue;
+            db += dy[i];
+            ds += dy[i] * (x[i] - mean) * inv;
+            m++;
+        }
+        r->y[1][ch] = (float)ds;
+        r->y[2][ch] = (float)db;
+        for (int64_t i = 0; i < numel(xs); i++) {
+            unravel(i, xs, c);
+            if (c[1] != ch) continue;
+            double xhat = (x[i] - mean) * inv;
+            r->y[0][i] = (float)(r->x[2][ch] * inv * (dy[i] - db / m - xhat * ds / m));
+        }
+    }
+}
+
+/* dW[m, ci, kh, kw] = sum over n, oh, ow of dy[n, m, oh, ow] times the
+ * input element that tap reads in the forward convolution. */
+static void ref_conv_grad_filter(const ref_node *r)
+{
+    const opsched_conv_attr *c = &r->a->conv;
+    const opsched_shape *xs = r->in[0], *ys = r->in[1], *ws = r->out[0];
+    const float *x = r->x[0], *dy = r->x[1];
+    int64_t N = xs->d[0], C = xs->d[1], H = xs->d[2], W = xs->d[3], M = ys->d[1];
+    int64_t G = c->groups, Cg = C / G, Mg = M / G, wc[4];
+    for (int64_t i = 0; i < numel(ws); i++) {
+        unravel(i, ws, wc);
+        int64_t m = wc[0], g = m / Mg;
+        double acc = 0;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t oh = 0; oh < ys->d[2]; oh++) {
+                int64_t h = oh * c->stride[0] - c->pads[0] + wc[2] * c->dilation[0];
+                if (h < 0 || h >= H) continue;
+                for (int64_t ow = 0; ow < ys->d[3]; ow++) {
+                    int64_t v = ow * c->stride[1] - c->pads[1] + wc[3] * c->dilation[1];
+                    if (v < 0 || v >= W) continue;
+                    acc += (double)dy[((n * M + m) * ys->d[2] + oh) * ys->d[3] + ow] *
+                           x[((n * C + g * Cg + wc[1]) * H + h) * W + v];
+                }
+            }
+        r->y[0][i] = (float)acc;
+    }
+}
+
 /* outer x axis x inner views of a tensor around one axis. */
 static void around(const opsched_shape *s, int axis, int64_t *outer, int64_t *len, int64_t *inner)
 {
@@ -705,6 +805,15 @@ int ref_run_node(const opsched_graph *g, int node, const void *const *in, float 
         break;
     case OPSCHED_OP_BATCHNORM:
         ref_batchnorm(&r);
+        break;
+    case OPSCHED_OP_BATCHNORM_TRAIN:
+        ref_batchnorm_train(&r);
+        break;
+    case OPSCHED_OP_BATCHNORM_GRAD:
+        ref_batchnorm_grad(&r);
+        break;
+    case OPSCHED_OP_CONV_GRAD_FILTER:
+        ref_conv_grad_filter(&r);
         break;
     case OPSCHED_OP_SOFTMAX:
         ref_softmax(&r);

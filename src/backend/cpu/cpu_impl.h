@@ -461,4 +461,10 @@ opsched_status cpu_ops_conv_transpose(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *
 opsched_status cpu_loop_conv_transpose(opsched_ctx *ctx, const cpu_node *n, void *const *in,
                                        void *const *out);
 
+/* The training operators (cpu_train.c): BatchNormTraining and
+ * BatchNormBackward as loops, ConvBackwardFilter through oneDNN's backward
+ * weights or a loop. */
+opsched_status cpu_ops_train(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *p,
+                             const opsched_plan_options *opts, opsched_plan_info *info);
+
 #endif /* OS_BACKEND_CPU_IMPL_H */

@@ -411,6 +411,9 @@ opsched_status cpu_plan_create(opsched_ctx *ctx, void *d, const opsched_graph *g
         info->fused_residual = p->node.fused_res;
     } else if (n->op == OPSCHED_OP_CONV_TRANSPOSE) {
         OS_TRY_GOTO(st, cpu_ops_conv_transpose(ctx, dev, p, opts, info), fail);
+    } else if (n->op == OPSCHED_OP_BATCHNORM_TRAIN || n->op == OPSCHED_OP_BATCHNORM_GRAD ||
+               n->op == OPSCHED_OP_CONV_GRAD_FILTER) {
+        OS_TRY_GOTO(st, cpu_ops_train(ctx, dev, p, opts, info), fail);
     } else if (n->op == OPSCHED_OP_MATMUL && opts->fuse_bias && matmul_bias(g, node, opts, p)) {
         /* oneDNN's matmul with its bias and the activation as a post-op */
         OS_TRY_GOTO(st, cpu_ops_build(ctx, dev, p, info), fail);

@@ -323,6 +323,12 @@ opsched_status cu_plan_topk(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_index(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_resize(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_conv_transpose(const cu_plan_args *a, cu_plan **out);
+/* The training operators (cuda_train.c): batch norm's training form and its
+ * backward through cuDNN (own kernels where cuDNN cannot), a convolution's
+ * filter gradient through cuDNN's backward filter. */
+opsched_status cu_plan_batchnorm_train(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_batchnorm_grad(const cu_plan_args *a, cu_plan **out);
+opsched_status cu_plan_conv_grad_filter(const cu_plan_args *a, cu_plan **out);
 /* 3-D Conv and ConvTranspose (5-D tensors) through cuDNN's Nd descriptors
  * (cuda_conv3d.c). */
 opsched_status cu_plan_conv_3d(const cu_plan_args *a, cu_plan **out);

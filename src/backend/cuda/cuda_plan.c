@@ -397,6 +397,12 @@ opsched_status cu_plan_dispatch(const cu_plan_args *a, cu_plan **p)
         return cu_plan_conv_transpose(a, p);
     case OPSCHED_OP_ATTENTION:
         return cu_plan_attention(a, p);
+    case OPSCHED_OP_BATCHNORM_TRAIN:
+        return cu_plan_batchnorm_train(a, p);
+    case OPSCHED_OP_BATCHNORM_GRAD:
+        return cu_plan_batchnorm_grad(a, p);
+    case OPSCHED_OP_CONV_GRAD_FILTER:
+        return cu_plan_conv_grad_filter(a, p);
     default:
         return CU_UNSUPPORTED(a, "operator %d is not supported", (int)a->node->op);
     }

@@ -464,6 +464,73 @@ __global__ void k_batchnorm(int64_t n, int64_t C, int64_t cstride, float eps, co
     }
 }
 
+/* Batch norm in training form, one block per channel (grid-stride over
+ * channels): element j of channel c, j = b * S + s, is at (b * C + c) * S + s
+ * (NCHW) or (b * S + s) * C + c (channels last). */
+__device__ __forceinline__ int64_t bn_at(int64_t j, int64_t c, int64_t C, int64_t S, int nhwc)
+{
+    return nhwc ? j * C + c : (j / S * C + c) * S + j % S;
+}
+
+template <typename T>
+__global__ void k_bn_train(int64_t N, int64_t C, int64_t S, int nhwc, float eps, const T *x,
+                           const T *scale, const T *bias, T *y, T *mean_out, T *inv_out)
+{
+    __shared__ float sh[32];
+    const int64_t m = N * S;
+    for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
+        float s = 0.0f;
+        for (int64_t j = threadIdx.x; j < m; j += blockDim.x)
+            s += ld<T>(x[bn_at(j, c, C, S, nhwc)]);
+        const float mean = block_sum(s, sh) / (float)m;
+        float v = 0.0f;
+        for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
+            float d = ld<T>(x[bn_at(j, c, C, S, nhwc)]) - mean;
+            v += d * d;
+        }
+        const float inv = rsqrtf(block_sum(v, sh) / (float)m + eps);
+        const float k = inv * ld<T>(scale[c]), b = ld<T>(bias[c]);
+        for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
+            int64_t i = bn_at(j, c, C, S, nhwc);
+            y[i] = st<T>((ld<T>(x[i]) - mean) * k + b);
+        }
+        if (threadIdx.x == 0) {
+            mean_out[c] = st<T>(mean);
+            inv_out[c] = st<T>(inv);
+        }
+    }
+}
+
+template <typename T>
+__global__ void k_bn_grad(int64_t N, int64_t C, int64_t S, int nhwc, const T *dy, const T *x,
+                          const T *scale, const T *mean_in, const T *inv_in, T *dx, T *dscale,
+                          T *dbias)
+{
+    __shared__ float sh[32];
+    const int64_t m = N * S;
+    for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
+        const float mean = ld<T>(mean_in[c]), inv = ld<T>(inv_in[c]);
+        float sb = 0.0f, ss = 0.0f;
+        for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
+            int64_t i = bn_at(j, c, C, S, nhwc);
+            float g = ld<T>(dy[i]);
+            sb += g;
+            ss += g * (ld<T>(x[i]) - mean) * inv;
+        }
+        const float db = block_sum(sb, sh), ds = block_sum(ss, sh);
+        const float k = ld<T>(scale[c]) * inv, fm = (float)m;
+        for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
+            int64_t i = bn_at(j, c, C, S, nhwc);
+            float xhat = (ld<T>(x[i]) - mean) * inv;
+            dx[i] = st<T>(k * (ld<T>(dy[i]) - db / fm - xhat * ds / fm));
+        }
+        if (threadIdx.x == 0) {
+            dscale[c] = st<T>(ds);
+            dbias[c] = st<T>(db);
+        }
+    }
+}
+
 /* ---- normalisation and reductions ------------------------------------ */
 
 template <typename T>
@@ -1245,6 +1312,31 @@ extern "C" cudaError_t cuk_batchnorm(cuk_type t, int64_t n, int64_t C, int64_t c
     DISPATCH_FLOAT(t, k_batchnorm<T><<<blocks_for(n), kThreads, 0, stream>>>(
                           n, C, cstride, eps, (const T *)x, (const T *)scale, (const T *)bias,
                           (const T *)mean, (const T *)var, (T *)y));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_bn_train(cuk_type t, int64_t N, int64_t C, int64_t S, int nhwc,
+                                    float eps, const void *x, const void *scale, const void *bias,
+                                    void *y, void *mean, void *inv, cudaStream_t stream)
+{
+    if (N * C * S <= 0) return cudaSuccess;
+    const int grid = (int)(C < kMaxBlocks ? C : kMaxBlocks);
+    DISPATCH_FLOAT(t, k_bn_train<T><<<grid, kThreads, 0, stream>>>(
+                          N, C, S, nhwc, eps, (const T *)x, (const T *)scale, (const T *)bias,
+                          (T *)y, (T *)mean, (T *)inv));
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_bn_grad(cuk_type t, int64_t N, int64_t C, int64_t S, int nhwc,
+                                   const void *dy, const void *x, const void *scale,
+                                   const void *mean, const void *inv, void *dx, void *dscale,
+                                   void *dbias, cudaStream_t stream)
+{
+    if (N * C * S <= 0) return cudaSuccess;
+    const int grid = (int)(C < kMaxBlocks ? C : kMaxBlocks);
+    DISPATCH_FLOAT(t, k_bn_grad<T><<<grid, kThreads, 0, stream>>>(
+                          N, C, S, nhwc, (const T *)dy, (const T *)x, (const T *)scale,
+                          (const T *)mean, (const T *)inv, (T *)dx, (T *)dscale, (T *)dbias));
     return cudaGetLastError();
 }
 

@@ -159,6 +159,15 @@ typedef struct cuk_dw_desc {
 } cuk_dw_desc;
 
 /* y = (x - mean[c]) * scale[c] / sqrt(var[c] + eps) + bias[c] */
+/* Batch norm in training form over x as [N, C, S] (channels last when
+ * nhwc): y, the batch's mean and 1 / sqrt(variance + eps) per channel; and
+ * its backward, dx, dscale and dbias from dy, x, scale and those two. */
+cudaError_t cuk_bn_train(cuk_type t, int64_t N, int64_t C, int64_t S, int nhwc, float eps,
+                         const void *x, const void *scale, const void *bias, void *y, void *mean,
+                         void *inv, cudaStream_t stream);
+cudaError_t cuk_bn_grad(cuk_type t, int64_t N, int64_t C, int64_t S, int nhwc, const void *dy,
+                        const void *x, const void *scale, const void *mean, const void *inv,
+                        void *dx, void *dscale, void *dbias, cudaStream_t stream);
 cudaError_t cuk_batchnorm(cuk_type t, int64_t n, int64_t C, int64_t cstride, float eps,
                           const void *x, const void *scale, const void *bias, const void *mean,
                           const void *var, void *y, cudaStream_t stream);
