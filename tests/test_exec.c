@@ -768,6 +768,23 @@ static void test_io_errors(void **state)
     CHECK(opsched_executor_run(ex));
     CHECK(opsched_executor_get_output(ex, 0, y2, 10));
     assert_memory_equal(y1, y2, sizeof(y1));
+    /* Jittered: no jitter gives the same inputs; 1e-3 relative moves the
+     * outputs, by about that much and not more. */
+    CHECK(opsched_executor_randomize_inputs_jittered(ex, 3, 0.0));
+    CHECK(opsched_executor_run(ex));
+    CHECK(opsched_executor_get_output(ex, 0, y2, 10));
+    assert_memory_equal(y1, y2, sizeof(y1));
+    CHECK(opsched_executor_randomize_inputs_jittered(ex, 3, 1e-3));
+    CHECK(opsched_executor_run(ex));
+    CHECK(opsched_executor_get_output(ex, 0, y2, 10));
+    double num = 0, den = 0;
+    for (int k = 0; k < 10; k++) {
+        num += ((double)y2[k] - y1[k]) * ((double)y2[k] - y1[k]);
+        den += (double)y1[k] * y1[k];
+    }
+    print_message("outputs moved %.3g by a 1e-3 jitter of the inputs\n", sqrt(num / den));
+    assert_true(num > 0);
+    assert_true(sqrt(num / den) < 1e-2);
     opsched_executor_free(ex);
     opsched_executor_free(NULL);
     assert_int_equal(opsched_executor_create(NULL, g, NULL, NULL, &ex), OPSCHED_ERR_INVALID_ARG);

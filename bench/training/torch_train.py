@@ -6,11 +6,13 @@ predicts as the peak).
 
     torch_train.py --model resnet50 --batch 32 [--optimizer sgd|adamw]
                    [--impl foreach|fused] [--loss ce|mse] [--steps 30]
-                   [--channels-last] [--out result.json]
+                   [--channels-last] [--out result.json] [--kernels table.txt]
 
 One JSON object on stdout (and in --out): model, batch, optimizer, impl,
 median_step_ms, max_memory_allocated (bytes, over the steady-state steps:
 the statistics are reset after the warm-up steps), torch/CUDA versions.
+--kernels writes torch.profiler's table of the GPU kernels of three more
+steps (time per kernel name, summed), to say where PyTorch's time goes.
 """
 import argparse
 import json
@@ -31,6 +33,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--channels-last", action="store_true")
     ap.add_argument("--out")
+    ap.add_argument("--kernels")
     a = ap.parse_args()
     import torch
     import torchvision
@@ -84,6 +87,15 @@ def main():
          "max_memory_allocated": torch.cuda.max_memory_allocated(),
          "torch": torch.__version__, "cuda": torch.version.cuda,
          "device": torch.cuda.get_device_name()}
+    if a.kernels:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(3):
+                step()
+            torch.cuda.synchronize()
+        with open(a.kernels, "w") as f:
+            f.write(prof.key_averages().table(sort_by="cuda_time_total", row_limit=60,
+                                              max_name_column_width=90))
     text = json.dumps(r)
     print(text)
     if a.out:

@@ -161,6 +161,12 @@ const opsched_layer_info *opsched_executor_layer(const opsched_executor *ex, int
 
 /* Fills every graph input with random values from seed (f32 in [-1, 1)). */
 opsched_status opsched_executor_randomize_inputs(opsched_executor *ex, uint64_t seed);
+/* The same values, each float one then multiplied by (1 + rel * u), u drawn
+ * uniformly from [-1, 1] per element from seed: how far outputs move under
+ * a change of the inputs of the order of rounding (the numerics check's
+ * measure of a graph's conditioning).  Integer and bool inputs unchanged. */
+opsched_status opsched_executor_randomize_inputs_jittered(opsched_executor *ex, uint64_t seed,
+                                                          double rel);
 /* Sets graph input i (in opsched_graph_input order) from n f32 values. */
 opsched_status opsched_executor_set_input(opsched_executor *ex, int i, const float *data,
                                           size_t n);

@@ -111,6 +111,13 @@ typedef struct opsched_profile_result {
                                     * output is not finite */
     int check_passed;
     double check_tolerance;
+    /* Measured only when check_rel_l2 exceeds check_tolerance (NaN
+     * otherwise): how far the reference's own outputs move when its inputs
+     * change by 1e-6 relative (CHECK_JITTER).  Gradients through Relu
+     * masks, argmaxes and the like are discontinuous, so a device's
+     * rounding may move them that far too; the check passes when
+     * check_rel_l2 is within 3 times this ("conditioned"). */
+    double check_sensitivity;
     /* Why the check could not run, e.g. the CPU backend is not in this
      * build or cannot run an operator of g ("" when it ran or was not
      * asked for; check_rel_l2 is then NaN). */

@@ -662,7 +662,22 @@ size_t opsched_executor_output_numel(const opsched_executor *ex, int i)
     return ex->tensors[ex->outputs[i]].numel;
 }
 
+/* splitmix64: the jitter's own stream, apart from the values' */
+static uint64_t jitter_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 opsched_status opsched_executor_randomize_inputs(opsched_executor *ex, uint64_t seed)
+{
+    return opsched_executor_randomize_inputs_jittered(ex, seed, 0.0);
+}
+
+opsched_status opsched_executor_randomize_inputs_jittered(opsched_executor *ex, uint64_t seed,
+                                                          double rel)
 {
     if (!ex) return OPSCHED_ERR_INVALID_ARG;
     for (int i = 0; i < ex->n_inputs; i++) {
@@ -677,6 +692,12 @@ opsched_status opsched_executor_randomize_inputs(opsched_executor *ex, uint64_t 
         float *v = malloc(sizeof(float) * (t->numel ? t->numel : 1));
         if (!v) return OS_NOMEM(ex->ctx);
         os_exec_random_values(&t->fill, t->sdt, t->numel, seed + (uint64_t)id, v);
+        int is_float = t->sdt == OPSCHED_F32 || t->sdt == OPSCHED_F16 || t->sdt == OPSCHED_BF16;
+        uint64_t js = seed ^ ((uint64_t)id << 32) ^ 0x6a09e667f3bcc909ull;
+        for (size_t k = 0; rel != 0.0 && is_float && k < t->numel; k++) {
+            double u = (double)(jitter_next(&js) >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+            v[k] = (float)((double)v[k] * (1.0 + rel * u));
+        }
         opsched_status st = upload_f32(ex, t, v);
         free(v);
         OS_TRY(st);

@@ -89,6 +89,7 @@ static opsched_status result_new(opsched_ctx *ctx, int n_layers, opsched_profile
     r->layer_host_sum_ms = NAN;
     r->free_host_ms = NAN;
     r->check_rel_l2 = NAN;
+    r->check_sensitivity = NAN;
     for (int i = 0; i < n_layers; i++) {
         opsched_layer_profile *l = &r->layers[i];
         l->node = i;

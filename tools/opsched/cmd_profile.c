@@ -520,6 +520,7 @@ static void json_item(cJSON *arr, const profile_item *it, int fold_bn)
     json_num(o, "power_mean_w", r->energy.valid ? r->energy.power_mean_w : NAN);
     cJSON_AddNumberToObject(o, "peak_memory_bytes", (double)r->peak_memory_bytes);
     json_num(o, "check_rel_l2", r->check_rel_l2);
+    json_num(o, "check_sensitivity", r->check_sensitivity);
     cJSON_AddNumberToObject(o, "fallback_layers", r->n_fallbacks);
     cJSON_AddItemToArray(arr, o);
 }
