@@ -326,7 +326,19 @@ static opsched_status conv_grads(ad *a, const opsched_node *n, int dy)
         OS_TRY(accumulate(a, fw, r));
     }
     if (fb >= 0 && a->need[fb]) {
-        OS_TRY(reduce_to(a, base, dy, &(opsched_shape){4, {1, ys->d[1], 1, 1}}, &r));
+        /* dy summed over N, OH and OW in two row reductions: the rows of
+         * [N, M, OH * OW], then the column over N (one reduction over axes
+         * 0, 2 and 3 strides across the whole tensor) */
+        opsched_op_attr at;
+        memset(&at, 0, sizeof(at));
+        at.reduce.fn = OPSCHED_REDUCE_SUM;
+        at.reduce.n_axes = 1;
+        at.reduce.axes[0] = 2;
+        OS_TRY(reshape(a, base, dy, &(opsched_shape){3, {ys->d[0], ys->d[1], ys->d[2] * ys->d[3]}},
+                       &r));
+        OS_TRY(node(a, base, OPSCHED_OP_REDUCE, &at, &r, 1, &r));
+        at.reduce.axes[0] = 0;
+        OS_TRY(node(a, base, OPSCHED_OP_REDUCE, &at, &r, 1, &r));
         OS_TRY(reshape(a, base, r, shape_of(a, a->map[fb]), &r));
         OS_TRY(accumulate(a, fb, r));
     }
