@@ -854,13 +854,57 @@ static void test_optimizer_step(void **state)
     opsched_ctx_free(ctx);
 }
 
+/* The names training runs are stored under, and back. */
+static void test_run_names(void **state)
+{
+    (void)state;
+    static const struct {
+        opsched_training_options o;
+        const char *name;
+    } cases[] = {
+        {{.loss = OPSCHED_LOSS_CROSS_ENTROPY}, "resnet50-train-ce"},
+        {{.loss = OPSCHED_LOSS_MSE}, "resnet50-train-mse"},
+        {{.step = 1}, "resnet50-train-ce-sgd"},
+        {{.step = 1, .weight_decay = 0.0001}, "resnet50-train-ce-sgd-wd0.0001"},
+        {{.step = 1, .optimizer = OPSCHED_OPTIMIZER_ADAMW, .weight_decay = 0.01},
+         "resnet50-train-ce-adamw"},
+        {{.step = 1, .optimizer = OPSCHED_OPTIMIZER_ADAMW, .impl = OPSCHED_OPTIMIZER_FUSED,
+          .weight_decay = 0.05},
+         "resnet50-train-ce-adamw-fused-wd0.05"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char buf[128], model[64];
+        opsched_training_options back;
+        assert_true(opsched_training_run_name("resnet50", &cases[i].o, buf, sizeof(buf)) > 0);
+        assert_string_equal(buf, cases[i].name);
+        assert_int_equal(opsched_training_parse_run_name(buf, model, sizeof(model), &back), 1);
+        assert_string_equal(model, "resnet50");
+        assert_int_equal(back.loss, cases[i].o.loss);
+        assert_int_equal(back.step, cases[i].o.step);
+        assert_int_equal(back.optimizer, cases[i].o.optimizer);
+        assert_int_equal(back.impl, cases[i].o.impl);
+        if (cases[i].o.optimizer == OPSCHED_OPTIMIZER_SGD)
+            assert_true(back.weight_decay == cases[i].o.weight_decay);
+    }
+    char buf[16], model[64];
+    opsched_training_options o = {.step = 1};
+    assert_int_equal(opsched_training_run_name("resnet50", &o, buf, sizeof(buf)), -1);
+    /* not training names */
+    assert_int_equal(opsched_training_parse_run_name("resnet50", model, sizeof(model), &o), 0);
+    assert_int_equal(opsched_training_parse_run_name("resnet50-train-xx", model, sizeof(model), &o),
+                     0);
+    assert_int_equal(
+        opsched_training_parse_run_name("resnet50-train-ce-sgd-extra", model, sizeof(model), &o), 0);
+    assert_int_equal(opsched_training_parse_run_name("-train-ce", model, sizeof(model), &o), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp_steps),   cmocka_unit_test(test_mlp_memory),
         cmocka_unit_test(test_block_rounding), cmocka_unit_test(test_zoo_structure),
         cmocka_unit_test(test_no_loss), cmocka_unit_test(test_autodiff_gradients),
-        cmocka_unit_test(test_optimizer_step),
+        cmocka_unit_test(test_optimizer_step), cmocka_unit_test(test_run_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -144,6 +144,19 @@ int64_t opsched_training_block_bytes(int64_t n);
 opsched_status opsched_training_graph(const opsched_graph *g, const opsched_training_options *o,
                                       opsched_graph **out);
 
+/* The name a training graph's measurements are stored under, so they never
+ * pass for the model's inference nor for another training set-up:
+ * "<model>-train-<ce|mse>", then with o->step "-sgd" or "-adamw", "-fused"
+ * for the fused implementation and "-wd<W>" for a weight decay (AdamW's
+ * default of 0.01 is not written).  Writes at most n bytes; the length, or
+ * -1 when it does not fit. */
+int opsched_training_run_name(const char *model, const opsched_training_options *o, char *buf,
+                              size_t n);
+/* The inverse: 1 with the model's name in model (n bytes) and the options in
+ * *o when name is such a name, else 0. */
+int opsched_training_parse_run_name(const char *name, char *model, size_t n,
+                                    opsched_training_options *o);
+
 #ifdef __cplusplus
 }
 #endif

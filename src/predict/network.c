@@ -49,6 +49,7 @@
 #include "core/util.h"
 #include "exec/exec_impl.h"
 #include "opsched/zoo.h"
+#include "opsched/training.h"
 #include "predict/predict_impl.h"
 
 const char *opsched_predict_mode_name(opsched_predict_mode m)
@@ -300,10 +301,21 @@ typedef struct fit_state {
 static opsched_status zoo_loader(opsched_ctx *ctx, const opsched_network_run_row *run,
                                  opsched_graph **out)
 {
-    if (!opsched_zoo_find(run->model))
-        return OS_FAIL(ctx, OPSCHED_ERR_NOT_FOUND, "no built-in network '%s'", run->model);
+    char base[256];
+    opsched_training_options to;
+    int train = opsched_training_parse_run_name(run->model, base, sizeof(base), &to);
+    const char *model = train ? base : run->model;
+    if (!opsched_zoo_find(model))
+        return OS_FAIL(ctx, OPSCHED_ERR_NOT_FOUND, "no built-in network '%s'", model);
     opsched_zoo_options zo = {.batch = run->batch, .height = run->height, .width = run->width};
-    return opsched_zoo_build(ctx, run->model, &zo, out);
+    if (!train) return opsched_zoo_build(ctx, model, &zo, out);
+    /* a training graph's run (opsched profile --train): BatchNorm kept, as
+     * profile keeps it */
+    opsched_graph *f = NULL;
+    OS_TRY(opsched_zoo_build(ctx, model, &zo, &f));
+    opsched_status st = opsched_training_graph(f, &to, out);
+    opsched_graph_free(f);
+    return st;
 }
 
 static opsched_status load_run_graph(opsched_predictor *p, const opsched_network_run_row *run,

@@ -4,6 +4,7 @@
  * ordered steps of one iteration with their dependencies, and the memory
  * it holds step by step.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -638,4 +639,65 @@ done:
     free(diff);
     free(saved_diff);
     return st;
+}
+
+int opsched_training_run_name(const char *model, const opsched_training_options *o, char *buf,
+                              size_t n)
+{
+    if (!model || !o || !buf || n == 0) return -1;
+    char wd[48] = "";
+    if (o->step && o->weight_decay > 0 &&
+        !(o->optimizer == OPSCHED_OPTIMIZER_ADAMW && o->weight_decay == 0.01))
+        snprintf(wd, sizeof(wd), "-wd%g", o->weight_decay);
+    int len = snprintf(buf, n, "%s-train-%s%s%s%s", model,
+                       o->loss == OPSCHED_LOSS_MSE ? "mse" : "ce",
+                       !o->step                                   ? ""
+                       : o->optimizer == OPSCHED_OPTIMIZER_ADAMW ? "-adamw"
+                                                                  : "-sgd",
+                       o->step && o->impl == OPSCHED_OPTIMIZER_FUSED ? "-fused" : "", wd);
+    return len < 0 || (size_t)len >= n ? -1 : len;
+}
+
+int opsched_training_parse_run_name(const char *name, char *model, size_t n,
+                                    opsched_training_options *o)
+{
+    if (!name || !model || !o || n == 0) return 0;
+    const char *t = strstr(name, "-train-");
+    if (!t || t == name) return 0;
+    opsched_training_options r;
+    memset(&r, 0, sizeof(r));
+    const char *q = t + 7;
+    if (strncmp(q, "ce", 2) == 0) {
+        q += 2;
+    } else if (strncmp(q, "mse", 3) == 0) {
+        r.loss = OPSCHED_LOSS_MSE;
+        q += 3;
+    } else {
+        return 0;
+    }
+    if (strncmp(q, "-sgd", 4) == 0) {
+        r.step = 1;
+        q += 4;
+    } else if (strncmp(q, "-adamw", 6) == 0) {
+        r.step = 1;
+        r.optimizer = OPSCHED_OPTIMIZER_ADAMW;
+        q += 6;
+    }
+    if (r.step && strncmp(q, "-fused", 6) == 0) {
+        r.impl = OPSCHED_OPTIMIZER_FUSED;
+        q += 6;
+    }
+    if (r.step && strncmp(q, "-wd", 3) == 0) {
+        char *end = NULL;
+        r.weight_decay = strtod(q + 3, &end);
+        if (end == q + 3 || !(r.weight_decay > 0)) return 0;
+        q = end;
+    }
+    if (*q) return 0;
+    size_t len = (size_t)(t - name);
+    if (len >= n) return 0;
+    memcpy(model, name, len);
+    model[len] = '\0';
+    *o = r;
+    return 1;
 }

@@ -614,6 +614,14 @@ static opsched_status leave_out(opsched_ctx *ctx, const predict_cmd *c, const op
         snprintf(name, n, "%s", z->name);
     else
         tool_model_run_name(c->m.model, name, n);
+    if (c->train.on) {
+        /* the training graph's runs are stored under their own name */
+        char base[512];
+        snprintf(base, sizeof(base), "%s", name);
+        if (opsched_training_run_name(base, &c->train.o, name, n) < 0)
+            memcpy(name, base, n); /* cannot happen: names are short */
+        name[n - 1] = 0;
+    }
     opsched_exclusion *x = NULL;
     opsched_status st = opsched_exclusion_create(ctx, name, &x);
     if (st == OPSCHED_OK) st = opsched_exclusion_add_graph(x, g);

@@ -874,9 +874,10 @@ int cmd_profile(opsched_ctx *ctx, int argc, char **argv)
     if (rc == TOOL_EXIT_OK && a.train.on) {
         /* the training graph is another network: its rows, files and
          * runs must never pass for the model's inference */
-        size_t len = strlen(m.name);
-        snprintf(m.name + len, sizeof(m.name) - len, "-train-%s",
-                 a.train.o.loss == OPSCHED_LOSS_MSE ? "mse" : "ce");
+        char base[sizeof(m.name)];
+        snprintf(base, sizeof(base), "%s", m.name);
+        if (opsched_training_run_name(base, &a.train.o, m.name, sizeof(m.name)) < 0)
+            rc = tool_usage_error("profile", "the model name '%s' is too long", base);
     }
     if (rc == TOOL_EXIT_OK) rc = choose_sizes(&a, &m, sizes, &n_sizes);
     if (rc != TOOL_EXIT_OK) return rc;
