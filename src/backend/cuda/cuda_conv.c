@@ -168,15 +168,12 @@ static int usable(const cu_plan_args *a, const cudnnConvolutionFwdAlgoPerf_t *r)
 {
     if (r->status != CUDNN_STATUS_SUCCESS) return 0;
     if ((int)r->algo < 0 || (int)r->algo >= CU_N_CONV_ALGOS) return 0;
-    /* fp32 data may not be rounded to fp16 behind the caller's back. */
-    return !(a->dt == OPSCHED_F32 && r->mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+    return cu_conv_math_ok(a, r->mathType);
 }
 
 static opsched_status set_math(const cu_plan_args *a, conv_plan *p, cudnnMathType_t m)
 {
-    if (a->opts->math == OPSCHED_MATH_FP32) m = CUDNN_FMA_MATH;
-    CUDNN_CHECK(a->ctx, cudnnSetConvolutionMathType(p->conv_desc, m));
-    return OPSCHED_OK;
+    return cu_conv_set_math(a, p->conv_desc, m);
 }
 
 /* The heuristic's view of every algorithm; *n results in *perf (malloc'd). */

@@ -96,19 +96,6 @@ static cudnnMathType_t initial_math(opsched_math m)
     }
 }
 
-/* A math type cuDNN reported that the mode allows: fp32 data may not be
- * rounded to fp16 behind the caller's back. */
-static int math_ok(const cu_plan_args *a, cudnnMathType_t m)
-{
-    return !(a->dt == OPSCHED_F32 && m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
-}
-
-static opsched_status set_math(const cu_plan_args *a, c3_plan *p, cudnnMathType_t m)
-{
-    if (a->opts->math == OPSCHED_MATH_FP32) m = CUDNN_FMA_MATH;
-    CUDNN_CHECK(a->ctx, cudnnSetConvolutionMathType(p->conv_desc, m));
-    return OPSCHED_OK;
-}
 
 static opsched_status pick_fwd(const cu_plan_args *a, c3_plan *p, size_t limit, size_t *bytes)
 {
@@ -119,10 +106,11 @@ static opsched_status pick_fwd(const cu_plan_args *a, c3_plan *p, size_t limit, 
                                                                (int)OS_ARRAY_LEN(perf), &n, perf));
     for (int k = 0; k < n; k++) {
         const cudnnConvolutionFwdAlgoPerf_t *r = &perf[k];
-        if (r->status != CUDNN_STATUS_SUCCESS || r->memory > limit || !math_ok(a, r->mathType))
+        if (r->status != CUDNN_STATUS_SUCCESS || r->memory > limit ||
+            !cu_conv_math_ok(a, r->mathType))
             continue;
         if ((int)r->algo < 0 || (int)r->algo >= CU_N_CONV_ALGOS) continue;
-        OS_TRY(set_math(a, p, r->mathType));
+        OS_TRY(cu_conv_set_math(a, p->conv_desc, r->mathType));
         if (cudnnGetConvolutionForwardWorkspaceSize(a->dev->cudnn, p->x_desc, p->w_desc,
                                                     p->conv_desc, p->y_desc, r->algo,
                                                     bytes) != CUDNN_STATUS_SUCCESS ||
@@ -147,9 +135,10 @@ static opsched_status pick_bwd(const cu_plan_args *a, c3_plan *p, size_t limit, 
                             (int)OS_ARRAY_LEN(perf), &n, perf));
     for (int k = 0; k < n; k++) {
         const cudnnConvolutionBwdDataAlgoPerf_t *r = &perf[k];
-        if (r->status != CUDNN_STATUS_SUCCESS || r->memory > limit || !math_ok(a, r->mathType))
+        if (r->status != CUDNN_STATUS_SUCCESS || r->memory > limit ||
+            !cu_conv_math_ok(a, r->mathType))
             continue;
-        OS_TRY(set_math(a, p, r->mathType));
+        OS_TRY(cu_conv_set_math(a, p->conv_desc, r->mathType));
         if (cudnnGetConvolutionBackwardDataWorkspaceSize(a->dev->cudnn, p->w_desc, p->x_desc,
                                                          p->conv_desc, p->y_desc, r->algo,
                                                          bytes) != CUDNN_STATUS_SUCCESS ||

@@ -114,10 +114,8 @@ static opsched_status pick(const cu_plan_args *a, ct_plan *p, size_t limit, size
         const cudnnConvolutionBwdDataAlgoPerf_t *r = &perf[k];
         if (r->status != CUDNN_STATUS_SUCCESS || r->memory > limit) continue;
         if ((int)r->algo < 0 || (int)r->algo >= (int)OS_ARRAY_LEN(bwd_names)) continue;
-        if (a->dt == OPSCHED_F32 && r->mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
-            continue; /* fp32 data may not be rounded to fp16 behind the caller's back */
-        cudnnMathType_t m = a->opts->math == OPSCHED_MATH_FP32 ? CUDNN_FMA_MATH : r->mathType;
-        CUDNN_CHECK(a->ctx, cudnnSetConvolutionMathType(p->conv_desc, m));
+        if (!cu_conv_math_ok(a, r->mathType)) continue;
+        OS_TRY(cu_conv_set_math(a, p->conv_desc, r->mathType));
         size_t bytes = 0;
         if (cudnnGetConvolutionBackwardDataWorkspaceSize(a->dev->cudnn, p->w_desc, p->x_desc,
                                                          p->conv_desc, p->d_desc, r->algo,

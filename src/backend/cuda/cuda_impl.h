@@ -323,6 +323,12 @@ opsched_status cu_plan_topk(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_index(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_resize(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_conv_transpose(const cu_plan_args *a, cu_plan **out);
+/* The legacy convolution calls' math types (forward, backward data and filter, 2-D and 3-D):
+ * 1 when the mode allows math type m that cuDNN reported (fp32 data may not be rounded to fp16
+ * behind the caller's back); and m set on conv, FMA in strict fp32. */
+int cu_conv_math_ok(const cu_plan_args *a, cudnnMathType_t m);
+opsched_status cu_conv_set_math(const cu_plan_args *a, cudnnConvolutionDescriptor_t conv,
+                                cudnnMathType_t m);
 /* The training operators (cuda_train.c): batch norm's training form and its
  * backward through cuDNN (own kernels where cuDNN cannot), a convolution's
  * filter gradient through cuDNN's backward filter. */

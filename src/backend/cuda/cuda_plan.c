@@ -278,6 +278,19 @@ static int any_input_not_float(const cu_plan_args *a)
     return 0;
 }
 
+int cu_conv_math_ok(const cu_plan_args *a, cudnnMathType_t m)
+{
+    return !(a->dt == OPSCHED_F32 && m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+}
+
+opsched_status cu_conv_set_math(const cu_plan_args *a, cudnnConvolutionDescriptor_t conv,
+                                cudnnMathType_t m)
+{
+    if (a->opts->math == OPSCHED_MATH_FP32) m = CUDNN_FMA_MATH;
+    CUDNN_CHECK(a->ctx, cudnnSetConvolutionMathType(conv, m));
+    return OPSCHED_OK;
+}
+
 opsched_status cu_plan_dispatch(const cu_plan_args *a, cu_plan **p)
 {
     switch (a->node->op) {
