@@ -469,6 +469,231 @@ static void test_ddp_timeline(void **state)
     opsched_ctx_free(ctx);
 }
 
+static void test_fsdp_unit_of(void **state)
+{
+    (void)state;
+    char u[OPSCHED_FSDP_UNIT_NAME];
+    assert_int_equal(opsched_fsdp_unit_of("layer1.0.conv1.weight", "layer*.*", u, sizeof(u)), 0);
+    assert_string_equal(u, "layer1.0");
+    assert_int_equal(opsched_fsdp_unit_of("layer1.0.downsample.1.bias", "layer*.*", u, sizeof(u)),
+                     0);
+    assert_string_equal(u, "layer1.0");
+    opsched_fsdp_unit_of("conv1.weight", "layer*.*", u, sizeof(u));
+    assert_string_equal(u, ""); /* the root */
+    opsched_fsdp_unit_of("layer1.weight", "layer*.*", u, sizeof(u));
+    assert_string_equal(u, ""); /* one component: no match */
+    opsched_fsdp_unit_of("fc.weight", NULL, u, sizeof(u));
+    assert_string_equal(u, "");
+    /* The innermost unit wins; ":f32" says so. */
+    assert_int_equal(
+        opsched_fsdp_unit_of("layer2.3.bn1.weight", "layer*.*,layer*.*.bn*:f32", u, sizeof(u)), 1);
+    assert_string_equal(u, "layer2.3.bn1");
+    assert_int_equal(
+        opsched_fsdp_unit_of("layer2.3.conv1.weight", "layer*.*,layer*.*.bn*:f32", u, sizeof(u)),
+        0);
+    assert_string_equal(u, "layer2.3");
+    opsched_fsdp_unit_of("features.28.weight", "features,classifier.*", u, sizeof(u));
+    assert_string_equal(u, "features");
+    opsched_fsdp_unit_of("classifier.3.bias", "features,classifier.*", u, sizeof(u));
+    assert_string_equal(u, "classifier.3");
+}
+
+static void test_fsdp_timeline(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx = NULL;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    /* The root (1 MiB: stem and head), A (2 MiB) and B (4 MiB), 1 ms per
+     * MiB for either collective.  Worked out by hand:
+     *  forward: AG(root) 0..1; root 1..2, entering it issues AG(A) 1..3;
+     *    A 3..5, AG(B) 3..7; B 7..9; the head (root) 9..10.
+     *  backward: the head 10..11, entering it issues AG(B) 10..14; B
+     *    14..17, AG(A) 14..16, RS(B) 17..21; A 17..20, RS(A) 21..23; the
+     *    stem 20..21, RS(root) 23..24.  The optimizer's 2 ms halved: 25. */
+    opsched_fsdp_unit units[3] = {{"", (int64_t)(1 * MB), 2, 0},
+                                  {"A", (int64_t)(2 * MB), 2, 0},
+                                  {"B", (int64_t)(4 * MB), 2, 0}};
+    opsched_fsdp_segment segs[8] = {{0, 0, 1}, {1, 0, 2}, {2, 0, 2}, {0, 0, 1},
+                                    {0, 1, 1}, {2, 1, 3}, {1, 1, 3}, {0, 1, 1}};
+    opsched_fsdp_compute c = {units, 3, segs, 8, 2};
+    opsched_fsdp_options o;
+    opsched_fsdp_options_init(&o);
+    o.ranks = 2;
+    opsched_fsdp_result r;
+    assert_int_equal(
+        opsched_fsdp_timeline(ctx, &c, ms_per_mb, NULL, ms_per_mb, NULL, &o, &r), OPSCHED_OK);
+    assert_true(fabs(r.forward_end_ms - 10) < 1e-9);
+    assert_true(fabs(r.iteration_ms - 25) < 1e-9);
+    assert_true(fabs(r.single_ms - 16) < 1e-9);
+    assert_int_equal(r.n_allgathers, 5);
+    assert_int_equal(r.n_reducescatters, 3);
+    assert_true(fabs(r.allgather_ms - 13) < 1e-9);
+    assert_true(fabs(r.reducescatter_ms - 7) < 1e-9);
+    /* Under compute: 1 + 2 (forward) + 1 + 2 + 4 (backward). */
+    assert_true(fabs(r.hidden_ms - 10) < 1e-9);
+    assert_true(fabs(r.exposed_ms - 10) < 1e-9); /* 25 - (6 + 8 + 1) */
+    /* Half the gathered bytes (bf16 parameters) and a host-bound step:
+     * entering a unit takes the host 2 ms + 1 ms per parameter (two
+     * each), so the host enters the root at 4, A at 8, B at 12 and, in
+     * backward, the head at 16, B at 20, A at 24.  Forward: AG(root)
+     * 0..0.5; root 4..5, AG(A) 4..5; A 8..10, AG(B) 8..10; B 12..14; head
+     * 14..15.  Backward: head 16..17, AG(B) 16..18; B 20..23, AG(A)
+     * 20..21, RS(B) 23..27; A 24..27, RS(A) 27..29; stem 27..28, RS(root)
+     * 29..30; the optimizer's 1 ms. */
+    o.gather_bytes_scale = 0.5;
+    o.per_unit_us = 2000;
+    o.per_param_us = 1000;
+    assert_int_equal(
+        opsched_fsdp_timeline(ctx, &c, ms_per_mb, NULL, ms_per_mb, NULL, &o, &r), OPSCHED_OK);
+    assert_true(fabs(r.forward_end_ms - 15) < 1e-9);
+    assert_true(fabs(r.iteration_ms - 31) < 1e-9);
+    assert_true(fabs(r.exposed_ms - 16) < 1e-9); /* 31 - (6 + 8 + 1) */
+    /* The host issuing the compute at 2 ms per ms of it (28 ms in all),
+     * no hooks: each segment ends no sooner than the host has issued it.
+     * Forward: root 1..2, A 3..6 (AG(A) 1..3, its host 2..6), B 7..10,
+     * head 10..12.  Backward: head 12..14, AG(B) 12..16; B 16..20, RS(B)
+     * 20..24; A 20..26, RS(A) 26..28; stem 26..28, RS(root) 28..29; + 1. */
+    opsched_fsdp_options_init(&o);
+    o.ranks = 2;
+    o.host_ms = 28;
+    assert_int_equal(
+        opsched_fsdp_timeline(ctx, &c, ms_per_mb, NULL, ms_per_mb, NULL, &o, &r), OPSCHED_OK);
+    assert_true(fabs(r.forward_end_ms - 12) < 1e-9);
+    assert_true(fabs(r.iteration_ms - 30) < 1e-9);
+    /* One rank: nothing to communicate, the one-GPU time. */
+    opsched_fsdp_options_init(&o);
+    assert_int_equal(
+        opsched_fsdp_timeline(ctx, &c, ms_per_mb, NULL, ms_per_mb, NULL, &o, &r), OPSCHED_OK);
+    assert_true(fabs(r.iteration_ms - 16) < 1e-9);
+    assert_int_equal(r.n_allgathers + r.n_reducescatters, 0);
+    /* A segment naming a unit that does not exist is refused. */
+    segs[3].unit = 7;
+    o.ranks = 2;
+    assert_int_equal(
+        opsched_fsdp_timeline(ctx, &c, ms_per_mb, NULL, ms_per_mb, NULL, &o, &r),
+        OPSCHED_ERR_INVALID_ARG);
+    assert_non_null(strstr(opsched_ctx_last_error(ctx), "segment 3"));
+    opsched_ctx_free(ctx);
+}
+
+/* An nccl-tests log as all_reduce_perf prints it under mpirun (two
+ * ranks; the numbers made up for this test), with a line of another type. */
+static void test_nccl_tests_log(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx = NULL;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    fputs("[1,0]<stdout>:# nThread 1 nGpus 1 minBytes 8 maxBytes 1024 step: 2(factor) warmup "
+          "iters: 5 iters: 50 agg iters: 1 validation: 1 graph: 0\n"
+          "[1,0]<stdout>:#\n"
+          "[1,0]<stdout>:# Using devices\n"
+          "[1,0]<stdout>:#  Rank  0 Group  0 Pid   1001 on     node-a device  0 [0x53] NVIDIA "
+          "H100 80GB HBM3\n"
+          "[1,0]<stdout>:#  Rank  1 Group  0 Pid   1002 on     node-b device  0 [0x53] NVIDIA "
+          "H100 80GB HBM3\n"
+          "node-a:1001:1001 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+          "[1,0]<stdout>:# Collective test starting: all_reduce_perf\n"
+          "[1,0]<stdout>:#       size         count      type   redop    root     time   algbw "
+          "  busbw #wrong     time   algbw   busbw #wrong\n"
+          "[1,0]<stdout>:           8             2     float     sum      -1    20.50    0.00 "
+          "   0.00      0    20.10    0.00    0.00      0\n"
+          "[1,0]<stdout>:        1024           256     float     sum      -1    25.00    0.04 "
+          "   0.04    N/A    24.00    0.04    0.04    N/A\n"
+          "[1,0]<stdout>:        1024           128    double     sum      -1    26.00    0.04 "
+          "   0.04      0    25.00    0.04    0.04      0\n"
+          "[1,0]<stdout>:# Out of bounds values : 0 OK\n",
+          f);
+    rewind(f);
+    opsched_nccl_tests_log l;
+    assert_int_equal(opsched_nccl_tests_parse(ctx, f, "log", &l), OPSCHED_OK);
+    assert_int_equal(l.collective, OPSCHED_ALLREDUCE);
+    assert_int_equal(l.ranks, 2);
+    assert_int_equal(l.iters, 50);
+    assert_string_equal(l.gpu, "NVIDIA H100 80GB HBM3");
+    assert_string_equal(l.nccl_version, "2.21.5");
+    assert_int_equal(l.n_results, 2);
+    assert_int_equal(l.skipped, 1);
+    assert_int_equal(l.results[0].bytes, 8);
+    assert_int_equal(l.results[1].count, 256);
+    assert_true(fabs(l.results[1].stats.median - 0.025) < 1e-12); /* out of place, ms */
+    assert_int_equal(l.results[1].wrong, 0);
+    assert_int_equal(l.results[1].ranks, 2);
+    opsched_nccl_tests_log_free(&l);
+    fclose(f);
+    /* A size line cut short is an error naming the line. */
+    f = tmpfile();
+    assert_non_null(f);
+    fputs("# Collective test starting: all_gather_perf\n"
+          "        8      2     float    none      -1    20.50    0.00    0.00      0    20.10\n"
+          "     1024    256     float    none      -1    25.00    zero    0.04      0    24.00    "
+          "0.04    0.04      0\n",
+          f);
+    rewind(f);
+    assert_int_equal(opsched_nccl_tests_parse(ctx, f, "cut.log", &l), OPSCHED_ERR_PARSE);
+    assert_non_null(strstr(opsched_ctx_last_error(ctx), "cut.log:3"));
+    fclose(f);
+    /* srun's "0: " labels; no rank lines: the ranks are unknown (0). */
+    f = tmpfile();
+    assert_non_null(f);
+    fputs("0: #       size         count      type   redop    root     time   algbw   busbw "
+          "#wrong     time   algbw   busbw #wrong\n"
+          "0:     1048576        262144  bfloat16     sum      -1    100.0   10.49   19.66      0"
+          "    99.00   10.59   19.86      0\n",
+          f);
+    rewind(f);
+    assert_int_equal(opsched_nccl_tests_parse(ctx, f, "srun.log", &l), OPSCHED_OK);
+    assert_int_equal(l.n_results, 1);
+    assert_int_equal(l.ranks, 0);
+    assert_int_equal(l.collective, -1);
+    assert_int_equal(l.results[0].dtype, OPSCHED_BF16);
+    assert_true(fabs(l.results[0].busbw_gbs - 19.66) < 1e-9);
+    opsched_nccl_tests_log_free(&l);
+    fclose(f);
+    /* Not nccl-tests output at all. */
+    f = tmpfile();
+    assert_non_null(f);
+    fputs("hello\nworld\n", f);
+    rewind(f);
+    assert_int_equal(opsched_nccl_tests_parse(ctx, f, "other", &l), OPSCHED_ERR_PARSE);
+    fclose(f);
+    opsched_ctx_free(ctx);
+}
+
+/* The two-level model against arithmetic done by hand. */
+static void test_multinode_model(void **state)
+{
+    (void)state;
+    /* One node of 8 GPUs: all-reduce alpha 14 us (1 us per hop over 14
+     * hops), then 480 GB/s of bus bandwidth (algorithm bandwidth 274.3). */
+    opsched_comm_fit fit;
+    memset(&fit, 0, sizeof(fit));
+    fit.n_segments = 2;
+    fit.seg[0] = (opsched_comm_segment){8, 1 << 20, 14.0, INFINITY, 3, 0, 0};
+    fit.seg[1] = (opsched_comm_segment){1 << 20, 1e10, 14.0, 480.0 * 8 / 14, 3, 0, 0};
+    opsched_comm_network net = {2, 8, 400.0, 10.0};
+    opsched_comm_algo algo;
+    /* 8 bytes over 16 GPUs: the ring 26 x 1 + 4 x 10 = 66 us; the tree
+     * 2 x 7 x 1 + 2 x 1 x 10 = 34 us: the tree. */
+    double us = opsched_comm_multinode_us(OPSCHED_ALLREDUCE, 8, &fit, &net, &algo);
+    assert_true(fabs(us - (34 + 8 / (200.0 * 1e3))) < 1e-6);
+    assert_int_equal(algo, OPSCHED_COMM_TREE);
+    /* 1 GB: the ring moves 2(15)/16 GB at min(480, 400) GB/s: 4.6875 ms
+     * + 66 us; the tree 1 GB at min(400 / 2, 480): 5 ms + 34 us. */
+    us = opsched_comm_multinode_us(OPSCHED_ALLREDUCE, 1e9, &fit, &net, &algo);
+    assert_true(fabs(us - (66 + 1e9 * 30.0 / 16 / 400e3)) < 1e-6);
+    assert_int_equal(algo, OPSCHED_COMM_RING);
+    /* One node: the fit itself. */
+    net.nodes = 1;
+    assert_true(fabs(opsched_comm_multinode_us(OPSCHED_ALLREDUCE, 1e9, &fit, &net, NULL) -
+                     opsched_comm_fit_eval(&fit, 1e9)) < 1e-9);
+    /* All-to-all is not modelled; a missing fit with 8 GPUs a node fails. */
+    net.nodes = 2;
+    assert_true(isnan(opsched_comm_multinode_us(OPSCHED_ALLTOALL, 1e6, &fit, &net, NULL)));
+    assert_true(isnan(opsched_comm_multinode_us(OPSCHED_ALLREDUCE, 1e6, NULL, &net, NULL)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -481,6 +706,10 @@ int main(void)
         cmocka_unit_test(test_commbench_refusals),
         cmocka_unit_test(test_ddp_buckets),
         cmocka_unit_test(test_ddp_timeline),
+        cmocka_unit_test(test_fsdp_unit_of),
+        cmocka_unit_test(test_fsdp_timeline),
+        cmocka_unit_test(test_nccl_tests_log),
+        cmocka_unit_test(test_multinode_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

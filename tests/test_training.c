@@ -129,6 +129,62 @@ static void test_mlp_memory(void **state)
     opsched_ctx_free(ctx);
 }
 
+/* The same perceptron under FSDP on two ranks, fc1 and fc2 each a unit:
+ * shards, the units gathered with their prefetch, gradients whole until
+ * their unit's backward ends, worked out step by step (steps as in
+ * test_mlp_steps). */
+static void test_mlp_memory_sharded(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx = NULL;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    opsched_graph *g = mlp(ctx);
+    opsched_training *t = NULL;
+    opsched_training_memory one, m;
+    assert_int_equal(opsched_training_build(g, NULL, &t), OPSCHED_OK);
+    assert_int_equal(opsched_training_memory_get(t, &one), OPSCHED_OK);
+    int nt = opsched_graph_num_tensors(g);
+    int *unit_of = malloc(sizeof(int) * (size_t)nt);
+    assert_non_null(unit_of);
+    for (int x = 0; x < nt; x++) {
+        const char *name = opsched_graph_tensor(g, x)->name;
+        unit_of[x] = strncmp(name, "fc1.", 4) == 0 ? 1 : strncmp(name, "fc2.", 4) == 0 ? 2 : -1;
+    }
+    opsched_training_sharding sh = {1, unit_of, NULL, 3, 1.0, 1.0, 1};
+    /* One rank: the one-GPU replay. */
+    assert_int_equal(opsched_training_memory_sharded(t, &sh, &m), OPSCHED_OK);
+    assert_int_equal(m.peak, one.peak);
+    assert_int_equal(m.peak_step, one.peak_step);
+    sh.ranks = 2;
+    assert_int_equal(opsched_training_memory_sharded(t, &sh, &m), OPSCHED_OK);
+    /* Shards: fc1.weight 65536, fc1.bias 512, fc2.weight 65536, fc2.bias
+     * 256 (a 512-byte block). */
+    assert_int_equal(m.weights, 65536 + 512 + 65536 + 256);
+    assert_int_equal(m.optimizer_state, 65536 + 512 + 65536 + 256);
+    assert_int_equal(m.gradients, 65536 + 512 + 65536 + 256);
+    const int64_t shards = 65536 + 512 + 65536 + 512;
+    const int64_t persistent = shards + 2048 + shards; /* parameters, x, momentum */
+    const int64_t u1 = 4 * (256 * 128 + 256), u2 = 4 * (128 * 256 + 128);
+    /* Step 8 (relu's backward): fc2 gathered (5..8) and fc1 prefetched
+     * (5..9); fc2's gradients whole (7..8) and their shards (8..);
+     * the loss scalar, r, d(r) and d(h). */
+    assert_int_equal(m.peak, persistent + u2 + u1 + u2 + shards / 2 + 512 + 3 * 4096);
+    assert_int_equal(m.peak_step, 8);
+    /* Kept gathered after forward: fc1 from step 0 to its last backward
+     * step, fc2 likewise; the peak moves to no lower. */
+    sh.reshard_after_forward = 0;
+    opsched_training_memory held;
+    assert_int_equal(opsched_training_memory_sharded(t, &sh, &held), OPSCHED_OK);
+    assert_true(held.peak >= m.peak);
+    /* Bad arguments are refused. */
+    sh.ranks = 0;
+    assert_int_equal(opsched_training_memory_sharded(t, &sh, &m), OPSCHED_ERR_INVALID_ARG);
+    free(unit_of);
+    opsched_training_free(t);
+    opsched_graph_free(g);
+    opsched_ctx_free(ctx);
+}
+
 static void test_block_rounding(void **state)
 {
     (void)state;
@@ -902,6 +958,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp_steps),   cmocka_unit_test(test_mlp_memory),
+        cmocka_unit_test(test_mlp_memory_sharded),
         cmocka_unit_test(test_block_rounding), cmocka_unit_test(test_zoo_structure),
         cmocka_unit_test(test_no_loss), cmocka_unit_test(test_autodiff_gradients),
         cmocka_unit_test(test_optimizer_step), cmocka_unit_test(test_run_names),

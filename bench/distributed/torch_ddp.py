@@ -152,6 +152,11 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=0)
     common.add_device_option(p)
     p.add_argument("--json", metavar="FILE", help="append the result line here (rank 0)")
+    p.add_argument("--profile", metavar="FILE",
+                   help="after the timed steps, 3 more under torch.profiler; rank 0 writes "
+                        "its host-time table (self CPU time per op and record_function "
+                        "label, FSDP's included) and the GPU kernels' to FILE, and the "
+                        "per-step host time of the FSDP:: and step:: labels to the JSON line")
     a = p.parse_args(argv)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if a.strategy == "single" and world > 1:
@@ -294,6 +299,35 @@ def wrap_fsdp(torch, a, model, blocks, dev, world):
     return model, "fsdp1", units
 
 
+def profile_steps(torch, a, step, rank, dev, cuda, n=3):
+    """n steps under torch.profiler; rank 0 writes the tables to a.profile.
+    Returns {label: [calls per step, host ms per step]} for the FSDP:: and
+    step:: record_function labels (every rank profiles: collectives need
+    all of them)."""
+    from torch.profiler import ProfilerActivity, profile
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    if cuda:
+        torch.cuda.synchronize()
+    with profile(activities=acts) as prof:
+        for _ in range(n):
+            step()
+        if cuda:
+            torch.cuda.synchronize()
+    ka = prof.key_averages()
+    out = {}
+    for e in ka:
+        if e.key.startswith("FSDP") or e.key.startswith("step::"):
+            out[e.key] = [round(e.count / n, 2), round(e.cpu_time_total / 1e3 / n, 4)]
+    if rank == 0:
+        with open(a.profile, "w") as f:
+            f.write("# %d steps; host (self CPU) time\n" % n)
+            f.write(ka.table(sort_by="self_cpu_time_total", row_limit=60))
+            if cuda:
+                f.write("\n# GPU time\n")
+                f.write(ka.table(sort_by="self_device_time_total", row_limit=40))
+    return out
+
+
 def make_optimizer(torch, a, model):
     kw = {}
     if a.optimizer_impl == "foreach":
@@ -372,15 +406,20 @@ def run(a):
 
     autocast = a.precision == "bf16" and a.strategy != "fsdp"
 
+    from torch.autograd.profiler import record_function
+
     def step():
         opt.zero_grad(set_to_none=True)
-        if autocast:
-            with torch.autocast(dev.type, dtype=torch.bfloat16):
+        with record_function("step::forward"):
+            if autocast:
+                with torch.autocast(dev.type, dtype=torch.bfloat16):
+                    loss = loss_fn(model)
+            else:
                 loss = loss_fn(model)
-        else:
-            loss = loss_fn(model)
-        loss.backward()
-        opt.step()
+        with record_function("step::backward"):
+            loss.backward()
+        with record_function("step::optimizer"):
+            opt.step()
         return loss
 
     if cuda:
@@ -393,6 +432,7 @@ def run(a):
     if distributed:
         dist.barrier()
     times = []
+    host = []  # host time to issue a step (GPU: before waiting for it)
     loss = None
     if cuda:
         t0 = torch.cuda.Event(enable_timing=True)
@@ -400,7 +440,9 @@ def run(a):
     for _ in range(a.steps):
         if cuda:
             t0.record()
+            h = time.perf_counter()
             loss = step()
+            host.append((time.perf_counter() - h) * 1e3)
             t1.record()
             t1.synchronize()
             times.append(t0.elapsed_time(t1))  # ms
@@ -409,6 +451,9 @@ def run(a):
             loss = step()
             times.append((time.perf_counter() - s) * 1e3)
     final_loss = float(loss.detach().float().item())
+    labels = None
+    if a.profile:
+        labels = profile_steps(torch, a, step, rank, dev, cuda)
     if cuda:
         mem = [torch.cuda.max_memory_allocated(dev), torch.cuda.max_memory_reserved(dev)]
     else:
@@ -453,6 +498,8 @@ def run(a):
             "grad_comm": a.grad_comm if a.strategy == "ddp" else None,
             "optimizer": a.optimizer, "optimizer_impl": a.optimizer_impl,
             "step_ms_median": round(med, 4),
+            "host_ms_median": round(statistics.median(host), 4) if host else None,
+            "host_ms_by_label": labels,
             "step_ms_p10": round(percentile(times, 10), 4),
             "step_ms_p90": round(percentile(times, 90), 4),
             "samples_per_s": round(a.batch * world / (med / 1e3), 3) if med > 0 else None,

@@ -177,6 +177,34 @@ opsched_status opsched_store_collectives(struct opsched_store *s, const char *de
  * (the median per operation, microseconds) last. */
 opsched_status opsched_store_export_collectives_csv(struct opsched_store *s, FILE *f);
 
+/* ---- nccl-tests output ---------------------------------------------------- */
+
+/* What an nccl-tests log (all_reduce_perf and the others, their stdout,
+ * mpirun's "[1,0]<stdout>:" prefixes allowed) says: the collective (from
+ * "Collective test starting: all_reduce_perf"; -1 when it does not say),
+ * the ranks (its "#  Rank" lines; 0 when it has none), rank 0's GPU, the
+ * NCCL version when printed, the operations per size ("iters:"), and one
+ * result per size line: the out-of-place time as its only sample, the
+ * bandwidths as printed, wrong from "#wrong" (0 when "N/A").  Lines of
+ * other element types than float, half and bfloat16 are counted in
+ * skipped. */
+typedef struct opsched_nccl_tests_log {
+    int collective; /* opsched_collective, or -1 */
+    int ranks;
+    int iters;
+    char gpu[128];
+    char nccl_version[16];
+    opsched_collective_result *results; /* owned: opsched_nccl_tests_log_free */
+    int n_results;
+    int skipped;
+} opsched_nccl_tests_log;
+
+/* Parses f.  OPSCHED_ERR_PARSE naming the line when a size line is
+ * malformed or no size line is found. */
+opsched_status opsched_nccl_tests_parse(opsched_ctx *ctx, FILE *f, const char *name,
+                                        opsched_nccl_tests_log *out);
+void opsched_nccl_tests_log_free(opsched_nccl_tests_log *l);
+
 /* ---- cost models ------------------------------------------------------ */
 
 #define OPSCHED_COMM_MAX_SEGMENTS 4
@@ -211,6 +239,33 @@ double opsched_comm_fit_eval(const opsched_comm_fit *f, double bytes);
 /* "latency-bound" (alpha dominates the piece's largest size),
  * "bandwidth-bound" (the last piece, beta dominating) or "transition". */
 const char *opsched_comm_segment_regime(const opsched_comm_fit *f, int i);
+
+/* ---- across nodes: the two-level model --------------------------------- */
+
+/* Nodes of gpus_per_node GPUs each; between nodes, a network of net_gbs
+ * GB/s (1e9 bytes/s) per node and direction (every NIC of the node
+ * together) and net_us of latency per hop. */
+typedef struct opsched_comm_network {
+    int nodes;
+    int gpus_per_node;
+    double net_gbs;
+    double net_us;
+} opsched_comm_network;
+
+typedef enum opsched_comm_algo {
+    OPSCHED_COMM_RING = 0,
+    OPSCHED_COMM_TREE
+} opsched_comm_algo;
+
+/* The time in microseconds of collective c of nccl-tests' size bytes over
+ * every GPU of net (src/comm/multinode.c says how), from intra, the fit of
+ * c over gpus_per_node ranks on one node (NULL when gpus_per_node is 1).
+ * All-reduce takes the faster of a ring and NCCL's tree (a double binary
+ * tree between nodes, a chain inside each); *algo says which (may be
+ * NULL).  NAN for a collective the model does not cover (all-to-all,
+ * send/recv) or bad arguments. */
+double opsched_comm_multinode_us(opsched_collective c, double bytes, const opsched_comm_fit *intra,
+                                 const opsched_comm_network *net, opsched_comm_algo *algo);
 
 /* ---- data-parallel training: PyTorch DDP ------------------------------- */
 
@@ -296,6 +351,102 @@ opsched_status opsched_ddp_timeline(opsched_ctx *ctx, const opsched_ddp_param *p
 opsched_status opsched_ddp_from_training(opsched_ctx *ctx, const opsched_graph *tg,
                                          const double *node_ms, opsched_ddp_param **params,
                                          int *n_params, opsched_ddp_compute *c);
+
+/* ---- data-parallel training: PyTorch FSDP (full shard) ------------------ */
+
+/* Which FSDP unit a parameter belongs to, as fully_shard() wraps modules:
+ * the innermost module on the parameter's path (its name minus the last
+ * dot component, "layer1.0.conv1" of "layer1.0.conv1.weight") that one of
+ * the patterns matches, component by component with fnmatch(3) wildcards
+ * ("layer*.*" matches "layer1.0", not "layer1" nor "layer1.0.conv1").
+ * patterns is a comma-separated list, NULL or "" none; a pattern may end
+ * in ":f32" (its units are all-gathered in fp32 whatever the parameter
+ * dtype, as BatchNorm units are).  Writes the unit's module path to unit
+ * ("" for the root: no pattern matched) and returns 1 when the unit's
+ * pattern ends in ":f32", else 0. */
+int opsched_fsdp_unit_of(const char *param, const char *patterns, char *unit, size_t size);
+
+#define OPSCHED_FSDP_UNIT_NAME 128
+
+typedef struct opsched_fsdp_unit {
+    char name[OPSCHED_FSDP_UNIT_NAME]; /* its module path; "" the root */
+    int64_t param_bytes;               /* its parameters, unsharded, as stored (fp32) */
+    int n_params;
+    int keep_f32;                      /* all-gathered in fp32 (a ":f32" pattern) */
+} opsched_fsdp_unit;
+
+/* A stretch of one rank's compute that uses one unit's parameters. */
+typedef struct opsched_fsdp_segment {
+    int unit;
+    int backward; /* 0: forward and loss; 1: backward */
+    double ms;
+} opsched_fsdp_segment;
+
+typedef struct opsched_fsdp_compute {
+    opsched_fsdp_unit *units; /* units[0] is the root (it may hold nothing) */
+    int n_units;
+    opsched_fsdp_segment *segs; /* in execution order */
+    int n_segs;
+    double optimizer_ms; /* the step over every parameter on one GPU (0: none) */
+} opsched_fsdp_compute;
+
+void opsched_fsdp_compute_free(opsched_fsdp_compute *c);
+
+/* FSDP's inputs from a training graph (opsched_training_graph) and the
+ * time of each node: the units of patterns (opsched_fsdp_unit_of) with
+ * their parameters (the "grad/<w>" outputs), in the order forward first
+ * uses them, and the compute as segments: a node belongs to the unit of
+ * the parameter it reads or whose gradient it makes, else to the unit of
+ * the node before it. */
+opsched_status opsched_fsdp_from_training(opsched_ctx *ctx, const opsched_graph *tg,
+                                          const double *node_ms, const char *patterns,
+                                          opsched_fsdp_compute *out);
+
+typedef struct opsched_fsdp_options {
+    int ranks;
+    /* Bytes all-gathered per stored parameter byte: 1 (fp32), 0.5 for a
+     * bf16/fp16 param_dtype (units kept in fp32 excepted). */
+    double gather_bytes_scale;
+    /* Bytes reduce-scattered per fp32 gradient byte: 1 (reduce_dtype fp32)
+     * or 0.5. */
+    double reduce_bytes_scale;
+    int reshard_after_forward; /* non-root units gathered again for backward (1) */
+    /* As DDP's: ms of compute lost per ms of communication resident
+     * under it.  Host time of FSDP's hooks each time a unit is entered
+     * (forward and backward), in microseconds: a fixed part and a part per
+     * parameter of the unit.  All three fitted to measured steps, 0 by
+     * default. */
+    double overlap_slowdown;
+    double per_unit_us;
+    double per_param_us;
+    /* The host time to issue the one-GPU step's forward and backward
+     * (measured; 0: the host is never the limit but for the hooks). */
+    double host_ms;
+} opsched_fsdp_options;
+
+void opsched_fsdp_options_init(opsched_fsdp_options *o);
+
+typedef struct opsched_fsdp_result {
+    double iteration_ms;
+    double single_ms;          /* the same compute on one GPU, whole optimizer step */
+    double scaling_efficiency; /* single_ms / iteration_ms */
+    double forward_ms, backward_ms; /* compute only, stretched by the fitted terms */
+    double forward_end_ms;          /* when forward (with its waits) ends */
+    double optimizer_ms;            /* on the rank's shard */
+    double allgather_ms, reducescatter_ms; /* all of them */
+    int n_allgathers, n_reducescatters;
+    double exposed_ms; /* the iteration beyond its compute: waits for communication and the host */
+    double hidden_ms;  /* communication under compute */
+} opsched_fsdp_result;
+
+/* One FSDP2 (fully_shard, FULL_SHARD) iteration on a timeline
+ * (src/comm/fsdp.c says how); allgather and reducescatter give a
+ * collective's time in microseconds for nccl-tests' size (the whole
+ * output, the whole input). */
+opsched_status opsched_fsdp_timeline(opsched_ctx *ctx, const opsched_fsdp_compute *c,
+                                     opsched_comm_cost_fn allgather, void *ag_user,
+                                     opsched_comm_cost_fn reducescatter, void *rs_user,
+                                     const opsched_fsdp_options *o, opsched_fsdp_result *out);
 
 /* The alpha-beta fit of a collective over ranks GPUs (nodes 1) in dtype,
  * from the collectives a store holds of the device named (NULL: the only

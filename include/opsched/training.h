@@ -113,6 +113,33 @@ typedef struct opsched_training_memory {
 opsched_status opsched_training_memory_get(const opsched_training *t,
                                            opsched_training_memory *out);
 
+/* How FSDP (fully_shard, FULL_SHARD) lays one rank's memory out: every
+ * parameter, its gradient and its optimizer state held as a 1/ranks shard;
+ * a unit's parameters gathered whole (gather_scale bytes per stored byte:
+ * 0.5 for a bf16 param_dtype, except units with keep_f32) from the
+ * prefetch before the unit's first step in a pass to its last step, for
+ * forward and, for units other than the root (unit 0) when
+ * reshard_after_forward, again for backward; a gradient made whole in the
+ * compute's type until its unit's backward ends (its reduce-scatter),
+ * then its fp32 shard; activations and their gradients activation_scale
+ * bytes per fp32 byte (0.5 when computed in bf16).  Buffers (running
+ * statistics) stay whole. */
+typedef struct opsched_training_sharding {
+    int ranks;
+    const int *unit_of;           /* per tensor of the forward graph: its unit, -1 none */
+    const unsigned char *keep_f32; /* per unit, may be NULL */
+    int n_units;
+    double gather_scale;
+    double activation_scale;
+    int reshard_after_forward;
+} opsched_training_sharding;
+
+/* The memory of one rank under sh (see opsched_training_sharding): the
+ * same replay as opsched_training_memory_get, its counts per rank. */
+opsched_status opsched_training_memory_sharded(const opsched_training *t,
+                                               const opsched_training_sharding *sh,
+                                               opsched_training_memory *out);
+
 /* The caching allocator's block size for a request of n bytes: n rounded
  * up to a multiple of 512 (512 at least). */
 int64_t opsched_training_block_bytes(int64_t n);

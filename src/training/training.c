@@ -490,11 +490,92 @@ static int push(items *it, int64_t bytes, int alloc, int free_at, int saved)
     return 1;
 }
 
+/* Per step, the FSDP unit whose parameters it uses (that of the first
+ * parameter its node reads, else the unit of the step before); per unit,
+ * its first and last step in forward and in backward; the units in the
+ * order each pass enters them. */
+typedef struct unit_span {
+    int *first, *last; /* [2 * n_units]: pass 0 forward, 1 backward; -1 none */
+    int *order;        /* [2 * n_units] */
+    int n_order[2];
+} unit_span;
+
+static int unit_spans(const opsched_training *t, const opsched_training_sharding *sh, unit_span *u)
+{
+    int nu = sh->n_units;
+    u->first = malloc(sizeof(int) * 2 * (size_t)nu);
+    u->last = malloc(sizeof(int) * 2 * (size_t)nu);
+    u->order = malloc(sizeof(int) * 2 * (size_t)nu);
+    u->n_order[0] = u->n_order[1] = 0;
+    if (!u->first || !u->last || !u->order) return 0;
+    for (int i = 0; i < 2 * nu; i++)
+        u->first[i] = u->last[i] = -1;
+    int cur = 0;
+    for (int s = 0; s < t->n_steps; s++) {
+        const opsched_train_step *st = &t->steps[s];
+        int pass = st->kind == OPSCHED_STEP_FORWARD || st->kind == OPSCHED_STEP_LOSS ? 0
+                   : st->kind == OPSCHED_STEP_BACKWARD_DATA ||
+                           st->kind == OPSCHED_STEP_BACKWARD_WEIGHT ||
+                           st->kind == OPSCHED_STEP_LOSS_BACKWARD
+                       ? 1
+                       : -1;
+        if (pass < 0) continue;
+        if (st->node >= 0) {
+            const opsched_node *n = opsched_graph_node(t->g, st->node);
+            for (int k = 0; k < n->n_inputs; k++) {
+                int x = n->inputs[k];
+                if (x >= 0 && t->param[x] && sh->unit_of[x] >= 0 && sh->unit_of[x] < nu) {
+                    cur = sh->unit_of[x];
+                    break;
+                }
+            }
+        }
+        if (u->first[pass * nu + cur] < 0) {
+            u->first[pass * nu + cur] = s;
+            u->order[pass * nu + u->n_order[pass]++] = cur;
+        }
+        u->last[pass * nu + cur] = s;
+    }
+    return 1;
+}
+
+static opsched_status memory_replay(const opsched_training *t, const opsched_training_sharding *sh,
+                                    opsched_training_memory *out);
+
 opsched_status opsched_training_memory_get(const opsched_training *t,
                                            opsched_training_memory *out)
 {
+    return memory_replay(t, NULL, out);
+}
+
+opsched_status opsched_training_memory_sharded(const opsched_training *t,
+                                               const opsched_training_sharding *sh,
+                                               opsched_training_memory *out)
+{
+    if (!t || !out || !sh) return OPSCHED_ERR_INVALID_ARG;
+    if (sh->ranks < 1 || sh->n_units < 1 || !sh->unit_of || !(sh->gather_scale > 0) ||
+        !(sh->activation_scale > 0))
+        return OS_FAIL(t->ctx, OPSCHED_ERR_INVALID_ARG,
+                       "sharded training memory: %d ranks, %d units, scales %g and %g (at least "
+                       "1, 1, positive)",
+                       sh->ranks, sh->n_units, sh->gather_scale, sh->activation_scale);
+    return memory_replay(t, sh, out);
+}
+
+static opsched_status memory_replay(const opsched_training *t, const opsched_training_sharding *sh,
+                                    opsched_training_memory *out)
+{
     if (!t || !out) return OPSCHED_ERR_INVALID_ARG;
     memset(out, 0, sizeof(*out));
+    const int ranks = sh ? sh->ranks : 1;
+    const double act = sh ? sh->activation_scale : 1.0;
+    unit_span us = {0};
+    if (sh && !unit_spans(t, sh, &us)) {
+        free(us.first);
+        free(us.last);
+        free(us.order);
+        return OS_NOMEM(t->ctx);
+    }
     const opsched_graph *g = t->g;
     const int last = t->n_steps - 1;
     items it = {0};
@@ -528,7 +609,8 @@ opsched_status opsched_training_memory_get(const opsched_training *t,
             int r = t->root[k.tensors[j]];
             if (t->bwd_last[i] > bwd_keep[r]) bwd_keep[r] = t->bwd_last[i];
         }
-        if (!push(&it, k.extra, t->fwd[i], t->bwd_last[i], 1)) goto nomem;
+        if (!push(&it, (int64_t)((double)k.extra * act), t->fwd[i], t->bwd_last[i], 1))
+            goto nomem;
     }
     /* Weights, parameters' gradients and optimizer state; the data. */
     int64_t param_bytes = 0;
@@ -547,9 +629,41 @@ opsched_status opsched_training_memory_get(const opsched_training *t,
         out->parameters += b;
         param_bytes += opsched_training_block_bytes(b);
         int n_state = t->o.optimizer == OPSCHED_OPTIMIZER_ADAMW ? 2 : 1;
-        out->optimizer_state += n_state * b;
+        int64_t shard = (b + ranks - 1) / ranks;
+        if (sh) { /* the parameter itself: its shard (pushed above whole) */
+            out->weights -= b - shard;
+            it.v[it.n - 1].bytes = opsched_training_block_bytes(shard);
+        }
+        out->optimizer_state += n_state * shard;
         for (int s = 0; s < n_state; s++)
-            if (!push(&it, b, 0, last, 0)) goto nomem;
+            if (!push(&it, shard, 0, last, 0)) goto nomem;
+    }
+    /* FSDP: each unit's parameters gathered whole, from the prefetch before
+     * it (the entry of the unit before it in that pass) to its last step in
+     * the pass (the root, never resharded, to its last backward step). */
+    if (sh && ranks > 1) {
+        int nu = sh->n_units;
+        int64_t *ub = calloc((size_t)nu, sizeof(int64_t));
+        if (!ub) goto nomem;
+        for (int x = 0; x < t->n_tensors; x++)
+            if (t->param[x] && sh->unit_of[x] >= 0 && sh->unit_of[x] < nu)
+                ub[sh->unit_of[x]] += tensor_bytes(g, x);
+        int ok = 1;
+        for (int pass = 0; pass < 2 && ok; pass++)
+            for (int j = 0; j < us.n_order[pass] && ok; j++) {
+                int u = us.order[pass * nu + j];
+                double scale = sh->keep_f32 && sh->keep_f32[u] ? 1.0 : sh->gather_scale;
+                int64_t bytes = (int64_t)((double)ub[u] * scale);
+                if (pass == 1 && (u == 0 || !sh->reshard_after_forward)) continue;
+                int from = j ? us.first[pass * nu + us.order[pass * nu + j - 1]]
+                             : (pass ? t->loss_bwd_step : 0);
+                int to = us.last[pass * nu + u];
+                if (pass == 0 && (u == 0 || !sh->reshard_after_forward) && us.last[nu + u] > to)
+                    to = us.last[nu + u];
+                ok = push(&it, bytes, from, to, 0);
+            }
+        free(ub);
+        if (!ok) goto nomem;
     }
     /* A parameter's gradient: from the first backward-weight step of a node
      * reading it, held to the optimizer (set to None at zero-grad). */
@@ -561,8 +675,21 @@ opsched_status opsched_training_memory_get(const opsched_training *t,
             int x = n->inputs[k];
             if (x < 0 || !t->param[x] || grad_first[x] >= 0) continue;
             grad_first[x] = s;
-            out->gradients += tensor_bytes(g, x);
-            if (!push(&it, tensor_bytes(g, x), s, last, 0)) goto nomem;
+            int64_t gb = tensor_bytes(g, x);
+            if (sh && ranks > 1) {
+                /* Made whole in the compute's type, reduce-scattered when
+                 * its unit's backward ends, then its fp32 shard. */
+                int u = sh->unit_of[x] >= 0 && sh->unit_of[x] < sh->n_units ? sh->unit_of[x] : 0;
+                int end = us.last[sh->n_units + u] >= s ? us.last[sh->n_units + u] : s;
+                int64_t shard = (gb + ranks - 1) / ranks;
+                out->gradients += shard;
+                if (!push(&it, (int64_t)((double)gb * sh->gather_scale), s, end, 0) ||
+                    !push(&it, shard, end, last, 0))
+                    goto nomem;
+                continue;
+            }
+            out->gradients += gb;
+            if (!push(&it, gb, s, last, 0)) goto nomem;
         }
     }
     /* Forward activations: to the last forward reader, or to the last
@@ -575,12 +702,13 @@ opsched_status opsched_training_memory_get(const opsched_training *t,
             int end = fwd_last[y], kept = bwd_keep[y] >= 0;
             if (y == t->root[t->loss_in] && t->loss_step > end) end = t->loss_step;
             if (kept && bwd_keep[y] > end) end = bwd_keep[y];
-            if (!push(&it, tensor_bytes(g, y), t->fwd[i], end, kept)) goto nomem;
+            if (!push(&it, (int64_t)((double)tensor_bytes(g, y) * act), t->fwd[i], end, kept))
+                goto nomem;
         }
     }
     /* The loss: cross-entropy keeps its log-softmax to the backward, MSE the
      * difference; the scalar is kept to the end. */
-    int64_t lb = tensor_bytes(g, t->loss_in);
+    int64_t lb = (int64_t)((double)tensor_bytes(g, t->loss_in) * act);
     if (!push(&it, lb, t->loss_step, t->loss_bwd_step, 1) || !push(&it, 4, t->loss_step, last, 0))
         goto nomem;
     /* Gradients of activations: from the first step that makes them to the
@@ -599,14 +727,14 @@ opsched_status opsched_training_memory_get(const opsched_training *t,
         if (made < 0) continue;
         int end = ti->producer >= 0 && t->bwd_last[ti->producer] >= 0 ? t->bwd_last[ti->producer]
                                                                        : made;
-        if (!push(&it, tensor_bytes(g, x), made, end, 0)) goto nomem;
+        if (!push(&it, (int64_t)((double)tensor_bytes(g, x) * act), made, end, 0)) goto nomem;
     }
     /* The foreach optimizers' temporaries. */
     if (t->o.impl == OPSCHED_OPTIMIZER_FOREACH &&
         (t->o.optimizer == OPSCHED_OPTIMIZER_ADAMW || t->o.weight_decay > 0)) {
         int64_t tmp = 0;
         for (int x = 0; x < t->n_tensors; x++)
-            if (t->param[x]) tmp += tensor_bytes(g, x);
+            if (t->param[x]) tmp += (tensor_bytes(g, x) + ranks - 1) / ranks;
         if (!push(&it, tmp, t->opt_step, t->opt_step, 0)) goto nomem;
     }
     (void)param_bytes;
@@ -632,6 +760,9 @@ opsched_status opsched_training_memory_get(const opsched_training *t,
 nomem:
     st = OS_NOMEM(t->ctx);
 done:
+    free(us.first);
+    free(us.last);
+    free(us.order);
     free(it.v);
     free(fwd_last);
     free(bwd_keep);

@@ -19,7 +19,9 @@
 static const char commbench_usage[] =
     "usage: opsched commbench [--gpus N] [--ops LIST] [--min-bytes N] [--max-bytes N]\n"
     "                         [--dtype f32|f16|bf16] [--db FILE] [--csv FILE] [options]\n"
-    "       opsched commbench --fit --db FILE [--device NAME] [--format table|csv|json]\n\n"
+    "       opsched commbench --fit --db FILE [--device NAME] [--format table|csv|json]\n"
+    "       opsched commbench --fit --db FILE --nodes M --inter-node-gbps B [--inter-node-us L]\n"
+    "       opsched commbench --import LOG --db FILE [--nodes M] [--device NAME] [--gpus N] [--ops C]\n\n"
     "Measures NCCL collectives across this machine's GPUs as nccl-tests does: one\n"
     "process per GPU (started here, NCCL bootstrapped through ncclGetUniqueId),\n"
     "--warmup operations, then --samples samples of --iters operations between CUDA\n"
@@ -33,7 +35,14 @@ static const char commbench_usage[] =
     "--fit fits time = alpha + bytes / bandwidth in up to three pieces (the\n"
     "latency-bound sizes, the protocol switch, the bandwidth-bound sizes) to each\n"
     "collective, dtype and rank count the database holds, and prints the pieces with\n"
-    "their error on the measured sizes.\n";
+    "their error on the measured sizes.  With --nodes, it prints instead what each\n"
+    "collective costs over M nodes of the database's GPUs (the two-level model:\n"
+    "one node's fit, and a network of B Gbit/s per node and L us per hop between\n"
+    "nodes; rings, and for all-reduce the faster of a ring and a tree) at the\n"
+    "measured sizes.\n"
+    "--import stores an nccl-tests log (all_reduce_perf and the others; a cluster's,\n"
+    "or a published run) as measured collectives of --nodes nodes (1), the GPU,\n"
+    "ranks and collective read from the log unless --device, --gpus or --ops say.\n";
 
 enum {
     CB_GPUS,
@@ -52,7 +61,11 @@ enum {
     CB_FIT,
     CB_DEVICE,
     CB_SEGMENTS,
-    CB_FORMAT
+    CB_FORMAT,
+    CB_NODES,
+    CB_NET_GBPS,
+    CB_NET_US,
+    CB_IMPORT
 };
 
 static const tool_opt commbench_opts[] = {
@@ -76,6 +89,12 @@ static const tool_opt commbench_opts[] = {
     {"device", 0, "NAME", "--fit: the GPU (name or uuid) of rank 0; default all", CB_DEVICE},
     {"segments", 0, "N", "--fit: at most N pieces per model (3)", CB_SEGMENTS},
     {"format", 0, "FMT", "--fit output: table, csv or json (table)", CB_FORMAT},
+    {"nodes", 0, "M", "--fit: predict over M nodes of the measured GPUs", CB_NODES},
+    {"inter-node-gbps", 0, "B", "--nodes: network per node, every NIC together, Gbit/s",
+     CB_NET_GBPS},
+    {"inter-node-us", 0, "L", "--nodes: latency per network hop, us (5)", CB_NET_US},
+    {"import", 0, "LOG", "store an nccl-tests log in --db (with --import, --nodes\nis the log's)",
+     CB_IMPORT},
     {NULL, 0, NULL, NULL, 0}};
 
 typedef struct cb_args {
@@ -83,6 +102,9 @@ typedef struct cb_args {
     const char *db, *csv, *device, *format;
     int fit, segments;
     int measure_opts; /* options that only measuring takes */
+    opsched_comm_network net; /* --nodes: nodes > 0 */
+    int net_opts;
+    const char *import; /* --import LOG */
 } cb_args;
 
 /* "64", "4K", "1M", "1G" (powers of 1024). */
@@ -214,6 +236,26 @@ static int cb_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
     case CB_FORMAT:
         a->format = v;
         break;
+    case CB_IMPORT:
+        a->import = v;
+        break;
+    case CB_NODES:
+        if (!tool_parse_int(v, 1, 1 << 16, &n))
+            return tool_usage_error(cmd, "--nodes %s: a count of at least 1", v);
+        a->net.nodes = (int)n;
+        break;
+    case CB_NET_GBPS:
+    case CB_NET_US: {
+        char *end = NULL;
+        double x = strtod(v, &end);
+        if (end == v || *end || !isfinite(x) || !(o->id == CB_NET_US ? x >= 0 : x > 0))
+            return tool_usage_error(cmd, "--%s %s: a %s number", o->name, v,
+                                    o->id == CB_NET_US ? "non-negative" : "positive");
+        if (o->id == CB_NET_US) a->net.net_us = x;
+        else a->net.net_gbs = x / 8.0;
+        a->net_opts++;
+        break;
+    }
     }
     return TOOL_EXIT_OK;
 }
@@ -406,7 +448,38 @@ typedef struct fit_state {
     int groups;
     cJSON *json;
     opsched_status st;
+    const opsched_comm_network *net; /* --nodes: the two-level table instead */
 } fit_state;
+
+/* The two-level model over --nodes nodes of this group's GPUs, at its
+ * measured sizes. */
+static void emit_nodes(fit_state *f, const opsched_comm_fit *fit)
+{
+    const fit_group *g = &f->g;
+    opsched_comm_network net = *f->net;
+    net.gpus_per_node = g->ranks;
+    int n = net.nodes * g->ranks;
+    for (int i = 0; i < g->n; i++) {
+        opsched_comm_algo algo;
+        double us = opsched_comm_multinode_us(g->c, g->bytes[i], fit, &net, &algo);
+        if (!isfinite(us)) return; /* all-to-all, send/recv: not modelled */
+        double algbw = us > 0 ? g->bytes[i] / (us * 1e3) : 0;
+        double busbw = algbw * opsched_collective_busbw_factor(g->c, n);
+        const char *an = net.nodes > 1 ? (algo == OPSCHED_COMM_TREE ? "tree" : "ring") : "fit";
+        if (f->fmt == TOOL_FMT_CSV)
+            printf("%s,%s,%d,%d,%d,%.0f,%.4f,%.4f,%.4f,%s,%.4f\n", opsched_collective_name(g->c),
+                   opsched_dtype_name(g->dtype), n, net.nodes, g->ranks, g->bytes[i], us, algbw,
+                   busbw, an, g->us[i]);
+        else {
+            char sz[32];
+            printf("%-14s %5s %5d %5d  %10s %12.2f %10.2f %10.2f  %-5s %12.2f\n",
+                   i == 0 ? opsched_collective_name(g->c) : "",
+                   i == 0 ? opsched_dtype_name(g->dtype) : "", n, net.nodes,
+                   human_bytes((int64_t)g->bytes[i], sz, sizeof(sz)), us, algbw, busbw, an,
+                   g->us[i]);
+        }
+    }
+}
 
 static void emit(fit_state *f)
 {
@@ -421,6 +494,11 @@ static void emit(fit_state *f)
         return;
     }
     f->groups++;
+    if (f->net) {
+        emit_nodes(f, &fit);
+        g->n = 0;
+        return;
+    }
     for (int i = 0; i < fit.n_segments; i++) {
         const opsched_comm_segment *s = &fit.seg[i];
         const char *regime = opsched_comm_segment_regime(&fit, i);
@@ -511,8 +589,25 @@ static int fit(opsched_ctx *ctx, cb_args *a)
     f->ctx = ctx;
     f->fmt = fmt;
     f->segments = a->segments ? a->segments : 3;
+    if (a->net.nodes > 0) {
+        if (fmt == TOOL_FMT_JSON)
+            return free(f), opsched_store_close(store),
+                   tool_usage_error("commbench", "--nodes prints a table or CSV");
+        f->net = &a->net;
+        if (fmt == TOOL_FMT_TABLE)
+            printf("# %d nodes, %.0f Gbit/s and %g us between nodes; the last column is one "
+                   "node's measured time\n"
+                   "%-14s %5s %5s %5s  %10s %12s %10s %10s  %-5s %12s\n",
+                   a->net.nodes, a->net.net_gbs * 8, a->net.net_us, "# collective", "type",
+                   "ranks", "nodes", "size", "time(us)", "algbw", "busbw", "algo", "1 node(us)");
+        else
+            printf("collective,dtype,ranks,nodes,gpus_per_node,bytes,time_us,algbw_gbs,"
+                   "busbw_gbs,algorithm,one_node_us\n");
+    }
     if (fmt == TOOL_FMT_JSON) f->json = cJSON_CreateArray();
-    if (fmt == TOOL_FMT_TABLE)
+    if (f->net)
+        ;
+    else if (fmt == TOOL_FMT_TABLE)
         printf("%-14s %5s %5s %5s  %10s %10s %10s %12s  %-16s %8s %8s\n", "# collective", "type",
                "ranks", "nodes", "from", "to", "alpha(us)", "bw(GB/s)", "regime", "median",
                "worst");
@@ -542,25 +637,123 @@ static int fit(opsched_ctx *ctx, cb_args *a)
     return rc;
 }
 
+/* ---- importing nccl-tests logs ----------------------------------------------- */
+
+static int import_log(opsched_ctx *ctx, cb_args *a, int argc, char **argv)
+{
+    FILE *f = fopen(a->import, "r");
+    if (!f) {
+        fprintf(stderr, "opsched commbench: %s: %s\n", a->import, strerror(errno));
+        return TOOL_EXIT_FAIL;
+    }
+    opsched_nccl_tests_log log;
+    opsched_status st = opsched_nccl_tests_parse(ctx, f, a->import, &log);
+    fclose(f);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, a->import);
+    int ranks = a->o.ranks > 0 ? a->o.ranks : log.ranks;
+    int coll = log.collective;
+    if (a->o.collectives) {
+        unsigned m = a->o.collectives;
+        if (m & (m - 1)) {
+            opsched_nccl_tests_log_free(&log);
+            return tool_usage_error("commbench", "--import: --ops names the one collective of "
+                                                 "the log");
+        }
+        for (coll = 0; !(m & (1u << coll)); coll++)
+            ;
+    }
+    int rc = TOOL_EXIT_OK;
+    if (ranks < 1 || coll < 0) {
+        fprintf(stderr,
+                "opsched commbench: %s does not say %s: give %s\n", a->import,
+                ranks < 1 ? "how many ranks ran (no '#  Rank' lines)" : "which collective it is",
+                ranks < 1 ? "--gpus N" : "--ops NAME");
+        opsched_nccl_tests_log_free(&log);
+        return TOOL_EXIT_USAGE;
+    }
+    int nodes = a->net.nodes > 0 ? a->net.nodes : 1;
+    opsched_commbench_env env;
+    memset(&env, 0, sizeof(env));
+    env.ranks = ranks;
+    snprintf(env.nccl_version_str, sizeof(env.nccl_version_str), "%s", log.nccl_version);
+    snprintf(env.gpus, sizeof(env.gpus), "nccl-tests log %s", a->import);
+    opsched_device_info *d = &env.gpu0;
+    snprintf(d->backend, sizeof(d->backend), "cuda");
+    snprintf(d->name, sizeof(d->name), "%s",
+             a->device ? a->device : log.gpu[0] ? log.gpu : "unknown GPU");
+    snprintf(d->uuid, sizeof(d->uuid), "nccl-tests:%.68s", d->name);
+    opsched_store *store = NULL;
+    int64_t run_id = 0, device_id = 0;
+    char command[1024] = "opsched";
+    for (int i = 0; i < argc; i++) {
+        size_t used = strlen(command);
+        snprintf(command + used, sizeof(command) - used, " %s", argv[i]);
+    }
+    opsched_run_info info = {command, NULL, 0, 1};
+    st = opsched_store_open(ctx, a->db, OPSCHED_STORE_READ_WRITE, &store);
+    if (st == OPSCHED_OK) st = opsched_store_device(store, d, &device_id);
+    if (st == OPSCHED_OK) st = opsched_store_begin_run(store, &info, &run_id);
+    int stored = 0;
+    for (int i = 0; st == OPSCHED_OK && i < log.n_results; i++) {
+        opsched_collective_result *r = &log.results[i];
+        r->collective = (opsched_collective)coll;
+        r->ranks = ranks;
+        if (r->iters < 1) r->iters = 1;
+        r->max_error = 0;
+        st = opsched_store_collective_put(store, run_id, device_id, r, nodes, &env);
+        stored += st == OPSCHED_OK;
+    }
+    if (run_id) (void)opsched_store_end_run(store, run_id, st == OPSCHED_OK ? "done" : "failed");
+    if (st != OPSCHED_OK)
+        rc = tool_fail(ctx, st, a->db);
+    else
+        fprintf(stderr,
+               "opsched commbench: %s: %d sizes of %s over %d ranks on %d node%s (%s) stored in "
+               "%s%s\n",
+               a->import, stored, opsched_collective_name((opsched_collective)coll), ranks, nodes,
+               nodes == 1 ? "" : "s", d->name, a->db,
+               log.skipped ? " (lines of other element types skipped)" : "");
+    opsched_store_close(store);
+    opsched_nccl_tests_log_free(&log);
+    return rc;
+}
+
 int cmd_commbench(opsched_ctx *ctx, int argc, char **argv)
 {
     cb_args a;
     memset(&a, 0, sizeof(a));
     opsched_commbench_options_init(&a.o);
+    a.net.net_us = 5.0;
     const tool_optgroup groups[] = {{"options", commbench_opts, cb_opt, &a}};
     const tool_cli cli = {"commbench", commbench_usage, NULL, groups, 1, 0, NULL};
     const char *pos[1];
     int n_pos = 0;
     int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
     if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
+    if (a.import) {
+        if (!a.db) return tool_usage_error("commbench", "--import stores the log: --db FILE");
+        if (a.fit || a.net_opts || a.segments || a.format || a.o.force || a.csv)
+            return tool_usage_error("commbench", "--import takes --db, --nodes, --device, --gpus "
+                                                 "and --ops");
+        return import_log(ctx, &a, argc, argv);
+    }
     if (a.fit) {
         if (!a.db) return tool_usage_error("commbench", "--fit reads a database: --db FILE");
         if (a.measure_opts)
             return tool_usage_error("commbench", "--fit reads what --db holds; the measuring "
                                                  "options (--gpus, --ops, sizes, --csv, ...) do "
                                                  "not apply");
+        if (a.net.nodes > 0 && !(a.net.net_gbs > 0))
+            return tool_usage_error("commbench", "--nodes needs the network between nodes: "
+                                                 "--inter-node-gbps B");
+        if (a.net.nodes == 0 && a.net_opts)
+            return tool_usage_error("commbench",
+                                    "--inter-node-gbps and --inter-node-us go with --nodes M");
         return fit(ctx, &a);
     }
+    if (a.net.nodes > 0 || a.net_opts)
+        return tool_usage_error("commbench", "--nodes, --inter-node-gbps and --inter-node-us go "
+                                             "with --fit");
     if (a.device || a.segments || a.format)
         return tool_usage_error("commbench", "--device, --segments and --format go with --fit");
     if (a.o.min_bytes > a.o.max_bytes)

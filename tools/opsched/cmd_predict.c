@@ -46,7 +46,8 @@ static const tool_opt predict_opts[] = {
     {NULL, 0, NULL, NULL, 0}};
 
 /* Data-parallel training (with --train): opsched_ddp_timeline. */
-enum { DP_GPUS, DP_COMM_DB, DP_COMM_DATA, DP_COMM_DEVICE, DP_BUCKET, DP_GRAD_COMM, DP_SLOWDOWN, DP_PER_PARAM, DP_ACCUM, DP_STEP, DP_VIEW };
+enum { DP_GPUS, DP_COMM_DB, DP_COMM_DATA, DP_COMM_DEVICE, DP_BUCKET, DP_GRAD_COMM, DP_SLOWDOWN, DP_PER_PARAM, DP_ACCUM, DP_STEP, DP_VIEW,
+       DP_STRATEGY, DP_WRAP, DP_PARAM_COMM, DP_PER_UNIT, DP_NODES, DP_NET_GBPS, DP_NET_US, DP_HOST };
 
 static const tool_opt ddp_opts[] = {
     {"gpus", 0, "N", "with --train: the iteration under PyTorch DDP on N GPUs\n(needs --comm-db)",
@@ -67,7 +68,9 @@ static const tool_opt ddp_opts[] = {
     {"overlap-slowdown", 0, "S",
      "backward stretched by S ms per ms of communication\nresident during it (0)",
      DP_SLOWDOWN},
-    {"per-param-us", 0, "US", "backward stretched by US per gradient (DDP's reducer, 0)",
+    {"per-param-us", 0, "US",
+     "ddp: backward stretched by US per gradient (the reducer);\nfsdp: host time per parameter "
+     "of a unit entered (0)",
      DP_PER_PARAM},
     {"accumulation", 0, "N", "micro-steps per optimizer step, all but the last no_sync (1)",
      DP_ACCUM},
@@ -77,6 +80,30 @@ static const tool_opt ddp_opts[] = {
      DP_STEP},
     {"grad-as-bucket-view", 0, NULL, "gradients live in DDP's buckets (no second copy)",
      DP_VIEW},
+    {"strategy", 0, "ddp|fsdp",
+     "DistributedDataParallel (ddp, default) or fully sharded\n(fsdp: FSDP2's fully_shard, "
+     "FULL_SHARD)",
+     DP_STRATEGY},
+    {"fsdp-wrap", 0, "PATTERNS",
+     "fsdp: the modules that are units, comma-separated\npatterns matched per dot component "
+     "(\"layer*.*\": each\nResNet block; a \":f32\" ending gathers them in fp32);\nthe rest "
+     "is the root unit (default: all of it)",
+     DP_WRAP},
+    {"param-comm", 0, "f32|bf16|fp16",
+     "fsdp: MixedPrecisionPolicy's param_dtype: parameters\ngathered and computed in it (f32)",
+     DP_PARAM_COMM},
+    {"nodes", 0, "M",
+     "the --gpus GPUs on M nodes (1): the collectives of one\nnode's GPUs (--comm-db) and the "
+     "network between nodes",
+     DP_NODES},
+    {"inter-node-gbps", 0, "B", "with --nodes: the network per node, every NIC together,\nGbit/s "
+                                "(e.g. 3200 for eight 400G NICs)", DP_NET_GBPS},
+    {"inter-node-us", 0, "US", "with --nodes: latency per network hop (5)", DP_NET_US},
+    {"host-ms", 0, "MS",
+     "fsdp: the host time to issue the measured one-GPU step\n(with --step-ms; torch_ddp.py "
+     "reports it)",
+     DP_HOST},
+    {"per-unit-us", 0, "US", "fsdp: host time per unit entered, forward and backward\n(its hooks, 0)", DP_PER_UNIT},
     {NULL, 0, NULL, NULL, 0}};
 
 typedef struct ddp_args {
@@ -86,6 +113,13 @@ typedef struct ddp_args {
     double step_ms;
     int bucket_auto;
     opsched_dtype grad_comm;
+    int fsdp;                 /* --strategy fsdp */
+    const char *wrap;         /* --fsdp-wrap */
+    opsched_dtype param_comm; /* --param-comm */
+    double per_unit_us;
+    double host_ms; /* --host-ms */
+    opsched_comm_network net; /* --nodes, --inter-node-gbps, --inter-node-us */
+    int net_us_set;
 } ddp_args;
 
 typedef struct predict_cmd {
@@ -97,7 +131,36 @@ typedef struct predict_cmd {
     int allow_partial;  /* --allow-partial: print a partial answer (exit status still 1) */
     tool_train_opts train; /* --train: the training graph's iteration instead */
     ddp_args ddp;          /* --gpus: the iteration under DDP */
+    int plan;              /* opsched plan */
+    double memory_limit;   /* plan --memory-limit, bytes */
 } predict_cmd;
+
+static const char plan_usage[] =
+    "usage: opsched plan <zoo-name|file.onnx> --train --gpus N --memory-limit GB\n"
+    "                    (--comm-db FILE | --comm-data NAME) (--db FILE | --data NAME) [options]\n\n"
+    "Picks how to train a network on N GPUs: DDP at every bucket cap from 1 to 200 MB,\n"
+    "with gradients as bucket views or not, and FSDP (full shard) with the\n"
+    "model's modules as units at every depth of their names, each predicted as\n"
+    "opsched predict --train --gpus N predicts it.  Prints them fastest first\n"
+    "with their memory per rank, and the fastest that fits --memory-limit, with the\n"
+    "predict command that shows it in full.  Exit status 1 when none fits.\n";
+
+enum { PL_MEMORY };
+static const tool_opt plan_opts[] = {
+    {"memory-limit", 0, "GB", "the most memory a rank may use (GB = 1e9 bytes)", PL_MEMORY},
+    {NULL, 0, NULL, NULL, 0}};
+
+static int plan_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
+{
+    predict_cmd *c = dest;
+    (void)o;
+    char *end = NULL;
+    double x = strtod(v, &end);
+    if (end == v || *end || !(x > 0) || !isfinite(x))
+        return tool_usage_error(cmd, "--memory-limit %s: a positive number of GB", v);
+    c->memory_limit = x * 1e9;
+    return TOOL_EXIT_OK;
+}
 
 static int ddp_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
 {
@@ -120,6 +183,26 @@ static int ddp_opt(void *dest, const char *cmd, const tool_opt *o, const char *v
         d->o.accumulation_steps = (int)n;
         return TOOL_EXIT_OK;
     case DP_VIEW: d->o.gradient_as_bucket_view = 1; return TOOL_EXIT_OK;
+    case DP_STRATEGY:
+        if (strcmp(v, "ddp") == 0) d->fsdp = 0;
+        else if (strcmp(v, "fsdp") == 0) d->fsdp = 1;
+        else return tool_usage_error(cmd, "--strategy %s: ddp or fsdp", v);
+        return TOOL_EXIT_OK;
+    case DP_WRAP:
+        if (!*v) return tool_usage_error(cmd, "--fsdp-wrap: give module patterns, e.g. 'layer*.*'");
+        d->wrap = v;
+        return TOOL_EXIT_OK;
+    case DP_NODES:
+        if (!tool_parse_int(v, 1, 1 << 20, &n))
+            return tool_usage_error(cmd, "--nodes %s: a count of at least 1", v);
+        d->net.nodes = (int)n;
+        return TOOL_EXIT_OK;
+    case DP_PARAM_COMM:
+        if (strcmp(v, "f32") == 0) d->param_comm = OPSCHED_F32;
+        else if (strcmp(v, "bf16") == 0) d->param_comm = OPSCHED_BF16;
+        else if (strcmp(v, "fp16") == 0 || strcmp(v, "f16") == 0) d->param_comm = OPSCHED_F16;
+        else return tool_usage_error(cmd, "--param-comm %s: f32, bf16 or fp16", v);
+        return TOOL_EXIT_OK;
     case DP_GRAD_COMM:
         if (strcmp(v, "f32") == 0) d->grad_comm = OPSCHED_F32;
         else if (strcmp(v, "bf16") == 0) d->grad_comm = OPSCHED_BF16;
@@ -136,13 +219,21 @@ static int ddp_opt(void *dest, const char *cmd, const tool_opt *o, const char *v
     default: break;
     }
     x = strtod(v, &end);
-    if (end == v || *end || !(x >= 0) || !isfinite(x) || (o->id != DP_SLOWDOWN && o->id != DP_PER_PARAM && !(x > 0)))
+    int nonneg = o->id == DP_SLOWDOWN || o->id == DP_PER_PARAM || o->id == DP_PER_UNIT ||
+                 o->id == DP_NET_US;
+    if (end == v || *end || !(x >= 0) || !isfinite(x) || (!nonneg && !(x > 0)))
         return tool_usage_error(cmd, "--%s %s: a %snumber", o->name, v,
-                                o->id == DP_SLOWDOWN || o->id == DP_PER_PARAM ? "non-negative "
-                                                                         : "positive ");
+                                nonneg ? "non-negative " : "positive ");
     if (o->id == DP_BUCKET) d->o.bucket_cap_mb = x;
     else if (o->id == DP_SLOWDOWN) d->o.overlap_slowdown = x;
     else if (o->id == DP_PER_PARAM) d->o.per_param_us = x;
+    else if (o->id == DP_PER_UNIT) d->per_unit_us = x;
+    else if (o->id == DP_HOST) d->host_ms = x;
+    else if (o->id == DP_NET_GBPS) d->net.net_gbs = x / 8.0;
+    else if (o->id == DP_NET_US) {
+        d->net.net_us = x;
+        d->net_us_set = 1;
+    }
     else d->step_ms = x;
     return TOOL_EXIT_OK;
 }
@@ -172,8 +263,11 @@ static int parse_args(predict_cmd *c, int argc, char **argv)
         {"model fitting options", predict_train_optlist, predict_args_opt, &c->a},
         {"training iteration", tool_train_optlist, tool_train_opt, &c->train},
         {"data-parallel training", ddp_opts, ddp_opt, &c->ddp},
-        {"output options", tool_format_optlist, tool_format_opt, &c->fmt}};
-    const tool_cli cli = {"predict", predict_usage, NULL, groups, 7, 1, "network"};
+        {"output options", tool_format_optlist, tool_format_opt, &c->fmt},
+        {"plan options", plan_opts, plan_opt, c}};
+    const char *cmd = c->plan ? "plan" : "predict";
+    const tool_cli cli = {cmd, c->plan ? plan_usage : predict_usage, NULL, groups,
+                          c->plan ? 8 : 7, 1, "network"};
     const char *pos[1];
     int n_pos = 0;
     int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
@@ -181,6 +275,9 @@ static int parse_args(predict_cmd *c, int argc, char **argv)
     if (!n_pos) return tool_usage_error("predict", "which network? a zoo name or an .onnx file");
     c->m.model = pos[0];
     if (c->m.fold_bn < 0) c->m.fold_bn = !c->train.on; /* BatchNorm trains */
+    if (c->plan && (!c->train.on || !c->ddp.gpus || !(c->memory_limit > 0)))
+        return tool_usage_error("plan", "plan picks how to train on several GPUs: --train, "
+                                        "--gpus N and --memory-limit GB");
     if (c->ddp.gpus && !c->train.on)
         return tool_usage_error("predict", "--gpus predicts data-parallel training: add --train");
     if (c->ddp.gpus && !c->ddp.comm_db == !c->ddp.comm_data)
@@ -191,6 +288,27 @@ static int parse_args(predict_cmd *c, int argc, char **argv)
         return tool_usage_error("predict", "--gpus prints a table (--format table)");
     if (!c->ddp.gpus && (c->ddp.comm_db || c->ddp.comm_data || c->ddp.step_ms > 0))
         return tool_usage_error("predict", "--comm-db, --comm-data and --step-ms go with --gpus N");
+    if (c->ddp.net.nodes > 1) {
+        if (c->ddp.gpus % c->ddp.net.nodes)
+            return tool_usage_error("predict", "--gpus %d on --nodes %d: not the same number of "
+                                               "GPUs on every node",
+                                    c->ddp.gpus, c->ddp.net.nodes);
+        if (!(c->ddp.net.net_gbs > 0))
+            return tool_usage_error("predict", "--nodes %d needs the network between them: "
+                                               "--inter-node-gbps B (every NIC of a node "
+                                               "together)",
+                                    c->ddp.net.nodes);
+        c->ddp.net.gpus_per_node = c->ddp.gpus / c->ddp.net.nodes;
+    } else if (c->ddp.net.net_gbs > 0 || c->ddp.net_us_set)
+        return tool_usage_error("predict", "--inter-node-gbps and --inter-node-us go with --nodes M");
+    if (!c->ddp.fsdp && (c->ddp.wrap || c->ddp.param_comm != OPSCHED_F32 ||
+                         c->ddp.per_unit_us > 0 || c->ddp.host_ms > 0))
+        return tool_usage_error("predict", "--fsdp-wrap, --param-comm, --per-unit-us and "
+                                           "--host-ms go with --strategy fsdp");
+    if (c->ddp.fsdp && (c->ddp.bucket_auto || c->ddp.o.accumulation_steps > 1 ||
+                        c->ddp.o.gradient_as_bucket_view))
+        return tool_usage_error("predict", "--bucket-mb, --accumulation and --grad-as-bucket-view "
+                                           "are DDP's (--strategy ddp)");
     return tool_train_apply("predict", &c->train, &c->m);
 }
 
@@ -804,23 +922,242 @@ static opsched_status first_device(const opsched_collective_row *row, void *user
     return OPSCHED_OK;
 }
 
-static double fit_cost(double bytes, void *user)
+/* " (M nodes of G GPUs, B Gbit/s and L us between nodes)" or "". */
+static const char *nodes_desc(const ddp_args *d, char *buf, size_t n)
 {
-    return opsched_comm_fit_eval(user, bytes);
+    if (d->net.nodes <= 1) return "";
+    snprintf(buf, n, " (%d nodes of %d, %.0f Gbit/s and %g us between nodes)", d->net.nodes,
+             d->net.gpus_per_node, d->net.net_gbs * 8, d->net.net_us);
+    return buf;
+}
+
+/* A collective's cost over nodes: one node's fit and the network. */
+typedef struct node_cost {
+    opsched_collective c;
+    const opsched_comm_fit *fit; /* over the GPUs of one node */
+    const opsched_comm_network *net;
+} node_cost;
+
+static double nodes_cost(double bytes, void *user)
+{
+    const node_cost *k = user;
+    if (k->net->nodes <= 1) return opsched_comm_fit_eval(k->fit, bytes);
+    return opsched_comm_multinode_us(k->c, bytes, k->fit, k->net, NULL);
+}
+
+/* The fits of n collectives over --gpus ranks from --comm-db or
+ * --comm-data; comm_gpu gets the GPU they were measured on. */
+static int comm_fits(opsched_ctx *ctx, const predict_cmd *c, const opsched_predictor *p,
+                     const opsched_collective *which, const opsched_dtype *dt, int n,
+                     opsched_comm_fit *fits)
+{
+    const ddp_args *d = &c->ddp;
+    char path[4096], comm_gpu[128] = "";
+    opsched_store *store = NULL;
+    int rc = tool_db_or_shipped(ctx, "predict", d->comm_db, d->comm_data, path, sizeof(path));
+    if (rc != TOOL_EXIT_OK) return rc;
+    opsched_status st = opsched_store_open(ctx, path, OPSCHED_STORE_READ_ONLY, &store);
+    for (int i = 0; i < n && st == OPSCHED_OK; i++)
+        st = d->net.nodes > 1 && d->net.gpus_per_node == 1
+                 ? OPSCHED_OK /* one GPU per node: no NVLink part */
+                 : opsched_comm_fit_from_store(ctx, store, d->comm_device, which[i], dt[i],
+                                               d->net.nodes > 1 ? d->net.gpus_per_node : d->gpus,
+                                               &fits[i]);
+    if (st == OPSCHED_OK)
+        (void)opsched_store_collectives(store, d->comm_device, first_device, comm_gpu);
+    opsched_store_close(store);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, d->comm_db ? d->comm_db : d->comm_data);
+    opsched_predictor_info in;
+    static int noted; /* once per process: plan asks many times */
+    if (d->step_ms <= 0 && !noted && opsched_predictor_info_get(p, &in) == OPSCHED_OK &&
+        comm_gpu[0] && strcmp(in.device.name, comm_gpu) != 0 && (noted = 1))
+        fprintf(stderr,
+                "opsched predict: note: the compute is predicted for %s, the collectives were "
+                "measured on %s (--step-ms takes a one-GPU step measured on those GPUs)\n",
+                in.device.name, comm_gpu);
+    return TOOL_EXIT_OK;
+}
+
+/* Each node's composed time (0 for those that launch nothing); NULL when
+ * out of memory. */
+static double *node_times(const opsched_network_prediction *r)
+{
+    double *ms = malloc((size_t)(r->n_layers ? r->n_layers : 1) * sizeof(double));
+    for (int i = 0; ms && i < r->n_layers; i++)
+        ms[i] = r->layers[i].launches ? r->layers[i].composed_ms : 0.0;
+    return ms;
+}
+
+/* One rank's training memory: the forward graph loaded again (BatchNorm
+ * kept), its training iteration replayed, sharded as sh says (NULL: as on
+ * one GPU). */
+static opsched_status rank_memory(opsched_ctx *ctx, const predict_cmd *c,
+                                  const char *const *unit_names, const unsigned char *keep,
+                                  int n_units, const opsched_training_sharding *sh,
+                                  opsched_training_memory *single, opsched_training_memory *rank)
+{
+    tool_model_opts mo = c->m;
+    mo.train = NULL;
+    mo.fold_bn = 0;
+    opsched_graph *fg = NULL;
+    opsched_training *t = NULL;
+    int *unit_of = NULL;
+    opsched_status st = tool_load_model(ctx, &mo, &fg);
+    if (st == OPSCHED_OK) st = opsched_training_build(fg, &c->train.o, &t);
+    if (st == OPSCHED_OK) st = opsched_training_memory_get(t, single);
+    if (st == OPSCHED_OK && sh) {
+        int nt = opsched_graph_num_tensors(fg);
+        unit_of = malloc((size_t)(nt ? nt : 1) * sizeof(int));
+        if (!unit_of) st = OPSCHED_ERR_NOMEM;
+        for (int x = 0; unit_of && x < nt; x++) {
+            const opsched_tensor *ti = opsched_graph_tensor(fg, x);
+            char u[OPSCHED_FSDP_UNIT_NAME];
+            unit_of[x] = -1;
+            if (ti->kind != OPSCHED_TENSOR_WEIGHT || !ti->name) continue;
+            (void)opsched_fsdp_unit_of(ti->name, c->ddp.wrap, u, sizeof(u));
+            for (int k = 0; k < n_units && unit_of[x] < 0; k++)
+                if (strcmp(unit_names[k], u) == 0) unit_of[x] = k;
+        }
+        opsched_training_sharding s = *sh;
+        s.unit_of = unit_of;
+        s.keep_f32 = keep;
+        s.n_units = n_units;
+        if (st == OPSCHED_OK) st = opsched_training_memory_sharded(t, &s, rank);
+    } else if (st == OPSCHED_OK)
+        *rank = *single;
+    free(unit_of);
+    opsched_training_free(t);
+    opsched_graph_free(fg);
+    return st;
+}
+
+static void print_memory(const char *label, const opsched_training_memory *m,
+                         const opsched_training_memory *single, int64_t extra)
+{
+    char a[32], b[32], w[32], gr[32], os[32], sv[32];
+    printf("  %-18s %sB peak (parameters %sB, gradients %sB, optimizer state %sB, saved for "
+           "backward %sB%s); one GPU: %sB\n",
+           label, tool_human((double)(m->peak + extra), a, sizeof(a)),
+           tool_human((double)m->weights, w, sizeof(w)),
+           tool_human((double)m->gradients, gr, sizeof(gr)),
+           tool_human((double)m->optimizer_state, os, sizeof(os)),
+           tool_human((double)m->saved, sv, sizeof(sv)), extra ? ", plus the buckets" : "",
+           tool_human((double)single->peak, b, sizeof(b)));
+}
+
+/* The training iteration under FSDP on --gpus GPUs: units from
+ * --fsdp-wrap, parameters all-gathered and gradients reduce-scattered at
+ * the cost --comm-db's fits give, memory per rank from the sharded replay. */
+static int fsdp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_graph *g,
+                       const opsched_network_prediction *r, const opsched_predictor *p, int print,
+                       double *iteration, double *single_ms, int64_t *memory, int *n_units)
+{
+    const ddp_args *d = &c->ddp;
+    double *ms = node_times(r);
+    if (!ms) return tool_fail(ctx, OPSCHED_ERR_NOMEM, "predict");
+    opsched_fsdp_compute comp;
+    opsched_status st = opsched_fsdp_from_training(ctx, g, ms, d->wrap, &comp);
+    free(ms);
+    if (st != OPSCHED_OK) return tool_fail(ctx, st, "predict --strategy fsdp");
+    double total = comp.optimizer_ms;
+    for (int i = 0; i < comp.n_segs; i++) total += comp.segs[i].ms;
+    if (d->step_ms > 0 && total > 0) {
+        double scale = d->step_ms / total;
+        for (int i = 0; i < comp.n_segs; i++) comp.segs[i].ms *= scale;
+        comp.optimizer_ms *= scale;
+    }
+    const opsched_collective which[2] = {OPSCHED_ALLGATHER, OPSCHED_REDUCESCATTER};
+    const opsched_dtype dt[2] = {d->param_comm, d->grad_comm};
+    opsched_comm_fit fits[2];
+    memset(fits, 0, sizeof(fits));
+    int rc = comm_fits(ctx, c, p, which, dt, 2, fits);
+    if (rc != TOOL_EXIT_OK) {
+        opsched_fsdp_compute_free(&comp);
+        return rc;
+    }
+    opsched_fsdp_options o;
+    opsched_fsdp_options_init(&o);
+    o.ranks = d->gpus;
+    o.gather_bytes_scale = d->param_comm == OPSCHED_F32 ? 1.0 : 0.5;
+    o.reduce_bytes_scale = d->grad_comm == OPSCHED_F32 ? 1.0 : 0.5;
+    o.overlap_slowdown = d->o.overlap_slowdown;
+    o.per_unit_us = d->per_unit_us;
+    o.per_param_us = d->o.per_param_us;
+    o.host_ms = d->host_ms;
+    opsched_fsdp_result res;
+    node_cost ag = {OPSCHED_ALLGATHER, &fits[0], &d->net}, rs = {OPSCHED_REDUCESCATTER, &fits[1], &d->net};
+    st = opsched_fsdp_timeline(ctx, &comp, nodes_cost, &ag, nodes_cost, &rs, &o, &res);
+    /* Memory per rank. */
+    const char **names = malloc((size_t)comp.n_units * sizeof(char *));
+    unsigned char *keep = malloc((size_t)comp.n_units);
+    int64_t unit_max = 0, gathered = 0;
+    opsched_training_memory single, rank;
+    if (st == OPSCHED_OK && (!names || !keep)) st = OPSCHED_ERR_NOMEM;
+    for (int u = 0; st == OPSCHED_OK && u < comp.n_units; u++) {
+        names[u] = comp.units[u].name;
+        keep[u] = (unsigned char)comp.units[u].keep_f32;
+        gathered += comp.units[u].param_bytes;
+        if (u > 0 && comp.units[u].param_bytes > unit_max) unit_max = comp.units[u].param_bytes;
+    }
+    opsched_training_sharding sh = {d->gpus, NULL, NULL, 0, o.gather_bytes_scale,
+                                    d->param_comm == OPSCHED_F32 ? 1.0 : 0.5, 1};
+    if (st == OPSCHED_OK)
+        st = rank_memory(ctx, c, names, keep, comp.n_units, &sh, &single, &rank);
+    free(names);
+    free(keep);
+    if (st != OPSCHED_OK) {
+        opsched_fsdp_compute_free(&comp);
+        return tool_fail(ctx, st, "predict --strategy fsdp");
+    }
+    *iteration = res.iteration_ms;
+    *single_ms = res.single_ms;
+    *memory = rank.peak;
+    *n_units = comp.n_units;
+    if (!print) {
+        opsched_fsdp_compute_free(&comp);
+        return TOOL_EXIT_OK;
+    }
+    char a[32], b[32];
+    char nd[160];
+    printf("\nfully sharded data-parallel training (FSDP2 fully_shard, FULL_SHARD) on %d GPUs%s, "
+           "%d units (%s), parameters gathered in %s, gradients reduced in %s%s:\n",
+           d->gpus, nodes_desc(d, nd, sizeof(nd)), comp.n_units, d->wrap ? d->wrap : "the whole model one unit",
+           opsched_dtype_name(d->param_comm), opsched_dtype_name(d->grad_comm),
+           d->step_ms > 0 ? ", compute scaled to the measured one-GPU step" : "");
+    printf("  iteration          %9.3f ms   (one GPU: %.3f ms; scaling efficiency %.1f%%)\n",
+           res.iteration_ms, res.single_ms, 100 * res.scaling_efficiency);
+    printf("  forward + loss     %9.3f ms   of compute, ending at %.3f ms\n", res.forward_ms,
+           res.forward_end_ms);
+    printf("  backward           %9.3f ms   of compute (stretched %.3f ms: overlap %g x)\n",
+           res.backward_ms, o.overlap_slowdown * res.hidden_ms, o.overlap_slowdown);
+    printf("  all-gather         %9.3f ms   in %d collectives (%sB of parameters, the largest "
+           "unit %sB)\n",
+           res.allgather_ms, res.n_allgathers, tool_human((double)gathered, a, sizeof(a)),
+           tool_human((double)unit_max, b, sizeof(b)));
+    printf("  reduce-scatter     %9.3f ms   in %d collectives\n", res.reducescatter_ms,
+           res.n_reducescatters);
+    printf("  communication      %9.3f ms   hidden under compute; %.3f ms of the iteration "
+           "waits for it or for the host (hooks: %g us per unit, %g per parameter)\n",
+           res.hidden_ms, res.exposed_ms, d->per_unit_us, d->o.per_param_us);
+    if (c->train.o.step)
+        printf("  optimizer          %9.3f ms   on the rank's shard\n", res.optimizer_ms);
+    else
+        printf("  optimizer          not counted (--optimizer sgd|adamw adds its step)\n");
+    print_memory("memory per rank", &rank, &single, 0);
+    opsched_fsdp_compute_free(&comp);
+    return TOOL_EXIT_OK;
 }
 
 /* The training iteration under DDP on --gpus GPUs: the predicted (or, with
  * --step-ms, measured) compute of one GPU, gradients ready as backward
  * makes them, buckets all-reduced at the cost --comm-db's fit gives. */
 static int ddp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_graph *g,
-                      const opsched_network_prediction *r, const opsched_predictor *p)
+                      const opsched_network_prediction *r, const opsched_predictor *p, int print,
+                      double *iteration, double *single_ms, int64_t *memory, double *cap)
 {
     const ddp_args *d = &c->ddp;
-    char path[4096];
-    double *ms = malloc((size_t)(r->n_layers ? r->n_layers : 1) * sizeof(double));
+    double *ms = node_times(r);
     if (!ms) return tool_fail(ctx, OPSCHED_ERR_NOMEM, "predict");
-    for (int i = 0; i < r->n_layers; i++)
-        ms[i] = r->layers[i].launches ? r->layers[i].composed_ms : 0.0;
     opsched_ddp_param *params = NULL;
     int n = 0;
     opsched_ddp_compute comp;
@@ -835,41 +1172,24 @@ static int ddp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_grap
         comp.optimizer_ms *= scale;
         for (int i = 0; i < n; i++) params[i].ready_ms *= scale;
     }
-    opsched_store *store = NULL;
+    const opsched_collective which = OPSCHED_ALLREDUCE;
     opsched_comm_fit fit;
-    int rc = tool_db_or_shipped(ctx, "predict", d->comm_db, d->comm_data, path, sizeof(path));
+    memset(&fit, 0, sizeof(fit));
+    int rc = comm_fits(ctx, c, p, &which, &d->grad_comm, 1, &fit);
     if (rc != TOOL_EXIT_OK) {
         free(params);
         return rc;
     }
-    st = opsched_store_open(ctx, path, OPSCHED_STORE_READ_ONLY, &store);
-    if (st == OPSCHED_OK)
-        st = opsched_comm_fit_from_store(ctx, store, d->comm_device, OPSCHED_ALLREDUCE,
-                                         d->grad_comm, d->gpus, &fit);
-    char comm_gpu[128] = "";
-    if (st == OPSCHED_OK)
-        (void)opsched_store_collectives(store, d->comm_device, first_device, comm_gpu);
-    opsched_store_close(store);
-    opsched_predictor_info in;
-    if (st == OPSCHED_OK && d->step_ms <= 0 && opsched_predictor_info_get(p, &in) == OPSCHED_OK &&
-        comm_gpu[0] && strcmp(in.device.name, comm_gpu) != 0)
-        fprintf(stderr,
-                "opsched predict: note: the compute is predicted for %s, the collectives were "
-                "measured on %s (--step-ms takes a one-GPU step measured on those GPUs)\n",
-                in.device.name, comm_gpu);
-    if (st != OPSCHED_OK) {
-        free(params);
-        return tool_fail(ctx, st, d->comm_db ? d->comm_db : d->comm_data);
-    }
     opsched_ddp_result res;
     opsched_ddp_options o = d->o;
+    node_cost ar = {OPSCHED_ALLREDUCE, &fit, &d->net};
     if (d->bucket_auto) { /* the cap that predicts the shortest iteration */
         static const double caps[] = {1, 2, 5, 10, 15, 25, 50, 100, 200};
         double best = INFINITY;
         for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]); k++) {
             opsched_ddp_options t = d->o;
             t.bucket_cap_mb = caps[k];
-            st = opsched_ddp_timeline(ctx, params, n, &comp, fit_cost, &fit, &t, &res);
+            st = opsched_ddp_timeline(ctx, params, n, &comp, nodes_cost, &ar, &t, &res);
             if (st != OPSCHED_OK) break;
             if (res.iteration_ms < best - 1e-9) {
                 best = res.iteration_ms;
@@ -878,15 +1198,30 @@ static int ddp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_grap
             opsched_ddp_result_free(&res);
         }
     }
-    if (st == OPSCHED_OK) st = opsched_ddp_timeline(ctx, params, n, &comp, fit_cost, &fit, &o, &res);
+    if (st == OPSCHED_OK) st = opsched_ddp_timeline(ctx, params, n, &comp, nodes_cost, &ar, &o, &res);
     int64_t grad_bytes = 0;
     for (int i = 0; i < n; i++) grad_bytes += params[i].bytes;
     int n_params = n;
     free(params);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, "predict --gpus");
-    printf("\ndata-parallel training (DDP) on %d GPUs, buckets of %g MB%s (the first %g MB), %s "
+    opsched_training_memory single, rank;
+    st = rank_memory(ctx, c, NULL, NULL, 0, NULL, &single, &rank);
+    if (st != OPSCHED_OK) {
+        opsched_ddp_result_free(&res);
+        return tool_fail(ctx, st, "predict --gpus");
+    }
+    *iteration = res.iteration_ms;
+    *single_ms = res.single_ms;
+    *memory = rank.peak + res.bucket_buffer_bytes;
+    *cap = o.bucket_cap_mb;
+    if (!print) {
+        opsched_ddp_result_free(&res);
+        return rc;
+    }
+    char nd[160];
+    printf("\ndata-parallel training (DDP) on %d GPUs%s, buckets of %g MB%s (the first %g MB), %s "
            "gradients on the wire%s:\n",
-           d->gpus, o.bucket_cap_mb, d->bucket_auto ? " (the best of 1 to 200)" : "",
+           d->gpus, nodes_desc(d, nd, sizeof(nd)), o.bucket_cap_mb, d->bucket_auto ? " (the best of 1 to 200)" : "",
            o.first_bucket_mb, opsched_dtype_name(d->grad_comm),
            d->step_ms > 0 ? ", compute scaled to the measured one-GPU step" : "");
     printf("  iteration          %9.3f ms   (one GPU: %.3f ms; scaling efficiency %.1f%%)\n",
@@ -899,26 +1234,162 @@ static int ddp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_grap
            "parameters): %.3f ms hidden under backward, %.3f ms exposed\n",
            res.comm_ms, res.n_buckets, (double)grad_bytes * o.comm_bytes_scale / 1e6, n_params,
            res.hidden_ms, res.exposed_ms);
-    printf("  memory per rank    +%.1f MB of bucket buffers beside the gradients%s\n",
-           (double)res.bucket_buffer_bytes / 1e6,
-           d->o.gradient_as_bucket_view ? " (gradients are bucket views)" : "");
     if (c->train.o.step)
         printf("  optimizer          %9.3f ms   after the last all-reduce\n", res.optimizer_ms);
     else
         printf("  optimizer          not counted (--optimizer sgd|adamw adds its step)\n");
+    print_memory("memory per rank", &rank, &single, res.bucket_buffer_bytes);
+    printf("  %-18s +%.1f MB of bucket buffers beside the gradients%s\n", "",
+           (double)res.bucket_buffer_bytes / 1e6,
+           d->o.gradient_as_bucket_view ? " (gradients are bucket views)" : "");
     opsched_ddp_result_free(&res);
     return rc;
 }
 
+/* One candidate of opsched plan. */
+typedef struct plan_row {
+    int fsdp;
+    double cap;       /* DDP: bucket cap */
+    int view;         /* DDP: gradients as bucket views */
+    char wrap[64];    /* FSDP: the units' pattern ("" the whole model) */
+    int units;
+    double iteration, single;
+    int64_t memory;
+} plan_row;
+
+static int cmp_plan(const void *a, const void *b)
+{
+    const plan_row *x = a, *y = b;
+    double tol = 1e-6 * (x->iteration + y->iteration);
+    if (x->iteration < y->iteration - tol) return -1;
+    if (x->iteration > y->iteration + tol) return 1;
+    return (x->memory > y->memory) - (x->memory < y->memory); /* then the least memory */
+}
+
+/* The deepest module path among the graph's parameters ("a.b.weight": 2). */
+static int param_depth(const opsched_graph *g)
+{
+    int depth = 0, n = opsched_graph_num_outputs(g);
+    for (int i = 0; i < n; i++) {
+        const opsched_tensor *t = opsched_graph_tensor(g, opsched_graph_output(g, i));
+        if (!t || !t->name || strncmp(t->name, "grad/", 5) != 0) continue;
+        int d = 0;
+        for (const char *q = t->name + 5; *q; q++)
+            d += *q == '.';
+        if (d > depth) depth = d;
+    }
+    return depth;
+}
+
+static int plan_run(opsched_ctx *ctx, predict_cmd *c, const opsched_graph *g,
+                    const opsched_network_prediction *r, const opsched_predictor *p)
+{
+    static const double caps[] = {1, 2, 5, 10, 15, 25, 50, 100, 200};
+    plan_row rows[64];
+    int n = 0, rc = TOOL_EXIT_OK;
+    predict_cmd t = *c;
+    for (int view = 0; view < 2 && rc == TOOL_EXIT_OK; view++)
+        for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]) && rc == TOOL_EXIT_OK; k++) {
+            plan_row *w = &rows[n];
+            memset(w, 0, sizeof(*w));
+            t.ddp = c->ddp;
+            t.ddp.fsdp = 0;
+            t.ddp.wrap = NULL;
+            t.ddp.bucket_auto = 0;
+            t.ddp.o.bucket_cap_mb = caps[k];
+            t.ddp.o.gradient_as_bucket_view = view;
+            w->cap = caps[k];
+            w->view = view;
+            rc = ddp_report(ctx, &t, g, r, p, 0, &w->iteration, &w->single, &w->memory, &w->cap);
+            n += rc == TOOL_EXIT_OK;
+        }
+    /* FSDP: the whole model, then every depth of module names ("*", "*.*", ...). */
+    int depth = param_depth(g), last_units = -1;
+    for (int d = 0; d <= depth && d < 8 && rc == TOOL_EXIT_OK; d++) {
+        plan_row *w = &rows[n];
+        memset(w, 0, sizeof(*w));
+        w->fsdp = 1;
+        for (int k = 0; k < d; k++)
+            strcat(w->wrap, k ? ".*" : "*");
+        t.ddp = c->ddp;
+        t.ddp.fsdp = 1;
+        t.ddp.wrap = d ? w->wrap : NULL;
+        rc = fsdp_report(ctx, &t, g, r, p, 0, &w->iteration, &w->single, &w->memory, &w->units);
+        if (rc == TOOL_EXIT_OK && w->units != last_units) {
+            last_units = w->units;
+            n++;
+        }
+    }
+    if (rc != TOOL_EXIT_OK) return rc;
+    qsort(rows, (size_t)n, sizeof(rows[0]), cmp_plan);
+    const plan_row *best = NULL;
+    int64_t least = INT64_MAX;
+    char m[32], lim[32];
+    printf("\ntraining %s on %d GPUs%s, at most %sB per rank: %d ways, fastest first\n",
+           c->m.model, c->ddp.gpus, c->ddp.step_ms > 0 ? " (compute scaled to --step-ms)" : "", tool_human(c->memory_limit, lim, sizeof(lim)), n);
+    printf("  %-6s %-32s %12s %10s %12s  %s\n", "", "setting", "iteration", "scaling",
+           "memory/rank", "fits");
+    for (int i = 0; i < n; i++) {
+        const plan_row *w = &rows[i];
+        char set[96];
+        if (w->fsdp)
+            snprintf(set, sizeof(set), "%d unit%s (%s)", w->units, w->units == 1 ? "" : "s",
+                     w->wrap[0] ? w->wrap : "the whole model");
+        else
+            snprintf(set, sizeof(set), "buckets of %g MB%s", w->cap,
+                     w->view ? ", grads as views" : "");
+        int fits = (double)w->memory <= c->memory_limit;
+        if (fits && !best) best = w;
+        if (w->memory < least) least = w->memory;
+        printf("  %-6s %-32s %9.3f ms %9.1f%% %11sB  %s\n", w->fsdp ? "fsdp" : "ddp", set,
+               w->iteration, 100 * w->single / w->iteration,
+               tool_human((double)w->memory, m, sizeof(m)), fits ? "yes" : "no");
+    }
+    if (!best) {
+        fprintf(stderr,
+                "opsched plan: no way fits %sB per rank: the least memory is %sB (more GPUs, a "
+                "smaller --batch, or a higher --memory-limit)\n",
+                lim, tool_human((double)least, m, sizeof(m)));
+        return TOOL_EXIT_FAIL;
+    }
+    printf("\nplan: %s, %.3f ms per iteration, %sB per rank\n",
+           best->fsdp ? "FSDP (full shard)" : "DDP", best->iteration,
+           tool_human((double)best->memory, m, sizeof(m)));
+    if (best->fsdp)
+        printf("  in full: opsched predict %s --train --gpus %d --strategy fsdp%s%s%s ...\n",
+               c->m.model, c->ddp.gpus, best->wrap[0] ? " --fsdp-wrap '" : "", best->wrap,
+               best->wrap[0] ? "'" : "");
+    else
+        printf("  in full: opsched predict %s --train --gpus %d --bucket-mb %g%s ...\n",
+               c->m.model, c->ddp.gpus, best->cap, best->view ? " --grad-as-bucket-view" : "");
+    return TOOL_EXIT_OK;
+}
+
+static int run_predict(opsched_ctx *ctx, int argc, char **argv, int plan);
+
 int cmd_predict(opsched_ctx *ctx, int argc, char **argv)
+{
+    return run_predict(ctx, argc, argv, 0);
+}
+
+int cmd_plan(opsched_ctx *ctx, int argc, char **argv)
+{
+    return run_predict(ctx, argc, argv, 1);
+}
+
+static int run_predict(opsched_ctx *ctx, int argc, char **argv, int plan)
 {
     predict_cmd c;
     memset(&c, 0, sizeof(c));
+    c.plan = plan;
     predict_args_init(&c.a);
     opsched_predict_options_default(&c.o);
     c.fmt = TOOL_FMT_TABLE;
     c.m.fold_bn = -1; /* folded, as deployed; kept with --train */
     opsched_ddp_options_init(&c.ddp.o);
+    c.ddp.net.nodes = 1;
+    c.ddp.net.gpus_per_node = 1;
+    c.ddp.net.net_us = 5.0;
     int rc = parse_args(&c, argc, argv);
     if (rc != TOOL_EXIT_OK) return rc == TOOL_ARGS_HELP ? TOOL_EXIT_OK : rc;
     rc = predict_args_finish(&c.a, ctx, "predict");
@@ -960,9 +1431,23 @@ int cmd_predict(opsched_ctx *ctx, int argc, char **argv)
     st = opsched_predict_network(p, g, &c.o, &r);
     if (st != OPSCHED_OK)
         rc = tool_fail(ctx, st, c.m.model);
+    else if (c.plan && r->launches_unpredicted > 0) {
+        fprintf(stderr, "opsched plan: %d launches of %s have no prediction: opsched predict "
+                        "with the same options names them and the sweep that measures them\n",
+                r->launches_unpredicted, c.m.model);
+        rc = TOOL_EXIT_FAIL;
+    } else if (c.plan)
+        rc = plan_run(ctx, &c, g, r, p);
     else
         rc = report(ctx, &c, g, r, p);
-    if (rc == TOOL_EXIT_OK && c.ddp.gpus) rc = ddp_report(ctx, &c, g, r, p);
+    if (c.plan) c.ddp.gpus = 0; /* printed by plan_run */
+    if (rc == TOOL_EXIT_OK && c.ddp.gpus) {
+        double it = 0, one = 0, cap = 0;
+        int64_t mem = 0;
+        int units = 0;
+        rc = c.ddp.fsdp ? fsdp_report(ctx, &c, g, r, p, 1, &it, &one, &mem, &units)
+                        : ddp_report(ctx, &c, g, r, p, 1, &it, &one, &mem, &cap);
+    }
     opsched_network_prediction_free(r);
     opsched_predictor_free(p);
     opsched_exclusion_free(x);

@@ -22,6 +22,7 @@ static const tool_cmd commands[] = {
     {"train-model", "train the learned cost models of a device from its measurements",
      cmd_train_model},
     {"predict", "predict a network's latency, energy and memory from measurements", cmd_predict},
+    {"plan", "pick how to train on several GPUs (DDP or FSDP) under a memory limit", cmd_plan},
     {"validate", "predict profiled networks and compare with what was measured", cmd_validate},
     {"schedule", "search an inter-operator schedule (sequential, greedy, IOS)", cmd_schedule},
     {"run", "run schedules on a device: latency, CUDA graph, speed-up, numerics", cmd_run},

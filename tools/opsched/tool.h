@@ -54,6 +54,7 @@ int cmd_validate(opsched_ctx *ctx, int argc, char **argv);
 int tool_sweep_adaptive(opsched_ctx *ctx, int argc, char **argv);
 int cmd_train_model(opsched_ctx *ctx, int argc, char **argv);
 int cmd_predict(opsched_ctx *ctx, int argc, char **argv);
+int cmd_plan(opsched_ctx *ctx, int argc, char **argv);
 int cmd_schedule(opsched_ctx *ctx, int argc, char **argv);
 int cmd_run(opsched_ctx *ctx, int argc, char **argv);
 int cmd_commbench(opsched_ctx *ctx, int argc, char **argv);

@@ -1,0 +1,1 @@
+commbench --import $OPSCHED_SOURCE_DIR/tests/cli/data/nccl_tests_allgather.log

@@ -1,0 +1,1 @@
+commbench --fit --db $CASE_TMP/c.db --inter-node-gbps 400

@@ -1,0 +1,1 @@
+plan alexnet --train --batch 2 --gpus 2 --comm-data h200x2 --data h100 --memory-limit 80 --quiet

@@ -1,0 +1,1 @@
+plan alexnet --train --data h100 --memory-limit 10

@@ -1,0 +1,1 @@
+predict alexnet --train --batch 2 --gpus 4 --nodes 2 --comm-data h200x2 --data h100 --quiet
