@@ -36,8 +36,8 @@ UNITS = {
     ("vgg16", False): "features,classifier.*",
     ("vgg16", True): "features,classifier.*",
 }
-GRID_UNIT = (0, 500, 1000, 1500, 2000)
-GRID_PARAM = (0, 50, 100)
+GRID_UNIT = "0,500,1000,1500,2000"
+GRID_PARAM = "0,50,100"
 
 
 def predict(a, p, unit_us=0.0, param_us=0.0):
@@ -58,9 +58,10 @@ def predict(a, p, unit_us=0.0, param_us=0.0):
     out = r.stdout
     it = float(re.search(r"iteration\s+([\d.]+) ms", out).group(1))
     units = int(re.search(r"on \d+ GPUs[^,]*, (\d+) units", out).group(1))
+    n_params = int(re.search(r"in \d+ collectives \((\d+) parameters", out).group(1))
     mem = re.search(r"memory per rank\s+([\d.]+)([KMGT]?)B peak", out)
     scale = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[mem.group(2)]
-    return dict(iteration=it, units=units, memory=float(mem.group(1)) * scale,
+    return dict(iteration=it, units=units, n_params=n_params, memory=float(mem.group(1)) * scale,
                 cmd=" ".join(cmd[1:]))
 
 
@@ -78,6 +79,13 @@ def main():
     ap.add_argument("--terms", metavar="UNIT_US,PARAM_US", help="host terms to predict with")
     ap.add_argument("--grid", action="store_true",
                     help="also choose the host terms from a grid, leave-one-out")
+    ap.add_argument("--grid-unit", default=GRID_UNIT, help="--grid: us per unit (%s)" % GRID_UNIT)
+    ap.add_argument("--grid-param", default=GRID_PARAM,
+                    help="--grid: us per parameter (%s)" % GRID_PARAM)
+    ap.add_argument("--fit-host", action="store_true",
+                    help="also fit the host terms to the measured host times (FSDP's host time "
+                         "less the one-GPU step's = the hooks: per unit entered and per "
+                         "parameter), leave-one-out, and predict the steps with them")
     ap.add_argument("--no-host", action="store_true",
                     help="leave out the one-GPU step's measured host time (--host-ms)")
     ap.add_argument("--out", required=True)
@@ -114,7 +122,9 @@ def main():
     if a.grid:
         for p in points:
             p["grid"] = {(u, q): predict(a, p, u, q)["iteration"]
-                         for u, q in itertools.product(GRID_UNIT, GRID_PARAM)}
+                         for u, q in itertools.product(
+                             [float(x) for x in a.grid_unit.split(",")],
+                             [float(x) for x in a.grid_param.split(",")])}
 
         def sse(ps, key):
             return sum(((p["grid"][key] - p["measured"]) / p["measured"]) ** 2 for p in ps)
@@ -123,6 +133,44 @@ def main():
             best = min(p["grid"], key=lambda k: sse(others, k))
             p["loo"], p["loo_terms"] = p["grid"][best], best
         best_all = min(points[0]["grid"], key=lambda k: sse(points, k))
+    if a.fit_host:
+        hp = [p for p in points if p.get("host") and p.get("single_host")]
+
+        def host_fit(ps):
+            """Least squares of hooks = u * 2 units + q * 2 params, u, q >= 0 (us)."""
+            rows = [(2 * p["off"]["units"], 2 * p["off"]["n_params"],
+                     (p["host"] - p["single_host"]) * 1e3) for p in ps]
+            best = None
+            for use in ((1, 1), (1, 0), (0, 1)):
+                sxx = [[0.0, 0.0], [0.0, 0.0]]
+                sxy = [0.0, 0.0]
+                for x1, x2, y in rows:
+                    x = (x1 * use[0], x2 * use[1])
+                    for i in range(2):
+                        sxy[i] += x[i] * y
+                        for j in range(2):
+                            sxx[i][j] += x[i] * x[j]
+                if use == (1, 1):
+                    det = sxx[0][0] * sxx[1][1] - sxx[0][1] * sxx[1][0]
+                    if det <= 0:
+                        continue
+                    u = (sxy[0] * sxx[1][1] - sxx[0][1] * sxy[1]) / det
+                    q = (sxx[0][0] * sxy[1] - sxx[1][0] * sxy[0]) / det
+                elif use == (1, 0):
+                    u, q = (sxy[0] / sxx[0][0] if sxx[0][0] else 0.0), 0.0
+                else:
+                    u, q = 0.0, (sxy[1] / sxx[1][1] if sxx[1][1] else 0.0)
+                if u < 0 or q < 0:
+                    continue
+                sse = sum((y - u * x1 - q * x2) ** 2 for x1, x2, y in rows)
+                if best is None or sse < best[2]:
+                    best = (u, q, sse)
+            return (round(best[0], 1), round(best[1], 2)) if best else (0.0, 0.0)
+        for i, p in enumerate(points):
+            others = [q for q in hp if q is not p]
+            terms = host_fit(others)
+            p["hf"], p["hf_terms"] = predict(a, p, *terms)["iteration"], terms
+        hf_all = host_fit(hp)
     lines = ["# FSDP steps and memory per rank: predicted against measured", "",
              "Predicted with `opsched predict MODEL --train --optimizer sgd --gpus N --strategy "
              "fsdp --fsdp-wrap UNITS --step-ms S%s` (S the measured one-GPU step%s)." % (
@@ -130,10 +178,12 @@ def main():
                  "" if a.no_host else ", H the host time to issue it"), "",
              "| model | batch | precision | GPUs | units (torch, opsched) | 1 GPU ms | FSDP ms "
              "| FSDP host ms | terms off | error |" + (" terms %s | error |" % a.terms if given else "")
-             + (" leave-one-out | error | terms |" if a.grid else ""),
+             + (" leave-one-out | error | terms |" if a.grid else "")
+             + (" host terms fitted, leave-one-out | error | terms (us/unit, us/param) |"
+                if a.fit_host else ""),
              "|---|---:|---|---:|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if given else "")
-             + ("---:|---:|---|" if a.grid else "")]
-    e_off, e_given, e_loo, e_mem = [], [], [], []
+             + ("---:|---:|---|" if a.grid else "") + ("---:|---:|---|" if a.fit_host else "")]
+    e_off, e_given, e_loo, e_mem, e_hf = [], [], [], [], []
     for p in points:
         e0 = (p["off"]["iteration"] - p["measured"]) / p["measured"]
         e_off.append(abs(e0))
@@ -149,6 +199,10 @@ def main():
             e2 = (p["loo"] - p["measured"]) / p["measured"]
             e_loo.append(abs(e2))
             row += " %.2f | %+.1f%% | %g, %g |" % (p["loo"], 100 * e2, *p["loo_terms"])
+        if a.fit_host:
+            e3 = (p["hf"] - p["measured"]) / p["measured"]
+            e_hf.append(abs(e3))
+            row += " %.2f | %+.1f%% | %g, %g |" % (p["hf"], 100 * e3, *p["hf_terms"])
         lines.append(row)
     lines += ["", "- terms off: median |error| %.1f%%, worst %.1f%%" % (100 * med(e_off),
                                                                         100 * max(e_off))]
@@ -159,6 +213,10 @@ def main():
         lines.append("- leave-one-out over the grid: median |error| %.1f%%, worst %.1f%%; "
                      "on all: --per-unit-us %g --per-param-us %g" % (
                          100 * med(e_loo), 100 * max(e_loo), *best_all))
+    if a.fit_host:
+        lines.append("- host terms fitted to the measured host times, leave-one-out: median "
+                     "|error| %.1f%%, worst %.1f%%; on all: --per-unit-us %g --per-param-us %g"
+                     % (100 * med(e_hf), 100 * max(e_hf), *hf_all))
     lines += ["", "## Peak memory per rank (torch.cuda.max_memory_allocated)", "",
               "| model | batch | precision | GPUs | one GPU, measured | FSDP, measured "
               "| FSDP, predicted | error |", "|---|---:|---|---:|---:|---:|---:|---:|"]

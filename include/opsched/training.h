@@ -120,8 +120,9 @@ opsched_status opsched_training_memory_get(const opsched_training *t,
  * prefetch before the unit's first step in a pass to its last step, for
  * forward and, for units other than the root (unit 0) when
  * reshard_after_forward, again for backward; a gradient made whole in the
- * compute's type until its unit's backward ends (its reduce-scatter),
- * then its fp32 shard; activations and their gradients activation_scale
+ * compute's type until its unit's backward ends (its reduce-scatter,
+ * which reads an fp32 copy when the compute's type is lower), then its
+ * fp32 shard; activations and their gradients activation_scale
  * bytes per fp32 byte (0.5 when computed in bf16).  Buffers (running
  * statistics) stay whole. */
 typedef struct opsched_training_sharding {

@@ -682,10 +682,14 @@ static opsched_status memory_replay(const opsched_training *t, const opsched_tra
                 int u = sh->unit_of[x] >= 0 && sh->unit_of[x] < sh->n_units ? sh->unit_of[x] : 0;
                 int end = us.last[sh->n_units + u] >= s ? us.last[sh->n_units + u] : s;
                 int64_t shard = (gb + ranks - 1) / ranks;
+                double scale = sh->keep_f32 && sh->keep_f32[u] ? 1.0 : sh->gather_scale;
                 out->gradients += shard;
-                if (!push(&it, (int64_t)((double)gb * sh->gather_scale), s, end, 0) ||
+                if (!push(&it, (int64_t)((double)gb * scale), s, end, 0) ||
                     !push(&it, shard, end, last, 0))
                     goto nomem;
+                /* Computed in a lower type, reduced in fp32: the upcast
+                 * copy the reduce-scatter reads. */
+                if (scale < 1.0 && !push(&it, gb, end, end, 0)) goto nomem;
                 continue;
             }
             out->gradients += gb;

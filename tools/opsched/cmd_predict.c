@@ -1130,9 +1130,12 @@ static int fsdp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_gra
            res.forward_end_ms);
     printf("  backward           %9.3f ms   of compute (stretched %.3f ms: overlap %g x)\n",
            res.backward_ms, o.overlap_slowdown * res.hidden_ms, o.overlap_slowdown);
-    printf("  all-gather         %9.3f ms   in %d collectives (%sB of parameters, the largest "
+    int n_params = 0;
+    for (int u = 0; u < comp.n_units; u++)
+        n_params += comp.units[u].n_params;
+    printf("  all-gather         %9.3f ms   in %d collectives (%d parameters, %sB, the largest "
            "unit %sB)\n",
-           res.allgather_ms, res.n_allgathers, tool_human((double)gathered, a, sizeof(a)),
+           res.allgather_ms, res.n_allgathers, n_params, tool_human((double)gathered, a, sizeof(a)),
            tool_human((double)unit_max, b, sizeof(b)));
     printf("  reduce-scatter     %9.3f ms   in %d collectives\n", res.reducescatter_ms,
            res.n_reducescatters);
