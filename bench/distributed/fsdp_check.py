@@ -40,13 +40,25 @@ GRID_UNIT = "0,500,1000,1500,2000"
 GRID_PARAM = "0,50,100"
 
 
+BN_F32 = {"resnet50": "bn1:f32,layer*.*.bn*:f32,layer*.*.downsample.1:f32"}
+
+
+def units_of(p):
+    """The --fsdp-wrap patterns of the run: its own, else the peer's default
+    blocks; under bf16 the BatchNorms kept in fp32 as units of their own."""
+    bf16 = p["precision"] == "bf16"
+    if not p.get("wrap"):
+        return UNITS[(p["model"], bf16)]
+    return p["wrap"] + ("," + BN_F32[p["model"]] if bf16 and p["model"] in BN_F32 else "")
+
+
 def predict(a, p, unit_us=0.0, param_us=0.0):
     bf16 = p["precision"] == "bf16"
-    cmd = [a.opsched, "predict", p["model"], "--train", "--optimizer", "sgd", "--batch",
+    cmd = [a.opsched, "predict", p["model"], "--train", "--optimizer", p["optimizer"], "--batch",
            str(p["batch"]), "--gpus", str(p["gpus"]),
            *(["--comm-db", a.comm_db] if a.comm_db else ["--comm-data", a.comm_data]),
            "--step-ms", str(p["single"]), "--data", a.data, "--quiet", "--strategy", "fsdp",
-           "--fsdp-wrap", UNITS[(p["model"], bf16)], "--per-unit-us", str(unit_us),
+           "--fsdp-wrap", units_of(p), "--per-unit-us", str(unit_us),
            "--per-param-us", str(param_us)]
     if p.get("single_host") and not a.no_host:
         cmd += ["--host-ms", str(p["single_host"])]
@@ -100,11 +112,13 @@ def main():
             if r["strategy"] != "fsdp" or (r["model"], False) not in UNITS:
                 continue
             single = [s for s in rows if s["strategy"] == "single" and s["model"] == r["model"]
-                      and s["batch"] == r["batch"] and s["precision"] == r["precision"]]
+                      and s["batch"] == r["batch"] and s["precision"] == r["precision"]
+                      and s.get("optimizer", "sgd") == r.get("optimizer", "sgd")]
             if not single:
                 continue
             s = single[-1]
             points.append(dict(file=path, model=r["model"], batch=r["batch"],
+                               optimizer=r.get("optimizer", "sgd"), wrap=r.get("fsdp_wrap"),
                                precision=r["precision"], gpus=r["world_size"],
                                single=s["step_ms_median"], measured=r["step_ms_median"],
                                single_host=s.get("host_ms_median"),
@@ -172,7 +186,7 @@ def main():
             p["hf"], p["hf_terms"] = predict(a, p, *terms)["iteration"], terms
         hf_all = host_fit(hp)
     lines = ["# FSDP steps and memory per rank: predicted against measured", "",
-             "Predicted with `opsched predict MODEL --train --optimizer sgd --gpus N --strategy "
+             "Predicted with `opsched predict MODEL --train --optimizer OPT --gpus N --strategy "
              "fsdp --fsdp-wrap UNITS --step-ms S%s` (S the measured one-GPU step%s)." % (
                  "" if a.no_host else " --host-ms H",
                  "" if a.no_host else ", H the host time to issue it"), "",
@@ -187,8 +201,10 @@ def main():
     for p in points:
         e0 = (p["off"]["iteration"] - p["measured"]) / p["measured"]
         e_off.append(abs(e0))
-        row = "| %s | %d | %s | %d | %s, %d | %.2f | %.2f | %s | %.2f | %+.1f%% |" % (
-            p["model"], p["batch"], p["precision"], p["gpus"], p["units"], p["off"]["units"],
+        row = "| %s%s | %d | %s | %d | %s, %d | %.2f | %.2f | %s | %.2f | %+.1f%% |" % (
+            p["model"], "".join(" " + x for x in (p["optimizer"] if p["optimizer"] != "sgd" else "",
+                                                   "(%s)" % p["wrap"] if p["wrap"] else "") if x),
+            p["batch"], p["precision"], p["gpus"], p["units"], p["off"]["units"],
             p["single"], p["measured"], "%.2f" % p["host"] if p["host"] else "-",
             p["off"]["iteration"], 100 * e0)
         if given:

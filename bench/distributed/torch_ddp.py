@@ -139,6 +139,11 @@ def parse_args(argv):
                         "bf16/fp16 compression hook")
     p.add_argument("--grad-as-bucket-view", action="store_true",
                    help="DDP gradient_as_bucket_view=True")
+    p.add_argument("--fsdp-wrap", metavar="PATTERNS",
+                   help="fsdp: the modules to shard as units instead of the default blocks: "
+                        "comma-separated patterns matched against each module's qualified "
+                        "name dot component by dot component with fnmatch, as opsched "
+                        "predict --fsdp-wrap matches them ('layer*' each ResNet stage)")
     p.add_argument("--fsdp-impl", choices=("auto", "fully_shard", "fsdp1"), default="auto",
                    help="fsdp: fully_shard (FSDP2), FullyShardedDataParallel (fsdp1), "
                         "or auto (FSDP2 where available)")
@@ -232,6 +237,26 @@ def build_model(torch, a):
 
 
 # ---- wrappers -------------------------------------------------------------
+
+def wrap_by_patterns(model, patterns):
+    """The modules whose qualified names match one of the comma-separated
+    patterns component by component (fnmatch per dot component), outermost
+    first, the way fully_shard expects nested units to be given."""
+    import fnmatch
+    pats = [p.split(".") for p in patterns.split(",") if p]
+    out = []
+    for name, m in model.named_modules():
+        if not name:
+            continue
+        comp = name.split(".")
+        if any(len(p) == len(comp) and all(fnmatch.fnmatchcase(c, q) for c, q in zip(comp, p))
+               for p in pats):
+            out.append((len(comp), name, m))
+    if not out:
+        fail("--fsdp-wrap %s matches no module" % patterns, 2)
+    # innermost first: fully_shard the children before their parents
+    return [m for _, _, m in sorted(out, key=lambda t: -t[0])]
+
 
 def fsdp2_api():
     try:
@@ -399,6 +424,8 @@ def run(a):
                     else default_hooks.fp16_compress_hook)
             model.register_comm_hook(None, hook)
     elif a.strategy == "fsdp":
+        if a.fsdp_wrap:
+            blocks = wrap_by_patterns(model, a.fsdp_wrap)
         model, fsdp_impl, fsdp_units = wrap_fsdp(torch, a, model, blocks, dev, world)
     opt = make_optimizer(torch, a, model)
     torch.manual_seed(a.seed + 1 + rank)  # each rank its own data
@@ -497,6 +524,7 @@ def run(a):
             "bucket_mb": a.bucket_mb if a.strategy == "ddp" else None,
             "grad_comm": a.grad_comm if a.strategy == "ddp" else None,
             "optimizer": a.optimizer, "optimizer_impl": a.optimizer_impl,
+            "fsdp_wrap": a.fsdp_wrap if a.strategy == "fsdp" else None,
             "step_ms_median": round(med, 4),
             "host_ms_median": round(statistics.median(host), 4) if host else None,
             "host_ms_by_label": labels,
