@@ -24,6 +24,8 @@ import re
 import subprocess
 import sys
 
+from dist_common import lsq_nonneg2
+
 ZOO = {"resnet50", "vgg16", "resnet18", "resnet34", "resnet101", "vgg11", "vgg13", "vgg19"}
 
 
@@ -47,32 +49,7 @@ def predict(a, model, batch, gpus, step_ms, slowdown=0.0, per_param_us=0.0, buck
 
 def fit(points):
     """Least squares of residual = a * n_params + s * hidden, a, s >= 0."""
-    best = None
-    for use in ((1, 1), (1, 0), (0, 1)):
-        sxx = [[0, 0], [0, 0]]
-        sxy = [0, 0]
-        for p in points:
-            x = (p["n_params"] * use[0], p["hidden"] * use[1])
-            for i in range(2):
-                sxy[i] += x[i] * p["residual"]
-                for j in range(2):
-                    sxx[i][j] += x[i] * x[j]
-        if use == (1, 1):
-            det = sxx[0][0] * sxx[1][1] - sxx[0][1] * sxx[1][0]
-            if det <= 0:
-                continue
-            a = (sxy[0] * sxx[1][1] - sxx[0][1] * sxy[1]) / det
-            s = (sxx[0][0] * sxy[1] - sxx[1][0] * sxy[0]) / det
-        elif use == (1, 0):
-            a, s = (sxy[0] / sxx[0][0] if sxx[0][0] else 0), 0.0
-        else:
-            a, s = 0.0, (sxy[1] / sxx[1][1] if sxx[1][1] else 0)
-        if a < 0 or s < 0:
-            continue
-        sse = sum((p["residual"] - a * p["n_params"] - s * p["hidden"]) ** 2 for p in points)
-        if best is None or sse < best[2]:
-            best = (a, s, sse)
-    return (best[0], best[1]) if best else (0.0, 0.0)
+    return lsq_nonneg2([(p["n_params"], p["hidden"], p["residual"]) for p in points])
 
 
 def main():

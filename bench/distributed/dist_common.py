@@ -14,7 +14,9 @@ What it holds:
     setup_device(prog, torch, cuda) (LOCAL_RANK's GPU, or the CPU) and
     init_process_group(prog, torch, dist, dev) (NCCL on a GPU, gloo on the
     CPU; returns rank and world size);
-  * nccl_version_string(torch, device): "2.x.y", "gloo" on the CPU.
+  * nccl_version_string(torch, device): "2.x.y", "gloo" on the CPU;
+  * lsq_nonneg2(rows): the least-squares a, b >= 0 of y = a x1 + b x2 over
+    rows of (x1, x2, y), for the check scripts' fitted terms.
 
 The scripts import it as `dist_common` with their own folder first on
 sys.path, which Python sets for a script run by path (`python3
@@ -142,3 +144,35 @@ def nccl_version_string(torch, device):
     if v >= 10000:
         return "%d.%d.%d" % (v // 10000, (v % 10000) // 100, v % 100)
     return "%d.%d.%d" % (v // 1000, (v % 1000) // 100, v % 100)
+
+
+def lsq_nonneg2(rows):
+    """(a, b) >= 0 minimising the squared error of y = a * x1 + b * x2 over
+    rows of (x1, x2, y): both free, or one of them held at 0 where the free
+    solution goes negative; (0, 0) when nothing fits."""
+    best = None
+    for use in ((1, 1), (1, 0), (0, 1)):
+        sxx = [[0.0, 0.0], [0.0, 0.0]]
+        sxy = [0.0, 0.0]
+        for x1, x2, y in rows:
+            x = (x1 * use[0], x2 * use[1])
+            for i in range(2):
+                sxy[i] += x[i] * y
+                for j in range(2):
+                    sxx[i][j] += x[i] * x[j]
+        if use == (1, 1):
+            det = sxx[0][0] * sxx[1][1] - sxx[0][1] * sxx[1][0]
+            if det <= 0:
+                continue
+            a = (sxy[0] * sxx[1][1] - sxx[0][1] * sxy[1]) / det
+            b = (sxx[0][0] * sxy[1] - sxx[1][0] * sxy[0]) / det
+        elif use == (1, 0):
+            a, b = (sxy[0] / sxx[0][0] if sxx[0][0] else 0.0), 0.0
+        else:
+            a, b = 0.0, (sxy[1] / sxx[1][1] if sxx[1][1] else 0.0)
+        if a < 0 or b < 0:
+            continue
+        sse = sum((y - a * x1 - b * x2) ** 2 for x1, x2, y in rows)
+        if best is None or sse < best[2]:
+            best = (a, b, sse)
+    return (best[0], best[1]) if best else (0.0, 0.0)

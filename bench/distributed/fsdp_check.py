@@ -30,6 +30,8 @@ import re
 import subprocess
 import sys
 
+from dist_common import lsq_nonneg2
+
 UNITS = {
     ("resnet50", False): "layer*.*",
     ("resnet50", True): "layer*.*,bn1:f32,layer*.*.bn*:f32,layer*.*.downsample.1:f32",
@@ -57,7 +59,9 @@ def predict(a, p, unit_us=0.0, param_us=0.0):
     cmd = [a.opsched, "predict", p["model"], "--train", "--optimizer", p["optimizer"], "--batch",
            str(p["batch"]), "--gpus", str(p["gpus"]),
            *(["--comm-db", a.comm_db] if a.comm_db else ["--comm-data", a.comm_data]),
-           "--step-ms", str(p["single"]), "--data", a.data, "--quiet", "--strategy", "fsdp",
+           "--step-ms", str(p["single"]),
+           *(["--db", a.data] if a.data.endswith(".db") else ["--data", a.data]),
+           "--quiet", "--strategy", "fsdp",
            "--fsdp-wrap", units_of(p), "--per-unit-us", str(unit_us),
            "--per-param-us", str(param_us)]
     if p.get("single_host") and not a.no_host:
@@ -87,7 +91,8 @@ def main():
     ap.add_argument("--opsched", required=True)
     ap.add_argument("--comm-db", help="collectives measured by opsched commbench")
     ap.add_argument("--comm-data", help="or a shipped set of them (h200x2, h200x4)")
-    ap.add_argument("--data", default="h100", help="the data the one-GPU shares come from")
+    ap.add_argument("--data", default="h100",
+                    help="the data the one-GPU shares come from: a shipped set, or a .db file")
     ap.add_argument("--terms", metavar="UNIT_US,PARAM_US", help="host terms to predict with")
     ap.add_argument("--grid", action="store_true",
                     help="also choose the host terms from a grid, leave-one-out")
@@ -151,35 +156,10 @@ def main():
         hp = [p for p in points if p.get("host") and p.get("single_host")]
 
         def host_fit(ps):
-            """Least squares of hooks = u * 2 units + q * 2 params, u, q >= 0 (us)."""
-            rows = [(2 * p["off"]["units"], 2 * p["off"]["n_params"],
-                     (p["host"] - p["single_host"]) * 1e3) for p in ps]
-            best = None
-            for use in ((1, 1), (1, 0), (0, 1)):
-                sxx = [[0.0, 0.0], [0.0, 0.0]]
-                sxy = [0.0, 0.0]
-                for x1, x2, y in rows:
-                    x = (x1 * use[0], x2 * use[1])
-                    for i in range(2):
-                        sxy[i] += x[i] * y
-                        for j in range(2):
-                            sxx[i][j] += x[i] * x[j]
-                if use == (1, 1):
-                    det = sxx[0][0] * sxx[1][1] - sxx[0][1] * sxx[1][0]
-                    if det <= 0:
-                        continue
-                    u = (sxy[0] * sxx[1][1] - sxx[0][1] * sxy[1]) / det
-                    q = (sxx[0][0] * sxy[1] - sxx[1][0] * sxy[0]) / det
-                elif use == (1, 0):
-                    u, q = (sxy[0] / sxx[0][0] if sxx[0][0] else 0.0), 0.0
-                else:
-                    u, q = 0.0, (sxy[1] / sxx[1][1] if sxx[1][1] else 0.0)
-                if u < 0 or q < 0:
-                    continue
-                sse = sum((y - u * x1 - q * x2) ** 2 for x1, x2, y in rows)
-                if best is None or sse < best[2]:
-                    best = (u, q, sse)
-            return (round(best[0], 1), round(best[1], 2)) if best else (0.0, 0.0)
+            """Hooks = u * 2 units + q * 2 params (us), u, q >= 0."""
+            u, q = lsq_nonneg2([(2 * p["off"]["units"], 2 * p["off"]["n_params"],
+                                 (p["host"] - p["single_host"]) * 1e3) for p in ps])
+            return round(u, 1), round(q, 2)
         for i, p in enumerate(points):
             others = [q for q in hp if q is not p]
             terms = host_fit(others)

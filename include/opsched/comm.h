@@ -456,6 +456,12 @@ opsched_status opsched_fsdp_timeline(opsched_ctx *ctx, const opsched_fsdp_comput
 opsched_status opsched_comm_fit_from_store(opsched_ctx *ctx, struct opsched_store *s,
                                            const char *device, opsched_collective c,
                                            opsched_dtype dtype, int ranks, opsched_comm_fit *out);
+/* The same over `ranks` GPUs on `nodes` nodes (measured there, or an
+ * nccl-tests log of that cluster imported). */
+opsched_status opsched_comm_fit_from_store_nodes(opsched_ctx *ctx, struct opsched_store *s,
+                                                 const char *device, opsched_collective c,
+                                                 opsched_dtype dtype, int ranks, int nodes,
+                                                 opsched_comm_fit *out);
 
 #ifdef __cplusplus
 }

@@ -931,17 +931,20 @@ static const char *nodes_desc(const ddp_args *d, char *buf, size_t n)
     return buf;
 }
 
-/* A collective's cost over nodes: one node's fit and the network. */
+/* A collective's cost over nodes: one node's fit and the network, or,
+ * where the database holds the collective measured over all the nodes,
+ * that fit (measured > 0). */
 typedef struct node_cost {
     opsched_collective c;
-    const opsched_comm_fit *fit; /* over the GPUs of one node */
+    const opsched_comm_fit *fit; /* over the GPUs of one node, or of all (measured) */
     const opsched_comm_network *net;
+    int measured;
 } node_cost;
 
 static double nodes_cost(double bytes, void *user)
 {
     const node_cost *k = user;
-    if (k->net->nodes <= 1) return opsched_comm_fit_eval(k->fit, bytes);
+    if (k->net->nodes <= 1 || k->measured) return opsched_comm_fit_eval(k->fit, bytes);
     return opsched_comm_multinode_us(k->c, bytes, k->fit, k->net, NULL);
 }
 
@@ -949,7 +952,7 @@ static double nodes_cost(double bytes, void *user)
  * --comm-data; comm_gpu gets the GPU they were measured on. */
 static int comm_fits(opsched_ctx *ctx, const predict_cmd *c, const opsched_predictor *p,
                      const opsched_collective *which, const opsched_dtype *dt, int n,
-                     opsched_comm_fit *fits)
+                     opsched_comm_fit *fits, int *measured)
 {
     const ddp_args *d = &c->ddp;
     char path[4096], comm_gpu[128] = "";
@@ -957,16 +960,30 @@ static int comm_fits(opsched_ctx *ctx, const predict_cmd *c, const opsched_predi
     int rc = tool_db_or_shipped(ctx, "predict", d->comm_db, d->comm_data, path, sizeof(path));
     if (rc != TOOL_EXIT_OK) return rc;
     opsched_status st = opsched_store_open(ctx, path, OPSCHED_STORE_READ_ONLY, &store);
-    for (int i = 0; i < n && st == OPSCHED_OK; i++)
+    for (int i = 0; i < n && st == OPSCHED_OK; i++) {
+        measured[i] = 0;
+        if (d->net.nodes > 1 &&
+            opsched_comm_fit_from_store_nodes(ctx, store, d->comm_device, which[i], dt[i],
+                                              d->gpus, d->net.nodes, &fits[i]) == OPSCHED_OK) {
+            measured[i] = 1; /* measured over those nodes: no model needed */
+            continue;
+        }
+        opsched_ctx_clear_error(ctx);
         st = d->net.nodes > 1 && d->net.gpus_per_node == 1
                  ? OPSCHED_OK /* one GPU per node: no NVLink part */
                  : opsched_comm_fit_from_store(ctx, store, d->comm_device, which[i], dt[i],
                                                d->net.nodes > 1 ? d->net.gpus_per_node : d->gpus,
                                                &fits[i]);
+    }
     if (st == OPSCHED_OK)
         (void)opsched_store_collectives(store, d->comm_device, first_device, comm_gpu);
     opsched_store_close(store);
     if (st != OPSCHED_OK) return tool_fail(ctx, st, d->comm_db ? d->comm_db : d->comm_data);
+    for (int i = 0; i < n && d->net.nodes > 1 && !c->plan; i++)
+        fprintf(stderr, "opsched predict: %s over %d nodes: %s\n",
+                opsched_collective_name(which[i]), d->net.nodes,
+                measured[i] ? "measured there (the database's fit; --inter-node-gbps unused)"
+                            : "one node's fit and the network (the two-level model)");
     opsched_predictor_info in;
     static int noted; /* once per process: plan asks many times */
     if (d->step_ms <= 0 && !noted && opsched_predictor_info_get(p, &in) == OPSCHED_OK &&
@@ -1069,8 +1086,9 @@ static int fsdp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_gra
     const opsched_collective which[2] = {OPSCHED_ALLGATHER, OPSCHED_REDUCESCATTER};
     const opsched_dtype dt[2] = {d->param_comm, d->grad_comm};
     opsched_comm_fit fits[2];
+    int measured[2] = {0, 0};
     memset(fits, 0, sizeof(fits));
-    int rc = comm_fits(ctx, c, p, which, dt, 2, fits);
+    int rc = comm_fits(ctx, c, p, which, dt, 2, fits, measured);
     if (rc != TOOL_EXIT_OK) {
         opsched_fsdp_compute_free(&comp);
         return rc;
@@ -1085,7 +1103,8 @@ static int fsdp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_gra
     o.per_param_us = d->o.per_param_us;
     o.host_ms = d->host_ms;
     opsched_fsdp_result res;
-    node_cost ag = {OPSCHED_ALLGATHER, &fits[0], &d->net}, rs = {OPSCHED_REDUCESCATTER, &fits[1], &d->net};
+    node_cost ag = {OPSCHED_ALLGATHER, &fits[0], &d->net, measured[0]},
+              rs = {OPSCHED_REDUCESCATTER, &fits[1], &d->net, measured[1]};
     st = opsched_fsdp_timeline(ctx, &comp, nodes_cost, &ag, nodes_cost, &rs, &o, &res);
     /* Memory per rank. */
     const char **names = malloc((size_t)comp.n_units * sizeof(char *));
@@ -1177,15 +1196,16 @@ static int ddp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_grap
     }
     const opsched_collective which = OPSCHED_ALLREDUCE;
     opsched_comm_fit fit;
+    int measured = 0;
     memset(&fit, 0, sizeof(fit));
-    int rc = comm_fits(ctx, c, p, &which, &d->grad_comm, 1, &fit);
+    int rc = comm_fits(ctx, c, p, &which, &d->grad_comm, 1, &fit, &measured);
     if (rc != TOOL_EXIT_OK) {
         free(params);
         return rc;
     }
     opsched_ddp_result res;
     opsched_ddp_options o = d->o;
-    node_cost ar = {OPSCHED_ALLREDUCE, &fit, &d->net};
+    node_cost ar = {OPSCHED_ALLREDUCE, &fit, &d->net, measured};
     if (d->bucket_auto) { /* the cap that predicts the shortest iteration */
         static const double caps[] = {1, 2, 5, 10, 15, 25, 50, 100, 200};
         double best = INFINITY;
