@@ -33,7 +33,8 @@ def predict(a, model, batch, gpus, step_ms, slowdown=0.0, per_param_us=0.0, buck
             grad_comm="f32"):
     cmd = [a.opsched, "predict", model, "--train", "--batch", str(batch), "--gpus", str(gpus),
            *(["--comm-db", a.comm_db] if a.comm_db else ["--comm-data", a.comm_data]),
-           "--step-ms", str(step_ms), "--data", a.data, "--quiet",
+           "--step-ms", str(step_ms),
+           *(["--db", a.data] if a.data.endswith(".db") else ["--data", a.data]), "--quiet",
            "--overlap-slowdown", str(slowdown), "--per-param-us", str(per_param_us),
            "--bucket-mb", str(bucket_mb), "--grad-comm", grad_comm]
     p = subprocess.run(cmd, capture_output=True, text=True)
