@@ -63,7 +63,7 @@ def predict(a, p, unit_us=0.0, param_us=0.0):
            *(["--db", a.data] if a.data.endswith(".db") else ["--data", a.data]),
            "--quiet", "--strategy", "fsdp",
            "--fsdp-wrap", units_of(p), "--per-unit-us", str(unit_us),
-           "--per-param-us", str(param_us)]
+           "--per-unit-param-us", str(param_us)]
     if p.get("single_host") and not a.no_host:
         cmd += ["--host-ms", str(p["single_host"])]
     if bf16:
@@ -207,11 +207,11 @@ def main():
             a.terms, 100 * med(e_given), 100 * max(e_given)))
     if a.grid:
         lines.append("- leave-one-out over the grid: median |error| %.1f%%, worst %.1f%%; "
-                     "on all: --per-unit-us %g --per-param-us %g" % (
+                     "on all: --per-unit-us %g --per-unit-param-us %g" % (
                          100 * med(e_loo), 100 * max(e_loo), *best_all))
     if a.fit_host:
         lines.append("- host terms fitted to the measured host times, leave-one-out: median "
-                     "|error| %.1f%%, worst %.1f%%; on all: --per-unit-us %g --per-param-us %g"
+                     "|error| %.1f%%, worst %.1f%%; on all: --per-unit-us %g --per-unit-param-us %g"
                      % (100 * med(e_hf), 100 * max(e_hf), *hf_all))
     lines += ["", "## Peak memory per rank (torch.cuda.max_memory_allocated)", "",
               "| model | batch | precision | GPUs | one GPU, measured | FSDP, measured "

@@ -47,7 +47,8 @@ static const tool_opt predict_opts[] = {
 
 /* Data-parallel training (with --train): opsched_ddp_timeline. */
 enum { DP_GPUS, DP_COMM_DB, DP_COMM_DATA, DP_COMM_DEVICE, DP_BUCKET, DP_GRAD_COMM, DP_SLOWDOWN, DP_PER_PARAM, DP_ACCUM, DP_STEP, DP_VIEW,
-       DP_STRATEGY, DP_WRAP, DP_PARAM_COMM, DP_PER_UNIT, DP_NODES, DP_NET_GBPS, DP_NET_US, DP_HOST };
+       DP_STRATEGY, DP_WRAP, DP_PARAM_COMM, DP_PER_UNIT, DP_NODES, DP_NET_GBPS, DP_NET_US, DP_HOST,
+       DP_UNIT_PARAM };
 
 static const tool_opt ddp_opts[] = {
     {"gpus", 0, "N", "with --train: the iteration under PyTorch DDP on N GPUs\n(needs --comm-db)",
@@ -68,9 +69,7 @@ static const tool_opt ddp_opts[] = {
     {"overlap-slowdown", 0, "S",
      "backward stretched by S ms per ms of communication\nresident during it (0)",
      DP_SLOWDOWN},
-    {"per-param-us", 0, "US",
-     "ddp: backward stretched by US per gradient (the reducer);\nfsdp: host time per parameter "
-     "of a unit entered (0)",
+    {"per-param-us", 0, "US", "ddp: backward stretched by US per gradient (the reducer, 0)",
      DP_PER_PARAM},
     {"accumulation", 0, "N", "micro-steps per optimizer step, all but the last no_sync (1)",
      DP_ACCUM},
@@ -104,6 +103,7 @@ static const tool_opt ddp_opts[] = {
      "reports it)",
      DP_HOST},
     {"per-unit-us", 0, "US", "fsdp: host time per unit entered, forward and backward\n(its hooks, 0)", DP_PER_UNIT},
+    {"per-unit-param-us", 0, "US", "fsdp: and per parameter of the unit entered (0)", DP_UNIT_PARAM},
     {NULL, 0, NULL, NULL, 0}};
 
 typedef struct ddp_args {
@@ -116,7 +116,7 @@ typedef struct ddp_args {
     int fsdp;                 /* --strategy fsdp */
     const char *wrap;         /* --fsdp-wrap */
     opsched_dtype param_comm; /* --param-comm */
-    double per_unit_us;
+    double per_unit_us, per_unit_param_us;
     double host_ms; /* --host-ms */
     opsched_comm_network net; /* --nodes, --inter-node-gbps, --inter-node-us */
     int net_us_set;
@@ -220,6 +220,7 @@ static int ddp_opt(void *dest, const char *cmd, const tool_opt *o, const char *v
     }
     x = strtod(v, &end);
     int nonneg = o->id == DP_SLOWDOWN || o->id == DP_PER_PARAM || o->id == DP_PER_UNIT ||
+                 o->id == DP_UNIT_PARAM ||
                  o->id == DP_NET_US;
     if (end == v || *end || !(x >= 0) || !isfinite(x) || (!nonneg && !(x > 0)))
         return tool_usage_error(cmd, "--%s %s: a %snumber", o->name, v,
@@ -228,6 +229,7 @@ static int ddp_opt(void *dest, const char *cmd, const tool_opt *o, const char *v
     else if (o->id == DP_SLOWDOWN) d->o.overlap_slowdown = x;
     else if (o->id == DP_PER_PARAM) d->o.per_param_us = x;
     else if (o->id == DP_PER_UNIT) d->per_unit_us = x;
+    else if (o->id == DP_UNIT_PARAM) d->per_unit_param_us = x;
     else if (o->id == DP_HOST) d->host_ms = x;
     else if (o->id == DP_NET_GBPS) d->net.net_gbs = x / 8.0;
     else if (o->id == DP_NET_US) {
@@ -301,14 +303,16 @@ static int parse_args(predict_cmd *c, int argc, char **argv)
         c->ddp.net.gpus_per_node = c->ddp.gpus / c->ddp.net.nodes;
     } else if (c->ddp.net.net_gbs > 0 || c->ddp.net_us_set)
         return tool_usage_error("predict", "--inter-node-gbps and --inter-node-us go with --nodes M");
-    if (!c->ddp.fsdp && (c->ddp.wrap || c->ddp.param_comm != OPSCHED_F32 ||
-                         c->ddp.per_unit_us > 0 || c->ddp.host_ms > 0))
-        return tool_usage_error("predict", "--fsdp-wrap, --param-comm, --per-unit-us and "
-                                           "--host-ms go with --strategy fsdp");
+    if (!c->ddp.fsdp && !c->plan &&
+        (c->ddp.wrap || c->ddp.param_comm != OPSCHED_F32 || c->ddp.per_unit_us > 0 ||
+         c->ddp.per_unit_param_us > 0 || c->ddp.host_ms > 0))
+        return tool_usage_error("predict", "--fsdp-wrap, --param-comm, --per-unit-us, "
+                                           "--per-unit-param-us and --host-ms go with "
+                                           "--strategy fsdp");
     if (c->ddp.fsdp && (c->ddp.bucket_auto || c->ddp.o.accumulation_steps > 1 ||
-                        c->ddp.o.gradient_as_bucket_view))
-        return tool_usage_error("predict", "--bucket-mb, --accumulation and --grad-as-bucket-view "
-                                           "are DDP's (--strategy ddp)");
+                        c->ddp.o.gradient_as_bucket_view || c->ddp.o.per_param_us > 0))
+        return tool_usage_error("predict", "--bucket-mb, --accumulation, --grad-as-bucket-view "
+                                           "and --per-param-us are DDP's (--strategy ddp)");
     return tool_train_apply("predict", &c->train, &c->m);
 }
 
@@ -1100,7 +1104,7 @@ static int fsdp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_gra
     o.reduce_bytes_scale = d->grad_comm == OPSCHED_F32 ? 1.0 : 0.5;
     o.overlap_slowdown = d->o.overlap_slowdown;
     o.per_unit_us = d->per_unit_us;
-    o.per_param_us = d->o.per_param_us;
+    o.per_param_us = d->per_unit_param_us;
     o.host_ms = d->host_ms;
     opsched_fsdp_result res;
     node_cost ag = {OPSCHED_ALLGATHER, &fits[0], &d->net, measured[0]},
@@ -1160,7 +1164,7 @@ static int fsdp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_gra
            res.n_reducescatters);
     printf("  communication      %9.3f ms   hidden under compute; %.3f ms of the iteration "
            "waits for it or for the host (hooks: %g us per unit, %g per parameter)\n",
-           res.hidden_ms, res.exposed_ms, d->per_unit_us, d->o.per_param_us);
+           res.hidden_ms, res.exposed_ms, d->per_unit_us, d->per_unit_param_us);
     if (c->train.o.step)
         printf("  optimizer          %9.3f ms   on the rank's shard\n", res.optimizer_ms);
     else
@@ -1350,7 +1354,7 @@ static int plan_run(opsched_ctx *ctx, predict_cmd *c, const opsched_graph *g,
     char m[32], lim[32];
     printf("\ntraining %s on %d GPUs%s, at most %sB per rank: %d ways, fastest first\n",
            c->m.model, c->ddp.gpus, c->ddp.step_ms > 0 ? " (compute scaled to --step-ms)" : "", tool_human(c->memory_limit, lim, sizeof(lim)), n);
-    printf("  %-6s %-32s %12s %10s %12s  %s\n", "", "setting", "iteration", "scaling",
+    printf("  %-6s %-34s %12s %10s %12s  %s\n", "", "setting", "iteration", "scaling",
            "memory/rank", "fits");
     for (int i = 0; i < n; i++) {
         const plan_row *w = &rows[i];
@@ -1364,7 +1368,7 @@ static int plan_run(opsched_ctx *ctx, predict_cmd *c, const opsched_graph *g,
         int fits = (double)w->memory <= c->memory_limit;
         if (fits && !best) best = w;
         if (w->memory < least) least = w->memory;
-        printf("  %-6s %-32s %9.3f ms %9.1f%% %11sB  %s\n", w->fsdp ? "fsdp" : "ddp", set,
+        printf("  %-6s %-34s %9.3f ms %9.1f%% %11sB  %s\n", w->fsdp ? "fsdp" : "ddp", set,
                w->iteration, 100 * w->single / w->iteration,
                tool_human((double)w->memory, m, sizeof(m)), fits ? "yes" : "no");
     }
