@@ -190,6 +190,14 @@ typedef struct collected {
     int ranks[8];
 } collected;
 
+static opsched_status collect(const opsched_collective_row *row, void *user);
+
+/* collect, of the rows measured on one node. */
+static opsched_status collect_one_node(const opsched_collective_row *row, void *user)
+{
+    return row->nodes == 1 ? collect(row, user) : OPSCHED_OK;
+}
+
 static opsched_status collect(const opsched_collective_row *row, void *user)
 {
     collected *c = user;
@@ -244,8 +252,26 @@ static void test_store_roundtrip(void **state)
     assert_int_equal(opsched_store_collective_put(s, run, dev, &r, 1, &env), OPSCHED_OK);
     assert_int_equal(opsched_store_collective_has(s, dev, &r, 1, &found), OPSCHED_OK);
     assert_false(found);
+    /* Over two nodes: three sizes of all-reduce over 4 ranks, fitted apart
+     * from the one-node rows and found only where nodes is 2. */
+    for (int k = 0; k < 3; k++) {
+        int64_t b = (int64_t)1 << (10 + 4 * k); /* 50 us + 0.2 ns per byte */
+        fill_result(&r, OPSCHED_ALLREDUCE, b, 4, 0.05 + 2e-7 * (double)b);
+        assert_int_equal(opsched_store_collective_put(s, run, dev, &r, 2, &env), OPSCHED_OK);
+    }
+    opsched_comm_fit fit;
+    assert_int_equal(opsched_comm_fit_from_store_nodes(ctx, s, NULL, OPSCHED_ALLREDUCE,
+                                                       OPSCHED_F32, 4, 2, &fit),
+                     OPSCHED_OK);
+    assert_true(fabs(opsched_comm_fit_eval(&fit, 1 << 14) - (50 + 0.2e-3 * 16384)) < 0.5);
+    assert_int_equal(opsched_comm_fit_from_store(ctx, s, NULL, OPSCHED_ALLREDUCE, OPSCHED_F32, 4,
+                                                 &fit),
+                     OPSCHED_ERR_NOT_FOUND);
+    assert_non_null(strstr(opsched_ctx_last_error(ctx), "on 1 node"));
     collected c = {0};
     assert_int_equal(opsched_store_collectives(s, NULL, collect, &c), OPSCHED_OK);
+    c.n = 0;
+    assert_int_equal(opsched_store_collectives(s, NULL, collect_one_node, &c), OPSCHED_OK);
     assert_int_equal(c.n, 3);
     /* Ordered by collective, then size. */
     assert_int_equal(c.bytes[0], 4096);
@@ -271,18 +297,18 @@ static void test_store_roundtrip(void **state)
         lines++;
     }
     fclose(f);
-    assert_int_equal(lines, 4);
+    assert_int_equal(lines, 7);
 
     /* Merge: the rows arrive once however often the file is merged. */
     assert_int_equal(opsched_store_open(ctx, b_path, OPSCHED_STORE_READ_WRITE, &s), OPSCHED_OK);
     opsched_merge_stats ms;
     assert_int_equal(opsched_store_merge(s, a_path, &ms), OPSCHED_OK);
-    assert_int_equal(ms.collectives, 3);
+    assert_int_equal(ms.collectives, 6);
     assert_int_equal(opsched_store_merge(s, a_path, &ms), OPSCHED_OK);
     assert_int_equal(ms.collectives, 0);
     c.n = 0;
     assert_int_equal(opsched_store_collectives(s, "Test GPU", collect, &c), OPSCHED_OK);
-    assert_int_equal(c.n, 3);
+    assert_int_equal(c.n, 6);
     opsched_store_close(s);
     opsched_ctx_free(ctx);
     unlink(a_path);
