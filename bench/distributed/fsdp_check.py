@@ -51,6 +51,8 @@ def units_of(p):
     bf16 = p["precision"] == "bf16"
     if not p.get("wrap"):
         return UNITS[(p["model"], bf16)]
+    if p["wrap"] == "-":  # the whole model one unit
+        return BN_F32[p["model"]] if bf16 and p["model"] in BN_F32 else ""
     return p["wrap"] + ("," + BN_F32[p["model"]] if bf16 and p["model"] in BN_F32 else "")
 
 
@@ -62,7 +64,7 @@ def predict(a, p, unit_us=0.0, param_us=0.0):
            "--step-ms", str(p["single"]),
            *(["--db", a.data] if a.data.endswith(".db") else ["--data", a.data]),
            "--quiet", "--strategy", "fsdp",
-           "--fsdp-wrap", units_of(p), "--per-unit-us", str(unit_us),
+           *(["--fsdp-wrap", units_of(p)] if units_of(p) else []), "--per-unit-us", str(unit_us),
            "--per-unit-param-us", str(param_us)]
     if p.get("single_host") and not a.no_host:
         cmd += ["--host-ms", str(p["single_host"])]

@@ -143,7 +143,8 @@ def parse_args(argv):
                    help="fsdp: the modules to shard as units instead of the default blocks: "
                         "comma-separated patterns matched against each module's qualified "
                         "name dot component by dot component with fnmatch, as opsched "
-                        "predict --fsdp-wrap matches them ('layer*' each ResNet stage)")
+                        "predict --fsdp-wrap matches them ('layer*' each ResNet stage; '-' "
+                        "none: the whole model one unit)")
     p.add_argument("--fsdp-impl", choices=("auto", "fully_shard", "fsdp1"), default="auto",
                    help="fsdp: fully_shard (FSDP2), FullyShardedDataParallel (fsdp1), "
                         "or auto (FSDP2 where available)")
@@ -424,7 +425,9 @@ def run(a):
                     else default_hooks.fp16_compress_hook)
             model.register_comm_hook(None, hook)
     elif a.strategy == "fsdp":
-        if a.fsdp_wrap:
+        if a.fsdp_wrap == "-":
+            blocks = []  # the whole model one unit
+        elif a.fsdp_wrap:
             blocks = wrap_by_patterns(model, a.fsdp_wrap)
         model, fsdp_impl, fsdp_units = wrap_fsdp(torch, a, model, blocks, dev, world)
     opt = make_optimizer(torch, a, model)
