@@ -61,7 +61,7 @@ def predict(a, p, unit_us=0.0, param_us=0.0):
     cmd = [a.opsched, "predict", p["model"], "--train", "--optimizer", p["optimizer"], "--batch",
            str(p["batch"]), "--gpus", str(p["gpus"]),
            *(["--comm-db", a.comm_db] if a.comm_db else ["--comm-data", a.comm_data]),
-           "--step-ms", str(p["single"]), "--mode", "eager",
+           "--step-ms", str(p["single"]),
            *(["--db", a.data] if a.data.endswith(".db") else ["--data", a.data]),
            "--quiet", "--strategy", "fsdp",
            *(["--fsdp-wrap", units_of(p)] if units_of(p) else []), "--per-unit-us", str(unit_us),

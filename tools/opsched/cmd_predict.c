@@ -102,7 +102,7 @@ static const tool_opt ddp_opts[] = {
      "fsdp: the host time to issue the measured one-GPU step\n(with --step-ms; torch_ddp.py "
      "reports it)",
      DP_HOST},
-    {"per-unit-us", 0, "US", "fsdp: host time per unit entered, forward and backward\n(its hooks, 0), at the data set's host speed: with\n--mode eager and --host-ms scaled to this host's", DP_PER_UNIT},
+    {"per-unit-us", 0, "US", "fsdp: host time per unit entered, forward and backward\n(its hooks, 0)", DP_PER_UNIT},
     {"per-unit-param-us", 0, "US", "fsdp: and per parameter of the unit entered (0)", DP_UNIT_PARAM},
     {NULL, 0, NULL, NULL, 0}};
 
@@ -1103,14 +1103,8 @@ static int fsdp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_gra
     o.gather_bytes_scale = d->param_comm == OPSCHED_F32 ? 1.0 : 0.5;
     o.reduce_bytes_scale = d->grad_comm == OPSCHED_F32 ? 1.0 : 0.5;
     o.overlap_slowdown = d->o.overlap_slowdown;
-    /* The hooks' terms are host time at the speed of the data set's host;
-     * with --host-ms and an eager prediction, scaled to this host by how
-     * much slower or faster it issued the one-GPU step than predicted. */
-    double host_speed = 1.0;
-    if (d->host_ms > 0 && isfinite(r->host_ms) && r->host_ms > 0)
-        host_speed = d->host_ms / r->host_ms;
-    o.per_unit_us = d->per_unit_us * host_speed;
-    o.per_param_us = d->per_unit_param_us * host_speed;
+    o.per_unit_us = d->per_unit_us;
+    o.per_param_us = d->per_unit_param_us;
     o.host_ms = d->host_ms;
     opsched_fsdp_result res;
     node_cost ag = {OPSCHED_ALLGATHER, &fits[0], &d->net, measured[0]},
@@ -1169,11 +1163,8 @@ static int fsdp_report(opsched_ctx *ctx, const predict_cmd *c, const opsched_gra
     printf("  reduce-scatter     %9.3f ms   in %d collectives\n", res.reducescatter_ms,
            res.n_reducescatters);
     printf("  communication      %9.3f ms   hidden under compute; %.3f ms of the iteration "
-           "waits for it or for the host (hooks: %g us per unit, %g per parameter, x %.2f for "
-           "this host%s)\n",
-           res.hidden_ms, res.exposed_ms, d->per_unit_us, d->per_unit_param_us, host_speed,
-           d->host_ms > 0 && !isfinite(r->host_ms) ? "; --mode eager scales them by --host-ms"
-                                                   : "");
+           "waits for it or for the host (hooks: %g us per unit, %g per parameter)\n",
+           res.hidden_ms, res.exposed_ms, d->per_unit_us, d->per_unit_param_us);
     if (c->train.o.step)
         printf("  optimizer          %9.3f ms   on the rank's shard\n", res.optimizer_ms);
     else
