@@ -15,7 +15,85 @@ static const char info_help[] =
     "padding, FLOPs (multiply-add = 2), parameters and bytes moved; then the totals.\n"
     "With --train: the training iteration instead (forward, loss, backward, optimizer\n"
     "steps, as PyTorch's eager training runs them) and the memory it holds, as\n"
-    "PyTorch's caching allocator counts it (BatchNorm kept unless --bn fold).\n";
+    "PyTorch's caching allocator counts it (BatchNorm kept unless --bn fold).\n"
+    "With --train --memory-limit GB: also the largest batch whose iteration fits.\n";
+
+enum { IN_MEMORY };
+static const tool_opt info_opts[] = {
+    {"memory-limit", 0, "GB",
+     "with --train: the largest batch whose iteration's peak\nfits GB (1e9 bytes; library "
+     "workspaces not counted)",
+     IN_MEMORY},
+    {NULL, 0, NULL, NULL, 0}};
+
+static int info_opt(void *dest, const char *cmd, const tool_opt *o, const char *v)
+{
+    double *limit = dest;
+    (void)o;
+    char *end = NULL;
+    double x = strtod(v, &end);
+    if (end == v || *end || !(x > 0) || x > 1e9)
+        return tool_usage_error(cmd, "--memory-limit %s: a positive number of GB", v);
+    *limit = x * 1e9;
+    return TOOL_EXIT_OK;
+}
+
+/* The training iteration's peak at batch b (-1 when the model cannot be
+ * built at that batch: the error is left in ctx). */
+static int64_t peak_at(opsched_ctx *ctx, const tool_model_opts *mo, const tool_train_opts *ta,
+                       int64_t b)
+{
+    tool_model_opts m = *mo;
+    m.batch = b;
+    opsched_graph *g = NULL;
+    opsched_training *t = NULL;
+    opsched_training_memory mem;
+    int64_t peak = -1;
+    if (tool_load_model(ctx, &m, &g) == OPSCHED_OK &&
+        opsched_training_build(g, &ta->o, &t) == OPSCHED_OK &&
+        opsched_training_memory_get(t, &mem) == OPSCHED_OK)
+        peak = mem.peak;
+    opsched_training_free(t);
+    opsched_graph_free(g);
+    return peak;
+}
+
+/* The largest batch whose peak fits limit: doubling, then bisection (the
+ * peak grows with the batch). */
+static int largest_batch(opsched_ctx *ctx, const tool_model_opts *mo, const tool_train_opts *ta,
+                         double limit)
+{
+    char a[32], l[32];
+    int64_t p1 = peak_at(ctx, mo, ta, 1);
+    if (p1 < 0) return tool_fail(ctx, opsched_ctx_last_status(ctx), "--memory-limit at batch 1");
+    if ((double)p1 > limit) {
+        fprintf(stderr, "opsched info: batch 1 already needs %sB, above --memory-limit %sB\n",
+                tool_human((double)p1, a, sizeof(a)), tool_human(limit, l, sizeof(l)));
+        return TOOL_EXIT_FAIL;
+    }
+    int64_t lo = 1, hi = 2, cap = (int64_t)1 << 20, plo = p1;
+    for (;;) {
+        int64_t p = peak_at(ctx, mo, ta, hi);
+        if (p < 0) return tool_fail(ctx, opsched_ctx_last_status(ctx), "--memory-limit");
+        if ((double)p > limit) break;
+        lo = hi;
+        plo = p;
+        if (hi >= cap) break;
+        hi *= 2;
+    }
+    while (hi - lo > 1 && lo < cap) {
+        int64_t mid = lo + (hi - lo) / 2, p = peak_at(ctx, mo, ta, mid);
+        if (p < 0) return tool_fail(ctx, opsched_ctx_last_status(ctx), "--memory-limit");
+        if ((double)p <= limit) {
+            lo = mid;
+            plo = p;
+        } else
+            hi = mid;
+    }
+    printf("largest batch within %sB: %lld (peak %sB)\n", tool_human(limit, l, sizeof(l)),
+           (long long)lo, tool_human((double)plo, a, sizeof(a)));
+    return TOOL_EXIT_OK;
+}
 
 /* ---- the training iteration ------------------------------------------------- */
 
@@ -377,11 +455,13 @@ int cmd_info(opsched_ctx *ctx, int argc, char **argv)
     tool_model_opts mo = {.fold_bn = -1};
     tool_format fmt = TOOL_FMT_TABLE;
     tool_train_opts ta;
+    double limit = 0;
     memset(&ta, 0, sizeof(ta));
     const tool_optgroup groups[] = {{"model options", tool_model_optlist, tool_model_opt, &mo},
                                     {"training iteration", tool_train_optlist, tool_train_opt, &ta},
+                                    {"memory", info_opts, info_opt, &limit},
                                     {"output options", tool_format_optlist, tool_format_opt, &fmt}};
-    const tool_cli cli = {"info", info_help, NULL, groups, 3, 1, "model"};
+    const tool_cli cli = {"info", info_help, NULL, groups, 4, 1, "model"};
     const char *pos[1];
     int n_pos = 0;
     int rc = tool_args_parse(&cli, argc, argv, pos, &n_pos);
@@ -390,12 +470,16 @@ int cmd_info(opsched_ctx *ctx, int argc, char **argv)
     mo.model = pos[0];
     /* BatchNorm folded, as deployed; kept for training, where it trains. */
     if (mo.fold_bn < 0) mo.fold_bn = !ta.on;
+    if (limit > 0 && (!ta.on || fmt != TOOL_FMT_TABLE))
+        return tool_usage_error("info", "--memory-limit finds the largest training batch: with "
+                                        "--train and a table");
     opsched_graph *g = NULL;
     opsched_status st = tool_load_model(ctx, &mo, &g);
     if (st != OPSCHED_OK) return tool_model_fail(ctx, st, mo.model);
     if (ta.on) {
         rc = print_training(ctx, g, &ta, fmt);
         opsched_graph_free(g);
+        if (rc == TOOL_EXIT_OK && limit > 0) rc = largest_batch(ctx, &mo, &ta, limit);
         return rc;
     }
     opsched_graph_totals tot;

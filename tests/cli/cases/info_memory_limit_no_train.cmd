@@ -1,0 +1,1 @@
+info resnet50 --memory-limit 3

@@ -1,0 +1,1 @@
+info resnet50 --train --memory-limit 16
