@@ -68,4 +68,12 @@ opsched_status os_nccl_check(opsched_ctx *ctx, int *version, char *path, size_t 
 int os_comm_write(int fd, const os_comm_msg *m);
 int os_comm_read(int fd, os_comm_msg *m);
 
+/* A training graph's phases (opsched_training_graph): *loss the node
+ * making the output "loss" (forward is every node up to it), *opt_start the
+ * first node of the optimizer step (after the last "grad/" output's
+ * producer; the node count when the graph has no "step/" outputs).
+ * OPSCHED_ERR_INVALID_ARG when the graph has no "loss". */
+opsched_status os_training_phases(opsched_ctx *ctx, const opsched_graph *tg, int *loss,
+                                  int *opt_start);
+
 #endif /* OS_COMM_IMPL_H */

@@ -27,6 +27,7 @@
 
 #include "core/error.h"
 #include "opsched/comm.h"
+#include "comm_impl.h"
 
 void opsched_ddp_options_init(opsched_ddp_options *o)
 {
@@ -192,15 +193,9 @@ opsched_status opsched_ddp_from_training(opsched_ctx *ctx, const opsched_graph *
     *params = NULL;
     *n_params = 0;
     memset(c, 0, sizeof(*c));
-    int loss = -1, n_nodes = opsched_graph_num_nodes(tg), n_out = opsched_graph_num_outputs(tg);
-    for (int i = 0; i < n_out && loss < 0; i++) {
-        const opsched_tensor *t = opsched_graph_tensor(tg, opsched_graph_output(tg, i));
-        if (t && t->name && strcmp(t->name, "loss") == 0) loss = t->producer;
-    }
-    if (loss < 0)
-        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
-                       "graph %s is not a training graph (no output 'loss')",
-                       opsched_graph_name(tg));
+    int loss = -1, opt_start = 0, n_nodes = opsched_graph_num_nodes(tg);
+    int n_out = opsched_graph_num_outputs(tg);
+    OS_TRY(os_training_phases(ctx, tg, &loss, &opt_start));
     /* Backward's clock: the time each backward node has finished. */
     double *done = malloc((size_t)(n_nodes ? n_nodes : 1) * sizeof(double));
     opsched_ddp_param *p = malloc((size_t)(n_out ? n_out : 1) * sizeof(*p));
@@ -209,15 +204,6 @@ opsched_status opsched_ddp_from_training(opsched_ctx *ctx, const opsched_graph *
         free(p);
         return OS_NOMEM(ctx);
     }
-    /* The optimizer step, when the graph has one, follows every gradient. */
-    int opt_start = n_nodes, has_step = 0, last_grad = loss;
-    for (int i = 0; i < n_out; i++) {
-        const opsched_tensor *t = opsched_graph_tensor(tg, opsched_graph_output(tg, i));
-        if (!t || !t->name) continue;
-        if (strncmp(t->name, "grad/", 5) == 0 && t->producer > last_grad) last_grad = t->producer;
-        if (strncmp(t->name, "step/", 5) == 0) has_step = 1;
-    }
-    if (has_step) opt_start = last_grad + 1;
     double fwd = 0, bwd = 0, opt = 0;
     for (int i = 0; i < n_nodes; i++) {
         double ms = node_ms[i];
@@ -252,5 +238,27 @@ opsched_status opsched_ddp_from_training(opsched_ctx *ctx, const opsched_graph *
     c->optimizer_ms = opt;
     *params = p;
     *n_params = n;
+    return OPSCHED_OK;
+}
+
+opsched_status os_training_phases(opsched_ctx *ctx, const opsched_graph *tg, int *loss,
+                                  int *opt_start)
+{
+    int n_out = opsched_graph_num_outputs(tg), last_grad = -1, has_step = 0;
+    *loss = -1;
+    *opt_start = opsched_graph_num_nodes(tg);
+    for (int i = 0; i < n_out; i++) {
+        const opsched_tensor *t = opsched_graph_tensor(tg, opsched_graph_output(tg, i));
+        if (!t || !t->name) continue;
+        if (strcmp(t->name, "loss") == 0 && *loss < 0) *loss = t->producer;
+        if (strncmp(t->name, "grad/", 5) == 0 && t->producer > last_grad) last_grad = t->producer;
+        if (strncmp(t->name, "step/", 5) == 0) has_step = 1;
+    }
+    if (*loss < 0)
+        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
+                       "graph %s is not a training graph (no output 'loss')",
+                       opsched_graph_name(tg));
+    /* The optimizer step, when the graph has one, follows every gradient. */
+    if (has_step) *opt_start = (last_grad > *loss ? last_grad : *loss) + 1;
     return OPSCHED_OK;
 }

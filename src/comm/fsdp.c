@@ -38,6 +38,7 @@
 
 #include "core/error.h"
 #include "opsched/comm.h"
+#include "comm_impl.h"
 
 #define MAX_COMPONENTS 64
 
@@ -170,19 +171,8 @@ opsched_status opsched_fsdp_from_training(opsched_ctx *ctx, const opsched_graph 
     memset(out, 0, sizeof(*out));
     int n_nodes = opsched_graph_num_nodes(tg), n_out = opsched_graph_num_outputs(tg);
     int n_tensors = opsched_graph_num_tensors(tg);
-    int loss = -1, last_grad = -1, has_step = 0;
-    for (int i = 0; i < n_out; i++) {
-        const opsched_tensor *t = opsched_graph_tensor(tg, opsched_graph_output(tg, i));
-        if (!t || !t->name) continue;
-        if (strcmp(t->name, "loss") == 0 && loss < 0) loss = t->producer;
-        if (strncmp(t->name, "grad/", 5) == 0 && t->producer > last_grad) last_grad = t->producer;
-        if (strncmp(t->name, "step/", 5) == 0) has_step = 1;
-    }
-    if (loss < 0)
-        return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG,
-                       "graph %s is not a training graph (no output 'loss')",
-                       opsched_graph_name(tg));
-    int opt_start = has_step && last_grad >= loss ? last_grad + 1 : n_nodes;
+    int loss = -1, opt_start = n_nodes;
+    OS_TRY(os_training_phases(ctx, tg, &loss, &opt_start));
     /* Per tensor: the unit of the parameter it is (-2 a parameter not yet
      * given a unit, -1 not a parameter); per parameter, its unit's key. */
     int *unit_of = malloc((size_t)(n_tensors ? n_tensors : 1) * sizeof(int));
