@@ -530,7 +530,10 @@ static void test_conv_policies(void **state)
                     int own = (strstr(c->label, "depthwise") || strstr(c->label, "grouped")) &&
                               (strncmp(info.algo, "depthwise", 9) == 0 ||
                                strncmp(info.algo, "grouped", 7) == 0);
-                    if (k < 2 ? strncmp(info.algo, "graph:eng", 9) != 0 && !own : !legacy)
+                    /* a 1x1 one may measure cuBLASLt's product faster */
+                    int lt = strncmp(c->label, "Conv 1x1 ", 9) == 0 &&
+                             strncmp(info.algo, "cublaslt", 8) == 0;
+                    if (k < 2 ? strncmp(info.algo, "graph:eng", 9) != 0 && !own && !lt : !legacy)
                         fail_msg("%s [%s %s]: plan says it used '%s'", c->label,
                                  opsched_math_name(o.math), policies[k], info.algo);
                 }
@@ -665,6 +668,51 @@ static void check_fused(opsched_op_kind op, const opsched_op_attr *attr, const i
                           own, total);
         }
     }
+}
+
+/* "cublaslt": a 1x1 convolution as a cuBLASLt product, without timing,
+ * with its bias and a Relu in the epilogue, in every math mode; in NCHW
+ * only maps of one pixel (channels innermost); every other shape is
+ * refused. */
+static const conv_cfg lt_cfgs[] = {
+    {"1x1 odd map", "1x24x7x9", "40x24x1x1", {1, 1}, {1, 1}, {0, 0, 0, 0}, 1},
+    {"1x1 one pixel", "3x64x1x1", "32x64x1x1", {1, 1}, {1, 1}, {0, 0, 0, 0}, 1},
+};
+
+static void test_conv_cublaslt(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    int ran = 0, refused = 0;
+    size_t n_base = sizeof(conv_cfgs) / sizeof(conv_cfgs[0]);
+    size_t n_lt = sizeof(lt_cfgs) / sizeof(lt_cfgs[0]);
+    for (int m = 0; m < OPSCHED_MATH_COUNT; m++)
+        for (int l = 0; l < 2; l++)
+            for (size_t i = 0; i < n_base + n_lt; i++) {
+                const conv_cfg *k = i < n_base ? &conv_cfgs[i] : &lt_cfgs[i - n_base];
+                int one_pixel = strcmp(k->label, "1x1 one pixel") == 0;
+                int fits = strncmp(k->label, "1x1", 3) == 0 && (l == 1 || one_pixel);
+                for (int act = 0; act < 2; act++) {
+                    tcase *c = act ? conv_act_case(k, OPSCHED_OP_RELU, NULL) : conv_case(k);
+                    opsched_plan_options o =
+                        opts_of((opsched_math)m, (opsched_layout)l, "cublaslt");
+                    o.fuse_activation = act;
+                    opsched_plan_info info;
+                    if (fits) {
+                        check_case_info(c, &o, 0, &info);
+                        const char *want = act ? "cublaslt+bias+Relu" : "cublaslt+bias";
+                        if (strcmp(info.algo, want) != 0)
+                            fail_msg("%s [%s]: took '%s', not '%s'", c->label,
+                                     opsched_math_name(o.math), info.algo, want);
+                        ran++;
+                    } else {
+                        assert_int_equal(check_case(c, &o, 1), 0);
+                        refused++;
+                    }
+                    tcase_free(c);
+                }
+            }
+    print_message("  cublaslt: %d runs passed, %d other convolutions refused\n", ran, refused);
 }
 
 static void test_conv_fused_epilogue(void **state)
@@ -1328,6 +1376,7 @@ int main(void)
         cmocka_unit_test(test_conv_nhwc),
         cmocka_unit_test(test_conv_math_modes),
         cmocka_unit_test(test_conv_own),
+        cmocka_unit_test(test_conv_cublaslt),
         cmocka_unit_test(test_conv_policies),
         cmocka_unit_test(test_conv_graph_buffer_sets),
         cmocka_unit_test(test_conv_fused_epilogue),

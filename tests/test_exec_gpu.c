@@ -473,6 +473,66 @@ static void test_forced_algorithm(void **state)
     opsched_graph_free(g);
 }
 
+/* 1x1 convolutions as cuBLASLt products ("cublaslt", the rest falling back
+ * to the heuristic): ResNet-50's bottlenecks in NHWC with fusion on, where
+ * the 1x1 layers take their bias, a Relu, and the residual Add with the
+ * Relu after it into cuBLASLt's epilogue, in every math mode against the
+ * unforced fp32 plan. */
+static void test_conv_cublaslt(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    opsched_graph *g = zoo("resnet50", 29);
+    size_t nx = input_numel(g), n_ref = 0, n = 0;
+    float *x = random_values(nx, 9);
+    opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};
+    float *ref = infer(env.gpu, g, &base, x, 0, &n_ref);
+    int failures = 0;
+    for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
+        opsched_exec_options o = {.plan = {.math = (opsched_math)m,
+                                           .layout = OPSCHED_LAYOUT_NHWC,
+                                           .fuse_activation = 1,
+                                           .algo = "cublaslt"},
+                                  .algo_fallback = "heuristic"};
+        opsched_executor *ex = NULL;
+        CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+        int lt = 0, relu = 0, res = 0;
+        for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
+            const opsched_layer_info *li = opsched_executor_layer(ex, i);
+            if (strncmp(li->algo, "cublaslt", 8) != 0) continue;
+            lt++;
+            relu += strstr(li->algo, "+Relu") != NULL;
+            res += strstr(li->algo, "+residual") != NULL;
+        }
+        CHECK(opsched_executor_set_input(ex, 0, x, nx));
+        CHECK(opsched_executor_run(ex));
+        CHECK(opsched_device_sync(env.gpu));
+        n = opsched_executor_output_numel(ex, 0);
+        assert_int_equal(n, n_ref);
+        float *y = malloc(sizeof(float) * n);
+        assert_non_null(y);
+        CHECK(opsched_executor_get_output(ex, 0, y, n));
+        double err = netref_rel_l2(y, ref, n);
+        print_message("  resnet50 %s NHWC: %d convolutions on cuBLASLt (%d with a Relu, %d with "
+                      "the residual), relative L2 %.3g (limit %.0e)%s\n",
+                      opsched_math_name((opsched_math)m), lt, relu, res, err, tolerance[m],
+                      err < tolerance[m] ? "" : "  FAILED");
+        failures += !(err < tolerance[m]);
+        /* every 1x1 convolution of stride 1: two a block and the first
+         * stage's projection; the residual in at least the 12 blocks
+         * without a projection, a Relu after 16 reductions and those */
+        assert_int_equal(lt, 33);
+        assert_true(res >= 12);
+        assert_true(relu >= 28);
+        free(y);
+        opsched_executor_free(ex);
+    }
+    assert_int_equal(failures, 0);
+    free(ref);
+    free(x);
+    opsched_graph_free(g);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -511,6 +571,7 @@ int main(void)
         cmocka_unit_test(test_googlenet_math),
         cmocka_unit_test(test_capture_replay),
         cmocka_unit_test(test_forced_algorithm),
+        cmocka_unit_test(test_conv_cublaslt),
         cmocka_unit_test(test_chains),
         cmocka_unit_test(test_se_gate),
         cmocka_unit_test(test_bias_epilogue),

@@ -170,12 +170,14 @@ typedef enum opsched_ablation {
                                             * (OPSCHED_REWRITE_KEEP_PROJECTIONS) */
     OPSCHED_ABLATE_TENSOR_CORES = 1u << 11, /* fp16/bf16 attention on the tensor cores:
                                              * the float kernel instead */
-    OPSCHED_ABLATE_CUDNN_ATTENTION = 1u << 12 /* cuDNN's fused attention engines for
-                                               * fp16/bf16: the own kernel always */
+    OPSCHED_ABLATE_CUDNN_ATTENTION = 1u << 12, /* cuDNN's fused attention engines for
+                                                * fp16/bf16: the own kernel always */
+    OPSCHED_ABLATE_CONV_GEMM = 1u << 13 /* 1x1 convolutions as timed cuBLASLt products:
+                                         * cuDNN always */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
  * "chains", "residual", "layout", "se", "bias", "attention", "projections",
- * "tensor-cores", "cudnn-attention" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
+ * "tensor-cores", "cudnn-attention", "conv-gemm" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size);

@@ -444,6 +444,7 @@ static const struct {
                  {"projections", OPSCHED_ABLATE_PROJECTIONS},
                  {"tensor-cores", OPSCHED_ABLATE_TENSOR_CORES},
                  {"cudnn-attention", OPSCHED_ABLATE_CUDNN_ATTENTION},
+                 {"conv-gemm", OPSCHED_ABLATE_CONV_GEMM},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)

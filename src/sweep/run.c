@@ -387,8 +387,10 @@ static opsched_status resolve_policies(opsched_ctx *ctx, sweep *sw)
             OS_TRY(add_policy(ctx, sw, a, 0));
             continue;
         }
-        /* The CUDA backend's own kernel of depthwise and grouped convolutions. */
-        if (strcmp(a, "own") == 0 && strcmp(sw->backend, "cuda") == 0) {
+        /* The CUDA backend's own kernel of depthwise and grouped
+         * convolutions, and its 1x1 convolutions as cuBLASLt products. */
+        if ((strcmp(a, "own") == 0 || strcmp(a, "cublaslt") == 0) &&
+            strcmp(sw->backend, "cuda") == 0) {
             OS_TRY(add_policy(ctx, sw, a, 1));
             continue;
         }

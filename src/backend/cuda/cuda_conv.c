@@ -8,7 +8,9 @@
  * API (cuda_conv_graph.c), as PyTorch does with cudnn.benchmark off and on;
  * both also time the own kernel of depthwise and grouped convolutions with
  * few channels a group against cuDNN's choice, and "own" takes that kernel
- * (unsupported for any other convolution).
+ * (unsupported for any other convolution); both time a 1x1 convolution as
+ * a cuBLASLt product too, and "cublaslt" takes that product (unsupported
+ * for any other convolution).
  * The legacy API stays under explicit names: "heuristic_v7" takes the first
  * result of cudnnGetConvolutionForwardAlgorithm_v7 that fits the workspace
  * limit; "find_v7" measures with cudnnFindConvolutionForwardAlgorithmEx on
@@ -450,13 +452,14 @@ opsched_status cu_plan_conv(const cu_plan_args *a, cu_plan **out)
     if (!cu_dtype_is_float(x->dtype) || !cu_dtype_is_float(w->dtype))
         return CU_UNSUPPORTED(a, "convolution of %s data", opsched_dtype_name(x->dtype));
     const char *name = a->opts->algo ? a->opts->algo : "heuristic";
-    if (strcmp(name, "heuristic") == 0) return cu_plan_conv_graph(a, 0, 0, out);
-    if (strcmp(name, "find") == 0) return cu_plan_conv_graph(a, 1, 0, out);
-    if (strcmp(name, "own") == 0) return cu_plan_conv_graph(a, 0, 1, out);
+    if (strcmp(name, "heuristic") == 0) return cu_plan_conv_graph(a, 0, CU_CONV_TIMED, out);
+    if (strcmp(name, "find") == 0) return cu_plan_conv_graph(a, 1, CU_CONV_TIMED, out);
+    if (strcmp(name, "own") == 0) return cu_plan_conv_graph(a, 0, CU_CONV_OWN, out);
+    if (strcmp(name, "cublaslt") == 0) return cu_plan_conv_graph(a, 0, CU_CONV_CUBLASLT, out);
     int named = algo_index(name);
     if (named < 0 && strcmp(name, "heuristic_v7") != 0 && strcmp(name, "find_v7") != 0)
         return OS_FAIL(a->ctx, OPSCHED_ERR_INVALID_ARG,
-                       "cuda: unknown convolution algorithm '%s' (heuristic, find, own, "
+                       "cuda: unknown convolution algorithm '%s' (heuristic, find, own, cublaslt, "
                        "heuristic_v7, find_v7, implicit_gemm, implicit_precomp_gemm, gemm, "
                        "direct, fft, fft_tiling, winograd, winograd_nonfused)",
                        name);

@@ -87,6 +87,11 @@ typedef struct conv_choice {
      * against cuDNN's plan and its epilogue, then 1 when it was faster and
      * -1 when not. */
     int dw_wins;
+    /* For a 1x1 convolution: 0 until the cuBLASLt product is measured
+     * against cuDNN's plan and its epilogue, then 1 when it was faster and
+     * -1 when not; one verdict each without a residual, with one, and with
+     * one and an activation after it (gemm_slot). */
+    int gemm_wins[3];
     int64_t engine;           /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX of the plan */
     size_t workspace;         /* the execution plan's */
     /* The workspace limits under which planning again chooses the same:
@@ -108,6 +113,8 @@ typedef struct graph_plan {
     int dw_nhwc;
     cuk_dw_desc dw;
     cu_act dw_act;     /* the activation it applies */
+    int use_gemm;      /* 1: a 1x1 convolution runs as the cuBLASLt product lt */
+    cu_lt_gemm lt;
 } graph_plan;
 
 /* An engine config that finalized into an execution plan. */
@@ -598,6 +605,7 @@ static void graph_release(cu_plan *base)
 {
     graph_plan *p = (graph_plan *)base;
     cu_bk_packs_free(&p->packs);
+    cu_lt_gemm_free(&p->lt);
     choice_unref(p->ch);
     p->ch = NULL;
 }
@@ -607,6 +615,9 @@ static opsched_status graph_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *ba
 {
     graph_plan *p = (graph_plan *)base;
     cudnnBackendDescriptor_t pack = NULL;
+    if (p->use_gemm)
+        return cu_lt_gemm_run(ctx, dev, &p->lt, s, in[1], in[0], base->n_in > 2 ? in[2] : NULL,
+                              p->res ? in[3] : NULL, out[0]);
     if (p->use_dw) {
         CUDA_CHECK(ctx, cuk_depthwise(p->kt, &p->dw, p->dw_nhwc, in[0], in[1],
                                       base->n_in > 2 ? in[2] : NULL, p->dw_act.on, p->dw_act.fn,
@@ -895,9 +906,9 @@ static opsched_status get_choice(const cu_plan_args *a, int find, int bias, cons
  * plan runs it, followed by the kernel epilogue epi does (bias and
  * activation cuDNN's graph left out), on zeroed scratch tensors. */
 static opsched_status time_choice(const cu_plan_args *a, const conv_choice *ch,
-                                  const cu_conv_bias *epi, float *best)
+                                  const cu_conv_bias *epi, int res, float *best)
 {
-    void *x = NULL, *w = NULL, *b = NULL, *y = NULL, *ws = NULL;
+    void *x = NULL, *w = NULL, *b = NULL, *y = NULL, *ws = NULL, *r = NULL;
     cudaEvent_t ev[2] = {NULL, NULL};
     cudnnBackendDescriptor_t pack = NULL;
     size_t xb = tensor_bytes(a, cu_in(a, 0)), wb = tensor_bytes(a, cu_in(a, 1));
@@ -916,20 +927,31 @@ static opsched_status time_choice(const cu_plan_args *a, const conv_choice *ch,
         OS_TRY_GOTO(st, cu_malloc(a->ctx, bb, &b), done);
         CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(b, 0, bb), done);
     }
+    if (res) {
+        OS_TRY_GOTO(st, cu_malloc(a->ctx, yb, &r), done);
+        CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(r, 0, yb), done);
+    }
     if (ch->workspace) OS_TRY_GOTO(st, cu_malloc(a->ctx, ch->workspace, &ws), done);
     OS_TRY_GOTO(st, pack_build(a->ctx, ws, x, w, ch->fuse_bias ? b : NULL, y, &pack), done);
     CUDA_CHECK_GOTO(a->ctx, st, cudaEventCreate(&ev[0]), done);
     CUDA_CHECK_GOTO(a->ctx, st, cudaEventCreate(&ev[1]), done);
     CUDNN_CHECK_GOTO(a->ctx, st, cudnnSetStream(h, s), done);
-    for (int r = -1; r < GRAPH_FIND_RUNS; r++) {
+    for (int i = -1; i < GRAPH_FIND_RUNS; i++) {
         float ms = 0.0f;
         CUDA_CHECK_GOTO(a->ctx, st, cudaEventRecord(ev[0], s), done);
         CUDNN_CHECK_GOTO(a->ctx, st, cudnnBackendExecute(h, ch->plan, pack), done);
-        OS_TRY_GOTO(st, cu_conv_bias_add(a->ctx, epi, a->kt, b, y, s), done);
+        if (res)
+            CUDA_CHECK_GOTO(a->ctx, st,
+                            cuk_conv_residual(a->kt, epi->numel, epi->channels,
+                                              epi->channel_stride, epi->on ? b : NULL, r,
+                                              epi->act.on, epi->act.fn, &epi->act.prm, y, s),
+                            done);
+        else
+            OS_TRY_GOTO(st, cu_conv_bias_add(a->ctx, epi, a->kt, b, y, s), done);
         CUDA_CHECK_GOTO(a->ctx, st, cudaEventRecord(ev[1], s), done);
         CUDA_CHECK_GOTO(a->ctx, st, cudaEventSynchronize(ev[1]), done);
         CUDA_CHECK_GOTO(a->ctx, st, cudaEventElapsedTime(&ms, ev[0], ev[1]), done);
-        if (r >= 0 && (*best < 0.0f || ms < *best)) *best = ms; /* r = -1: the warm-up */
+        if (i >= 0 && (*best < 0.0f || ms < *best)) *best = ms; /* i = -1: the warm-up */
     }
 done:
     cu_bk_free(&pack);
@@ -940,6 +962,7 @@ done:
     (void)cudaFree(w);
     (void)cudaFree(b);
     (void)cudaFree(y);
+    (void)cudaFree(r);
     (void)cudaGetLastError();
     return st;
 }
@@ -971,10 +994,10 @@ static opsched_status pick_epilogue(const cu_plan_args *a, int find, int bias, c
         OS_TRY(get_choice(a, find, bias, NULL, limit, &apart));
         opsched_status st = OPSCHED_OK;
         epilogue_of(a, fused, act, &epi);
-        st = time_choice(a, fused, &epi, &fused->fused_ms);
+        st = time_choice(a, fused, &epi, 0, &fused->fused_ms);
         if (st == OPSCHED_OK) {
             epilogue_of(a, apart, act, &epi);
-            st = time_choice(a, apart, &epi, &fused->apart_ms);
+            st = time_choice(a, apart, &epi, 0, &fused->apart_ms);
         }
         if (st != OPSCHED_OK) {
             choice_unref(apart);
@@ -1103,7 +1126,7 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
     if (keyed->dw_wins == 0) {
         float mine = -1.0f, cudnn = -1.0f;
         OS_TRY(time_depthwise(a, p, &mine));
-        OS_TRY(time_choice(a, p->ch, &p->bias, &cudnn));
+        OS_TRY(time_choice(a, p->ch, &p->bias, 0, &cudnn));
         keyed->dw_wins = mine >= 0.0f && (cudnn < 0.0f || mine < cudnn) ? 1 : -1;
         os_log(a->ctx, OPSCHED_LOG_DEBUG,
                "cuda: node '%s': %s: own kernel %.4f ms, cuDNN (engine %lld) %.4f ms",
@@ -1114,8 +1137,164 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
     return OPSCHED_OK;
 }
 
-opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, int own, cu_plan **out)
+/* ---- 1x1 convolutions as cuBLASLt products ----------------------------- */
+
+/* A 1x1 convolution of stride 1, without padding or groups, whose input,
+ * output and residual keep channels innermost (NHWC, or maps of one pixel)
+ * is the product Y[P, M] = X[P, C] W[M, C]^T over its P = N*H*W pixels: in
+ * cuBLASLt's column-major terms D (M x P) = W^T (W read as C x M) times X
+ * (C x P), with the bias per row of D, the residual as C (beta 1) and a
+ * Relu or tanh-GELU in the epilogue, after both.  0 when the node is not
+ * such a convolution or its epilogue is not one of these; else the sizes
+ * and the epilogue. */
+static int gemm_desc(const cu_plan_args *a, const cu_act *act, int res, int *m, int *n, int *k,
+                     cublasLtEpilogue_t *epi)
 {
+    const opsched_conv_attr *c = &a->node->attr.conv;
+    const opsched_tensor *x = cu_in(a, 0), *w = cu_in(a, 1), *y = cu_out(a, 0);
+    const opsched_tensor *r = NULL;
+    opsched_conv_residual rf;
+    if (res) {
+        if (!opsched_conv_residual_find(a->g, cu_node_index(a), &rf)) return 0;
+        r = opsched_graph_tensor(a->g, rf.residual);
+        if (!r || r->shape.ndim != 4) return 0;
+    }
+    if (x->shape.ndim != 4 || w->shape.ndim != 4 || y->shape.ndim != 4) return 0;
+    if (c->groups > 1 || w->shape.d[2] != 1 || w->shape.d[3] != 1 || c->stride[0] != 1 ||
+        c->stride[1] != 1 || c->pads[0] || c->pads[1] || c->pads[2] || c->pads[3])
+        return 0;
+    const opsched_tensor *t[3] = {x, y, r};
+    for (int i = 0; i < 3; i++)
+        if (t[i] && !cu_is_nhwc(a, t[i]) && t[i]->shape.d[2] * t[i]->shape.d[3] != 1) return 0;
+    if (r && !opsched_shape_equal(&r->shape, &y->shape)) return 0;
+    int64_t pixels = y->shape.d[0] * y->shape.d[2] * y->shape.d[3];
+    if (x->shape.d[0] * x->shape.d[2] * x->shape.d[3] != pixels || !cu_fits_int(pixels) ||
+        !cu_fits_int(y->shape.d[1]) || !cu_fits_int(x->shape.d[1]))
+        return 0;
+    int relu = 0, gelu = 0;
+    if (act->on) {
+        relu = act->node->op == OPSCHED_OP_RELU;
+        gelu = act->node->op == OPSCHED_OP_GELU && act->node->attr.gelu.tanh_approx;
+        if (!relu && !gelu) return 0;
+    }
+    if (cu_in(a, 2))
+        *epi = relu ? CUBLASLT_EPILOGUE_RELU_BIAS
+                    : gelu ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    else
+        *epi = relu ? CUBLASLT_EPILOGUE_RELU : gelu ? CUBLASLT_EPILOGUE_GELU
+                                                     : CUBLASLT_EPILOGUE_DEFAULT;
+    *m = (int)y->shape.d[1];
+    *n = (int)pixels;
+    *k = (int)x->shape.d[1];
+    return 1;
+}
+
+/* The best of GRAPH_FIND_RUNS (after a warm-up) of p's product, on zeroed
+ * scratch tensors. */
+static opsched_status time_gemm(const cu_plan_args *a, graph_plan *p, float *best)
+{
+    void *x = NULL, *w = NULL, *b = NULL, *y = NULL, *r = NULL;
+    cudaEvent_t ev[2] = {NULL, NULL};
+    size_t xb = tensor_bytes(a, cu_in(a, 0)), wb = tensor_bytes(a, cu_in(a, 1));
+    size_t yb = tensor_bytes(a, cu_out(a, 0));
+    cudaStream_t s = a->dev->stream;
+    opsched_status st = OPSCHED_OK;
+    *best = -1.0f;
+    OS_TRY_GOTO(st, cu_malloc(a->ctx, xb, &x), done);
+    OS_TRY_GOTO(st, cu_malloc(a->ctx, wb, &w), done);
+    OS_TRY_GOTO(st, cu_malloc(a->ctx, yb, &y), done);
+    CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(x, 0, xb), done);
+    CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(w, 0, wb), done);
+    if (cu_in(a, 2)) {
+        size_t bb = tensor_bytes(a, cu_in(a, 2));
+        OS_TRY_GOTO(st, cu_malloc(a->ctx, bb, &b), done);
+        CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(b, 0, bb), done);
+    }
+    if (p->res) {
+        OS_TRY_GOTO(st, cu_malloc(a->ctx, yb, &r), done);
+        CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(r, 0, yb), done);
+    }
+    CUDA_CHECK_GOTO(a->ctx, st, cudaEventCreate(&ev[0]), done);
+    CUDA_CHECK_GOTO(a->ctx, st, cudaEventCreate(&ev[1]), done);
+    for (int i = -1; i < GRAPH_FIND_RUNS; i++) {
+        float ms = 0.0f;
+        CUDA_CHECK_GOTO(a->ctx, st, cudaEventRecord(ev[0], s), done);
+        OS_TRY_GOTO(st, cu_lt_gemm_run(a->ctx, a->dev, &p->lt, s, w, x, b, r, y), done);
+        CUDA_CHECK_GOTO(a->ctx, st, cudaEventRecord(ev[1], s), done);
+        CUDA_CHECK_GOTO(a->ctx, st, cudaEventSynchronize(ev[1]), done);
+        CUDA_CHECK_GOTO(a->ctx, st, cudaEventElapsedTime(&ms, ev[0], ev[1]), done);
+        if (i >= 0 && (*best < 0.0f || ms < *best)) *best = ms;
+    }
+done:
+    for (int i = 0; i < 2; i++)
+        if (ev[i]) (void)cudaEventDestroy(ev[i]);
+    (void)cudaFree(x);
+    (void)cudaFree(w);
+    (void)cudaFree(b);
+    (void)cudaFree(y);
+    (void)cudaFree(r);
+    (void)cudaGetLastError();
+    return st;
+}
+
+/* A 1x1 convolution runs as a cuBLASLt product (gemm_desc) when that
+ * measured faster than cuDNN's plan with its epilogue kernels (once per
+ * configuration and residual form: the verdict lives in the choice keyed
+ * by the configuration).  PyTorch's compiler runs such convolutions as
+ * matrix products too; cuDNN's fused engines are slower on some shapes. */
+static opsched_status pick_gemm(const cu_plan_args *a, graph_plan *p, conv_choice *keyed,
+                                const cu_act *act, int force)
+{
+    int m = 0, n = 0, k = 0;
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+    int fits = gemm_desc(a, act, p->res, &m, &n, &k, &epi);
+    if (force && !fits)
+        return CU_UNSUPPORTED(a, "cublaslt: only 1x1 convolutions of stride 1 without padding or "
+                                 "groups, channels innermost, with at most a bias, a residual and "
+                                 "a Relu or tanh-GELU after them, run as cuBLASLt products");
+    if (!fits || (!force && (a->opts->ablate & OPSCHED_ABLATE_CONV_GEMM))) return OPSCHED_OK;
+    int slot = p->res ? (act->on ? 2 : 1) : 0;
+    if (!force && keyed->gemm_wins[slot] < 0) return OPSCHED_OK;
+    size_t limit = 0;
+    OS_TRY(cu_gemm_default_workspace(a, &limit));
+    cudaDataType_t type = a->dt == OPSCHED_F16    ? CUDA_R_16F
+                          : a->dt == OPSCHED_BF16 ? CUDA_R_16BF
+                                                  : CUDA_R_32F;
+    cublasComputeType_t compute = a->opts->math == OPSCHED_MATH_TF32
+                                      ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                      : CUBLAS_COMPUTE_32F;
+    if (!cu_lt_gemm_init(a->dev, type, compute, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, k, k, m, epi,
+                         p->res ? 1.0f : 0.0f, limit, &p->lt)) {
+        if (force)
+            return CU_UNSUPPORTED(a, "cublaslt: cuBLASLt's heuristic offers no algorithm for "
+                                     "this product");
+        keyed->gemm_wins[slot] = -1;
+        return OPSCHED_OK;
+    }
+    if (force) {
+        p->use_gemm = 1;
+        return OPSCHED_OK;
+    }
+    if (keyed->gemm_wins[slot] == 0) {
+        float mine = -1.0f, cudnn = -1.0f;
+        OS_TRY(time_gemm(a, p, &mine));
+        OS_TRY(time_choice(a, p->ch, &p->bias, p->res, &cudnn));
+        keyed->gemm_wins[slot] = mine >= 0.0f && (cudnn < 0.0f || mine < cudnn) ? 1 : -1;
+        os_log(a->ctx, OPSCHED_LOG_DEBUG,
+               "cuda: node '%s': 1x1 as a cuBLASLt product %.4f ms, cuDNN (engine %lld) %.4f ms",
+               a->node->name, (double)mine, (long long)p->ch->engine, (double)cudnn);
+    }
+    if (keyed->gemm_wins[slot] > 0)
+        p->use_gemm = 1;
+    else
+        cu_lt_gemm_free(&p->lt);
+    return OPSCHED_OK;
+}
+
+opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force force,
+                                  cu_plan **out)
+{
+    int own = force == CU_CONV_OWN;
     cu_plan *base = NULL;
     conv_choice *ch = NULL;
     OS_TRY(check_shape(a));
@@ -1153,12 +1332,18 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, int own, cu_p
         epilogue_of(a, ch, &act, &p->bias);
         st = pick_depthwise(a, p, keyed, &act, own);
     }
+    if (st == OPSCHED_OK && !own && !p->use_dw)
+        st = pick_gemm(a, p, keyed, &act, force == CU_CONV_CUBLASLT);
     choice_unref(keyed);
     if (st != OPSCHED_OK) goto fail;
-    base->workspace_bytes = p->use_dw ? 0 : ch->workspace;
+    base->workspace_bytes = p->use_dw || p->use_gemm ? 0 : ch->workspace;
     if (base->workspace_bytes)
         OS_TRY_GOTO(st, cu_malloc(a->ctx, base->workspace_bytes, &base->workspace), fail);
-    if (p->use_dw)
+    if (p->use_gemm)
+        snprintf(a->info->algo, sizeof(a->info->algo), "cublaslt%s%s%s%s",
+                 cu_in(a, 2) ? "+bias" : "", act.on ? "+" : "",
+                 act.on ? opsched_node_op_name(act.node) : "", p->res ? "+residual" : "");
+    else if (p->use_dw)
         snprintf(a->info->algo, sizeof(a->info->algo), "%s%s%s",
                  p->dw.cg == 1 && p->dw.m == p->dw.c ? "depthwise" : "grouped", act.on ? "+" : "",
                  act.on ? opsched_node_op_name(act.node) : "");

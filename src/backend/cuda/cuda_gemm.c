@@ -48,9 +48,7 @@ typedef struct gemm_plan {
     /* cuBLASLt with a bias epilogue (a MatMul's fused bias Add, input 2) */
     int lt;
     int lt_res; /* adds input 3 (a residual) through C, beta 1 */
-    cublasLtMatmulDesc_t lt_desc;
-    cublasLtMatrixLayout_t lt_b, lt_a, lt_y;
-    cublasLtMatmulAlgo_t lt_algo;
+    cu_lt_gemm lt_g;
 } gemm_plan;
 
 static void gemm_release(cu_plan *base)
@@ -58,27 +56,92 @@ static void gemm_release(cu_plan *base)
     gemm_plan *p = (gemm_plan *)base;
     free(p->loop_a);
     free(p->loop_b);
-    if (p->lt_desc) (void)cublasLtMatmulDescDestroy(p->lt_desc);
-    if (p->lt_b) (void)cublasLtMatrixLayoutDestroy(p->lt_b);
-    if (p->lt_a) (void)cublasLtMatrixLayoutDestroy(p->lt_a);
-    if (p->lt_y) (void)cublasLtMatrixLayoutDestroy(p->lt_y);
+    cu_lt_gemm_free(&p->lt_g);
+}
+
+/* ---- one cuBLASLt product with an epilogue ---------------------------- */
+
+void cu_lt_gemm_free(cu_lt_gemm *g)
+{
+    if (g->desc) (void)cublasLtMatmulDescDestroy(g->desc);
+    if (g->la) (void)cublasLtMatrixLayoutDestroy(g->la);
+    if (g->lb) (void)cublasLtMatrixLayoutDestroy(g->lb);
+    if (g->ld) (void)cublasLtMatrixLayoutDestroy(g->ld);
+    memset(g, 0, sizeof(*g));
+}
+
+int cu_lt_gemm_init(cu_device *dev, cudaDataType_t type, cublasComputeType_t compute,
+                    cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, int lda,
+                    int ldb, int ldd, cublasLtEpilogue_t epi, float beta, size_t ws_limit,
+                    cu_lt_gemm *g)
+{
+    int tra = ta == CUBLAS_OP_T, trb = tb == CUBLAS_OP_T, found = 0;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t res;
+    memset(g, 0, sizeof(*g));
+    g->alpha = 1.0f;
+    g->beta = beta;
+    g->ws_limit = ws_limit;
+    if (cublasLtMatmulDescCreate(&g->desc, compute, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)) ||
+        cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)) ||
+        cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)) ||
+        cublasLtMatrixLayoutCreate(&g->la, type, (uint64_t)(tra ? k : m), (uint64_t)(tra ? m : k),
+                                   lda) ||
+        cublasLtMatrixLayoutCreate(&g->lb, type, (uint64_t)(trb ? n : k), (uint64_t)(trb ? k : n),
+                                   ldb) ||
+        cublasLtMatrixLayoutCreate(&g->ld, type, (uint64_t)m, (uint64_t)n, ldd) ||
+        cublasLtMatmulPreferenceCreate(&pref) ||
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                             &ws_limit, sizeof(ws_limit)) ||
+        cublasLtMatmulAlgoGetHeuristic(dev->cublaslt, g->desc, g->la, g->lb, g->ld, g->ld, pref, 1,
+                                       &res, &found) ||
+        found < 1) {
+        if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
+        cu_lt_gemm_free(g);
+        return 0;
+    }
+    (void)cublasLtMatmulPreferenceDestroy(pref);
+    g->algo = res.algo;
+    return 1;
+}
+
+opsched_status cu_lt_gemm_run(opsched_ctx *ctx, cu_device *dev, cu_lt_gemm *g, cudaStream_t s,
+                              const void *A, const void *B, const void *bias, const void *C,
+                              void *D)
+{
+    size_t ws_bytes = 0;
+    void *ws = cu_gemm_workspace(dev, s, &ws_bytes);
+    if (ws_bytes > g->ws_limit) ws_bytes = g->ws_limit;
+    if (bias)
+        CUBLAS_CHECK(ctx, cublasLtMatmulDescSetAttribute(
+                              g->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+    CUBLAS_CHECK(ctx, cublasLtMatmul(dev->cublaslt, g->desc, &g->alpha, A, g->la, B, g->lb,
+                                     &g->beta, C ? C : D, g->ld, D, g->ld, &g->algo,
+                                     ws_bytes ? ws : NULL, ws_bytes, s));
+    return OPSCHED_OK;
+}
+
+opsched_status cu_gemm_default_workspace(const cu_plan_args *a, size_t *limit)
+{
+    /* cuBLAS's recommended workspace: 32 MiB on Hopper and later, 4 MiB before. */
+    int major = 0;
+    CUDA_CHECK(a->ctx, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                                              a->dev->index));
+    size_t ws = major >= 9 ? (size_t)32 << 20 : (size_t)4 << 20;
+    OS_TRY(cu_gemm_workspace_reserve(a->ctx, a->dev, ws));
+    *limit = ws;
+    if (a->opts->workspace_limit && a->opts->workspace_limit < ws)
+        *limit = a->opts->workspace_limit;
+    return OPSCHED_OK;
 }
 
 /* The product through cuBLASLt with the bias (in[2]) in its epilogue. */
 static opsched_status gemm_launch_lt(opsched_ctx *ctx, cu_device *dev, gemm_plan *p,
                                      cudaStream_t s, void *const *in, void *const *out)
 {
-    size_t ws_bytes = 0;
-    void *ws = cu_gemm_workspace(dev, s, &ws_bytes);
-    if (ws_bytes > p->ws_limit) ws_bytes = p->ws_limit;
-    const void *bias = in[2];
-    CUBLAS_CHECK(ctx, cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                     &bias, sizeof(bias)));
-    const void *c = p->lt_res ? in[3] : out[0];
-    CUBLAS_CHECK(ctx, cublasLtMatmul(dev->cublaslt, p->lt_desc, &p->alpha, in[1], p->lt_b, in[0],
-                                     p->lt_a, &p->beta, c, p->lt_y, out[0], p->lt_y, &p->lt_algo,
-                                     ws_bytes ? ws : NULL, ws_bytes, s));
-    return OPSCHED_OK;
+    return cu_lt_gemm_run(ctx, dev, &p->lt_g, s, in[1], in[0], in[2], p->lt_res ? in[3] : NULL,
+                          out[0]);
 }
 
 /* Sets up plan p (a single product, m = N, n = rows of A, k = K, the
@@ -100,34 +163,12 @@ static int gemm_setup_lt(const cu_plan_args *a, gemm_plan *p, int act, int *fuse
         epi = CUBLASLT_EPILOGUE_GELU_BIAS;
         *fused_act = 1;
     }
-    cublasOperation_t opb = p->op_b, opa = p->op_a;
-    int tb = opb == CUBLAS_OP_T, ta = opa == CUBLAS_OP_T;
-    cublasLtMatmulPreference_t pref = NULL;
-    cublasLtMatmulHeuristicResult_t res;
-    int found = 0;
-    size_t ws = p->ws_limit;
-    if (cublasLtMatmulDescCreate(&p->lt_desc, p->compute, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS ||
-        cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_TRANSA, &opb, sizeof(opb)) ||
-        cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_TRANSB, &opa, sizeof(opa)) ||
-        cublasLtMatmulDescSetAttribute(p->lt_desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
-                                       sizeof(epi)) ||
-        cublasLtMatrixLayoutCreate(&p->lt_b, p->type, (uint64_t)(tb ? p->k : p->m),
-                                   (uint64_t)(tb ? p->m : p->k), p->ldb) ||
-        cublasLtMatrixLayoutCreate(&p->lt_a, p->type, (uint64_t)(ta ? p->n : p->k),
-                                   (uint64_t)(ta ? p->k : p->n), p->lda) ||
-        cublasLtMatrixLayoutCreate(&p->lt_y, p->type, (uint64_t)p->m, (uint64_t)p->n, p->ldc) ||
-        cublasLtMatmulPreferenceCreate(&pref) ||
-        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                             sizeof(ws)) ||
-        cublasLtMatmulAlgoGetHeuristic(a->dev->cublaslt, p->lt_desc, p->lt_b, p->lt_a, p->lt_y,
-                                       p->lt_y, pref, 1, &res, &found) ||
-        found < 1) {
-        if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
+    if (!cu_lt_gemm_init(a->dev, p->type, p->compute, p->op_b, p->op_a, p->m, p->n, p->k, p->ldb,
+                         p->lda, p->ldc, epi, p->beta, p->ws_limit, &p->lt_g)) {
         *fused_act = 0;
         return 0;
     }
-    (void)cublasLtMatmulPreferenceDestroy(pref);
-    p->lt_algo = res.algo;
+    p->lt_g.alpha = p->alpha;
     p->lt = 1;
     return 1;
 }
@@ -200,17 +241,8 @@ static opsched_status gemm_new(const cu_plan_args *a, gemm_plan **out)
     p->alpha = 1.0f;
     p->beta = 0.0f;
     p->batch = 1;
-    /* cuBLAS's recommended workspace: 32 MiB on Hopper and later, 4 MiB before. */
-    int major = 0;
     opsched_status st = OPSCHED_OK;
-    CUDA_CHECK_GOTO(
-        a->ctx, st,
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, a->dev->index), fail);
-    size_t ws = major >= 9 ? (size_t)32 << 20 : (size_t)4 << 20;
-    OS_TRY_GOTO(st, cu_gemm_workspace_reserve(a->ctx, a->dev, ws), fail);
-    p->ws_limit = ws;
-    if (a->opts->workspace_limit && a->opts->workspace_limit < ws)
-        p->ws_limit = a->opts->workspace_limit;
+    OS_TRY_GOTO(st, cu_gemm_default_workspace(a, &p->ws_limit), fail);
     *out = p;
     return OPSCHED_OK;
 fail:
@@ -394,7 +426,7 @@ opsched_status cu_plan_matmul(const cu_plan_args *a, cu_plan **out)
             algo = fused_act ? "cublaslt_bias_act" : "cublaslt_bias";
             if (res) {
                 p->lt_res = 1;
-                p->beta = 1.0f;
+                p->beta = p->lt_g.beta = 1.0f;
                 p->base.n_in = 4;
                 p->base.need_in |= 1ull << 3;
                 a->info->fused_residual = 1;

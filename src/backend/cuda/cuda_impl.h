@@ -226,6 +226,33 @@ int cu_dtype_is_float(opsched_dtype dt);
 size_t cu_elem_size(const cu_plan_args *a, const opsched_tensor *t);
 cudnnDataType_t cu_cudnn_type(opsched_dtype dt);
 
+/* One cuBLASLt product in column-major terms, D (m x n, leading dimension
+ * ldd) = epi(alpha op(A) op(B) + beta C + bias), C shaped as D (cuda_gemm.c):
+ * the MatMul and Gemm plans' bias epilogues, and 1x1 convolutions in NHWC. */
+typedef struct cu_lt_gemm {
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulAlgo_t algo;
+    float alpha, beta;
+    size_t ws_limit; /* the most of the stream's GEMM workspace it uses */
+} cu_lt_gemm;
+/* Sets g up with the heuristic's first algorithm (alpha 1); 0 when cuBLASLt
+ * offers none (g then holds nothing). */
+int cu_lt_gemm_init(cu_device *dev, cudaDataType_t type, cublasComputeType_t compute,
+                    cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, int lda,
+                    int ldb, int ldd, cublasLtEpilogue_t epi, float beta, size_t ws_limit,
+                    cu_lt_gemm *g);
+/* Enqueues the product on s with the stream's GEMM workspace; bias may be
+ * NULL when the epilogue takes none, C NULL when beta is 0. */
+opsched_status cu_lt_gemm_run(opsched_ctx *ctx, cu_device *dev, cu_lt_gemm *g, cudaStream_t s,
+                              const void *A, const void *B, const void *bias, const void *C,
+                              void *D);
+void cu_lt_gemm_free(cu_lt_gemm *g);
+/* Reserves cuBLAS's recommended workspace on every stream (32 MiB on
+ * Hopper and later, 4 MiB before) and gives the part a plan may use under
+ * a->opts->workspace_limit. */
+opsched_status cu_gemm_default_workspace(const cu_plan_args *a, size_t *limit);
+
 /* The type a tensor of graph type dt is stored in under this plan. */
 opsched_dtype cu_storage(const cu_plan_args *a, opsched_dtype dt);
 /* The same for kernels.h (CUK_DT_COUNT for an unknown type). */
@@ -408,7 +435,13 @@ opsched_status cu_conv_bias_add(opsched_ctx *ctx, const cu_conv_bias *b, cuk_typ
  * fused into cuDNN's operation graph when an engine runs it, and otherwise
  * run as one kernel after the convolution.  The node has been checked to
  * be a 2-D float convolution. */
-opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, int own, cu_plan **out);
+typedef enum cu_conv_force {
+    CU_CONV_TIMED = 0, /* cuDNN's choice, or the own kernel or cuBLASLt where they measure faster */
+    CU_CONV_OWN,       /* the own depthwise/grouped kernel ("own") */
+    CU_CONV_CUBLASLT   /* a 1x1 convolution as a cuBLASLt product ("cublaslt") */
+} cu_conv_force;
+opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force force,
+                                  cu_plan **out);
 /* Drops the plan cache's reference to a convolution choice (the cache's
  * release function). */
 void cu_conv_choice_release(void *choice);
