@@ -49,6 +49,11 @@
 #define GRAPH_MAX_FIND 16 /* execution plans "find" times */
 #define GRAPH_HEUR_A 2    /* mode A's plans "heuristic" takes for a grouped convolution */
 #define GRAPH_FIND_RUNS 3 /* timed runs of each, after one warm-up */
+/* Launches back to back in each timed run of the planner's own verdicts
+ * (epilogue, own kernel, cuBLASLt): a single launch of a few microseconds
+ * between two events times mostly the events and the launch itself, and
+ * verdicts on such times follow noise. */
+#define GRAPH_TIME_REPS 8
 
 enum { UID_X = 1, UID_W = 2, UID_Y = 3, UID_B = 4, UID_CONV_OUT = 5, UID_ADD_OUT = 6 };
 
@@ -902,9 +907,10 @@ static opsched_status get_choice(const cu_plan_args *a, int find, int bias, cons
     return OPSCHED_OK;
 }
 
-/* The best of GRAPH_FIND_RUNS (after a warm-up) of choice ch run as a
- * plan runs it, followed by the kernel epilogue epi does (bias and
- * activation cuDNN's graph left out), on zeroed scratch tensors. */
+/* The best of GRAPH_FIND_RUNS (after a warm-up), per launch of
+ * GRAPH_TIME_REPS, of choice ch run as a plan runs it, followed by the
+ * kernel epilogue epi does (bias and activation cuDNN's graph left out, or
+ * with res the residual's kernel), on zeroed scratch tensors. */
 static opsched_status time_choice(const cu_plan_args *a, const conv_choice *ch,
                                   const cu_conv_bias *epi, int res, float *best)
 {
@@ -939,18 +945,21 @@ static opsched_status time_choice(const cu_plan_args *a, const conv_choice *ch,
     for (int i = -1; i < GRAPH_FIND_RUNS; i++) {
         float ms = 0.0f;
         CUDA_CHECK_GOTO(a->ctx, st, cudaEventRecord(ev[0], s), done);
-        CUDNN_CHECK_GOTO(a->ctx, st, cudnnBackendExecute(h, ch->plan, pack), done);
-        if (res)
-            CUDA_CHECK_GOTO(a->ctx, st,
-                            cuk_conv_residual(a->kt, epi->numel, epi->channels,
-                                              epi->channel_stride, epi->on ? b : NULL, r,
-                                              epi->act.on, epi->act.fn, &epi->act.prm, y, s),
-                            done);
-        else
-            OS_TRY_GOTO(st, cu_conv_bias_add(a->ctx, epi, a->kt, b, y, s), done);
+        for (int k = 0; k < GRAPH_TIME_REPS; k++) {
+            CUDNN_CHECK_GOTO(a->ctx, st, cudnnBackendExecute(h, ch->plan, pack), done);
+            if (res)
+                CUDA_CHECK_GOTO(a->ctx, st,
+                                cuk_conv_residual(a->kt, epi->numel, epi->channels,
+                                                  epi->channel_stride, epi->on ? b : NULL, r,
+                                                  epi->act.on, epi->act.fn, &epi->act.prm, y, s),
+                                done);
+            else
+                OS_TRY_GOTO(st, cu_conv_bias_add(a->ctx, epi, a->kt, b, y, s), done);
+        }
         CUDA_CHECK_GOTO(a->ctx, st, cudaEventRecord(ev[1], s), done);
         CUDA_CHECK_GOTO(a->ctx, st, cudaEventSynchronize(ev[1]), done);
         CUDA_CHECK_GOTO(a->ctx, st, cudaEventElapsedTime(&ms, ev[0], ev[1]), done);
+        ms /= GRAPH_TIME_REPS;
         if (i >= 0 && (*best < 0.0f || ms < *best)) *best = ms; /* i = -1: the warm-up */
     }
 done:
@@ -1059,8 +1068,9 @@ static int depthwise_desc(const cu_plan_args *a, cuk_dw_desc *d, int *nhwc)
     return 1;
 }
 
-/* The best of GRAPH_FIND_RUNS (after a warm-up) of the own depthwise kernel
- * with act, on zeroed scratch tensors. */
+/* The best of GRAPH_FIND_RUNS (after a warm-up), per launch of
+ * GRAPH_TIME_REPS, of the own depthwise kernel with act, on zeroed scratch
+ * tensors. */
 static opsched_status time_depthwise(const cu_plan_args *a, const graph_plan *p, float *best)
 {
     void *x = NULL, *w = NULL, *b = NULL, *y = NULL;
@@ -1085,13 +1095,15 @@ static opsched_status time_depthwise(const cu_plan_args *a, const graph_plan *p,
     for (int r = -1; r < GRAPH_FIND_RUNS; r++) {
         float ms = 0.0f;
         CUDA_CHECK_GOTO(a->ctx, st, cudaEventRecord(ev[0], s), done);
-        CUDA_CHECK_GOTO(a->ctx, st,
-                        cuk_depthwise(a->kt, &p->dw, p->dw_nhwc, x, w, b, p->dw_act.on,
-                                      p->dw_act.fn, &p->dw_act.prm, y, s),
-                        done);
+        for (int k = 0; k < GRAPH_TIME_REPS; k++)
+            CUDA_CHECK_GOTO(a->ctx, st,
+                            cuk_depthwise(a->kt, &p->dw, p->dw_nhwc, x, w, b, p->dw_act.on,
+                                          p->dw_act.fn, &p->dw_act.prm, y, s),
+                            done);
         CUDA_CHECK_GOTO(a->ctx, st, cudaEventRecord(ev[1], s), done);
         CUDA_CHECK_GOTO(a->ctx, st, cudaEventSynchronize(ev[1]), done);
         CUDA_CHECK_GOTO(a->ctx, st, cudaEventElapsedTime(&ms, ev[0], ev[1]), done);
+        ms /= GRAPH_TIME_REPS;
         if (r >= 0 && (*best < 0.0f || ms < *best)) *best = ms;
     }
 done:
@@ -1189,8 +1201,8 @@ static int gemm_desc(const cu_plan_args *a, const cu_act *act, int res, int *m, 
     return 1;
 }
 
-/* The best of GRAPH_FIND_RUNS (after a warm-up) of p's product, on zeroed
- * scratch tensors. */
+/* The best of GRAPH_FIND_RUNS (after a warm-up) of p's product, per launch
+ * of GRAPH_TIME_REPS, on zeroed scratch tensors. */
 static opsched_status time_gemm(const cu_plan_args *a, graph_plan *p, float *best)
 {
     void *x = NULL, *w = NULL, *b = NULL, *y = NULL, *r = NULL;
@@ -1219,10 +1231,12 @@ static opsched_status time_gemm(const cu_plan_args *a, graph_plan *p, float *bes
     for (int i = -1; i < GRAPH_FIND_RUNS; i++) {
         float ms = 0.0f;
         CUDA_CHECK_GOTO(a->ctx, st, cudaEventRecord(ev[0], s), done);
-        OS_TRY_GOTO(st, cu_lt_gemm_run(a->ctx, a->dev, &p->lt, s, w, x, b, r, y), done);
+        for (int k = 0; k < GRAPH_TIME_REPS; k++)
+            OS_TRY_GOTO(st, cu_lt_gemm_run(a->ctx, a->dev, &p->lt, s, w, x, b, r, y), done);
         CUDA_CHECK_GOTO(a->ctx, st, cudaEventRecord(ev[1], s), done);
         CUDA_CHECK_GOTO(a->ctx, st, cudaEventSynchronize(ev[1]), done);
         CUDA_CHECK_GOTO(a->ctx, st, cudaEventElapsedTime(&ms, ev[0], ev[1]), done);
+        ms /= GRAPH_TIME_REPS;
         if (i >= 0 && (*best < 0.0f || ms < *best)) *best = ms;
     }
 done:
@@ -1330,7 +1344,7 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
         p->bias.act = act;
     } else if (st == OPSCHED_OK) {
         epilogue_of(a, ch, &act, &p->bias);
-        st = pick_depthwise(a, p, keyed, &act, own);
+        if (force != CU_CONV_CUBLASLT) st = pick_depthwise(a, p, keyed, &act, own);
     }
     if (st == OPSCHED_OK && !own && !p->use_dw)
         st = pick_gemm(a, p, keyed, &act, force == CU_CONV_CUBLASLT);
