@@ -364,6 +364,44 @@ static void test_fused_chain(void **state)
     opsched_graph_free(g);
 }
 
+/* Runs of movement nodes as one strided gather: ShuffleNetV2's unit
+ * against the reference with the runs on and ablated; with them on, each
+ * Slice and the output's Reshape gather from the shuffle's input, the
+ * shuffle's Reshapes and Transposes run nothing, and three launches go. */
+static void test_movement_runs(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_shape xs = {4, {2, 8, 5, 3}};
+    opsched_graph *g = netref_shuffle_graph(env.ctx, &xs, 43);
+    assert_non_null(g);
+    opsched_exec_options on = {.plan = {.fuse_activation = 1}}, ablated = on;
+    ablated.plan.ablate = OPSCHED_ABLATE_MOVEMENT;
+    compare_with_reference(g, &on, 1e-5);
+    compare_with_reference(g, &ablated, 1e-5);
+    int launches[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        opsched_executor *ex = NULL;
+        CHECK(opsched_executor_create(env.cpu, g, NULL, k ? &ablated : &on, &ex));
+        opsched_exec_info info;
+        CHECK(opsched_executor_info(ex, &info));
+        launches[k] = info.n_launches;
+        int gathers = 0, fused = 0;
+        for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
+            const opsched_layer_info *li = opsched_executor_layer(ex, i);
+            gathers += strncmp(li->algo, "gather:", 7) == 0;
+            fused += li->role == OPSCHED_ROLE_FUSED && strcmp(li->algo, "gathered") == 0;
+        }
+        print_message("  shuffle unit, movement runs %s: %d launches, %d gathers, %d nodes in "
+                      "them\n",
+                      k ? "ablated" : "on", info.n_launches, gathers, fused);
+        assert_int_equal(gathers, k ? 0 : 3);
+        opsched_executor_free(ex);
+    }
+    assert_true(launches[0] < launches[1]);
+    opsched_graph_free(g);
+}
+
 /* The squeeze-and-excitation gate runs as one launch: two SE blocks (one
  * from GlobalAveragePool with biases and Swish and Sigmoid, one from
  * ReduceMean without biases, Relu and HardSigmoid) against the reference
@@ -864,6 +902,7 @@ int main(void)
         cmocka_unit_test(test_fused_relu),          cmocka_unit_test(test_views_alias),
         cmocka_unit_test(test_fused_activations),   cmocka_unit_test(test_fused_residual),
         cmocka_unit_test(test_epilogue_same),       cmocka_unit_test(test_fused_chain),
+        cmocka_unit_test(test_movement_runs),
         cmocka_unit_test(test_fused_se),
         cmocka_unit_test(test_fused_bias),
         cmocka_unit_test(test_arena_vs_peak),       cmocka_unit_test(test_run_layers),

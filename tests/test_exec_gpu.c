@@ -178,6 +178,40 @@ static void test_chains(void **state)
     opsched_graph_free(g);
 }
 
+/* Runs of movement nodes as one strided copy each: ShuffleNetV2's unit in
+ * both layouts and every math mode against the CPU backend in fp32 (node
+ * by node).  Under NHWC the shuffle's Reshapes copy between the
+ * channels-last maps and the row-major 5-D view: with the runs each Slice
+ * and the output gather straight from the shuffle's input. */
+static void test_movement_runs(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    opsched_shape xs = {4, {2, 16, 7, 5}};
+    opsched_graph *g = netref_shuffle_graph(env.ctx, &xs, 47);
+    assert_non_null(g);
+    check_graph_modes(g, "shuffle", 1);
+    for (int layout = 0; layout < 2; layout++) {
+        int launches[2];
+        for (int k = 0; k < 2; k++) {
+            opsched_exec_options o = {.plan = {.math = OPSCHED_MATH_FP32,
+                                               .layout = (opsched_layout)layout,
+                                               .fuse_activation = 1,
+                                               .ablate = k ? OPSCHED_ABLATE_MOVEMENT : 0}};
+            opsched_executor *ex = NULL;
+            CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+            opsched_exec_info info;
+            CHECK(opsched_executor_info(ex, &info));
+            launches[k] = info.n_launches;
+            opsched_executor_free(ex);
+        }
+        print_message("  shuffle, %s: %d launches with movement runs, %d without\n",
+                      layout ? "NHWC" : "NCHW", launches[0], launches[1]);
+        assert_true(launches[0] < launches[1]);
+    }
+    opsched_graph_free(g);
+}
+
 /* The squeeze-and-excitation gate as one kernel: two SE blocks (biases,
  * Swish and Sigmoid; no biases, Relu and HardSigmoid) in both layouts and
  * every math mode against the CPU backend in fp32, node by node.  Shapes:
@@ -573,6 +607,7 @@ int main(void)
         cmocka_unit_test(test_forced_algorithm),
         cmocka_unit_test(test_conv_cublaslt),
         cmocka_unit_test(test_chains),
+        cmocka_unit_test(test_movement_runs),
         cmocka_unit_test(test_se_gate),
         cmocka_unit_test(test_bias_epilogue),
         cmocka_unit_test(test_attention),

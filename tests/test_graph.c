@@ -532,6 +532,118 @@ static void test_common_subexpressions(void **state)
     done(ctx, g);
 }
 
+static int shuffle_reshape(opsched_graph *g, const char *name, int x, const char *dims)
+{
+    opsched_op_attr rs;
+    memset(&rs, 0, sizeof(rs));
+    assert_int_equal(opsched_shape_parse(dims, &rs.shape.shape), OPSCHED_OK);
+    return node1(g, name, OPSCHED_OP_RESHAPE, &rs, x, -1);
+}
+
+static int channel_slice(opsched_graph *g, const char *name, int x, int64_t c0, int64_t c1)
+{
+    opsched_op_attr sl;
+    memset(&sl, 0, sizeof(sl));
+    const opsched_shape *xs = &opsched_graph_tensor(g, x)->shape;
+    for (int d = 0; d < xs->ndim; d++) {
+        sl.slice.ends[d] = xs->d[d];
+        sl.slice.steps[d] = 1;
+    }
+    sl.slice.starts[1] = c0;
+    sl.slice.ends[1] = c1;
+    return node1(g, name, OPSCHED_OP_SLICE, &sl, x, -1);
+}
+
+/* Runs of movement nodes: ShuffleNet's channel shuffle (Reshape to
+ * [N, 2, C/2, H, W], Transpose, Reshape back) and the two channel Slices
+ * after it are two runs whose Reshapes and Transpose need no memory; each
+ * Slice reads the shuffle's input through one strided view, checked here
+ * element by element against the shuffle's formula.  A Slice across
+ * merged dimensions that does not align with them is no run; a run never
+ * ends at a node that may not head one. */
+static void test_movement_runs(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx;
+    opsched_graph *g = new_graph(&ctx);
+    int x = add_input(g, "x", "1x8x2x3");
+    int r1 = shuffle_reshape(g, "split", x, "1x2x4x2x3");
+    opsched_op_attr tr;
+    memset(&tr, 0, sizeof(tr));
+    tr.transpose.n = 5;
+    int perm[5] = {0, 2, 1, 3, 4};
+    for (int d = 0; d < 5; d++)
+        tr.transpose.perm[d] = perm[d];
+    int t = node1(g, "swap", OPSCHED_OP_TRANSPOSE, &tr, r1, -1);
+    int r2 = shuffle_reshape(g, "join", t, "1x8x2x3");
+    int sa = channel_slice(g, "first", r2, 0, 4), sb = channel_slice(g, "second", r2, 4, 8);
+    int ya = node1(g, "relu_a", OPSCHED_OP_RELU, NULL, sa, -1);
+    int yb = node1(g, "relu_b", OPSCHED_OP_RELU, NULL, sb, -1);
+    assert_int_equal(opsched_graph_mark_output(g, ya), OPSCHED_OK);
+    assert_int_equal(opsched_graph_mark_output(g, yb), OPSCHED_OK);
+    int role[8];
+    assert_int_equal(opsched_move_runs(g, NULL, role), 2);
+    int want[7] = {OPSCHED_MOVE_INSIDE, OPSCHED_MOVE_INSIDE, OPSCHED_MOVE_INSIDE,
+                   OPSCHED_MOVE_HEAD,   OPSCHED_MOVE_HEAD,   OPSCHED_MOVE_NONE,
+                   OPSCHED_MOVE_NONE};
+    for (int i = 0; i < 7; i++)
+        assert_int_equal(role[i], want[i]);
+    const int64_t xs[4] = {48, 6, 3, 1}, ys[4] = {24, 6, 3, 1};
+    for (int half = 0; half < 2; half++) {
+        int path[OPSCHED_MOVE_MAX_RUN];
+        assert_int_equal(opsched_move_run(g, role, 3 + half, path), 4);
+        assert_int_equal(path[0], 0);
+        assert_int_equal(path[3], 3 + half);
+        opsched_move_view v;
+        int64_t dst[OPSCHED_MOVE_MAX_FACTORS], idx[OPSCHED_MOVE_MAX_FACTORS] = {0};
+        assert_int_equal(opsched_move_compose(g, path, 4, xs, &v), 1);
+        opsched_move_dst_strides(&v, ys, dst);
+        int64_t total = 1, seen = 0;
+        for (int f = 0; f < v.n; f++)
+            total *= v.size[f];
+        assert_int_equal(total, 24);
+        for (int64_t e = 0; e < total; e++) {
+            int64_t s = v.offset, d = 0;
+            for (int f = 0; f < v.n; f++) {
+                s += idx[f] * v.stride[f];
+                d += idx[f] * dst[f];
+            }
+            /* out channel c (of the shuffled 8) = 2i + k reads input channel 4k + i */
+            int64_t c = d / 6 + 4 * half, h = (d / 3) % 2, w = d % 3;
+            assert_int_equal(s, ((c % 2) * 4 + c / 2) * 6 + h * 3 + w);
+            seen |= 1ll << d;
+            for (int f = v.n - 1; f >= 0 && ++idx[f] == v.size[f]; f--)
+                idx[f] = 0;
+        }
+        assert_int_equal(seen, (1ll << 24) - 1); /* every output element once */
+    }
+    /* the first Slice may not head a run: the shuffle's end is kept, and
+     * heads a run of three; the Slices run alone from it */
+    unsigned char no_head[8] = {0, 0, 0, 1, 0, 0, 0, 0};
+    assert_int_equal(opsched_move_runs(g, no_head, role), 1);
+    assert_int_equal(role[2], OPSCHED_MOVE_HEAD);
+    assert_int_equal(role[3], OPSCHED_MOVE_ALONE);
+    assert_int_equal(role[4], OPSCHED_MOVE_ALONE);
+    done(ctx, g);
+
+    /* [2, 3] flattened, then elements 1 to 3: not one strided view */
+    g = new_graph(&ctx);
+    x = add_input(g, "x", "2x3");
+    int f = shuffle_reshape(g, "flat", x, "6");
+    opsched_op_attr sl;
+    memset(&sl, 0, sizeof(sl));
+    sl.slice.starts[0] = 1;
+    sl.slice.ends[0] = 4;
+    sl.slice.steps[0] = 1;
+    int s = node1(g, "part", OPSCHED_OP_SLICE, &sl, f, -1);
+    assert_int_equal(opsched_graph_mark_output(g, node1(g, "relu", OPSCHED_OP_RELU, NULL, s, -1)),
+                     OPSCHED_OK);
+    assert_int_equal(opsched_move_runs(g, NULL, role), 0);
+    assert_int_equal(role[0], OPSCHED_MOVE_ALONE);
+    assert_int_equal(role[1], OPSCHED_MOVE_ALONE);
+    done(ctx, g);
+}
+
 /* A 4-D tensor reshaped from a 3-D one (a transformer's heads) is kept
  * row-major, and so is what element-wise ops make of it; a convolution
  * reading such a tensor takes it back (it reads images). */
@@ -581,6 +693,7 @@ int main(void)
         cmocka_unit_test(test_ew_chain),          cmocka_unit_test(test_layout_rowmajor),
         cmocka_unit_test(test_common_subexpressions),
         cmocka_unit_test(test_layout_heads),
+        cmocka_unit_test(test_movement_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -172,12 +172,14 @@ typedef enum opsched_ablation {
                                              * the float kernel instead */
     OPSCHED_ABLATE_CUDNN_ATTENTION = 1u << 12, /* cuDNN's fused attention engines for
                                                 * fp16/bf16: the own kernel always */
-    OPSCHED_ABLATE_CONV_GEMM = 1u << 13 /* 1x1 convolutions as timed cuBLASLt products:
-                                         * cuDNN always */
+    OPSCHED_ABLATE_CONV_GEMM = 1u << 13, /* 1x1 convolutions as timed cuBLASLt products:
+                                          * cuDNN always */
+    OPSCHED_ABLATE_MOVEMENT = 1u << 14   /* runs of movement nodes as one strided gather
+                                          * (opsched_move_runs): each node on its own */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
  * "chains", "residual", "layout", "se", "bias", "attention", "projections",
- * "tensor-cores", "cudnn-attention", "conv-gemm" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
+ * "tensor-cores", "cudnn-attention", "conv-gemm", "movement" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size);
@@ -206,6 +208,11 @@ typedef struct opsched_plan_options {
     const unsigned char *rowmajor; /* NULL, or a byte per tensor of rowmajor_graph: 1 keeps that
                                     * 4-D tensor row-major under the NHWC layout
                                     * (opsched_layout_rowmajor) */
+    const int *move_path;      /* movement node: run this run of movement nodes (first
+                                * first, the node last; opsched_move_run) as one
+                                * strided gather of the first one's input, the launch's
+                                * only input */
+    int n_move_path;
 } opsched_plan_options;
 
 /* Forward convolution algorithms a backend can try, in its order; the list
@@ -233,6 +240,8 @@ typedef struct opsched_plan_info {
     int fused_se;              /* nodes of the squeeze-and-excitation gate the plan
                                 * runs (the mean among them), 0 when it runs its node
                                 * alone */
+    int fused_movement;        /* nodes of the movement run the plan gathers through,
+                                * 0 when it runs its node alone */
 } opsched_plan_info;
 opsched_status opsched_plan_info_get(const opsched_plan *p, opsched_plan_info *out);
 

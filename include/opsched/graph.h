@@ -784,6 +784,43 @@ int opsched_op_is_chainable(const opsched_graph *g, const opsched_node *n);
 int opsched_ew_chain_find(const opsched_graph *g, int node, opsched_ew_chain *out);
 int opsched_ew_chain_sides(const opsched_graph *g, const opsched_ew_chain *c, int *sides);
 
+/* Runs of data-movement nodes as one strided gather (movement.c).  A
+ * movement node is a Reshape, Flatten, Identity, Dropout, Transpose or
+ * Slice.  opsched_move_runs gives every node a role: NONE (not a movement
+ * node), INSIDE (a movement node that only movement nodes read, as their
+ * data, and no graph output: it need not exist in memory), HEAD (a
+ * movement node read elsewhere whose input an INSIDE node makes: it
+ * computes its output straight from the run's source, the input of the
+ * first node of opsched_move_run's path), ALONE (a movement node that
+ * runs as it would); it returns the number of HEADs.  A run is kept only
+ * where opsched_move_compose finds it affine, and never ends at a node
+ * no_head marks (may be NULL): an executor's views that alias their input.  opsched_move_run writes the
+ * path of HEAD `end`, first node first (at most OPSCHED_MOVE_MAX_RUN),
+ * and returns its length.  opsched_move_compose writes the strided view
+ * that reads the path's output from its source, given the source's
+ * strides in elements per logical dimension: factors in the output's
+ * dimension order, outermost first within one (at most
+ * OPSCHED_MOVE_MAX_FACTORS; 0 when it is not affine or has more).
+ * opsched_move_dst_strides gives each factor's stride in the output from
+ * the output's strides per logical dimension.  A plan that runs a path
+ * (opsched_plan_options.move_path) reads the source as its only input. */
+#define OPSCHED_MOVE_MAX_RUN 16
+#define OPSCHED_MOVE_MAX_FACTORS 8
+enum { OPSCHED_MOVE_NONE = 0, OPSCHED_MOVE_ALONE, OPSCHED_MOVE_INSIDE, OPSCHED_MOVE_HEAD };
+typedef struct opsched_move_view {
+    int n;
+    int64_t size[OPSCHED_MOVE_MAX_FACTORS], stride[OPSCHED_MOVE_MAX_FACTORS];
+    int dim[OPSCHED_MOVE_MAX_FACTORS]; /* the output dimension of each factor */
+    int64_t offset;                     /* elements into the source */
+} opsched_move_view;
+int opsched_op_is_movement(const opsched_node *n);
+int opsched_move_runs(const opsched_graph *g, const unsigned char *no_head, int *role);
+int opsched_move_run(const opsched_graph *g, const int *role, int end, int *path);
+int opsched_move_compose(const opsched_graph *g, const int *nodes, int n,
+                         const int64_t *src_strides, opsched_move_view *out);
+void opsched_move_dst_strides(const opsched_move_view *v, const int64_t *dst_strides,
+                              int64_t *out);
+
 /* The squeeze-and-excitation gate (se.c): s = act2(fc2(act1(fc1(m)))),
  * m the mean of a 4-D float map x over H and W (GlobalAveragePool, or
  * ReduceMean over axes 2 and 3 keeping them), fc1 and fc2 convolutions that

@@ -445,6 +445,7 @@ static const struct {
                  {"tensor-cores", OPSCHED_ABLATE_TENSOR_CORES},
                  {"cudnn-attention", OPSCHED_ABLATE_CUDNN_ATTENTION},
                  {"conv-gemm", OPSCHED_ABLATE_CONV_GEMM},
+                 {"movement", OPSCHED_ABLATE_MOVEMENT},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)
@@ -541,6 +542,18 @@ opsched_status opsched_plan_create(opsched_device *dev, const opsched_graph *g, 
                            n->name);
         }
         p->n_inputs = n->n_inputs + 4;
+    }
+    if (p->info.fused_movement) { /* the run's source, its only input */
+        if (!opts->move_path || opts->n_move_path != p->info.fused_movement ||
+            opts->move_path[opts->n_move_path - 1] != node || p->info.fused_chain ||
+            p->info.fused_se || p->info.fused_bias) {
+            dev->be->plan_free(dev->impl, p->impl);
+            free(p);
+            return OS_FAIL(dev->ctx, OPSCHED_ERR_BACKEND,
+                           "plan: node '%s': the backend gathered a run it was not asked for",
+                           n->name);
+        }
+        p->n_inputs = 1;
     }
     p->n_outputs = n->n_outputs;
     *out = p;

@@ -280,6 +280,7 @@ typedef struct ex_build {
     int *residual;        /* per node: the residual a convolution's plan adds (input 3), or -1 */
     int **chain_in;       /* per node: a chain's launch inputs (its own, then the sides), or NULL */
     int *chain_n;         /* per node: their count */
+    int *move_role;       /* per node: opsched_move_runs' role, NULL when no run is gathered */
     int *follow_next;     /* copying views after the same node: a list per node */
     int *follow_head;     /* per node (+1 slot for the prologue at index n_nodes) */
     /* per stage, for MERGE stages: up to three launches (conv, relu, split) */
@@ -928,6 +929,93 @@ static void elide_concat(opsched_executor *ex, const ex_build *b, int c)
     ex->info.n_concats_elided++;
 }
 
+/* Plans HEAD e of a movement run as one gather of the run's source; 1 in
+ * *done when the backend took it (the run's INSIDE nodes then run
+ * nothing), 0 when it plans the node alone (nothing kept). */
+static opsched_status plan_move(opsched_executor *ex, ex_build *b, int e, int *done)
+{
+    int path[OPSCHED_MOVE_MAX_RUN];
+    int len = opsched_move_run(b->g, b->move_role, e, path);
+    *done = 0;
+    if (len < 2) return OPSCHED_OK;
+    opsched_exec_options o = node_options(b, b->place[e].stage);
+    o.plan.move_path = path;
+    o.plan.n_move_path = len;
+    opsched_layer_info li;
+    opsched_plan *plan = NULL;
+    opsched_plan_info pi;
+    OS_TRY(plan_with_info(ex, b, e, &o, &li, &plan, &pi));
+    if (pi.fused_movement != len) {
+        opsched_plan_free(plan);
+        return OPSCHED_OK;
+    }
+    int src = opsched_graph_node(b->g, path[0])->inputs[0];
+    int *cp = malloc(sizeof(int));
+    if (!cp) {
+        opsched_plan_free(plan);
+        return OS_NOMEM(ex->ctx);
+    }
+    cp[0] = src;
+    b->chain_in[e] = cp;
+    b->chain_n[e] = 1;
+    b->plans[e] = plan;
+    note_plan(ex, e, plan, &li);
+    *done = 1;
+    return OPSCHED_OK;
+}
+
+/* Runs of movement nodes (opsched_move_runs) as one strided gather each:
+ * every HEAD is planned first, reading its run's source; the INSIDE nodes
+ * of the runs the backend took run nothing, and their outputs, which no
+ * launch reads, take no memory.  A run the backend turns down is planned
+ * node by node as before. */
+static opsched_status plan_moves(opsched_executor *ex, ex_build *b)
+{
+    int n = ex->n_nodes;
+    unsigned char *alias = calloc((size_t)n + 1, 1);
+    b->move_role = calloc((size_t)n + 1, sizeof(int));
+    int *taken = calloc((size_t)n + 1, sizeof(int));
+    opsched_status st = OPSCHED_OK;
+    if (!alias || !b->move_role || !taken) {
+        st = OS_NOMEM(ex->ctx);
+        goto done;
+    }
+    for (int i = 0; i < n; i++)
+        alias[i] = ex->nodes[i].role == OPSCHED_ROLE_VIEW ||
+                   (ex->nodes[i].role != OPSCHED_ROLE_LAUNCH &&
+                    ex->nodes[i].role != OPSCHED_ROLE_VIEW_COPY);
+    if (opsched_move_runs(b->g, alias, b->move_role) == 0) goto done;
+    for (int e = 0; e < n; e++) {
+        if (b->move_role[e] != OPSCHED_MOVE_HEAD) continue;
+        int ok = 0;
+        OS_TRY_GOTO(st, plan_move(ex, b, e, &ok), done);
+        if (!ok) continue;
+        int path[OPSCHED_MOVE_MAX_RUN];
+        int len = opsched_move_run(b->g, b->move_role, e, path);
+        for (int k = 0; k < len - 1; k++)
+            taken[path[k]] = 1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (b->move_role[i] != OPSCHED_MOVE_INSIDE || !taken[i]) continue;
+        /* a run turned down keeps its nodes: another may share them */
+        int all = 1;
+        for (int c = 0; c < n && all; c++) {
+            if (b->move_role[c] != OPSCHED_MOVE_HEAD || b->plans[c]) continue;
+            int path[OPSCHED_MOVE_MAX_RUN];
+            int len = opsched_move_run(b->g, b->move_role, c, path);
+            for (int k = 0; k < len - 1; k++)
+                all &= path[k] != i;
+        }
+        if (!all || ex->nodes[i].role == OPSCHED_ROLE_VIEW) continue;
+        ex->nodes[i].role = OPSCHED_ROLE_FUSED;
+        snprintf(ex->nodes[i].algo, sizeof(ex->nodes[i].algo), "gathered");
+    }
+done:
+    free(alias);
+    free(taken);
+    return st;
+}
+
 /* Roles and plans of every node. */
 static opsched_status plan_all(opsched_executor *ex, ex_build *b)
 {
@@ -946,6 +1034,8 @@ static opsched_status plan_all(opsched_executor *ex, ex_build *b)
             ex->nodes[i].role = OPSCHED_ROLE_VIEW_COPY;
         }
     }
+    if (b->o->plan.fuse_activation && !(b->o->plan.ablate & OPSCHED_ABLATE_MOVEMENT))
+        OS_TRY(plan_moves(ex, b));
     for (int k = 0; k < b->s->n_stages; k++) {
         const opsched_stage *sg = &b->s->stages[k];
         if (sg->kind != OPSCHED_STAGE_MERGE) continue;
@@ -960,6 +1050,7 @@ static opsched_status plan_all(opsched_executor *ex, ex_build *b)
         const opsched_node *n = opsched_graph_node(g, i);
         if (ex->nodes[i].role != OPSCHED_ROLE_LAUNCH && ex->nodes[i].role != OPSCHED_ROLE_VIEW_COPY)
             continue;
+        if (b->plans[i]) continue; /* a movement run's gather (plan_moves) */
         if (n->op == OPSCHED_OP_CONCAT && !b->o->no_concat_elision) continue;
         OS_TRY(plan_node(ex, b, i));
     }
@@ -1340,6 +1431,7 @@ static void build_release(ex_build *b, int n_nodes)
         free(b->chain_in[i]);
     free(b->chain_in);
     free(b->chain_n);
+    free(b->move_role);
     free(b->plans);
     free(b->residual);
     free(b->merges);

@@ -270,6 +270,70 @@ static int transpose4(opsched_graph *g, const char *name, int x, int p0, int p1,
     return node1(g, name, OPSCHED_OP_TRANSPOSE, &a, &x, 1, out);
 }
 
+/* The shuffle of ShuffleNetV2: x [N, C, H, W] as [N, 2, C/2, H, W], its
+ * two groups swapped, back to [N, C, H, W]. */
+static int shuffle(opsched_graph *g, const char *name, int x, int *out)
+{
+    const opsched_shape *xs = &opsched_graph_tensor(g, x)->shape;
+    opsched_shape split = {5, {xs->d[0], 2, xs->d[1] / 2, xs->d[2], xs->d[3]}}, back = *xs;
+    opsched_op_attr a;
+    memset(&a, 0, sizeof(a));
+    a.transpose.n = 5;
+    int perm[5] = {0, 2, 1, 3, 4};
+    for (int d = 0; d < 5; d++)
+        a.transpose.perm[d] = perm[d];
+    char n1[64], n2[64], n3[64];
+    snprintf(n1, sizeof(n1), "%s_split", name);
+    snprintf(n2, sizeof(n2), "%s_swap", name);
+    snprintf(n3, sizeof(n3), "%s_join", name);
+    int t[2];
+    return reshape_to(g, n1, x, &split, &t[0]) || node1(g, n2, OPSCHED_OP_TRANSPOSE, &a, &t[0], 1, &t[1]) ||
+           reshape_to(g, n3, t[1], &back, out);
+}
+
+static int channels(opsched_graph *g, const char *name, int x, int64_t c0, int64_t c1, int *out)
+{
+    const opsched_shape *xs = &opsched_graph_tensor(g, x)->shape;
+    opsched_op_attr a;
+    memset(&a, 0, sizeof(a));
+    for (int d = 0; d < xs->ndim; d++) {
+        a.slice.ends[d] = xs->d[d];
+        a.slice.steps[d] = 1;
+    }
+    a.slice.starts[1] = c0;
+    a.slice.ends[1] = c1;
+    return node1(g, name, OPSCHED_OP_SLICE, &a, &x, 1, out);
+}
+
+opsched_graph *netref_shuffle_graph(opsched_ctx *ctx, const opsched_shape *xs, uint64_t seed)
+{
+    opsched_graph *g = NULL;
+    int64_t c = xs->d[1];
+    int x, t[12];
+    opsched_conv_desc pw = {.out_channels = c, .kernel_h = 1, .kernel_w = 1, .stride_h = 1,
+                            .stride_w = 1, .bias = 1};
+    opsched_conv_desc half = pw;
+    half.out_channels = c / 2;
+    if (opsched_graph_create(ctx, "shuffle", &g) != OPSCHED_OK ||
+        opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, xs, &x) ||
+        opsched_build_conv(g, "pw", x, &pw, &t[0]) ||
+        opsched_build_unary(g, "relu", OPSCHED_OP_RELU, NULL, t[0], &t[1]) ||
+        shuffle(g, "shuffle1", t[1], &t[2]) || channels(g, "keep", t[2], 0, c / 2, &t[3]) ||
+        channels(g, "branch", t[2], c / 2, c, &t[4]) ||
+        opsched_build_conv(g, "branch_pw", t[4], &half, &t[5]) ||
+        opsched_build_unary(g, "branch_relu", OPSCHED_OP_RELU, NULL, t[5], &t[6])) {
+        opsched_graph_free(g);
+        return NULL;
+    }
+    int parts[2] = {t[3], t[6]};
+    if (opsched_build_concat(g, "cat", parts, 2, 1, &t[7]) || shuffle(g, "shuffle2", t[7], &t[8]) ||
+        opsched_graph_mark_output(g, t[8]) || netref_set_weights(g, seed)) {
+        opsched_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
 static int scalar_const(opsched_graph *g, const char *name, float v, int *out)
 {
     opsched_shape s = {0, {0}};

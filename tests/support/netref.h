@@ -45,6 +45,12 @@ opsched_graph *netref_chain_graph(opsched_ctx *ctx, const opsched_shape *x, uint
  * node 10's output (11-13, a residual); weights from seed.  NULL when it
  * cannot be built. */
 opsched_graph *netref_bias_graph(opsched_ctx *ctx, const opsched_shape *x, uint64_t seed);
+/* ShuffleNetV2's unit: a 1x1 convolution and Relu, the channel shuffle
+ * (Reshape to [N, 2, C/2, H, W], Transpose, Reshape back), two channel
+ * Slices, one through a 1x1 convolution and Relu, their Concat, and a
+ * second shuffle as the output: movement runs (opsched_move_runs) of
+ * four nodes (each Slice) and three (the output). */
+opsched_graph *netref_shuffle_graph(opsched_ctx *ctx, const opsched_shape *x, uint64_t seed);
 
 /* Attention as torch's SDPA decomposition writes it, x [B, S, H*D]: Q, K
  * and V projections, Reshape to [B, S, H, D], Transposes (K to K^T), the

@@ -63,6 +63,9 @@ typedef struct cpu_node {
     int se_act[2];               /* 1 when act1 / act2 is present: */
     opsched_op_kind se_op[2];    /* its kind and attributes */
     opsched_op_attr se_attr[2];
+    int move;                    /* a movement run's gather from input 0 (opsched_move_run): */
+    opsched_move_view move_view; /* the source's factors, and */
+    int64_t move_dst[OPSCHED_MOVE_MAX_FACTORS]; /* each factor's stride in the output */
 } cpu_node;
 
 /* One node of an element-wise chain: v = f(v), or v = f(v, w) (f(w, v)

@@ -268,6 +268,73 @@ static opsched_status plan_chain(opsched_ctx *ctx, const opsched_graph *g, int n
     return OPSCHED_OK;
 }
 
+/* Row-major strides of shape sh, in elements. */
+static void rowmajor_strides(const opsched_shape *sh, int64_t *st)
+{
+    int64_t acc = 1;
+    for (int d = sh->ndim - 1; d >= 0; d--) {
+        st[d] = acc;
+        acc *= sh->d[d];
+    }
+}
+
+/* Every element of the output, read from the source through the run's
+ * factors (an odometer over them, the last fastest). */
+static opsched_status loop_move(opsched_ctx *ctx, const cpu_node *n, void *const *in,
+                                void *const *out)
+{
+    (void)ctx;
+    const opsched_move_view *v = &n->move_view;
+    size_t es = cpu_esize(n->out_dt[0]);
+    int64_t idx[OPSCHED_MOVE_MAX_FACTORS] = {0}, total = 1;
+    for (int f = 0; f < v->n; f++)
+        total *= v->size[f];
+    const char *src = in[0];
+    char *dst = out[0];
+    int64_t s = v->offset, d = 0;
+    for (int64_t e = 0; e < total; e++) {
+        memcpy(dst + (size_t)d * es, src + (size_t)s * es, es);
+        for (int f = v->n - 1; f >= 0; f--) {
+            s += v->stride[f];
+            d += n->move_dst[f];
+            if (++idx[f] < v->size[f]) break;
+            s -= v->stride[f] * v->size[f];
+            d -= n->move_dst[f] * v->size[f];
+            idx[f] = 0;
+        }
+    }
+    return OPSCHED_OK;
+}
+
+/* The movement run opts->move_path as one gather of its source, the
+ * node's only input; *done 0 when it is not affine (planned alone). */
+static opsched_status plan_move(const opsched_graph *g, int node, const opsched_plan_options *opts,
+                                cpu_plan *p, opsched_plan_info *info, int *done)
+{
+    cpu_node *cn = &p->node;
+    *done = 0;
+    const opsched_node *first = opsched_graph_node(g, opts->move_path[0]);
+    if (opts->move_path[opts->n_move_path - 1] != node || !first) return OPSCHED_OK;
+    const opsched_tensor *x = opsched_graph_tensor(g, first->inputs[0]);
+    if (!x || x->dtype != cn->out_dt[0]) return OPSCHED_OK;
+    int64_t xs[OPSCHED_MAX_DIMS], ys[OPSCHED_MAX_DIMS];
+    rowmajor_strides(&x->shape, xs);
+    rowmajor_strides(&cn->out[0], ys);
+    if (!opsched_move_compose(g, opts->move_path, opts->n_move_path, xs, &cn->move_view))
+        return OPSCHED_OK;
+    opsched_move_dst_strides(&cn->move_view, ys, cn->move_dst);
+    cn->move = 1;
+    cn->n_in = 1;
+    cn->has_in[0] = 1;
+    cn->in[0] = x->shape;
+    cn->in_dt[0] = x->dtype;
+    p->loop = loop_move;
+    snprintf(info->algo, sizeof(info->algo), "gather:%d", opts->n_move_path);
+    info->fused_movement = opts->n_move_path;
+    *done = 1;
+    return OPSCHED_OK;
+}
+
 /* The squeeze-and-excitation gate from mean `node` as one loop
  * (cpu_loop_se), W1, b1, W2, b2 as inputs after the node's own; *done 0
  * when there is none (the node is planned alone). */
@@ -378,6 +445,8 @@ opsched_status cpu_plan_create(opsched_ctx *ctx, void *d, const opsched_graph *g
         OS_TRY_GOTO(st, plan_se(g, node, p, info, &chained), fail);
     if (!chained && opts->fuse_chain && !outputs_empty(&p->node))
         OS_TRY_GOTO(st, plan_chain(ctx, g, node, p, info, &chained), fail);
+    if (!chained && opts->move_path && opts->n_move_path >= 2 && !outputs_empty(&p->node))
+        OS_TRY_GOTO(st, plan_move(g, node, opts, p, info, &chained), fail);
     if (chained) {
         /* planned: one loop over the chain */
     } else if (outputs_empty(&p->node)) {

@@ -315,6 +315,11 @@ opsched_status cu_plan_binary(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_concat(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_split(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_slice(const cu_plan_args *a, cu_plan **out);
+/* A run of movement nodes (opts->move_path, opsched_move_run) as one
+ * strided copy of its source, in the source's and the output's layouts;
+ * unsupported where the run is not affine or needs more than CUK_MAX_DIMS
+ * factors. */
+opsched_status cu_plan_move(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_gather(const cu_plan_args *a, cu_plan **out);
 /* 1 when the reduction d reads its input as [O, R, C] with C the one
  * contiguous kept extent (at least 8) and writes [O, C]: a reduction over

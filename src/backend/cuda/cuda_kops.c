@@ -177,6 +177,42 @@ opsched_status cu_plan_slice(const cu_plan_args *a, cu_plan **out)
     return kop_done(a, p, "kernel", out);
 }
 
+opsched_status cu_plan_move(const cu_plan_args *a, cu_plan **out)
+{
+    const opsched_plan_options *o = a->opts;
+    const opsched_node *first = opsched_graph_node(a->g, o->move_path[0]);
+    const opsched_tensor *x = first ? opsched_graph_tensor(a->g, first->inputs[0]) : NULL;
+    const opsched_tensor *y = cu_out(a, 0);
+    if (!x || !y || o->move_path[o->n_move_path - 1] != cu_node_index(a) || x->dtype != y->dtype)
+        return CU_UNSUPPORTED(a, "gather: the run does not end at this node or changes the type");
+    int64_t xs[OPSCHED_MAX_DIMS], ys[OPSCHED_MAX_DIMS], dst[OPSCHED_MOVE_MAX_FACTORS];
+    cu_strides(a, x, xs);
+    cu_strides(a, y, ys);
+    opsched_move_view v;
+    if (!opsched_move_compose(a->g, o->move_path, o->n_move_path, xs, &v) || v.n > CUK_MAX_DIMS)
+        return CU_UNSUPPORTED(a, "gather: the run is not one strided copy");
+    opsched_move_dst_strides(&v, ys, dst);
+    kop_plan *p = NULL;
+    OS_TRY(kop_new(a, copy_launch, 0, &p));
+    p->elem = cu_elem_size(a, x);
+    memset(&p->nd, 0, sizeof(p->nd));
+    p->nd.ndim = v.n > 0 ? v.n : 1;
+    p->nd.shape[0] = 1;
+    for (int f = 0; f < v.n; f++) {
+        p->nd.shape[f] = v.size[f];
+        p->nd.stride[0][f] = dst[f];
+        p->nd.stride[1][f] = v.stride[f];
+    }
+    p->nd.offset[1] = v.offset;
+    cu_nd_simplify(&p->nd, 2);
+    p->base.n_in = 1;
+    p->base.need_in = 1;
+    a->info->fused_movement = o->n_move_path;
+    char algo[32];
+    snprintf(algo, sizeof(algo), "gather:%d", o->n_move_path);
+    return kop_done(a, p, algo, out);
+}
+
 opsched_status cu_plan_expand(const cu_plan_args *a, cu_plan **out)
 {
     const opsched_tensor *y = cu_out(a, 0);

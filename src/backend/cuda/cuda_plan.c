@@ -468,6 +468,19 @@ opsched_status cu_plan_create(opsched_ctx *ctx, void *impl, const opsched_graph 
     memset(info, 0, sizeof(*info));
     OS_TRY(cu_device_use(ctx, dev));
     cu_plan *p = NULL;
+    if (opts->move_path && opts->n_move_path >= 2 && !outputs_empty(&a)) {
+        /* A run of movement nodes as one strided copy, or the node alone. */
+        opsched_status st = cu_plan_move(&a, &p);
+        if (st == OPSCHED_OK) {
+            info->workspace_bytes = 0;
+            *plan = p;
+            return OPSCHED_OK;
+        }
+        if (st != OPSCHED_ERR_UNSUPPORTED) return st;
+        opsched_ctx_clear_error(ctx);
+        memset(info, 0, sizeof(*info));
+        p = NULL;
+    }
     if (opts->fuse_se && !outputs_empty(&a)) {
         /* The squeeze-and-excitation gate from this mean as one kernel, or the mean alone. */
         opsched_status st = cu_plan_se(&a, &p);
