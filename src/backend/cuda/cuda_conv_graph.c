@@ -907,6 +907,47 @@ static opsched_status get_choice(const cu_plan_args *a, int find, int bias, cons
     return OPSCHED_OK;
 }
 
+/* Zeroed scratch tensors a timed verdict runs on: the input, the filter,
+ * the bias where the node has one, the output, and with `res` a residual
+ * of the output's size. */
+typedef struct conv_scratch {
+    void *x, *w, *b, *y, *r;
+} conv_scratch;
+
+static void scratch_free(conv_scratch *sc)
+{
+    (void)cudaFree(sc->x);
+    (void)cudaFree(sc->w);
+    (void)cudaFree(sc->b);
+    (void)cudaFree(sc->y);
+    (void)cudaFree(sc->r);
+    (void)cudaGetLastError();
+    memset(sc, 0, sizeof(*sc));
+}
+
+static opsched_status zeroed(const cu_plan_args *a, size_t bytes, void **out)
+{
+    OS_TRY(cu_malloc(a->ctx, bytes, out));
+    CUDA_CHECK(a->ctx, cudaMemset(*out, 0, bytes));
+    return OPSCHED_OK;
+}
+
+static opsched_status scratch_alloc(const cu_plan_args *a, int res, conv_scratch *sc)
+{
+    size_t yb = tensor_bytes(a, cu_out(a, 0));
+    opsched_status st = OPSCHED_OK;
+    memset(sc, 0, sizeof(*sc));
+    OS_TRY_GOTO(st, zeroed(a, tensor_bytes(a, cu_in(a, 0)), &sc->x), fail);
+    OS_TRY_GOTO(st, zeroed(a, tensor_bytes(a, cu_in(a, 1)), &sc->w), fail);
+    OS_TRY_GOTO(st, zeroed(a, yb, &sc->y), fail);
+    if (cu_in(a, 2)) OS_TRY_GOTO(st, zeroed(a, tensor_bytes(a, cu_in(a, 2)), &sc->b), fail);
+    if (res) OS_TRY_GOTO(st, zeroed(a, yb, &sc->r), fail);
+    return OPSCHED_OK;
+fail:
+    scratch_free(sc);
+    return st;
+}
+
 /* What a timed verdict launches, GRAPH_TIME_REPS times over. */
 typedef opsched_status (*enqueue_fn)(const cu_plan_args *a, void *env, cudaStream_t s);
 
@@ -999,42 +1040,22 @@ static opsched_status enqueue_choice(const cu_plan_args *a, void *env, cudaStrea
 static opsched_status time_choice(const cu_plan_args *a, const conv_choice *ch,
                                   const cu_conv_bias *epi, int res, float *best)
 {
-    void *x = NULL, *w = NULL, *b = NULL, *y = NULL, *ws = NULL, *r = NULL;
+    conv_scratch sc;
+    void *ws = NULL;
     cudnnBackendDescriptor_t pack = NULL;
-    size_t xb = tensor_bytes(a, cu_in(a, 0)), wb = tensor_bytes(a, cu_in(a, 1));
-    size_t yb = tensor_bytes(a, cu_out(a, 0));
-    cudaStream_t s = a->dev->stream;
-    cudnnHandle_t h = a->dev->cudnn;
     opsched_status st = OPSCHED_OK;
     *best = -1.0f;
-    OS_TRY_GOTO(st, cu_malloc(a->ctx, xb, &x), done);
-    OS_TRY_GOTO(st, cu_malloc(a->ctx, wb, &w), done);
-    OS_TRY_GOTO(st, cu_malloc(a->ctx, yb, &y), done);
-    CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(x, 0, xb), done);
-    CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(w, 0, wb), done);
-    if (cu_in(a, 2)) {
-        size_t bb = tensor_bytes(a, cu_in(a, 2));
-        OS_TRY_GOTO(st, cu_malloc(a->ctx, bb, &b), done);
-        CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(b, 0, bb), done);
-    }
-    if (res) {
-        OS_TRY_GOTO(st, cu_malloc(a->ctx, yb, &r), done);
-        CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(r, 0, yb), done);
-    }
+    OS_TRY(scratch_alloc(a, res, &sc));
     if (ch->workspace) OS_TRY_GOTO(st, cu_malloc(a->ctx, ch->workspace, &ws), done);
-    OS_TRY_GOTO(st, pack_build(a->ctx, ws, x, w, ch->fuse_bias ? b : NULL, y, &pack), done);
-    CUDNN_CHECK_GOTO(a->ctx, st, cudnnSetStream(h, s), done);
-    choice_run run = {ch, epi, pack, res, b, r, y};
+    OS_TRY_GOTO(st, pack_build(a->ctx, ws, sc.x, sc.w, ch->fuse_bias ? sc.b : NULL, sc.y, &pack),
+                done);
+    CUDNN_CHECK_GOTO(a->ctx, st, cudnnSetStream(a->dev->cudnn, a->dev->stream), done);
+    choice_run run = {ch, epi, pack, res, sc.b, sc.r, sc.y};
     OS_TRY_GOTO(st, time_reps(a, enqueue_choice, &run, best), done);
 done:
     cu_bk_free(&pack);
     (void)cudaFree(ws);
-    (void)cudaFree(x);
-    (void)cudaFree(w);
-    (void)cudaFree(b);
-    (void)cudaFree(y);
-    (void)cudaFree(r);
-    (void)cudaGetLastError();
+    scratch_free(&sc);
     return st;
 }
 
@@ -1149,29 +1170,12 @@ static opsched_status enqueue_depthwise(const cu_plan_args *a, void *env, cudaSt
 
 static opsched_status time_depthwise(const cu_plan_args *a, const graph_plan *p, float *best)
 {
-    void *x = NULL, *w = NULL, *b = NULL, *y = NULL;
-    size_t xb = tensor_bytes(a, cu_in(a, 0)), wb = tensor_bytes(a, cu_in(a, 1));
-    size_t yb = tensor_bytes(a, cu_out(a, 0));
-    opsched_status st = OPSCHED_OK;
+    conv_scratch sc;
     *best = -1.0f;
-    OS_TRY_GOTO(st, cu_malloc(a->ctx, xb, &x), done);
-    OS_TRY_GOTO(st, cu_malloc(a->ctx, wb, &w), done);
-    OS_TRY_GOTO(st, cu_malloc(a->ctx, yb, &y), done);
-    CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(x, 0, xb), done);
-    CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(w, 0, wb), done);
-    if (cu_in(a, 2)) {
-        size_t bb = tensor_bytes(a, cu_in(a, 2));
-        OS_TRY_GOTO(st, cu_malloc(a->ctx, bb, &b), done);
-        CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(b, 0, bb), done);
-    }
-    dw_run run = {p, x, w, b, y};
-    OS_TRY_GOTO(st, time_reps(a, enqueue_depthwise, &run, best), done);
-done:
-    (void)cudaFree(x);
-    (void)cudaFree(w);
-    (void)cudaFree(b);
-    (void)cudaFree(y);
-    (void)cudaGetLastError();
+    OS_TRY(scratch_alloc(a, 0, &sc));
+    dw_run run = {p, sc.x, sc.w, sc.b, sc.y};
+    opsched_status st = time_reps(a, enqueue_depthwise, &run, best);
+    scratch_free(&sc);
     return st;
 }
 
@@ -1274,34 +1278,12 @@ static opsched_status enqueue_gemm(const cu_plan_args *a, void *env, cudaStream_
 
 static opsched_status time_gemm(const cu_plan_args *a, graph_plan *p, float *best)
 {
-    void *x = NULL, *w = NULL, *b = NULL, *y = NULL, *r = NULL;
-    size_t xb = tensor_bytes(a, cu_in(a, 0)), wb = tensor_bytes(a, cu_in(a, 1));
-    size_t yb = tensor_bytes(a, cu_out(a, 0));
-    opsched_status st = OPSCHED_OK;
+    conv_scratch sc;
     *best = -1.0f;
-    OS_TRY_GOTO(st, cu_malloc(a->ctx, xb, &x), done);
-    OS_TRY_GOTO(st, cu_malloc(a->ctx, wb, &w), done);
-    OS_TRY_GOTO(st, cu_malloc(a->ctx, yb, &y), done);
-    CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(x, 0, xb), done);
-    CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(w, 0, wb), done);
-    if (cu_in(a, 2)) {
-        size_t bb = tensor_bytes(a, cu_in(a, 2));
-        OS_TRY_GOTO(st, cu_malloc(a->ctx, bb, &b), done);
-        CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(b, 0, bb), done);
-    }
-    if (p->res) {
-        OS_TRY_GOTO(st, cu_malloc(a->ctx, yb, &r), done);
-        CUDA_CHECK_GOTO(a->ctx, st, cudaMemset(r, 0, yb), done);
-    }
-    gemm_run run = {p, x, w, b, r, y};
-    OS_TRY_GOTO(st, time_reps(a, enqueue_gemm, &run, best), done);
-done:
-    (void)cudaFree(x);
-    (void)cudaFree(w);
-    (void)cudaFree(b);
-    (void)cudaFree(y);
-    (void)cudaFree(r);
-    (void)cudaGetLastError();
+    OS_TRY(scratch_alloc(a, p->res, &sc));
+    gemm_run run = {p, sc.x, sc.w, sc.b, sc.r, sc.y};
+    opsched_status st = time_reps(a, enqueue_gemm, &run, best);
+    scratch_free(&sc);
     return st;
 }
 

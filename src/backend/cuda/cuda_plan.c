@@ -468,37 +468,19 @@ opsched_status cu_plan_create(opsched_ctx *ctx, void *impl, const opsched_graph 
     memset(info, 0, sizeof(*info));
     OS_TRY(cu_device_use(ctx, dev));
     cu_plan *p = NULL;
-    if (opts->move_path && opts->n_move_path >= 2 && !outputs_empty(&a)) {
-        /* A run of movement nodes as one strided copy, or the node alone. */
-        opsched_status st = cu_plan_move(&a, &p);
+    /* The fused forms asked for, each taken where it runs: a movement run
+     * as one strided copy, the squeeze-and-excitation gate from this mean
+     * as one kernel, the element-wise chain from this node as one kernel;
+     * else the node alone. */
+    static opsched_status (*const fused[3])(const cu_plan_args *, cu_plan **) = {
+        cu_plan_move, cu_plan_se, cu_plan_chain};
+    const int asked[3] = {opts->move_path && opts->n_move_path >= 2, opts->fuse_se,
+                          opts->fuse_chain};
+    for (int k = 0; k < 3; k++) {
+        if (!asked[k] || outputs_empty(&a)) continue;
+        opsched_status st = fused[k](&a, &p);
         if (st == OPSCHED_OK) {
-            info->workspace_bytes = 0;
-            *plan = p;
-            return OPSCHED_OK;
-        }
-        if (st != OPSCHED_ERR_UNSUPPORTED) return st;
-        opsched_ctx_clear_error(ctx);
-        memset(info, 0, sizeof(*info));
-        p = NULL;
-    }
-    if (opts->fuse_se && !outputs_empty(&a)) {
-        /* The squeeze-and-excitation gate from this mean as one kernel, or the mean alone. */
-        opsched_status st = cu_plan_se(&a, &p);
-        if (st == OPSCHED_OK) {
-            info->workspace_bytes = p->workspace_bytes;
-            *plan = p;
-            return OPSCHED_OK;
-        }
-        if (st != OPSCHED_ERR_UNSUPPORTED) return st;
-        opsched_ctx_clear_error(ctx);
-        memset(info, 0, sizeof(*info));
-        p = NULL;
-    }
-    if (opts->fuse_chain && !outputs_empty(&a)) {
-        /* The element-wise chain from this node as one kernel, or the node alone. */
-        opsched_status st = cu_plan_chain(&a, &p);
-        if (st == OPSCHED_OK) {
-            info->workspace_bytes = 0;
+            info->workspace_bytes = k == 1 ? p->workspace_bytes : 0; /* as before: the gate's */
             *plan = p;
             return OPSCHED_OK;
         }
