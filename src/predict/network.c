@@ -138,11 +138,26 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
         l->p.source = l->p.energy_source = OPSCHED_SOURCE_VIEW;
         l->p.family = OPSCHED_FAMILY_OTHER;
     }
+    /* With fusing on, the movement nodes a run gathers through run
+     * nothing; the run's last node copies its output from the run's source,
+     * as many bytes as the node alone moves (opsched_move_runs, as the
+     * executor plans them). */
+    int *move = calloc((size_t)n + 1, sizeof(int));
+    unsigned char *alias = calloc((size_t)n + 1, 1);
+    if (!move || !alias) {
+        free(move);
+        free(alias);
+        st = OS_NOMEM(p->ctx);
+        goto done;
+    }
+    for (int i = 0; i < n; i++)
+        alias[i] = (unsigned char)os_exec_view_aliases(g, i, p->o.math, layout, NULL);
+    if (fuse) opsched_move_runs(g, alias, move);
     int m = 0;
     for (int i = 0; i < n; i++) {
         const opsched_node *node = opsched_graph_node(g, i);
         opsched_layer_prediction *l = &r->layers[i];
-        if (l->fused_into >= 0 || os_exec_view_aliases(g, i, p->o.math, layout, NULL))
+        if (l->fused_into >= 0 || alias[i] || move[i] == OPSCHED_MOVE_INSIDE)
             continue; /* runs nothing */
         l->launches = 1;
         l->flops = node->cost.flops;
@@ -173,6 +188,8 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
         fused[m] = l->fused_relu;
         which[m++] = i;
     }
+    free(move);
+    free(alias);
     OS_TRY_GOTO(st, os_predict_many(p, recs, fused, m, pred, feat), done);
     for (int k = 0; k < m; k++) {
         opsched_layer_prediction *l = &r->layers[which[k]];
