@@ -4,7 +4,9 @@
  * Layers follow the executor's rules (the functions of
  * src/exec/exec_build.c themselves): views that can alias their input run
  * nothing; a Conv whose output is read only by a Relu (and is not a graph
- * output) runs that Relu fused in when fusing is on.  Every other node is
+ * output) runs that Relu fused in when fusing is on, and so do the
+ * movement nodes a run gathers through (opsched_move_runs; the run's last
+ * node keeps its own cost, a copy of its output).  Every other node is
  * one launch, as in the executor's sequential schedule with every Concat
  * copying (what opsched profile measures).
  *
