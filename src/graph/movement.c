@@ -22,6 +22,7 @@
  */
 #include "graph/graph_impl.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Factors of one dimension at most, and in all. */
@@ -205,43 +206,54 @@ void opsched_move_dst_strides(const opsched_move_view *v, const int64_t *dst_str
     }
 }
 
-/* 1 when node i's output must exist in memory: it is a graph output, or a
- * node other than a movement node reads it, or a movement node reads it
- * other than as its data. */
-static int read_outside(const opsched_graph *g, int i)
+/* outside[t] = 1 when tensor t must exist in memory: it is a graph output,
+ * or a node other than a movement node reads it, or a movement node reads
+ * it other than as its data.  One pass over every node's inputs. */
+static void mark_outside(const opsched_graph *g, unsigned char *outside)
 {
-    const opsched_node *n = opsched_graph_node(g, i);
-    int t = n->outputs[0];
-    for (int k = 0; k < opsched_graph_num_outputs(g); k++)
-        if (opsched_graph_output(g, k) == t) return 1;
+    for (int k = 0; k < opsched_graph_num_outputs(g); k++) {
+        int t = opsched_graph_output(g, k);
+        if (t >= 0) outside[t] = 1;
+    }
     for (int c = 0; c < opsched_graph_num_nodes(g); c++) {
         const opsched_node *m = opsched_graph_node(g, c);
+        int mv = opsched_op_is_movement(m);
         for (int k = 0; k < m->n_inputs; k++)
-            if (m->inputs[k] == t && (k > 0 || !opsched_op_is_movement(m))) return 1;
+            if (m->inputs[k] >= 0 && (k > 0 || !mv)) outside[m->inputs[k]] = 1;
     }
-    return 0;
 }
 
 int opsched_move_runs(const opsched_graph *g, const unsigned char *no_head, int *role)
 {
     int nn = opsched_graph_num_nodes(g), runs = 0;
+    unsigned char *outside = calloc((size_t)opsched_graph_num_tensors(g) + 1, 1);
+    if (!outside) { /* no runs: every node as it was */
+        for (int i = 0; i < nn; i++)
+            role[i] = opsched_op_is_movement(opsched_graph_node(g, i)) ? OPSCHED_MOVE_ALONE
+                                                                       : OPSCHED_MOVE_NONE;
+        return 0;
+    }
+    mark_outside(g, outside);
     /* internal: a movement node only movement nodes read, as their data */
     for (int i = 0; i < nn; i++) {
         const opsched_node *n = opsched_graph_node(g, i);
         role[i] = !opsched_op_is_movement(n) ? OPSCHED_MOVE_NONE
-                  : read_outside(g, i)       ? OPSCHED_MOVE_ALONE
+                  : outside[n->outputs[0]]   ? OPSCHED_MOVE_ALONE
                                              : OPSCHED_MOVE_INSIDE;
     }
+    free(outside);
     /* An end (a movement node read outside) whose input an internal node
      * makes heads a run back through the internal ones.  Where the run is
-     * not affine (or longer than OPSCHED_MOVE_MAX_RUN) the internal node it
-     * stops at must exist after all: it becomes an end, and the runs are
-     * found again.  Whether a run is affine depends on the sizes alone,
-     * not on the strides (the layouts), so row-major ones decide it. */
+     * not affine (or longer than OPSCHED_MOVE_MAX_RUN, or may not end
+     * there) the internal node it stops at must exist after all: it becomes
+     * an end, and the runs are found again until none changes (a node only
+     * ever leaves INSIDE, so this ends).  Whether a run is affine depends on
+     * the sizes alone, not on the strides (the layouts), so row-major ones
+     * decide it. */
     for (int changed = 1; changed;) {
         changed = 0;
         runs = 0;
-        for (int e = 0; e < nn && !changed; e++) {
+        for (int e = 0; e < nn; e++) {
             if (role[e] == OPSCHED_MOVE_NONE || role[e] == OPSCHED_MOVE_INSIDE) continue;
             int path[OPSCHED_MOVE_MAX_RUN];
             int len = opsched_move_run(g, role, e, path);
