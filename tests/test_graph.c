@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "opsched/graph.h"
+#include "support/rng.h"
 
 static opsched_graph *new_graph(opsched_ctx **ctx)
 {
@@ -644,6 +645,166 @@ static void test_movement_runs(void **state)
     done(ctx, g);
 }
 
+/* A row-major array of int64 source indices, shaped. */
+typedef struct idx_array {
+    opsched_shape shape;
+    int64_t *v;
+} idx_array;
+
+static int64_t unravel_at(const opsched_shape *s, int64_t lin, int d)
+{
+    for (int k = s->ndim - 1; k > d; k--)
+        lin /= s->d[k];
+    return lin % s->d[d];
+}
+
+/* y = x transposed by perm, or sliced (starts, steps, y's shape), naively. */
+static void naive_step(const opsched_node *n, const idx_array *x, const opsched_shape *ys,
+                       idx_array *y)
+{
+    int64_t numel = opsched_shape_numel(ys);
+    y->shape = *ys;
+    y->v = malloc(sizeof(int64_t) * (size_t)(numel > 0 ? numel : 1));
+    assert_non_null(y->v);
+    for (int64_t e = 0; e < numel; e++) {
+        int64_t xi[OPSCHED_MAX_DIMS], lin = 0;
+        for (int d = 0; d < ys->ndim; d++) {
+            int64_t i = unravel_at(ys, e, d);
+            if (n->op == OPSCHED_OP_TRANSPOSE)
+                xi[n->attr.transpose.perm[d]] = i;
+            else if (n->op == OPSCHED_OP_SLICE)
+                xi[d] = n->attr.slice.starts[d] + i * n->attr.slice.steps[d];
+        }
+        if (n->op == OPSCHED_OP_RESHAPE) {
+            lin = e;
+        } else {
+            for (int d = 0; d < x->shape.ndim; d++)
+                lin = lin * x->shape.d[d] + xi[d];
+        }
+        y->v[e] = x->v[lin];
+    }
+}
+
+/* Random runs of Reshapes, Transposes and Slices on small shapes: wherever
+ * opsched_move_compose finds a view, the view reads, for every output
+ * element, the source element the nodes one by one would have moved there;
+ * and most runs compose. */
+static void test_movement_compose_random(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_seed(&r, 1234);
+    int composed = 0, tried = 0;
+    for (int trial = 0; trial < 600; trial++) {
+        opsched_ctx *ctx;
+        opsched_graph *g = new_graph(&ctx);
+        opsched_shape xs = {(int)test_rng_int(&r, 1, 5), {0}};
+        for (int d = 0; d < xs.ndim; d++)
+            xs.d[d] = test_rng_int(&r, 1, 5);
+        char dims[64];
+        int w = 0;
+        for (int d = 0; d < xs.ndim; d++)
+            w += snprintf(dims + w, sizeof(dims) - (size_t)w, "%s%lld", d ? "x" : "",
+                          (long long)xs.d[d]);
+        int cur = add_input(g, "x", dims), nodes[6], n = (int)test_rng_int(&r, 2, 6);
+        for (int k = 0; k < n; k++) {
+            const opsched_shape *cs = &opsched_graph_tensor(g, cur)->shape;
+            opsched_op_attr a;
+            memset(&a, 0, sizeof(a));
+            int kind = (int)test_rng_int(&r, 0, 3);
+            char name[16];
+            snprintf(name, sizeof(name), "n%d", k);
+            if (kind == 0) { /* a random factorisation of the elements */
+                int64_t left = opsched_shape_numel(cs);
+                opsched_shape to = {0, {0}};
+                while (left > 1 && to.ndim < 5) {
+                    int64_t f = test_rng_int(&r, 1, left + 1);
+                    while (left % f) f--;
+                    to.d[to.ndim++] = f;
+                    left /= f;
+                }
+                if (left > 1 || to.ndim == 0) to.d[to.ndim++] = left;
+                a.shape.shape = to;
+                cur = node1(g, name, OPSCHED_OP_RESHAPE, &a, cur, -1);
+            } else if (kind == 1) {
+                a.transpose.n = cs->ndim;
+                for (int d = 0; d < cs->ndim; d++)
+                    a.transpose.perm[d] = d;
+                for (int d = cs->ndim - 1; d > 0; d--) {
+                    int j = (int)test_rng_int(&r, 0, d + 1), t = a.transpose.perm[d];
+                    a.transpose.perm[d] = a.transpose.perm[j];
+                    a.transpose.perm[j] = t;
+                }
+                cur = node1(g, name, OPSCHED_OP_TRANSPOSE, &a, cur, -1);
+            } else {
+                for (int d = 0; d < cs->ndim; d++) {
+                    a.slice.ends[d] = cs->d[d];
+                    a.slice.steps[d] = 1;
+                }
+                int d = (int)test_rng_int(&r, 0, cs->ndim);
+                int64_t step = test_rng_int(&r, 1, 3), start = test_rng_int(&r, 0, cs->d[d]);
+                a.slice.starts[d] = start;
+                a.slice.steps[d] = step;
+                a.slice.ends[d] = test_rng_int(&r, start + 1, cs->d[d] + 1);
+                cur = node1(g, name, OPSCHED_OP_SLICE, &a, cur, -1);
+            }
+            nodes[k] = opsched_graph_num_nodes(g) - 1;
+        }
+        /* the nodes one by one, on the source's row-major indices */
+        idx_array v;
+        v.shape = xs;
+        int64_t xn = opsched_shape_numel(&xs);
+        v.v = malloc(sizeof(int64_t) * (size_t)xn);
+        assert_non_null(v.v);
+        for (int64_t e = 0; e < xn; e++)
+            v.v[e] = e;
+        for (int k = 0; k < n; k++) {
+            const opsched_node *nd = opsched_graph_node(g, nodes[k]);
+            idx_array y;
+            naive_step(nd, &v, &opsched_graph_tensor(g, nd->outputs[0])->shape, &y);
+            free(v.v);
+            v = y;
+        }
+        int64_t st[OPSCHED_MAX_DIMS], ys[OPSCHED_MAX_DIMS], acc = 1;
+        for (int d = xs.ndim - 1; d >= 0; d--) {
+            st[d] = acc;
+            acc *= xs.d[d];
+        }
+        acc = 1;
+        for (int d = v.shape.ndim - 1; d >= 0; d--) {
+            ys[d] = acc;
+            acc *= v.shape.d[d];
+        }
+        opsched_move_view mv;
+        tried++;
+        if (opsched_move_compose(g, nodes, n, st, &mv)) {
+            composed++;
+            int64_t dst[OPSCHED_MOVE_MAX_FACTORS], idx[OPSCHED_MOVE_MAX_FACTORS] = {0}, total = 1;
+            opsched_move_dst_strides(&mv, ys, dst);
+            for (int f = 0; f < mv.n; f++)
+                total *= mv.size[f];
+            assert_int_equal(total, opsched_shape_numel(&v.shape));
+            for (int64_t e = 0; e < total; e++) {
+                int64_t so = mv.offset, d = 0;
+                for (int f = 0; f < mv.n; f++) {
+                    so += idx[f] * mv.stride[f];
+                    d += idx[f] * dst[f];
+                }
+                if (v.v[d] != so)
+                    fail_msg("trial %d: output %lld reads %lld, the nodes move %lld there", trial,
+                             (long long)d, (long long)so, (long long)v.v[d]);
+                for (int f = mv.n - 1; f >= 0 && ++idx[f] == mv.size[f]; f--)
+                    idx[f] = 0;
+            }
+        }
+        free(v.v);
+        done(ctx, g);
+    }
+    print_message("  %d of %d random runs composed into one view, each checked\n", composed,
+                  tried);
+    assert_true(composed * 2 > tried);
+}
+
 /* A 4-D tensor reshaped from a 3-D one (a transformer's heads) is kept
  * row-major, and so is what element-wise ops make of it; a convolution
  * reading such a tensor takes it back (it reads images). */
@@ -694,6 +855,7 @@ int main(void)
         cmocka_unit_test(test_common_subexpressions),
         cmocka_unit_test(test_layout_heads),
         cmocka_unit_test(test_movement_runs),
+        cmocka_unit_test(test_movement_compose_random),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
