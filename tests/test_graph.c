@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "opsched/graph.h"
+#include "support/netref.h"
 #include "support/rng.h"
 
 static opsched_graph *new_graph(opsched_ctx **ctx)
@@ -543,16 +544,9 @@ static int shuffle_reshape(opsched_graph *g, const char *name, int x, const char
 
 static int channel_slice(opsched_graph *g, const char *name, int x, int64_t c0, int64_t c1)
 {
-    opsched_op_attr sl;
-    memset(&sl, 0, sizeof(sl));
-    const opsched_shape *xs = &opsched_graph_tensor(g, x)->shape;
-    for (int d = 0; d < xs->ndim; d++) {
-        sl.slice.ends[d] = xs->d[d];
-        sl.slice.steps[d] = 1;
-    }
-    sl.slice.starts[1] = c0;
-    sl.slice.ends[1] = c1;
-    return node1(g, name, OPSCHED_OP_SLICE, &sl, x, -1);
+    int y = -1;
+    assert_int_equal(netref_channel_slice(g, name, x, c0, c1, &y), 0);
+    return y;
 }
 
 /* Runs of movement nodes: ShuffleNet's channel shuffle (Reshape to

@@ -291,7 +291,8 @@ static int shuffle(opsched_graph *g, const char *name, int x, int *out)
            reshape_to(g, n3, t[1], &back, out);
 }
 
-static int channels(opsched_graph *g, const char *name, int x, int64_t c0, int64_t c1, int *out)
+int netref_channel_slice(opsched_graph *g, const char *name, int x, int64_t c0, int64_t c1,
+                         int *out)
 {
     const opsched_shape *xs = &opsched_graph_tensor(g, x)->shape;
     opsched_op_attr a;
@@ -318,8 +319,8 @@ opsched_graph *netref_shuffle_graph(opsched_ctx *ctx, const opsched_shape *xs, u
         opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, xs, &x) ||
         opsched_build_conv(g, "pw", x, &pw, &t[0]) ||
         opsched_build_unary(g, "relu", OPSCHED_OP_RELU, NULL, t[0], &t[1]) ||
-        shuffle(g, "shuffle1", t[1], &t[2]) || channels(g, "keep", t[2], 0, c / 2, &t[3]) ||
-        channels(g, "branch", t[2], c / 2, c, &t[4]) ||
+        shuffle(g, "shuffle1", t[1], &t[2]) || netref_channel_slice(g, "keep", t[2], 0, c / 2, &t[3]) ||
+        netref_channel_slice(g, "branch", t[2], c / 2, c, &t[4]) ||
         opsched_build_conv(g, "branch_pw", t[4], &half, &t[5]) ||
         opsched_build_unary(g, "branch_relu", OPSCHED_OP_RELU, NULL, t[5], &t[6])) {
         opsched_graph_free(g);

@@ -45,6 +45,9 @@ opsched_graph *netref_chain_graph(opsched_ctx *ctx, const opsched_shape *x, uint
  * node 10's output (11-13, a residual); weights from seed.  NULL when it
  * cannot be built. */
 opsched_graph *netref_bias_graph(opsched_ctx *ctx, const opsched_shape *x, uint64_t seed);
+/* Adds a Slice of channels [c0, c1) of x (axis 1) as *out; nonzero on failure. */
+int netref_channel_slice(opsched_graph *g, const char *name, int x, int64_t c0, int64_t c1,
+                         int *out);
 /* ShuffleNetV2's unit: a 1x1 convolution and Relu, the channel shuffle
  * (Reshape to [N, 2, C/2, H, W], Transpose, Reshape back), two channel
  * Slices, one through a 1x1 convolution and Relu, their Concat, and a

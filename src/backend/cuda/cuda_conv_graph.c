@@ -95,7 +95,7 @@ typedef struct conv_choice {
     /* For a 1x1 convolution: 0 until the cuBLASLt product is measured
      * against cuDNN's plan and its epilogue, then 1 when it was faster and
      * -1 when not; one verdict each without a residual, with one, and with
-     * one and an activation after it (gemm_slot). */
+     * one and an activation after it (pick_gemm's slot). */
     int gemm_wins[3];
     int64_t engine;           /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX of the plan */
     size_t workspace;         /* the execution plan's */
