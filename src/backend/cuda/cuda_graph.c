@@ -13,6 +13,9 @@
  * recording.  Whatever goes wrong, the capture is ended and the runtime's
  * error cleared, so the stream is usable again for ordinary launches.
  */
+#include <cuda_profiler_api.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "backend/cuda/cuda_impl.h"
@@ -96,11 +99,40 @@ fail:
     return st;
 }
 
+/*
+ * OPSCHED_CUDA_PROFILE_LAUNCH=K brackets the process's K-th graph launch
+ * (counted from 1) with cudaProfilerStart/Stop, so that a kernel profiler
+ * started with profiling off (ncu --profile-from-start off) reads exactly
+ * one replay of an inference: its kernels, each timed alone.  A debugging
+ * aid for comparing kernels with a peer's; unset, it costs one atomic add.
+ */
+static long profile_launch(void)
+{
+    static long want = -1;
+    if (want < 0) {
+        const char *e = getenv("OPSCHED_CUDA_PROFILE_LAUNCH");
+        want = e ? strtol(e, NULL, 10) : 0;
+    }
+    return want;
+}
+
 opsched_status cu_graph_launch(opsched_ctx *ctx, void *impl, void *graph, void *stream)
 {
+    static atomic_long launches;
     cu_device *dev = impl;
     cu_graph *g = graph;
+    cudaStream_t s = graph_stream(dev, stream);
     OS_TRY(cu_device_use(ctx, dev));
-    CUDA_CHECK(ctx, cudaGraphLaunch(g->exec, graph_stream(dev, stream)));
+    long k = atomic_fetch_add(&launches, 1) + 1;
+    bool bracket = profile_launch() > 0 && k == profile_launch();
+    if (bracket) {
+        CUDA_CHECK(ctx, cudaStreamSynchronize(s));
+        CUDA_CHECK(ctx, cudaProfilerStart());
+    }
+    CUDA_CHECK(ctx, cudaGraphLaunch(g->exec, s));
+    if (bracket) {
+        CUDA_CHECK(ctx, cudaStreamSynchronize(s));
+        CUDA_CHECK(ctx, cudaProfilerStop());
+    }
     return OPSCHED_OK;
 }
