@@ -671,9 +671,9 @@ static void check_fused(opsched_op_kind op, const opsched_op_attr *attr, const i
 }
 
 /* "cublaslt": a 1x1 convolution as a cuBLASLt product, without timing,
- * with its bias and a Relu in the epilogue, in every math mode; in NCHW
- * only maps of one pixel (channels innermost); every other shape is
- * refused. */
+ * with its bias and a Relu in the epilogue, or a HardSwish (which the
+ * epilogue lacks) as a kernel after it, in every math mode; in NCHW only
+ * maps of one pixel (channels innermost); every other shape is refused. */
 static const conv_cfg lt_cfgs[] = {
     {"1x1 odd map", "1x24x7x9", "40x24x1x1", {1, 1}, {1, 1}, {0, 0, 0, 0}, 1},
     {"1x1 one pixel", "3x64x1x1", "32x64x1x1", {1, 1}, {1, 1}, {0, 0, 0, 0}, 1},
@@ -692,15 +692,19 @@ static void test_conv_cublaslt(void **state)
                 const conv_cfg *k = i < n_base ? &conv_cfgs[i] : &lt_cfgs[i - n_base];
                 int one_pixel = strcmp(k->label, "1x1 one pixel") == 0;
                 int fits = strncmp(k->label, "1x1", 3) == 0 && (l == 1 || one_pixel);
-                for (int act = 0; act < 2; act++) {
-                    tcase *c = act ? conv_act_case(k, OPSCHED_OP_RELU, NULL) : conv_case(k);
+                for (int act = 0; act < 3; act++) {
+                    static const char *const wants[3] = {"cublaslt+bias", "cublaslt+bias+Relu",
+                                                         "cublaslt+bias+HardSwish"};
+                    tcase *c = act == 0   ? conv_case(k)
+                               : act == 1 ? conv_act_case(k, OPSCHED_OP_RELU, NULL)
+                                          : conv_act_case(k, OPSCHED_OP_HARDSWISH, NULL);
                     opsched_plan_options o =
                         opts_of((opsched_math)m, (opsched_layout)l, "cublaslt");
-                    o.fuse_activation = act;
+                    o.fuse_activation = act > 0;
                     opsched_plan_info info;
                     if (fits) {
                         check_case_info(c, &o, 0, &info);
-                        const char *want = act ? "cublaslt+bias+Relu" : "cublaslt+bias";
+                        const char *want = wants[act];
                         if (strcmp(info.algo, want) != 0)
                             fail_msg("%s [%s]: took '%s', not '%s'", c->label,
                                      opsched_math_name(o.math), info.algo, want);

@@ -402,6 +402,33 @@ static void test_movement_runs(void **state)
     opsched_graph_free(g);
 }
 
+/* MobileNet's inverted residual block (Clip, HardSwish and Swish after
+ * convolutions, a residual Add) against the reference with fusion on:
+ * each activation and the residual taken by the convolution before it,
+ * four launches for eight nodes. */
+static void test_inverted_residual(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_shape xs = {4, {2, 6, 5, 4}};
+    opsched_graph *g = netref_inverted_residual_graph(env.ctx, &xs, 41);
+    assert_non_null(g);
+    opsched_exec_options o = {.plan = {.fuse_activation = 1, .fuse_residual = 1}};
+    compare_with_reference(g, &o, 1e-5);
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &o, &ex));
+    opsched_exec_info info;
+    CHECK(opsched_executor_info(ex, &info));
+    int fused = 0;
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++)
+        fused += opsched_executor_layer(ex, i)->role == OPSCHED_ROLE_FUSED;
+    print_message("  inverted residual: %d launches, %d nodes fused\n", info.n_launches, fused);
+    assert_int_equal(fused, 4);
+    assert_int_equal(info.n_launches, 4);
+    opsched_executor_free(ex);
+    opsched_graph_free(g);
+}
+
 /* The squeeze-and-excitation gate runs as one launch: two SE blocks (one
  * from GlobalAveragePool with biases and Swish and Sigmoid, one from
  * ReduceMean without biases, Relu and HardSigmoid) against the reference
@@ -903,6 +930,7 @@ int main(void)
         cmocka_unit_test(test_fused_activations),   cmocka_unit_test(test_fused_residual),
         cmocka_unit_test(test_epilogue_same),       cmocka_unit_test(test_fused_chain),
         cmocka_unit_test(test_movement_runs),
+        cmocka_unit_test(test_inverted_residual),
         cmocka_unit_test(test_fused_se),
         cmocka_unit_test(test_fused_bias),
         cmocka_unit_test(test_arena_vs_peak),       cmocka_unit_test(test_run_layers),

@@ -567,6 +567,52 @@ static void test_conv_cublaslt(void **state)
     opsched_graph_free(g);
 }
 
+/* Activations cuBLASLt's epilogue lacks (Clip, Swish) as a kernel after
+ * the product: MobileNet's inverted residual block in NHWC, its 1x1
+ * layers forced onto cuBLASLt, in every math mode against the unforced
+ * fp32 plan. */
+static void test_conv_cublaslt_act_after(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    opsched_shape xs = {4, {2, 24, 14, 14}};
+    opsched_graph *g = netref_inverted_residual_graph(env.ctx, &xs, 53);
+    assert_non_null(g);
+    size_t nx = input_numel(g), n_ref = 0, n = 0;
+    float *x = random_values(nx, 11);
+    opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};
+    float *ref = infer(env.gpu, g, &base, x, 0, &n_ref);
+    int failures = 0;
+    for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
+        opsched_exec_options o = {.plan = {.math = (opsched_math)m,
+                                           .layout = OPSCHED_LAYOUT_NHWC,
+                                           .fuse_activation = 1,
+                                           .algo = "cublaslt"},
+                                  .algo_fallback = "heuristic"};
+        float *y = infer(env.gpu, g, &o, x, 0, &n);
+        opsched_executor *ex = NULL;
+        CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+        const char *expand = opsched_executor_layer(ex, 0)->algo;
+        const char *project = opsched_executor_layer(ex, 4)->algo;
+        const char *widen = opsched_executor_layer(ex, 6)->algo;
+        assert_int_equal(n, n_ref);
+        double err = netref_rel_l2(y, ref, n);
+        print_message("  inverted residual %s NHWC: %s, %s, %s; relative L2 %.3g (limit %.0e)%s\n",
+                      opsched_math_name((opsched_math)m), expand, project, widen, err,
+                      tolerance[m], err < tolerance[m] ? "" : "  FAILED");
+        failures += !(err < tolerance[m]);
+        assert_string_equal(expand, "cublaslt+bias+Clip");
+        assert_string_equal(project, "cublaslt+bias+residual");
+        assert_true(strncmp(widen, "cublaslt+bias+", 14) == 0);
+        opsched_executor_free(ex);
+        free(y);
+    }
+    assert_int_equal(failures, 0);
+    free(ref);
+    free(x);
+    opsched_graph_free(g);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -606,6 +652,7 @@ int main(void)
         cmocka_unit_test(test_capture_replay),
         cmocka_unit_test(test_forced_algorithm),
         cmocka_unit_test(test_conv_cublaslt),
+        cmocka_unit_test(test_conv_cublaslt_act_after),
         cmocka_unit_test(test_chains),
         cmocka_unit_test(test_movement_runs),
         cmocka_unit_test(test_se_gate),

@@ -195,6 +195,43 @@ opsched_graph *netref_se_graph(opsched_ctx *ctx, const opsched_shape *xs, int64_
     return g;
 }
 
+opsched_graph *netref_inverted_residual_graph(opsched_ctx *ctx, const opsched_shape *xs,
+                                              uint64_t seed)
+{
+    opsched_graph *g = NULL;
+    int64_t c = xs->d[1];
+    int x, t[8];
+    opsched_conv_desc expand = {.out_channels = 4 * c, .kernel_h = 1, .kernel_w = 1,
+                                .stride_h = 1, .stride_w = 1, .bias = 1};
+    opsched_conv_desc dw = {.out_channels = 4 * c, .kernel_h = 3, .kernel_w = 3, .stride_h = 1,
+                            .stride_w = 1, .pad_h = 1, .pad_w = 1, .groups = 4 * c, .bias = 1};
+    opsched_conv_desc project = expand, widen = expand;
+    project.out_channels = c;
+    widen.out_channels = 2 * c;
+    opsched_op_attr clip, swish;
+    memset(&clip, 0, sizeof(clip));
+    memset(&swish, 0, sizeof(swish));
+    clip.clip.min = 0.0f;
+    clip.clip.max = 6.0f;
+    swish.unary.fn = OPSCHED_UNARY_SWISH;
+    swish.unary.alpha = 1.0f;
+    if (opsched_graph_create(ctx, "inverted_residual", &g) != OPSCHED_OK ||
+        opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, xs, &x) ||
+        opsched_build_conv(g, "expand", x, &expand, &t[0]) ||
+        opsched_build_unary(g, "relu6", OPSCHED_OP_CLIP, &clip, t[0], &t[1]) ||
+        opsched_build_conv(g, "dw", t[1], &dw, &t[2]) ||
+        opsched_build_unary(g, "hswish", OPSCHED_OP_HARDSWISH, NULL, t[2], &t[3]) ||
+        opsched_build_conv(g, "project", t[3], &project, &t[4]) ||
+        opsched_build_binary(g, "residual", OPSCHED_OP_ADD, t[4], x, &t[5]) ||
+        opsched_build_conv(g, "widen", t[5], &widen, &t[6]) ||
+        opsched_build_unary(g, "swish", OPSCHED_OP_UNARY, &swish, t[6], &t[7]) ||
+        opsched_graph_mark_output(g, t[7]) || netref_set_weights(g, seed)) {
+        opsched_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
 /* x [.., K] times a new weight [K, n]. */
 static int matmul_w(opsched_graph *g, const char *name, int x, int64_t n, int *out)
 {

@@ -69,6 +69,14 @@ opsched_graph *netref_attention_graph(opsched_ctx *ctx, int64_t B, int64_t S, in
 opsched_graph *netref_se_graph(opsched_ctx *ctx, const opsched_shape *x, int64_t hidden,
                                uint64_t seed);
 
+/* MobileNet's inverted residual block over x [n, c, h, w]: a 1x1
+ * convolution to 4c with bias -> Clip(0, 6) (nodes 0-1), a depthwise 3x3
+ * with bias -> HardSwish (2-3), a 1x1 convolution back to c with bias ->
+ * Add x (4-5, a residual), then a 1x1 convolution to 2c with bias -> Swish
+ * (6-7); weights from seed.  NULL when it cannot be built. */
+opsched_graph *netref_inverted_residual_graph(opsched_ctx *ctx, const opsched_shape *x,
+                                              uint64_t seed);
+
 /* ||a - b|| / ||b|| over n values (a NaN or infinity gives +inf). */
 double netref_rel_l2(const float *a, const float *b, size_t n);
 

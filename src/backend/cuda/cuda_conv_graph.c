@@ -94,9 +94,10 @@ typedef struct conv_choice {
     int dw_wins;
     /* For a 1x1 convolution: 0 until the cuBLASLt product is measured
      * against cuDNN's plan and its epilogue, then 1 when it was faster and
-     * -1 when not; one verdict each without a residual, with one, and with
-     * one and an activation after it (pick_gemm's slot). */
-    int gemm_wins[3];
+     * -1 when not; one verdict each without a residual, with one, with
+     * one and an activation after it, and without one but with an
+     * activation as a kernel after the product (pick_gemm's slot). */
+    int gemm_wins[4];
     int64_t engine;           /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX of the plan */
     size_t workspace;         /* the execution plan's */
     /* The workspace limits under which planning again chooses the same:
@@ -120,6 +121,11 @@ typedef struct graph_plan {
     cu_act dw_act;     /* the activation it applies */
     int use_gemm;      /* 1: a 1x1 convolution runs as the cuBLASLt product lt */
     cu_lt_gemm lt;
+    /* An activation cuBLASLt's epilogue lacks (Clip, SiLU, HardSwish...),
+     * run as one element-wise kernel after the product: PyTorch's compiler
+     * runs these layers the same way. */
+    cu_act gemm_act;
+    int64_t gemm_numel; /* the output's elements, for that kernel */
 } graph_plan;
 
 /* An engine config that finalized into an execution plan. */
@@ -615,14 +621,27 @@ static void graph_release(cu_plan *base)
     p->ch = NULL;
 }
 
+/* The product and, when cuBLASLt's epilogue lacks the activation, the
+ * activation's kernel after it. */
+static opsched_status gemm_enqueue(opsched_ctx *ctx, cu_device *dev, graph_plan *p,
+                                   cudaStream_t s, const void *w, const void *x, const void *b,
+                                   const void *r, void *y)
+{
+    OS_TRY(cu_lt_gemm_run(ctx, dev, &p->lt, s, w, x, b, r, y));
+    if (p->gemm_act.on)
+        CUDA_CHECK(ctx, cuk_ew_unary(p->gemm_act.fn, &p->gemm_act.prm, (cuk_dtype)p->kt,
+                                     (cuk_dtype)p->kt, p->gemm_numel, y, y, s));
+    return OPSCHED_OK;
+}
+
 static opsched_status graph_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
                                    void *const *in, void *const *out)
 {
     graph_plan *p = (graph_plan *)base;
     cudnnBackendDescriptor_t pack = NULL;
     if (p->use_gemm)
-        return cu_lt_gemm_run(ctx, dev, &p->lt, s, in[1], in[0], base->n_in > 2 ? in[2] : NULL,
-                              p->res ? in[3] : NULL, out[0]);
+        return gemm_enqueue(ctx, dev, p, s, in[1], in[0], base->n_in > 2 ? in[2] : NULL,
+                            p->res ? in[3] : NULL, out[0]);
     if (p->use_dw) {
         CUDA_CHECK(ctx, cuk_depthwise(p->kt, &p->dw, p->dw_nhwc, in[0], in[1],
                                       base->n_in > 2 ? in[2] : NULL, p->dw_act.on, p->dw_act.fn,
@@ -1222,8 +1241,9 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
  * such a convolution or its epilogue is not one of these; else the sizes
  * and the epilogue. */
 static int gemm_desc(const cu_plan_args *a, const cu_act *act, int res, int *m, int *n, int *k,
-                     cublasLtEpilogue_t *epi)
+                     cublasLtEpilogue_t *epi, int *post)
 {
+    *post = 0;
     const opsched_conv_attr *c = &a->node->attr.conv;
     const opsched_tensor *x = cu_in(a, 0), *w = cu_in(a, 1), *y = cu_out(a, 0);
     const opsched_tensor *r = NULL;
@@ -1249,7 +1269,10 @@ static int gemm_desc(const cu_plan_args *a, const cu_act *act, int res, int *m, 
     if (act->on) {
         relu = act->node->op == OPSCHED_OP_RELU;
         gelu = act->node->op == OPSCHED_OP_GELU && act->node->attr.gelu.tanh_approx;
-        if (!relu && !gelu) return 0;
+        if (!relu && !gelu) {
+            if (!cuk_ew_unary_ok(act->fn, (cuk_dtype)a->kt, (cuk_dtype)a->kt)) return 0;
+            *post = 1;
+        }
     }
     if (cu_in(a, 2))
         *epi = relu ? CUBLASLT_EPILOGUE_RELU_BIAS
@@ -1273,7 +1296,7 @@ typedef struct gemm_run {
 static opsched_status enqueue_gemm(const cu_plan_args *a, void *env, cudaStream_t s)
 {
     gemm_run *g = env;
-    return cu_lt_gemm_run(a->ctx, a->dev, &g->p->lt, s, g->w, g->x, g->b, g->r, g->y);
+    return gemm_enqueue(a->ctx, a->dev, g->p, s, g->w, g->x, g->b, g->r, g->y);
 }
 
 static opsched_status time_gemm(const cu_plan_args *a, graph_plan *p, float *best)
@@ -1297,13 +1320,15 @@ static opsched_status pick_gemm(const cu_plan_args *a, graph_plan *p, conv_choic
 {
     int m = 0, n = 0, k = 0;
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
-    int fits = gemm_desc(a, act, p->res, &m, &n, &k, &epi);
+    int post = 0;
+    int fits = gemm_desc(a, act, p->res, &m, &n, &k, &epi, &post);
     if (force && !fits)
         return CU_UNSUPPORTED(a, "cublaslt: only 1x1 convolutions of stride 1 without padding or "
                                  "groups, channels innermost, with at most a bias, a residual and "
-                                 "a Relu or tanh-GELU after them, run as cuBLASLt products");
+                                 "an element-wise activation after them, run as cuBLASLt "
+                                 "products");
     if (!fits || (!force && (a->opts->ablate & OPSCHED_ABLATE_CONV_GEMM))) return OPSCHED_OK;
-    int slot = p->res ? (act->on ? 2 : 1) : 0;
+    int slot = p->res ? (act->on ? 2 : 1) : post ? 3 : 0;
     if (!force && keyed->gemm_wins[slot] < 0) return OPSCHED_OK;
     size_t limit = 0;
     OS_TRY(cu_gemm_default_workspace(a, &limit));
@@ -1321,6 +1346,10 @@ static opsched_status pick_gemm(const cu_plan_args *a, graph_plan *p, conv_choic
         keyed->gemm_wins[slot] = -1;
         return OPSCHED_OK;
     }
+    if (post) {
+        p->gemm_act = *act;
+        p->gemm_numel = opsched_shape_numel(&cu_out(a, 0)->shape);
+    }
     if (force) {
         p->use_gemm = 1;
         return OPSCHED_OK;
@@ -1334,10 +1363,12 @@ static opsched_status pick_gemm(const cu_plan_args *a, graph_plan *p, conv_choic
                "cuda: node '%s': 1x1 as a cuBLASLt product %.4f ms, cuDNN (engine %lld) %.4f ms",
                a->node->name, (double)mine, (long long)p->ch->engine, (double)cudnn);
     }
-    if (keyed->gemm_wins[slot] > 0)
+    if (keyed->gemm_wins[slot] > 0) {
         p->use_gemm = 1;
-    else
+    } else {
         cu_lt_gemm_free(&p->lt);
+        memset(&p->gemm_act, 0, sizeof(p->gemm_act));
+    }
     return OPSCHED_OK;
 }
 
