@@ -16,6 +16,7 @@
 #include <cuda_profiler_api.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "backend/cuda/cuda_impl.h"
@@ -23,6 +24,8 @@
 typedef struct cu_graph {
     cudaGraph_t graph;
     cudaGraphExec_t exec;
+    size_t nodes;  /* in the graph, for OPSCHED_CUDA_PROFILE_NODES */
+    long launches; /* counted only under OPSCHED_CUDA_PROFILE_NODES */
 } cu_graph;
 
 static cudaStream_t graph_stream(const cu_device *dev, void *stream)
@@ -68,6 +71,24 @@ opsched_status cu_graph_begin(opsched_ctx *ctx, void *impl, void *stream)
     return OPSCHED_OK;
 }
 
+/*
+ * OPSCHED_CUDA_PROFILE_NODES=N brackets one launch with cudaProfilerStart/
+ * Stop: the third (after two warm-ups) of the process's first graph of at
+ * least N nodes, so that a kernel profiler started with profiling off
+ * (ncu --profile-from-start off) reads exactly one replay of an inference
+ * (its kernels, each timed alone) and none of the small graphs that
+ * measure stages.  A debugging aid for comparing kernels with a peer's.
+ */
+static size_t profile_nodes(void)
+{
+    static size_t want = SIZE_MAX;
+    if (want == SIZE_MAX) {
+        const char *e = getenv("OPSCHED_CUDA_PROFILE_NODES");
+        want = e ? strtoul(e, NULL, 10) : 0;
+    }
+    return want;
+}
+
 opsched_status cu_graph_end(opsched_ctx *ctx, void *impl, void *stream, void **out)
 {
     cu_device *dev = impl;
@@ -91,6 +112,8 @@ opsched_status cu_graph_end(opsched_ctx *ctx, void *impl, void *stream, void **o
         goto fail;
     }
     CUDA_CHECK_GOTO(ctx, st, cudaGraphInstantiate(&g->exec, g->graph, 0), fail);
+    if (profile_nodes() > 0)
+        CUDA_CHECK_GOTO(ctx, st, cudaGraphGetNodes(g->graph, NULL, &g->nodes), fail);
     *out = g;
     return OPSCHED_OK;
 fail:
@@ -99,32 +122,18 @@ fail:
     return st;
 }
 
-/*
- * OPSCHED_CUDA_PROFILE_LAUNCH=K brackets the process's K-th graph launch
- * (counted from 1) with cudaProfilerStart/Stop, so that a kernel profiler
- * started with profiling off (ncu --profile-from-start off) reads exactly
- * one replay of an inference: its kernels, each timed alone.  A debugging
- * aid for comparing kernels with a peer's; unset, it costs one atomic add.
- */
-static long profile_launch(void)
-{
-    static long want = -1;
-    if (want < 0) {
-        const char *e = getenv("OPSCHED_CUDA_PROFILE_LAUNCH");
-        want = e ? strtol(e, NULL, 10) : 0;
-    }
-    return want;
-}
-
 opsched_status cu_graph_launch(opsched_ctx *ctx, void *impl, void *graph, void *stream)
 {
-    static atomic_long launches;
+    static atomic_int bracketed;
     cu_device *dev = impl;
     cu_graph *g = graph;
     cudaStream_t s = graph_stream(dev, stream);
     OS_TRY(cu_device_use(ctx, dev));
-    long k = atomic_fetch_add(&launches, 1) + 1;
-    bool bracket = profile_launch() > 0 && k == profile_launch();
+    bool bracket = false;
+    if (profile_nodes() > 0 && g->nodes >= profile_nodes() && ++g->launches == 3) {
+        int no = 0;
+        bracket = atomic_compare_exchange_strong(&bracketed, &no, 1);
+    }
     if (bracket) {
         CUDA_CHECK(ctx, cudaStreamSynchronize(s));
         CUDA_CHECK(ctx, cudaProfilerStart());
