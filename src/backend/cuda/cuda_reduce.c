@@ -408,9 +408,11 @@ opsched_status cu_plan_topk(const cu_plan_args *a, cu_plan **out)
 
 /* ---- the squeeze-and-excitation gate ------------------------------------ */
 
-/* The largest gate run as one launch (cu_plan_se). */
+/* The largest gate run as one launch (cu_plan_se); larger ones run as
+ * two, when their map has at most SE_SPLIT_MAX_S positions. */
 #define SE_MAX_HIDDEN 32
 #define SE_MAX_WEIGHT_BYTES (64 * 1024)
+#define SE_SPLIT_MAX_S 4096
 
 typedef struct se_plan {
     cu_plan base;
@@ -471,13 +473,17 @@ opsched_status cu_plan_se(const cu_plan_args *a, cu_plan **out)
     OS_TRY_GOTO(st, se_act_of(a, se.act2, &p->d.act2), fail);
     /* One block runs both layers, its loads in chains of `hidden`: measured
      * on the H100, gates with larger layers (MobileNetV3's 960 x 240,
-     * RegNetY's 888 x 222) ran slower as one launch than as three. */
+     * RegNetY's 888 x 222) ran slower as one launch than as three.  Those
+     * run split: the first layer shared out among the pooling blocks, the
+     * second one warp an output. */
     size_t layer_bytes = (size_t)(p->d.C * p->d.hidden) * cu_elem_size(a, x);
-    if (p->d.hidden > SE_MAX_HIDDEN || 2 * layer_bytes > SE_MAX_WEIGHT_BYTES) {
-        st = CU_UNSUPPORTED(a, "a gate of %lld channels and %lld hidden (at most %d hidden and "
-                               "%d KiB of weights run as one launch)",
-                            (long long)p->d.C, (long long)p->d.hidden, SE_MAX_HIDDEN,
-                            SE_MAX_WEIGHT_BYTES / 1024);
+    p->d.split = p->d.hidden > SE_MAX_HIDDEN || 2 * layer_bytes > SE_MAX_WEIGHT_BYTES;
+    if (p->d.split && p->d.S > SE_SPLIT_MAX_S) {
+        st = CU_UNSUPPORTED(a, "a gate of %lld channels and %lld hidden over %lld positions (at "
+                               "most %d hidden and %d KiB of weights run as one launch, larger "
+                               "layers over at most %d positions as two)",
+                            (long long)p->d.C, (long long)p->d.hidden, (long long)p->d.S,
+                            SE_MAX_HIDDEN, SE_MAX_WEIGHT_BYTES / 1024, SE_SPLIT_MAX_S);
         goto fail;
     }
     if (!cuk_se_gate_ok(&p->d)) {
@@ -495,7 +501,7 @@ opsched_status cu_plan_se(const cu_plan_args *a, cu_plan **out)
     for (int k = 0; k < a->node->n_inputs && k < 64; k++)
         if (a->node->inputs[k] >= 0) base->need_in |= 1ull << k;
     base->need_in |= 1ull << p->side | 1ull << (p->side + 2); /* W1, W2 */
-    snprintf(a->info->algo, sizeof(a->info->algo), "se:%d", se.n);
+    snprintf(a->info->algo, sizeof(a->info->algo), "se%s:%d", p->d.split ? "2" : "", se.n);
     a->info->fused_se = se.n;
     *out = base;
     return OPSCHED_OK;

@@ -473,14 +473,19 @@ typedef struct cuk_groupnorm_desc {
 cudaError_t cuk_groupnorm(cuk_dtype t, const cuk_groupnorm_desc *d, const void *x,
                           const void *scale, const void *bias, void *y, cudaStream_t stream);
 
-/* The squeeze-and-excitation gate in one launch: for each sample n of x
- * [N, C, S] (nhwc 0) or [N, S, C] (nhwc 1), m = the mean over S, then
+/* The squeeze-and-excitation gate: for each sample n of x [N, C, S]
+ * (nhwc 0) or [N, S, C] (nhwc 1), m = the mean over S, then
  * h = act1(W1 m + b1) (W1 [hidden, C]) and y[n, :] = act2(W2 h + b2)
  * (W2 [C, hidden]); y [N, C]; a bias may be NULL, an activation absent
- * (has 0).  Blocks reduce parts of S into ws (cuk_se_gate_workspace bytes,
- * zeroed once when allocated and left zeroed by every launch); the last
- * block of a sample sums the parts in a fixed order and runs both layers,
- * in float.  cuk_se_gate_ok says whether the shape is one it takes. */
+ * (has 0).  All in float, every sum in a fixed order.  ws holds
+ * cuk_se_gate_workspace bytes, zeroed once when allocated and left zeroed
+ * by every launch.  cuk_se_gate_ok says whether the shape is one it takes.
+ *   split 0: one launch.  Blocks reduce parts of S into ws; the last block
+ *            of a sample sums the parts and runs both layers.
+ *   split 1: two launches, for layers too large for one block.  Each block
+ *            owns a range of channels and all of S, takes their means and
+ *            their share of W1 m; the last block of a sample sums the
+ *            shares into h.  Then one warp an output computes W2 h. */
 typedef struct cuk_se_act {
     int has;
     cuk_ufn fn;
@@ -489,6 +494,7 @@ typedef struct cuk_se_act {
 typedef struct cuk_se_desc {
     int64_t N, C, S, hidden;
     int nhwc;
+    int split;
     cuk_se_act act1, act2;
 } cuk_se_desc;
 int cuk_se_gate_ok(const cuk_se_desc *d);

@@ -656,8 +656,124 @@ __global__ void __launch_bounds__(kSeThreads)
     if (threadIdx.x == 0) *count = 0;
 }
 
+/* The split gate's first launch: grid (channel blocks, N).  A block takes
+ * the means of its channels over all of S as k_se_gate does (channels-last:
+ * 32 channels, 16 row lanes; channels-first: 16 channels, a warp each),
+ * then its share of h, W1[:, its channels] m, one warp a row of W1, into
+ * ws's shares [N, blocks, hidden].  The sample's last block sums the
+ * shares in block order into h [N, hidden] (after the shares in ws) with
+ * b1 and act1. */
+template <typename T>
+__global__ void __launch_bounds__(kSeThreads)
+    k_se_pool_fc1(const __grid_constant__ cuk_se_desc d, const T *x, const T *w1, const T *b1,
+                  float *ws)
+{
+    __shared__ float lanes[kSeThreads];
+    __shared__ float m[32];
+    __shared__ int last;
+    const int64_t n = blockIdx.y, nb = gridDim.x;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int per = d.nhwc ? 32 : kSeThreads / 32; /* channels a block */
+    const int64_t c0 = (int64_t)blockIdx.x * per;
+    const float inv = 1.0f / (float)d.S;
+    if (d.nhwc) {
+        const int64_t c = c0 + lane;
+        float a0 = 0.0f, a1 = 0.0f;
+        if (c < d.C) {
+            const T *xp = x + n * d.S * d.C + c;
+            int64_t r = w;
+            for (; r + 16 < d.S; r += 32) {
+                a0 += load<T>(xp[r * d.C]);
+                a1 += load<T>(xp[(r + 16) * d.C]);
+            }
+            for (; r < d.S; r += 16)
+                a0 += load<T>(xp[r * d.C]);
+        }
+        lanes[w * 32 + lane] = a0 + a1;
+        __syncthreads();
+        if (w == 0) {
+            float acc = 0.0f;
+            for (int k = 0; k < kSeThreads / 32; k++)
+                acc += lanes[k * 32 + lane];
+            m[lane] = c < d.C ? acc * inv : 0.0f;
+        }
+    } else {
+        const int64_t c = c0 + w;
+        float a0 = 0.0f, a1 = 0.0f;
+        if (c < d.C) {
+            const T *xp = x + (n * d.C + c) * d.S;
+            int64_t r = lane;
+            for (; r + 32 < d.S; r += 64) {
+                a0 += load<T>(xp[r]);
+                a1 += load<T>(xp[r + 32]);
+            }
+            for (; r < d.S; r += 32)
+                a0 += load<T>(xp[r]);
+        }
+        a0 += a1;
+        for (int o = 16; o > 0; o >>= 1)
+            a0 += __shfl_xor_sync(0xffffffffu, a0, o);
+        if (lane == 0) m[w] = c < d.C ? a0 * inv : 0.0f;
+    }
+    __syncthreads();
+    /* This block's share of h: lanes along its channels. */
+    float *share = ws + (n * nb + blockIdx.x) * d.hidden;
+    const int64_t c = c0 + lane;
+    const float mine = lane < per ? m[lane] : 0.0f;
+    for (int64_t j = w; j < d.hidden; j += kSeThreads / 32) {
+        float v = lane < per && c < d.C ? load<T>(w1[j * d.C + c]) * mine : 0.0f;
+        for (int o = 16; o > 0; o >>= 1)
+            v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (lane == 0) share[j] = v;
+    }
+    float *h = ws + d.N * nb * d.hidden;
+    unsigned *count = (unsigned *)(h + d.N * d.hidden) + n;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(count, 1u) == (unsigned)nb - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    for (int64_t j = threadIdx.x; j < d.hidden; j += kSeThreads) {
+        float acc = b1 ? load<T>(b1[j]) : 0.0f;
+        for (int64_t b = 0; b < nb; b++)
+            acc += __ldcg(&ws[(n * nb + b) * d.hidden + j]);
+        h[n * d.hidden + j] = se_act(d.act1, acc);
+    }
+    if (threadIdx.x == 0) *count = 0;
+}
+
+/* The split gate's second launch: grid (output blocks, N), one warp an
+ * output channel, y[n, c] = act2(W2[c, :] h[n] + b2[c]). */
+template <typename T>
+__global__ void __launch_bounds__(kSeThreads)
+    k_se_fc2(const __grid_constant__ cuk_se_desc d, const float *h, const T *w2, const T *b2,
+             T *y)
+{
+    extern __shared__ float se_sh[]; /* h [hidden] */
+    const int64_t n = blockIdx.y;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    for (int64_t j = threadIdx.x; j < d.hidden; j += kSeThreads)
+        se_sh[j] = __ldcg(&h[n * d.hidden + j]);
+    __syncthreads();
+    const int64_t c = (int64_t)blockIdx.x * (kSeThreads / 32) + w;
+    if (c >= d.C) return;
+    const T *row = w2 + c * d.hidden;
+    float a0 = 0.0f, a1 = 0.0f;
+    int64_t j = lane;
+    for (; j + 32 < d.hidden; j += 64) {
+        a0 += load<T>(row[j]) * se_sh[j];
+        a1 += load<T>(row[j + 32]) * se_sh[j + 32];
+    }
+    if (j < d.hidden) a0 += load<T>(row[j]) * se_sh[j];
+    a0 += a1;
+    for (int o = 16; o > 0; o >>= 1)
+        a0 += __shfl_xor_sync(0xffffffffu, a0, o);
+    if (lane == 0) y[n * d.C + c] = store<T>(se_act(d.act2, a0 + (b2 ? load<T>(b2[c]) : 0.0f)));
+}
+
 /* Channel blocks of a part, and parts: about two blocks an SM in all, at
- * least 256 rows a part. */
+ * least 256 rows a part; the split gate has one part. */
 static void se_grid(const cuk_se_desc *d, int64_t *cblocks, int *parts)
 {
     int64_t per = kSeThreads / 32;
@@ -665,11 +781,12 @@ static void se_grid(const cuk_se_desc *d, int64_t *cblocks, int *parts)
     int64_t blocks = *cblocks * d->N;
     int64_t want = (264 + blocks - 1) / blocks, most = (d->S + 255) / 256;
     int64_t p = want < most ? want : most;
-    *parts = (int)(p < 1 ? 1 : (p > 1024 ? 1024 : p));
+    *parts = d->split ? 1 : (int)(p < 1 ? 1 : (p > 1024 ? 1024 : p));
 }
 
 static size_t se_shared(const cuk_se_desc *d)
 {
+    if (d->split) return (size_t)d->hidden * sizeof(float);
     size_t lanes = (size_t)kSeThreads * sizeof(float);
     size_t mh = (size_t)(d->C + d->hidden) * sizeof(float);
     return mh > lanes ? mh : lanes;
@@ -690,6 +807,9 @@ extern "C" size_t cuk_se_gate_workspace(const cuk_se_desc *d)
     int64_t cb;
     int parts;
     se_grid(d, &cb, &parts);
+    if (d->split)
+        return (size_t)(d->N * (cb + 1) * d->hidden) * sizeof(float) +
+               (size_t)d->N * sizeof(unsigned);
     return (size_t)parts * (size_t)(d->N * d->C) * sizeof(float) + (size_t)d->N * sizeof(unsigned);
 }
 
@@ -701,9 +821,20 @@ extern "C" cudaError_t cuk_se_gate(cuk_dtype t, const cuk_se_desc *d, const void
     int64_t cb;
     int parts;
     se_grid(d, &cb, &parts);
+    size_t shm = se_shared(d);
+    if (d->split) {
+        dim3 g1((unsigned)cb, (unsigned)d->N), g2((unsigned)((d->C + 15) / 16), (unsigned)d->N);
+        const float *h = (const float *)ws + d->N * cb * d->hidden;
+        CUK_DISPATCH_FP(t, T, k_se_pool_fc1<T><<<g1, kSeThreads, 0, stream>>>(
+                                  *d, (const T *)x, (const T *)w1, (const T *)b1, (float *)ws));
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) return e;
+        CUK_DISPATCH_FP(t, T, k_se_fc2<T><<<g2, kSeThreads, shm, stream>>>(
+                                  *d, h, (const T *)w2, (const T *)b2, (T *)y));
+        return cudaGetLastError();
+    }
     int64_t chunk = (d->S + parts - 1) / parts;
     dim3 grid((unsigned)cb, (unsigned)d->N, (unsigned)parts);
-    size_t shm = se_shared(d);
     CUK_DISPATCH_FP(t, T, k_se_gate<T><<<grid, kSeThreads, shm, stream>>>(
                               *d, chunk, (const T *)x, (const T *)w1, (const T *)b1, (const T *)w2,
                               (const T *)b2, (T *)y, (float *)ws));
