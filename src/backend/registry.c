@@ -446,6 +446,7 @@ static const struct {
                  {"cudnn-attention", OPSCHED_ABLATE_CUDNN_ATTENTION},
                  {"conv-gemm", OPSCHED_ABLATE_CONV_GEMM},
                  {"movement", OPSCHED_ABLATE_MOVEMENT},
+                 {"se-split", OPSCHED_ABLATE_SE_SPLIT},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)

@@ -478,7 +478,7 @@ opsched_status cu_plan_se(const cu_plan_args *a, cu_plan **out)
      * second one warp an output. */
     size_t layer_bytes = (size_t)(p->d.C * p->d.hidden) * cu_elem_size(a, x);
     p->d.split = p->d.hidden > SE_MAX_HIDDEN || 2 * layer_bytes > SE_MAX_WEIGHT_BYTES;
-    if (p->d.split && p->d.S > SE_SPLIT_MAX_S) {
+    if (p->d.split && (p->d.S > SE_SPLIT_MAX_S || (a->opts->ablate & OPSCHED_ABLATE_SE_SPLIT))) {
         st = CU_UNSUPPORTED(a, "a gate of %lld channels and %lld hidden over %lld positions (at "
                                "most %d hidden and %d KiB of weights run as one launch, larger "
                                "layers over at most %d positions as two)",
