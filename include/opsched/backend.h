@@ -176,12 +176,14 @@ typedef enum opsched_ablation {
                                           * cuDNN always */
     OPSCHED_ABLATE_MOVEMENT = 1u << 14,  /* runs of movement nodes as one strided gather
                                           * (opsched_move_runs): each node on its own */
-    OPSCHED_ABLATE_SE_SPLIT = 1u << 15   /* gates too large for one block as two launches:
+    OPSCHED_ABLATE_SE_SPLIT = 1u << 15,  /* gates too large for one block as two launches:
                                           * their mean and layers launch on their own */
+    OPSCHED_ABLATE_GEMM_TUNING = 1u << 16 /* cuBLASLt's algorithms timed per product
+                                           * (cu_lt_gemm_tune): the heuristic's first */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
  * "chains", "residual", "layout", "se", "bias", "attention", "projections",
- * "tensor-cores", "cudnn-attention", "conv-gemm", "movement", "se-split" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
+ * "tensor-cores", "cudnn-attention", "conv-gemm", "movement", "se-split", "gemm-tuning" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size);

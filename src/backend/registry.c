@@ -447,6 +447,7 @@ static const struct {
                  {"conv-gemm", OPSCHED_ABLATE_CONV_GEMM},
                  {"movement", OPSCHED_ABLATE_MOVEMENT},
                  {"se-split", OPSCHED_ABLATE_SE_SPLIT},
+                 {"gemm-tuning", OPSCHED_ABLATE_GEMM_TUNING},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)

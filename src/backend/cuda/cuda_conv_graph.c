@@ -49,11 +49,6 @@
 #define GRAPH_MAX_FIND 16 /* execution plans "find" times */
 #define GRAPH_HEUR_A 2    /* mode A's plans "heuristic" takes for a grouped convolution */
 #define GRAPH_FIND_RUNS 3 /* timed runs of each, after one warm-up */
-/* Launches back to back in each timed run of the planner's own verdicts
- * (epilogue, own kernel, cuBLASLt): a single launch of a few microseconds
- * between two events times mostly the events and the launch itself, and
- * verdicts on such times follow noise. */
-#define GRAPH_TIME_REPS 8
 
 enum { UID_X = 1, UID_W = 2, UID_Y = 3, UID_B = 4, UID_CONV_OUT = 5, UID_ADD_OUT = 6 };
 
@@ -967,67 +962,6 @@ fail:
     return st;
 }
 
-/* What a timed verdict launches, GRAPH_TIME_REPS times over. */
-typedef opsched_status (*enqueue_fn)(const cu_plan_args *a, void *env, cudaStream_t s);
-
-/* Times fn as the executor deploys it: GRAPH_TIME_REPS enqueues captured
- * into one CUDA graph, launched once to warm up and then GRAPH_FIND_RUNS
- * times between two events; *best is the fastest run's time per enqueue.
- * The host's cost of each launch (cuDNN's backend execute takes
- * microseconds of its own) stays out, as it stays out of a captured
- * inference's replay: timed from the stream, a few-microsecond kernel
- * measures how fast the host enqueues it.  Where the capture fails the
- * enqueues run back to back on the stream instead. */
-static opsched_status time_reps(const cu_plan_args *a, enqueue_fn fn, void *env, float *best)
-{
-    cudaStream_t s = a->dev->stream;
-    cudaEvent_t ev[2] = {NULL, NULL};
-    cudaGraph_t graph = NULL;
-    cudaGraphExec_t exec = NULL;
-    opsched_status st = OPSCHED_OK;
-    *best = -1.0f;
-    OS_TRY(fn(a, env, s)); /* the first launch (lazy loading) outside the capture */
-    CUDA_CHECK(a->ctx, cudaStreamSynchronize(s));
-    int captured = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
-    if (captured) {
-        opsched_status cst = OPSCHED_OK;
-        for (int k = 0; k < GRAPH_TIME_REPS && cst == OPSCHED_OK; k++)
-            cst = fn(a, env, s);
-        cudaError_t e = cudaStreamEndCapture(s, &graph);
-        captured = cst == OPSCHED_OK && e == cudaSuccess && graph &&
-                   cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
-        if (!captured) {
-            os_log(a->ctx, OPSCHED_LOG_DEBUG,
-                   "cuda: node '%s': a verdict timed on the stream: its capture failed (%s)",
-                   a->node->name, cst != OPSCHED_OK ? opsched_ctx_last_error(a->ctx)
-                                                    : cudaGetErrorString(e));
-            opsched_ctx_clear_error(a->ctx);
-        }
-    }
-    (void)cudaGetLastError();
-    CUDA_CHECK_GOTO(a->ctx, st, cudaEventCreate(&ev[0]), done);
-    CUDA_CHECK_GOTO(a->ctx, st, cudaEventCreate(&ev[1]), done);
-    for (int i = -1; i < GRAPH_FIND_RUNS; i++) {
-        float ms = 0.0f;
-        CUDA_CHECK_GOTO(a->ctx, st, cudaEventRecord(ev[0], s), done);
-        if (captured)
-            CUDA_CHECK_GOTO(a->ctx, st, cudaGraphLaunch(exec, s), done);
-        else
-            for (int k = 0; k < GRAPH_TIME_REPS; k++)
-                OS_TRY_GOTO(st, fn(a, env, s), done);
-        CUDA_CHECK_GOTO(a->ctx, st, cudaEventRecord(ev[1], s), done);
-        CUDA_CHECK_GOTO(a->ctx, st, cudaEventSynchronize(ev[1]), done);
-        CUDA_CHECK_GOTO(a->ctx, st, cudaEventElapsedTime(&ms, ev[0], ev[1]), done);
-        ms /= GRAPH_TIME_REPS;
-        if (i >= 0 && (*best < 0.0f || ms < *best)) *best = ms; /* i = -1: the warm-up */
-    }
-done:
-    if (exec) (void)cudaGraphExecDestroy(exec);
-    if (graph) (void)cudaGraphDestroy(graph);
-    for (int i = 0; i < 2; i++)
-        if (ev[i]) (void)cudaEventDestroy(ev[i]);
-    return st;
-}
 
 /* A choice and its kernel epilogue on scratch tensors (time_choice). */
 typedef struct choice_run {
@@ -1053,7 +987,7 @@ static opsched_status enqueue_choice(const cu_plan_args *a, void *env, cudaStrea
 }
 
 /* The best of GRAPH_FIND_RUNS (after a warm-up), per launch of
- * GRAPH_TIME_REPS, of choice ch run as a plan runs it, followed by the
+ * CU_TIME_REPS, of choice ch run as a plan runs it, followed by the
  * kernel epilogue epi does (bias and activation cuDNN's graph left out, or
  * with res the residual's kernel), on zeroed scratch tensors. */
 static opsched_status time_choice(const cu_plan_args *a, const conv_choice *ch,
@@ -1070,7 +1004,7 @@ static opsched_status time_choice(const cu_plan_args *a, const conv_choice *ch,
                 done);
     CUDNN_CHECK_GOTO(a->ctx, st, cudnnSetStream(a->dev->cudnn, a->dev->stream), done);
     choice_run run = {ch, epi, pack, res, sc.b, sc.r, sc.y};
-    OS_TRY_GOTO(st, time_reps(a, enqueue_choice, &run, best), done);
+    OS_TRY_GOTO(st, cu_time_reps(a, enqueue_choice, &run, best), done);
 done:
     cu_bk_free(&pack);
     (void)cudaFree(ws);
@@ -1171,7 +1105,7 @@ static int depthwise_desc(const cu_plan_args *a, cuk_dw_desc *d, int *nhwc)
 }
 
 /* The best of GRAPH_FIND_RUNS (after a warm-up), per launch of
- * GRAPH_TIME_REPS, of the own depthwise kernel with act, on zeroed scratch
+ * CU_TIME_REPS, of the own depthwise kernel with act, on zeroed scratch
  * tensors. */
 typedef struct dw_run {
     const graph_plan *p;
@@ -1193,7 +1127,7 @@ static opsched_status time_depthwise(const cu_plan_args *a, const graph_plan *p,
     *best = -1.0f;
     OS_TRY(scratch_alloc(a, 0, &sc));
     dw_run run = {p, sc.x, sc.w, sc.b, sc.y};
-    opsched_status st = time_reps(a, enqueue_depthwise, &run, best);
+    opsched_status st = cu_time_reps(a, enqueue_depthwise, &run, best);
     scratch_free(&sc);
     return st;
 }
@@ -1287,7 +1221,7 @@ static int gemm_desc(const cu_plan_args *a, const cu_act *act, int res, int *m, 
 }
 
 /* The best of GRAPH_FIND_RUNS (after a warm-up) of p's product, per launch
- * of GRAPH_TIME_REPS, on zeroed scratch tensors. */
+ * of CU_TIME_REPS, on zeroed scratch tensors. */
 typedef struct gemm_run {
     graph_plan *p;
     void *x, *w, *b, *r, *y;
@@ -1305,7 +1239,7 @@ static opsched_status time_gemm(const cu_plan_args *a, graph_plan *p, float *bes
     *best = -1.0f;
     OS_TRY(scratch_alloc(a, p->res, &sc));
     gemm_run run = {p, sc.x, sc.w, sc.b, sc.r, sc.y};
-    opsched_status st = time_reps(a, enqueue_gemm, &run, best);
+    opsched_status st = cu_time_reps(a, enqueue_gemm, &run, best);
     scratch_free(&sc);
     return st;
 }
@@ -1346,6 +1280,7 @@ static opsched_status pick_gemm(const cu_plan_args *a, graph_plan *p, conv_choic
         keyed->gemm_wins[slot] = -1;
         return OPSCHED_OK;
     }
+    if (!force) OS_TRY(cu_lt_gemm_tune(a, &p->lt));
     if (post) {
         p->gemm_act = *act;
         p->gemm_numel = opsched_shape_numel(&cu_out(a, 0)->shape);

@@ -159,6 +159,7 @@ static void cu_device_close(void *impl)
     /* Choices still referenced by live plans stay until those are freed. */
     os_plan_cache_free(dev->conv_plans);
     os_plan_cache_free(dev->sdpa_plans);
+    os_plan_cache_free(dev->lt_algos);
     if (dev->cublaslt) (void)cublasLtDestroy(dev->cublaslt);
     if (dev->cublas) (void)cublasDestroy(dev->cublas);
     if (dev->cudnn) (void)cudnnDestroy(dev->cudnn);
@@ -186,7 +187,8 @@ static opsched_status cu_device_open(opsched_ctx *ctx, int index, void **out)
         ctx, st, cudaDeviceGetPCIBusId(dev->pci_bus_id, (int)sizeof(dev->pci_bus_id), index), fail);
     dev->conv_plans = os_plan_cache_create(OS_PLAN_CACHE_DEFAULT_MAX, cu_conv_choice_release);
     dev->sdpa_plans = os_plan_cache_create(OS_PLAN_CACHE_DEFAULT_MAX, cu_sdpa_choice_release);
-    if (!dev->conv_plans || !dev->sdpa_plans) {
+    dev->lt_algos = os_plan_cache_create(OS_PLAN_CACHE_DEFAULT_MAX, free);
+    if (!dev->conv_plans || !dev->sdpa_plans || !dev->lt_algos) {
         st = OS_NOMEM(ctx);
         goto fail;
     }

@@ -103,6 +103,17 @@ int cu_lt_gemm_init(cu_device *dev, cudaDataType_t type, cublasComputeType_t com
     }
     (void)cublasLtMatmulPreferenceDestroy(pref);
     g->algo = res.algo;
+    g->type = type;
+    g->compute = compute;
+    g->epi = epi;
+    g->tra = tra;
+    g->trb = trb;
+    g->m = m;
+    g->n = n;
+    g->k = k;
+    g->lda = lda;
+    g->ldb = ldb;
+    g->ldd = ldd;
     return 1;
 }
 
@@ -120,6 +131,117 @@ opsched_status cu_lt_gemm_run(opsched_ctx *ctx, cu_device *dev, cu_lt_gemm *g, c
                                      &g->beta, C ? C : D, g->ld, D, g->ld, &g->algo,
                                      ws_bytes ? ws : NULL, ws_bytes, s));
     return OPSCHED_OK;
+}
+
+/* ---- the timed choice among cuBLASLt's algorithms --------------------- */
+
+typedef struct lt_tuned {
+    cublasLtMatmulAlgo_t algo;
+} lt_tuned;
+
+typedef struct lt_run {
+    cu_lt_gemm *g;
+    void *A, *B, *bias, *C, *D;
+} lt_run;
+
+static opsched_status enqueue_lt(const cu_plan_args *a, void *env, cudaStream_t s)
+{
+    lt_run *r = env;
+    return cu_lt_gemm_run(a->ctx, a->dev, r->g, s, r->A, r->B, r->bias, r->C, r->D);
+}
+
+static int lt_has_bias(cublasLtEpilogue_t e)
+{
+    return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS ||
+           e == CUBLASLT_EPILOGUE_GELU_BIAS;
+}
+
+static void lt_scratch_free(lt_run *r)
+{
+    void *p[5] = {r->A, r->B, r->bias, r->C, r->D};
+    for (int i = 0; i < 5; i++)
+        if (p[i]) (void)cudaFree(p[i]);
+}
+
+static opsched_status lt_zeroed(const cu_plan_args *a, size_t bytes, void **out)
+{
+    OS_TRY(cu_malloc(a->ctx, bytes, out));
+    CUDA_CHECK(a->ctx, cudaMemsetAsync(*out, 0, bytes, a->dev->stream));
+    return OPSCHED_OK;
+}
+
+opsched_status cu_lt_gemm_tune(const cu_plan_args *a, cu_lt_gemm *g)
+{
+    if (a->opts->ablate & OPSCHED_ABLATE_GEMM_TUNING) return OPSCHED_OK;
+    char key[256];
+    os_plan_cache *cache = a->dev->lt_algos;
+    int w = snprintf(key, sizeof key, "%d %d %d %d %d %d %d %d %d %d %d %a %zu", (int)g->type,
+                     (int)g->compute, (int)g->epi, g->tra, g->trb, g->m, g->n, g->k, g->lda,
+                     g->ldb, g->ldd, (double)g->beta, g->ws_limit);
+    int keyed = cache && w > 0 && (size_t)w < sizeof key;
+    if (keyed) {
+        lt_tuned *t = os_plan_cache_get(cache, key);
+        os_plan_cache_count(cache, t != NULL);
+        if (t) {
+            g->algo = t->algo;
+            return OPSCHED_OK;
+        }
+    }
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t res[CU_LT_TUNE_ALGOS];
+    int found = 0;
+    if (cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS) return OPSCHED_OK;
+    if (cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                             &g->ws_limit, sizeof(g->ws_limit)) ||
+        cublasLtMatmulAlgoGetHeuristic(a->dev->cublaslt, g->desc, g->la, g->lb, g->ld, g->ld, pref,
+                                       CU_LT_TUNE_ALGOS, res, &found))
+        found = 0;
+    (void)cublasLtMatmulPreferenceDestroy(pref);
+    if (found < 2) return OPSCHED_OK;
+    size_t elem = g->type == CUDA_R_32F ? 4 : 2;
+    size_t a_cols = (size_t)(g->tra ? g->m : g->k), b_cols = (size_t)(g->trb ? g->k : g->n);
+    lt_run run = {.g = g};
+    opsched_status st = OPSCHED_OK;
+    OS_TRY_GOTO(st, lt_zeroed(a, (size_t)g->lda * a_cols * elem, &run.A), done);
+    OS_TRY_GOTO(st, lt_zeroed(a, (size_t)g->ldb * b_cols * elem, &run.B), done);
+    OS_TRY_GOTO(st, lt_zeroed(a, (size_t)g->ldd * (size_t)g->n * elem, &run.D), done);
+    if (lt_has_bias(g->epi)) OS_TRY_GOTO(st, lt_zeroed(a, (size_t)g->m * elem, &run.bias), done);
+    if (g->beta != 0.0f)
+        OS_TRY_GOTO(st, lt_zeroed(a, (size_t)g->ldd * (size_t)g->n * elem, &run.C), done);
+    float first = -1.0f, best = -1.0f;
+    int pick = 0;
+    for (int i = 0; i < found; i++) {
+        if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
+        float ms = -1.0f;
+        g->algo = res[i].algo;
+        if (cu_time_reps(a, enqueue_lt, &run, &ms) != OPSCHED_OK) {
+            /* an algorithm that does not run here is passed over */
+            opsched_ctx_clear_error(a->ctx);
+            (void)cudaGetLastError();
+            CUDA_CHECK_GOTO(a->ctx, st, cudaStreamSynchronize(a->dev->stream), done);
+            continue;
+        }
+        if (i == 0) first = ms;
+        if (ms >= 0.0f && (best < 0.0f || ms < best)) {
+            best = ms;
+            pick = i;
+        }
+    }
+    g->algo = res[pick].algo;
+    os_log(a->ctx, OPSCHED_LOG_DEBUG,
+           "cuda: node '%s': cuBLASLt %dx%dx%d: %d algorithms timed, the heuristic's first "
+           "%.4f ms, #%d %.4f ms",
+           a->node->name, g->m, g->n, g->k, found, (double)first, pick, (double)best);
+    if (keyed) {
+        lt_tuned *t = malloc(sizeof(*t));
+        if (t) {
+            t->algo = g->algo;
+            if (os_plan_cache_put(cache, key, t) != 0) free(t);
+        }
+    }
+done:
+    lt_scratch_free(&run);
+    return st;
 }
 
 opsched_status cu_gemm_default_workspace(const cu_plan_args *a, size_t *limit)
@@ -280,6 +402,11 @@ opsched_status cu_plan_gemm(const cu_plan_args *a, cu_plan **out)
     if (C && g->beta == 1.0f && a->opts->fuse_bias && opsched_shape_numel(&C->shape) == N &&
         C->shape.d[C->shape.ndim - 1] == N && cu_kdt(a, C) == (cuk_dtype)a->kt &&
         gemm_setup_lt(a, p, -1, &fused_act)) {
+        opsched_status tst = cu_lt_gemm_tune(a, &p->lt_g);
+        if (tst != OPSCHED_OK) {
+            cu_plan_destroy(&p->base);
+            return tst;
+        }
         a->info->fused_bias = 1;
         snprintf(a->info->algo, sizeof(a->info->algo), "cublaslt_bias");
         *out = &p->base;
@@ -431,6 +558,11 @@ opsched_status cu_plan_matmul(const cu_plan_args *a, cu_plan **out)
                 p->base.need_in |= 1ull << 3;
                 a->info->fused_residual = 1;
                 algo = "cublaslt_bias_residual";
+            }
+            opsched_status tst = cu_lt_gemm_tune(a, &p->lt_g);
+            if (tst != OPSCHED_OK) {
+                cu_plan_destroy(&p->base);
+                return tst;
             }
         }
     }

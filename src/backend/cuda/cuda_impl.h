@@ -155,6 +155,7 @@ typedef struct cu_device {
     char pci_bus_id[32];
     os_plan_cache *conv_plans; /* cuDNN graph-API convolution choices */
     os_plan_cache *sdpa_plans; /* cuDNN fused-attention choices (cuda_sdpa.c) */
+    os_plan_cache *lt_algos;   /* cuBLASLt algorithms timed (cu_lt_gemm_tune) */
 } cu_device;
 
 /* Gives every stream of the device (and each created later) a GEMM
@@ -235,7 +236,28 @@ typedef struct cu_lt_gemm {
     cublasLtMatmulAlgo_t algo;
     float alpha, beta;
     size_t ws_limit; /* the most of the stream's GEMM workspace it uses */
+    /* What it was set up for, for cu_lt_gemm_tune. */
+    cudaDataType_t type;
+    cublasComputeType_t compute;
+    cublasLtEpilogue_t epi;
+    int tra, trb, m, n, k, lda, ldb, ldd;
 } cu_lt_gemm;
+/* ---- the planner's timed verdicts (cuda_timing.c) ---- */
+
+/* Launches in each timed run of a verdict: a single launch of a few
+ * microseconds between two events times mostly the events and the launch
+ * itself, and verdicts on such times follow noise. */
+#define CU_TIME_REPS 8
+#define CU_TIME_RUNS 3 /* timed runs, after one warm-up */
+/* What a timed verdict launches, CU_TIME_REPS times over. */
+typedef opsched_status (*cu_enqueue_fn)(const cu_plan_args *a, void *env, cudaStream_t s);
+/* Times fn as the executor deploys it: CU_TIME_REPS enqueues captured into
+ * one CUDA graph, launched once to warm up and then CU_TIME_RUNS times
+ * between two events on the device's stream; *best is the fastest run's
+ * time per enqueue, in ms.  Where the capture fails the enqueues run back
+ * to back on the stream instead. */
+opsched_status cu_time_reps(const cu_plan_args *a, cu_enqueue_fn fn, void *env, float *best);
+
 /* Sets g up with the heuristic's first algorithm (alpha 1); 0 when cuBLASLt
  * offers none (g then holds nothing). */
 int cu_lt_gemm_init(cu_device *dev, cudaDataType_t type, cublasComputeType_t compute,
@@ -247,6 +269,14 @@ int cu_lt_gemm_init(cu_device *dev, cudaDataType_t type, cublasComputeType_t com
 opsched_status cu_lt_gemm_run(opsched_ctx *ctx, cu_device *dev, cu_lt_gemm *g, cudaStream_t s,
                               const void *A, const void *B, const void *bias, const void *C,
                               void *D);
+/* Times up to CU_LT_TUNE_ALGOS of the heuristic's algorithms for g (as
+ * cu_time_reps does, on zeroed scratch operands) and keeps the fastest in
+ * g; the verdict is kept in the device's cache, keyed by the product's
+ * shape, types, epilogue and workspace limit, so a product of the same
+ * kind is timed once.  The heuristic's first wherever only one is offered
+ * or none of the others runs faster. */
+#define CU_LT_TUNE_ALGOS 8
+opsched_status cu_lt_gemm_tune(const cu_plan_args *a, cu_lt_gemm *g);
 void cu_lt_gemm_free(cu_lt_gemm *g);
 /* Reserves cuBLAS's recommended workspace on every stream (32 MiB on
  * Hopper and later, 4 MiB before) and gives the part a plan may use under
