@@ -18,10 +18,22 @@ Usage on the GPU machine (bench/gpu_env.sh sets $py and $bin):
   ncu --profile-from-start off --clock-control none --cache-control none \\
       --metrics gpu__time_duration.sum --csv \\
       $py bench/profiling/kernels.py torch --model bert_base_s128 --batch 1 --math tf32 > t.csv
-  ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \\
-      $bin run bench/networks/models/bert_base_s128.onnx --shapes ... --iters 0 \\
-      --output-dir o --force > o.csv
+  OPSCHED_CUDA_PROFILE_NODES=40 ncu --profile-from-start off --clock-control none \\
+      --cache-control none --metrics gpu__time_duration.sum --csv \\
+      $bin run bench/networks/models/mobilenet_v2.onnx --shapes input:1x3x224x224 \\
+      --layout nhwc --compare sequential --iters 10 --format csv > o.csv
   python3 bench/profiling/kernels.py summary t.csv --runs 1
+
+OPSCHED_CUDA_PROFILE_NODES=N makes opsched bracket one replay with
+cudaProfilerStart/Stop: the third launch of the first CUDA graph of at least
+N nodes (the inference, not the small graphs that time stages).  Give the
+layout the network deploys with (--layout), or the layout trials' graphs
+come first.
+
+One caveat, seen on an H200 (bench/results/networks/h200-2026-11-28/se-split):
+cuDNN's conv2d_grouped_direct_kernel read several times longer under ncu
+than its layer's time in a replayed graph; compare such kernels with the
+per-layer profile before trusting them.
 """
 import argparse
 import collections
