@@ -365,6 +365,10 @@ static const conv_cfg conv_cfgs[] = {
      24},
     {"depthwise 7x7", "1x40x14x14", "40x1x7x7", {1, 1}, {1, 1}, {3, 3, 3, 3}, 40},
     {"depthwise 3x3 dilation 2", "2x16x9x9", "16x1x3x3", {1, 1}, {2, 2}, {2, 2, 2, 2}, 16},
+    /* maps large enough for the own kernel's rows of 4 and of 2 outputs a
+     * thread (the small ones above take 1) */
+    {"depthwise 3x3 112x112", "1x64x112x112", "64x1x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 64},
+    {"depthwise 5x5 48x48", "1x64x48x48", "64x1x5x5", {1, 1}, {1, 1}, {2, 2, 2, 2}, 64},
 };
 
 static tcase *conv_case(const conv_cfg *k)

@@ -185,7 +185,25 @@ __global__ void __launch_bounds__(256) k_dw_tile(cuk_dw_desc d, const T *__restr
     }
 }
 
-/* Launches k_dw_tile for the shapes it has (1 when launched). */
+/* Blocks a launch should fill the GPU with: two an SM (queried once). */
+static int64_t dw_target_blocks()
+{
+    static int sms = 0;
+    if (sms == 0) {
+        int dev = 0, n = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+            n <= 0)
+            n = 132;
+        sms = n;
+    }
+    return 2 * (int64_t)sms;
+}
+
+/* Launches k_dw_tile for the shapes it has (1 when launched).  A thread
+ * takes TW = 4 outputs of a row where that still gives the GPU two blocks
+ * an SM, else 2 or 1: late stages of MobileNets (14x14 and 7x7 maps at
+ * batch 1) would otherwise run on fewer blocks than the GPU has SMs. */
 template <typename T>
 bool dw_tile_launch(const cuk_dw_desc *d, const T *x, const T *w, const T *b, T *y, int act,
                     cuk_ufn fn, const cuk_ew_params &p, cudaStream_t stream)
@@ -194,17 +212,30 @@ bool dw_tile_launch(const cuk_dw_desc *d, const T *x, const T *w, const T *b, T 
         d->dw != 1 || d->c > INT32_MAX / 2 || d->h * d->w > INT32_MAX / 2 ||
         d->oh * d->ow > INT32_MAX / 2)
         return false;
-    const int K = d->kh, S = d->sh, TW = 4;
+    const int K = d->kh, S = d->sh;
+    const int64_t cblocks = (d->c + 31) / 32, target = dw_target_blocks();
+    int TW = 4;
+    while (TW > 1 && cblocks * ((d->n * d->oh * ((d->ow + TW - 1) / TW) + 7) / 8) < target)
+        TW /= 2;
     const int64_t tiles = d->n * d->oh * ((d->ow + TW - 1) / TW);
     if ((tiles + 7) / 8 > 65535) return false;
-    const dim3 grid((unsigned)((d->c + 31) / 32), (unsigned)((tiles + 7) / 8)), block(32, 8);
-#define CUK_DW_TILE(KK, SS)                                                                            if (K == KK && S == SS) {                                                                              k_dw_tile<T, KK, SS, 4><<<grid, block, 0, stream>>>(*d, x, w, b, y, act, fn, p);                   return true;                                                                                   }
-    CUK_DW_TILE(3, 1)
-    CUK_DW_TILE(3, 2)
-    CUK_DW_TILE(5, 1)
-    CUK_DW_TILE(5, 2)
-    CUK_DW_TILE(7, 1)
-    CUK_DW_TILE(7, 2)
+    const dim3 grid((unsigned)cblocks, (unsigned)((tiles + 7) / 8)), block(32, 8);
+#define CUK_DW_TILE(KK, SS, TT)                                                                        \
+    if (K == KK && S == SS && TW == TT) {                                                          \
+        k_dw_tile<T, KK, SS, TT><<<grid, block, 0, stream>>>(*d, x, w, b, y, act, fn, p);          \
+        return true;                                                                               \
+    }
+#define CUK_DW_TILES(KK, SS)                                                                       \
+    CUK_DW_TILE(KK, SS, 4)                                                                         \
+    CUK_DW_TILE(KK, SS, 2)                                                                         \
+    CUK_DW_TILE(KK, SS, 1)
+    CUK_DW_TILES(3, 1)
+    CUK_DW_TILES(3, 2)
+    CUK_DW_TILES(5, 1)
+    CUK_DW_TILES(5, 2)
+    CUK_DW_TILES(7, 1)
+    CUK_DW_TILES(7, 2)
+#undef CUK_DW_TILES
 #undef CUK_DW_TILE
     return false;
 }
