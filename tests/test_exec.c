@@ -432,8 +432,9 @@ static void test_inverted_residual(void **state)
 /* The squeeze-and-excitation gate runs as one launch: two SE blocks (one
  * from GlobalAveragePool with biases and Swish and Sigmoid, one from
  * ReduceMean without biases, Relu and HardSigmoid) against the reference
- * with fusion on, off and ablated; with it on each gate is one launch
- * beside its Mul. */
+ * with fusion on, off and ablated; with it on each gate and the Mul by it
+ * are one launch, with `--ablate se-mul` each gate one launch beside its
+ * Mul. */
 static void test_fused_se(void **state)
 {
     (void)state;
@@ -455,12 +456,29 @@ static void test_fused_se(void **state)
     compare_with_reference(g, &on, 1e-6);
     compare_with_reference(g, &off, 1e-6);
     compare_with_reference(g, &ablated, 1e-6);
+    opsched_exec_options apart = on;
+    apart.plan.ablate = OPSCHED_ABLATE_SE_MUL;
+    compare_with_reference(g, &apart, 1e-6);
+    assert_int_equal(opsched_se_gate_find(g, 0, &se), 1);
+    assert_int_equal(se.mul, 5);
+    assert_int_equal(opsched_se_gate_find(g, 6, &se), 1);
+    assert_int_equal(se.mul, 11); /* Mul(s, x): either operand order */
+    /* each gate and its multiply one launch */
     opsched_executor *ex = NULL;
     CHECK(opsched_executor_create(env.cpu, g, NULL, &on, &ex));
+    for (int k = 1; k <= 11; k++)
+        if (k != 6) assert_int_equal(opsched_executor_layer(ex, k)->role, OPSCHED_ROLE_FUSED);
+    assert_string_equal(opsched_executor_layer(ex, 0)->algo, "se:6");
+    assert_string_equal(opsched_executor_layer(ex, 6)->algo, "se:6");
+    opsched_exec_info info;
+    CHECK(opsched_executor_info(ex, &info));
+    assert_int_equal(info.n_launches, 2);
+    opsched_executor_free(ex);
+    /* the multiplies apart: a launch each beside the gates */
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &apart, &ex));
     for (int k = 1; k <= 10; k++)
         if (k != 5 && k != 6) assert_int_equal(opsched_executor_layer(ex, k)->role, OPSCHED_ROLE_FUSED);
     assert_string_equal(opsched_executor_layer(ex, 0)->algo, "se:5");
-    opsched_exec_info info;
     CHECK(opsched_executor_info(ex, &info));
     assert_int_equal(info.n_launches, 4);
     opsched_executor_free(ex);

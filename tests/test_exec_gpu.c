@@ -217,8 +217,10 @@ static void test_movement_runs(void **state)
  * every math mode against the unfused fp32 plan.  Shapes: a large map that
  * the kernel splits into parts, a small one of many channels (one launch
  * each), and gates whose layers are too large for one block, run as two
- * launches ("se2"): EfficientNet's last stage (1152 channels, 48 hidden),
- * MobileNetV3's (960, 240; two samples) and its 672 x 168 on a 14x14 map. */
+ * launches ("se2"), the second of which runs the Mul by the gate too:
+ * EfficientNet's last stage (1152 channels, 48 hidden), MobileNetV3's
+ * (960, 240; two samples) and its 672 x 168 on a 14x14 map; with
+ * `--ablate se-mul` the Mul is a launch of its own. */
 static void test_se_gate(void **state)
 {
     (void)state;
@@ -233,23 +235,26 @@ static void test_se_gate(void **state)
         opsched_graph *g = netref_se_graph(env.ctx, &shapes[i], hidden[i], 37 + i);
         assert_non_null(g);
         check_graph_modes(g, "se", 1);
-        const char *want = i < 2 ? "se:5" : "se2:5";
-        for (int layout = 0; layout < 2; layout++) {
-            opsched_exec_options o = {.plan = {.math = OPSCHED_MATH_FP32,
-                                               .layout = (opsched_layout)layout,
-                                               .fuse_activation = 1}};
-            opsched_executor *ex = NULL;
-            CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
-            opsched_exec_info info;
-            CHECK(opsched_executor_info(ex, &info));
-            const char *a0 = opsched_executor_layer(ex, 0)->algo;
-            const char *a6 = opsched_executor_layer(ex, 6)->algo;
-            print_message("  se %d, %s: %d launches; the means: %s, %s\n", i,
-                          layout ? "NHWC" : "NCHW", info.n_launches, a0, a6);
-            assert_string_equal(a0, want);
-            assert_string_equal(a6, want);
-            opsched_executor_free(ex);
-        }
+        for (int layout = 0; layout < 2; layout++)
+            for (int apart = 0; apart < 2; apart++) {
+                const char *want = i < 2 ? "se:5" : apart ? "se2:5" : "se2:6";
+                opsched_exec_options o = {.plan = {.math = OPSCHED_MATH_FP32,
+                                                   .layout = (opsched_layout)layout,
+                                                   .fuse_activation = 1,
+                                                   .ablate = apart ? OPSCHED_ABLATE_SE_MUL : 0}};
+                opsched_executor *ex = NULL;
+                CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+                opsched_exec_info info;
+                CHECK(opsched_executor_info(ex, &info));
+                const char *a0 = opsched_executor_layer(ex, 0)->algo;
+                const char *a6 = opsched_executor_layer(ex, 6)->algo;
+                print_message("  se %d, %s%s: %d launches; the means: %s, %s\n", i,
+                              layout ? "NHWC" : "NCHW", apart ? ", se-mul ablated" : "",
+                              info.n_launches, a0, a6);
+                assert_string_equal(a0, want);
+                assert_string_equal(a6, want);
+                opsched_executor_free(ex);
+            }
         opsched_graph_free(g);
     }
 }

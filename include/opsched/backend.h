@@ -178,12 +178,14 @@ typedef enum opsched_ablation {
                                           * (opsched_move_runs): each node on its own */
     OPSCHED_ABLATE_SE_SPLIT = 1u << 15,  /* gates too large for one block as two launches:
                                           * their mean and layers launch on their own */
-    OPSCHED_ABLATE_GEMM_TUNING = 1u << 16 /* cuBLASLt's algorithms timed per product
-                                           * (cu_lt_gemm_tune): the heuristic's first */
+    OPSCHED_ABLATE_GEMM_TUNING = 1u << 16, /* cuBLASLt's algorithms timed per product
+                                            * (cu_lt_gemm_tune): the heuristic's first */
+    OPSCHED_ABLATE_SE_MUL = 1u << 17       /* a gate's multiply in the gate's launch
+                                            * (opsched_se_gate.mul): its own launch */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
  * "chains", "residual", "layout", "se", "bias", "attention", "projections",
- * "tensor-cores", "cudnn-attention", "conv-gemm", "movement", "se-split", "gemm-tuning" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
+ * "tensor-cores", "cudnn-attention", "conv-gemm", "movement", "se-split", "gemm-tuning", "se-mul" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size);
@@ -207,7 +209,10 @@ typedef struct opsched_plan_options {
                                 * input 2 */
     int fuse_se;               /* spatial mean: run the squeeze-and-excitation gate
                                 * from it (opsched_se_gate_find) in one launch, whose
-                                * inputs are the node's, then W1, b1, W2, b2 */
+                                * inputs are the node's, then W1, b1, W2, b2; 2: the
+                                * multiply after it (opsched_se_gate.mul) as well,
+                                * where the backend can: the launch then writes x * s,
+                                * the multiply's output */
     const opsched_graph *rowmajor_graph; /* with rowmajor: the graph it describes */
     const unsigned char *rowmajor; /* NULL, or a byte per tensor of rowmajor_graph: 1 keeps that
                                     * 4-D tensor row-major under the NHWC layout
@@ -242,8 +247,8 @@ typedef struct opsched_plan_info {
                                 * head among them), 0 when it runs its node alone */
     int fused_bias;            /* 1 when a MatMul's bias Add runs in the plan (input 2) */
     int fused_se;              /* nodes of the squeeze-and-excitation gate the plan
-                                * runs (the mean among them), 0 when it runs its node
-                                * alone */
+                                * runs (the mean among them; one more with the
+                                * multiply), 0 when it runs its node alone */
     int fused_movement;        /* nodes of the movement run the plan gathers through,
                                 * 0 when it runs its node alone */
 } opsched_plan_info;

@@ -832,9 +832,13 @@ void opsched_move_dst_strides(const opsched_move_view *v, const int64_t *dst_str
  * `node`, returning 1 and filling *out (else 0).  A plan that runs it
  * (opsched_plan_options.fuse_se) takes the mean's inputs, then the sides
  * W1, b1, W2, b2 (-1 where a bias is absent), and writes s, [N, C, 1, 1],
- * as the mean's output; the later nodes become aliases of it. */
+ * as the mean's output; the later nodes become aliases of it.  `mul` is
+ * the Mul that is s's only reader and multiplies x (the mean's input) by
+ * it into x's shape and type, or -1; a plan asked for it too (fuse_se 2)
+ * may write x * s instead. */
 typedef struct opsched_se_gate {
     int pool, fc1, act1, fc2, act2; /* nodes; act1, act2 -1 when absent */
+    int mul;                        /* the multiply by s, or -1 (not in nodes) */
     int n, nodes[5];                /* the same in order, the mean first */
     int sides[4];                   /* W1, b1, W2, b2 (a bias -1 when absent) */
     int gate;                       /* the tensor s */

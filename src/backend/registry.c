@@ -448,6 +448,7 @@ static const struct {
                  {"movement", OPSCHED_ABLATE_MOVEMENT},
                  {"se-split", OPSCHED_ABLATE_SE_SPLIT},
                  {"gemm-tuning", OPSCHED_ABLATE_GEMM_TUNING},
+                 {"se-mul", OPSCHED_ABLATE_SE_MUL},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)
@@ -536,7 +537,8 @@ opsched_status opsched_plan_create(opsched_device *dev, const opsched_graph *g, 
     if (p->info.fused_se) { /* W1, b1, W2, b2 after the mean's inputs */
         opsched_se_gate se;
         if (!opts->fuse_se || p->info.fused_chain || !opsched_se_gate_find(g, node, &se) ||
-            se.n != p->info.fused_se) {
+            (se.n != p->info.fused_se &&
+             !(opts->fuse_se == 2 && se.mul >= 0 && p->info.fused_se == se.n + 1))) {
             dev->be->plan_free(dev->impl, p->impl);
             free(p);
             return OS_FAIL(dev->ctx, OPSCHED_ERR_BACKEND,

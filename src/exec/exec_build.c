@@ -281,6 +281,8 @@ typedef struct ex_build {
     int **chain_in;       /* per node: a chain's launch inputs (its own, then the sides), or NULL */
     int *chain_n;         /* per node: their count */
     int *move_role;       /* per node: opsched_move_runs' role, NULL when no run is gathered */
+    int *out_over;        /* per node: the tensor its launch writes instead of its output, or -1
+                           * (a gate that runs its multiply: the multiply's output) */
     int *follow_next;     /* copying views after the same node: a list per node */
     int *follow_head;     /* per node (+1 slot for the prologue at index n_nodes) */
     /* per stage, for MERGE stages: up to three launches (conv, relu, split) */
@@ -459,7 +461,9 @@ static opsched_status plan_se(opsched_executor *ex, ex_build *b, int i,
     for (int k = 1; k < se.n; k++)
         if (!launches_alone(ex, b, se.nodes[k])) return OPSCHED_OK;
     opsched_exec_options o = *base;
-    o.plan.fuse_se = 1;
+    int mul = se.mul >= 0 && !(base->plan.ablate & OPSCHED_ABLATE_SE_MUL) &&
+              launches_alone(ex, b, se.mul);
+    o.plan.fuse_se = mul ? 2 : 1;
     opsched_layer_info li;
     opsched_plan *plan = NULL;
     opsched_plan_info pi;
@@ -471,6 +475,22 @@ static opsched_status plan_se(opsched_executor *ex, ex_build *b, int i,
     int in[EX_HEAD_MAX_IN + 4];
     memcpy(in, n->inputs, sizeof(int) * (size_t)n->n_inputs);
     memcpy(in + n->n_inputs, se.sides, sizeof(int) * 4);
+    if (mul && pi.fused_se == se.n + 1) {
+        /* The launch writes the multiply's output: the mean's output and
+         * the gate's later nodes become aliases of it (they are read by
+         * nothing else), and the multiply runs in the launch. */
+        int y = opsched_graph_node(b->g, se.mul)->outputs[0];
+        OS_TRY(keep_fused(ex, b, i, plan, &li, in, n->n_inputs + 4, NULL, 0));
+        for (int k = 1; k < se.n; k++)
+            absorb(ex, b, i, se.nodes[k]);
+        absorb(ex, b, i, se.mul);
+        ex->tensors[y].parent = y;
+        for (int k = 0; k < se.n; k++)
+            ex->tensors[opsched_graph_node(b->g, se.nodes[k])->outputs[0]].parent = y;
+        b->out_over[i] = y;
+        *done = 1;
+        return OPSCHED_OK;
+    }
     OS_TRY(keep_fused(ex, b, i, plan, &li, in, n->n_inputs + 4, se.nodes + 1, se.n - 1));
     *done = 1;
     return OPSCHED_OK;
@@ -1126,8 +1146,10 @@ static opsched_status launch_node(opsched_executor *ex, ex_build *b, int i, int 
                           n->n_outputs));
         b->plans[i] = NULL;
     } else if (b->plans[i] && b->chain_in[i]) { /* the head's inputs, then the sides */
+        int over = b->out_over[i] >= 0;
         OS_TRY(add_launch(ex, b->plans[i], i, stage, stream, n->name, b->chain_in[i],
-                          b->chain_n[i], n->outputs, n->n_outputs));
+                          b->chain_n[i], over ? &b->out_over[i] : n->outputs,
+                          over ? 1 : n->n_outputs));
         b->plans[i] = NULL;
     } else if (b->plans[i]) {
         OS_TRY(add_launch(ex, b->plans[i], i, stage, stream, n->name, n->inputs, n->n_inputs,
@@ -1434,6 +1456,7 @@ static void build_release(ex_build *b, int n_nodes)
     free(b->move_role);
     free(b->plans);
     free(b->residual);
+    free(b->out_over);
     free(b->merges);
     free(b->place);
     free(b->follow_head);
@@ -1538,13 +1561,14 @@ static opsched_status build(opsched_executor *ex, const opsched_graph *g, const 
     b.follow_head = calloc((size_t)ex->n_nodes + 1, sizeof(int));
     b.follow_next = calloc((size_t)ex->n_nodes + 1, sizeof(int));
     b.merges = calloc((size_t)s->n_stages + 1, sizeof(*b.merges));
+    b.out_over = malloc(((size_t)ex->n_nodes + 1) * sizeof(int));
     if (!b.place || !b.plans || !b.residual || !b.chain_in || !b.chain_n || !b.follow_head ||
-        !b.follow_next || !b.merges) {
+        !b.follow_next || !b.merges || !b.out_over) {
         st = OS_NOMEM(ex->ctx);
         goto done;
     }
     for (int i = 0; i <= ex->n_nodes; i++)
-        b.residual[i] = -1;
+        b.residual[i] = b.out_over[i] = -1;
     OS_TRY_GOTO(st, place_nodes(ex, &b), done);
     OS_TRY_GOTO(st, plan_all(ex, &b), done);
     list_followers(ex, &b);

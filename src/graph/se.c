@@ -7,8 +7,9 @@
  * multiply x by s.  Run node by node, the gate is a pooling launch and two
  * convolutions on 1 x 1 maps, each a launch of almost no work; together
  * they are one reduction followed by two matrix-vector products, which one
- * launch does.  The multiply stays outside: it reads the whole map, and an
- * element-wise chain runs it.
+ * launch does.  The multiply by x after it (`mul`) reads the whole map; a
+ * backend may run it in the gate's launch too, where it runs the gate's
+ * last layer on many blocks (CUDA's split gates).
  */
 #include "graph/graph_impl.h"
 
@@ -95,6 +96,15 @@ int opsched_se_gate_find(const opsched_graph *g, int node, opsched_se_gate *out)
     s.sides[1] = f1->n_inputs == 3 ? f1->inputs[2] : -1;
     s.sides[2] = f2->inputs[1];
     s.sides[3] = f2->n_inputs == 3 ? f2->inputs[2] : -1;
+    s.mul = os_graph_sole_reader(g, s.gate, s.act2 >= 0 ? s.act2 : s.fc2);
+    const opsched_node *mn = s.mul >= 0 ? opsched_graph_node(g, s.mul) : NULL;
+    const opsched_tensor *mt = mn && mn->n_outputs == 1 ? opsched_graph_tensor(g, mn->outputs[0])
+                                                        : NULL;
+    if (!mn || mn->op != OPSCHED_OP_MUL || mn->n_inputs != 2 ||
+        !((mn->inputs[0] == h->inputs[0] && mn->inputs[1] == s.gate) ||
+          (mn->inputs[1] == h->inputs[0] && mn->inputs[0] == s.gate)) ||
+        !mt || mt->dtype != x->dtype || !opsched_shape_equal(&mt->shape, &x->shape))
+        s.mul = -1;
     s.n = 0;
     s.nodes[s.n++] = s.pool;
     s.nodes[s.n++] = s.fc1;

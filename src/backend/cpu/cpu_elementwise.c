@@ -428,7 +428,16 @@ opsched_status cpu_loop_se(opsched_ctx *ctx, const cpu_node *n, void *const *in,
             double acc = n->has_in[n->se_side + 3] ? b2[c] : 0.0;
             for (int64_t j = 0; j < H1; j++)
                 acc += (double)w2[c * H1 + j] * h[j];
-            s[b * C + c] = (float)(n->se_act[1] ? unary_fx(n->se_op[1], &n->se_attr[1], acc) : acc);
+            float sc = (float)(n->se_act[1] ? unary_fx(n->se_op[1], &n->se_attr[1], acc) : acc);
+            if (!n->se_mul) {
+                s[b * C + c] = sc;
+                continue;
+            }
+            /* the multiply, in float as the Mul node computes it */
+            const float *xp = x + (b * C + c) * HW;
+            float *yp = s + (b * C + c) * HW;
+            for (int64_t r = 0; r < HW; r++)
+                yp[r] = xp[r] * sc;
         }
     }
     free(m);

@@ -60,6 +60,7 @@ typedef struct cpu_node {
     int se;                      /* a squeeze-and-excitation gate from this mean: */
     int se_side;                 /* the input of W1 (then b1, W2, b2) */
     int64_t se_hidden;           /* fc1's output channels */
+    int se_mul;                  /* 1: writes x * s (the gate's multiply), x's shape */
     int se_act[2];               /* 1 when act1 / act2 is present: */
     opsched_op_kind se_op[2];    /* its kind and attributes */
     opsched_op_attr se_attr[2];

@@ -338,8 +338,8 @@ static opsched_status plan_move(const opsched_graph *g, int node, const opsched_
 /* The squeeze-and-excitation gate from mean `node` as one loop
  * (cpu_loop_se), W1, b1, W2, b2 as inputs after the node's own; *done 0
  * when there is none (the node is planned alone). */
-static opsched_status plan_se(const opsched_graph *g, int node, cpu_plan *p,
-                              opsched_plan_info *info, int *done)
+static opsched_status plan_se(const opsched_graph *g, int node, const opsched_plan_options *opts,
+                              cpu_plan *p, opsched_plan_info *info, int *done)
 {
     opsched_se_gate se;
     cpu_node *cn = &p->node;
@@ -367,9 +367,11 @@ static opsched_status plan_se(const opsched_graph *g, int node, cpu_plan *p,
     }
     cn->se_hidden = se.hidden;
     cn->se = 1;
+    cn->se_mul = opts->fuse_se == 2 && se.mul >= 0;
+    if (cn->se_mul) cn->out[0] = cn->in[0];
     p->loop = cpu_loop_se;
-    snprintf(info->algo, sizeof(info->algo), "se:%d", se.n);
-    info->fused_se = se.n;
+    snprintf(info->algo, sizeof(info->algo), "se:%d", se.n + cn->se_mul);
+    info->fused_se = se.n + cn->se_mul;
     *done = 1;
     return OPSCHED_OK;
 }
@@ -442,7 +444,7 @@ opsched_status cpu_plan_create(opsched_ctx *ctx, void *d, const opsched_graph *g
     OS_TRY_GOTO(st, copy_node(ctx, g, node, &p->node), fail);
     int chained = 0;
     if (opts->fuse_se && !outputs_empty(&p->node))
-        OS_TRY_GOTO(st, plan_se(g, node, p, info, &chained), fail);
+        OS_TRY_GOTO(st, plan_se(g, node, opts, p, info, &chained), fail);
     if (!chained && opts->fuse_chain && !outputs_empty(&p->node))
         OS_TRY_GOTO(st, plan_chain(ctx, g, node, p, info, &chained), fail);
     if (!chained && opts->move_path && opts->n_move_path >= 2 && !outputs_empty(&p->node))

@@ -491,6 +491,13 @@ opsched_status cu_plan_se(const cu_plan_args *a, cu_plan **out)
                             (long long)p->d.hidden);
         goto fail;
     }
+    /* The multiply by x (asked with fuse_se 2) in the second launch, where
+     * the gate runs split and the product keeps x's layout. */
+    if (a->opts->fuse_se == 2 && se.mul >= 0 && p->d.split) {
+        const opsched_tensor *yt =
+            opsched_graph_tensor(a->g, opsched_graph_node(a->g, se.mul)->outputs[0]);
+        p->d.mul = yt && cu_kdt(a, yt) == t && cu_is_nhwc(a, yt) == p->d.nhwc;
+    }
     size_t ws = cuk_se_gate_workspace(&p->d);
     OS_TRY_GOTO(st, cu_malloc(a->ctx, ws, &base->workspace), fail);
     base->workspace_bytes = ws;
@@ -501,8 +508,9 @@ opsched_status cu_plan_se(const cu_plan_args *a, cu_plan **out)
     for (int k = 0; k < a->node->n_inputs && k < 64; k++)
         if (a->node->inputs[k] >= 0) base->need_in |= 1ull << k;
     base->need_in |= 1ull << p->side | 1ull << (p->side + 2); /* W1, W2 */
-    snprintf(a->info->algo, sizeof(a->info->algo), "se%s:%d", p->d.split ? "2" : "", se.n);
-    a->info->fused_se = se.n;
+    snprintf(a->info->algo, sizeof(a->info->algo), "se%s:%d", p->d.split ? "2" : "",
+             se.n + p->d.mul);
+    a->info->fused_se = se.n + p->d.mul;
     *out = base;
     return OPSCHED_OK;
 fail:

@@ -485,7 +485,9 @@ cudaError_t cuk_groupnorm(cuk_dtype t, const cuk_groupnorm_desc *d, const void *
  *   split 1: two launches, for layers too large for one block.  Each block
  *            owns a range of channels and all of S, takes their means and
  *            their share of W1 m; the last block of a sample sums the
- *            shares into h.  Then one warp an output computes W2 h. */
+ *            shares into h.  Then one warp an output computes W2 h; with
+ *            mul, blocks of 32 channels and a part of S each compute their
+ *            channels' s and write y = x * s over their part. */
 typedef struct cuk_se_act {
     int has;
     cuk_ufn fn;
@@ -495,6 +497,7 @@ typedef struct cuk_se_desc {
     int64_t N, C, S, hidden;
     int nhwc;
     int split;
+    int mul; /* split only: y = x * s, x's shape and layout (the gate's multiply) */
     cuk_se_act act1, act2;
 } cuk_se_desc;
 int cuk_se_gate_ok(const cuk_se_desc *d);

@@ -772,6 +772,60 @@ __global__ void __launch_bounds__(kSeThreads)
     if (lane == 0) y[n * d.C + c] = store<T>(se_act(d.act2, a0 + (b2 ? load<T>(b2[c]) : 0.0f)));
 }
 
+/* The split gate's second launch with the multiply: grid (32-channel
+ * blocks, N, parts of S).  Each block computes s for its 32 channels (two
+ * a warp, lanes along hidden), then y = x * s over its rows [r0, r1):
+ * channels-last, lanes along the channels and warps along the rows;
+ * channels-first, a warp a channel and lanes along the rows. */
+template <typename T>
+__global__ void __launch_bounds__(kSeThreads)
+    k_se_fc2_mul(const __grid_constant__ cuk_se_desc d, int64_t chunk, const float *h,
+                 const T *w2, const T *b2, const T *x, T *y)
+{
+    extern __shared__ float se_sh[]; /* h [hidden] */
+    __shared__ float g[32];
+    const int64_t n = blockIdx.y, c0 = (int64_t)blockIdx.x * 32;
+    const int64_t r0 = (int64_t)blockIdx.z * chunk, r1 = r0 + chunk < d.S ? r0 + chunk : d.S;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    for (int64_t j = threadIdx.x; j < d.hidden; j += kSeThreads)
+        se_sh[j] = __ldcg(&h[n * d.hidden + j]);
+    __syncthreads();
+    for (int k = w; k < 32; k += kSeThreads / 32) {
+        const int64_t c = c0 + k;
+        float a0 = 0.0f;
+        if (c < d.C) {
+            const T *row = w2 + c * d.hidden;
+            for (int64_t j = lane; j < d.hidden; j += 32)
+                a0 += load<T>(row[j]) * se_sh[j];
+        }
+        for (int o = 16; o > 0; o >>= 1)
+            a0 += __shfl_xor_sync(0xffffffffu, a0, o);
+        if (lane == 0)
+            g[k] = c < d.C ? load<T>(store<T>(se_act(d.act2, a0 + (b2 ? load<T>(b2[c]) : 0.0f))))
+                           : 0.0f;
+    }
+    __syncthreads();
+    if (d.nhwc) {
+        const int64_t c = c0 + lane;
+        if (c >= d.C) return;
+        const float gc = g[lane];
+        const T *xp = x + n * d.S * d.C + c;
+        T *yp = y + n * d.S * d.C + c;
+        for (int64_t r = r0 + w; r < r1; r += kSeThreads / 32)
+            yp[r * d.C] = store<T>(load<T>(xp[r * d.C]) * gc);
+    } else {
+        for (int k = w; k < 32; k += kSeThreads / 32) {
+            const int64_t c = c0 + k;
+            if (c >= d.C) break;
+            const float gc = g[k];
+            const T *xp = x + (n * d.C + c) * d.S;
+            T *yp = y + (n * d.C + c) * d.S;
+            for (int64_t r = r0 + lane; r < r1; r += 32)
+                yp[r] = store<T>(load<T>(xp[r]) * gc);
+        }
+    }
+}
+
 /* Channel blocks of a part, and parts: about two blocks an SM in all, at
  * least 256 rows a part; the split gate has one part. */
 static void se_grid(const cuk_se_desc *d, int64_t *cblocks, int *parts)
@@ -829,6 +883,19 @@ extern "C" cudaError_t cuk_se_gate(cuk_dtype t, const cuk_se_desc *d, const void
                                   *d, (const T *)x, (const T *)w1, (const T *)b1, (float *)ws));
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) return e;
+        if (d->mul) {
+            /* parts of S so that the launch has about two blocks an SM */
+            int64_t cb32 = (d->C + 31) / 32, blocks = cb32 * d->N;
+            int64_t parts = (264 + blocks - 1) / blocks, most = (d->S + 15) / 16;
+            parts = parts < most ? parts : most;
+            parts = parts < 1 ? 1 : (parts > 65535 ? 65535 : parts);
+            int64_t chunk = (d->S + parts - 1) / parts;
+            dim3 g3((unsigned)cb32, (unsigned)d->N, (unsigned)parts);
+            CUK_DISPATCH_FP(t, T, k_se_fc2_mul<T><<<g3, kSeThreads, shm, stream>>>(
+                                      *d, chunk, h, (const T *)w2, (const T *)b2,
+                                      (const T *)x, (T *)y));
+            return cudaGetLastError();
+        }
         CUK_DISPATCH_FP(t, T, k_se_fc2<T><<<g2, kSeThreads, shm, stream>>>(
                                   *d, h, (const T *)w2, (const T *)b2, (T *)y));
         return cudaGetLastError();
