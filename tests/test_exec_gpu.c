@@ -516,6 +516,18 @@ static void test_forced_algorithm(void **state)
     opsched_graph_free(g);
 }
 
+/* NHWC with fusion on, 1x1 convolutions forced onto cuBLASLt ("cublaslt",
+ * the rest falling back to the heuristic), in math mode m. */
+static opsched_exec_options lt_forced(opsched_math m)
+{
+    opsched_exec_options o = {.plan = {.math = m,
+                                       .layout = OPSCHED_LAYOUT_NHWC,
+                                       .fuse_activation = 1,
+                                       .algo = "cublaslt"},
+                              .algo_fallback = "heuristic"};
+    return o;
+}
+
 /* 1x1 convolutions as cuBLASLt products ("cublaslt", the rest falling back
  * to the heuristic): ResNet-50's bottlenecks in NHWC with fusion on, where
  * the 1x1 layers take their bias, a Relu, and the residual Add with the
@@ -532,11 +544,7 @@ static void test_conv_cublaslt(void **state)
     float *ref = infer(env.gpu, g, &base, x, 0, &n_ref);
     int failures = 0;
     for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
-        opsched_exec_options o = {.plan = {.math = (opsched_math)m,
-                                           .layout = OPSCHED_LAYOUT_NHWC,
-                                           .fuse_activation = 1,
-                                           .algo = "cublaslt"},
-                                  .algo_fallback = "heuristic"};
+        opsched_exec_options o = lt_forced((opsched_math)m);
         opsched_executor *ex = NULL;
         CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
         int lt = 0, relu = 0, res = 0;
@@ -593,11 +601,7 @@ static void test_conv_cublaslt_act_after(void **state)
     float *ref = infer(env.gpu, g, &base, x, 0, &n_ref);
     int failures = 0;
     for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
-        opsched_exec_options o = {.plan = {.math = (opsched_math)m,
-                                           .layout = OPSCHED_LAYOUT_NHWC,
-                                           .fuse_activation = 1,
-                                           .algo = "cublaslt"},
-                                  .algo_fallback = "heuristic"};
+        opsched_exec_options o = lt_forced((opsched_math)m);
         float *y = infer(env.gpu, g, &o, x, 0, &n);
         opsched_executor *ex = NULL;
         CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
