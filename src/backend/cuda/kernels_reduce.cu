@@ -886,11 +886,11 @@ extern "C" cudaError_t cuk_se_gate(cuk_dtype t, const cuk_se_desc *d, const void
         if (d->mul) {
             /* parts of S so that the launch has about two blocks an SM */
             int64_t cb32 = (d->C + 31) / 32, blocks = cb32 * d->N;
-            int64_t parts = (264 + blocks - 1) / blocks, most = (d->S + 15) / 16;
-            parts = parts < most ? parts : most;
-            parts = parts < 1 ? 1 : (parts > 65535 ? 65535 : parts);
-            int64_t chunk = (d->S + parts - 1) / parts;
-            dim3 g3((unsigned)cb32, (unsigned)d->N, (unsigned)parts);
+            int64_t rparts = (264 + blocks - 1) / blocks, most = (d->S + 15) / 16;
+            rparts = rparts < most ? rparts : most;
+            rparts = rparts < 1 ? 1 : (rparts > 65535 ? 65535 : rparts);
+            int64_t chunk = (d->S + rparts - 1) / rparts;
+            dim3 g3((unsigned)cb32, (unsigned)d->N, (unsigned)rparts);
             CUK_DISPATCH_FP(t, T, k_se_fc2_mul<T><<<g3, kSeThreads, shm, stream>>>(
                                       *d, chunk, h, (const T *)w2, (const T *)b2,
                                       (const T *)x, (T *)y));
