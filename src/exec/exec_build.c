@@ -483,8 +483,9 @@ static opsched_status plan_se(opsched_executor *ex, ex_build *b, int i,
         OS_TRY(keep_fused(ex, b, i, plan, &li, in, n->n_inputs + 4, NULL, 0));
         for (int k = 1; k < se.n; k++)
             absorb(ex, b, i, se.nodes[k]);
-        absorb(ex, b, i, se.mul);
-        ex->tensors[y].parent = y;
+        /* the Mul's output keeps whatever it is a view of (a concat's slice) */
+        ex->nodes[se.mul].role = OPSCHED_ROLE_FUSED;
+        snprintf(ex->nodes[se.mul].algo, sizeof(ex->nodes[se.mul].algo), "fused");
         for (int k = 0; k < se.n; k++)
             ex->tensors[opsched_graph_node(b->g, se.nodes[k])->outputs[0]].parent = y;
         b->out_over[i] = y;
