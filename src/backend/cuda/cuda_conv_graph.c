@@ -939,23 +939,16 @@ static void scratch_free(conv_scratch *sc)
     memset(sc, 0, sizeof(*sc));
 }
 
-static opsched_status zeroed(const cu_plan_args *a, size_t bytes, void **out)
-{
-    OS_TRY(cu_malloc(a->ctx, bytes, out));
-    CUDA_CHECK(a->ctx, cudaMemset(*out, 0, bytes));
-    return OPSCHED_OK;
-}
-
 static opsched_status scratch_alloc(const cu_plan_args *a, int res, conv_scratch *sc)
 {
     size_t yb = tensor_bytes(a, cu_out(a, 0));
     opsched_status st = OPSCHED_OK;
     memset(sc, 0, sizeof(*sc));
-    OS_TRY_GOTO(st, zeroed(a, tensor_bytes(a, cu_in(a, 0)), &sc->x), fail);
-    OS_TRY_GOTO(st, zeroed(a, tensor_bytes(a, cu_in(a, 1)), &sc->w), fail);
-    OS_TRY_GOTO(st, zeroed(a, yb, &sc->y), fail);
-    if (cu_in(a, 2)) OS_TRY_GOTO(st, zeroed(a, tensor_bytes(a, cu_in(a, 2)), &sc->b), fail);
-    if (res) OS_TRY_GOTO(st, zeroed(a, yb, &sc->r), fail);
+    OS_TRY_GOTO(st, cu_zeroed(a, tensor_bytes(a, cu_in(a, 0)), &sc->x), fail);
+    OS_TRY_GOTO(st, cu_zeroed(a, tensor_bytes(a, cu_in(a, 1)), &sc->w), fail);
+    OS_TRY_GOTO(st, cu_zeroed(a, yb, &sc->y), fail);
+    if (cu_in(a, 2)) OS_TRY_GOTO(st, cu_zeroed(a, tensor_bytes(a, cu_in(a, 2)), &sc->b), fail);
+    if (res) OS_TRY_GOTO(st, cu_zeroed(a, yb, &sc->r), fail);
     return OPSCHED_OK;
 fail:
     scratch_free(sc);

@@ -163,13 +163,6 @@ static void lt_scratch_free(lt_run *r)
         if (p[i]) (void)cudaFree(p[i]);
 }
 
-static opsched_status lt_zeroed(const cu_plan_args *a, size_t bytes, void **out)
-{
-    OS_TRY(cu_malloc(a->ctx, bytes, out));
-    CUDA_CHECK(a->ctx, cudaMemsetAsync(*out, 0, bytes, a->dev->stream));
-    return OPSCHED_OK;
-}
-
 opsched_status cu_lt_gemm_tune(const cu_plan_args *a, cu_lt_gemm *g)
 {
     if (a->opts->ablate & OPSCHED_ABLATE_GEMM_TUNING) return OPSCHED_OK;
@@ -202,12 +195,12 @@ opsched_status cu_lt_gemm_tune(const cu_plan_args *a, cu_lt_gemm *g)
     size_t a_cols = (size_t)(g->tra ? g->m : g->k), b_cols = (size_t)(g->trb ? g->k : g->n);
     lt_run run = {.g = g};
     opsched_status st = OPSCHED_OK;
-    OS_TRY_GOTO(st, lt_zeroed(a, (size_t)g->lda * a_cols * elem, &run.A), done);
-    OS_TRY_GOTO(st, lt_zeroed(a, (size_t)g->ldb * b_cols * elem, &run.B), done);
-    OS_TRY_GOTO(st, lt_zeroed(a, (size_t)g->ldd * (size_t)g->n * elem, &run.D), done);
-    if (lt_has_bias(g->epi)) OS_TRY_GOTO(st, lt_zeroed(a, (size_t)g->m * elem, &run.bias), done);
+    OS_TRY_GOTO(st, cu_zeroed(a, (size_t)g->lda * a_cols * elem, &run.A), done);
+    OS_TRY_GOTO(st, cu_zeroed(a, (size_t)g->ldb * b_cols * elem, &run.B), done);
+    OS_TRY_GOTO(st, cu_zeroed(a, (size_t)g->ldd * (size_t)g->n * elem, &run.D), done);
+    if (lt_has_bias(g->epi)) OS_TRY_GOTO(st, cu_zeroed(a, (size_t)g->m * elem, &run.bias), done);
     if (g->beta != 0.0f)
-        OS_TRY_GOTO(st, lt_zeroed(a, (size_t)g->ldd * (size_t)g->n * elem, &run.C), done);
+        OS_TRY_GOTO(st, cu_zeroed(a, (size_t)g->ldd * (size_t)g->n * elem, &run.C), done);
     float first = -1.0f, best = -1.0f;
     int pick = 0;
     for (int i = 0; i < found; i++) {

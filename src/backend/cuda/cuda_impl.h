@@ -257,6 +257,9 @@ typedef opsched_status (*cu_enqueue_fn)(const cu_plan_args *a, void *env, cudaSt
  * time per enqueue, in ms.  Where the capture fails the enqueues run back
  * to back on the stream instead. */
 opsched_status cu_time_reps(const cu_plan_args *a, cu_enqueue_fn fn, void *env, float *best);
+/* Device memory of `bytes` set to zero, for a verdict's scratch operands
+ * (freed with cudaFree). */
+opsched_status cu_zeroed(const cu_plan_args *a, size_t bytes, void **out);
 
 /* Sets g up with the heuristic's first algorithm (alpha 1); 0 when cuBLASLt
  * offers none (g then holds nothing). */

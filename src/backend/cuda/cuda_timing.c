@@ -9,6 +9,13 @@
  */
 #include "backend/cuda/cuda_impl.h"
 
+opsched_status cu_zeroed(const cu_plan_args *a, size_t bytes, void **out)
+{
+    OS_TRY(cu_malloc(a->ctx, bytes, out));
+    CUDA_CHECK(a->ctx, cudaMemset(*out, 0, bytes));
+    return OPSCHED_OK;
+}
+
 opsched_status cu_time_reps(const cu_plan_args *a, cu_enqueue_fn fn, void *env, float *best)
 {
     cudaStream_t s = a->dev->stream;
