@@ -323,9 +323,15 @@ static int check_case_info(const tcase *c, const opsched_plan_options *o, int ma
     if (env.verbose)
         print_message("  ok %s [%s %s %s -> %s, %zu B workspace]: error %.2g\n", c->label,
                       opsched_math_name(o->math), lay, algo, info.algo, info.workspace_bytes, err);
-    if (!(err <= tolerance[o->math]))
+    /* A forced Winograd algorithm computes through its transforms, whose
+     * rounding grows with the kernel: cuDNN's non-fused Winograd on a 5x5
+     * depthwise layer measured 3.9e-4 in fp32 on the H200.  A plumbing bug
+     * (a wrong stride, layout or group count) gives errors near 1. */
+    double tol = tolerance[o->math];
+    if (o->math == OPSCHED_MATH_FP32 && strstr(algo, "winograd")) tol = 1e-3;
+    if (!(err <= tol))
         fail_msg("%s [%s %s %s -> %s]: relative L2 error %.3g > %.0e", c->label,
-                 opsched_math_name(o->math), lay, algo, info.algo, err, tolerance[o->math]);
+                 opsched_math_name(o->math), lay, algo, info.algo, err, tol);
     if (info_out) *info_out = info;
     return 1;
 }
