@@ -729,6 +729,57 @@ static void test_conv_cublaslt(void **state)
     print_message("  cublaslt: %d runs passed, %d other convolutions refused\n", ran, refused);
 }
 
+/* "im2col": a grouped convolution in NHWC of at least 4 channels a group
+ * as its columns and one batched cuBLASLt product, without timing, with
+ * its bias and a Relu in the epilogue, or a HardSwish as a kernel after
+ * it, in every math mode: strided, RegNetY's 56 channels a group, and
+ * columns over the stream's 32 MiB of scratch in fp32 (two chunks of
+ * 9923 and 9922 pixels).  Every other convolution, and NCHW, is refused. */
+static const conv_cfg ig_cfgs[] = {
+    {"grouped 3x3 s2 g2", "2x16x9x9", "16x8x3x3", {2, 2}, {1, 1}, {1, 1, 1, 1}, 2},
+    {"grouped 3x3 56 a group", "1x112x14x14", "112x56x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 2},
+    {"grouped 3x3 chunked", "5x64x63x63", "64x16x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 4},
+};
+
+static void test_conv_im2col(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    int ran = 0, refused = 0;
+    size_t n_base = sizeof(conv_cfgs) / sizeof(conv_cfgs[0]);
+    size_t n_ig = sizeof(ig_cfgs) / sizeof(ig_cfgs[0]);
+    for (int m = 0; m < OPSCHED_MATH_COUNT; m++)
+        for (int l = 0; l < 2; l++)
+            for (size_t i = 0; i < n_base + n_ig; i++) {
+                const conv_cfg *k = i < n_base ? &conv_cfgs[i] : &ig_cfgs[i - n_base];
+                opsched_shape ws;
+                assert_int_equal(opsched_shape_parse(k->w, &ws), OPSCHED_OK);
+                int fits = l == 1 && k->groups > 1 && ws.d[1] >= 4;
+                for (int act = 0; act < 3; act++) {
+                    static const char *const wants[3] = {"im2col+bias", "im2col+bias+Relu",
+                                                         "im2col+bias+HardSwish"};
+                    tcase *c = act == 0   ? conv_case(k)
+                               : act == 1 ? conv_act_case(k, OPSCHED_OP_RELU, NULL)
+                                          : conv_act_case(k, OPSCHED_OP_HARDSWISH, NULL);
+                    opsched_plan_options o = opts_of((opsched_math)m, (opsched_layout)l, "im2col");
+                    o.fuse_activation = act > 0;
+                    opsched_plan_info info;
+                    if (fits) {
+                        check_case_info(c, &o, 0, &info);
+                        if (strcmp(info.algo, wants[act]) != 0)
+                            fail_msg("%s [%s]: took '%s', not '%s'", c->label,
+                                     opsched_math_name(o.math), info.algo, wants[act]);
+                        ran++;
+                    } else {
+                        assert_int_equal(check_case(c, &o, 1), 0);
+                        refused++;
+                    }
+                    tcase_free(c);
+                }
+            }
+    print_message("  im2col: %d runs passed, %d other convolutions refused\n", ran, refused);
+}
+
 static void test_conv_fused_epilogue(void **state)
 {
     (void)state;
@@ -1391,6 +1442,7 @@ int main(void)
         cmocka_unit_test(test_conv_math_modes),
         cmocka_unit_test(test_conv_own),
         cmocka_unit_test(test_conv_cublaslt),
+        cmocka_unit_test(test_conv_im2col),
         cmocka_unit_test(test_conv_policies),
         cmocka_unit_test(test_conv_graph_buffer_sets),
         cmocka_unit_test(test_conv_fused_epilogue),

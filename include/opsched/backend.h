@@ -180,12 +180,14 @@ typedef enum opsched_ablation {
                                           * their mean and layers launch on their own */
     OPSCHED_ABLATE_GEMM_TUNING = 1u << 16, /* cuBLASLt's algorithms timed per product
                                             * (cu_lt_gemm_tune): the heuristic's first */
-    OPSCHED_ABLATE_SE_MUL = 1u << 17       /* a gate's multiply in the gate's launch
+    OPSCHED_ABLATE_SE_MUL = 1u << 17,      /* a gate's multiply in the gate's launch
                                             * (opsched_se_gate.mul): its own launch */
+    OPSCHED_ABLATE_IM2COL = 1u << 18       /* grouped convolutions as their columns and one
+                                            * batched cuBLASLt product, timed: never */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
  * "chains", "residual", "layout", "se", "bias", "attention", "projections",
- * "tensor-cores", "cudnn-attention", "conv-gemm", "movement", "se-split", "gemm-tuning", "se-mul" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
+ * "tensor-cores", "cudnn-attention", "conv-gemm", "movement", "se-split", "gemm-tuning", "se-mul", "im2col" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size);

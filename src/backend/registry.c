@@ -449,6 +449,7 @@ static const struct {
                  {"se-split", OPSCHED_ABLATE_SE_SPLIT},
                  {"gemm-tuning", OPSCHED_ABLATE_GEMM_TUNING},
                  {"se-mul", OPSCHED_ABLATE_SE_MUL},
+                 {"im2col", OPSCHED_ABLATE_IM2COL},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)

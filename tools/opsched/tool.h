@@ -99,7 +99,8 @@ opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_
     "tensor cores), cudnn-attention\n(cuDNN's fused attention), conv-gemm (1x1\nconvolutions "  \
     "as cuBLASLt products), movement\n(runs of Reshapes, Transposes and Slices as one\n"          \
     "gather), se-split (large gates as two launches),\ngemm-tuning (cuBLASLt's algorithms "         \
-    "timed per\nproduct), se-mul (a gate's multiply in its launch);\ncomma list"
+    "timed per\nproduct), se-mul (a gate's multiply in its launch),\nim2col (grouped convolutions as "    \
+    "columns and one\nbatched product); comma list"
 struct tool_opt;
 typedef struct tool_measure_record {
     tool_measure_args scratch;

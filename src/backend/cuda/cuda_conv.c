@@ -10,7 +10,8 @@
  * few channels a group against cuDNN's choice, and "own" takes that kernel
  * (unsupported for any other convolution); both time a 1x1 convolution as
  * a cuBLASLt product too, and "cublaslt" takes that product (unsupported
- * for any other convolution).
+ * for any other convolution); and a grouped one in NHWC as its columns and
+ * one batched cuBLASLt product, which "im2col" takes.
  * The legacy API stays under explicit names: "heuristic_v7" takes the first
  * result of cudnnGetConvolutionForwardAlgorithm_v7 that fits the workspace
  * limit; "find_v7" measures with cudnnFindConvolutionForwardAlgorithmEx on
@@ -456,11 +457,12 @@ opsched_status cu_plan_conv(const cu_plan_args *a, cu_plan **out)
     if (strcmp(name, "find") == 0) return cu_plan_conv_graph(a, 1, CU_CONV_TIMED, out);
     if (strcmp(name, "own") == 0) return cu_plan_conv_graph(a, 0, CU_CONV_OWN, out);
     if (strcmp(name, "cublaslt") == 0) return cu_plan_conv_graph(a, 0, CU_CONV_CUBLASLT, out);
+    if (strcmp(name, "im2col") == 0) return cu_plan_conv_graph(a, 0, CU_CONV_IM2COL, out);
     int named = algo_index(name);
     if (named < 0 && strcmp(name, "heuristic_v7") != 0 && strcmp(name, "find_v7") != 0)
         return OS_FAIL(a->ctx, OPSCHED_ERR_INVALID_ARG,
                        "cuda: unknown convolution algorithm '%s' (heuristic, find, own, cublaslt, "
-                       "heuristic_v7, find_v7, implicit_gemm, implicit_precomp_gemm, gemm, "
+                       "im2col, heuristic_v7, find_v7, implicit_gemm, implicit_precomp_gemm, gemm, "
                        "direct, fft, fft_tiling, winograd, winograd_nonfused)",
                        name);
 

@@ -103,8 +103,16 @@ static opsched_status streams_add(opsched_ctx *ctx, cu_device *dev, cudaStream_t
     }
     cu_stream_ws *e = &dev->streams[dev->n_streams];
     e->s = s;
-    e->ws = NULL;
+    e->ws = e->scratch = NULL;
     if (dev->gemm_ws_bytes) OS_TRY(cu_malloc(ctx, dev->gemm_ws_bytes, &e->ws));
+    if (dev->scratch_bytes) {
+        opsched_status st = cu_malloc(ctx, dev->scratch_bytes, &e->scratch);
+        if (st != OPSCHED_OK) {
+            if (e->ws) (void)cudaFree(e->ws);
+            e->ws = NULL;
+            return st;
+        }
+    }
     dev->n_streams++;
     return OPSCHED_OK;
 }
@@ -114,6 +122,7 @@ static void streams_remove(cu_device *dev, cudaStream_t s)
     for (int i = 0; i < dev->n_streams; i++) {
         if (dev->streams[i].s != s) continue;
         if (dev->streams[i].ws) (void)cudaFree(dev->streams[i].ws);
+        if (dev->streams[i].scratch) (void)cudaFree(dev->streams[i].scratch);
         dev->streams[i] = dev->streams[--dev->n_streams];
         return;
     }
@@ -136,6 +145,30 @@ opsched_status cu_gemm_workspace_reserve(opsched_ctx *ctx, cu_device *dev, size_
     return OPSCHED_OK;
 }
 
+opsched_status cu_stream_scratch_reserve(opsched_ctx *ctx, cu_device *dev)
+{
+    if (dev->scratch_bytes) return OPSCHED_OK;
+    for (int i = 0; i < dev->n_streams; i++) {
+        opsched_status st = cu_malloc(ctx, CU_STREAM_SCRATCH_BYTES, &dev->streams[i].scratch);
+        if (st != OPSCHED_OK) {
+            for (int j = 0; j < i; j++) {
+                (void)cudaFree(dev->streams[j].scratch);
+                dev->streams[j].scratch = NULL;
+            }
+            return st;
+        }
+    }
+    dev->scratch_bytes = CU_STREAM_SCRATCH_BYTES;
+    return OPSCHED_OK;
+}
+
+void *cu_stream_scratch(const cu_device *dev, cudaStream_t s)
+{
+    for (int i = 0; i < dev->n_streams; i++)
+        if (dev->streams[i].s == s) return dev->streams[i].scratch;
+    return NULL;
+}
+
 void *cu_gemm_workspace(const cu_device *dev, cudaStream_t s, size_t *bytes)
 {
     for (int i = 0; i < dev->n_streams; i++)
@@ -154,7 +187,10 @@ static void cu_device_close(void *impl)
     if (cudaSetDevice(dev->index) == cudaSuccess && dev->stream)
         (void)cudaStreamSynchronize(dev->stream);
     for (int i = 0; i < dev->n_streams; i++)
+    {
         if (dev->streams[i].ws) (void)cudaFree(dev->streams[i].ws);
+        if (dev->streams[i].scratch) (void)cudaFree(dev->streams[i].scratch);
+    }
     free(dev->streams);
     /* Choices still referenced by live plans stay until those are freed. */
     os_plan_cache_free(dev->conv_plans);

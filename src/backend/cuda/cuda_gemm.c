@@ -70,10 +70,43 @@ void cu_lt_gemm_free(cu_lt_gemm *g)
     memset(g, 0, sizeof(*g));
 }
 
-int cu_lt_gemm_init(cu_device *dev, cudaDataType_t type, cublasComputeType_t compute,
-                    cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, int lda,
-                    int ldb, int ldd, cublasLtEpilogue_t epi, float beta, size_t ws_limit,
-                    cu_lt_gemm *g)
+/* The heuristic's preferences for g: its workspace limit, and the
+ * alignments of a batch's pointers. */
+static cublasLtMatmulPreference_t lt_pref(const cu_lt_gemm *g)
+{
+    cublasLtMatmulPreference_t pref = NULL;
+    if (cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS) return NULL;
+    uint32_t al[3] = {(uint32_t)g->bt.align_a, (uint32_t)g->bt.align_b, (uint32_t)g->bt.align_d};
+    if (cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                             &g->ws_limit, sizeof(g->ws_limit)) ||
+        (g->bt.count > 0 &&
+         (cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                               &al[0], sizeof(al[0])) ||
+          cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                               &al[1], sizeof(al[1])) ||
+          cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                               &al[2], sizeof(al[2])) ||
+          cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                               &al[2], sizeof(al[2]))))) {
+        (void)cublasLtMatmulPreferenceDestroy(pref);
+        return NULL;
+    }
+    return pref;
+}
+
+/* The batch's count and strides on one matrix layout. */
+static int lt_layout_batch(cublasLtMatrixLayout_t l, int count, int64_t stride)
+{
+    return cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                            sizeof(count)) == CUBLAS_STATUS_SUCCESS &&
+           cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                            &stride, sizeof(stride)) == CUBLAS_STATUS_SUCCESS;
+}
+
+int cu_lt_gemm_init_batched(cu_device *dev, cudaDataType_t type, cublasComputeType_t compute,
+                            cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            int lda, int ldb, int ldd, cublasLtEpilogue_t epi, float beta,
+                            size_t ws_limit, const cu_lt_batch *bt, cu_lt_gemm *g)
 {
     int tra = ta == CUBLAS_OP_T, trb = tb == CUBLAS_OP_T, found = 0;
     cublasLtMatmulPreference_t pref = NULL;
@@ -82,6 +115,7 @@ int cu_lt_gemm_init(cu_device *dev, cudaDataType_t type, cublasComputeType_t com
     g->alpha = 1.0f;
     g->beta = beta;
     g->ws_limit = ws_limit;
+    if (bt && bt->count > 0) g->bt = *bt;
     if (cublasLtMatmulDescCreate(&g->desc, compute, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS ||
         cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)) ||
         cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)) ||
@@ -90,17 +124,20 @@ int cu_lt_gemm_init(cu_device *dev, cudaDataType_t type, cublasComputeType_t com
                                    lda) ||
         cublasLtMatrixLayoutCreate(&g->lb, type, (uint64_t)(trb ? n : k), (uint64_t)(trb ? k : n),
                                    ldb) ||
-        cublasLtMatrixLayoutCreate(&g->ld, type, (uint64_t)m, (uint64_t)n, ldd) ||
-        cublasLtMatmulPreferenceCreate(&pref) ||
-        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                             &ws_limit, sizeof(ws_limit)) ||
+        cublasLtMatrixLayoutCreate(&g->ld, type, (uint64_t)m, (uint64_t)n, ldd))
+        goto fail;
+    if (g->bt.count > 0 &&
+        (!lt_layout_batch(g->la, g->bt.count, g->bt.stride_a) ||
+         !lt_layout_batch(g->lb, g->bt.count, g->bt.stride_b) ||
+         !lt_layout_batch(g->ld, g->bt.count, g->bt.stride_d) ||
+         cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
+                                        &g->bt.stride_bias, sizeof(g->bt.stride_bias))))
+        goto fail;
+    if (!(pref = lt_pref(g)) ||
         cublasLtMatmulAlgoGetHeuristic(dev->cublaslt, g->desc, g->la, g->lb, g->ld, g->ld, pref, 1,
                                        &res, &found) ||
-        found < 1) {
-        if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
-        cu_lt_gemm_free(g);
-        return 0;
-    }
+        found < 1)
+        goto fail;
     (void)cublasLtMatmulPreferenceDestroy(pref);
     g->algo = res.algo;
     g->type = type;
@@ -115,6 +152,19 @@ int cu_lt_gemm_init(cu_device *dev, cudaDataType_t type, cublasComputeType_t com
     g->ldb = ldb;
     g->ldd = ldd;
     return 1;
+fail:
+    if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
+    cu_lt_gemm_free(g);
+    return 0;
+}
+
+int cu_lt_gemm_init(cu_device *dev, cudaDataType_t type, cublasComputeType_t compute,
+                    cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, int lda,
+                    int ldb, int ldd, cublasLtEpilogue_t epi, float beta, size_t ws_limit,
+                    cu_lt_gemm *g)
+{
+    return cu_lt_gemm_init_batched(dev, type, compute, ta, tb, m, n, k, lda, ldb, ldd, epi, beta,
+                                   ws_limit, NULL, g);
 }
 
 opsched_status cu_lt_gemm_run(opsched_ctx *ctx, cu_device *dev, cu_lt_gemm *g, cudaStream_t s,
@@ -168,9 +218,12 @@ opsched_status cu_lt_gemm_tune(const cu_plan_args *a, cu_lt_gemm *g)
     if (a->opts->ablate & OPSCHED_ABLATE_GEMM_TUNING) return OPSCHED_OK;
     char key[256];
     os_plan_cache *cache = a->dev->lt_algos;
-    int w = snprintf(key, sizeof key, "%d %d %d %d %d %d %d %d %d %d %d %a %zu", (int)g->type,
-                     (int)g->compute, (int)g->epi, g->tra, g->trb, g->m, g->n, g->k, g->lda,
-                     g->ldb, g->ldd, (double)g->beta, g->ws_limit);
+    int w = snprintf(key, sizeof key,
+                     "%d %d %d %d %d %d %d %d %d %d %d %a %zu %d %lld %lld %lld %d %d %d",
+                     (int)g->type, (int)g->compute, (int)g->epi, g->tra, g->trb, g->m, g->n,
+                     g->k, g->lda, g->ldb, g->ldd, (double)g->beta, g->ws_limit, g->bt.count,
+                     (long long)g->bt.stride_a, (long long)g->bt.stride_b,
+                     (long long)g->bt.stride_d, g->bt.align_a, g->bt.align_b, g->bt.align_d);
     int keyed = cache && w > 0 && (size_t)w < sizeof key;
     if (keyed) {
         lt_tuned *t = os_plan_cache_get(cache, key);
@@ -180,27 +233,30 @@ opsched_status cu_lt_gemm_tune(const cu_plan_args *a, cu_lt_gemm *g)
             return OPSCHED_OK;
         }
     }
-    cublasLtMatmulPreference_t pref = NULL;
     cublasLtMatmulHeuristicResult_t res[CU_LT_TUNE_ALGOS];
     int found = 0;
-    if (cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS) return OPSCHED_OK;
-    if (cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                             &g->ws_limit, sizeof(g->ws_limit)) ||
-        cublasLtMatmulAlgoGetHeuristic(a->dev->cublaslt, g->desc, g->la, g->lb, g->ld, g->ld, pref,
+    cublasLtMatmulPreference_t pref = lt_pref(g);
+    if (!pref) return OPSCHED_OK;
+    if (cublasLtMatmulAlgoGetHeuristic(a->dev->cublaslt, g->desc, g->la, g->lb, g->ld, g->ld, pref,
                                        CU_LT_TUNE_ALGOS, res, &found))
         found = 0;
     (void)cublasLtMatmulPreferenceDestroy(pref);
     if (found < 2) return OPSCHED_OK;
     size_t elem = g->type == CUDA_R_32F ? 4 : 2;
     size_t a_cols = (size_t)(g->tra ? g->m : g->k), b_cols = (size_t)(g->trb ? g->k : g->n);
+    /* a batch's last product reaches (count - 1) strides further */
+    size_t more = g->bt.count > 1 ? (size_t)(g->bt.count - 1) : 0;
+    size_t a_el = (size_t)g->lda * a_cols + more * (size_t)g->bt.stride_a;
+    size_t b_el = (size_t)g->ldb * b_cols + more * (size_t)g->bt.stride_b;
+    size_t d_el = (size_t)g->ldd * (size_t)g->n + more * (size_t)g->bt.stride_d;
+    size_t bias_el = (size_t)g->m + more * (size_t)g->bt.stride_bias;
     lt_run run = {.g = g};
     opsched_status st = OPSCHED_OK;
-    OS_TRY_GOTO(st, cu_zeroed(a, (size_t)g->lda * a_cols * elem, &run.A), done);
-    OS_TRY_GOTO(st, cu_zeroed(a, (size_t)g->ldb * b_cols * elem, &run.B), done);
-    OS_TRY_GOTO(st, cu_zeroed(a, (size_t)g->ldd * (size_t)g->n * elem, &run.D), done);
-    if (lt_has_bias(g->epi)) OS_TRY_GOTO(st, cu_zeroed(a, (size_t)g->m * elem, &run.bias), done);
-    if (g->beta != 0.0f)
-        OS_TRY_GOTO(st, cu_zeroed(a, (size_t)g->ldd * (size_t)g->n * elem, &run.C), done);
+    OS_TRY_GOTO(st, cu_zeroed(a, a_el * elem, &run.A), done);
+    OS_TRY_GOTO(st, cu_zeroed(a, b_el * elem, &run.B), done);
+    OS_TRY_GOTO(st, cu_zeroed(a, d_el * elem, &run.D), done);
+    if (lt_has_bias(g->epi)) OS_TRY_GOTO(st, cu_zeroed(a, bias_el * elem, &run.bias), done);
+    if (g->beta != 0.0f) OS_TRY_GOTO(st, cu_zeroed(a, d_el * elem, &run.C), done);
     float first = -1.0f, best = -1.0f;
     int pick = 0;
     for (int i = 0; i < found; i++) {

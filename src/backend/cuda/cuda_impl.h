@@ -139,7 +139,8 @@ int cu_nvml_sample(const cu_nvml *n, opsched_power_sample *out);
  * unrolled recurrent network) would otherwise hold a thousand. */
 typedef struct cu_stream_ws {
     cudaStream_t s;
-    void *ws; /* NULL until a GEMM is planned on the device */
+    void *ws;      /* NULL until a GEMM is planned on the device */
+    void *scratch; /* NULL until a plan asks for scratch (cu_stream_scratch) */
 } cu_stream_ws;
 
 typedef struct cu_device {
@@ -148,6 +149,7 @@ typedef struct cu_device {
     cu_stream_ws *streams; /* the default stream first, then every stream created */
     int n_streams, cap_streams;
     size_t gemm_ws_bytes; /* each stream's GEMM workspace; 0 until a GEMM is planned */
+    size_t scratch_bytes; /* each stream's scratch; 0 until a plan asks for it */
     cudnnHandle_t cudnn;
     cublasHandle_t cublas;
     cublasLtHandle_t cublaslt; /* matrix products with epilogues */
@@ -164,6 +166,15 @@ opsched_status cu_gemm_workspace_reserve(opsched_ctx *ctx, cu_device *dev, size_
 /* Stream s's GEMM workspace (NULL when s is not one of the device's, or no
  * GEMM was planned) and its size in *bytes. */
 void *cu_gemm_workspace(const cu_device *dev, cudaStream_t s, size_t *bytes);
+
+/* Scratch memory of a launch that lives only while the launch runs (a
+ * grouped convolution's columns): one buffer of CU_STREAM_SCRATCH_BYTES a
+ * stream, since work on a stream runs in order.  Reserve gives every
+ * stream (and each created later) its buffer; cu_stream_scratch is s's
+ * (NULL when s is not the device's or nothing was reserved). */
+#define CU_STREAM_SCRATCH_BYTES ((size_t)32 << 20)
+opsched_status cu_stream_scratch_reserve(opsched_ctx *ctx, cu_device *dev);
+void *cu_stream_scratch(const cu_device *dev, cudaStream_t s);
 
 /* Makes dev's GPU current on this thread. */
 opsched_status cu_device_use(opsched_ctx *ctx, const cu_device *dev);
@@ -227,6 +238,17 @@ int cu_dtype_is_float(opsched_dtype dt);
 size_t cu_elem_size(const cu_plan_args *a, const opsched_tensor *t);
 cudnnDataType_t cu_cudnn_type(opsched_dtype dt);
 
+/* Products of a strided batch: `count` of them, operand i of product j at
+ * element offset j * stride_i, the bias at j * stride_bias; align_* are the
+ * byte alignments every product's A, B and C/D pointers keep (cuBLASLt
+ * assumes 256 unless told), so that batches of odd offsets pick
+ * algorithms that run on them. */
+typedef struct cu_lt_batch {
+    int count;
+    int64_t stride_a, stride_b, stride_d, stride_bias;
+    int align_a, align_b, align_d;
+} cu_lt_batch;
+
 /* One cuBLASLt product in column-major terms, D (m x n, leading dimension
  * ldd) = epi(alpha op(A) op(B) + beta C + bias), C shaped as D (cuda_gemm.c):
  * the MatMul and Gemm plans' bias epilogues, and 1x1 convolutions in NHWC. */
@@ -241,6 +263,7 @@ typedef struct cu_lt_gemm {
     cublasComputeType_t compute;
     cublasLtEpilogue_t epi;
     int tra, trb, m, n, k, lda, ldb, ldd;
+    cu_lt_batch bt; /* count 0: one product */
 } cu_lt_gemm;
 /* ---- the planner's timed verdicts (cuda_timing.c) ---- */
 
@@ -267,6 +290,11 @@ int cu_lt_gemm_init(cu_device *dev, cudaDataType_t type, cublasComputeType_t com
                     cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, int lda,
                     int ldb, int ldd, cublasLtEpilogue_t epi, float beta, size_t ws_limit,
                     cu_lt_gemm *g);
+/* The same for a strided batch of products (bt NULL: one product). */
+int cu_lt_gemm_init_batched(cu_device *dev, cudaDataType_t type, cublasComputeType_t compute,
+                            cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            int lda, int ldb, int ldd, cublasLtEpilogue_t epi, float beta,
+                            size_t ws_limit, const cu_lt_batch *bt, cu_lt_gemm *g);
 /* Enqueues the product on s with the stream's GEMM workspace; bias may be
  * NULL when the epilogue takes none, C NULL when beta is 0. */
 opsched_status cu_lt_gemm_run(opsched_ctx *ctx, cu_device *dev, cu_lt_gemm *g, cudaStream_t s,
@@ -476,7 +504,8 @@ opsched_status cu_conv_bias_add(opsched_ctx *ctx, const cu_conv_bias *b, cuk_typ
 typedef enum cu_conv_force {
     CU_CONV_TIMED = 0, /* cuDNN's choice, or the own kernel or cuBLASLt where they measure faster */
     CU_CONV_OWN,       /* the own depthwise/grouped kernel ("own") */
-    CU_CONV_CUBLASLT   /* a 1x1 convolution as a cuBLASLt product ("cublaslt") */
+    CU_CONV_CUBLASLT,  /* a 1x1 convolution as a cuBLASLt product ("cublaslt") */
+    CU_CONV_IM2COL     /* a grouped one as columns and a batched product ("im2col") */
 } cu_conv_force;
 opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force force,
                                   cu_plan **out);

@@ -368,6 +368,13 @@ cudaError_t cuk_ew_unary(cuk_ufn fn, const cuk_ew_params *p, cuk_dtype tx, cuk_d
 cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc, const void *x, const void *w,
                           const void *bias, int act, cuk_ufn fn, const cuk_ew_params *p, void *y,
                           cudaStream_t stream);
+/* The columns of a grouped convolution d in NHWC for output pixels
+ * [p0, p0 + pc) of its n * oh * ow (kernels_conv.cu): col[g][p][k] with
+ * k = ci * kh * kw + ky * kw + kx, the order of a group's filters
+ * [m / groups, cg, kh, kw], so group g's product is col[g] times its
+ * filters transposed; zero where a tap falls in the padding. */
+cudaError_t cuk_im2col(cuk_type t, const cuk_dw_desc *d, const void *x, void *col, int64_t p0,
+                       int64_t pc, cudaStream_t stream);
 /* A convolution's residual epilogue over its n outputs:
  * y = act(y + bias[c] + r), c = (i / cstride) % C, bias NULL when the
  * convolution added it; act 0: no activation. */

@@ -253,6 +253,38 @@ __global__ void k_conv_residual(I n, I C, I cstride, const T *__restrict__ b,
     }
 }
 
+/* The columns of a grouped convolution's product (cuk_im2col): thread
+ * (g, p, ci) gathers input channel ci of group g at every tap of output
+ * pixel p0 + p into col[g][p][ci * taps + tap], zero where the tap falls in
+ * the padding.  Neighbouring threads take neighbouring channels of one
+ * pixel: a warp's loads at one tap are one run of NHWC memory, and its
+ * stores fill one run of col. */
+template <typename T, typename I>
+__global__ void k_im2col(cuk_dw_desc d, const T *__restrict__ x, T *__restrict__ col, I p0, I pc)
+{
+    const I cg = d.cg, taps = (I)d.kh * d.kw, G = d.c / d.cg;
+    const I total = G * pc * cg;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
+        const I ci = i % cg, rest = i / cg;
+        const I p = rest % pc, g = rest / pc;
+        I q = p0 + p;
+        const I ox = q % d.ow;
+        q /= d.ow;
+        const I oy = q % d.oh, n = q / d.oh;
+        const T *xn = x + n * d.h * d.w * d.c + g * cg + ci;
+        T *out = col + (g * pc + p) * cg * taps + ci * taps;
+        for (int ky = 0; ky < d.kh; ky++) {
+            const I iy = oy * d.sh - d.ph + (I)ky * d.dh;
+            const bool row = iy >= 0 && iy < d.h;
+            for (int kx = 0; kx < d.kw; kx++) {
+                const I ix = ox * d.sw - d.pw + (I)kx * d.dw;
+                out[ky * d.kw + kx] = row && ix >= 0 && ix < d.w ? xn[(iy * d.w + ix) * d.c]
+                                                                   : from_float<T>(0.0f);
+            }
+        }
+    }
+}
+
 } // namespace
 
 extern "C" cudaError_t cuk_conv_residual(cuk_type t, int64_t n, int64_t C, int64_t cstride,
@@ -321,5 +353,29 @@ extern "C" cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc,
         return cudaGetLastError();
     });
 #undef CUK_GROUPED_LAUNCH
+    return cudaErrorInvalidValue;
+}
+
+extern "C" cudaError_t cuk_im2col(cuk_type t, const cuk_dw_desc *d, const void *x, void *col,
+                                  int64_t p0, int64_t pc, cudaStream_t stream)
+{
+    if (!d || d->n <= 0 || d->cg <= 0 || d->c % d->cg || d->kh <= 0 || d->kw <= 0 || p0 < 0 ||
+        pc < 0 || p0 + pc > d->n * d->oh * d->ow)
+        return cudaErrorInvalidValue;
+    const int64_t total = d->c * pc;
+    if (total == 0) return cudaSuccess;
+    unsigned grid = grid_for(total);
+    const int64_t lim = (int64_t)1 << 30;
+    const bool narrow = d->n * d->h * d->w * d->c < lim && total * d->kh * d->kw < lim &&
+                        (int64_t)grid * kThreads < lim;
+    CUK_DISPATCH_FP((cuk_dtype)t, T, {
+        if (narrow)
+            k_im2col<T, int32_t><<<grid, kThreads, 0, stream>>>(*d, (const T *)x, (T *)col,
+                                                                (int32_t)p0, (int32_t)pc);
+        else
+            k_im2col<T, int64_t><<<grid, kThreads, 0, stream>>>(*d, (const T *)x, (T *)col, p0,
+                                                                pc);
+        return cudaGetLastError();
+    });
     return cudaErrorInvalidValue;
 }
