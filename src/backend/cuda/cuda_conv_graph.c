@@ -130,6 +130,7 @@ typedef struct graph_plan {
      * output pixels when the columns outgrow the scratch (ig_tail for a
      * shorter last chunk); another activation as a kernel after it. */
     int use_ig;
+    int ig_taps_outer; /* the filters are stored [m, kh, kw, cg] (NHWC) */
     cuk_dw_desc ig;
     cu_lt_gemm ig_full, ig_tail;
     int64_t ig_pc, ig_pixels;
@@ -655,7 +656,7 @@ static opsched_status ig_enqueue(opsched_ctx *ctx, cu_device *dev, graph_plan *p
                        "cuda: a grouped convolution's columns have no scratch on this stream");
     for (int64_t p0 = 0; p0 < p->ig_pixels; p0 += p->ig_pc) {
         int64_t pc = p->ig_pixels - p0 < p->ig_pc ? p->ig_pixels - p0 : p->ig_pc;
-        CUDA_CHECK(ctx, cuk_im2col(p->kt, &p->ig, x, col, p0, pc, s));
+        CUDA_CHECK(ctx, cuk_im2col(p->kt, &p->ig, p->ig_taps_outer, x, col, p0, pc, s));
         OS_TRY(cu_lt_gemm_run(ctx, dev, pc == p->ig_pc ? &p->ig_full : &p->ig_tail, s, w, col, b,
                               NULL, (char *)y + (size_t)p0 * p->ig_row_bytes));
     }
@@ -1466,6 +1467,7 @@ static opsched_status pick_im2col(const cu_plan_args *a, graph_plan *p, conv_cho
     pc = (pixels + chunks - 1) / chunks; /* chunks of even size */
     int64_t tail = pixels - (chunks - 1) * pc;
     p->ig = d;
+    p->ig_taps_outer = cu_is_nhwc(a, cu_in(a, 1));
     OS_TRY(cu_gemm_default_workspace(a, &limit));
     OS_TRY(cu_stream_scratch_reserve(a->ctx, a->dev));
     if (!ig_product(a, p, epi, pc, limit, &p->ig_full) ||

@@ -369,12 +369,14 @@ cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc, const void
                           const void *bias, int act, cuk_ufn fn, const cuk_ew_params *p, void *y,
                           cudaStream_t stream);
 /* The columns of a grouped convolution d in NHWC for output pixels
- * [p0, p0 + pc) of its n * oh * ow (kernels_conv.cu): col[g][p][k] with
- * k = ci * kh * kw + ky * kw + kx, the order of a group's filters
- * [m / groups, cg, kh, kw], so group g's product is col[g] times its
- * filters transposed; zero where a tap falls in the padding. */
-cudaError_t cuk_im2col(cuk_type t, const cuk_dw_desc *d, const void *x, void *col, int64_t p0,
-                       int64_t pc, cudaStream_t stream);
+ * [p0, p0 + pc) of its n * oh * ow (kernels_conv.cu): col[g][p][k] in the
+ * order of a group's filters, k = (ky * kw + kx) * cg + ci when taps_outer
+ * (filters stored [m, kh, kw, cg], as NHWC plans keep them), else
+ * ci * kh * kw + ky * kw + kx ([m, cg, kh, kw]), so group g's product is
+ * col[g] times its filters transposed; zero where a tap falls in the
+ * padding. */
+cudaError_t cuk_im2col(cuk_type t, const cuk_dw_desc *d, int taps_outer, const void *x, void *col,
+                       int64_t p0, int64_t pc, cudaStream_t stream);
 /* A convolution's residual epilogue over its n outputs:
  * y = act(y + bias[c] + r), c = (i / cstride) % C, bias NULL when the
  * convolution added it; act 0: no activation. */

@@ -255,11 +255,12 @@ __global__ void k_conv_residual(I n, I C, I cstride, const T *__restrict__ b,
 
 /* The columns of a grouped convolution's product (cuk_im2col): thread
  * (g, p, ci) gathers input channel ci of group g at every tap of output
- * pixel p0 + p into col[g][p][ci * taps + tap], zero where the tap falls in
- * the padding.  Neighbouring threads take neighbouring channels of one
- * pixel: a warp's loads at one tap are one run of NHWC memory, and its
- * stores fill one run of col. */
-template <typename T, typename I>
+ * pixel p0 + p into col[g][p][k], k = tap * cg + ci (TAPS_OUTER, filters
+ * stored [m, kh, kw, cg]) or ci * taps + tap (filters [m, cg, kh, kw]),
+ * zero where the tap falls in the padding.  Neighbouring threads take
+ * neighbouring channels of one pixel: a warp's loads at one tap are one
+ * run of NHWC memory (and so are its stores with TAPS_OUTER). */
+template <typename T, bool TAPS_OUTER, typename I>
 __global__ void k_im2col(cuk_dw_desc d, const T *__restrict__ x, T *__restrict__ col, I p0, I pc)
 {
     const I cg = d.cg, taps = (I)d.kh * d.kw, G = d.c / d.cg;
@@ -272,14 +273,16 @@ __global__ void k_im2col(cuk_dw_desc d, const T *__restrict__ x, T *__restrict__
         q /= d.ow;
         const I oy = q % d.oh, n = q / d.oh;
         const T *xn = x + n * d.h * d.w * d.c + g * cg + ci;
-        T *out = col + (g * pc + p) * cg * taps + ci * taps;
+        T *out = col + (g * pc + p) * cg * taps + (TAPS_OUTER ? ci : ci * taps);
+        const I step = TAPS_OUTER ? cg : 1;
         for (int ky = 0; ky < d.kh; ky++) {
             const I iy = oy * d.sh - d.ph + (I)ky * d.dh;
             const bool row = iy >= 0 && iy < d.h;
             for (int kx = 0; kx < d.kw; kx++) {
                 const I ix = ox * d.sw - d.pw + (I)kx * d.dw;
-                out[ky * d.kw + kx] = row && ix >= 0 && ix < d.w ? xn[(iy * d.w + ix) * d.c]
-                                                                   : from_float<T>(0.0f);
+                out[(ky * d.kw + kx) * step] = row && ix >= 0 && ix < d.w
+                                                   ? xn[(iy * d.w + ix) * d.c]
+                                                   : from_float<T>(0.0f);
             }
         }
     }
@@ -356,8 +359,9 @@ extern "C" cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc,
     return cudaErrorInvalidValue;
 }
 
-extern "C" cudaError_t cuk_im2col(cuk_type t, const cuk_dw_desc *d, const void *x, void *col,
-                                  int64_t p0, int64_t pc, cudaStream_t stream)
+extern "C" cudaError_t cuk_im2col(cuk_type t, const cuk_dw_desc *d, int taps_outer,
+                                  const void *x, void *col, int64_t p0, int64_t pc,
+                                  cudaStream_t stream)
 {
     if (!d || d->n <= 0 || d->cg <= 0 || d->c % d->cg || d->kh <= 0 || d->kw <= 0 || p0 < 0 ||
         pc < 0 || p0 + pc > d->n * d->oh * d->ow)
@@ -368,14 +372,22 @@ extern "C" cudaError_t cuk_im2col(cuk_type t, const cuk_dw_desc *d, const void *
     const int64_t lim = (int64_t)1 << 30;
     const bool narrow = d->n * d->h * d->w * d->c < lim && total * d->kh * d->kw < lim &&
                         (int64_t)grid * kThreads < lim;
+#define CUK_IM2COL_LAUNCH(T, OUTER)                                                                \
+    do {                                                                                           \
+        if (narrow)                                                                                \
+            k_im2col<T, OUTER, int32_t><<<grid, kThreads, 0, stream>>>(                            \
+                *d, (const T *)x, (T *)col, (int32_t)p0, (int32_t)pc);                             \
+        else                                                                                       \
+            k_im2col<T, OUTER, int64_t><<<grid, kThreads, 0, stream>>>(*d, (const T *)x, (T *)col, \
+                                                                       p0, pc);                    \
+    } while (0)
     CUK_DISPATCH_FP((cuk_dtype)t, T, {
-        if (narrow)
-            k_im2col<T, int32_t><<<grid, kThreads, 0, stream>>>(*d, (const T *)x, (T *)col,
-                                                                (int32_t)p0, (int32_t)pc);
+        if (taps_outer)
+            CUK_IM2COL_LAUNCH(T, true);
         else
-            k_im2col<T, int64_t><<<grid, kThreads, 0, stream>>>(*d, (const T *)x, (T *)col, p0,
-                                                                pc);
+            CUK_IM2COL_LAUNCH(T, false);
         return cudaGetLastError();
     });
+#undef CUK_IM2COL_LAUNCH
     return cudaErrorInvalidValue;
 }
