@@ -1141,32 +1141,33 @@ static int depthwise_desc(const cu_plan_args *a, cuk_dw_desc *d, int *nhwc)
     return group_desc(a, OWN_MAX_GROUP_CHANNELS, d, nhwc);
 }
 
-/* The best of GRAPH_FIND_RUNS (after a warm-up), per launch of
- * CU_TIME_REPS, of the own depthwise kernel with act, on zeroed scratch
- * tensors. */
-typedef struct dw_run {
-    const graph_plan *p;
-    void *x, *w, *b, *y;
-} dw_run;
+/* One of the plan's own paths (the own kernel, a 1x1 product, a grouped
+ * convolution's columns and product) on zeroed scratch tensors, timed as
+ * cu_time_reps times: fn enqueues it once. */
+typedef struct plan_run {
+    graph_plan *p;
+    void *x, *w, *b, *r, *y;
+} plan_run;
+
+static opsched_status time_plan(const cu_plan_args *a, graph_plan *p, int res, cu_enqueue_fn fn,
+                                float *best)
+{
+    conv_scratch sc;
+    *best = -1.0f;
+    OS_TRY(scratch_alloc(a, res, &sc));
+    plan_run run = {p, sc.x, sc.w, sc.b, sc.r, sc.y};
+    opsched_status st = cu_time_reps(a, fn, &run, best);
+    scratch_free(&sc);
+    return st;
+}
 
 static opsched_status enqueue_depthwise(const cu_plan_args *a, void *env, cudaStream_t s)
 {
-    dw_run *d = env;
+    plan_run *d = env;
     const graph_plan *p = d->p;
     CUDA_CHECK(a->ctx, cuk_depthwise(a->kt, &p->dw, p->dw_nhwc, d->x, d->w, d->b, p->dw_act.on,
                                      p->dw_act.fn, &p->dw_act.prm, d->y, s));
     return OPSCHED_OK;
-}
-
-static opsched_status time_depthwise(const cu_plan_args *a, const graph_plan *p, float *best)
-{
-    conv_scratch sc;
-    *best = -1.0f;
-    OS_TRY(scratch_alloc(a, 0, &sc));
-    dw_run run = {p, sc.x, sc.w, sc.b, sc.y};
-    opsched_status st = cu_time_reps(a, enqueue_depthwise, &run, best);
-    scratch_free(&sc);
-    return st;
 }
 
 /* A depthwise or grouped convolution runs the own kernel when it measured
@@ -1189,7 +1190,7 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
     }
     if (keyed->dw_wins == 0) {
         float mine = -1.0f, cudnn = -1.0f;
-        OS_TRY(time_depthwise(a, p, &mine));
+        OS_TRY(time_plan(a, p, 0, enqueue_depthwise, &mine));
         OS_TRY(time_choice(a, p->ch, &p->bias, 0, &cudnn));
         keyed->dw_wins = mine >= 0.0f && (cudnn < 0.0f || mine < cudnn) ? 1 : -1;
         os_log(a->ctx, OPSCHED_LOG_DEBUG,
@@ -1257,28 +1258,10 @@ static int gemm_desc(const cu_plan_args *a, const cu_act *act, int res, int *m, 
     return 1;
 }
 
-/* The best of GRAPH_FIND_RUNS (after a warm-up) of p's product, per launch
- * of CU_TIME_REPS, on zeroed scratch tensors. */
-typedef struct gemm_run {
-    graph_plan *p;
-    void *x, *w, *b, *r, *y;
-} gemm_run;
-
 static opsched_status enqueue_gemm(const cu_plan_args *a, void *env, cudaStream_t s)
 {
-    gemm_run *g = env;
+    plan_run *g = env;
     return gemm_enqueue(a->ctx, a->dev, g->p, s, g->w, g->x, g->b, g->r, g->y);
-}
-
-static opsched_status time_gemm(const cu_plan_args *a, graph_plan *p, float *best)
-{
-    conv_scratch sc;
-    *best = -1.0f;
-    OS_TRY(scratch_alloc(a, p->res, &sc));
-    gemm_run run = {p, sc.x, sc.w, sc.b, sc.r, sc.y};
-    opsched_status st = cu_time_reps(a, enqueue_gemm, &run, best);
-    scratch_free(&sc);
-    return st;
 }
 
 /* A 1x1 convolution runs as a cuBLASLt product (gemm_desc) when that
@@ -1328,7 +1311,7 @@ static opsched_status pick_gemm(const cu_plan_args *a, graph_plan *p, conv_choic
     }
     if (keyed->gemm_wins[slot] == 0) {
         float mine = -1.0f, cudnn = -1.0f;
-        OS_TRY(time_gemm(a, p, &mine));
+        OS_TRY(time_plan(a, p, p->res, enqueue_gemm, &mine));
         OS_TRY(time_choice(a, p->ch, &p->bias, p->res, &cudnn));
         keyed->gemm_wins[slot] = mine >= 0.0f && (cudnn < 0.0f || mine < cudnn) ? 1 : -1;
         os_log(a->ctx, OPSCHED_LOG_DEBUG,
@@ -1390,26 +1373,10 @@ static int ig_product(const cu_plan_args *a, const graph_plan *p, cublasLtEpilog
                                    &bt, g);
 }
 
-typedef struct ig_run {
-    graph_plan *p;
-    void *x, *w, *b, *y;
-} ig_run;
-
 static opsched_status enqueue_ig(const cu_plan_args *a, void *env, cudaStream_t s)
 {
-    ig_run *r = env;
+    plan_run *r = env;
     return ig_enqueue(a->ctx, a->dev, r->p, s, r->x, r->w, r->b, r->y);
-}
-
-static opsched_status time_ig(const cu_plan_args *a, graph_plan *p, float *best)
-{
-    conv_scratch sc;
-    *best = -1.0f;
-    OS_TRY(scratch_alloc(a, 0, &sc));
-    ig_run run = {p, sc.x, sc.w, sc.b, sc.y};
-    opsched_status st = cu_time_reps(a, enqueue_ig, &run, best);
-    scratch_free(&sc);
-    return st;
 }
 
 /* A grouped convolution in NHWC (at least IG_MIN_GROUP_CHANNELS input
@@ -1501,9 +1468,9 @@ static opsched_status pick_im2col(const cu_plan_args *a, graph_plan *p, conv_cho
     }
     if (keyed->ig_wins == 0) {
         float mine = -1.0f, cudnn = -1.0f, own = -1.0f;
-        OS_TRY(time_ig(a, p, &mine));
+        OS_TRY(time_plan(a, p, 0, enqueue_ig, &mine));
         OS_TRY(time_choice(a, p->ch, &p->bias, 0, &cudnn));
-        if (p->use_dw) OS_TRY(time_depthwise(a, p, &own));
+        if (p->use_dw) OS_TRY(time_plan(a, p, 0, enqueue_depthwise, &own));
         float rival = p->use_dw && own >= 0.0f ? own : cudnn;
         keyed->ig_wins = mine >= 0.0f && (rival < 0.0f || mine < rival) ? 1 : -1;
         os_log(a->ctx, OPSCHED_LOG_DEBUG,
