@@ -1258,6 +1258,14 @@ static int gemm_desc(const cu_plan_args *a, const cu_act *act, int res, int *m, 
     return 1;
 }
 
+/* cuBLASLt's storage and compute types for the plan's data and math mode. */
+static void lt_types(const cu_plan_args *a, cudaDataType_t *type, cublasComputeType_t *compute)
+{
+    *type = a->dt == OPSCHED_F16 ? CUDA_R_16F : a->dt == OPSCHED_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+    *compute = a->opts->math == OPSCHED_MATH_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                  : CUBLAS_COMPUTE_32F;
+}
+
 static opsched_status enqueue_gemm(const cu_plan_args *a, void *env, cudaStream_t s)
 {
     plan_run *g = env;
@@ -1286,12 +1294,9 @@ static opsched_status pick_gemm(const cu_plan_args *a, graph_plan *p, conv_choic
     if (!force && keyed->gemm_wins[slot] < 0) return OPSCHED_OK;
     size_t limit = 0;
     OS_TRY(cu_gemm_default_workspace(a, &limit));
-    cudaDataType_t type = a->dt == OPSCHED_F16    ? CUDA_R_16F
-                          : a->dt == OPSCHED_BF16 ? CUDA_R_16BF
-                                                  : CUDA_R_32F;
-    cublasComputeType_t compute = a->opts->math == OPSCHED_MATH_TF32
-                                      ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                      : CUBLAS_COMPUTE_32F;
+    cudaDataType_t type;
+    cublasComputeType_t compute;
+    lt_types(a, &type, &compute);
     if (!cu_lt_gemm_init(a->dev, type, compute, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, k, k, m, epi,
                          p->res ? 1.0f : 0.0f, limit, &p->lt)) {
         if (force)
@@ -1362,12 +1367,9 @@ static int ig_product(const cu_plan_args *a, const graph_plan *p, cublasLtEpilog
                       .align_a = align16(mg * K * (int64_t)esz),
                       .align_b = align16(pc * K * (int64_t)esz),
                       .align_d = ad < ap ? ad : ap};
-    cudaDataType_t type = a->dt == OPSCHED_F16    ? CUDA_R_16F
-                          : a->dt == OPSCHED_BF16 ? CUDA_R_16BF
-                                                  : CUDA_R_32F;
-    cublasComputeType_t compute = a->opts->math == OPSCHED_MATH_TF32
-                                      ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                      : CUBLAS_COMPUTE_32F;
+    cudaDataType_t type;
+    cublasComputeType_t compute;
+    lt_types(a, &type, &compute);
     return cu_lt_gemm_init_batched(a->dev, type, compute, CUBLAS_OP_T, CUBLAS_OP_N, (int)mg,
                                    (int)pc, (int)K, (int)K, (int)K, (int)d->m, epi, 0.0f, limit,
                                    &bt, g);
