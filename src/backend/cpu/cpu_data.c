@@ -102,6 +102,25 @@ void cpu_walk_init(cpu_walk *w, const opsched_shape *dims)
         w->dims[i] = dims->d[i];
 }
 
+void cpu_walk_coalesce(cpu_walk *w, int n_ops)
+{
+    for (int i = w->nd - 2; i >= 0; i--) {
+        int ok = 1;
+        for (int k = 0; k < n_ops && ok; k++)
+            ok = w->st[k][i] == w->st[k][i + 1] * w->dims[i + 1];
+        if (!ok) continue;
+        w->dims[i] *= w->dims[i + 1];
+        for (int k = 0; k < n_ops; k++)
+            w->st[k][i] = w->st[k][i + 1];
+        for (int j = i + 1; j + 1 < w->nd; j++) {
+            w->dims[j] = w->dims[j + 1];
+            for (int k = 0; k < n_ops; k++)
+                w->st[k][j] = w->st[k][j + 1];
+        }
+        w->nd--;
+    }
+}
+
 void cpu_bcast_strides(const opsched_shape *in, const opsched_shape *out, int64_t *st)
 {
     int64_t s = 1;

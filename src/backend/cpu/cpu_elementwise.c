@@ -365,6 +365,62 @@ opsched_status cpu_loop_binary(opsched_ctx *ctx, const cpu_node *n, void *const 
 
 /* ---- element-wise chains ------------------------------------------------- */
 
+/* Step c of a chain over v[0..m) (the running values, in double as the
+ * one-element form computes them): Add, Sub, Mul and Relu as plain loops
+ * the compiler vectorizes, anything else element by element.  u is the
+ * step's side operand from element `at` of its row, `su` apart. */
+static void chain_step_block(const cpu_chain_step *c, double *v, int64_t m, const float *u,
+                             int64_t su)
+{
+    if (!c->binary) {
+        if (c->op == OPSCHED_OP_RELU) {
+            for (int64_t j = 0; j < m; j++)
+                v[j] = v[j] < 0 ? 0.0 : v[j];
+        } else {
+            for (int64_t j = 0; j < m; j++)
+                v[j] = unary_fx(c->op, &c->attr, v[j]);
+        }
+        return;
+    }
+    if (su == 0) { /* the same side value over the block (a per-channel constant) */
+        double b = u[0];
+        switch (c->op) {
+        case OPSCHED_OP_ADD:
+            for (int64_t j = 0; j < m; j++)
+                v[j] += b;
+            return;
+        case OPSCHED_OP_MUL:
+            for (int64_t j = 0; j < m; j++)
+                v[j] *= b;
+            return;
+        case OPSCHED_OP_SUB:
+            if (c->swap)
+                for (int64_t j = 0; j < m; j++)
+                    v[j] = b - v[j];
+            else
+                for (int64_t j = 0; j < m; j++)
+                    v[j] -= b;
+            return;
+        default:
+            break;
+        }
+    } else if (su == 1 && (c->op == OPSCHED_OP_ADD || c->op == OPSCHED_OP_MUL)) {
+        if (c->op == OPSCHED_OP_ADD)
+            for (int64_t j = 0; j < m; j++)
+                v[j] += (double)u[j];
+        else
+            for (int64_t j = 0; j < m; j++)
+                v[j] *= (double)u[j];
+        return;
+    }
+    for (int64_t j = 0; j < m; j++) {
+        double b = u[j * su];
+        v[j] = c->swap ? binary_fx(c->op, &c->attr, b, v[j]) : binary_fx(c->op, &c->attr, v[j], b);
+    }
+}
+
+#define CHAIN_BLOCK 256
+
 opsched_status cpu_loop_chain(opsched_ctx *ctx, const cpu_node *n, void *const *in,
                               void *const *out)
 {
@@ -376,25 +432,35 @@ opsched_status cpu_loop_chain(opsched_ctx *ctx, const cpu_node *n, void *const *
     cpu_walk_init(&w, o);
     for (int k = 0; k < n->n_in; k++)
         cpu_bcast_strides(&n->in[k], o, w.st[k]);
-    cpu_rows(o, &len, &rows);
-    int last = o->ndim - 1;
+    cpu_walk_coalesce(&w, n->n_in);
+    int last = w.nd - 1;
+    len = last >= 0 ? w.dims[last] : 1;
+    rows = 1;
+    for (int d = 0; d < last; d++)
+        rows *= w.dims[d];
+    if (len == 0) rows = 0;
     int64_t step[CPU_WALK_OPS];
     for (int k = 0; k < n->n_in; k++)
         step[k] = last >= 0 ? w.st[k][last] : 0;
     float *y = out[0];
+    double v[CHAIN_BLOCK];
+    /* Block by block of a row, one step of the chain at a time: the same
+     * double arithmetic in the same order as element by element. */
     for (int64_t r = 0; r < rows; r++, cpu_walk_step(&w, last)) {
-        for (int64_t j = 0; j < len; j++) {
-            double v = ((const float *)in[0])[w.off[0] + j * step[0]];
+        for (int64_t j0 = 0; j0 < len; j0 += CHAIN_BLOCK) {
+            int64_t m = len - j0 < CHAIN_BLOCK ? len - j0 : CHAIN_BLOCK;
+            const float *x = (const float *)in[0] + w.off[0] + j0 * step[0];
+            for (int64_t j = 0; j < m; j++)
+                v[j] = x[j * step[0]];
             for (int s = 0; s < n->n_chain; s++) {
                 const cpu_chain_step *c = &n->chain[s];
-                if (!c->binary) {
-                    v = unary_fx(c->op, &c->attr, v);
-                    continue;
-                }
-                double u = ((const float *)in[c->operand])[w.off[c->operand] + j * step[c->operand]];
-                v = c->swap ? binary_fx(c->op, &c->attr, u, v) : binary_fx(c->op, &c->attr, v, u);
+                const float *u = c->binary ? (const float *)in[c->operand] + w.off[c->operand] +
+                                                 j0 * step[c->operand]
+                                           : NULL;
+                chain_step_block(c, v, m, u, c->binary ? step[c->operand] : 0);
             }
-            y[i++] = (float)v;
+            for (int64_t j = 0; j < m; j++)
+                y[i++] = (float)v[j];
         }
     }
     return OPSCHED_OK;

@@ -332,6 +332,12 @@ typedef struct cpu_walk {
 
 /* Starts at the first element of dims with every stride 0. */
 void cpu_walk_init(cpu_walk *w, const opsched_shape *dims);
+/* Merges each pair of neighbouring dimensions that every one of the first
+ * n_ops operands walks as one (its outer stride its inner stride times the
+ * inner extent, broadcast ones included), so that the last dimension, the
+ * row a loop runs, is as long as it can be: a per-channel operand over
+ * [N, C, H, W] walks [N, C, H * W].  The order of the elements stays. */
+void cpu_walk_coalesce(cpu_walk *w, int n_ops);
 
 /* Steps to the next element of the first `upto` dimensions (w->nd for the
  * next element; w->nd - 1 for the next row, the caller walking the last
