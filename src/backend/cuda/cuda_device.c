@@ -7,6 +7,7 @@
  * not an error, so builds with CUDA run (and their tests skip) anywhere.
  */
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,19 +129,28 @@ static void streams_remove(cu_device *dev, cudaStream_t s)
     }
 }
 
-opsched_status cu_gemm_workspace_reserve(opsched_ctx *ctx, cu_device *dev, size_t bytes)
+/* Gives every stream a buffer of `bytes` in its field at offset `field`
+ * (cu_stream_ws.ws or .scratch); none on failure. */
+static opsched_status streams_alloc(opsched_ctx *ctx, cu_device *dev, size_t field, size_t bytes)
 {
-    if (dev->gemm_ws_bytes || !bytes) return OPSCHED_OK;
     for (int i = 0; i < dev->n_streams; i++) {
-        opsched_status st = cu_malloc(ctx, bytes, &dev->streams[i].ws);
+        opsched_status st = cu_malloc(ctx, bytes, (void **)((char *)&dev->streams[i] + field));
         if (st != OPSCHED_OK) {
             for (int j = 0; j < i; j++) {
-                (void)cudaFree(dev->streams[j].ws);
-                dev->streams[j].ws = NULL;
+                void **b = (void **)((char *)&dev->streams[j] + field);
+                (void)cudaFree(*b);
+                *b = NULL;
             }
             return st;
         }
     }
+    return OPSCHED_OK;
+}
+
+opsched_status cu_gemm_workspace_reserve(opsched_ctx *ctx, cu_device *dev, size_t bytes)
+{
+    if (dev->gemm_ws_bytes || !bytes) return OPSCHED_OK;
+    OS_TRY(streams_alloc(ctx, dev, offsetof(cu_stream_ws, ws), bytes));
     dev->gemm_ws_bytes = bytes;
     return OPSCHED_OK;
 }
@@ -148,16 +158,7 @@ opsched_status cu_gemm_workspace_reserve(opsched_ctx *ctx, cu_device *dev, size_
 opsched_status cu_stream_scratch_reserve(opsched_ctx *ctx, cu_device *dev)
 {
     if (dev->scratch_bytes) return OPSCHED_OK;
-    for (int i = 0; i < dev->n_streams; i++) {
-        opsched_status st = cu_malloc(ctx, CU_STREAM_SCRATCH_BYTES, &dev->streams[i].scratch);
-        if (st != OPSCHED_OK) {
-            for (int j = 0; j < i; j++) {
-                (void)cudaFree(dev->streams[j].scratch);
-                dev->streams[j].scratch = NULL;
-            }
-            return st;
-        }
-    }
+    OS_TRY(streams_alloc(ctx, dev, offsetof(cu_stream_ws, scratch), CU_STREAM_SCRATCH_BYTES));
     dev->scratch_bytes = CU_STREAM_SCRATCH_BYTES;
     return OPSCHED_OK;
 }
