@@ -1212,6 +1212,30 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
  * Relu or tanh-GELU in the epilogue, after both.  0 when the node is not
  * such a convolution or its epilogue is not one of these; else the sizes
  * and the epilogue. */
+/* cuBLASLt's epilogue for the product's bias (when the node has one) and
+ * act: a Relu or tanh-GELU in it, any other activation as one element-wise
+ * kernel after the product (*post 1).  0 when no kernel runs that one. */
+static int lt_epilogue(const cu_plan_args *a, const cu_act *act, cublasLtEpilogue_t *epi, int *post)
+{
+    int relu = 0, gelu = 0;
+    *post = 0;
+    if (act->on) {
+        relu = act->node->op == OPSCHED_OP_RELU;
+        gelu = act->node->op == OPSCHED_OP_GELU && act->node->attr.gelu.tanh_approx;
+        if (!relu && !gelu) {
+            if (!cuk_ew_unary_ok(act->fn, (cuk_dtype)a->kt, (cuk_dtype)a->kt)) return 0;
+            *post = 1;
+        }
+    }
+    if (cu_in(a, 2))
+        *epi = relu ? CUBLASLT_EPILOGUE_RELU_BIAS
+                    : gelu ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    else
+        *epi = relu ? CUBLASLT_EPILOGUE_RELU : gelu ? CUBLASLT_EPILOGUE_GELU
+                                                     : CUBLASLT_EPILOGUE_DEFAULT;
+    return 1;
+}
+
 static int gemm_desc(const cu_plan_args *a, const cu_act *act, int res, int *m, int *n, int *k,
                      cublasLtEpilogue_t *epi, int *post)
 {
@@ -1237,21 +1261,7 @@ static int gemm_desc(const cu_plan_args *a, const cu_act *act, int res, int *m, 
     if (x->shape.d[0] * x->shape.d[2] * x->shape.d[3] != pixels || !cu_fits_int(pixels) ||
         !cu_fits_int(y->shape.d[1]) || !cu_fits_int(x->shape.d[1]))
         return 0;
-    int relu = 0, gelu = 0;
-    if (act->on) {
-        relu = act->node->op == OPSCHED_OP_RELU;
-        gelu = act->node->op == OPSCHED_OP_GELU && act->node->attr.gelu.tanh_approx;
-        if (!relu && !gelu) {
-            if (!cuk_ew_unary_ok(act->fn, (cuk_dtype)a->kt, (cuk_dtype)a->kt)) return 0;
-            *post = 1;
-        }
-    }
-    if (cu_in(a, 2))
-        *epi = relu ? CUBLASLT_EPILOGUE_RELU_BIAS
-                    : gelu ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-    else
-        *epi = relu ? CUBLASLT_EPILOGUE_RELU : gelu ? CUBLASLT_EPILOGUE_GELU
-                                                     : CUBLASLT_EPILOGUE_DEFAULT;
+    if (!lt_epilogue(a, act, epi, post)) return 0;
     *m = (int)y->shape.d[1];
     *n = (int)pixels;
     *k = (int)x->shape.d[1];
@@ -1395,15 +1405,9 @@ static opsched_status pick_im2col(const cu_plan_args *a, graph_plan *p, conv_cho
     cuk_dw_desc d;
     int fits = !p->res && group_desc(a, INT64_MAX, &d, &nhwc) && nhwc &&
                d.cg >= IG_MIN_GROUP_CHANNELS && d.kh <= 64 && d.kw <= 64;
-    int relu = 0, gelu = 0, post = 0;
-    if (fits && act->on) {
-        relu = act->node->op == OPSCHED_OP_RELU;
-        gelu = act->node->op == OPSCHED_OP_GELU && act->node->attr.gelu.tanh_approx;
-        if (!relu && !gelu) {
-            post = 1;
-            fits = cuk_ew_unary_ok(act->fn, (cuk_dtype)a->kt, (cuk_dtype)a->kt);
-        }
-    }
+    int post = 0;
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+    fits = fits && lt_epilogue(a, act, &epi, &post);
     if (force && !fits)
         return CU_UNSUPPORTED(a, "im2col: only grouped convolutions in NHWC of at least %d input "
                                  "channels a group, with at most a bias and an element-wise "
@@ -1411,12 +1415,6 @@ static opsched_status pick_im2col(const cu_plan_args *a, graph_plan *p, conv_cho
                               IG_MIN_GROUP_CHANNELS);
     if (!fits || (!force && ((a->opts->ablate & OPSCHED_ABLATE_IM2COL) || keyed->ig_wins < 0)))
         return OPSCHED_OK;
-    cublasLtEpilogue_t epi = cu_in(a, 2) ? (relu   ? CUBLASLT_EPILOGUE_RELU_BIAS
-                                            : gelu ? CUBLASLT_EPILOGUE_GELU_BIAS
-                                                   : CUBLASLT_EPILOGUE_BIAS)
-                                         : (relu   ? CUBLASLT_EPILOGUE_RELU
-                                            : gelu ? CUBLASLT_EPILOGUE_GELU
-                                                   : CUBLASLT_EPILOGUE_DEFAULT);
     size_t esz = opsched_dtype_size(a->dt), limit = 0;
     int64_t groups = d.c / d.cg, K = (int64_t)d.cg * d.kh * d.kw;
     int64_t pixels = d.n * d.oh * d.ow;
