@@ -1386,6 +1386,17 @@ static void test_resize(void **state)
         check_case(resize_case(OPSCHED_UINT8, OPSCHED_RESIZE_NEAREST, OPSCHED_COORD_ASYMMETRIC,
                                OPSCHED_NEAREST_FLOOR, "2x2x5x6", outs[s], 0, 0, -0.75f));
     }
+    /* one axis resized, and a segmentation head's upscale (the 32-bit
+     * kernels, one and two resized axes, every tap weight in play) */
+    static const int64_t one_axis[] = {2, 2, 5, 13}, seg[] = {1, 21, 520, 520};
+    for (int mode = 1; mode < 3; mode++) {
+        check_case(resize_case(OPSCHED_F32, (opsched_resize_mode)mode, OPSCHED_COORD_HALF_PIXEL,
+                               OPSCHED_NEAREST_ROUND_PREFER_FLOOR, "2x2x5x6", one_axis, 0, 0,
+                               -0.75f));
+        check_case(resize_case(OPSCHED_F32, (opsched_resize_mode)mode, OPSCHED_COORD_HALF_PIXEL,
+                               OPSCHED_NEAREST_ROUND_PREFER_FLOOR, "1x21x65x65", seg, 0, 0,
+                               -0.75f));
+    }
     /* a strong antialiased downscale */
     static const int64_t tiny[] = {1, 3, 4, 5};
     check_case(resize_case(OPSCHED_F32, OPSCHED_RESIZE_CUBIC, OPSCHED_COORD_HALF_PIXEL,

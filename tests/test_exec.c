@@ -534,6 +534,44 @@ static void test_fused_bias(void **state)
     opsched_graph_free(g);
 }
 
+/* The decisions for batch normalisations and for a residual Add behind a
+ * Transpose, on the CPU backend: the activation after each normalisation
+ * is its epilogue, the product finds the residual through the Transpose;
+ * oneDNN runs neither inside (the activations and the Add launch), and
+ * the values are the reference's either way. */
+static void test_norm_act_and_transposed_residual(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_shape xs = {4, {2, 6, 5, 7}};
+    opsched_graph *g = netref_norm_act_graph(env.ctx, &xs, 61);
+    assert_non_null(g);
+    assert_int_equal(opsched_node_epilogue(g, 0), 1);
+    assert_int_equal(opsched_node_epilogue(g, 2), 3);
+    assert_int_equal(opsched_conv_epilogue(g, 0), -1); /* not a convolution */
+    assert_int_equal(opsched_node_epilogue(g, 1), -1);
+    opsched_exec_options on = {.plan = {.fuse_activation = 1}}, off = {0};
+    compare_with_reference(g, &on, 1e-5);
+    compare_with_reference(g, &off, 1e-5);
+    opsched_graph_free(g);
+
+    g = netref_transposed_residual_graph(env.ctx, &xs, 67);
+    assert_non_null(g);
+    opsched_matmul_bias mb;
+    assert_int_equal(opsched_matmul_bias_find(g, 1, &mb), 1);
+    assert_int_equal(mb.add, 2);
+    assert_int_equal(mb.tr, 3);
+    assert_int_equal(mb.res_add, 4);
+    assert_int_equal(mb.residual, opsched_graph_input(g, 0));
+    compare_with_reference(g, &on, 1e-5);
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &on, &ex));
+    assert_int_equal(opsched_executor_layer(ex, 2)->role, OPSCHED_ROLE_FUSED); /* the bias */
+    assert_int_equal(opsched_executor_layer(ex, 4)->role, OPSCHED_ROLE_LAUNCH);
+    opsched_executor_free(ex);
+    opsched_graph_free(g);
+}
+
 /* Merged convolutions run one activation: two 1x1 convolutions of the
  * same input, one with a Relu and one with a Sigmoid, are no epilogue
  * pair; two Sigmoids are. */
@@ -951,6 +989,7 @@ int main(void)
         cmocka_unit_test(test_inverted_residual),
         cmocka_unit_test(test_fused_se),
         cmocka_unit_test(test_fused_bias),
+        cmocka_unit_test(test_norm_act_and_transposed_residual),
         cmocka_unit_test(test_arena_vs_peak),       cmocka_unit_test(test_run_layers),
         cmocka_unit_test(test_capture_unsupported), cmocka_unit_test(test_forced_algorithm),
         cmocka_unit_test(test_io_errors),           cmocka_unit_test(test_lifetimes_in_launches),

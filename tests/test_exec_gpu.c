@@ -296,6 +296,53 @@ static void test_bias_epilogue(void **state)
     opsched_graph_free(g);
 }
 
+/* A batch normalisation's activation in its launch (the own kernel, in
+ * both layouts and every math mode against fp32 on the CPU), and a
+ * product's residual Add behind a Transpose: in NHWC both Transposes are
+ * views, and the Add runs in cuBLASLt's epilogue through C. */
+static void test_norm_act_and_transposed_residual(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    opsched_shape xs = {4, {2, 24, 9, 7}};
+    opsched_graph *g = netref_norm_act_graph(env.ctx, &xs, 71);
+    assert_non_null(g);
+    check_graph_modes(g, "norm+act", 1);
+    for (int layout = 0; layout < 2; layout++) {
+        opsched_exec_options o = {.plan = {.math = OPSCHED_MATH_FP32,
+                                           .layout = (opsched_layout)layout,
+                                           .fuse_activation = 1}};
+        opsched_executor *ex = NULL;
+        CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+        print_message("  norm+act %s: %s, %s\n", layout ? "NHWC" : "NCHW",
+                      opsched_executor_layer(ex, 0)->algo, opsched_executor_layer(ex, 2)->algo);
+        assert_string_equal(opsched_executor_layer(ex, 0)->algo, "kernel+HardSwish");
+        assert_string_equal(opsched_executor_layer(ex, 2)->algo, "kernel+Relu");
+        assert_int_equal(opsched_executor_layer(ex, 1)->role, OPSCHED_ROLE_FUSED);
+        assert_int_equal(opsched_executor_layer(ex, 3)->role, OPSCHED_ROLE_FUSED);
+        opsched_executor_free(ex);
+    }
+    opsched_graph_free(g);
+
+    g = netref_transposed_residual_graph(env.ctx, &xs, 73);
+    assert_non_null(g);
+    check_graph_modes(g, "transposed residual", 1);
+    opsched_exec_options o = {.plan = {.math = OPSCHED_MATH_FP32,
+                                       .layout = OPSCHED_LAYOUT_NHWC,
+                                       .fuse_activation = 1}};
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+    opsched_exec_info info;
+    CHECK(opsched_executor_info(ex, &info));
+    print_message("  transposed residual NHWC: %s, %d launches\n",
+                  opsched_executor_layer(ex, 1)->algo, info.n_launches);
+    assert_string_equal(opsched_executor_layer(ex, 1)->algo, "cublaslt_bias_residual");
+    assert_int_equal(opsched_executor_layer(ex, 4)->role, OPSCHED_ROLE_FUSED);
+    assert_int_equal(info.n_launches, 1);
+    opsched_executor_free(ex);
+    opsched_graph_free(g);
+}
+
 /* Attention as one launch: the fused node (the rewrite of the SDPA
  * decomposition, its Q, K and V read in place from one merged product)
  * against the graph as written on the CPU in fp32, node by node, in every
@@ -670,6 +717,7 @@ int main(void)
         cmocka_unit_test(test_movement_runs),
         cmocka_unit_test(test_se_gate),
         cmocka_unit_test(test_bias_epilogue),
+        cmocka_unit_test(test_norm_act_and_transposed_residual),
         cmocka_unit_test(test_attention),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

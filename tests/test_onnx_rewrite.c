@@ -5,7 +5,8 @@
  * as torch's legacy exporter, Hugging Face and GPT-2 write it, and three
  * near misses that must stay as written.  The rewritten graph must have the
  * fused operators and compute what the graph as written computes (both run
- * on the CPU backend, where the written form runs node by node).
+ * on the CPU backend, where the written form runs node by node).  Also
+ * small/layer_scale.onnx: layer scales folded into the products.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -184,6 +185,74 @@ static void test_same_values(void **state)
     assert_true(fabs(c[3][47] - 0.5 * x47 * (1 + erf(x47 / sqrt(2.0)))) < 1e-4);
     for (int i = 0; i < N_OUT; i++)
         free(c[i]);
+    opsched_graph_free(as_written);
+    opsched_graph_free(g);
+    opsched_device_close(dev);
+    opsched_ctx_free(ctx);
+}
+
+/* The layer-scale model (tests/onnx/make_models.py): the two scales that
+ * vary along the product's columns go into scaled weights and biases, the
+ * one along the rows stays a Mul; the product before the Transpose then
+ * finds its residual Add through it; and the values are the written
+ * graph's.  With keep_scales all three stay. */
+static void test_layer_scale(void **state)
+{
+    (void)state;
+    opsched_ctx *ctx = NULL;
+    assert_int_equal(opsched_ctx_create(&ctx), OPSCHED_OK);
+    const char *dir = getenv("OPSCHED_TESTDATA");
+    if (!dir) skip();
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/onnx/small/layer_scale.onnx", dir);
+    opsched_onnx_options kept = {.load_weights = 1, .keep_scales = 1};
+    opsched_graph *k = NULL;
+    assert_int_equal(opsched_onnx_load_file(ctx, path, &kept, &k), OPSCHED_OK);
+    assert_int_equal(count_op(k, OPSCHED_OP_MUL), 3);
+    opsched_graph_free(k);
+
+    opsched_graph *as_written = load_file(ctx, "layer_scale.onnx", 1, 0);
+    opsched_graph *g = load_file(ctx, "layer_scale.onnx", 0, 0);
+    assert_int_equal(count_op(g, OPSCHED_OP_MUL), 1);
+    assert_int_equal(made(g, "rows")->op, OPSCHED_OP_MUL);
+    assert_int_equal(made(g, "head")->op, OPSCHED_OP_ADD);
+    assert_int_equal(made(g, "block")->op, OPSCHED_OP_ADD);
+    /* the first product: bias, Transpose, then the residual */
+    int mm1 = -1, res = -1;
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++)
+        if (strcmp(opsched_graph_node(g, i)->name, "mm1") == 0) mm1 = i;
+    assert_true(mm1 >= 0);
+    assert_int_equal(opsched_graph_find_tensor(g, "res", &res), OPSCHED_OK);
+    opsched_matmul_bias mb;
+    assert_int_equal(opsched_matmul_bias_find(g, mm1, &mb), 1);
+    assert_true(mb.tr >= 0);
+    assert_int_equal(opsched_graph_node(g, mb.tr)->op, OPSCHED_OP_TRANSPOSE);
+    assert_int_equal(mb.residual, res);
+    assert_int_equal(mb.act, -1);
+    assert_string_equal(opsched_graph_tensor(g, opsched_graph_node(g, mb.res_add)->outputs[0])->name,
+                        "block");
+
+    opsched_device *dev = NULL;
+    if (opsched_device_open(ctx, "cpu", 0, &dev) != OPSCHED_OK) {
+        opsched_graph_free(as_written);
+        opsched_graph_free(g);
+        opsched_ctx_free(ctx);
+        print_message("SKIP: no cpu backend in this build\n");
+        skip();
+    }
+    float xs[256];
+    for (int i = 0; i < 256; i++)
+        xs[i] = sinf(0.37f * (float)i) * 2.0f;
+    enum { N_OUT = 3 };
+    float *a[N_OUT], *b[N_OUT];
+    size_t na[N_OUT], nb[N_OUT];
+    run_cpu(dev, as_written, xs, 256, a, na);
+    run_cpu(dev, g, xs, 256, b, nb);
+    for (int i = 0; i < N_OUT; i++) {
+        assert_true(same_output(g, i, a[i], na[i], b[i], nb[i]) > 0);
+        free(a[i]);
+        free(b[i]);
+    }
     opsched_graph_free(as_written);
     opsched_graph_free(g);
     opsched_device_close(dev);
@@ -385,6 +454,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_structure),
         cmocka_unit_test(test_same_values),
+        cmocka_unit_test(test_layer_scale),
         cmocka_unit_test(test_attention_structure),
         cmocka_unit_test(test_attention_values),
         cmocka_unit_test(test_packed_attention),

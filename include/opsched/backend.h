@@ -182,8 +182,12 @@ typedef enum opsched_ablation {
                                             * (cu_lt_gemm_tune): the heuristic's first */
     OPSCHED_ABLATE_SE_MUL = 1u << 17,      /* a gate's multiply in the gate's launch
                                             * (opsched_se_gate.mul): its own launch */
-    OPSCHED_ABLATE_IM2COL = 1u << 18       /* grouped convolutions as their columns and one
+    OPSCHED_ABLATE_IM2COL = 1u << 18,      /* grouped convolutions as their columns and one
                                             * batched cuBLASLt product, timed: never */
+    OPSCHED_ABLATE_NORM_ACT = 1u << 19,    /* the activation after a batch normalisation in
+                                            * its launch: a launch of its own */
+    OPSCHED_ABLATE_LAYER_SCALE = 1u << 20  /* a product's per-column scale (layer scale)
+                                            * folded into its weights at load: kept a Mul */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
  * "chains", "residual", "layout", "se", "bias", "attention", "projections",

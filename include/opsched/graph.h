@@ -629,6 +629,9 @@ opsched_status opsched_graph_rename_tensor(opsched_graph *g, int tensor, const c
  *     (Transposes into Q, K, V and out of the product are read in place;
  *     scalar Muls on Q and K^T join the scale; flags OPSCHED_REWRITE_*
  *     leave a kind of pattern as written)
+ *   (x W + b), a Transpose, then * gamma with gamma constant along the
+ *   product's columns (layer scale)                    -> x (W gamma) + b gamma
+ *     (scaled copies of the weights; unless OPSCHED_REWRITE_KEEP_SCALES)
  * A node the pattern swallows must have its output read by the pattern
  * alone and not be a graph output.  The replacing node keeps the last
  * node's name and output tensor.  When something is rewritten *g becomes a
@@ -652,7 +655,11 @@ int opsched_attention_dims_get(const opsched_graph *g, const opsched_node *n,
 int64_t opsched_attention_strides(const opsched_attention_attr *at, int x, const opsched_shape *s,
                                   int64_t strides[4], int64_t sizes[4]);
 
-enum { OPSCHED_REWRITE_KEEP_ATTENTION = 1u << 0, OPSCHED_REWRITE_KEEP_PROJECTIONS = 1u << 1 };
+enum {
+    OPSCHED_REWRITE_KEEP_ATTENTION = 1u << 0,
+    OPSCHED_REWRITE_KEEP_PROJECTIONS = 1u << 1,
+    OPSCHED_REWRITE_KEEP_SCALES = 1u << 2
+};
 opsched_status opsched_graph_rewrite_patterns(opsched_graph **g, unsigned flags, int *n_rewritten);
 
 /* Convenience builders used by the model zoo and by hand-written graphs.
@@ -713,10 +720,13 @@ int opsched_graph_num_consumers(const opsched_graph *g, int tensor);
  * HardSigmoid, HardSwish, and the unary LeakyRelu, Elu, Softplus, Swish
  * (SiLU) and Mish.  opsched_conv_epilogue gives the node of such an
  * activation that is the only reader of convolution `node`'s output (not
- * a graph output), or -1; opsched_epilogue_same says whether two such
- * nodes compute the same function (for convolutions merged into one). */
+ * a graph output), or -1; opsched_node_epilogue the same for a
+ * convolution or a batch normalisation (inference form), the nodes whose
+ * launch may take it; opsched_epilogue_same says whether two such nodes
+ * compute the same function (for convolutions merged into one). */
 int opsched_op_is_epilogue(const opsched_node *n);
 int opsched_conv_epilogue(const opsched_graph *g, int node);
+int opsched_node_epilogue(const opsched_graph *g, int node);
 int opsched_epilogue_same(const opsched_node *a, const opsched_node *b);
 
 /* A convolution's residual epilogue, y = act(conv(x) + b + r): the
@@ -745,7 +755,12 @@ int opsched_conv_residual_find(const opsched_graph *g, int node, opsched_conv_re
  * or [1, ..., 1, N]); act is the Add's only reader when it is an epilogue
  * activation (opsched_op_is_epilogue), else -1; when the only reader is
  * instead another Add of a tensor r of the product's shape and type (a
- * residual), res_add and residual name them (else -1).  Fills *out and
+ * residual), res_add and residual name them (else -1).  The residual
+ * Add may also read the bias Add's output through a Transpose, the Add's
+ * only reader (tr names it, else -1): r then has the Transpose's output
+ * shape, and a backend adds it in the product's order only where that
+ * Transpose is a view of the plan's layouts (opsched_layout_transpose_view
+ * with the options' row-major tensors).  Fills *out and
  * returns 1, else 0.  A backend that runs it (opsched_plan_options.
  * fuse_bias) reports fused_bias, fused_activation when it applies act as
  * well, and fused_residual when it adds r (asked with fuse_residual); the
@@ -758,6 +773,7 @@ typedef struct opsched_matmul_bias {
     int act;      /* the activation after the Add, or -1 */
     int res_add;  /* the residual Add after the bias Add, or -1 */
     int residual; /* the tensor it adds, or -1 */
+    int tr;       /* the Transpose between the two Adds, or -1 */
 } opsched_matmul_bias;
 int opsched_matmul_bias_find(const opsched_graph *g, int node, opsched_matmul_bias *out);
 

@@ -64,6 +64,9 @@ typedef struct opsched_onnx_options {
     /* 1: leave sibling projections (products of one activation that only
      * attention reads) each its own product, not merged into one. */
     int keep_projections;
+    /* 1: leave a product's per-column scale (layer scale) a Mul, not
+     * folded into its weights. */
+    int keep_scales;
 } opsched_onnx_options;
 
 /* Loads a model file.  opts may be NULL.  Errors: OPSCHED_ERR_IO (unreadable),

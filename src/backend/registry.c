@@ -450,6 +450,8 @@ static const struct {
                  {"gemm-tuning", OPSCHED_ABLATE_GEMM_TUNING},
                  {"se-mul", OPSCHED_ABLATE_SE_MUL},
                  {"im2col", OPSCHED_ABLATE_IM2COL},
+                 {"norm-act", OPSCHED_ABLATE_NORM_ACT},
+                 {"layer-scale", OPSCHED_ABLATE_LAYER_SCALE},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)

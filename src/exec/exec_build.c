@@ -161,7 +161,7 @@ int os_exec_view_aliases(const opsched_graph *g, int node, opsched_math m, opsch
 
 int os_exec_fused_act(const opsched_graph *g, int i)
 {
-    return opsched_conv_epilogue(g, i);
+    return opsched_node_epilogue(g, i);
 }
 
 static int named_algo(const char *algo)
@@ -188,8 +188,13 @@ opsched_status os_exec_plan_node(opsched_device *dev, const opsched_graph *g, in
         named = 0;
     }
     if (n->op != OPSCHED_OP_CONV) {
-        if (!(n->op == OPSCHED_OP_MATMUL && po.fuse_bias))
-            po.fuse_activation = po.fuse_residual = 0;
+        /* a batch normalisation takes its activation too, a MatMul with its
+         * bias its activation or residual */
+        int bn_act = n->op == OPSCHED_OP_BATCHNORM && !(po.ablate & OPSCHED_ABLATE_NORM_ACT);
+        if (!(n->op == OPSCHED_OP_MATMUL && po.fuse_bias)) {
+            if (!bn_act) po.fuse_activation = 0;
+            po.fuse_residual = 0;
+        }
     }
     opsched_status st = opsched_plan_create(dev, g, i, &po, out);
     if (st == OPSCHED_ERR_UNSUPPORTED && takes_algo && named) {
@@ -516,8 +521,10 @@ static opsched_status plan_bias(opsched_executor *ex, ex_build *b, int i,
     o.plan.fuse_bias = 1;
     o.plan.fuse_activation = mb.act >= 0 && launches_alone(ex, b, mb.act);
     o.plan.fuse_residual = 0;
+    /* a residual after a Transpose only where that Transpose is a view */
     if (mb.res_add >= 0 && !(base->plan.ablate & OPSCHED_ABLATE_RESIDUAL) &&
-        launches_alone(ex, b, mb.res_add)) {
+        launches_alone(ex, b, mb.res_add) &&
+        (mb.tr < 0 || ex->nodes[mb.tr].role == OPSCHED_ROLE_VIEW)) {
         int rp = opsched_tensor_scheduled_producer(b->g, mb.residual);
         o.plan.fuse_residual = rp < 0 || launches_before(b, rp, i);
     }

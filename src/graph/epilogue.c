@@ -1,5 +1,6 @@
 /*
- * epilogue.c - which activation a convolution runs as its epilogue.
+ * epilogue.c - which activation a convolution (or a batch normalisation)
+ * runs as its epilogue.
  *
  * One rule for everyone: a backend fuses only what this says, and the
  * executor, the searchers' units, sweeps of a network's layers and the
@@ -50,7 +51,14 @@ int os_graph_sole_reader(const opsched_graph *g, int t, int from)
 int opsched_conv_epilogue(const opsched_graph *g, int node)
 {
     const opsched_node *n = opsched_graph_node(g, node);
-    if (!n || n->op != OPSCHED_OP_CONV || n->n_outputs != 1) return -1;
+    return n && n->op == OPSCHED_OP_CONV ? opsched_node_epilogue(g, node) : -1;
+}
+
+int opsched_node_epilogue(const opsched_graph *g, int node)
+{
+    const opsched_node *n = opsched_graph_node(g, node);
+    if (!n || (n->op != OPSCHED_OP_CONV && n->op != OPSCHED_OP_BATCHNORM) || n->n_outputs != 1)
+        return -1;
     int y = n->outputs[0];
     int j = os_graph_sole_reader(g, y, node);
     if (j < 0) return -1;
@@ -113,6 +121,34 @@ int opsched_conv_residual_find(const opsched_graph *g, int node, opsched_conv_re
     return 1;
 }
 
+/* The residual Add that reader j of the bias sum makes, into m: the Add
+ * itself, or one after a Transpose that j is (the Add the Transpose's
+ * only reader).  Leaves m as it is when there is none. */
+static void residual_after(const opsched_graph *g, const opsched_tensor *y, int sum, int j,
+                           opsched_matmul_bias *m)
+{
+    const opsched_node *an = j >= 0 ? opsched_graph_node(g, j) : NULL;
+    int tr = -1;
+    if (an && an->op == OPSCHED_OP_TRANSPOSE && an->n_inputs == 1 && an->n_outputs == 1) {
+        tr = j;
+        sum = an->outputs[0];
+        j = os_graph_sole_reader(g, sum, j);
+        an = j >= 0 ? opsched_graph_node(g, j) : NULL;
+    }
+    if (!an || an->op != OPSCHED_OP_ADD || an->n_inputs != 2 || an->inputs[0] == an->inputs[1])
+        return;
+    /* the other operand has the sum's shape and type */
+    int r = an->inputs[0] == sum ? an->inputs[1] : an->inputs[0];
+    const opsched_tensor *rt = opsched_graph_tensor(g, r);
+    const opsched_tensor *st = opsched_graph_tensor(g, sum);
+    const opsched_tensor *s = opsched_graph_tensor(g, an->outputs[0]);
+    if (!rt || !st || !s || rt->dtype != y->dtype || !opsched_shape_equal(&rt->shape, &st->shape) ||
+        !opsched_shape_equal(&s->shape, &st->shape))
+        return;
+    m->res_add = j;
+    m->residual = r;
+    m->tr = tr;
+}
 
 int opsched_matmul_bias_find(const opsched_graph *g, int node, opsched_matmul_bias *out)
 {
@@ -140,21 +176,12 @@ int opsched_matmul_bias_find(const opsched_graph *g, int node, opsched_matmul_bi
     if (!z || !opsched_shape_equal(&z->shape, &y->shape)) return 0;
     int act = os_graph_sole_reader(g, add->outputs[0], a);
     const opsched_node *an = act >= 0 ? opsched_graph_node(g, act) : NULL;
-    opsched_matmul_bias m = {.add = a, .bias = b, .act = -1, .res_add = -1, .residual = -1};
-    if (an && opsched_op_is_epilogue(an) && an->n_inputs == 1) {
+    opsched_matmul_bias m = {
+        .add = a, .bias = b, .act = -1, .res_add = -1, .residual = -1, .tr = -1};
+    if (an && opsched_op_is_epilogue(an) && an->n_inputs == 1)
         m.act = act;
-    } else if (an && an->op == OPSCHED_OP_ADD && an->n_inputs == 2 &&
-               an->inputs[0] != an->inputs[1]) {
-        /* a residual: the other operand has the sum's shape and type */
-        int r = an->inputs[0] == add->outputs[0] ? an->inputs[1] : an->inputs[0];
-        const opsched_tensor *rt = opsched_graph_tensor(g, r);
-        const opsched_tensor *s = opsched_graph_tensor(g, an->outputs[0]);
-        if (rt && s && rt->dtype == y->dtype && opsched_shape_equal(&rt->shape, &y->shape) &&
-            opsched_shape_equal(&s->shape, &y->shape)) {
-            m.res_add = act;
-            m.residual = r;
-        }
-    }
+    else
+        residual_after(g, y, add->outputs[0], act, &m);
     if (out) *out = m;
     return 1;
 }

@@ -1498,6 +1498,210 @@ done:
     return st;
 }
 
+/* ---- layer scales folded into the product before them --------------------- */
+
+/* ConvNeXt, CaiT and DeiT-III scale a block's last product per output
+ * column by a learnt constant (layer scale, x * gamma), ConvNeXt after the
+ * Transpose that brings the channels back to axis 1.  (x W + b) * gamma is
+ * x (W gamma) + b gamma, so the scale goes into a scaled copy of the
+ * weights and the bias, and the Mul, a launch and a round trip through
+ * memory, goes; the residual Add after it can then join the product's
+ * launch.  The values are computed when the weights, the bias and the
+ * scale all have payloads; a graph without any (a structure-only export,
+ * run on drawn weights) gets the same nodes with drawn weights. */
+typedef struct scale_site {
+    int mm, add, tr, mul; /* the nodes; add and tr -1 when absent */
+    int x, w, b, gamma;   /* b -1 without a bias */
+} scale_site;
+
+typedef struct scale_set {
+    scale_site *site; /* per MatMul node of a site */
+    int *is_site;
+} scale_set;
+
+/* Element k of float payload t. */
+static float payload_at(const opsched_tensor *t, int64_t k)
+{
+    if (t->dtype == OPSCHED_F32) {
+        float f;
+        memcpy(&f, (const char *)t->data + (size_t)k * sizeof(float), sizeof(f));
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, (const char *)t->data + (size_t)k * sizeof(h), sizeof(h));
+    return t->dtype == OPSCHED_F16 ? os_f16_to_f32(h) : os_bf16_to_f32(h);
+}
+
+static void payload_put(const opsched_tensor *t, char *d, int64_t k, float v)
+{
+    if (t->dtype == OPSCHED_F32) {
+        memcpy(d + (size_t)k * sizeof(float), &v, sizeof(v));
+        return;
+    }
+    uint16_t h = t->dtype == OPSCHED_F16 ? os_f32_to_f16(v) : os_f32_to_bf16(v);
+    memcpy(d + (size_t)k * sizeof(h), &h, sizeof(h));
+}
+
+/* The site whose Mul is node i: the product, its bias Add, a Transpose,
+ * each read by the next alone, and a constant that varies along the
+ * product's columns only. */
+static int scale_site_find(const opsched_graph *g, int i, scale_site *s)
+{
+    const opsched_node *m = &g->nodes[i];
+    if (m->op != OPSCHED_OP_MUL || m->n_inputs != 2 || m->n_outputs != 1) return 0;
+    int k = is_const_tensor(g, m->inputs[1]) ? 1 : is_const_tensor(g, m->inputs[0]) ? 0 : -1;
+    if (k < 0) return 0;
+    int t = m->inputs[1 - k];
+    if (t < 0 || is_const_tensor(g, t)) return 0;
+    const opsched_tensor *tt = &g->tensors[t], *tg = &g->tensors[m->inputs[k]];
+    if (!is_float(tt->dtype) || tg->dtype != tt->dtype ||
+        !opsched_shape_equal(&g->tensors[m->outputs[0]].shape, &tt->shape))
+        return 0;
+    const int R = tt->shape.ndim;
+    int axis = R - 1; /* the axis of t that the product's columns are */
+    *s = (scale_site){.mm = -1, .add = -1, .tr = -1, .mul = i, .b = -1, .gamma = m->inputs[k]};
+    int p = tt->producer;
+    if (p < 0 || os_graph_sole_reader(g, t, p) != i) return 0;
+    if (g->nodes[p].op == OPSCHED_OP_TRANSPOSE) {
+        const opsched_node *tn = &g->nodes[p];
+        if (tn->n_inputs != 1 || tn->n_outputs != 1 || tn->attr.transpose.n != R) return 0;
+        axis = -1;
+        for (int q = 0; q < R; q++)
+            if (tn->attr.transpose.perm[q] == R - 1) axis = q;
+        if (axis < 0) return 0;
+        s->tr = p;
+        t = tn->inputs[0];
+        p = t >= 0 ? g->tensors[t].producer : -1;
+        if (p < 0 || os_graph_sole_reader(g, t, p) != s->tr) return 0;
+    }
+    if (g->nodes[p].op == OPSCHED_OP_ADD) {
+        const opsched_node *an = &g->nodes[p];
+        for (int q = 0; q < an->n_inputs && s->mm < 0; q++) {
+            int y = an->inputs[q], pm = y >= 0 ? g->tensors[y].producer : -1, fin;
+            if (pm >= 0 && g->nodes[pm].op == OPSCHED_OP_MATMUL && g->nodes[pm].n_inputs == 2 &&
+                g->nodes[pm].n_outputs == 1 && bias_add(g, pm, &fin) == p) {
+                s->mm = pm;
+                s->add = p;
+                s->b = an->inputs[1 - q];
+            }
+        }
+    } else if (g->nodes[p].op == OPSCHED_OP_MATMUL && g->nodes[p].n_inputs == 2) {
+        s->mm = p;
+    }
+    if (s->mm < 0) return 0;
+    const opsched_node *mm = &g->nodes[s->mm];
+    s->x = mm->inputs[0];
+    s->w = mm->inputs[1];
+    if (s->x < 0 || is_const_tensor(g, s->x) || !is_const_tensor(g, s->w)) return 0;
+    const opsched_tensor *tw = &g->tensors[s->w];
+    if (tw->shape.ndim != 2 || tw->dtype != tt->dtype) return 0;
+    const int64_t N = tw->shape.d[1];
+    /* gamma: 1 on every axis but the columns' */
+    if (tg->shape.ndim > R) return 0;
+    for (int j = 0; j < tg->shape.ndim; j++) {
+        int q = R - tg->shape.ndim + j;
+        int64_t d = tg->shape.d[j];
+        if (d != 1 && !(q == axis && d == N)) return 0;
+    }
+    /* values for all, or (a structure-only graph) for none */
+    int want = s->b >= 0 ? 3 : 2;
+    int have = (tw->data != NULL) + (tg->data != NULL) + (s->b >= 0 && g->tensors[s->b].data);
+    return have == 0 || have == want;
+}
+
+/* A scaled copy of weight (or bias) tensor t: element k times gamma's
+ * value for column k % N. */
+static opsched_status add_scaled(const opsched_graph *g, opsched_graph *ng, int t, int gamma,
+                                 int64_t N, const char *name, int *id)
+{
+    const opsched_tensor *x = &g->tensors[t], *gm = &g->tensors[gamma];
+    OS_TRY(opsched_graph_add_tensor(ng, name, x->kind, x->dtype, &x->shape, id));
+    if (!x->data) return OPSCHED_OK;
+    int64_t n = opsched_shape_numel(&x->shape), ng_n = opsched_shape_numel(&gm->shape);
+    size_t bytes = (size_t)n * opsched_dtype_size(x->dtype);
+    char *d = malloc(bytes ? bytes : 1);
+    if (!d) return OS_NOMEM(g->ctx);
+    for (int64_t k = 0; k < n; k++)
+        payload_put(x, d, k, payload_at(x, k) * payload_at(gm, ng_n == 1 ? 0 : k % N));
+    ng->tensors[*id].data = d; /* owned by ng */
+    ng->tensors[*id].data_bytes = bytes;
+    return OPSCHED_OK;
+}
+
+static opsched_status emit_scaled(void *u, const opsched_graph *g, int i, opsched_graph *ng,
+                                  int *map)
+{
+    scale_set *ss = u;
+    if (!ss->is_site[i]) return OPSCHED_OK;
+    const scale_site *st = &ss->site[i];
+    const int64_t N = g->tensors[st->w].shape.d[1];
+    const char *mname = g->nodes[st->mul].name;
+    char name[300];
+    opsched_op_attr none;
+    memset(&none, 0, sizeof(none));
+    int w, y;
+    snprintf(name, sizeof(name), "%s/scaled.weight", mname);
+    OS_TRY(add_scaled(g, ng, st->w, st->gamma, N, name, &w));
+    /* the last node takes the Mul's output name */
+    const char *final = g->tensors[g->nodes[st->mul].outputs[0]].name;
+    const char *nm = st->add < 0 && st->tr < 0 ? final : g->tensors[g->nodes[st->mm].outputs[0]].name;
+    int in[2] = {map[st->x], w};
+    OS_TRY(opsched_graph_add_node(ng, g->nodes[st->mm].name, OPSCHED_OP_MATMUL, &none, in, 2, 1,
+                                  &nm, &y));
+    if (st->add >= 0) {
+        int b;
+        snprintf(name, sizeof(name), "%s/scaled.bias", mname);
+        OS_TRY(add_scaled(g, ng, st->b, st->gamma, N, name, &b));
+        nm = st->tr < 0 ? final : g->tensors[g->nodes[st->add].outputs[0]].name;
+        int in2[2] = {y, b};
+        OS_TRY(opsched_graph_add_node(ng, g->nodes[st->add].name, OPSCHED_OP_ADD, &none, in2, 2,
+                                      1, &nm, &y));
+    }
+    if (st->tr >= 0)
+        OS_TRY(opsched_graph_add_node(ng, g->nodes[st->tr].name, OPSCHED_OP_TRANSPOSE,
+                                      &g->nodes[st->tr].attr, &y, 1, 1, &final, &y));
+    map[g->nodes[st->mul].outputs[0]] = y;
+    return OPSCHED_OK;
+}
+
+/* Replaces *gp by a graph whose layer scales are folded into the products. */
+static opsched_status fold_scales(opsched_graph **gp, int *n_changed)
+{
+    opsched_graph *g = *gp;
+    *n_changed = 0;
+    scale_set ss = {0};
+    int *drop = calloc(g->n_nodes + 1, sizeof(int));
+    int *map = malloc((g->n_tensors + 1) * sizeof(int));
+    ss.site = calloc(g->n_nodes + 1, sizeof(*ss.site));
+    ss.is_site = calloc(g->n_nodes + 1, sizeof(int));
+    opsched_status st = OPSCHED_OK;
+    if (!drop || !map || !ss.site || !ss.is_site) {
+        st = OS_NOMEM(g->ctx);
+        goto done;
+    }
+    int count = 0;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        scale_site s;
+        if (!scale_site_find(g, (int)i, &s) || ss.is_site[s.mm]) continue;
+        ss.site[s.mm] = s;
+        ss.is_site[s.mm] = 1;
+        drop[s.mm] = drop[s.mul] = 1;
+        if (s.add >= 0) drop[s.add] = 1;
+        if (s.tr >= 0) drop[s.tr] = 1;
+        count++;
+    }
+    if (count == 0) goto done;
+    emitter em = {emit_scaled, &ss};
+    OS_TRY_GOTO(st, replace(gp, drop, NULL, NULL, NULL, &em, map), done);
+    *n_changed = count;
+done:
+    free(drop);
+    free(map);
+    free(ss.site);
+    free(ss.is_site);
+    return st;
+}
+
 opsched_status opsched_graph_rewrite_patterns(opsched_graph **gp, unsigned flags, int *n_rewritten)
 {
     if (n_rewritten) *n_rewritten = 0;
@@ -1548,20 +1752,22 @@ done:
     }
     /* then attention's operands read in place, the projections that feed
      * them merged, and their slices read in place too */
-    int n_views = 0, n_merged = 0, more = 0, n_unit = 0, n_gemm = 0;
+    int n_views = 0, n_merged = 0, more = 0, n_unit = 0, n_gemm = 0, n_scaled = 0;
     if (st == OPSCHED_OK) st = unit_transposes(gp, &n_unit);
     if (st == OPSCHED_OK) st = gemm_layers(gp, &n_gemm);
+    if (st == OPSCHED_OK && !(flags & OPSCHED_REWRITE_KEEP_SCALES)) st = fold_scales(gp, &n_scaled);
     if (st == OPSCHED_OK && !(flags & OPSCHED_REWRITE_KEEP_ATTENTION))
         st = attention_views(gp, &n_views);
     if (st == OPSCHED_OK && n_views > 0 && !(flags & OPSCHED_REWRITE_KEEP_PROJECTIONS))
         st = merge_siblings(gp, &n_merged);
     if (st == OPSCHED_OK && n_merged > 0) st = attention_views(gp, &more);
-    if (st == OPSCHED_OK && (n_gemm > 0 || n_merged > 0)) {
+    if (st == OPSCHED_OK && (n_gemm > 0 || n_merged > 0 || n_scaled > 0)) {
         /* the weights the products no longer read (rebuild leaves them out) */
         int *map2 = malloc(((*gp)->n_tensors + 1) * sizeof(int));
         st = map2 ? replace(gp, NULL, NULL, NULL, NULL, NULL, map2) : OS_NOMEM((*gp)->ctx);
         free(map2);
     }
-    if (st == OPSCHED_OK && n_rewritten) *n_rewritten = count + n_dup + n_unit + n_gemm + n_views + n_merged;
+    if (st == OPSCHED_OK && n_rewritten) *n_rewritten =
+        count + n_dup + n_unit + n_gemm + n_scaled + n_views + n_merged;
     return st;
 }

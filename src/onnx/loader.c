@@ -828,7 +828,8 @@ static opsched_status load_model(os_loader *L, const Onnx__ModelProto *m, const 
     if (L->opts.no_rewrite) return OPSCHED_OK;
     int n = 0;
     unsigned flags = (L->opts.keep_attention ? OPSCHED_REWRITE_KEEP_ATTENTION : 0u) |
-                     (L->opts.keep_projections ? OPSCHED_REWRITE_KEEP_PROJECTIONS : 0u);
+                     (L->opts.keep_projections ? OPSCHED_REWRITE_KEEP_PROJECTIONS : 0u) |
+                     (L->opts.keep_scales ? OPSCHED_REWRITE_KEEP_SCALES : 0u);
     OS_TRY(opsched_graph_rewrite_patterns(&L->g, flags, &n));
     if (n) os_log(L->ctx, OPSCHED_LOG_DEBUG, "%s: %d operator pattern(s) rewritten", name, n);
     return OPSCHED_OK;

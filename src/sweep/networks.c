@@ -220,7 +220,8 @@ opsched_status os_sweep_nets_next(const os_yaml *y, const net_entry *e, os_sweep
             continue;
         }
         opsched_graph *one = NULL, *with_relu = NULL;
-        int relu = e->fuse ? os_exec_fused_act(g, i) : -1;
+        /* a sweep's fused configurations are convolutions' */
+        int relu = e->fuse && node->op == OPSCHED_OP_CONV ? os_exec_fused_act(g, i) : -1;
         OS_TRY(opsched_graph_extract_node(g, i, &one));
         if (relu >= 0) {
             c->runs_fused[relu] = 1;

@@ -793,6 +793,24 @@ def op_models():
         [c("sqrt2", 1.4142135381698608), c("rsqrt2", 0.7071067690849304), c("one", 1.0),
          c("half", 0.5), c("three", 3.0), c("c044", 0.044715), c("csqrt2pi", 0.7978845834732056),
          c("c15", 1.5)])
+    # Layer scales (ConvNeXt's, CaiT's): a product, its bias, a Transpose to
+    # channels first, a per-channel Mul and the residual Add; the same
+    # without the Transpose; and a near miss whose scale varies along the
+    # rows, which must stay a Mul.  x [1, 4, 4, 16] is NHWC-shaped.
+    M["layer_scale"] = model(
+        [N("Transpose", ["x"], ["res"], name="res", perm=[0, 3, 1, 2]),
+         N("MatMul", ["x", "w1"], ["p1"], name="mm1"), N("Add", ["p1", "b1"], ["q1"], name="add1"),
+         N("Transpose", ["q1"], ["t1"], name="tr1", perm=[0, 3, 1, 2]),
+         N("Mul", ["t1", "g1"], ["s1"], name="scale1"),
+         N("Add", ["s1", "res"], ["block"], name="residual"),
+         N("MatMul", ["x", "w2"], ["p2"], name="mm2"), N("Add", ["b2", "p2"], ["q2"], name="add2"),
+         N("Mul", ["g2", "q2"], ["head"], name="scale2"),
+         N("MatMul", ["x", "w3"], ["p3"], name="mm3"), N("Add", ["p3", "b3"], ["q3"], name="add3"),
+         N("Mul", ["q3", "g3"], ["rows"], name="scale3")],
+        [vi("x", [1, 4, 4, 16])], [vi(n, None) for n in ["block", "head", "rows"]],
+        [init("w1", [16, 16]), init("b1", [16]), init("g1", [16, 1, 1]),
+         init("w2", [16, 8]), init("b2", [8]), init("g2", [8]),
+         init("w3", [16, 8]), init("b3", [8]), init("g3", [4, 1])])
     # Attention as exporters write it (the rewrite to one Attention node),
     # x [B=2, S=6, 8] with 2 heads of 4: torch's SDPA decomposition (the
     # Transposes into Q, K and V and out, sqrt-scale Muls on Q and K^T, a

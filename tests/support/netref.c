@@ -286,6 +286,24 @@ static int node1(opsched_graph *g, const char *name, opsched_op_kind op, const o
     return opsched_graph_add_node(g, name, op, a, ins, n, 1, NULL, out) != 0;
 }
 
+opsched_graph *netref_norm_act_graph(opsched_ctx *ctx, const opsched_shape *xs, uint64_t seed)
+{
+    opsched_graph *g = NULL;
+    int x, t[5];
+    if (opsched_graph_create(ctx, "norm_act", &g) != OPSCHED_OK ||
+        opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, xs, &x) ||
+        opsched_build_batchnorm(g, "bn0", x, 1e-5f, &t[0]) ||
+        opsched_build_unary(g, "hswish", OPSCHED_OP_HARDSWISH, NULL, t[0], &t[1]) ||
+        opsched_build_batchnorm(g, "bn1", t[1], 1e-3f, &t[2]) ||
+        opsched_build_unary(g, "relu", OPSCHED_OP_RELU, NULL, t[2], &t[3]) ||
+        opsched_build_binary(g, "sum", OPSCHED_OP_ADD, t[1], t[3], &t[4]) ||
+        opsched_graph_mark_output(g, t[4]) || netref_set_weights(g, seed)) {
+        opsched_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
 static int reshape_to(opsched_graph *g, const char *name, int x, const opsched_shape *to, int *out)
 {
     opsched_op_attr a;
@@ -305,6 +323,27 @@ static int transpose4(opsched_graph *g, const char *name, int x, int p0, int p1,
     a.transpose.perm[2] = p2;
     a.transpose.perm[3] = p3;
     return node1(g, name, OPSCHED_OP_TRANSPOSE, &a, &x, 1, out);
+}
+
+opsched_graph *netref_transposed_residual_graph(opsched_ctx *ctx, const opsched_shape *xs,
+                                                uint64_t seed)
+{
+    opsched_graph *g = NULL;
+    int x, b, t[5];
+    opsched_shape bs = {1, {xs->d[1]}};
+    if (opsched_graph_create(ctx, "transposed_residual", &g) != OPSCHED_OK ||
+        opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, xs, &x) ||
+        opsched_graph_add_tensor(g, "b", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &bs, &b) ||
+        transpose4(g, "to_last", x, 0, 2, 3, 1, &t[0]) ||
+        matmul_w(g, "mm", t[0], xs->d[1], &t[1]) ||
+        opsched_build_binary(g, "bias", OPSCHED_OP_ADD, t[1], b, &t[2]) ||
+        transpose4(g, "to_first", t[2], 0, 3, 1, 2, &t[3]) ||
+        opsched_build_binary(g, "res", OPSCHED_OP_ADD, t[3], x, &t[4]) ||
+        opsched_graph_mark_output(g, t[4]) || netref_set_weights(g, seed)) {
+        opsched_graph_free(g);
+        return NULL;
+    }
+    return g;
 }
 
 /* The shuffle of ShuffleNetV2: x [N, C, H, W] as [N, 2, C/2, H, W], its

@@ -31,6 +31,19 @@ float **netref_run(const opsched_graph *g, const float *const *inputs);
  * built. */
 opsched_graph *netref_chain_graph(opsched_ctx *ctx, const opsched_shape *x, uint64_t seed);
 
+/* A graph for activations inside batch normalisations, x [n, c, h, w]:
+ * BatchNormalization -> HardSwish (nodes 0, 1), BatchNormalization of
+ * that -> Relu (nodes 2, 3), then the Add of the two activations (node 4);
+ * weights from seed.  NULL when it cannot be built. */
+opsched_graph *netref_norm_act_graph(opsched_ctx *ctx, const opsched_shape *x, uint64_t seed);
+
+/* A ConvNeXt block's end, x [n, c, h, w]: Transpose to [n, h, w, c], a
+ * MatMul to c, its bias Add, a Transpose back to [n, c, h, w] and the
+ * residual Add of x (nodes 0 to 4); weights from seed.  NULL when it
+ * cannot be built. */
+opsched_graph *netref_transposed_residual_graph(opsched_ctx *ctx, const opsched_shape *x,
+                                                uint64_t seed);
+
 /* A graph of two squeeze-and-excitation blocks over x [n, c, h, w]:
  * GlobalAveragePool -> 1x1 conv to `hidden` with bias -> Swish -> 1x1
  * conv back with bias -> Sigmoid -> Mul with x (nodes 0 to 5), then

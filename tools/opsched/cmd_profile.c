@@ -563,6 +563,7 @@ static opsched_status load_graph(const run_state *rs, int64_t batch, int64_t siz
     mo.no_rewrite = !rs->a->fuse;
     mo.keep_attention = (rs->ma->opts.plan.ablate & OPSCHED_ABLATE_ATTENTION) != 0;
     mo.keep_projections = (rs->ma->opts.plan.ablate & OPSCHED_ABLATE_PROJECTIONS) != 0;
+    mo.keep_scales = (rs->ma->opts.plan.ablate & OPSCHED_ABLATE_LAYER_SCALE) != 0;
     if (rs->a->train.on) mo.train = &rs->a->train.o;
     return tool_load_model(rs->ctx, &mo, g);
 }

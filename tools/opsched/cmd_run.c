@@ -797,6 +797,7 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
     a.mo.no_rewrite = !a.fuse;
     a.mo.keep_attention = (a.ablate & OPSCHED_ABLATE_ATTENTION) != 0;
     a.mo.keep_projections = (a.ablate & OPSCHED_ABLATE_PROJECTIONS) != 0;
+    a.mo.keep_scales = (a.ablate & OPSCHED_ABLATE_LAYER_SCALE) != 0;
     if (a.io.n && (rc = run_io_read(ctx, &a.io)) != TOOL_EXIT_OK) goto done;
     /* The loader takes every --input value: constants and weights where the
      * model needs them, shapes that bind symbolic dimensions. */

@@ -96,7 +96,8 @@ static opsched_status load_forward(opsched_ctx *ctx, const tool_model_opts *o,
                                    .values = o->values, .n_values = o->n_values,
                                    .no_rewrite = o->no_rewrite,
                                    .keep_attention = o->keep_attention || o->train,
-                                   .keep_projections = o->keep_projections};
+                                   .keep_projections = o->keep_projections,
+                                   .keep_scales = o->keep_scales};
         return opsched_onnx_load_file(ctx, o->model, &oo, out);
     }
     opsched_zoo_options zo = {.batch = o->batch, .height = o->height, .width = o->width,

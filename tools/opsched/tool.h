@@ -29,6 +29,7 @@ typedef struct tool_model_opts {
     int no_rewrite;         /* ONNX: keep operator patterns as written (--no-fuse) */
     int keep_attention;     /* ONNX: attention as written (--ablate attention) */
     int keep_projections;   /* ONNX: projections not merged (--ablate projections) */
+    int keep_scales;        /* ONNX: layer scales kept Muls (--ablate layer-scale) */
     /* Non-NULL: the training graph of the model (opsched_training_graph),
      * an ONNX model loaded with its attention unfused */
     const opsched_training_options *train;
@@ -100,7 +101,8 @@ opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_
     "as cuBLASLt products), movement\n(runs of Reshapes, Transposes and Slices as one\n"          \
     "gather), se-split (large gates as two launches),\ngemm-tuning (cuBLASLt's algorithms "         \
     "timed per\nproduct), se-mul (a gate's multiply in its launch),\nim2col (grouped convolutions as "    \
-    "columns and one\nbatched product); comma list"
+    "columns and one\nbatched product), norm-act (a batch normalisation's\nactivation in its "     \
+    "launch), layer-scale (a\nproduct's per-column scale folded into its weights);\ncomma list"
 struct tool_opt;
 typedef struct tool_measure_record {
     tool_measure_args scratch;

@@ -397,7 +397,7 @@ static int matmul_bias(const opsched_graph *g, int node, const opsched_plan_opti
         cn->fused_act = 1;
         cn->act_op = an->op;
         cn->act_attr = an->attr;
-    } else if (opts->fuse_residual && mb.residual >= 0) {
+    } else if (opts->fuse_residual && mb.residual >= 0 && mb.tr < 0) {
         /* r as input 3, copied into the output before the product adds to it */
         const opsched_tensor *r = opsched_graph_tensor(g, mb.residual);
         if (r->dtype != OPSCHED_F32) return 1;

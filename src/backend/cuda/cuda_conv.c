@@ -121,7 +121,7 @@ void cu_act_of(const cu_plan_args *a, int j, cu_act *act)
 void cu_act_for(const cu_plan_args *a, cu_act *act)
 {
     int i = cu_node_index(a);
-    cu_act_of(a, a->opts->fuse_activation && i >= 0 ? opsched_conv_epilogue(a->g, i) : -1, act);
+    cu_act_of(a, a->opts->fuse_activation && i >= 0 ? opsched_node_epilogue(a->g, i) : -1, act);
 }
 
 opsched_status cu_conv_bias_add(opsched_ctx *ctx, const cu_conv_bias *b, cuk_type kt,

@@ -40,6 +40,8 @@ typedef struct dnn_plan {
     cuk_red_fn row_fn;
     cuk_reduce_desc row_d;
     cuk_dtype pool_dt; /* the kernel pool's storage type */
+    cuk_dtype bn_dt;   /* batch normalisation's storage type */
+    cu_act act;        /* batch normalisation: the activation fused after it */
 } dnn_plan;
 
 static void dnn_release(cu_plan *base)
@@ -380,8 +382,9 @@ static opsched_status bn_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base,
     dnn_plan *p = (dnn_plan *)base;
     const float one = 1.0f, zero = 0.0f;
     if (!p->use_cudnn) {
-        CUDA_CHECK(ctx, cuk_batchnorm(p->kt, p->n, p->channels, p->cstride, (float)p->eps, in[0],
-                                      in[1], in[2], in[3], in[4], out[0], s));
+        CUDA_CHECK(ctx, cuk_batchnorm(p->bn_dt, p->n, p->channels, p->cstride, (float)p->eps,
+                                      in[0], in[1], in[2], in[3], in[4], out[0], p->act.on,
+                                      p->act.fn, &p->act.prm, s));
         return OPSCHED_OK;
     }
     CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
@@ -403,8 +406,14 @@ opsched_status cu_plan_batchnorm(const cu_plan_args *a, cu_plan **out)
     p->channels = c;
     p->cstride = cu_is_nhwc(a, x) ? 1 : sp;
     p->eps = a->node->attr.bn.epsilon;
+    p->bn_dt = cu_kdt(a, x);
+    /* the activation after it (opsched_node_epilogue) in the same pass:
+     * the own kernel then, cuDNN's inference call has none */
+    cu_act_for(a, &p->act);
+    if (p->act.on && !cuk_ew_unary_ok(p->act.fn, p->bn_dt, p->bn_dt)) p->act.on = 0;
+    a->info->fused_activation = p->act.on;
     int64_t dims[4] = {n, c, sp, 1};
-    if (a->dt == OPSCHED_F32 && !cu_is_nhwc(a, x) && cudnn_dims_ok(dims, 4) &&
+    if (a->dt == OPSCHED_F32 && !p->act.on && !cu_is_nhwc(a, x) && cudnn_dims_ok(dims, 4) &&
         p->eps >= CUDNN_BN_MIN_EPSILON) {
         OS_TRY_GOTO(st, desc_4d(a, &p->x_desc, 0, n, c, sp, 1), fail);
         CUDNN_CHECK_GOTO(a->ctx, st, cudnnCreateTensorDescriptor(&p->p_desc), fail);
@@ -413,7 +422,11 @@ opsched_status cu_plan_batchnorm(const cu_plan_args *a, cu_plan **out)
             cudnnDeriveBNTensorDescriptor(p->p_desc, p->x_desc, CUDNN_BATCHNORM_SPATIAL), fail);
         p->use_cudnn = 1;
     }
-    return dnn_done(a, p, out);
+    OS_TRY_GOTO(st, dnn_done(a, p, out), fail);
+    if (p->act.on)
+        snprintf(a->info->algo, sizeof(a->info->algo), "kernel+%s",
+                 opsched_node_op_name(p->act.node));
+    return OPSCHED_OK;
 fail:
     cu_plan_destroy(&p->base);
     return st;

@@ -315,6 +315,21 @@ static opsched_status gemm_launch_lt(opsched_ctx *ctx, cu_device *dev, gemm_plan
                           out[0]);
 }
 
+/* 1 when residual rt of mb is stored in the product's row-major order:
+ * row-major itself, or, after a Transpose that the plan's layouts make a
+ * view (its output stored in its input's order), stored as that output. */
+static int residual_in_order(const cu_plan_args *a, const opsched_matmul_bias *mb,
+                             const opsched_tensor *rt)
+{
+    if (mb->tr < 0) return !cu_is_nhwc(a, rt);
+    if (!a->opts->rowmajor || a->opts->rowmajor_graph != a->g ||
+        !opsched_layout_transpose_view(a->g, mb->tr, a->opts->rowmajor))
+        return 0;
+    const opsched_tensor *tt =
+        opsched_graph_tensor(a->g, opsched_graph_node(a->g, mb->tr)->outputs[0]);
+    return tt && cu_is_nhwc(a, tt) == cu_is_nhwc(a, rt);
+}
+
 /* Sets up plan p (a single product, m = N, n = rows of A, k = K, the
  * operands as p->op_b and p->op_a say) for cuBLASLt with a bias epilogue,
  * and the activation act (-1: none) where cuBLASLt has it: Relu, and the
@@ -592,7 +607,7 @@ opsched_status cu_plan_matmul(const cu_plan_args *a, cu_plan **out)
             mb.residual >= 0 ? opsched_graph_tensor(a->g, mb.residual) : NULL;
         /* a residual through C (beta 1), in the product's layout */
         int res = a->opts->fuse_residual && rt && cu_kdt(a, rt) == (cuk_dtype)a->kt &&
-                  !cu_is_nhwc(a, rt);
+                  residual_in_order(a, &mb, rt);
         int fused_act = 0;
         if (cu_kdt(a, bt) == (cuk_dtype)a->kt &&
             gemm_setup_lt(a, p, res ? -1 : mb.act, &fused_act)) {

@@ -162,6 +162,7 @@ opsched_status cu_plan_resize(const cu_plan_args *a, cu_plan **out)
     d->nearest = nearest;
     d->extrapolation = cu_value_bits(cu_storage(a, x->dtype), r->extrapolation_value);
     d->extrapolation_f = r->extrapolation_value;
+    d->x_numel = opsched_shape_numel(&x->shape);
     cu_strides(a, y, d->ys);
     cu_strides(a, x, d->xs);
     int64_t n_meta = 0, n_taps = 0;

@@ -452,18 +452,6 @@ __global__ void k_bias_add_inner(unsigned n, unsigned C, const T *bias, T *y)
         y[i] = bias_out<T, RELU>(y[i], ld<T>(bias[i % C]));
 }
 
-template <typename T>
-__global__ void k_batchnorm(int64_t n, int64_t C, int64_t cstride, float eps, const T *x,
-                            const T *scale, const T *bias, const T *mean, const T *var, T *y)
-{
-    GRID_STRIDE(i, n)
-    {
-        int64_t c = (i / cstride) % C;
-        float s = ld<T>(scale[c]) * rsqrtf(ld<T>(var[c]) + eps);
-        y[i] = st<T>((ld<T>(x[i]) - ld<T>(mean[c])) * s + ld<T>(bias[c]));
-    }
-}
-
 /* Batch norm in training form, one block per channel (grid-stride over
  * channels): element j of channel c, j = b * S + s, is at (b * C + c) * S + s
  * (NCHW) or (b * S + s) * C + c (channels last). */
@@ -1300,19 +1288,6 @@ extern "C" cudaError_t cuk_bias_add(cuk_type t, int64_t n, int64_t C, int64_t cs
     if (!bias) return relu ? cuk_unary(t, CUK_RELU, 0.0f, 0.0f, n, y, y, stream) : cudaSuccess;
     return relu ? bias_add<true>(t, n, C, cstride, bias, y, stream)
                 : bias_add<false>(t, n, C, cstride, bias, y, stream);
-}
-
-extern "C" cudaError_t cuk_batchnorm(cuk_type t, int64_t n, int64_t C, int64_t cstride, float eps,
-                                     const void *x, const void *scale, const void *bias,
-                                     const void *mean, const void *var, void *y,
-                                     cudaStream_t stream)
-{
-    if (n <= 0) return cudaSuccess;
-    if (C <= 0 || cstride <= 0) return cudaErrorInvalidValue;
-    DISPATCH_FLOAT(t, k_batchnorm<T><<<blocks_for(n), kThreads, 0, stream>>>(
-                          n, C, cstride, eps, (const T *)x, (const T *)scale, (const T *)bias,
-                          (const T *)mean, (const T *)var, (T *)y));
-    return cudaGetLastError();
 }
 
 extern "C" cudaError_t cuk_bn_train(cuk_type t, int64_t N, int64_t C, int64_t S, int nhwc,

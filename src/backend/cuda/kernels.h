@@ -168,9 +168,6 @@ cudaError_t cuk_bn_train(cuk_type t, int64_t N, int64_t C, int64_t S, int nhwc, 
 cudaError_t cuk_bn_grad(cuk_type t, int64_t N, int64_t C, int64_t S, int nhwc, const void *dy,
                         const void *x, const void *scale, const void *mean, const void *inv,
                         void *dx, void *dscale, void *dbias, cudaStream_t stream);
-cudaError_t cuk_batchnorm(cuk_type t, int64_t n, int64_t C, int64_t cstride, float eps,
-                          const void *x, const void *scale, const void *bias, const void *mean,
-                          const void *var, void *y, cudaStream_t stream);
 
 /* Rows of `cols` contiguous elements normalised: y = (x - mean) / sqrt(var +
  * eps) * scale + bias; scale [cols], bias [cols] or NULL. */
@@ -330,6 +327,14 @@ typedef struct cuk_ew_params {
 /* 1 when the kernels compute fn from storage type tx into ty. */
 int cuk_ew_unary_ok(cuk_ufn fn, cuk_dtype tx, cuk_dtype ty);
 int cuk_ew_binary_ok(cuk_bfn fn, cuk_dtype ta, cuk_dtype tb, cuk_dtype ty);
+
+/* Batch normalisation in inference form (kernels_ew.cu), then with act the
+ * activation fn: y = fn((x - mean[c]) * scale[c] / sqrt(var[c] + eps) +
+ * bias[c]), c = (i / cstride) % C over the n elements. */
+cudaError_t cuk_batchnorm(cuk_dtype t, int64_t n, int64_t C, int64_t cstride, float eps,
+                          const void *x, const void *scale, const void *bias, const void *mean,
+                          const void *var, void *y, int act, cuk_ufn fn, const cuk_ew_params *prm,
+                          cudaStream_t stream);
 
 /* An element-wise chain in one pass (kernels_ew.cu): per element of y,
  * v = operand 1, then each step in order: v = ufn(v), or v = bfn(v, w)
@@ -676,6 +681,7 @@ typedef struct cuk_resize_desc {
     int64_t meta[CUK_MAX_DIMS];
     uint64_t extrapolation; /* nearest: the value's bytes in the storage type */
     float extrapolation_f;  /* interpolating modes */
+    int64_t x_numel;        /* elements of x: every offset into it is below */
 } cuk_resize_desc;
 
 cudaError_t cuk_resize(cuk_dtype t, size_t elem, const cuk_resize_desc *d, const int32_t *meta,

@@ -551,6 +551,25 @@ __global__ void k_chain(const __grid_constant__ cuk_chain_desc d,
     }
 }
 
+/* Batch normalisation in inference form, and the activation after it
+ * (act): y = act((x - mean[c]) * scale[c] / sqrt(var[c] + eps) + bias[c]),
+ * c = (i / cstride) % C.  I is the index type (32 bits when every index
+ * fits). */
+template <typename T, typename I>
+__global__ void k_batchnorm(I n, I C, I cstride, float eps, const T *__restrict__ x,
+                            const T *__restrict__ scale, const T *__restrict__ bias,
+                            const T *__restrict__ mean, const T *__restrict__ var,
+                            T *__restrict__ y, int act, cuk_ufn fn, cuk_ew_params prm)
+{
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
+        const I c = cstride == 1 ? i % C : (i / cstride) % C;
+        const float s = to_float(scale[c]) * rsqrtf(to_float(var[c]) + eps);
+        float v = (to_float(x[i]) - to_float(mean[c])) * s + to_float(bias[c]);
+        if (act) v = ufloat(fn, v, prm);
+        y[i] = from_float<T>(v);
+    }
+}
+
 } /* namespace */
 
 /* ---- entry points --------------------------------------------------- */
@@ -743,4 +762,28 @@ extern "C" cudaError_t cuk_ew_chain(cuk_type t, const cuk_chain_desc *d, const c
         return cudaGetLastError();
     });
     return cudaErrorInvalidValue;
+}
+
+extern "C" cudaError_t cuk_batchnorm(cuk_dtype t, int64_t n, int64_t C, int64_t cstride,
+                                     float eps, const void *x, const void *scale,
+                                     const void *bias, const void *mean, const void *var, void *y,
+                                     int act, cuk_ufn fn, const cuk_ew_params *prm,
+                                     cudaStream_t stream)
+{
+    if (n <= 0) return cudaSuccess;
+    if (C <= 0 || cstride <= 0 || (act && !prm)) return cudaErrorInvalidValue;
+    const cuk_ew_params none = {0.0f, 0.0f, 0.0f, 0, 0};
+    const cuk_ew_params &p = act ? *prm : none;
+    CUK_DISPATCH_FP(t, T, {
+        if (n <= kMax32)
+            k_batchnorm<T, uint32_t><<<grid_for(n), kThreads, 0, stream>>>(
+                (uint32_t)n, (uint32_t)C, (uint32_t)cstride, eps, (const T *)x,
+                (const T *)scale, (const T *)bias, (const T *)mean, (const T *)var, (T *)y, act,
+                fn, p);
+        else
+            k_batchnorm<T, int64_t><<<grid_for(n), kThreads, 0, stream>>>(
+                n, C, cstride, eps, (const T *)x, (const T *)scale, (const T *)bias,
+                (const T *)mean, (const T *)var, (T *)y, act, fn, p);
+    });
+    return cudaGetLastError();
 }

@@ -367,6 +367,103 @@ __global__ void k_resize_interp(const __grid_constant__ cuk_resize_desc d, int64
     }
 }
 
+/* Resize in 32-bit arithmetic, for the common case: every offset fits
+ * in 32 bits and one or two axes are resized (an image's height and
+ * width).  The unresized axes of one element and the size-1 axes are
+ * gone from the descriptor (resize_compact), so an NHWC image resized in
+ * H and W decomposes its index with two 32-bit divisions, where the
+ * general kernel spends a 64-bit division per axis and walks a tap loop
+ * of any depth. */
+struct resize32 {
+    int ndim;
+    uint32_t shape[CUK_MAX_DIMS], ys[CUK_MAX_DIMS], xs[CUK_MAX_DIMS];
+    int32_t meta[CUK_MAX_DIMS]; /* -1: not resized */
+    float extrapolation_f;
+};
+
+template <typename T, int NR>
+__global__ void k_resize_interp32(const __grid_constant__ resize32 d, uint32_t n,
+                                  const int32_t *__restrict__ meta,
+                                  const int64_t *__restrict__ toff, const float *__restrict__ tw,
+                                  const T *__restrict__ x, T *__restrict__ y)
+{
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += gridDim.x * blockDim.x) {
+        uint32_t r = i, oy = 0, base = 0;
+        int32_t first[2] = {0, 0}, cnt[2] = {1, 1};
+        int k = 0;
+        for (int j = d.ndim - 1; j >= 0; j--) {
+            uint32_t q = r / d.shape[j], c = r - q * d.shape[j];
+            r = q;
+            oy += c * d.ys[j];
+            if (d.meta[j] < 0) {
+                base += c * d.xs[j];
+            } else {
+                const int32_t *m = meta + d.meta[j];
+                first[k] = __ldg(m + c);
+                cnt[k] = __ldg(m + d.shape[j] + c);
+                k++;
+            }
+        }
+        if (cnt[0] == 0 || (NR == 2 && cnt[1] == 0)) {
+            y[oy] = store<T>(d.extrapolation_f);
+            continue;
+        }
+        float acc = 0.0f;
+        for (int a = 0; a < cnt[0]; a++) {
+            const uint32_t off0 = base + (uint32_t)__ldg(toff + first[0] + a);
+            const float w0 = __ldg(tw + first[0] + a);
+            if (NR == 1) {
+                acc += w0 * load<T>(x[off0]);
+                continue;
+            }
+            float part = 0.0f;
+            for (int b = 0; b < cnt[1]; b++)
+                part += __ldg(tw + first[1] + b) *
+                        load<T>(x[off0 + (uint32_t)__ldg(toff + first[1] + b)]);
+            acc += w0 * part;
+        }
+        y[oy] = store<T>(acc);
+    }
+}
+
+/* The 32-bit form of d, without size-1 axes and with neighbouring
+ * unresized axes merged; 0 when an offset may not fit or more than two
+ * axes are resized. */
+int resize_compact(const cuk_resize_desc &d, int64_t n, resize32 *o)
+{
+    if (n > kMax32) return 0;
+    if (d.x_numel > INT32_MAX) return 0;
+    int nr = 0;
+    o->ndim = 0;
+    o->extrapolation_f = d.extrapolation_f;
+    for (int j = 0; j < d.ndim; j++) {
+        if (d.shape[j] < 1) return 0;
+        if (d.xs[j] < 0 || d.ys[j] < 0) return 0;
+        if (d.meta[j] < 0 && d.shape[j] == 1) continue;
+        if (d.meta[j] >= 0) nr++;
+        int k = o->ndim;
+        if (d.meta[j] < 0 && k > 0 && o->meta[k - 1] < 0 &&
+            (int64_t)o->ys[k - 1] == d.ys[j] * d.shape[j] &&
+            (int64_t)o->xs[k - 1] == d.xs[j] * d.shape[j]) {
+            /* merged into the outer unresized axis */
+            int64_t sh = (int64_t)o->shape[k - 1] * d.shape[j];
+            if (sh > INT32_MAX) return 0;
+            o->shape[k - 1] = (uint32_t)sh;
+            o->ys[k - 1] = (uint32_t)d.ys[j];
+            o->xs[k - 1] = (uint32_t)d.xs[j];
+            continue;
+        }
+        if (d.ys[j] > INT32_MAX || d.xs[j] > INT32_MAX || d.meta[j] > INT32_MAX) return 0;
+        o->shape[k] = (uint32_t)d.shape[j];
+        o->ys[k] = (uint32_t)d.ys[j];
+        o->xs[k] = (uint32_t)d.xs[j];
+        o->meta[k] = (int32_t)d.meta[j];
+        o->ndim++;
+    }
+    return nr >= 1 && nr <= 2 ? nr : 0;
+}
+
 template <typename E>
 __global__ void k_resize_nearest(const __grid_constant__ cuk_resize_desc d, int64_t n,
                                  const int32_t *meta, const int64_t *toff, const E *x, E *y)
@@ -515,9 +612,21 @@ extern "C" cudaError_t cuk_resize(cuk_dtype t, size_t elem, const cuk_resize_des
                           k_resize_nearest<E><<<grid_for(n), kThreads, 0, stream>>>(
                               *d, n, meta, tap_off, (const E *)x, (E *)y));
     } else {
-        CUK_DISPATCH_FP(t, T,
-                        k_resize_interp<T><<<grid_for(n), kThreads, 0, stream>>>(
-                            *d, n, meta, tap_off, tap_w, (const T *)x, (T *)y));
+        resize32 c;
+        int nr = resize_compact(*d, n, &c);
+        if (nr == 1) {
+            CUK_DISPATCH_FP(t, T,
+                            k_resize_interp32<T, 1><<<grid_for(n), kThreads, 0, stream>>>(
+                                c, (uint32_t)n, meta, tap_off, tap_w, (const T *)x, (T *)y));
+        } else if (nr == 2) {
+            CUK_DISPATCH_FP(t, T,
+                            k_resize_interp32<T, 2><<<grid_for(n), kThreads, 0, stream>>>(
+                                c, (uint32_t)n, meta, tap_off, tap_w, (const T *)x, (T *)y));
+        } else {
+            CUK_DISPATCH_FP(t, T,
+                            k_resize_interp<T><<<grid_for(n), kThreads, 0, stream>>>(
+                                *d, n, meta, tap_off, tap_w, (const T *)x, (T *)y));
+        }
     }
     return cudaGetLastError();
 }
