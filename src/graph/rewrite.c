@@ -1506,9 +1506,10 @@ done:
  * x (W gamma) + b gamma, so the scale goes into a scaled copy of the
  * weights and the bias, and the Mul, a launch and a round trip through
  * memory, goes; the residual Add after it can then join the product's
- * launch.  The values are computed when the weights, the bias and the
- * scale all have payloads; a graph without any (a structure-only export,
- * run on drawn weights) gets the same nodes with drawn weights. */
+ * launch.  A scaled copy holds values where its tensor and the scale have
+ * them; the copy of a tensor without a payload (a structure-only export,
+ * external data left behind: drawn when it runs) has none either, and a
+ * scale without values folds only into tensors without. */
 typedef struct scale_site {
     int mm, add, tr, mul; /* the nodes; add and tr -1 when absent */
     int x, w, b, gamma;   /* b -1 without a bias */
@@ -1603,10 +1604,10 @@ static int scale_site_find(const opsched_graph *g, int i, scale_site *s)
         int64_t d = tg->shape.d[j];
         if (d != 1 && !(q == axis && d == N)) return 0;
     }
-    /* values for all, or (a structure-only graph) for none */
-    int want = s->b >= 0 ? 3 : 2;
-    int have = (tw->data != NULL) + (tg->data != NULL) + (s->b >= 0 && g->tensors[s->b].data);
-    return have == 0 || have == want;
+    /* a scaled copy of a tensor with values needs gamma's; one of a tensor
+     * without (drawn when it runs: a structure-only export, external data
+     * left behind) is drawn too */
+    return tg->data || (!tw->data && (s->b < 0 || !g->tensors[s->b].data));
 }
 
 /* A scaled copy of weight (or bias) tensor t: element k times gamma's
