@@ -482,10 +482,19 @@ static void test_conv_own(void **state)
                 opsched_plan_options o = opts_of((opsched_math)m, (opsched_layout)l, "own");
                 opsched_plan_info info;
                 if (k->groups > 1) {
-                    check_case_info(c, &o, 0, &info);
-                    if (strncmp(info.algo, "depthwise", 9) != 0 && strncmp(info.algo, "grouped", 7))
-                        fail_msg("%s: own took '%s'", c->label, info.algo);
-                    ran++;
+                    /* every variant of the kernel: the generic one, and a
+                     * thread taking 1 to 8 outputs where it tiles */
+                    static const char *const variants[] = {"own",       "own-generic",
+                                                           "own-tile1", "own-tile2",
+                                                           "own-tile4", "own-tile8"};
+                    for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+                        o.algo = variants[v];
+                        check_case_info(c, &o, 0, &info);
+                        if (strncmp(info.algo, "depthwise", 9) != 0 &&
+                            strncmp(info.algo, "grouped", 7))
+                            fail_msg("%s: %s took '%s'", c->label, variants[v], info.algo);
+                        ran++;
+                    }
                 } else {
                     assert_int_equal(check_case(c, &o, 1), 0);
                     refused++;

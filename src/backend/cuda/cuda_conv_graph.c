@@ -85,8 +85,9 @@ typedef struct conv_choice {
     float fused_ms, apart_ms; /* what that measurement gave */
     /* For a depthwise convolution: 0 until the own kernel is measured
      * against cuDNN's plan and its epilogue, then 1 when it was faster and
-     * -1 when not. */
-    int dw_wins;
+     * -1 when not; dw_tile the kernel variant that measured fastest
+     * (cuk_dw_desc.tile_w). */
+    int dw_wins, dw_tile;
     /* For a 1x1 convolution: 0 until the cuBLASLt product is measured
      * against cuDNN's plan and its epilogue, then 1 when it was faster and
      * -1 when not; one verdict each without a residual, with one, with
@@ -1186,18 +1187,39 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
     p->dw_act = *act;
     if (own) {
         p->use_dw = 1;
+        p->dw.tile_w = cu_own_variant(a->opts->algo) == -2 ? 0 : cu_own_variant(a->opts->algo);
         return OPSCHED_OK;
     }
     if (keyed->dw_wins == 0) {
-        float mine = -1.0f, cudnn = -1.0f;
-        OS_TRY(time_plan(a, p, 0, enqueue_depthwise, &mine));
+        /* the own kernel's variants (the tile widths, where it tiles, and
+         * the generic kernel), the fastest against cuDNN */
+        static const int tiles[] = {-1, 1, 2, 4, 8};
+        int depthwise = p->dw.cg == 1 && p->dw.m == p->dw.c;
+        int n_var = depthwise && p->dw_nhwc ? (int)(sizeof(tiles) / sizeof(tiles[0])) : 1;
+        float mine = -1.0f, cudnn = -1.0f, t[5] = {-1.0f, -1.0f, -1.0f, -1.0f, -1.0f};
+        for (int v = 0; v < n_var; v++) {
+            p->dw.tile_w = n_var > 1 ? tiles[v] : 0;
+            OS_TRY(time_plan(a, p, 0, enqueue_depthwise, &t[v]));
+            if (t[v] >= 0.0f && (mine < 0.0f || t[v] < mine)) {
+                mine = t[v];
+                keyed->dw_tile = p->dw.tile_w;
+            }
+        }
         OS_TRY(time_choice(a, p->ch, &p->bias, 0, &cudnn));
         keyed->dw_wins = mine >= 0.0f && (cudnn < 0.0f || mine < cudnn) ? 1 : -1;
-        os_log(a->ctx, OPSCHED_LOG_DEBUG,
-               "cuda: node '%s': %s: own kernel %.4f ms, cuDNN (engine %lld) %.4f ms",
-               a->node->name, p->dw.cg == 1 && p->dw.m == p->dw.c ? "depthwise" : "grouped",
-               (double)mine, (long long)p->ch->engine, (double)cudnn);
+        if (n_var > 1)
+            os_log(a->ctx, OPSCHED_LOG_DEBUG,
+                   "cuda: node '%s': depthwise: own kernel %.4f ms (generic %.4f, tile widths "
+                   "1/2/4/8 %.4f/%.4f/%.4f/%.4f), cuDNN (engine %lld) %.4f ms",
+                   a->node->name, (double)mine, (double)t[0], (double)t[1], (double)t[2],
+                   (double)t[3], (double)t[4], (long long)p->ch->engine, (double)cudnn);
+        else
+            os_log(a->ctx, OPSCHED_LOG_DEBUG,
+                   "cuda: node '%s': %s: own kernel %.4f ms, cuDNN (engine %lld) %.4f ms",
+                   a->node->name, depthwise ? "depthwise" : "grouped", (double)mine,
+                   (long long)p->ch->engine, (double)cudnn);
     }
+    p->dw.tile_w = keyed->dw_tile;
     p->use_dw = keyed->dw_wins > 0;
     return OPSCHED_OK;
 }

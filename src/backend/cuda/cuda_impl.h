@@ -503,10 +503,15 @@ opsched_status cu_conv_bias_add(opsched_ctx *ctx, const cu_conv_bias *b, cuk_typ
  * be a 2-D float convolution. */
 typedef enum cu_conv_force {
     CU_CONV_TIMED = 0, /* cuDNN's choice, or the own kernel or cuBLASLt where they measure faster */
-    CU_CONV_OWN,       /* the own depthwise/grouped kernel ("own") */
+    CU_CONV_OWN,       /* the own depthwise/grouped kernel ("own", cu_own_variant) */
     CU_CONV_CUBLASLT,  /* a 1x1 convolution as a cuBLASLt product ("cublaslt") */
     CU_CONV_IM2COL     /* a grouped one as columns and a batched product ("im2col") */
 } cu_conv_force;
+/* The own kernel's variant that algorithm name asks for: "own" 0 (the
+ * planner's), "own-generic" -1, "own-tile1/2/4/8" that tile width
+ * (cuk_dw_desc.tile_w, for depthwise NHWC convolutions the tiled kernel
+ * runs; others run as "own"); -2 when name is none of these. */
+int cu_own_variant(const char *name);
 opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force force,
                                   cu_plan **out);
 /* Drops the plan cache's reference to a convolution choice (the cache's

@@ -156,6 +156,10 @@ typedef struct cuk_dw_desc {
     int64_t m; /* output channels */
     int cg;    /* input channels a group */
     int kh, kw, sh, sw, ph, pw, dh, dw;
+    /* cuk_depthwise's kernel for a depthwise NHWC one it tiles: 0 the
+     * tile width that keeps two blocks an SM, 1, 2, 4 or 8 that width,
+     * -1 the generic one-output-a-thread kernel (the planner times them) */
+    int tile_w;
 } cuk_dw_desc;
 
 /* y = (x - mean[c]) * scale[c] / sqrt(var[c] + eps) + bias[c] */

@@ -201,9 +201,10 @@ static int64_t dw_target_blocks()
 }
 
 /* Launches k_dw_tile for the shapes it has (1 when launched).  A thread
- * takes TW = 4 outputs of a row where that still gives the GPU two blocks
- * an SM, else 2 or 1: late stages of MobileNets (14x14 and 7x7 maps at
- * batch 1) would otherwise run on fewer blocks than the GPU has SMs. */
+ * takes d->tile_w outputs of a row, or (tile_w 0) 4 where that still gives
+ * the GPU two blocks an SM, else 2 or 1: late stages of MobileNets (14x14
+ * and 7x7 maps at batch 1) would otherwise run on fewer blocks than the
+ * GPU has SMs.  tile_w -1 asks for the generic kernel. */
 template <typename T>
 bool dw_tile_launch(const cuk_dw_desc *d, const T *x, const T *w, const T *b, T *y, int act,
                     cuk_ufn fn, const cuk_ew_params &p, cudaStream_t stream)
@@ -214,9 +215,13 @@ bool dw_tile_launch(const cuk_dw_desc *d, const T *x, const T *w, const T *b, T 
         return false;
     const int K = d->kh, S = d->sh;
     const int64_t cblocks = (d->c + 31) / 32, target = dw_target_blocks();
-    int TW = 4;
-    while (TW > 1 && cblocks * ((d->n * d->oh * ((d->ow + TW - 1) / TW) + 7) / 8) < target)
-        TW /= 2;
+    if (d->tile_w < 0 || d->tile_w > 8 || (d->tile_w & (d->tile_w - 1))) return false;
+    int TW = d->tile_w;
+    if (TW == 0) {
+        TW = 4;
+        while (TW > 1 && cblocks * ((d->n * d->oh * ((d->ow + TW - 1) / TW) + 7) / 8) < target)
+            TW /= 2;
+    }
     const int64_t tiles = d->n * d->oh * ((d->ow + TW - 1) / TW);
     if ((tiles + 7) / 8 > 65535) return false;
     const dim3 grid((unsigned)cblocks, (unsigned)((tiles + 7) / 8)), block(32, 8);
@@ -226,6 +231,7 @@ bool dw_tile_launch(const cuk_dw_desc *d, const T *x, const T *w, const T *b, T 
         return true;                                                                               \
     }
 #define CUK_DW_TILES(KK, SS)                                                                       \
+    CUK_DW_TILE(KK, SS, 8)                                                                         \
     CUK_DW_TILE(KK, SS, 4)                                                                         \
     CUK_DW_TILE(KK, SS, 2)                                                                         \
     CUK_DW_TILE(KK, SS, 1)
