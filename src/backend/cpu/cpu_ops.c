@@ -649,10 +649,9 @@ static opsched_status build_batchnorm(opsched_ctx *ctx, cpu_dev *dev, cpu_plan *
     dnnl_batch_normalization_desc_t d;
     dnnl_primitive_desc_t pd = NULL;
     OS_TRY(nc1s_md(ctx, &n->in[0], &md));
-    unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift;
-    if (n->fused_act) flags |= dnnl_fuse_norm_relu; /* a Relu only (cpu_plan.c) */
-    CPU_DNNL(ctx, dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_inference, &md,
-                                                             n->attr.bn.epsilon, flags));
+    CPU_DNNL(ctx, dnnl_batch_normalization_forward_desc_init(
+                      &d, dnnl_forward_inference, &md, n->attr.bn.epsilon,
+                      dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift));
     OS_TRY(cpu_pd_create(ctx, dev, &d, 1.0f, NULL, "BatchNormalization", &pd));
     int args[6] = {DNNL_ARG_SRC,  DNNL_ARG_SCALE,    DNNL_ARG_SHIFT,
                    DNNL_ARG_MEAN, DNNL_ARG_VARIANCE, DNNL_ARG_DST};

@@ -485,15 +485,6 @@ opsched_status cpu_plan_create(opsched_ctx *ctx, void *d, const opsched_graph *g
     } else if (n->op == OPSCHED_OP_BATCHNORM_TRAIN || n->op == OPSCHED_OP_BATCHNORM_GRAD ||
                n->op == OPSCHED_OP_CONV_GRAD_FILTER) {
         OS_TRY_GOTO(st, cpu_ops_train(ctx, dev, p, opts, info), fail);
-    } else if (n->op == OPSCHED_OP_BATCHNORM && opts->fuse_activation &&
-               opsched_node_epilogue(g, node) >= 0 &&
-               opsched_graph_node(g, opsched_node_epilogue(g, node))->op == OPSCHED_OP_RELU) {
-        /* oneDNN's normalisation applies a Relu after it (fuse_norm_relu),
-         * no other activation */
-        p->node.fused_act = 1;
-        p->node.act_op = OPSCHED_OP_RELU;
-        OS_TRY_GOTO(st, cpu_ops_build(ctx, dev, p, info), fail);
-        info->fused_activation = 1;
     } else if (n->op == OPSCHED_OP_MATMUL && opts->fuse_bias && matmul_bias(g, node, opts, p)) {
         /* oneDNN's matmul with its bias and the activation as a post-op */
         OS_TRY_GOTO(st, cpu_ops_build(ctx, dev, p, info), fail);
