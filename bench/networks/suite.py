@@ -27,7 +27,8 @@ that overran its time or crashed) and are timed in turns
 (round robin, CUDA events around each inference).  An item that fails to
 load, compile or run is a row carrying its error.  Rows are written to
 OUT/results.csv after every item (a temporary file renamed over it), and a
-call continues where the last one stopped, within --budget-s.
+call continues where the last one stopped, within --budget-s (checked
+between items; --hard-limit-s also cuts every step at that many seconds).
 
     suite.py run --out DIR [--models a,b] [--budget-s 540]     # on the GPU
     suite.py run --out DIR --gpus 4     # the items dealt over 4 GPUs of a host
@@ -148,6 +149,15 @@ def one_line(text, limit=300):
     return msg[:limit]
 
 
+def step_limit(a, timeout_s):
+    """The seconds a step may take: its own timeout, and no longer than what is
+    left of --hard-limit-s."""
+    end = getattr(a, "hard_end", None)
+    if not end:
+        return timeout_s
+    return max(1, int(min(timeout_s, end - time.time())))
+
+
 def opsched_run(a, m, batch, mathmode, stages_db, logf):
     """One `opsched run --compare sequential,ios`: (ios, sequential, free, layout) in ms,
     or raises RuntimeError with the tool's message."""
@@ -164,10 +174,11 @@ def opsched_run(a, m, batch, mathmode, stages_db, logf):
         cmd += ["--min-ms", "%g" % a.min_ms, "--warmup-ms", "%g" % a.warmup_ms]
     logf.write("$ %s\n" % " ".join(cmd))
     logf.flush()
+    limit = step_limit(a, a.opsched_timeout_s)
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.opsched_timeout_s)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
-        raise RuntimeError("opsched run took over %d s" % a.opsched_timeout_s)
+        raise RuntimeError("opsched run took over %d s" % limit)
     logf.write(p.stdout + p.stderr)
     if p.returncode != 0:
         raise RuntimeError("exit %d: %s" % (p.returncode, one_line(p.stderr or p.stdout)))
@@ -539,6 +550,7 @@ def run_main(a):
                 ("died" in r.get(p + "_error", "") or "did not finish" in r.get(p + "_error", ""))
                 for p in PEERS))}
     start = time.time()
+    a.hard_end = start + a.hard_limit_s if a.hard_limit_s else None
     env_write(a, a.out, "env%s.txt" % tag)
     stages_db = os.path.join(a.out, "stages%s.db" % tag)
     logf = open(os.path.join(a.out, "suite%s.log" % tag), "a")
@@ -555,7 +567,7 @@ def run_main(a):
     # max-autotune for the rows that do not have it yet.
     for phase in (1, 2):
         for m, batch, mathmode in todo:
-            if time.time() - start > a.budget_s:
+            if time.time() - start > a.budget_s or step_limit(a, 1e9) < 5:
                 print("suite: budget of %d s spent; run again to continue" % a.budget_s)
                 worker.close()
                 logf.close()
@@ -572,7 +584,8 @@ def run_main(a):
                 if not any(x is r for x in rows):
                     rows.append(r)  # another file's row, kept here once updated
                 t0 = time.time()
-                res = worker.ask(dict(item, modes=["torch_autotune"]), a.autotune_limit_s)
+                res = worker.ask(dict(item, modes=["torch_autotune"]),
+                                 step_limit(a, a.autotune_limit_s))
                 for c in ("torch_autotune_ms", "torch_autotune_error", "torch_autotune_s"):
                     if c in res:
                         r[c] = fmt(res[c])
@@ -596,7 +609,7 @@ def run_main(a):
             pm = [p for p in peers if p in ("torch_eager", "torch_graph", "torch_compile")]
             if pm:
                 r.update({k2: fmt(v) for k2, v in
-                          worker.ask(dict(item, modes=pm), a.peer_timeout_s).items()})
+                          worker.ask(dict(item, modes=pm), step_limit(a, a.peer_timeout_s)).items()})
             if "ort_cuda" in peers:
                 if ort_why:
                     r["ort_cuda_error"] = ort_why
@@ -833,6 +846,9 @@ def main():
     r.add_argument("--peers", default=",".join(PEERS), help="which peers (default: all)")
     r.add_argument("--opsched", help="the opsched binary (default .carry/bin, then build/bin)")
     r.add_argument("--budget-s", type=float, default=540, help="stop starting items after this")
+    r.add_argument("--hard-limit-s", type=float, default=0,
+                   help="no step runs past this many seconds from the start (a step cut short "
+                        "records an error; 0: no limit); --budget-s only stops starting items")
     r.add_argument("--opsched-timeout-s", type=int, default=180)
     r.add_argument("--peer-timeout-s", type=int, default=240)
     r.add_argument("--autotune-limit-s", type=int, default=240)
