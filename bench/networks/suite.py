@@ -568,7 +568,9 @@ def run_main(a):
     for phase in (1, 2):
         for m, batch, mathmode in todo:
             if time.time() - start > a.budget_s or step_limit(a, 1e9) < 5:
-                print("suite: budget of %d s spent; run again to continue" % a.budget_s)
+                print("suite: %s spent; run again to continue" % (
+                    "budget of %d s" % a.budget_s if time.time() - start > a.budget_s
+                    else "hard limit of %d s" % a.hard_limit_s))
                 worker.close()
                 logf.close()
                 return 3
