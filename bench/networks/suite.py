@@ -850,7 +850,8 @@ def main():
     r.add_argument("--budget-s", type=float, default=540, help="stop starting items after this")
     r.add_argument("--hard-limit-s", type=float, default=0,
                    help="no step runs past this many seconds from the start (a step cut short "
-                        "records an error; 0: no limit); --budget-s only stops starting items")
+                        "records an error, which --retry-errors runs again; 0: no limit); "
+                        "--budget-s only stops starting items")
     r.add_argument("--opsched-timeout-s", type=int, default=180)
     r.add_argument("--peer-timeout-s", type=int, default=240)
     r.add_argument("--autotune-limit-s", type=int, default=240)
