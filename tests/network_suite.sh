@@ -3,7 +3,8 @@
 # for three small models of the public set: a row for every item, each with
 # opsched's latencies or its error, a CSV that parses with a constant field
 # count, the PyTorch peers skipped with a visible reason where torch has no
-# CUDA, a second call that resumes (adds nothing), and the report.
+# CUDA, a second call that resumes (adds nothing), the report, an
+# ablation, and --hard-limit-s cutting a run at its deadline.
 set -euo pipefail
 bin=$1
 src=${OPSCHED_SOURCE_DIR:?}
@@ -67,4 +68,17 @@ grep -qE "^\| squeezenet1_1 \| 1 \| fp32 \| [0-9.]+ \| [0-9.]+ \([0-9.]+x\) \|" 
   || { echo "FAIL: ablation.md has no squeezenet1_1 row with a factor"; cat "$out/r/ablation.md"; exit 1; }
 grep -q "fuse-off .*x over 1" "$out/log5" || { echo "FAIL: no geometric mean over the one item"; cat "$out/log5"; exit 1; }
 echo "ablation: $(tail -2 "$out/log5" | head -1)"
+# A hard limit: a run that would measure for a minute is cut at the limit,
+# its row carries the error, and the call stops (exit 3: run again).
+t0=$(date +%s)
+rc=0
+"$py" "$src/bench/networks/suite.py" run --backend cpu --models squeezenet1_1 --configs 1:fp32 \
+    --opsched "$bin" --out "$out/hard" --peers "" --min-ms 60000 --hard-limit-s 15 \
+    > "$out/log6" 2>&1 || rc=$?
+took=$(( $(date +%s) - t0 ))
+[ "$rc" -eq 3 ] || { echo "FAIL: --hard-limit-s: exit $rc, want 3"; cat "$out/log6"; exit 1; }
+[ "$took" -lt 45 ] || { echo "FAIL: --hard-limit-s 15 took $took s"; exit 1; }
+grep -q "opsched run took over" "$out/hard/results.csv" \
+  || { echo "FAIL: the cut run's row has no error"; cat "$out/hard/results.csv"; exit 1; }
+echo "hard limit: exit 3 after $took s, the cut row says so"
 grep -qi "skipped" "$out/r/results.csv" && echo "(peers: $(grep -o 'skipped: [^,"]*' "$out/r/results.csv" | sort -u | head -1))" || true
