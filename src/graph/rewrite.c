@@ -1297,6 +1297,77 @@ done:
     return st;
 }
 
+/* ---- rewrites of sites of several nodes ------------------------------------ */
+
+#define SITE_MAX_NODES 8
+
+/* A rewrite whose sites are a few nodes each, replaced by what emit adds
+ * at the site's anchor node. */
+typedef struct site_pass {
+    size_t size; /* bytes of a site's description */
+    /* The site node i starts or ends: its description into site and the
+     * nodes it replaces into nodes (*n of them, at most SITE_MAX_NODES);
+     * returns the anchor node, or -1 when there is none. */
+    int (*find)(const opsched_graph *g, int i, void *site, int *nodes, int *n);
+    /* Adds to ng what replaces the site anchored at node i. */
+    opsched_status (*emit)(const opsched_graph *g, int i, const void *site, opsched_graph *ng,
+                           int *map);
+    unsigned char *sites; /* per node: the site anchored there */
+    int *is_site;
+} site_pass;
+
+static opsched_status site_emit(void *u, const opsched_graph *g, int i, opsched_graph *ng,
+                                int *map)
+{
+    const site_pass *sp = u;
+    return sp->is_site[i] ? sp->emit(g, i, sp->sites + (size_t)i * sp->size, ng, map) : OPSCHED_OK;
+}
+
+/* Replaces *gp by a graph whose sites (sp) are rewritten, each node in
+ * one site at most; *n_changed the number of sites. */
+static opsched_status run_sites(opsched_graph **gp, site_pass *sp, int *n_changed)
+{
+    opsched_graph *g = *gp;
+    *n_changed = 0;
+    int *drop = calloc(g->n_nodes + 1, sizeof(int));
+    int *map = malloc((g->n_tensors + 1) * sizeof(int));
+    unsigned char *one = malloc(sp->size);
+    sp->sites = calloc(g->n_nodes + 1, sp->size);
+    sp->is_site = calloc(g->n_nodes + 1, sizeof(int));
+    opsched_status st = OPSCHED_OK;
+    if (!drop || !map || !one || !sp->sites || !sp->is_site) {
+        st = OS_NOMEM(g->ctx);
+        goto done;
+    }
+    int count = 0;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        int nodes[SITE_MAX_NODES], n = 0, taken = 0;
+        int at = sp->find(g, (int)i, one, nodes, &n);
+        if (at < 0) continue;
+        for (int k = 0; k < n; k++)
+            taken |= drop[nodes[k]];
+        if (taken) continue;
+        memcpy(sp->sites + (size_t)at * sp->size, one, sp->size);
+        sp->is_site[at] = 1;
+        for (int k = 0; k < n; k++)
+            drop[nodes[k]] = 1;
+        count++;
+    }
+    if (count == 0) goto done;
+    emitter em = {site_emit, sp};
+    OS_TRY_GOTO(st, replace(gp, drop, NULL, NULL, NULL, &em, map), done);
+    *n_changed = count;
+done:
+    free(drop);
+    free(map);
+    free(one);
+    free(sp->sites);
+    free(sp->is_site);
+    sp->sites = NULL;
+    sp->is_site = NULL;
+    return st;
+}
+
 /* ---- transposes that only move axes of one element ----------------------- */
 
 /* Replaces *gp by a graph whose Transposes that keep every axis of more
@@ -1363,11 +1434,6 @@ typedef struct gemm_site {
     int wt;   /* 1: B is stored [N, K] and goes in transposed */
 } gemm_site;
 
-typedef struct gemm_set {
-    gemm_site *site; /* per node, for the Gemms rewritten */
-    int *is_site;
-} gemm_set;
-
 static int gemm_site_find(const opsched_graph *g, int i, gemm_site *out, int *chain, int *n_chain)
 {
     const opsched_node *n = &g->nodes[i];
@@ -1406,11 +1472,10 @@ static int gemm_site_find(const opsched_graph *g, int i, gemm_site *out, int *ch
     return 1;
 }
 
-static opsched_status emit_gemm(void *u, const opsched_graph *g, int i, opsched_graph *ng, int *map)
+static opsched_status emit_gemm(const opsched_graph *g, int i, const void *site, opsched_graph *ng,
+                                int *map)
 {
-    gemm_set *gs = u;
-    if (!gs->is_site[i]) return OPSCHED_OK;
-    const gemm_site *st = &gs->site[i];
+    const gemm_site *st = site;
     const opsched_node *n = &g->nodes[i];
     int a = n->inputs[0], b = n->inputs[1], c = n->n_inputs > 2 ? n->inputs[2] : -1;
     const opsched_shape *zs = &g->tensors[st->z].shape;
@@ -1461,41 +1526,21 @@ static opsched_status emit_gemm(void *u, const opsched_graph *g, int i, opsched_
     return OPSCHED_OK;
 }
 
+static int find_gemm(const opsched_graph *g, int i, void *site, int *nodes, int *n)
+{
+    int chain[4], nc = 0;
+    if (!gemm_site_find(g, i, site, chain, &nc)) return -1;
+    nodes[0] = i;
+    memcpy(nodes + 1, chain, sizeof(int) * (size_t)nc);
+    *n = 1 + nc;
+    return i;
+}
+
 /* Replaces *gp by a graph whose Gemm layers are products with a bias Add. */
 static opsched_status gemm_layers(opsched_graph **gp, int *n_changed)
 {
-    opsched_graph *g = *gp;
-    *n_changed = 0;
-    gemm_set gs = {0};
-    int *drop = calloc(g->n_nodes + 1, sizeof(int));
-    int *map = malloc((g->n_tensors + 1) * sizeof(int));
-    gs.site = calloc(g->n_nodes + 1, sizeof(*gs.site));
-    gs.is_site = calloc(g->n_nodes + 1, sizeof(int));
-    opsched_status st = OPSCHED_OK;
-    if (!drop || !map || !gs.site || !gs.is_site) {
-        st = OS_NOMEM(g->ctx);
-        goto done;
-    }
-    int count = 0;
-    for (size_t i = 0; i < g->n_nodes; i++) {
-        int chain[4], nc = 0;
-        if (!gemm_site_find(g, (int)i, &gs.site[i], chain, &nc)) continue;
-        gs.is_site[i] = 1;
-        drop[i] = 1;
-        for (int k = 0; k < nc; k++)
-            drop[chain[k]] = 1;
-        count++;
-    }
-    if (count == 0) goto done;
-    emitter em = {emit_gemm, &gs};
-    OS_TRY_GOTO(st, replace(gp, drop, NULL, NULL, NULL, &em, map), done);
-    *n_changed = count;
-done:
-    free(drop);
-    free(map);
-    free(gs.site);
-    free(gs.is_site);
-    return st;
+    site_pass sp = {sizeof(gemm_site), find_gemm, emit_gemm, NULL, NULL};
+    return run_sites(gp, &sp, n_changed);
 }
 
 /* ---- layer scales folded into the product before them --------------------- */
@@ -1514,11 +1559,6 @@ typedef struct scale_site {
     int mm, add, tr, mul; /* the nodes; add and tr -1 when absent */
     int x, w, b, gamma;   /* b -1 without a bias */
 } scale_site;
-
-typedef struct scale_set {
-    scale_site *site; /* per MatMul node of a site */
-    int *is_site;
-} scale_set;
 
 /* Element k of float payload t. */
 static float payload_at(const opsched_tensor *t, int64_t k)
@@ -1629,12 +1669,11 @@ static opsched_status add_scaled(const opsched_graph *g, opsched_graph *ng, int 
     return OPSCHED_OK;
 }
 
-static opsched_status emit_scaled(void *u, const opsched_graph *g, int i, opsched_graph *ng,
-                                  int *map)
+static opsched_status emit_scaled(const opsched_graph *g, int i, const void *site,
+                                  opsched_graph *ng, int *map)
 {
-    scale_set *ss = u;
-    if (!ss->is_site[i]) return OPSCHED_OK;
-    const scale_site *st = &ss->site[i];
+    (void)i;
+    const scale_site *st = site;
     const int64_t N = g->tensors[st->w].shape.d[1];
     const char *mname = g->nodes[st->mul].name;
     char name[300];
@@ -1665,42 +1704,23 @@ static opsched_status emit_scaled(void *u, const opsched_graph *g, int i, opsche
     return OPSCHED_OK;
 }
 
+static int find_scale(const opsched_graph *g, int i, void *site, int *nodes, int *n)
+{
+    scale_site *s = site;
+    if (!scale_site_find(g, i, s)) return -1;
+    *n = 0;
+    nodes[(*n)++] = s->mm;
+    nodes[(*n)++] = s->mul;
+    if (s->add >= 0) nodes[(*n)++] = s->add;
+    if (s->tr >= 0) nodes[(*n)++] = s->tr;
+    return s->mm;
+}
+
 /* Replaces *gp by a graph whose layer scales are folded into the products. */
 static opsched_status fold_scales(opsched_graph **gp, int *n_changed)
 {
-    opsched_graph *g = *gp;
-    *n_changed = 0;
-    scale_set ss = {0};
-    int *drop = calloc(g->n_nodes + 1, sizeof(int));
-    int *map = malloc((g->n_tensors + 1) * sizeof(int));
-    ss.site = calloc(g->n_nodes + 1, sizeof(*ss.site));
-    ss.is_site = calloc(g->n_nodes + 1, sizeof(int));
-    opsched_status st = OPSCHED_OK;
-    if (!drop || !map || !ss.site || !ss.is_site) {
-        st = OS_NOMEM(g->ctx);
-        goto done;
-    }
-    int count = 0;
-    for (size_t i = 0; i < g->n_nodes; i++) {
-        scale_site s;
-        if (!scale_site_find(g, (int)i, &s) || ss.is_site[s.mm]) continue;
-        ss.site[s.mm] = s;
-        ss.is_site[s.mm] = 1;
-        drop[s.mm] = drop[s.mul] = 1;
-        if (s.add >= 0) drop[s.add] = 1;
-        if (s.tr >= 0) drop[s.tr] = 1;
-        count++;
-    }
-    if (count == 0) goto done;
-    emitter em = {emit_scaled, &ss};
-    OS_TRY_GOTO(st, replace(gp, drop, NULL, NULL, NULL, &em, map), done);
-    *n_changed = count;
-done:
-    free(drop);
-    free(map);
-    free(ss.site);
-    free(ss.is_site);
-    return st;
+    site_pass sp = {sizeof(scale_site), find_scale, emit_scaled, NULL, NULL};
+    return run_sites(gp, &sp, n_changed);
 }
 
 opsched_status opsched_graph_rewrite_patterns(opsched_graph **gp, unsigned flags, int *n_rewritten)

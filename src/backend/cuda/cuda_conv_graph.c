@@ -1187,7 +1187,8 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
     p->dw_act = *act;
     if (own) {
         p->use_dw = 1;
-        p->dw.tile_w = cu_own_variant(a->opts->algo) == -2 ? 0 : cu_own_variant(a->opts->algo);
+        int v = cu_own_variant(a->opts->algo); /* the variant the name asks for */
+        p->dw.tile_w = v == -2 ? 0 : v;
         return OPSCHED_OK;
     }
     if (keyed->dw_wins == 0) {
