@@ -572,6 +572,41 @@ static void test_norm_act_and_transposed_residual(void **state)
     opsched_graph_free(g);
 }
 
+/* The normalisation after a depthwise convolution: the pattern is found
+ * through the Transpose to channels-last, with or without the norm's
+ * bias, and not for a norm over more than the channels; the CPU backend
+ * runs the norm on its own (its LayerNormalization launches), and the
+ * values are the reference's with fusion on and off. */
+static void test_conv_norm(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_shape xs = {4, {2, 12, 9, 11}};
+    opsched_graph *g = netref_conv_norm_graph(env.ctx, &xs, 83);
+    assert_non_null(g);
+    opsched_conv_norm cn;
+    assert_int_equal(opsched_conv_norm_find(g, 0, &cn), 1);
+    assert_int_equal(cn.tr, 1);
+    assert_int_equal(cn.norm, 2);
+    assert_int_equal(cn.scale, opsched_graph_node(g, 2)->inputs[1]);
+    assert_int_equal(cn.bias, opsched_graph_node(g, 2)->inputs[2]);
+    assert_int_equal(opsched_conv_norm_find(g, 6, &cn), 1);
+    assert_int_equal(cn.norm, 8);
+    assert_int_equal(cn.bias, -1);
+    assert_int_equal(opsched_conv_norm_find(g, 10, NULL), 0); /* over W and C */
+    assert_int_equal(opsched_conv_norm_find(g, 3, NULL), 0);  /* not a convolution */
+    assert_int_equal(opsched_conv_norm_find(g, 1, NULL), 0);
+    opsched_exec_options on = {.plan = {.fuse_activation = 1}}, off = {0};
+    compare_with_reference(g, &on, 1e-5);
+    compare_with_reference(g, &off, 1e-5);
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.cpu, g, NULL, &on, &ex));
+    assert_int_equal(opsched_executor_layer(ex, 2)->role, OPSCHED_ROLE_LAUNCH);
+    assert_int_equal(opsched_executor_layer(ex, 8)->role, OPSCHED_ROLE_LAUNCH);
+    opsched_executor_free(ex);
+    opsched_graph_free(g);
+}
+
 /* Merged convolutions run one activation: two 1x1 convolutions of the
  * same input, one with a Relu and one with a Sigmoid, are no epilogue
  * pair; two Sigmoids are. */
@@ -990,6 +1025,7 @@ int main(void)
         cmocka_unit_test(test_fused_se),
         cmocka_unit_test(test_fused_bias),
         cmocka_unit_test(test_norm_act_and_transposed_residual),
+        cmocka_unit_test(test_conv_norm),
         cmocka_unit_test(test_arena_vs_peak),       cmocka_unit_test(test_run_layers),
         cmocka_unit_test(test_capture_unsupported), cmocka_unit_test(test_forced_algorithm),
         cmocka_unit_test(test_io_errors),           cmocka_unit_test(test_lifetimes_in_launches),

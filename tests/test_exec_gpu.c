@@ -343,6 +343,55 @@ static void test_norm_act_and_transposed_residual(void **state)
     opsched_graph_free(g);
 }
 
+/* A depthwise convolution and the channels-last LayerNormalization after
+ * it as one kernel (ConvNeXt): 7x7 with both biases, 3x3 without either;
+ * a norm over more than the channels stays a launch of its own.  Every
+ * math mode and both layouts against fp32 on the CPU; under NHWC, where
+ * the Transpose is a view, the norms' nodes run inside the convolutions'
+ * launches, and --ablate conv-norm keeps them apart. */
+static void test_conv_norm(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    /* 40 channels: a warp of them half idle; 96: ConvNeXt-T's first stage */
+    static const opsched_shape shapes[] = {{4, {2, 40, 15, 13}}, {4, {1, 96, 14, 14}}};
+    for (int s = 0; s < 2; s++) {
+        opsched_graph *g = netref_conv_norm_graph(env.ctx, &shapes[s], 79 + (uint64_t)s);
+        assert_non_null(g);
+        check_graph_modes(g, "conv+norm", 1);
+        int launches[2];
+        for (int k = 0; k < 2; k++) {
+            opsched_exec_options o = {.plan = {.math = OPSCHED_MATH_FP32,
+                                               .layout = OPSCHED_LAYOUT_NHWC,
+                                               .fuse_activation = 1,
+                                               .ablate = k ? OPSCHED_ABLATE_CONV_NORM : 0}};
+            opsched_executor *ex = NULL;
+            CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+            opsched_exec_info info;
+            CHECK(opsched_executor_info(ex, &info));
+            launches[k] = info.n_launches;
+            print_message("  conv+norm C=%lld NHWC%s: %d launches; %s, %s, %s\n",
+                          (long long)shapes[s].d[1], k ? ", conv-norm ablated" : "",
+                          info.n_launches, opsched_executor_layer(ex, 0)->algo,
+                          opsched_executor_layer(ex, 6)->algo,
+                          opsched_executor_layer(ex, 10)->algo);
+            int fused = k == 0 ? OPSCHED_ROLE_FUSED : OPSCHED_ROLE_LAUNCH;
+            assert_int_equal(opsched_executor_layer(ex, 2)->role, fused);
+            assert_int_equal(opsched_executor_layer(ex, 8)->role, fused);
+            assert_int_equal(opsched_executor_layer(ex, 12)->role, OPSCHED_ROLE_LAUNCH);
+            if (k == 0) {
+                assert_string_equal(opsched_executor_layer(ex, 0)->algo,
+                                    "depthwise+LayerNormalization");
+                assert_string_equal(opsched_executor_layer(ex, 6)->algo,
+                                    "depthwise+LayerNormalization");
+            }
+            opsched_executor_free(ex);
+        }
+        assert_int_equal(launches[1], launches[0] + 2);
+        opsched_graph_free(g);
+    }
+}
+
 /* Attention as one launch: the fused node (the rewrite of the SDPA
  * decomposition, its Q, K and V read in place from one merged product)
  * against the graph as written on the CPU in fp32, node by node, in every
@@ -718,6 +767,7 @@ int main(void)
         cmocka_unit_test(test_se_gate),
         cmocka_unit_test(test_bias_epilogue),
         cmocka_unit_test(test_norm_act_and_transposed_residual),
+        cmocka_unit_test(test_conv_norm),
         cmocka_unit_test(test_attention),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -186,12 +186,16 @@ typedef enum opsched_ablation {
                                             * batched cuBLASLt product, timed: never */
     OPSCHED_ABLATE_NORM_ACT = 1u << 19,    /* the activation after a batch normalisation in
                                             * its launch: a launch of its own */
-    OPSCHED_ABLATE_LAYER_SCALE = 1u << 20  /* a product's per-column scale (layer scale)
+    OPSCHED_ABLATE_LAYER_SCALE = 1u << 20, /* a product's per-column scale (layer scale)
                                             * folded into its weights at load: kept a Mul */
+    OPSCHED_ABLATE_CONV_NORM = 1u << 21    /* a convolution's channels-last LayerNorm in its
+                                            * launch (opsched_conv_norm_find): a launch of
+                                            * its own */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
  * "chains", "residual", "layout", "se", "bias", "attention", "projections",
- * "tensor-cores", "cudnn-attention", "conv-gemm", "movement", "se-split", "gemm-tuning", "se-mul", "im2col" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
+ * "tensor-cores", "cudnn-attention", "conv-gemm", "movement", "se-split", "gemm-tuning", "se-mul", "im2col", "norm-act", "layer-scale",
+ * "conv-norm" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size);
@@ -229,6 +233,9 @@ typedef struct opsched_plan_options {
                                 * strided gather of the first one's input, the launch's
                                 * only input */
     int n_move_path;
+    int fuse_norm;             /* conv: run the Transpose and LayerNormalization after it
+                                * (opsched_conv_norm_find) in its launch, whose inputs
+                                * are x, w, the bias, then the norm's scale and bias */
 } opsched_plan_options;
 
 /* Forward convolution algorithms a backend can try, in its order; the list
@@ -258,6 +265,8 @@ typedef struct opsched_plan_info {
                                 * multiply), 0 when it runs its node alone */
     int fused_movement;        /* nodes of the movement run the plan gathers through,
                                 * 0 when it runs its node alone */
+    int fused_norm;            /* 1 when a convolution's LayerNormalization runs in the
+                                * plan (inputs 3 and 4: its scale and bias) */
 } opsched_plan_info;
 opsched_status opsched_plan_info_get(const opsched_plan *p, opsched_plan_info *out);
 

@@ -777,6 +777,26 @@ typedef struct opsched_matmul_bias {
 } opsched_matmul_bias;
 int opsched_matmul_bias_find(const opsched_graph *g, int node, opsched_matmul_bias *out);
 
+/* A convolution's normalisation epilogue, z = LayerNormalization(
+ * Transpose(conv(x) + b)) over the channels: the convolution's 4-D float
+ * output is read only by a Transpose with perm [0, 2, 3, 1] (no graph
+ * output), whose output is read only by a LayerNormalization over its
+ * last axis with one output, a scale and optionally a bias of one value a
+ * channel, all of the output's type (ConvNeXt's depthwise convolution and
+ * its channels-last LayerNorm).  Fills *out and returns 1, else 0.  A
+ * backend that runs it (opsched_plan_options.fuse_norm) reports
+ * fused_norm; its launch reads x, w, the convolution's bias (or none),
+ * the norm's scale and its bias (or none), and writes z, [N, H, W, C]
+ * row-major: the executor runs the Transpose and the norm inside the
+ * convolution's launch. */
+typedef struct opsched_conv_norm {
+    int tr;    /* the Transpose node */
+    int norm;  /* the LayerNormalization node */
+    int scale; /* its scale tensor */
+    int bias;  /* its bias tensor, or -1 */
+} opsched_conv_norm;
+int opsched_conv_norm_find(const opsched_graph *g, int node, opsched_conv_norm *out);
+
 /* Element-wise chains (chain.c): nodes run as one launch.  A chainable
  * node is an element-wise function of float data (the activations, Erf,
  * Sqrt, the float unary functions; Add, Sub, Mul, Div, Pow, Min, Max,

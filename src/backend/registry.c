@@ -452,6 +452,7 @@ static const struct {
                  {"im2col", OPSCHED_ABLATE_IM2COL},
                  {"norm-act", OPSCHED_ABLATE_NORM_ACT},
                  {"layer-scale", OPSCHED_ABLATE_LAYER_SCALE},
+                 {"conv-norm", OPSCHED_ABLATE_CONV_NORM},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)
@@ -561,6 +562,18 @@ opsched_status opsched_plan_create(opsched_device *dev, const opsched_graph *g, 
                            n->name);
         }
         p->n_inputs = 1;
+    }
+    if (p->info.fused_norm) { /* the norm's scale and bias after x, w and the bias */
+        if (!opts->fuse_norm || p->info.fused_residual || p->info.fused_activation ||
+            !opsched_conv_norm_find(g, node, NULL)) {
+            dev->be->plan_free(dev->impl, p->impl);
+            free(p);
+            return OS_FAIL(dev->ctx, OPSCHED_ERR_BACKEND,
+                           "plan: node '%s': the backend fused a LayerNormalization it was not "
+                           "asked for",
+                           n->name);
+        }
+        p->n_inputs = 5;
     }
     p->n_outputs = n->n_outputs;
     *out = p;

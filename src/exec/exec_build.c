@@ -548,6 +548,51 @@ static opsched_status plan_bias(opsched_executor *ex, ex_build *b, int i,
     return OPSCHED_OK;
 }
 
+/* Plans convolution i with the Transpose and LayerNormalization after it
+ * (opsched_conv_norm_find) where the Transpose is a view of the plan's
+ * layouts and the backend runs the norm in the convolution's launch: the
+ * launch reads x, w, the bias, the norm's scale and bias, and writes the
+ * norm's output, of which the convolution's output (and through it the
+ * Transpose's view) becomes an alias.  *done is 0 when there is nothing to
+ * fuse or the backend would run the convolution alone (nothing kept). */
+static opsched_status plan_norm(opsched_executor *ex, ex_build *b, int i,
+                                const opsched_exec_options *base, int *done)
+{
+    opsched_conv_norm cn;
+    *done = 0;
+    if (!base->plan.fuse_activation || (base->plan.ablate & OPSCHED_ABLATE_CONV_NORM) ||
+        b->place[i].merge_first >= 0 || !opsched_conv_norm_find(b->g, i, &cn) ||
+        ex->nodes[cn.tr].role != OPSCHED_ROLE_VIEW || !launches_alone(ex, b, cn.norm))
+        return OPSCHED_OK;
+    int sides[2] = {cn.scale, cn.bias};
+    for (int k = 0; k < 2; k++) {
+        int p = sides[k] >= 0 ? opsched_tensor_scheduled_producer(b->g, sides[k]) : -1;
+        if (p >= 0 && !launches_before(b, p, i)) return OPSCHED_OK;
+    }
+    opsched_exec_options o = *base;
+    o.plan.fuse_norm = 1;
+    o.plan.fuse_residual = 0;
+    opsched_layer_info li;
+    opsched_plan *plan = NULL;
+    opsched_plan_info pi;
+    OS_TRY(plan_with_info(ex, b, i, &o, &li, &plan, &pi));
+    if (!pi.fused_norm) {
+        opsched_plan_free(plan);
+        return OPSCHED_OK;
+    }
+    const opsched_node *n = opsched_graph_node(b->g, i);
+    int in[5] = {n->inputs[0], n->inputs[1], n->n_inputs > 2 ? n->inputs[2] : -1, cn.scale,
+                 cn.bias};
+    int z = opsched_graph_node(b->g, cn.norm)->outputs[0];
+    OS_TRY(keep_fused(ex, b, i, plan, &li, in, 5, NULL, 0));
+    ex->nodes[cn.norm].role = OPSCHED_ROLE_FUSED;
+    snprintf(ex->nodes[cn.norm].algo, sizeof(ex->nodes[cn.norm].algo), "fused");
+    ex->tensors[n->outputs[0]].parent = z;
+    b->out_over[i] = z;
+    *done = 1;
+    return OPSCHED_OK;
+}
+
 /* Plans node i; a convolution that fused the Relu after it makes that
  * Relu an alias of its output.  One that fused its residual Add (when the
  * residual's producer launches before it, so the launch can read it, and
@@ -566,6 +611,11 @@ static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
         OS_TRY(plan_se(ex, b, i, &o, &done));
         if (done) return OPSCHED_OK;
         OS_TRY(plan_chain(ex, b, i, &o, &done));
+        if (done) return OPSCHED_OK;
+    }
+    if (opsched_graph_node(b->g, i)->op == OPSCHED_OP_CONV) {
+        int done = 0;
+        OS_TRY(plan_norm(ex, b, i, &o, &done));
         if (done) return OPSCHED_OK;
     }
     opsched_layer_info li;

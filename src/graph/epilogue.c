@@ -185,3 +185,43 @@ int opsched_matmul_bias_find(const opsched_graph *g, int node, opsched_matmul_bi
     if (out) *out = m;
     return 1;
 }
+
+int opsched_conv_norm_find(const opsched_graph *g, int node, opsched_conv_norm *out)
+{
+    const opsched_node *n = opsched_graph_node(g, node);
+    if (!n || n->op != OPSCHED_OP_CONV || n->n_outputs != 1) return 0;
+    const opsched_tensor *y = opsched_graph_tensor(g, n->outputs[0]);
+    if (!y || y->shape.ndim != 4 ||
+        (y->dtype != OPSCHED_F32 && y->dtype != OPSCHED_F16 && y->dtype != OPSCHED_BF16))
+        return 0;
+    int t = os_graph_sole_reader(g, n->outputs[0], node);
+    const opsched_node *tn = t >= 0 ? opsched_graph_node(g, t) : NULL;
+    static const int64_t last[4] = {0, 2, 3, 1};
+    if (!tn || tn->op != OPSCHED_OP_TRANSPOSE || tn->n_inputs != 1 || tn->n_outputs != 1 ||
+        tn->attr.transpose.n != 4)
+        return 0;
+    for (int d = 0; d < 4; d++)
+        if (tn->attr.transpose.perm[d] != last[d]) return 0;
+    int l = os_graph_sole_reader(g, tn->outputs[0], t);
+    const opsched_node *ln = l >= 0 ? opsched_graph_node(g, l) : NULL;
+    if (!ln || ln->op != OPSCHED_OP_LAYERNORM || ln->n_outputs != 1 || ln->n_inputs < 2 ||
+        ln->inputs[0] != tn->outputs[0] || ln->attr.layernorm.axis != 3)
+        return 0;
+    const opsched_tensor *z = opsched_graph_tensor(g, ln->outputs[0]);
+    int64_t c = y->shape.d[1];
+    if (!z || z->dtype != y->dtype) return 0;
+    for (int k = 1; k < ln->n_inputs && k < 3; k++) {
+        const opsched_tensor *p = ln->inputs[k] >= 0 ? opsched_graph_tensor(g, ln->inputs[k]) : NULL;
+        if (k == 1 && !p) return 0;
+        if (p && (p->dtype != y->dtype || p->shape.ndim < 1 || opsched_shape_numel(&p->shape) != c ||
+                  p->shape.d[p->shape.ndim - 1] != c))
+            return 0;
+    }
+    if (out) {
+        out->tr = t;
+        out->norm = l;
+        out->scale = ln->inputs[1];
+        out->bias = ln->n_inputs > 2 ? ln->inputs[2] : -1;
+    }
+    return 1;
+}

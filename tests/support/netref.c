@@ -346,6 +346,62 @@ opsched_graph *netref_transposed_residual_graph(opsched_ctx *ctx, const opsched_
     return g;
 }
 
+/* LayerNormalization of x from `axis` on, eps, a scale (and a bias) of
+ * the normalised extent. */
+static int layernorm(opsched_graph *g, const char *name, int x, int axis, float eps, int bias,
+                     int *out)
+{
+    const opsched_shape *xs = &opsched_graph_tensor(g, x)->shape;
+    int64_t inner = 1;
+    for (int d = axis; d < xs->ndim; d++)
+        inner *= xs->d[d];
+    opsched_shape ps = {1, {inner}};
+    char sn[64], bn[64];
+    snprintf(sn, sizeof sn, "%s_scale", name);
+    snprintf(bn, sizeof bn, "%s_bias", name);
+    int ins[3] = {x, -1, -1};
+    if (opsched_graph_add_tensor(g, sn, OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &ps, &ins[1]) ||
+        (bias && opsched_graph_add_tensor(g, bn, OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &ps, &ins[2])))
+        return 1;
+    opsched_op_attr a;
+    memset(&a, 0, sizeof(a));
+    a.layernorm.axis = axis;
+    a.layernorm.epsilon = eps;
+    return node1(g, name, OPSCHED_OP_LAYERNORM, &a, ins, bias ? 3 : 2, out);
+}
+
+opsched_graph *netref_conv_norm_graph(opsched_ctx *ctx, const opsched_shape *xs, uint64_t seed)
+{
+    opsched_graph *g = NULL;
+    int64_t c = xs->d[1];
+    int x, t[13];
+    opsched_conv_desc dw7 = {.out_channels = c, .kernel_h = 7, .kernel_w = 7, .stride_h = 1,
+                             .stride_w = 1, .pad_h = 3, .pad_w = 3, .groups = c, .bias = 1};
+    opsched_conv_desc dw3 = {.out_channels = c, .kernel_h = 3, .kernel_w = 3, .stride_h = 1,
+                             .stride_w = 1, .pad_h = 1, .pad_w = 1, .groups = c};
+    opsched_conv_desc dw5 = {.out_channels = c, .kernel_h = 5, .kernel_w = 5, .stride_h = 2,
+                             .stride_w = 2, .pad_h = 2, .pad_w = 2, .groups = c, .bias = 1};
+    if (opsched_graph_create(ctx, "conv_norm", &g) != OPSCHED_OK ||
+        opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, xs, &x) ||
+        opsched_build_conv(g, "dw7", x, &dw7, &t[0]) ||
+        transpose4(g, "to_last", t[0], 0, 2, 3, 1, &t[1]) ||
+        layernorm(g, "norm", t[1], 3, 1e-6f, 1, &t[2]) || matmul_w(g, "mm", t[2], c, &t[3]) ||
+        transpose4(g, "to_first", t[3], 0, 3, 1, 2, &t[4]) ||
+        opsched_build_binary(g, "res", OPSCHED_OP_ADD, t[4], x, &t[5]) ||
+        opsched_build_conv(g, "dw3", t[5], &dw3, &t[6]) ||
+        transpose4(g, "to_last2", t[6], 0, 2, 3, 1, &t[7]) ||
+        layernorm(g, "norm2", t[7], 3, 1e-5f, 0, &t[8]) ||
+        transpose4(g, "to_first2", t[8], 0, 3, 1, 2, &t[9]) ||
+        opsched_build_conv(g, "dw5", t[9], &dw5, &t[10]) ||
+        transpose4(g, "to_last3", t[10], 0, 2, 3, 1, &t[11]) ||
+        layernorm(g, "norm3", t[11], 2, 1e-5f, 1, &t[12]) || opsched_graph_mark_output(g, t[12]) ||
+        netref_set_weights(g, seed)) {
+        opsched_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
 /* The shuffle of ShuffleNetV2: x [N, C, H, W] as [N, 2, C/2, H, W], its
  * two groups swapped, back to [N, C, H, W]. */
 static int shuffle(opsched_graph *g, const char *name, int x, int *out)

@@ -44,6 +44,16 @@ opsched_graph *netref_norm_act_graph(opsched_ctx *ctx, const opsched_shape *x, u
 opsched_graph *netref_transposed_residual_graph(opsched_ctx *ctx, const opsched_shape *x,
                                                 uint64_t seed);
 
+/* Depthwise convolutions and the channels-last LayerNorm after them
+ * (ConvNeXt), x [n, c, h, w]: a 7x7 depthwise convolution with bias ->
+ * Transpose to [n, h, w, c] -> LayerNormalization over c with scale and
+ * bias -> MatMul to c -> Transpose back -> Add x (nodes 0 to 5); a 3x3 one
+ * without bias -> Transpose -> LayerNormalization with a scale only ->
+ * Transpose back (nodes 6 to 9); a 5x5 one of stride 2 -> Transpose ->
+ * LayerNormalization over the last two axes, no channel norm (nodes 10 to
+ * 12, the output); weights from seed.  NULL when it cannot be built. */
+opsched_graph *netref_conv_norm_graph(opsched_ctx *ctx, const opsched_shape *x, uint64_t seed);
+
 /* A graph of two squeeze-and-excitation blocks over x [n, c, h, w]:
  * GlobalAveragePool -> 1x1 conv to `hidden` with bias -> Swish -> 1x1
  * conv back with bias -> Sigmoid -> Mul with x (nodes 0 to 5), then

@@ -102,7 +102,8 @@ opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_
     "gather), se-split (large gates as two launches),\ngemm-tuning (cuBLASLt's algorithms "         \
     "timed per\nproduct), se-mul (a gate's multiply in its launch),\nim2col (grouped convolutions as "    \
     "columns and one\nbatched product), norm-act (a batch normalisation's\nactivation in its "     \
-    "launch), layer-scale (a\nproduct's per-column scale folded into its weights);\ncomma list"
+    "launch), layer-scale (a\nproduct's per-column scale folded into its weights),\n"        \
+    "conv-norm (a depthwise convolution's LayerNorm in\nits launch); comma list"
 struct tool_opt;
 typedef struct tool_measure_record {
     tool_measure_args scratch;

@@ -97,6 +97,11 @@ typedef struct conv_choice {
     /* For a grouped convolution: the same verdict for its columns and
      * batched product (pick_im2col). */
     int ig_wins;
+    /* For a depthwise convolution with a LayerNormalization after it: 0
+     * until the own kernel that runs both is measured against the
+     * convolution's plan and the norm's kernel, then 1 when it was faster
+     * and -1 when not; ln_tile its fastest variant (pick_norm). */
+    int ln_wins, ln_tile;
     int64_t engine;           /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX of the plan */
     size_t workspace;         /* the execution plan's */
     /* The workspace limits under which planning again chooses the same:
@@ -136,6 +141,12 @@ typedef struct graph_plan {
     cu_lt_gemm ig_full, ig_tail;
     int64_t ig_pc, ig_pixels;
     size_t ig_row_bytes; /* one output pixel's channels */
+    /* A depthwise convolution in NHWC and the LayerNormalization over its
+     * channels after it as one kernel (cuk_depthwise_ln), reading the
+     * norm's scale and bias as inputs 3 and 4 and writing its output. */
+    int use_ln;
+    cuk_dw_desc ln;
+    float ln_eps;
 } graph_plan;
 
 /* An engine config that finalized into an execution plan. */
@@ -672,6 +683,11 @@ static opsched_status graph_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *ba
 {
     graph_plan *p = (graph_plan *)base;
     cudnnBackendDescriptor_t pack = NULL;
+    if (p->use_ln) {
+        CUDA_CHECK(ctx, cuk_depthwise_ln(p->kt, &p->ln, in[0], in[1], in[2], in[3], in[4],
+                                         p->ln_eps, out[0], s));
+        return OPSCHED_OK;
+    }
     if (p->use_ig)
         return ig_enqueue(ctx, dev, p, s, in[0], in[1], base->n_in > 2 ? in[2] : NULL, out[0]);
     if (p->use_gemm)
@@ -1514,6 +1530,113 @@ static opsched_status pick_im2col(const cu_plan_args *a, graph_plan *p, conv_cho
     return OPSCHED_OK;
 }
 
+/* ---- a depthwise convolution and its LayerNormalization ------------- */
+
+/* Scratch for timing the norm: its scale and bias, and its output. */
+typedef struct norm_run {
+    graph_plan *p;
+    conv_scratch sc;
+    void *g, *be, *z;
+    int64_t rows, cols;
+} norm_run;
+
+static opsched_status enqueue_conv_norm(const cu_plan_args *a, void *env, cudaStream_t s)
+{
+    norm_run *r = env;
+    CUDA_CHECK(a->ctx, cuk_depthwise_ln(a->kt, &r->p->ln, r->sc.x, r->sc.w, r->sc.b, r->g, r->be,
+                                        r->p->ln_eps, r->z, s));
+    return OPSCHED_OK;
+}
+
+static opsched_status enqueue_norm(const cu_plan_args *a, void *env, cudaStream_t s)
+{
+    norm_run *r = env;
+    CUDA_CHECK(a->ctx, cuk_layernorm(a->kt, r->rows, r->cols, r->p->ln_eps, r->sc.y, r->g, r->be,
+                                     r->z, s));
+    return OPSCHED_OK;
+}
+
+/* The convolution's plan as chosen so far (the own kernel or cuDNN's with
+ * its epilogue), then the norm's kernel, against the kernel that runs both
+ * (each of its variants), on scratch operands: the verdict and the fastest
+ * variant go into keyed. */
+static opsched_status time_norm(const cu_plan_args *a, graph_plan *p, conv_choice *keyed, int bias)
+{
+    static const int tiles[] = {1, 2, 4, 8};
+    norm_run r = {.p = p, .rows = p->ln.n * p->ln.oh * p->ln.ow, .cols = p->ln.c};
+    size_t cb = (size_t)p->ln.c * opsched_dtype_size(a->dt);
+    size_t zb = (size_t)opsched_shape_numel(&cu_out(a, 0)->shape) * opsched_dtype_size(a->dt);
+    float fused = -1.0f, conv = -1.0f, norm = -1.0f, t[4] = {-1.0f, -1.0f, -1.0f, -1.0f};
+    opsched_status st = scratch_alloc(a, 0, &r.sc);
+    if (st != OPSCHED_OK) return st;
+    OS_TRY_GOTO(st, cu_zeroed(a, cb, &r.g), done);
+    OS_TRY_GOTO(st, cu_zeroed(a, cb, &r.be), done);
+    OS_TRY_GOTO(st, cu_zeroed(a, zb, &r.z), done);
+    if (!bias) r.sc.b = NULL;
+    for (int v = 0; v < 4; v++) {
+        p->ln.tile_w = tiles[v];
+        OS_TRY_GOTO(st, cu_time_reps(a, enqueue_conv_norm, &r, &t[v]), done);
+        if (t[v] >= 0.0f && (fused < 0.0f || t[v] < fused)) {
+            fused = t[v];
+            keyed->ln_tile = tiles[v];
+        }
+    }
+    if (p->use_dw)
+        OS_TRY_GOTO(st, time_plan(a, p, 0, enqueue_depthwise, &conv), done);
+    else
+        OS_TRY_GOTO(st, time_choice(a, p->ch, &p->bias, 0, &conv), done);
+    OS_TRY_GOTO(st, cu_time_reps(a, enqueue_norm, &r, &norm), done);
+    keyed->ln_wins = fused >= 0.0f && (conv < 0.0f || norm < 0.0f || fused < conv + norm) ? 1 : -1;
+    os_log(a->ctx, OPSCHED_LOG_DEBUG,
+           "cuda: node '%s': with its LayerNormalization in one kernel %.4f ms (tile widths "
+           "1/2/4/8 %.4f/%.4f/%.4f/%.4f), apart %.4f + %.4f ms (%s)",
+           a->node->name, (double)fused, (double)t[0], (double)t[1], (double)t[2], (double)t[3],
+           (double)conv, (double)norm, p->use_dw ? "own kernel" : "cuDNN");
+done:
+    (void)cudaFree(r.g);
+    (void)cudaFree(r.be);
+    (void)cudaFree(r.z);
+    (void)cudaGetLastError();
+    scratch_free(&r.sc);
+    return st;
+}
+
+/* A depthwise convolution in NHWC whose output a LayerNormalization over
+ * the channels reads (opsched_conv_norm_find, asked with fuse_norm) runs
+ * both in one kernel when that measured faster than the convolution as
+ * planned and the norm's own kernel (once per configuration).  The plan
+ * then reads the norm's scale and bias as inputs 3 and 4 and writes the
+ * norm's output. */
+static opsched_status pick_norm(const cu_plan_args *a, graph_plan *p, conv_choice *keyed,
+                                const cu_act *act)
+{
+    opsched_conv_norm cn;
+    int node = cu_node_index(a), nhwc = 0;
+    if (!a->opts->fuse_norm || (a->opts->ablate & OPSCHED_ABLATE_CONV_NORM) || p->res ||
+        act->on || node < 0 || !opsched_conv_norm_find(a->g, node, &cn) ||
+        !depthwise_desc(a, &p->ln, &nhwc) || !nhwc || p->ln.cg != 1 || p->ln.m != p->ln.c ||
+        p->ln.c > 1024 || p->ln.kh != p->ln.kw || p->ln.sh != p->ln.sw || p->ln.dh != 1 ||
+        p->ln.dw != 1 || (p->ln.kh != 3 && p->ln.kh != 5 && p->ln.kh != 7) || p->ln.sh > 2)
+        return OPSCHED_OK;
+    const opsched_node *ln = opsched_graph_node(a->g, cn.norm);
+    const opsched_tensor *z = opsched_graph_tensor(a->g, ln->outputs[0]);
+    const opsched_tensor *g = opsched_graph_tensor(a->g, cn.scale);
+    const opsched_tensor *be = cn.bias >= 0 ? opsched_graph_tensor(a->g, cn.bias) : NULL;
+    if (!z || cu_is_nhwc(a, z) || cu_kdt(a, g) != (cuk_dtype)a->kt ||
+        (be && cu_kdt(a, be) != (cuk_dtype)a->kt) || cu_kdt(a, z) != (cuk_dtype)a->kt)
+        return OPSCHED_OK;
+    p->ln_eps = ln->attr.layernorm.epsilon;
+    if (keyed->ln_wins == 0) OS_TRY(time_norm(a, p, keyed, cu_in(a, 2) != NULL));
+    if (keyed->ln_wins < 0) return OPSCHED_OK;
+    p->ln.tile_w = keyed->ln_tile;
+    p->use_ln = 1;
+    p->use_dw = p->use_gemm = p->use_ig = 0;
+    p->base.n_in = 5;
+    p->base.need_in |= 1ull << 3;
+    a->info->fused_norm = 1;
+    return OPSCHED_OK;
+}
+
 opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force force,
                                   cu_plan **out)
 {
@@ -1560,12 +1683,16 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
         st = pick_gemm(a, p, keyed, &act, force == CU_CONV_CUBLASLT);
     if (st == OPSCHED_OK && !own && !p->use_gemm && force != CU_CONV_CUBLASLT)
         st = pick_im2col(a, p, keyed, &act, force == CU_CONV_IM2COL);
+    if (st == OPSCHED_OK && force == CU_CONV_TIMED)
+        st = pick_norm(a, p, keyed, &act);
     choice_unref(keyed);
     if (st != OPSCHED_OK) goto fail;
-    base->workspace_bytes = p->use_dw || p->use_gemm || p->use_ig ? 0 : ch->workspace;
+    base->workspace_bytes = p->use_dw || p->use_gemm || p->use_ig || p->use_ln ? 0 : ch->workspace;
     if (base->workspace_bytes)
         OS_TRY_GOTO(st, cu_malloc(a->ctx, base->workspace_bytes, &base->workspace), fail);
-    if (p->use_ig)
+    if (p->use_ln)
+        snprintf(a->info->algo, sizeof(a->info->algo), "depthwise+LayerNormalization");
+    else if (p->use_ig)
         snprintf(a->info->algo, sizeof(a->info->algo), "im2col%s%s%s", cu_in(a, 2) ? "+bias" : "",
                  act.on ? "+" : "", act.on ? opsched_node_op_name(act.node) : "");
     else if (p->use_gemm)

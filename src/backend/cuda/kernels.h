@@ -377,6 +377,17 @@ cudaError_t cuk_ew_unary(cuk_ufn fn, const cuk_ew_params *p, cuk_dtype tx, cuk_d
 cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc, const void *x, const void *w,
                           const void *bias, int act, cuk_ufn fn, const cuk_ew_params *p, void *y,
                           cudaStream_t stream);
+/* A depthwise convolution d in NHWC (one filter a channel, a square window
+ * of 3, 5 or 7, stride 1 or 2, dilation 1, at most 1024 channels) and the
+ * LayerNormalization over each output pixel's channels after it: y [n, oh,
+ * ow, c] = (v - mean) / sqrt(var + eps) * scale + nbias (nbias may be
+ * NULL) with v the convolution plus bias (which may be NULL).
+ * d->tile_w as for cuk_depthwise (1, 2, 4 or 8 outputs a thread, 0 the
+ * width that keeps two blocks an SM).  cudaErrorInvalidValue for a shape
+ * it does not run. */
+cudaError_t cuk_depthwise_ln(cuk_type t, const cuk_dw_desc *d, const void *x, const void *w,
+                             const void *bias, const void *scale, const void *nbias, float eps,
+                             void *y, cudaStream_t stream);
 /* The columns of a grouped convolution d in NHWC for output pixels
  * [p0, p0 + pc) of its n * oh * ow (kernels_conv.cu): col[g][p][k] in the
  * order of a group's filters, k = (ky * kw + kx) * cg + ci when taps_outer

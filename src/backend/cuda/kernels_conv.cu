@@ -246,6 +246,155 @@ bool dw_tile_launch(const cuk_dw_desc *d, const T *x, const T *w, const T *b, T 
     return false;
 }
 
+/* Sums each of TW values over the block's channels (every thread of the
+ * block holds one channel's): part is the block's scratch, a row a warp;
+ * every thread gets the sums.  Two barriers, so part may be reused. */
+struct sum_op {
+    __device__ float operator()(float a, float b) const { return a + b; }
+};
+
+template <int TW>
+__device__ __forceinline__ void channel_sums(const float (&v)[TW], float (&part)[32][TW],
+                                             float (&out)[TW])
+{
+#pragma unroll
+    for (int j = 0; j < TW; j++) {
+        const float s = warp_reduce(v[j], sum_op());
+        if (threadIdx.x == 0) part[threadIdx.y][j] = s;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < TW; j++) {
+        float s = 0.0f;
+        for (int k = 0; k < (int)blockDim.y; k++)
+            s += part[k][j];
+        out[j] = s;
+    }
+    __syncthreads();
+}
+
+/* A depthwise convolution in NHWC (square K x K window, stride S, dilation
+ * 1) and the LayerNormalization over the channels of each output pixel
+ * after it (ConvNeXt's block start), in one pass: a block holds every
+ * channel of TW neighbouring outputs of one row (a warp 32 channels, up to
+ * 32 warps), a thread TW outputs of one channel as k_dw_tile computes
+ * them, in float.  The block then sums each pixel's channels twice, the
+ * mean and then the squared deviations from it (the two-pass variance, as
+ * cuk_layernorm), and writes (v - mean) / sqrt(var + eps) * g + be.  The
+ * filters are read from global memory through the cache: a block reads
+ * each of its channels' K * K taps once. */
+template <typename T, int K, int S, int TW>
+__global__ void __launch_bounds__(1024) k_dw_ln(cuk_dw_desc d, const T *__restrict__ x,
+                                                const T *__restrict__ w, const T *__restrict__ b,
+                                                const T *__restrict__ g,
+                                                const T *__restrict__ be, float eps,
+                                                T *__restrict__ y)
+{
+    constexpr int NI = (TW - 1) * S + K;
+    __shared__ float part[32][TW];
+    const int C = (int)d.c, H = (int)d.h, W = (int)d.w, OH = (int)d.oh, OW = (int)d.ow;
+    const int c = threadIdx.y * 32 + threadIdx.x;
+    const bool on = c < C;
+    const int strips = (OW + TW - 1) / TW;
+    const int64_t tile = blockIdx.x;
+    const int sx = (int)(tile % strips);
+    const int64_t r = tile / strips;
+    const int oy = (int)(r % OH);
+    const int64_t n = r / OH;
+    const int ox0 = sx * TW;
+    const float bias = on && b ? to_float(b[c]) : 0.0f;
+    float acc[TW];
+#pragma unroll
+    for (int j = 0; j < TW; j++)
+        acc[j] = bias;
+    if (on) {
+        const T *wc = w + (int64_t)c * K * K;
+        const int y0 = oy * S - d.ph, x0 = ox0 * S - d.pw;
+#pragma unroll
+        for (int ky = 0; ky < K; ky++) {
+            const int iy = y0 + ky;
+            if (iy < 0 || iy >= H) continue;
+            const T *row = x + ((n * H + iy) * W) * C + c;
+            float xin[NI];
+#pragma unroll
+            for (int i = 0; i < NI; i++) {
+                const int ix = x0 + i;
+                xin[i] = ix >= 0 && ix < W ? to_float(row[(int64_t)ix * C]) : 0.0f;
+            }
+#pragma unroll
+            for (int kx = 0; kx < K; kx++) {
+                const float wv = to_float(__ldg(&wc[ky * K + kx]));
+#pragma unroll
+                for (int j = 0; j < TW; j++)
+                    acc[j] += xin[j * S + kx] * wv;
+            }
+        }
+    }
+    float v[TW], sum[TW];
+#pragma unroll
+    for (int j = 0; j < TW; j++)
+        v[j] = on ? acc[j] : 0.0f;
+    channel_sums<TW>(v, part, sum);
+#pragma unroll
+    for (int j = 0; j < TW; j++) {
+        acc[j] -= sum[j] / (float)C;
+        v[j] = on ? acc[j] * acc[j] : 0.0f;
+    }
+    channel_sums<TW>(v, part, sum);
+    if (!on) return;
+    const float gc = to_float(g[c]), bc = be ? to_float(be[c]) : 0.0f;
+    T *out = y + ((n * OH + oy) * OW + ox0) * C + c;
+#pragma unroll
+    for (int j = 0; j < TW; j++) {
+        if (ox0 + j >= OW) break;
+        const float rstd = rsqrtf(sum[j] / (float)C + eps);
+        out[(int64_t)j * C] = from_float<T>(acc[j] * rstd * gc + bc);
+    }
+}
+
+/* Launches k_dw_ln for the shapes it has (1 when launched): a thread takes
+ * d->tile_w outputs of a row, or (tile_w 0) 4 where that still gives the
+ * GPU two blocks an SM, else 2 or 1. */
+template <typename T>
+bool dw_ln_launch(const cuk_dw_desc *d, const T *x, const T *w, const T *b, const T *g,
+                  const T *be, float eps, T *y, cudaStream_t stream)
+{
+    if (d->cg != 1 || d->m != d->c || d->c > 1024 || d->kh != d->kw || d->sh != d->sw ||
+        d->dh != 1 || d->dw != 1 || d->h * d->w > INT32_MAX / 2 ||
+        d->oh * d->ow > INT32_MAX / 2 || d->tile_w < 0 || d->tile_w > 8 ||
+        (d->tile_w & (d->tile_w - 1)))
+        return false;
+    const int K = d->kh, S = d->sh;
+    int TW = d->tile_w;
+    if (TW == 0) {
+        TW = 4;
+        while (TW > 1 && d->n * d->oh * ((d->ow + TW - 1) / TW) < dw_target_blocks())
+            TW /= 2;
+    }
+    const int64_t tiles = d->n * d->oh * ((d->ow + TW - 1) / TW);
+    if (tiles > INT32_MAX) return false;
+    const dim3 grid((unsigned)tiles), block(32, (unsigned)((d->c + 31) / 32));
+#define CUK_DW_LN(KK, SS, TT)                                                                      \
+    if (K == KK && S == SS && TW == TT) {                                                          \
+        k_dw_ln<T, KK, SS, TT><<<grid, block, 0, stream>>>(*d, x, w, b, g, be, eps, y);            \
+        return true;                                                                               \
+    }
+#define CUK_DW_LNS(KK, SS)                                                                         \
+    CUK_DW_LN(KK, SS, 8)                                                                           \
+    CUK_DW_LN(KK, SS, 4)                                                                           \
+    CUK_DW_LN(KK, SS, 2)                                                                           \
+    CUK_DW_LN(KK, SS, 1)
+    CUK_DW_LNS(3, 1)
+    CUK_DW_LNS(3, 2)
+    CUK_DW_LNS(5, 1)
+    CUK_DW_LNS(5, 2)
+    CUK_DW_LNS(7, 1)
+    CUK_DW_LNS(7, 2)
+#undef CUK_DW_LNS
+#undef CUK_DW_LN
+    return false;
+}
+
 template <typename T, typename I>
 __global__ void k_conv_residual(I n, I C, I cstride, const T *__restrict__ b,
                                 const T *__restrict__ r, T *__restrict__ y, int act, cuk_ufn fn,
@@ -362,6 +511,23 @@ extern "C" cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc,
         return cudaGetLastError();
     });
 #undef CUK_GROUPED_LAUNCH
+    return cudaErrorInvalidValue;
+}
+
+extern "C" cudaError_t cuk_depthwise_ln(cuk_type t, const cuk_dw_desc *d, const void *x,
+                                        const void *w, const void *bias, const void *scale,
+                                        const void *nbias, float eps, void *y,
+                                        cudaStream_t stream)
+{
+    if (!d || d->n < 0 || d->c <= 0 || d->kh <= 0 || d->sh <= 0 || !scale)
+        return cudaErrorInvalidValue;
+    if (d->n * d->oh * d->ow == 0) return cudaSuccess;
+    CUK_DISPATCH_FP((cuk_dtype)t, T, {
+        if (dw_ln_launch<T>(d, (const T *)x, (const T *)w, (const T *)bias, (const T *)scale,
+                            (const T *)nbias, eps, (T *)y, stream))
+            return cudaGetLastError();
+        return cudaErrorInvalidValue;
+    });
     return cudaErrorInvalidValue;
 }
 
