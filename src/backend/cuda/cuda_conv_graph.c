@@ -1614,9 +1614,7 @@ static opsched_status pick_norm(const cu_plan_args *a, graph_plan *p, conv_choic
     int node = cu_node_index(a), nhwc = 0;
     if (!a->opts->fuse_norm || (a->opts->ablate & OPSCHED_ABLATE_CONV_NORM) || p->res ||
         act->on || node < 0 || !opsched_conv_norm_find(a->g, node, &cn) ||
-        !depthwise_desc(a, &p->ln, &nhwc) || !nhwc || p->ln.cg != 1 || p->ln.m != p->ln.c ||
-        p->ln.c > 1024 || p->ln.kh != p->ln.kw || p->ln.sh != p->ln.sw || p->ln.dh != 1 ||
-        p->ln.dw != 1 || (p->ln.kh != 3 && p->ln.kh != 5 && p->ln.kh != 7) || p->ln.sh > 2)
+        !depthwise_desc(a, &p->ln, &nhwc) || !nhwc || !cuk_depthwise_ln_fits(&p->ln))
         return OPSCHED_OK;
     const opsched_node *ln = opsched_graph_node(a->g, cn.norm);
     const opsched_tensor *z = opsched_graph_tensor(a->g, ln->outputs[0]);

@@ -281,8 +281,11 @@ __device__ __forceinline__ void channel_sums(const float (&v)[TW], float (&part)
  * them, in float.  The block then sums each pixel's channels twice, the
  * mean and then the squared deviations from it (the two-pass variance, as
  * cuk_layernorm), and writes (v - mean) / sqrt(var + eps) * g + be.  The
- * filters are read from global memory through the cache: a block reads
- * each of its channels' K * K taps once. */
+ * block first copies the filters, contiguous [C, K * K], into shared
+ * memory in one coalesced sweep (dynamic, C * K * K floats); a warp then
+ * reads 32 channels' tap K * K floats apart, an odd stride, so without
+ * bank conflicts (read from global memory, each such load touched 32
+ * sectors). */
 template <typename T, int K, int S, int TW>
 __global__ void __launch_bounds__(1024) k_dw_ln(cuk_dw_desc d, const T *__restrict__ x,
                                                 const T *__restrict__ w, const T *__restrict__ b,
@@ -292,9 +295,13 @@ __global__ void __launch_bounds__(1024) k_dw_ln(cuk_dw_desc d, const T *__restri
 {
     constexpr int NI = (TW - 1) * S + K;
     __shared__ float part[32][TW];
+    extern __shared__ float ws[]; /* [C][K * K] */
     const int C = (int)d.c, H = (int)d.h, W = (int)d.w, OH = (int)d.oh, OW = (int)d.ow;
     const int c = threadIdx.y * 32 + threadIdx.x;
     const bool on = c < C;
+    for (int k = c; k < C * K * K; k += (int)(blockDim.x * blockDim.y))
+        ws[k] = to_float(w[k]);
+    __syncthreads();
     const int strips = (OW + TW - 1) / TW;
     const int64_t tile = blockIdx.x;
     const int sx = (int)(tile % strips);
@@ -308,7 +315,7 @@ __global__ void __launch_bounds__(1024) k_dw_ln(cuk_dw_desc d, const T *__restri
     for (int j = 0; j < TW; j++)
         acc[j] = bias;
     if (on) {
-        const T *wc = w + (int64_t)c * K * K;
+        const float *wc = ws + c * K * K;
         const int y0 = oy * S - d.ph, x0 = ox0 * S - d.pw;
 #pragma unroll
         for (int ky = 0; ky < K; ky++) {
@@ -323,7 +330,7 @@ __global__ void __launch_bounds__(1024) k_dw_ln(cuk_dw_desc d, const T *__restri
             }
 #pragma unroll
             for (int kx = 0; kx < K; kx++) {
-                const float wv = to_float(__ldg(&wc[ky * K + kx]));
+                const float wv = wc[ky * K + kx];
 #pragma unroll
                 for (int j = 0; j < TW; j++)
                     acc[j] += xin[j * S + kx] * wv;
@@ -359,11 +366,7 @@ template <typename T>
 bool dw_ln_launch(const cuk_dw_desc *d, const T *x, const T *w, const T *b, const T *g,
                   const T *be, float eps, T *y, cudaStream_t stream)
 {
-    if (d->cg != 1 || d->m != d->c || d->c > 1024 || d->kh != d->kw || d->sh != d->sw ||
-        d->dh != 1 || d->dw != 1 || d->h * d->w > INT32_MAX / 2 ||
-        d->oh * d->ow > INT32_MAX / 2 || d->tile_w < 0 || d->tile_w > 8 ||
-        (d->tile_w & (d->tile_w - 1)))
-        return false;
+    if (!cuk_depthwise_ln_fits(d)) return false;
     const int K = d->kh, S = d->sh;
     int TW = d->tile_w;
     if (TW == 0) {
@@ -374,9 +377,18 @@ bool dw_ln_launch(const cuk_dw_desc *d, const T *x, const T *w, const T *b, cons
     const int64_t tiles = d->n * d->oh * ((d->ow + TW - 1) / TW);
     if (tiles > INT32_MAX) return false;
     const dim3 grid((unsigned)tiles), block(32, (unsigned)((d->c + 31) / 32));
+    /* the filters in shared memory: past the default 48 KB by opting in */
+    const size_t smem = (size_t)d->c * K * K * sizeof(float);
 #define CUK_DW_LN(KK, SS, TT)                                                                      \
     if (K == KK && S == SS && TW == TT) {                                                          \
-        k_dw_ln<T, KK, SS, TT><<<grid, block, 0, stream>>>(*d, x, w, b, g, be, eps, y);            \
+        if (smem > 48 * 1024 &&                                                                    \
+            cudaFuncSetAttribute(k_dw_ln<T, KK, SS, TT>,                                           \
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,                      \
+                                 (int)smem) != cudaSuccess) {                                      \
+            (void)cudaGetLastError();                                                              \
+            return false;                                                                          \
+        }                                                                                          \
+        k_dw_ln<T, KK, SS, TT><<<grid, block, smem, stream>>>(*d, x, w, b, g, be, eps, y);         \
         return true;                                                                               \
     }
 #define CUK_DW_LNS(KK, SS)                                                                         \
@@ -444,6 +456,29 @@ __global__ void k_im2col(cuk_dw_desc d, const T *__restrict__ x, T *__restrict__
 }
 
 } // namespace
+
+extern "C" int cuk_depthwise_ln_fits(const cuk_dw_desc *d)
+{
+    if (!d || d->cg != 1 || d->m != d->c || d->c < 1 || d->c > 1024 || d->kh != d->kw ||
+        (d->kh != 3 && d->kh != 5 && d->kh != 7) || d->sh != d->sw || d->sh < 1 || d->sh > 2 ||
+        d->dh != 1 || d->dw != 1 || d->h * d->w > INT32_MAX / 2 ||
+        d->oh * d->ow > INT32_MAX / 2 || d->tile_w < 0 || d->tile_w > 8 ||
+        (d->tile_w & (d->tile_w - 1)))
+        return 0;
+    static int optin = -1; /* the device's most shared memory a block (queried once) */
+    if (optin < 0) {
+        int dev = 0, v = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
+                cudaSuccess) {
+            (void)cudaGetLastError();
+            v = 48 * 1024;
+        }
+        optin = v;
+    }
+    /* the filters as floats, with the block's partial sums beside them */
+    return (int64_t)d->c * d->kh * d->kw * 4 + 32 * 8 * 4 <= optin;
+}
 
 extern "C" cudaError_t cuk_conv_residual(cuk_type t, int64_t n, int64_t C, int64_t cstride,
                                          const void *bias, const void *r, int act, cuk_ufn fn,
