@@ -113,6 +113,10 @@ static void check_math_modes(const char *model, int fuse)
     opsched_graph_free(g);
 }
 
+/* The algorithm policy check_graph_modes asks for (NULL: the default), the
+ * library's where a layer cannot run it. */
+static const char *modes_algo;
+
 static void check_graph_modes(opsched_graph *g, const char *model, int fuse)
 {
     size_t nx = input_numel(g), n_ref = 0, n = 0;
@@ -123,11 +127,14 @@ static void check_graph_modes(opsched_graph *g, const char *model, int fuse)
     int failures = 0; /* every mode is tried and printed before the verdict */
     for (int layout = 0; layout < 2; layout++) {
         for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
-            opsched_exec_options o = {.plan = {.math = (opsched_math)m,
+            opsched_exec_options o = {.plan = {.algo = modes_algo,
+                                               .math = (opsched_math)m,
                                                .layout = (opsched_layout)layout,
-                                               .fuse_activation = fuse}};
-            print_message("%s on cuda, %s %s%s:\n", model, opsched_math_name((opsched_math)m),
-                          layout ? "NHWC" : "NCHW", fuse ? ", fused" : "");
+                                               .fuse_activation = fuse},
+                                      .algo_fallback = modes_algo ? "heuristic" : NULL};
+            print_message("%s on cuda, %s %s%s%s%s:\n", model, opsched_math_name((opsched_math)m),
+                          layout ? "NHWC" : "NCHW", fuse ? ", fused" : "",
+                          modes_algo ? ", algorithm " : "", modes_algo ? modes_algo : "");
             /* NHWC is checked where the backend plans the whole network. */
             float *y = infer(env.gpu, g, &o, x, layout == 1, &n);
             if (!y) continue;
@@ -345,10 +352,13 @@ static void test_norm_act_and_transposed_residual(void **state)
 
 /* A depthwise convolution and the channels-last LayerNormalization after
  * it as one kernel (ConvNeXt): 7x7 with both biases, 3x3 without either;
- * a norm over more than the channels stays a launch of its own.  Every
- * math mode and both layouts against fp32 on the CPU; under NHWC, where
- * the Transpose is a view, the norms' nodes run inside the convolutions'
- * launches, and --ablate conv-norm keeps them apart. */
+ * a norm over more than the channels stays a launch of its own.  Under
+ * --algo own the fused kernel runs wherever it can: every math mode and
+ * both layouts against fp32 on the CPU, and under NHWC, where the
+ * Transpose is a view, the norms run inside the convolutions' launches
+ * (--ablate conv-norm keeps them apart).  The default policy times the
+ * fused kernel against the two launches: whichever it keeps, the roles
+ * follow the plan's algorithm. */
 static void test_conv_norm(void **state)
 {
     (void)state;
@@ -358,33 +368,38 @@ static void test_conv_norm(void **state)
     for (int s = 0; s < 2; s++) {
         opsched_graph *g = netref_conv_norm_graph(env.ctx, &shapes[s], 79 + (uint64_t)s);
         assert_non_null(g);
+        modes_algo = "own";
         check_graph_modes(g, "conv+norm", 1);
+        modes_algo = NULL;
         int launches[2];
-        for (int k = 0; k < 2; k++) {
-            opsched_exec_options o = {.plan = {.math = OPSCHED_MATH_FP32,
+        for (int k = 0; k < 3; k++) {
+            opsched_exec_options o = {.plan = {.algo = k < 2 ? "own" : NULL,
+                                               .math = OPSCHED_MATH_FP32,
                                                .layout = OPSCHED_LAYOUT_NHWC,
                                                .fuse_activation = 1,
-                                               .ablate = k ? OPSCHED_ABLATE_CONV_NORM : 0}};
+                                               .ablate = k == 1 ? OPSCHED_ABLATE_CONV_NORM : 0},
+                                      .algo_fallback = "heuristic"};
             opsched_executor *ex = NULL;
             CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
             opsched_exec_info info;
             CHECK(opsched_executor_info(ex, &info));
-            launches[k] = info.n_launches;
-            print_message("  conv+norm C=%lld NHWC%s: %d launches; %s, %s, %s\n",
-                          (long long)shapes[s].d[1], k ? ", conv-norm ablated" : "",
-                          info.n_launches, opsched_executor_layer(ex, 0)->algo,
-                          opsched_executor_layer(ex, 6)->algo,
+            print_message("  conv+norm C=%lld NHWC, %s%s: %d launches; %s, %s, %s\n",
+                          (long long)shapes[s].d[1], k < 2 ? "own" : "timed",
+                          k == 1 ? ", conv-norm ablated" : "", info.n_launches,
+                          opsched_executor_layer(ex, 0)->algo, opsched_executor_layer(ex, 6)->algo,
                           opsched_executor_layer(ex, 10)->algo);
-            int fused = k == 0 ? OPSCHED_ROLE_FUSED : OPSCHED_ROLE_LAUNCH;
-            assert_int_equal(opsched_executor_layer(ex, 2)->role, fused);
-            assert_int_equal(opsched_executor_layer(ex, 8)->role, fused);
-            assert_int_equal(opsched_executor_layer(ex, 12)->role, OPSCHED_ROLE_LAUNCH);
-            if (k == 0) {
-                assert_string_equal(opsched_executor_layer(ex, 0)->algo,
-                                    "depthwise+LayerNormalization");
-                assert_string_equal(opsched_executor_layer(ex, 6)->algo,
-                                    "depthwise+LayerNormalization");
+            static const char fused_algo[] = "depthwise+LayerNormalization";
+            for (int c = 0; c < 2; c++) {
+                int conv = c ? 6 : 0, norm = c ? 8 : 2;
+                int fused = strcmp(opsched_executor_layer(ex, conv)->algo, fused_algo) == 0;
+                if (k == 0) assert_true(fused);
+                if (k == 1) assert_false(fused);
+                assert_int_equal(opsched_executor_layer(ex, norm)->role,
+                                 fused ? OPSCHED_ROLE_FUSED : OPSCHED_ROLE_LAUNCH);
             }
+            assert_string_not_equal(opsched_executor_layer(ex, 10)->algo, fused_algo);
+            assert_int_equal(opsched_executor_layer(ex, 12)->role, OPSCHED_ROLE_LAUNCH);
+            if (k < 2) launches[k] = info.n_launches;
             opsched_executor_free(ex);
         }
         assert_int_equal(launches[1], launches[0] + 2);

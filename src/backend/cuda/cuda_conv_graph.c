@@ -1604,11 +1604,13 @@ done:
 /* A depthwise convolution in NHWC whose output a LayerNormalization over
  * the channels reads (opsched_conv_norm_find, asked with fuse_norm) runs
  * both in one kernel when that measured faster than the convolution as
- * planned and the norm's own kernel (once per configuration).  The plan
- * then reads the norm's scale and bias as inputs 3 and 4 and writes the
- * norm's output. */
+ * planned and the norm's own kernel (once per configuration), or always
+ * under `own` (the own kernel asked for: the one that runs both, in the
+ * variant the name asks for; the generic one has none).  The plan then
+ * reads the norm's scale and bias as inputs 3 and 4 and writes the norm's
+ * output. */
 static opsched_status pick_norm(const cu_plan_args *a, graph_plan *p, conv_choice *keyed,
-                                const cu_act *act)
+                                const cu_act *act, int own)
 {
     opsched_conv_norm cn;
     int node = cu_node_index(a), nhwc = 0;
@@ -1624,9 +1626,15 @@ static opsched_status pick_norm(const cu_plan_args *a, graph_plan *p, conv_choic
         (be && cu_kdt(a, be) != (cuk_dtype)a->kt) || cu_kdt(a, z) != (cuk_dtype)a->kt)
         return OPSCHED_OK;
     p->ln_eps = ln->attr.layernorm.epsilon;
-    if (keyed->ln_wins == 0) OS_TRY(time_norm(a, p, keyed, cu_in(a, 2) != NULL));
-    if (keyed->ln_wins < 0) return OPSCHED_OK;
-    p->ln.tile_w = keyed->ln_tile;
+    if (own) {
+        int v = cu_own_variant(a->opts->algo);
+        if (v == -1) return OPSCHED_OK;
+        p->ln.tile_w = v == -2 ? 0 : v;
+    } else {
+        if (keyed->ln_wins == 0) OS_TRY(time_norm(a, p, keyed, cu_in(a, 2) != NULL));
+        if (keyed->ln_wins < 0) return OPSCHED_OK;
+        p->ln.tile_w = keyed->ln_tile;
+    }
     p->use_ln = 1;
     p->use_dw = p->use_gemm = p->use_ig = 0;
     p->base.n_in = 5;
@@ -1681,8 +1689,8 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
         st = pick_gemm(a, p, keyed, &act, force == CU_CONV_CUBLASLT);
     if (st == OPSCHED_OK && !own && !p->use_gemm && force != CU_CONV_CUBLASLT)
         st = pick_im2col(a, p, keyed, &act, force == CU_CONV_IM2COL);
-    if (st == OPSCHED_OK && force == CU_CONV_TIMED)
-        st = pick_norm(a, p, keyed, &act);
+    if (st == OPSCHED_OK && (force == CU_CONV_TIMED || own))
+        st = pick_norm(a, p, keyed, &act, own);
     choice_unref(keyed);
     if (st != OPSCHED_OK) goto fail;
     base->workspace_bytes = p->use_dw || p->use_gemm || p->use_ig || p->use_ln ? 0 : ch->workspace;

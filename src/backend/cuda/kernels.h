@@ -388,8 +388,7 @@ cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc, const void
 cudaError_t cuk_depthwise_ln(cuk_type t, const cuk_dw_desc *d, const void *x, const void *w,
                              const void *bias, const void *scale, const void *nbias, float eps,
                              void *y, cudaStream_t stream);
-/* 1 when cuk_depthwise_ln runs d (its shape, and its filters in the
- * device's shared memory), else 0. */
+/* 1 when cuk_depthwise_ln runs d's shape, else 0. */
 int cuk_depthwise_ln_fits(const cuk_dw_desc *d);
 /* The columns of a grouped convolution d in NHWC for output pixels
  * [p0, p0 + pc) of its n * oh * ow (kernels_conv.cu): col[g][p][k] in the
