@@ -466,6 +466,15 @@ static const conv_cfg own_cfgs[] = {
     {"g2 cg8 to 4 a group, 5x5 dilation 2", "1x16x12x12", "8x8x5x5", {1, 1}, {2, 2},
      {4, 4, 4, 4}, 2},
     {"cg64 1x1", "1x128x7x7", "128x64x1x1", {1, 1}, {1, 1}, {0, 0, 0, 0}, 2},
+    /* the four-channel depthwise kernel's edges: partial tiles on odd
+     * maps, 9 channel vectors (warps across tiles), channels split over
+     * blocks (288 vectors), channels not a multiple of four */
+    {"depthwise 3x3 s2 36 channels odd map", "2x36x15x17", "36x1x3x3", {2, 2}, {1, 1},
+     {1, 1, 1, 1}, 36},
+    {"depthwise 3x3 1152 channels", "2x1152x7x7", "1152x1x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1},
+     1152},
+    {"depthwise 5x5 s1 72 channels", "3x72x13x11", "72x1x5x5", {1, 1}, {1, 1}, {2, 2, 2, 2}, 72},
+    {"depthwise 3x3 s1 30 channels", "1x30x9x10", "30x1x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 30},
 };
 
 static void test_conv_own(void **state)
@@ -482,14 +491,21 @@ static void test_conv_own(void **state)
                 opsched_plan_options o = opts_of((opsched_math)m, (opsched_layout)l, "own");
                 opsched_plan_info info;
                 if (k->groups > 1) {
-                    /* every variant of the kernel where it has them (a
-                     * depthwise one in NHWC): the generic one, and a
-                     * thread taking 1 to 8 outputs of a row */
-                    static const char *const variants[] = {"own",       "own-generic",
-                                                           "own-tile1", "own-tile2",
-                                                           "own-tile4", "own-tile8"};
+                    /* every variant of the kernels where they have them
+                     * (a depthwise one in NHWC): the generic one, a
+                     * thread taking 1 to 8 outputs of a row of one
+                     * channel, and four channels' tiles of H x W outputs
+                     * (a tile the window lacks, or channels not a
+                     * multiple of four, fall back to the one-channel
+                     * kernel) */
+                    static const char *const variants[] = {
+                        "own",        "own-generic", "own-tile1",  "own-tile2",
+                        "own-tile4",  "own-tile8",   "own-vec1x1", "own-vec1x2",
+                        "own-vec1x4", "own-vec2x2",  "own-vec2x4"};
                     const opsched_tensor *xt = opsched_graph_tensor(c->g, opsched_graph_input(c->g, 0));
-                    size_t n_var = l == 1 && k->groups == xt->shape.d[1] ? 6 : 1;
+                    size_t n_var = l == 1 && k->groups == xt->shape.d[1]
+                                       ? sizeof(variants) / sizeof(variants[0])
+                                       : 1;
                     for (size_t v = 0; v < n_var; v++) {
                         o.algo = variants[v];
                         check_case_info(c, &o, 0, &info);

@@ -737,6 +737,45 @@ static void test_conv_cublaslt_act_after(void **state)
     opsched_graph_free(g);
 }
 
+/* The four-channel depthwise kernel (kernels_depthwise.cu) inside a
+ * network: the inverted residual's 3x3 depthwise convolution with its
+ * HardSwish in the launch, forced onto each of its tile shapes, in every
+ * math mode and both layouts against fp32 on the CPU (in NCHW, and where a
+ * layer cannot run the kernel, it runs as the policy falls back); 48
+ * channels on odd maps (partial tiles, 12 vectors a pixel) and 160 at
+ * batch 1.  Under NHWC the plan names the tile it runs. */
+static void test_depthwise_vec(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    static const opsched_shape shapes[] = {{4, {2, 12, 15, 13}}, {4, {1, 40, 28, 28}}};
+    static const char *const tiles[] = {"own-vec1x4", "own-vec2x2", "own-vec2x4"};
+    for (int s = 0; s < 2; s++) {
+        opsched_graph *g = netref_inverted_residual_graph(env.ctx, &shapes[s], 89 + (uint64_t)s);
+        assert_non_null(g);
+        for (size_t t = 0; t < sizeof(tiles) / sizeof(tiles[0]); t++) {
+            modes_algo = tiles[t];
+            check_graph_modes(g, "inverted residual", 1);
+            modes_algo = NULL;
+            opsched_exec_options o = {.plan = {.algo = tiles[t],
+                                               .math = OPSCHED_MATH_FP32,
+                                               .layout = OPSCHED_LAYOUT_NHWC,
+                                               .fuse_activation = 1},
+                                      .algo_fallback = "heuristic"};
+            opsched_executor *ex = NULL;
+            CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+            char want[48];
+            snprintf(want, sizeof(want), "depthwise/vec%.3s+HardSwish", tiles[t] + 7);
+            print_message("  %s C=%lld: %s\n", tiles[t], (long long)shapes[s].d[1] * 4,
+                          opsched_executor_layer(ex, 2)->algo);
+            assert_string_equal(opsched_executor_layer(ex, 2)->algo, want);
+            assert_int_equal(opsched_executor_layer(ex, 3)->role, OPSCHED_ROLE_FUSED);
+            opsched_executor_free(ex);
+        }
+        opsched_graph_free(g);
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -783,6 +822,7 @@ int main(void)
         cmocka_unit_test(test_bias_epilogue),
         cmocka_unit_test(test_norm_act_and_transposed_residual),
         cmocka_unit_test(test_conv_norm),
+        cmocka_unit_test(test_depthwise_vec),
         cmocka_unit_test(test_attention),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -13,6 +13,7 @@ launch gaps between kernels.
            reads only that inference's kernels
   summary  read ncu's --csv output and print the kernels grouped by name:
            launches, total and mean time, and the total per inference
+           (--order: each launch in order instead)
 
 Usage on the GPU machine (bench/gpu_env.sh sets $py and $bin):
   ncu --profile-from-start off --clock-control none --cache-control none \\
@@ -106,6 +107,10 @@ def summary_main(a):
         rows = rows[a.skip:]
     if a.count:
         rows = rows[:a.count]
+    if a.order:
+        for i, (name, ns) in enumerate(rows):
+            print("%4d %8.2f  %s" % (i, ns / 1e3, short(name, a.width)))
+        return 0
     agg = collections.OrderedDict()
     for name, ns in rows:
         n, t = agg.get(name, (0, 0.0))
@@ -136,6 +141,8 @@ def main():
     s.add_argument("--skip", type=int, default=0, help="leave out the first N kernels")
     s.add_argument("--count", type=int, default=0, help="keep only N kernels (after --skip)")
     s.add_argument("--width", type=int, default=90)
+    s.add_argument("--order", action="store_true",
+                   help="list the kernels in launch order (index, us, name) instead of grouping them")
     a = p.parse_args()
     return torch_main(a) if a.cmd == "torch" else summary_main(a)
 

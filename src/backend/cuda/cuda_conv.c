@@ -443,15 +443,20 @@ static opsched_status alloc_workspace(const cu_plan_args *a, conv_plan *p, const
     return OPSCHED_OK;
 }
 
-int cu_own_variant(const char *name)
+int cu_own_variant(const char *name, int *tile_h)
 {
     static const struct {
         const char *name;
-        int tile_w;
-    } v[] = {{"own", 0},       {"own-generic", -1}, {"own-tile1", 1},
-             {"own-tile2", 2}, {"own-tile4", 4},    {"own-tile8", 8}};
+        int tile_w, tile_h;
+    } v[] = {{"own", 0, 0},          {"own-generic", -1, 0}, {"own-tile1", 1, 0},
+             {"own-tile2", 2, 0},    {"own-tile4", 4, 0},    {"own-tile8", 8, 0},
+             {"own-vec1x1", 1, 1},   {"own-vec1x2", 2, 1},   {"own-vec1x4", 4, 1},
+             {"own-vec2x2", 2, 2},   {"own-vec2x4", 4, 2}};
     for (size_t k = 0; name && k < sizeof(v) / sizeof(v[0]); k++)
-        if (strcmp(name, v[k].name) == 0) return v[k].tile_w;
+        if (strcmp(name, v[k].name) == 0) {
+            if (tile_h) *tile_h = v[k].tile_h;
+            return v[k].tile_w;
+        }
     return -2;
 }
 
@@ -467,15 +472,15 @@ opsched_status cu_plan_conv(const cu_plan_args *a, cu_plan **out)
     const char *name = a->opts->algo ? a->opts->algo : "heuristic";
     if (strcmp(name, "heuristic") == 0) return cu_plan_conv_graph(a, 0, CU_CONV_TIMED, out);
     if (strcmp(name, "find") == 0) return cu_plan_conv_graph(a, 1, CU_CONV_TIMED, out);
-    if (cu_own_variant(name) != -2) return cu_plan_conv_graph(a, 0, CU_CONV_OWN, out);
+    if (cu_own_variant(name, NULL) != -2) return cu_plan_conv_graph(a, 0, CU_CONV_OWN, out);
     if (strcmp(name, "cublaslt") == 0) return cu_plan_conv_graph(a, 0, CU_CONV_CUBLASLT, out);
     if (strcmp(name, "im2col") == 0) return cu_plan_conv_graph(a, 0, CU_CONV_IM2COL, out);
     int named = algo_index(name);
     if (named < 0 && strcmp(name, "heuristic_v7") != 0 && strcmp(name, "find_v7") != 0)
         return OS_FAIL(a->ctx, OPSCHED_ERR_INVALID_ARG,
                        "cuda: unknown convolution algorithm '%s' (heuristic, find, own, "
-                       "own-generic, own-tile1, own-tile2, own-tile4, own-tile8, cublaslt, "
-                       "im2col, heuristic_v7, find_v7, implicit_gemm, implicit_precomp_gemm, gemm, "
+                       "own-generic, own-tile1, own-tile2, own-tile4, own-tile8, own-vec1x1, "
+                       "own-vec1x2, own-vec1x4, own-vec2x2, own-vec2x4, cublaslt, im2col, heuristic_v7, find_v7, implicit_gemm, implicit_precomp_gemm, gemm, "
                        "direct, fft, fft_tiling, winograd, winograd_nonfused)",
                        name);
 

@@ -85,9 +85,9 @@ typedef struct conv_choice {
     float fused_ms, apart_ms; /* what that measurement gave */
     /* For a depthwise convolution: 0 until the own kernel is measured
      * against cuDNN's plan and its epilogue, then 1 when it was faster and
-     * -1 when not; dw_tile the kernel variant that measured fastest
-     * (cuk_dw_desc.tile_w). */
-    int dw_wins, dw_tile;
+     * -1 when not; dw_tile and dw_tile_h the kernel variant that
+     * measured fastest (cuk_dw_desc.tile_w and tile_h). */
+    int dw_wins, dw_tile, dw_tile_h;
     /* For a 1x1 convolution: 0 until the cuBLASLt product is measured
      * against cuDNN's plan and its epilogue, then 1 when it was faster and
      * -1 when not; one verdict each without a residual, with one, with
@@ -1203,33 +1203,60 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
     p->dw_act = *act;
     if (own) {
         p->use_dw = 1;
-        int v = cu_own_variant(a->opts->algo); /* the variant the name asks for */
+        int th = 0, v = cu_own_variant(a->opts->algo, &th); /* the variant the name asks for */
         p->dw.tile_w = v == -2 ? 0 : v;
+        p->dw.tile_h = th;
+        if (th > 0) { /* a tile this layer's window lacks: the planner's variant */
+            int vh[16], vw[16], has = 0;
+            int nv = cuk_depthwise_vec_tiles(&p->dw, 16, vh, vw);
+            for (int k = 0; k < nv && k < 16; k++)
+                has = has || (vh[k] == th && vw[k] == v);
+            if (!has) p->dw.tile_w = p->dw.tile_h = 0;
+        }
         return OPSCHED_OK;
     }
     if (keyed->dw_wins == 0) {
-        /* the own kernel's variants (the tile widths, where it tiles, and
-         * the generic kernel), the fastest against cuDNN */
-        static const int tiles[] = {-1, 1, 2, 4, 8};
+        /* the own kernels' variants (the generic kernel and, where they
+         * run, the one-channel kernel's tile widths and the four-channel
+         * kernel's tiles), the fastest against cuDNN */
+        enum { MAX_VAR = 16 };
+        int tw[MAX_VAR] = {-1, 1, 2, 4, 8}, th[MAX_VAR] = {0};
+        float t[MAX_VAR];
         int depthwise = p->dw.cg == 1 && p->dw.m == p->dw.c;
-        int n_var = depthwise && p->dw_nhwc ? (int)(sizeof(tiles) / sizeof(tiles[0])) : 1;
-        float mine = -1.0f, cudnn = -1.0f, t[5] = {-1.0f, -1.0f, -1.0f, -1.0f, -1.0f};
+        int n_var = depthwise && p->dw_nhwc ? 5 : 1, n_one = n_var;
+        if (depthwise && p->dw_nhwc) {
+            int vh[MAX_VAR], vw[MAX_VAR];
+            int nv = cuk_depthwise_vec_tiles(&p->dw, MAX_VAR, vh, vw);
+            for (int k = 0; k < nv && n_var < MAX_VAR; k++, n_var++) {
+                th[n_var] = vh[k];
+                tw[n_var] = vw[k];
+            }
+        }
+        float mine = -1.0f, cudnn = -1.0f;
+        char vec_ms[160] = "";
+        size_t used = 0;
         for (int v = 0; v < n_var; v++) {
-            p->dw.tile_w = n_var > 1 ? tiles[v] : 0;
+            p->dw.tile_w = n_var > 1 ? tw[v] : 0;
+            p->dw.tile_h = th[v];
             OS_TRY(time_plan(a, p, 0, enqueue_depthwise, &t[v]));
             if (t[v] >= 0.0f && (mine < 0.0f || t[v] < mine)) {
                 mine = t[v];
                 keyed->dw_tile = p->dw.tile_w;
+                keyed->dw_tile_h = p->dw.tile_h;
             }
+            if (v >= n_one && used < sizeof(vec_ms))
+                used += (size_t)snprintf(vec_ms + used, sizeof(vec_ms) - used, "%s%dx%d %.4f",
+                                         v > n_one ? ", " : "; four channels a thread, tiles ",
+                                         th[v], tw[v], (double)t[v]);
         }
         OS_TRY(time_choice(a, p->ch, &p->bias, 0, &cudnn));
         keyed->dw_wins = mine >= 0.0f && (cudnn < 0.0f || mine < cudnn) ? 1 : -1;
         if (n_var > 1)
             os_log(a->ctx, OPSCHED_LOG_DEBUG,
                    "cuda: node '%s': depthwise: own kernel %.4f ms (generic %.4f, tile widths "
-                   "1/2/4/8 %.4f/%.4f/%.4f/%.4f), cuDNN (engine %lld) %.4f ms",
+                   "1/2/4/8 %.4f/%.4f/%.4f/%.4f%s), cuDNN (engine %lld) %.4f ms",
                    a->node->name, (double)mine, (double)t[0], (double)t[1], (double)t[2],
-                   (double)t[3], (double)t[4], (long long)p->ch->engine, (double)cudnn);
+                   (double)t[3], (double)t[4], vec_ms, (long long)p->ch->engine, (double)cudnn);
         else
             os_log(a->ctx, OPSCHED_LOG_DEBUG,
                    "cuda: node '%s': %s: own kernel %.4f ms, cuDNN (engine %lld) %.4f ms",
@@ -1237,6 +1264,7 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
                    (long long)p->ch->engine, (double)cudnn);
     }
     p->dw.tile_w = keyed->dw_tile;
+    p->dw.tile_h = keyed->dw_tile_h;
     p->use_dw = keyed->dw_wins > 0;
     return OPSCHED_OK;
 }
@@ -1627,7 +1655,7 @@ static opsched_status pick_norm(const cu_plan_args *a, graph_plan *p, conv_choic
         return OPSCHED_OK;
     p->ln_eps = ln->attr.layernorm.epsilon;
     if (own) {
-        int v = cu_own_variant(a->opts->algo);
+        int v = cu_own_variant(a->opts->algo, NULL);
         if (v == -1) return OPSCHED_OK;
         p->ln.tile_w = v == -2 ? 0 : v;
     } else {
@@ -1705,10 +1733,22 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
         snprintf(a->info->algo, sizeof(a->info->algo), "cublaslt%s%s%s%s",
                  cu_in(a, 2) ? "+bias" : "", act.on ? "+" : "",
                  act.on ? opsched_node_op_name(act.node) : "", p->res ? "+residual" : "");
-    else if (p->use_dw)
-        snprintf(a->info->algo, sizeof(a->info->algo), "%s%s%s",
-                 p->dw.cg == 1 && p->dw.m == p->dw.c ? "depthwise" : "grouped", act.on ? "+" : "",
-                 act.on ? opsched_node_op_name(act.node) : "");
+    else if (p->use_dw) {
+        /* the variant, where the depthwise kernels have several
+         * (cuk_dw_desc.tile_w and tile_h) */
+        char var[24] = "";
+        if (p->dw.cg == 1 && p->dw.m == p->dw.c && p->dw_nhwc) {
+            if (p->dw.tile_h > 0)
+                snprintf(var, sizeof(var), "/vec%dx%d", p->dw.tile_h, p->dw.tile_w);
+            else if (p->dw.tile_w > 0)
+                snprintf(var, sizeof(var), "/tile%d", p->dw.tile_w);
+            else if (p->dw.tile_w < 0)
+                snprintf(var, sizeof(var), "/generic");
+        }
+        snprintf(a->info->algo, sizeof(a->info->algo), "%s%s%s%s",
+                 p->dw.cg == 1 && p->dw.m == p->dw.c ? "depthwise" : "grouped", var,
+                 act.on ? "+" : "", act.on ? opsched_node_op_name(act.node) : "");
+    }
     else
         snprintf(a->info->algo, sizeof(a->info->algo), "graph:eng%lld%s%s%s%s",
                  (long long)ch->engine, ch->fuse_bias ? "+bias" : "", ch->fuse_act ? "+" : "",

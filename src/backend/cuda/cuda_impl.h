@@ -510,8 +510,11 @@ typedef enum cu_conv_force {
 /* The own kernel's variant that algorithm name asks for: "own" 0 (the
  * planner's), "own-generic" -1, "own-tile1/2/4/8" that tile width
  * (cuk_dw_desc.tile_w, for depthwise NHWC convolutions the tiled kernel
- * runs; others run as "own"); -2 when name is none of these. */
-int cu_own_variant(const char *name);
+ * runs; others run as "own"), "own-vecHxW" the four-channel kernel's tile
+ * of H x W outputs (tile_w W and *tile_h H, where the layer's window has
+ * that tile; others run as "own"); -2 when name is none of these.  tile_h
+ * may be NULL. */
+int cu_own_variant(const char *name, int *tile_h);
 opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force force,
                                   cu_plan **out);
 /* Drops the plan cache's reference to a convolution choice (the cache's

@@ -160,6 +160,9 @@ typedef struct cuk_dw_desc {
      * tile width that keeps two blocks an SM, 1, 2, 4 or 8 that width,
      * -1 the generic one-output-a-thread kernel (the planner times them) */
     int tile_w;
+    /* above 0: the four-channel kernel (kernels_depthwise.cu) with tiles
+     * of tile_h x tile_w outputs, one of cuk_depthwise_vec_tiles' shapes */
+    int tile_h;
 } cuk_dw_desc;
 
 /* y = (x - mean[c]) * scale[c] / sqrt(var[c] + eps) + bias[c] */
@@ -377,6 +380,18 @@ cudaError_t cuk_ew_unary(cuk_ufn fn, const cuk_ew_params *p, cuk_dtype tx, cuk_d
 cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc, const void *x, const void *w,
                           const void *bias, int act, cuk_ufn fn, const cuk_ew_params *p, void *y,
                           cudaStream_t stream);
+/* The tile shapes (th[k] x tw[k] outputs a thread, up to max of them)
+ * the four-channel depthwise kernel has for d (kernels_depthwise.cu): a
+ * depthwise NHWC convolution of a multiple of four channels, a square
+ * window of 3 or 5, stride 1 or 2, dilation 1; 0 for other shapes.  It
+ * runs when d->tile_h is above 0 (cuk_depthwise, which falls back to the
+ * one-channel kernels where the tensors are not aligned to four values). */
+int cuk_depthwise_vec_tiles(const cuk_dw_desc *d, int max, int *th, int *tw);
+/* The four-channel kernel itself; cudaErrorNotSupported for a shape,
+ * tile or alignment it does not have. */
+cudaError_t cuk_depthwise_vec(cuk_type t, const cuk_dw_desc *d, const void *x, const void *w,
+                              const void *bias, int act, cuk_ufn fn, const cuk_ew_params *p,
+                              void *y, cudaStream_t stream);
 /* A depthwise convolution d in NHWC (one filter a channel, a square window
  * of 3, 5 or 7, stride 1 or 2, dilation 1, at most 1024 channels) and the
  * LayerNormalization over each output pixel's channels after it: y [n, oh,

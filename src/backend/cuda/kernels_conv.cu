@@ -509,6 +509,14 @@ extern "C" cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc,
             k_grouped<T, false, false, I><<<grid, kThreads, 0, stream>>>(                          \
                 *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);             \
     } while (0)
+    if (nhwc && d->tile_h > 0) {
+        const cudaError_t e = cuk_depthwise_vec(t, d, x, w, bias, act, fn, p, y, stream);
+        if (e != cudaErrorNotSupported) return e;
+        cuk_dw_desc one = *d; /* unaligned tensors: the one-channel kernel */
+        one.tile_h = 0;
+        one.tile_w = 0;
+        return cuk_depthwise(t, &one, nhwc, x, w, bias, act, fn, p, y, stream);
+    }
     CUK_DISPATCH_FP((cuk_dtype)t, T, {
         if (nhwc && dw_tile_launch<T>(d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act,
                                       fn, pp, stream))
