@@ -607,6 +607,62 @@ static void test_conv_norm(void **state)
     opsched_graph_free(g);
 }
 
+/* A convolution's prologue activation: in MobileNet's inverted residual
+ * the depthwise convolution reads the expansion's Relu6 (Clip), and the
+ * projection reads the depthwise one's HardSwish; the widening reads the
+ * residual Add (no activation), the expansion the graph's input.  An
+ * activation with a second reader, or one after a batch normalisation
+ * rather than a convolution, is none.  The CPU backend applies no
+ * prologue: the activations stay their producers'. */
+static void test_conv_prologue(void **state)
+{
+    (void)state;
+    opsched_shape xs = {4, {2, 6, 5, 4}};
+    opsched_graph *g = netref_inverted_residual_graph(env.ctx, &xs, 41);
+    assert_non_null(g);
+    opsched_conv_prologue cp;
+    assert_int_equal(opsched_conv_prologue_find(g, 2, &cp), 1);
+    assert_int_equal(cp.act, 1);
+    assert_int_equal(cp.producer, 0);
+    assert_int_equal(opsched_conv_prologue_find(g, 4, &cp), 1);
+    assert_int_equal(cp.act, 3);
+    assert_int_equal(cp.producer, 2);
+    assert_int_equal(opsched_conv_prologue_find(g, 6, NULL), 0); /* reads the Add */
+    assert_int_equal(opsched_conv_prologue_find(g, 0, NULL), 0); /* reads the input */
+    assert_int_equal(opsched_conv_prologue_find(g, 1, NULL), 0); /* not a convolution */
+    if (env.cpu) {
+        opsched_exec_options o = {.plan = {.fuse_activation = 1, .fuse_residual = 1}};
+        opsched_executor *ex = NULL;
+        CHECK(opsched_executor_create(env.cpu, g, NULL, &o, &ex));
+        assert_string_equal(opsched_executor_layer(ex, 1)->algo, "fused");
+        opsched_executor_free(ex);
+    }
+    opsched_graph_free(g);
+
+    /* the Relu has two readers (a convolution and the output) */
+    opsched_graph *h = NULL;
+    int x, t[4];
+    opsched_conv_desc c1 = {.out_channels = 4, .kernel_h = 1, .kernel_w = 1, .stride_h = 1,
+                            .stride_w = 1};
+    opsched_conv_desc dw = {.out_channels = 4, .kernel_h = 3, .kernel_w = 3, .stride_h = 1,
+                            .stride_w = 1, .pad_h = 1, .pad_w = 1, .groups = 4};
+    CHECK(opsched_graph_create(env.ctx, "two_readers", &h));
+    CHECK(opsched_graph_add_tensor(h, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
+    CHECK(opsched_build_conv(h, "c1", x, &c1, &t[0]));
+    CHECK(opsched_build_unary(h, "relu", OPSCHED_OP_RELU, NULL, t[0], &t[1]));
+    CHECK(opsched_build_conv(h, "dw", t[1], &dw, &t[2]));
+    CHECK(opsched_graph_mark_output(h, t[1]));
+    CHECK(opsched_graph_mark_output(h, t[2]));
+    assert_int_equal(opsched_conv_prologue_find(h, 2, NULL), 0);
+    /* after a batch normalisation */
+    CHECK(opsched_build_batchnorm(h, "bn", t[2], 1e-5f, &t[3]));
+    CHECK(opsched_build_unary(h, "relu2", OPSCHED_OP_RELU, NULL, t[3], &t[0]));
+    CHECK(opsched_build_conv(h, "dw2", t[0], &dw, &t[1]));
+    CHECK(opsched_graph_mark_output(h, t[1]));
+    assert_int_equal(opsched_conv_prologue_find(h, 5, NULL), 0);
+    opsched_graph_free(h);
+}
+
 /* Merged convolutions run one activation: two 1x1 convolutions of the
  * same input, one with a Relu and one with a Sigmoid, are no epilogue
  * pair; two Sigmoids are. */
@@ -1022,6 +1078,7 @@ int main(void)
         cmocka_unit_test(test_epilogue_same),       cmocka_unit_test(test_fused_chain),
         cmocka_unit_test(test_movement_runs),
         cmocka_unit_test(test_inverted_residual),
+        cmocka_unit_test(test_conv_prologue),
         cmocka_unit_test(test_fused_se),
         cmocka_unit_test(test_fused_bias),
         cmocka_unit_test(test_norm_act_and_transposed_residual),

@@ -695,10 +695,12 @@ static void test_conv_cublaslt(void **state)
     opsched_graph_free(g);
 }
 
-/* Activations cuBLASLt's epilogue lacks (Clip, Swish) as a kernel after
- * the product: MobileNet's inverted residual block in NHWC, its 1x1
- * layers forced onto cuBLASLt, in every math mode against the unforced
- * fp32 plan. */
+/* Activations cuBLASLt's epilogue lacks (Clip, Swish): MobileNet's
+ * inverted residual block in NHWC, its 1x1 layers forced onto cuBLASLt, in
+ * every math mode against the unforced fp32 plan.  The expansion's Relu6
+ * is applied by the depthwise kernel as it reads the product (a
+ * prologue), or with `--ablate act-prologue` a kernel after the product;
+ * the widening's Swish, read by no convolution, is a kernel after it. */
 static void test_conv_cublaslt_act_after(void **state)
 {
     (void)state;
@@ -711,26 +713,44 @@ static void test_conv_cublaslt_act_after(void **state)
     opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};
     float *ref = infer(env.gpu, g, &base, x, 0, &n_ref);
     int failures = 0;
-    for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
-        opsched_exec_options o = lt_forced((opsched_math)m);
-        float *y = infer(env.gpu, g, &o, x, 0, &n);
-        opsched_executor *ex = NULL;
-        CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
-        const char *expand = opsched_executor_layer(ex, 0)->algo;
-        const char *project = opsched_executor_layer(ex, 4)->algo;
-        const char *widen = opsched_executor_layer(ex, 6)->algo;
-        assert_int_equal(n, n_ref);
-        double err = netref_rel_l2(y, ref, n);
-        print_message("  inverted residual %s NHWC: %s, %s, %s; relative L2 %.3g (limit %.0e)%s\n",
-                      opsched_math_name((opsched_math)m), expand, project, widen, err,
-                      tolerance[m], err < tolerance[m] ? "" : "  FAILED");
-        failures += !(err < tolerance[m]);
-        assert_string_equal(expand, "cublaslt+bias+Clip");
-        assert_string_equal(project, "cublaslt+bias+residual");
-        assert_true(strncmp(widen, "cublaslt+bias+", 14) == 0);
-        opsched_executor_free(ex);
-        free(y);
-    }
+    for (int ab = 0; ab < 2; ab++)
+        for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
+            opsched_exec_options o = lt_forced((opsched_math)m);
+            if (ab) o.plan.ablate = OPSCHED_ABLATE_PROLOGUE;
+            float *y = infer(env.gpu, g, &o, x, 0, &n);
+            opsched_executor *ex = NULL;
+            CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+            const char *expand = opsched_executor_layer(ex, 0)->algo;
+            const char *relu6 = opsched_executor_layer(ex, 1)->algo;
+            const char *dw = opsched_executor_layer(ex, 2)->algo;
+            const char *project = opsched_executor_layer(ex, 4)->algo;
+            const char *widen = opsched_executor_layer(ex, 6)->algo;
+            assert_int_equal(n, n_ref);
+            double err = netref_rel_l2(y, ref, n);
+            print_message("  inverted residual %s NHWC%s: %s, %s, %s, %s, %s; relative L2 %.3g "
+                          "(limit %.0e)%s\n",
+                          opsched_math_name((opsched_math)m), ab ? ", act-prologue ablated" : "",
+                          expand, relu6, dw, project, widen, err, tolerance[m],
+                          err < tolerance[m] ? "" : "  FAILED");
+            failures += !(err < tolerance[m]);
+            /* the Relu6 (Clip) cuBLASLt lacks: applied by the depthwise
+             * kernel as it reads, or a kernel after the product */
+            if (ab) {
+                assert_string_equal(expand, "cublaslt+bias+Clip");
+                assert_string_equal(relu6, "fused");
+                assert_null(strstr(dw, ", input"));
+            } else {
+                assert_string_equal(expand, "cublaslt+bias");
+                assert_string_equal(relu6, "fused into dw");
+                assert_true(strncmp(dw, "depthwise/vec", 13) == 0);
+                assert_non_null(strstr(dw, ", input Clip"));
+            }
+            assert_int_equal(opsched_executor_layer(ex, 1)->role, OPSCHED_ROLE_FUSED);
+            assert_string_equal(project, "cublaslt+bias+residual");
+            assert_true(strncmp(widen, "cublaslt+bias+", 14) == 0);
+            opsched_executor_free(ex);
+            free(y);
+        }
     assert_int_equal(failures, 0);
     free(ref);
     free(x);

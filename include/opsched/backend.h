@@ -188,14 +188,17 @@ typedef enum opsched_ablation {
                                             * its launch: a launch of its own */
     OPSCHED_ABLATE_LAYER_SCALE = 1u << 20, /* a product's per-column scale (layer scale)
                                             * folded into its weights at load: kept a Mul */
-    OPSCHED_ABLATE_CONV_NORM = 1u << 21    /* a convolution's channels-last LayerNorm in its
+    OPSCHED_ABLATE_CONV_NORM = 1u << 21,   /* a convolution's channels-last LayerNorm in its
                                             * launch (opsched_conv_norm_find): a launch of
                                             * its own */
+    OPSCHED_ABLATE_PROLOGUE = 1u << 22     /* an activation applied by the convolution that
+                                            * reads it (opsched_conv_prologue_find): run
+                                            * by its producer */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
  * "chains", "residual", "layout", "se", "bias", "attention", "projections",
  * "tensor-cores", "cudnn-attention", "conv-gemm", "movement", "se-split", "gemm-tuning", "se-mul", "im2col", "norm-act", "layer-scale",
- * "conv-norm" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
+ * "conv-norm", "act-prologue" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size);
@@ -236,6 +239,9 @@ typedef struct opsched_plan_options {
     int fuse_norm;             /* conv: run the Transpose and LayerNormalization after it
                                 * (opsched_conv_norm_find) in its launch, whose inputs
                                 * are x, w, the bias, then the norm's scale and bias */
+    int fuse_prologue;         /* conv: apply the activation that produced input 0
+                                * (opsched_conv_prologue_find) to it as it is read: the
+                                * launch reads the activation's input in its place */
 } opsched_plan_options;
 
 /* Forward convolution algorithms a backend can try, in its order; the list
@@ -267,6 +273,11 @@ typedef struct opsched_plan_info {
                                 * 0 when it runs its node alone */
     int fused_norm;            /* 1 when a convolution's LayerNormalization runs in the
                                 * plan (inputs 3 and 4: its scale and bias) */
+    int fused_prologue;        /* 1 when a convolution applies its input's activation
+                                * (fuse_prologue) */
+    int activation_apart;      /* 1 when the fused activation takes a pass over the
+                                * output of its own (a kernel after the product), which
+                                * the reader's prologue could save */
 } opsched_plan_info;
 opsched_status opsched_plan_info_get(const opsched_plan *p, opsched_plan_info *out);
 

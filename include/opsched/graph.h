@@ -797,6 +797,23 @@ typedef struct opsched_conv_norm {
 } opsched_conv_norm;
 int opsched_conv_norm_find(const opsched_graph *g, int node, opsched_conv_norm *out);
 
+/* A convolution's prologue activation, conv(act(p)): the convolution's
+ * input 0 is the output of an activation (opsched_op_is_epilogue) that is
+ * read by nothing else (no graph output), and that activation is the
+ * epilogue (opsched_conv_epilogue) of convolution `producer`.  A backend
+ * that can apply the activation to the input as it reads it
+ * (opsched_plan_options.fuse_prologue) reports fused_prologue; the
+ * executor then plans the producer without its activation, so that the
+ * pass over its output the activation would take is saved where the
+ * producer's plan ran the activation apart (MobileNets' Relu6 and
+ * HardSwish after a 1x1 product, which cuBLASLt's epilogues lack).  Fills
+ * *out and returns 1, else 0. */
+typedef struct opsched_conv_prologue {
+    int act;      /* the activation node */
+    int producer; /* the convolution whose epilogue it is */
+} opsched_conv_prologue;
+int opsched_conv_prologue_find(const opsched_graph *g, int node, opsched_conv_prologue *out);
+
 /* Element-wise chains (chain.c): nodes run as one launch.  A chainable
  * node is an element-wise function of float data (the activations, Erf,
  * Sqrt, the float unary functions; Add, Sub, Mul, Div, Pow, Min, Max,

@@ -453,6 +453,7 @@ static const struct {
                  {"norm-act", OPSCHED_ABLATE_NORM_ACT},
                  {"layer-scale", OPSCHED_ABLATE_LAYER_SCALE},
                  {"conv-norm", OPSCHED_ABLATE_CONV_NORM},
+                 {"act-prologue", OPSCHED_ABLATE_PROLOGUE},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)
@@ -574,6 +575,14 @@ opsched_status opsched_plan_create(opsched_device *dev, const opsched_graph *g, 
                            n->name);
         }
         p->n_inputs = 5;
+    }
+    if (p->info.fused_prologue && (!opts->fuse_prologue || !opsched_conv_prologue_find(g, node, NULL))) {
+        dev->be->plan_free(dev->impl, p->impl);
+        free(p);
+        return OS_FAIL(dev->ctx, OPSCHED_ERR_BACKEND,
+                       "plan: node '%s': the backend applied an input activation it was not "
+                       "asked for",
+                       n->name);
     }
     p->n_outputs = n->n_outputs;
     *out = p;

@@ -593,6 +593,49 @@ static opsched_status plan_norm(opsched_executor *ex, ex_build *b, int i,
     return OPSCHED_OK;
 }
 
+/* 1 when convolution i may apply its input's activation as it reads it
+ * (opsched_conv_prologue_find): the activation is its producer's fused
+ * epilogue, which that producer's plan runs as a pass of its own. */
+static int prologue_ok(const opsched_executor *ex, const ex_build *b, int i,
+                       const opsched_exec_options *o, opsched_conv_prologue *cp)
+{
+    if (!o->plan.fuse_activation || (o->plan.ablate & OPSCHED_ABLATE_PROLOGUE) ||
+        b->place[i].merge_first >= 0 || !opsched_conv_prologue_find(b->g, i, cp))
+        return 0;
+    int pr = cp->producer;
+    opsched_plan_info pi;
+    if (!b->plans[pr] || b->chain_in[pr] || b->residual[pr] >= 0 || b->place[pr].merge_first >= 0 ||
+        ex->nodes[cp->act].role != OPSCHED_ROLE_FUSED ||
+        opsched_plan_info_get(b->plans[pr], &pi) != OPSCHED_OK)
+        return 0;
+    return pi.fused_activation && pi.activation_apart && !pi.fused_residual;
+}
+
+/* Plans the producer of convolution i's prologue activation again without
+ * the activation, which i's plan applies: the activation stays an alias of
+ * the producer's output, which now holds the values before it. */
+static opsched_status drop_producer_act(opsched_executor *ex, ex_build *b, int i,
+                                        const opsched_conv_prologue *cp)
+{
+    int pr = cp->producer;
+    opsched_exec_options o = node_options(b, b->place[pr].stage);
+    o.plan.fuse_activation = 0;
+    o.plan.fuse_residual = 0;
+    opsched_layer_info li;
+    memset(&li, 0, sizeof(li));
+    opsched_plan *plan = NULL;
+    OS_TRY(os_exec_plan_node(ex->dev, b->g, pr, &o, &li, &plan));
+    opsched_layer_info *ni = &ex->nodes[pr];
+    ex->info.workspace_bytes -= ni->workspace_bytes;
+    ex->info.n_fallbacks -= ni->fallback;
+    opsched_plan_free(b->plans[pr]);
+    b->plans[pr] = plan;
+    note_plan(ex, pr, plan, &li);
+    snprintf(ex->nodes[cp->act].algo, sizeof(ex->nodes[cp->act].algo), "fused into %.20s",
+             opsched_graph_node(b->g, i)->name);
+    return OPSCHED_OK;
+}
+
 /* Plans node i; a convolution that fused the Relu after it makes that
  * Relu an alias of its output.  One that fused its residual Add (when the
  * residual's producer launches before it, so the launch can read it, and
@@ -629,6 +672,9 @@ static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
         has_res = p < 0 || launches_before(b, p, i);
     }
     o.plan.fuse_residual = has_res;
+    opsched_conv_prologue cp;
+    o.plan.fuse_prologue = opsched_graph_node(b->g, i)->op == OPSCHED_OP_CONV &&
+                           prologue_ok(ex, b, i, &o, &cp);
     OS_TRY(os_exec_plan_node(ex->dev, b->g, i, &o, &li, &b->plans[i]));
     opsched_plan_info pi;
     OS_TRY(opsched_plan_info_get(b->plans[i], &pi));
@@ -649,6 +695,9 @@ static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
             absorb(ex, b, i, j);
         }
     }
+    /* the plan kept (the fallback above plans again): its prologue */
+    OS_TRY(opsched_plan_info_get(b->plans[i], &pi));
+    if (pi.fused_prologue) OS_TRY(drop_producer_act(ex, b, i, &cp));
     note_plan(ex, i, b->plans[i], &li);
     return OPSCHED_OK;
 }

@@ -225,3 +225,24 @@ int opsched_conv_norm_find(const opsched_graph *g, int node, opsched_conv_norm *
     }
     return 1;
 }
+
+int opsched_conv_prologue_find(const opsched_graph *g, int node, opsched_conv_prologue *out)
+{
+    const opsched_node *n = opsched_graph_node(g, node);
+    if (!n || n->op != OPSCHED_OP_CONV || n->n_inputs < 2 || n->n_outputs != 1 || n->inputs[0] < 0)
+        return 0;
+    const opsched_tensor *x = opsched_graph_tensor(g, n->inputs[0]);
+    int a = x ? x->producer : -1;
+    const opsched_node *an = a >= 0 ? opsched_graph_node(g, a) : NULL;
+    if (!an || !opsched_op_is_epilogue(an) || an->outputs[0] != n->inputs[0] ||
+        os_graph_sole_reader(g, n->inputs[0], a) != node)
+        return 0;
+    const opsched_tensor *y = an->inputs[0] >= 0 ? opsched_graph_tensor(g, an->inputs[0]) : NULL;
+    int p = y ? y->producer : -1;
+    if (p < 0 || opsched_conv_epilogue(g, p) != a) return 0;
+    if (out) {
+        out->act = a;
+        out->producer = p;
+    }
+    return 1;
+}

@@ -103,7 +103,8 @@ opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_
     "timed per\nproduct), se-mul (a gate's multiply in its launch),\nim2col (grouped convolutions as "    \
     "columns and one\nbatched product), norm-act (a batch normalisation's\nactivation in its "     \
     "launch), layer-scale (a\nproduct's per-column scale folded into its weights),\n"        \
-    "conv-norm (a depthwise convolution's LayerNorm in\nits launch); comma list"
+    "conv-norm (a depthwise convolution's LayerNorm in\nits launch), act-prologue (an "          \
+    "activation applied\nby the depthwise convolution that reads it); comma\nlist"
 struct tool_opt;
 typedef struct tool_measure_record {
     tool_measure_args scratch;

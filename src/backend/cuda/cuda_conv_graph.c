@@ -86,8 +86,10 @@ typedef struct conv_choice {
     /* For a depthwise convolution: 0 until the own kernel is measured
      * against cuDNN's plan and its epilogue, then 1 when it was faster and
      * -1 when not; dw_tile and dw_tile_h the kernel variant that
-     * measured fastest (cuk_dw_desc.tile_w and tile_h). */
-    int dw_wins, dw_tile, dw_tile_h;
+     * measured fastest (cuk_dw_desc.tile_w and tile_h), dw_vec_w and
+     * dw_vec_h the fastest of the four-channel kernel's tiles (0: none),
+     * which a prologue activation takes. */
+    int dw_wins, dw_tile, dw_tile_h, dw_vec_w, dw_vec_h;
     /* For a 1x1 convolution: 0 until the cuBLASLt product is measured
      * against cuDNN's plan and its epilogue, then 1 when it was faster and
      * -1 when not; one verdict each without a residual, with one, with
@@ -123,6 +125,10 @@ typedef struct graph_plan {
     int dw_nhwc;
     cuk_dw_desc dw;
     cu_act dw_act;     /* the activation it applies */
+    /* The activation it applies to its input as it reads it (a prologue,
+     * opsched_conv_prologue_find): the four-channel kernel's. */
+    cu_act dw_pre;
+    int64_t dw_pre_numel; /* the input's elements */
     int use_gemm;      /* 1: a 1x1 convolution runs as the cuBLASLt product lt */
     cu_lt_gemm lt;
     /* An activation cuBLASLt's epilogue lacks (Clip, SiLU, HardSwish...),
@@ -693,6 +699,24 @@ static opsched_status graph_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *ba
     if (p->use_gemm)
         return gemm_enqueue(ctx, dev, p, s, in[1], in[0], base->n_in > 2 ? in[2] : NULL,
                             p->res ? in[3] : NULL, out[0]);
+    if (p->use_dw && p->dw_pre.on) {
+        const void *b = base->n_in > 2 ? in[2] : NULL;
+        cudaError_t e = cuk_depthwise_vec(p->kt, &p->dw, in[0], in[1], b, p->dw_act.on,
+                                          p->dw_act.fn, &p->dw_act.prm, 1, p->dw_pre.fn,
+                                          &p->dw_pre.prm, out[0], s);
+        if (e == cudaErrorNotSupported) {
+            /* tensors the kernel cannot read four values at a time: the
+             * activation in place (its input has no other reader), then
+             * the convolution */
+            CUDA_CHECK(ctx, cuk_ew_unary(p->dw_pre.fn, &p->dw_pre.prm, (cuk_dtype)p->kt,
+                                         (cuk_dtype)p->kt, p->dw_pre_numel, in[0],
+                                         (void *)in[0], s));
+            e = cuk_depthwise(p->kt, &p->dw, p->dw_nhwc, in[0], in[1], b, p->dw_act.on,
+                              p->dw_act.fn, &p->dw_act.prm, out[0], s);
+        }
+        CUDA_CHECK(ctx, e);
+        return OPSCHED_OK;
+    }
     if (p->use_dw) {
         CUDA_CHECK(ctx, cuk_depthwise(p->kt, &p->dw, p->dw_nhwc, in[0], in[1],
                                       base->n_in > 2 ? in[2] : NULL, p->dw_act.on, p->dw_act.fn,
@@ -1232,7 +1256,7 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
                 tw[n_var] = vw[k];
             }
         }
-        float mine = -1.0f, cudnn = -1.0f;
+        float mine = -1.0f, cudnn = -1.0f, vec_best = -1.0f;
         char vec_ms[160] = "";
         size_t used = 0;
         for (int v = 0; v < n_var; v++) {
@@ -1243,6 +1267,11 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
                 mine = t[v];
                 keyed->dw_tile = p->dw.tile_w;
                 keyed->dw_tile_h = p->dw.tile_h;
+            }
+            if (v >= n_one && t[v] >= 0.0f && (vec_best < 0.0f || t[v] < vec_best)) {
+                vec_best = t[v];
+                keyed->dw_vec_w = tw[v];
+                keyed->dw_vec_h = th[v];
             }
             if (v >= n_one && used < sizeof(vec_ms))
                 used += (size_t)snprintf(vec_ms + used, sizeof(vec_ms) - used, "%s%dx%d %.4f",
@@ -1671,6 +1700,35 @@ static opsched_status pick_norm(const cu_plan_args *a, graph_plan *p, conv_choic
     return OPSCHED_OK;
 }
 
+/* A prologue activation (opsched_plan_options.fuse_prologue): a depthwise
+ * convolution the four-channel kernel runs applies the activation that
+ * produced its input as it reads it, with the tile that measured fastest
+ * among that kernel's (whatever won overall: the producer's pass over its
+ * output that this saves outweighs the difference), or the one `own`
+ * names. */
+static void pick_prologue(const cu_plan_args *a, graph_plan *p, const conv_choice *keyed, int own)
+{
+    opsched_conv_prologue cp;
+    int node = cu_node_index(a);
+    if (!a->opts->fuse_prologue || (a->opts->ablate & OPSCHED_ABLATE_PROLOGUE) || node < 0 ||
+        p->res || !opsched_conv_prologue_find(a->g, node, &cp))
+        return;
+    const opsched_tensor *x = cu_in(a, 0);
+    const opsched_tensor *px = opsched_graph_tensor(a->g, opsched_graph_node(a->g, cp.act)->inputs[0]);
+    if (!px || px->dtype != x->dtype) return;
+    if (own) {
+        if (!p->use_dw || p->dw.tile_h <= 0) return;
+    } else {
+        if (keyed->dw_vec_h <= 0) return;
+        p->dw.tile_w = keyed->dw_vec_w;
+        p->dw.tile_h = keyed->dw_vec_h; /* p->dw_act is set where the tiles were timed */
+        p->use_dw = 1;
+        p->use_gemm = p->use_ig = 0;
+    }
+    cu_act_of(a, cp.act, &p->dw_pre);
+    p->dw_pre_numel = opsched_shape_numel(&x->shape);
+}
+
 opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force force,
                                   cu_plan **out)
 {
@@ -1719,6 +1777,8 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
         st = pick_im2col(a, p, keyed, &act, force == CU_CONV_IM2COL);
     if (st == OPSCHED_OK && (force == CU_CONV_TIMED || own))
         st = pick_norm(a, p, keyed, &act, own);
+    if (st == OPSCHED_OK && !p->use_ln && force != CU_CONV_CUBLASLT && force != CU_CONV_IM2COL)
+        pick_prologue(a, p, keyed, own);
     choice_unref(keyed);
     if (st != OPSCHED_OK) goto fail;
     base->workspace_bytes = p->use_dw || p->use_gemm || p->use_ig || p->use_ln ? 0 : ch->workspace;
@@ -1745,9 +1805,11 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
             else if (p->dw.tile_w < 0)
                 snprintf(var, sizeof(var), "/generic");
         }
-        snprintf(a->info->algo, sizeof(a->info->algo), "%s%s%s%s",
+        snprintf(a->info->algo, sizeof(a->info->algo), "%s%s%s%s%s%s",
                  p->dw.cg == 1 && p->dw.m == p->dw.c ? "depthwise" : "grouped", var,
-                 act.on ? "+" : "", act.on ? opsched_node_op_name(act.node) : "");
+                 act.on ? "+" : "", act.on ? opsched_node_op_name(act.node) : "",
+                 p->dw_pre.on ? ", input " : "",
+                 p->dw_pre.on ? opsched_node_op_name(p->dw_pre.node) : "");
     }
     else
         snprintf(a->info->algo, sizeof(a->info->algo), "graph:eng%lld%s%s%s%s",
@@ -1755,6 +1817,15 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
                  ch->fuse_act ? ch->act.name : "", p->res ? "+residual" : "");
     a->info->fused_activation = act.on;
     a->info->fused_residual = p->res;
+    a->info->fused_prologue = p->dw_pre.on;
+    /* a pass over the output for the activation alone: the kernel after
+     * the product, or after cuDNN's graph where it did not take the
+     * activation (a Relu there rides with an unfused bias's pass) */
+    if (act.on && !p->res && !p->use_dw && !p->use_ln)
+        a->info->activation_apart =
+            p->use_gemm || p->use_ig
+                ? p->gemm_act.on
+                : p->bias.act.on && (p->bias.act.fn != CUK_U_RELU || !p->bias.on);
     *out = base;
     return OPSCHED_OK;
 fail:

@@ -387,11 +387,14 @@ cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc, const void
  * runs when d->tile_h is above 0 (cuk_depthwise, which falls back to the
  * one-channel kernels where the tensors are not aligned to four values). */
 int cuk_depthwise_vec_tiles(const cuk_dw_desc *d, int max, int *th, int *tw);
-/* The four-channel kernel itself; cudaErrorNotSupported for a shape,
- * tile or alignment it does not have. */
+/* The four-channel kernel itself, with pre_fn (pre_p its constants)
+ * applied to every input value as it is read when pre (a prologue
+ * activation: y = conv(pre_fn(x)), the padding zero after it);
+ * cudaErrorNotSupported for a shape, tile or alignment it does not have. */
 cudaError_t cuk_depthwise_vec(cuk_type t, const cuk_dw_desc *d, const void *x, const void *w,
                               const void *bias, int act, cuk_ufn fn, const cuk_ew_params *p,
-                              void *y, cudaStream_t stream);
+                              int pre, cuk_ufn pre_fn, const cuk_ew_params *pre_p, void *y,
+                              cudaStream_t stream);
 /* A depthwise convolution d in NHWC (one filter a channel, a square window
  * of 3, 5 or 7, stride 1 or 2, dilation 1, at most 1024 channels) and the
  * LayerNormalization over each output pixel's channels after it: y [n, oh,

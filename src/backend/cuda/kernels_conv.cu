@@ -510,7 +510,8 @@ extern "C" cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc,
                 *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);             \
     } while (0)
     if (nhwc && d->tile_h > 0) {
-        const cudaError_t e = cuk_depthwise_vec(t, d, x, w, bias, act, fn, p, y, stream);
+        const cudaError_t e =
+            cuk_depthwise_vec(t, d, x, w, bias, act, fn, p, 0, fn, NULL, y, stream);
         if (e != cudaErrorNotSupported) return e;
         cuk_dw_desc one = *d; /* unaligned tensors: the one-channel kernel */
         one.tile_h = 0;

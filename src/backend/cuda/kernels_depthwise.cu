@@ -15,6 +15,11 @@
  * fastest (a warp reads whole runs of a pixel's channels), then tiles.
  * Accumulation is in float.  The planner times the tile shapes against the
  * other kernels and cuDNN's engines (cuda_conv_graph.c).
+ *
+ * A prologue activation (pre) is applied to each input value as it is
+ * read, before the padding's zeros join them: the activation after the
+ * producing 1x1 product then costs no pass of its own (MobileNets' Relu6
+ * and HardSwish, which cuBLASLt's epilogues lack).
  */
 #include <stdint.h>
 
@@ -97,7 +102,8 @@ template <typename T, int K, int S, int TH, int TW>
 __global__ void __launch_bounds__(256) k_dw_vec(cuk_dw_desc d, const T *__restrict__ x,
                                                 const T *__restrict__ w,
                                                 const T *__restrict__ b, T *__restrict__ y,
-                                                int act, cuk_ufn fn, cuk_ew_params p)
+                                                int act, cuk_ufn fn, cuk_ew_params p, int pre,
+                                                cuk_ufn pfn, cuk_ew_params pp)
 {
     constexpr int KK = K * K, NR = (TH - 1) * S + K, NI = (TW - 1) * S + K;
     __shared__ float ws[KK][4 * kMaxVecs];
@@ -144,8 +150,12 @@ __global__ void __launch_bounds__(256) k_dw_vec(cuk_dw_desc d, const T *__restri
 #pragma unroll
             for (int k = 0; k < NI; k++) {
                 const int ix = ix0 + k;
-                xin[k] = ix >= 0 && ix < W ? vec4<T>::ld(xn + ((int64_t)iy * W + ix) * C)
-                                           : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                if (ix >= 0 && ix < W) {
+                    xin[k] = vec4<T>::ld(xn + ((int64_t)iy * W + ix) * C);
+                    if (pre) xin[k] = act4(xin[k], pfn, pp);
+                } else {
+                    xin[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f); /* padding: after pre */
+                }
             }
 #pragma unroll
             for (int oy = 0; oy < TH; oy++) {
@@ -188,7 +198,8 @@ int64_t vec_target_blocks()
 
 template <typename T>
 cudaError_t dw_vec_launch(const cuk_dw_desc *d, const T *x, const T *w, const T *b, T *y, int act,
-                          cuk_ufn fn, const cuk_ew_params &p, cudaStream_t stream)
+                          cuk_ufn fn, const cuk_ew_params &p, int pre, cuk_ufn pfn,
+                          const cuk_ew_params &pp, cudaStream_t stream)
 {
     const int K = d->kh, S = d->sh, TH = d->tile_h, TW = d->tile_w;
     const int CV = (int)(d->c / 4);
@@ -204,7 +215,8 @@ cudaError_t dw_vec_launch(const cuk_dw_desc *d, const T *x, const T *w, const T 
     const dim3 grid((unsigned)bx, (unsigned)gy), block((unsigned)dx, (unsigned)dy);
 #define CUK_DW_VEC(KK, SS, HH, WW)                                                                 \
     if (K == KK && S == SS && TH == HH && TW == WW) {                                              \
-        k_dw_vec<T, KK, SS, HH, WW><<<grid, block, 0, stream>>>(*d, x, w, b, y, act, fn, p);       \
+        k_dw_vec<T, KK, SS, HH, WW><<<grid, block, 0, stream>>>(*d, x, w, b, y, act, fn, p, pre,  \
+                                                                pfn, pp);                          \
         return cudaGetLastError();                                                                 \
     }
     CUK_DW_VEC(3, 1, 1, 4)
@@ -249,7 +261,9 @@ extern "C" int cuk_depthwise_vec_tiles(const cuk_dw_desc *d, int max, int *th, i
 
 extern "C" cudaError_t cuk_depthwise_vec(cuk_type t, const cuk_dw_desc *d, const void *x,
                                          const void *w, const void *bias, int act, cuk_ufn fn,
-                                         const cuk_ew_params *p, void *y, cudaStream_t stream)
+                                         const cuk_ew_params *p, int pre, cuk_ufn pre_fn,
+                                         const cuk_ew_params *pre_p, void *y,
+                                         cudaStream_t stream)
 {
     int th[8], tw[8];
     const int n = cuk_depthwise_vec_tiles(d, 8, th, tw);
@@ -262,10 +276,10 @@ extern "C" cudaError_t cuk_depthwise_vec(cuk_type t, const cuk_dw_desc *d, const
         return cudaErrorNotSupported;
     if (d->n * d->oh * d->ow == 0) return cudaSuccess;
     cuk_ew_params none = {0.0f, 0.0f, 0.0f, 0, 0};
-    const cuk_ew_params &pp = p ? *p : none;
+    const cuk_ew_params &pp = p ? *p : none, &qp = pre_p ? *pre_p : none;
     CUK_DISPATCH_FP((cuk_dtype)t, T, {
         return dw_vec_launch<T>(d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn,
-                                pp, stream);
+                                pp, pre, pre_fn, qp, stream);
     });
     return cudaErrorInvalidValue;
 }
