@@ -699,7 +699,8 @@ static void test_conv_cublaslt(void **state)
  * inverted residual block in NHWC, its 1x1 layers forced onto cuBLASLt, in
  * every math mode against the unforced fp32 plan.  The expansion's Relu6
  * is applied by the depthwise kernel as it reads the product (a
- * prologue), or with `--ablate act-prologue` a kernel after the product;
+ * prologue) where that measures faster than its own pass, else (and with
+ * `--ablate act-prologue`) a kernel after the product;
  * the widening's Swish, read by no convolution, is a kernel after it. */
 static void test_conv_cublaslt_act_after(void **state)
 {
@@ -712,7 +713,7 @@ static void test_conv_cublaslt_act_after(void **state)
     float *x = random_values(nx, 11);
     opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};
     float *ref = infer(env.gpu, g, &base, x, 0, &n_ref);
-    int failures = 0;
+    int failures = 0, prologues = 0;
     for (int ab = 0; ab < 2; ab++)
         for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
             opsched_exec_options o = lt_forced((opsched_math)m);
@@ -734,16 +735,17 @@ static void test_conv_cublaslt_act_after(void **state)
                           err < tolerance[m] ? "" : "  FAILED");
             failures += !(err < tolerance[m]);
             /* the Relu6 (Clip) cuBLASLt lacks: applied by the depthwise
-             * kernel as it reads, or a kernel after the product */
-            if (ab) {
-                assert_string_equal(expand, "cublaslt+bias+Clip");
-                assert_string_equal(relu6, "fused");
-                assert_null(strstr(dw, ", input"));
-            } else {
+             * kernel as it reads where that measured faster (never when
+             * ablated), else a kernel after the product */
+            if (!ab && strstr(dw, ", input Clip")) {
+                prologues++;
                 assert_string_equal(expand, "cublaslt+bias");
                 assert_string_equal(relu6, "fused into dw");
                 assert_true(strncmp(dw, "depthwise/vec", 13) == 0);
-                assert_non_null(strstr(dw, ", input Clip"));
+            } else {
+                assert_string_equal(expand, "cublaslt+bias+Clip");
+                assert_string_equal(relu6, "fused");
+                assert_null(strstr(dw, ", input"));
             }
             assert_int_equal(opsched_executor_layer(ex, 1)->role, OPSCHED_ROLE_FUSED);
             assert_string_equal(project, "cublaslt+bias+residual");
@@ -751,6 +753,8 @@ static void test_conv_cublaslt_act_after(void **state)
             opsched_executor_free(ex);
             free(y);
         }
+    print_message("  the depthwise kernel applied the Relu6 in %d of %d math modes\n", prologues,
+                  OPSCHED_MATH_COUNT);
     assert_int_equal(failures, 0);
     free(ref);
     free(x);
@@ -788,7 +792,8 @@ static void test_depthwise_vec(void **state)
             snprintf(want, sizeof(want), "depthwise/vec%.3s+HardSwish", tiles[t] + 7);
             print_message("  %s C=%lld: %s\n", tiles[t], (long long)shapes[s].d[1] * 4,
                           opsched_executor_layer(ex, 2)->algo);
-            assert_string_equal(opsched_executor_layer(ex, 2)->algo, want);
+            /* (", input Clip" after it where the expansion ran its Relu6 apart) */
+            assert_true(strncmp(opsched_executor_layer(ex, 2)->algo, want, strlen(want)) == 0);
             assert_int_equal(opsched_executor_layer(ex, 3)->role, OPSCHED_ROLE_FUSED);
             opsched_executor_free(ex);
         }

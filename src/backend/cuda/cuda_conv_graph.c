@@ -88,8 +88,15 @@ typedef struct conv_choice {
      * -1 when not; dw_tile and dw_tile_h the kernel variant that
      * measured fastest (cuk_dw_desc.tile_w and tile_h), dw_vec_w and
      * dw_vec_h the fastest of the four-channel kernel's tiles (0: none),
-     * which a prologue activation takes. */
+     * which a prologue activation takes; dw_ms the time of the variant
+     * kept (own or cuDNN's). */
     int dw_wins, dw_tile, dw_tile_h, dw_vec_w, dw_vec_h;
+    float dw_ms;
+    /* For a depthwise convolution reading an activation (a prologue): the
+     * activation (cuk_ufn + 1) the verdict is for, 0 until measured; then
+     * pre_wins 1 when the kernel applying it as it reads measured faster
+     * than the convolution as kept plus the activation's pass, else -1. */
+    int pre_fn, pre_wins;
     /* For a 1x1 convolution: 0 until the cuBLASLt product is measured
      * against cuDNN's plan and its epilogue, then 1 when it was faster and
      * -1 when not; one verdict each without a residual, with one, with
@@ -1230,7 +1237,8 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
         int th = 0, v = cu_own_variant(a->opts->algo, &th); /* the variant the name asks for */
         p->dw.tile_w = v == -2 ? 0 : v;
         p->dw.tile_h = th;
-        if (th > 0) { /* a tile this layer's window lacks: the planner's variant */
+        if (th > 0 && !p->dw_nhwc) p->dw.tile_h = 0; /* the four-channel kernel is NHWC's */
+        if (th > 0 && p->dw_nhwc) { /* a tile this layer's window lacks: the planner's variant */
             int vh[16], vw[16], has = 0;
             int nv = cuk_depthwise_vec_tiles(&p->dw, 16, vh, vw);
             for (int k = 0; k < nv && k < 16; k++)
@@ -1280,6 +1288,7 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
         }
         OS_TRY(time_choice(a, p->ch, &p->bias, 0, &cudnn));
         keyed->dw_wins = mine >= 0.0f && (cudnn < 0.0f || mine < cudnn) ? 1 : -1;
+        keyed->dw_ms = keyed->dw_wins > 0 ? mine : cudnn;
         if (n_var > 1)
             os_log(a->ctx, OPSCHED_LOG_DEBUG,
                    "cuda: node '%s': depthwise: own kernel %.4f ms (generic %.4f, tile widths "
@@ -1700,33 +1709,76 @@ static opsched_status pick_norm(const cu_plan_args *a, graph_plan *p, conv_choic
     return OPSCHED_OK;
 }
 
+static opsched_status enqueue_depthwise_pre(const cu_plan_args *a, void *env, cudaStream_t s)
+{
+    plan_run *d = env;
+    const graph_plan *p = d->p;
+    CUDA_CHECK(a->ctx, cuk_depthwise_vec(a->kt, &p->dw, d->x, d->w, d->b, p->dw_act.on,
+                                         p->dw_act.fn, &p->dw_act.prm, 1, p->dw_pre.fn,
+                                         &p->dw_pre.prm, d->y, s));
+    return OPSCHED_OK;
+}
+
+/* The activation's own pass over the input, as its producer runs it. */
+static opsched_status enqueue_pre_pass(const cu_plan_args *a, void *env, cudaStream_t s)
+{
+    plan_run *d = env;
+    const graph_plan *p = d->p;
+    CUDA_CHECK(a->ctx, cuk_ew_unary(p->dw_pre.fn, &p->dw_pre.prm, (cuk_dtype)a->kt,
+                                    (cuk_dtype)a->kt, p->dw_pre_numel, d->x, d->x, s));
+    return OPSCHED_OK;
+}
+
 /* A prologue activation (opsched_plan_options.fuse_prologue): a depthwise
- * convolution the four-channel kernel runs applies the activation that
- * produced its input as it reads it, with the tile that measured fastest
- * among that kernel's (whatever won overall: the producer's pass over its
- * output that this saves outweighs the difference), or the one `own`
- * names. */
-static void pick_prologue(const cu_plan_args *a, graph_plan *p, const conv_choice *keyed, int own)
+ * convolution in NHWC applies the activation that produced its input as
+ * it reads it, in the four-channel kernel's fastest tile, where that
+ * measured faster than the convolution as kept plus the activation's own
+ * pass over the input (once per configuration and activation: the
+ * verdict lives in the keyed choice), or always under `own` with one of
+ * that kernel's tiles named. */
+static opsched_status pick_prologue(const cu_plan_args *a, graph_plan *p, conv_choice *keyed,
+                                    int own)
 {
     opsched_conv_prologue cp;
     int node = cu_node_index(a);
-    if (!a->opts->fuse_prologue || (a->opts->ablate & OPSCHED_ABLATE_PROLOGUE) || node < 0 ||
-        p->res || !opsched_conv_prologue_find(a->g, node, &cp))
-        return;
+    if (!a->opts->fuse_prologue ||
+        (a->opts->ablate & (OPSCHED_ABLATE_PROLOGUE | OPSCHED_ABLATE_DEPTHWISE)) || node < 0 ||
+        p->res || !p->dw_nhwc || !opsched_conv_prologue_find(a->g, node, &cp))
+        return OPSCHED_OK;
     const opsched_tensor *x = cu_in(a, 0);
-    const opsched_tensor *px = opsched_graph_tensor(a->g, opsched_graph_node(a->g, cp.act)->inputs[0]);
-    if (!px || px->dtype != x->dtype) return;
+    const opsched_tensor *px =
+        opsched_graph_tensor(a->g, opsched_graph_node(a->g, cp.act)->inputs[0]);
+    cu_act pre;
+    cu_act_of(a, cp.act, &pre);
+    if (!px || px->dtype != x->dtype || !cuk_depthwise_vec_pre_ok(pre.fn)) return OPSCHED_OK;
+    graph_plan trial = *p;
+    trial.dw_pre = pre;
+    trial.dw_pre_numel = opsched_shape_numel(&x->shape);
     if (own) {
-        if (!p->use_dw || p->dw.tile_h <= 0) return;
+        if (!p->use_dw || p->dw.tile_h <= 0) return OPSCHED_OK;
     } else {
-        if (keyed->dw_vec_h <= 0) return;
-        p->dw.tile_w = keyed->dw_vec_w;
-        p->dw.tile_h = keyed->dw_vec_h; /* p->dw_act is set where the tiles were timed */
-        p->use_dw = 1;
-        p->use_gemm = p->use_ig = 0;
+        if (keyed->dw_vec_h <= 0 || keyed->dw_ms <= 0.0f) return OPSCHED_OK;
+        trial.dw.tile_w = keyed->dw_vec_w;
+        trial.dw.tile_h = keyed->dw_vec_h;
+        if (keyed->pre_fn != (int)pre.fn + 1) {
+            float with = -1.0f, pass = -1.0f;
+            OS_TRY(time_plan(a, &trial, 0, enqueue_depthwise_pre, &with));
+            OS_TRY(time_plan(a, &trial, 0, enqueue_pre_pass, &pass));
+            keyed->pre_fn = (int)pre.fn + 1;
+            keyed->pre_wins = with >= 0.0f && pass >= 0.0f && with < keyed->dw_ms + pass ? 1 : -1;
+            os_log(a->ctx, OPSCHED_LOG_DEBUG,
+                   "cuda: node '%s': with its input's %s applied as it reads (tile %dx%d) "
+                   "%.4f ms, as kept %.4f ms and the %s's pass %.4f ms",
+                   a->node->name, opsched_node_op_name(pre.node), trial.dw.tile_h,
+                   trial.dw.tile_w, (double)with, (double)keyed->dw_ms,
+                   opsched_node_op_name(pre.node), (double)pass);
+        }
+        if (keyed->pre_wins < 0) return OPSCHED_OK;
+        trial.use_dw = 1;
+        trial.use_gemm = trial.use_ig = 0;
     }
-    cu_act_of(a, cp.act, &p->dw_pre);
-    p->dw_pre_numel = opsched_shape_numel(&x->shape);
+    *p = trial;
+    return OPSCHED_OK;
 }
 
 opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force force,
@@ -1778,7 +1830,7 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
     if (st == OPSCHED_OK && (force == CU_CONV_TIMED || own))
         st = pick_norm(a, p, keyed, &act, own);
     if (st == OPSCHED_OK && !p->use_ln && force != CU_CONV_CUBLASLT && force != CU_CONV_IM2COL)
-        pick_prologue(a, p, keyed, own);
+        st = pick_prologue(a, p, keyed, own);
     choice_unref(keyed);
     if (st != OPSCHED_OK) goto fail;
     base->workspace_bytes = p->use_dw || p->use_gemm || p->use_ig || p->use_ln ? 0 : ch->workspace;

@@ -389,12 +389,16 @@ cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc, const void
 int cuk_depthwise_vec_tiles(const cuk_dw_desc *d, int max, int *th, int *tw);
 /* The four-channel kernel itself, with pre_fn (pre_p its constants)
  * applied to every input value as it is read when pre (a prologue
- * activation: y = conv(pre_fn(x)), the padding zero after it);
- * cudaErrorNotSupported for a shape, tile or alignment it does not have. */
+ * activation: y = conv(pre_fn(x)), the padding zero after it; one of
+ * cuk_depthwise_vec_pre_ok's); cudaErrorNotSupported for a shape, tile,
+ * alignment or prologue it does not have. */
 cudaError_t cuk_depthwise_vec(cuk_type t, const cuk_dw_desc *d, const void *x, const void *w,
                               const void *bias, int act, cuk_ufn fn, const cuk_ew_params *p,
                               int pre, cuk_ufn pre_fn, const cuk_ew_params *pre_p, void *y,
                               cudaStream_t stream);
+/* 1 when cuk_depthwise_vec applies fn as a prologue (Relu, Clip,
+ * HardSigmoid, HardSwish, Swish, Sigmoid: computed inline), else 0. */
+int cuk_depthwise_vec_pre_ok(cuk_ufn fn);
 /* A depthwise convolution d in NHWC (one filter a channel, a square window
  * of 3, 5 or 7, stride 1 or 2, dilation 1, at most 1024 channels) and the
  * LayerNormalization over each output pixel's channels after it: y [n, oh,

@@ -21,6 +21,7 @@
  * producing 1x1 product then costs no pass of its own (MobileNets' Relu6
  * and HardSwish, which cuBLASLt's epilogues lack).
  */
+#include <math.h>
 #include <stdint.h>
 
 #include "backend/cuda/kernels_common.cuh"
@@ -87,11 +88,87 @@ __device__ __forceinline__ void fma4(float4 &a, float4 x, float4 w)
 }
 
 /* The activation of four values: one copy of ufloat's switch a kernel
- * rather than one an output the tile unrolls. */
+ * rather than one an output the tile unrolls (for the activations
+ * dw_act_of has no inline form for: a call, which saves and restores the
+ * live registers around it). */
 __device__ __noinline__ float4 act4(float4 v, cuk_ufn fn, const cuk_ew_params p)
 {
     return make_float4(ufloat(fn, v.x, p), ufloat(fn, v.y, p), ufloat(fn, v.z, p),
                        ufloat(fn, v.w, p));
+}
+
+/* An activation as the kernel applies it: the common ones inline, t =
+ * min(max(s * x + o, lo), hi) and then kind 1 t (Relu, Clip, HardSigmoid)
+ * or 2 x * t (HardSwish), 3 x * sigmoid(s * x) (Swish), 4 sigmoid(x); 5
+ * any other through act4; 0 none. */
+struct dw_act {
+    int kind;
+    float s, o, lo, hi;
+    cuk_ufn fn;
+    cuk_ew_params p;
+};
+
+dw_act dw_act_of(int on, cuk_ufn fn, const cuk_ew_params &p)
+{
+    dw_act a = {on ? 5 : 0, 1.0f, 0.0f, -INFINITY, INFINITY, fn, p};
+    if (!on) return a;
+    switch (fn) {
+    case CUK_U_RELU:
+        a.kind = 1;
+        a.lo = 0.0f;
+        break;
+    case CUK_U_CLIP:
+        a.kind = 1;
+        a.lo = p.alpha;
+        a.hi = p.beta;
+        break;
+    case CUK_U_HARDSIGMOID:
+        a.kind = 1;
+        a.s = p.alpha;
+        a.o = p.beta;
+        a.lo = 0.0f;
+        a.hi = 1.0f;
+        break;
+    case CUK_U_HARDSWISH:
+        a.kind = 2;
+        a.s = 1.0f / 6.0f;
+        a.o = 0.5f;
+        a.lo = 0.0f;
+        a.hi = 1.0f;
+        break;
+    case CUK_U_SWISH:
+        a.kind = 3;
+        a.s = p.alpha;
+        break;
+    case CUK_U_SIGMOID:
+        a.kind = 4;
+        break;
+    default:
+        break;
+    }
+    return a;
+}
+
+__device__ __forceinline__ float act1(const dw_act &a, float x)
+{
+    const float t = fminf(fmaxf(fmaf(a.s, x, a.o), a.lo), a.hi);
+    switch (a.kind) {
+    case 1:
+        return t;
+    case 2:
+        return x * t;
+    case 3:
+        return x / (1.0f + __expf(-a.s * x));
+    default:
+        return 1.0f / (1.0f + __expf(-x));
+    }
+}
+
+__device__ __forceinline__ float4 apply(const dw_act &a, float4 v)
+{
+    if (a.kind == 0) return v;
+    if (a.kind == 5) return act4(v, a.fn, a.p);
+    return make_float4(act1(a, v.x), act1(a, v.y), act1(a, v.z), act1(a, v.w));
 }
 
 /* Channel vectors (four channels) a block holds at most: its filters sit
@@ -102,8 +179,7 @@ template <typename T, int K, int S, int TH, int TW>
 __global__ void __launch_bounds__(256) k_dw_vec(cuk_dw_desc d, const T *__restrict__ x,
                                                 const T *__restrict__ w,
                                                 const T *__restrict__ b, T *__restrict__ y,
-                                                int act, cuk_ufn fn, cuk_ew_params p, int pre,
-                                                cuk_ufn pfn, cuk_ew_params pp)
+                                                dw_act post, dw_act pre)
 {
     constexpr int KK = K * K, NR = (TH - 1) * S + K, NI = (TW - 1) * S + K;
     __shared__ float ws[KK][4 * kMaxVecs];
@@ -152,7 +228,7 @@ __global__ void __launch_bounds__(256) k_dw_vec(cuk_dw_desc d, const T *__restri
                 const int ix = ix0 + k;
                 if (ix >= 0 && ix < W) {
                     xin[k] = vec4<T>::ld(xn + ((int64_t)iy * W + ix) * C);
-                    if (pre) xin[k] = act4(xin[k], pfn, pp);
+                    xin[k] = apply(pre, xin[k]);
                 } else {
                     xin[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f); /* padding: after pre */
                 }
@@ -175,7 +251,7 @@ __global__ void __launch_bounds__(256) k_dw_vec(cuk_dw_desc d, const T *__restri
 #pragma unroll
             for (int ox = 0; ox < TW; ox++) {
                 if (ox0 + ox >= OW) break;
-                vec4<T>::st(out + (int64_t)ox * C, act ? act4(acc[oy][ox], fn, p) : acc[oy][ox]);
+                vec4<T>::st(out + (int64_t)ox * C, apply(post, acc[oy][ox]));
             }
         }
     }
@@ -197,9 +273,8 @@ int64_t vec_target_blocks()
 }
 
 template <typename T>
-cudaError_t dw_vec_launch(const cuk_dw_desc *d, const T *x, const T *w, const T *b, T *y, int act,
-                          cuk_ufn fn, const cuk_ew_params &p, int pre, cuk_ufn pfn,
-                          const cuk_ew_params &pp, cudaStream_t stream)
+cudaError_t dw_vec_launch(const cuk_dw_desc *d, const T *x, const T *w, const T *b, T *y,
+                          const dw_act &post, const dw_act &pre, cudaStream_t stream)
 {
     const int K = d->kh, S = d->sh, TH = d->tile_h, TW = d->tile_w;
     const int CV = (int)(d->c / 4);
@@ -215,8 +290,7 @@ cudaError_t dw_vec_launch(const cuk_dw_desc *d, const T *x, const T *w, const T 
     const dim3 grid((unsigned)bx, (unsigned)gy), block((unsigned)dx, (unsigned)dy);
 #define CUK_DW_VEC(KK, SS, HH, WW)                                                                 \
     if (K == KK && S == SS && TH == HH && TW == WW) {                                              \
-        k_dw_vec<T, KK, SS, HH, WW><<<grid, block, 0, stream>>>(*d, x, w, b, y, act, fn, p, pre,  \
-                                                                pfn, pp);                          \
+        k_dw_vec<T, KK, SS, HH, WW><<<grid, block, 0, stream>>>(*d, x, w, b, y, post, pre);       \
         return cudaGetLastError();                                                                 \
     }
     CUK_DW_VEC(3, 1, 1, 4)
@@ -276,10 +350,19 @@ extern "C" cudaError_t cuk_depthwise_vec(cuk_type t, const cuk_dw_desc *d, const
         return cudaErrorNotSupported;
     if (d->n * d->oh * d->ow == 0) return cudaSuccess;
     cuk_ew_params none = {0.0f, 0.0f, 0.0f, 0, 0};
-    const cuk_ew_params &pp = p ? *p : none, &qp = pre_p ? *pre_p : none;
+    const dw_act post = dw_act_of(act, fn, p ? *p : none);
+    const dw_act in = dw_act_of(pre, pre_fn, pre_p ? *pre_p : none);
+    if (in.kind == 5) return cudaErrorNotSupported; /* a prologue it has no inline form for */
     CUK_DISPATCH_FP((cuk_dtype)t, T, {
-        return dw_vec_launch<T>(d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn,
-                                pp, pre, pre_fn, qp, stream);
+        return dw_vec_launch<T>(d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, post, in,
+                                stream);
     });
     return cudaErrorInvalidValue;
+}
+
+extern "C" int cuk_depthwise_vec_pre_ok(cuk_ufn fn)
+{
+    const cuk_ew_params none = {0.0f, 0.0f, 0.0f, 0, 0};
+    const int kind = dw_act_of(1, fn, none).kind;
+    return kind >= 1 && kind <= 4;
 }
