@@ -397,7 +397,7 @@ cudaError_t cuk_depthwise_vec(cuk_type t, const cuk_dw_desc *d, const void *x, c
                               int pre, cuk_ufn pre_fn, const cuk_ew_params *pre_p, void *y,
                               cudaStream_t stream);
 /* 1 when cuk_depthwise_vec applies fn as a prologue (Relu, Clip,
- * HardSigmoid, HardSwish, Swish, Sigmoid: computed inline), else 0. */
+ * HardSigmoid, HardSwish: computed inline in their clamp form), else 0. */
 int cuk_depthwise_vec_pre_ok(cuk_ufn fn);
 /* A depthwise convolution d in NHWC (one filter a channel, a square window
  * of 3, 5 or 7, stride 1 or 2, dilation 1, at most 1024 channels) and the
