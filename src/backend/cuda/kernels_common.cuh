@@ -192,6 +192,22 @@ inline unsigned grid_for(int64_t n, int per_block = kThreads)
     return (unsigned)(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b));
 }
 
+/* The current device's multiprocessors, queried once (132, an H100's, when
+ * the query fails): what launches sized to fill the GPU count blocks by. */
+inline int sm_count()
+{
+    static int sms = 0;
+    if (sms == 0) {
+        int dev = 0, n = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+            n <= 0)
+            n = 132;
+        sms = n;
+    }
+    return sms;
+}
+
 #define CUK_GRID_STRIDE(i, n)                                                                      \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                     \
          i += (int64_t)gridDim.x * blockDim.x)

@@ -185,19 +185,10 @@ __global__ void __launch_bounds__(256) k_dw_tile(cuk_dw_desc d, const T *__restr
     }
 }
 
-/* Blocks a launch should fill the GPU with: two an SM (queried once). */
+/* Blocks a launch should fill the GPU with: two an SM. */
 static int64_t dw_target_blocks()
 {
-    static int sms = 0;
-    if (sms == 0) {
-        int dev = 0, n = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-            n <= 0)
-            n = 132;
-        sms = n;
-    }
-    return 2 * (int64_t)sms;
+    return 2 * (int64_t)sm_count();
 }
 
 /* Launches k_dw_tile for the shapes it has (1 when launched).  A thread

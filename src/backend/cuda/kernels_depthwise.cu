@@ -231,19 +231,10 @@ __global__ void __launch_bounds__(256) k_dw_vec(cuk_dw_desc d, const T *__restri
     }
 }
 
-/* Blocks a launch should fill the GPU with: eight an SM (queried once). */
+/* Blocks a launch should fill the GPU with: eight an SM. */
 int64_t vec_target_blocks()
 {
-    static int sms = 0;
-    if (sms == 0) {
-        int dev = 0, n = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-            n <= 0)
-            n = 132;
-        sms = n;
-    }
-    return 8 * (int64_t)sms;
+    return 8 * (int64_t)sm_count();
 }
 
 template <typename T>
