@@ -31,12 +31,13 @@ N nodes (the inference, not the small graphs that time stages).  Give the
 layout the network deploys with (--layout), or the layout trials' graphs
 come first.
 
-Under ncu opsched's planner times its candidates several times slower than
-they run (every launch goes through the profiler), so the plan it keeps
-there may not be the deployed one (bench/results/networks/h200-2026-11-29/
-b16-kernels: 74 kernels under ncu against 54 launches deployed).  Read the
-kernels' own times here, and the planner's verdicts from a plain run
-(OPSCHED_LOG=debug) or `opsched profile`'s per-layer algorithms.
+Under ncu opsched's planner times its candidates far slower than they run
+(every launch goes through the profiler: in bench/results/networks/
+h200-2026-11-29/b16-kernels its timings read about 0.06 ms for products
+whose kernels ncu timed at 7 us), so the plan it keeps there may not be the
+deployed one.  Read the kernels' own times here, and the planner's verdicts
+from a plain run (OPSCHED_LOG=debug) or `opsched profile`'s per-layer
+algorithms.
 
 One caveat, seen on an H200 (bench/results/networks/h200-2026-11-28/se-split):
 cuDNN's conv2d_grouped_direct_kernel read several times longer under ncu
