@@ -1237,10 +1237,9 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
         int th = 0, v = cu_own_variant(a->opts->algo, &th); /* the variant the name asks for */
         p->dw.tile_w = v == -2 ? 0 : v;
         p->dw.tile_h = th;
-        if (th > 0 && !p->dw_nhwc) p->dw.tile_h = 0; /* the four-channel kernel is NHWC's */
-        if (th > 0 && p->dw_nhwc) { /* a tile this layer's window lacks: the planner's variant */
+        if (th > 0) { /* NCHW, or a tile this layer's window lacks: the planner's variant */
             int vh[16], vw[16], has = 0;
-            int nv = cuk_depthwise_vec_tiles(&p->dw, 16, vh, vw);
+            int nv = p->dw_nhwc ? cuk_depthwise_vec_tiles(&p->dw, 16, vh, vw) : 0;
             for (int k = 0; k < nv && k < 16; k++)
                 has = has || (vh[k] == th && vw[k] == v);
             if (!has) p->dw.tile_w = p->dw.tile_h = 0;

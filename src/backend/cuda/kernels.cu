@@ -224,72 +224,6 @@ __global__ void k_binary_flat4(cuk_binary_op op, int64_t n4, const float4 *a, co
 
 /* ---- data movement --------------------------------------------------- */
 
-template <typename E> __global__ void k_copy(cuk_nd d, int64_t n, const E *src, E *dst)
-{
-    GRID_STRIDE(i, n)
-    {
-        int64_t off[2];
-        nd_offsets<2>(d, i, off);
-        dst[off[0]] = src[off[1]];
-    }
-}
-
-/* The copy with 32-bit index arithmetic, for copies whose element count
- * and offsets fit it: a gather of a channel shuffle does a division a
- * dimension for every element, and a 64-bit division costs several times
- * a 32-bit one (ShuffleNetV2's shuffles at batch 16 ran at a sixth of the
- * bandwidth a copy has on an H200). */
-struct copy_nd32 {
-    int ndim;
-    int32_t shape[CUK_MAX_DIMS];
-    int32_t stride[2][CUK_MAX_DIMS];
-    int32_t offset[2];
-};
-
-template <typename E>
-__global__ void k_copy32(const __grid_constant__ copy_nd32 d, int32_t n, const E *src, E *dst)
-{
-    for (int32_t i = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < n;
-         i += (int32_t)(gridDim.x * blockDim.x)) {
-        int32_t o0 = d.offset[0], o1 = d.offset[1], r = i;
-        for (int j = d.ndim - 1; j >= 0; j--) {
-            const int32_t q = r / d.shape[j], c = r - q * d.shape[j];
-            r = q;
-            o0 += c * d.stride[0][j];
-            o1 += c * d.stride[1][j];
-        }
-        dst[o0] = src[o1];
-    }
-}
-
-/* 1 with *out the 32-bit form of nd's first two operands when its element
- * count (with a grid stride's overshoot) and every offset fit int32. */
-static int copy_nd_fits32(const cuk_nd *nd, int64_t n, copy_nd32 *out)
-{
-    if (nd->ndim < 1 || nd->ndim > CUK_MAX_DIMS ||
-        n > (int64_t)INT32_MAX - (int64_t)kMaxBlocks * kThreads)
-        return 0;
-    memset(out, 0, sizeof(*out));
-    out->ndim = nd->ndim;
-    for (int k = 0; k < 2; k++) {
-        int64_t lo = nd->offset[k], hi = nd->offset[k];
-        for (int j = 0; j < nd->ndim; j++) {
-            const int64_t span = (nd->shape[j] - 1) * nd->stride[k][j];
-            if (span > 0)
-                hi += span;
-            else
-                lo += span;
-            if (nd->stride[k][j] < INT32_MIN || nd->stride[k][j] > INT32_MAX) return 0;
-            out->stride[k][j] = (int32_t)nd->stride[k][j];
-        }
-        if (lo < INT32_MIN || hi > INT32_MAX) return 0;
-        out->offset[k] = (int32_t)nd->offset[k];
-    }
-    for (int j = 0; j < nd->ndim; j++)
-        out->shape[j] = (int32_t)nd->shape[j];
-    return 1;
-}
-
 /* Concat and Split move rows: `rows` rows of each piece, `row` units long,
  * from src (rows `spitch` apart) to dst (rows `dpitch` apart).  A unit is
  * the widest of 16, 8, 4, 2 or 1 bytes that every pointer, length and pitch
@@ -1118,22 +1052,6 @@ extern "C" cudaError_t cuk_binary(cuk_type t, cuk_binary_op op, const cuk_nd *nd
     }
     DISPATCH_FLOAT(t, k_binary<T><<<blocks_for(n), kThreads, 0, stream>>>(op, *nd, n, (const T *)a,
                                                                           (const T *)b, (T *)y));
-    return cudaGetLastError();
-}
-
-extern "C" cudaError_t cuk_copy(size_t elem, const cuk_nd *nd, const void *src, void *dst,
-                                cudaStream_t stream)
-{
-    int64_t n = nd_numel(nd);
-    if (n <= 0) return cudaSuccess;
-    copy_nd32 narrow;
-    if (copy_nd_fits32(nd, n, &narrow)) {
-        DISPATCH_SIZE(elem, k_copy32<E><<<blocks_for(n), kThreads, 0, stream>>>(
-                                narrow, (int32_t)n, (const E *)src, (E *)dst));
-        return cudaGetLastError();
-    }
-    DISPATCH_SIZE(elem, k_copy<E>
-                  <<<blocks_for(n), kThreads, 0, stream>>>(*nd, n, (const E *)src, (E *)dst));
     return cudaGetLastError();
 }
 
