@@ -284,10 +284,10 @@ template <typename E> struct where_f {
 /* ---- Copy ----------------------------------------------------------- */
 
 /* A strided copy (movement gathers, layout copies): run_nd's 32-bit
- * index path where it fits, which a channel shuffle's per-dimension
- * divisions need (with 64-bit ones ShuffleNetV2's shuffles at batch 16 ran
- * at a sixth of a copy's bandwidth on an H200), and its packed path for a
- * plain copy. */
+ * index path where it fits, for a channel shuffle's divisions a dimension
+ * an element (with 64-bit ones, ShuffleNetV2's shuffles at batch 16 took
+ * several times what their bytes need on an H200, read by ncu), and its
+ * packed path for a plain copy. */
 template <typename E> struct copy_f {
     const E *x;
     E *y;
