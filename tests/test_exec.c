@@ -663,6 +663,80 @@ static void test_conv_prologue(void **state)
     opsched_graph_free(h);
 }
 
+/* A gated map's product (opsched_conv_gate_find): the 1x1 convolution
+ * after each gate's multiply applies the gate itself, the Mul runs nothing
+ * and its map is read in its place; against the reference with it, with
+ * it ablated and with fusion off, and the pattern's edges. */
+static void test_gated_product(void **state)
+{
+    (void)state;
+    opsched_shape xs = {4, {2, 12, 5, 7}};
+    opsched_graph *g = netref_gated_product_graph(env.ctx, &xs, 3, 47);
+    assert_non_null(g);
+    opsched_conv_gate cg;
+    assert_int_equal(opsched_conv_gate_find(g, 6, &cg), 1);
+    assert_int_equal(cg.mul, 5);
+    assert_int_equal(cg.x, opsched_graph_input(g, 0));
+    assert_int_equal(cg.scale, opsched_graph_node(g, 4)->outputs[0]);
+    assert_int_equal(opsched_conv_gate_find(g, 14, &cg), 1); /* Mul(s, y) */
+    assert_int_equal(cg.mul, 13);
+    assert_int_equal(cg.x, opsched_graph_node(g, 7)->outputs[0]);
+    assert_int_equal(opsched_conv_gate_find(g, 1, NULL), 0); /* reads a mean */
+    assert_int_equal(opsched_conv_gate_find(g, 7, NULL), 0); /* not a convolution */
+    if (env.cpu) {
+        opsched_exec_options on = {.plan = {.fuse_activation = 1}}, off = {0};
+        opsched_exec_options ablated = on;
+        ablated.plan.ablate = OPSCHED_ABLATE_GATE;
+        compare_with_reference(g, &on, 1e-5);
+        compare_with_reference(g, &ablated, 1e-5);
+        compare_with_reference(g, &off, 1e-5);
+        for (int ab = 0; ab < 2; ab++) {
+            opsched_executor *ex = NULL;
+            CHECK(opsched_executor_create(env.cpu, g, NULL, ab ? &ablated : &on, &ex));
+            opsched_exec_info info;
+            CHECK(opsched_executor_info(ex, &info));
+            assert_int_equal(info.n_gates_folded, ab ? 0 : 2);
+            if (!ab) {
+                assert_string_equal(opsched_executor_layer(ex, 5)->algo, "fused into proj");
+                assert_string_equal(opsched_executor_layer(ex, 13)->algo, "fused into widen");
+                assert_int_equal(opsched_executor_layer(ex, 5)->role, OPSCHED_ROLE_FUSED);
+                assert_int_equal(opsched_executor_layer(ex, 7)->role, OPSCHED_ROLE_FUSED);
+            } else {
+                assert_null(strstr(opsched_executor_layer(ex, 5)->algo, "fused into"));
+            }
+            opsched_executor_free(ex);
+        }
+    }
+    opsched_graph_free(g);
+
+    /* the multiply's output read twice, and a scale of another shape */
+    opsched_graph *h = NULL;
+    int x, s, t[4];
+    opsched_shape ss = {4, {2, 12, 1, 1}}, bs = {4, {1, 12, 1, 1}};
+    opsched_conv_desc c1 = {.out_channels = 4, .kernel_h = 1, .kernel_w = 1, .stride_h = 1,
+                            .stride_w = 1};
+    opsched_conv_desc c3 = c1;
+    c3.kernel_h = c3.kernel_w = 3;
+    CHECK(opsched_graph_create(env.ctx, "gates", &h));
+    CHECK(opsched_graph_add_tensor(h, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
+    CHECK(opsched_graph_add_tensor(h, "s", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &ss, &s));
+    CHECK(opsched_build_binary(h, "m", OPSCHED_OP_MUL, x, s, &t[0]));
+    CHECK(opsched_build_conv(h, "c", t[0], &c1, &t[1]));
+    CHECK(opsched_graph_mark_output(h, t[0]));
+    CHECK(opsched_graph_mark_output(h, t[1]));
+    assert_int_equal(opsched_conv_gate_find(h, 1, NULL), 0);
+    CHECK(opsched_build_binary(h, "m2", OPSCHED_OP_MUL, x, s, &t[2]));
+    CHECK(opsched_build_conv(h, "c3", t[2], &c3, &t[3])); /* 3x3 */
+    CHECK(opsched_graph_mark_output(h, t[3]));
+    assert_int_equal(opsched_conv_gate_find(h, 3, NULL), 0);
+    CHECK(opsched_graph_add_tensor(h, "b", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &bs, &s));
+    CHECK(opsched_build_binary(h, "m3", OPSCHED_OP_MUL, x, s, &t[0]));
+    CHECK(opsched_build_conv(h, "c4", t[0], &c1, &t[1])); /* one scale for every sample */
+    CHECK(opsched_graph_mark_output(h, t[1]));
+    assert_int_equal(opsched_conv_gate_find(h, 5, NULL), 0);
+    opsched_graph_free(h);
+}
+
 /* Merged convolutions run one activation: two 1x1 convolutions of the
  * same input, one with a Relu and one with a Sigmoid, are no epilogue
  * pair; two Sigmoids are. */
@@ -1079,6 +1153,7 @@ int main(void)
         cmocka_unit_test(test_movement_runs),
         cmocka_unit_test(test_inverted_residual),
         cmocka_unit_test(test_conv_prologue),
+        cmocka_unit_test(test_gated_product),
         cmocka_unit_test(test_fused_se),
         cmocka_unit_test(test_fused_bias),
         cmocka_unit_test(test_norm_act_and_transposed_residual),

@@ -761,6 +761,59 @@ static void test_conv_cublaslt_act_after(void **state)
     opsched_graph_free(g);
 }
 
+/* Gated products (opsched_conv_gate_find): the 1x1 convolution after a
+ * gate's multiply as one product per sample with the weights scaled by
+ * the gate, with a bias and a residual, and without a bias before a Relu.
+ * Every math mode and layout with the planner's verdicts, and forced
+ * (cuBLASLt asked for: the gated product whatever it measures) in NHWC,
+ * against the CPU backend in fp32; forced, the multiplies run nothing. */
+static void test_gated_product(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    const opsched_shape shapes[2] = {{4, {2, 40, 12, 12}}, {4, {3, 24, 7, 7}}};
+    const int64_t hidden[2] = {10, 6};
+    for (int i = 0; i < 2; i++) {
+        opsched_graph *g = netref_gated_product_graph(env.ctx, &shapes[i], hidden[i], 59 + i);
+        assert_non_null(g);
+        check_graph_modes(g, "gated product", 1);
+        size_t nx = input_numel(g), n_ref = 0, n = 0;
+        float *x = random_values(nx, 13);
+        opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};
+        float *ref = infer(env.cpu ? env.cpu : env.gpu, g, &base, x, 0, &n_ref);
+        int failures = 0;
+        for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
+            opsched_exec_options o = lt_forced((opsched_math)m);
+            float *y = infer(env.gpu, g, &o, x, 0, &n);
+            assert_non_null(y);
+            opsched_executor *ex = NULL;
+            CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+            opsched_exec_info info;
+            CHECK(opsched_executor_info(ex, &info));
+            const char *proj = opsched_executor_layer(ex, 6)->algo;
+            const char *widen = opsched_executor_layer(ex, 14)->algo;
+            assert_int_equal(n, n_ref);
+            double err = netref_rel_l2(y, ref, n);
+            print_message("  gated %d %s NHWC, cuBLASLt asked: %s; %s; %d folded, %d launches; "
+                          "relative L2 %.3g (limit %.0e)%s\n",
+                          i, opsched_math_name((opsched_math)m), proj, widen, info.n_gates_folded,
+                          info.n_launches, err, tolerance[m], err < tolerance[m] ? "" : "  FAILED");
+            failures += !(err < tolerance[m]);
+            assert_int_equal(info.n_gates_folded, 2);
+            assert_non_null(strstr(proj, "+residual, gated x"));
+            assert_non_null(strstr(widen, ", gated x"));
+            assert_string_equal(opsched_executor_layer(ex, 5)->algo, "fused into proj");
+            assert_string_equal(opsched_executor_layer(ex, 13)->algo, "fused into widen");
+            opsched_executor_free(ex);
+            free(y);
+        }
+        assert_int_equal(failures, 0);
+        free(ref);
+        free(x);
+        opsched_graph_free(g);
+    }
+}
+
 /* The four-channel depthwise kernel (kernels_depthwise.cu) inside a
  * network: the inverted residual's 3x3 depthwise convolution with its
  * HardSwish in the launch, forced onto each of its tile shapes, in every
@@ -844,6 +897,7 @@ int main(void)
         cmocka_unit_test(test_chains),
         cmocka_unit_test(test_movement_runs),
         cmocka_unit_test(test_se_gate),
+        cmocka_unit_test(test_gated_product),
         cmocka_unit_test(test_bias_epilogue),
         cmocka_unit_test(test_norm_act_and_transposed_residual),
         cmocka_unit_test(test_conv_norm),

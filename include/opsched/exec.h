@@ -145,6 +145,9 @@ typedef struct opsched_exec_info {
     int n_waits;                   /* cross-stream event waits per inference, fork and join
                                     * not counted */
     int n_concats_elided;
+    int n_gates_folded;            /* multiplies by a per-sample channel scale run by the
+                                    * 1x1 product that reads their map
+                                    * (opsched_conv_gate_find) */
     int n_rowmajor;                /* 4-D tensors kept row-major under NHWC
                                     * (opsched_layout_rowmajor) */
     int n_merges;                  /* MERGE stages */

@@ -814,6 +814,23 @@ typedef struct opsched_conv_prologue {
 } opsched_conv_prologue;
 int opsched_conv_prologue_find(const opsched_graph *g, int node, opsched_conv_prologue *out);
 
+/* A convolution that reads a gated map, conv(x * s) (se.c): its input 0 is
+ * the output of a Mul, read by nothing else (no graph output), of a 4-D
+ * float map x and a per-sample channel scale s of shape [N, C, 1, 1] that
+ * is not a constant (a squeeze-and-excitation gate, or any such scale),
+ * and the convolution is a dense 1x1 layer (unit stride and dilation, no
+ * padding, one group, constant weights).  Per sample n it is then the
+ * product with the weights scaled per input channel, W diag(s_n): a
+ * backend that runs it so (opsched_plan_options.fuse_gate) reads x as
+ * input 0 and s as input 5, and the multiply's pass over the map is saved.
+ * Fills *out and returns 1, else 0. */
+typedef struct opsched_conv_gate {
+    int mul;   /* the Mul node */
+    int x;     /* the map it multiplies */
+    int scale; /* s, [N, C, 1, 1] */
+} opsched_conv_gate;
+int opsched_conv_gate_find(const opsched_graph *g, int node, opsched_conv_gate *out);
+
 /* Element-wise chains (chain.c): nodes run as one launch.  A chainable
  * node is an element-wise function of float data (the activations, Erf,
  * Sqrt, the float unary functions; Add, Sub, Mul, Div, Pow, Min, Max,

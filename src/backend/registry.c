@@ -454,6 +454,7 @@ static const struct {
                  {"layer-scale", OPSCHED_ABLATE_LAYER_SCALE},
                  {"conv-norm", OPSCHED_ABLATE_CONV_NORM},
                  {"act-prologue", OPSCHED_ABLATE_PROLOGUE},
+                 {"gate-product", OPSCHED_ABLATE_GATE},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)
@@ -583,6 +584,17 @@ opsched_status opsched_plan_create(opsched_device *dev, const opsched_graph *g, 
                        "plan: node '%s': the backend applied an input activation it was not "
                        "asked for",
                        n->name);
+    }
+    if (p->info.fused_gate) { /* the scale as input 5 */
+        if (!opts->fuse_gate || p->info.fused_norm || !opsched_conv_gate_find(g, node, NULL)) {
+            dev->be->plan_free(dev->impl, p->impl);
+            free(p);
+            return OS_FAIL(dev->ctx, OPSCHED_ERR_BACKEND,
+                           "plan: node '%s': the backend applied an input gate it was not asked "
+                           "for",
+                           n->name);
+        }
+        p->n_inputs = 6;
     }
     p->n_outputs = n->n_outputs;
     *out = p;

@@ -283,6 +283,8 @@ typedef struct ex_build {
     ex_place *place;
     opsched_plan **plans; /* per node, NULL when it launches nothing */
     int *residual;        /* per node: the residual a convolution's plan adds (input 3), or -1 */
+    int *gate;            /* per node: the scale a convolution's plan applies to its input
+                           * (opsched_conv_gate_find; input 5), or -1 */
     int **chain_in;       /* per node: a chain's launch inputs (its own, then the sides), or NULL */
     int *chain_n;         /* per node: their count */
     int *move_role;       /* per node: opsched_move_runs' role, NULL when no run is gathered */
@@ -449,6 +451,35 @@ static opsched_status plan_chain(opsched_executor *ex, ex_build *b, int i,
     return OPSCHED_OK;
 }
 
+static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i);
+
+/* The convolution that reads gate se's multiply plans it as its input's
+ * gate (opsched_conv_gate_find) where its backend applies it: the Mul then
+ * runs nothing and its output is an alias of the map it multiplies, which
+ * the convolution reads in its place.  Planned here, before the gate, so
+ * that the gate's launch does not take the multiply first. */
+static opsched_status plan_gate(opsched_executor *ex, ex_build *b, const opsched_se_gate *se)
+{
+    opsched_conv_gate cg;
+    if (se->mul < 0 || (b->o->plan.ablate & OPSCHED_ABLATE_GATE) || !launches_alone(ex, b, se->mul))
+        return OPSCHED_OK;
+    int y = opsched_graph_node(b->g, se->mul)->outputs[0], c = -1;
+    for (int j = se->mul + 1; j < ex->n_nodes && c < 0; j++)
+        if (opsched_graph_node(b->g, j)->inputs[0] == y) c = j;
+    if (c < 0 || b->plans[c] || !launches_alone(ex, b, c) || !opsched_conv_gate_find(b->g, c, &cg) ||
+        cg.mul != se->mul || cg.scale != se->gate)
+        return OPSCHED_OK;
+    b->gate[c] = cg.scale;
+    OS_TRY(plan_node(ex, b, c));
+    if (b->gate[c] < 0) return OPSCHED_OK;
+    ex->nodes[se->mul].role = OPSCHED_ROLE_FUSED;
+    snprintf(ex->nodes[se->mul].algo, sizeof(ex->nodes[se->mul].algo), "fused into %.20s",
+             opsched_graph_node(b->g, c)->name);
+    ex->tensors[y].parent = cg.x;
+    ex->info.n_gates_folded++;
+    return OPSCHED_OK;
+}
+
 /* Plans node i, a spatial mean, as the squeeze-and-excitation gate that
  * starts at it (opsched_se_gate_find): the gate's later nodes become
  * aliases of its output and the launch reads W1, b1, W2, b2 after the
@@ -465,6 +496,7 @@ static opsched_status plan_se(opsched_executor *ex, ex_build *b, int i,
         return OPSCHED_OK;
     for (int k = 1; k < se.n; k++)
         if (!launches_alone(ex, b, se.nodes[k])) return OPSCHED_OK;
+    OS_TRY(plan_gate(ex, b, &se));
     opsched_exec_options o = *base;
     int mul = se.mul >= 0 && !(base->plan.ablate & OPSCHED_ABLATE_SE_MUL) &&
               launches_alone(ex, b, se.mul);
@@ -675,6 +707,7 @@ static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
     opsched_conv_prologue cp;
     o.plan.fuse_prologue = opsched_graph_node(b->g, i)->op == OPSCHED_OP_CONV &&
                            prologue_ok(ex, b, i, &o, &cp);
+    o.plan.fuse_gate = b->gate[i] >= 0; /* asked by plan_se */
     OS_TRY(os_exec_plan_node(ex->dev, b->g, i, &o, &li, &b->plans[i]));
     opsched_plan_info pi;
     OS_TRY(opsched_plan_info_get(b->plans[i], &pi));
@@ -695,9 +728,10 @@ static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
             absorb(ex, b, i, j);
         }
     }
-    /* the plan kept (the fallback above plans again): its prologue */
+    /* the plan kept (the fallback above plans again): its prologue and gate */
     OS_TRY(opsched_plan_info_get(b->plans[i], &pi));
     if (pi.fused_prologue) OS_TRY(drop_producer_act(ex, b, i, &cp));
+    if (!pi.fused_gate) b->gate[i] = -1;
     note_plan(ex, i, b->plans[i], &li);
     return OPSCHED_OK;
 }
@@ -1246,11 +1280,12 @@ static opsched_status launch_node(opsched_executor *ex, ex_build *b, int i, int 
 {
     const opsched_node *n = opsched_graph_node(b->g, i);
     ex->nodes[i].stream = stream;
-    if (b->plans[i] && b->residual[i] >= 0) { /* x, w, the bias or none, r */
-        int in[4] = {n->inputs[0], n->inputs[1], n->n_inputs > 2 ? n->inputs[2] : -1,
-                     b->residual[i]};
-        OS_TRY(add_launch(ex, b->plans[i], i, stage, stream, n->name, in, 4, n->outputs,
-                          n->n_outputs));
+    if (b->plans[i] && (b->residual[i] >= 0 || b->gate[i] >= 0)) {
+        /* x, w, the bias or none, r or none, (none, the gate) */
+        int in[6] = {n->inputs[0], n->inputs[1], n->n_inputs > 2 ? n->inputs[2] : -1,
+                     b->residual[i], -1, b->gate[i]};
+        OS_TRY(add_launch(ex, b->plans[i], i, stage, stream, n->name, in, b->gate[i] >= 0 ? 6 : 4,
+                          n->outputs, n->n_outputs));
         b->plans[i] = NULL;
     } else if (b->plans[i] && b->chain_in[i]) { /* the head's inputs, then the sides */
         int over = b->out_over[i] >= 0;
@@ -1563,6 +1598,7 @@ static void build_release(ex_build *b, int n_nodes)
     free(b->move_role);
     free(b->plans);
     free(b->residual);
+    free(b->gate);
     free(b->out_over);
     free(b->merges);
     free(b->place);
@@ -1669,13 +1705,14 @@ static opsched_status build(opsched_executor *ex, const opsched_graph *g, const 
     b.follow_next = calloc((size_t)ex->n_nodes + 1, sizeof(int));
     b.merges = calloc((size_t)s->n_stages + 1, sizeof(*b.merges));
     b.out_over = malloc(((size_t)ex->n_nodes + 1) * sizeof(int));
+    b.gate = malloc(((size_t)ex->n_nodes + 1) * sizeof(int));
     if (!b.place || !b.plans || !b.residual || !b.chain_in || !b.chain_n || !b.follow_head ||
-        !b.follow_next || !b.merges || !b.out_over) {
+        !b.follow_next || !b.merges || !b.out_over || !b.gate) {
         st = OS_NOMEM(ex->ctx);
         goto done;
     }
     for (int i = 0; i <= ex->n_nodes; i++)
-        b.residual[i] = b.out_over[i] = -1;
+        b.residual[i] = b.out_over[i] = b.gate[i] = -1;
     OS_TRY_GOTO(st, place_nodes(ex, &b), done);
     OS_TRY_GOTO(st, plan_all(ex, &b), done);
     list_followers(ex, &b);

@@ -114,3 +114,43 @@ int opsched_se_gate_find(const opsched_graph *g, int node, opsched_se_gate *out)
     if (out) *out = s;
     return 1;
 }
+
+int opsched_conv_gate_find(const opsched_graph *g, int node, opsched_conv_gate *out)
+{
+    const opsched_node *n = opsched_graph_node(g, node);
+    if (!n || n->op != OPSCHED_OP_CONV || n->n_inputs < 2 || n->n_inputs > 3 ||
+        n->n_outputs != 1 || n->inputs[0] < 0)
+        return 0;
+    const opsched_conv_attr *c = &n->attr.conv;
+    if (c->kernel[0] != 1 || c->kernel[1] != 1 || c->stride[0] != 1 || c->stride[1] != 1 ||
+        c->dilation[0] != 1 || c->dilation[1] != 1 || c->groups != 1 || c->depth.kernel != 0 ||
+        !is_const(g, n->inputs[1]))
+        return 0;
+    for (int k = 0; k < 4; k++)
+        if (c->pads[k] != 0) return 0;
+    const opsched_tensor *y = opsched_graph_tensor(g, n->inputs[0]);
+    if (!y || y->shape.ndim != 4 || y->producer < 0) return 0;
+    int m = y->producer;
+    const opsched_node *mn = opsched_graph_node(g, m);
+    if (!mn || mn->op != OPSCHED_OP_MUL || mn->n_inputs != 2 || mn->n_outputs != 1 ||
+        os_graph_sole_reader(g, n->inputs[0], m) != node)
+        return 0;
+    for (int k = 0; k < 2; k++) {
+        const opsched_tensor *x = opsched_graph_tensor(g, mn->inputs[k]);
+        const opsched_tensor *s = opsched_graph_tensor(g, mn->inputs[1 - k]);
+        if (!x || !s || !opsched_shape_equal(&x->shape, &y->shape) || s->shape.ndim != 4 ||
+            s->shape.d[0] != y->shape.d[0] || s->shape.d[1] != y->shape.d[1] ||
+            s->shape.d[2] != 1 || s->shape.d[3] != 1 || x->dtype != y->dtype ||
+            s->dtype != y->dtype || is_const(g, mn->inputs[1 - k]))
+            continue;
+        if (y->dtype != OPSCHED_F32 && y->dtype != OPSCHED_F16 && y->dtype != OPSCHED_BF16)
+            return 0;
+        if (out) {
+            out->mul = m;
+            out->x = mn->inputs[k];
+            out->scale = mn->inputs[1 - k];
+        }
+        return 1;
+    }
+    return 0;
+}

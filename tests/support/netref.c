@@ -195,6 +195,55 @@ opsched_graph *netref_se_graph(opsched_ctx *ctx, const opsched_shape *xs, int64_
     return g;
 }
 
+opsched_graph *netref_gated_product_graph(opsched_ctx *ctx, const opsched_shape *xs,
+                                          int64_t hidden, uint64_t seed)
+{
+    opsched_graph *g = NULL;
+    int64_t c = xs->d[1];
+    int x, t[16];
+    opsched_conv_desc down = {.out_channels = hidden, .kernel_h = 1, .kernel_w = 1,
+                              .stride_h = 1, .stride_w = 1, .bias = 1};
+    opsched_conv_desc up = down, proj = down, down0 = down, up0 = down, widen = down;
+    up.out_channels = proj.out_channels = c;
+    down0.bias = 0;
+    up0.out_channels = c;
+    widen.out_channels = 2 * c;
+    widen.bias = 0;
+    opsched_op_attr mean, hsig;
+    memset(&mean, 0, sizeof(mean));
+    memset(&hsig, 0, sizeof(hsig));
+    mean.reduce.n_axes = 2;
+    mean.reduce.axes[0] = 2;
+    mean.reduce.axes[1] = 3;
+    mean.reduce.keepdims = 1;
+    mean.reduce.fn = OPSCHED_REDUCE_MEAN;
+    hsig.hardsigmoid.alpha = 1.0f / 6.0f;
+    hsig.hardsigmoid.beta = 0.5f;
+    if (opsched_graph_create(ctx, "gated_product", &g) != OPSCHED_OK ||
+        opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, xs, &x) ||
+        opsched_build_unary(g, "pool", OPSCHED_OP_GLOBALAVGPOOL, NULL, x, &t[0]) ||
+        opsched_build_conv(g, "fc1", t[0], &down, &t[1]) ||
+        opsched_build_unary(g, "relu1", OPSCHED_OP_RELU, NULL, t[1], &t[2]) ||
+        opsched_build_conv(g, "fc2", t[2], &up, &t[3]) ||
+        opsched_build_unary(g, "sigmoid", OPSCHED_OP_SIGMOID, NULL, t[3], &t[4]) ||
+        opsched_build_binary(g, "scale", OPSCHED_OP_MUL, x, t[4], &t[5]) ||
+        opsched_build_conv(g, "proj", t[5], &proj, &t[6]) ||
+        opsched_build_binary(g, "add", OPSCHED_OP_ADD, t[6], x, &t[7]) ||
+        opsched_build_unary(g, "mean", OPSCHED_OP_REDUCEMEAN, &mean, t[7], &t[8]) ||
+        opsched_build_conv(g, "fc3", t[8], &down0, &t[9]) ||
+        opsched_build_unary(g, "relu2", OPSCHED_OP_RELU, NULL, t[9], &t[10]) ||
+        opsched_build_conv(g, "fc4", t[10], &up0, &t[11]) ||
+        opsched_build_unary(g, "hsig", OPSCHED_OP_HARDSIGMOID, &hsig, t[11], &t[12]) ||
+        opsched_build_binary(g, "scale2", OPSCHED_OP_MUL, t[12], t[7], &t[13]) ||
+        opsched_build_conv(g, "widen", t[13], &widen, &t[14]) ||
+        opsched_build_unary(g, "relu3", OPSCHED_OP_RELU, NULL, t[14], &t[15]) ||
+        opsched_graph_mark_output(g, t[15]) || netref_set_weights(g, seed)) {
+        opsched_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
 opsched_graph *netref_inverted_residual_graph(opsched_ctx *ctx, const opsched_shape *xs,
                                               uint64_t seed)
 {

@@ -92,6 +92,17 @@ opsched_graph *netref_attention_graph(opsched_ctx *ctx, int64_t B, int64_t S, in
 opsched_graph *netref_se_graph(opsched_ctx *ctx, const opsched_shape *x, int64_t hidden,
                                uint64_t seed);
 
+/* Two gated products over x [n, c, h, w]: a gate (GlobalAveragePool, 1x1
+ * to `hidden` with bias, Relu, 1x1 back to c with bias, Sigmoid; nodes
+ * 0-4), Mul(x, s) (5), a 1x1 convolution c -> c with bias (6), Add x (7, a
+ * residual); then over that sum a gate (ReduceMean over H and W, 1x1
+ * without bias, Relu, 1x1, HardSigmoid; 8-12), Mul(s, y) (13, operands
+ * the other way round), a 1x1 convolution to 2c without bias (14) and a
+ * Relu (15), the output; weights from seed.  NULL when it cannot be
+ * built. */
+opsched_graph *netref_gated_product_graph(opsched_ctx *ctx, const opsched_shape *x,
+                                          int64_t hidden, uint64_t seed);
+
 /* MobileNet's inverted residual block over x [n, c, h, w]: a 1x1
  * convolution to 4c with bias -> Clip(0, 6) (nodes 0-1), a depthwise 3x3
  * with bias -> HardSwish (2-3), a 1x1 convolution back to c with bias ->

@@ -104,6 +104,11 @@ typedef struct cpu_plan {
     cpu_loop_fn pre;  /* before the primitive (Gemm: C into Y) */
     cpu_prim main;    /* main.prim NULL: no primitive */
     cpu_loop_fn loop; /* the operator when there is no primitive */
+    /* A convolution applying its input's gate (fuse_gate): x * s, s input
+     * 5 of [N, C] values, into this buffer, which the primitive reads as
+     * input 0.  The reference form of the folded product (NCHW). */
+    float *gate_buf;
+    int64_t gate_n, gate_c, gate_hw;
 } cpu_plan;
 
 /* ---- oneDNN error handling ------------------------------------------- */

@@ -220,6 +220,7 @@ void cpu_plan_free(void *dev, void *plan)
     if (!p) return;
     cpu_prim_release(&p->main);
     free(p->node.chain);
+    free(p->gate_buf);
     free(p);
 }
 
@@ -412,6 +413,34 @@ static int matmul_bias(const opsched_graph *g, int node, const opsched_plan_opti
 
 /* A node whose outputs all have no elements has nothing to compute (and
  * its inputs may have none either, which some primitives refuse). */
+/* A convolution asked to apply its input's gate (fuse_gate) takes it as
+ * input 5 and multiplies as it runs (cpu_plan.gate_buf). */
+static opsched_status plan_gate(opsched_ctx *ctx, const opsched_graph *g, int node,
+                                const opsched_plan_options *opts, cpu_plan *p,
+                                opsched_plan_info *info)
+{
+    opsched_conv_gate cg;
+    cpu_node *cn = &p->node;
+    if (!opts->fuse_gate || (opts->ablate & OPSCHED_ABLATE_GATE) ||
+        !opsched_conv_gate_find(g, node, &cg) || cn->in[0].ndim != 4)
+        return OPSCHED_OK;
+    const opsched_tensor *s = opsched_graph_tensor(g, cg.scale);
+    size_t numel = (size_t)opsched_shape_numel(&cn->in[0]);
+    p->gate_buf = malloc(sizeof(float) * (numel ? numel : 1));
+    if (!p->gate_buf) return OS_NOMEM(ctx);
+    p->gate_n = cn->in[0].d[0];
+    p->gate_c = cn->in[0].d[1];
+    p->gate_hw = cn->in[0].d[2] * cn->in[0].d[3];
+    for (int k = cn->n_in; k < 6; k++)
+        cn->has_in[k] = 0;
+    cn->n_in = 6;
+    cn->has_in[5] = 1;
+    cn->in[5] = s->shape;
+    cn->in_dt[5] = s->dtype;
+    info->fused_gate = 1;
+    return OPSCHED_OK;
+}
+
 static int outputs_empty(const cpu_node *n)
 {
     for (int i = 0; i < n->n_out; i++)
@@ -480,6 +509,7 @@ opsched_status cpu_plan_create(opsched_ctx *ctx, void *d, const opsched_graph *g
         OS_TRY_GOTO(st, cpu_ops_conv(ctx, dev, p, opts, info), fail);
         info->fused_activation = p->node.fused_act;
         info->fused_residual = p->node.fused_res;
+        OS_TRY_GOTO(st, plan_gate(ctx, g, node, opts, p, info), fail);
     } else if (n->op == OPSCHED_OP_CONV_TRANSPOSE) {
         OS_TRY_GOTO(st, cpu_ops_conv_transpose(ctx, dev, p, opts, info), fail);
     } else if (n->op == OPSCHED_OP_BATCHNORM_TRAIN || n->op == OPSCHED_OP_BATCHNORM_GRAD ||
@@ -529,6 +559,16 @@ opsched_status cpu_plan_launch(opsched_ctx *ctx, void *d, void *plan, void *stre
             return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "cpu: %s output %d has no buffer",
                            opsched_op_name(n->op), i);
     if (p->pre) OS_TRY(p->pre(ctx, n, in, out));
+    void *gated[CPU_MAX_IO];
+    if (p->gate_buf) {
+        const float *x = in[0], *s = in[5];
+        for (int64_t i = 0; i < p->gate_n * p->gate_c; i++)
+            for (int64_t k = 0; k < p->gate_hw; k++)
+                p->gate_buf[i * p->gate_hw + k] = x[i * p->gate_hw + k] * s[i];
+        memcpy(gated, in, sizeof(void *) * (size_t)n->n_in);
+        gated[0] = p->gate_buf;
+        in = gated;
+    }
     if (p->main.prim)
         OS_TRY(cpu_prim_run(ctx, &p->main, stream ? (dnnl_stream_t)stream : dev->stream, in, out));
     if (p->loop) OS_TRY(p->loop(ctx, n, in, out));

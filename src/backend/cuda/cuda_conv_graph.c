@@ -111,6 +111,11 @@ typedef struct conv_choice {
      * convolution's plan and the norm's kernel, then 1 when it was faster
      * and -1 when not; ln_tile its fastest variant (pick_norm). */
     int ln_wins, ln_tile;
+    /* For a 1x1 convolution reading a gated map (fuse_gate): 0 until the
+     * product with per-sample scaled weights is measured against the plan
+     * as kept plus the multiply's pass, then 1 when it was faster and -1
+     * when not; one verdict each without and with a residual. */
+    int gate_wins[2];
     int64_t engine;           /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX of the plan */
     size_t workspace;         /* the execution plan's */
     /* The workspace limits under which planning again chooses the same:
@@ -160,6 +165,14 @@ typedef struct graph_plan {
     int use_ln;
     cuk_dw_desc ln;
     float ln_eps;
+    /* A 1x1 convolution of a gated map, x * s (opsched_conv_gate_find), as
+     * gate_n products, sample j's weights scaled by s[j] (cuk_gate_weights,
+     * into the plan's workspace) and one strided-batched cuBLASLt product
+     * over the samples; x is input 0, s input 5; the activation cuBLASLt's
+     * epilogue lacks as gemm_act. */
+    int use_gate;
+    cu_lt_gemm gate_lt;
+    int64_t gate_n, gate_m, gate_k;
 } graph_plan;
 
 /* An engine config that finalized into an execution plan. */
@@ -653,6 +666,7 @@ static void graph_release(cu_plan *base)
     cu_lt_gemm_free(&p->lt);
     cu_lt_gemm_free(&p->ig_full);
     cu_lt_gemm_free(&p->ig_tail);
+    cu_lt_gemm_free(&p->gate_lt);
     choice_unref(p->ch);
     p->ch = NULL;
 }
@@ -691,11 +705,29 @@ static opsched_status ig_enqueue(opsched_ctx *ctx, cu_device *dev, graph_plan *p
     return OPSCHED_OK;
 }
 
+/* The weights scaled per sample, the batched product, then the activation
+ * the epilogue lacks. */
+static opsched_status gate_enqueue(opsched_ctx *ctx, cu_device *dev, graph_plan *p, cudaStream_t s,
+                                   const void *x, const void *w, const void *b, const void *r,
+                                   const void *scale, void *y)
+{
+    CUDA_CHECK(ctx, cuk_gate_weights(p->kt, p->gate_n, p->gate_m, p->gate_k, w, scale,
+                                     p->base.workspace, s));
+    OS_TRY(cu_lt_gemm_run(ctx, dev, &p->gate_lt, s, p->base.workspace, x, b, r, y));
+    if (p->gemm_act.on)
+        CUDA_CHECK(ctx, cuk_ew_unary(p->gemm_act.fn, &p->gemm_act.prm, (cuk_dtype)p->kt,
+                                     (cuk_dtype)p->kt, p->gemm_numel, y, y, s));
+    return OPSCHED_OK;
+}
+
 static opsched_status graph_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
                                    void *const *in, void *const *out)
 {
     graph_plan *p = (graph_plan *)base;
     cudnnBackendDescriptor_t pack = NULL;
+    if (p->use_gate)
+        return gate_enqueue(ctx, dev, p, s, in[0], in[1], in[2], p->res ? in[3] : NULL, in[5],
+                            out[0]);
     if (p->use_ln) {
         CUDA_CHECK(ctx, cuk_depthwise_ln(p->kt, &p->ln, in[0], in[1], in[2], in[3], in[4],
                                          p->ln_eps, out[0], s));
@@ -1780,6 +1812,139 @@ static opsched_status pick_prologue(const cu_plan_args *a, graph_plan *p, conv_c
     return OPSCHED_OK;
 }
 
+/* ---- a gated map's product ------------------------------------------ */
+
+typedef struct gate_run {
+    graph_plan *p;
+    void *x, *w, *b, *r, *y, *s;
+} gate_run;
+
+static opsched_status enqueue_gate(const cu_plan_args *a, void *env, cudaStream_t s)
+{
+    gate_run *g = env;
+    return gate_enqueue(a->ctx, a->dev, g->p, s, g->x, g->w, g->b, g->r, g->s, g->y);
+}
+
+/* The multiply's own pass, y = x * s with s broadcast over the pixels. */
+static opsched_status enqueue_gate_pass(const cu_plan_args *a, void *env, cudaStream_t s)
+{
+    gate_run *g = env;
+    const graph_plan *p = g->p;
+    int64_t pix = p->gate_lt.n;
+    cuk_nd nd;
+    memset(&nd, 0, sizeof(nd));
+    nd.ndim = 3;
+    nd.shape[0] = p->gate_n;
+    nd.shape[1] = pix;
+    nd.shape[2] = p->gate_k;
+    for (int o = 0; o < 2; o++) {
+        nd.stride[o][0] = pix * p->gate_k;
+        nd.stride[o][1] = p->gate_k;
+        nd.stride[o][2] = 1;
+    }
+    nd.stride[2][0] = p->gate_k;
+    nd.stride[2][2] = 1;
+    CUDA_CHECK(a->ctx, cuk_binary(a->kt, CUK_MUL, &nd, g->x, g->s, g->y, s));
+    return OPSCHED_OK;
+}
+
+/* A gated map's product (opsched_plan_options.fuse_gate): a 1x1
+ * convolution whose input is x * s runs as the product of x with each
+ * sample's weights scaled by s, where that measured faster than the plan
+ * as kept plus the multiply's own pass over the map (once per
+ * configuration and residual form: the verdict lives in the keyed
+ * choice), or always when cuBLASLt is forced.  The multiply reads and
+ * writes the whole map; the scaled weights are N * M * C values. */
+static opsched_status pick_gate(const cu_plan_args *a, graph_plan *p, conv_choice *keyed,
+                                const cu_act *act, int force)
+{
+    int node = cu_node_index(a), m = 0, n = 0, k = 0, post = 0;
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+    if (!a->opts->fuse_gate || (a->opts->ablate & OPSCHED_ABLATE_GATE) || node < 0 ||
+        !opsched_conv_gate_find(a->g, node, NULL) || !gemm_desc(a, act, p->res, &m, &n, &k, &epi,
+                                                                 &post))
+        return OPSCHED_OK;
+    int slot = p->res ? 1 : 0;
+    if (!force && keyed->gate_wins[slot] < 0) return OPSCHED_OK;
+    const opsched_tensor *y = cu_out(a, 0);
+    int64_t N = y->shape.d[0], pix = (int64_t)n / (N > 0 ? N : 1);
+    size_t esz = opsched_dtype_size(a->dt);
+    if (N < 1 || pix * N != n || N * m * (int64_t)k >= ((int64_t)1 << 31)) return OPSCHED_OK;
+    graph_plan trial = *p;
+    memset(&trial.gate_lt, 0, sizeof(trial.gate_lt));
+    memset(&trial.gemm_act, 0, sizeof(trial.gemm_act));
+    trial.gate_n = N;
+    trial.gate_m = m;
+    trial.gate_k = k;
+    int ad = align16((int64_t)m * (int64_t)esz), ap = align16(pix * m * (int64_t)esz);
+    cu_lt_batch bt = {.count = (int)N,
+                      .stride_a = (int64_t)m * k,
+                      .stride_b = pix * k,
+                      .stride_d = pix * m,
+                      .stride_bias = 0,
+                      .align_a = align16((int64_t)m * k * (int64_t)esz),
+                      .align_b = align16(pix * k * (int64_t)esz),
+                      .align_d = ad < ap ? ad : ap};
+    size_t limit = 0;
+    OS_TRY(cu_gemm_default_workspace(a, &limit));
+    cudaDataType_t type;
+    cublasComputeType_t compute;
+    lt_types(a, &type, &compute);
+    if (!cu_lt_gemm_init_batched(a->dev, type, compute, CUBLAS_OP_T, CUBLAS_OP_N, m, (int)pix, k,
+                                 k, k, m, epi, p->res ? 1.0f : 0.0f, limit, &bt,
+                                 &trial.gate_lt)) {
+        if (!force) keyed->gate_wins[slot] = -1;
+        return OPSCHED_OK;
+    }
+    if (post) {
+        trial.gemm_act = *act;
+        trial.gemm_numel = opsched_shape_numel(&y->shape);
+    }
+    size_t wbytes = (size_t)(N * m * (int64_t)k) * esz;
+    opsched_status st = OPSCHED_OK;
+    void *ws = NULL;
+    OS_TRY_GOTO(st, cu_malloc(a->ctx, wbytes, &ws), fail);
+    trial.base.workspace = ws;
+    if (!force) OS_TRY_GOTO(st, cu_lt_gemm_tune(a, &trial.gate_lt), fail);
+    if (!force && keyed->gate_wins[slot] == 0) {
+        conv_scratch sc;
+        void *sv = NULL;
+        float with = -1.0f, kept = -1.0f, pass = -1.0f;
+        OS_TRY_GOTO(st, scratch_alloc(a, p->res, &sc), fail);
+        st = cu_zeroed(a, (size_t)(N * k) * esz, &sv);
+        if (st == OPSCHED_OK) {
+            gate_run run = {&trial, sc.x, sc.w, sc.b, sc.r, sc.y, sv};
+            st = cu_time_reps(a, enqueue_gate, &run, &with);
+            if (st == OPSCHED_OK) st = cu_time_reps(a, enqueue_gate_pass, &run, &pass);
+        }
+        (void)cudaFree(sv);
+        scratch_free(&sc);
+        if (st == OPSCHED_OK)
+            st = p->use_gemm ? time_plan(a, p, p->res, enqueue_gemm, &kept)
+                             : time_choice(a, p->ch, &p->bias, p->res, &kept);
+        if (st != OPSCHED_OK) goto fail;
+        keyed->gate_wins[slot] =
+            with >= 0.0f && (kept < 0.0f || pass < 0.0f || with < kept + pass) ? 1 : -1;
+        os_log(a->ctx, OPSCHED_LOG_DEBUG,
+               "cuda: node '%s': with its input's gate in the weights (%lld products) %.4f ms, "
+               "as kept (%s) %.4f ms and the multiply's pass %.4f ms",
+               a->node->name, (long long)N, (double)with, p->use_gemm ? "cuBLASLt" : "cuDNN",
+               (double)kept, (double)pass);
+    }
+    if (!force && keyed->gate_wins[slot] < 0) goto fail;
+    cu_lt_gemm_free(&p->lt);
+    trial.lt = p->lt;
+    trial.use_gate = 1;
+    trial.use_gemm = trial.use_dw = trial.use_ig = trial.use_ln = 0;
+    trial.base.workspace_bytes = wbytes;
+    *p = trial;
+    return OPSCHED_OK;
+fail:
+    cu_lt_gemm_free(&trial.gate_lt);
+    (void)cudaFree(ws);
+    return st;
+}
+
 opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force force,
                                   cu_plan **out)
 {
@@ -1830,12 +1995,24 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
         st = pick_norm(a, p, keyed, &act, own);
     if (st == OPSCHED_OK && !p->use_ln && force != CU_CONV_CUBLASLT && force != CU_CONV_IM2COL)
         st = pick_prologue(a, p, keyed, own);
+    if (st == OPSCHED_OK && !own && !p->use_ln && !p->dw_pre.on && force != CU_CONV_IM2COL)
+        st = pick_gate(a, p, keyed, &act, force == CU_CONV_CUBLASLT);
     choice_unref(keyed);
     if (st != OPSCHED_OK) goto fail;
-    base->workspace_bytes = p->use_dw || p->use_gemm || p->use_ig || p->use_ln ? 0 : ch->workspace;
-    if (base->workspace_bytes)
-        OS_TRY_GOTO(st, cu_malloc(a->ctx, base->workspace_bytes, &base->workspace), fail);
-    if (p->use_ln)
+    if (!p->use_gate) {
+        base->workspace_bytes =
+            p->use_dw || p->use_gemm || p->use_ig || p->use_ln ? 0 : ch->workspace;
+        if (base->workspace_bytes)
+            OS_TRY_GOTO(st, cu_malloc(a->ctx, base->workspace_bytes, &base->workspace), fail);
+    }
+    if (p->use_gate) {
+        snprintf(a->info->algo, sizeof(a->info->algo), "cublaslt%s%s%s%s, gated x%lld",
+                 cu_in(a, 2) ? "+bias" : "", act.on ? "+" : "",
+                 act.on ? opsched_node_op_name(act.node) : "", p->res ? "+residual" : "",
+                 (long long)p->gate_n);
+        base->n_in = 6;
+        base->need_in |= 1ull << 5;
+    } else if (p->use_ln)
         snprintf(a->info->algo, sizeof(a->info->algo), "depthwise+LayerNormalization");
     else if (p->use_ig)
         snprintf(a->info->algo, sizeof(a->info->algo), "im2col%s%s%s", cu_in(a, 2) ? "+bias" : "",
@@ -1869,12 +2046,13 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
     a->info->fused_activation = act.on;
     a->info->fused_residual = p->res;
     a->info->fused_prologue = p->dw_pre.on;
+    a->info->fused_gate = p->use_gate;
     /* a pass over the output for the activation alone: the kernel after
      * the product, or after cuDNN's graph where it did not take the
      * activation (a Relu there rides with an unfused bias's pass) */
     if (act.on && !p->res && !p->use_dw && !p->use_ln)
         a->info->activation_apart =
-            p->use_gemm || p->use_ig
+            p->use_gemm || p->use_ig || p->use_gate
                 ? p->gemm_act.on
                 : p->bias.act.on && (p->bias.act.fn != CUK_U_RELU || !p->bias.on);
     *out = base;

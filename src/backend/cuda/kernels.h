@@ -421,6 +421,11 @@ int cuk_depthwise_ln_fits(const cuk_dw_desc *d);
  * padding. */
 cudaError_t cuk_im2col(cuk_type t, const cuk_dw_desc *d, int taps_outer, const void *x, void *col,
                        int64_t p0, int64_t pc, cudaStream_t stream);
+/* A gated map's product (opsched_conv_gate_find) as n products, sample j's
+ * weights scaled per input channel: out[j][o][c] = w[o][c] * s[j][c] for
+ * the [m, k] weights w and the [n, k] scales s (n * m * k < 2^31). */
+cudaError_t cuk_gate_weights(cuk_type t, int64_t n, int64_t m, int64_t k, const void *w,
+                             const void *s, void *out, cudaStream_t stream);
 /* A convolution's residual epilogue over its n outputs:
  * y = act(y + bias[c] + r), c = (i / cstride) % C, bias NULL when the
  * convolution added it; act 0: no activation. */

@@ -572,3 +572,32 @@ extern "C" cudaError_t cuk_im2col(cuk_type t, const cuk_dw_desc *d, int taps_out
 #undef CUK_IM2COL_LAUNCH
     return cudaErrorInvalidValue;
 }
+
+/* ---- a gated map's product: its weights scaled per sample ------------- */
+
+template <typename T>
+__global__ void k_gate_weights(int32_t total, int32_t M, int32_t K, const T *__restrict__ w,
+                               const T *__restrict__ s, T *__restrict__ out)
+{
+    for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += gridDim.x * blockDim.x) {
+        const int32_t k = i % K, nm = i / K, m = nm % M, n = nm / M;
+        out[i] = from_float<T>(to_float(w[m * K + k]) * to_float(s[n * K + k]));
+    }
+}
+
+extern "C" cudaError_t cuk_gate_weights(cuk_type t, int64_t n, int64_t m, int64_t k,
+                                        const void *w, const void *s, void *out,
+                                        cudaStream_t stream)
+{
+    if (n <= 0 || m <= 0 || k <= 0 || !w || !s || !out) return cudaErrorInvalidValue;
+    const int64_t total = n * m * k;
+    if (total >= ((int64_t)1 << 31)) return cudaErrorInvalidValue;
+    const unsigned grid = grid_for(total);
+    CUK_DISPATCH_FP((cuk_dtype)t, T, {
+        k_gate_weights<T><<<grid, kThreads, 0, stream>>>((int32_t)total, (int32_t)m, (int32_t)k,
+                                                         (const T *)w, (const T *)s, (T *)out);
+        return cudaGetLastError();
+    });
+    return cudaErrorInvalidValue;
+}
