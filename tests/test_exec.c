@@ -698,7 +698,7 @@ static void test_gated_product(void **state)
             assert_int_equal(info.n_gates_folded, ab ? 0 : 2);
             if (!ab) {
                 assert_string_equal(opsched_executor_layer(ex, 5)->algo, "fused into proj");
-                assert_string_equal(opsched_executor_layer(ex, 13)->algo, "fused into widen");
+                assert_string_equal(opsched_executor_layer(ex, 13)->algo, "fused into narrow");
                 assert_int_equal(opsched_executor_layer(ex, 5)->role, OPSCHED_ROLE_FUSED);
                 assert_int_equal(opsched_executor_layer(ex, 7)->role, OPSCHED_ROLE_FUSED);
             } else {

@@ -763,7 +763,8 @@ static void test_conv_cublaslt_act_after(void **state)
 
 /* Gated products (opsched_conv_gate_find): the 1x1 convolution after a
  * gate's multiply as one product per sample with the weights scaled by
- * the gate, with a bias and a residual, and without a bias before a Relu.
+ * the gate, with a bias and a residual, and to fewer channels without a
+ * bias before a Relu.
  * Every math mode and layout with the planner's verdicts, and forced
  * (cuBLASLt asked for: the gated product whatever it measures) in NHWC,
  * against the CPU backend in fp32; forced, the multiplies run nothing. */
@@ -791,19 +792,19 @@ static void test_gated_product(void **state)
             opsched_exec_info info;
             CHECK(opsched_executor_info(ex, &info));
             const char *proj = opsched_executor_layer(ex, 6)->algo;
-            const char *widen = opsched_executor_layer(ex, 14)->algo;
+            const char *narrow = opsched_executor_layer(ex, 14)->algo;
             assert_int_equal(n, n_ref);
             double err = netref_rel_l2(y, ref, n);
             print_message("  gated %d %s NHWC, cuBLASLt asked: %s; %s; %d folded, %d launches; "
                           "relative L2 %.3g (limit %.0e)%s\n",
-                          i, opsched_math_name((opsched_math)m), proj, widen, info.n_gates_folded,
+                          i, opsched_math_name((opsched_math)m), proj, narrow, info.n_gates_folded,
                           info.n_launches, err, tolerance[m], err < tolerance[m] ? "" : "  FAILED");
             failures += !(err < tolerance[m]);
             assert_int_equal(info.n_gates_folded, 2);
             assert_non_null(strstr(proj, "+residual, gated x"));
-            assert_non_null(strstr(widen, ", gated x"));
+            assert_non_null(strstr(narrow, ", gated x"));
             assert_string_equal(opsched_executor_layer(ex, 5)->algo, "fused into proj");
-            assert_string_equal(opsched_executor_layer(ex, 13)->algo, "fused into widen");
+            assert_string_equal(opsched_executor_layer(ex, 13)->algo, "fused into narrow");
             opsched_executor_free(ex);
             free(y);
         }

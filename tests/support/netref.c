@@ -207,7 +207,7 @@ opsched_graph *netref_gated_product_graph(opsched_ctx *ctx, const opsched_shape 
     up.out_channels = proj.out_channels = c;
     down0.bias = 0;
     up0.out_channels = c;
-    widen.out_channels = 2 * c;
+    widen.out_channels = c / 2;
     widen.bias = 0;
     opsched_op_attr mean, hsig;
     memset(&mean, 0, sizeof(mean));
@@ -235,7 +235,7 @@ opsched_graph *netref_gated_product_graph(opsched_ctx *ctx, const opsched_shape 
         opsched_build_conv(g, "fc4", t[10], &up0, &t[11]) ||
         opsched_build_unary(g, "hsig", OPSCHED_OP_HARDSIGMOID, &hsig, t[11], &t[12]) ||
         opsched_build_binary(g, "scale2", OPSCHED_OP_MUL, t[12], t[7], &t[13]) ||
-        opsched_build_conv(g, "widen", t[13], &widen, &t[14]) ||
+        opsched_build_conv(g, "narrow", t[13], &widen, &t[14]) ||
         opsched_build_unary(g, "relu3", OPSCHED_OP_RELU, NULL, t[14], &t[15]) ||
         opsched_graph_mark_output(g, t[15]) || netref_set_weights(g, seed)) {
         opsched_graph_free(g);

@@ -97,8 +97,8 @@ opsched_graph *netref_se_graph(opsched_ctx *ctx, const opsched_shape *x, int64_t
  * 0-4), Mul(x, s) (5), a 1x1 convolution c -> c with bias (6), Add x (7, a
  * residual); then over that sum a gate (ReduceMean over H and W, 1x1
  * without bias, Relu, 1x1, HardSigmoid; 8-12), Mul(s, y) (13, operands
- * the other way round), a 1x1 convolution to 2c without bias (14) and a
- * Relu (15), the output; weights from seed.  NULL when it cannot be
+ * the other way round), a 1x1 convolution to c / 2 without bias (14) and
+ * a Relu (15), the output; weights from seed.  NULL when it cannot be
  * built. */
 opsched_graph *netref_gated_product_graph(opsched_ctx *ctx, const opsched_shape *x,
                                           int64_t hidden, uint64_t seed);

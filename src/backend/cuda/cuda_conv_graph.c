@@ -1825,7 +1825,9 @@ static opsched_status enqueue_gate(const cu_plan_args *a, void *env, cudaStream_
     return gate_enqueue(a->ctx, a->dev, g->p, s, g->x, g->w, g->b, g->r, g->s, g->y);
 }
 
-/* The multiply's own pass, y = x * s with s broadcast over the pixels. */
+/* The multiply's own pass, x * s with s broadcast over the pixels, in
+ * place over the scratch x (the output scratch holds y's channels, not
+ * x's): the traffic of the Mul it stands for. */
 static opsched_status enqueue_gate_pass(const cu_plan_args *a, void *env, cudaStream_t s)
 {
     gate_run *g = env;
@@ -1844,7 +1846,7 @@ static opsched_status enqueue_gate_pass(const cu_plan_args *a, void *env, cudaSt
     }
     nd.stride[2][0] = p->gate_k;
     nd.stride[2][2] = 1;
-    CUDA_CHECK(a->ctx, cuk_binary(a->kt, CUK_MUL, &nd, g->x, g->s, g->y, s));
+    CUDA_CHECK(a->ctx, cuk_binary(a->kt, CUK_MUL, &nd, g->x, g->s, g->x, s));
     return OPSCHED_OK;
 }
 
