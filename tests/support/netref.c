@@ -149,6 +149,21 @@ opsched_graph *netref_chain_graph(opsched_ctx *ctx, const opsched_shape *xs, uin
     return g;
 }
 
+/* The attributes of a gate's ReduceMean over H and W (kept) and of
+ * MobileNetV3's HardSigmoid. */
+static void gate_attrs(opsched_op_attr *mean, opsched_op_attr *hsig)
+{
+    memset(mean, 0, sizeof(*mean));
+    memset(hsig, 0, sizeof(*hsig));
+    mean->reduce.n_axes = 2;
+    mean->reduce.axes[0] = 2;
+    mean->reduce.axes[1] = 3;
+    mean->reduce.keepdims = 1;
+    mean->reduce.fn = OPSCHED_REDUCE_MEAN;
+    hsig->hardsigmoid.alpha = 1.0f / 6.0f;
+    hsig->hardsigmoid.beta = 0.5f;
+}
+
 opsched_graph *netref_se_graph(opsched_ctx *ctx, const opsched_shape *xs, int64_t hidden,
                                uint64_t seed)
 {
@@ -163,17 +178,9 @@ opsched_graph *netref_se_graph(opsched_ctx *ctx, const opsched_shape *xs, int64_
     down0.bias = up0.bias = 0;
     opsched_op_attr swish, mean, hsig;
     memset(&swish, 0, sizeof(swish));
-    memset(&mean, 0, sizeof(mean));
-    memset(&hsig, 0, sizeof(hsig));
     swish.unary.fn = OPSCHED_UNARY_SWISH;
     swish.unary.alpha = 1.0f;
-    mean.reduce.n_axes = 2;
-    mean.reduce.axes[0] = 2;
-    mean.reduce.axes[1] = 3;
-    mean.reduce.keepdims = 1;
-    mean.reduce.fn = OPSCHED_REDUCE_MEAN;
-    hsig.hardsigmoid.alpha = 1.0f / 6.0f;
-    hsig.hardsigmoid.beta = 0.5f;
+    gate_attrs(&mean, &hsig);
     if (opsched_graph_create(ctx, "se", &g) != OPSCHED_OK ||
         opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, xs, &x) ||
         opsched_build_unary(g, "pool", OPSCHED_OP_GLOBALAVGPOOL, NULL, x, &t[0]) ||
@@ -210,15 +217,7 @@ opsched_graph *netref_gated_product_graph(opsched_ctx *ctx, const opsched_shape 
     widen.out_channels = c / 2;
     widen.bias = 0;
     opsched_op_attr mean, hsig;
-    memset(&mean, 0, sizeof(mean));
-    memset(&hsig, 0, sizeof(hsig));
-    mean.reduce.n_axes = 2;
-    mean.reduce.axes[0] = 2;
-    mean.reduce.axes[1] = 3;
-    mean.reduce.keepdims = 1;
-    mean.reduce.fn = OPSCHED_REDUCE_MEAN;
-    hsig.hardsigmoid.alpha = 1.0f / 6.0f;
-    hsig.hardsigmoid.beta = 0.5f;
+    gate_attrs(&mean, &hsig);
     if (opsched_graph_create(ctx, "gated_product", &g) != OPSCHED_OK ||
         opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, xs, &x) ||
         opsched_build_unary(g, "pool", OPSCHED_OP_GLOBALAVGPOOL, NULL, x, &t[0]) ||
