@@ -375,30 +375,45 @@ static void test_movement_runs(void **state)
     opsched_shape xs = {4, {2, 8, 5, 3}};
     opsched_graph *g = netref_shuffle_graph(env.ctx, &xs, 43);
     assert_non_null(g);
-    opsched_exec_options on = {.plan = {.fuse_activation = 1}}, ablated = on;
+    opsched_exec_options on = {.plan = {.fuse_activation = 1}}, ablated = on, written = on;
     ablated.plan.ablate = OPSCHED_ABLATE_MOVEMENT;
+    written.plan.ablate = OPSCHED_ABLATE_CONCAT_GATHER;
     compare_with_reference(g, &on, 1e-5);
     compare_with_reference(g, &ablated, 1e-5);
-    int launches[2] = {0, 0};
-    for (int k = 0; k < 2; k++) {
+    compare_with_reference(g, &written, 1e-5);
+    assert_int_equal(opsched_move_concat(g, 2), -1); /* the first shuffle reads the Relu */
+    int cat = -1;
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++)
+        if (opsched_graph_node(g, i)->op == OPSCHED_OP_CONCAT) cat = i;
+    assert_true(cat > 0);
+    assert_int_equal(opsched_move_concat(g, cat + 1), cat);
+    int launches[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        const opsched_exec_options *o = k == 0 ? &on : k == 1 ? &ablated : &written;
         opsched_executor *ex = NULL;
-        CHECK(opsched_executor_create(env.cpu, g, NULL, k ? &ablated : &on, &ex));
+        CHECK(opsched_executor_create(env.cpu, g, NULL, o, &ex));
         opsched_exec_info info;
         CHECK(opsched_executor_info(ex, &info));
         launches[k] = info.n_launches;
-        int gathers = 0, fused = 0;
+        int gathers = 0, fused = 0, from_concat = 0;
         for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
             const opsched_layer_info *li = opsched_executor_layer(ex, i);
             gathers += strncmp(li->algo, "gather:", 7) == 0;
+            from_concat += strstr(li->algo, "+concat") != NULL;
             fused += li->role == OPSCHED_ROLE_FUSED && strcmp(li->algo, "gathered") == 0;
         }
         print_message("  shuffle unit, movement runs %s: %d launches, %d gathers, %d nodes in "
-                      "them\n",
-                      k ? "ablated" : "on", info.n_launches, gathers, fused);
-        assert_int_equal(gathers, k ? 0 : 3);
+                      "them; the Concat: %s\n",
+                      k == 0 ? "on" : k == 1 ? "ablated" : "on, the Concat written",
+                      info.n_launches, gathers, fused, opsched_executor_layer(ex, cat)->algo);
+        assert_int_equal(gathers, k == 1 ? 0 : 3);
+        /* the output's run gathers from the Concat's inputs: the Concat runs nothing */
+        assert_int_equal(opsched_executor_layer(ex, cat)->role == OPSCHED_ROLE_FUSED, k == 0);
+        assert_int_equal(from_concat, k == 0);
         opsched_executor_free(ex);
     }
-    assert_true(launches[0] < launches[1]);
+    assert_true(launches[0] < launches[2]);
+    assert_true(launches[2] < launches[1]);
     opsched_graph_free(g);
 }
 

@@ -189,7 +189,8 @@ static void test_chains(void **state)
  * both layouts and every math mode against the CPU backend in fp32 (node
  * by node).  Under NHWC the shuffle's Reshapes copy between the
  * channels-last maps and the row-major 5-D view: with the runs each Slice
- * and the output gather straight from the shuffle's input. */
+ * and the output gather straight from the shuffle's input, and the output
+ * from the Concat's inputs (the Concat not written). */
 static void test_movement_runs(void **state)
 {
     (void)state;
@@ -198,23 +199,32 @@ static void test_movement_runs(void **state)
     opsched_graph *g = netref_shuffle_graph(env.ctx, &xs, 47);
     assert_non_null(g);
     check_graph_modes(g, "shuffle", 1);
+    int cat = -1;
+    for (int i = 0; i < opsched_graph_num_nodes(g); i++)
+        if (opsched_graph_node(g, i)->op == OPSCHED_OP_CONCAT) cat = i;
+    assert_true(cat > 0);
+    const unsigned ablate[3] = {0, OPSCHED_ABLATE_CONCAT_GATHER, OPSCHED_ABLATE_MOVEMENT};
     for (int layout = 0; layout < 2; layout++) {
-        int launches[2];
-        for (int k = 0; k < 2; k++) {
+        int launches[3];
+        for (int k = 0; k < 3; k++) {
             opsched_exec_options o = {.plan = {.math = OPSCHED_MATH_FP32,
                                                .layout = (opsched_layout)layout,
                                                .fuse_activation = 1,
-                                               .ablate = k ? OPSCHED_ABLATE_MOVEMENT : 0}};
+                                               .ablate = ablate[k]}};
             opsched_executor *ex = NULL;
             CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
             opsched_exec_info info;
             CHECK(opsched_executor_info(ex, &info));
             launches[k] = info.n_launches;
+            /* the output's run reads the Concat's inputs: the Concat runs nothing */
+            assert_int_equal(opsched_executor_layer(ex, cat)->role == OPSCHED_ROLE_FUSED, k == 0);
             opsched_executor_free(ex);
         }
-        print_message("  shuffle, %s: %d launches with movement runs, %d without\n",
-                      layout ? "NHWC" : "NCHW", launches[0], launches[1]);
+        print_message("  shuffle, %s: %d launches with movement runs from the Concat's inputs, "
+                      "%d with the Concat written, %d without runs\n",
+                      layout ? "NHWC" : "NCHW", launches[0], launches[1], launches[2]);
         assert_true(launches[0] < launches[1]);
+        assert_true(launches[1] < launches[2]);
     }
     opsched_graph_free(g);
 }

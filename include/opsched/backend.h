@@ -194,14 +194,17 @@ typedef enum opsched_ablation {
     OPSCHED_ABLATE_PROLOGUE = 1u << 22,    /* an activation applied by the convolution that
                                             * reads it (opsched_conv_prologue_find): run
                                             * by its producer */
-    OPSCHED_ABLATE_GATE = 1u << 23         /* a gated map's multiply folded into the 1x1
+    OPSCHED_ABLATE_GATE = 1u << 23,        /* a gated map's multiply folded into the 1x1
                                             * product that reads it, per sample
                                             * (opsched_conv_gate_find): a pass of its own */
+    OPSCHED_ABLATE_CONCAT_GATHER = 1u << 24 /* movement runs that gather straight from a
+                                             * Concat's inputs (opsched_move_concat): the
+                                             * Concat written first */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
  * "chains", "residual", "layout", "se", "bias", "attention", "projections",
  * "tensor-cores", "cudnn-attention", "conv-gemm", "movement", "se-split", "gemm-tuning", "se-mul", "im2col", "norm-act", "layer-scale",
- * "conv-norm", "act-prologue", "gate-product" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
+ * "conv-norm", "act-prologue", "gate-product", "concat-gather" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size);
@@ -245,6 +248,10 @@ typedef struct opsched_plan_options {
     int fuse_prologue;         /* conv: apply the activation that produced input 0
                                 * (opsched_conv_prologue_find) to it as it is read: the
                                 * launch reads the activation's input in its place */
+    int move_concat;           /* with move_path: gather from the inputs of the Concat
+                                * whose output is the run's source
+                                * (opsched_move_concat), the launch's inputs, in
+                                * the Concat's order */
     int fuse_gate;             /* conv: multiply its input by the per-sample channel
                                 * scale of the Mul that produced it
                                 * (opsched_conv_gate_find) as the product's weights:
@@ -283,6 +290,8 @@ typedef struct opsched_plan_info {
                                 * plan (inputs 3 and 4: its scale and bias) */
     int fused_prologue;        /* 1 when a convolution applies its input's activation
                                 * (fuse_prologue) */
+    int fused_concat;          /* inputs of the Concat a movement run gathers from
+                                * (move_concat), 0 when it reads the source */
     int fused_gate;            /* 1 when a convolution applies its input's gate
                                 * (fuse_gate) */
     int activation_apart;      /* 1 when the fused activation takes a pass over the

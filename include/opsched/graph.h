@@ -890,6 +890,18 @@ int opsched_move_compose(const opsched_graph *g, const int *nodes, int n,
                          const int64_t *src_strides, opsched_move_view *out);
 void opsched_move_dst_strides(const opsched_move_view *v, const int64_t *dst_strides,
                               int64_t *out);
+/* A run whose source is a Concat's output may gather from the Concat's
+ * inputs instead (ShuffleNet's concatenation, shuffle and split): element
+ * f of the source, in its layout, is element ((o * C_k) + a - start_k) *
+ * inner + i of input k, where f = (o * C + a) * inner + i, C the
+ * concatenated extent, start_k input k's first index along the axis, and
+ * inner the source's stride along it.  opsched_move_concat gives the
+ * Concat node whose output is the source of a run starting at node
+ * `first`, or -1 when there is none or it cannot be read so: more than
+ * OPSCHED_MOVE_MAX_CONCAT inputs, an input missing, empty along the axis,
+ * of another type or rank, or the output a graph output. */
+#define OPSCHED_MOVE_MAX_CONCAT 8
+int opsched_move_concat(const opsched_graph *g, int first);
 
 /* The squeeze-and-excitation gate (se.c): s = act2(fc2(act1(fc1(m)))),
  * m the mean of a 4-D float map x over H and W (GlobalAveragePool, or

@@ -455,6 +455,7 @@ static const struct {
                  {"conv-norm", OPSCHED_ABLATE_CONV_NORM},
                  {"act-prologue", OPSCHED_ABLATE_PROLOGUE},
                  {"gate-product", OPSCHED_ABLATE_GATE},
+                 {"concat-gather", OPSCHED_ABLATE_CONCAT_GATHER},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)
@@ -482,7 +483,7 @@ opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsign
                                                strncmp(ablations[k].name, p, n) != 0))
             k++;
         if (k == OS_ARRAY_LEN(ablations)) {
-            char names[128];
+            char names[512];
             opsched_ablation_names(~0u, ", ", names, sizeof(names));
             return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "unknown ablation '%.*s' (%s or none)",
                            (int)n, p, names);
@@ -564,6 +565,19 @@ opsched_status opsched_plan_create(opsched_device *dev, const opsched_graph *g, 
                            n->name);
         }
         p->n_inputs = 1;
+        if (p->info.fused_concat) { /* the Concat's inputs */
+            int c = opsched_move_concat(g, opts->move_path[0]);
+            if (!opts->move_concat || c < 0 ||
+                opsched_graph_node(g, c)->n_inputs != p->info.fused_concat) {
+                dev->be->plan_free(dev->impl, p->impl);
+                free(p);
+                return OS_FAIL(dev->ctx, OPSCHED_ERR_BACKEND,
+                               "plan: node '%s': the backend gathered from a Concat's inputs "
+                               "without being asked",
+                               n->name);
+            }
+            p->n_inputs = p->info.fused_concat;
+        }
     }
     if (p->info.fused_norm) { /* the norm's scale and bias after x, w and the bias */
         if (!opts->fuse_norm || p->info.fused_residual || p->info.fused_activation ||

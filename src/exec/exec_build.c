@@ -1125,6 +1125,89 @@ static opsched_status plan_move(opsched_executor *ex, ex_build *b, int e, int *d
     return OPSCHED_OK;
 }
 
+/* A Concat whose output only taken runs read (every reader an INSIDE node
+ * of runs that were all taken: `covered`) need not be written: each run that gathers from it
+ * is planned again to gather from the Concat's inputs
+ * (opsched_move_concat; ShuffleNet's concatenation, shuffle and split as
+ * two gathers instead of three copies).  Where a backend turns one of
+ * them down, all keep their plans and the Concat runs. */
+static opsched_status plan_move_concats(opsched_executor *ex, ex_build *b,
+                                        const unsigned char *covered)
+{
+    int n = ex->n_nodes;
+    for (int c = 0; c < n; c++) {
+        const opsched_node *cn = opsched_graph_node(b->g, c);
+        if (cn->op != OPSCHED_OP_CONCAT || ex->nodes[c].role != OPSCHED_ROLE_LAUNCH ||
+            b->place[c].merge_first >= 0 || cn->n_inputs > OPSCHED_MOVE_MAX_CONCAT)
+            continue;
+        int t = cn->outputs[0], readers = 0, ok = 1;
+        for (int j = c + 1; j < n && ok; j++) {
+            const opsched_node *r = opsched_graph_node(b->g, j);
+            for (int k = 0; k < r->n_inputs; k++) {
+                if (r->inputs[k] != t) continue;
+                readers++;
+                ok = k == 0 && b->move_role[j] == OPSCHED_MOVE_INSIDE && covered[j] &&
+                     opsched_move_concat(b->g, j) == c;
+            }
+        }
+        if (!ok || readers == 0) continue;
+        int heads[OPSCHED_MOVE_MAX_CONCAT * 8], nh = 0;
+        for (int e = 0; e < n && ok; e++) {
+            if (b->move_role[e] != OPSCHED_MOVE_HEAD || !b->plans[e] || !b->chain_in[e] ||
+                b->chain_in[e][0] != t)
+                continue;
+            if (nh == (int)OS_ARRAY_LEN(heads)) ok = 0;
+            else heads[nh++] = e;
+        }
+        if (!ok || nh == 0) continue;
+        opsched_plan *plans[OS_ARRAY_LEN(heads)];
+        opsched_layer_info lis[OS_ARRAY_LEN(heads)];
+        int planned = 0;
+        opsched_status st = OPSCHED_OK;
+        for (int k = 0; k < nh && ok; k++) {
+            int e = heads[k], path[OPSCHED_MOVE_MAX_RUN];
+            int len = opsched_move_run(b->g, b->move_role, e, path);
+            opsched_exec_options o = node_options(b, b->place[e].stage);
+            o.plan.move_path = path;
+            o.plan.n_move_path = len;
+            o.plan.move_concat = 1;
+            opsched_plan_info pi;
+            st = plan_with_info(ex, b, e, &o, &lis[k], &plans[k], &pi);
+            if (st != OPSCHED_OK) break;
+            planned++;
+            ok = pi.fused_movement == len && pi.fused_concat == cn->n_inputs;
+        }
+        if (st != OPSCHED_OK || !ok) {
+            for (int k = 0; k < planned; k++)
+                opsched_plan_free(plans[k]);
+            OS_TRY(st);
+            continue;
+        }
+        for (int k = 0; k < nh; k++) {
+            int e = heads[k];
+            int *in = malloc(sizeof(int) * (size_t)cn->n_inputs);
+            if (!in) {
+                for (int j = k; j < nh; j++)
+                    opsched_plan_free(plans[j]);
+                return OS_NOMEM(ex->ctx);
+            }
+            memcpy(in, cn->inputs, sizeof(int) * (size_t)cn->n_inputs);
+            free(b->chain_in[e]);
+            b->chain_in[e] = in;
+            b->chain_n[e] = cn->n_inputs;
+            opsched_layer_info *ni = &ex->nodes[e];
+            ex->info.workspace_bytes -= ni->workspace_bytes;
+            ex->info.n_fallbacks -= ni->fallback;
+            opsched_plan_free(b->plans[e]);
+            b->plans[e] = plans[k];
+            note_plan(ex, e, plans[k], &lis[k]);
+        }
+        ex->nodes[c].role = OPSCHED_ROLE_FUSED;
+        snprintf(ex->nodes[c].algo, sizeof(ex->nodes[c].algo), "gathered");
+    }
+    return OPSCHED_OK;
+}
+
 /* Runs of movement nodes (opsched_move_runs) as one strided gather each:
  * every HEAD is planned first, reading its run's source; the INSIDE nodes
  * of the runs the backend took run nothing, and their outputs, which no
@@ -1136,8 +1219,9 @@ static opsched_status plan_moves(opsched_executor *ex, ex_build *b)
     unsigned char *alias = calloc((size_t)n + 1, 1);
     b->move_role = calloc((size_t)n + 1, sizeof(int));
     int *taken = calloc((size_t)n + 1, sizeof(int));
+    unsigned char *covered = calloc((size_t)n + 1, 1);
     opsched_status st = OPSCHED_OK;
-    if (!alias || !b->move_role || !taken) {
+    if (!alias || !b->move_role || !taken || !covered) {
         st = OS_NOMEM(ex->ctx);
         goto done;
     }
@@ -1167,13 +1251,17 @@ static opsched_status plan_moves(opsched_executor *ex, ex_build *b)
             for (int k = 0; k < len - 1; k++)
                 all &= path[k] != i;
         }
+        covered[i] = (unsigned char)all;
         if (!all || ex->nodes[i].role == OPSCHED_ROLE_VIEW) continue;
         ex->nodes[i].role = OPSCHED_ROLE_FUSED;
         snprintf(ex->nodes[i].algo, sizeof(ex->nodes[i].algo), "gathered");
     }
+    if (!(b->o->plan.ablate & OPSCHED_ABLATE_CONCAT_GATHER))
+        OS_TRY_GOTO(st, plan_move_concats(ex, b, covered), done);
 done:
     free(alias);
     free(taken);
+    free(covered);
     return st;
 }
 

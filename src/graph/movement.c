@@ -19,6 +19,11 @@
  * dimension ends inside it (a factor of size a*b and stride t is (a, t*b)
  * outside (b, t)); a cut that does not divide the factor means the map is
  * not affine, and the run is not one copy.
+ *
+ * A run whose source is a Concat's output can read the Concat's inputs
+ * instead (opsched_move_concat): the source offset the view gives is
+ * decoded into the position along the Concat's axis, which names the
+ * input.  Where only such runs read the Concat, it need not be written.
  */
 #include "graph/graph_impl.h"
 
@@ -300,4 +305,25 @@ int opsched_move_run(const opsched_graph *g, const int *role, int end, int *path
     for (int k = 0; k < n; k++)
         path[k] = rev[n - 1 - k];
     return n;
+}
+
+int opsched_move_concat(const opsched_graph *g, int first)
+{
+    const opsched_node *n = opsched_graph_node(g, first);
+    if (!opsched_op_is_movement(n)) return -1;
+    const opsched_tensor *x = opsched_graph_tensor(g, n->inputs[0]);
+    int c = x ? x->producer : -1;
+    const opsched_node *cn = c >= 0 ? opsched_graph_node(g, c) : NULL;
+    if (!cn || cn->op != OPSCHED_OP_CONCAT || cn->n_outputs != 1 || cn->n_inputs < 1 ||
+        cn->n_inputs > OPSCHED_MOVE_MAX_CONCAT || os_graph_is_output(g, n->inputs[0]))
+        return -1;
+    int axis = (int)cn->attr.axis.axis;
+    if (axis < 0) axis += x->shape.ndim;
+    if (axis < 0 || axis >= x->shape.ndim) return -1;
+    for (int k = 0; k < cn->n_inputs; k++) {
+        const opsched_tensor *t = opsched_graph_tensor(g, cn->inputs[k]);
+        if (!t || t->dtype != x->dtype || t->shape.ndim != x->shape.ndim || t->shape.d[axis] < 1)
+            return -1;
+    }
+    return c;
 }

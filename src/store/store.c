@@ -285,7 +285,7 @@ void opsched_settings_key(const opsched_measure_options *o, char *buf, size_t si
     /* An ablated planner measures something else: a key of its own (none
      * for the planner as it is, so older keys stay what they were). */
     if (o->plan.ablate && n > 0 && (size_t)n < size) {
-        char names[64];
+        char names[512];
         opsched_ablation_names(o->plan.ablate, "+", names, sizeof(names));
         snprintf(buf + n, size - (size_t)n, ";ablate=%s", names);
     }

@@ -268,7 +268,7 @@ int tool_arg_math(const char *cmd, const char *flag, const char *v, opsched_math
 int tool_arg_ablate(const char *cmd, const char *flag, const char *v, unsigned *out)
 {
     if (opsched_ablation_parse(NULL, v, out) != OPSCHED_OK) {
-        char names[256];
+        char names[512];
         opsched_ablation_names(~0u, ", ", names, sizeof(names));
         return tool_usage_error(cmd, "%s wants a comma list of %s (or none), got '%s'", flag, names,
                                 v);

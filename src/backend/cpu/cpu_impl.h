@@ -67,6 +67,11 @@ typedef struct cpu_node {
     int move;                    /* a movement run's gather from input 0 (opsched_move_run): */
     opsched_move_view move_view; /* the source's factors, and */
     int64_t move_dst[OPSCHED_MOVE_MAX_FACTORS]; /* each factor's stride in the output */
+    int move_parts;              /* > 0: the source is a Concat's output, read from its
+                                  * inputs (opsched_move_concat), these many: */
+    int64_t move_inner, move_extent;            /* its stride and extent along the axis */
+    int64_t move_start[OPSCHED_MOVE_MAX_CONCAT]; /* each input's first index there */
+    int64_t move_len[OPSCHED_MOVE_MAX_CONCAT];   /* and its extent */
 } cpu_node;
 
 /* One node of an element-wise chain: v = f(v), or v = f(v, w) (f(w, v)

@@ -294,7 +294,17 @@ static opsched_status loop_move(opsched_ctx *ctx, const cpu_node *n, void *const
     char *dst = out[0];
     int64_t s = v->offset, d = 0;
     for (int64_t e = 0; e < total; e++) {
-        memcpy(dst + (size_t)d * es, src + (size_t)s * es, es);
+        if (n->move_parts > 0) { /* element s of the Concat's output, from its input */
+            int64_t i = s % n->move_inner, q = s / n->move_inner;
+            int64_t a = q % n->move_extent, o = q / n->move_extent;
+            int k = 0;
+            while (k + 1 < n->move_parts && a >= n->move_start[k + 1])
+                k++;
+            int64_t at = (o * n->move_len[k] + a - n->move_start[k]) * n->move_inner + i;
+            memcpy(dst + (size_t)d * es, (const char *)in[k] + (size_t)at * es, es);
+        } else {
+            memcpy(dst + (size_t)d * es, src + (size_t)s * es, es);
+        }
         for (int f = v->n - 1; f >= 0; f--) {
             s += v->stride[f];
             d += n->move_dst[f];
@@ -324,13 +334,36 @@ static opsched_status plan_move(const opsched_graph *g, int node, const opsched_
     if (!opsched_move_compose(g, opts->move_path, opts->n_move_path, xs, &cn->move_view))
         return OPSCHED_OK;
     opsched_move_dst_strides(&cn->move_view, ys, cn->move_dst);
+    int c = opts->move_concat ? opsched_move_concat(g, opts->move_path[0]) : -1;
+    if (opts->move_concat && c < 0) return OPSCHED_OK;
     cn->move = 1;
     cn->n_in = 1;
     cn->has_in[0] = 1;
     cn->in[0] = x->shape;
     cn->in_dt[0] = x->dtype;
+    if (c >= 0) { /* the Concat's inputs in its place */
+        const opsched_node *cc = opsched_graph_node(g, c);
+        int axis = (int)cc->attr.axis.axis;
+        if (axis < 0) axis += x->shape.ndim;
+        cn->move_parts = cc->n_inputs;
+        cn->move_inner = xs[axis];
+        cn->move_extent = x->shape.d[axis];
+        cn->n_in = cc->n_inputs;
+        int64_t at = 0;
+        for (int k = 0; k < cc->n_inputs; k++) {
+            const opsched_tensor *t = opsched_graph_tensor(g, cc->inputs[k]);
+            cn->move_start[k] = at;
+            cn->move_len[k] = t->shape.d[axis];
+            at += t->shape.d[axis];
+            cn->has_in[k] = 1;
+            cn->in[k] = t->shape;
+            cn->in_dt[k] = t->dtype;
+        }
+        info->fused_concat = cc->n_inputs;
+    }
     p->loop = loop_move;
-    snprintf(info->algo, sizeof(info->algo), "gather:%d", opts->n_move_path);
+    snprintf(info->algo, sizeof(info->algo), "gather:%d%s", opts->n_move_path,
+             c >= 0 ? "+concat" : "");
     info->fused_movement = opts->n_move_path;
     *done = 1;
     return OPSCHED_OK;

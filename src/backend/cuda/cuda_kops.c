@@ -141,7 +141,11 @@ static opsched_status copy_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *bas
 {
     kop_plan *p = (kop_plan *)base;
     (void)dev;
-    CUDA_CHECK(ctx, cuk_copy(p->elem, &p->nd, in[0], out[0], s));
+    if (p->n_parts > 0) /* a gather from a Concat's inputs */
+        CUDA_CHECK(ctx, cuk_gather_concat(p->elem, &p->nd, p->n_parts, (const void *const *)in,
+                                          p->parts, p->inner, out[0], s));
+    else
+        CUDA_CHECK(ctx, cuk_copy(p->elem, &p->nd, in[0], out[0], s));
     return OPSCHED_OK;
 }
 
@@ -192,6 +196,16 @@ opsched_status cu_plan_move(const cu_plan_args *a, cu_plan **out)
     if (!opsched_move_compose(a->g, o->move_path, o->n_move_path, xs, &v) || v.n > CUK_MAX_DIMS)
         return CU_UNSUPPORTED(a, "gather: the run is not one strided copy");
     opsched_move_dst_strides(&v, ys, dst);
+    int c = o->move_concat ? opsched_move_concat(a->g, o->move_path[0]) : -1;
+    if (o->move_concat &&
+        (c < 0 || opsched_graph_node(a->g, c)->n_inputs > CUK_MAX_GATHER_PARTS))
+        return CU_UNSUPPORTED(a, "gather: no Concat of at most %d inputs to read from",
+                              CUK_MAX_GATHER_PARTS);
+    for (int k = 0; c >= 0 && k < opsched_graph_node(a->g, c)->n_inputs; k++) {
+        const opsched_tensor *t = opsched_graph_tensor(a->g, opsched_graph_node(a->g, c)->inputs[k]);
+        if (cu_is_nhwc(a, t) != cu_is_nhwc(a, x))
+            return CU_UNSUPPORTED(a, "gather: the Concat's inputs are not all in its layout");
+    }
     kop_plan *p = NULL;
     OS_TRY(kop_new(a, copy_launch, 0, &p));
     p->elem = cu_elem_size(a, x);
@@ -207,9 +221,21 @@ opsched_status cu_plan_move(const cu_plan_args *a, cu_plan **out)
     cu_nd_simplify(&p->nd, 2);
     p->base.n_in = 1;
     p->base.need_in = 1;
+    if (c >= 0) { /* the Concat's inputs in its place */
+        const opsched_node *cc = opsched_graph_node(a->g, c);
+        int axis = (int)cc->attr.axis.axis;
+        if (axis < 0) axis += x->shape.ndim;
+        p->n_parts = cc->n_inputs;
+        p->inner = xs[axis];
+        for (int k = 0; k < cc->n_inputs; k++)
+            p->parts[k] = opsched_graph_tensor(a->g, cc->inputs[k])->shape.d[axis];
+        p->base.n_in = cc->n_inputs;
+        p->base.need_in = (1ull << cc->n_inputs) - 1;
+        a->info->fused_concat = cc->n_inputs;
+    }
     a->info->fused_movement = o->n_move_path;
     char algo[32];
-    snprintf(algo, sizeof(algo), "gather:%d", o->n_move_path);
+    snprintf(algo, sizeof(algo), "gather:%d%s", o->n_move_path, c >= 0 ? "+concat" : "");
     return kop_done(a, p, algo, out);
 }
 

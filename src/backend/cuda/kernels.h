@@ -76,6 +76,13 @@ cudaError_t cuk_unary(cuk_type t, cuk_unary_op op, float p0, float p1, int64_t n
 cudaError_t cuk_binary(cuk_type t, cuk_binary_op op, const cuk_nd *nd, const void *a, const void *b,
                        void *y, cudaStream_t stream);
 
+/* A gather over nd (operand 0 dst, operand 1 an element of a Concat's
+ * output) that reads the Concat's `parts` inputs srcs (at most CUK_MAX_GATHER_PARTS), each lens[k] long
+ * along the axis, whose stride in the output is inner (opsched_move_concat). */
+#define CUK_MAX_GATHER_PARTS 8
+cudaError_t cuk_gather_concat(size_t elem, const cuk_nd *nd, int parts, const void *const *srcs,
+                              const int64_t *lens, int64_t inner, void *dst, cudaStream_t stream);
+
 /* dst = src over nd: operand 0 is dst, 1 is src (elements of elem bytes). */
 cudaError_t cuk_copy(size_t elem, const cuk_nd *nd, const void *src, void *dst,
                      cudaStream_t stream);

@@ -310,6 +310,41 @@ template <typename E> struct copy_f {
     }
 };
 
+/* A gather through a Concat's output without it (opsched_move_concat):
+ * the iteration's source offset s is an element of the Concat's output,
+ * (o * extent + a) * inner + i, read from the input whose part of the axis
+ * holds a. */
+template <typename E> struct gather_concat_f {
+    const E *x[CUK_MAX_GATHER_PARTS];
+    E *y;
+    int parts;
+    int64_t inner, extent, start[CUK_MAX_GATHER_PARTS], len[CUK_MAX_GATHER_PARTS];
+
+    template <typename I> __device__ __forceinline__ void nd(const I *off) const
+    {
+        const I s = off[1], i = s % (I)inner, q = s / (I)inner;
+        const I a = q % (I)extent, o = q / (I)extent;
+        int k = 0;
+        while (k + 1 < parts && a >= (I)start[k + 1])
+            k++;
+        y[off[0]] = x[k][(o * (I)len[k] + a - (I)start[k]) * (I)inner + i];
+    }
+    __device__ __forceinline__ void at(int64_t i) const
+    {
+        const int64_t off[2] = {i, i};
+        nd(off);
+    }
+    __device__ __forceinline__ void at4(int64_t i) const
+    {
+        for (int k = 0; k < 4; k++)
+            at(4 * i + k);
+    }
+    bool aligned4() const
+    {
+        return false;
+    }
+};
+
 /* ---- Cast ----------------------------------------------------------- */
 
 template <typename TX, typename TY> struct cast_f {
@@ -726,6 +761,31 @@ extern "C" cudaError_t cuk_copy(size_t elem, const cuk_nd *nd, const void *src, 
     CUK_DISPATCH_ELEM(elem, E, {
         copy_f<E> f = {(const E *)src, (E *)dst};
         return run_nd<2>(&d, f, stream);
+    });
+    return cudaErrorInvalidValue;
+}
+
+extern "C" cudaError_t cuk_gather_concat(size_t elem, const cuk_nd *nd, int parts,
+                                         const void *const *srcs, const int64_t *lens,
+                                         int64_t inner, void *dst, cudaStream_t stream)
+{
+    if (!nd || nd->ndim < 1 || parts < 1 || parts > CUK_MAX_GATHER_PARTS || !srcs || !lens ||
+        inner < 1)
+        return cudaErrorInvalidValue;
+    CUK_DISPATCH_ELEM(elem, E, {
+        gather_concat_f<E> f;
+        memset(&f, 0, sizeof(f));
+        f.y = (E *)dst;
+        f.parts = parts;
+        f.inner = inner;
+        for (int k = 0; k < parts; k++) {
+            if (!srcs[k] || lens[k] < 1) return cudaErrorInvalidValue;
+            f.x[k] = (const E *)srcs[k];
+            f.start[k] = f.extent;
+            f.len[k] = lens[k];
+            f.extent += lens[k];
+        }
+        return run_nd<2>(nd, f, stream);
     });
     return cudaErrorInvalidValue;
 }
