@@ -752,6 +752,61 @@ static void test_gated_product(void **state)
     opsched_graph_free(h);
 }
 
+/* A gated map whose scale is no gate the planner knows (here a model
+ * input): its Mul is planned alone first, then the 1x1 convolution after it
+ * takes the scale and the Mul runs nothing; the same values as with the
+ * fold ablated. */
+static void test_gated_product_apart(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_shape xs = {4, {2, 12, 5, 7}}, ss = {4, {2, 12, 1, 1}};
+    opsched_conv_desc cd = {.out_channels = 6, .kernel_h = 1, .kernel_w = 1, .stride_h = 1,
+                            .stride_w = 1, .bias = 1};
+    opsched_graph *g = NULL;
+    int x, s, t[3];
+    CHECK(opsched_graph_create(env.ctx, "scaled", &g));
+    CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
+    CHECK(opsched_graph_add_tensor(g, "s", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &ss, &s));
+    CHECK(opsched_build_binary(g, "m", OPSCHED_OP_MUL, s, x, &t[0]));
+    CHECK(opsched_build_conv(g, "c", t[0], &cd, &t[1]));
+    CHECK(opsched_build_unary(g, "relu", OPSCHED_OP_RELU, NULL, t[1], &t[2]));
+    CHECK(opsched_graph_mark_output(g, t[2]));
+    assert_int_equal(netref_set_weights(g, 17), 0);
+    size_t nx = 0, ns = 0;
+    float *xv = random_input(g, 0, 3, &nx), *sv = random_input(g, 1, 4, &ns);
+    float *y[2] = {NULL, NULL};
+    size_t m = 0;
+    for (int ab = 0; ab < 2; ab++) {
+        opsched_exec_options o = {.plan = {.fuse_activation = 1,
+                                           .ablate = ab ? OPSCHED_ABLATE_GATE : 0}};
+        opsched_executor *ex = NULL;
+        CHECK(opsched_executor_create(env.cpu, g, NULL, &o, &ex));
+        opsched_exec_info info;
+        CHECK(opsched_executor_info(ex, &info));
+        assert_int_equal(info.n_gates_folded, ab ? 0 : 1);
+        assert_int_equal(opsched_executor_layer(ex, 0)->role == OPSCHED_ROLE_FUSED, !ab);
+        if (!ab) assert_string_equal(opsched_executor_layer(ex, 0)->algo, "fused into c");
+        CHECK(opsched_executor_set_input(ex, 0, xv, nx));
+        CHECK(opsched_executor_set_input(ex, 1, sv, ns));
+        CHECK(opsched_executor_run(ex));
+        CHECK(opsched_device_sync(env.cpu));
+        m = opsched_executor_output_numel(ex, 0);
+        y[ab] = malloc(sizeof(float) * m);
+        assert_non_null(y[ab]);
+        CHECK(opsched_executor_get_output(ex, 0, y[ab], m));
+        opsched_executor_free(ex);
+    }
+    double err = netref_rel_l2(y[0], y[1], m);
+    print_message("scaled: the Mul folded into the product against apart: relative L2 %.3g\n", err);
+    assert_true(err < 1e-6);
+    free(y[0]);
+    free(y[1]);
+    free(xv);
+    free(sv);
+    opsched_graph_free(g);
+}
+
 /* Merged convolutions run one activation: two 1x1 convolutions of the
  * same input, one with a Relu and one with a Sigmoid, are no epilogue
  * pair; two Sigmoids are. */
@@ -1169,6 +1224,7 @@ int main(void)
         cmocka_unit_test(test_inverted_residual),
         cmocka_unit_test(test_conv_prologue),
         cmocka_unit_test(test_gated_product),
+        cmocka_unit_test(test_gated_product_apart),
         cmocka_unit_test(test_fused_se),
         cmocka_unit_test(test_fused_bias),
         cmocka_unit_test(test_norm_act_and_transposed_residual),

@@ -453,6 +453,38 @@ static opsched_status plan_chain(opsched_executor *ex, ex_build *b, int i,
 
 static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i);
 
+/* Gated map's Mul `mul`, which convolution c applies as its input's gate:
+ * it runs nothing and its output is an alias of the map it multiplies. */
+static void fold_mul(opsched_executor *ex, ex_build *b, int mul, int c)
+{
+    const opsched_node *m = opsched_graph_node(b->g, mul);
+    opsched_conv_gate cg;
+    if (!opsched_conv_gate_find(b->g, c, &cg)) return;
+    ex->nodes[mul].role = OPSCHED_ROLE_FUSED;
+    snprintf(ex->nodes[mul].algo, sizeof(ex->nodes[mul].algo), "fused into %.20s",
+             opsched_graph_node(b->g, c)->name);
+    ex->tensors[m->outputs[0]].parent = cg.x;
+    ex->info.n_gates_folded++;
+}
+
+/* Convolution i reads a gated map (opsched_conv_gate_find) whose Mul was
+ * planned alone, on its own (a scale that is no squeeze-and-excitation
+ * gate opsched_se_gate_find knows: ECA's, a model input): asks i's plan
+ * for the gate (b->gate[i]) and returns the Mul, or -1. */
+static int gate_apart(opsched_executor *ex, ex_build *b, int i, const opsched_exec_options *o)
+{
+    opsched_conv_gate cg;
+    if (!o->plan.fuse_activation || (o->plan.ablate & OPSCHED_ABLATE_GATE) ||
+        b->place[i].merge_first >= 0 || !opsched_conv_gate_find(b->g, i, &cg) ||
+        ex->nodes[cg.mul].role != OPSCHED_ROLE_LAUNCH || !b->plans[cg.mul] ||
+        b->chain_in[cg.mul] || b->place[cg.mul].merge_first >= 0)
+        return -1;
+    int sp = opsched_tensor_scheduled_producer(b->g, cg.scale);
+    if (sp >= 0 && !launches_before(b, sp, i)) return -1;
+    b->gate[i] = cg.scale;
+    return cg.mul;
+}
+
 /* The convolution that reads gate se's multiply plans it as its input's
  * gate (opsched_conv_gate_find) where its backend applies it: the Mul then
  * runs nothing and its output is an alias of the map it multiplies, which
@@ -471,12 +503,7 @@ static opsched_status plan_gate(opsched_executor *ex, ex_build *b, const opsched
         return OPSCHED_OK;
     b->gate[c] = cg.scale;
     OS_TRY(plan_node(ex, b, c));
-    if (b->gate[c] < 0) return OPSCHED_OK;
-    ex->nodes[se->mul].role = OPSCHED_ROLE_FUSED;
-    snprintf(ex->nodes[se->mul].algo, sizeof(ex->nodes[se->mul].algo), "fused into %.20s",
-             opsched_graph_node(b->g, c)->name);
-    ex->tensors[y].parent = cg.x;
-    ex->info.n_gates_folded++;
+    if (b->gate[c] >= 0) fold_mul(ex, b, se->mul, c);
     return OPSCHED_OK;
 }
 
@@ -707,7 +734,8 @@ static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
     opsched_conv_prologue cp;
     o.plan.fuse_prologue = opsched_graph_node(b->g, i)->op == OPSCHED_OP_CONV &&
                            prologue_ok(ex, b, i, &o, &cp);
-    o.plan.fuse_gate = b->gate[i] >= 0; /* asked by plan_se */
+    int late_mul = b->gate[i] < 0 ? gate_apart(ex, b, i, &o) : -1;
+    o.plan.fuse_gate = b->gate[i] >= 0; /* asked by plan_se, or late_mul's */
     OS_TRY(os_exec_plan_node(ex->dev, b->g, i, &o, &li, &b->plans[i]));
     opsched_plan_info pi;
     OS_TRY(opsched_plan_info_get(b->plans[i], &pi));
@@ -732,6 +760,16 @@ static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
     OS_TRY(opsched_plan_info_get(b->plans[i], &pi));
     if (pi.fused_prologue) OS_TRY(drop_producer_act(ex, b, i, &cp));
     if (!pi.fused_gate) b->gate[i] = -1;
+    if (pi.fused_gate && late_mul >= 0) { /* the multiply planned alone runs nothing now */
+        opsched_layer_info *mi = &ex->nodes[late_mul];
+        ex->info.workspace_bytes -= mi->workspace_bytes;
+        ex->info.n_fallbacks -= mi->fallback;
+        mi->workspace_bytes = 0;
+        mi->fallback = 0;
+        opsched_plan_free(b->plans[late_mul]);
+        b->plans[late_mul] = NULL;
+        fold_mul(ex, b, late_mul, i);
+    }
     note_plan(ex, i, b->plans[i], &li);
     return OPSCHED_OK;
 }
