@@ -517,98 +517,70 @@ opsched_status opsched_plan_create(opsched_device *dev, const opsched_graph *g, 
     }
     p->dev = dev;
     p->n_inputs = p->info.fused_residual ? 4 : n->n_inputs; /* r is input 3 */
+    /* A fused form the backend ran without being asked: a plan whose
+     * inputs the caller would not give as it reads them, refused. */
+    const char *unasked = NULL;
     if (p->info.fused_chain) { /* the chain's side operands after the node's inputs */
         opsched_ew_chain c;
         int sides[OPSCHED_CHAIN_MAX];
         if (!opts->fuse_chain || !opsched_ew_chain_find(g, node, &c) ||
-            c.n != p->info.fused_chain) {
-            dev->be->plan_free(dev->impl, p->impl);
-            free(p);
-            return OS_FAIL(dev->ctx, OPSCHED_ERR_BACKEND,
-                           "plan: node '%s': the backend ran a chain it was not asked for",
-                           n->name);
-        }
-        p->n_inputs = n->n_inputs + opsched_ew_chain_sides(g, &c, sides);
+            c.n != p->info.fused_chain)
+            unasked = "ran a chain";
+        else
+            p->n_inputs = n->n_inputs + opsched_ew_chain_sides(g, &c, sides);
     }
-    if (p->info.fused_bias) { /* the bias after A and B */
+    if (!unasked && p->info.fused_bias) { /* the bias after A and B */
         opsched_matmul_bias mb;
-        if (!opts->fuse_bias || !opsched_matmul_bias_find(g, node, &mb)) {
-            dev->be->plan_free(dev->impl, p->impl);
-            free(p);
-            return OS_FAIL(dev->ctx, OPSCHED_ERR_BACKEND,
-                           "plan: node '%s': the backend fused a bias it was not asked for",
-                           n->name);
-        }
-        p->n_inputs = p->info.fused_residual ? 4 : 3; /* r after the bias */
+        if (!opts->fuse_bias || !opsched_matmul_bias_find(g, node, &mb))
+            unasked = "fused a bias";
+        else
+            p->n_inputs = p->info.fused_residual ? 4 : 3; /* r after the bias */
     }
-    if (p->info.fused_se) { /* W1, b1, W2, b2 after the mean's inputs */
+    if (!unasked && p->info.fused_se) { /* W1, b1, W2, b2 after the mean's inputs */
         opsched_se_gate se;
         if (!opts->fuse_se || p->info.fused_chain || !opsched_se_gate_find(g, node, &se) ||
             (se.n != p->info.fused_se &&
-             !(opts->fuse_se == 2 && se.mul >= 0 && p->info.fused_se == se.n + 1))) {
-            dev->be->plan_free(dev->impl, p->impl);
-            free(p);
-            return OS_FAIL(dev->ctx, OPSCHED_ERR_BACKEND,
-                           "plan: node '%s': the backend ran a gate it was not asked for",
-                           n->name);
-        }
-        p->n_inputs = n->n_inputs + 4;
+             !(opts->fuse_se == 2 && se.mul >= 0 && p->info.fused_se == se.n + 1)))
+            unasked = "ran a gate";
+        else
+            p->n_inputs = n->n_inputs + 4;
     }
-    if (p->info.fused_movement) { /* the run's source, its only input */
+    if (!unasked && p->info.fused_movement) { /* the run's source, its only input */
+        int c = p->info.fused_concat && opts->move_path && opts->n_move_path > 0
+                    ? opsched_move_concat(g, opts->move_path[0])
+                    : -1;
         if (!opts->move_path || opts->n_move_path != p->info.fused_movement ||
             opts->move_path[opts->n_move_path - 1] != node || p->info.fused_chain ||
-            p->info.fused_se || p->info.fused_bias) {
-            dev->be->plan_free(dev->impl, p->impl);
-            free(p);
-            return OS_FAIL(dev->ctx, OPSCHED_ERR_BACKEND,
-                           "plan: node '%s': the backend gathered a run it was not asked for",
-                           n->name);
-        }
-        p->n_inputs = 1;
-        if (p->info.fused_concat) { /* the Concat's inputs */
-            int c = opsched_move_concat(g, opts->move_path[0]);
-            if (!opts->move_concat || c < 0 ||
-                opsched_graph_node(g, c)->n_inputs != p->info.fused_concat) {
-                dev->be->plan_free(dev->impl, p->impl);
-                free(p);
-                return OS_FAIL(dev->ctx, OPSCHED_ERR_BACKEND,
-                               "plan: node '%s': the backend gathered from a Concat's inputs "
-                               "without being asked",
-                               n->name);
-            }
-            p->n_inputs = p->info.fused_concat;
-        }
+            p->info.fused_se || p->info.fused_bias)
+            unasked = "gathered a run";
+        else if (p->info.fused_concat && (!opts->move_concat || c < 0 ||
+                                          opsched_graph_node(g, c)->n_inputs !=
+                                              p->info.fused_concat))
+            unasked = "gathered from a Concat's inputs";
+        else /* or the Concat's inputs */
+            p->n_inputs = p->info.fused_concat ? p->info.fused_concat : 1;
     }
-    if (p->info.fused_norm) { /* the norm's scale and bias after x, w and the bias */
+    if (!unasked && p->info.fused_norm) { /* the norm's scale and bias after x, w and the bias */
         if (!opts->fuse_norm || p->info.fused_residual || p->info.fused_activation ||
-            !opsched_conv_norm_find(g, node, NULL)) {
-            dev->be->plan_free(dev->impl, p->impl);
-            free(p);
-            return OS_FAIL(dev->ctx, OPSCHED_ERR_BACKEND,
-                           "plan: node '%s': the backend fused a LayerNormalization it was not "
-                           "asked for",
-                           n->name);
-        }
-        p->n_inputs = 5;
+            !opsched_conv_norm_find(g, node, NULL))
+            unasked = "fused a LayerNormalization";
+        else
+            p->n_inputs = 5;
     }
-    if (p->info.fused_prologue && (!opts->fuse_prologue || !opsched_conv_prologue_find(g, node, NULL))) {
+    if (!unasked && p->info.fused_prologue &&
+        (!opts->fuse_prologue || !opsched_conv_prologue_find(g, node, NULL)))
+        unasked = "applied an input activation";
+    if (!unasked && p->info.fused_gate) { /* the scale as input 5 */
+        if (!opts->fuse_gate || p->info.fused_norm || !opsched_conv_gate_find(g, node, NULL))
+            unasked = "applied an input gate";
+        else
+            p->n_inputs = 6;
+    }
+    if (unasked) {
         dev->be->plan_free(dev->impl, p->impl);
         free(p);
         return OS_FAIL(dev->ctx, OPSCHED_ERR_BACKEND,
-                       "plan: node '%s': the backend applied an input activation it was not "
-                       "asked for",
-                       n->name);
-    }
-    if (p->info.fused_gate) { /* the scale as input 5 */
-        if (!opts->fuse_gate || p->info.fused_norm || !opsched_conv_gate_find(g, node, NULL)) {
-            dev->be->plan_free(dev->impl, p->impl);
-            free(p);
-            return OS_FAIL(dev->ctx, OPSCHED_ERR_BACKEND,
-                           "plan: node '%s': the backend applied an input gate it was not asked "
-                           "for",
-                           n->name);
-        }
-        p->n_inputs = 6;
+                       "plan: node '%s': the backend %s it was not asked for", n->name, unasked);
     }
     p->n_outputs = n->n_outputs;
     *out = p;
