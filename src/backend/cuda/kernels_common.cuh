@@ -12,6 +12,7 @@
 #ifndef OS_CUDA_KERNELS_COMMON_CUH
 #define OS_CUDA_KERNELS_COMMON_CUH
 
+#include <math.h>
 #include <stdint.h>
 
 #include <type_traits>
@@ -425,6 +426,101 @@ __device__ __forceinline__ float ufloat(cuk_ufn fn, float x, const cuk_ew_params
     default:
         return x;
     }
+}
+
+/* Four neighbouring values of T as a float4, and back: 16-byte accesses in
+ * fp32, 8-byte ones in fp16 and bf16 (the vector kernels' I/O). */
+template <typename T> struct f4;
+template <> struct f4<float> {
+    static __device__ __forceinline__ float4 ld(const float *p)
+    {
+        return *reinterpret_cast<const float4 *>(p);
+    }
+    static __device__ __forceinline__ void st(float *p, float4 v)
+    {
+        *reinterpret_cast<float4 *>(p) = v;
+    }
+};
+template <> struct f4<__half> {
+    static __device__ __forceinline__ float4 ld(const __half *p)
+    {
+        const uint2 u = *reinterpret_cast<const uint2 *>(p);
+        const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&u.x));
+        const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&u.y));
+        return make_float4(a.x, a.y, b.x, b.y);
+    }
+    static __device__ __forceinline__ void st(__half *p, float4 v)
+    {
+        const __half2 a = __floats2half2_rn(v.x, v.y), b = __floats2half2_rn(v.z, v.w);
+        uint2 u;
+        u.x = *reinterpret_cast<const uint32_t *>(&a);
+        u.y = *reinterpret_cast<const uint32_t *>(&b);
+        *reinterpret_cast<uint2 *>(p) = u;
+    }
+};
+template <> struct f4<__nv_bfloat16> {
+    static __device__ __forceinline__ float4 ld(const __nv_bfloat16 *p)
+    {
+        const uint2 u = *reinterpret_cast<const uint2 *>(p);
+        const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u.x));
+        const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u.y));
+        return make_float4(a.x, a.y, b.x, b.y);
+    }
+    static __device__ __forceinline__ void st(__nv_bfloat16 *p, float4 v)
+    {
+        const __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y);
+        const __nv_bfloat162 b = __floats2bfloat162_rn(v.z, v.w);
+        uint2 u;
+        u.x = *reinterpret_cast<const uint32_t *>(&a);
+        u.y = *reinterpret_cast<const uint32_t *>(&b);
+        *reinterpret_cast<uint2 *>(p) = u;
+    }
+};
+
+/* An activation in its clamp form, computed inline without ufloat's
+ * switch: t = min(max(s * x + o, lo), hi), then x * t when mul
+ * (HardSwish), else t (Relu, Clip, HardSigmoid). */
+struct clamp_act {
+    float s, o, lo, hi;
+    int mul;
+};
+
+/* 1 with *out the clamp form of fn, 0 for an activation without one. */
+inline int clamp_act_of(cuk_ufn fn, const cuk_ew_params &p, clamp_act *out)
+{
+    clamp_act a = {1.0f, 0.0f, -INFINITY, INFINITY, 0};
+    switch (fn) {
+    case CUK_U_RELU:
+        a.lo = 0.0f;
+        break;
+    case CUK_U_CLIP:
+        a.lo = p.alpha;
+        a.hi = p.beta;
+        break;
+    case CUK_U_HARDSIGMOID:
+        a.s = p.alpha;
+        a.o = p.beta;
+        a.lo = 0.0f;
+        a.hi = 1.0f;
+        break;
+    case CUK_U_HARDSWISH:
+        a.s = 1.0f / 6.0f;
+        a.o = 0.5f;
+        a.lo = 0.0f;
+        a.hi = 1.0f;
+        a.mul = 1;
+        break;
+    default:
+        return 0;
+    }
+    if (out) *out = a;
+    return 1;
+}
+
+__device__ __forceinline__ float clamp_apply(const clamp_act &a, float x)
+{
+    const float t = fminf(fmaxf(fmaf(a.s, x, a.o), a.lo), a.hi);
+    return a.mul ? x * t : t;
 }
 
 } /* namespace cuk */

@@ -31,54 +31,6 @@ using namespace cuk;
 namespace
 {
 
-/* Four neighbouring values of T as floats, and back. */
-template <typename T> struct vec4;
-template <> struct vec4<float> {
-    static __device__ __forceinline__ float4 ld(const float *p)
-    {
-        return *reinterpret_cast<const float4 *>(p);
-    }
-    static __device__ __forceinline__ void st(float *p, float4 v)
-    {
-        *reinterpret_cast<float4 *>(p) = v;
-    }
-};
-template <> struct vec4<__half> {
-    static __device__ __forceinline__ float4 ld(const __half *p)
-    {
-        const uint2 u = *reinterpret_cast<const uint2 *>(p);
-        const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&u.x));
-        const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&u.y));
-        return make_float4(a.x, a.y, b.x, b.y);
-    }
-    static __device__ __forceinline__ void st(__half *p, float4 v)
-    {
-        const __half2 a = __floats2half2_rn(v.x, v.y), b = __floats2half2_rn(v.z, v.w);
-        uint2 u;
-        u.x = *reinterpret_cast<const uint32_t *>(&a);
-        u.y = *reinterpret_cast<const uint32_t *>(&b);
-        *reinterpret_cast<uint2 *>(p) = u;
-    }
-};
-template <> struct vec4<__nv_bfloat16> {
-    static __device__ __forceinline__ float4 ld(const __nv_bfloat16 *p)
-    {
-        const uint2 u = *reinterpret_cast<const uint2 *>(p);
-        const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u.x));
-        const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u.y));
-        return make_float4(a.x, a.y, b.x, b.y);
-    }
-    static __device__ __forceinline__ void st(__nv_bfloat16 *p, float4 v)
-    {
-        const __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y);
-        const __nv_bfloat162 b = __floats2bfloat162_rn(v.z, v.w);
-        uint2 u;
-        u.x = *reinterpret_cast<const uint32_t *>(&a);
-        u.y = *reinterpret_cast<const uint32_t *>(&b);
-        *reinterpret_cast<uint2 *>(p) = u;
-    }
-};
-
 __device__ __forceinline__ void fma4(float4 &a, float4 x, float4 w)
 {
     a.x = fmaf(x.x, w.x, a.x);
@@ -95,54 +47,11 @@ __device__ __noinline__ float4 act4(float4 v, cuk_ufn fn, const cuk_ew_params p)
                        ufloat(fn, v.w, p));
 }
 
-/* A prologue activation in its clamp form, computed inline: t = min(max(s *
- * x + o, lo), hi), then x * t when mul (HardSwish), else t (Relu, Clip,
- * HardSigmoid).  It lives in its own instantiations of the kernel (PRE):
- * with the activation's switch, or a call, among the unrolled loads the
- * kernel without a prologue measured 12-15% slower on an H200 too, and the
+/* A prologue activation lives in its own instantiations of the kernel
+ * (PRE), in its clamp form (clamp_act, kernels_common.cuh): with the
+ * activation's switch, or a call, among the unrolled loads the kernel
+ * without a prologue measured 12-15% slower on an H200 too, and the
  * prologue itself twice as slow as its pass. */
-struct dw_pre {
-    float s, o, lo, hi;
-    int mul;
-};
-
-/* 1 with *out the clamp form of fn, 0 for an activation without one. */
-int dw_pre_of(cuk_ufn fn, const cuk_ew_params &p, dw_pre *out)
-{
-    dw_pre a = {1.0f, 0.0f, -INFINITY, INFINITY, 0};
-    switch (fn) {
-    case CUK_U_RELU:
-        a.lo = 0.0f;
-        break;
-    case CUK_U_CLIP:
-        a.lo = p.alpha;
-        a.hi = p.beta;
-        break;
-    case CUK_U_HARDSIGMOID:
-        a.s = p.alpha;
-        a.o = p.beta;
-        a.lo = 0.0f;
-        a.hi = 1.0f;
-        break;
-    case CUK_U_HARDSWISH:
-        a.s = 1.0f / 6.0f;
-        a.o = 0.5f;
-        a.lo = 0.0f;
-        a.hi = 1.0f;
-        a.mul = 1;
-        break;
-    default:
-        return 0;
-    }
-    if (out) *out = a;
-    return 1;
-}
-
-__device__ __forceinline__ float pre1(const dw_pre &a, float x)
-{
-    const float t = fminf(fmaxf(fmaf(a.s, x, a.o), a.lo), a.hi);
-    return a.mul ? x * t : t;
-}
 
 /* Channel vectors (four channels) a block holds at most: its filters sit
  * in shared memory once, K * K taps by 4 * this many channels. */
@@ -152,7 +61,7 @@ template <typename T, int K, int S, int TH, int TW, bool PRE>
 __global__ void __launch_bounds__(256) k_dw_vec(cuk_dw_desc d, const T *__restrict__ x,
                                                 const T *__restrict__ w,
                                                 const T *__restrict__ b, T *__restrict__ y,
-                                                int act, cuk_ufn fn, cuk_ew_params p, dw_pre pre)
+                                                int act, cuk_ufn fn, cuk_ew_params p, clamp_act pre)
 {
     constexpr int KK = K * K, NR = (TH - 1) * S + K, NI = (TW - 1) * S + K;
     __shared__ float ws[KK][4 * kMaxVecs];
@@ -173,7 +82,7 @@ __global__ void __launch_bounds__(256) k_dw_vec(cuk_dw_desc d, const T *__restri
 #pragma unroll
     for (int t = 0; t < KK; t++)
         wr[t] = *reinterpret_cast<const float4 *>(&ws[t][4 * threadIdx.x]);
-    const float4 bias = b ? vec4<T>::ld(b + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const float4 bias = b ? f4<T>::ld(b + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     const int tiles_x = (OW + TW - 1) / TW, tiles_y = (OH + TH - 1) / TH;
     const int64_t ntiles = d.n * tiles_y * tiles_x;
     for (int64_t t = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; t < ntiles;
@@ -199,12 +108,12 @@ __global__ void __launch_bounds__(256) k_dw_vec(cuk_dw_desc d, const T *__restri
 #pragma unroll
             for (int k = 0; k < NI; k++) {
                 const int ix = ix0 + k;
-                xin[k] = ix >= 0 && ix < W ? vec4<T>::ld(xn + ((int64_t)iy * W + ix) * C)
+                xin[k] = ix >= 0 && ix < W ? f4<T>::ld(xn + ((int64_t)iy * W + ix) * C)
                                            : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
                 if constexpr (PRE) { /* the padding's zeros stay zeros: after it */
                     if (ix >= 0 && ix < W)
-                        xin[k] = make_float4(pre1(pre, xin[k].x), pre1(pre, xin[k].y),
-                                             pre1(pre, xin[k].z), pre1(pre, xin[k].w));
+                        xin[k] = make_float4(clamp_apply(pre, xin[k].x), clamp_apply(pre, xin[k].y),
+                                             clamp_apply(pre, xin[k].z), clamp_apply(pre, xin[k].w));
                 }
             }
 #pragma unroll
@@ -225,7 +134,7 @@ __global__ void __launch_bounds__(256) k_dw_vec(cuk_dw_desc d, const T *__restri
 #pragma unroll
             for (int ox = 0; ox < TW; ox++) {
                 if (ox0 + ox >= OW) break;
-                vec4<T>::st(out + (int64_t)ox * C, act ? act4(acc[oy][ox], fn, p) : acc[oy][ox]);
+                f4<T>::st(out + (int64_t)ox * C, act ? act4(acc[oy][ox], fn, p) : acc[oy][ox]);
             }
         }
     }
@@ -239,12 +148,12 @@ int64_t vec_target_blocks()
 
 template <typename T>
 cudaError_t dw_vec_launch(const cuk_dw_desc *d, const T *x, const T *w, const T *b, T *y, int act,
-                          cuk_ufn fn, const cuk_ew_params &p, const dw_pre *pre,
+                          cuk_ufn fn, const cuk_ew_params &p, const clamp_act *pre,
                           cudaStream_t stream)
 {
     const int K = d->kh, S = d->sh, TH = d->tile_h, TW = d->tile_w;
     const int CV = (int)(d->c / 4);
-    const dw_pre none = {1.0f, 0.0f, 0.0f, 0.0f, 0};
+    const clamp_act none = {1.0f, 0.0f, 0.0f, 0.0f, 0};
     /* channel vectors a block: the fewest blocks across the channels, then
      * as even a split as that allows; the rest of the 256 threads go to tiles */
     const int bx = (CV + kMaxVecs - 1) / kMaxVecs;
@@ -323,8 +232,8 @@ extern "C" cudaError_t cuk_depthwise_vec(cuk_type t, const cuk_dw_desc *d, const
     if (d->n * d->oh * d->ow == 0) return cudaSuccess;
     cuk_ew_params none = {0.0f, 0.0f, 0.0f, 0, 0};
     const cuk_ew_params &pp = p ? *p : none;
-    dw_pre in;
-    if (pre && !dw_pre_of(pre_fn, pre_p ? *pre_p : none, &in))
+    clamp_act in;
+    if (pre && !clamp_act_of(pre_fn, pre_p ? *pre_p : none, &in))
         return cudaErrorNotSupported; /* a prologue it has no inline form for */
     CUK_DISPATCH_FP((cuk_dtype)t, T, {
         return dw_vec_launch<T>(d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn,
@@ -336,5 +245,5 @@ extern "C" cudaError_t cuk_depthwise_vec(cuk_type t, const cuk_dw_desc *d, const
 extern "C" int cuk_depthwise_vec_pre_ok(cuk_ufn fn)
 {
     const cuk_ew_params none = {0.0f, 0.0f, 0.0f, 0, 0};
-    return dw_pre_of(fn, none, NULL);
+    return clamp_act_of(fn, none, NULL);
 }

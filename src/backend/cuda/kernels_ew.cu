@@ -634,6 +634,39 @@ __global__ void k_batchnorm(I n, I C, I cstride, float eps, const T *__restrict_
     }
 }
 
+/* The same over channels innermost (cstride 1) with C a multiple of four:
+ * four channels a thread as one vector (f4), the channels' factors read
+ * as vectors too, and the activation inline in its clamp form (CLAMP, a
+ * Relu after DenseNet's normalisations) or through ufloat.  The scalar
+ * form took about twice the time DenseNet-121's bytes need at batch 16 on
+ * an H200 (ncu), a modulo and four parameter loads an element. */
+template <typename T, bool CLAMP>
+__global__ void k_batchnorm4(uint32_t nv, uint32_t cv, float eps, const T *__restrict__ x,
+                             const T *__restrict__ scale, const T *__restrict__ bias,
+                             const T *__restrict__ mean, const T *__restrict__ var,
+                             T *__restrict__ y, int act, cuk_ufn fn, cuk_ew_params prm,
+                             clamp_act ca)
+{
+    for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < nv; v += gridDim.x * blockDim.x) {
+        const uint32_t c = 4 * (v % cv);
+        const float4 sc = f4<T>::ld(scale + c), vr = f4<T>::ld(var + c);
+        const float4 mu = f4<T>::ld(mean + c), bi = f4<T>::ld(bias + c);
+        const float4 xv = f4<T>::ld(x + 4 * (size_t)v);
+        float r[4] = {(xv.x - mu.x) * (sc.x * rsqrtf(vr.x + eps)) + bi.x,
+                      (xv.y - mu.y) * (sc.y * rsqrtf(vr.y + eps)) + bi.y,
+                      (xv.z - mu.z) * (sc.z * rsqrtf(vr.z + eps)) + bi.z,
+                      (xv.w - mu.w) * (sc.w * rsqrtf(vr.w + eps)) + bi.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            if constexpr (CLAMP)
+                r[k] = clamp_apply(ca, r[k]);
+            else if (act)
+                r[k] = ufloat(fn, r[k], prm);
+        }
+        f4<T>::st(y + 4 * (size_t)v, make_float4(r[0], r[1], r[2], r[3]));
+    }
+}
+
 } /* namespace */
 
 /* ---- entry points --------------------------------------------------- */
@@ -880,8 +913,24 @@ extern "C" cudaError_t cuk_batchnorm(cuk_dtype t, int64_t n, int64_t C, int64_t 
     if (C <= 0 || cstride <= 0 || (act && !prm)) return cudaErrorInvalidValue;
     const cuk_ew_params none = {0.0f, 0.0f, 0.0f, 0, 0};
     const cuk_ew_params &p = act ? *prm : none;
+    const size_t align = t == CUK_DT_F32 ? 16 : 8;
+    const void *ptrs[6] = {x, scale, bias, mean, var, y};
+    int vec = cstride == 1 && C % 4 == 0 && n % 4 == 0 && n / 4 <= kMax32;
+    for (int k = 0; k < 6 && vec; k++)
+        vec = (uintptr_t)ptrs[k] % align == 0;
+    clamp_act ca;
+    const int clamp = act && clamp_act_of(fn, p, &ca);
+    if (!clamp) ca = clamp_act{1.0f, 0.0f, 0.0f, 0.0f, 0};
     CUK_DISPATCH_FP(t, T, {
-        if (n <= kMax32)
+        if (vec && clamp)
+            k_batchnorm4<T, true><<<grid_for(n / 4), kThreads, 0, stream>>>(
+                (uint32_t)(n / 4), (uint32_t)(C / 4), eps, (const T *)x, (const T *)scale,
+                (const T *)bias, (const T *)mean, (const T *)var, (T *)y, act, fn, p, ca);
+        else if (vec)
+            k_batchnorm4<T, false><<<grid_for(n / 4), kThreads, 0, stream>>>(
+                (uint32_t)(n / 4), (uint32_t)(C / 4), eps, (const T *)x, (const T *)scale,
+                (const T *)bias, (const T *)mean, (const T *)var, (T *)y, act, fn, p, ca);
+        else if (n <= kMax32)
             k_batchnorm<T, uint32_t><<<grid_for(n), kThreads, 0, stream>>>(
                 (uint32_t)n, (uint32_t)C, (uint32_t)cstride, eps, (const T *)x,
                 (const T *)scale, (const T *)bias, (const T *)mean, (const T *)var, (T *)y, act,
