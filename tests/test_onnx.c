@@ -143,6 +143,8 @@ static const small_case small_cases[] = {
     {"clip_op11", "Clip", "1x4", 1},
     {"clip_op6", "Clip", "1x4", 1},
     {"concat", "Concat", "1x5x4x4", 2},
+    {"shuffle_concat", "Concat Reshape Transpose Reshape Slice Slice Add", "1x4x4x4", 2},
+    {"se_gated", "GlobalAveragePool Conv Relu Conv Sigmoid Mul Conv", "1x4x4x4", 1},
     {"split_op11", "Split", "1x2x4", 1},
     {"split_op13", "Split", "1x2x4", 1},
     {"split_equal", "Split", "1x2x3", 1},

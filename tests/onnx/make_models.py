@@ -149,6 +149,31 @@ def small_models():
     # --- data movement ---------------------------------------------------------
     M["concat"] = model([N("Concat", ["a", "b"], ["y"], name="cat", axis=-3)],
                         [vi("a", [1, 2, 4, 4]), vi("b", [1, 3, 4, 4])], [vi("y", None)])
+    # ShuffleNetV2's join: Concat, the channel shuffle, the split (runs of
+    # movement nodes that may read the Concat's inputs)
+    M["shuffle_concat"] = model(
+        [N("Concat", ["a", "b"], ["c"], name="cat", axis=1),
+         N("Reshape", ["c", "s5"], ["r"], name="split_groups"),
+         N("Transpose", ["r"], ["t"], name="swap", perm=[0, 2, 1, 3, 4]),
+         N("Reshape", ["t", "s4"], ["u"], name="join_groups"),
+         N("Slice", ["u", "st0", "en0", "ax"], ["h0"], name="half0"),
+         N("Slice", ["u", "st1", "en1", "ax"], ["h1"], name="half1"),
+         N("Add", ["h0", "h1"], ["y"], name="add")],
+        [vi("a", [1, 4, 4, 4]), vi("b", [1, 4, 4, 4])], [vi("y", None)],
+        [ints("s5", [1, 2, 4, 4, 4]), ints("s4", [1, 8, 4, 4]), ints("st0", [0]),
+         ints("en0", [4]), ints("st1", [4]), ints("en1", [8]), ints("ax", [1])])
+    # a squeeze-and-excitation gate whose multiply a 1x1 convolution reads
+    M["se_gated"] = model(
+        [N("GlobalAveragePool", ["x"], ["p"], name="pool"),
+         N("Conv", ["p", "w1", "b1"], ["f1"], name="fc1"),
+         N("Relu", ["f1"], ["r1"], name="relu"),
+         N("Conv", ["r1", "w2", "b2"], ["f2"], name="fc2"),
+         N("Sigmoid", ["f2"], ["s"], name="gate"),
+         N("Mul", ["x", "s"], ["m"], name="scale"),
+         N("Conv", ["m", "w3", "b3"], ["y"], name="proj")],
+        [vi("x", [1, 8, 4, 4])], [vi("y", None)],
+        [init("w1", [2, 8, 1, 1]), init("b1", [2]), init("w2", [8, 2, 1, 1]), init("b2", [8]),
+         init("w3", [4, 8, 1, 1]), init("b3", [4])])
     M["split_op11"] = model(
         [N("Split", ["x"], ["a", "b"], name="split", axis=1, split=[2, 4])],
         [vi("x", [1, 6, 4])], [vi("a", None), vi("b", None)], opset=11)
