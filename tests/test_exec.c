@@ -387,6 +387,13 @@ static void test_movement_runs(void **state)
         if (opsched_graph_node(g, i)->op == OPSCHED_OP_CONCAT) cat = i;
     assert_true(cat > 0);
     assert_int_equal(opsched_move_concat(g, cat + 1), cat);
+    int role[64];
+    assert_true(opsched_graph_num_nodes(g) <= 64);
+    assert_true(opsched_move_runs(g, NULL, role) > 0);
+    assert_int_equal(opsched_move_concat_unread(g, role, cat), 1);
+    assert_int_equal(opsched_move_concat_unread(g, role, 0), 0); /* not a Concat */
+    role[cat + 1] = OPSCHED_MOVE_ALONE; /* a reader that runs: the Concat must be written */
+    assert_int_equal(opsched_move_concat_unread(g, role, cat), 0);
     int launches[3] = {0, 0, 0};
     for (int k = 0; k < 3; k++) {
         const opsched_exec_options *o = k == 0 ? &on : k == 1 ? &ablated : &written;

@@ -902,6 +902,10 @@ void opsched_move_dst_strides(const opsched_move_view *v, const int64_t *dst_str
  * of another type or rank, or the output a graph output. */
 #define OPSCHED_MOVE_MAX_CONCAT 8
 int opsched_move_concat(const opsched_graph *g, int first);
+/* 1 when Concat node c's output is read only by the first nodes of runs
+ * (role from opsched_move_runs: INSIDE nodes, as their data) that can read
+ * c's inputs instead (opsched_move_concat): then c need not be written. */
+int opsched_move_concat_unread(const opsched_graph *g, const int *role, int c);
 
 /* The squeeze-and-excitation gate (se.c): s = act2(fc2(act1(fc1(m)))),
  * m the mean of a 4-D float map x over H and W (GlobalAveragePool, or

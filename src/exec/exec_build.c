@@ -1178,17 +1178,12 @@ static opsched_status plan_move_concats(opsched_executor *ex, ex_build *b,
         if (cn->op != OPSCHED_OP_CONCAT || ex->nodes[c].role != OPSCHED_ROLE_LAUNCH ||
             b->place[c].merge_first >= 0 || cn->n_inputs > OPSCHED_MOVE_MAX_CONCAT)
             continue;
-        int t = cn->outputs[0], readers = 0, ok = 1;
-        for (int j = c + 1; j < n && ok; j++) {
+        int t = cn->outputs[0], ok = opsched_move_concat_unread(b->g, b->move_role, c);
+        for (int j = c + 1; j < n && ok; j++) { /* and every run through its readers taken */
             const opsched_node *r = opsched_graph_node(b->g, j);
-            for (int k = 0; k < r->n_inputs; k++) {
-                if (r->inputs[k] != t) continue;
-                readers++;
-                ok = k == 0 && b->move_role[j] == OPSCHED_MOVE_INSIDE && covered[j] &&
-                     opsched_move_concat(b->g, j) == c;
-            }
+            if (r->n_inputs > 0 && r->inputs[0] == t) ok = covered[j];
         }
-        if (!ok || readers == 0) continue;
+        if (!ok) continue;
         int heads[OPSCHED_MOVE_MAX_CONCAT * 8], nh = 0;
         for (int e = 0; e < n && ok; e++) {
             if (b->move_role[e] != OPSCHED_MOVE_HEAD || !b->plans[e] || !b->chain_in[e] ||

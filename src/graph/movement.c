@@ -327,3 +327,20 @@ int opsched_move_concat(const opsched_graph *g, int first)
     }
     return c;
 }
+
+int opsched_move_concat_unread(const opsched_graph *g, const int *role, int c)
+{
+    const opsched_node *cn = opsched_graph_node(g, c);
+    if (!cn || cn->op != OPSCHED_OP_CONCAT || cn->n_outputs != 1) return 0;
+    int t = cn->outputs[0], readers = 0;
+    for (int j = c + 1; j < opsched_graph_num_nodes(g); j++) {
+        const opsched_node *r = opsched_graph_node(g, j);
+        for (int k = 0; k < r->n_inputs; k++) {
+            if (r->inputs[k] != t) continue;
+            if (k != 0 || role[j] != OPSCHED_MOVE_INSIDE || opsched_move_concat(g, j) != c)
+                return 0;
+            readers++;
+        }
+    }
+    return readers > 0;
+}

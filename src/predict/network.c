@@ -155,6 +155,12 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
     for (int i = 0; i < n; i++)
         alias[i] = (unsigned char)os_exec_view_aliases(g, i, p->o.math, layout, NULL);
     if (fuse) opsched_move_runs(g, alias, move);
+    /* and a Concat only such runs read is not written: they read its
+     * inputs (opsched_move_concat_unread, as the executor plans them) */
+    for (int i = 0; fuse && i < n; i++)
+        if (opsched_graph_node(g, i)->op == OPSCHED_OP_CONCAT &&
+            opsched_move_concat_unread(g, move, i))
+            alias[i] = 1;
     int m = 0;
     for (int i = 0; i < n; i++) {
         const opsched_node *node = opsched_graph_node(g, i);
