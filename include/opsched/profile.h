@@ -60,7 +60,8 @@ typedef struct opsched_layer_profile {
                                     * layer was not measured alone */
     int fused_next;                /* 1: the layer runs the Relu after it too (fused) */
     opsched_energy energy;         /* that window (shared by layers of one signature) */
-    char algo[48];                 /* what ran: an algorithm, "view", "fused", "in place" */
+    char algo[48];                 /* what ran: an algorithm, "view", "fused", "fused into
+                                    * <layer>", "gathered", "in place" */
     int fallback;                  /* 1: the asked algorithm could not run it */
     size_t workspace_bytes;
     /* Host time to enqueue the layer's launch(es) in a free run, ms: its

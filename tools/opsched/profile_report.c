@@ -245,8 +245,12 @@ void report_summary(FILE *f, const profile_item *it)
     if (r->n_launches > 0) {
         int fused = 0, views = 0;
         for (int i = 0; i < r->n_layers; i++) {
-            fused += strcmp(r->layers[i].algo, "fused") == 0;
-            views += strcmp(r->layers[i].algo, "view") == 0;
+            const char *a = r->layers[i].algo;
+            /* "fused", "fused into <layer>" (a prologue, a gate), "gathered" (a movement
+             * run's inside, a Concat its runs read past) */
+            fused += strcmp(a, "fused") == 0 || strncmp(a, "fused into ", 11) == 0 ||
+                     strcmp(a, "gathered") == 0;
+            views += strcmp(a, "view") == 0;
         }
         fprintf(f, "%-22s %d for %d layers (%d run inside another layer's launch, %d views)\n",
                 "Launches:", r->n_launches, r->n_layers, fused, views);
