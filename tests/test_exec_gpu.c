@@ -304,13 +304,91 @@ static void test_bias_epilogue(void **state)
                   opsched_executor_layer(ex, 11)->algo);
     assert_string_equal(opsched_executor_layer(ex, 0)->algo, "cublaslt_bias_act");
     assert_string_equal(opsched_executor_layer(ex, 3)->algo, "cublaslt_bias_act");
-    assert_string_equal(opsched_executor_layer(ex, 6)->algo, "cublaslt_bias");
     assert_string_equal(opsched_executor_layer(ex, 11)->algo, "cublaslt_bias_residual");
-    assert_int_equal(opsched_executor_layer(ex, 8)->role, OPSCHED_ROLE_LAUNCH); /* Sigmoid */
+    /* the Sigmoid: a kernel after cuBLASLt's product, or in cuDNN's graph
+     * with it where that measured faster */
+    int graph = strncmp(opsched_executor_layer(ex, 6)->algo, "cudnn_matmul_bias_sigmoid", 25) == 0;
+    if (!graph) assert_string_equal(opsched_executor_layer(ex, 6)->algo, "cublaslt_bias");
+    assert_int_equal(opsched_executor_layer(ex, 8)->role,
+                     graph ? OPSCHED_ROLE_FUSED : OPSCHED_ROLE_LAUNCH);
     assert_int_equal(opsched_executor_layer(ex, 13)->role, OPSCHED_ROLE_FUSED); /* the residual */
-    assert_int_equal(info.n_launches, 7);
+    assert_int_equal(info.n_launches, graph ? 6 : 7);
     opsched_executor_free(ex);
     opsched_graph_free(g);
+}
+
+/* A product, its bias and the activation after it as one cuDNN graph: an
+ * MLP with the exact GELU, a Sigmoid and a HardSwish after its first
+ * product, in every math mode and both layouts against fp32 on the CPU
+ * (the planner's choice); with --algo cudnn the graph runs the GELU and
+ * the Sigmoid (TF32, fp16, bf16; strict fp32 may find no engine without
+ * tensor cores), within the mode's tolerance; a HardSwish, which has no
+ * pointwise mode in cuDNN, stays a kernel of its own. */
+static void test_product_graph(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    static const struct {
+        opsched_op_kind op;
+        const char *name, *algo;
+    } acts[] = {{OPSCHED_OP_GELU, "gelu", "cudnn_matmul_bias_gelu:"},
+                {OPSCHED_OP_SIGMOID, "sigmoid", "cudnn_matmul_bias_sigmoid:"},
+                {OPSCHED_OP_HARDSWISH, "hardswish", NULL}};
+    opsched_shape xs = {3, {2, 40, 32}};
+    for (size_t c = 0; c < sizeof(acts) / sizeof(acts[0]); c++) {
+        opsched_graph *g = netref_mlp_graph(env.ctx, &xs, acts[c].op, NULL, 91 + c);
+        assert_non_null(g);
+        char name[64];
+        snprintf(name, sizeof name, "mlp %s", acts[c].name);
+        check_graph_modes(g, name, 1);
+        size_t nx = input_numel(g), n_ref = 0, n = 0;
+        float *x = random_values(nx, 13 + c);
+        opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};
+        float *ref = infer(env.cpu ? env.cpu : env.gpu, g, &base, x, 0, &n_ref);
+        int failures = 0;
+        for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
+            opsched_exec_options o = {
+                .plan = {.math = (opsched_math)m, .fuse_activation = 1, .algo = "cudnn"}};
+            opsched_executor *ex = NULL;
+            opsched_status st = opsched_executor_create(env.gpu, g, NULL, &o, &ex);
+            if (!acts[c].algo || (m == OPSCHED_MATH_FP32 && st == OPSCHED_ERR_UNSUPPORTED)) {
+                /* no pointwise mode (a forced graph fails, naming why), or no
+                 * engine without tensor cores */
+                assert_int_equal(st, OPSCHED_ERR_UNSUPPORTED);
+                print_message("  %s, %s, --algo cudnn: %s\n", name,
+                              opsched_math_name((opsched_math)m), opsched_ctx_last_error(env.ctx));
+                opsched_ctx_clear_error(env.ctx);
+                continue;
+            }
+            CHECK(st);
+            const char *algo = opsched_executor_layer(ex, 0)->algo;
+            print_message("  %s, %s, --algo cudnn: %s\n", name,
+                          opsched_math_name((opsched_math)m), algo);
+            assert_true(strncmp(algo, acts[c].algo, strlen(acts[c].algo)) == 0);
+            assert_int_equal(opsched_executor_layer(ex, 2)->role, OPSCHED_ROLE_FUSED);
+            opsched_executor_free(ex);
+            float *y = infer(env.gpu, g, &o, x, 0, &n);
+            assert_int_equal(n, n_ref);
+            double err = netref_rel_l2(y, ref, n);
+            print_message("  relative L2 error against fp32 %.3g (limit %.0e)%s\n", err,
+                          tolerance[m], err < tolerance[m] ? "" : "  FAILED");
+            failures += !(err < tolerance[m]);
+            free(y);
+        }
+        /* the planner's own choice for the HardSwish: the product, then a kernel */
+        if (!acts[c].algo) {
+            opsched_exec_options o = {.plan = {.math = OPSCHED_MATH_TF32, .fuse_activation = 1}};
+            opsched_executor *ex = NULL;
+            CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+            assert_string_equal(opsched_executor_layer(ex, 0)->algo, "cublaslt_bias");
+            assert_int_equal(opsched_executor_layer(ex, 2)->role, OPSCHED_ROLE_LAUNCH);
+            opsched_executor_free(ex);
+        }
+        assert_int_equal(failures, 0);
+        free(ref);
+        free(x);
+        opsched_graph_free(g);
+    }
 }
 
 /* A batch normalisation's activation in its launch (the own kernel, in
@@ -910,6 +988,7 @@ int main(void)
         cmocka_unit_test(test_se_gate),
         cmocka_unit_test(test_gated_product),
         cmocka_unit_test(test_bias_epilogue),
+        cmocka_unit_test(test_product_graph),
         cmocka_unit_test(test_norm_act_and_transposed_residual),
         cmocka_unit_test(test_conv_norm),
         cmocka_unit_test(test_depthwise_vec),

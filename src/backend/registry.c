@@ -456,6 +456,7 @@ static const struct {
                  {"act-prologue", OPSCHED_ABLATE_PROLOGUE},
                  {"gate-product", OPSCHED_ABLATE_GATE},
                  {"concat-gather", OPSCHED_ABLATE_CONCAT_GATHER},
+                 {"matmul-graph", OPSCHED_ABLATE_MATMUL_GRAPH},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)

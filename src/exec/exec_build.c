@@ -178,9 +178,11 @@ opsched_status os_exec_plan_node(opsched_device *dev, const opsched_graph *g, in
     opsched_plan_options po = o->plan;
     char reason[512];
     int named = named_algo(po.algo);
-    /* a named algorithm is a convolution's (cuDNN's names, "own") or an
-     * attention's ("cudnn", "own"); other ops plan as they do */
-    int takes_algo = n->op == OPSCHED_OP_CONV || n->op == OPSCHED_OP_ATTENTION;
+    /* a named algorithm is a convolution's (cuDNN's names, "own"), an
+     * attention's ("cudnn", "own") or a product's with its bias and
+     * activation ("cudnn", their graph); other ops plan as they do */
+    int takes_algo = n->op == OPSCHED_OP_CONV || n->op == OPSCHED_OP_ATTENTION ||
+                     (n->op == OPSCHED_OP_MATMUL && named && strcmp(po.algo, "cudnn") == 0);
     if (!takes_algo && named) po.algo = NULL;
     /* "cudnn" names the attention's engines; a convolution is cuDNN's anyway */
     if (n->op == OPSCHED_OP_CONV && named && strcmp(po.algo, "cudnn") == 0) {

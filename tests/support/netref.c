@@ -328,6 +328,29 @@ opsched_graph *netref_bias_graph(opsched_ctx *ctx, const opsched_shape *xs, uint
     return g;
 }
 
+opsched_graph *netref_mlp_graph(opsched_ctx *ctx, const opsched_shape *xs, opsched_op_kind act,
+                                const opsched_op_attr *attr, uint64_t seed)
+{
+    opsched_graph *g = NULL;
+    int x, b0, b1, t[5];
+    int64_t k = xs->d[xs->ndim - 1];
+    opsched_shape s0 = {1, {4 * k}}, s1 = {1, {k}};
+    if (opsched_graph_create(ctx, "mlp", &g) != OPSCHED_OK ||
+        opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, xs, &x) ||
+        opsched_graph_add_tensor(g, "b0", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &s0, &b0) ||
+        opsched_graph_add_tensor(g, "b1", OPSCHED_TENSOR_WEIGHT, OPSCHED_F32, &s1, &b1) ||
+        matmul_w(g, "fc1", x, 4 * k, &t[0]) ||
+        opsched_build_binary(g, "add0", OPSCHED_OP_ADD, t[0], b0, &t[1]) ||
+        opsched_build_unary(g, "act", act, attr, t[1], &t[2]) ||
+        matmul_w(g, "fc2", t[2], k, &t[3]) ||
+        opsched_build_binary(g, "add1", OPSCHED_OP_ADD, t[3], b1, &t[4]) ||
+        opsched_graph_mark_output(g, t[4]) || netref_set_weights(g, seed)) {
+        opsched_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
 static int node1(opsched_graph *g, const char *name, opsched_op_kind op, const opsched_op_attr *a,
                  const int *ins, int n, int *out)
 {

@@ -68,6 +68,12 @@ opsched_graph *netref_conv_norm_graph(opsched_ctx *ctx, const opsched_shape *x, 
  * node 10's output (11-13, a residual); weights from seed.  NULL when it
  * cannot be built. */
 opsched_graph *netref_bias_graph(opsched_ctx *ctx, const opsched_shape *x, uint64_t seed);
+/* An MLP over the last axis of x (K wide): MatMul to 4K -> Add a [4K]
+ * bias -> act (nodes 0-2; attr as the op wants it, NULL for none) ->
+ * MatMul to K -> Add a [K] bias (3-4); weights from seed.  NULL when it
+ * cannot be built. */
+opsched_graph *netref_mlp_graph(opsched_ctx *ctx, const opsched_shape *x, opsched_op_kind act,
+                                const opsched_op_attr *attr, uint64_t seed);
 /* Adds a Slice of channels [c0, c1) of x (axis 1) as *out; nonzero on failure. */
 int netref_channel_slice(opsched_graph *g, const char *name, int x, int64_t c0, int64_t c1,
                          int *out);

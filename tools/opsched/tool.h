@@ -106,7 +106,8 @@ opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_
     "conv-norm (a depthwise convolution's LayerNorm in\nits launch), act-prologue (an "          \
     "activation applied\nby the depthwise convolution that reads it),\ngate-product (a gated "   \
     "map's multiply folded into\nthe 1x1 product that reads it), concat-gather\n(movement runs "  \
-    "gathering from a Concat's inputs);\ncomma list"
+    "gathering from a Concat's inputs), matmul-graph\n(a product, its bias and "  \
+    "activation as one\ncuDNN graph);\ncomma list"
 struct tool_opt;
 typedef struct tool_measure_record {
     tool_measure_args scratch;

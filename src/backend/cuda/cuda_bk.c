@@ -1,10 +1,17 @@
 /*
  * cuda_bk.c - what every user of cuDNN's graph ("backend") API needs:
- * descriptors made and freed, the engine configs a heuristics mode
- * proposes for an operation graph, and variant packs (the tensors' ids
- * bound to pointers) kept per pointer set (cuda_conv_graph.c, cuda_sdpa.c).
+ * descriptors made and freed, operation graphs built from tensors,
+ * matmul, pointwise and reduction operations, the engine configs a
+ * heuristics mode proposes for a graph and whether the math mode allows
+ * their engines, and variant packs (the tensors' ids bound to pointers)
+ * kept per pointer set (cuda_conv_graph.c, cuda_sdpa.c,
+ * cuda_matmul_graph.c).
  */
+#include <float.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,4 +151,260 @@ void cu_bk_packs_free(cu_bk_packs *c)
 {
     for (int i = 0; i < CU_BK_PACKS; i++)
         cu_bk_free(&c->slot[i].pack);
+}
+
+/* ---- operation graphs ------------------------------------------------ */
+
+void cu_bk_graph_free(cu_bk_graph *g)
+{
+    cu_bk_free(&g->graph);
+    for (int i = 0; i < g->n_ops; i++) {
+        cu_bk_free(&g->ops[i]);
+        cu_bk_free(&g->how[i]);
+    }
+    for (int i = 0; i < g->n_t; i++)
+        cu_bk_free(&g->t[i]);
+    g->n_ops = g->n_t = 0;
+}
+
+opsched_status cu_bk_finalize(const cu_plan_args *a, cudnnBackendDescriptor_t d,
+                              const char *graph, const char *what)
+{
+    cudnnStatus_t e = cudnnBackendFinalize(d);
+    if (e == CUDNN_STATUS_SUCCESS) return OPSCHED_OK;
+    if (CUDNN_STATUS_CATEGORY(e) != CUDNN_STATUS_NOT_SUPPORTED &&
+        CUDNN_STATUS_CATEGORY(e) != CUDNN_STATUS_BAD_PARAM)
+        return cu_fail_cudnn(a->ctx, e, what, __FILE__, __LINE__);
+    char why[256] = "";
+    cudnnGetLastErrorString(why, sizeof(why));
+    return CU_UNSUPPORTED(a, "cuDNN's graph API cannot build the %s's %s: %s%s%s", graph, what,
+                          cudnnGetErrorString(e), why[0] ? ": " : "", why);
+}
+
+opsched_status cu_bk_tensor(const cu_plan_args *a, cu_bk_graph *g, int64_t uid,
+                            cudnnDataType_t dt, int nd, const int64_t *dims,
+                            const int64_t *strides, int is_virtual, int by_value,
+                            cudnnBackendDescriptor_t *out)
+{
+    int64_t align = CU_BK_ALIGN;
+    bool virt = is_virtual != 0, val = by_value != 0;
+    if (g->n_t >= CU_BK_GRAPH_T)
+        return OS_FAIL(a->ctx, OPSCHED_ERR_BACKEND, "cuda: %s graph: too many tensors", g->what);
+    cudnnBackendDescriptor_t *d = &g->t[g->n_t++];
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_TENSOR_DESCRIPTOR, d));
+    CU_BK_SET(a->ctx, *d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
+    CU_BK_SET(a->ctx, *d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, nd, dims);
+    CU_BK_SET(a->ctx, *d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, nd, strides);
+    CU_BK_SET(a->ctx, *d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+    CU_BK_SET(a->ctx, *d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
+    if (virt) CU_BK_SET(a->ctx, *d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt);
+    if (val) CU_BK_SET(a->ctx, *d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &val);
+    OS_TRY(cu_bk_finalize(a, *d, g->what, "tensor descriptor"));
+    *out = *d;
+    return OPSCHED_OK;
+}
+
+/* The next free operation slot of g. */
+static opsched_status op_slot(const cu_plan_args *a, cu_bk_graph *g, int *i)
+{
+    if (g->n_ops >= CU_BK_GRAPH_OPS)
+        return OS_FAIL(a->ctx, OPSCHED_ERR_BACKEND, "cuda: %s graph: too many operations",
+                       g->what);
+    *i = g->n_ops++;
+    return OPSCHED_OK;
+}
+
+opsched_status cu_bk_matmul(const cu_plan_args *a, cu_bk_graph *g, cudnnBackendDescriptor_t x,
+                            cudnnBackendDescriptor_t w, cudnnBackendDescriptor_t y)
+{
+    cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+    int i = 0;
+    OS_TRY(op_slot(a, g, &i));
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_MATMUL_DESCRIPTOR, &g->how[i]));
+    CU_BK_SET(a->ctx, g->how[i], CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
+    OS_TRY(cu_bk_finalize(a, g->how[i], g->what, "matmul descriptor"));
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, &g->ops[i]));
+    CU_BK_SET(a->ctx, g->ops[i], CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+              1, &x);
+    CU_BK_SET(a->ctx, g->ops[i], CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+              1, &w);
+    CU_BK_SET(a->ctx, g->ops[i], CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+              1, &y);
+    CU_BK_SET(a->ctx, g->ops[i], CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+              &g->how[i]);
+    return cu_bk_finalize(a, g->ops[i], g->what, "matmul operation");
+}
+
+int cu_bk_act_mode(const cu_act *act, cu_bk_pw *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->upper = FLT_MAX;
+    switch (act->fn) {
+    case CUK_U_RELU:
+        m->mode = CUDNN_POINTWISE_RELU_FWD;
+        m->relu_family = 1;
+        m->name = "relu";
+        return 1;
+    case CUK_U_CLIP:
+        if (!isfinite(act->prm.alpha) || !isfinite(act->prm.beta) ||
+            !(act->prm.alpha < act->prm.beta))
+            return 0;
+        m->mode = CUDNN_POINTWISE_RELU_FWD;
+        m->relu_family = 1;
+        m->lower = act->prm.alpha;
+        m->upper = act->prm.beta;
+        m->name = "clip";
+        return 1;
+    case CUK_U_LEAKY_RELU:
+        m->mode = CUDNN_POINTWISE_RELU_FWD;
+        m->relu_family = 1;
+        m->slope = act->prm.alpha;
+        m->name = "leakyrelu";
+        return 1;
+    case CUK_U_SIGMOID:
+        m->mode = CUDNN_POINTWISE_SIGMOID_FWD;
+        m->name = "sigmoid";
+        return 1;
+    case CUK_U_TANH:
+        m->mode = CUDNN_POINTWISE_TANH_FWD;
+        m->name = "tanh";
+        return 1;
+    case CUK_U_GELU_ERF:
+        m->mode = CUDNN_POINTWISE_GELU_FWD;
+        m->name = "gelu";
+        return 1;
+    case CUK_U_GELU_TANH:
+        m->mode = CUDNN_POINTWISE_GELU_APPROX_TANH_FWD;
+        m->name = "gelu_tanh";
+        return 1;
+    case CUK_U_SWISH:
+        m->mode = CUDNN_POINTWISE_SWISH_FWD;
+        m->param_name = CUDNN_ATTR_POINTWISE_SWISH_BETA;
+        m->param = act->prm.alpha;
+        m->name = "swish";
+        return 1;
+    case CUK_U_ELU:
+        m->mode = CUDNN_POINTWISE_ELU_FWD;
+        m->param_name = CUDNN_ATTR_POINTWISE_ELU_ALPHA;
+        m->param = act->prm.alpha;
+        m->name = "elu";
+        return 1;
+    case CUK_U_SOFTPLUS:
+        m->mode = CUDNN_POINTWISE_SOFTPLUS_FWD;
+        m->param_name = CUDNN_ATTR_POINTWISE_SOFTPLUS_BETA;
+        m->param = 1.0;
+        m->name = "softplus";
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+opsched_status cu_bk_pw_op(const cu_plan_args *a, const char *graph, const cu_bk_pw *m,
+                           cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
+                           cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t *pw,
+                           cudnnBackendDescriptor_t *op)
+{
+    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, pw));
+    CU_BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &m->mode);
+    CU_BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    if (m->relu_family) {
+        CU_BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1,
+                  &m->lower);
+        CU_BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1,
+                  &m->upper);
+        CU_BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, CUDNN_TYPE_DOUBLE, 1,
+                  &m->slope);
+    }
+    if (m->param_name) CU_BK_SET(a->ctx, *pw, m->param_name, CUDNN_TYPE_DOUBLE, 1, &m->param);
+    OS_TRY(cu_bk_finalize(a, *pw, graph, "pointwise descriptor"));
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op));
+    CU_BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
+              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, pw);
+    CU_BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+              &x);
+    if (b)
+        CU_BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                  1, &b);
+    CU_BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+              &y);
+    return cu_bk_finalize(a, *op, graph, "pointwise operation");
+}
+
+opsched_status cu_bk_pointwise(const cu_plan_args *a, cu_bk_graph *g, const cu_bk_pw *m,
+                               cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
+                               cudnnBackendDescriptor_t y)
+{
+    int i = 0;
+    OS_TRY(op_slot(a, g, &i));
+    return cu_bk_pw_op(a, g->what, m, x, b, y, &g->how[i], &g->ops[i]);
+}
+
+opsched_status cu_bk_reduction(const cu_plan_args *a, cu_bk_graph *g, cudnnReduceTensorOp_t mode,
+                               cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y)
+{
+    cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+    int i = 0;
+    OS_TRY(op_slot(a, g, &i));
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_REDUCTION_DESCRIPTOR, &g->how[i]));
+    CU_BK_SET(a->ctx, g->how[i], CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE,
+              1, &mode);
+    CU_BK_SET(a->ctx, g->how[i], CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
+    OS_TRY(cu_bk_finalize(a, g->how[i], g->what, "reduction descriptor"));
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, &g->ops[i]));
+    CU_BK_SET(a->ctx, g->ops[i], CUDNN_ATTR_OPERATION_REDUCTION_XDESC,
+              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+    CU_BK_SET(a->ctx, g->ops[i], CUDNN_ATTR_OPERATION_REDUCTION_YDESC,
+              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    CU_BK_SET(a->ctx, g->ops[i], CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+              1, &g->how[i]);
+    return cu_bk_finalize(a, g->ops[i], g->what, "reduction operation");
+}
+
+opsched_status cu_bk_graph_finish(const cu_plan_args *a, cu_bk_graph *g)
+{
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g->graph));
+    CU_BK_SET(a->ctx, g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
+              &a->dev->cudnn);
+    CU_BK_SET(a->ctx, g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+              g->n_ops, g->ops);
+    return cu_bk_finalize(a, g->graph, g->what, "operation graph");
+}
+
+/* 1 when the math mode forbids an engine with these numerical notes. */
+static int notes_forbid(opsched_math m, const cudnnBackendNumericalNote_t *notes, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) return 1;
+        if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE && m == OPSCHED_MATH_FP32) return 1;
+    }
+    return 0;
+}
+
+opsched_status cu_bk_engine_info(const cu_plan_args *a, cudnnBackendDescriptor_t cfg,
+                                 int64_t *index, int *allowed)
+{
+    cudnnBackendDescriptor_t eng = NULL;
+    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+    int64_t got = 0, n = 0;
+    opsched_status st = OPSCHED_OK;
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng));
+    CUDNN_CHECK_GOTO(a->ctx, st,
+                     cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,
+                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got, &eng),
+                     done);
+    CUDNN_CHECK_GOTO(a->ctx, st,
+                     cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64,
+                                              1, &got, index),
+                     done);
+    CUDNN_CHECK_GOTO(a->ctx, st,
+                     cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                                              CUDNN_TYPE_NUMERICAL_NOTE,
+                                              CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes),
+                     done);
+    *allowed = !notes_forbid(a->opts->math, notes, OS_MIN(n, CUDNN_NUMERICAL_NOTE_TYPE_COUNT));
+done:
+    cu_bk_free(&eng);
+    return st;
 }

@@ -58,18 +58,6 @@ enum { UID_X = 1, UID_W = 2, UID_Y = 3, UID_B = 4, UID_CONV_OUT = 5, UID_ADD_OUT
  * configuration; never changed after it is built (launches only read the
  * execution plan), and freed with its last reference: the cache's and one
  * per graph_plan. */
-/* An activation as one of cuDNN's pointwise modes with its constants (the
- * RELU_FWD family takes Relu, Clip and LeakyRelu through its clips and
- * slope). */
-typedef struct pw_mode {
-    cudnnPointwiseMode_t mode;
-    cudnnBackendAttributeName_t param_name; /* 0: no constant */
-    double param;
-    int relu_family;                        /* lower, upper and slope are set */
-    double lower, upper, slope;
-    const char *name;                       /* for the plan's algorithm text */
-} pw_mode;
-
 typedef struct conv_choice {
     int refs;
     /* The graph the execution plan was built from, kept while it lives. */
@@ -77,7 +65,7 @@ typedef struct conv_choice {
     /* The fused epilogue's bias, virtual tensors and pointwise ops. */
     cudnnBackendDescriptor_t b, conv_out, add_out, pw_add, pw_act, op_add, op_act;
     int fuse_bias, fuse_act; /* what the graph computes after the conv */
-    pw_mode act;             /* the activation's pointwise mode, when fuse_act */
+    cu_bk_pw act;             /* the activation's pointwise mode, when fuse_act */
     /* For a graph with the activation: 0 until measured against the graph
      * without it plus the activation's kernel, then 1 when fused was
      * faster and -1 when it was slower (the plan then takes the other). */
@@ -272,102 +260,12 @@ static opsched_status make_bias(const cu_plan_args *a, cudnnBackendDescriptor_t 
 }
 
 /* A pointwise op y = mode(x[, b]) computed in float. */
-static opsched_status make_pointwise(const cu_plan_args *a, const pw_mode *m,
+static opsched_status make_pointwise(const cu_plan_args *a, const cu_bk_pw *m,
                                      cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
                                      cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t *pw,
                                      cudnnBackendDescriptor_t *op)
 {
-    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, pw));
-    CU_BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &m->mode);
-    CU_BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
-    if (m->relu_family) {
-        CU_BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &m->lower);
-        CU_BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1, &m->upper);
-        CU_BK_SET(a->ctx, *pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, CUDNN_TYPE_DOUBLE, 1,
-               &m->slope);
-    }
-    if (m->param_name) CU_BK_SET(a->ctx, *pw, m->param_name, CUDNN_TYPE_DOUBLE, 1, &m->param);
-    OS_TRY(FINALIZE(a, *pw, "pointwise descriptor"));
-    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op));
-    CU_BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
-           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, pw);
-    CU_BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-           &x);
-    if (b)
-        CU_BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-               1, &b);
-    CU_BK_SET(a->ctx, *op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-           &y);
-    return FINALIZE(a, *op, "pointwise operation");
-}
-
-/* The cuDNN pointwise mode that computes act in float; 0 when cuDNN has
- * none (HardSigmoid, HardSwish, Mish, a Clip without finite bounds): the
- * plan then runs the activation as a kernel after cuDNN's graph. */
-static int act_mode(const cu_act *act, pw_mode *m)
-{
-    memset(m, 0, sizeof(*m));
-    m->upper = FLT_MAX;
-    switch (act->fn) {
-    case CUK_U_RELU:
-        m->mode = CUDNN_POINTWISE_RELU_FWD;
-        m->relu_family = 1;
-        m->name = "relu";
-        return 1;
-    case CUK_U_CLIP:
-        if (!isfinite(act->prm.alpha) || !isfinite(act->prm.beta) ||
-            !(act->prm.alpha < act->prm.beta))
-            return 0;
-        m->mode = CUDNN_POINTWISE_RELU_FWD;
-        m->relu_family = 1;
-        m->lower = act->prm.alpha;
-        m->upper = act->prm.beta;
-        m->name = "clip";
-        return 1;
-    case CUK_U_LEAKY_RELU:
-        m->mode = CUDNN_POINTWISE_RELU_FWD;
-        m->relu_family = 1;
-        m->slope = act->prm.alpha;
-        m->name = "leakyrelu";
-        return 1;
-    case CUK_U_SIGMOID:
-        m->mode = CUDNN_POINTWISE_SIGMOID_FWD;
-        m->name = "sigmoid";
-        return 1;
-    case CUK_U_TANH:
-        m->mode = CUDNN_POINTWISE_TANH_FWD;
-        m->name = "tanh";
-        return 1;
-    case CUK_U_GELU_ERF:
-        m->mode = CUDNN_POINTWISE_GELU_FWD;
-        m->name = "gelu";
-        return 1;
-    case CUK_U_GELU_TANH:
-        m->mode = CUDNN_POINTWISE_GELU_APPROX_TANH_FWD;
-        m->name = "gelu_tanh";
-        return 1;
-    case CUK_U_SWISH:
-        m->mode = CUDNN_POINTWISE_SWISH_FWD;
-        m->param_name = CUDNN_ATTR_POINTWISE_SWISH_BETA;
-        m->param = act->prm.alpha;
-        m->name = "swish";
-        return 1;
-    case CUK_U_ELU:
-        m->mode = CUDNN_POINTWISE_ELU_FWD;
-        m->param_name = CUDNN_ATTR_POINTWISE_ELU_ALPHA;
-        m->param = act->prm.alpha;
-        m->name = "elu";
-        return 1;
-    case CUK_U_SOFTPLUS:
-        m->mode = CUDNN_POINTWISE_SOFTPLUS_FWD;
-        m->param_name = CUDNN_ATTR_POINTWISE_SOFTPLUS_BETA;
-        m->param = 1.0;
-        m->name = "softplus";
-        return 1;
-    default:
-        return 0;
-    }
+    return cu_bk_pw_op(a, "convolution", m, x, b, y, pw, op);
 }
 
 /* The output the convolution's arithmetic gives must be the graph's. */
@@ -436,7 +334,7 @@ static opsched_status build_graph(const cu_plan_args *a, conv_choice *p)
     cudnnBackendDescriptor_t ops[3] = {p->op, NULL, NULL}, last = p->conv_out;
     int64_t n_ops = 1;
     if (p->fuse_bias) {
-        static const pw_mode add = {.mode = CUDNN_POINTWISE_ADD, .name = "bias"};
+        static const cu_bk_pw add = {.mode = CUDNN_POINTWISE_ADD, .name = "bias"};
         if (p->fuse_act) OS_TRY(make_virtual(a, UID_ADD_OUT, &p->add_out));
         OS_TRY(make_bias(a, &p->b));
         OS_TRY(make_pointwise(a, &add, last, p->b, p->fuse_act ? p->add_out : p->y, &p->pw_add,
@@ -459,45 +357,6 @@ static opsched_status build_graph(const cu_plan_args *a, conv_choice *p)
 
 /* ---- engine configs -------------------------------------------------- */
 
-/* 1 when the math mode forbids an engine with these numerical notes. */
-static int notes_forbid(opsched_math m, const cudnnBackendNumericalNote_t *notes, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) {
-        if (notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) return 1;
-        if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE && m == OPSCHED_MATH_FP32) return 1;
-    }
-    return 0;
-}
-
-/* The engine behind cfg: its global index, and whether the math mode
- * allows it. */
-static opsched_status engine_info(const cu_plan_args *a, cudnnBackendDescriptor_t cfg,
-                                  int64_t *index, int *allowed)
-{
-    cudnnBackendDescriptor_t eng = NULL;
-    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
-    int64_t got = 0, n = 0;
-    opsched_status st = OPSCHED_OK;
-    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng));
-    CUDNN_CHECK_GOTO(a->ctx, st,
-                     cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,
-                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got, &eng),
-                     done);
-    CUDNN_CHECK_GOTO(a->ctx, st,
-                     cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64,
-                                              1, &got, index),
-                     done);
-    CUDNN_CHECK_GOTO(a->ctx, st,
-                     cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
-                                              CUDNN_TYPE_NUMERICAL_NOTE,
-                                              CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes),
-                     done);
-    *allowed = !notes_forbid(a->opts->math, notes, OS_MIN(n, CUDNN_NUMERICAL_NOTE_TYPE_COUNT));
-done:
-    cu_bk_free(&eng);
-    return st;
-}
-
 /* Makes cfg a candidate when the math mode allows its engine, cuDNN builds
  * an execution plan from it and the plan's workspace fits; c->plan stays
  * NULL otherwise and t says why.  A candidate takes cfg over. */
@@ -510,7 +369,7 @@ static opsched_status try_config(const cu_plan_args *a, cudnnBackendDescriptor_t
     opsched_status st = OPSCHED_OK;
     memset(c, 0, sizeof(*c));
     t->configs++;
-    OS_TRY(engine_info(a, cfg, &c->engine, &allowed));
+    OS_TRY(cu_bk_engine_info(a, cfg, &c->engine, &allowed));
     if (!allowed) {
         t->filtered++;
         return OPSCHED_OK;
@@ -934,7 +793,7 @@ done:
  * or without it when no engine runs that.  *cacheable 0: the epilogue was
  * given up for a reason that may pass (memory, a cuDNN error), so the
  * choice is not kept. */
-static opsched_status plan_choice(const cu_plan_args *a, int find, int bias, const pw_mode *act,
+static opsched_status plan_choice(const cu_plan_args *a, int find, int bias, const cu_bk_pw *act,
                                   size_t limit, conv_choice **out, int *cacheable)
 {
     int relu = act != NULL;
@@ -974,7 +833,7 @@ static opsched_status plan_choice(const cu_plan_args *a, int find, int bias, con
 /* The cache key: everything planning depends on besides the device (the
  * cache is the device's) and the workspace limit (the choice's limit
  * range).  0 when it does not fit buf (the plan is then not cached). */
-static int choice_key(const cu_plan_args *a, int find, int bias, const pw_mode *act, char *buf,
+static int choice_key(const cu_plan_args *a, int find, int bias, const cu_bk_pw *act, char *buf,
                       size_t size)
 {
     const opsched_conv_attr *c = &a->node->attr.conv;
@@ -1013,7 +872,7 @@ static int choice_key(const cu_plan_args *a, int find, int bias, const pw_mode *
 
 /* The choice for (find, bias, act), from the device's cache or planned
  * (and cached); one reference for the caller. */
-static opsched_status get_choice(const cu_plan_args *a, int find, int bias, const pw_mode *act,
+static opsched_status get_choice(const cu_plan_args *a, int find, int bias, const cu_bk_pw *act,
                                  size_t limit, conv_choice **out)
 {
     char key[512];
@@ -1958,7 +1817,7 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
     graph_plan *p = (graph_plan *)base;
     opsched_status st = OPSCHED_OK;
     cu_act act;
-    pw_mode mode;
+    cu_bk_pw mode;
     cu_act_for(a, &act);
     /* A residual epilogue, act(conv + b + r): cuDNN's graph takes the
      * convolution and its bias, one kernel after it the residual and the
@@ -1969,7 +1828,7 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
              opsched_conv_residual_find(a->g, node, &res) && cu_out(a, 0)->shape.ndim >= 2;
     if (p->res) cu_act_of(a, a->opts->fuse_activation ? res.act : -1, &act);
     /* The activation joins cuDNN's graph when cuDNN has its mode. */
-    const pw_mode *fusable = !p->res && act.on && act_mode(&act, &mode) ? &mode : NULL;
+    const cu_bk_pw *fusable = !p->res && act.on && cu_bk_act_mode(&act, &mode) ? &mode : NULL;
     int bias = cu_in(a, 2) != NULL;
     size_t limit = a->opts->workspace_limit ? a->opts->workspace_limit : cu_free_memory();
     OS_TRY_GOTO(st, get_choice(a, find, bias, fusable, limit, &ch), fail);

@@ -197,6 +197,7 @@ static void cu_device_close(void *impl)
     os_plan_cache_free(dev->conv_plans);
     os_plan_cache_free(dev->sdpa_plans);
     os_plan_cache_free(dev->lt_algos);
+    os_plan_cache_free(dev->mm_plans);
     if (dev->cublaslt) (void)cublasLtDestroy(dev->cublaslt);
     if (dev->cublas) (void)cublasDestroy(dev->cublas);
     if (dev->cudnn) (void)cudnnDestroy(dev->cudnn);
@@ -225,7 +226,8 @@ static opsched_status cu_device_open(opsched_ctx *ctx, int index, void **out)
     dev->conv_plans = os_plan_cache_create(OS_PLAN_CACHE_DEFAULT_MAX, cu_conv_choice_release);
     dev->sdpa_plans = os_plan_cache_create(OS_PLAN_CACHE_DEFAULT_MAX, cu_sdpa_choice_release);
     dev->lt_algos = os_plan_cache_create(OS_PLAN_CACHE_DEFAULT_MAX, free);
-    if (!dev->conv_plans || !dev->sdpa_plans || !dev->lt_algos) {
+    dev->mm_plans = os_plan_cache_create(OS_PLAN_CACHE_DEFAULT_MAX, cu_mm_choice_release);
+    if (!dev->conv_plans || !dev->sdpa_plans || !dev->lt_algos || !dev->mm_plans) {
         st = OS_NOMEM(ctx);
         goto fail;
     }

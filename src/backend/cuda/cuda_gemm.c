@@ -49,6 +49,12 @@ typedef struct gemm_plan {
     int lt;
     int lt_res; /* adds input 3 (a residual) through C, beta 1 */
     cu_lt_gemm lt_g;
+    /* The product, its bias and the activation after it as one cuDNN graph
+     * (cuda_matmul_graph.c) where that measured faster than lt_g and the
+     * activation's kernel: one reference, with the packs of its pointer
+     * sets; the plan's workspace is the graph's. */
+    cu_mm_choice *mm;
+    cu_bk_packs *mm_packs;
 } gemm_plan;
 
 static void gemm_release(cu_plan *base)
@@ -57,6 +63,9 @@ static void gemm_release(cu_plan *base)
     free(p->loop_a);
     free(p->loop_b);
     cu_lt_gemm_free(&p->lt_g);
+    if (p->mm_packs) cu_bk_packs_free(p->mm_packs);
+    free(p->mm_packs);
+    cu_mm_choice_unref(p->mm);
 }
 
 /* ---- one cuBLASLt product with an epilogue ---------------------------- */
@@ -363,6 +372,9 @@ static opsched_status gemm_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *bas
                                   void *const *in, void *const *out)
 {
     gemm_plan *p = (gemm_plan *)base;
+    if (p->mm)
+        return cu_mm_graph_run(ctx, dev, p->mm, p->mm_packs, base->workspace, s, in[0], in[1],
+                               in[2], out[0]);
     if (p->lt) return gemm_launch_lt(ctx, dev, p, s, in, out);
     const char *A = in[0], *B = in[1];
     char *Y = out[0];
@@ -502,6 +514,36 @@ opsched_status cu_plan_gemm(const cu_plan_args *a, cu_plan **out)
     return OPSCHED_OK;
 }
 
+/* The product p (cuBLASLt with its bias epilogue, tuned), its bias and
+ * the activation `act` after it as one cuDNN graph where that measures
+ * faster than p and the activation's kernel (with --algo cudnn wherever an
+ * engine runs it): then p runs the graph and the activation is fused. */
+static opsched_status try_graph(const cu_plan_args *a, gemm_plan *p, int act, int *fused)
+{
+    const char *algo = a->opts->algo;
+    int force = algo && strcmp(algo, "cudnn") == 0;
+    *fused = 0;
+    if (!force && (a->opts->ablate & OPSCHED_ABLATE_MATMUL_GRAPH)) return OPSCHED_OK;
+    cu_mm_desc d = {.m = p->n, .n = p->m, .k = p->k, .b_trans = p->op_b == CUBLAS_OP_T,
+                    .kt = a->kt};
+    cu_act_of(a, act, &d.act);
+    if (!d.act.on || !cuk_ew_unary_ok(d.act.fn, (cuk_dtype)a->kt, (cuk_dtype)a->kt))
+        return OPSCHED_OK;
+    cu_mm_choice *mm = NULL;
+    OS_TRY(cu_mm_graph_plan(a, &d, &p->lt_g, p->ws_limit, force, &mm));
+    if (!mm) return OPSCHED_OK;
+    p->mm = mm;
+    p->mm_packs = calloc(1, sizeof(*p->mm_packs));
+    if (!p->mm_packs) return OS_NOMEM(a->ctx);
+    size_t ws = cu_mm_graph_workspace(mm);
+    if (ws) {
+        OS_TRY(cu_malloc(a->ctx, ws, &p->base.workspace));
+        p->base.workspace_bytes = ws;
+    }
+    *fused = 1;
+    return OPSCHED_OK;
+}
+
 /* Element offsets of each batch entry of an operand whose batch dims
  * (rank nb, right-aligned against the output's) broadcast to bo. */
 static void batch_offsets(const opsched_shape *bo, const int64_t *dims, int nb, int64_t mat,
@@ -624,9 +666,19 @@ opsched_status cu_plan_matmul(const cu_plan_args *a, cu_plan **out)
                 algo = "cublaslt_bias_residual";
             }
             opsched_status tst = cu_lt_gemm_tune(a, &p->lt_g);
+            int graph = 0;
+            if (tst == OPSCHED_OK && !res && !fused_act && mb.act >= 0 &&
+                a->opts->fuse_activation)
+                tst = try_graph(a, p, mb.act, &graph);
             if (tst != OPSCHED_OK) {
                 cu_plan_destroy(&p->base);
                 return tst;
+            }
+            if (graph) {
+                a->info->fused_activation = 1;
+                cu_mm_graph_describe(p->mm, a->info->algo, sizeof(a->info->algo));
+                *out = &p->base;
+                goto done;
             }
         }
     }

@@ -158,6 +158,7 @@ typedef struct cu_device {
     os_plan_cache *conv_plans; /* cuDNN graph-API convolution choices */
     os_plan_cache *sdpa_plans; /* cuDNN fused-attention choices (cuda_sdpa.c) */
     os_plan_cache *lt_algos;   /* cuBLASLt algorithms timed (cu_lt_gemm_tune) */
+    os_plan_cache *mm_plans;   /* products with their bias and activation as cuDNN graphs */
 } cu_device;
 
 /* Gives every stream of the device (and each created later) a GEMM
@@ -566,6 +567,99 @@ opsched_status cu_bk_pack_for(opsched_ctx *ctx, cu_bk_packs *c, void *ws, const 
                               void *const *ptrs, int n, int n_device, const char *what,
                               cudnnBackendDescriptor_t *out);
 void cu_bk_packs_free(cu_bk_packs *c);
+
+/* An operation graph being built (the attention's, a product's): its
+ * tensors, its operations and what describes them, freed together
+ * (cu_bk_graph_free).  `what` names it in messages ("attention"). */
+#define CU_BK_GRAPH_T 20
+#define CU_BK_GRAPH_OPS 12
+typedef struct cu_bk_graph {
+    const char *what;
+    cudnnBackendDescriptor_t t[CU_BK_GRAPH_T];
+    cudnnBackendDescriptor_t how[CU_BK_GRAPH_OPS]; /* matmul, pointwise, reduction descs */
+    cudnnBackendDescriptor_t ops[CU_BK_GRAPH_OPS];
+    int n_t, n_ops;
+    cudnnBackendDescriptor_t graph;
+} cu_bk_graph;
+void cu_bk_graph_free(cu_bk_graph *g);
+/* Finalizes d, a part of the graph named `graph` ("attention"): cuDNN's
+ * "not supported" or "bad parameter" becomes OPSCHED_ERR_UNSUPPORTED with
+ * its reason, which callers turn into another plan. */
+opsched_status cu_bk_finalize(const cu_plan_args *a, cudnnBackendDescriptor_t d,
+                              const char *graph, const char *what);
+/* A tensor of nd (<= 8) dims; *out is kept in g for freeing. */
+opsched_status cu_bk_tensor(const cu_plan_args *a, cu_bk_graph *g, int64_t uid,
+                            cudnnDataType_t dt, int nd, const int64_t *dims,
+                            const int64_t *strides, int is_virtual, int by_value,
+                            cudnnBackendDescriptor_t *out);
+/* y = x w, computed in float. */
+opsched_status cu_bk_matmul(const cu_plan_args *a, cu_bk_graph *g, cudnnBackendDescriptor_t x,
+                            cudnnBackendDescriptor_t w, cudnnBackendDescriptor_t y);
+/* A pointwise mode with its constants (the RELU_FWD family takes Relu,
+ * Clip and LeakyRelu through its clips and slope). */
+typedef struct cu_bk_pw {
+    cudnnPointwiseMode_t mode;
+    cudnnBackendAttributeName_t param_name; /* 0: no constant */
+    double param;
+    int relu_family; /* lower, upper and slope are set */
+    double lower, upper, slope;
+    const char *name; /* for a plan's algorithm text */
+} cu_bk_pw;
+/* The pointwise mode that computes act in float; 0 when cuDNN has none
+ * (HardSigmoid, HardSwish, Mish, a Clip without finite bounds). */
+int cu_bk_act_mode(const cu_act *act, cu_bk_pw *m);
+/* The descriptor *pw of y = m(x[, b]) in float and its operation *op (the
+ * caller frees both), part of the graph named `graph`. */
+opsched_status cu_bk_pw_op(const cu_plan_args *a, const char *graph, const cu_bk_pw *m,
+                           cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
+                           cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t *pw,
+                           cudnnBackendDescriptor_t *op);
+/* The same, kept in g. */
+opsched_status cu_bk_pointwise(const cu_plan_args *a, cu_bk_graph *g, const cu_bk_pw *m,
+                               cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
+                               cudnnBackendDescriptor_t y);
+/* y = reduce(x) over the dims where y has size 1, in float. */
+opsched_status cu_bk_reduction(const cu_plan_args *a, cu_bk_graph *g, cudnnReduceTensorOp_t mode,
+                               cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y);
+/* The operation graph of g's operations, in the order they were made. */
+opsched_status cu_bk_graph_finish(const cu_plan_args *a, cu_bk_graph *g);
+/* The engine behind engine config cfg: its global index, and whether the
+ * plan's math mode allows its numerical notes (strict fp32 drops
+ * TENSOR_CORE engines; every mode drops DOWN_CONVERT_INPUTS, as PyTorch
+ * does). */
+opsched_status cu_bk_engine_info(const cu_plan_args *a, cudnnBackendDescriptor_t cfg,
+                                 int64_t *index, int *allowed);
+
+/* ---- a product, its bias and activation as one cuDNN graph ------------ */
+
+/* Y[m, n] = act(A[m, k] B[k, n] + bias[n]), row-major (B stored [n, k]
+ * with b_trans), in the plan's type (cuda_matmul_graph.c). */
+typedef struct cu_mm_desc {
+    int m, n, k;
+    int b_trans;
+    cuk_type kt;
+    cu_act act;
+} cu_mm_desc;
+typedef struct cu_mm_choice cu_mm_choice;
+/* The graph's choice for d, planned and measured once per configuration
+ * against lt (cuBLASLt's product of the same operands with its bias
+ * epilogue) followed by the activation's kernel: *out is a reference to
+ * it when the graph measured faster (with `force`, whenever an engine
+ * runs it), else NULL.  Engines wanting more than `limit` bytes of
+ * workspace are passed over.  With `force`, a product no engine runs
+ * fails with OPSCHED_ERR_UNSUPPORTED. */
+opsched_status cu_mm_graph_plan(const cu_plan_args *a, const cu_mm_desc *d, cu_lt_gemm *lt,
+                                size_t limit, int force, cu_mm_choice **out);
+size_t cu_mm_graph_workspace(const cu_mm_choice *c);
+/* The plan's algorithm text: "cudnn_matmul_bias_<act>:eng<N>". */
+void cu_mm_graph_describe(const cu_mm_choice *c, char *buf, size_t size);
+/* Runs the choice on s with the pack kept in packs for these pointers and
+ * workspace ws (at least cu_mm_graph_workspace bytes). */
+opsched_status cu_mm_graph_run(opsched_ctx *ctx, cu_device *dev, const cu_mm_choice *c,
+                               cu_bk_packs *packs, void *ws, cudaStream_t s, const void *A,
+                               const void *B, const void *bias, void *Y);
+void cu_mm_choice_unref(cu_mm_choice *c);
+void cu_mm_choice_release(void *choice); /* the plan cache's release function */
 
 /* fp16 and bf16 attention through cuDNN's fused flash-attention engines
  * (cuda_sdpa.c) for the Attention node of a, whose own kernel is d (after

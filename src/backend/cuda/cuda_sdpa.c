@@ -36,9 +36,7 @@
 
 #include "backend/cuda/cuda_impl.h"
 
-#define SDPA_RUNS 5     /* timed runs of each candidate, after one warm-up */
-#define SDPA_MAX_T 20   /* tensor descriptors of the graph */
-#define SDPA_MAX_OPS 12 /* operations */
+#define SDPA_RUNS 5 /* timed runs of each candidate, after one warm-up */
 
 enum { UID_Q = 1, UID_K, UID_V, UID_O, UID_BIAS, UID_SCALE, UID_VIRTUAL = 100 };
 
@@ -47,11 +45,8 @@ enum { UID_Q = 1, UID_K, UID_V, UID_O, UID_BIAS, UID_SCALE, UID_VIRTUAL = 100 };
  * through the device's plan cache; freed with its last reference. */
 typedef struct sdpa_choice {
     int refs;
-    cudnnBackendDescriptor_t t[SDPA_MAX_T];     /* tensors */
-    cudnnBackendDescriptor_t how[SDPA_MAX_OPS]; /* matmul, pointwise and reduction descs */
-    cudnnBackendDescriptor_t ops[SDPA_MAX_OPS];
-    int n_t, n_ops;
-    cudnnBackendDescriptor_t graph, plan;
+    cu_bk_graph g;
+    cudnnBackendDescriptor_t plan;
     int64_t engine;
     size_t workspace;
     int wins; /* 0: not measured; 1: cuDNN faster; -1: the own kernel */
@@ -73,13 +68,7 @@ static void choice_unref(sdpa_choice *c)
 {
     if (!c || --c->refs > 0) return;
     cu_bk_free(&c->plan);
-    cu_bk_free(&c->graph);
-    for (int i = 0; i < c->n_ops; i++) {
-        cu_bk_free(&c->ops[i]);
-        cu_bk_free(&c->how[i]);
-    }
-    for (int i = 0; i < c->n_t; i++)
-        cu_bk_free(&c->t[i]);
+    cu_bk_graph_free(&c->g);
     free(c);
 }
 
@@ -88,119 +77,13 @@ void cu_sdpa_choice_release(void *choice)
     choice_unref(choice);
 }
 
-/* cuDNN's "not supported" while building: OPSCHED_ERR_UNSUPPORTED with
- * its reason, which the caller turns into "the own kernel runs". */
-static opsched_status finalize(const cu_plan_args *a, cudnnBackendDescriptor_t d, const char *what)
-{
-    cudnnStatus_t e = cudnnBackendFinalize(d);
-    if (e == CUDNN_STATUS_SUCCESS) return OPSCHED_OK;
-    if (CUDNN_STATUS_CATEGORY(e) != CUDNN_STATUS_NOT_SUPPORTED &&
-        CUDNN_STATUS_CATEGORY(e) != CUDNN_STATUS_BAD_PARAM)
-        return cu_fail_cudnn(a->ctx, e, what, __FILE__, __LINE__);
-    char why[256] = "";
-    cudnnGetLastErrorString(why, sizeof(why));
-    return CU_UNSUPPORTED(a, "cuDNN's graph API cannot build the attention's %s: %s%s%s", what,
-                          cudnnGetErrorString(e), why[0] ? ": " : "", why);
-}
-
-/* A 4-D tensor of the graph; *out is also kept in c for freeing. */
-static opsched_status tensor(const cu_plan_args *a, sdpa_choice *c, int64_t uid, cudnnDataType_t dt,
-                             const int64_t dims[4], const int64_t strides[4], int is_virtual,
-                             int by_value, cudnnBackendDescriptor_t *out)
-{
-    int64_t align = CU_BK_ALIGN;
-    bool virt = is_virtual != 0, val = by_value != 0;
-    if (c->n_t >= SDPA_MAX_T)
-        return OS_FAIL(a->ctx, OPSCHED_ERR_BACKEND, "cuda: attention graph: too many tensors");
-    cudnnBackendDescriptor_t *d = &c->t[c->n_t++];
-    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_TENSOR_DESCRIPTOR, d));
-    CU_BK_SET(a->ctx, *d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
-    CU_BK_SET(a->ctx, *d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
-    CU_BK_SET(a->ctx, *d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides);
-    CU_BK_SET(a->ctx, *d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-    CU_BK_SET(a->ctx, *d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
-    if (virt) CU_BK_SET(a->ctx, *d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt);
-    if (val) CU_BK_SET(a->ctx, *d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &val);
-    OS_TRY(finalize(a, *d, "tensor descriptor"));
-    *out = *d;
-    return OPSCHED_OK;
-}
-
-/* The next free op slot of c. */
-static opsched_status op_slot(const cu_plan_args *a, sdpa_choice *c, int *i)
-{
-    if (c->n_ops >= SDPA_MAX_OPS)
-        return OS_FAIL(a->ctx, OPSCHED_ERR_BACKEND, "cuda: attention graph: too many operations");
-    *i = c->n_ops++;
-    return OPSCHED_OK;
-}
-
-static opsched_status matmul(const cu_plan_args *a, sdpa_choice *c, cudnnBackendDescriptor_t x,
-                             cudnnBackendDescriptor_t w, cudnnBackendDescriptor_t y)
-{
-    cudnnDataType_t comp = CUDNN_DATA_FLOAT;
-    int i = 0;
-    OS_TRY(op_slot(a, c, &i));
-    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_MATMUL_DESCRIPTOR, &c->how[i]));
-    CU_BK_SET(a->ctx, c->how[i], CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
-    OS_TRY(finalize(a, c->how[i], "matmul descriptor"));
-    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, &c->ops[i]));
-    CU_BK_SET(a->ctx, c->ops[i], CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-              1, &x);
-    CU_BK_SET(a->ctx, c->ops[i], CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-              1, &w);
-    CU_BK_SET(a->ctx, c->ops[i], CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-              1, &y);
-    CU_BK_SET(a->ctx, c->ops[i], CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-              &c->how[i]);
-    return finalize(a, c->ops[i], "matmul operation");
-}
-
 /* y = mode(x[, b]) in float. */
 static opsched_status pointwise(const cu_plan_args *a, sdpa_choice *c, cudnnPointwiseMode_t mode,
                                 cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
                                 cudnnBackendDescriptor_t y)
 {
-    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-    int i = 0;
-    OS_TRY(op_slot(a, c, &i));
-    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &c->how[i]));
-    CU_BK_SET(a->ctx, c->how[i], CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
-    CU_BK_SET(a->ctx, c->how[i], CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
-    OS_TRY(finalize(a, c->how[i], "pointwise descriptor"));
-    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, &c->ops[i]));
-    CU_BK_SET(a->ctx, c->ops[i], CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
-              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c->how[i]);
-    CU_BK_SET(a->ctx, c->ops[i], CUDNN_ATTR_OPERATION_POINTWISE_XDESC,
-              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-    if (b)
-        CU_BK_SET(a->ctx, c->ops[i], CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
-                  CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
-    CU_BK_SET(a->ctx, c->ops[i], CUDNN_ATTR_OPERATION_POINTWISE_YDESC,
-              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-    return finalize(a, c->ops[i], "pointwise operation");
-}
-
-/* y = reduce(x) over the dims where y has size 1, in float. */
-static opsched_status reduction(const cu_plan_args *a, sdpa_choice *c, cudnnReduceTensorOp_t mode,
-                                cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y)
-{
-    cudnnDataType_t comp = CUDNN_DATA_FLOAT;
-    int i = 0;
-    OS_TRY(op_slot(a, c, &i));
-    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_REDUCTION_DESCRIPTOR, &c->how[i]));
-    CU_BK_SET(a->ctx, c->how[i], CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE,
-              1, &mode);
-    CU_BK_SET(a->ctx, c->how[i], CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
-    OS_TRY(finalize(a, c->how[i], "reduction descriptor"));
-    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, &c->ops[i]));
-    CU_BK_SET(a->ctx, c->ops[i], CUDNN_ATTR_OPERATION_REDUCTION_XDESC,
-              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-    CU_BK_SET(a->ctx, c->ops[i], CUDNN_ATTR_OPERATION_REDUCTION_YDESC,
-              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-    CU_BK_SET(a->ctx, c->ops[i], CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-              1, &c->how[i]);
-    return finalize(a, c->ops[i], "reduction operation");
+    const cu_bk_pw m = {.mode = mode};
+    return cu_bk_pointwise(a, &c->g, &m, x, b, y);
 }
 
 /* Strides cuDNN accepts for dims d with element strides s (0 where the
@@ -229,59 +112,54 @@ static opsched_status build_graph(const cu_plan_args *a, const cuk_attention_des
     cudnnBackendDescriptor_t q, kt, v, o, scale, bias = NULL;
     cudnnBackendDescriptor_t s, ss, sb = NULL, m, sub, e, l, logl, stats, p;
     fix_dims(qf, d->q, dims, st);
-    OS_TRY(tensor(a, c, UID_Q, dt, dims, st, 0, 0, &q));
+    OS_TRY(cu_bk_tensor(a, &c->g, UID_Q, dt, 4, dims, st, 0, 0, &q));
     fix_dims(kf, ks, dims, st);
-    OS_TRY(tensor(a, c, UID_K, dt, dims, st, 0, 0, &kt));
+    OS_TRY(cu_bk_tensor(a, &c->g, UID_K, dt, 4, dims, st, 0, 0, &kt));
     fix_dims(vf, d->v, dims, st);
-    OS_TRY(tensor(a, c, UID_V, dt, dims, st, 0, 0, &v));
+    OS_TRY(cu_bk_tensor(a, &c->g, UID_V, dt, 4, dims, st, 0, 0, &v));
     fix_dims(of, d->o, dims, st);
-    OS_TRY(tensor(a, c, UID_O, dt, dims, st, 0, 0, &o));
+    OS_TRY(cu_bk_tensor(a, &c->g, UID_O, dt, 4, dims, st, 0, 0, &o));
     const int64_t one[4] = {1, 1, 1, 1};
-    OS_TRY(tensor(a, c, UID_SCALE, f32, one, one, 0, 1, &scale));
+    OS_TRY(cu_bk_tensor(a, &c->g, UID_SCALE, f32, 4, one, one, 0, 1, &scale));
     if (has_bias) {
         fix_dims(sf, d->bias, dims, st);
-        OS_TRY(tensor(a, c, UID_BIAS, dt, dims, st, 0, 0, &bias));
+        OS_TRY(cu_bk_tensor(a, &c->g, UID_BIAS, dt, 4, dims, st, 0, 0, &bias));
     }
     /* the scores and the row statistics, on chip */
     const int64_t sst[4] = {d->H * d->Sq * d->Sk, d->Sq * d->Sk, d->Sk, 1};
     const int64_t rf[4] = {d->B, d->H, d->Sq, 1}, rst[4] = {d->H * d->Sq, d->Sq, 1, 1};
     int64_t uid = UID_VIRTUAL;
-    OS_TRY(tensor(a, c, uid++, f32, sf, sst, 1, 0, &s));
-    OS_TRY(tensor(a, c, uid++, f32, sf, sst, 1, 0, &ss));
-    if (has_bias) OS_TRY(tensor(a, c, uid++, f32, sf, sst, 1, 0, &sb));
-    OS_TRY(tensor(a, c, uid++, f32, rf, rst, 1, 0, &m));
-    OS_TRY(tensor(a, c, uid++, f32, sf, sst, 1, 0, &sub));
-    OS_TRY(tensor(a, c, uid++, f32, sf, sst, 1, 0, &e));
-    OS_TRY(tensor(a, c, uid++, f32, rf, rst, 1, 0, &l));
-    OS_TRY(tensor(a, c, uid++, f32, rf, rst, 1, 0, &logl));
-    OS_TRY(tensor(a, c, uid++, f32, rf, rst, 1, 0, &stats));
-    OS_TRY(tensor(a, c, uid++, dt, sf, sst, 1, 0, &p));
+    OS_TRY(cu_bk_tensor(a, &c->g, uid++, f32, 4, sf, sst, 1, 0, &s));
+    OS_TRY(cu_bk_tensor(a, &c->g, uid++, f32, 4, sf, sst, 1, 0, &ss));
+    if (has_bias) OS_TRY(cu_bk_tensor(a, &c->g, uid++, f32, 4, sf, sst, 1, 0, &sb));
+    OS_TRY(cu_bk_tensor(a, &c->g, uid++, f32, 4, rf, rst, 1, 0, &m));
+    OS_TRY(cu_bk_tensor(a, &c->g, uid++, f32, 4, sf, sst, 1, 0, &sub));
+    OS_TRY(cu_bk_tensor(a, &c->g, uid++, f32, 4, sf, sst, 1, 0, &e));
+    OS_TRY(cu_bk_tensor(a, &c->g, uid++, f32, 4, rf, rst, 1, 0, &l));
+    OS_TRY(cu_bk_tensor(a, &c->g, uid++, f32, 4, rf, rst, 1, 0, &logl));
+    OS_TRY(cu_bk_tensor(a, &c->g, uid++, f32, 4, rf, rst, 1, 0, &stats));
+    OS_TRY(cu_bk_tensor(a, &c->g, uid++, dt, 4, sf, sst, 1, 0, &p));
 
-    OS_TRY(matmul(a, c, q, kt, s));
+    OS_TRY(cu_bk_matmul(a, &c->g, q, kt, s));
     OS_TRY(pointwise(a, c, CUDNN_POINTWISE_MUL, s, scale, ss));
     cudnnBackendDescriptor_t last = ss;
     if (has_bias) {
         OS_TRY(pointwise(a, c, CUDNN_POINTWISE_ADD, ss, bias, sb));
         last = sb;
     }
-    OS_TRY(reduction(a, c, CUDNN_REDUCE_TENSOR_MAX, last, m));
+    OS_TRY(cu_bk_reduction(a, &c->g, CUDNN_REDUCE_TENSOR_MAX, last, m));
     OS_TRY(pointwise(a, c, CUDNN_POINTWISE_SUB, last, m, sub));
     OS_TRY(pointwise(a, c, CUDNN_POINTWISE_EXP, sub, NULL, e));
-    OS_TRY(reduction(a, c, CUDNN_REDUCE_TENSOR_ADD, e, l));
+    OS_TRY(cu_bk_reduction(a, &c->g, CUDNN_REDUCE_TENSOR_ADD, e, l));
     /* the row statistics M + log L, virtual: inference needs none, but
      * the fused engines match the graph with them (as cuDNN's frontend
      * builds it) */
     OS_TRY(pointwise(a, c, CUDNN_POINTWISE_LOG, l, NULL, logl));
     OS_TRY(pointwise(a, c, CUDNN_POINTWISE_ADD, m, logl, stats));
     OS_TRY(pointwise(a, c, CUDNN_POINTWISE_DIV, e, l, p));
-    OS_TRY(matmul(a, c, p, v, o));
+    OS_TRY(cu_bk_matmul(a, &c->g, p, v, o));
 
-    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &c->graph));
-    CU_BK_SET(a->ctx, c->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
-              &a->dev->cudnn);
-    CU_BK_SET(a->ctx, c->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-              c->n_ops, c->ops);
-    return finalize(a, c->graph, "operation graph");
+    return cu_bk_graph_finish(a, &c->g);
 }
 
 /* The first engine config of heuristics mode A (then the fallback list)
@@ -293,7 +171,7 @@ static opsched_status build_plan(const cu_plan_args *a, sdpa_choice *c)
     for (int m = 0; m < 2 && !c->plan; m++) {
         cudnnBackendDescriptor_t *cfgs = NULL;
         int64_t n = 0;
-        OS_TRY(cu_bk_configs(a->ctx, c->graph, modes[m], &cfgs, &n));
+        OS_TRY(cu_bk_configs(a->ctx, c->g.graph, modes[m], &cfgs, &n));
         opsched_status st = OPSCHED_OK;
         for (int64_t i = 0; i < n && !c->plan && st == OPSCHED_OK; i++) {
             cudnnBackendDescriptor_t plan = NULL;
@@ -493,6 +371,7 @@ opsched_status cu_sdpa_plan(const cu_plan_args *a, const cuk_attention_desc *d, 
         c = calloc(1, sizeof(*c));
         if (!c) return OS_NOMEM(a->ctx);
         c->refs = 1;
+        c->g.what = "attention";
         cudnnDataType_t dt = t == CUK_DT_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
         opsched_status st = build_graph(a, d, dt, has_bias, c);
         if (st == OPSCHED_OK) st = build_plan(a, c);
