@@ -200,15 +200,18 @@ typedef enum opsched_ablation {
     OPSCHED_ABLATE_CONCAT_GATHER = 1u << 24, /* movement runs that gather straight from a
                                               * Concat's inputs (opsched_move_concat): the
                                               * Concat written first */
-    OPSCHED_ABLATE_MATMUL_GRAPH = 1u << 25   /* a product, its bias and an activation
+    OPSCHED_ABLATE_MATMUL_GRAPH = 1u << 25,  /* a product, its bias and an activation
                                               * cuBLASLt's epilogue lacks as one cuDNN
                                               * graph: the activation a pass of its own */
+    OPSCHED_ABLATE_POOL_VEC = 1u << 26       /* NHWC pooling four channels a thread
+                                              * (cuk_pool_nhwc4): cuDNN's pooling or the
+                                              * generic kernel */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
  * "chains", "residual", "layout", "se", "bias", "attention", "projections",
  * "tensor-cores", "cudnn-attention", "conv-gemm", "movement", "se-split", "gemm-tuning", "se-mul", "im2col", "norm-act", "layer-scale",
  * "conv-norm", "act-prologue", "gate-product", "concat-gather",
- * "matmul-graph" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
+ * "matmul-graph", "pool-vec" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size);

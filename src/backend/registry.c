@@ -457,6 +457,7 @@ static const struct {
                  {"gate-product", OPSCHED_ABLATE_GATE},
                  {"concat-gather", OPSCHED_ABLATE_CONCAT_GATHER},
                  {"matmul-graph", OPSCHED_ABLATE_MATMUL_GRAPH},
+                 {"pool-vec", OPSCHED_ABLATE_POOL_VEC},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)

@@ -1409,6 +1409,7 @@ extern "C" cudaError_t cuk_pool(cuk_dtype t, const cuk_pool_desc *d, const void 
 {
     int64_t n = d->N * d->C * d->OD * d->OH * d->OW;
     if (n <= 0) return cudaSuccess;
+    if (!ind && !d->generic && cuk_pool_nhwc4_ok(t, d, x, y)) return cuk_pool_nhwc4(t, d, x, y, stream);
 #define POOL_LAUNCH(T)                                                                             \
     k_pool<T><<<blocks_for(n), kThreads, 0, stream>>>(*d, n, (const T *)x, (T *)y, ind)
     switch (t) {

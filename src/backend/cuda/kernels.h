@@ -234,6 +234,7 @@ typedef struct cuk_pool_desc {
     int64_t xs[4], ys[4];
     int64_t D, OD, kd, sd, dd, pad_front, pad_back, xsd, ysd;
     int storage_order; /* of the indices: 1 for the spatial axes column-major */
+    int generic;       /* 1: the generic kernel even where cuk_pool_nhwc4_ok */
 } cuk_pool_desc;
 
 /* ind (may be NULL; max pooling only) gets ONNX's Indices, in y's order:
@@ -241,6 +242,14 @@ typedef struct cuk_pool_desc {
  * -1 for a window with no tap in the input). */
 cudaError_t cuk_pool(cuk_dtype t, const cuk_pool_desc *d, const void *x, void *y, int64_t *ind,
                      cudaStream_t stream);
+/* 1 when cuk_pool runs d on x and y (without indices) four channels a
+ * thread (kernels_reduce.cu): a 2-D pool in NHWC whose channels are
+ * innermost and a multiple of four, every stride a multiple of four, x
+ * and y aligned to four elements, and every offset within 32 bits.  Such
+ * a pool reads each window tap as one 16-byte (fp32) or 8-byte access. */
+int cuk_pool_nhwc4_ok(cuk_dtype t, const cuk_pool_desc *d, const void *x, const void *y);
+cudaError_t cuk_pool_nhwc4(cuk_dtype t, const cuk_pool_desc *d, const void *x, void *y,
+                           cudaStream_t stream);
 
 /* ---- the element-wise family (kernels_ew.cu) ------------------------- *
  *

@@ -1134,6 +1134,110 @@ extern "C" cudaError_t cuk_axis_norm(cuk_axis_op op, cuk_dtype t, int64_t outer,
     return cudaGetLastError();
 }
 
+/* ---- pooling, four channels a thread -------------------------------- */
+
+/* One thread per output pixel and four neighbouring channels of a 2-D pool
+ * in NHWC (cuk_pool_nhwc4_ok): the window's taps as vector loads, every
+ * index in 32 bits.  The same arithmetic as the generic k_pool (kernels.cu):
+ * fmaxf for the maximum (a NaN tap is passed over), the sum over the taps
+ * in the input divided by the count the node asks for. */
+namespace
+{
+
+template <typename T, bool MAX>
+__global__ void k_pool_nhwc4(cuk_pool_desc d, int n4, int C4, const T *__restrict__ x,
+                             T *__restrict__ y)
+{
+    const int H = (int)d.H, W = (int)d.W, OH = (int)d.OH, OW = (int)d.OW;
+    const int kh = (int)d.kh, kw = (int)d.kw, sh = (int)d.sh, sw = (int)d.sw;
+    const int dh = (int)d.dh, dw = (int)d.dw, pt = (int)d.pad_t, pl = (int)d.pad_l;
+    const int pb = (int)d.pad_b, pr = (int)d.pad_r;
+    const int xs0 = (int)d.xs[0], xs2 = (int)d.xs[2], xs3 = (int)d.xs[3];
+    const int ys0 = (int)d.ys[0], ys2 = (int)d.ys[2], ys3 = (int)d.ys[3];
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += gridDim.x * blockDim.x) {
+        int t = i / C4;
+        const int c = (i - t * C4) * 4;
+        const int ow = t % OW;
+        t /= OW;
+        const int oh = t % OH, nn = t / OH;
+        const int h0 = oh * sh - pt, w0 = ow * sw - pl;
+        const T *xp = x + nn * xs0 + c;
+        const float init = MAX ? -CUDART_INF_F : 0.0f;
+        float4 acc = make_float4(init, init, init, init);
+        int count = 0;
+        for (int ki = 0; ki < kh; ki++) {
+            const int h = h0 + ki * dh;
+            const bool h_in = h >= 0 && h < H, h_pad = h >= -pt && h < H + pb;
+            for (int kj = 0; kj < kw; kj++) {
+                const int w = w0 + kj * dw;
+                const bool w_in = w >= 0 && w < W, w_pad = w >= -pl && w < W + pr;
+                if (h_in && w_in) {
+                    const float4 v = f4<T>::ld(xp + h * xs2 + w * xs3);
+                    if (MAX) {
+                        acc.x = fmaxf(acc.x, v.x);
+                        acc.y = fmaxf(acc.y, v.y);
+                        acc.z = fmaxf(acc.z, v.z);
+                        acc.w = fmaxf(acc.w, v.w);
+                    } else {
+                        acc.x += v.x;
+                        acc.y += v.y;
+                        acc.z += v.z;
+                        acc.w += v.w;
+                    }
+                }
+                if (d.count_include_pad ? (h_pad && w_pad) : (h_in && w_in)) count++;
+            }
+        }
+        if (!MAX) {
+            const float f = (float)count;
+            acc.x = count ? acc.x / f : CUDART_NAN_F;
+            acc.y = count ? acc.y / f : CUDART_NAN_F;
+            acc.z = count ? acc.z / f : CUDART_NAN_F;
+            acc.w = count ? acc.w / f : CUDART_NAN_F;
+        }
+        f4<T>::st(y + nn * ys0 + oh * ys2 + ow * ys3 + c, acc);
+    }
+}
+
+} /* namespace */
+
+extern "C" int cuk_pool_nhwc4_ok(cuk_dtype t, const cuk_pool_desc *d, const void *x, const void *y)
+{
+    if (!d || !d->nhwc || (t != CUK_DT_F32 && t != CUK_DT_F16 && t != CUK_DT_BF16)) return 0;
+    if (d->D != 1 || d->OD != 1 || d->kd != 1) return 0;
+    if (d->C < 4 || d->C % 4 || d->xs[1] != 1 || d->ys[1] != 1) return 0;
+    const int64_t *st[6] = {&d->xs[0], &d->xs[2], &d->xs[3], &d->ys[0], &d->ys[2], &d->ys[3]};
+    for (int k = 0; k < 6; k++)
+        if (*st[k] % 4) return 0;
+    size_t vec = (t == CUK_DT_F32 ? 4 : 2) * 4;
+    if ((uintptr_t)x % vec || (uintptr_t)y % vec) return 0;
+    /* every index and offset the kernel forms fits 32 bits */
+    int64_t outs = d->N * d->OH * d->OW * d->C;
+    int64_t x_end = (d->N - 1) * d->xs[0] + (d->H - 1) * d->xs[2] + (d->W - 1) * d->xs[3] + d->C;
+    int64_t y_end = (d->N - 1) * d->ys[0] + (d->OH - 1) * d->ys[2] + (d->OW - 1) * d->ys[3] + d->C;
+    int64_t reach = (d->OH + d->kh) * d->sh * d->dh + (d->OW + d->kw) * d->sw * d->dw;
+    const int64_t lim = kMax32;
+    return outs < lim && x_end < lim && y_end < lim && reach < lim && d->kh < lim &&
+           d->kw < lim && d->pad_t < lim && d->pad_l < lim && d->pad_b < lim && d->pad_r < lim;
+}
+
+extern "C" cudaError_t cuk_pool_nhwc4(cuk_dtype t, const cuk_pool_desc *d, const void *x, void *y,
+                                      cudaStream_t stream)
+{
+    if (!cuk_pool_nhwc4_ok(t, d, x, y)) return cudaErrorInvalidValue;
+    int n4 = (int)(d->N * d->OH * d->OW * (d->C / 4));
+    if (n4 == 0) return cudaSuccess;
+    int C4 = (int)(d->C / 4);
+    if (d->is_max) {
+        CUK_DISPATCH_FP(t, T, k_pool_nhwc4<T, true><<<grid_for(n4), kThreads, 0, stream>>>(
+                                  *d, n4, C4, (const T *)x, (T *)y));
+    } else {
+        CUK_DISPATCH_FP(t, T, k_pool_nhwc4<T, false><<<grid_for(n4), kThreads, 0, stream>>>(
+                                  *d, n4, C4, (const T *)x, (T *)y));
+    }
+    return cudaGetLastError();
+}
+
 extern "C" cudaError_t cuk_groupnorm(cuk_dtype t, const cuk_groupnorm_desc *d, const void *x,
                                      const void *scale, const void *bias, void *y,
                                      cudaStream_t stream)
