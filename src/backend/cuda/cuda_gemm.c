@@ -22,6 +22,7 @@
  * GEMM), set at every launch after cublasSetStream, which resets it; a
  * plan with a smaller workspace limit uses the start of it.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,11 @@ typedef struct gemm_plan {
      * sets; the plan's workspace is the graph's. */
     cu_mm_choice *mm;
     cu_bk_packs *mm_packs;
+    /* Operands a launch finds off the graph's 16-byte alignment (a view
+     * into another tensor) run lt_g and this activation's kernel instead. */
+    cu_act mm_act;
+    int64_t mm_numel;
+    cuk_type mm_kt;
 } gemm_plan;
 
 static void gemm_release(cu_plan *base)
@@ -372,9 +378,19 @@ static opsched_status gemm_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *bas
                                   void *const *in, void *const *out)
 {
     gemm_plan *p = (gemm_plan *)base;
-    if (p->mm)
-        return cu_mm_graph_run(ctx, dev, p->mm, p->mm_packs, base->workspace, s, in[0], in[1],
-                               in[2], out[0]);
+    if (p->mm) {
+        int aligned = 1;
+        const void *ptrs[4] = {in[0], in[1], in[2], out[0]};
+        for (int i = 0; i < 4; i++)
+            aligned &= (uintptr_t)ptrs[i] % CU_BK_ALIGN == 0;
+        if (aligned)
+            return cu_mm_graph_run(ctx, dev, p->mm, p->mm_packs, base->workspace, s, in[0],
+                                   in[1], in[2], out[0]);
+        OS_TRY(gemm_launch_lt(ctx, dev, p, s, in, out));
+        CUDA_CHECK(ctx, cuk_ew_unary(p->mm_act.fn, &p->mm_act.prm, (cuk_dtype)p->mm_kt,
+                                     (cuk_dtype)p->mm_kt, p->mm_numel, out[0], out[0], s));
+        return OPSCHED_OK;
+    }
     if (p->lt) return gemm_launch_lt(ctx, dev, p, s, in, out);
     const char *A = in[0], *B = in[1];
     char *Y = out[0];
@@ -533,6 +549,9 @@ static opsched_status try_graph(const cu_plan_args *a, gemm_plan *p, int act, in
     OS_TRY(cu_mm_graph_plan(a, &d, &p->lt_g, p->ws_limit, force, &mm));
     if (!mm) return OPSCHED_OK;
     p->mm = mm;
+    p->mm_act = d.act;
+    p->mm_numel = (int64_t)d.m * d.n;
+    p->mm_kt = a->kt;
     p->mm_packs = calloc(1, sizeof(*p->mm_packs));
     if (!p->mm_packs) return OS_NOMEM(a->ctx);
     size_t ws = cu_mm_graph_workspace(mm);

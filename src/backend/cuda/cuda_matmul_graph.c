@@ -201,8 +201,9 @@ static opsched_status time_plan(const cu_plan_args *a, const cu_mm_desc *d,
                a->node->name, opsched_ctx_last_error(a->ctx));
         opsched_ctx_clear_error(a->ctx);
         (void)cudaGetLastError();
-        CUDA_CHECK_GOTO(a->ctx, st, cudaStreamSynchronize(a->dev->stream), done);
         *ms = -1.0f;
+        st = OPSCHED_OK;
+        CUDA_CHECK_GOTO(a->ctx, st, cudaStreamSynchronize(a->dev->stream), done);
     }
 done:
     cu_bk_free(&pack);
