@@ -237,8 +237,42 @@ opsched_status cu_bk_matmul(const cu_plan_args *a, cu_bk_graph *g, cudnnBackendD
 
 int cu_bk_act_mode(const cu_act *act, cu_bk_pw *m)
 {
+    /* the modes without constants */
+    static const struct {
+        cuk_ufn fn;
+        cudnnPointwiseMode_t mode;
+        const char *name;
+    } plain[] = {{CUK_U_SIGMOID, CUDNN_POINTWISE_SIGMOID_FWD, "sigmoid"},
+                 {CUK_U_TANH, CUDNN_POINTWISE_TANH_FWD, "tanh"},
+                 {CUK_U_GELU_ERF, CUDNN_POINTWISE_GELU_FWD, "gelu"},
+                 {CUK_U_GELU_TANH, CUDNN_POINTWISE_GELU_APPROX_TANH_FWD, "gelu_tanh"}};
+    /* and those with one: the activation's alpha, or softplus's beta of 1 */
+    static const struct {
+        cuk_ufn fn;
+        cudnnPointwiseMode_t mode;
+        cudnnBackendAttributeName_t param;
+        int alpha;
+        const char *name;
+    } one[] = {{CUK_U_SWISH, CUDNN_POINTWISE_SWISH_FWD, CUDNN_ATTR_POINTWISE_SWISH_BETA, 1, "swish"},
+               {CUK_U_ELU, CUDNN_POINTWISE_ELU_FWD, CUDNN_ATTR_POINTWISE_ELU_ALPHA, 1, "elu"},
+               {CUK_U_SOFTPLUS, CUDNN_POINTWISE_SOFTPLUS_FWD, CUDNN_ATTR_POINTWISE_SOFTPLUS_BETA, 0,
+                "softplus"}};
     memset(m, 0, sizeof(*m));
     m->upper = FLT_MAX;
+    for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+        if (plain[i].fn == act->fn) {
+            m->mode = plain[i].mode;
+            m->name = plain[i].name;
+            return 1;
+        }
+    for (size_t i = 0; i < sizeof(one) / sizeof(one[0]); i++)
+        if (one[i].fn == act->fn) {
+            m->mode = one[i].mode;
+            m->param_name = one[i].param;
+            m->param = one[i].alpha ? act->prm.alpha : 1.0;
+            m->name = one[i].name;
+            return 1;
+        }
     switch (act->fn) {
     case CUK_U_RELU:
         m->mode = CUDNN_POINTWISE_RELU_FWD;
@@ -260,40 +294,6 @@ int cu_bk_act_mode(const cu_act *act, cu_bk_pw *m)
         m->relu_family = 1;
         m->slope = act->prm.alpha;
         m->name = "leakyrelu";
-        return 1;
-    case CUK_U_SIGMOID:
-        m->mode = CUDNN_POINTWISE_SIGMOID_FWD;
-        m->name = "sigmoid";
-        return 1;
-    case CUK_U_TANH:
-        m->mode = CUDNN_POINTWISE_TANH_FWD;
-        m->name = "tanh";
-        return 1;
-    case CUK_U_GELU_ERF:
-        m->mode = CUDNN_POINTWISE_GELU_FWD;
-        m->name = "gelu";
-        return 1;
-    case CUK_U_GELU_TANH:
-        m->mode = CUDNN_POINTWISE_GELU_APPROX_TANH_FWD;
-        m->name = "gelu_tanh";
-        return 1;
-    case CUK_U_SWISH:
-        m->mode = CUDNN_POINTWISE_SWISH_FWD;
-        m->param_name = CUDNN_ATTR_POINTWISE_SWISH_BETA;
-        m->param = act->prm.alpha;
-        m->name = "swish";
-        return 1;
-    case CUK_U_ELU:
-        m->mode = CUDNN_POINTWISE_ELU_FWD;
-        m->param_name = CUDNN_ATTR_POINTWISE_ELU_ALPHA;
-        m->param = act->prm.alpha;
-        m->name = "elu";
-        return 1;
-    case CUK_U_SOFTPLUS:
-        m->mode = CUDNN_POINTWISE_SOFTPLUS_FWD;
-        m->param_name = CUDNN_ATTR_POINTWISE_SOFTPLUS_BETA;
-        m->param = 1.0;
-        m->name = "softplus";
         return 1;
     default:
         return 0;
