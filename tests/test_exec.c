@@ -689,6 +689,75 @@ static void test_conv_prologue(void **state)
  * after each gate's multiply applies the gate itself, the Mul runs nothing
  * and its map is read in its place; against the reference with it, with
  * it ablated and with fusion off, and the pattern's edges. */
+/* A batch normalisation that is its Concat's only reader reads the
+ * Concat's inputs in place (opsched_norm_concat; DenseNet's layers): the
+ * Concats run nothing, the output matches the reference and is the same,
+ * byte for byte, with --ablate norm-concat; a Concat read twice, or along
+ * another axis, is no such Concat. */
+static void test_norm_concat(void **state)
+{
+    (void)state;
+    opsched_shape xs = {4, {2, 8, 5, 6}};
+    opsched_graph *g = netref_dense_graph(env.ctx, &xs, 4, 29);
+    assert_non_null(g);
+    assert_int_equal(opsched_norm_concat(g, 2), 1);
+    assert_int_equal(opsched_norm_concat(g, 6), 5);
+    assert_int_equal(opsched_norm_concat(g, 3), -1); /* a Relu */
+    assert_int_equal(opsched_norm_concat(g, 1), -1); /* the Concat itself */
+    if (env.cpu) {
+        opsched_exec_options on = {.plan = {.fuse_activation = 1}}, off = {0};
+        opsched_exec_options ablated = on;
+        ablated.plan.ablate = OPSCHED_ABLATE_NORM_CONCAT;
+        compare_with_reference(g, &on, 1e-5);
+        compare_with_reference(g, &ablated, 1e-5);
+        compare_with_reference(g, &off, 1e-5);
+        size_t nx = 0;
+        float *x = random_input(g, 0, 7, &nx), *y[2] = {NULL, NULL};
+        size_t m = 0;
+        for (int ab = 0; ab < 2; ab++) {
+            opsched_executor *ex = NULL;
+            CHECK(opsched_executor_create(env.cpu, g, NULL, ab ? &ablated : &on, &ex));
+            for (int c = 1; c <= 5; c += 4) {
+                const opsched_layer_info *l = opsched_executor_layer(ex, c);
+                print_message("  %s: Concat '%s': %s\n", ab ? "ablated" : "deployed",
+                              opsched_graph_node(g, c)->name, l->algo);
+                assert_int_equal(l->role, ab ? OPSCHED_ROLE_LAUNCH : OPSCHED_ROLE_FUSED);
+                if (!ab) assert_string_equal(l->algo, "gathered");
+            }
+            CHECK(opsched_executor_set_input(ex, 0, x, nx));
+            CHECK(opsched_executor_run(ex));
+            CHECK(opsched_device_sync(env.cpu));
+            m = opsched_executor_output_numel(ex, 0);
+            y[ab] = malloc(sizeof(float) * m);
+            assert_non_null(y[ab]);
+            CHECK(opsched_executor_get_output(ex, 0, y[ab], m));
+            opsched_executor_free(ex);
+        }
+        assert_memory_equal(y[0], y[1], sizeof(float) * m);
+        free(y[0]);
+        free(y[1]);
+        free(x);
+    }
+    opsched_graph_free(g);
+
+    /* a Concat also a graph output, and one along the height */
+    opsched_graph *h = NULL;
+    int x, t[4];
+    CHECK(opsched_graph_create(env.ctx, "cats", &h));
+    CHECK(opsched_graph_add_tensor(h, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
+    int two[2] = {x, x};
+    CHECK(opsched_build_concat(h, "c", two, 2, 1, &t[0]));
+    CHECK(opsched_build_batchnorm(h, "bn", t[0], 1e-5f, &t[1]));
+    CHECK(opsched_graph_mark_output(h, t[0]));
+    CHECK(opsched_graph_mark_output(h, t[1]));
+    assert_int_equal(opsched_norm_concat(h, 1), -1);
+    CHECK(opsched_build_concat(h, "ch", two, 2, 2, &t[2]));
+    CHECK(opsched_build_batchnorm(h, "bnh", t[2], 1e-5f, &t[3]));
+    CHECK(opsched_graph_mark_output(h, t[3]));
+    assert_int_equal(opsched_norm_concat(h, 3), -1);
+    opsched_graph_free(h);
+}
+
 static void test_gated_product(void **state)
 {
     (void)state;
@@ -1232,6 +1301,7 @@ int main(void)
         cmocka_unit_test(test_conv_prologue),
         cmocka_unit_test(test_gated_product),
         cmocka_unit_test(test_gated_product_apart),
+        cmocka_unit_test(test_norm_concat),
         cmocka_unit_test(test_fused_se),
         cmocka_unit_test(test_fused_bias),
         cmocka_unit_test(test_norm_act_and_transposed_residual),

@@ -391,6 +391,38 @@ static void test_product_graph(void **state)
     }
 }
 
+/* A batch normalisation that is its Concat's only reader reads the
+ * Concat's inputs in place (DenseNet's layers), in NHWC: every math mode
+ * and both layouts against fp32 on the CPU, with channels a multiple of
+ * four (four a thread) and not (one); in NHWC the Concats run nothing. */
+static void test_norm_concat(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    static const int64_t growth[2] = {8, 6};
+    for (int k = 0; k < 2; k++) {
+        opsched_shape xs = {4, {2, 16, 7, 9}};
+        opsched_graph *g = netref_dense_graph(env.ctx, &xs, growth[k], 61 + k);
+        assert_non_null(g);
+        char name[32];
+        snprintf(name, sizeof name, "dense growth %lld", (long long)growth[k]);
+        check_graph_modes(g, name, 1);
+        opsched_exec_options o = {.plan = {.math = OPSCHED_MATH_TF32,
+                                           .layout = OPSCHED_LAYOUT_NHWC,
+                                           .fuse_activation = 1}};
+        opsched_executor *ex = NULL;
+        CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+        print_message("  %s, NHWC: Concats %s, %s; norms %s, %s\n", name,
+                      opsched_executor_layer(ex, 1)->algo, opsched_executor_layer(ex, 5)->algo,
+                      opsched_executor_layer(ex, 2)->algo, opsched_executor_layer(ex, 6)->algo);
+        assert_int_equal(opsched_executor_layer(ex, 1)->role, OPSCHED_ROLE_FUSED);
+        assert_int_equal(opsched_executor_layer(ex, 5)->role, OPSCHED_ROLE_FUSED);
+        assert_string_equal(opsched_executor_layer(ex, 6)->algo, "kernel+concat+Relu");
+        opsched_executor_free(ex);
+        opsched_graph_free(g);
+    }
+}
+
 /* A batch normalisation's activation in its launch (the own kernel, in
  * both layouts and every math mode against fp32 on the CPU), and a
  * product's residual Add behind a Transpose: in NHWC both Transposes are
@@ -989,6 +1021,7 @@ int main(void)
         cmocka_unit_test(test_gated_product),
         cmocka_unit_test(test_bias_epilogue),
         cmocka_unit_test(test_product_graph),
+        cmocka_unit_test(test_norm_concat),
         cmocka_unit_test(test_norm_act_and_transposed_residual),
         cmocka_unit_test(test_conv_norm),
         cmocka_unit_test(test_depthwise_vec),

@@ -203,15 +203,18 @@ typedef enum opsched_ablation {
     OPSCHED_ABLATE_MATMUL_GRAPH = 1u << 25,  /* a product, its bias and an activation
                                               * cuBLASLt's epilogue lacks as one cuDNN
                                               * graph: the activation a pass of its own */
-    OPSCHED_ABLATE_POOL_VEC = 1u << 26       /* NHWC pooling four channels a thread
+    OPSCHED_ABLATE_POOL_VEC = 1u << 26,      /* NHWC pooling four channels a thread
                                               * (cuk_pool_nhwc4): cuDNN's pooling or the
                                               * generic kernel */
+    OPSCHED_ABLATE_NORM_CONCAT = 1u << 27    /* a batch normalisation reading its
+                                              * Concat's inputs (opsched_norm_concat): the
+                                              * Concat written first */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
  * "chains", "residual", "layout", "se", "bias", "attention", "projections",
  * "tensor-cores", "cudnn-attention", "conv-gemm", "movement", "se-split", "gemm-tuning", "se-mul", "im2col", "norm-act", "layer-scale",
  * "conv-norm", "act-prologue", "gate-product", "concat-gather",
- * "matmul-graph", "pool-vec" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
+ * "matmul-graph", "pool-vec", "norm-concat" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size);
@@ -264,6 +267,10 @@ typedef struct opsched_plan_options {
                                 * (opsched_conv_gate_find) as the product's weights:
                                 * the launch reads the Mul's map as input 0 and the
                                 * scale as input 5 */
+    int norm_concat;           /* batch normalisation: read the inputs of the Concat it
+                                * normalises (opsched_norm_concat) in its place: the
+                                * launch reads the first as input 0, the norm's
+                                * parameters as 1-4, the rest as 5 on */
 } opsched_plan_options;
 
 /* Forward convolution algorithms a backend can try, in its order; the list
@@ -301,6 +308,8 @@ typedef struct opsched_plan_info {
                                 * (move_concat), 0 when it reads the source */
     int fused_gate;            /* 1 when a convolution applies its input's gate
                                 * (fuse_gate) */
+    int fused_norm_concat;     /* inputs of the Concat a batch normalisation reads in
+                                * its place (norm_concat), 0 when it reads the Concat */
     int activation_apart;      /* 1 when the fused activation takes a pass over the
                                 * output of its own (a kernel after the product), which
                                 * the reader's prologue could save */

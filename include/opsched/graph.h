@@ -831,6 +831,16 @@ typedef struct opsched_conv_gate {
 } opsched_conv_gate;
 int opsched_conv_gate_find(const opsched_graph *g, int node, opsched_conv_gate *out);
 
+/* A batch normalisation that can read the inputs of the Concat it
+ * normalises in place of the Concat's output (DenseNet's layers, each of
+ * which concatenates every feature map before it and normalises the
+ * result): node is an inference BatchNormalization with one output whose
+ * input is the output of a Concat of 2 to OPSCHED_NORM_MAX_CONCAT 4-D
+ * inputs of its type along axis 1, an output that this node alone reads
+ * (no graph output).  The Concat's node, or -1. */
+#define OPSCHED_NORM_MAX_CONCAT 32
+int opsched_norm_concat(const opsched_graph *g, int node);
+
 /* Element-wise chains (chain.c): nodes run as one launch.  A chainable
  * node is an element-wise function of float data (the activations, Erf,
  * Sqrt, the float unary functions; Add, Sub, Mul, Div, Pow, Min, Max,

@@ -458,6 +458,7 @@ static const struct {
                  {"concat-gather", OPSCHED_ABLATE_CONCAT_GATHER},
                  {"matmul-graph", OPSCHED_ABLATE_MATMUL_GRAPH},
                  {"pool-vec", OPSCHED_ABLATE_POOL_VEC},
+                 {"norm-concat", OPSCHED_ABLATE_NORM_CONCAT},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)
@@ -537,6 +538,14 @@ opsched_status opsched_plan_create(opsched_device *dev, const opsched_graph *g, 
             unasked = "fused a bias";
         else
             p->n_inputs = p->info.fused_residual ? 4 : 3; /* r after the bias */
+    }
+    if (!unasked && p->info.fused_norm_concat) { /* the norm's parameters, then the rest */
+        int c = opts->norm_concat ? opsched_norm_concat(g, node) : -1;
+        if (c < 0 || opsched_graph_node(g, c)->n_inputs != p->info.fused_norm_concat ||
+            p->info.fused_chain || p->info.fused_se || p->info.fused_bias)
+            unasked = "read a Concat's inputs";
+        else
+            p->n_inputs = 4 + p->info.fused_norm_concat;
     }
     if (!unasked && p->info.fused_se) { /* W1, b1, W2, b2 after the mean's inputs */
         opsched_se_gate se;

@@ -702,9 +702,61 @@ static opsched_status drop_producer_act(opsched_executor *ex, ex_build *b, int i
  * residual's producer launches before it, so the launch can read it, and
  * the Add's other convolution has not taken it) makes the Add and the
  * activation after it aliases too, and reads the residual as its input 3. */
+/* Plans batch normalisation i to read the inputs of the Concat it
+ * normalises in the Concat's place (opsched_norm_concat; DenseNet's
+ * layers), where the backend does: the Concat runs nothing and its output,
+ * which no launch reads, takes no memory.  The launch reads the first
+ * input as input 0, the norm's parameters as 1-4 and the rest after them.
+ * Planned before any Concat (plan_all plans Concats last), so the Concat
+ * has no plan yet.  *done is 0 when there is nothing to gather or the
+ * backend reads the Concat (nothing kept: plan_node goes on). */
+static opsched_status plan_norm_concat(opsched_executor *ex, ex_build *b, int i,
+                                       const opsched_exec_options *base, int *done)
+{
+    *done = 0;
+    int c = opsched_norm_concat(b->g, i);
+    if (!base->plan.fuse_activation || (base->plan.ablate & OPSCHED_ABLATE_NORM_CONCAT) || c < 0 ||
+        b->place[i].merge_first >= 0 || !launches_alone(ex, b, c) || b->plans[c])
+        return OPSCHED_OK;
+    const opsched_node *n = opsched_graph_node(b->g, i), *cn = opsched_graph_node(b->g, c);
+    for (int k = 0; k < cn->n_inputs; k++) {
+        int p = opsched_tensor_scheduled_producer(b->g, cn->inputs[k]);
+        if (p >= 0 && !launches_before(b, p, i)) return OPSCHED_OK;
+    }
+    opsched_exec_options o = *base;
+    o.plan.norm_concat = 1;
+    opsched_layer_info li;
+    opsched_plan *plan = NULL;
+    opsched_plan_info pi;
+    OS_TRY(plan_with_info(ex, b, i, &o, &li, &plan, &pi));
+    int act = pi.fused_activation ? os_exec_fused_act(b->g, i) : -1;
+    if (pi.fused_norm_concat != cn->n_inputs ||
+        (pi.fused_activation && (act < 0 || b->place[act].merge_first >= 0))) {
+        opsched_plan_free(plan);
+        return OPSCHED_OK;
+    }
+    int in[4 + OPSCHED_NORM_MAX_CONCAT];
+    in[0] = cn->inputs[0];
+    for (int k = 1; k < 5; k++)
+        in[k] = n->inputs[k];
+    for (int k = 1; k < cn->n_inputs; k++)
+        in[4 + k] = cn->inputs[k];
+    OS_TRY(keep_fused(ex, b, i, plan, &li, in, 4 + cn->n_inputs, &act, act >= 0 ? 1 : 0));
+    ex->nodes[c].role = OPSCHED_ROLE_FUSED;
+    snprintf(ex->nodes[c].algo, sizeof(ex->nodes[c].algo), "gathered");
+    *done = 1;
+    return OPSCHED_OK;
+}
+
 static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
 {
     opsched_exec_options o = node_options(b, b->place[i].stage);
+    if (opsched_graph_node(b->g, i)->op == OPSCHED_OP_BATCHNORM &&
+        ex->nodes[i].role == OPSCHED_ROLE_LAUNCH) {
+        int done = 0;
+        OS_TRY(plan_norm_concat(ex, b, i, &o, &done));
+        if (done) return OPSCHED_OK;
+    }
     if (opsched_graph_node(b->g, i)->op != OPSCHED_OP_CONV &&
         ex->nodes[i].role == OPSCHED_ROLE_LAUNCH) {
         int done = 0;

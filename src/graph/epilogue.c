@@ -186,6 +186,29 @@ int opsched_matmul_bias_find(const opsched_graph *g, int node, opsched_matmul_bi
     return 1;
 }
 
+int opsched_norm_concat(const opsched_graph *g, int node)
+{
+    const opsched_node *n = opsched_graph_node(g, node);
+    if (!n || n->op != OPSCHED_OP_BATCHNORM || n->n_outputs != 1 || n->n_inputs < 5) return -1;
+    const opsched_tensor *x = opsched_graph_tensor(g, n->inputs[0]);
+    int c = x ? x->producer : -1;
+    const opsched_node *cn = c >= 0 ? opsched_graph_node(g, c) : NULL;
+    if (!cn || cn->op != OPSCHED_OP_CONCAT || cn->n_outputs != 1 || cn->n_inputs < 2 ||
+        cn->n_inputs > OPSCHED_NORM_MAX_CONCAT || x->shape.ndim != 4 ||
+        os_graph_sole_reader(g, n->inputs[0], c) != node)
+        return -1;
+    int axis = (int)cn->attr.axis.axis;
+    if (axis < 0) axis += 4;
+    if (axis != 1) return -1;
+    for (int k = 0; k < cn->n_inputs; k++) {
+        const opsched_tensor *t = cn->inputs[k] >= 0 ? opsched_graph_tensor(g, cn->inputs[k]) : NULL;
+        if (!t || t->dtype != x->dtype || t->shape.ndim != 4 || t->shape.d[1] < 1) return -1;
+        for (int d = 0; d < 4; d++)
+            if (d != 1 && t->shape.d[d] != x->shape.d[d]) return -1;
+    }
+    return c;
+}
+
 int opsched_conv_norm_find(const opsched_graph *g, int node, opsched_conv_norm *out)
 {
     const opsched_node *n = opsched_graph_node(g, node);

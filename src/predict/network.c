@@ -161,6 +161,14 @@ static opsched_status predict_layers(opsched_predictor *p, const opsched_graph *
         if (opsched_graph_node(g, i)->op == OPSCHED_OP_CONCAT &&
             opsched_move_concat_unread(g, move, i))
             alias[i] = 1;
+    /* nor, channels-last, one a batch normalisation alone reads: it reads
+     * the Concat's inputs in place (opsched_norm_concat, as the executor
+     * plans it) */
+    for (int i = 0; fuse && layout == OPSCHED_LAYOUT_NHWC && i < n; i++) {
+        int c = opsched_graph_node(g, i)->op == OPSCHED_OP_BATCHNORM ? opsched_norm_concat(g, i)
+                                                                     : -1;
+        if (c >= 0) alias[c] = 1;
+    }
     int m = 0;
     for (int i = 0; i < n; i++) {
         const opsched_node *node = opsched_graph_node(g, i);

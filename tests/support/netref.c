@@ -328,6 +328,37 @@ opsched_graph *netref_bias_graph(opsched_ctx *ctx, const opsched_shape *xs, uint
     return g;
 }
 
+opsched_graph *netref_dense_graph(opsched_ctx *ctx, const opsched_shape *xs, int64_t growth,
+                                  uint64_t seed)
+{
+    opsched_graph *g = NULL;
+    int x, t[8];
+    opsched_conv_desc c3 = {.out_channels = growth, .kernel_h = 3, .kernel_w = 3, .stride_h = 1,
+                            .stride_w = 1, .pad_h = 1, .pad_w = 1, .bias = 1};
+    opsched_conv_desc c1 = {.out_channels = growth, .kernel_h = 1, .kernel_w = 1, .stride_h = 1,
+                            .stride_w = 1};
+    if (opsched_graph_create(ctx, "dense", &g) != OPSCHED_OK ||
+        opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, xs, &x) ||
+        opsched_build_conv(g, "conv0", x, &c3, &t[0]))
+        goto fail;
+    int cat0[2] = {x, t[0]};
+    if (opsched_build_concat(g, "cat0", cat0, 2, 1, &t[1]) ||
+        opsched_build_batchnorm(g, "bn0", t[1], 1e-5f, &t[2]) ||
+        opsched_build_unary(g, "relu0", OPSCHED_OP_RELU, NULL, t[2], &t[3]) ||
+        opsched_build_conv(g, "conv1", t[3], &c1, &t[4]))
+        goto fail;
+    int cat1[3] = {x, t[0], t[4]};
+    if (opsched_build_concat(g, "cat1", cat1, 3, 1, &t[5]) ||
+        opsched_build_batchnorm(g, "bn1", t[5], 1e-5f, &t[6]) ||
+        opsched_build_unary(g, "relu1", OPSCHED_OP_RELU, NULL, t[6], &t[7]) ||
+        opsched_graph_mark_output(g, t[7]) || netref_set_weights(g, seed))
+        goto fail;
+    return g;
+fail:
+    opsched_graph_free(g);
+    return NULL;
+}
+
 opsched_graph *netref_mlp_graph(opsched_ctx *ctx, const opsched_shape *xs, opsched_op_kind act,
                                 const opsched_op_attr *attr, uint64_t seed)
 {

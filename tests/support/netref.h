@@ -72,6 +72,13 @@ opsched_graph *netref_bias_graph(opsched_ctx *ctx, const opsched_shape *x, uint6
  * bias -> act (nodes 0-2; attr as the op wants it, NULL for none) ->
  * MatMul to K -> Add a [K] bias (3-4); weights from seed.  NULL when it
  * cannot be built. */
+/* Two densely connected layers, DenseNet's: conv (3x3 to `growth`
+ * channels, bias) -> Concat(x, it) -> BatchNormalization -> Relu -> conv
+ * (1x1 to growth) -> Concat(x, the first conv's output, it) ->
+ * BatchNormalization -> Relu (nodes 0-7, the Concats 1 and 5, the norms 2
+ * and 6); weights from seed.  NULL when it cannot be built. */
+opsched_graph *netref_dense_graph(opsched_ctx *ctx, const opsched_shape *x, int64_t growth,
+                                  uint64_t seed);
 opsched_graph *netref_mlp_graph(opsched_ctx *ctx, const opsched_shape *x, opsched_op_kind act,
                                 const opsched_op_attr *attr, uint64_t seed);
 /* Adds a Slice of channels [c0, c1) of x (axis 1) as *out; nonzero on failure. */

@@ -107,7 +107,8 @@ opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_
     "activation applied\nby the depthwise convolution that reads it),\ngate-product (a gated "   \
     "map's multiply folded into\nthe 1x1 product that reads it), concat-gather\n(movement runs "  \
     "gathering from a Concat's inputs), matmul-graph\n(a product, its bias and "  \
-    "activation as one\ncuDNN graph), pool-vec (NHWC pooling four\nchannels a thread);\n"  \
+    "activation as one\ncuDNN graph), pool-vec (NHWC pooling four\nchannels a thread), "  \
+    "norm-concat (a batch\nnormalisation reading its Concat's inputs);\n"  \
     "comma list"
 struct tool_opt;
 typedef struct tool_measure_record {

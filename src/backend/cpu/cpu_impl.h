@@ -114,6 +114,13 @@ typedef struct cpu_plan {
      * input 0.  The reference form of the folded product (NCHW). */
     float *gate_buf;
     int64_t gate_n, gate_c, gate_hw;
+    /* A batch normalisation reading its Concat's inputs (norm_concat):
+     * input 0 and inputs 5 on, concatenated along the channels into this
+     * buffer, which the primitive reads as input 0.  The reference form of
+     * the gathering normalisation (NCHW). */
+    float *cat_buf;
+    int cat_parts;
+    int64_t cat_n, cat_hw, cat_c[OPSCHED_NORM_MAX_CONCAT];
 } cpu_plan;
 
 /* ---- oneDNN error handling ------------------------------------------- */

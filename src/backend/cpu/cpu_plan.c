@@ -221,6 +221,7 @@ void cpu_plan_free(void *dev, void *plan)
     cpu_prim_release(&p->main);
     free(p->node.chain);
     free(p->gate_buf);
+    free(p->cat_buf);
     free(p);
 }
 
@@ -474,6 +475,38 @@ static opsched_status plan_gate(opsched_ctx *ctx, const opsched_graph *g, int no
     return OPSCHED_OK;
 }
 
+/* A batch normalisation asked to read its Concat's inputs (norm_concat)
+ * takes the first as input 0 and the rest as inputs 5 on, and
+ * concatenates them as it runs (cpu_plan.cat_buf). */
+static opsched_status plan_norm_concat(opsched_ctx *ctx, const opsched_graph *g, int node,
+                                       const opsched_plan_options *opts, cpu_plan *p,
+                                       opsched_plan_info *info)
+{
+    cpu_node *cn = &p->node;
+    int c = opts->norm_concat && !(opts->ablate & OPSCHED_ABLATE_NORM_CONCAT)
+                ? opsched_norm_concat(g, node)
+                : -1;
+    if (c < 0 || cn->n_in != 5 || cn->in_dt[0] != OPSCHED_F32) return OPSCHED_OK;
+    const opsched_node *cc = opsched_graph_node(g, c);
+    size_t numel = (size_t)opsched_shape_numel(&cn->in[0]);
+    p->cat_buf = malloc(sizeof(float) * (numel ? numel : 1));
+    if (!p->cat_buf) return OS_NOMEM(ctx);
+    p->cat_parts = cc->n_inputs;
+    p->cat_n = cn->in[0].d[0];
+    p->cat_hw = cn->in[0].d[2] * cn->in[0].d[3];
+    for (int k = 0; k < cc->n_inputs; k++) {
+        const opsched_tensor *t = opsched_graph_tensor(g, cc->inputs[k]);
+        p->cat_c[k] = t->shape.d[1];
+        if (k == 0) continue;
+        cn->has_in[4 + k] = 1;
+        cn->in[4 + k] = t->shape;
+        cn->in_dt[4 + k] = t->dtype;
+    }
+    cn->n_in = 4 + cc->n_inputs;
+    info->fused_norm_concat = cc->n_inputs;
+    return OPSCHED_OK;
+}
+
 static int outputs_empty(const cpu_node *n)
 {
     for (int i = 0; i < n->n_out; i++)
@@ -556,6 +589,8 @@ opsched_status cpu_plan_create(opsched_ctx *ctx, void *d, const opsched_graph *g
         info->fused_residual = p->node.fused_res;
     } else {
         OS_TRY_GOTO(st, cpu_ops_build(ctx, dev, p, info), fail);
+        if (n->op == OPSCHED_OP_BATCHNORM)
+            OS_TRY_GOTO(st, plan_norm_concat(ctx, g, node, opts, p, info), fail);
     }
     if (!p->main.prim && !p->loop) {
         st = OS_FAIL(ctx, OPSCHED_ERR_UNSUPPORTED,
@@ -600,6 +635,22 @@ opsched_status cpu_plan_launch(opsched_ctx *ctx, void *d, void *plan, void *stre
                 p->gate_buf[i * p->gate_hw + k] = x[i * p->gate_hw + k] * s[i];
         memcpy(gated, in, sizeof(void *) * (size_t)n->n_in);
         gated[0] = p->gate_buf;
+        in = gated;
+    }
+    if (p->cat_buf) {
+        int64_t total = 0, off = 0;
+        for (int k = 0; k < p->cat_parts; k++)
+            total += p->cat_c[k];
+        for (int k = 0; k < p->cat_parts; k++) {
+            const float *src = in[k == 0 ? 0 : 4 + k];
+            size_t block = (size_t)(p->cat_c[k] * p->cat_hw);
+            for (int64_t i = 0; i < p->cat_n; i++)
+                memcpy(p->cat_buf + (size_t)(i * total + off) * (size_t)p->cat_hw,
+                       src + (size_t)i * block, sizeof(float) * block);
+            off += p->cat_c[k];
+        }
+        memcpy(gated, in, sizeof(void *) * (size_t)n->n_in);
+        gated[0] = p->cat_buf;
         in = gated;
     }
     if (p->main.prim)

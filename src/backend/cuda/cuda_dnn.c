@@ -43,6 +43,11 @@ typedef struct dnn_plan {
     cuk_dtype pool_dt; /* the kernel pool's storage type */
     cuk_dtype bn_dt;   /* batch normalisation's storage type */
     cu_act act;        /* batch normalisation: the activation fused after it */
+    /* Batch normalisation reading the inputs of its Concat in place
+     * (norm_concat): the parts' sizes; their pointers are set per launch
+     * (input 0, then inputs 5 on). */
+    int cat;
+    cuk_cat_parts parts;
 } dnn_plan;
 
 static void dnn_release(cu_plan *base)
@@ -444,6 +449,15 @@ static opsched_status bn_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base,
 {
     dnn_plan *p = (dnn_plan *)base;
     const float one = 1.0f, zero = 0.0f;
+    if (p->cat) {
+        cuk_cat_parts parts = p->parts;
+        for (int k = 0; k < parts.n; k++)
+            parts.ptr[k] = in[k == 0 ? 0 : 4 + k];
+        CUDA_CHECK(ctx, cuk_batchnorm_cat(p->bn_dt, p->n, p->channels, (float)p->eps, &parts,
+                                          in[1], in[2], in[3], in[4], out[0], p->act.on,
+                                          p->act.fn, &p->act.prm, s));
+        return OPSCHED_OK;
+    }
     if (!p->use_cudnn) {
         CUDA_CHECK(ctx, cuk_batchnorm(p->bn_dt, p->n, p->channels, p->cstride, (float)p->eps,
                                       in[0], in[1], in[2], in[3], in[4], out[0], p->act.on,
@@ -485,10 +499,37 @@ opsched_status cu_plan_batchnorm(const cu_plan_args *a, cu_plan **out)
             cudnnDeriveBNTensorDescriptor(p->p_desc, p->x_desc, CUDNN_BATCHNORM_SPATIAL), fail);
         p->use_cudnn = 1;
     }
+    /* the Concat it normalises read in place (NHWC: each part's channels
+     * innermost, so a pixel's channels are found part by part) */
+    int cat = a->opts->norm_concat && !(a->opts->ablate & OPSCHED_ABLATE_NORM_CONCAT) &&
+                      cu_is_nhwc(a, x)
+                  ? opsched_norm_concat(a->g, cu_node_index(a))
+                  : -1;
+    if (cat >= 0) {
+        const opsched_node *cn = opsched_graph_node(a->g, cat);
+        cuk_cat_parts *pp = &p->parts;
+        int at = 0, ok = cn->n_inputs <= CUK_BN_MAX_PARTS;
+        pp->n = cn->n_inputs;
+        for (int k = 0; k < cn->n_inputs && ok; k++) {
+            const opsched_tensor *t = opsched_graph_tensor(a->g, cn->inputs[k]);
+            ok = cu_is_nhwc(a, t) && cu_kdt(a, t) == p->bn_dt && cu_fits_int(t->shape.d[1]);
+            pp->ch[k] = ok ? (int)t->shape.d[1] : 0;
+            pp->off[k] = at;
+            at += pp->ch[k];
+        }
+        if (ok && cuk_batchnorm_cat_ok(p->n, p->channels, pp)) {
+            p->cat = 1;
+            p->use_cudnn = 0;
+            a->info->fused_norm_concat = cn->n_inputs;
+            p->base.n_in = 4 + cn->n_inputs;
+            for (int k = 5; k < p->base.n_in && k < 64; k++)
+                p->base.need_in |= 1ull << k;
+        }
+    }
     OS_TRY_GOTO(st, dnn_done(a, p, out), fail);
-    if (p->act.on)
-        snprintf(a->info->algo, sizeof(a->info->algo), "kernel+%s",
-                 opsched_node_op_name(p->act.node));
+    if (p->act.on || p->cat)
+        snprintf(a->info->algo, sizeof(a->info->algo), "kernel%s%s%s", p->cat ? "+concat" : "",
+                 p->act.on ? "+" : "", p->act.on ? opsched_node_op_name(p->act.node) : "");
     return OPSCHED_OK;
 fail:
     cu_plan_destroy(&p->base);

@@ -359,6 +359,28 @@ cudaError_t cuk_batchnorm(cuk_dtype t, int64_t n, int64_t C, int64_t cstride, fl
                           const void *var, void *y, int act, cuk_ufn fn, const cuk_ew_params *prm,
                           cudaStream_t stream);
 
+/* The same over the concatenation of parts along the channels, read in
+ * place (NHWC, kernels_ew.cu): part k holds channels [off[k], off[k] +
+ * ch[k]) of each of the n / C pixels, ch[k] channels a pixel, packed.  The
+ * Concat a batch normalisation is the only reader of need not be written
+ * (DenseNet's layers).  Four channels a thread where every part's
+ * channels are a multiple of four and every pointer is aligned to four
+ * elements, one otherwise. */
+#define CUK_BN_MAX_PARTS 32
+typedef struct cuk_cat_parts {
+    int n;
+    const void *ptr[CUK_BN_MAX_PARTS];
+    int ch[CUK_BN_MAX_PARTS];
+    int off[CUK_BN_MAX_PARTS];
+} cuk_cat_parts;
+/* 1 when cuk_batchnorm_cat takes n elements of C channels in parts of
+ * these sizes (n and C within 32 bits, the parts' channels summing to C). */
+int cuk_batchnorm_cat_ok(int64_t n, int64_t C, const cuk_cat_parts *parts);
+cudaError_t cuk_batchnorm_cat(cuk_dtype t, int64_t n, int64_t C, float eps,
+                              const cuk_cat_parts *parts, const void *scale, const void *bias,
+                              const void *mean, const void *var, void *y, int act, cuk_ufn fn,
+                              const cuk_ew_params *prm, cudaStream_t stream);
+
 /* An element-wise chain in one pass (kernels_ew.cu): per element of y,
  * v = operand 1, then each step in order: v = ufn(v), or v = bfn(v, w)
  * (bfn(w, v) when swap) with w the step's operand; y = v.  Operand 0 is

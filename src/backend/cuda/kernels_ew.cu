@@ -667,6 +667,51 @@ __global__ void k_batchnorm4(uint32_t nv, uint32_t cv, float eps, const T *__res
     }
 }
 
+/* k_batchnorm's work over a concatenation read in place (cuk_batchnorm_cat):
+ * VEC elements a thread (4: a float4 of each operand; 1: one), the part
+ * holding channel c found by a scan of the parts' first channels. */
+template <typename T, int VEC, bool CLAMP>
+__global__ void k_batchnorm_cat(uint32_t nv, uint32_t cv, float eps, cuk_cat_parts parts,
+                                const T *__restrict__ scale, const T *__restrict__ bias,
+                                const T *__restrict__ mean, const T *__restrict__ var,
+                                T *__restrict__ y, int act, cuk_ufn fn, cuk_ew_params prm,
+                                clamp_act ca)
+{
+    for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < nv; v += gridDim.x * blockDim.x) {
+        const uint32_t pix = v / cv, c = VEC * (v - pix * cv);
+        int k = 0;
+        while (k + 1 < parts.n && (int)c >= parts.off[k + 1])
+            k++;
+        const T *xp = (const T *)parts.ptr[k] + (size_t)pix * (uint32_t)parts.ch[k] +
+                      (c - (uint32_t)parts.off[k]);
+        float r[VEC];
+        if constexpr (VEC == 4) {
+            const float4 sc = f4<T>::ld(scale + c), vr = f4<T>::ld(var + c);
+            const float4 mu = f4<T>::ld(mean + c), bi = f4<T>::ld(bias + c);
+            const float4 xv = f4<T>::ld(xp);
+            r[0] = (xv.x - mu.x) * (sc.x * rsqrtf(vr.x + eps)) + bi.x;
+            r[1] = (xv.y - mu.y) * (sc.y * rsqrtf(vr.y + eps)) + bi.y;
+            r[2] = (xv.z - mu.z) * (sc.z * rsqrtf(vr.z + eps)) + bi.z;
+            r[3] = (xv.w - mu.w) * (sc.w * rsqrtf(vr.w + eps)) + bi.w;
+        } else {
+            r[0] = (load<T>(xp[0]) - load<T>(mean[c])) *
+                       (load<T>(scale[c]) * rsqrtf(load<T>(var[c]) + eps)) +
+                   load<T>(bias[c]);
+        }
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            if constexpr (CLAMP)
+                r[j] = clamp_apply(ca, r[j]);
+            else if (act)
+                r[j] = ufloat(fn, r[j], prm);
+        }
+        if constexpr (VEC == 4)
+            f4<T>::st(y + 4 * (size_t)v, make_float4(r[0], r[1], r[2], r[3]));
+        else
+            y[v] = store<T>(r[0]);
+    }
+}
+
 } /* namespace */
 
 /* ---- entry points --------------------------------------------------- */
@@ -901,6 +946,61 @@ extern "C" cudaError_t cuk_ew_chain(cuk_type t, const cuk_chain_desc *d, const c
         return cudaGetLastError();
     });
     return cudaErrorInvalidValue;
+}
+
+extern "C" int cuk_batchnorm_cat_ok(int64_t n, int64_t C, const cuk_cat_parts *parts)
+{
+    if (!parts || parts->n < 1 || parts->n > CUK_BN_MAX_PARTS || C <= 0 || n < 0 || n % C ||
+        n > kMax32 || C > INT32_MAX)
+        return 0;
+    int64_t at = 0;
+    for (int k = 0; k < parts->n; k++) {
+        if (parts->ch[k] < 1 || parts->off[k] != at) return 0;
+        at += parts->ch[k];
+    }
+    return at == C;
+}
+
+extern "C" cudaError_t cuk_batchnorm_cat(cuk_dtype t, int64_t n, int64_t C, float eps,
+                                         const cuk_cat_parts *parts, const void *scale,
+                                         const void *bias, const void *mean, const void *var,
+                                         void *y, int act, cuk_ufn fn, const cuk_ew_params *prm,
+                                         cudaStream_t stream)
+{
+    if (!cuk_batchnorm_cat_ok(n, C, parts) || (act && !prm)) return cudaErrorInvalidValue;
+    if (n == 0) return cudaSuccess;
+    const cuk_ew_params none = {0.0f, 0.0f, 0.0f, 0, 0};
+    const cuk_ew_params &p = act ? *prm : none;
+    const size_t align = t == CUK_DT_F32 ? 16 : 8;
+    const void *ptrs[5] = {scale, bias, mean, var, y};
+    int vec = C % 4 == 0;
+    for (int k = 0; k < 5 && vec; k++)
+        vec = (uintptr_t)ptrs[k] % align == 0;
+    for (int k = 0; k < parts->n && vec; k++)
+        vec = parts->ch[k] % 4 == 0 && (uintptr_t)parts->ptr[k] % align == 0;
+    clamp_act ca;
+    const int clamp = act && clamp_act_of(fn, p, &ca);
+    if (!clamp) ca = clamp_act{1.0f, 0.0f, 0.0f, 0.0f, 0};
+    const uint32_t cv = (uint32_t)(vec ? C / 4 : C), nv = (uint32_t)(vec ? n / 4 : n);
+    CUK_DISPATCH_FP(t, T, {
+        if (vec && clamp)
+            k_batchnorm_cat<T, 4, true><<<grid_for(nv), kThreads, 0, stream>>>(
+                nv, cv, eps, *parts, (const T *)scale, (const T *)bias, (const T *)mean,
+                (const T *)var, (T *)y, act, fn, p, ca);
+        else if (vec)
+            k_batchnorm_cat<T, 4, false><<<grid_for(nv), kThreads, 0, stream>>>(
+                nv, cv, eps, *parts, (const T *)scale, (const T *)bias, (const T *)mean,
+                (const T *)var, (T *)y, act, fn, p, ca);
+        else if (clamp)
+            k_batchnorm_cat<T, 1, true><<<grid_for(nv), kThreads, 0, stream>>>(
+                nv, cv, eps, *parts, (const T *)scale, (const T *)bias, (const T *)mean,
+                (const T *)var, (T *)y, act, fn, p, ca);
+        else
+            k_batchnorm_cat<T, 1, false><<<grid_for(nv), kThreads, 0, stream>>>(
+                nv, cv, eps, *parts, (const T *)scale, (const T *)bias, (const T *)mean,
+                (const T *)var, (T *)y, act, fn, p, ca);
+    });
+    return cudaGetLastError();
 }
 
 extern "C" cudaError_t cuk_batchnorm(cuk_dtype t, int64_t n, int64_t C, int64_t cstride,
