@@ -145,6 +145,7 @@ static const small_case small_cases[] = {
     {"concat", "Concat", "1x5x4x4", 2},
     {"shuffle_concat", "Concat Reshape Transpose Reshape Slice Slice Add", "1x4x4x4", 2},
     {"se_gated", "GlobalAveragePool Conv Relu Conv Sigmoid Mul Conv", "1x4x4x4", 1},
+    {"dense_concat_bn", "Concat BatchNormalization Relu", "1x12x4x4", 2},
     {"split_op11", "Split", "1x2x4", 1},
     {"split_op13", "Split", "1x2x4", 1},
     {"split_equal", "Split", "1x2x3", 1},

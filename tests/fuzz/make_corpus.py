@@ -15,7 +15,7 @@ import make_models  # noqa: E402  (tests/onnx/make_models.py)
 
 SEEDS = ["conv_basic", "conv_same_lower", "gemm", "maxpool_ceil", "pad_avgpool", "global_pools",
          "unary_chain", "gelu_op20", "binary_bcast", "clip_op11", "clip_op6", "concat",
-         "shuffle_concat", "se_gated",
+         "shuffle_concat", "se_gated", "dense_concat_bn",
          "split_op11", "split_op13", "split_op18", "slice_op13", "slice_op9", "gather_act",
          "transpose", "pad_reflect", "pad_op2", "expand", "flatten", "reshape", "squeeze_op11",
          "squeeze_op13", "identity_dropout", "batchnorm", "layernorm_op17", "reducemean_op13",

@@ -174,6 +174,14 @@ def small_models():
         [vi("x", [1, 8, 4, 4])], [vi("y", None)],
         [init("w1", [2, 8, 1, 1]), init("b1", [2]), init("w2", [8, 2, 1, 1]), init("b2", [8]),
          init("w3", [4, 8, 1, 1]), init("b3", [4])])
+    # DenseNet's layer: the Concat of every feature map before it, normalised
+    # (a batch normalisation that may read the Concat's inputs in place)
+    M["dense_concat_bn"] = model(
+        [N("Concat", ["a", "b"], ["c"], name="cat", axis=1),
+         N("BatchNormalization", ["c", "s", "sh", "m", "v"], ["n"], name="norm", epsilon=1e-5),
+         N("Relu", ["n"], ["y"], name="relu")],
+        [vi("a", [1, 8, 4, 4]), vi("b", [1, 4, 4, 4])], [vi("y", None)],
+        [init("s", [12]), init("sh", [12]), init("m", [12]), init("v", [12], value=np.ones(12))])
     M["split_op11"] = model(
         [N("Split", ["x"], ["a", "b"], name="split", axis=1, split=[2, 4])],
         [vi("x", [1, 6, 4])], [vi("a", None), vi("b", None)], opset=11)
