@@ -689,6 +689,23 @@ static void test_conv_prologue(void **state)
  * after each gate's multiply applies the gate itself, the Mul runs nothing
  * and its map is read in its place; against the reference with it, with
  * it ablated and with fusion off, and the pattern's edges. */
+/* Sets ex's inputs (ins[k] of ns[k] values), runs it once and returns
+ * output 0 (*m values, malloc'd); frees ex. */
+static float *run_output(opsched_executor *ex, const float *const *ins, const size_t *ns,
+                         int n_in, size_t *m)
+{
+    for (int k = 0; k < n_in; k++)
+        CHECK(opsched_executor_set_input(ex, k, ins[k], ns[k]));
+    CHECK(opsched_executor_run(ex));
+    CHECK(opsched_device_sync(env.cpu));
+    *m = opsched_executor_output_numel(ex, 0);
+    float *y = malloc(sizeof(float) * *m);
+    assert_non_null(y);
+    CHECK(opsched_executor_get_output(ex, 0, y, *m));
+    opsched_executor_free(ex);
+    return y;
+}
+
 /* A batch normalisation that is its Concat's only reader reads the
  * Concat's inputs in place (opsched_norm_concat; DenseNet's layers): the
  * Concats run nothing, the output matches the reference and is the same,
@@ -724,14 +741,8 @@ static void test_norm_concat(void **state)
                 assert_int_equal(l->role, ab ? OPSCHED_ROLE_LAUNCH : OPSCHED_ROLE_FUSED);
                 if (!ab) assert_string_equal(l->algo, "gathered");
             }
-            CHECK(opsched_executor_set_input(ex, 0, x, nx));
-            CHECK(opsched_executor_run(ex));
-            CHECK(opsched_device_sync(env.cpu));
-            m = opsched_executor_output_numel(ex, 0);
-            y[ab] = malloc(sizeof(float) * m);
-            assert_non_null(y[ab]);
-            CHECK(opsched_executor_get_output(ex, 0, y[ab], m));
-            opsched_executor_free(ex);
+            const float *ins[1] = {x};
+            y[ab] = run_output(ex, ins, &nx, 1, &m);
         }
         assert_memory_equal(y[0], y[1], sizeof(float) * m);
         free(y[0]);
@@ -863,15 +874,9 @@ static void test_gated_product_apart(void **state)
         assert_int_equal(info.n_gates_folded, ab ? 0 : 1);
         assert_int_equal(opsched_executor_layer(ex, 0)->role == OPSCHED_ROLE_FUSED, !ab);
         if (!ab) assert_string_equal(opsched_executor_layer(ex, 0)->algo, "fused into c");
-        CHECK(opsched_executor_set_input(ex, 0, xv, nx));
-        CHECK(opsched_executor_set_input(ex, 1, sv, ns));
-        CHECK(opsched_executor_run(ex));
-        CHECK(opsched_device_sync(env.cpu));
-        m = opsched_executor_output_numel(ex, 0);
-        y[ab] = malloc(sizeof(float) * m);
-        assert_non_null(y[ab]);
-        CHECK(opsched_executor_get_output(ex, 0, y[ab], m));
-        opsched_executor_free(ex);
+        const float *ins[2] = {xv, sv};
+        const size_t counts[2] = {nx, ns};
+        y[ab] = run_output(ex, ins, counts, 2, &m);
     }
     double err = netref_rel_l2(y[0], y[1], m);
     print_message("scaled: the Mul folded into the product against apart: relative L2 %.3g\n", err);
