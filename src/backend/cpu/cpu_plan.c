@@ -477,7 +477,9 @@ static opsched_status plan_gate(opsched_ctx *ctx, const opsched_graph *g, int no
 
 /* A batch normalisation asked to read its Concat's inputs (norm_concat)
  * takes the first as input 0 and the rest as inputs 5 on, and
- * concatenates them as it runs (cpu_plan.cat_buf). */
+ * concatenates them as it runs (cpu_plan.cat_buf): a copy as the Concat's,
+ * so only where the Concat would copy, for more than one sample (of one,
+ * in NCHW, the executor has its producers write into it instead). */
 static opsched_status plan_norm_concat(opsched_ctx *ctx, const opsched_graph *g, int node,
                                        const opsched_plan_options *opts, cpu_plan *p,
                                        opsched_plan_info *info)
@@ -486,7 +488,8 @@ static opsched_status plan_norm_concat(opsched_ctx *ctx, const opsched_graph *g,
     int c = opts->norm_concat && !(opts->ablate & OPSCHED_ABLATE_NORM_CONCAT)
                 ? opsched_norm_concat(g, node)
                 : -1;
-    if (c < 0 || cn->n_in != 5 || cn->in_dt[0] != OPSCHED_F32) return OPSCHED_OK;
+    if (c < 0 || cn->n_in != 5 || cn->in_dt[0] != OPSCHED_F32 || cn->in[0].d[0] < 2)
+        return OPSCHED_OK;
     const opsched_node *cc = opsched_graph_node(g, c);
     size_t numel = (size_t)opsched_shape_numel(&cn->in[0]);
     p->cat_buf = malloc(sizeof(float) * (numel ? numel : 1));
