@@ -181,15 +181,9 @@ typedef struct pool_run {
 static opsched_status enqueue_pool(const cu_plan_args *a, void *env, cudaStream_t s)
 {
     pool_run *r = env;
-    const float one = 1.0f, zero = 0.0f;
-    if (r->own) {
-        CUDA_CHECK(a->ctx, cuk_pool_nhwc4(r->p->pool_dt, &r->p->pool, r->x, r->y, s));
-        return OPSCHED_OK;
-    }
-    CUDNN_CHECK(a->ctx, cudnnSetStream(a->dev->cudnn, s));
-    CUDNN_CHECK(a->ctx, cudnnPoolingForward(a->dev->cudnn, r->p->pool_desc, &one, r->p->x_desc,
-                                            r->x, &zero, r->p->y_desc, r->y));
-    return OPSCHED_OK;
+    void *in[1] = {r->x}, *out[1] = {r->y};
+    r->p->use_cudnn = !r->own; /* pool_launch runs what the plan would */
+    return pool_launch(a->ctx, a->dev, &r->p->base, s, in, out);
 }
 
 /* An NHWC pool cuDNN would run goes to the kernel that reads four
@@ -210,6 +204,7 @@ static opsched_status pick_pool(const cu_plan_args *a, dnn_plan *p)
     size_t yb = (size_t)opsched_shape_numel(&y->shape) * cu_elem_size(a, y);
     pool_run r = {.p = p};
     float own = -1.0f, cudnn = -1.0f;
+    /* the kernel's side runs cuk_pool, which takes cuk_pool_nhwc4 on these aligned buffers */
     opsched_status st = OPSCHED_OK;
     OS_TRY_GOTO(st, cu_zeroed(a, xb, &r.x), done);
     OS_TRY_GOTO(st, cu_zeroed(a, yb, &r.y), done);
@@ -222,8 +217,9 @@ static opsched_status pick_pool(const cu_plan_args *a, dnn_plan *p)
            a->node->name, (long long)p->pool.kh, (long long)p->pool.kw, (long long)p->pool.N,
            (long long)p->pool.C, (long long)p->pool.H, (long long)p->pool.W, (double)cudnn,
            (double)own);
-    if (own >= 0.0f && (cudnn < 0.0f || own < cudnn)) p->use_cudnn = 0;
+    p->use_cudnn = !(own >= 0.0f && (cudnn < 0.0f || own < cudnn));
 done:
+    if (st != OPSCHED_OK) p->use_cudnn = 1;
     (void)cudaFree(r.x);
     (void)cudaFree(r.y);
     return st;

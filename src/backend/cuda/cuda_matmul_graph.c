@@ -62,20 +62,10 @@ void cu_mm_choice_unref(cu_mm_choice *c)
     choice_unref(c);
 }
 
-static cudnnDataType_t data_type(cuk_type t)
-{
-    return t == CUK_F16 ? CUDNN_DATA_HALF : t == CUK_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-}
-
-static size_t elem_size(cuk_type t)
-{
-    return t == CUK_F32 ? 4 : 2;
-}
-
 static opsched_status build_graph(const cu_plan_args *a, const cu_mm_desc *d, const cu_bk_pw *act,
                                   cu_mm_choice *c)
 {
-    cudnnDataType_t dt = data_type(d->kt), f32 = CUDNN_DATA_FLOAT;
+    cudnnDataType_t dt = cu_cudnn_type(a->dt), f32 = CUDNN_DATA_FLOAT;
     const int64_t m = d->m, n = d->n, k = d->k;
     const int64_t ad[3] = {1, m, k}, as[3] = {m * k, k, 1};
     const int64_t bd[3] = {1, k, n};
@@ -144,7 +134,7 @@ static void scratch_free(mm_scratch *s)
 static opsched_status scratch_alloc(const cu_plan_args *a, const cu_mm_desc *d, size_t ws,
                                     mm_scratch *s)
 {
-    size_t e = elem_size(d->kt);
+    size_t e = opsched_dtype_size(a->dt);
     opsched_status st = OPSCHED_OK;
     memset(s, 0, sizeof(*s));
     OS_TRY_GOTO(st, cu_zeroed(a, (size_t)d->m * (size_t)d->k * e, &s->A), fail);
