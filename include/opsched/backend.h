@@ -144,77 +144,81 @@ opsched_status opsched_buffer_fill_random(opsched_buffer *b, opsched_dtype dt, u
  * to measure what each buys; the CPU backend has the executor's (chains,
  * residual) only. */
 typedef enum opsched_ablation {
-    OPSCHED_ABLATE_DEPTHWISE = 1u << 0, /* the own depthwise and grouped kernel: cuDNN always */
-    OPSCHED_ABLATE_EPILOGUE = 1u << 1,  /* the timed choice of the epilogue: an activation
-                                         * cuDNN can fuse is always fused */
-    OPSCHED_ABLATE_ENGINES = 1u << 2,   /* the timed choice of engines for grouped
-                                         * convolutions: mode A's first, as dense ones */
-    OPSCHED_ABLATE_REDUCTIONS = 1u << 3, /* the column and row reductions of global pooling
-                                          * and Reduce*: cuDNN's pooling window the size of
-                                          * the map, the generic reduction kernel */
-    OPSCHED_ABLATE_CHAINS = 1u << 4,     /* element-wise chains as one launch: every node
-                                          * launches on its own (the executor's choice) */
-    OPSCHED_ABLATE_RESIDUAL = 1u << 5,   /* residual Adds inside convolutions: the Add and
-                                          * its activation launch on their own */
-    OPSCHED_ABLATE_LAYOUT = 1u << 6,     /* the layout per tensor: every 4-D tensor in the
-                                          * plan's layout (opsched_layout_rowmajor off) */
-    OPSCHED_ABLATE_SE = 1u << 7,         /* the squeeze-and-excitation gate as one launch:
-                                          * the mean and its layers launch on their own */
-    OPSCHED_ABLATE_BIAS = 1u << 8,       /* a MatMul's bias Add in its launch (cuBLASLt's
-                                          * epilogue): the Add launches on its own */
-    OPSCHED_ABLATE_ATTENTION = 1u << 9,  /* attention as one node: an ONNX model keeps
-                                          * the products, Softmax and Transposes as
-                                          * written (OPSCHED_REWRITE_KEEP_ATTENTION) */
-    OPSCHED_ABLATE_PROJECTIONS = 1u << 10, /* sibling projections that only attention
-                                            * reads as one product: each stays its own
-                                            * (OPSCHED_REWRITE_KEEP_PROJECTIONS) */
+    OPSCHED_ABLATE_DEPTHWISE = 1u << 0,     /* the own depthwise and grouped kernel: cuDNN always */
+    OPSCHED_ABLATE_EPILOGUE = 1u << 1,      /* the timed choice of the epilogue: an activation
+                                             * cuDNN can fuse is always fused */
+    OPSCHED_ABLATE_ENGINES = 1u << 2,       /* the timed choice of engines for grouped
+                                             * convolutions: mode A's first, as dense ones */
+    OPSCHED_ABLATE_REDUCTIONS = 1u << 3,    /* the column and row reductions of global pooling
+                                             * and Reduce*: cuDNN's pooling window the size of
+                                             * the map, the generic reduction kernel */
+    OPSCHED_ABLATE_CHAINS = 1u << 4,        /* element-wise chains as one launch: every node
+                                             * launches on its own (the executor's choice) */
+    OPSCHED_ABLATE_RESIDUAL = 1u << 5,      /* residual Adds inside convolutions: the Add and
+                                             * its activation launch on their own */
+    OPSCHED_ABLATE_LAYOUT = 1u << 6,        /* the layout per tensor: every 4-D tensor in the
+                                             * plan's layout (opsched_layout_rowmajor off) */
+    OPSCHED_ABLATE_SE = 1u << 7,            /* the squeeze-and-excitation gate as one launch:
+                                             * the mean and its layers launch on their own */
+    OPSCHED_ABLATE_BIAS = 1u << 8,          /* a MatMul's bias Add in its launch (cuBLASLt's
+                                             * epilogue): the Add launches on its own */
+    OPSCHED_ABLATE_ATTENTION = 1u << 9,     /* attention as one node: an ONNX model keeps
+                                             * the products, Softmax and Transposes as
+                                             * written (OPSCHED_REWRITE_KEEP_ATTENTION) */
+    OPSCHED_ABLATE_PROJECTIONS = 1u << 10,  /* sibling projections that only attention
+                                             * reads as one product: each stays its own
+                                             * (OPSCHED_REWRITE_KEEP_PROJECTIONS) */
     OPSCHED_ABLATE_TENSOR_CORES = 1u << 11, /* fp16/bf16 attention on the tensor cores:
                                              * the float kernel instead */
     OPSCHED_ABLATE_CUDNN_ATTENTION = 1u << 12, /* cuDNN's fused attention engines for
                                                 * fp16/bf16: the own kernel always */
-    OPSCHED_ABLATE_CONV_GEMM = 1u << 13, /* 1x1 convolutions as timed cuBLASLt products:
-                                          * cuDNN always */
-    OPSCHED_ABLATE_MOVEMENT = 1u << 14,  /* runs of movement nodes as one strided gather
-                                          * (opsched_move_runs): each node on its own */
-    OPSCHED_ABLATE_SE_SPLIT = 1u << 15,  /* gates too large for one block as two launches:
-                                          * their mean and layers launch on their own */
-    OPSCHED_ABLATE_GEMM_TUNING = 1u << 16, /* cuBLASLt's algorithms timed per product
-                                            * (cu_lt_gemm_tune): the heuristic's first */
-    OPSCHED_ABLATE_SE_MUL = 1u << 17,      /* a gate's multiply in the gate's launch
-                                            * (opsched_se_gate.mul): its own launch */
-    OPSCHED_ABLATE_IM2COL = 1u << 18,      /* grouped convolutions as their columns and one
-                                            * batched cuBLASLt product, timed: never */
-    OPSCHED_ABLATE_NORM_ACT = 1u << 19,    /* the activation after a batch normalisation in
-                                            * its launch: a launch of its own */
-    OPSCHED_ABLATE_LAYER_SCALE = 1u << 20, /* a product's per-column scale (layer scale)
-                                            * folded into its weights at load: kept a Mul */
-    OPSCHED_ABLATE_CONV_NORM = 1u << 21,   /* a convolution's channels-last LayerNorm in its
-                                            * launch (opsched_conv_norm_find): a launch of
-                                            * its own */
-    OPSCHED_ABLATE_PROLOGUE = 1u << 22,    /* an activation applied by the convolution that
-                                            * reads it (opsched_conv_prologue_find): run
-                                            * by its producer */
-    OPSCHED_ABLATE_GATE = 1u << 23,        /* a gated map's multiply folded into the 1x1
-                                            * product that reads it, per sample
-                                            * (opsched_conv_gate_find): a pass of its own */
-    OPSCHED_ABLATE_CONCAT_GATHER = 1u << 24, /* movement runs that gather straight from a
-                                              * Concat's inputs (opsched_move_concat): the
-                                              * Concat written first */
-    OPSCHED_ABLATE_MATMUL_GRAPH = 1u << 25,  /* a product, its bias and an activation
-                                              * cuBLASLt's epilogue lacks as one cuDNN
-                                              * graph: the activation a pass of its own */
-    OPSCHED_ABLATE_POOL_VEC = 1u << 26,      /* NHWC pooling four channels a thread
-                                              * (cuk_pool_nhwc4): cuDNN's pooling or the
-                                              * generic kernel */
-    OPSCHED_ABLATE_NORM_CONCAT = 1u << 27    /* a batch normalisation reading its
-                                              * Concat's inputs (opsched_norm_concat): the
-                                              * Concat written first */
+    OPSCHED_ABLATE_CONV_GEMM = 1u << 13,       /* 1x1 convolutions as timed cuBLASLt products:
+                                                * cuDNN always */
+    OPSCHED_ABLATE_MOVEMENT = 1u << 14,        /* runs of movement nodes as one strided gather
+                                                * (opsched_move_runs): each node on its own */
+    OPSCHED_ABLATE_SE_SPLIT = 1u << 15,        /* gates too large for one block as two launches:
+                                                * their mean and layers launch on their own */
+    OPSCHED_ABLATE_GEMM_TUNING = 1u << 16,     /* cuBLASLt's algorithms timed per product
+                                                * (cu_lt_gemm_tune): the heuristic's first */
+    OPSCHED_ABLATE_SE_MUL = 1u << 17,          /* a gate's multiply in the gate's launch
+                                                * (opsched_se_gate.mul): its own launch */
+    OPSCHED_ABLATE_IM2COL = 1u << 18,          /* grouped convolutions as their columns and one
+                                                * batched cuBLASLt product, timed: never */
+    OPSCHED_ABLATE_NORM_ACT = 1u << 19,        /* the activation after a batch normalisation in
+                                                * its launch: a launch of its own */
+    OPSCHED_ABLATE_LAYER_SCALE = 1u << 20,     /* a product's per-column scale (layer scale)
+                                                * folded into its weights at load: kept a Mul */
+    OPSCHED_ABLATE_CONV_NORM = 1u << 21,       /* a convolution's channels-last LayerNorm in its
+                                                * launch (opsched_conv_norm_find): a launch of
+                                                * its own */
+    OPSCHED_ABLATE_PROLOGUE = 1u << 22,        /* an activation applied by the convolution that
+                                                * reads it (opsched_conv_prologue_find): run
+                                                * by its producer */
+    OPSCHED_ABLATE_GATE = 1u << 23,            /* a gated map's multiply folded into the 1x1
+                                                * product that reads it, per sample
+                                                * (opsched_conv_gate_find): a pass of its own */
+    OPSCHED_ABLATE_CONCAT_GATHER = 1u << 24,   /* movement runs that gather straight from a
+                                                * Concat's inputs (opsched_move_concat): the
+                                                * Concat written first */
+    OPSCHED_ABLATE_MATMUL_GRAPH = 1u << 25,    /* a product, its bias and an activation
+                                                * cuBLASLt's epilogue lacks as one cuDNN
+                                                * graph: the activation a pass of its own */
+    OPSCHED_ABLATE_POOL_VEC = 1u << 26,        /* NHWC pooling four channels a thread
+                                                * (cuk_pool_nhwc4): cuDNN's pooling or the
+                                                * generic kernel */
+    OPSCHED_ABLATE_NORM_CONCAT = 1u << 27,     /* a batch normalisation reading its
+                                                * Concat's inputs (opsched_norm_concat): the
+                                                * Concat written first */
+    OPSCHED_ABLATE_PDL = 1u << 28              /* own kernels launched programmatically
+                                                * (each may start as the one ahead of it
+                                                * ends, sm_90 on): ordinary launches */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
  * "chains", "residual", "layout", "se", "bias", "attention", "projections",
- * "tensor-cores", "cudnn-attention", "conv-gemm", "movement", "se-split", "gemm-tuning", "se-mul", "im2col", "norm-act", "layer-scale",
- * "conv-norm", "act-prologue", "gate-product", "concat-gather",
- * "matmul-graph", "pool-vec", "norm-concat" (or "none") into *out; OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
+ * "tensor-cores", "cudnn-attention", "conv-gemm", "movement", "se-split", "gemm-tuning", "se-mul",
+ * "im2col", "norm-act", "layer-scale", "conv-norm", "act-prologue", "gate-product",
+ * "concat-gather", "matmul-graph", "pool-vec", "norm-concat", "pdl" (or "none") into *out;
+ * OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size);

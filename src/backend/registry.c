@@ -459,6 +459,7 @@ static const struct {
                  {"matmul-graph", OPSCHED_ABLATE_MATMUL_GRAPH},
                  {"pool-vec", OPSCHED_ABLATE_POOL_VEC},
                  {"norm-concat", OPSCHED_ABLATE_NORM_CONCAT},
+                 {"pdl", OPSCHED_ABLATE_PDL},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)

@@ -91,24 +91,26 @@ opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_
 /* The help of --ablate, one text for every command that takes it. */
 #define TOOL_ABLATE_HELP                                                                           \
     "turn parts of the planner off, to measure what each\nbuys: depthwise (the own depthwise "     \
-    "and grouped\nkernel), epilogue (the timed epilogue choice), engines\n(the timed engine "     \
-    "choice of grouped convolutions),\nreductions (column and row reductions), chains\n"          \
-    "(element-wise chains as one launch), residual\n(residual Adds inside convolutions), "       \
+    "and grouped\nkernel), epilogue (the timed epilogue choice), engines\n(the timed engine "      \
+    "choice of grouped convolutions),\nreductions (column and row reductions), chains\n"           \
+    "(element-wise chains as one launch), residual\n(residual Adds inside convolutions), "         \
     "layout\n(the layout per tensor), se (the squeeze-and-excitation\ngate as one launch), "       \
-    "bias (a MatMul's bias Add in its launch), attention\n(attention as one node), "            \
-    "projections (sibling\nprojections as one product), tensor-cores (fp16\nattention on "       \
-    "tensor cores), cudnn-attention\n(cuDNN's fused attention), conv-gemm (1x1\nconvolutions "  \
-    "as cuBLASLt products), movement\n(runs of Reshapes, Transposes and Slices as one\n"          \
-    "gather), se-split (large gates as two launches),\ngemm-tuning (cuBLASLt's algorithms "         \
-    "timed per\nproduct), se-mul (a gate's multiply in its launch),\nim2col (grouped convolutions as "    \
+    "bias (a MatMul's bias Add in its launch), attention\n(attention as one node), "               \
+    "projections (sibling\nprojections as one product), tensor-cores (fp16\nattention on "         \
+    "tensor cores), cudnn-attention\n(cuDNN's fused attention), conv-gemm (1x1\nconvolutions "     \
+    "as cuBLASLt products), movement\n(runs of Reshapes, Transposes and Slices as one\n"           \
+    "gather), se-split (large gates as two launches),\ngemm-tuning (cuBLASLt's algorithms "        \
+    "timed per\nproduct), se-mul (a gate's multiply in its launch),\nim2col (grouped "             \
+    "convolutions as "                                                                             \
     "columns and one\nbatched product), norm-act (a batch normalisation's\nactivation in its "     \
-    "launch), layer-scale (a\nproduct's per-column scale folded into its weights),\n"        \
-    "conv-norm (a depthwise convolution's LayerNorm in\nits launch), act-prologue (an "          \
-    "activation applied\nby the depthwise convolution that reads it),\ngate-product (a gated "   \
-    "map's multiply folded into\nthe 1x1 product that reads it), concat-gather\n(movement runs "  \
-    "gathering from a Concat's inputs), matmul-graph\n(a product, its bias and "  \
-    "activation as one\ncuDNN graph), pool-vec (NHWC pooling four\nchannels a thread), "  \
-    "norm-concat (a batch\nnormalisation reading its Concat's inputs);\n"  \
+    "launch), layer-scale (a\nproduct's per-column scale folded into its weights),\n"              \
+    "conv-norm (a depthwise convolution's LayerNorm in\nits launch), act-prologue (an "            \
+    "activation applied\nby the depthwise convolution that reads it),\ngate-product (a gated "     \
+    "map's multiply folded into\nthe 1x1 product that reads it), concat-gather\n(movement runs "   \
+    "gathering from a Concat's inputs), matmul-graph\n(a product, its bias and "                   \
+    "activation as one\ncuDNN graph), pool-vec (NHWC pooling four\nchannels a thread), "           \
+    "norm-concat (a batch\nnormalisation reading its Concat's inputs), pdl\n(own kernels "         \
+    "launched programmatically, each\nstarting as the one ahead of it ends);\n"                    \
     "comma list"
 struct tool_opt;
 typedef struct tool_measure_record {

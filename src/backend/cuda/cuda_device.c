@@ -223,6 +223,10 @@ static opsched_status cu_device_open(opsched_ctx *ctx, int index, void **out)
     CUBLAS_CHECK_GOTO(ctx, st, cublasLtCreate(&dev->cublaslt), fail);
     CUDA_CHECK_GOTO(
         ctx, st, cudaDeviceGetPCIBusId(dev->pci_bus_id, (int)sizeof(dev->pci_bus_id), index), fail);
+    int cc = 0;
+    CUDA_CHECK_GOTO(ctx, st, cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, index),
+                    fail);
+    dev->pdl_ok = cc >= 9;
     dev->conv_plans = os_plan_cache_create(OS_PLAN_CACHE_DEFAULT_MAX, cu_conv_choice_release);
     dev->sdpa_plans = os_plan_cache_create(OS_PLAN_CACHE_DEFAULT_MAX, cu_sdpa_choice_release);
     dev->lt_algos = os_plan_cache_create(OS_PLAN_CACHE_DEFAULT_MAX, free);

@@ -159,6 +159,7 @@ typedef struct cu_device {
     os_plan_cache *sdpa_plans; /* cuDNN fused-attention choices (cuda_sdpa.c) */
     os_plan_cache *lt_algos;   /* cuBLASLt algorithms timed (cu_lt_gemm_tune) */
     os_plan_cache *mm_plans;   /* products with their bias and activation as cuDNN graphs */
+    int pdl_ok;                /* sm_90 or later: own kernels may be launched programmatically */
 } cu_device;
 
 /* Gives every stream of the device (and each created later) a GEMM
@@ -203,6 +204,7 @@ struct cu_plan {
     size_t workspace_bytes;
     int n_in, n_out;
     uint64_t need_in; /* bit i: launch must be given input i; inputs from 64 on always */
+    int pdl;          /* its own kernels launched programmatically (kernels_launch.cuh) */
 };
 
 /* What a planner gets: the node and its tensors, the options, and where

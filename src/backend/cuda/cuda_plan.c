@@ -445,11 +445,10 @@ static int outputs_empty(const cu_plan_args *a)
     return a->node->n_outputs > 0;
 }
 
-opsched_status cu_plan_create(opsched_ctx *ctx, void *impl, const opsched_graph *g, int node,
-                              const opsched_plan_options *opts, void **plan,
-                              opsched_plan_info *info)
+static opsched_status plan_create(opsched_ctx *ctx, cu_device *dev, const opsched_graph *g,
+                                  int node, const opsched_plan_options *opts, void **plan,
+                                  opsched_plan_info *info)
 {
-    cu_device *dev = impl;
     const opsched_node *n = opsched_graph_node(g, node);
     if (!n) return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "cuda: node %d does not exist", node);
     if (opts->layout != OPSCHED_LAYOUT_NCHW && opts->layout != OPSCHED_LAYOUT_NHWC)
@@ -514,6 +513,27 @@ opsched_status cu_plan_create(opsched_ctx *ctx, void *impl, const opsched_graph 
     return OPSCHED_OK;
 }
 
+/* Whether a plan's own kernels are launched programmatically: where the
+ * GPU has it and the options do not turn it off.  The planner's timings run
+ * with the same setting as the launches they choose between. */
+static int plan_pdl(const cu_device *dev, const opsched_plan_options *opts)
+{
+    return dev->pdl_ok && !(opts->ablate & OPSCHED_ABLATE_PDL);
+}
+
+opsched_status cu_plan_create(opsched_ctx *ctx, void *impl, const opsched_graph *g, int node,
+                              const opsched_plan_options *opts, void **plan,
+                              opsched_plan_info *info)
+{
+    cu_device *dev = impl;
+    const int pdl = plan_pdl(dev, opts);
+    const int was = cuk_set_pdl(pdl);
+    opsched_status st = plan_create(ctx, dev, g, node, opts, plan, info);
+    (void)cuk_set_pdl(was);
+    if (st == OPSCHED_OK) ((cu_plan *)*plan)->pdl = pdl;
+    return st;
+}
+
 void cu_plan_free(void *impl, void *plan)
 {
     cu_device *dev = impl;
@@ -535,5 +555,9 @@ opsched_status cu_plan_launch(opsched_ctx *ctx, void *impl, void *plan, void *st
         if (!out[i])
             return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "cuda: launch without output %d", i);
     OS_TRY(cu_device_use(ctx, dev));
-    return p->launch(ctx, dev, p, stream ? (cudaStream_t)stream : dev->stream, in, out);
+    const int was = cuk_set_pdl(p->pdl);
+    opsched_status st =
+        p->launch(ctx, dev, p, stream ? (cudaStream_t)stream : dev->stream, in, out);
+    (void)cuk_set_pdl(was);
+    return st;
 }

@@ -17,6 +17,7 @@
 #include <math_constants.h>
 
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/kernels_launch.cuh"
 
 namespace
 {
@@ -173,6 +174,7 @@ __device__ __forceinline__ float unary_op(cuk_unary_op op, float x, float p0, fl
 template <typename T>
 __global__ void k_unary(cuk_unary_op op, float p0, float p1, int64_t n, const T *x, T *y)
 {
+    cuk_kernel_enter();
     GRID_STRIDE(i, n) y[i] = st<T>(unary_op(op, ld<T>(x[i]), p0, p1));
 }
 
@@ -196,6 +198,7 @@ __device__ __forceinline__ float binary_op(cuk_binary_op op, float a, float b)
 template <typename T>
 __global__ void k_binary(cuk_binary_op op, cuk_nd d, int64_t n, const T *a, const T *b, T *y)
 {
+    cuk_kernel_enter();
     GRID_STRIDE(i, n)
     {
         int64_t off[3];
@@ -208,12 +211,14 @@ __global__ void k_binary(cuk_binary_op op, cuk_nd d, int64_t n, const T *a, cons
 template <typename T>
 __global__ void k_binary_flat(cuk_binary_op op, int64_t n, const T *a, const T *b, T *y)
 {
+    cuk_kernel_enter();
     GRID_STRIDE(i, n) y[i] = st<T>(binary_op(op, ld<T>(a[i]), ld<T>(b[i])));
 }
 
 __global__ void k_binary_flat4(cuk_binary_op op, int64_t n4, const float4 *a, const float4 *b,
                                float4 *y)
 {
+    cuk_kernel_enter();
     GRID_STRIDE(i, n4)
     {
         float4 x = a[i], z = b[i];
@@ -252,6 +257,7 @@ struct rows_args {
 /* I is the index type: 32-bit when every offset of the launch fits. */
 template <typename U, typename I> __global__ void k_copy_rows(const __grid_constant__ rows_args a)
 {
+    cuk_kernel_enter();
     const int64_t tiles = a.first[a.n];
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         int k = 0, hi = a.n - 1;
@@ -302,6 +308,7 @@ __device__ __forceinline__ float splitmix_sym(uint64_t z)
 
 template <cuk_fill_kind K> __global__ void k_fill_random(int64_t n, uint64_t state, void *y)
 {
+    cuk_kernel_enter();
     GRID_STRIDE(i, n)
     {
         uint64_t z = splitmix_at(state, i);
@@ -324,6 +331,7 @@ template <cuk_fill_kind K> __global__ void k_fill_random(int64_t n, uint64_t sta
 
 template <typename E> __global__ void k_pad(cuk_pad_desc d, int64_t n, const E *x, E *y)
 {
+    cuk_kernel_enter();
     GRID_STRIDE(i, n)
     {
         int64_t rest = i, off = 0;
@@ -362,6 +370,7 @@ template <typename E, typename I>
 __global__ void k_gather(int64_t outer, int64_t axis, int64_t n_idx, int64_t inner, const I *idx,
                          const E *x, E *y)
 {
+    cuk_kernel_enter();
     int64_t n = outer * n_idx * inner;
     GRID_STRIDE(i, n)
     {
@@ -387,6 +396,7 @@ template <typename T, bool RELU> __device__ __forceinline__ T bias_out(T y, floa
 template <typename T, bool RELU>
 __global__ void k_bias_add(int64_t n, int64_t C, int64_t cstride, const T *bias, T *y)
 {
+    cuk_kernel_enter();
     GRID_STRIDE(i, n)
     {
         int64_t c = (i / cstride) % C;
@@ -398,6 +408,7 @@ __global__ void k_bias_add(int64_t n, int64_t C, int64_t cstride, const T *bias,
 template <typename T, bool RELU>
 __global__ void k_bias_add_planes(unsigned planes, unsigned C, unsigned hw, const T *bias, T *y)
 {
+    cuk_kernel_enter();
     for (unsigned p = blockIdx.y; p < planes; p += gridDim.y) {
         float b = ld<T>(bias[p % C]);
         T *row = y + (size_t)p * hw;
@@ -413,6 +424,7 @@ template <bool RELU>
 __global__ void k_bias_add_planes4(unsigned planes, unsigned C, unsigned hw4, const float *bias,
                                    float4 *y)
 {
+    cuk_kernel_enter();
     for (unsigned p = blockIdx.y; p < planes; p += gridDim.y) {
         float b = bias[p % C];
         float4 *row = y + (size_t)p * hw4;
@@ -438,6 +450,7 @@ __global__ void k_bias_add_planes4(unsigned planes, unsigned C, unsigned hw4, co
 template <typename T, bool RELU>
 __global__ void k_bias_add_inner(unsigned n, unsigned C, const T *bias, T *y)
 {
+    cuk_kernel_enter();
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
         y[i] = bias_out<T, RELU>(y[i], ld<T>(bias[i % C]));
 }
@@ -454,6 +467,7 @@ template <typename T>
 __global__ void k_bn_train(int64_t N, int64_t C, int64_t S, int nhwc, float eps, const T *x,
                            const T *scale, const T *bias, T *y, T *mean_out, T *inv_out)
 {
+    cuk_kernel_enter();
     __shared__ float sh[32];
     const int64_t m = N * S;
     for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
@@ -484,6 +498,7 @@ __global__ void k_bn_grad(int64_t N, int64_t C, int64_t S, int nhwc, const T *dy
                           const T *scale, const T *mean_in, const T *inv_in, T *dx, T *dscale,
                           T *dbias)
 {
+    cuk_kernel_enter();
     __shared__ float sh[32];
     const int64_t m = N * S;
     for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
@@ -515,6 +530,7 @@ template <typename T>
 __global__ void k_layernorm(int64_t rows, int64_t cols, float eps, const T *x, const T *scale,
                             const T *bias, T *y)
 {
+    cuk_kernel_enter();
     __shared__ float sh[32];
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         const T *xr = x + r * cols;
@@ -559,6 +575,7 @@ template <typename T, int V>
 __global__ void k_layernorm_warp(int64_t rows, int cols, float eps, const T *x, const T *scale,
                                  const T *bias, T *y)
 {
+    cuk_kernel_enter();
     const int lane = threadIdx.x & 31;
     const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
     for (int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; r < rows;
@@ -605,6 +622,7 @@ template <typename T, int V>
 __global__ void k_layernorm_vec(int64_t rows, int cols, float eps, const T *x, const T *scale,
                                 const T *bias, T *y)
 {
+    cuk_kernel_enter();
     const int lane = threadIdx.x & 31;
     const int groups = cols / 4;
     const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
@@ -665,6 +683,7 @@ __global__ void k_layernorm_vec(int64_t rows, int cols, float eps, const T *x, c
 template <typename T, int V>
 __global__ void k_softmax_warp(int64_t rows, int len, const T *x, T *y)
 {
+    cuk_kernel_enter();
     const int lane = threadIdx.x & 31;
     const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
     for (int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; r < rows;
@@ -704,22 +723,23 @@ __global__ void k_softmax_warp(int64_t rows, int len, const T *x, T *y)
         const int64_t blocks_ = ((rows) + 7) / 8;                                                  \
         const int grid_ = (int)(blocks_ < kMaxBlocks ? blocks_ : kMaxBlocks);                      \
         if ((n) <= 32)                                                                             \
-            KERNEL<T, 1><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                  \
+            cuk_launch(KERNEL<T, 1>, grid_, 256, 0, stream, __VA_ARGS__);                          \
         else if ((n) <= 64)                                                                        \
-            KERNEL<T, 2><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                  \
+            cuk_launch(KERNEL<T, 2>, grid_, 256, 0, stream, __VA_ARGS__);                          \
         else if ((n) <= 128)                                                                       \
-            KERNEL<T, 4><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                  \
+            cuk_launch(KERNEL<T, 4>, grid_, 256, 0, stream, __VA_ARGS__);                          \
         else if ((n) <= 256)                                                                       \
-            KERNEL<T, 8><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                  \
+            cuk_launch(KERNEL<T, 8>, grid_, 256, 0, stream, __VA_ARGS__);                          \
         else if ((n) <= 512)                                                                       \
-            KERNEL<T, 16><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                 \
+            cuk_launch(KERNEL<T, 16>, grid_, 256, 0, stream, __VA_ARGS__);                         \
         else                                                                                       \
-            KERNEL<T, 32><<<grid_, 256, 0, stream>>>(__VA_ARGS__);                                 \
+            cuk_launch(KERNEL<T, 32>, grid_, 256, 0, stream, __VA_ARGS__);                         \
     } while (0)
 
 /* Softmax over rows of contiguous elements: one block per row. */
 template <typename T> __global__ void k_softmax_rows(int64_t rows, int64_t len, const T *x, T *y)
 {
+    cuk_kernel_enter();
     __shared__ float sh[32];
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         const T *xr = x + r * len;
@@ -741,6 +761,7 @@ template <typename T> __global__ void k_softmax_rows(int64_t rows, int64_t len, 
 template <typename T>
 __global__ void k_softmax_strided(int64_t outer, int64_t axis, int64_t inner, const T *x, T *y)
 {
+    cuk_kernel_enter();
     int64_t n = outer * inner;
     GRID_STRIDE(i, n)
     {
@@ -763,6 +784,7 @@ __global__ void k_softmax_strided(int64_t outer, int64_t axis, int64_t inner, co
 template <typename T>
 __global__ void k_reduce_mean(cuk_reduce_desc d, int64_t n_out, int64_t n_red, const T *x, T *y)
 {
+    cuk_kernel_enter();
     int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     int64_t n_warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
     int lane = threadIdx.x & 31;
@@ -820,6 +842,7 @@ template <typename T>
 __global__ void k_colreduce(int fn, int64_t O, int64_t R, int64_t C, int64_t chunk, int parts,
                             const T *x, T *y, float *ws)
 {
+    cuk_kernel_enter();
     __shared__ float sh[8][33];
     __shared__ int last;
     const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
@@ -879,6 +902,7 @@ __global__ void k_colreduce(int fn, int64_t O, int64_t R, int64_t C, int64_t chu
 template <typename T>
 __global__ void k_pool(cuk_pool_desc d, int64_t n, const T *x, T *y, int64_t *ind)
 {
+    cuk_kernel_enter();
     GRID_STRIDE(i, n)
     {
         int64_t t = i, nn, c, od, oh, ow;
@@ -943,6 +967,7 @@ __global__ void k_pool(cuk_pool_desc d, int64_t n, const T *x, T *y, int64_t *in
 
 template <typename T> __global__ void k_lrn(cuk_lrn_desc d, int64_t n, const T *x, T *y)
 {
+    cuk_kernel_enter();
     GRID_STRIDE(i, n)
     {
         int64_t s = i % d.S, t = i / d.S;
@@ -1016,8 +1041,8 @@ extern "C" cudaError_t cuk_unary(cuk_type t, cuk_unary_op op, float p0, float p1
                                  const void *x, void *y, cudaStream_t stream)
 {
     if (n <= 0) return cudaSuccess;
-    DISPATCH_FLOAT(t, k_unary<T>
-                   <<<blocks_for(n), kThreads, 0, stream>>>(op, p0, p1, n, (const T *)x, (T *)y));
+    DISPATCH_FLOAT(t, cuk_launch(k_unary<T>, blocks_for(n), kThreads, 0, stream, op, p0, p1, n,
+                                 (const T *)x, (T *)y));
     return cudaGetLastError();
 }
 
@@ -1042,16 +1067,16 @@ extern "C" cudaError_t cuk_binary(cuk_type t, cuk_binary_op op, const cuk_nd *nd
     if (n <= 0) return cudaSuccess;
     if (nd_is_flat(nd)) {
         if (t == CUK_F32 && n % 4 == 0 && ((uintptr_t)a | (uintptr_t)b | (uintptr_t)y) % 16 == 0) {
-            k_binary_flat4<<<blocks_for(n / 4), kThreads, 0, stream>>>(
-                op, n / 4, (const float4 *)a, (const float4 *)b, (float4 *)y);
+            cuk_launch(k_binary_flat4, blocks_for(n / 4), kThreads, 0, stream, op, n / 4,
+                       (const float4 *)a, (const float4 *)b, (float4 *)y);
             return cudaGetLastError();
         }
-        DISPATCH_FLOAT(t, k_binary_flat<T><<<blocks_for(n), kThreads, 0, stream>>>(
-                              op, n, (const T *)a, (const T *)b, (T *)y));
+        DISPATCH_FLOAT(t, cuk_launch(k_binary_flat<T>, blocks_for(n), kThreads, 0, stream, op, n,
+                                     (const T *)a, (const T *)b, (T *)y));
         return cudaGetLastError();
     }
-    DISPATCH_FLOAT(t, k_binary<T><<<blocks_for(n), kThreads, 0, stream>>>(op, *nd, n, (const T *)a,
-                                                                          (const T *)b, (T *)y));
+    DISPATCH_FLOAT(t, cuk_launch(k_binary<T>, blocks_for(n), kThreads, 0, stream, op, *nd, n,
+                                 (const T *)a, (const T *)b, (T *)y));
     return cudaGetLastError();
 }
 
@@ -1068,9 +1093,9 @@ template <typename U> static cudaError_t rows_launch(const rows_args &a, bool wi
     int64_t tiles = a.first[a.n];
     unsigned grid = (unsigned)(tiles < max_blocks ? tiles : max_blocks);
     if (wide)
-        k_copy_rows<U, int64_t><<<grid, kThreads, 0, s>>>(a);
+        cuk_launch(k_copy_rows<U, int64_t>, grid, kThreads, 0, s, a);
     else
-        k_copy_rows<U, uint32_t><<<grid, kThreads, 0, s>>>(a);
+        cuk_launch(k_copy_rows<U, uint32_t>, grid, kThreads, 0, s, a);
     return cudaGetLastError();
 }
 
@@ -1173,25 +1198,25 @@ extern "C" cudaError_t cuk_fill_random(cuk_fill_kind k, int64_t n, uint64_t stat
     if (n <= 0) return cudaSuccess;
     switch (k) {
     case CUK_FILL_F32:
-        k_fill_random<CUK_FILL_F32><<<blocks_for(n), kThreads, 0, stream>>>(n, state, y);
+        cuk_launch(k_fill_random<CUK_FILL_F32>, blocks_for(n), kThreads, 0, stream, n, state, y);
         break;
     case CUK_FILL_F16:
-        k_fill_random<CUK_FILL_F16><<<blocks_for(n), kThreads, 0, stream>>>(n, state, y);
+        cuk_launch(k_fill_random<CUK_FILL_F16>, blocks_for(n), kThreads, 0, stream, n, state, y);
         break;
     case CUK_FILL_BF16:
-        k_fill_random<CUK_FILL_BF16><<<blocks_for(n), kThreads, 0, stream>>>(n, state, y);
+        cuk_launch(k_fill_random<CUK_FILL_BF16>, blocks_for(n), kThreads, 0, stream, n, state, y);
         break;
     case CUK_FILL_U8:
-        k_fill_random<CUK_FILL_U8><<<blocks_for(n), kThreads, 0, stream>>>(n, state, y);
+        cuk_launch(k_fill_random<CUK_FILL_U8>, blocks_for(n), kThreads, 0, stream, n, state, y);
         break;
     case CUK_FILL_I32:
-        k_fill_random<CUK_FILL_I32><<<blocks_for(n), kThreads, 0, stream>>>(n, state, y);
+        cuk_launch(k_fill_random<CUK_FILL_I32>, blocks_for(n), kThreads, 0, stream, n, state, y);
         break;
     case CUK_FILL_I64:
-        k_fill_random<CUK_FILL_I64><<<blocks_for(n), kThreads, 0, stream>>>(n, state, y);
+        cuk_launch(k_fill_random<CUK_FILL_I64>, blocks_for(n), kThreads, 0, stream, n, state, y);
         break;
     case CUK_FILL_BOOL:
-        k_fill_random<CUK_FILL_BOOL><<<blocks_for(n), kThreads, 0, stream>>>(n, state, y);
+        cuk_launch(k_fill_random<CUK_FILL_BOOL>, blocks_for(n), kThreads, 0, stream, n, state, y);
         break;
     default:
         return cudaErrorInvalidValue;
@@ -1206,8 +1231,8 @@ extern "C" cudaError_t cuk_pad(size_t elem, const cuk_pad_desc *d, const void *x
     for (int i = 0; i < d->ndim; i++)
         n *= d->out_shape[i];
     if (n <= 0) return cudaSuccess;
-    DISPATCH_SIZE(elem,
-                  k_pad<E><<<blocks_for(n), kThreads, 0, stream>>>(*d, n, (const E *)x, (E *)y));
+    DISPATCH_SIZE(elem, cuk_launch(k_pad<E>, blocks_for(n), kThreads, 0, stream, *d, n,
+                                   (const E *)x, (E *)y));
     return cudaGetLastError();
 }
 
@@ -1220,12 +1245,12 @@ extern "C" cudaError_t cuk_gather(size_t elem, int64_t outer, int64_t axis, int6
     if (axis <= 0) return cudaErrorInvalidValue;
     if (idx_is_32) {
         DISPATCH_SIZE(elem,
-                      k_gather<E, int32_t><<<blocks_for(n), kThreads, 0, stream>>>(
-                          outer, axis, n_idx, inner, (const int32_t *)idx, (const E *)x, (E *)y));
+                      cuk_launch(k_gather<E, int32_t>, blocks_for(n), kThreads, 0, stream, outer,
+                                 axis, n_idx, inner, (const int32_t *)idx, (const E *)x, (E *)y));
     } else {
         DISPATCH_SIZE(elem,
-                      k_gather<E, int64_t><<<blocks_for(n), kThreads, 0, stream>>>(
-                          outer, axis, n_idx, inner, (const int64_t *)idx, (const E *)x, (E *)y));
+                      cuk_launch(k_gather<E, int64_t>, blocks_for(n), kThreads, 0, stream, outer,
+                                 axis, n_idx, inner, (const int64_t *)idx, (const E *)x, (E *)y));
     }
     return cudaGetLastError();
 }
@@ -1237,8 +1262,9 @@ static cudaError_t bias_add(cuk_type t, int64_t n, int64_t C, int64_t cstride, c
     if (n < ((int64_t)1 << 31) && n % cstride == 0) {
         unsigned planes = (unsigned)(n / cstride), hw = (unsigned)cstride;
         if (cstride == 1) {
-            DISPATCH_FLOAT(t, (k_bias_add_inner<T, RELU><<<blocks_for(n), kThreads, 0, stream>>>(
-                                  (unsigned)n, (unsigned)C, (const T *)bias, (T *)y)));
+            DISPATCH_FLOAT(t,
+                           (cuk_launch(k_bias_add_inner<T, RELU>, blocks_for(n), kThreads, 0,
+                                       stream, (unsigned)n, (unsigned)C, (const T *)bias, (T *)y)));
             return cudaGetLastError();
         }
         int vec = t == CUK_F32 && hw % 4 == 0 && (uintptr_t)y % 16 == 0;
@@ -1248,15 +1274,15 @@ static cudaError_t bias_add(cuk_type t, int64_t n, int64_t C, int64_t cstride, c
         if (gx > 64) gx = 64;
         dim3 grid(gx, planes < 65535u ? planes : 65535u);
         if (vec)
-            k_bias_add_planes4<RELU><<<grid, threads, 0, stream>>>(
-                planes, (unsigned)C, len, (const float *)bias, (float4 *)y);
+            cuk_launch(k_bias_add_planes4<RELU>, grid, threads, 0, stream, planes, (unsigned)C, len,
+                       (const float *)bias, (float4 *)y);
         else
-            DISPATCH_FLOAT(t, (k_bias_add_planes<T, RELU><<<grid, threads, 0, stream>>>(
-                                  planes, (unsigned)C, hw, (const T *)bias, (T *)y)));
+            DISPATCH_FLOAT(t, (cuk_launch(k_bias_add_planes<T, RELU>, grid, threads, 0, stream,
+                                          planes, (unsigned)C, hw, (const T *)bias, (T *)y)));
         return cudaGetLastError();
     }
-    DISPATCH_FLOAT(t, (k_bias_add<T, RELU><<<blocks_for(n), kThreads, 0, stream>>>(
-                          n, C, cstride, (const T *)bias, (T *)y)));
+    DISPATCH_FLOAT(t, (cuk_launch(k_bias_add<T, RELU>, blocks_for(n), kThreads, 0, stream, n, C,
+                                  cstride, (const T *)bias, (T *)y)));
     return cudaGetLastError();
 }
 
@@ -1276,9 +1302,9 @@ extern "C" cudaError_t cuk_bn_train(cuk_type t, int64_t N, int64_t C, int64_t S,
 {
     if (N * C * S <= 0) return cudaSuccess;
     const int grid = (int)(C < kMaxBlocks ? C : kMaxBlocks);
-    DISPATCH_FLOAT(t, k_bn_train<T><<<grid, kThreads, 0, stream>>>(
-                          N, C, S, nhwc, eps, (const T *)x, (const T *)scale, (const T *)bias,
-                          (T *)y, (T *)mean, (T *)inv));
+    DISPATCH_FLOAT(t, cuk_launch(k_bn_train<T>, grid, kThreads, 0, stream, N, C, S, nhwc, eps,
+                                 (const T *)x, (const T *)scale, (const T *)bias, (T *)y, (T *)mean,
+                                 (T *)inv));
     return cudaGetLastError();
 }
 
@@ -1289,9 +1315,9 @@ extern "C" cudaError_t cuk_bn_grad(cuk_type t, int64_t N, int64_t C, int64_t S, 
 {
     if (N * C * S <= 0) return cudaSuccess;
     const int grid = (int)(C < kMaxBlocks ? C : kMaxBlocks);
-    DISPATCH_FLOAT(t, k_bn_grad<T><<<grid, kThreads, 0, stream>>>(
-                          N, C, S, nhwc, (const T *)dy, (const T *)x, (const T *)scale,
-                          (const T *)mean, (const T *)inv, (T *)dx, (T *)dscale, (T *)dbias));
+    DISPATCH_FLOAT(t, cuk_launch(k_bn_grad<T>, grid, kThreads, 0, stream, N, C, S, nhwc,
+                                 (const T *)dy, (const T *)x, (const T *)scale, (const T *)mean,
+                                 (const T *)inv, (T *)dx, (T *)dscale, (T *)dbias));
     return cudaGetLastError();
 }
 
@@ -1307,8 +1333,8 @@ extern "C" cudaError_t cuk_layernorm(cuk_type t, int64_t rows, int64_t cols, flo
         const int grid = (int)(blocks < kMaxBlocks ? blocks : kMaxBlocks);
         const int groups = (int)((cols / 4 + 31) / 32);
 #define LN_VEC(V)                                                                                  \
-    k_layernorm_vec<T, V><<<grid, 128, 0, stream>>>(rows, (int)cols, eps, (const T *)x,            \
-                                                     (const T *)scale, (const T *)bias, (T *)y)
+    cuk_launch(k_layernorm_vec<T, V>, grid, 128, 0, stream, rows, (int)cols, eps, (const T *)x,    \
+               (const T *)scale, (const T *)bias, (T *)y)
         DISPATCH_FLOAT(t, {
             if (groups <= 1) LN_VEC(1);
             else if (groups <= 2) LN_VEC(2);
@@ -1326,9 +1352,8 @@ extern "C" cudaError_t cuk_layernorm(cuk_type t, int64_t rows, int64_t cols, flo
         return cudaGetLastError();
     }
     int grid = (int)(rows < kMaxBlocks ? rows : kMaxBlocks);
-    DISPATCH_FLOAT(t, k_layernorm<T><<<grid, kThreads, 0, stream>>>(rows, cols, eps, (const T *)x,
-                                                                    (const T *)scale,
-                                                                    (const T *)bias, (T *)y));
+    DISPATCH_FLOAT(t, cuk_launch(k_layernorm<T>, grid, kThreads, 0, stream, rows, cols, eps,
+                                 (const T *)x, (const T *)scale, (const T *)bias, (T *)y));
     return cudaGetLastError();
 }
 
@@ -1341,11 +1366,11 @@ extern "C" cudaError_t cuk_softmax(cuk_type t, int64_t outer, int64_t axis, int6
                                            (const T *)x, (T *)y));
     } else if (inner == 1) {
         int grid = (int)(outer < kMaxBlocks ? outer : kMaxBlocks);
-        DISPATCH_FLOAT(t, k_softmax_rows<T>
-                       <<<grid, kThreads, 0, stream>>>(outer, axis, (const T *)x, (T *)y));
+        DISPATCH_FLOAT(t, cuk_launch(k_softmax_rows<T>, grid, kThreads, 0, stream, outer, axis,
+                                     (const T *)x, (T *)y));
     } else {
-        DISPATCH_FLOAT(t, k_softmax_strided<T><<<blocks_for(outer * inner), kThreads, 0, stream>>>(
-                              outer, axis, inner, (const T *)x, (T *)y));
+        DISPATCH_FLOAT(t, cuk_launch(k_softmax_strided<T>, blocks_for(outer * inner), kThreads, 0,
+                                     stream, outer, axis, inner, (const T *)x, (T *)y));
     }
     return cudaGetLastError();
 }
@@ -1360,8 +1385,8 @@ extern "C" cudaError_t cuk_reduce_mean(cuk_type t, const cuk_reduce_desc *d, con
         n_red *= d->red[i];
     if (n_out <= 0 || n_red <= 0) return cudaSuccess;
     int grid = blocks_for(n_out * 32);
-    DISPATCH_FLOAT(t, k_reduce_mean<T>
-                   <<<grid, kThreads, 0, stream>>>(*d, n_out, n_red, (const T *)x, (T *)y));
+    DISPATCH_FLOAT(t, cuk_launch(k_reduce_mean<T>, grid, kThreads, 0, stream, *d, n_out, n_red,
+                                 (const T *)x, (T *)y));
     return cudaGetLastError();
 }
 
@@ -1399,8 +1424,8 @@ extern "C" cudaError_t cuk_colreduce(cuk_col_fn fn, cuk_type t, int64_t O, int64
     if (parts > 1 && !ws) return cudaErrorInvalidValue;
     int64_t chunk = (R + parts - 1) / parts;
     dim3 grid((unsigned)((C + 31) / 32), (unsigned)O, (unsigned)parts);
-    DISPATCH_FLOAT(t, k_colreduce<T><<<grid, kThreads, 0, stream>>>(
-                          (int)fn, O, R, C, chunk, parts, (const T *)x, (T *)y, (float *)ws));
+    DISPATCH_FLOAT(t, cuk_launch(k_colreduce<T>, grid, kThreads, 0, stream, (int)fn, O, R, C, chunk,
+                                 parts, (const T *)x, (T *)y, (float *)ws));
     return cudaGetLastError();
 }
 
@@ -1411,7 +1436,7 @@ extern "C" cudaError_t cuk_pool(cuk_dtype t, const cuk_pool_desc *d, const void 
     if (n <= 0) return cudaSuccess;
     if (!ind && !d->generic && cuk_pool_nhwc4_ok(t, d, x, y)) return cuk_pool_nhwc4(t, d, x, y, stream);
 #define POOL_LAUNCH(T)                                                                             \
-    k_pool<T><<<blocks_for(n), kThreads, 0, stream>>>(*d, n, (const T *)x, (T *)y, ind)
+    cuk_launch(k_pool<T>, blocks_for(n), kThreads, 0, stream, *d, n, (const T *)x, (T *)y, ind)
     switch (t) {
     case CUK_DT_F32:
         POOL_LAUNCH(float);
@@ -1443,7 +1468,23 @@ extern "C" cudaError_t cuk_lrn(cuk_type t, const cuk_lrn_desc *d, const void *x,
     int64_t n = d->N * d->C * d->S;
     if (n <= 0) return cudaSuccess;
     if (d->size <= 0) return cudaErrorInvalidValue;
-    DISPATCH_FLOAT(t,
-                   k_lrn<T><<<blocks_for(n), kThreads, 0, stream>>>(*d, n, (const T *)x, (T *)y));
+    DISPATCH_FLOAT(
+        t, cuk_launch(k_lrn<T>, blocks_for(n), kThreads, 0, stream, *d, n, (const T *)x, (T *)y));
     return cudaGetLastError();
+}
+
+/* ---- programmatic dependent launch (kernels_launch.cuh) ------------- */
+
+static thread_local int pdl_on;
+
+int cuk_set_pdl(int on)
+{
+    const int was = pdl_on;
+    pdl_on = on != 0;
+    return was;
+}
+
+int cuk_pdl_now(void)
+{
+    return pdl_on;
 }

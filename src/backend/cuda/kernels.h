@@ -780,6 +780,12 @@ typedef struct cuk_lrn_desc {
 
 cudaError_t cuk_lrn(cuk_type t, const cuk_lrn_desc *d, const void *x, void *y, cudaStream_t stream);
 
+/* Programmatic dependent launch of the own kernels (kernels_launch.cuh):
+ * whether this thread's launches carry the attribute.  cuk_set_pdl
+ * returns the setting it replaces; off (0) by default. */
+int cuk_set_pdl(int on);
+int cuk_pdl_now(void);
+
 #ifdef __cplusplus
 }
 #endif

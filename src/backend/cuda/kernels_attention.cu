@@ -117,6 +117,7 @@ __global__ void __launch_bounds__(kThreads)
                 const T *__restrict__ k, const T *__restrict__ v, const T *__restrict__ bias,
                 T *__restrict__ o)
 {
+    cuk_kernel_enter();
     extern __shared__ float4 att_smem[];
     constexpr int QT = kWarps * QPW;
     const int D4 = pad4(d.D), KS = D4 + 4, V4 = pad4(d.Dv);
@@ -283,6 +284,7 @@ __global__ void __launch_bounds__(32 * W)
                    const T *__restrict__ k, const T *__restrict__ v, const T *__restrict__ bias,
                    T *__restrict__ o)
 {
+    cuk_kernel_enter();
     using namespace nvcuda;
     constexpr int NT = 32 * W, QT = 16 * W, LD = DP + 8, LS = kTcTile + 4, LO = DP + 4,
                   LP = kTcTile + 8;
@@ -484,5 +486,5 @@ extern "C" cudaError_t cuk_attention(cuk_dtype t, const cuk_attention_desc *d, c
     void *fn = nullptr;
     CUK_DISPATCH_FP(t, T, fn = any_pick<T>(d));
     void *args[] = {(void *)d, (void *)&q, (void *)&k, (void *)&v, (void *)&bias, (void *)&o};
-    return cudaLaunchKernel(fn, grid, dim3(d->tc ? 32 * d->qpw : kThreads), args, shm, stream);
+    return cuk_launch_args(fn, grid, dim3(d->tc ? 32 * d->qpw : kThreads), shm, stream, args);
 }

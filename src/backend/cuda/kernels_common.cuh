@@ -22,6 +22,7 @@
 #include <math_constants.h>
 
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/kernels_launch.cuh"
 
 #if __cplusplus < 201703L
 #error "the generic kernels need C++17 (nvcc's default since CUDA 11)"

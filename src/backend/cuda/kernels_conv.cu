@@ -86,6 +86,7 @@ __global__ void k_grouped(cuk_dw_desc d, const T *__restrict__ x, const T *__res
                           const T *__restrict__ b, T *__restrict__ y, int act, cuk_ufn fn,
                           cuk_ew_params p)
 {
+    cuk_kernel_enter();
     const I C = (I)d.c, M = (I)d.m, H = (I)d.h, W = (I)d.w, OH = (I)d.oh, OW = (I)d.ow;
     const I total = (I)d.n * M * OH * OW;
     const I mg = M / (C / d.cg), cg = d.cg;
@@ -132,6 +133,7 @@ __global__ void __launch_bounds__(256) k_dw_tile(cuk_dw_desc d, const T *__restr
                                                  const T *__restrict__ b, T *__restrict__ y,
                                                  int act, cuk_ufn fn, cuk_ew_params p)
 {
+    cuk_kernel_enter();
     constexpr int NI = (TW - 1) * S + K;
     __shared__ float ws[K * K][32];
     const int C = (int)d.c, H = (int)d.h, W = (int)d.w, OH = (int)d.oh, OW = (int)d.ow;
@@ -216,9 +218,9 @@ bool dw_tile_launch(const cuk_dw_desc *d, const T *x, const T *w, const T *b, T 
     const int64_t tiles = d->n * d->oh * ((d->ow + TW - 1) / TW);
     if ((tiles + 7) / 8 > 65535) return false;
     const dim3 grid((unsigned)cblocks, (unsigned)((tiles + 7) / 8)), block(32, 8);
-#define CUK_DW_TILE(KK, SS, TT)                                                                        \
+#define CUK_DW_TILE(KK, SS, TT)                                                                    \
     if (K == KK && S == SS && TW == TT) {                                                          \
-        k_dw_tile<T, KK, SS, TT><<<grid, block, 0, stream>>>(*d, x, w, b, y, act, fn, p);          \
+        cuk_launch(k_dw_tile<T, KK, SS, TT>, grid, block, 0, stream, *d, x, w, b, y, act, fn, p);  \
         return true;                                                                               \
     }
 #define CUK_DW_TILES(KK, SS)                                                                       \
@@ -283,6 +285,7 @@ __global__ void __launch_bounds__(1024) k_dw_ln(cuk_dw_desc d, const T *__restri
                                                 const T *__restrict__ be, float eps,
                                                 T *__restrict__ y)
 {
+    cuk_kernel_enter();
     constexpr int NI = (TW - 1) * S + K;
     __shared__ float part[32][TW];
     const int C = (int)d.c, H = (int)d.h, W = (int)d.w, OH = (int)d.oh, OW = (int)d.ow;
@@ -365,7 +368,7 @@ bool dw_ln_launch(const cuk_dw_desc *d, const T *x, const T *w, const T *b, cons
     const dim3 grid((unsigned)tiles), block(32, (unsigned)((d->c + 31) / 32));
 #define CUK_DW_LN(KK, SS, TT)                                                                      \
     if (K == KK && S == SS && TW == TT) {                                                          \
-        k_dw_ln<T, KK, SS, TT><<<grid, block, 0, stream>>>(*d, x, w, b, g, be, eps, y);            \
+        cuk_launch(k_dw_ln<T, KK, SS, TT>, grid, block, 0, stream, *d, x, w, b, g, be, eps, y);    \
         return true;                                                                               \
     }
 #define CUK_DW_LNS(KK, SS)                                                                         \
@@ -389,6 +392,7 @@ __global__ void k_conv_residual(I n, I C, I cstride, const T *__restrict__ b,
                                 const T *__restrict__ r, T *__restrict__ y, int act, cuk_ufn fn,
                                 cuk_ew_params p)
 {
+    cuk_kernel_enter();
     for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += (I)(gridDim.x * blockDim.x)) {
         float v = to_float(y[i]) + to_float(r[i]);
         if (b) v += to_float(b[(i / cstride) % C]);
@@ -407,6 +411,7 @@ __global__ void k_conv_residual(I n, I C, I cstride, const T *__restrict__ b,
 template <typename T, bool TAPS_OUTER, typename I>
 __global__ void k_im2col(cuk_dw_desc d, const T *__restrict__ x, T *__restrict__ col, I p0, I pc)
 {
+    cuk_kernel_enter();
     const I cg = d.cg, taps = (I)d.kh * d.kw, G = d.c / d.cg;
     const I total = G * pc * cg;
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
@@ -457,12 +462,12 @@ extern "C" cudaError_t cuk_conv_residual(cuk_type t, int64_t n, int64_t C, int64
     const bool narrow = n < ((int64_t)1 << 30) && (int64_t)grid * kThreads < ((int64_t)1 << 30);
     CUK_DISPATCH_FP((cuk_dtype)t, T, {
         if (narrow)
-            k_conv_residual<T, int32_t><<<grid, kThreads, 0, stream>>>(
-                (int32_t)n, (int32_t)C, (int32_t)cstride, (const T *)bias, (const T *)r, (T *)y,
-                act, fn, pp);
+            cuk_launch(k_conv_residual<T, int32_t>, grid, kThreads, 0, stream, (int32_t)n,
+                       (int32_t)C, (int32_t)cstride, (const T *)bias, (const T *)r, (T *)y, act, fn,
+                       pp);
         else
-            k_conv_residual<T, int64_t><<<grid, kThreads, 0, stream>>>(
-                n, C, cstride, (const T *)bias, (const T *)r, (T *)y, act, fn, pp);
+            cuk_launch(k_conv_residual<T, int64_t>, grid, kThreads, 0, stream, n, C, cstride,
+                       (const T *)bias, (const T *)r, (T *)y, act, fn, pp);
         return cudaGetLastError();
     });
     return cudaErrorInvalidValue;
@@ -491,14 +496,14 @@ extern "C" cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc,
 #define CUK_GROUPED_LAUNCH(T, I)                                                                   \
     do {                                                                                           \
         if (nhwc && vec)                                                                           \
-            k_grouped<T, true, true, I><<<grid, kThreads, 0, stream>>>(                            \
-                *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);             \
+            cuk_launch(k_grouped<T, true, true, I>, grid, kThreads, 0, stream, *d, (const T *)x,   \
+                       (const T *)w, (const T *)bias, (T *)y, act, fn, pp);                        \
         else if (nhwc)                                                                             \
-            k_grouped<T, true, false, I><<<grid, kThreads, 0, stream>>>(                           \
-                *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);             \
+            cuk_launch(k_grouped<T, true, false, I>, grid, kThreads, 0, stream, *d, (const T *)x,  \
+                       (const T *)w, (const T *)bias, (T *)y, act, fn, pp);                        \
         else                                                                                       \
-            k_grouped<T, false, false, I><<<grid, kThreads, 0, stream>>>(                          \
-                *d, (const T *)x, (const T *)w, (const T *)bias, (T *)y, act, fn, pp);             \
+            cuk_launch(k_grouped<T, false, false, I>, grid, kThreads, 0, stream, *d, (const T *)x, \
+                       (const T *)w, (const T *)bias, (T *)y, act, fn, pp);                        \
     } while (0)
     if (nhwc && d->tile_h > 0) {
         const cudaError_t e =
@@ -556,11 +561,11 @@ extern "C" cudaError_t cuk_im2col(cuk_type t, const cuk_dw_desc *d, int taps_out
 #define CUK_IM2COL_LAUNCH(T, OUTER)                                                                \
     do {                                                                                           \
         if (narrow)                                                                                \
-            k_im2col<T, OUTER, int32_t><<<grid, kThreads, 0, stream>>>(                            \
-                *d, (const T *)x, (T *)col, (int32_t)p0, (int32_t)pc);                             \
+            cuk_launch(k_im2col<T, OUTER, int32_t>, grid, kThreads, 0, stream, *d, (const T *)x,   \
+                       (T *)col, (int32_t)p0, (int32_t)pc);                                        \
         else                                                                                       \
-            k_im2col<T, OUTER, int64_t><<<grid, kThreads, 0, stream>>>(*d, (const T *)x, (T *)col, \
-                                                                       p0, pc);                    \
+            cuk_launch(k_im2col<T, OUTER, int64_t>, grid, kThreads, 0, stream, *d, (const T *)x,   \
+                       (T *)col, p0, pc);                                                          \
     } while (0)
     CUK_DISPATCH_FP((cuk_dtype)t, T, {
         if (taps_outer)
@@ -579,6 +584,7 @@ template <typename T>
 __global__ void k_gate_weights(int32_t total, int32_t M, int32_t K, const T *__restrict__ w,
                                const T *__restrict__ s, T *__restrict__ out)
 {
+    cuk_kernel_enter();
     for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total;
          i += gridDim.x * blockDim.x) {
         const int32_t k = i % K, nm = i / K, m = nm % M, n = nm / M;
@@ -595,8 +601,8 @@ extern "C" cudaError_t cuk_gate_weights(cuk_type t, int64_t n, int64_t m, int64_
     if (total >= ((int64_t)1 << 31)) return cudaErrorInvalidValue;
     const unsigned grid = grid_for(total);
     CUK_DISPATCH_FP((cuk_dtype)t, T, {
-        k_gate_weights<T><<<grid, kThreads, 0, stream>>>((int32_t)total, (int32_t)m, (int32_t)k,
-                                                         (const T *)w, (const T *)s, (T *)out);
+        cuk_launch(k_gate_weights<T>, grid, kThreads, 0, stream, (int32_t)total, (int32_t)m,
+                   (int32_t)k, (const T *)w, (const T *)s, (T *)out);
         return cudaGetLastError();
     });
     return cudaErrorInvalidValue;

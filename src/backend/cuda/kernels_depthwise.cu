@@ -63,6 +63,7 @@ __global__ void __launch_bounds__(256) k_dw_vec(cuk_dw_desc d, const T *__restri
                                                 const T *__restrict__ b, T *__restrict__ y,
                                                 int act, cuk_ufn fn, cuk_ew_params p, clamp_act pre)
 {
+    cuk_kernel_enter();
     constexpr int KK = K * K, NR = (TH - 1) * S + K, NI = (TW - 1) * S + K;
     __shared__ float ws[KK][4 * kMaxVecs];
     const int C = (int)d.c, H = (int)d.h, W = (int)d.w, OH = (int)d.oh, OW = (int)d.ow;
@@ -167,11 +168,11 @@ cudaError_t dw_vec_launch(const cuk_dw_desc *d, const T *x, const T *w, const T 
 #define CUK_DW_VEC(KK, SS, HH, WW)                                                                 \
     if (K == KK && S == SS && TH == HH && TW == WW) {                                              \
         if (pre)                                                                                   \
-            k_dw_vec<T, KK, SS, HH, WW, true>                                                      \
-                <<<grid, block, 0, stream>>>(*d, x, w, b, y, act, fn, p, *pre);                    \
+            cuk_launch(k_dw_vec<T, KK, SS, HH, WW, true>, grid, block, 0, stream, *d, x, w, b, y,  \
+                       act, fn, p, *pre);                                                          \
         else                                                                                       \
-            k_dw_vec<T, KK, SS, HH, WW, false>                                                     \
-                <<<grid, block, 0, stream>>>(*d, x, w, b, y, act, fn, p, none);                    \
+            cuk_launch(k_dw_vec<T, KK, SS, HH, WW, false>, grid, block, 0, stream, *d, x, w, b, y, \
+                       act, fn, p, none);                                                          \
         return cudaGetLastError();                                                                 \
     }
     CUK_DW_VEC(3, 1, 1, 4)

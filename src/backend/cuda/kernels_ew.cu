@@ -404,11 +404,13 @@ template <typename TX, typename TY> struct cast_f {
 
 template <typename F> __global__ void k_flat(int64_t n, F f)
 {
+    cuk_kernel_enter();
     CUK_GRID_STRIDE(i, n) f.at(i);
 }
 
 template <typename F> __global__ void k_flat4(int64_t n, F f)
 {
+    cuk_kernel_enter();
     const int64_t n4 = n / 4;
     CUK_GRID_STRIDE(i, n4) f.at4(i);
     if (blockIdx.x == 0 && threadIdx.x < n - n4 * 4) f.at(n4 * 4 + threadIdx.x);
@@ -417,6 +419,7 @@ template <typename F> __global__ void k_flat4(int64_t n, F f)
 template <int NOPS, typename I, typename F>
 __global__ void k_nd(const __grid_constant__ ndx<I> d, I n, F f)
 {
+    cuk_kernel_enter();
     for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += (I)(gridDim.x * blockDim.x)) {
         I off[NOPS];
         nd_at<NOPS, I>(d, i, off);
@@ -429,9 +432,9 @@ template <typename F> cudaError_t run_flat(int64_t n, const F &f, cudaStream_t s
 {
     if (n <= 0) return cudaSuccess;
     if (n >= 4 && f.aligned4())
-        k_flat4<F><<<grid_for((n + 3) / 4), kThreads, 0, s>>>(n, f);
+        cuk_launch(k_flat4<F>, grid_for((n + 3) / 4), kThreads, 0, s, n, f);
     else
-        k_flat<F><<<grid_for(n), kThreads, 0, s>>>(n, f);
+        cuk_launch(k_flat<F>, grid_for(n), kThreads, 0, s, n, f);
     return cudaGetLastError();
 }
 
@@ -457,10 +460,10 @@ template <int NOPS, typename F> cudaError_t run_nd(const cuk_nd *d, const F &f, 
     if (d->ndim < 1 || d->ndim > CUK_MAX_DIMS) return cudaErrorInvalidValue;
     if (nd_packed(d, NOPS)) return run_flat(n, f, s);
     if (nd_fits32(d, NOPS))
-        k_nd<NOPS, int32_t, F>
-            <<<grid_for(n), kThreads, 0, s>>>(nd_as<int32_t>(d), (int32_t)n, f);
+        cuk_launch(k_nd<NOPS, int32_t, F>, grid_for(n), kThreads, 0, s, nd_as<int32_t>(d),
+                   (int32_t)n, f);
     else
-        k_nd<NOPS, int64_t, F><<<grid_for(n), kThreads, 0, s>>>(nd_as<int64_t>(d), n, f);
+        cuk_launch(k_nd<NOPS, int64_t, F>, grid_for(n), kThreads, 0, s, nd_as<int64_t>(d), n, f);
     return cudaGetLastError();
 }
 
@@ -512,6 +515,7 @@ __device__ __forceinline__ int64_t quant_at(const cuk_quant_desc &d, int64_t i)
 template <typename TF, typename TQ>
 __global__ void k_quantize(cuk_quant_desc d, const TF *x, const TF *scale, const TQ *zp, TQ *y)
 {
+    cuk_kernel_enter();
     CUK_GRID_STRIDE(i, d.n)
     {
         int64_t si = quant_at(d, i);
@@ -526,6 +530,7 @@ __global__ void k_quantize(cuk_quant_desc d, const TF *x, const TF *scale, const
 template <typename TQ, typename TF>
 __global__ void k_dequantize(cuk_quant_desc d, const TQ *x, const TF *scale, const TQ *zp, TF *y)
 {
+    cuk_kernel_enter();
     CUK_GRID_STRIDE(i, d.n)
     {
         int64_t si = quant_at(d, i);
@@ -572,6 +577,7 @@ template <typename T, typename I, int ND>
 __global__ void k_chain(const __grid_constant__ cuk_chain_desc d,
                         const __grid_constant__ cuk_chain_ptrs p)
 {
+    cuk_kernel_enter();
     const int nd = ND < CUK_MAX_DIMS ? ND : d.ndim;
     I total = 1;
 #pragma unroll
@@ -625,6 +631,7 @@ __global__ void k_batchnorm(I n, I C, I cstride, float eps, const T *__restrict_
                             const T *__restrict__ mean, const T *__restrict__ var,
                             T *__restrict__ y, int act, cuk_ufn fn, cuk_ew_params prm)
 {
+    cuk_kernel_enter();
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
         const I c = cstride == 1 ? i % C : (i / cstride) % C;
         const float s = to_float(scale[c]) * rsqrtf(to_float(var[c]) + eps);
@@ -647,6 +654,7 @@ __global__ void k_batchnorm4(uint32_t nv, uint32_t cv, float eps, const T *__res
                              T *__restrict__ y, int act, cuk_ufn fn, cuk_ew_params prm,
                              clamp_act ca)
 {
+    cuk_kernel_enter();
     for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < nv; v += gridDim.x * blockDim.x) {
         const uint32_t c = 4 * (v % cv);
         const float4 sc = f4<T>::ld(scale + c), vr = f4<T>::ld(var + c);
@@ -677,6 +685,7 @@ __global__ void k_batchnorm_cat(uint32_t nv, uint32_t cv, float eps, cuk_cat_par
                                 T *__restrict__ y, int act, cuk_ufn fn, cuk_ew_params prm,
                                 clamp_act ca)
 {
+    cuk_kernel_enter();
     for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < nv; v += gridDim.x * blockDim.x) {
         const uint32_t pix = v / cv, c = VEC * (v - pix * cv);
         int k = 0;
@@ -888,8 +897,8 @@ extern "C" cudaError_t cuk_quantize(cuk_dtype tf, cuk_dtype ty, const cuk_quant_
     if (d->n == 0) return cudaSuccess;
     CUK_DISPATCH_FP(tf, F, {
         DISPATCH_QTYPE(ty, Q, {
-            k_quantize<F, Q><<<grid_for(d->n), kThreads, 0, stream>>>(
-                *d, (const F *)x, (const F *)scale, (const Q *)zero_point, (Q *)y);
+            cuk_launch(k_quantize<F, Q>, grid_for(d->n), kThreads, 0, stream, *d, (const F *)x,
+                       (const F *)scale, (const Q *)zero_point, (Q *)y);
         });
     });
     return cudaGetLastError();
@@ -903,8 +912,8 @@ extern "C" cudaError_t cuk_dequantize(cuk_dtype tq, cuk_dtype tf, const cuk_quan
     if (d->n == 0) return cudaSuccess;
     CUK_DISPATCH_FP(tf, F, {
         DISPATCH_QTYPE(tq, Q, {
-            k_dequantize<Q, F><<<grid_for(d->n), kThreads, 0, stream>>>(
-                *d, (const Q *)x, (const F *)scale, (const Q *)zero_point, (F *)y);
+            cuk_launch(k_dequantize<Q, F>, grid_for(d->n), kThreads, 0, stream, *d, (const Q *)x,
+                       (const F *)scale, (const Q *)zero_point, (F *)y);
         });
     });
     return cudaGetLastError();
@@ -932,17 +941,17 @@ extern "C" cudaError_t cuk_ew_chain(cuk_type t, const cuk_chain_desc *d, const c
     const cuk_chain_desc &c = *d; /* simplified by its plan (cu_dims_simplify) */
     CUK_DISPATCH_FP((cuk_dtype)t, T, {
         if (!narrow)
-            k_chain<T, int64_t, CUK_MAX_DIMS><<<grid, kThreads, 0, stream>>>(c, *p);
+            cuk_launch(k_chain<T, int64_t, CUK_MAX_DIMS>, grid, kThreads, 0, stream, c, *p);
         else if (c.ndim == 1)
-            k_chain<T, int32_t, 1><<<grid, kThreads, 0, stream>>>(c, *p);
+            cuk_launch(k_chain<T, int32_t, 1>, grid, kThreads, 0, stream, c, *p);
         else if (c.ndim == 2)
-            k_chain<T, int32_t, 2><<<grid, kThreads, 0, stream>>>(c, *p);
+            cuk_launch(k_chain<T, int32_t, 2>, grid, kThreads, 0, stream, c, *p);
         else if (c.ndim == 3)
-            k_chain<T, int32_t, 3><<<grid, kThreads, 0, stream>>>(c, *p);
+            cuk_launch(k_chain<T, int32_t, 3>, grid, kThreads, 0, stream, c, *p);
         else if (c.ndim == 4)
-            k_chain<T, int32_t, 4><<<grid, kThreads, 0, stream>>>(c, *p);
+            cuk_launch(k_chain<T, int32_t, 4>, grid, kThreads, 0, stream, c, *p);
         else
-            k_chain<T, int32_t, CUK_MAX_DIMS><<<grid, kThreads, 0, stream>>>(c, *p);
+            cuk_launch(k_chain<T, int32_t, CUK_MAX_DIMS>, grid, kThreads, 0, stream, c, *p);
         return cudaGetLastError();
     });
     return cudaErrorInvalidValue;
@@ -984,21 +993,21 @@ extern "C" cudaError_t cuk_batchnorm_cat(cuk_dtype t, int64_t n, int64_t C, floa
     const uint32_t cv = (uint32_t)(vec ? C / 4 : C), nv = (uint32_t)(vec ? n / 4 : n);
     CUK_DISPATCH_FP(t, T, {
         if (vec && clamp)
-            k_batchnorm_cat<T, 4, true><<<grid_for(nv), kThreads, 0, stream>>>(
-                nv, cv, eps, *parts, (const T *)scale, (const T *)bias, (const T *)mean,
-                (const T *)var, (T *)y, act, fn, p, ca);
+            cuk_launch(k_batchnorm_cat<T, 4, true>, grid_for(nv), kThreads, 0, stream, nv, cv, eps,
+                       *parts, (const T *)scale, (const T *)bias, (const T *)mean, (const T *)var,
+                       (T *)y, act, fn, p, ca);
         else if (vec)
-            k_batchnorm_cat<T, 4, false><<<grid_for(nv), kThreads, 0, stream>>>(
-                nv, cv, eps, *parts, (const T *)scale, (const T *)bias, (const T *)mean,
-                (const T *)var, (T *)y, act, fn, p, ca);
+            cuk_launch(k_batchnorm_cat<T, 4, false>, grid_for(nv), kThreads, 0, stream, nv, cv, eps,
+                       *parts, (const T *)scale, (const T *)bias, (const T *)mean, (const T *)var,
+                       (T *)y, act, fn, p, ca);
         else if (clamp)
-            k_batchnorm_cat<T, 1, true><<<grid_for(nv), kThreads, 0, stream>>>(
-                nv, cv, eps, *parts, (const T *)scale, (const T *)bias, (const T *)mean,
-                (const T *)var, (T *)y, act, fn, p, ca);
+            cuk_launch(k_batchnorm_cat<T, 1, true>, grid_for(nv), kThreads, 0, stream, nv, cv, eps,
+                       *parts, (const T *)scale, (const T *)bias, (const T *)mean, (const T *)var,
+                       (T *)y, act, fn, p, ca);
         else
-            k_batchnorm_cat<T, 1, false><<<grid_for(nv), kThreads, 0, stream>>>(
-                nv, cv, eps, *parts, (const T *)scale, (const T *)bias, (const T *)mean,
-                (const T *)var, (T *)y, act, fn, p, ca);
+            cuk_launch(k_batchnorm_cat<T, 1, false>, grid_for(nv), kThreads, 0, stream, nv, cv, eps,
+                       *parts, (const T *)scale, (const T *)bias, (const T *)mean, (const T *)var,
+                       (T *)y, act, fn, p, ca);
     });
     return cudaGetLastError();
 }
@@ -1023,22 +1032,21 @@ extern "C" cudaError_t cuk_batchnorm(cuk_dtype t, int64_t n, int64_t C, int64_t 
     if (!clamp) ca = clamp_act{1.0f, 0.0f, 0.0f, 0.0f, 0};
     CUK_DISPATCH_FP(t, T, {
         if (vec && clamp)
-            k_batchnorm4<T, true><<<grid_for(n / 4), kThreads, 0, stream>>>(
-                (uint32_t)(n / 4), (uint32_t)(C / 4), eps, (const T *)x, (const T *)scale,
-                (const T *)bias, (const T *)mean, (const T *)var, (T *)y, act, fn, p, ca);
+            cuk_launch(k_batchnorm4<T, true>, grid_for(n / 4), kThreads, 0, stream,
+                       (uint32_t)(n / 4), (uint32_t)(C / 4), eps, (const T *)x, (const T *)scale,
+                       (const T *)bias, (const T *)mean, (const T *)var, (T *)y, act, fn, p, ca);
         else if (vec)
-            k_batchnorm4<T, false><<<grid_for(n / 4), kThreads, 0, stream>>>(
-                (uint32_t)(n / 4), (uint32_t)(C / 4), eps, (const T *)x, (const T *)scale,
-                (const T *)bias, (const T *)mean, (const T *)var, (T *)y, act, fn, p, ca);
+            cuk_launch(k_batchnorm4<T, false>, grid_for(n / 4), kThreads, 0, stream,
+                       (uint32_t)(n / 4), (uint32_t)(C / 4), eps, (const T *)x, (const T *)scale,
+                       (const T *)bias, (const T *)mean, (const T *)var, (T *)y, act, fn, p, ca);
         else if (n <= kMax32)
-            k_batchnorm<T, uint32_t><<<grid_for(n), kThreads, 0, stream>>>(
-                (uint32_t)n, (uint32_t)C, (uint32_t)cstride, eps, (const T *)x,
-                (const T *)scale, (const T *)bias, (const T *)mean, (const T *)var, (T *)y, act,
-                fn, p);
+            cuk_launch(k_batchnorm<T, uint32_t>, grid_for(n), kThreads, 0, stream, (uint32_t)n,
+                       (uint32_t)C, (uint32_t)cstride, eps, (const T *)x, (const T *)scale,
+                       (const T *)bias, (const T *)mean, (const T *)var, (T *)y, act, fn, p);
         else
-            k_batchnorm<T, int64_t><<<grid_for(n), kThreads, 0, stream>>>(
-                n, C, cstride, eps, (const T *)x, (const T *)scale, (const T *)bias,
-                (const T *)mean, (const T *)var, (T *)y, act, fn, p);
+            cuk_launch(k_batchnorm<T, int64_t>, grid_for(n), kThreads, 0, stream, n, C, cstride,
+                       eps, (const T *)x, (const T *)scale, (const T *)bias, (const T *)mean,
+                       (const T *)var, (T *)y, act, fn, p);
     });
     return cudaGetLastError();
 }

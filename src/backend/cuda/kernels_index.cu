@@ -159,6 +159,7 @@ template <typename E, typename I>
 __global__ void k_gather_elements(const __grid_constant__ cuk_elements_desc d, int64_t n,
                                   const E *data, const I *idx, E *y)
 {
+    cuk_kernel_enter();
     CUK_GRID_STRIDE(i, n)
     {
         int64_t oi, ox, od;
@@ -172,6 +173,7 @@ template <typename T, typename I>
 __global__ void k_scatter_elements(const __grid_constant__ cuk_elements_desc d, int64_t n,
                                    cuk_scatter_red red, const I *idx, const T *upd, T *y)
 {
+    cuk_kernel_enter();
     CUK_GRID_STRIDE(i, n)
     {
         int64_t oi, ox, od;
@@ -205,6 +207,7 @@ template <typename E, typename I>
 __global__ void k_gather_nd(const __grid_constant__ cuk_nd_index_desc d, int64_t n, const E *data,
                             const I *idx, E *y)
 {
+    cuk_kernel_enter();
     CUK_GRID_STRIDE(i, n)
     {
         int64_t oi, ox, od;
@@ -219,6 +222,7 @@ template <typename T, typename I>
 __global__ void k_scatter_nd(const __grid_constant__ cuk_nd_index_desc d, int64_t n,
                              cuk_scatter_red red, const I *idx, const T *upd, T *y)
 {
+    cuk_kernel_enter();
     CUK_GRID_STRIDE(i, n)
     {
         int64_t oi, ox, od;
@@ -242,6 +246,7 @@ __global__ void k_scatter_nd(const __grid_constant__ cuk_nd_index_desc d, int64_
 template <typename E>
 __global__ void k_tile(const __grid_constant__ cuk_tile_desc d, int64_t n, const E *x, E *y)
 {
+    cuk_kernel_enter();
     CUK_GRID_STRIDE(i, n)
     {
         int64_t r = i, oy = 0, ox = 0;
@@ -258,6 +263,7 @@ __global__ void k_tile(const __grid_constant__ cuk_tile_desc d, int64_t n, const
 template <typename E>
 __global__ void k_trilu(const __grid_constant__ cuk_trilu_desc d, int64_t n, const E *x, E *y)
 {
+    cuk_kernel_enter();
     CUK_GRID_STRIDE(i, n)
     {
         int64_t r = i, oy = 0, ox = 0, row = 0, col = 0;
@@ -286,6 +292,7 @@ template <typename TI, typename E>
 __global__ void k_onehot(const __grid_constant__ cuk_onehot_desc d, int64_t n, const TI *idx,
                          const E *values, E *y)
 {
+    cuk_kernel_enter();
     const E off = values[0], on = values[1];
     CUK_GRID_STRIDE(i, n)
     {
@@ -338,6 +345,7 @@ __global__ void k_resize_interp(const __grid_constant__ cuk_resize_desc d, int64
                                 const int32_t *meta, const int64_t *toff, const float *tw,
                                 const T *x, T *y)
 {
+    cuk_kernel_enter();
     CUK_GRID_STRIDE(i, n)
     {
         int32_t first[CUK_MAX_DIMS], cnt[CUK_MAX_DIMS], t[CUK_MAX_DIMS];
@@ -387,6 +395,7 @@ __global__ void k_resize_interp32(const __grid_constant__ resize32 d, uint32_t n
                                   const int64_t *__restrict__ toff, const float *__restrict__ tw,
                                   const T *__restrict__ x, T *__restrict__ y)
 {
+    cuk_kernel_enter();
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += gridDim.x * blockDim.x) {
         uint32_t r = i, oy = 0, base = 0;
@@ -468,6 +477,7 @@ template <typename E>
 __global__ void k_resize_nearest(const __grid_constant__ cuk_resize_desc d, int64_t n,
                                  const int32_t *meta, const int64_t *toff, const E *x, E *y)
 {
+    cuk_kernel_enter();
     CUK_GRID_STRIDE(i, n)
     {
         int32_t first[CUK_MAX_DIMS], cnt[CUK_MAX_DIMS];
@@ -505,8 +515,8 @@ extern "C" cudaError_t cuk_gather_elements(size_t elem, int idx32, const cuk_ele
     if (d->axis_len <= 0) return cudaErrorInvalidValue;
     CUK_DISPATCH_ELEM(elem, E, {
         CUK_DISPATCH_IDX(idx32, I,
-                         k_gather_elements<E, I><<<grid_for(n), kThreads, 0, stream>>>(
-                             *d, n, (const E *)data, (const I *)idx, (E *)y));
+                         cuk_launch(k_gather_elements<E, I>, grid_for(n), kThreads, 0, stream, *d,
+                                    n, (const E *)data, (const I *)idx, (E *)y));
     });
     return cudaGetLastError();
 }
@@ -523,8 +533,8 @@ extern "C" cudaError_t cuk_gather_nd(size_t elem, int idx32, const cuk_nd_index_
         if (d->tup_len[t] <= 0) return cudaErrorInvalidValue;
     CUK_DISPATCH_ELEM(elem, E, {
         CUK_DISPATCH_IDX(idx32, I,
-                         k_gather_nd<E, I><<<grid_for(n), kThreads, 0, stream>>>(
-                             *d, n, (const E *)data, (const I *)idx, (E *)y));
+                         cuk_launch(k_gather_nd<E, I>, grid_for(n), kThreads, 0, stream, *d, n,
+                                    (const E *)data, (const I *)idx, (E *)y));
     });
     return cudaGetLastError();
 }
@@ -539,8 +549,8 @@ extern "C" cudaError_t cuk_scatter_elements(cuk_dtype t, int idx32, cuk_scatter_
     if (n <= 0) return cudaSuccess;
     CUK_DISPATCH_DT(t, T, {
         CUK_DISPATCH_IDX(idx32, I,
-                         k_scatter_elements<T, I><<<grid_for(n), kThreads, 0, stream>>>(
-                             *d, n, red, (const I *)idx, (const T *)updates, (T *)y));
+                         cuk_launch(k_scatter_elements<T, I>, grid_for(n), kThreads, 0, stream, *d,
+                                    n, red, (const I *)idx, (const T *)updates, (T *)y));
     });
     return cudaGetLastError();
 }
@@ -556,8 +566,8 @@ extern "C" cudaError_t cuk_scatter_nd(cuk_dtype t, int idx32, cuk_scatter_red re
     if (n <= 0) return cudaSuccess;
     CUK_DISPATCH_DT(t, T, {
         CUK_DISPATCH_IDX(idx32, I,
-                         k_scatter_nd<T, I><<<grid_for(n), kThreads, 0, stream>>>(
-                             *d, n, red, (const I *)idx, (const T *)updates, (T *)y));
+                         cuk_launch(k_scatter_nd<T, I>, grid_for(n), kThreads, 0, stream, *d, n,
+                                    red, (const I *)idx, (const T *)updates, (T *)y));
     });
     return cudaGetLastError();
 }
@@ -568,8 +578,9 @@ extern "C" cudaError_t cuk_tile(size_t elem, const cuk_tile_desc *d, const void 
     if (!d || d->ndim < 0 || d->ndim > CUK_MAX_DIMS) return cudaErrorInvalidValue;
     int64_t n = count(d->ndim, d->y_shape);
     if (n <= 0) return cudaSuccess;
-    CUK_DISPATCH_ELEM(elem, E,
-                      k_tile<E><<<grid_for(n), kThreads, 0, stream>>>(*d, n, (const E *)x, (E *)y));
+    CUK_DISPATCH_ELEM(
+        elem, E,
+        cuk_launch(k_tile<E>, grid_for(n), kThreads, 0, stream, *d, n, (const E *)x, (E *)y));
     return cudaGetLastError();
 }
 
@@ -579,8 +590,9 @@ extern "C" cudaError_t cuk_trilu(size_t elem, const cuk_trilu_desc *d, const voi
     if (!d || d->ndim < 2 || d->ndim > CUK_MAX_DIMS) return cudaErrorInvalidValue;
     int64_t n = count(d->ndim, d->shape);
     if (n <= 0) return cudaSuccess;
-    CUK_DISPATCH_ELEM(elem, E,
-                      k_trilu<E><<<grid_for(n), kThreads, 0, stream>>>(*d, n, (const E *)x, (E *)y));
+    CUK_DISPATCH_ELEM(
+        elem, E,
+        cuk_launch(k_trilu<E>, grid_for(n), kThreads, 0, stream, *d, n, (const E *)x, (E *)y));
     return cudaGetLastError();
 }
 
@@ -594,8 +606,8 @@ extern "C" cudaError_t cuk_onehot(cuk_dtype ti, size_t elem, const cuk_onehot_de
     if (n <= 0) return cudaSuccess;
     CUK_DISPATCH_DT(ti, TI, {
         CUK_DISPATCH_ELEM(elem, E,
-                          k_onehot<TI, E><<<grid_for(n), kThreads, 0, stream>>>(
-                              *d, n, (const TI *)idx, (const E *)values, (E *)y));
+                          cuk_launch(k_onehot<TI, E>, grid_for(n), kThreads, 0, stream, *d, n,
+                                     (const TI *)idx, (const E *)values, (E *)y));
     });
     return cudaGetLastError();
 }
@@ -609,23 +621,23 @@ extern "C" cudaError_t cuk_resize(cuk_dtype t, size_t elem, const cuk_resize_des
     if (n <= 0) return cudaSuccess;
     if (d->nearest) {
         CUK_DISPATCH_ELEM(elem, E,
-                          k_resize_nearest<E><<<grid_for(n), kThreads, 0, stream>>>(
-                              *d, n, meta, tap_off, (const E *)x, (E *)y));
+                          cuk_launch(k_resize_nearest<E>, grid_for(n), kThreads, 0, stream, *d, n,
+                                     meta, tap_off, (const E *)x, (E *)y));
     } else {
         resize32 c;
         int nr = resize_compact(*d, n, &c);
         if (nr == 1) {
             CUK_DISPATCH_FP(t, T,
-                            k_resize_interp32<T, 1><<<grid_for(n), kThreads, 0, stream>>>(
-                                c, (uint32_t)n, meta, tap_off, tap_w, (const T *)x, (T *)y));
+                            cuk_launch(k_resize_interp32<T, 1>, grid_for(n), kThreads, 0, stream, c,
+                                       (uint32_t)n, meta, tap_off, tap_w, (const T *)x, (T *)y));
         } else if (nr == 2) {
             CUK_DISPATCH_FP(t, T,
-                            k_resize_interp32<T, 2><<<grid_for(n), kThreads, 0, stream>>>(
-                                c, (uint32_t)n, meta, tap_off, tap_w, (const T *)x, (T *)y));
+                            cuk_launch(k_resize_interp32<T, 2>, grid_for(n), kThreads, 0, stream, c,
+                                       (uint32_t)n, meta, tap_off, tap_w, (const T *)x, (T *)y));
         } else {
             CUK_DISPATCH_FP(t, T,
-                            k_resize_interp<T><<<grid_for(n), kThreads, 0, stream>>>(
-                                *d, n, meta, tap_off, tap_w, (const T *)x, (T *)y));
+                            cuk_launch(k_resize_interp<T>, grid_for(n), kThreads, 0, stream, *d, n,
+                                       meta, tap_off, tap_w, (const T *)x, (T *)y));
         }
     }
     return cudaGetLastError();

@@ -361,6 +361,7 @@ template <typename T> __device__ __forceinline__ uint64_t arg_key(T v, int is_mi
 
 template <typename T, int K> __global__ void k_reduce(const __grid_constant__ red_args a, const T *x, void *y)
 {
+    cuk_kernel_enter();
     typedef typename std::conditional<K == RK_LSE, typename lse_of<T>::type,
                                       typename acc_of<T>::type>::type A;
     typedef racc<A, K> R;
@@ -433,22 +434,22 @@ cudaError_t reduce_run(int kind, const red_args &a, unsigned grid, const void *x
     const T *xt = (const T *)x;
     switch (kind) {
     case RK_ADD:
-        k_reduce<T, RK_ADD><<<grid, kThreads, 0, s>>>(a, xt, y);
+        cuk_launch(k_reduce<T, RK_ADD>, grid, kThreads, 0, s, a, xt, y);
         break;
     case RK_MUL:
-        k_reduce<T, RK_MUL><<<grid, kThreads, 0, s>>>(a, xt, y);
+        cuk_launch(k_reduce<T, RK_MUL>, grid, kThreads, 0, s, a, xt, y);
         break;
     case RK_MAX:
-        k_reduce<T, RK_MAX><<<grid, kThreads, 0, s>>>(a, xt, y);
+        cuk_launch(k_reduce<T, RK_MAX>, grid, kThreads, 0, s, a, xt, y);
         break;
     case RK_MIN:
-        k_reduce<T, RK_MIN><<<grid, kThreads, 0, s>>>(a, xt, y);
+        cuk_launch(k_reduce<T, RK_MIN>, grid, kThreads, 0, s, a, xt, y);
         break;
     case RK_LSE:
-        k_reduce<T, RK_LSE><<<grid, kThreads, 0, s>>>(a, xt, y);
+        cuk_launch(k_reduce<T, RK_LSE>, grid, kThreads, 0, s, a, xt, y);
         break;
     default:
-        k_reduce<T, RK_ARG><<<grid, kThreads, 0, s>>>(a, xt, y);
+        cuk_launch(k_reduce<T, RK_ARG>, grid, kThreads, 0, s, a, xt, y);
         break;
     }
     return cudaGetLastError();
@@ -467,6 +468,7 @@ int line_group(int64_t lines, int64_t len, int64_t inner)
 template <typename T, int OP>
 __global__ void k_axis(int64_t outer, int64_t len, int64_t inner, int G, const T *x, T *y)
 {
+    cuk_kernel_enter();
     typedef racc<float, RK_MAX> RM;
     typedef racc<float, RK_ADD> RS;
     typedef racc<float, RK_ARG> RA;
@@ -514,6 +516,7 @@ template <typename T>
 __global__ void k_groupnorm(cuk_groupnorm_desc d, int channels_fast, const T *x, const T *scale,
                             const T *bias, T *y)
 {
+    cuk_kernel_enter();
     typedef racc<float, RK_ADD> RS;
     __shared__ RS sh[32];
     const int64_t cg = d.C / d.G, m = cg * d.S;
@@ -564,6 +567,7 @@ __global__ void __launch_bounds__(kSeThreads)
     k_se_gate(const __grid_constant__ cuk_se_desc d, int64_t chunk, const T *x, const T *w1,
               const T *b1, const T *w2, const T *b2, T *y, float *ws)
 {
+    cuk_kernel_enter();
     extern __shared__ float se_sh[]; /* m [C], then h [hidden]; first the lanes' sums */
     __shared__ int last;
     const int64_t n = blockIdx.y, parts = gridDim.z;
@@ -668,6 +672,7 @@ __global__ void __launch_bounds__(kSeThreads)
     k_se_pool_fc1(const __grid_constant__ cuk_se_desc d, const T *x, const T *w1, const T *b1,
                   float *ws)
 {
+    cuk_kernel_enter();
     __shared__ float lanes[kSeThreads];
     __shared__ float m[32];
     __shared__ int last;
@@ -750,6 +755,7 @@ __global__ void __launch_bounds__(kSeThreads)
     k_se_fc2(const __grid_constant__ cuk_se_desc d, const float *h, const T *w2, const T *b2,
              T *y)
 {
+    cuk_kernel_enter();
     extern __shared__ float se_sh[]; /* h [hidden] */
     const int64_t n = blockIdx.y;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -782,6 +788,7 @@ __global__ void __launch_bounds__(kSeThreads)
     k_se_fc2_mul(const __grid_constant__ cuk_se_desc d, int64_t chunk, const float *h,
                  const T *w2, const T *b2, const T *x, T *y)
 {
+    cuk_kernel_enter();
     extern __shared__ float se_sh[]; /* h [hidden] */
     __shared__ float g[32];
     const int64_t n = blockIdx.y, c0 = (int64_t)blockIdx.x * 32;
@@ -879,8 +886,9 @@ extern "C" cudaError_t cuk_se_gate(cuk_dtype t, const cuk_se_desc *d, const void
     if (d->split) {
         dim3 g1((unsigned)cb, (unsigned)d->N), g2((unsigned)((d->C + 15) / 16), (unsigned)d->N);
         const float *h = (const float *)ws + d->N * cb * d->hidden;
-        CUK_DISPATCH_FP(t, T, k_se_pool_fc1<T><<<g1, kSeThreads, 0, stream>>>(
-                                  *d, (const T *)x, (const T *)w1, (const T *)b1, (float *)ws));
+        CUK_DISPATCH_FP(t, T,
+                        cuk_launch(k_se_pool_fc1<T>, g1, kSeThreads, 0, stream, *d, (const T *)x,
+                                   (const T *)w1, (const T *)b1, (float *)ws));
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) return e;
         if (d->mul) {
@@ -891,20 +899,22 @@ extern "C" cudaError_t cuk_se_gate(cuk_dtype t, const cuk_se_desc *d, const void
             rparts = rparts < 1 ? 1 : (rparts > 65535 ? 65535 : rparts);
             int64_t chunk = (d->S + rparts - 1) / rparts;
             dim3 g3((unsigned)cb32, (unsigned)d->N, (unsigned)rparts);
-            CUK_DISPATCH_FP(t, T, k_se_fc2_mul<T><<<g3, kSeThreads, shm, stream>>>(
-                                      *d, chunk, h, (const T *)w2, (const T *)b2,
-                                      (const T *)x, (T *)y));
+            CUK_DISPATCH_FP(t, T,
+                            cuk_launch(k_se_fc2_mul<T>, g3, kSeThreads, shm, stream, *d, chunk, h,
+                                       (const T *)w2, (const T *)b2, (const T *)x, (T *)y));
             return cudaGetLastError();
         }
-        CUK_DISPATCH_FP(t, T, k_se_fc2<T><<<g2, kSeThreads, shm, stream>>>(
-                                  *d, h, (const T *)w2, (const T *)b2, (T *)y));
+        CUK_DISPATCH_FP(t, T,
+                        cuk_launch(k_se_fc2<T>, g2, kSeThreads, shm, stream, *d, h, (const T *)w2,
+                                   (const T *)b2, (T *)y));
         return cudaGetLastError();
     }
     int64_t chunk = (d->S + parts - 1) / parts;
     dim3 grid((unsigned)cb, (unsigned)d->N, (unsigned)parts);
-    CUK_DISPATCH_FP(t, T, k_se_gate<T><<<grid, kSeThreads, shm, stream>>>(
-                              *d, chunk, (const T *)x, (const T *)w1, (const T *)b1, (const T *)w2,
-                              (const T *)b2, (T *)y, (float *)ws));
+    CUK_DISPATCH_FP(t, T,
+                    cuk_launch(k_se_gate<T>, grid, kSeThreads, shm, stream, *d, chunk, (const T *)x,
+                               (const T *)w1, (const T *)b1, (const T *)w2, (const T *)b2, (T *)y,
+                               (float *)ws));
     return cudaGetLastError();
 }
 
@@ -917,6 +927,7 @@ template <typename T>
 __global__ void k_cumsum_lines(int64_t outer, int64_t len, int64_t inner, int excl, int rev,
                                const T *x, T *y)
 {
+    cuk_kernel_enter();
     typedef typename acc_of<T>::type A;
     CUK_GRID_STRIDE(l, outer * inner)
     {
@@ -940,6 +951,7 @@ __global__ void k_cumsum_lines(int64_t outer, int64_t len, int64_t inner, int ex
 template <typename T>
 __global__ void k_cumsum_warp(int64_t lines, int64_t len, int excl, int rev, const T *x, T *y)
 {
+    cuk_kernel_enter();
     typedef typename acc_of<T>::type A;
     group_pos gp = group_of(32);
     for (int64_t l = gp.first; l < lines; l += gp.count) {
@@ -975,6 +987,7 @@ template <typename T>
 __global__ void k_topk_select(int64_t outer, int64_t len, int64_t inner, int64_t k, int largest,
                               int G, const T *x, T *vals, int64_t *idx)
 {
+    cuk_kernel_enter();
     typedef racc<float, RK_ARG> RA;
     __shared__ RA sh[32];
     group_pos gp = group_of(G);
@@ -1010,6 +1023,7 @@ template <typename T>
 __global__ void k_topk_sort(int64_t outer, int64_t len, int64_t inner, int64_t k, int largest,
                             const T *x, T *vals, int64_t *idx)
 {
+    cuk_kernel_enter();
     __shared__ uint64_t key[kSortMax];
     __shared__ int32_t pos[kSortMax];
     int P = 2;
@@ -1117,16 +1131,19 @@ extern "C" cudaError_t cuk_axis_norm(cuk_axis_op op, cuk_dtype t, int64_t outer,
     unsigned grid = grid_groups(outer * inner, G);
     switch (op) {
     case CUK_AX_SOFTMAX:
-        CUK_DISPATCH_FP(t, T, k_axis<T, CUK_AX_SOFTMAX><<<grid, kThreads, 0, stream>>>(
-                                  outer, len, inner, G, (const T *)x, (T *)y));
+        CUK_DISPATCH_FP(t, T,
+                        cuk_launch(k_axis<T, CUK_AX_SOFTMAX>, grid, kThreads, 0, stream, outer, len,
+                                   inner, G, (const T *)x, (T *)y));
         break;
     case CUK_AX_LOGSOFTMAX:
-        CUK_DISPATCH_FP(t, T, k_axis<T, CUK_AX_LOGSOFTMAX><<<grid, kThreads, 0, stream>>>(
-                                  outer, len, inner, G, (const T *)x, (T *)y));
+        CUK_DISPATCH_FP(t, T,
+                        cuk_launch(k_axis<T, CUK_AX_LOGSOFTMAX>, grid, kThreads, 0, stream, outer,
+                                   len, inner, G, (const T *)x, (T *)y));
         break;
     case CUK_AX_HARDMAX:
-        CUK_DISPATCH_FP(t, T, k_axis<T, CUK_AX_HARDMAX><<<grid, kThreads, 0, stream>>>(
-                                  outer, len, inner, G, (const T *)x, (T *)y));
+        CUK_DISPATCH_FP(t, T,
+                        cuk_launch(k_axis<T, CUK_AX_HARDMAX>, grid, kThreads, 0, stream, outer, len,
+                                   inner, G, (const T *)x, (T *)y));
         break;
     default:
         return cudaErrorInvalidValue;
@@ -1148,6 +1165,7 @@ template <typename T, bool MAX>
 __global__ void k_pool_nhwc4(cuk_pool_desc d, int n4, int C4, const T *__restrict__ x,
                              T *__restrict__ y)
 {
+    cuk_kernel_enter();
     const int H = (int)d.H, W = (int)d.W, OH = (int)d.OH, OW = (int)d.OW;
     const int kh = (int)d.kh, kw = (int)d.kw, sh = (int)d.sh, sw = (int)d.sw;
     const int dh = (int)d.dh, dw = (int)d.dw, pt = (int)d.pad_t, pl = (int)d.pad_l;
@@ -1229,11 +1247,13 @@ extern "C" cudaError_t cuk_pool_nhwc4(cuk_dtype t, const cuk_pool_desc *d, const
     if (n4 == 0) return cudaSuccess;
     int C4 = (int)(d->C / 4);
     if (d->is_max) {
-        CUK_DISPATCH_FP(t, T, k_pool_nhwc4<T, true><<<grid_for(n4), kThreads, 0, stream>>>(
-                                  *d, n4, C4, (const T *)x, (T *)y));
+        CUK_DISPATCH_FP(t, T,
+                        cuk_launch(k_pool_nhwc4<T, true>, grid_for(n4), kThreads, 0, stream, *d, n4,
+                                   C4, (const T *)x, (T *)y));
     } else {
-        CUK_DISPATCH_FP(t, T, k_pool_nhwc4<T, false><<<grid_for(n4), kThreads, 0, stream>>>(
-                                  *d, n4, C4, (const T *)x, (T *)y));
+        CUK_DISPATCH_FP(t, T,
+                        cuk_launch(k_pool_nhwc4<T, false>, grid_for(n4), kThreads, 0, stream, *d,
+                                   n4, C4, (const T *)x, (T *)y));
     }
     return cudaGetLastError();
 }
@@ -1248,9 +1268,9 @@ extern "C" cudaError_t cuk_groupnorm(cuk_dtype t, const cuk_groupnorm_desc *d, c
     int64_t groups = d->N * d->G;
     unsigned grid = (unsigned)(groups < kMaxBlocks ? groups : kMaxBlocks);
     int channels_fast = d->cs == 1 && d->ss != 1;
-    CUK_DISPATCH_FP(t, T, k_groupnorm<T><<<grid, kThreads, 0, stream>>>(
-                              *d, channels_fast, (const T *)x, (const T *)scale, (const T *)bias,
-                              (T *)y));
+    CUK_DISPATCH_FP(t, T,
+                    cuk_launch(k_groupnorm<T>, grid, kThreads, 0, stream, *d, channels_fast,
+                               (const T *)x, (const T *)scale, (const T *)bias, (T *)y));
     return cudaGetLastError();
 }
 
@@ -1261,11 +1281,13 @@ extern "C" cudaError_t cuk_cumsum(cuk_dtype t, int64_t outer, int64_t len, int64
     if (outer < 0 || len < 0 || inner < 0 || !is_num(t)) return cudaErrorInvalidValue;
     if (outer == 0 || len == 0 || inner == 0) return cudaSuccess;
     if (inner > 1 || len <= 4) {
-        CUK_DISPATCH_DT(t, T, k_cumsum_lines<T><<<grid_for(outer * inner), kThreads, 0, stream>>>(
-                                  outer, len, inner, exclusive, reverse, (const T *)x, (T *)y));
+        CUK_DISPATCH_DT(t, T,
+                        cuk_launch(k_cumsum_lines<T>, grid_for(outer * inner), kThreads, 0, stream,
+                                   outer, len, inner, exclusive, reverse, (const T *)x, (T *)y));
     } else {
-        CUK_DISPATCH_DT(t, T, k_cumsum_warp<T><<<grid_groups(outer, 32), kThreads, 0, stream>>>(
-                                  outer, len, exclusive, reverse, (const T *)x, (T *)y));
+        CUK_DISPATCH_DT(t, T,
+                        cuk_launch(k_cumsum_warp<T>, grid_groups(outer, 32), kThreads, 0, stream,
+                                   outer, len, exclusive, reverse, (const T *)x, (T *)y));
     }
     return cudaGetLastError();
 }
@@ -1281,14 +1303,15 @@ extern "C" cudaError_t cuk_topk(cuk_dtype t, int64_t outer, int64_t len, int64_t
     if (lines == 0 || k == 0) return cudaSuccess;
     if (len <= kSortMax && k > 8) {
         unsigned grid = (unsigned)(lines < kMaxBlocks ? lines : kMaxBlocks);
-        CUK_DISPATCH_DT(t, T, k_topk_sort<T><<<grid, kThreads, 0, stream>>>(
-                                  outer, len, inner, k, largest, (const T *)x, (T *)values,
-                                  indices));
+        CUK_DISPATCH_DT(t, T,
+                        cuk_launch(k_topk_sort<T>, grid, kThreads, 0, stream, outer, len, inner, k,
+                                   largest, (const T *)x, (T *)values, indices));
     } else {
         int G = len > kSortMax ? kThreads : 32;
-        CUK_DISPATCH_DT(t, T, k_topk_select<T><<<grid_groups(lines, G), kThreads, 0, stream>>>(
-                                  outer, len, inner, k, largest, G, (const T *)x, (T *)values,
-                                  indices));
+        CUK_DISPATCH_DT(t, T,
+                        cuk_launch(k_topk_select<T>, grid_groups(lines, G), kThreads, 0, stream,
+                                   outer, len, inner, k, largest, G, (const T *)x, (T *)values,
+                                   indices));
     }
     return cudaGetLastError();
 }
