@@ -881,6 +881,83 @@ static void test_conv_cublaslt_act_after(void **state)
     opsched_graph_free(g);
 }
 
+/* A 1x1 convolution, its bias and an activation cuBLASLt's epilogue lacks
+ * as one cuDNN product graph ("cudnn_matmul", the rest falling back to the
+ * heuristic): the inverted residual block's expansion (Clip) and widening
+ * (Swish) in NHWC, every math mode against fp32 on the CPU.  Where an
+ * engine runs the graph both take it and their activation runs nothing;
+ * where none does (strict fp32 may have none without tensor cores) they
+ * fall back, naming why.  The projection (a residual) and the depthwise
+ * convolution fall back always.  Planned without forcing, the widening is
+ * the graph or cuBLASLt and a kernel, whichever measured faster. */
+static void test_conv_product_graph(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    opsched_shape xs = {4, {2, 24, 14, 14}};
+    opsched_graph *g = netref_inverted_residual_graph(env.ctx, &xs, 71);
+    assert_non_null(g);
+    size_t nx = input_numel(g), n_ref = 0, n = 0;
+    float *x = random_values(nx, 17);
+    opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};
+    float *ref = infer(env.cpu ? env.cpu : env.gpu, g, &base, x, 0, &n_ref);
+    int failures = 0, graphs = 0;
+    for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
+        opsched_exec_options o = lt_forced((opsched_math)m);
+        o.plan.algo = "cudnn_matmul";
+        opsched_executor *ex = NULL;
+        CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+        const opsched_layer_info *expand = opsched_executor_layer(ex, 0);
+        const opsched_layer_info *project = opsched_executor_layer(ex, 4);
+        const opsched_layer_info *widen = opsched_executor_layer(ex, 6);
+        print_message("  inverted residual %s NHWC, --algo cudnn_matmul: %s (%s), %s, %s (%s)\n",
+                      opsched_math_name((opsched_math)m), expand->algo,
+                      expand->fallback ? expand->fallback_reason : "taken", project->algo,
+                      widen->algo, widen->fallback ? widen->fallback_reason : "taken");
+        assert_true(project->fallback);
+        const opsched_layer_info *l[2] = {expand, widen};
+        for (int i = 0; i < 2; i++) {
+            if (l[i]->fallback) {
+                assert_non_null(strstr(l[i]->fallback_reason, "cudnn"));
+                continue;
+            }
+            graphs++;
+            assert_true(strncmp(l[i]->algo, "cudnn_matmul_bias_", 18) == 0);
+            /* its activation (nodes 1 and 7) runs nothing */
+            assert_int_equal(opsched_executor_layer(ex, i == 0 ? 1 : 7)->role, OPSCHED_ROLE_FUSED);
+        }
+        opsched_executor_free(ex);
+        float *y = infer(env.gpu, g, &o, x, 0, &n);
+        assert_int_equal(n, n_ref);
+        double err = netref_rel_l2(y, ref, n);
+        print_message("  relative L2 error against fp32 %.3g (limit %.0e)%s\n", err, tolerance[m],
+                      err < tolerance[m] ? "" : "  FAILED");
+        failures += !(err < tolerance[m]);
+        free(y);
+        /* the planner's own choice, and the same numerics */
+        o.plan.algo = NULL;
+        o.algo_fallback = NULL;
+        CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+        print_message("  planned: %s, %s\n", opsched_executor_layer(ex, 0)->algo,
+                      opsched_executor_layer(ex, 6)->algo);
+        opsched_executor_free(ex);
+        y = infer(env.gpu, g, &o, x, 0, &n);
+        err = netref_rel_l2(y, ref, n);
+        print_message("  relative L2 error against fp32 %.3g (limit %.0e)%s\n", err, tolerance[m],
+                      err < tolerance[m] ? "" : "  FAILED");
+        failures += !(err < tolerance[m]);
+        free(y);
+    }
+    /* with tensor cores an engine runs them: the graph was taken somewhere */
+    print_message("  the product graph ran %d of %d forced layers\n", graphs,
+                  2 * OPSCHED_MATH_COUNT);
+    assert_true(graphs > 0);
+    assert_int_equal(failures, 0);
+    free(ref);
+    free(x);
+    opsched_graph_free(g);
+}
+
 /* Gated products (opsched_conv_gate_find): the 1x1 convolution after a
  * gate's multiply as one product per sample with the weights scaled by
  * the gate, with a bias and a residual, and to fewer channels without a
@@ -1021,6 +1098,7 @@ int main(void)
         cmocka_unit_test(test_gated_product),
         cmocka_unit_test(test_bias_epilogue),
         cmocka_unit_test(test_product_graph),
+        cmocka_unit_test(test_conv_product_graph),
         cmocka_unit_test(test_norm_concat),
         cmocka_unit_test(test_norm_act_and_transposed_residual),
         cmocka_unit_test(test_conv_norm),

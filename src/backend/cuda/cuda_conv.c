@@ -10,8 +10,10 @@
  * few channels a group against cuDNN's choice, and "own" takes that kernel
  * (unsupported for any other convolution); both time a 1x1 convolution as
  * a cuBLASLt product too, and "cublaslt" takes that product (unsupported
- * for any other convolution); and a grouped one in NHWC as its columns and
- * one batched cuBLASLt product, which "im2col" takes.
+ * for any other convolution), or, with a bias and an activation cuBLASLt's
+ * epilogue lacks, the three as one cuDNN graph, which "cudnn_matmul" takes;
+ * and a grouped one in NHWC as its columns and one batched cuBLASLt
+ * product, which "im2col" takes.
  * The legacy API stays under explicit names: "heuristic_v7" takes the first
  * result of cudnnGetConvolutionForwardAlgorithm_v7 that fits the workspace
  * limit; "find_v7" measures with cudnnFindConvolutionForwardAlgorithmEx on
@@ -475,12 +477,14 @@ opsched_status cu_plan_conv(const cu_plan_args *a, cu_plan **out)
     if (cu_own_variant(name, NULL) != -2) return cu_plan_conv_graph(a, 0, CU_CONV_OWN, out);
     if (strcmp(name, "cublaslt") == 0) return cu_plan_conv_graph(a, 0, CU_CONV_CUBLASLT, out);
     if (strcmp(name, "im2col") == 0) return cu_plan_conv_graph(a, 0, CU_CONV_IM2COL, out);
+    if (strcmp(name, "cudnn_matmul") == 0) return cu_plan_conv_graph(a, 0, CU_CONV_MM_GRAPH, out);
     int named = algo_index(name);
     if (named < 0 && strcmp(name, "heuristic_v7") != 0 && strcmp(name, "find_v7") != 0)
         return OS_FAIL(a->ctx, OPSCHED_ERR_INVALID_ARG,
                        "cuda: unknown convolution algorithm '%s' (heuristic, find, own, "
                        "own-generic, own-tile1, own-tile2, own-tile4, own-tile8, own-vec1x1, "
-                       "own-vec1x2, own-vec1x4, own-vec2x2, own-vec2x4, cublaslt, im2col, heuristic_v7, find_v7, implicit_gemm, implicit_precomp_gemm, gemm, "
+                       "own-vec1x2, own-vec1x4, own-vec2x2, own-vec2x4, cublaslt, cudnn_matmul, "
+                       "im2col, heuristic_v7, find_v7, implicit_gemm, implicit_precomp_gemm, gemm, "
                        "direct, fft, fft_tiling, winograd, winograd_nonfused)",
                        name);
 

@@ -88,9 +88,11 @@ typedef struct conv_choice {
     /* For a 1x1 convolution: 0 until the cuBLASLt product is measured
      * against cuDNN's plan and its epilogue, then 1 when it was faster and
      * -1 when not; one verdict each without a residual, with one, with
-     * one and an activation after it, and without one but with an
-     * activation as a kernel after the product (pick_gemm's slot). */
-    int gemm_wins[4];
+     * one and an activation after it, without one but with an
+     * activation as a kernel after the product, and the same where the
+     * product, its bias and the activation may run as one cuDNN graph
+     * (pick_gemm's slot). */
+    int gemm_wins[5];
     /* For a grouped convolution: the same verdict for its columns and
      * batched product (pick_im2col). */
     int ig_wins;
@@ -136,6 +138,13 @@ typedef struct graph_plan {
      * runs these layers the same way. */
     cu_act gemm_act;
     int64_t gemm_numel; /* the output's elements, for that kernel */
+    /* Or the product, its bias and that activation as one operation graph
+     * of cuDNN's (cuda_matmul_graph.c) where that measured faster than lt
+     * and the kernel: one reference, and the packs of its pointer sets.
+     * Its engines use no workspace.  Operands a launch finds off the
+     * graph's alignment run lt and gemm_act's kernel instead. */
+    cu_mm_choice *mm;
+    cu_bk_packs mm_packs;
     /* A grouped convolution in NHWC as its columns (cuk_im2col, into the
      * stream's scratch) and one strided-batched cuBLASLt product over the
      * groups, the bias and a Relu in its epilogue, chunk by chunk of ig_pc
@@ -522,6 +531,9 @@ static void graph_release(cu_plan *base)
 {
     graph_plan *p = (graph_plan *)base;
     cu_bk_packs_free(&p->packs);
+    cu_bk_packs_free(&p->mm_packs);
+    cu_mm_choice_unref(p->mm);
+    p->mm = NULL;
     cu_lt_gemm_free(&p->lt);
     cu_lt_gemm_free(&p->ig_full);
     cu_lt_gemm_free(&p->ig_tail);
@@ -536,6 +548,9 @@ static opsched_status gemm_enqueue(opsched_ctx *ctx, cu_device *dev, graph_plan 
                                    cudaStream_t s, const void *w, const void *x, const void *b,
                                    const void *r, void *y)
 {
+    if (p->mm && !r && (uintptr_t)x % CU_BK_ALIGN == 0 && (uintptr_t)w % CU_BK_ALIGN == 0 &&
+        (uintptr_t)b % CU_BK_ALIGN == 0 && (uintptr_t)y % CU_BK_ALIGN == 0)
+        return cu_mm_graph_run(ctx, dev, p->mm, &p->mm_packs, NULL, s, x, w, b, y);
     OS_TRY(cu_lt_gemm_run(ctx, dev, &p->lt, s, w, x, b, r, y));
     if (p->gemm_act.on)
         CUDA_CHECK(ctx, cuk_ew_unary(p->gemm_act.fn, &p->gemm_act.prm, (cuk_dtype)p->kt,
@@ -1277,25 +1292,60 @@ static opsched_status enqueue_gemm(const cu_plan_args *a, void *env, cudaStream_
     return gemm_enqueue(a->ctx, a->dev, g->p, s, g->w, g->x, g->b, g->r, g->y);
 }
 
+/* The product of a 1x1 convolution (cuBLASLt's m x n x k, m its output
+ * channels and n its pixels), its bias and an activation cuBLASLt's
+ * epilogue lacks as one cuDNN graph, where that measures faster than the
+ * product and the activation's kernel (with `force`, wherever an engine
+ * runs it): then p->mm holds it.  Only without a residual, with a bias, in
+ * the layout of a product (gemm_desc), and with engines that need no
+ * workspace. */
+static opsched_status pick_gemm_graph(const cu_plan_args *a, graph_plan *p, const cu_act *act,
+                                      int m, int n, int k, int force)
+{
+    if (p->res || !cu_in(a, 2) || !act->on) {
+        if (force)
+            return CU_UNSUPPORTED(a, "cudnn_matmul: a 1x1 convolution's product graph wants a "
+                                     "bias, an activation after it and no residual");
+        return OPSCHED_OK;
+    }
+    cu_mm_desc d = {.m = n, .n = m, .k = k, .b_trans = 1, .kt = a->kt, .act = *act};
+    return cu_mm_graph_plan(a, &d, &p->lt, 0, force, &p->mm);
+}
+
+/* Whether the product graph is one of pick_gemm's choices for act. */
+static int gemm_graph_ok(const cu_plan_args *a, const graph_plan *p, const cu_act *act, int post)
+{
+    cu_bk_pw pw;
+    return post && !p->res && cu_in(a, 2) && act->on && cu_bk_act_mode(act, &pw) &&
+           !(a->opts->ablate & OPSCHED_ABLATE_MATMUL_GRAPH);
+}
+
 /* A 1x1 convolution runs as a cuBLASLt product (gemm_desc) when that
  * measured faster than cuDNN's plan with its epilogue kernels (once per
  * configuration and residual form: the verdict lives in the choice keyed
  * by the configuration).  PyTorch's compiler runs such convolutions as
- * matrix products too; cuDNN's fused engines are slower on some shapes. */
+ * matrix products too; cuDNN's fused engines are slower on some shapes.
+ * An activation cuBLASLt's epilogue lacks runs as a kernel after the
+ * product, or the three as one cuDNN graph where that measured faster
+ * (pick_gemm_graph).  force: CU_CONV_CUBLASLT takes the product,
+ * CU_CONV_MM_GRAPH the graph, anything else measures. */
 static opsched_status pick_gemm(const cu_plan_args *a, graph_plan *p, conv_choice *keyed,
-                                const cu_act *act, int force)
+                                const cu_act *act, cu_conv_force force_as)
 {
+    int force = force_as == CU_CONV_CUBLASLT || force_as == CU_CONV_MM_GRAPH;
     int m = 0, n = 0, k = 0;
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
     int post = 0;
     int fits = gemm_desc(a, act, p->res, &m, &n, &k, &epi, &post);
     if (force && !fits)
-        return CU_UNSUPPORTED(a, "cublaslt: only 1x1 convolutions of stride 1 without padding or "
-                                 "groups, channels innermost, with at most a bias, a residual and "
-                                 "an element-wise activation after them, run as cuBLASLt "
-                                 "products");
+        return CU_UNSUPPORTED(a,
+                              "%s: only 1x1 convolutions of stride 1 without padding or "
+                              "groups, channels innermost, with at most a bias, a residual and "
+                              "an element-wise activation after them, run as products",
+                              force_as == CU_CONV_MM_GRAPH ? "cudnn_matmul" : "cublaslt");
     if (!fits || (!force && (a->opts->ablate & OPSCHED_ABLATE_CONV_GEMM))) return OPSCHED_OK;
-    int slot = p->res ? (act->on ? 2 : 1) : post ? 3 : 0;
+    int graph = force_as == CU_CONV_MM_GRAPH || (!force && gemm_graph_ok(a, p, act, post));
+    int slot = p->res ? (act->on ? 2 : 1) : post ? (graph ? 4 : 3) : 0;
     if (!force && keyed->gemm_wins[slot] < 0) return OPSCHED_OK;
     size_t limit = 0;
     OS_TRY(cu_gemm_default_workspace(a, &limit));
@@ -1315,6 +1365,7 @@ static opsched_status pick_gemm(const cu_plan_args *a, graph_plan *p, conv_choic
         p->gemm_act = *act;
         p->gemm_numel = opsched_shape_numel(&cu_out(a, 0)->shape);
     }
+    if (graph) OS_TRY(pick_gemm_graph(a, p, act, m, n, k, force_as == CU_CONV_MM_GRAPH));
     if (force) {
         p->use_gemm = 1;
         return OPSCHED_OK;
@@ -1325,14 +1376,17 @@ static opsched_status pick_gemm(const cu_plan_args *a, graph_plan *p, conv_choic
         OS_TRY(time_choice(a, p->ch, &p->bias, p->res, &cudnn));
         keyed->gemm_wins[slot] = mine >= 0.0f && (cudnn < 0.0f || mine < cudnn) ? 1 : -1;
         os_log(a->ctx, OPSCHED_LOG_DEBUG,
-               "cuda: node '%s': 1x1 as a cuBLASLt product %.4f ms, cuDNN (engine %lld) %.4f ms",
-               a->node->name, (double)mine, (long long)p->ch->engine, (double)cudnn);
+               "cuda: node '%s': 1x1 as a %s %.4f ms, cuDNN (engine %lld) %.4f ms", a->node->name,
+               p->mm ? "product graph of cuDNN's" : "cuBLASLt product", (double)mine,
+               (long long)p->ch->engine, (double)cudnn);
     }
     if (keyed->gemm_wins[slot] > 0) {
         p->use_gemm = 1;
     } else {
         cu_lt_gemm_free(&p->lt);
         memset(&p->gemm_act, 0, sizeof(p->gemm_act));
+        cu_mm_choice_unref(p->mm);
+        p->mm = NULL;
     }
     return OPSCHED_OK;
 }
@@ -1795,6 +1849,8 @@ static opsched_status pick_gate(const cu_plan_args *a, graph_plan *p, conv_choic
     if (!force && keyed->gate_wins[slot] < 0) goto fail;
     cu_lt_gemm_free(&p->lt);
     trial.lt = p->lt;
+    cu_mm_choice_unref(trial.mm); /* the gated product applies the activation apart */
+    trial.mm = NULL;
     trial.use_gate = 1;
     trial.use_gemm = trial.use_dw = trial.use_ig = trial.use_ln = 0;
     trial.base.workspace_bytes = wbytes;
@@ -1845,16 +1901,18 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
         p->bias.act = act;
     } else if (st == OPSCHED_OK) {
         epilogue_of(a, ch, &act, &p->bias);
-        if (force != CU_CONV_CUBLASLT && force != CU_CONV_IM2COL)
+        if (force != CU_CONV_CUBLASLT && force != CU_CONV_MM_GRAPH && force != CU_CONV_IM2COL)
             st = pick_depthwise(a, p, keyed, &act, own);
     }
     if (st == OPSCHED_OK && !own && !p->use_dw && force != CU_CONV_IM2COL)
-        st = pick_gemm(a, p, keyed, &act, force == CU_CONV_CUBLASLT);
-    if (st == OPSCHED_OK && !own && !p->use_gemm && force != CU_CONV_CUBLASLT)
+        st = pick_gemm(a, p, keyed, &act, force);
+    if (st == OPSCHED_OK && !own && !p->use_gemm && force != CU_CONV_CUBLASLT &&
+        force != CU_CONV_MM_GRAPH)
         st = pick_im2col(a, p, keyed, &act, force == CU_CONV_IM2COL);
     if (st == OPSCHED_OK && (force == CU_CONV_TIMED || own))
         st = pick_norm(a, p, keyed, &act, own);
-    if (st == OPSCHED_OK && !p->use_ln && force != CU_CONV_CUBLASLT && force != CU_CONV_IM2COL)
+    if (st == OPSCHED_OK && !p->use_ln && force != CU_CONV_CUBLASLT && force != CU_CONV_MM_GRAPH &&
+        force != CU_CONV_IM2COL)
         st = pick_prologue(a, p, keyed, own);
     if (st == OPSCHED_OK && !own && !p->use_ln && !p->dw_pre.on && force != CU_CONV_IM2COL)
         st = pick_gate(a, p, keyed, &act, force == CU_CONV_CUBLASLT);
@@ -1878,6 +1936,8 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
     else if (p->use_ig)
         snprintf(a->info->algo, sizeof(a->info->algo), "im2col%s%s%s", cu_in(a, 2) ? "+bias" : "",
                  act.on ? "+" : "", act.on ? opsched_node_op_name(act.node) : "");
+    else if (p->use_gemm && p->mm)
+        cu_mm_graph_describe(p->mm, a->info->algo, sizeof(a->info->algo));
     else if (p->use_gemm)
         snprintf(a->info->algo, sizeof(a->info->algo), "cublaslt%s%s%s%s",
                  cu_in(a, 2) ? "+bias" : "", act.on ? "+" : "",
@@ -1914,7 +1974,7 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
     if (act.on && !p->res && !p->use_dw && !p->use_ln)
         a->info->activation_apart =
             p->use_gemm || p->use_ig || p->use_gate
-                ? p->gemm_act.on
+                ? p->gemm_act.on && !(p->use_gemm && p->mm)
                 : p->bias.act.on && (p->bias.act.fn != CUK_U_RELU || !p->bias.on);
     *out = base;
     return OPSCHED_OK;

@@ -508,7 +508,9 @@ typedef enum cu_conv_force {
     CU_CONV_TIMED = 0, /* cuDNN's choice, or the own kernel or cuBLASLt where they measure faster */
     CU_CONV_OWN,       /* the own depthwise/grouped kernel ("own", cu_own_variant) */
     CU_CONV_CUBLASLT,  /* a 1x1 convolution as a cuBLASLt product ("cublaslt") */
-    CU_CONV_IM2COL     /* a grouped one as columns and a batched product ("im2col") */
+    CU_CONV_IM2COL,    /* a grouped one as columns and a batched product ("im2col") */
+    CU_CONV_MM_GRAPH   /* a 1x1 one, its bias and activation as one cuDNN product graph
+                        * ("cudnn_matmul", cuda_matmul_graph.c) */
 } cu_conv_force;
 /* The own kernel's variant that algorithm name asks for: "own" 0 (the
  * planner's), "own-generic" -1, "own-tile1/2/4/8" that tile width
