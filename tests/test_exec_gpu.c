@@ -322,8 +322,10 @@ static void test_bias_epilogue(void **state)
  * product, in every math mode and both layouts against fp32 on the CPU
  * (the planner's choice); with --algo cudnn the graph runs the GELU and
  * the Sigmoid (TF32, fp16, bf16; strict fp32 may find no engine without
- * tensor cores), within the mode's tolerance; a HardSwish, which has no
- * pointwise mode in cuDNN, stays a kernel of its own. */
+ * tensor cores), within the mode's tolerance, and the HardSwish, which has
+ * no pointwise mode in cuDNN, as a chain of them (scale, offset, clip,
+ * times its input); a Mish, which has no form there, fails forced and
+ * stays a kernel of its own. */
 static void test_product_graph(void **state)
 {
     (void)state;
@@ -333,10 +335,15 @@ static void test_product_graph(void **state)
         const char *name, *algo;
     } acts[] = {{OPSCHED_OP_GELU, "gelu", "cudnn_matmul_bias_gelu:"},
                 {OPSCHED_OP_SIGMOID, "sigmoid", "cudnn_matmul_bias_sigmoid:"},
-                {OPSCHED_OP_HARDSWISH, "hardswish", NULL}};
+                {OPSCHED_OP_HARDSWISH, "hardswish", "cudnn_matmul_bias_hardswish:"},
+                {OPSCHED_OP_UNARY, "mish", NULL}};
+    opsched_op_attr mish;
+    memset(&mish, 0, sizeof(mish));
+    mish.unary.fn = OPSCHED_UNARY_MISH;
     opsched_shape xs = {3, {2, 40, 32}};
     for (size_t c = 0; c < sizeof(acts) / sizeof(acts[0]); c++) {
-        opsched_graph *g = netref_mlp_graph(env.ctx, &xs, acts[c].op, NULL, 91 + c);
+        opsched_graph *g = netref_mlp_graph(env.ctx, &xs, acts[c].op,
+                                            acts[c].op == OPSCHED_OP_UNARY ? &mish : NULL, 91 + c);
         assert_non_null(g);
         char name[64];
         snprintf(name, sizeof name, "mlp %s", acts[c].name);
@@ -375,7 +382,7 @@ static void test_product_graph(void **state)
             failures += !(err < tolerance[m]);
             free(y);
         }
-        /* the planner's own choice for the HardSwish: the product, then a kernel */
+        /* the planner's own choice for the Mish: the product, then a kernel */
         if (!acts[c].algo) {
             opsched_exec_options o = {.plan = {.math = OPSCHED_MATH_TF32, .fuse_activation = 1}};
             opsched_executor *ex = NULL;

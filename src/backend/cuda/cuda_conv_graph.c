@@ -1315,8 +1315,7 @@ static opsched_status pick_gemm_graph(const cu_plan_args *a, graph_plan *p, cons
 /* Whether the product graph is one of pick_gemm's choices for act. */
 static int gemm_graph_ok(const cu_plan_args *a, const graph_plan *p, const cu_act *act, int post)
 {
-    cu_bk_pw pw;
-    return post && !p->res && cu_in(a, 2) && act->on && cu_bk_act_mode(act, &pw) &&
+    return post && !p->res && cu_in(a, 2) && act->on && cu_mm_graph_act_ok(act) &&
            !(a->opts->ablate & OPSCHED_ABLATE_MATMUL_GRAPH);
 }
 

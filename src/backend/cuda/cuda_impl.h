@@ -655,6 +655,9 @@ typedef struct cu_mm_choice cu_mm_choice;
 opsched_status cu_mm_graph_plan(const cu_plan_args *a, const cu_mm_desc *d, cu_lt_gemm *lt,
                                 size_t limit, int force, cu_mm_choice **out);
 size_t cu_mm_graph_workspace(const cu_mm_choice *c);
+/* 1 when the graph has a form for act: a pointwise mode of cuDNN's, or
+ * HardSigmoid and HardSwish as a chain of them. */
+int cu_mm_graph_act_ok(const cu_act *act);
 /* The plan's algorithm text: "cudnn_matmul_bias_<act>:eng<N>". */
 void cu_mm_graph_describe(const cu_mm_choice *c, char *buf, size_t size);
 /* Runs the choice on s with the pack kept in packs for these pointers and

@@ -7,6 +7,12 @@
  *     Z = C + bias        (float, virtual)
  *     Y = act(Z)          (the output's type)
  *
+ * act is one pointwise mode of cuDNN's where it has one, else, for the two
+ * it lacks that MobileNetV3 uses, a short chain with two scalars passed by
+ * value: HardSigmoid clip(alpha Z + beta, 0, 1) as MUL, ADD and RELU_FWD
+ * clipped to [0, 1]; HardSwish Z clip(Z / 6 + 1/2, 0, 1), the same and a
+ * MUL by Z.
+ *
  * for which cuDNN's heuristics propose engines (runtime-fusion ones, as a
  * rule) that write the finished output, so the activation's pass over the
  * product's output (the widest tensor of an MLP) goes away.  PyTorch's
@@ -20,6 +26,7 @@
  * way the executor deploys either (cu_time_reps, on zeroed scratch
  * operands).  The verdict lives in the device's cache.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +38,50 @@
 #define MM_HEUR_A 3   /* mode A's engines timed */
 #define MM_MAX_CAND 4 /* and mode B's first */
 
-enum { UID_A = 1, UID_B, UID_Y, UID_BIAS, UID_C = 100, UID_Z };
+enum {
+    UID_A = 1,
+    UID_B,
+    UID_Y,
+    UID_BIAS,
+    UID_S0,
+    UID_S1,
+    UID_C = 100,
+    UID_Z,
+    UID_T0,
+    UID_T1,
+    UID_T2
+};
+
+/* The activation as the graph computes it: one pointwise mode (pw), or
+ * (chain) scale, offset and a clip to [0, 1], times Z with times_z. */
+typedef struct mm_act {
+    cu_bk_pw pw;
+    int chain, times_z;
+    float scale, offset;
+    const char *name;
+} mm_act;
+
+/* The graph's form of act; 0 when it has none. */
+static int mm_act_of(const cu_act *act, mm_act *m)
+{
+    memset(m, 0, sizeof(*m));
+    if (!act->on) return 0;
+    if (cu_bk_act_mode(act, &m->pw)) {
+        m->name = m->pw.name;
+        return 1;
+    }
+    if (act->fn == CUK_U_HARDSIGMOID || act->fn == CUK_U_HARDSWISH) {
+        int swish = act->fn == CUK_U_HARDSWISH;
+        m->chain = 1;
+        m->times_z = swish;
+        m->scale = swish ? 1.0f / 6.0f : act->prm.alpha;
+        m->offset = swish ? 0.5f : act->prm.beta;
+        m->name = swish ? "hardswish" : "hardsigmoid";
+        if (!isfinite(m->scale) || !isfinite(m->offset)) return 0;
+        return 1;
+    }
+    return 0;
+}
 
 struct cu_mm_choice {
     int refs;
@@ -42,6 +92,8 @@ struct cu_mm_choice {
     int wins;                  /* 1: the graph measured faster; -1: not, or no engine runs it */
     float graph_ms, apart_ms;  /* what the verdict measured */
     char act_name[16];
+    int n_scalars; /* a chain's: its scale and offset, passed by value */
+    float scalars[2];
 };
 
 static void choice_unref(cu_mm_choice *c)
@@ -62,7 +114,7 @@ void cu_mm_choice_unref(cu_mm_choice *c)
     choice_unref(c);
 }
 
-static opsched_status build_graph(const cu_plan_args *a, const cu_mm_desc *d, const cu_bk_pw *act,
+static opsched_status build_graph(const cu_plan_args *a, const cu_mm_desc *d, const mm_act *act,
                                   cu_mm_choice *c)
 {
     cudnnDataType_t dt = cu_cudnn_type(a->dt), f32 = CUDNN_DATA_FLOAT;
@@ -82,7 +134,35 @@ static opsched_status build_graph(const cu_plan_args *a, const cu_mm_desc *d, co
     static const cu_bk_pw add = {.mode = CUDNN_POINTWISE_ADD, .name = "bias"};
     OS_TRY(cu_bk_matmul(a, &c->g, A, B, C));
     OS_TRY(cu_bk_pointwise(a, &c->g, &add, C, bias, Z));
-    OS_TRY(cu_bk_pointwise(a, &c->g, act, Z, NULL, Y));
+    if (!act->chain) {
+        OS_TRY(cu_bk_pointwise(a, &c->g, &act->pw, Z, NULL, Y));
+        return cu_bk_graph_finish(a, &c->g);
+    }
+    /* scale, offset, clip to [0, 1] (and times Z) */
+    static const cu_bk_pw mul = {.mode = CUDNN_POINTWISE_MUL, .name = "mul"};
+    static const cu_bk_pw clip = {.mode = CUDNN_POINTWISE_RELU_FWD,
+                                  .relu_family = 1,
+                                  .lower = 0.0,
+                                  .upper = 1.0,
+                                  .name = "clip"};
+    const int64_t one[3] = {1, 1, 1};
+    cudnnBackendDescriptor_t s0, s1, t0, t1, t2;
+    OS_TRY(cu_bk_tensor(a, &c->g, UID_S0, f32, 3, one, one, 0, 1, &s0));
+    OS_TRY(cu_bk_tensor(a, &c->g, UID_S1, f32, 3, one, one, 0, 1, &s1));
+    OS_TRY(cu_bk_tensor(a, &c->g, UID_T0, f32, 3, yd, ys, 1, 0, &t0));
+    OS_TRY(cu_bk_tensor(a, &c->g, UID_T1, f32, 3, yd, ys, 1, 0, &t1));
+    OS_TRY(cu_bk_pointwise(a, &c->g, &mul, Z, s0, t0));
+    OS_TRY(cu_bk_pointwise(a, &c->g, &add, t0, s1, t1));
+    if (act->times_z) {
+        OS_TRY(cu_bk_tensor(a, &c->g, UID_T2, f32, 3, yd, ys, 1, 0, &t2));
+        OS_TRY(cu_bk_pointwise(a, &c->g, &clip, t1, NULL, t2));
+        OS_TRY(cu_bk_pointwise(a, &c->g, &mul, Z, t2, Y));
+    } else {
+        OS_TRY(cu_bk_pointwise(a, &c->g, &clip, t1, NULL, Y));
+    }
+    c->n_scalars = 2;
+    c->scalars[0] = act->scale;
+    c->scalars[1] = act->offset;
     return cu_bk_graph_finish(a, &c->g);
 }
 
@@ -170,11 +250,11 @@ static opsched_status enqueue_run(const cu_plan_args *a, void *env, cudaStream_t
     return OPSCHED_OK;
 }
 
-static const int64_t pack_uids[4] = {UID_A, UID_B, UID_Y, UID_BIAS};
+static const int64_t pack_uids[6] = {UID_A, UID_B, UID_Y, UID_BIAS, UID_S0, UID_S1};
 
 /* Times plan (workspace ws) on zeroed operands; *ms < 0 when it does not
  * run. */
-static opsched_status time_plan(const cu_plan_args *a, const cu_mm_desc *d,
+static opsched_status time_plan(const cu_plan_args *a, const cu_mm_desc *d, cu_mm_choice *c,
                                 cudnnBackendDescriptor_t plan, size_t ws, float *ms)
 {
     mm_scratch s;
@@ -182,8 +262,8 @@ static opsched_status time_plan(const cu_plan_args *a, const cu_mm_desc *d,
     opsched_status st = OPSCHED_OK;
     *ms = -1.0f;
     OS_TRY(scratch_alloc(a, d, ws, &s));
-    void *ptrs[4] = {s.A, s.B, s.Y, s.bias};
-    OS_TRY_GOTO(st, cu_bk_pack_build(a->ctx, s.ws, pack_uids, ptrs, 4, &pack), done);
+    void *ptrs[6] = {s.A, s.B, s.Y, s.bias, &c->scalars[0], &c->scalars[1]};
+    OS_TRY_GOTO(st, cu_bk_pack_build(a->ctx, s.ws, pack_uids, ptrs, 4 + c->n_scalars, &pack), done);
     mm_run r = {.d = d, .plan = plan, .pack = pack, .s = &s};
     st = cu_time_reps(a, enqueue_run, &r, ms);
     if (st != OPSCHED_OK) { /* an engine that does not run here: not a candidate */
@@ -203,7 +283,7 @@ done:
 
 /* Builds c's graph and keeps the fastest execution plan of its candidates
  * in c (none: c->plan stays NULL). */
-static opsched_status choose(const cu_plan_args *a, const cu_mm_desc *d, const cu_bk_pw *act,
+static opsched_status choose(const cu_plan_args *a, const cu_mm_desc *d, const mm_act *act,
                              size_t limit, cu_mm_choice *c)
 {
     static const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B};
@@ -232,7 +312,7 @@ static opsched_status choose(const cu_plan_args *a, const cu_mm_desc *d, const c
             if (st != OPSCHED_OK || !plan) continue;
             seen[n_seen++] = engine;
             taken++;
-            st = time_plan(a, d, plan, ws, &ms);
+            st = time_plan(a, d, c, plan, ws, &ms);
             os_log(a->ctx, OPSCHED_LOG_DEBUG,
                    "cuda: node '%s': product %dx%dx%d with bias and %s as cuDNN's graph, "
                    "engine %lld: %.4f ms",
@@ -265,26 +345,28 @@ static opsched_status time_apart(const cu_plan_args *a, const cu_mm_desc *d, cu_
     return st;
 }
 
-static int choice_key(const cu_plan_args *a, const cu_mm_desc *d, const cu_bk_pw *act,
-                      size_t limit, char *buf, size_t size)
+static int choice_key(const cu_plan_args *a, const cu_mm_desc *d, const mm_act *act, size_t limit,
+                      char *buf, size_t size)
 {
     int w = snprintf(buf, size,
                      "mm-graph kt %d math %s m %d n %d k %d bt %d act %s %.9g %.9g %.9g %.9g "
-                     "limit %zu",
+                     "%.9g %.9g limit %zu",
                      (int)d->kt, opsched_math_name(a->opts->math), d->m, d->n, d->k, d->b_trans,
-                     act->name, act->lower, act->upper, act->slope, act->param, limit);
+                     act->name, act->pw.lower, act->pw.upper, act->pw.slope, act->pw.param,
+                     (double)act->scale, (double)act->offset, limit);
     return w > 0 && (size_t)w < size;
 }
 
 opsched_status cu_mm_graph_plan(const cu_plan_args *a, const cu_mm_desc *d, cu_lt_gemm *lt,
                                 size_t limit, int force, cu_mm_choice **out)
 {
-    cu_bk_pw act;
+    mm_act act;
     *out = NULL;
-    if (!d->act.on || !cu_bk_act_mode(&d->act, &act)) {
+    if (!mm_act_of(&d->act, &act)) {
         if (force)
-            return CU_UNSUPPORTED(a, "cudnn: the product's activation has no pointwise mode in "
-                                     "cuDNN's graph API");
+            return CU_UNSUPPORTED(a, "cudnn: the product's activation has no form in cuDNN's "
+                                     "graph API (a pointwise mode, or HardSigmoid and HardSwish "
+                                     "as a chain of them)");
         return OPSCHED_OK;
     }
     char key[256];
@@ -340,6 +422,12 @@ opsched_status cu_mm_graph_plan(const cu_plan_args *a, const cu_mm_desc *d, cu_l
     return OPSCHED_OK;
 }
 
+int cu_mm_graph_act_ok(const cu_act *act)
+{
+    mm_act m;
+    return mm_act_of(act, &m);
+}
+
 size_t cu_mm_graph_workspace(const cu_mm_choice *c)
 {
     return c->workspace;
@@ -355,8 +443,9 @@ opsched_status cu_mm_graph_run(opsched_ctx *ctx, cu_device *dev, const cu_mm_cho
                                const void *B, const void *bias, void *Y)
 {
     cudnnBackendDescriptor_t pack = NULL;
-    void *ptrs[4] = {(void *)A, (void *)B, Y, (void *)bias};
-    OS_TRY(cu_bk_pack_for(ctx, packs, ws, pack_uids, ptrs, 4, 4, "product", &pack));
+    void *ptrs[6] = {
+        (void *)A, (void *)B, Y, (void *)bias, (void *)&c->scalars[0], (void *)&c->scalars[1]};
+    OS_TRY(cu_bk_pack_for(ctx, packs, ws, pack_uids, ptrs, 4 + c->n_scalars, 4, "product", &pack));
     CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
     CUDNN_CHECK(ctx, cudnnBackendExecute(dev->cudnn, c->plan, pack));
     return OPSCHED_OK;
