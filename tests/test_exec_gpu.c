@@ -398,6 +398,74 @@ static void test_product_graph(void **state)
     }
 }
 
+/* A classifier head of Gemms with their bias C (torchvision's Linear
+ * layers as ONNX exports them): Gemm -> HardSwish -> Gemm -> Relu -> Gemm.
+ * Each Gemm takes C in cuBLASLt's bias epilogue (no copy of C first), the
+ * Relu in that epilogue too, and the HardSwish in one cuDNN graph with the
+ * product where that measured faster (forced with --algo cudnn where an
+ * engine runs it), else as a kernel of its own; every math mode against
+ * fp32 on the CPU. */
+static void test_gemm_epilogue(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    opsched_graph *g = NULL;
+    opsched_shape xs = {2, {3, 96}};
+    int x, t[5];
+    CHECK(opsched_graph_create(env.ctx, "head", &g));
+    CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
+    CHECK(opsched_build_linear(g, "fc1", x, 128, 1, &t[0]));
+    CHECK(opsched_build_unary(g, "hswish", OPSCHED_OP_HARDSWISH, NULL, t[0], &t[1]));
+    CHECK(opsched_build_linear(g, "fc2", t[1], 64, 1, &t[2]));
+    CHECK(opsched_build_unary(g, "relu", OPSCHED_OP_RELU, NULL, t[2], &t[3]));
+    CHECK(opsched_build_linear(g, "fc3", t[3], 10, 1, &t[4]));
+    CHECK(opsched_graph_mark_output(g, t[4]));
+    assert_int_equal(netref_set_weights(g, 29), 0);
+    check_graph_modes(g, "gemm head", 1);
+    size_t nx = input_numel(g), n_ref = 0, n = 0;
+    float *xv = random_values(nx, 23);
+    opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};
+    float *ref = infer(env.cpu ? env.cpu : env.gpu, g, &base, xv, 0, &n_ref);
+    int failures = 0;
+    for (int forced = 0; forced < 2; forced++)
+        for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
+            opsched_exec_options o = {.plan = {.math = (opsched_math)m,
+                                               .fuse_activation = 1,
+                                               .algo = forced ? "cudnn" : NULL},
+                                      .algo_fallback = forced ? "heuristic" : NULL};
+            opsched_executor *ex = NULL;
+            CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+            const char *a1 = opsched_executor_layer(ex, 0)->algo;
+            const char *a2 = opsched_executor_layer(ex, 2)->algo;
+            const char *a3 = opsched_executor_layer(ex, 4)->algo;
+            print_message("  gemm head %s%s: %s, %s, %s\n", opsched_math_name((opsched_math)m),
+                          forced ? ", --algo cudnn" : "", a1, a2, a3);
+            /* the bias in the product's epilogue everywhere, the Relu in it */
+            assert_string_equal(a2, "cublaslt_bias_act");
+            assert_int_equal(opsched_executor_layer(ex, 3)->role, OPSCHED_ROLE_FUSED);
+            assert_string_equal(a3, "cublaslt_bias");
+            /* the HardSwish: in the graph (fused) or a kernel after the product */
+            if (strncmp(a1, "cudnn_matmul_bias_hardswish:", 28) == 0)
+                assert_int_equal(opsched_executor_layer(ex, 1)->role, OPSCHED_ROLE_FUSED);
+            else {
+                assert_string_equal(a1, "cublaslt_bias");
+                assert_int_equal(opsched_executor_layer(ex, 1)->role, OPSCHED_ROLE_LAUNCH);
+            }
+            opsched_executor_free(ex);
+            float *y = infer(env.gpu, g, &o, xv, 0, &n);
+            assert_int_equal(n, n_ref);
+            double err = netref_rel_l2(y, ref, n);
+            print_message("  relative L2 error against fp32 %.3g (limit %.0e)%s\n", err,
+                          tolerance[m], err < tolerance[m] ? "" : "  FAILED");
+            failures += !(err < tolerance[m]);
+            free(y);
+        }
+    assert_int_equal(failures, 0);
+    free(ref);
+    free(xv);
+    opsched_graph_free(g);
+}
+
 /* A batch normalisation that is its Concat's only reader reads the
  * Concat's inputs in place (DenseNet's layers), in NHWC: every math mode
  * and both layouts against fp32 on the CPU, with channels a multiple of
@@ -1106,6 +1174,7 @@ int main(void)
         cmocka_unit_test(test_bias_epilogue),
         cmocka_unit_test(test_product_graph),
         cmocka_unit_test(test_conv_product_graph),
+        cmocka_unit_test(test_gemm_epilogue),
         cmocka_unit_test(test_norm_concat),
         cmocka_unit_test(test_norm_act_and_transposed_residual),
         cmocka_unit_test(test_conv_norm),

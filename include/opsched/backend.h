@@ -228,7 +228,7 @@ typedef struct opsched_plan_options {
     opsched_math math;
     opsched_layout layout;     /* NCHW or NHWC activations */
     size_t workspace_limit;    /* 0: no limit beyond free memory */
-    int fuse_activation;       /* conv, batch norm: run its epilogue activation
+    int fuse_activation;       /* conv, batch norm, Gemm: run its epilogue activation
                                 * (opsched_node_epilogue) */
     int fuse_residual;         /* conv: run its residual Add and the activation after it
                                 * (opsched_conv_residual_find); the launch's input 3 is r */

@@ -721,8 +721,8 @@ int opsched_graph_num_consumers(const opsched_graph *g, int tensor);
  * (SiLU) and Mish.  opsched_conv_epilogue gives the node of such an
  * activation that is the only reader of convolution `node`'s output (not
  * a graph output), or -1; opsched_node_epilogue the same for a
- * convolution or a batch normalisation (inference form), the nodes whose
- * launch may take it; opsched_epilogue_same says whether two such nodes
+ * convolution, a batch normalisation (inference form) or a Gemm, the
+ * nodes whose launch may take it; opsched_epilogue_same says whether two such nodes
  * compute the same function (for convolutions merged into one). */
 int opsched_op_is_epilogue(const opsched_node *n);
 int opsched_conv_epilogue(const opsched_graph *g, int node);

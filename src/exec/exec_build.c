@@ -182,7 +182,8 @@ opsched_status os_exec_plan_node(opsched_device *dev, const opsched_graph *g, in
      * attention's ("cudnn", "own") or a product's with its bias and
      * activation ("cudnn", their graph); other ops plan as they do */
     int takes_algo = n->op == OPSCHED_OP_CONV || n->op == OPSCHED_OP_ATTENTION ||
-                     (n->op == OPSCHED_OP_MATMUL && named && strcmp(po.algo, "cudnn") == 0);
+                     ((n->op == OPSCHED_OP_MATMUL || n->op == OPSCHED_OP_GEMM) && named &&
+                      strcmp(po.algo, "cudnn") == 0);
     if (!takes_algo && named) po.algo = NULL;
     /* "cudnn" names the attention's engines; a convolution is cuDNN's anyway */
     if (n->op == OPSCHED_OP_CONV && named && strcmp(po.algo, "cudnn") == 0) {
@@ -191,10 +192,13 @@ opsched_status os_exec_plan_node(opsched_device *dev, const opsched_graph *g, in
     }
     if (n->op != OPSCHED_OP_CONV) {
         /* a batch normalisation takes its activation too, a MatMul with its
-         * bias its activation or residual */
+         * bias its activation or residual, a Gemm its bias (its own input C)
+         * and the activation after it */
         int bn_act = n->op == OPSCHED_OP_BATCHNORM && !(po.ablate & OPSCHED_ABLATE_NORM_ACT);
+        int gemm = n->op == OPSCHED_OP_GEMM && !(po.ablate & OPSCHED_ABLATE_BIAS);
+        if (gemm) po.fuse_bias = 1;
         if (!(n->op == OPSCHED_OP_MATMUL && po.fuse_bias)) {
-            if (!bn_act) po.fuse_activation = 0;
+            if (!bn_act && !gemm) po.fuse_activation = 0;
             po.fuse_residual = 0;
         }
     }

@@ -57,7 +57,9 @@ int opsched_conv_epilogue(const opsched_graph *g, int node)
 int opsched_node_epilogue(const opsched_graph *g, int node)
 {
     const opsched_node *n = opsched_graph_node(g, node);
-    if (!n || (n->op != OPSCHED_OP_CONV && n->op != OPSCHED_OP_BATCHNORM) || n->n_outputs != 1)
+    if (!n ||
+        (n->op != OPSCHED_OP_CONV && n->op != OPSCHED_OP_BATCHNORM && n->op != OPSCHED_OP_GEMM) ||
+        n->n_outputs != 1)
         return -1;
     int y = n->outputs[0];
     int j = os_graph_sole_reader(g, y, node);

@@ -469,6 +469,8 @@ static int dims_fit(int64_t m, int64_t n, int64_t k)
     return m > 0 && n > 0 && k > 0 && cu_fits_int(m) && cu_fits_int(n) && cu_fits_int(k);
 }
 
+static opsched_status try_graph(const cu_plan_args *a, gemm_plan *p, int act, int *fused);
+
 opsched_status cu_plan_gemm(const cu_plan_args *a, cu_plan **out)
 {
     const opsched_gemm_attr *g = &a->node->attr.gemm;
@@ -489,18 +491,30 @@ opsched_status cu_plan_gemm(const cu_plan_args *a, cu_plan **out)
     p->lda = (int)(g->trans_a ? M : K);
     p->ldc = (int)N;
     p->alpha = g->alpha;
-    /* C a bias ([N] or [1, N]) added once: cuBLASLt's bias epilogue, no copy */
-    int fused_act = 0;
+    /* C a bias ([N] or [1, N]) added once: cuBLASLt's bias epilogue, no
+     * copy; the activation after the Gemm (opsched_node_epilogue) in it
+     * where cuBLASLt has it, else the three as one cuDNN graph where that
+     * measures faster (try_graph: A not transposed, alpha 1) */
+    int fused_act = 0, node = cu_node_index(a);
+    int act = a->opts->fuse_activation && node >= 0 ? opsched_node_epilogue(a->g, node) : -1;
     if (C && g->beta == 1.0f && a->opts->fuse_bias && opsched_shape_numel(&C->shape) == N &&
         C->shape.d[C->shape.ndim - 1] == N && cu_kdt(a, C) == (cuk_dtype)a->kt &&
-        gemm_setup_lt(a, p, -1, &fused_act)) {
+        gemm_setup_lt(a, p, act, &fused_act)) {
         opsched_status tst = cu_lt_gemm_tune(a, &p->lt_g);
+        int graph = 0;
+        if (tst == OPSCHED_OK && !fused_act && act >= 0 && !g->trans_a && g->alpha == 1.0f)
+            tst = try_graph(a, p, act, &graph);
         if (tst != OPSCHED_OK) {
             cu_plan_destroy(&p->base);
             return tst;
         }
         a->info->fused_bias = 1;
-        snprintf(a->info->algo, sizeof(a->info->algo), "cublaslt_bias");
+        a->info->fused_activation = fused_act || graph;
+        if (graph)
+            cu_mm_graph_describe(p->mm, a->info->algo, sizeof(a->info->algo));
+        else
+            snprintf(a->info->algo, sizeof(a->info->algo), "%s",
+                     fused_act ? "cublaslt_bias_act" : "cublaslt_bias");
         *out = &p->base;
         return OPSCHED_OK;
     }
