@@ -102,6 +102,23 @@ static float *infer(opsched_device *dev, const opsched_graph *g, const opsched_e
     return y;
 }
 
+/* Runs g on the GPU under o and compares its output with ref (n_ref fp32
+ * values): 1 when the relative L2 error is over math mode m's tolerance
+ * (printed either way). */
+static int gpu_output_fails(const opsched_graph *g, const opsched_exec_options *o, const float *x,
+                            const float *ref, size_t n_ref, opsched_math m)
+{
+    size_t n = 0;
+    float *y = infer(env.gpu, g, o, x, 0, &n);
+    assert_non_null(y);
+    assert_int_equal(n, n_ref);
+    double err = netref_rel_l2(y, ref, n);
+    print_message("  relative L2 error against fp32 %.3g (limit %.0e)%s\n", err, tolerance[m],
+                  err < tolerance[m] ? "" : "  FAILED");
+    free(y);
+    return !(err < tolerance[m]);
+}
+
 /* fuse: every mode with fusion on (conv epilogues and residual Adds, as
  * deployed) against the unfused fp32 reference. */
 static void check_graph_modes(opsched_graph *g, const char *model, int fuse);
@@ -348,7 +365,7 @@ static void test_product_graph(void **state)
         char name[64];
         snprintf(name, sizeof name, "mlp %s", acts[c].name);
         check_graph_modes(g, name, 1);
-        size_t nx = input_numel(g), n_ref = 0, n = 0;
+        size_t nx = input_numel(g), n_ref = 0;
         float *x = random_values(nx, 13 + c);
         opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};
         float *ref = infer(env.cpu ? env.cpu : env.gpu, g, &base, x, 0, &n_ref);
@@ -374,13 +391,7 @@ static void test_product_graph(void **state)
             assert_true(strncmp(algo, acts[c].algo, strlen(acts[c].algo)) == 0);
             assert_int_equal(opsched_executor_layer(ex, 2)->role, OPSCHED_ROLE_FUSED);
             opsched_executor_free(ex);
-            float *y = infer(env.gpu, g, &o, x, 0, &n);
-            assert_int_equal(n, n_ref);
-            double err = netref_rel_l2(y, ref, n);
-            print_message("  relative L2 error against fp32 %.3g (limit %.0e)%s\n", err,
-                          tolerance[m], err < tolerance[m] ? "" : "  FAILED");
-            failures += !(err < tolerance[m]);
-            free(y);
+            failures += gpu_output_fails(g, &o, x, ref, n_ref, (opsched_math)m);
         }
         /* the planner's own choice for the Mish: the product, then a kernel */
         if (!acts[c].algo) {
@@ -422,7 +433,7 @@ static void test_gemm_epilogue(void **state)
     CHECK(opsched_graph_mark_output(g, t[4]));
     assert_int_equal(netref_set_weights(g, 29), 0);
     check_graph_modes(g, "gemm head", 1);
-    size_t nx = input_numel(g), n_ref = 0, n = 0;
+    size_t nx = input_numel(g), n_ref = 0;
     float *xv = random_values(nx, 23);
     opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};
     float *ref = infer(env.cpu ? env.cpu : env.gpu, g, &base, xv, 0, &n_ref);
@@ -452,13 +463,7 @@ static void test_gemm_epilogue(void **state)
                 assert_int_equal(opsched_executor_layer(ex, 1)->role, OPSCHED_ROLE_LAUNCH);
             }
             opsched_executor_free(ex);
-            float *y = infer(env.gpu, g, &o, xv, 0, &n);
-            assert_int_equal(n, n_ref);
-            double err = netref_rel_l2(y, ref, n);
-            print_message("  relative L2 error against fp32 %.3g (limit %.0e)%s\n", err,
-                          tolerance[m], err < tolerance[m] ? "" : "  FAILED");
-            failures += !(err < tolerance[m]);
-            free(y);
+            failures += gpu_output_fails(g, &o, xv, ref, n_ref, (opsched_math)m);
         }
     assert_int_equal(failures, 0);
     free(ref);
@@ -972,7 +977,7 @@ static void test_conv_product_graph(void **state)
     opsched_shape xs = {4, {2, 24, 14, 14}};
     opsched_graph *g = netref_inverted_residual_graph(env.ctx, &xs, 71);
     assert_non_null(g);
-    size_t nx = input_numel(g), n_ref = 0, n = 0;
+    size_t nx = input_numel(g), n_ref = 0;
     float *x = random_values(nx, 17);
     opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};
     float *ref = infer(env.cpu ? env.cpu : env.gpu, g, &base, x, 0, &n_ref);
@@ -1002,13 +1007,7 @@ static void test_conv_product_graph(void **state)
             assert_int_equal(opsched_executor_layer(ex, i == 0 ? 1 : 7)->role, OPSCHED_ROLE_FUSED);
         }
         opsched_executor_free(ex);
-        float *y = infer(env.gpu, g, &o, x, 0, &n);
-        assert_int_equal(n, n_ref);
-        double err = netref_rel_l2(y, ref, n);
-        print_message("  relative L2 error against fp32 %.3g (limit %.0e)%s\n", err, tolerance[m],
-                      err < tolerance[m] ? "" : "  FAILED");
-        failures += !(err < tolerance[m]);
-        free(y);
+        failures += gpu_output_fails(g, &o, x, ref, n_ref, (opsched_math)m);
         /* the planner's own choice, and the same numerics */
         o.plan.algo = NULL;
         o.algo_fallback = NULL;
@@ -1016,12 +1015,7 @@ static void test_conv_product_graph(void **state)
         print_message("  planned: %s, %s\n", opsched_executor_layer(ex, 0)->algo,
                       opsched_executor_layer(ex, 6)->algo);
         opsched_executor_free(ex);
-        y = infer(env.gpu, g, &o, x, 0, &n);
-        err = netref_rel_l2(y, ref, n);
-        print_message("  relative L2 error against fp32 %.3g (limit %.0e)%s\n", err, tolerance[m],
-                      err < tolerance[m] ? "" : "  FAILED");
-        failures += !(err < tolerance[m]);
-        free(y);
+        failures += gpu_output_fails(g, &o, x, ref, n_ref, (opsched_math)m);
     }
     /* with tensor cores an engine runs them: the graph was taken somewhere */
     print_message("  the product graph ran %d of %d forced layers\n", graphs,
