@@ -594,6 +594,35 @@ static void test_norm_act_and_transposed_residual(void **state)
     opsched_graph_free(g);
 }
 
+/* A Gemm's activation is its epilogue (opsched_node_epilogue) where the
+ * Gemm's output has no other reader; the executor asks the backend for the
+ * bias and the activation in the Gemm's launch, and the CPU backend, which
+ * runs them apart (the activations launch), gives the reference's values
+ * with fusion on and off. */
+static void test_gemm_epilogue(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_shape xs = {2, {3, 96}};
+    for (int shared = 0; shared < 2; shared++) {
+        opsched_graph *g = netref_gemm_head_graph(env.ctx, &xs, shared, 29);
+        assert_non_null(g);
+        assert_int_equal(opsched_node_epilogue(g, 0), 1);
+        assert_int_equal(opsched_node_epilogue(g, 2), shared ? -1 : 3);
+        assert_int_equal(opsched_node_epilogue(g, 4), -1); /* a graph output */
+        assert_int_equal(opsched_conv_epilogue(g, 0), -1); /* not a convolution */
+        opsched_exec_options on = {.plan = {.fuse_activation = 1}}, off = {0};
+        compare_with_reference(g, &on, 1e-5);
+        compare_with_reference(g, &off, 1e-5);
+        opsched_executor *ex = NULL;
+        CHECK(opsched_executor_create(env.cpu, g, NULL, &on, &ex));
+        assert_int_equal(opsched_executor_layer(ex, 1)->role, OPSCHED_ROLE_LAUNCH);
+        assert_int_equal(opsched_executor_layer(ex, 3)->role, OPSCHED_ROLE_LAUNCH);
+        opsched_executor_free(ex);
+        opsched_graph_free(g);
+    }
+}
+
 /* The normalisation after a depthwise convolution: the pattern is found
  * through the Transpose to channels-last, with or without the norm's
  * bias, and not for a norm over more than the channels; the CPU backend
@@ -1297,10 +1326,14 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_conversions),         cmocka_unit_test(test_small_graph),
-        cmocka_unit_test(test_fused_relu),          cmocka_unit_test(test_views_alias),
-        cmocka_unit_test(test_fused_activations),   cmocka_unit_test(test_fused_residual),
-        cmocka_unit_test(test_epilogue_same),       cmocka_unit_test(test_fused_chain),
+        cmocka_unit_test(test_conversions),
+        cmocka_unit_test(test_small_graph),
+        cmocka_unit_test(test_fused_relu),
+        cmocka_unit_test(test_views_alias),
+        cmocka_unit_test(test_fused_activations),
+        cmocka_unit_test(test_fused_residual),
+        cmocka_unit_test(test_epilogue_same),
+        cmocka_unit_test(test_fused_chain),
         cmocka_unit_test(test_movement_runs),
         cmocka_unit_test(test_inverted_residual),
         cmocka_unit_test(test_conv_prologue),
@@ -1310,10 +1343,14 @@ int main(void)
         cmocka_unit_test(test_fused_se),
         cmocka_unit_test(test_fused_bias),
         cmocka_unit_test(test_norm_act_and_transposed_residual),
+        cmocka_unit_test(test_gemm_epilogue),
         cmocka_unit_test(test_conv_norm),
-        cmocka_unit_test(test_arena_vs_peak),       cmocka_unit_test(test_run_layers),
-        cmocka_unit_test(test_capture_unsupported), cmocka_unit_test(test_forced_algorithm),
-        cmocka_unit_test(test_io_errors),           cmocka_unit_test(test_lifetimes_in_launches),
+        cmocka_unit_test(test_arena_vs_peak),
+        cmocka_unit_test(test_run_layers),
+        cmocka_unit_test(test_capture_unsupported),
+        cmocka_unit_test(test_forced_algorithm),
+        cmocka_unit_test(test_io_errors),
+        cmocka_unit_test(test_lifetimes_in_launches),
         cmocka_unit_test(test_zoo_models),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

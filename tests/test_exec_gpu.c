@@ -420,18 +420,9 @@ static void test_gemm_epilogue(void **state)
 {
     (void)state;
     SKIP_WITHOUT_GPU();
-    opsched_graph *g = NULL;
     opsched_shape xs = {2, {3, 96}};
-    int x, t[5];
-    CHECK(opsched_graph_create(env.ctx, "head", &g));
-    CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
-    CHECK(opsched_build_linear(g, "fc1", x, 128, 1, &t[0]));
-    CHECK(opsched_build_unary(g, "hswish", OPSCHED_OP_HARDSWISH, NULL, t[0], &t[1]));
-    CHECK(opsched_build_linear(g, "fc2", t[1], 64, 1, &t[2]));
-    CHECK(opsched_build_unary(g, "relu", OPSCHED_OP_RELU, NULL, t[2], &t[3]));
-    CHECK(opsched_build_linear(g, "fc3", t[3], 10, 1, &t[4]));
-    CHECK(opsched_graph_mark_output(g, t[4]));
-    assert_int_equal(netref_set_weights(g, 29), 0);
+    opsched_graph *g = netref_gemm_head_graph(env.ctx, &xs, 0, 29);
+    assert_non_null(g);
     check_graph_modes(g, "gemm head", 1);
     size_t nx = input_numel(g), n_ref = 0;
     float *xv = random_values(nx, 23);

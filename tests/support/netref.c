@@ -388,6 +388,27 @@ static int node1(opsched_graph *g, const char *name, opsched_op_kind op, const o
     return opsched_graph_add_node(g, name, op, a, ins, n, 1, NULL, out) != 0;
 }
 
+opsched_graph *netref_gemm_head_graph(opsched_ctx *ctx, const opsched_shape *xs, int shared,
+                                      uint64_t seed)
+{
+    opsched_graph *g = NULL;
+    int x, t[6];
+    if (opsched_graph_create(ctx, "head", &g) != OPSCHED_OK ||
+        opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, xs, &x) ||
+        opsched_build_linear(g, "fc1", x, 128, 1, &t[0]) ||
+        opsched_build_unary(g, "hswish", OPSCHED_OP_HARDSWISH, NULL, t[0], &t[1]) ||
+        opsched_build_linear(g, "fc2", t[1], 64, 1, &t[2]) ||
+        opsched_build_unary(g, "relu", OPSCHED_OP_RELU, NULL, t[2], &t[3]) ||
+        opsched_build_linear(g, "fc3", t[3], 10, 1, &t[4]) || opsched_graph_mark_output(g, t[4]) ||
+        (shared && (opsched_build_binary(g, "sum", OPSCHED_OP_ADD, t[2], t[3], &t[5]) ||
+                    opsched_graph_mark_output(g, t[5]))) ||
+        netref_set_weights(g, seed)) {
+        opsched_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
 opsched_graph *netref_norm_act_graph(opsched_ctx *ctx, const opsched_shape *xs, uint64_t seed)
 {
     opsched_graph *g = NULL;

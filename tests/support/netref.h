@@ -124,6 +124,15 @@ opsched_graph *netref_gated_product_graph(opsched_ctx *ctx, const opsched_shape 
 opsched_graph *netref_inverted_residual_graph(opsched_ctx *ctx, const opsched_shape *x,
                                               uint64_t seed);
 
+/* A classifier head of Linear layers as ONNX exports them (Gemm, transB 1,
+ * with its bias C) over x [n, k]: Gemm to 128 -> HardSwish -> Gemm to 64
+ * -> Relu -> Gemm to 10 (nodes 0-4), and, with `shared`, the second
+ * Gemm's output also added to the Relu's (node 5, so that the Relu is not
+ * that Gemm's epilogue); weights from seed.  NULL when it cannot be
+ * built. */
+opsched_graph *netref_gemm_head_graph(opsched_ctx *ctx, const opsched_shape *x, int shared,
+                                      uint64_t seed);
+
 /* ||a - b|| / ||b|| over n values (a NaN or infinity gives +inf). */
 double netref_rel_l2(const float *a, const float *b, size_t n);
 
