@@ -160,8 +160,9 @@ typedef enum opsched_ablation {
                                              * plan's layout (opsched_layout_rowmajor off) */
     OPSCHED_ABLATE_SE = 1u << 7,            /* the squeeze-and-excitation gate as one launch:
                                              * the mean and its layers launch on their own */
-    OPSCHED_ABLATE_BIAS = 1u << 8,          /* a MatMul's bias Add in its launch (cuBLASLt's
-                                             * epilogue): the Add launches on its own */
+    OPSCHED_ABLATE_BIAS = 1u << 8,          /* a MatMul's bias Add, a Gemm's C, in its launch
+                                             * (cuBLASLt's epilogue): the Add launches on its
+                                             * own, C is copied first */
     OPSCHED_ABLATE_ATTENTION = 1u << 9,     /* attention as one node: an ONNX model keeps
                                              * the products, Softmax and Transposes as
                                              * written (OPSCHED_REWRITE_KEEP_ATTENTION) */
