@@ -462,6 +462,45 @@ static void test_gemm_epilogue(void **state)
     opsched_graph_free(g);
 }
 
+/* A layout per tensor handed in (exec option rowmajor, what the stage
+ * measurer gives a stage's copy: its network's): under NHWC a 4-D input
+ * with no Transpose before it is an image unless the option says it is
+ * row-major; either way the values are the CPU's. */
+static void test_rowmajor_option(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    opsched_graph *g = NULL;
+    opsched_shape xs = {4, {2, 6, 6, 8}};
+    int x, y;
+    CHECK(opsched_graph_create(env.ctx, "rows", &g));
+    CHECK(opsched_graph_add_tensor(g, "x", OPSCHED_TENSOR_INPUT, OPSCHED_F32, &xs, &x));
+    CHECK(opsched_build_unary(g, "relu", OPSCHED_OP_RELU, NULL, x, &y));
+    CHECK(opsched_graph_mark_output(g, y));
+    size_t nx = input_numel(g), n_ref = 0;
+    float *xv = random_values(nx, 5);
+    opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};
+    float *ref = infer(env.cpu ? env.cpu : env.gpu, g, &base, xv, 0, &n_ref);
+    unsigned char all[2] = {1, 1};
+    for (int told = 0; told < 2; told++) {
+        opsched_exec_options o = {
+            .plan = {.math = OPSCHED_MATH_FP32, .layout = OPSCHED_LAYOUT_NHWC},
+            .rowmajor = told ? all : NULL};
+        opsched_executor *ex = NULL;
+        CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+        opsched_exec_info info;
+        CHECK(opsched_executor_info(ex, &info));
+        print_message("  NHWC, rowmajor %s: %d tensors row-major\n", told ? "given" : "not given",
+                      info.n_rowmajor);
+        assert_int_equal(info.n_rowmajor, told ? 2 : 0);
+        opsched_executor_free(ex);
+        assert_int_equal(gpu_output_fails(g, &o, xv, ref, n_ref, OPSCHED_MATH_FP32), 0);
+    }
+    free(ref);
+    free(xv);
+    opsched_graph_free(g);
+}
+
 /* A batch normalisation that is its Concat's only reader reads the
  * Concat's inputs in place (DenseNet's layers), in NHWC: every math mode
  * and both layouts against fp32 on the CPU, with channels a multiple of
@@ -1160,6 +1199,7 @@ int main(void)
         cmocka_unit_test(test_product_graph),
         cmocka_unit_test(test_conv_product_graph),
         cmocka_unit_test(test_gemm_epilogue),
+        cmocka_unit_test(test_rowmajor_option),
         cmocka_unit_test(test_norm_concat),
         cmocka_unit_test(test_norm_act_and_transposed_residual),
         cmocka_unit_test(test_conv_norm),

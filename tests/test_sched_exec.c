@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "exec/exec_impl.h"
+#include "support/netref.h"
 #include "opsched/opsched.h"
 
 static struct {
@@ -705,6 +706,51 @@ static void test_stage_cost(void **state)
     opsched_graph_free(g);
 }
 
+/* A layout per tensor in stage costs: under NHWC a stage's signature names
+ * the row-major 4-D tensors it reads or writes (ConvNeXt's LayerNorm and
+ * product after the Transpose to [N, H, W, C]), so that a cost measured
+ * with them row-major is not one of images; without them (NCHW, or a
+ * convolution over images) it is the plain signature.  (The stage
+ * measurer hands the copy's executor its network's layout per tensor, exec
+ * option rowmajor; the CPU backend plans NCHW only, so that runs on the
+ * GPU.) */
+static void test_stage_rowmajor(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_CPU();
+    opsched_shape xs = {4, {2, 8, 6, 6}};
+    opsched_graph *g = netref_conv_norm_graph(env.ctx, &xs, 5);
+    assert_non_null(g);
+    int nt = opsched_graph_num_tensors(g);
+    unsigned char *rm = calloc((size_t)nt, 1);
+    assert_non_null(rm);
+    assert_true(opsched_layout_rowmajor(g, rm) > 0);
+    opsched_schedule *s = NULL;
+    CHECK(opsched_schedule_create(g, &s));
+    add_stage(s, g, (const char *const[]){"norm,mm", NULL});
+    add_stage(s, g, (const char *const[]){"dw3", NULL});
+    char *plain = NULL, *with = NULL, *none = NULL, *conv_plain = NULL, *conv_with = NULL;
+    CHECK(opsched_stage_signature(g, &s->stages[0], &plain));
+    CHECK(opsched_stage_signature_layout(g, &s->stages[0], rm, &with));
+    CHECK(opsched_stage_signature_layout(g, &s->stages[0], NULL, &none));
+    CHECK(opsched_stage_signature(g, &s->stages[1], &conv_plain));
+    CHECK(opsched_stage_signature_layout(g, &s->stages[1], rm, &conv_with));
+    print_message("%s\n%s\n", with, conv_with);
+    assert_string_equal(none, plain);
+    assert_int_equal(strncmp(with, plain, strlen(plain)), 0);
+    /* the norm's input and output and the product's output */
+    assert_string_equal(with + strlen(plain), " rowmajor=2x6x6x8,2x6x6x8,2x6x6x8");
+    assert_string_equal(conv_with, conv_plain);
+    free(plain);
+    free(with);
+    free(none);
+    free(conv_plain);
+    free(conv_with);
+    opsched_schedule_free(s);
+    opsched_graph_free(g);
+    free(rm);
+}
+
 /* Whole schedules timed against each other: a missing candidate is
  * skipped (+inf), the fastest is named, and nothing to run is an error. */
 static void test_time_whole(void **state)
@@ -829,6 +875,7 @@ int main(void)
         cmocka_unit_test(test_timed_modes),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_stage_cost),
+        cmocka_unit_test(test_stage_rowmajor),
         cmocka_unit_test(test_events),
         cmocka_unit_test(test_time_whole),
     };

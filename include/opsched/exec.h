@@ -101,6 +101,12 @@ typedef struct opsched_exec_options {
      * host and uploaded; outputs are then not comparable with another
      * executor's.  The stage measurer builds its executors so. */
     int timing_only;
+    /* Under NHWC, the 4-D tensors kept row-major: NULL computes them from
+     * the graph (opsched_layout_rowmajor); else one byte per tensor of the
+     * graph.  A stage's copy carries its network's, so that a tensor
+     * row-major in the network (ConvNeXt's [N, H, W, C] after its
+     * Transpose) is not taken for an image where the copy starts. */
+    const unsigned char *rowmajor;
 } opsched_exec_options;
 
 /* Plans everything and lays out memory for g run as s (NULL: the

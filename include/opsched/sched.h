@@ -185,6 +185,14 @@ opsched_status opsched_schedule_describe(const opsched_schedule *s, const opsche
  * The text can be long; *out is malloc'd (free()). */
 opsched_status opsched_stage_signature(const opsched_graph *g, const opsched_stage *stage,
                                        char **out);
+/* The same under a layout per tensor: rm (g's 4-D tensors kept row-major
+ * under NHWC, opsched_layout_rowmajor; NULL for none) adds the shapes of
+ * the row-major 4-D tensors the stage reads or writes, sorted, as
+ * " rowmajor=AxBxCxD,...", so that a stage measured with them row-major
+ * is not taken for the same nodes over images.  Without such tensors the
+ * text is opsched_stage_signature's. */
+opsched_status opsched_stage_signature_layout(const opsched_graph *g, const opsched_stage *stage,
+                                              const unsigned char *rm, char **out);
 
 /* ---- searching ------------------------------------------------------ */
 

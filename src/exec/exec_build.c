@@ -1865,9 +1865,17 @@ static opsched_status build(opsched_executor *ex, const opsched_graph *g, const 
     oo.plan.rowmajor_graph = NULL;
     if (ex->layout == OPSCHED_LAYOUT_NHWC && !(o->plan.ablate & OPSCHED_ABLATE_LAYOUT) &&
         opsched_graph_num_tensors(g) > 0) {
-        ex->rowmajor = calloc((size_t)opsched_graph_num_tensors(g), 1);
+        int nt = opsched_graph_num_tensors(g);
+        ex->rowmajor = calloc((size_t)nt, 1);
         if (!ex->rowmajor) return OS_NOMEM(ex->ctx);
-        ex->info.n_rowmajor = opsched_layout_rowmajor(g, ex->rowmajor);
+        if (o->rowmajor) {
+            for (int t = 0; t < nt; t++) {
+                ex->rowmajor[t] = o->rowmajor[t] != 0;
+                ex->info.n_rowmajor += ex->rowmajor[t];
+            }
+        } else {
+            ex->info.n_rowmajor = opsched_layout_rowmajor(g, ex->rowmajor);
+        }
         oo.plan.rowmajor = ex->rowmajor;
         oo.plan.rowmajor_graph = g;
     }

@@ -180,6 +180,26 @@ void opsched_stage_measurer_stats_get(const opsched_stage_measurer *m,
 
 /* ---- the stage's own graph -------------------------------------------------- */
 
+/* g's 4-D tensors kept row-major where the stage executors plan a layout
+ * per tensor (NHWC, layout planning on), as the network's executor keeps
+ * them: malloc'd, or NULL when there are none. */
+static opsched_status network_rowmajor(const opsched_stage_measurer *m, const opsched_graph *g,
+                                       unsigned char **out)
+{
+    *out = NULL;
+    const opsched_plan_options *p = &m->o.exec.plan;
+    int nt = opsched_graph_num_tensors(g);
+    if (p->layout != OPSCHED_LAYOUT_NHWC || (p->ablate & OPSCHED_ABLATE_LAYOUT) || nt <= 0)
+        return OPSCHED_OK;
+    *out = calloc((size_t)nt, 1);
+    if (!*out) return OS_NOMEM(m->ctx);
+    if (opsched_layout_rowmajor(g, *out) == 0) {
+        free(*out);
+        *out = NULL;
+    }
+    return OPSCHED_OK;
+}
+
 static void mark_stage(const opsched_stage *st, unsigned char *in_stage)
 {
     if (st->kind == OPSCHED_STAGE_MERGE) {
@@ -215,9 +235,12 @@ static opsched_status copy_tensor(const opsched_graph *g, opsched_graph *c, int 
 #define MAX_IO 1024
 
 /* Copies the stage's nodes (and views of their outputs) into *out;
- * node_map gets each node's index in the copy (-1 when not copied). */
+ * node_map gets each node's index in the copy (-1 when not copied).  With
+ * rm (g's row-major tensors under NHWC), *rm_out gets the copy's: each
+ * tensor as its original is (malloc'd; NULL without rm). */
 static opsched_status copy_stage(const opsched_graph *g, const opsched_stage *st, int *node_map,
-                                 opsched_graph **out)
+                                 const unsigned char *rm, opsched_graph **out,
+                                 unsigned char **rm_out)
 {
     opsched_ctx *ctx = opsched_graph_ctx(g);
     int nn = opsched_graph_num_nodes(g), nt = opsched_graph_num_tensors(g);
@@ -272,6 +295,16 @@ static opsched_status copy_stage(const opsched_graph *g, const opsched_stage *st
         for (int k = 0; k < n->n_outputs; k++)
             if (!reads[n->outputs[k]])
                 OS_TRY_GOTO(st_, opsched_graph_mark_output(c, tmap[n->outputs[k]]), done);
+    }
+    if (rm) {
+        int ct = opsched_graph_num_tensors(c);
+        *rm_out = calloc((size_t)ct + 1, 1);
+        if (!*rm_out) {
+            st_ = OS_NOMEM(ctx);
+            goto done;
+        }
+        for (int t = 0; t < nt; t++)
+            if (tmap[t] >= 0 && tmap[t] < ct) (*rm_out)[tmap[t]] = rm[t];
     }
     *out = c;
     c = NULL;
@@ -386,13 +419,20 @@ opsched_status opsched_stage_cost_measured(void *user, const opsched_graph *g,
     opsched_stage_measurer *m = user;
     if (!m || !g || !stage || !ms) return OPSCHED_ERR_INVALID_ARG;
     char *sig = NULL;
-    OS_TRY(opsched_stage_signature(g, stage, &sig));
+    unsigned char *rm = NULL, *rm_copy = NULL;
+    OS_TRY(network_rowmajor(m, g, &rm));
+    opsched_status sst = opsched_stage_signature_layout(g, stage, rm, &sig);
+    if (sst != OPSCHED_OK) {
+        free(rm);
+        return sst;
+    }
     if (m->cap) {
         const cost_entry *e = find_slot(m->table, m->cap, sig);
         if (e->sig) {
             *ms = e->ms;
             m->stats.cached++;
             free(sig);
+            free(rm);
             /* +inf: the reason stays on the context for the caller */
             if (e->why) OS_FAIL(m->ctx, OPSCHED_ERR_UNSUPPORTED, "%s", e->why);
             return OPSCHED_OK;
@@ -409,9 +449,11 @@ opsched_status opsched_stage_cost_measured(void *user, const opsched_graph *g,
         goto done;
     }
     tb = os_now_ms();
-    OS_TRY_GOTO(st, copy_stage(g, stage, node_map, &c), done);
+    OS_TRY_GOTO(st, copy_stage(g, stage, node_map, rm, &c, &rm_copy), done);
     OS_TRY_GOTO(st, copy_schedule(c, stage, node_map, &s), done);
-    st = opsched_executor_create(m->dev, c, s, &m->o.exec, &ex);
+    opsched_exec_options eo = m->o.exec;
+    eo.rowmajor = rm_copy; /* the network's layout per tensor, not the copy's own */
+    st = opsched_executor_create(m->dev, c, s, &eo, &ex);
     m->stats.build_seconds += (os_now_ms() - tb) / 1000.0;
     if (st == OPSCHED_OK) st = time_stage(m, ex, estimate_ms(m, stage), ms);
     char *why = NULL;
@@ -439,6 +481,8 @@ done:
     m->stats.build_seconds += (os_now_ms() - tb) / 1000.0;
     free(node_map);
     free(sig);
+    free(rm);
+    free(rm_copy);
     m->stats.seconds += (os_now_ms() - t0) / 1000.0;
     return st;
 }

@@ -357,3 +357,86 @@ opsched_status opsched_stage_signature(const opsched_graph *g, const opsched_sta
     *out = all.p;
     return OPSCHED_OK;
 }
+
+/* Adds tensor t's shape to list (n so far, at most max) when it is 4-D,
+ * row-major under rm and not there yet (seen marks it). */
+static int rowmajor_shape(const opsched_graph *g, int t, const unsigned char *rm,
+                          unsigned char *seen, char (*list)[64], int n, int max)
+{
+    const opsched_tensor *x = t >= 0 ? opsched_graph_tensor(g, t) : NULL;
+    if (!x || !rm[t] || seen[t] || x->shape.ndim != 4 || n >= max) return n;
+    seen[t] = 1;
+    snprintf(list[n], 64, "%lldx%lldx%lldx%lld", (long long)x->shape.d[0], (long long)x->shape.d[1],
+             (long long)x->shape.d[2], (long long)x->shape.d[3]);
+    return n + 1;
+}
+
+static int shape_cmp(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
+#define SIG_MAX_ROWMAJOR 256
+
+opsched_status opsched_stage_signature_layout(const opsched_graph *g, const opsched_stage *stage,
+                                              const unsigned char *rm, char **out)
+{
+    OS_TRY(opsched_stage_signature(g, stage, out));
+    if (!rm) return OPSCHED_OK;
+    opsched_ctx *ctx = opsched_graph_ctx(g);
+    int nt = opsched_graph_num_tensors(g);
+    unsigned char *seen = calloc((size_t)nt + 1, 1);
+    char(*list)[64] = malloc(sizeof(*list) * SIG_MAX_ROWMAJOR);
+    if (!seen || !list) {
+        free(seen);
+        free(list);
+        free(*out);
+        *out = NULL;
+        return OS_NOMEM(ctx);
+    }
+    int n = 0, nodes[2];
+    int parts = stage->kind == OPSCHED_STAGE_MERGE ? stage->merge.n_members : stage->n_groups;
+    for (int j = 0; j < parts; j++) {
+        int count = stage->kind == OPSCHED_STAGE_MERGE ? 2 : stage->groups[j].n_nodes;
+        for (int i = 0; i < count; i++) {
+            int node;
+            if (stage->kind == OPSCHED_STAGE_MERGE) {
+                nodes[0] = stage->merge.members[j].node;
+                nodes[1] = stage->merge.members[j].relu;
+                node = nodes[i];
+            } else {
+                node = stage->groups[j].nodes[i];
+            }
+            const opsched_node *nd = node >= 0 ? opsched_graph_node(g, node) : NULL;
+            for (int k = 0; nd && k < nd->n_inputs; k++)
+                n = rowmajor_shape(g, nd->inputs[k], rm, seen, list, n, SIG_MAX_ROWMAJOR);
+            for (int k = 0; nd && k < nd->n_outputs; k++)
+                n = rowmajor_shape(g, nd->outputs[k], rm, seen, list, n, SIG_MAX_ROWMAJOR);
+        }
+    }
+    opsched_status st = OPSCHED_OK;
+    if (n > 0) {
+        qsort(list, (size_t)n, sizeof(*list), shape_cmp);
+        text t = {0};
+        text_put(&t, *out);
+        text_put(&t, " rowmajor=");
+        for (int i = 0; i < n; i++) {
+            if (i) text_put(&t, ",");
+            text_put(&t, list[i]);
+        }
+        if (t.nomem) {
+            free(t.p);
+            st = OS_NOMEM(ctx);
+        } else {
+            free(*out);
+            *out = t.p;
+        }
+    }
+    if (st != OPSCHED_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    free(seen);
+    free(list);
+    return st;
+}
