@@ -384,6 +384,12 @@ opsched_status cu_mm_graph_plan(const cu_plan_args *a, const cu_mm_desc *d, cu_l
         c->graph_ms = c->apart_ms = -1.0f;
         snprintf(c->act_name, sizeof(c->act_name), "%s", act.name);
         opsched_status st = choose(a, d, &act, limit, c);
+        /* The graph is an option of the plan, not the plan: where cuDNN's
+         * descriptors turn it down with an error of their own (not a
+         * failed launch: the device has no error pending) and nothing
+         * forces it, the product stays cuBLASLt's. */
+        if (st == OPSCHED_ERR_BACKEND && !force && cudaPeekAtLastError() == cudaSuccess)
+            st = OPSCHED_ERR_UNSUPPORTED;
         if (st == OPSCHED_OK && c->plan && lt) st = time_apart(a, d, lt, &c->apart_ms);
         if (st == OPSCHED_ERR_UNSUPPORTED) {
             os_log(a->ctx, OPSCHED_LOG_DEBUG, "cuda: node '%s': a product's graph: %s",
