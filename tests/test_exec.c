@@ -594,6 +594,17 @@ static void test_norm_act_and_transposed_residual(void **state)
     opsched_graph_free(g);
 }
 
+/* The roles the CPU backend's executor of g under o gives nodes[0..n). */
+static void check_roles(const opsched_graph *g, const opsched_exec_options *o, const int *nodes,
+                        int n, opsched_node_role role)
+{
+    opsched_executor *ex = NULL;
+    CHECK(opsched_executor_create(env.cpu, g, NULL, o, &ex));
+    for (int k = 0; k < n; k++)
+        assert_int_equal(opsched_executor_layer(ex, nodes[k])->role, role);
+    opsched_executor_free(ex);
+}
+
 /* A Gemm's activation is its epilogue (opsched_node_epilogue) where the
  * Gemm's output has no other reader; the executor asks the backend for the
  * bias and the activation in the Gemm's launch, and the CPU backend, which
@@ -614,11 +625,7 @@ static void test_gemm_epilogue(void **state)
         opsched_exec_options on = {.plan = {.fuse_activation = 1}}, off = {0};
         compare_with_reference(g, &on, 1e-5);
         compare_with_reference(g, &off, 1e-5);
-        opsched_executor *ex = NULL;
-        CHECK(opsched_executor_create(env.cpu, g, NULL, &on, &ex));
-        assert_int_equal(opsched_executor_layer(ex, 1)->role, OPSCHED_ROLE_LAUNCH);
-        assert_int_equal(opsched_executor_layer(ex, 3)->role, OPSCHED_ROLE_LAUNCH);
-        opsched_executor_free(ex);
+        check_roles(g, &on, (const int[]){1, 3}, 2, OPSCHED_ROLE_LAUNCH);
         opsched_graph_free(g);
     }
 }
@@ -650,11 +657,7 @@ static void test_conv_norm(void **state)
     opsched_exec_options on = {.plan = {.fuse_activation = 1}}, off = {0};
     compare_with_reference(g, &on, 1e-5);
     compare_with_reference(g, &off, 1e-5);
-    opsched_executor *ex = NULL;
-    CHECK(opsched_executor_create(env.cpu, g, NULL, &on, &ex));
-    assert_int_equal(opsched_executor_layer(ex, 2)->role, OPSCHED_ROLE_LAUNCH);
-    assert_int_equal(opsched_executor_layer(ex, 8)->role, OPSCHED_ROLE_LAUNCH);
-    opsched_executor_free(ex);
+    check_roles(g, &on, (const int[]){2, 8}, 2, OPSCHED_ROLE_LAUNCH);
     opsched_graph_free(g);
 }
 

@@ -951,6 +951,9 @@ int opsched_se_gate_find(const opsched_graph *g, int node, opsched_se_gate *out)
  * it agrees.  Fills rm[t] (one byte per tensor of g: 1 row-major) and
  * returns the count of row-major tensors. */
 int opsched_layout_rowmajor(const opsched_graph *g, unsigned char *rm);
+/* The same into a new array: *out malloc'd (free()), or NULL when no
+ * tensor of g is row-major; OPSCHED_ERR_NOMEM when memory runs out. */
+opsched_status opsched_layout_rowmajor_new(const opsched_graph *g, unsigned char **out);
 /* 1 when Transpose `node` is a view under rm: into or out of a region. */
 int opsched_layout_transpose_view(const opsched_graph *g, int node, const unsigned char *rm);
 /* The index of t among g's tensors when t is one of them, else -1. */

@@ -188,16 +188,8 @@ static opsched_status network_rowmajor(const opsched_stage_measurer *m, const op
 {
     *out = NULL;
     const opsched_plan_options *p = &m->o.exec.plan;
-    int nt = opsched_graph_num_tensors(g);
-    if (p->layout != OPSCHED_LAYOUT_NHWC || (p->ablate & OPSCHED_ABLATE_LAYOUT) || nt <= 0)
-        return OPSCHED_OK;
-    *out = calloc((size_t)nt, 1);
-    if (!*out) return OS_NOMEM(m->ctx);
-    if (opsched_layout_rowmajor(g, *out) == 0) {
-        free(*out);
-        *out = NULL;
-    }
-    return OPSCHED_OK;
+    if (p->layout != OPSCHED_LAYOUT_NHWC || (p->ablate & OPSCHED_ABLATE_LAYOUT)) return OPSCHED_OK;
+    return opsched_layout_rowmajor_new(g, out);
 }
 
 static void mark_stage(const opsched_stage *st, unsigned char *in_stage)

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "graph/graph_impl.h"
 
 /* The same bytes in both orders: not 4-D, one channel, or one pixel. */
@@ -210,6 +211,21 @@ int opsched_layout_rowmajor(const opsched_graph *g, unsigned char *rm)
     for (int t = 0; t < nt; t++)
         count += rm[t] != 0;
     return count;
+}
+
+opsched_status opsched_layout_rowmajor_new(const opsched_graph *g, unsigned char **out)
+{
+    *out = NULL;
+    int nt = g ? opsched_graph_num_tensors(g) : 0;
+    if (nt <= 0) return OPSCHED_OK;
+    unsigned char *rm = calloc((size_t)nt, 1);
+    if (!rm) return OS_NOMEM(opsched_graph_ctx(g));
+    if (opsched_layout_rowmajor(g, rm) == 0) {
+        free(rm);
+        return OPSCHED_OK;
+    }
+    *out = rm;
+    return OPSCHED_OK;
 }
 
 ptrdiff_t opsched_graph_tensor_index(const opsched_graph *g, const opsched_tensor *t)

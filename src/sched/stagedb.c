@@ -64,15 +64,7 @@ opsched_status opsched_stage_cost_cached(void *user, const opsched_graph *g,
     /* under NHWC the signature names the row-major 4-D tensors, as the
      * measurer's does (opsched_stage_signature_layout) */
     unsigned char *rm = NULL;
-    int nt = opsched_graph_num_tensors(g);
-    if (c->layout && strcmp(c->layout, "nhwc") == 0 && nt > 0) {
-        rm = calloc((size_t)nt, 1);
-        if (!rm) return OS_NOMEM(ctx);
-        if (opsched_layout_rowmajor(g, rm) == 0) {
-            free(rm);
-            rm = NULL;
-        }
-    }
+    if (c->layout && strcmp(c->layout, "nhwc") == 0) OS_TRY(opsched_layout_rowmajor_new(g, &rm));
     opsched_status sst = opsched_stage_signature_layout(g, stage, rm, &sig);
     free(rm);
     OS_TRY(sst);
