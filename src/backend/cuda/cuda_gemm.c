@@ -508,7 +508,8 @@ opsched_status cu_plan_gemm(const cu_plan_args *a, cu_plan **out)
             cu_plan_destroy(&p->base);
             return tst;
         }
-        a->info->fused_bias = 1;
+        /* C is the Gemm's own input: no bias Add absorbed (fused_bias
+         * names a MatMul's), only the activation after it */
         a->info->fused_activation = fused_act || graph;
         if (graph)
             cu_mm_graph_describe(p->mm, a->info->algo, sizeof(a->info->algo));
