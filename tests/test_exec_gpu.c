@@ -891,7 +891,10 @@ static void test_conv_cublaslt(void **state)
         int lt = 0, relu = 0, res = 0;
         for (int i = 0; i < opsched_graph_num_nodes(g); i++) {
             const opsched_layer_info *li = opsched_executor_layer(ex, i);
-            if (strncmp(li->algo, "cublaslt", 8) != 0) continue;
+            /* the convolutions (the head's Gemm is cuBLASLt's too) */
+            if (opsched_graph_node(g, i)->op != OPSCHED_OP_CONV ||
+                strncmp(li->algo, "cublaslt", 8) != 0)
+                continue;
             lt++;
             relu += strstr(li->algo, "+Relu") != NULL;
             res += strstr(li->algo, "+residual") != NULL;
@@ -1151,6 +1154,51 @@ static void test_depthwise_vec(void **state)
     }
 }
 
+/* The four-channel kernel's 7x7 tiles (its filters in shared memory):
+ * ConvNeXt's depthwise convolution with its bias, its LayerNormalization
+ * kept apart (--ablate conv-norm), forced onto each tile in NHWC in every
+ * math mode against fp32 on the CPU; 40 channels on odd maps (partial
+ * tiles, ten vectors a pixel) and ConvNeXt-T's 96 at 14x14. */
+static void test_depthwise_vec7(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    static const opsched_shape shapes[] = {{4, {2, 40, 15, 13}}, {4, {1, 96, 14, 14}}};
+    static const char *const tiles[] = {"own-vec1x4", "own-vec2x4", "own-vec2x8", "own-vec4x4"};
+    int failures = 0;
+    for (int s = 0; s < 2; s++) {
+        opsched_graph *g = netref_conv_norm_graph(env.ctx, &shapes[s], 97 + (uint64_t)s);
+        assert_non_null(g);
+        size_t nx = input_numel(g), n_ref = 0;
+        float *xv = random_values(nx, 41);
+        opsched_exec_options base = {.plan = {.math = OPSCHED_MATH_FP32}};
+        float *ref = infer(env.cpu ? env.cpu : env.gpu, g, &base, xv, 0, &n_ref);
+        for (size_t t = 0; t < sizeof(tiles) / sizeof(tiles[0]); t++)
+            for (int m = 0; m < OPSCHED_MATH_COUNT; m++) {
+                opsched_exec_options o = {.plan = {.algo = tiles[t],
+                                                   .math = (opsched_math)m,
+                                                   .layout = OPSCHED_LAYOUT_NHWC,
+                                                   .fuse_activation = 1,
+                                                   .ablate = OPSCHED_ABLATE_CONV_NORM},
+                                          .algo_fallback = "heuristic"};
+                opsched_executor *ex = NULL;
+                CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
+                char want[32];
+                snprintf(want, sizeof(want), "depthwise/vec%.3s", tiles[t] + 7);
+                const char *got = opsched_executor_layer(ex, 0)->algo;
+                print_message("  %s C=%lld %s: %s\n", tiles[t], (long long)shapes[s].d[1],
+                              opsched_math_name((opsched_math)m), got);
+                assert_true(strncmp(got, want, strlen(want)) == 0);
+                opsched_executor_free(ex);
+                failures += gpu_output_fails(g, &o, xv, ref, n_ref, (opsched_math)m);
+            }
+        free(ref);
+        free(xv);
+        opsched_graph_free(g);
+    }
+    assert_int_equal(failures, 0);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -1204,6 +1252,7 @@ int main(void)
         cmocka_unit_test(test_norm_act_and_transposed_residual),
         cmocka_unit_test(test_conv_norm),
         cmocka_unit_test(test_depthwise_vec),
+        cmocka_unit_test(test_depthwise_vec7),
         cmocka_unit_test(test_attention),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

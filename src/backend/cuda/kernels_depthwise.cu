@@ -1,7 +1,8 @@
 /*
  * kernels_depthwise.cu - a depthwise convolution in NHWC for large maps:
  * four channels a thread and a TH x TW tile of outputs, for the batch-16
- * shapes of MobileNets and EfficientNets, where the work is bound by memory
+ * shapes of MobileNets and EfficientNets and ConvNeXt's 7x7 windows, where
+ * the work is bound by memory
  * and k_dw_tile (kernels_conv.cu), one channel a thread, issues too many
  * loads: on an H200 it took 52 us for MobileNetV2's 16x144x56x56 layer
  * where cuDNN's depthwise kernel under PyTorch took 22.
@@ -54,8 +55,22 @@ __device__ __noinline__ float4 act4(float4 v, cuk_ufn fn, const cuk_ew_params p)
  * prologue itself twice as slow as its pass. */
 
 /* Channel vectors (four channels) a block holds at most: its filters sit
- * in shared memory once, K * K taps by 4 * this many channels. */
+ * in shared memory once, K * K taps by 4 * this many channels (half as
+ * many for windows of more than 25 taps, within the 48 KiB a block has). */
 constexpr int kMaxVecs = 64;
+
+__host__ __device__ constexpr int max_vecs(int K)
+{
+    return K * K > 25 ? kMaxVecs / 2 : kMaxVecs;
+}
+
+/* Windows of more than 25 taps (7x7, ConvNeXt's) keep their filters in
+ * shared memory, read a tap at a time as one 16-byte vector: 49 float4s
+ * in registers spilled, and a tap read serves the tile's whole row. */
+__host__ __device__ constexpr bool filters_shared(int K)
+{
+    return K * K > 25;
+}
 
 template <typename T, int K, int S, int TH, int TW, bool PRE>
 __global__ void __launch_bounds__(256) k_dw_vec(cuk_dw_desc d, const T *__restrict__ x,
@@ -65,7 +80,8 @@ __global__ void __launch_bounds__(256) k_dw_vec(cuk_dw_desc d, const T *__restri
 {
     cuk_kernel_enter();
     constexpr int KK = K * K, NR = (TH - 1) * S + K, NI = (TW - 1) * S + K;
-    __shared__ float ws[KK][4 * kMaxVecs];
+    constexpr bool WS = filters_shared(K);
+    __shared__ float ws[KK][4 * max_vecs(K)];
     const int C = (int)d.c, H = (int)d.h, W = (int)d.w, OH = (int)d.oh, OW = (int)d.ow;
     const int CV = C / 4;
     const int v0 = blockIdx.x * blockDim.x; /* the block's first channel vector */
@@ -79,10 +95,12 @@ __global__ void __launch_bounds__(256) k_dw_vec(cuk_dw_desc d, const T *__restri
     __syncthreads();
     if ((int)threadIdx.x >= nv) return;
     const int c = 4 * (v0 + (int)threadIdx.x);
-    float4 wr[KK];
+    float4 wr[WS ? 1 : KK];
+    if constexpr (!WS) {
 #pragma unroll
-    for (int t = 0; t < KK; t++)
-        wr[t] = *reinterpret_cast<const float4 *>(&ws[t][4 * threadIdx.x]);
+        for (int t = 0; t < KK; t++)
+            wr[t] = *reinterpret_cast<const float4 *>(&ws[t][4 * threadIdx.x]);
+    }
     const float4 bias = b ? f4<T>::ld(b + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     const int tiles_x = (OW + TW - 1) / TW, tiles_y = (OH + TH - 1) / TH;
     const int64_t ntiles = d.n * tiles_y * tiles_x;
@@ -122,10 +140,16 @@ __global__ void __launch_bounds__(256) k_dw_vec(cuk_dw_desc d, const T *__restri
                 const int ky = i - oy * S;
                 if (ky < 0 || ky >= K) continue;
 #pragma unroll
-                for (int kx = 0; kx < K; kx++)
+                for (int kx = 0; kx < K; kx++) {
+                    float4 wv;
+                    if constexpr (WS)
+                        wv = *reinterpret_cast<const float4 *>(&ws[ky * K + kx][4 * threadIdx.x]);
+                    else
+                        wv = wr[ky * K + kx];
 #pragma unroll
                     for (int ox = 0; ox < TW; ox++)
-                        fma4(acc[oy][ox], xin[ox * S + kx], wr[ky * K + kx]);
+                        fma4(acc[oy][ox], xin[ox * S + kx], wv);
+                }
             }
         }
 #pragma unroll
@@ -157,7 +181,8 @@ cudaError_t dw_vec_launch(const cuk_dw_desc *d, const T *x, const T *w, const T 
     const clamp_act none = {1.0f, 0.0f, 0.0f, 0.0f, 0};
     /* channel vectors a block: the fewest blocks across the channels, then
      * as even a split as that allows; the rest of the 256 threads go to tiles */
-    const int bx = (CV + kMaxVecs - 1) / kMaxVecs;
+    const int mv = max_vecs(K);
+    const int bx = (CV + mv - 1) / mv;
     const int dx = (CV + bx - 1) / bx, dy = dx >= 256 ? 1 : 256 / dx;
     const int64_t ntiles = d->n * ((d->oh + TH - 1) / TH) * ((d->ow + TW - 1) / TW);
     int64_t gy = (ntiles + dy - 1) / dy;
@@ -184,6 +209,10 @@ cudaError_t dw_vec_launch(const cuk_dw_desc *d, const T *x, const T *w, const T 
     CUK_DW_VEC(5, 1, 2, 2)
     CUK_DW_VEC(5, 2, 1, 1)
     CUK_DW_VEC(5, 2, 1, 2)
+    CUK_DW_VEC(7, 1, 1, 4)
+    CUK_DW_VEC(7, 1, 2, 4)
+    CUK_DW_VEC(7, 1, 2, 8)
+    CUK_DW_VEC(7, 1, 4, 4)
 #undef CUK_DW_VEC
     return cudaErrorNotSupported;
 }
@@ -195,7 +224,8 @@ cudaError_t dw_vec_launch(const cuk_dw_desc *d, const T *x, const T *w, const T 
 static const struct {
     int k, s, th, tw;
 } vec_tiles[] = {{3, 1, 1, 4}, {3, 1, 2, 2}, {3, 1, 2, 4}, {3, 2, 1, 2}, {3, 2, 2, 2},
-                 {5, 1, 1, 2}, {5, 1, 2, 2}, {5, 2, 1, 1}, {5, 2, 1, 2}};
+                 {5, 1, 1, 2}, {5, 1, 2, 2}, {5, 2, 1, 1}, {5, 2, 1, 2}, {7, 1, 1, 4},
+                 {7, 1, 2, 4}, {7, 1, 2, 8}, {7, 1, 4, 4}};
 
 extern "C" int cuk_depthwise_vec_tiles(const cuk_dw_desc *d, int max, int *th, int *tw)
 {

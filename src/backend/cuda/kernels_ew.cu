@@ -400,6 +400,39 @@ template <typename TX, typename TY> struct cast_f {
     }
 };
 
+/* The activations networks run between products, with the function fixed
+ * at compile time: ufloat's switch over every unary function, inlined
+ * whole, holds the registers of its largest case (and the stack of the
+ * trigonometric ones' slow paths), which a memory-bound pass pays for in
+ * occupancy. */
+template <typename T, int FN> struct act_f {
+    const T *x;
+    T *y;
+    cuk_ew_params p;
+
+    __device__ __forceinline__ T apply(T v) const
+    {
+        return store<T>(ufloat((cuk_ufn)FN, load<T>(v), p));
+    }
+    __device__ __forceinline__ void at(int64_t i) const
+    {
+        y[i] = apply(x[i]);
+    }
+    __device__ __forceinline__ void at4(int64_t i) const
+    {
+        vec4<T> a = ((const vec4<T> *)x)[i];
+        vec4<T> r;
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            r.v[k] = apply(a.v[k]);
+        ((vec4<T> *)y)[i] = r;
+    }
+    bool aligned4() const
+    {
+        return (uintptr_t)x % sizeof(vec4<T>) == 0 && (uintptr_t)y % sizeof(vec4<T>) == 0;
+    }
+};
+
 /* ---- drivers -------------------------------------------------------- */
 
 template <typename F> __global__ void k_flat(int64_t n, F f)
@@ -789,6 +822,29 @@ extern "C" cudaError_t cuk_ew_unary(cuk_ufn fn, const cuk_ew_params *p, cuk_dtyp
             unary_f<T, boolean> f = {(const T *)x, (boolean *)y, fn, *p};
             return run_flat(n, f, stream);
         });
+    }
+    if (tx == ty && is_fp(tx)) {
+#define CUK_ACT(FN)                                                                                \
+    case FN:                                                                                       \
+        CUK_DISPATCH_FP(tx, T, {                                                                   \
+            act_f<T, FN> f = {(const T *)x, (T *)y, *p};                                           \
+            return run_flat(n, f, stream);                                                         \
+        });                                                                                        \
+        break;
+        switch (fn) {
+            CUK_ACT(CUK_U_GELU_ERF)
+            CUK_ACT(CUK_U_GELU_TANH)
+            CUK_ACT(CUK_U_RELU)
+            CUK_ACT(CUK_U_CLIP)
+            CUK_ACT(CUK_U_SIGMOID)
+            CUK_ACT(CUK_U_SWISH)
+            CUK_ACT(CUK_U_HARDSWISH)
+            CUK_ACT(CUK_U_HARDSIGMOID)
+            CUK_ACT(CUK_U_TANH)
+        default:
+            break;
+        }
+#undef CUK_ACT
     }
     CUK_DISPATCH_DT(tx, T, {
         unary_f<T, T> f = {(const T *)x, (T *)y, fn, *p};
