@@ -781,6 +781,15 @@ static void test_capture_replay(void **state)
 
         CHECK(opsched_executor_capture(ex));
         CHECK(opsched_executor_capture(ex)); /* again: the first graph is replaced */
+        /* on sm_90 on, the capture chose programmatic launches by timing both graphs */
+        opsched_exec_info info;
+        CHECK(opsched_executor_info(ex, &info));
+        print_message("%s: programmatic launches %d (graph %.4f ms with them, %.4f without)\n",
+                      models[mi], info.pdl, info.pdl_ms[1], info.pdl_ms[0]);
+        if (info.pdl >= 0) {
+            assert_true(info.pdl_ms[0] > 0 && info.pdl_ms[1] > 0);
+            assert_int_equal(info.pdl, !(info.pdl_ms[0] < info.pdl_ms[1]));
+        }
         CHECK(opsched_executor_set_input(ex, 0, b, nx));
         CHECK(opsched_executor_replay(ex));
         CHECK(opsched_device_sync(env.gpu));

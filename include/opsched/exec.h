@@ -162,6 +162,14 @@ typedef struct opsched_exec_info {
     size_t weight_bytes;           /* the weights launches read, the merged convolutions' too */
     size_t workspace_bytes;        /* all plans together */
     int n_fallbacks;
+    /* Programmatic launches (own kernels on sm_90 on, unless --ablate
+     * pdl): at capture the graph is captured and timed both ways and the
+     * faster kept for it and every run after.  pdl 1 with them, 0
+     * plainly, -1 not chosen (no capture yet, or nothing to choose);
+     * pdl_ms[1] and pdl_ms[0] the two graphs' replays (ms, the best of
+     * three rounds). */
+    int pdl;
+    double pdl_ms[2];
 } opsched_exec_info;
 
 opsched_status opsched_executor_info(const opsched_executor *ex, opsched_exec_info *out);
@@ -241,8 +249,10 @@ opsched_status opsched_executor_trace(opsched_executor *ex, opsched_exec_span **
                                       int *n_spans, double *total_ms);
 
 /* Captures one inference, every stream, as one device graph (replacing
- * an earlier capture).  OPSCHED_ERR_UNSUPPORTED on backends without
- * graphs. */
+ * an earlier capture).  Where the plans launch programmatically, captures
+ * and times the graph with and without (a few replays of each) and keeps
+ * the faster (opsched_exec_info.pdl).  OPSCHED_ERR_UNSUPPORTED on backends
+ * without graphs. */
 opsched_status opsched_executor_capture(opsched_executor *ex);
 /* Enqueues one replay of the captured graph on the device's stream. */
 opsched_status opsched_executor_replay(opsched_executor *ex);

@@ -86,6 +86,9 @@ typedef struct opsched_profile_result {
     int n_fallbacks;               /* layers run with the fallback algorithm */
     int n_launches;                /* launches of one inference (the executor's plan) */
     int n_rowmajor;                /* 4-D tensors the layout per tensor kept row-major */
+    int pdl;                       /* the graph's programmatic launches (opsched_exec_info):
+                                    * 1 kept, 0 off, -1 not chosen */
+    double pdl_ms[2];              /* its replays without [0] and with [1] them */
     int n_layers;
     opsched_layer_profile *layers; /* n_layers entries, owned by the result */
     double layer_sum_ms;           /* sum of per-layer medians */

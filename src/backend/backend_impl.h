@@ -90,6 +90,12 @@ typedef struct os_backend_iface {
 
     /* Optional: the device's plan cache counters (zeros when NULL). */
     void (*plan_cache_stats)(void *dev, opsched_plan_cache_stats *out);
+
+    /* Optional: whether plans made with programmatic launches (CUDA's
+     * programmatic dependent launch, sm_90 on) launch with them: 1 as made,
+     * 0 plainly.  Returns the setting before, -1 where the device has no
+     * such launches (the setting then means nothing). */
+    int (*launch_pdl)(void *dev, int on);
 } os_backend_iface;
 
 /* opsched_device_power reporting failures on ctx instead of the device's
@@ -106,6 +112,9 @@ opsched_status os_stream_graph_begin(opsched_stream *s);
 opsched_status os_stream_graph_end(opsched_stream *s, void **graph);
 opsched_status os_stream_graph_launch(opsched_stream *s, void *graph);
 void os_device_graph_free(opsched_device *dev, void *graph);
+
+/* The launch_pdl slot: the setting before, -1 where there is none. */
+int os_device_launch_pdl(opsched_device *dev, int on);
 
 #ifdef OPSCHED_HAVE_CUDA
 extern const os_backend_iface os_backend_cuda;

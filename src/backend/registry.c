@@ -721,3 +721,9 @@ void os_device_graph_free(opsched_device *dev, void *graph)
     if (!dev || !graph || !dev->be->graph_free) return;
     dev->be->graph_free(dev->impl, graph);
 }
+
+int os_device_launch_pdl(opsched_device *dev, int on)
+{
+    if (!dev || !dev->be->launch_pdl) return -1;
+    return dev->be->launch_pdl(dev->impl, on);
+}

@@ -1858,6 +1858,9 @@ static opsched_status build(opsched_executor *ex, const opsched_graph *g, const 
     ex->math = o->plan.math;
     ex->layout = o->plan.layout;
     ex->timing_only = o->timing_only;
+    ex->pdl_choose = !(o->plan.ablate & OPSCHED_ABLATE_PDL);
+    ex->pdl_on = 1;
+    ex->info.pdl = -1;
     ex->n_stages = s->n_stages;
     /* the layout per tensor: the plans see it through their options */
     opsched_exec_options oo = *o;

@@ -144,6 +144,8 @@ struct opsched_executor {
     unsigned char *rowmajor; /* NULL, or per graph tensor: kept row-major under NHWC
                               * (opsched_layout_rowmajor) */
     int timing_only; /* opsched_exec_options.timing_only */
+    int pdl_choose;  /* the plans launch programmatically: capture chooses (not ablated) */
+    int pdl_on;      /* launch them so (1) or plainly (0): every run sets it */
     int n_nodes, n_graph_tensors, n_stages;
     int n_inputs, n_outputs;
     int *inputs, *outputs; /* tensor ids */

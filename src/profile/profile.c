@@ -81,6 +81,7 @@ static opsched_status result_new(opsched_ctx *ctx, int n_layers, opsched_profile
         return OS_NOMEM(ctx);
     }
     r->n_layers = n_layers;
+    r->pdl = -1;
     r->enqueue_ms = NAN;
     energy_unknown(&r->energy);
     r->layer_sum_ms = r->attribution_latency = r->attribution_graph = NAN;
@@ -144,6 +145,12 @@ static opsched_status graph_replays(os_profiler *p)
     }
     OS_TRY(st);
     p->graph_ready = 1;
+    opsched_exec_info info;
+    if (opsched_executor_info(p->ex, &info) == OPSCHED_OK) {
+        p->r->pdl = info.pdl;
+        p->r->pdl_ms[0] = info.pdl_ms[0];
+        p->r->pdl_ms[1] = info.pdl_ms[1];
+    }
     OS_TRY(os_ex_warmup(p->ex, 1, p->o.warmup_ms / 4, 3));
     return os_profile_sample(p, 1, &p->r->e2e_graph);
 }

@@ -1758,7 +1758,8 @@ static opsched_status enqueue_gate_pass(const cu_plan_args *a, void *env, cudaSt
     }
     nd.stride[2][0] = p->gate_k;
     nd.stride[2][2] = 1;
-    CUDA_CHECK(a->ctx, cuk_binary(a->kt, CUK_MUL, &nd, g->x, g->s, g->x, s));
+    CUDA_CHECK(a->ctx, cuk_ew_binary(CUK_B_MUL, (cuk_dtype)a->kt, (cuk_dtype)a->kt,
+                                     (cuk_dtype)a->kt, &nd, g->x, g->s, g->x, s));
     return OPSCHED_OK;
 }
 

@@ -546,4 +546,5 @@ const os_backend_iface os_backend_cuda = {
     .event_record = cu_event_record,
     .stream_wait = cu_stream_wait,
     .plan_cache_stats = cu_plan_cache_stats,
+    .launch_pdl = cu_launch_pdl,
 };

@@ -30,8 +30,8 @@ typedef struct dnn_plan {
     double eps;
     cuk_pool_desc pool;
     cuk_lrn_desc lrn;
-    cuk_unary_op op;
-    float p0, p1;
+    cuk_ufn ufn; /* activations without cuDNN (cu_unary_fn_of) */
+    cuk_ew_params prm;
     int64_t n, channels, cstride; /* element count; per-channel addressing */
     int64_t outer, axis, inner;   /* softmax */
     int col;                      /* global pooling as a column reduction */
@@ -381,7 +381,8 @@ static opsched_status act_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base
     dnn_plan *p = (dnn_plan *)base;
     const float one = 1.0f, zero = 0.0f;
     if (!p->use_cudnn) {
-        CUDA_CHECK(ctx, cuk_unary(p->kt, p->op, p->p0, p->p1, p->n, in[0], out[0], s));
+        CUDA_CHECK(ctx, cuk_ew_unary(p->ufn, &p->prm, (cuk_dtype)p->kt, (cuk_dtype)p->kt, p->n,
+                                     in[0], out[0], s));
         return OPSCHED_OK;
     }
     CUDNN_CHECK(ctx, cudnnSetStream(dev->cudnn, s));
@@ -400,27 +401,22 @@ opsched_status cu_plan_activation(const cu_plan_args *a, cu_plan **out)
     cudnnActivationMode_t mode = CUDNN_ACTIVATION_RELU;
     double coef = 0.0;
     int cudnn_ok = a->dt != OPSCHED_BF16 && cudnn_dims_ok(&p->n, 1);
+    cu_unary_fn_of(a->node, &p->ufn, &p->prm);
     switch (a->node->op) {
     case OPSCHED_OP_RELU:
-        p->op = CUK_RELU;
         break;
     case OPSCHED_OP_SIGMOID:
-        p->op = CUK_SIGMOID;
         mode = CUDNN_ACTIVATION_SIGMOID;
         break;
     case OPSCHED_OP_TANH:
-        p->op = CUK_TANH;
         mode = CUDNN_ACTIVATION_TANH;
         break;
-    default: /* Clip */
-        p->op = CUK_CLIP;
-        p->p0 = a->node->attr.clip.min;
-        p->p1 = a->node->attr.clip.max;
-        if (p->p0 != 0.0f) {
+    default: /* Clip: min in alpha, max in beta */
+        if (p->prm.alpha != 0.0f) {
             cudnn_ok = 0;
-        } else if (!isinf(p->p1) || p->p1 < 0) {
+        } else if (!isinf(p->prm.beta) || p->prm.beta < 0) {
             mode = CUDNN_ACTIVATION_CLIPPED_RELU;
-            coef = p->p1;
+            coef = p->prm.beta;
         }
         break;
     }

@@ -160,6 +160,7 @@ typedef struct cu_device {
     os_plan_cache *lt_algos;   /* cuBLASLt algorithms timed (cu_lt_gemm_tune) */
     os_plan_cache *mm_plans;   /* products with their bias and activation as cuDNN graphs */
     int pdl_ok;                /* sm_90 or later: own kernels may be launched programmatically */
+    int pdl_plain;             /* launch plans made programmatic plainly (cu_launch_pdl) */
 } cu_device;
 
 /* Gives every stream of the device (and each created later) a GEMM
@@ -374,8 +375,6 @@ opsched_status cu_plan_activation(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_batchnorm(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_softmax(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_lrn(const cu_plan_args *a, cu_plan **out);
-opsched_status cu_plan_unary(const cu_plan_args *a, cu_plan **out);
-opsched_status cu_plan_binary(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_concat(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_split(const cu_plan_args *a, cu_plan **out);
 opsched_status cu_plan_slice(const cu_plan_args *a, cu_plan **out);
@@ -440,6 +439,8 @@ opsched_status cu_plan_create(opsched_ctx *ctx, void *dev, const opsched_graph *
                               const opsched_plan_options *opts, void **plan,
                               opsched_plan_info *info);
 void cu_plan_free(void *dev, void *plan);
+/* The backend's launch_pdl slot (backend_impl.h). */
+int cu_launch_pdl(void *dev, int on);
 opsched_status cu_plan_launch(opsched_ctx *ctx, void *dev, void *plan, void *stream,
                               void *const *in, void *const *out);
 

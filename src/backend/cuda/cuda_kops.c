@@ -22,10 +22,7 @@ typedef struct kop_plan {
     cu_plan base;
     cuk_type kt;
     size_t elem;
-    cuk_unary_op uop;
-    float p0, p1;
     int64_t n;
-    cuk_binary_op bop;
     cuk_nd nd;
     int n_parts; /* Concat / Split */
     int64_t parts[CUK_MAX_SPLIT];
@@ -71,67 +68,6 @@ static opsched_status kop_done(const cu_plan_args *a, kop_plan *p, const char *a
     snprintf(a->info->algo, sizeof(a->info->algo), "%s", algo);
     *out = &p->base;
     return OPSCHED_OK;
-}
-
-/* ---- element-wise ---------------------------------------------------- */
-
-static opsched_status unary_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
-                                   void *const *in, void *const *out)
-{
-    kop_plan *p = (kop_plan *)base;
-    (void)dev;
-    CUDA_CHECK(ctx, cuk_unary(p->kt, p->uop, p->p0, p->p1, p->n, in[0], out[0], s));
-    return OPSCHED_OK;
-}
-
-opsched_status cu_plan_unary(const cu_plan_args *a, cu_plan **out)
-{
-    kop_plan *p = NULL;
-    OS_TRY(kop_new(a, unary_launch, 1, &p));
-    p->n = opsched_shape_numel(&cu_in(a, 0)->shape);
-    switch (a->node->op) {
-    case OPSCHED_OP_GELU:
-        p->uop = a->node->attr.gelu.tanh_approx ? CUK_GELU_TANH : CUK_GELU_ERF;
-        break;
-    case OPSCHED_OP_ERF:
-        p->uop = CUK_ERF;
-        break;
-    case OPSCHED_OP_HARDSIGMOID:
-        p->uop = CUK_HARDSIGMOID;
-        p->p0 = a->node->attr.hardsigmoid.alpha;
-        p->p1 = a->node->attr.hardsigmoid.beta;
-        break;
-    case OPSCHED_OP_HARDSWISH:
-        p->uop = CUK_HARDSWISH;
-        break;
-    default:
-        p->uop = CUK_SQRT;
-        break;
-    }
-    return kop_done(a, p, "kernel", out);
-}
-
-static opsched_status binary_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
-                                    void *const *in, void *const *out)
-{
-    kop_plan *p = (kop_plan *)base;
-    (void)dev;
-    CUDA_CHECK(ctx, cuk_binary(p->kt, p->bop, &p->nd, in[0], in[1], out[0], s));
-    return OPSCHED_OK;
-}
-
-opsched_status cu_plan_binary(const cu_plan_args *a, cu_plan **out)
-{
-    const opsched_tensor *y = cu_out(a, 0);
-    kop_plan *p = NULL;
-    OS_TRY(kop_new(a, binary_launch, 1, &p));
-    static const cuk_binary_op ops[] = {CUK_ADD, CUK_SUB, CUK_MUL, CUK_DIV, CUK_POW};
-    p->bop = ops[a->node->op - OPSCHED_OP_ADD];
-    cu_nd_over(a, y, &p->nd);
-    cu_aligned_strides(a, cu_in(a, 0), &y->shape, p->nd.stride[1]);
-    cu_aligned_strides(a, cu_in(a, 1), &y->shape, p->nd.stride[2]);
-    cu_nd_simplify(&p->nd, 3);
-    return kop_done(a, p, "kernel", out);
 }
 
 /* ---- strided copies: Transpose, Slice, Expand ------------------------ */

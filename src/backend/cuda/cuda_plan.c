@@ -334,18 +334,17 @@ opsched_status cu_plan_dispatch(const cu_plan_args *a, cu_plan **p)
     case OPSCHED_OP_TANH:
     case OPSCHED_OP_CLIP:
         return cu_plan_activation(a, p);
-    case OPSCHED_OP_GELU:
+    case OPSCHED_OP_GELU: /* the element-wise family: packed, any storage type */
     case OPSCHED_OP_ERF:
     case OPSCHED_OP_HARDSIGMOID:
     case OPSCHED_OP_HARDSWISH:
     case OPSCHED_OP_SQRT:
-        return cu_plan_unary(a, p);
     case OPSCHED_OP_ADD:
     case OPSCHED_OP_SUB:
     case OPSCHED_OP_MUL:
     case OPSCHED_OP_DIV:
     case OPSCHED_OP_POW:
-        return cu_plan_binary(a, p);
+        return cu_plan_elementwise(a, p);
     case OPSCHED_OP_CONCAT:
         return cu_plan_concat(a, p);
     case OPSCHED_OP_SPLIT:
@@ -534,6 +533,15 @@ opsched_status cu_plan_create(opsched_ctx *ctx, void *impl, const opsched_graph 
     return st;
 }
 
+int cu_launch_pdl(void *impl, int on)
+{
+    cu_device *dev = impl;
+    if (!dev->pdl_ok) return -1;
+    const int was = !dev->pdl_plain;
+    dev->pdl_plain = !on;
+    return was;
+}
+
 void cu_plan_free(void *impl, void *plan)
 {
     cu_device *dev = impl;
@@ -555,7 +563,7 @@ opsched_status cu_plan_launch(opsched_ctx *ctx, void *impl, void *plan, void *st
         if (!out[i])
             return OS_FAIL(ctx, OPSCHED_ERR_INVALID_ARG, "cuda: launch without output %d", i);
     OS_TRY(cu_device_use(ctx, dev));
-    const int was = cuk_set_pdl(p->pdl);
+    const int was = cuk_set_pdl(p->pdl && !dev->pdl_plain);
     opsched_status st =
         p->launch(ctx, dev, p, stream ? (cudaStream_t)stream : dev->stream, in, out);
     (void)cuk_set_pdl(was);

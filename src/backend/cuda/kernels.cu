@@ -97,14 +97,6 @@ __device__ __forceinline__ void nd_offsets(const cuk_nd &d, int64_t i, int64_t *
     }
 }
 
-int64_t nd_numel(const cuk_nd *d)
-{
-    int64_t n = 1;
-    for (int i = 0; i < d->ndim; i++)
-        n *= d->shape[i];
-    return n;
-}
-
 /* Sums v over a block of a multiple of 32 threads; every thread gets it. */
 __device__ float block_sum(float v, float *sh)
 {
@@ -143,89 +135,6 @@ __device__ float block_max(float v, float *sh)
 }
 
 /* ---- element-wise ---------------------------------------------------- */
-
-__device__ __forceinline__ float unary_op(cuk_unary_op op, float x, float p0, float p1)
-{
-    switch (op) {
-    case CUK_RELU:
-        return x > 0.0f ? x : 0.0f;
-    case CUK_SIGMOID:
-        return 1.0f / (1.0f + expf(-x));
-    case CUK_TANH:
-        return tanhf(x);
-    case CUK_CLIP:
-        return fminf(fmaxf(x, p0), p1);
-    case CUK_GELU_ERF:
-        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case CUK_GELU_TANH:
-        return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    case CUK_ERF:
-        return erff(x);
-    case CUK_HARDSIGMOID:
-        return fminf(fmaxf(p0 * x + p1, 0.0f), 1.0f);
-    case CUK_HARDSWISH:
-        return x * fminf(fmaxf(x * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
-    case CUK_SQRT:
-        return sqrtf(x);
-    }
-    return x;
-}
-
-template <typename T>
-__global__ void k_unary(cuk_unary_op op, float p0, float p1, int64_t n, const T *x, T *y)
-{
-    cuk_kernel_enter();
-    GRID_STRIDE(i, n) y[i] = st<T>(unary_op(op, ld<T>(x[i]), p0, p1));
-}
-
-__device__ __forceinline__ float binary_op(cuk_binary_op op, float a, float b)
-{
-    switch (op) {
-    case CUK_ADD:
-        return a + b;
-    case CUK_SUB:
-        return a - b;
-    case CUK_MUL:
-        return a * b;
-    case CUK_DIV:
-        return a / b;
-    case CUK_POW:
-        return powf(a, b);
-    }
-    return a;
-}
-
-template <typename T>
-__global__ void k_binary(cuk_binary_op op, cuk_nd d, int64_t n, const T *a, const T *b, T *y)
-{
-    cuk_kernel_enter();
-    GRID_STRIDE(i, n)
-    {
-        int64_t off[3];
-        nd_offsets<3>(d, i, off);
-        y[off[0]] = st<T>(binary_op(op, ld<T>(a[off[1]]), ld<T>(b[off[2]])));
-    }
-}
-
-/* Same-shape operands stored alike (a residual Add): no index arithmetic. */
-template <typename T>
-__global__ void k_binary_flat(cuk_binary_op op, int64_t n, const T *a, const T *b, T *y)
-{
-    cuk_kernel_enter();
-    GRID_STRIDE(i, n) y[i] = st<T>(binary_op(op, ld<T>(a[i]), ld<T>(b[i])));
-}
-
-__global__ void k_binary_flat4(cuk_binary_op op, int64_t n4, const float4 *a, const float4 *b,
-                               float4 *y)
-{
-    cuk_kernel_enter();
-    GRID_STRIDE(i, n4)
-    {
-        float4 x = a[i], z = b[i];
-        y[i] = make_float4(binary_op(op, x.x, z.x), binary_op(op, x.y, z.y),
-                           binary_op(op, x.z, z.z), binary_op(op, x.w, z.w));
-    }
-}
 
 /* ---- data movement --------------------------------------------------- */
 
@@ -1037,49 +946,6 @@ template <typename T> __global__ void k_lrn(cuk_lrn_desc d, int64_t n, const T *
         return cudaErrorInvalidValue;                                                              \
     }
 
-extern "C" cudaError_t cuk_unary(cuk_type t, cuk_unary_op op, float p0, float p1, int64_t n,
-                                 const void *x, void *y, cudaStream_t stream)
-{
-    if (n <= 0) return cudaSuccess;
-    DISPATCH_FLOAT(t, cuk_launch(k_unary<T>, blocks_for(n), kThreads, 0, stream, op, p0, p1, n,
-                                 (const T *)x, (T *)y));
-    return cudaGetLastError();
-}
-
-/* 1 when every operand is packed row-major over the full shape. */
-static int nd_is_flat(const cuk_nd *nd)
-{
-    for (int k = 0; k < 3; k++) {
-        if (nd->offset[k] != 0) return 0;
-        int64_t want = 1;
-        for (int i = nd->ndim - 1; i >= 0; i--) {
-            if (nd->shape[i] != 1 && nd->stride[k][i] != want) return 0;
-            want *= nd->shape[i];
-        }
-    }
-    return 1;
-}
-
-extern "C" cudaError_t cuk_binary(cuk_type t, cuk_binary_op op, const cuk_nd *nd, const void *a,
-                                  const void *b, void *y, cudaStream_t stream)
-{
-    int64_t n = nd_numel(nd);
-    if (n <= 0) return cudaSuccess;
-    if (nd_is_flat(nd)) {
-        if (t == CUK_F32 && n % 4 == 0 && ((uintptr_t)a | (uintptr_t)b | (uintptr_t)y) % 16 == 0) {
-            cuk_launch(k_binary_flat4, blocks_for(n / 4), kThreads, 0, stream, op, n / 4,
-                       (const float4 *)a, (const float4 *)b, (float4 *)y);
-            return cudaGetLastError();
-        }
-        DISPATCH_FLOAT(t, cuk_launch(k_binary_flat<T>, blocks_for(n), kThreads, 0, stream, op, n,
-                                     (const T *)a, (const T *)b, (T *)y));
-        return cudaGetLastError();
-    }
-    DISPATCH_FLOAT(t, cuk_launch(k_binary<T>, blocks_for(n), kThreads, 0, stream, op, *nd, n,
-                                 (const T *)a, (const T *)b, (T *)y));
-    return cudaGetLastError();
-}
-
 /* A Concat or Split piece in bytes. */
 typedef struct rows_bytes {
     const void *src;
@@ -1291,7 +1157,11 @@ extern "C" cudaError_t cuk_bias_add(cuk_type t, int64_t n, int64_t C, int64_t cs
 {
     if (n <= 0) return cudaSuccess;
     if (C <= 0 || cstride <= 0) return cudaErrorInvalidValue;
-    if (!bias) return relu ? cuk_unary(t, CUK_RELU, 0.0f, 0.0f, n, y, y, stream) : cudaSuccess;
+    if (!bias) {
+        const cuk_ew_params none = {0.0f, 0.0f, 0.0f, 0, 0};
+        return relu ? cuk_ew_unary(CUK_U_RELU, &none, (cuk_dtype)t, (cuk_dtype)t, n, y, y, stream)
+                    : cudaSuccess;
+    }
     return relu ? bias_add<true>(t, n, C, cstride, bias, y, stream)
                 : bias_add<false>(t, n, C, cstride, bias, y, stream);
 }

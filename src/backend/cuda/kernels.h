@@ -53,28 +53,8 @@ typedef enum cuk_dtype {
     CUK_DT_COUNT
 } cuk_dtype;
 
-typedef enum cuk_unary_op {
-    CUK_RELU = 0,
-    CUK_SIGMOID,
-    CUK_TANH,
-    CUK_CLIP, /* p0 = min, p1 = max */
-    CUK_GELU_ERF,
-    CUK_GELU_TANH,
-    CUK_ERF,
-    CUK_HARDSIGMOID, /* max(0, min(1, p0 * x + p1)) */
-    CUK_HARDSWISH,   /* x * max(0, min(1, x / 6 + 1/2)) */
-    CUK_SQRT
-} cuk_unary_op;
 
-typedef enum cuk_binary_op { CUK_ADD = 0, CUK_SUB, CUK_MUL, CUK_DIV, CUK_POW } cuk_binary_op;
 
-/* y[i] = op(x[i]) for n contiguous elements (x == y allowed). */
-cudaError_t cuk_unary(cuk_type t, cuk_unary_op op, float p0, float p1, int64_t n, const void *x,
-                      void *y, cudaStream_t stream);
-
-/* y = op(a, b) over nd: operand 0 is y, 1 is a, 2 is b. */
-cudaError_t cuk_binary(cuk_type t, cuk_binary_op op, const cuk_nd *nd, const void *a, const void *b,
-                       void *y, cudaStream_t stream);
 
 /* A gather over nd (operand 0 dst, operand 1 an element of a Concat's
  * output) that reads the Concat's `parts` inputs srcs (at most CUK_MAX_GATHER_PARTS), each lens[k] long
