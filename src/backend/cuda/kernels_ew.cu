@@ -39,7 +39,12 @@ template <typename C> __device__ C uint_fn(cuk_ufn fn, C x, const cuk_ew_params 
     }
 }
 
-template <typename TX, typename TY> struct unary_f {
+/* FN >= 0: the function fixed at compile time (the activations networks
+ * run between products): ufloat's switch over every unary function,
+ * inlined whole, holds the registers of its largest case (and the stack of
+ * the trigonometric ones' slow paths), which a memory-bound pass pays for
+ * in occupancy. */
+template <typename TX, typename TY, int FN = -1> struct unary_f {
     const TX *x;
     TY *y;
     cuk_ufn fn;
@@ -47,7 +52,9 @@ template <typename TX, typename TY> struct unary_f {
 
     __device__ __forceinline__ TY apply(TX v) const
     {
-        if constexpr (tr<TY>::is_bool && tr<TX>::fp) {
+        if constexpr (FN >= 0) {
+            return store<TY>(ufloat((cuk_ufn)FN, load<TX>(v), p));
+        } else if constexpr (tr<TY>::is_bool && tr<TX>::fp) {
             float f = load<TX>(v);
             int r = fn == CUK_U_ISNAN ? f != f
                                       : (isinf(f) && ((f > 0.0f && p.alpha != 0.0f) ||
@@ -397,39 +404,6 @@ template <typename TX, typename TY> struct cast_f {
     bool aligned4() const
     {
         return (uintptr_t)x % sizeof(vec4<TX>) == 0 && (uintptr_t)y % sizeof(vec4<TY>) == 0;
-    }
-};
-
-/* The activations networks run between products, with the function fixed
- * at compile time: ufloat's switch over every unary function, inlined
- * whole, holds the registers of its largest case (and the stack of the
- * trigonometric ones' slow paths), which a memory-bound pass pays for in
- * occupancy. */
-template <typename T, int FN> struct act_f {
-    const T *x;
-    T *y;
-    cuk_ew_params p;
-
-    __device__ __forceinline__ T apply(T v) const
-    {
-        return store<T>(ufloat((cuk_ufn)FN, load<T>(v), p));
-    }
-    __device__ __forceinline__ void at(int64_t i) const
-    {
-        y[i] = apply(x[i]);
-    }
-    __device__ __forceinline__ void at4(int64_t i) const
-    {
-        vec4<T> a = ((const vec4<T> *)x)[i];
-        vec4<T> r;
-#pragma unroll
-        for (int k = 0; k < 4; k++)
-            r.v[k] = apply(a.v[k]);
-        ((vec4<T> *)y)[i] = r;
-    }
-    bool aligned4() const
-    {
-        return (uintptr_t)x % sizeof(vec4<T>) == 0 && (uintptr_t)y % sizeof(vec4<T>) == 0;
     }
 };
 
@@ -827,7 +801,7 @@ extern "C" cudaError_t cuk_ew_unary(cuk_ufn fn, const cuk_ew_params *p, cuk_dtyp
 #define CUK_ACT(FN)                                                                                \
     case FN:                                                                                       \
         CUK_DISPATCH_FP(tx, T, {                                                                   \
-            act_f<T, FN> f = {(const T *)x, (T *)y, *p};                                           \
+            unary_f<T, T, FN> f = {(const T *)x, (T *)y, fn, *p};                                  \
             return run_flat(n, f, stream);                                                         \
         });                                                                                        \
         break;
