@@ -502,7 +502,7 @@ static void test_conv_own(void **state)
                         "own",        "own-generic", "own-tile1",  "own-tile2",
                         "own-tile4",  "own-tile8",   "own-vec1x1", "own-vec1x2",
                         "own-vec1x4", "own-vec2x2",  "own-vec2x4",  "own-vec2x8",
-                        "own-vec4x4"};
+                        "own-vec4x4", "own-staged"};
                     const opsched_tensor *xt = opsched_graph_tensor(c->g, opsched_graph_input(c->g, 0));
                     size_t n_var = l == 1 && k->groups == xt->shape.d[1]
                                        ? sizeof(variants) / sizeof(variants[0])

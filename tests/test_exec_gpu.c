@@ -1135,7 +1135,7 @@ static void test_depthwise_vec(void **state)
     (void)state;
     SKIP_WITHOUT_GPU();
     static const opsched_shape shapes[] = {{4, {2, 12, 15, 13}}, {4, {1, 40, 28, 28}}};
-    static const char *const tiles[] = {"own-vec1x4", "own-vec2x2", "own-vec2x4"};
+    static const char *const tiles[] = {"own-vec1x4", "own-vec2x2", "own-vec2x4", "own-staged"};
     for (int s = 0; s < 2; s++) {
         opsched_graph *g = netref_inverted_residual_graph(env.ctx, &shapes[s], 89 + (uint64_t)s);
         assert_non_null(g);
@@ -1151,7 +1151,10 @@ static void test_depthwise_vec(void **state)
             opsched_executor *ex = NULL;
             CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
             char want[48];
-            snprintf(want, sizeof(want), "depthwise/vec%.3s+HardSwish", tiles[t] + 7);
+            if (strcmp(tiles[t], "own-staged") == 0) /* the input patch in shared memory */
+                snprintf(want, sizeof(want), "depthwise/staged+HardSwish");
+            else
+                snprintf(want, sizeof(want), "depthwise/vec%.3s+HardSwish", tiles[t] + 7);
             print_message("  %s C=%lld: %s\n", tiles[t], (long long)shapes[s].d[1] * 4,
                           opsched_executor_layer(ex, 2)->algo);
             /* (", input Clip" after it where the expansion ran its Relu6 apart) */
@@ -1163,17 +1166,20 @@ static void test_depthwise_vec(void **state)
     }
 }
 
-/* The four-channel kernel's 7x7 tiles (its filters in shared memory):
- * ConvNeXt's depthwise convolution with its bias, its LayerNormalization
- * kept apart (--ablate conv-norm), forced onto each tile in NHWC in every
- * math mode against fp32 on the CPU; 40 channels on odd maps (partial
- * tiles, ten vectors a pixel) and ConvNeXt-T's 96 at 14x14. */
+/* The four-channel kernel's 7x7 tiles (its filters in shared memory) and
+ * the kernel that stages a block's input patch in shared memory
+ * (own-staged, the 7x7 and the 3x3 layer): ConvNeXt's depthwise
+ * convolution with its bias, its LayerNormalization kept apart (--ablate
+ * conv-norm), forced onto each in NHWC in every math mode against fp32 on
+ * the CPU; 40 channels on odd maps (partial tiles and channel blocks, ten
+ * vectors a pixel) and ConvNeXt-T's 96 at 14x14. */
 static void test_depthwise_vec7(void **state)
 {
     (void)state;
     SKIP_WITHOUT_GPU();
     static const opsched_shape shapes[] = {{4, {2, 40, 15, 13}}, {4, {1, 96, 14, 14}}};
-    static const char *const tiles[] = {"own-vec1x4", "own-vec2x4", "own-vec2x8", "own-vec4x4"};
+    static const char *const tiles[] = {"own-vec1x4", "own-vec2x4", "own-vec2x8", "own-vec4x4",
+                                        "own-staged"};
     int failures = 0;
     for (int s = 0; s < 2; s++) {
         opsched_graph *g = netref_conv_norm_graph(env.ctx, &shapes[s], 97 + (uint64_t)s);
@@ -1193,11 +1199,19 @@ static void test_depthwise_vec7(void **state)
                 opsched_executor *ex = NULL;
                 CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
                 char want[32];
-                snprintf(want, sizeof(want), "depthwise/vec%.3s", tiles[t] + 7);
+                int staged = strcmp(tiles[t], "own-staged") == 0;
+                if (staged)
+                    snprintf(want, sizeof(want), "depthwise/staged");
+                else
+                    snprintf(want, sizeof(want), "depthwise/vec%.3s", tiles[t] + 7);
                 const char *got = opsched_executor_layer(ex, 0)->algo;
-                print_message("  %s C=%lld %s: %s\n", tiles[t], (long long)shapes[s].d[1],
-                              opsched_math_name((opsched_math)m), got);
+                print_message("  %s C=%lld %s: %s, %s\n", tiles[t], (long long)shapes[s].d[1],
+                              opsched_math_name((opsched_math)m), got,
+                              opsched_executor_layer(ex, 6)->algo);
                 assert_true(strncmp(got, want, strlen(want)) == 0);
+                if (staged) /* the 3x3 one too (stride 1) */
+                    assert_true(strncmp(opsched_executor_layer(ex, 6)->algo, want,
+                                        strlen(want)) == 0);
                 opsched_executor_free(ex);
                 failures += gpu_output_fails(g, &o, xv, ref, n_ref, (opsched_math)m);
             }

@@ -454,7 +454,7 @@ int cu_own_variant(const char *name, int *tile_h)
              {"own-tile2", 2, 0},    {"own-tile4", 4, 0},    {"own-tile8", 8, 0},
              {"own-vec1x1", 1, 1},   {"own-vec1x2", 2, 1},   {"own-vec1x4", 4, 1},
              {"own-vec2x2", 2, 2},   {"own-vec2x4", 4, 2},   {"own-vec2x8", 8, 2},
-             {"own-vec4x4", 4, 4}};
+             {"own-vec4x4", 4, 4},   {"own-staged", 8, 8}};
     for (size_t k = 0; name && k < sizeof(v) / sizeof(v[0]); k++)
         if (strcmp(name, v[k].name) == 0) {
             if (tile_h) *tile_h = v[k].tile_h;
@@ -485,6 +485,7 @@ opsched_status cu_plan_conv(const cu_plan_args *a, cu_plan **out)
                        "cuda: unknown convolution algorithm '%s' (heuristic, find, own, "
                        "own-generic, own-tile1, own-tile2, own-tile4, own-tile8, own-vec1x1, "
                        "own-vec1x2, own-vec1x4, own-vec2x2, own-vec2x4, own-vec2x8, own-vec4x4, "
+                       "own-staged, "
                        "cublaslt, cudnn_matmul, "
                        "im2col, heuristic_v7, find_v7, implicit_gemm, implicit_precomp_gemm, gemm, "
                        "direct, fft, fft_tiling, winograd, winograd_nonfused)",

@@ -1145,7 +1145,7 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
         p->dw.tile_h = th;
         if (th > 0) { /* NCHW, or a tile this layer's window lacks: the planner's variant */
             int vh[16], vw[16], has = 0;
-            int nv = p->dw_nhwc ? cuk_depthwise_vec_tiles(&p->dw, 16, vh, vw) : 0;
+            int nv = p->dw_nhwc ? cuk_depthwise_vec_tiles(&p->dw, 1, 16, vh, vw) : 0;
             for (int k = 0; k < nv && k < 16; k++)
                 has = has || (vh[k] == th && vw[k] == v);
             if (!has) p->dw.tile_w = p->dw.tile_h = 0;
@@ -1163,7 +1163,9 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
         int n_var = depthwise && p->dw_nhwc ? 5 : 1, n_one = n_var;
         if (depthwise && p->dw_nhwc) {
             int vh[MAX_VAR], vw[MAX_VAR];
-            int nv = cuk_depthwise_vec_tiles(&p->dw, MAX_VAR, vh, vw);
+            /* the staged kernel only when asked for (--algo own-staged)
+             * until it has run on a GPU */
+            int nv = cuk_depthwise_vec_tiles(&p->dw, 0, MAX_VAR, vh, vw);
             for (int k = 0; k < nv && n_var < MAX_VAR; k++, n_var++) {
                 th[n_var] = vh[k];
                 tw[n_var] = vw[k];
@@ -1947,7 +1949,9 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
          * (cuk_dw_desc.tile_w and tile_h) */
         char var[24] = "";
         if (p->dw.cg == 1 && p->dw.m == p->dw.c && p->dw_nhwc) {
-            if (p->dw.tile_h > 0)
+            if (p->dw.tile_h == 8 && p->dw.tile_w == 8)
+                snprintf(var, sizeof(var), "/staged");
+            else if (p->dw.tile_h > 0)
                 snprintf(var, sizeof(var), "/vec%dx%d", p->dw.tile_h, p->dw.tile_w);
             else if (p->dw.tile_w > 0)
                 snprintf(var, sizeof(var), "/tile%d", p->dw.tile_w);

@@ -401,10 +401,12 @@ cudaError_t cuk_depthwise(cuk_type t, const cuk_dw_desc *d, int nhwc, const void
 /* The tile shapes (th[k] x tw[k] outputs a thread, up to max of them)
  * the four-channel depthwise kernel has for d (kernels_depthwise.cu): a
  * depthwise NHWC convolution of a multiple of four channels, a square
- * window of 3 or 5, stride 1 or 2, dilation 1; 0 for other shapes.  It
- * runs when d->tile_h is above 0 (cuk_depthwise, which falls back to the
- * one-channel kernels where the tensors are not aligned to four values). */
-int cuk_depthwise_vec_tiles(const cuk_dw_desc *d, int max, int *th, int *tw);
+ * window of 3, 5 or 7, stride 1 or 2 (7: 1), dilation 1; 0 for other
+ * shapes.  With staged, also 8 x 8: the kernel that stages a block's
+ * input patch in shared memory (stride 1, a multiple of eight channels).
+ * It runs when d->tile_h is above 0 (cuk_depthwise, which falls back to
+ * the one-channel kernels where the tensors are not aligned). */
+int cuk_depthwise_vec_tiles(const cuk_dw_desc *d, int staged, int max, int *th, int *tw);
 /* The four-channel kernel itself, with pre_fn (pre_p its constants)
  * applied to every input value as it is read when pre (a prologue
  * activation: y = conv(pre_fn(x)), the padding zero after it; one of

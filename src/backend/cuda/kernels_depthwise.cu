@@ -165,6 +165,127 @@ __global__ void __launch_bounds__(256) k_dw_vec(cuk_dw_desc d, const T *__restri
     }
 }
 
+/* A depthwise convolution of stride 1 in NHWC whose block stages its input
+ * in shared memory: a block is an 8 x 8 tile of outputs by 128 bytes of
+ * channels (32 fp32 or 64 fp16/bf16), reads the tile's padded input patch
+ * ((8 + K - 1)^2 pixels) once as 16-byte vectors, one coalesced sweep a
+ * pixel, and every thread then computes four channels of a 1 x TW row
+ * segment from shared memory.  k_dw_vec reads each input row from the
+ * caches once for every output row it serves (7 times for a 7x7 window);
+ * here the patch's halo is the only re-read.  The padding's zeros, and a
+ * prologue activation applied to the values read (PRE), are written into
+ * the patch.  Needs channels a multiple of a 16-byte vector and 16-byte
+ * aligned x. */
+template <typename T, int K, bool PRE>
+__global__ void __launch_bounds__(256) k_dw_staged(cuk_dw_desc d, const T *__restrict__ x,
+                                                   const T *__restrict__ w,
+                                                   const T *__restrict__ b, T *__restrict__ y,
+                                                   int act, cuk_ufn fn, cuk_ew_params p,
+                                                   clamp_act pre)
+{
+    cuk_kernel_enter();
+    constexpr int CB = 128 / (int)sizeof(T); /* channels a block */
+    constexpr int NV = CB / 4;               /* channel vectors: a thread's four channels */
+    constexpr int TPY = 256 / NV;            /* threads over the tile */
+    constexpr int BH = 8, BW = 8, TW = BH * BW / TPY, SEG = BW / TW;
+    constexpr int PH = BH + K - 1, PW = BW + K - 1, KK = K * K;
+    constexpr int EPV = 16 / (int)sizeof(T), CH = CB / EPV; /* a patch pixel's vectors */
+    __shared__ __align__(16) T xs[PH * PW][CB];
+    __shared__ __align__(16) float ws[KK][CB];
+    const int C = (int)d.c, H = (int)d.h, W = (int)d.w, OH = (int)d.oh, OW = (int)d.ow;
+    const int c0 = blockIdx.x * CB;
+    const int tiles_w = (OW + BW - 1) / BW;
+    const int oy0 = (int)(blockIdx.y / tiles_w) * BH, ox0 = (int)(blockIdx.y % tiles_w) * BW;
+    const int64_t n = blockIdx.z;
+    const int tid = threadIdx.x;
+    for (int k = tid; k < CB * KK; k += 256) { /* the filters in their order, [c][tap] */
+        const int cl = k / KK, tap = k % KK;
+        ws[tap][cl] = c0 + cl < C ? to_float(w[(int64_t)(c0 + cl) * KK + tap]) : 0.0f;
+    }
+    const int iy0 = oy0 - (int)d.ph, ix0 = ox0 - (int)d.pw;
+    for (int k = tid; k < PH * PW * CH; k += 256) {
+        const int px = k / CH, cv = k % CH;
+        const int iy = iy0 + px / PW, ix = ix0 + px % PW, c = c0 + cv * EPV;
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (iy >= 0 && iy < H && ix >= 0 && ix < W && c < C) {
+            v = *reinterpret_cast<const uint4 *>(x + ((n * H + iy) * W + ix) * C + c);
+            if constexpr (PRE) { /* on values read, not on the padding's zeros */
+                T *e = reinterpret_cast<T *>(&v);
+#pragma unroll
+                for (int j = 0; j < EPV; j++)
+                    e[j] = from_float<T>(clamp_apply(pre, to_float(e[j])));
+            }
+        }
+        *reinterpret_cast<uint4 *>(&xs[px][cv * EPV]) = v;
+    }
+    __syncthreads();
+    const int cl = 4 * (tid % NV), sy = tid / NV;
+    const int orow = sy / SEG, ocol = (sy % SEG) * TW;
+    const int oy = oy0 + orow;
+    if (c0 + cl >= C || oy >= OH) return;
+    const float4 bias = b ? f4<T>::ld(b + c0 + cl) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float4 acc[TW];
+#pragma unroll
+    for (int j = 0; j < TW; j++)
+        acc[j] = bias;
+#pragma unroll
+    for (int ky = 0; ky < K; ky++) {
+        float4 xin[TW + K - 1];
+#pragma unroll
+        for (int i = 0; i < TW + K - 1; i++)
+            xin[i] = f4<T>::ld(&xs[(orow + ky) * PW + ocol + i][cl]);
+#pragma unroll
+        for (int kx = 0; kx < K; kx++) {
+            const float4 wv = *reinterpret_cast<const float4 *>(&ws[ky * K + kx][cl]);
+#pragma unroll
+            for (int j = 0; j < TW; j++)
+                fma4(acc[j], xin[j + kx], wv);
+        }
+    }
+    T *out = y + ((n * OH + oy) * OW + ox0 + ocol) * C + c0 + cl;
+#pragma unroll
+    for (int j = 0; j < TW; j++) {
+        if (ox0 + ocol + j >= OW) break;
+        f4<T>::st(out + (int64_t)j * C, act ? act4(acc[j], fn, p) : acc[j]);
+    }
+}
+
+/* k_dw_staged's grid: channel blocks, 8 x 8 tiles, images (at most 65535
+ * of each of the last two); stride 1 and a multiple of eight channels (a
+ * 16-byte vector of 16-bit values). */
+bool staged_fits(const cuk_dw_desc *d)
+{
+    return d->sh == 1 && d->c % 8 == 0 && d->n <= 65535 &&
+           ((d->oh + 7) / 8) * ((d->ow + 7) / 8) <= 65535;
+}
+
+template <typename T>
+cudaError_t dw_staged_launch(const cuk_dw_desc *d, const T *x, const T *w, const T *b, T *y,
+                             int act, cuk_ufn fn, const cuk_ew_params &p, const clamp_act *pre,
+                             cudaStream_t stream)
+{
+    constexpr int CB = 128 / (int)sizeof(T), EPV = 16 / (int)sizeof(T);
+    if (!staged_fits(d) || d->c % EPV || (uintptr_t)x % 16) return cudaErrorNotSupported;
+    const int64_t tiles = ((d->oh + 7) / 8) * ((d->ow + 7) / 8);
+    const dim3 grid((unsigned)((d->c + CB - 1) / CB), (unsigned)tiles, (unsigned)d->n);
+    const clamp_act none = {1.0f, 0.0f, 0.0f, 0.0f, 0};
+#define CUK_DW_STAGED(KK)                                                                          \
+    if (d->kh == KK) {                                                                             \
+        if (pre)                                                                                   \
+            cuk_launch(k_dw_staged<T, KK, true>, grid, 256, 0, stream, *d, x, w, b, y, act, fn, p, \
+                       *pre);                                                                      \
+        else                                                                                       \
+            cuk_launch(k_dw_staged<T, KK, false>, grid, 256, 0, stream, *d, x, w, b, y, act, fn,   \
+                       p, none);                                                                   \
+        return cudaGetLastError();                                                                 \
+    }
+    CUK_DW_STAGED(3)
+    CUK_DW_STAGED(5)
+    CUK_DW_STAGED(7)
+#undef CUK_DW_STAGED
+    return cudaErrorNotSupported;
+}
+
 /* Blocks a launch should fill the GPU with: eight an SM. */
 int64_t vec_target_blocks()
 {
@@ -177,6 +298,7 @@ cudaError_t dw_vec_launch(const cuk_dw_desc *d, const T *x, const T *w, const T 
                           cudaStream_t stream)
 {
     const int K = d->kh, S = d->sh, TH = d->tile_h, TW = d->tile_w;
+    if (TH == 8 && TW == 8) return dw_staged_launch<T>(d, x, w, b, y, act, fn, p, pre, stream);
     const int CV = (int)(d->c / 4);
     const clamp_act none = {1.0f, 0.0f, 0.0f, 0.0f, 0};
     /* channel vectors a block: the fewest blocks across the channels, then
@@ -220,14 +342,17 @@ cudaError_t dw_vec_launch(const cuk_dw_desc *d, const T *x, const T *w, const T 
 } /* namespace */
 
 /* The tile shapes k_dw_vec is built for, by window and stride; the planner
- * times those of a layer's window (cuk_depthwise_vec_tiles). */
+ * times those of a layer's window (cuk_depthwise_vec_tiles).  8 x 8 names
+ * k_dw_staged (stride 1, channels a multiple of 8). */
 static const struct {
     int k, s, th, tw;
 } vec_tiles[] = {{3, 1, 1, 4}, {3, 1, 2, 2}, {3, 1, 2, 4}, {3, 2, 1, 2}, {3, 2, 2, 2},
                  {5, 1, 1, 2}, {5, 1, 2, 2}, {5, 2, 1, 1}, {5, 2, 1, 2}, {7, 1, 1, 4},
-                 {7, 1, 2, 4}, {7, 1, 2, 8}, {7, 1, 4, 4}};
+                 {7, 1, 2, 4}, {7, 1, 2, 8}, {7, 1, 4, 4}, {3, 1, 8, 8}, {5, 1, 8, 8},
+                 {7, 1, 8, 8}};
 
-extern "C" int cuk_depthwise_vec_tiles(const cuk_dw_desc *d, int max, int *th, int *tw)
+extern "C" int cuk_depthwise_vec_tiles(const cuk_dw_desc *d, int staged, int max, int *th,
+                                       int *tw)
 {
     if (!d || d->cg != 1 || d->m != d->c || d->c % 4 || d->kh != d->kw || d->sh != d->sw ||
         d->dh != 1 || d->dw != 1 || d->c > INT32_MAX / 2 || d->h * d->w > INT32_MAX / 2 ||
@@ -236,6 +361,7 @@ extern "C" int cuk_depthwise_vec_tiles(const cuk_dw_desc *d, int max, int *th, i
     int n = 0;
     for (size_t k = 0; k < sizeof(vec_tiles) / sizeof(vec_tiles[0]); k++) {
         if (vec_tiles[k].k != d->kh || vec_tiles[k].s != d->sh) continue;
+        if (vec_tiles[k].th == 8 && (!staged || !staged_fits(d))) continue;
         if (n < max) {
             th[n] = vec_tiles[k].th;
             tw[n] = vec_tiles[k].tw;
@@ -252,7 +378,7 @@ extern "C" cudaError_t cuk_depthwise_vec(cuk_type t, const cuk_dw_desc *d, const
                                          cudaStream_t stream)
 {
     int th[8], tw[8];
-    const int n = cuk_depthwise_vec_tiles(d, 8, th, tw);
+    const int n = cuk_depthwise_vec_tiles(d, 1, 8, th, tw);
     bool known = false;
     for (int k = 0; k < n && k < 8; k++)
         known = known || (th[k] == d->tile_h && tw[k] == d->tile_w);
