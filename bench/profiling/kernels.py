@@ -49,6 +49,7 @@ import collections
 import csv
 import io
 import os
+import signal
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -134,6 +135,9 @@ def summary_main(a):
 
 
 def main():
+    # a summary piped into head ends quietly
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("torch", help="one model under torch.compile, profiled by ncu")
