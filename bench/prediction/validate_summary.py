@@ -10,7 +10,7 @@ the network's layers measured, host and device: "own layers
 measured"), and "host rows of other runs" (runs measured before the host
 rows existed, or on another machine: their host time comes from rows of
 another moment, and the host's speed does not repeat between runs, see
-bench/results/prediction/h100-2026-11-24-b/repeat.txt)."""
+bench/results/prediction/h100-2026-11-24/eager-host-times/repeat.txt)."""
 import csv
 import statistics as st
 import sys
