@@ -93,8 +93,8 @@ typedef struct os_backend_iface {
 
     /* Optional: whether plans made with programmatic launches (CUDA's
      * programmatic dependent launch, sm_90 on) launch with them: 1 as made,
-     * 0 plainly.  Returns the setting before, -1 where the device has no
-     * such launches (the setting then means nothing). */
+     * 0 plainly, -1 only asks.  Returns the setting before, -1 where the
+     * device has no such launches (the setting then means nothing). */
     int (*launch_pdl)(void *dev, int on);
 } os_backend_iface;
 
@@ -113,7 +113,8 @@ opsched_status os_stream_graph_end(opsched_stream *s, void **graph);
 opsched_status os_stream_graph_launch(opsched_stream *s, void *graph);
 void os_device_graph_free(opsched_device *dev, void *graph);
 
-/* The launch_pdl slot: the setting before, -1 where there is none. */
+/* The launch_pdl slot (on -1 asks): the setting before, -1 where there is
+ * none. */
 int os_device_launch_pdl(opsched_device *dev, int on);
 
 #ifdef OPSCHED_HAVE_CUDA

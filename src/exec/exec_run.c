@@ -321,9 +321,7 @@ static opsched_status graph_round_ms(opsched_executor *ex, double *best)
 opsched_status opsched_executor_capture(opsched_executor *ex)
 {
     if (!ex) return OPSCHED_ERR_INVALID_ARG;
-    const int had = os_device_launch_pdl(ex->dev, 1); /* a probe, restored */
-    if (had >= 0) (void)os_device_launch_pdl(ex->dev, had);
-    if (had < 0 || !ex->pdl_choose) return os_ex_capture(ex, 1);
+    if (!ex->pdl_choose || os_device_launch_pdl(ex->dev, -1) < 0) return os_ex_capture(ex, 1);
     double ms[2] = {-1.0, -1.0};
     for (int on = 0; on < 2; on++) {
         ex->pdl_on = on;

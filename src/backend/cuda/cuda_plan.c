@@ -538,7 +538,7 @@ int cu_launch_pdl(void *impl, int on)
     cu_device *dev = impl;
     if (!dev->pdl_ok) return -1;
     const int was = !dev->pdl_plain;
-    dev->pdl_plain = !on;
+    if (on >= 0) dev->pdl_plain = !on;
     return was;
 }
 
