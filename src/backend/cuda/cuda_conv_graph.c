@@ -1163,9 +1163,8 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
         int n_var = depthwise && p->dw_nhwc ? 5 : 1, n_one = n_var;
         if (depthwise && p->dw_nhwc) {
             int vh[MAX_VAR], vw[MAX_VAR];
-            /* the staged kernel only when asked for (--algo own-staged)
-             * until it has run on a GPU */
-            int nv = cuk_depthwise_vec_tiles(&p->dw, 0, MAX_VAR, vh, vw);
+            /* the staged kernel's 8 x 8 tile among them where it runs */
+            int nv = cuk_depthwise_vec_tiles(&p->dw, 1, MAX_VAR, vh, vw);
             for (int k = 0; k < nv && n_var < MAX_VAR; k++, n_var++) {
                 th[n_var] = vh[k];
                 tw[n_var] = vw[k];
