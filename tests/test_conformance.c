@@ -1094,7 +1094,12 @@ static void test_layernorm(void **state)
 {
     (void)state;
     RUN_ALL("LayerNormalization", layernorm_case("4x16", -1, "16", 1),
-            layernorm_case("2x3x8", 1, "3x8", 0), layernorm_case("2x5x32", 2, "32", 1));
+            layernorm_case("2x3x8", 1, "3x8", 0), layernorm_case("2x5x32", 2, "32", 1),
+            /* rows of 16-byte chunks a lane segment at a time on the GPU
+             * (96: segments of 4 or 8 lanes; 40: of 2, 7 rows ending
+             * mid-warp), a warp a row (768), four chunks a lane (1000) */
+            layernorm_case("3x5x96", -1, "96", 1), layernorm_case("7x40", -1, "40", 0),
+            layernorm_case("5x768", -1, "768", 1), layernorm_case("3x1000", -1, "1000", 1));
 }
 
 /* Attention with operand axes ax (Q, K, V, bias, O; "" for none), the
