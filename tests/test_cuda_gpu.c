@@ -809,6 +809,67 @@ static void test_conv_im2col(void **state)
     print_message("  im2col: %d runs passed, %d other convolutions refused\n", ran, refused);
 }
 
+/* "igemm": a grouped convolution in NHWC, fp16 or bf16, of multiples of
+ * 8 channels a group in and out, as the implicit GEMM on the tensor cores,
+ * without timing, its bias and activation (Relu, HardSwish) applied as it
+ * writes: strided with a last tile of pixels cut short, RegNetY's 56
+ * channels a group (a slice of 32 and one of 24 padded), a dilated 5x5
+ * window of 24 channels a group, a 1x1 of 72 channels in and 80 out a
+ * group (three slices, two tiles of output channels), with the filters
+ * as NHWC plans keep them.  Every other convolution, math mode and layout
+ * is refused. */
+static const conv_cfg igemm_cfgs[] = {
+    {"grouped 3x3 s2 56 a group", "2x224x17x17", "224x56x3x3", {2, 2}, {1, 1}, {1, 1, 1, 1}, 4},
+    {"grouped 5x5 d2 24 a group", "1x48x11x13", "96x24x5x5", {1, 1}, {2, 2}, {4, 4, 4, 4}, 2},
+    {"grouped 1x1 72 in 80 out", "3x144x7x7", "160x72x1x1", {1, 1}, {1, 1}, {0, 0, 0, 0}, 2},
+};
+
+static void test_conv_igemm(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    int ran = 0, refused = 0;
+    size_t n_base = sizeof(conv_cfgs) / sizeof(conv_cfgs[0]);
+    size_t n_ig = sizeof(ig_cfgs) / sizeof(ig_cfgs[0]);
+    size_t n_mm = sizeof(igemm_cfgs) / sizeof(igemm_cfgs[0]);
+    for (int m = 0; m < OPSCHED_MATH_COUNT; m++)
+        for (int l = 0; l < 2; l++)
+            for (size_t i = 0; i < n_base + n_ig + n_mm; i++) {
+                const conv_cfg *k = i < n_base          ? &conv_cfgs[i]
+                                    : i < n_base + n_ig ? &ig_cfgs[i - n_base]
+                                                        : &igemm_cfgs[i - n_base - n_ig];
+                opsched_shape ws;
+                assert_int_equal(opsched_shape_parse(k->w, &ws), OPSCHED_OK);
+                int64_t mg = k->groups > 0 ? ws.d[0] / k->groups : 0;
+                int fits = l == 1 && k->groups > 1 && ws.d[1] >= 8 && ws.d[1] % 8 == 0 &&
+                           mg >= 8 && mg % 8 == 0 &&
+                           (m == OPSCHED_MATH_FP16 || m == OPSCHED_MATH_BF16);
+                for (int act = 0; act < 3; act++) {
+                    static const char *const wants[3] = {"igemm+bias", "igemm+bias+Relu",
+                                                         "igemm+bias+HardSwish"};
+                    tcase *c = act == 0   ? conv_case(k)
+                               : act == 1 ? conv_act_case(k, OPSCHED_OP_RELU, NULL)
+                                          : conv_act_case(k, OPSCHED_OP_HARDSWISH, NULL);
+                    opsched_plan_options o = opts_of((opsched_math)m, (opsched_layout)l, "igemm");
+                    o.fuse_activation = act > 0;
+                    opsched_plan_info info;
+                    if (fits) {
+                        check_case_info(c, &o, 0, &info);
+                        if (strcmp(info.algo, wants[act]) != 0)
+                            fail_msg("%s [%s]: took '%s', not '%s'", c->label,
+                                     opsched_math_name(o.math), info.algo, wants[act]);
+                        ran++;
+                    } else {
+                        assert_int_equal(check_case(c, &o, 1), 0);
+                        refused++;
+                    }
+                    tcase_free(c);
+                }
+            }
+    print_message("  igemm: %d runs passed, %d other convolutions refused\n", ran, refused);
+    assert_true(ran > 0);
+}
+
 static void test_conv_fused_epilogue(void **state)
 {
     (void)state;
@@ -1472,6 +1533,7 @@ int main(void)
         cmocka_unit_test(test_conv_own),
         cmocka_unit_test(test_conv_cublaslt),
         cmocka_unit_test(test_conv_im2col),
+        cmocka_unit_test(test_conv_igemm),
         cmocka_unit_test(test_conv_policies),
         cmocka_unit_test(test_conv_graph_buffer_sets),
         cmocka_unit_test(test_conv_fused_epilogue),

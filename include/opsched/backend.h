@@ -210,15 +210,19 @@ typedef enum opsched_ablation {
     OPSCHED_ABLATE_NORM_CONCAT = 1u << 27,     /* a batch normalisation reading its
                                                 * Concat's inputs (opsched_norm_concat): the
                                                 * Concat written first */
-    OPSCHED_ABLATE_PDL = 1u << 28              /* own kernels launched programmatically
+    OPSCHED_ABLATE_PDL = 1u << 28,             /* own kernels launched programmatically
                                                 * (each may start as the one ahead of it
                                                 * ends, sm_90 on): ordinary launches */
+    OPSCHED_ABLATE_IGEMM = 1u << 29            /* grouped convolutions as an implicit GEMM
+                                                * on the tensor cores (cuk_gconv_mma),
+                                                * timed: never */
 } opsched_ablation;
 /* Parses a comma list of "depthwise", "epilogue", "engines", "reductions",
  * "chains", "residual", "layout", "se", "bias", "attention", "projections",
  * "tensor-cores", "cudnn-attention", "conv-gemm", "movement", "se-split", "gemm-tuning", "se-mul",
  * "im2col", "norm-act", "layer-scale", "conv-norm", "act-prologue", "gate-product",
- * "concat-gather", "matmul-graph", "pool-vec", "norm-concat", "pdl" (or "none") into *out;
+ * "concat-gather", "matmul-graph", "pool-vec", "norm-concat", "pdl", "igemm" (or "none") into
+ * *out;
  * OPSCHED_ERR_INVALID_ARG naming the word otherwise. */
 opsched_status opsched_ablation_parse(opsched_ctx *ctx, const char *list, unsigned *out);
 /* The names of the bits set, joined by sep ("depthwise+engines"); "" for 0. */

@@ -460,6 +460,7 @@ static const struct {
                  {"pool-vec", OPSCHED_ABLATE_POOL_VEC},
                  {"norm-concat", OPSCHED_ABLATE_NORM_CONCAT},
                  {"pdl", OPSCHED_ABLATE_PDL},
+                 {"igemm", OPSCHED_ABLATE_IGEMM},
                  {"none", 0}};
 
 void opsched_ablation_names(unsigned bits, const char *sep, char *buf, size_t size)

@@ -390,9 +390,9 @@ static opsched_status resolve_policies(opsched_ctx *ctx, sweep *sw)
         /* The CUDA backend's own kernel of depthwise and grouped
          * convolutions, its 1x1 convolutions as cuBLASLt products or as
          * cuDNN product graphs, and its grouped ones as columns and a
-         * batched product. */
+         * batched product or an implicit GEMM. */
         if ((strncmp(a, "own", 3) == 0 || strcmp(a, "cublaslt") == 0 || strcmp(a, "im2col") == 0 ||
-             strcmp(a, "cudnn_matmul") == 0) &&
+             strcmp(a, "igemm") == 0 || strcmp(a, "cudnn_matmul") == 0) &&
             strcmp(sw->backend, "cuda") == 0) {
             OS_TRY(add_policy(ctx, sw, a, 1));
             continue;

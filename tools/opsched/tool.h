@@ -110,8 +110,8 @@ opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_
     "gathering from a Concat's inputs), matmul-graph\n(a product, its bias and "                   \
     "activation as one\ncuDNN graph), pool-vec (NHWC pooling four\nchannels a thread), "           \
     "norm-concat (a batch\nnormalisation reading its Concat's inputs), pdl\n(own kernels "         \
-    "launched programmatically, each\nstarting as the one ahead of it ends);\n"                    \
-    "comma list"
+    "launched programmatically, each\nstarting as the one ahead of it ends), igemm\n(grouped "       \
+    "convolutions as an implicit GEMM on\nthe tensor cores);\ncomma list"
 struct tool_opt;
 typedef struct tool_measure_record {
     tool_measure_args scratch;

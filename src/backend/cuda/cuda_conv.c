@@ -478,6 +478,7 @@ opsched_status cu_plan_conv(const cu_plan_args *a, cu_plan **out)
     if (cu_own_variant(name, NULL) != -2) return cu_plan_conv_graph(a, 0, CU_CONV_OWN, out);
     if (strcmp(name, "cublaslt") == 0) return cu_plan_conv_graph(a, 0, CU_CONV_CUBLASLT, out);
     if (strcmp(name, "im2col") == 0) return cu_plan_conv_graph(a, 0, CU_CONV_IM2COL, out);
+    if (strcmp(name, "igemm") == 0) return cu_plan_conv_graph(a, 0, CU_CONV_IGEMM, out);
     if (strcmp(name, "cudnn_matmul") == 0) return cu_plan_conv_graph(a, 0, CU_CONV_MM_GRAPH, out);
     int named = algo_index(name);
     if (named < 0 && strcmp(name, "heuristic_v7") != 0 && strcmp(name, "find_v7") != 0)
@@ -487,7 +488,7 @@ opsched_status cu_plan_conv(const cu_plan_args *a, cu_plan **out)
                        "own-vec1x2, own-vec1x4, own-vec2x2, own-vec2x4, own-vec2x8, own-vec4x4, "
                        "own-staged, "
                        "cublaslt, cudnn_matmul, "
-                       "im2col, heuristic_v7, find_v7, implicit_gemm, implicit_precomp_gemm, gemm, "
+                       "im2col, igemm, heuristic_v7, find_v7, implicit_gemm, implicit_precomp_gemm, gemm, "
                        "direct, fft, fft_tiling, winograd, winograd_nonfused)",
                        name);
 

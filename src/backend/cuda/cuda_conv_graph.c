@@ -96,6 +96,7 @@ typedef struct conv_choice {
     /* For a grouped convolution: the same verdict for its columns and
      * batched product (pick_im2col). */
     int ig_wins;
+    int ig_mma; /* 1: the implicit GEMM won that verdict, not the columns */
     /* For a depthwise convolution with a LayerNormalization after it: 0
      * until the own kernel that runs both is measured against the
      * convolution's plan and the norm's kernel, then 1 when it was faster
@@ -152,6 +153,11 @@ typedef struct graph_plan {
      * shorter last chunk); another activation as a kernel after it. */
     int use_ig;
     int ig_taps_outer; /* the filters are stored [m, kh, kw, cg] (NHWC) */
+    /* Or as the implicit GEMM on the tensor cores (cuk_gconv_mma), which
+     * applies ig_act itself; ig_cols: the columns are planned too (the
+     * fallback for operands off its alignment). */
+    int ig_mma, ig_cols;
+    cu_act ig_act;
     cuk_dw_desc ig;
     cu_lt_gemm ig_full, ig_tail;
     int64_t ig_pc, ig_pixels;
@@ -563,6 +569,16 @@ static opsched_status gemm_enqueue(opsched_ctx *ctx, cu_device *dev, graph_plan 
 static opsched_status ig_enqueue(opsched_ctx *ctx, cu_device *dev, graph_plan *p, cudaStream_t s,
                                  const void *x, const void *w, const void *b, void *y)
 {
+    if (p->ig_mma) {
+        cudaError_t e = cuk_gconv_mma(p->kt, &p->ig, p->ig_taps_outer, x, w, b, p->ig_act.on,
+                                      p->ig_act.fn, &p->ig_act.prm, y, s);
+        /* operands off the kernel's 16-byte alignment: the columns, where
+         * they were planned */
+        if (e != cudaErrorNotSupported || !p->ig_cols) {
+            CUDA_CHECK(ctx, e);
+            return OPSCHED_OK;
+        }
+    }
     void *col = cu_stream_scratch(dev, s);
     if (!col)
         return OS_FAIL(ctx, OPSCHED_ERR_BACKEND,
@@ -1442,11 +1458,14 @@ static opsched_status enqueue_ig(const cu_plan_args *a, void *env, cudaStream_t 
 
 /* A grouped convolution in NHWC (at least IG_MIN_GROUP_CHANNELS input
  * channels a group, no residual) runs as its columns and one batched
- * cuBLASLt product when that measured faster than what the plan has chosen
- * so far: cuDNN's plan with its epilogue kernels, or the own kernel (once
- * per configuration: the verdict lives in the choice keyed by it).  cuDNN's
+ * cuBLASLt product, or (fp16, bf16, multiples of 8 channels a group) as
+ * the implicit GEMM on the tensor cores (cuk_gconv_mma), when the faster
+ * of the two measured faster than what the plan has chosen so far:
+ * cuDNN's plan with its epilogue kernels, or the own kernel (once per
+ * configuration: the verdict lives in the choice keyed by it).  cuDNN's
  * engines take 45-100 us on RegNetY-8GF's groups of 56 channels at batch 1
- * on an H200, a product of the same size a few. */
+ * on an H200, a product of the same size a few.  force: 0 timed, 1 the
+ * columns ("im2col"), 2 the implicit GEMM ("igemm"). */
 static opsched_status pick_im2col(const cu_plan_args *a, graph_plan *p, conv_choice *keyed,
                                   const cu_act *act, int force)
 {
@@ -1456,84 +1475,117 @@ static opsched_status pick_im2col(const cu_plan_args *a, graph_plan *p, conv_cho
                d.cg >= IG_MIN_GROUP_CHANNELS && d.kh <= 64 && d.kw <= 64;
     int post = 0;
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
-    fits = fits && lt_epilogue(a, act, &epi, &post);
-    if (force && !fits)
+    int cols = fits && lt_epilogue(a, act, &epi, &post) && force != 2 &&
+               (force || !(a->opts->ablate & OPSCHED_ABLATE_IM2COL));
+    int mma = fits && force != 1 && cuk_gconv_mma_fits(p->kt, &d) &&
+              (force || !(a->opts->ablate & OPSCHED_ABLATE_IGEMM));
+    if (force == 1 && !cols)
         return CU_UNSUPPORTED(a, "im2col: only grouped convolutions in NHWC of at least %d input "
                                  "channels a group, with at most a bias and an element-wise "
                                  "activation after them, run as columns and a batched product",
                               IG_MIN_GROUP_CHANNELS);
-    if (!fits || (!force && ((a->opts->ablate & OPSCHED_ABLATE_IM2COL) || keyed->ig_wins < 0)))
-        return OPSCHED_OK;
+    if (force == 2 && !mma)
+        return CU_UNSUPPORTED(a, "igemm: only grouped convolutions in NHWC, fp16 or bf16, of "
+                                 "multiples of 8 input and output channels a group, with at most "
+                                 "a bias and an element-wise activation after them, run as an "
+                                 "implicit GEMM");
+    if ((!cols && !mma) || (!force && keyed->ig_wins < 0)) return OPSCHED_OK;
     size_t esz = opsched_dtype_size(a->dt), limit = 0;
     int64_t groups = d.c / d.cg, K = (int64_t)d.cg * d.kh * d.kw;
     int64_t pixels = d.n * d.oh * d.ow;
-    size_t scratch = CU_STREAM_SCRATCH_BYTES;
-    if (a->opts->workspace_limit && a->opts->workspace_limit < scratch)
-        scratch = a->opts->workspace_limit;
-    int64_t pc = (int64_t)(scratch / ((size_t)(groups * K) * esz));
-    if (pc < 1) {
-        if (force)
+    p->ig = d;
+    p->ig_taps_outer = cu_is_nhwc(a, cu_in(a, 1));
+    p->ig_act = *act;
+    p->ig_mma = 0;
+    p->ig_cols = 0;
+    cu_act before = p->gemm_act;
+    int64_t numel_before = p->gemm_numel;
+    int64_t chunks = 0;
+    if (cols) {
+        size_t scratch = CU_STREAM_SCRATCH_BYTES;
+        if (a->opts->workspace_limit && a->opts->workspace_limit < scratch)
+            scratch = a->opts->workspace_limit;
+        int64_t pc = (int64_t)(scratch / ((size_t)(groups * K) * esz));
+        if (pc < 1 && force)
             return CU_UNSUPPORTED(a, "im2col: one output pixel's columns (%lld B) exceed the "
                                      "%zu B of scratch",
                                   (long long)((size_t)(groups * K) * esz), scratch);
-        return OPSCHED_OK;
+        cols = pc >= 1;
+        if (cols) {
+            if (pc > pixels) pc = pixels;
+            chunks = (pixels + pc - 1) / pc;
+            pc = (pixels + chunks - 1) / chunks; /* chunks of even size */
+            int64_t tail = pixels - (chunks - 1) * pc;
+            OS_TRY(cu_gemm_default_workspace(a, &limit));
+            OS_TRY(cu_stream_scratch_reserve(a->ctx, a->dev));
+            if (!ig_product(a, p, epi, pc, limit, &p->ig_full) ||
+                (tail != pc && !ig_product(a, p, epi, tail, limit, &p->ig_tail))) {
+                cu_lt_gemm_free(&p->ig_full);
+                if (force)
+                    return CU_UNSUPPORTED(a, "im2col: cuBLASLt's heuristic offers no algorithm "
+                                             "for this batch of products");
+                cols = 0;
+            }
+        }
+        if (cols) {
+            p->ig_pc = pc;
+            p->ig_pixels = pixels;
+            p->ig_row_bytes = (size_t)d.m * esz;
+            if (!force) {
+                OS_TRY(cu_lt_gemm_tune(a, &p->ig_full));
+                if (p->ig_pixels % pc) OS_TRY(cu_lt_gemm_tune(a, &p->ig_tail));
+            }
+            if (post) {
+                p->gemm_act = *act;
+                p->gemm_numel = opsched_shape_numel(&cu_out(a, 0)->shape);
+            } else {
+                memset(&p->gemm_act, 0, sizeof(p->gemm_act));
+            }
+            p->ig_cols = 1;
+        }
     }
-    if (pc > pixels) pc = pixels;
-    int64_t chunks = (pixels + pc - 1) / pc;
-    pc = (pixels + chunks - 1) / chunks; /* chunks of even size */
-    int64_t tail = pixels - (chunks - 1) * pc;
-    p->ig = d;
-    p->ig_taps_outer = cu_is_nhwc(a, cu_in(a, 1));
-    OS_TRY(cu_gemm_default_workspace(a, &limit));
-    OS_TRY(cu_stream_scratch_reserve(a->ctx, a->dev));
-    if (!ig_product(a, p, epi, pc, limit, &p->ig_full) ||
-        (tail != pc && !ig_product(a, p, epi, tail, limit, &p->ig_tail))) {
-        cu_lt_gemm_free(&p->ig_full);
-        if (force)
-            return CU_UNSUPPORTED(a, "im2col: cuBLASLt's heuristic offers no algorithm for "
-                                     "this batch of products");
+    if (!cols && !mma) {
         keyed->ig_wins = -1;
         return OPSCHED_OK;
-    }
-    p->ig_pc = pc;
-    p->ig_pixels = pixels;
-    p->ig_row_bytes = (size_t)d.m * esz;
-    if (!force) {
-        OS_TRY(cu_lt_gemm_tune(a, &p->ig_full));
-        if (tail != pc) OS_TRY(cu_lt_gemm_tune(a, &p->ig_tail));
-    }
-    cu_act before = p->gemm_act;
-    int64_t numel_before = p->gemm_numel;
-    if (post) {
-        p->gemm_act = *act;
-        p->gemm_numel = opsched_shape_numel(&cu_out(a, 0)->shape);
-    } else {
-        memset(&p->gemm_act, 0, sizeof(p->gemm_act));
     }
     if (force) {
         p->use_ig = 1;
         p->use_dw = 0;
+        p->ig_mma = force == 2;
         return OPSCHED_OK;
     }
     if (keyed->ig_wins == 0) {
-        float mine = -1.0f, cudnn = -1.0f, own = -1.0f;
-        OS_TRY(time_plan(a, p, 0, enqueue_ig, &mine));
+        float mine = -1.0f, implicit = -1.0f, cudnn = -1.0f, own = -1.0f;
+        if (cols) OS_TRY(time_plan(a, p, 0, enqueue_ig, &mine));
+        if (mma) {
+            p->ig_mma = 1;
+            opsched_status st = time_plan(a, p, 0, enqueue_ig, &implicit);
+            p->ig_mma = 0;
+            OS_TRY(st);
+        }
         OS_TRY(time_choice(a, p->ch, &p->bias, 0, &cudnn));
         if (p->use_dw) OS_TRY(time_plan(a, p, 0, enqueue_depthwise, &own));
         float rival = p->use_dw && own >= 0.0f ? own : cudnn;
-        keyed->ig_wins = mine >= 0.0f && (rival < 0.0f || mine < rival) ? 1 : -1;
+        int take_mma = implicit >= 0.0f && (mine < 0.0f || implicit < mine);
+        float best = take_mma ? implicit : mine;
+        keyed->ig_wins = best >= 0.0f && (rival < 0.0f || best < rival) ? 1 : -1;
+        keyed->ig_mma = take_mma;
         os_log(a->ctx, OPSCHED_LOG_DEBUG,
                "cuda: node '%s': grouped as columns and a batched product %.4f ms (%lld "
-               "chunk(s)), cuDNN (engine %lld) %.4f ms, own kernel %.4f ms",
-               a->node->name, (double)mine, (long long)chunks, (long long)p->ch->engine,
-               (double)cudnn, (double)own);
+               "chunk(s)), as an implicit GEMM on the tensor cores %.4f ms, cuDNN (engine %lld) "
+               "%.4f ms, own kernel %.4f ms",
+               a->node->name, (double)mine, (long long)chunks, (double)implicit,
+               (long long)p->ch->engine, (double)cudnn, (double)own);
     }
-    if (keyed->ig_wins > 0) {
+    int take = keyed->ig_wins > 0 && (keyed->ig_mma ? mma : cols);
+    if (take) {
         p->use_ig = 1;
         p->use_dw = 0;
+        p->ig_mma = keyed->ig_mma;
     } else {
         cu_lt_gemm_free(&p->ig_full);
         cu_lt_gemm_free(&p->ig_tail);
+        p->ig_cols = 0;
         p->gemm_act = before;
         p->gemm_numel = numel_before;
     }
@@ -1867,6 +1919,7 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
                                   cu_plan **out)
 {
     int own = force == CU_CONV_OWN;
+    int grouped_forced = force == CU_CONV_IM2COL || force == CU_CONV_IGEMM;
     cu_plan *base = NULL;
     conv_choice *ch = NULL;
     OS_TRY(check_shape(a));
@@ -1902,20 +1955,21 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
         p->bias.act = act;
     } else if (st == OPSCHED_OK) {
         epilogue_of(a, ch, &act, &p->bias);
-        if (force != CU_CONV_CUBLASLT && force != CU_CONV_MM_GRAPH && force != CU_CONV_IM2COL)
+        if (force != CU_CONV_CUBLASLT && force != CU_CONV_MM_GRAPH && !grouped_forced)
             st = pick_depthwise(a, p, keyed, &act, own);
     }
-    if (st == OPSCHED_OK && !own && !p->use_dw && force != CU_CONV_IM2COL)
+    if (st == OPSCHED_OK && !own && !p->use_dw && !grouped_forced)
         st = pick_gemm(a, p, keyed, &act, force);
     if (st == OPSCHED_OK && !own && !p->use_gemm && force != CU_CONV_CUBLASLT &&
         force != CU_CONV_MM_GRAPH)
-        st = pick_im2col(a, p, keyed, &act, force == CU_CONV_IM2COL);
+        st = pick_im2col(a, p, keyed, &act,
+                         force == CU_CONV_IM2COL ? 1 : force == CU_CONV_IGEMM ? 2 : 0);
     if (st == OPSCHED_OK && (force == CU_CONV_TIMED || own))
         st = pick_norm(a, p, keyed, &act, own);
     if (st == OPSCHED_OK && !p->use_ln && force != CU_CONV_CUBLASLT && force != CU_CONV_MM_GRAPH &&
-        force != CU_CONV_IM2COL)
+        !grouped_forced)
         st = pick_prologue(a, p, keyed, own);
-    if (st == OPSCHED_OK && !own && !p->use_ln && !p->dw_pre.on && force != CU_CONV_IM2COL)
+    if (st == OPSCHED_OK && !own && !p->use_ln && !p->dw_pre.on && !grouped_forced)
         st = pick_gate(a, p, keyed, &act, force == CU_CONV_CUBLASLT);
     choice_unref(keyed);
     if (st != OPSCHED_OK) goto fail;
@@ -1935,8 +1989,9 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
     } else if (p->use_ln)
         snprintf(a->info->algo, sizeof(a->info->algo), "depthwise+LayerNormalization");
     else if (p->use_ig)
-        snprintf(a->info->algo, sizeof(a->info->algo), "im2col%s%s%s", cu_in(a, 2) ? "+bias" : "",
-                 act.on ? "+" : "", act.on ? opsched_node_op_name(act.node) : "");
+        snprintf(a->info->algo, sizeof(a->info->algo), "%s%s%s%s",
+                 p->ig_mma ? "igemm" : "im2col", cu_in(a, 2) ? "+bias" : "", act.on ? "+" : "",
+                 act.on ? opsched_node_op_name(act.node) : "");
     else if (p->use_gemm && p->mm)
         cu_mm_graph_describe(p->mm, a->info->algo, sizeof(a->info->algo));
     else if (p->use_gemm)
@@ -1974,7 +2029,7 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
     /* a pass over the output for the activation alone: the kernel after
      * the product, or after cuDNN's graph where it did not take the
      * activation (a Relu there rides with an unfused bias's pass) */
-    if (act.on && !p->res && !p->use_dw && !p->use_ln)
+    if (act.on && !p->res && !p->use_dw && !p->use_ln && !(p->use_ig && p->ig_mma))
         a->info->activation_apart =
             p->use_gemm || p->use_ig || p->use_gate
                 ? p->gemm_act.on && !(p->use_gemm && p->mm)

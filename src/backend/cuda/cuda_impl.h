@@ -510,6 +510,7 @@ typedef enum cu_conv_force {
     CU_CONV_OWN,       /* the own depthwise/grouped kernel ("own", cu_own_variant) */
     CU_CONV_CUBLASLT,  /* a 1x1 convolution as a cuBLASLt product ("cublaslt") */
     CU_CONV_IM2COL,    /* a grouped one as columns and a batched product ("im2col") */
+    CU_CONV_IGEMM,     /* a grouped one as an implicit GEMM on the tensor cores ("igemm") */
     CU_CONV_MM_GRAPH   /* a 1x1 one, its bias and activation as one cuDNN product graph
                         * ("cudnn_matmul", cuda_matmul_graph.c) */
 } cu_conv_force;
