@@ -809,19 +809,22 @@ static void test_conv_im2col(void **state)
     print_message("  im2col: %d runs passed, %d other convolutions refused\n", ran, refused);
 }
 
-/* "igemm": a grouped convolution in NHWC, fp16 or bf16, of multiples of
- * 8 channels a group in and out, as the implicit GEMM on the tensor cores,
+/* "igemm": a grouped convolution in NHWC, in TF32 (fp32 data), fp16 or
+ * bf16, of at least 8 channels a group in and out (multiples of 8; of 4 in
+ * TF32), as the implicit GEMM on the tensor cores,
  * without timing, its bias and activation (Relu, HardSwish) applied as it
  * writes: strided with a last tile of pixels cut short, RegNetY's 56
  * channels a group (a slice of 32 and one of 24 padded), a dilated 5x5
  * window of 24 channels a group, a 1x1 of 72 channels in and 80 out a
- * group (three slices, two tiles of output channels), with the filters
+ * group (three slices, two tiles of output channels), 12 channels a group
+ * (TF32 only), with the filters
  * as NHWC plans keep them.  Every other convolution, math mode and layout
  * is refused. */
 static const conv_cfg igemm_cfgs[] = {
     {"grouped 3x3 s2 56 a group", "2x224x17x17", "224x56x3x3", {2, 2}, {1, 1}, {1, 1, 1, 1}, 4},
     {"grouped 5x5 d2 24 a group", "1x48x11x13", "96x24x5x5", {1, 1}, {2, 2}, {4, 4, 4, 4}, 2},
     {"grouped 1x1 72 in 80 out", "3x144x7x7", "160x72x1x1", {1, 1}, {1, 1}, {0, 0, 0, 0}, 2},
+    {"grouped 3x3 12 a group", "2x36x9x9", "36x12x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 3},
 };
 
 static void test_conv_igemm(void **state)
@@ -841,9 +844,11 @@ static void test_conv_igemm(void **state)
                 opsched_shape ws;
                 assert_int_equal(opsched_shape_parse(k->w, &ws), OPSCHED_OK);
                 int64_t mg = k->groups > 0 ? ws.d[0] / k->groups : 0;
-                int fits = l == 1 && k->groups > 1 && ws.d[1] >= 8 && ws.d[1] % 8 == 0 &&
-                           mg >= 8 && mg % 8 == 0 &&
-                           (m == OPSCHED_MATH_FP16 || m == OPSCHED_MATH_BF16);
+                int vec = m == OPSCHED_MATH_TF32 ? 4 : 8;
+                int fits = l == 1 && k->groups > 1 && ws.d[1] >= 8 && ws.d[1] % vec == 0 &&
+                           mg >= 8 && mg % vec == 0 &&
+                           (m == OPSCHED_MATH_TF32 || m == OPSCHED_MATH_FP16 ||
+                            m == OPSCHED_MATH_BF16);
                 for (int act = 0; act < 3; act++) {
                     static const char *const wants[3] = {"igemm+bias", "igemm+bias+Relu",
                                                          "igemm+bias+HardSwish"};

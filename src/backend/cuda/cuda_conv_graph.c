@@ -156,7 +156,7 @@ typedef struct graph_plan {
     /* Or as the implicit GEMM on the tensor cores (cuk_gconv_mma), which
      * applies ig_act itself; ig_cols: the columns are planned too (the
      * fallback for operands off its alignment). */
-    int ig_mma, ig_cols;
+    int ig_mma, ig_cols, ig_tf32; /* ig_tf32: fp32 data in TF32 products */
     cu_act ig_act;
     cuk_dw_desc ig;
     cu_lt_gemm ig_full, ig_tail;
@@ -570,8 +570,8 @@ static opsched_status ig_enqueue(opsched_ctx *ctx, cu_device *dev, graph_plan *p
                                  const void *x, const void *w, const void *b, void *y)
 {
     if (p->ig_mma) {
-        cudaError_t e = cuk_gconv_mma(p->kt, &p->ig, p->ig_taps_outer, x, w, b, p->ig_act.on,
-                                      p->ig_act.fn, &p->ig_act.prm, y, s);
+        cudaError_t e = cuk_gconv_mma(p->kt, p->ig_tf32, &p->ig, p->ig_taps_outer, x, w, b,
+                                      p->ig_act.on, p->ig_act.fn, &p->ig_act.prm, y, s);
         /* operands off the kernel's 16-byte alignment: the columns, where
          * they were planned */
         if (e != cudaErrorNotSupported || !p->ig_cols) {
@@ -1477,7 +1477,8 @@ static opsched_status pick_im2col(const cu_plan_args *a, graph_plan *p, conv_cho
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
     int cols = fits && lt_epilogue(a, act, &epi, &post) && force != 2 &&
                (force || !(a->opts->ablate & OPSCHED_ABLATE_IM2COL));
-    int mma = fits && force != 1 && cuk_gconv_mma_fits(p->kt, &d) &&
+    int tf32 = a->opts->math == OPSCHED_MATH_TF32;
+    int mma = fits && force != 1 && cuk_gconv_mma_fits(p->kt, tf32, &d) &&
               (force || !(a->opts->ablate & OPSCHED_ABLATE_IGEMM));
     if (force == 1 && !cols)
         return CU_UNSUPPORTED(a, "im2col: only grouped convolutions in NHWC of at least %d input "
@@ -1485,10 +1486,10 @@ static opsched_status pick_im2col(const cu_plan_args *a, graph_plan *p, conv_cho
                                  "activation after them, run as columns and a batched product",
                               IG_MIN_GROUP_CHANNELS);
     if (force == 2 && !mma)
-        return CU_UNSUPPORTED(a, "igemm: only grouped convolutions in NHWC, fp16 or bf16, of "
-                                 "multiples of 8 input and output channels a group, with at most "
-                                 "a bias and an element-wise activation after them, run as an "
-                                 "implicit GEMM");
+        return CU_UNSUPPORTED(a, "igemm: only grouped convolutions in NHWC, in TF32, fp16 or "
+                                 "bf16, of multiples of 8 (TF32: 4) and at least 8 input and "
+                                 "output channels a group, with at most a bias and an "
+                                 "element-wise activation after them, run as an implicit GEMM");
     if ((!cols && !mma) || (!force && keyed->ig_wins < 0)) return OPSCHED_OK;
     size_t esz = opsched_dtype_size(a->dt), limit = 0;
     int64_t groups = d.c / d.cg, K = (int64_t)d.cg * d.kh * d.kw;
@@ -1496,6 +1497,7 @@ static opsched_status pick_im2col(const cu_plan_args *a, graph_plan *p, conv_cho
     p->ig = d;
     p->ig_taps_outer = cu_is_nhwc(a, cu_in(a, 1));
     p->ig_act = *act;
+    p->ig_tf32 = tf32;
     p->ig_mma = 0;
     p->ig_cols = 0;
     cu_act before = p->gemm_act;

@@ -442,14 +442,15 @@ int cuk_depthwise_ln_fits(const cuk_dw_desc *d);
 cudaError_t cuk_im2col(cuk_type t, const cuk_dw_desc *d, int taps_outer, const void *x, void *col,
                        int64_t p0, int64_t pc, cudaStream_t stream);
 /* A grouped convolution in NHWC as an implicit GEMM on the tensor cores
- * (kernels_gconv.cu): fp16 or bf16, at least 8 input and output channels a
- * group and multiples of 8; the filters [m, kh, kw, cg] when taps_outer,
- * else [m, cg, kh, kw]; y = act(conv(x, w) + bias) (bias may be NULL, act
- * 0: none).  _fits says whether the shape and type run (the pointers must
- * also be 16-byte aligned, else cudaErrorNotSupported). */
-int cuk_gconv_mma_fits(cuk_type t, const cuk_dw_desc *d);
-cudaError_t cuk_gconv_mma(cuk_type t, const cuk_dw_desc *d, int taps_outer, const void *x,
-                          const void *w, const void *bias, int act, cuk_ufn fn,
+ * (kernels_gconv.cu): fp16, bf16, or fp32 when tf32 allows its products
+ * in TF32; at least 8 input and output channels a group, multiples of 8
+ * (of 4 for fp32); the filters [m, kh, kw, cg] when taps_outer, else [m,
+ * cg, kh, kw]; y = act(conv(x, w) + bias) (bias may be NULL, act 0: none).
+ * _fits says whether the shape and type run (the pointers must also be
+ * 16-byte aligned, else cudaErrorNotSupported). */
+int cuk_gconv_mma_fits(cuk_type t, int tf32, const cuk_dw_desc *d);
+cudaError_t cuk_gconv_mma(cuk_type t, int tf32, const cuk_dw_desc *d, int taps_outer,
+                          const void *x, const void *w, const void *bias, int act, cuk_ufn fn,
                           const cuk_ew_params *p, void *y, cudaStream_t stream);
 /* A gated map's product (opsched_conv_gate_find) as n products, sample j's
  * weights scaled per input channel: out[j][o][c] = w[o][c] * s[j][c] for
