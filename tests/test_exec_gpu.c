@@ -249,8 +249,9 @@ static void test_movement_runs(void **state)
 /* The squeeze-and-excitation gate as one kernel: two SE blocks (biases,
  * Swish and Sigmoid; no biases, Relu and HardSigmoid) in both layouts and
  * every math mode against the unfused fp32 plan.  Shapes: a large map that
- * the kernel splits into parts, a small one of many channels (one launch
- * each), and gates whose layers are too large for one block, run as two
+ * the kernel splits into parts, a small one of many channels, and one of
+ * 30 channels, which the channels-last sums read a channel a lane (not in
+ * 16-byte vectors) (one launch each), and gates whose layers are too large for one block, run as two
  * launches ("se2"), the second of which runs the Mul by the gate too:
  * EfficientNet's last stage (1152 channels, 48 hidden), MobileNetV3's
  * (960, 240; two samples) and its 672 x 168 on a 14x14 map; with
@@ -259,19 +260,17 @@ static void test_se_gate(void **state)
 {
     (void)state;
     SKIP_WITHOUT_GPU();
-    const opsched_shape shapes[5] = {{4, {2, 40, 48, 48}},
-                                     {4, {3, 240, 7, 7}},
-                                     {4, {1, 1152, 7, 7}},
-                                     {4, {2, 960, 7, 7}},
-                                     {4, {1, 672, 14, 14}}};
-    const int64_t hidden[5] = {10, 12, 48, 240, 168};
-    for (int i = 0; i < 5; i++) {
+    const opsched_shape shapes[6] = {{4, {2, 40, 48, 48}},  {4, {3, 240, 7, 7}},
+                                     {4, {2, 30, 20, 20}},  {4, {1, 1152, 7, 7}},
+                                     {4, {2, 960, 7, 7}},   {4, {1, 672, 14, 14}}};
+    const int64_t hidden[6] = {10, 12, 8, 48, 240, 168};
+    for (int i = 0; i < 6; i++) {
         opsched_graph *g = netref_se_graph(env.ctx, &shapes[i], hidden[i], 37 + i);
         assert_non_null(g);
         check_graph_modes(g, "se", 1);
         for (int layout = 0; layout < 2; layout++)
             for (int apart = 0; apart < 2; apart++) {
-                const char *want = i < 2 ? "se:5" : apart ? "se2:5" : "se2:6";
+                const char *want = i < 3 ? "se:5" : apart ? "se2:5" : "se2:6";
                 opsched_exec_options o = {.plan = {.math = OPSCHED_MATH_FP32,
                                                    .layout = (opsched_layout)layout,
                                                    .fuse_activation = 1,

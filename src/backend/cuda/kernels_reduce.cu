@@ -558,6 +558,80 @@ __device__ __forceinline__ float se_act(const cuk_se_act &a, float v)
     return a.has ? ufloat(a.fn, v, a.prm) : v;
 }
 
+template <typename T> struct __align__(16) se_vec {
+    T v[16 / sizeof(T)];
+};
+
+/* Channels-last sums of sample n's rows [r0, r1) over the block's 32
+ * channels [c0, c0 + 32): lanes[w * 32 + j] gets warp w's share for
+ * channel c0 + j (0 past C); the caller syncs and adds the warps' shares.
+ * Where the channels come in 16-byte vectors (C a multiple of 8 halves or
+ * 4 floats, x 16-aligned) a row takes 4 (8) lanes, so a block reads 128
+ * (64) rows at once in 16-byte loads and the warp's row lanes meet by
+ * shuffles; otherwise a lane a channel and 16 rows at once, as 2-byte
+ * loads of 32 channels.  RegNetY-8GF's first gates (16x224x56x56 fp16)
+ * spent 48 us of the split gate's first launch in the scalar form. */
+template <typename T>
+__device__ __forceinline__ void se_nhwc_warp_sums(const cuk_se_desc &d, const T *x, int64_t n,
+                                                  int64_t c0, int64_t r0, int64_t r1,
+                                                  float *lanes)
+{
+    constexpr int V = 16 / sizeof(T), LR = 32 / V, RL = kSeThreads / LR;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const T *xs = x + n * d.S * d.C;
+    if (d.C % V == 0 && (uintptr_t)x % 16 == 0) {
+        const int cv = lane % LR;
+        const int64_t c = c0 + cv * V;
+        float a[V], b[V];
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            a[e] = b[e] = 0.0f;
+        if (c < d.C) {
+            int64_t r = r0 + w * (32 / LR) + lane / LR;
+            for (; r + RL < r1; r += 2 * RL) {
+                const se_vec<T> u = *reinterpret_cast<const se_vec<T> *>(xs + r * d.C + c);
+                const se_vec<T> v = *reinterpret_cast<const se_vec<T> *>(xs + (r + RL) * d.C + c);
+#pragma unroll
+                for (int e = 0; e < V; e++) {
+                    a[e] += load<T>(u.v[e]);
+                    b[e] += load<T>(v.v[e]);
+                }
+            }
+            if (r < r1) {
+                const se_vec<T> u = *reinterpret_cast<const se_vec<T> *>(xs + r * d.C + c);
+#pragma unroll
+                for (int e = 0; e < V; e++)
+                    a[e] += load<T>(u.v[e]);
+            }
+        }
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+            a[e] += b[e];
+            for (int o = 16; o >= LR; o >>= 1)
+                a[e] += __shfl_xor_sync(0xffffffffu, a[e], o);
+        }
+        if (lane < LR) {
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                lanes[w * 32 + cv * V + e] = a[e];
+        }
+        return;
+    }
+    const int64_t c = c0 + lane;
+    float a0 = 0.0f, a1 = 0.0f;
+    if (c < d.C) {
+        const T *xp = xs + c;
+        int64_t r = r0 + w;
+        for (; r + 16 < r1; r += 32) {
+            a0 += load<T>(xp[r * d.C]);
+            a1 += load<T>(xp[(r + 16) * d.C]);
+        }
+        for (; r < r1; r += 16)
+            a0 += load<T>(xp[r * d.C]);
+    }
+    lanes[w * 32 + lane] = a0 + a1;
+}
+
 /* grid (channel blocks, N, parts).  Channels-last: a block is 16 row lanes
  * of 32 channels; channels-first: 16 warps, a channel each, the lanes
  * along S.  Each block writes its partial sums of its rows [r0, r1); the
@@ -576,18 +650,7 @@ __global__ void __launch_bounds__(kSeThreads)
     float *part = ws + ((int64_t)blockIdx.z * d.N + n) * d.C;
     if (d.nhwc) {
         const int64_t c = (int64_t)blockIdx.x * 32 + lane;
-        float a0 = 0.0f, a1 = 0.0f;
-        if (c < d.C) {
-            const T *xp = x + n * d.S * d.C + c;
-            int64_t r = r0 + w;
-            for (; r + 16 < r1; r += 32) {
-                a0 += load<T>(xp[r * d.C]);
-                a1 += load<T>(xp[(r + 16) * d.C]);
-            }
-            for (; r < r1; r += 16)
-                a0 += load<T>(xp[r * d.C]);
-        }
-        se_sh[w * 32 + lane] = a0 + a1;
+        se_nhwc_warp_sums<T>(d, x, n, (int64_t)blockIdx.x * 32, r0, r1, se_sh);
         __syncthreads();
         if (w == 0 && c < d.C) {
             float acc = 0.0f;
@@ -683,18 +746,7 @@ __global__ void __launch_bounds__(kSeThreads)
     const float inv = 1.0f / (float)d.S;
     if (d.nhwc) {
         const int64_t c = c0 + lane;
-        float a0 = 0.0f, a1 = 0.0f;
-        if (c < d.C) {
-            const T *xp = x + n * d.S * d.C + c;
-            int64_t r = w;
-            for (; r + 16 < d.S; r += 32) {
-                a0 += load<T>(xp[r * d.C]);
-                a1 += load<T>(xp[(r + 16) * d.C]);
-            }
-            for (; r < d.S; r += 16)
-                a0 += load<T>(xp[r * d.C]);
-        }
-        lanes[w * 32 + lane] = a0 + a1;
+        se_nhwc_warp_sums<T>(d, x, n, c0, 0, d.S, lanes);
         __syncthreads();
         if (w == 0) {
             float acc = 0.0f;
