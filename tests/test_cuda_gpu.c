@@ -770,34 +770,39 @@ static const conv_cfg ig_cfgs[] = {
     {"grouped 3x3 chunked", "5x64x63x63", "64x16x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 4},
 };
 
-static void test_conv_im2col(void **state)
+/* The configurations base, then more, each in every math mode and layout
+ * with no activation, a Relu and a HardSwish after it, under the forced
+ * algorithm `algo`: those fits takes must run it (as "<algo>+bias" and the
+ * activation) and match the CPU, all others must be refused. */
+typedef int (*forced_fits_fn)(const conv_cfg *k, const opsched_shape *w, int math, int nhwc);
+
+static void check_forced_conv(const char *algo, const conv_cfg *more, size_t n_more,
+                              forced_fits_fn fits_fn)
 {
-    (void)state;
-    SKIP_WITHOUT_GPU();
     int ran = 0, refused = 0;
     size_t n_base = sizeof(conv_cfgs) / sizeof(conv_cfgs[0]);
-    size_t n_ig = sizeof(ig_cfgs) / sizeof(ig_cfgs[0]);
     for (int m = 0; m < OPSCHED_MATH_COUNT; m++)
         for (int l = 0; l < 2; l++)
-            for (size_t i = 0; i < n_base + n_ig; i++) {
-                const conv_cfg *k = i < n_base ? &conv_cfgs[i] : &ig_cfgs[i - n_base];
+            for (size_t i = 0; i < n_base + n_more; i++) {
+                const conv_cfg *k = i < n_base ? &conv_cfgs[i] : &more[i - n_base];
                 opsched_shape ws;
                 assert_int_equal(opsched_shape_parse(k->w, &ws), OPSCHED_OK);
-                int fits = l == 1 && k->groups > 1 && ws.d[1] >= 4;
+                int fits = fits_fn(k, &ws, m, l);
                 for (int act = 0; act < 3; act++) {
-                    static const char *const wants[3] = {"im2col+bias", "im2col+bias+Relu",
-                                                         "im2col+bias+HardSwish"};
+                    static const char *const acts[3] = {"", "+Relu", "+HardSwish"};
+                    char want[64];
+                    snprintf(want, sizeof(want), "%s+bias%s", algo, acts[act]);
                     tcase *c = act == 0   ? conv_case(k)
                                : act == 1 ? conv_act_case(k, OPSCHED_OP_RELU, NULL)
                                           : conv_act_case(k, OPSCHED_OP_HARDSWISH, NULL);
-                    opsched_plan_options o = opts_of((opsched_math)m, (opsched_layout)l, "im2col");
+                    opsched_plan_options o = opts_of((opsched_math)m, (opsched_layout)l, algo);
                     o.fuse_activation = act > 0;
                     opsched_plan_info info;
                     if (fits) {
                         check_case_info(c, &o, 0, &info);
-                        if (strcmp(info.algo, wants[act]) != 0)
+                        if (strcmp(info.algo, want) != 0)
                             fail_msg("%s [%s]: took '%s', not '%s'", c->label,
-                                     opsched_math_name(o.math), info.algo, wants[act]);
+                                     opsched_math_name(o.math), info.algo, want);
                         ran++;
                     } else {
                         assert_int_equal(check_case(c, &o, 1), 0);
@@ -806,7 +811,21 @@ static void test_conv_im2col(void **state)
                     tcase_free(c);
                 }
             }
-    print_message("  im2col: %d runs passed, %d other convolutions refused\n", ran, refused);
+    print_message("  %s: %d runs passed, %d other convolutions refused\n", algo, ran, refused);
+    assert_true(ran > 0);
+}
+
+static int im2col_fits(const conv_cfg *k, const opsched_shape *w, int math, int nhwc)
+{
+    (void)math;
+    return nhwc && k->groups > 1 && w->d[1] >= 4;
+}
+
+static void test_conv_im2col(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    check_forced_conv("im2col", ig_cfgs, sizeof(ig_cfgs) / sizeof(ig_cfgs[0]), im2col_fits);
 }
 
 /* "igemm": a grouped convolution in NHWC, in TF32 (fp32 data), fp16 or
@@ -827,52 +846,27 @@ static const conv_cfg igemm_cfgs[] = {
     {"grouped 3x3 12 a group", "2x36x9x9", "36x12x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 3},
 };
 
+static int igemm_fits(const conv_cfg *k, const opsched_shape *w, int math, int nhwc)
+{
+    int64_t mg = k->groups > 0 ? w->d[0] / k->groups : 0;
+    int vec = math == OPSCHED_MATH_TF32 ? 4 : 8;
+    return nhwc && k->groups > 1 && w->d[1] >= 8 && w->d[1] % vec == 0 && mg >= 8 &&
+           mg % vec == 0 &&
+           (math == OPSCHED_MATH_TF32 || math == OPSCHED_MATH_FP16 || math == OPSCHED_MATH_BF16);
+}
+
+/* igemm_cfgs after the columns' configurations (which it takes too where
+ * their groups are wide enough) */
 static void test_conv_igemm(void **state)
 {
     (void)state;
     SKIP_WITHOUT_GPU();
-    int ran = 0, refused = 0;
-    size_t n_base = sizeof(conv_cfgs) / sizeof(conv_cfgs[0]);
     size_t n_ig = sizeof(ig_cfgs) / sizeof(ig_cfgs[0]);
     size_t n_mm = sizeof(igemm_cfgs) / sizeof(igemm_cfgs[0]);
-    for (int m = 0; m < OPSCHED_MATH_COUNT; m++)
-        for (int l = 0; l < 2; l++)
-            for (size_t i = 0; i < n_base + n_ig + n_mm; i++) {
-                const conv_cfg *k = i < n_base          ? &conv_cfgs[i]
-                                    : i < n_base + n_ig ? &ig_cfgs[i - n_base]
-                                                        : &igemm_cfgs[i - n_base - n_ig];
-                opsched_shape ws;
-                assert_int_equal(opsched_shape_parse(k->w, &ws), OPSCHED_OK);
-                int64_t mg = k->groups > 0 ? ws.d[0] / k->groups : 0;
-                int vec = m == OPSCHED_MATH_TF32 ? 4 : 8;
-                int fits = l == 1 && k->groups > 1 && ws.d[1] >= 8 && ws.d[1] % vec == 0 &&
-                           mg >= 8 && mg % vec == 0 &&
-                           (m == OPSCHED_MATH_TF32 || m == OPSCHED_MATH_FP16 ||
-                            m == OPSCHED_MATH_BF16);
-                for (int act = 0; act < 3; act++) {
-                    static const char *const wants[3] = {"igemm+bias", "igemm+bias+Relu",
-                                                         "igemm+bias+HardSwish"};
-                    tcase *c = act == 0   ? conv_case(k)
-                               : act == 1 ? conv_act_case(k, OPSCHED_OP_RELU, NULL)
-                                          : conv_act_case(k, OPSCHED_OP_HARDSWISH, NULL);
-                    opsched_plan_options o = opts_of((opsched_math)m, (opsched_layout)l, "igemm");
-                    o.fuse_activation = act > 0;
-                    opsched_plan_info info;
-                    if (fits) {
-                        check_case_info(c, &o, 0, &info);
-                        if (strcmp(info.algo, wants[act]) != 0)
-                            fail_msg("%s [%s]: took '%s', not '%s'", c->label,
-                                     opsched_math_name(o.math), info.algo, wants[act]);
-                        ran++;
-                    } else {
-                        assert_int_equal(check_case(c, &o, 1), 0);
-                        refused++;
-                    }
-                    tcase_free(c);
-                }
-            }
-    print_message("  igemm: %d runs passed, %d other convolutions refused\n", ran, refused);
-    assert_true(ran > 0);
+    conv_cfg more[sizeof(ig_cfgs) / sizeof(ig_cfgs[0]) + sizeof(igemm_cfgs) / sizeof(igemm_cfgs[0])];
+    memcpy(more, ig_cfgs, sizeof(ig_cfgs));
+    memcpy(more + n_ig, igemm_cfgs, sizeof(igemm_cfgs));
+    check_forced_conv("igemm", more, n_ig + n_mm, igemm_fits);
 }
 
 static void test_conv_fused_epilogue(void **state)
