@@ -96,7 +96,8 @@ typedef struct conv_choice {
     /* For a grouped convolution: the same verdict for its columns and
      * batched product (pick_im2col). */
     int ig_wins;
-    int ig_mma; /* 1: the implicit GEMM won that verdict, not the columns */
+    int ig_mma;   /* 1: the implicit GEMM won that verdict, not the columns */
+    int ig_slice; /* its fastest slice width (cuk_dw_desc.tile_w for it) */
     /* For a depthwise convolution with a LayerNormalization after it: 0
      * until the own kernel that runs both is measured against the
      * convolution's plan and the norm's kernel, then 1 when it was faster
@@ -1559,11 +1560,23 @@ static opsched_status pick_im2col(const cu_plan_args *a, graph_plan *p, conv_cho
     if (keyed->ig_wins == 0) {
         float mine = -1.0f, implicit = -1.0f, cudnn = -1.0f, own = -1.0f;
         if (cols) OS_TRY(time_plan(a, p, 0, enqueue_ig, &mine));
-        if (mma) {
+        if (mma) { /* each slice width worth timing, the fastest kept */
+            int widths[2], nw = cuk_gconv_mma_slices(p->kt, &p->ig, widths);
             p->ig_mma = 1;
-            opsched_status st = time_plan(a, p, 0, enqueue_ig, &implicit);
+            for (int k = 0; k < nw && k < 2; k++) {
+                float t = -1.0f;
+                p->ig.tile_w = widths[k];
+                opsched_status st = time_plan(a, p, 0, enqueue_ig, &t);
+                if (st != OPSCHED_OK) {
+                    p->ig_mma = 0;
+                    return st;
+                }
+                if (t >= 0.0f && (implicit < 0.0f || t < implicit)) {
+                    implicit = t;
+                    keyed->ig_slice = widths[k];
+                }
+            }
             p->ig_mma = 0;
-            OS_TRY(st);
         }
         OS_TRY(time_choice(a, p->ch, &p->bias, 0, &cudnn));
         if (p->use_dw) OS_TRY(time_plan(a, p, 0, enqueue_depthwise, &own));
@@ -1572,6 +1585,10 @@ static opsched_status pick_im2col(const cu_plan_args *a, graph_plan *p, conv_cho
         float best = take_mma ? implicit : mine;
         keyed->ig_wins = best >= 0.0f && (rival < 0.0f || best < rival) ? 1 : -1;
         keyed->ig_mma = take_mma;
+        if (take_mma)
+            os_log(a->ctx, OPSCHED_LOG_DEBUG,
+                   "cuda: node '%s': the implicit GEMM's fastest slice: %d input channels",
+                   a->node->name, keyed->ig_slice);
         os_log(a->ctx, OPSCHED_LOG_DEBUG,
                "cuda: node '%s': grouped as columns and a batched product %.4f ms (%lld "
                "chunk(s)), as an implicit GEMM on the tensor cores %.4f ms, cuDNN (engine %lld) "
@@ -1584,6 +1601,7 @@ static opsched_status pick_im2col(const cu_plan_args *a, graph_plan *p, conv_cho
         p->use_ig = 1;
         p->use_dw = 0;
         p->ig_mma = keyed->ig_mma;
+        p->ig.tile_w = keyed->ig_mma ? keyed->ig_slice : 0;
     } else {
         cu_lt_gemm_free(&p->ig_full);
         cu_lt_gemm_free(&p->ig_tail);

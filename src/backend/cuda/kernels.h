@@ -447,8 +447,12 @@ cudaError_t cuk_im2col(cuk_type t, const cuk_dw_desc *d, int taps_outer, const v
  * (of 4 for fp32); the filters [m, kh, kw, cg] when taps_outer, else [m,
  * cg, kh, kw]; y = act(conv(x, w) + bias) (bias may be NULL, act 0: none).
  * _fits says whether the shape and type run (the pointers must also be
- * 16-byte aligned, else cudaErrorNotSupported). */
+ * 16-byte aligned, else cudaErrorNotSupported).  d->tile_w names the
+ * input channels a step takes (32, or 64 for fp16 and bf16), 0 the
+ * kernel's choice; _slices writes the widths worth timing for d (up to
+ * 2) and returns how many. */
 int cuk_gconv_mma_fits(cuk_type t, int tf32, const cuk_dw_desc *d);
+int cuk_gconv_mma_slices(cuk_type t, const cuk_dw_desc *d, int *widths);
 cudaError_t cuk_gconv_mma(cuk_type t, int tf32, const cuk_dw_desc *d, int taps_outer,
                           const void *x, const void *w, const void *bias, int act, cuk_ufn fn,
                           const cuk_ew_params *p, void *y, cudaStream_t stream);

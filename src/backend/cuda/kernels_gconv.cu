@@ -11,12 +11,13 @@
  * PyTorch's own call of cuDNN took 0.14-0.23 ms for the same layers.
  *
  * One block computes BM output pixels (n, oy, ox flattened) by BN output
- * channels of one group: for each tap of the window and each BK-channel
- * slice of the group's input channels, it stages the BM pixels' input
- * slice (16-byte loads; zeros in the padding and past the group's
- * channels) and the slice's filters in shared memory, and eight warps
- * multiply them with WMMA (16x16x16, or 16x16x8 in TF32; float
- * accumulators), each warp a 32 x 32 block of the output.  The next slice's loads are issued into
+ * channels of one group: for each tap of the window and each slice of 32
+ * or 64 of the group's input channels (the planner times both for groups
+ * of 48 or more 2-byte channels), it stages the BM pixels' input slice
+ * (16-byte loads; zeros in the padding and past the group's channels) and
+ * the slice's filters in shared memory, and eight warps multiply them with
+ * WMMA (16x16x16, or 16x16x8 in TF32; float accumulators), each warp a
+ * 32 x 32 block of the output.  The next slice's loads are issued into
  * registers before the current slice's products, so the memory latency
  * hides behind them.  The bias and an element-wise activation are applied
  * as the accumulators are written, 16 bytes at a time.
@@ -31,7 +32,7 @@ using namespace cuk;
 namespace
 {
 
-constexpr int BM = 128, BN = 64, BK = 32, THREADS = 256;
+constexpr int BM = 128, BN = 64, THREADS = 256;
 constexpr int APAD = 8, CPAD = 4;
 
 /* By element type: the 16-byte vector's length, how values sit in shared
@@ -50,7 +51,10 @@ template <> struct mma_tr<float> {
     typedef float L;
 };
 
-template <typename S> struct __align__(128) gconv_smem {
+/* BK: the input channels of a slice, 32, or 64 for groups of 48 or more
+ * 2-byte channels (half the slices, so half the barriers, for RegNetY's
+ * 56; a narrower group would leave most of a 64-channel slice zeros) */
+template <typename S, int BK> struct __align__(128) gconv_smem {
     union {
         struct {
             S a[BM][BK + APAD]; /* pixels x input channels (row major) */
@@ -65,7 +69,7 @@ template <typename T> struct __align__(16) vec16 {
 };
 
 /* taps_outer: the filters are [m, kh, kw, cg] (else [m, cg, kh, kw]). */
-template <typename T, bool TAPS_OUTER>
+template <typename T, int BK, bool TAPS_OUTER>
 __global__ void __launch_bounds__(THREADS) k_gconv_mma(cuk_dw_desc d, const T *__restrict__ x,
                                                         const T *__restrict__ w,
                                                         const T *__restrict__ bias,
@@ -79,7 +83,7 @@ __global__ void __launch_bounds__(THREADS) k_gconv_mma(cuk_dw_desc d, const T *_
     constexpr int NB = BN * AV / THREADS;     /* B vectors a thread loads */
     constexpr int BS = BN * BK / THREADS;     /* B values a thread loads, filters taps inner */
     cuk_kernel_enter();
-    __shared__ gconv_smem<typename tr::S> sm;
+    __shared__ gconv_smem<typename tr::S, BK> sm;
     const int tid = threadIdx.x, warp = tid / 32;
     const int C = (int)d.c, H = (int)d.h, W = (int)d.w, OH = (int)d.oh, OW = (int)d.ow;
     const int cg = d.cg, KW = d.kw, KK = d.kh * d.kw;
@@ -248,6 +252,15 @@ __global__ void __launch_bounds__(THREADS) k_gconv_mma(cuk_dw_desc d, const T *_
     }
 }
 
+/* The slice width a launch takes: d->tile_w when it names one the type
+ * has (32; 64 for 2-byte types), else 64 for groups of 48 or more 2-byte
+ * channels and 32 otherwise. */
+int gconv_slice(const cuk_dw_desc *d, size_t esz)
+{
+    if (d->tile_w == 32 || (d->tile_w == 64 && esz == 2)) return d->tile_w;
+    return esz == 2 && d->cg >= 48 ? 64 : 32;
+}
+
 template <typename T>
 cudaError_t gconv_launch(const cuk_dw_desc *d, int taps_outer, const T *x, const T *w,
                          const T *b, T *y, int act, cuk_ufn fn, const cuk_ew_params &p,
@@ -256,10 +269,19 @@ cudaError_t gconv_launch(const cuk_dw_desc *d, int taps_outer, const T *x, const
     const int64_t groups = d->c / d->cg, mg = d->m / groups;
     const int64_t P = d->n * d->oh * d->ow;
     const dim3 grid((unsigned)((P + BM - 1) / BM), (unsigned)(groups * ((mg + BN - 1) / BN)));
+    constexpr int WIDE = sizeof(T) == 2 ? 64 : 32; /* fp32's 64-channel slices outgrow 48 KiB */
+    if (WIDE == 64 && gconv_slice(d, sizeof(T)) == 64) {
+        if (taps_outer)
+            return cuk_launch(k_gconv_mma<T, WIDE, true>, grid, THREADS, 0, stream, *d, x, w, b,
+                              y, act, fn, p);
+        return cuk_launch(k_gconv_mma<T, WIDE, false>, grid, THREADS, 0, stream, *d, x, w, b, y,
+                          act, fn, p);
+    }
     if (taps_outer)
-        return cuk_launch(k_gconv_mma<T, true>, grid, THREADS, 0, stream, *d, x, w, b, y, act, fn,
-                          p);
-    return cuk_launch(k_gconv_mma<T, false>, grid, THREADS, 0, stream, *d, x, w, b, y, act, fn, p);
+        return cuk_launch(k_gconv_mma<T, 32, true>, grid, THREADS, 0, stream, *d, x, w, b, y, act,
+                          fn, p);
+    return cuk_launch(k_gconv_mma<T, 32, false>, grid, THREADS, 0, stream, *d, x, w, b, y, act,
+                      fn, p);
 }
 
 } /* namespace */
@@ -286,6 +308,17 @@ extern "C" int cuk_gconv_mma_fits(cuk_type t, int tf32, const cuk_dw_desc *d)
     return mg >= 8 && mg % vec == 0 && groups * ((mg + BN - 1) / BN) <= 65535 && P >= 1 &&
            (P + BM - 1) / BM <= INT32_MAX && (int64_t)d->cg * d->kh * d->kw <= INT32_MAX / 4 &&
            d->m * d->cg * d->kh * d->kw < ((int64_t)1 << 40);
+}
+
+extern "C" int cuk_gconv_mma_slices(cuk_type t, const cuk_dw_desc *d, int *widths)
+{
+    if (t == CUK_F32 || !d || d->cg < 48) {
+        widths[0] = 32;
+        return 1;
+    }
+    widths[0] = 32;
+    widths[1] = 64;
+    return 2;
 }
 
 extern "C" cudaError_t cuk_gconv_mma(cuk_type t, int tf32, const cuk_dw_desc *d, int taps_outer,
