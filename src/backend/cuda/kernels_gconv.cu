@@ -76,13 +76,13 @@ __global__ void __launch_bounds__(THREADS) k_gconv_mma(cuk_dw_desc d, const T *_
                                                         T *__restrict__ y, int act, cuk_ufn fn,
                                                         cuk_ew_params prm)
 {
+    cuk_kernel_enter();
     typedef mma_tr<T> tr;
     constexpr int VEC = tr::VEC;
     constexpr int AV = BK / VEC;              /* vectors a row of A (and of B) */
     constexpr int NA = BM * AV / THREADS;     /* A vectors a thread loads */
     constexpr int NB = BN * AV / THREADS;     /* B vectors a thread loads */
     constexpr int BS = BN * BK / THREADS;     /* B values a thread loads, filters taps inner */
-    cuk_kernel_enter();
     __shared__ gconv_smem<typename tr::S, BK> sm;
     const int tid = threadIdx.x, warp = tid / 32;
     const int C = (int)d.c, H = (int)d.h, W = (int)d.w, OH = (int)d.oh, OW = (int)d.ow;
