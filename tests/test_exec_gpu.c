@@ -253,6 +253,7 @@ static void test_movement_runs(void **state)
  * 30 channels, which the channels-last sums read a channel a lane (not in
  * 16-byte vectors) (one launch each), and gates whose layers are too large for one block, run as two
  * launches ("se2"), the second of which runs the Mul by the gate too:
+ * 100 channels and 36 hidden (fp16's 100 channels not in 16-byte vectors),
  * EfficientNet's last stage (1152 channels, 48 hidden), MobileNetV3's
  * (960, 240; two samples) and its 672 x 168 on a 14x14 map; with
  * `--ablate se-mul` the Mul is a launch of its own. */
@@ -260,11 +261,12 @@ static void test_se_gate(void **state)
 {
     (void)state;
     SKIP_WITHOUT_GPU();
-    const opsched_shape shapes[6] = {{4, {2, 40, 48, 48}},  {4, {3, 240, 7, 7}},
-                                     {4, {2, 30, 20, 20}},  {4, {1, 1152, 7, 7}},
-                                     {4, {2, 960, 7, 7}},   {4, {1, 672, 14, 14}}};
-    const int64_t hidden[6] = {10, 12, 8, 48, 240, 168};
-    for (int i = 0; i < 6; i++) {
+    const opsched_shape shapes[7] = {{4, {2, 40, 48, 48}}, {4, {3, 240, 7, 7}},
+                                     {4, {2, 30, 20, 20}}, {4, {2, 100, 9, 9}},
+                                     {4, {1, 1152, 7, 7}}, {4, {2, 960, 7, 7}},
+                                     {4, {1, 672, 14, 14}}};
+    const int64_t hidden[7] = {10, 12, 8, 36, 48, 240, 168};
+    for (int i = 0; i < 7; i++) {
         opsched_graph *g = netref_se_graph(env.ctx, &shapes[i], hidden[i], 37 + i);
         assert_non_null(g);
         check_graph_modes(g, "se", 1);

@@ -833,8 +833,9 @@ __global__ void __launch_bounds__(kSeThreads)
 /* The split gate's second launch with the multiply: grid (32-channel
  * blocks, N, parts of S).  Each block computes s for its 32 channels (two
  * a warp, lanes along hidden), then y = x * s over its rows [r0, r1):
- * channels-last, lanes along the channels and warps along the rows;
- * channels-first, a warp a channel and lanes along the rows. */
+ * channels-last, lanes along the channels (16-byte vectors of them where
+ * they come so) and warps along the rows; channels-first, a warp a channel
+ * and lanes along the rows. */
 template <typename T>
 __global__ void __launch_bounds__(kSeThreads)
     k_se_fc2_mul(const __grid_constant__ cuk_se_desc d, int64_t chunk, const float *h,
@@ -864,7 +865,27 @@ __global__ void __launch_bounds__(kSeThreads)
                            : 0.0f;
     }
     __syncthreads();
-    if (d.nhwc) {
+    constexpr int V = 16 / sizeof(T), LR = 32 / V, RL = kSeThreads / LR;
+    if (d.nhwc && d.C % V == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0) {
+        /* 16-byte vectors: a row 4 (fp32: 8) lanes, 128 (64) rows at once */
+        const int cv = lane % LR;
+        const int64_t c = c0 + cv * V;
+        if (c >= d.C) return;
+        float gv[V];
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            gv[e] = g[cv * V + e];
+        const T *xs = x + n * d.S * d.C + c;
+        T *ys = y + n * d.S * d.C + c;
+        for (int64_t r = r0 + w * (32 / LR) + lane / LR; r < r1; r += RL) {
+            const se_vec<T> u = *reinterpret_cast<const se_vec<T> *>(xs + r * d.C);
+            se_vec<T> o;
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                o.v[e] = store<T>(load<T>(u.v[e]) * gv[e]);
+            *reinterpret_cast<se_vec<T> *>(ys + r * d.C) = o;
+        }
+    } else if (d.nhwc) {
         const int64_t c = c0 + lane;
         if (c >= d.C) return;
         const float gc = g[lane];
