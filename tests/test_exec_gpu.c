@@ -248,15 +248,16 @@ static void test_movement_runs(void **state)
 
 /* The squeeze-and-excitation gate as one kernel: two SE blocks (biases,
  * Swish and Sigmoid; no biases, Relu and HardSigmoid) in both layouts and
- * every math mode against the unfused fp32 plan.  Shapes: a large map that
- * the kernel splits into parts, a small one of many channels, and one of
- * 30 channels, which the channels-last sums read a channel a lane (not in
- * 16-byte vectors) (one launch each), and gates whose layers are too large for one block, run as two
- * launches ("se2"), the second of which runs the Mul by the gate too:
- * 100 channels and 36 hidden (fp16's 100 channels not in 16-byte vectors),
- * EfficientNet's last stage (1152 channels, 48 hidden), MobileNetV3's
- * (960, 240; two samples) and its 672 x 168 on a 14x14 map; with
- * `--ablate se-mul` the Mul is a launch of its own. */
+ * every math mode against the unfused fp32 plan.  Shapes, one launch
+ * each: a large map that the kernel splits into parts, a small one of many
+ * channels, and one of 30 channels, which the channels-last sums read a
+ * channel a lane (not in 16-byte vectors).  Gates whose layers are too
+ * large for one block run as two launches ("se2"), the second of which
+ * runs the Mul by the gate too: 100 channels and 36 hidden (fp16's 100
+ * channels not in 16-byte vectors), EfficientNet's last stage (1152
+ * channels, 48 hidden), MobileNetV3's (960, 240; two samples) and its
+ * 672 x 168 on a 14x14 map; with `--ablate se-mul` the Mul is a launch of
+ * its own. */
 static void test_se_gate(void **state)
 {
     (void)state;
