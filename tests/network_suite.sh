@@ -4,7 +4,8 @@
 # opsched's latencies or its error, a CSV that parses with a constant field
 # count, the PyTorch peers skipped with a visible reason where torch has no
 # CUDA, a second call that resumes (adds nothing), the report, an
-# ablation, and --hard-limit-s cutting a run at its deadline.
+# ablation, the standing over two folders, and --hard-limit-s cutting a run
+# at its deadline.
 set -euo pipefail
 bin=$1
 src=${OPSCHED_SOURCE_DIR:?}
@@ -68,6 +69,30 @@ grep -qE "^\| squeezenet1_1 \| 1 \| fp32 \| [0-9.]+ \| [0-9.]+ \([0-9.]+x\) \|" 
   || { echo "FAIL: ablation.md has no squeezenet1_1 row with a factor"; cat "$out/r/ablation.md"; exit 1; }
 grep -q "fuse-off .*x over 1" "$out/log5" || { echo "FAIL: no geometric mean over the one item"; cat "$out/log5"; exit 1; }
 echo "ablation: $(tail -2 "$out/log5" | head -1)"
+# Where each model stands over two folders: of an item in both, the row
+# finished last; an item with an error and one with no row are named.
+mkdir -p "$out/s1" "$out/s2"
+hdr="model,family,task,batch,math,opsched_ms,opsched_error,torch_compile_ms,torch_compile_error,speedup_vs_compile,finished"
+printf '%s\n%s\n%s\n' "$hdr" \
+    "resnet50,resnet,image classification,1,tf32,1.0,,1.3,,1.3000,2026-01-01T00:00:00Z" \
+    "mobilenet_v2,mobilenet,image classification,16,fp16,1.0,,0.9,,0.9000,2026-01-01T00:00:00Z" \
+    > "$out/s1/results.csv"
+printf '%s\n%s\n%s\n' "$hdr" \
+    "resnet50,resnet,image classification,1,tf32,1.0,,1.1,,1.1000,2026-01-02T00:00:00Z" \
+    "googlenet,inception,image classification,1,tf32,,exit 1: bad,,,,2026-01-02T00:00:00Z" \
+    > "$out/s2/results.csv"
+"$py" "$src/bench/networks/suite.py" standing "$out/s1" "$out/s2" \
+    --models resnet50,googlenet,mobilenet_v2 --configs 1:tf32,16:fp16 --out "$out/standing.md" \
+    > "$out/log7" 2>&1 || { cat "$out/log7"; exit 1; }
+for want in "^| resnet50 | 1.10 (s2) | — |" "^| mobilenet_v2 | — | 0.90 (s1) |" \
+            "^| googlenet | — (exit 1: bad) | — |"; do
+    grep -q "$want" "$out/standing.md" || { echo "FAIL: standing.md lacks '$want'"; cat "$out/standing.md"; exit 1; }
+done
+grep -qF "batch 1, tf32: 1 of 3 models with a speed-up; geometric mean 1.10x, worst resnet50 1.10x, slower than torch.compile on 0; none for: googlenet (exit 1: bad), mobilenet_v2 (no row)" "$out/log7" \
+    || { echo "FAIL: standing's batch 1 line"; cat "$out/log7"; exit 1; }
+grep -qF "batch 16, fp16: 1 of 3 models with a speed-up; geometric mean 0.90x, worst mobilenet_v2 0.90x, slower than torch.compile on 1" "$out/log7" \
+    || { echo "FAIL: standing's batch 16 line"; cat "$out/log7"; exit 1; }
+echo "standing: $(head -1 "$out/log7")"
 # A hard limit: a run that would measure for a minute is cut at the limit,
 # its row carries the error, and the call stops (exit 3: run again).
 t0=$(date +%s)

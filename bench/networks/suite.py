@@ -36,6 +36,7 @@ between items; --hard-limit-s also cuts every step at that many seconds).
     suite.py report DIR      # summary.md, speedup.png from results.csv
     suite.py run --out DIR/no-depthwise --peers "" --opsched-args="--ablate depthwise"
     suite.py ablation DIR DIR/no-depthwise ...   # ablation.md: what each part buys
+    suite.py standing DIR DIR2 ... --out FILE    # a model x configuration matrix over calls
 
 An ablation is a run of opsched alone (--peers "") with extra arguments
 (--opsched-args: --ablate depthwise|epilogue|engines|reductions|chains|residual,
@@ -720,6 +721,86 @@ def ablation_main(a):
     return 0
 
 
+def standing_main(a):
+    """A matrix of where each model stands against torch.compile over
+    several results folders (calls, shards, days): for each (model, batch,
+    math) the row finished last in any of them, a row a model, a column a
+    configuration; under it, each configuration's geometric mean, worst
+    model, how many are slower than torch.compile, and which items have no
+    speed-up (an error, a peer that did not finish, or no row at all)."""
+    by, src = {}, {}
+    for d in a.dirs:
+        rows = read_all_rows(d)
+        if not rows:
+            sys.exit("suite.py standing: no rows in %s/results*.csv" % d)
+        for r in rows:
+            k = key(r)
+            if k not in by or r.get("finished", "") >= by[k].get("finished", ""):
+                by[k], src[k] = r, d
+    with open(MANIFEST) as f:
+        manifest = json.load(f)
+    tasks = a.tasks.split(",") if a.tasks else None
+    if a.models:
+        models = a.models.split(",")
+        known = {m["name"] for m in manifest["models"]}
+        bad = [m for m in models if m not in known]
+        if bad:
+            sys.exit("suite.py standing: not in the manifest: %s" % ",".join(bad))
+    else:
+        models = [m["name"] for m in manifest["models"] if not tasks or m["task"] in tasks]
+    if a.configs:
+        configs = [tuple(c.split(":")) for c in a.configs.split(",")]
+    else:
+        configs = sorted({(k[1], k[2]) for k in by if k[0] in models},
+                         key=lambda c: (int(c[0]), c[1]))
+    names = {d: os.path.basename(os.path.normpath(d)) for d in a.dirs}
+    md = ["# Where each model stands against torch.compile", "",
+          "Speed-up = torch.compile (reduce-overhead, freezing, channels_last) / opsched's "
+          "deployed schedule as one CUDA graph, each pair measured in the same call; for each "
+          "item the row finished last in any of these folders (the folder after the number): "
+          + ", ".join("`%s`" % d for d in a.dirs) + ".", "",
+          "| model | " + " | ".join("batch %s %s" % c for c in configs) + " |",
+          "|---|" + "---:|" * len(configs)]
+    per = {c: [] for c in configs}
+    missing = {c: [] for c in configs}
+    for m in models:
+        cells = []
+        for c in configs:
+            r = by.get((m, c[0], c[1]))
+            if r and r.get("speedup_vs_compile"):
+                x = float(r["speedup_vs_compile"])
+                per[c].append((x, m))
+                cells.append("%.2f (%s)" % (x, names[src[(m, c[0], c[1])]]))
+            elif r:
+                why = r.get("opsched_error") or r.get("torch_compile_error") or "no speed-up"
+                missing[c].append("%s (%s)" % (m, why[:60]))
+                cells.append("— (%s)" % why[:40].replace("|", "/"))
+            else:
+                missing[c].append("%s (no row)" % m)
+                cells.append("—")
+        md.append("| %s | %s |" % (m, " | ".join(cells)))
+    md += ["", "## By configuration", ""]
+    out_lines = []
+    for c in configs:
+        sp = per[c]
+        line = "batch %s, %s: %d of %d models with a speed-up" % (c[0], c[1], len(sp), len(models))
+        if sp:
+            worst = min(sp)
+            line += ("; geometric mean %.2fx, worst %s %.2fx, slower than torch.compile on %d"
+                     % (geomean([x for x, _ in sp]), worst[1], worst[0],
+                        sum(1 for x, _ in sp if x < 1)))
+        if missing[c]:
+            line += "; none for: " + ", ".join(missing[c])
+        out_lines.append(line)
+    md += ["- " + l for l in out_lines]
+    with open(a.out, "w") as f:
+        f.write("\n".join(md) + "\n")
+    for l in out_lines:
+        print(l)
+    print("wrote %s" % a.out)
+    return 0
+
+
 def report_main(a):
     rows = read_all_rows(a.dir)
     if not rows:
@@ -877,7 +958,17 @@ def main():
     ab = sub.add_parser("ablation", help="ablation.md: opsched in each variant's folder "
                                          "against the first folder's (the full planner)")
     ab.add_argument("dirs", nargs="+", help="the full planner's folder, then each variant's")
+    st = sub.add_parser("standing", help="a matrix of speed-ups over torch.compile from several "
+                                         "results folders, the latest row of each item")
+    st.add_argument("dirs", nargs="+", help="results folders (calls, shards, days)")
+    st.add_argument("--out", required=True, help="the markdown file to write")
+    st.add_argument("--models", help="comma list (default: the manifest's, of --tasks)")
+    st.add_argument("--tasks", help="comma list of the manifest's tasks ('image "
+                                     "classification,semantic segmentation')")
+    st.add_argument("--configs", help="batch:math list (default: those in the rows)")
     a = ap.parse_args()
+    if a.cmd == "standing":
+        return standing_main(a)
     if a.cmd == "run":
         return run_main(a)
     if a.cmd == "peer":
