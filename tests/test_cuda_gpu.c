@@ -863,7 +863,8 @@ static void test_conv_igemm(void **state)
     SKIP_WITHOUT_GPU();
     size_t n_ig = sizeof(ig_cfgs) / sizeof(ig_cfgs[0]);
     size_t n_mm = sizeof(igemm_cfgs) / sizeof(igemm_cfgs[0]);
-    conv_cfg more[sizeof(ig_cfgs) / sizeof(ig_cfgs[0]) + sizeof(igemm_cfgs) / sizeof(igemm_cfgs[0])];
+    conv_cfg more[sizeof(ig_cfgs) / sizeof(ig_cfgs[0]) +
+                  sizeof(igemm_cfgs) / sizeof(igemm_cfgs[0])];
     memcpy(more, ig_cfgs, sizeof(ig_cfgs));
     memcpy(more + n_ig, igemm_cfgs, sizeof(igemm_cfgs));
     check_forced_conv("igemm", more, n_ig + n_mm, igemm_fits);

@@ -300,6 +300,11 @@ template <typename T> struct alignas(4 * sizeof(T)) vec4 {
     T v[4];
 };
 
+/* 16 bytes of elements (8 halves, 4 floats) in one aligned access. */
+template <typename T> struct alignas(16) vec16 {
+    T v[16 / sizeof(T)];
+};
+
 /* ---- group reductions ----------------------------------------------- */
 
 /* Reduces v over a group of G threads (1, 32, or the whole block when G

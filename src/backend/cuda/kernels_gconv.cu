@@ -54,7 +54,8 @@ template <> struct mma_tr<float> {
 /* BK: the input channels of a slice, 32, or 64 for groups of 48 or more
  * 2-byte channels (half the slices, so half the barriers, for RegNetY's
  * 56; a narrower group would leave most of a 64-channel slice zeros) */
-template <typename S, int BK> struct __align__(128) gconv_smem {
+template <typename S, int BK> struct __align__(128) gconv_smem
+{
     union {
         struct {
             S a[BM][BK + APAD]; /* pixels x input channels (row major) */
@@ -64,25 +65,20 @@ template <typename S, int BK> struct __align__(128) gconv_smem {
     };
 };
 
-template <typename T> struct __align__(16) vec16 {
-    T v[16 / sizeof(T)];
-};
-
 /* taps_outer: the filters are [m, kh, kw, cg] (else [m, cg, kh, kw]). */
 template <typename T, int BK, bool TAPS_OUTER>
-__global__ void __launch_bounds__(THREADS) k_gconv_mma(cuk_dw_desc d, const T *__restrict__ x,
-                                                        const T *__restrict__ w,
-                                                        const T *__restrict__ bias,
-                                                        T *__restrict__ y, int act, cuk_ufn fn,
-                                                        cuk_ew_params prm)
+__global__ void __launch_bounds__(THREADS)
+    k_gconv_mma(cuk_dw_desc d, const T *__restrict__ x, const T *__restrict__ w,
+                const T *__restrict__ bias, T *__restrict__ y, int act, cuk_ufn fn,
+                cuk_ew_params prm)
 {
     cuk_kernel_enter();
     typedef mma_tr<T> tr;
     constexpr int VEC = tr::VEC;
-    constexpr int AV = BK / VEC;              /* vectors a row of A (and of B) */
-    constexpr int NA = BM * AV / THREADS;     /* A vectors a thread loads */
-    constexpr int NB = BN * AV / THREADS;     /* B vectors a thread loads */
-    constexpr int BS = BN * BK / THREADS;     /* B values a thread loads, filters taps inner */
+    constexpr int AV = BK / VEC;          /* vectors a row of A (and of B) */
+    constexpr int NA = BM * AV / THREADS; /* A vectors a thread loads */
+    constexpr int NB = BN * AV / THREADS; /* B vectors a thread loads */
+    constexpr int BS = BN * BK / THREADS; /* B values a thread loads, filters taps inner */
     __shared__ gconv_smem<typename tr::S, BK> sm;
     const int tid = threadIdx.x, warp = tid / 32;
     const int C = (int)d.c, H = (int)d.h, W = (int)d.w, OH = (int)d.oh, OW = (int)d.ow;
@@ -145,9 +141,8 @@ __global__ void __launch_bounds__(THREADS) k_gconv_mma(cuk_dw_desc d, const T *_
 #pragma unroll
             for (int j = 0; j < BS; j++) {
                 const int e = tid + j * THREADS, bn = e / BK, c = c0 + e % BK;
-                rs[j] = n0 + bn < mg && c < cg
-                            ? w[((int64_t)(g * mg + n0 + bn) * cg + c) * KK + t]
-                            : from_float<T>(0.0f);
+                rs[j] = n0 + bn < mg && c < cg ? w[((int64_t)(g * mg + n0 + bn) * cg + c) * KK + t]
+                                               : from_float<T>(0.0f);
             }
         }
     };
@@ -262,9 +257,8 @@ int gconv_slice(const cuk_dw_desc *d, size_t esz)
 }
 
 template <typename T>
-cudaError_t gconv_launch(const cuk_dw_desc *d, int taps_outer, const T *x, const T *w,
-                         const T *b, T *y, int act, cuk_ufn fn, const cuk_ew_params &p,
-                         cudaStream_t stream)
+cudaError_t gconv_launch(const cuk_dw_desc *d, int taps_outer, const T *x, const T *w, const T *b,
+                         T *y, int act, cuk_ufn fn, const cuk_ew_params &p, cudaStream_t stream)
 {
     const int64_t groups = d->c / d->cg, mg = d->m / groups;
     const int64_t P = d->n * d->oh * d->ow;
@@ -272,16 +266,16 @@ cudaError_t gconv_launch(const cuk_dw_desc *d, int taps_outer, const T *x, const
     constexpr int WIDE = sizeof(T) == 2 ? 64 : 32; /* fp32's 64-channel slices outgrow 48 KiB */
     if (WIDE == 64 && gconv_slice(d, sizeof(T)) == 64) {
         if (taps_outer)
-            return cuk_launch(k_gconv_mma<T, WIDE, true>, grid, THREADS, 0, stream, *d, x, w, b,
-                              y, act, fn, p);
+            return cuk_launch(k_gconv_mma<T, WIDE, true>, grid, THREADS, 0, stream, *d, x, w, b, y,
+                              act, fn, p);
         return cuk_launch(k_gconv_mma<T, WIDE, false>, grid, THREADS, 0, stream, *d, x, w, b, y,
                           act, fn, p);
     }
     if (taps_outer)
         return cuk_launch(k_gconv_mma<T, 32, true>, grid, THREADS, 0, stream, *d, x, w, b, y, act,
                           fn, p);
-    return cuk_launch(k_gconv_mma<T, 32, false>, grid, THREADS, 0, stream, *d, x, w, b, y, act,
-                      fn, p);
+    return cuk_launch(k_gconv_mma<T, 32, false>, grid, THREADS, 0, stream, *d, x, w, b, y, act, fn,
+                      p);
 }
 
 } /* namespace */
@@ -294,8 +288,7 @@ static int gconv_vec(cuk_type t)
 
 extern "C" int cuk_gconv_mma_fits(cuk_type t, int tf32, const cuk_dw_desc *d)
 {
-    if (!d || (t == CUK_F32 && !tf32) || (t != CUK_F32 && t != CUK_F16 && t != CUK_BF16))
-        return 0;
+    if (!d || (t == CUK_F32 && !tf32) || (t != CUK_F32 && t != CUK_F16 && t != CUK_BF16)) return 0;
     const int vec = gconv_vec(t);
     if (d->cg < 8 || d->cg % vec || d->c % d->cg || d->c > INT32_MAX / 2 ||
         d->h * d->w > INT32_MAX / 2 || d->oh * d->ow > INT32_MAX / 2 || d->kh < 1 || d->kw < 1 ||

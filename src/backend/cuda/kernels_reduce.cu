@@ -558,10 +558,6 @@ __device__ __forceinline__ float se_act(const cuk_se_act &a, float v)
     return a.has ? ufloat(a.fn, v, a.prm) : v;
 }
 
-template <typename T> struct __align__(16) se_vec {
-    T v[16 / sizeof(T)];
-};
-
 /* Channels-last sums of sample n's rows [r0, r1) over the block's 32
  * channels [c0, c0 + 32): lanes[w * 32 + j] gets warp w's share for
  * channel c0 + j (0 past C); the caller syncs and adds the warps' shares.
@@ -589,8 +585,8 @@ __device__ __forceinline__ void se_nhwc_warp_sums(const cuk_se_desc &d, const T 
         if (c < d.C) {
             int64_t r = r0 + w * (32 / LR) + lane / LR;
             for (; r + RL < r1; r += 2 * RL) {
-                const se_vec<T> u = *reinterpret_cast<const se_vec<T> *>(xs + r * d.C + c);
-                const se_vec<T> v = *reinterpret_cast<const se_vec<T> *>(xs + (r + RL) * d.C + c);
+                const vec16<T> u = *reinterpret_cast<const vec16<T> *>(xs + r * d.C + c);
+                const vec16<T> v = *reinterpret_cast<const vec16<T> *>(xs + (r + RL) * d.C + c);
 #pragma unroll
                 for (int e = 0; e < V; e++) {
                     a[e] += load<T>(u.v[e]);
@@ -598,7 +594,7 @@ __device__ __forceinline__ void se_nhwc_warp_sums(const cuk_se_desc &d, const T 
                 }
             }
             if (r < r1) {
-                const se_vec<T> u = *reinterpret_cast<const se_vec<T> *>(xs + r * d.C + c);
+                const vec16<T> u = *reinterpret_cast<const vec16<T> *>(xs + r * d.C + c);
 #pragma unroll
                 for (int e = 0; e < V; e++)
                     a[e] += load<T>(u.v[e]);
@@ -878,12 +874,12 @@ __global__ void __launch_bounds__(kSeThreads)
         const T *xs = x + n * d.S * d.C + c;
         T *ys = y + n * d.S * d.C + c;
         for (int64_t r = r0 + w * (32 / LR) + lane / LR; r < r1; r += RL) {
-            const se_vec<T> u = *reinterpret_cast<const se_vec<T> *>(xs + r * d.C);
-            se_vec<T> o;
+            const vec16<T> u = *reinterpret_cast<const vec16<T> *>(xs + r * d.C);
+            vec16<T> o;
 #pragma unroll
             for (int e = 0; e < V; e++)
                 o.v[e] = store<T>(load<T>(u.v[e]) * gv[e]);
-            *reinterpret_cast<se_vec<T> *>(ys + r * d.C) = o;
+            *reinterpret_cast<vec16<T> *>(ys + r * d.C) = o;
         }
     } else if (d.nhwc) {
         const int64_t c = c0 + lane;
