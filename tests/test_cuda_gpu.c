@@ -367,7 +367,12 @@ static const conv_cfg conv_cfgs[] = {
     {"3x3 s2 SAME (asymmetric pads)", "1x8x15x16", "16x8x3x3", {2, 2}, {1, 1}, {0, 0, 1, 1}, 1},
     {"3x3 dilation 2", "1x8x16x16", "8x8x3x3", {1, 1}, {2, 2}, {2, 2, 2, 2}, 1},
     {"grouped 3x3 g4", "1x16x10x10", "32x4x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 4},
-    {"depthwise 5x5 s2 (asymmetric pads)", "1x24x15x16", "24x1x5x5", {2, 2}, {1, 1}, {2, 2, 1, 2},
+    {"depthwise 5x5 s2 (asymmetric pads)",
+     "1x24x15x16",
+     "24x1x5x5",
+     {2, 2},
+     {1, 1},
+     {2, 2, 1, 2},
      24},
     {"depthwise 7x7", "1x40x14x14", "40x1x7x7", {1, 1}, {1, 1}, {3, 3, 3, 3}, 40},
     {"depthwise 3x3 dilation 2", "2x16x9x9", "16x1x3x3", {1, 1}, {2, 2}, {2, 2, 2, 2}, 16},
@@ -463,16 +468,25 @@ static const conv_cfg own_cfgs[] = {
     {"g3 cg24 s2", "2x72x15x13", "72x24x3x3", {2, 2}, {1, 1}, {1, 1, 1, 1}, 3},
     {"cg3 (scalar loads)", "1x12x9x9", "12x3x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 4},
     {"depthwise multiplier 2", "1x8x9x9", "16x1x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 8},
-    {"g2 cg8 to 4 a group, 5x5 dilation 2", "1x16x12x12", "8x8x5x5", {1, 1}, {2, 2},
-     {4, 4, 4, 4}, 2},
+    {"g2 cg8 to 4 a group, 5x5 dilation 2",
+     "1x16x12x12",
+     "8x8x5x5",
+     {1, 1},
+     {2, 2},
+     {4, 4, 4, 4},
+     2},
     {"cg64 1x1", "1x128x7x7", "128x64x1x1", {1, 1}, {1, 1}, {0, 0, 0, 0}, 2},
     /* the four-channel depthwise kernel's edges: partial tiles on odd
      * maps, 9 channel vectors (warps across tiles), channels split over
      * blocks (288 vectors), channels not a multiple of four */
-    {"depthwise 3x3 s2 36 channels odd map", "2x36x15x17", "36x1x3x3", {2, 2}, {1, 1},
-     {1, 1, 1, 1}, 36},
-    {"depthwise 3x3 1152 channels", "2x1152x7x7", "1152x1x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1},
-     1152},
+    {"depthwise 3x3 s2 36 channels odd map",
+     "2x36x15x17",
+     "36x1x3x3",
+     {2, 2},
+     {1, 1},
+     {1, 1, 1, 1},
+     36},
+    {"depthwise 3x3 1152 channels", "2x1152x7x7", "1152x1x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 1152},
     {"depthwise 5x5 s1 72 channels", "3x72x13x11", "72x1x5x5", {1, 1}, {1, 1}, {2, 2, 2, 2}, 72},
     {"depthwise 3x3 s1 30 channels", "1x30x9x10", "30x1x3x3", {1, 1}, {1, 1}, {1, 1, 1, 1}, 30},
 };
@@ -484,9 +498,12 @@ static void test_conv_own(void **state)
     int ran = 0, refused = 0;
     for (int m = 0; m < OPSCHED_MATH_COUNT; m++)
         for (int l = 0; l < 2; l++)
-            for (size_t i = 0; i < (sizeof(conv_cfgs) / sizeof(conv_cfgs[0])) + (sizeof(own_cfgs) / sizeof(own_cfgs[0])); i++) {
-                const conv_cfg *k =
-                    i < (sizeof(conv_cfgs) / sizeof(conv_cfgs[0])) ? &conv_cfgs[i] : &own_cfgs[i - (sizeof(conv_cfgs) / sizeof(conv_cfgs[0]))];
+            for (size_t i = 0; i < (sizeof(conv_cfgs) / sizeof(conv_cfgs[0])) +
+                                       (sizeof(own_cfgs) / sizeof(own_cfgs[0]));
+                 i++) {
+                const conv_cfg *k = i < (sizeof(conv_cfgs) / sizeof(conv_cfgs[0]))
+                                        ? &conv_cfgs[i]
+                                        : &own_cfgs[i - (sizeof(conv_cfgs) / sizeof(conv_cfgs[0]))];
                 tcase *c = conv_case(k);
                 opsched_plan_options o = opts_of((opsched_math)m, (opsched_layout)l, "own");
                 opsched_plan_info info;
@@ -499,11 +516,11 @@ static void test_conv_own(void **state)
                      * multiple of four, fall back to the one-channel
                      * kernel) */
                     static const char *const variants[] = {
-                        "own",        "own-generic", "own-tile1",  "own-tile2",
-                        "own-tile4",  "own-tile8",   "own-vec1x1", "own-vec1x2",
-                        "own-vec1x4", "own-vec2x2",  "own-vec2x4",  "own-vec2x8",
-                        "own-vec4x4", "own-staged"};
-                    const opsched_tensor *xt = opsched_graph_tensor(c->g, opsched_graph_input(c->g, 0));
+                        "own",        "own-generic", "own-tile1",  "own-tile2",  "own-tile4",
+                        "own-tile8",  "own-vec1x1",  "own-vec1x2", "own-vec1x4", "own-vec2x2",
+                        "own-vec2x4", "own-vec2x8",  "own-vec4x4", "own-staged"};
+                    const opsched_tensor *xt =
+                        opsched_graph_tensor(c->g, opsched_graph_input(c->g, 0));
                     size_t n_var = l == 1 && k->groups == xt->shape.d[1]
                                        ? sizeof(variants) / sizeof(variants[0])
                                        : 1;
@@ -703,8 +720,8 @@ static void check_fused(opsched_op_kind op, const opsched_op_attr *attr, const i
             }
             print_message("  conv+bias+%s %s %s: cuDNN fused %d, the own depthwise kernel %d, of "
                           "%d\n",
-                          name, opsched_math_name((opsched_math)m), l ? "nhwc" : "nchw", fused,
-                          own, total);
+                          name, opsched_math_name((opsched_math)m), l ? "nhwc" : "nchw", fused, own,
+                          total);
         }
     }
 }
@@ -863,8 +880,8 @@ static void test_conv_igemm(void **state)
     SKIP_WITHOUT_GPU();
     size_t n_ig = sizeof(ig_cfgs) / sizeof(ig_cfgs[0]);
     size_t n_mm = sizeof(igemm_cfgs) / sizeof(igemm_cfgs[0]);
-    conv_cfg more[sizeof(ig_cfgs) / sizeof(ig_cfgs[0]) +
-                  sizeof(igemm_cfgs) / sizeof(igemm_cfgs[0])];
+    conv_cfg
+        more[sizeof(ig_cfgs) / sizeof(ig_cfgs[0]) + sizeof(igemm_cfgs) / sizeof(igemm_cfgs[0])];
     memcpy(more, ig_cfgs, sizeof(ig_cfgs));
     memcpy(more + n_ig, igemm_cfgs, sizeof(igemm_cfgs));
     check_forced_conv("igemm", more, n_ig + n_mm, igemm_fits);
@@ -909,6 +926,48 @@ static void test_conv_fused_epilogue(void **state)
         a.unary.alpha = un[i].alpha;
         check_fused(OPSCHED_OP_UNARY, &a, two, 2, un[i].name);
     }
+}
+
+/* The plan store: a device that plans conv + bias + sigmoid (a graph
+ * cuDNN compiles at run time) writes its plans to the store; a device
+ * opened afterwards, with nothing cached in memory, loads them instead of
+ * compiling, chooses the same and computes the same within tolerance. */
+static void test_plan_store_reuse(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    char dir[] = "/tmp/opsched-plan-store-gpu-XXXXXX", path[128], cmd[160];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/plans.sqlite", dir);
+    setenv("OPSCHED_PLAN_STORE", path, 1);
+    opsched_device *keep = env.dev;
+    char algo[2][64];
+    opsched_plan_cache_stats pc[2];
+    for (int round = 0; round < 2; round++) {
+        opsched_device *dev = NULL;
+        assert_int_equal(opsched_device_open(env.ctx, "cuda", 0, &dev), OPSCHED_OK);
+        env.dev = dev;
+        tcase *c = conv_act_case(&conv_cfgs[0], OPSCHED_OP_SIGMOID, NULL);
+        opsched_plan_options o = opts_of(OPSCHED_MATH_FP16, OPSCHED_LAYOUT_NHWC, NULL);
+        opsched_plan_info info;
+        o.fuse_activation = 1;
+        assert_int_equal(check_case_info(c, &o, 0, &info), 1);
+        snprintf(algo[round], sizeof(algo[round]), "%s", info.algo);
+        opsched_device_plan_cache_stats(dev, &pc[round]);
+        print_message("  plan store round %d: %s; %lld loaded, %lld written\n", round, info.algo,
+                      (long long)pc[round].store_loads, (long long)pc[round].store_writes);
+        tcase_free(c);
+        opsched_device_close(dev);
+    }
+    env.dev = keep;
+    unsetenv("OPSCHED_PLAN_STORE");
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(pc[0].store_loads, 0);
+    assert_true(pc[0].store_writes > 0);
+    assert_true(pc[1].store_loads > 0);
+    assert_int_equal(pc[1].store_writes, 0);
+    assert_string_equal(algo[0], algo[1]);
 }
 
 static void test_conv_bad_algo(void **state)
@@ -1154,11 +1213,8 @@ static void test_nhwc_ops(void **state)
         unary_case(OPSCHED_OP_TRANSPOSE, &perm, "2x3x4x5"),
         binary_case(OPSCHED_OP_ADD, "2x8x4x4", "8x1x1"),
         binary_case(OPSCHED_OP_MUL, "2x8x4x4", "2x8x1x1"),
-        concat_case("2x3x5x5", "2x6x5x5", "2x1x5x5"),
-        concat_case("2x8x4x4", "2x4x4x4", "2x12x4x4"),
-        split_case("2x24x4x4", 8, 4, 12),
-        split_case("2x10x3x3", 3, 6, 1),
-        bn_case(),
+        concat_case("2x3x5x5", "2x6x5x5", "2x1x5x5"), concat_case("2x8x4x4", "2x4x4x4", "2x12x4x4"),
+        split_case("2x24x4x4", 8, 4, 12), split_case("2x10x3x3", 3, 6, 1), bn_case(),
         reshape_case(OPSCHED_OP_FLATTEN, "2x16x1x1", "-"),   /* a view in both layouts */
         reshape_case(OPSCHED_OP_FLATTEN, "2x3x4x5", "-"),    /* NHWC: a reordering copy */
         reshape_case(OPSCHED_OP_RESHAPE, "2x60", "2x3x4x5"), /* NHWC: the other way */
@@ -1526,6 +1582,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_info),
+        cmocka_unit_test(test_plan_store_reuse),
         cmocka_unit_test(test_conv_algos_fp32),
         cmocka_unit_test(test_conv_algos_fp16),
         cmocka_unit_test(test_conv_nhwc),

@@ -82,6 +82,11 @@ opsched_status opsched_device_sync(opsched_device *dev);
  * since the device was opened; entries is how many are kept now. */
 typedef struct opsched_plan_cache_stats {
     int64_t hits, misses, evictions, entries;
+    /* The persistent plan store across runs (the CUDA backend's cuDNN
+     * plans, $OPSCHED_PLAN_STORE): plans loaded from it instead of
+     * compiled, and plans compiled and written to it, since the device
+     * was opened. */
+    int64_t store_loads, store_writes;
 } opsched_plan_cache_stats;
 /* Zeros on backends without such a cache. */
 void opsched_device_plan_cache_stats(const opsched_device *dev, opsched_plan_cache_stats *out);

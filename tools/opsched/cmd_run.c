@@ -886,6 +886,11 @@ int cmd_run(opsched_ctx *ctx, int argc, char **argv)
         }
         fprintf(rep, "wrote %s\n", a.trace);
     }
+    opsched_plan_cache_stats pc;
+    opsched_device_plan_cache_stats(dev, &pc);
+    if (pc.store_loads + pc.store_writes > 0)
+        fprintf(rep, "cuDNN plans: %lld loaded from the plan store, %lld compiled and stored\n",
+                (long long)pc.store_loads, (long long)pc.store_writes);
     for (int i = 0; i < n_items; i++)
         if (!isnan(items[i].rel_l2) && !(items[i].rel_l2 <= tol)) {
             fprintf(stderr,

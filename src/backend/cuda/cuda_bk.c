@@ -167,8 +167,8 @@ void cu_bk_graph_free(cu_bk_graph *g)
     g->n_ops = g->n_t = 0;
 }
 
-opsched_status cu_bk_finalize(const cu_plan_args *a, cudnnBackendDescriptor_t d,
-                              const char *graph, const char *what)
+opsched_status cu_bk_finalize(const cu_plan_args *a, cudnnBackendDescriptor_t d, const char *graph,
+                              const char *what)
 {
     cudnnStatus_t e = cudnnBackendFinalize(d);
     if (e == CUDNN_STATUS_SUCCESS) return OPSCHED_OK;
@@ -181,10 +181,9 @@ opsched_status cu_bk_finalize(const cu_plan_args *a, cudnnBackendDescriptor_t d,
                           cudnnGetErrorString(e), why[0] ? ": " : "", why);
 }
 
-opsched_status cu_bk_tensor(const cu_plan_args *a, cu_bk_graph *g, int64_t uid,
-                            cudnnDataType_t dt, int nd, const int64_t *dims,
-                            const int64_t *strides, int is_virtual, int by_value,
-                            cudnnBackendDescriptor_t *out)
+opsched_status cu_bk_tensor(const cu_plan_args *a, cu_bk_graph *g, int64_t uid, cudnnDataType_t dt,
+                            int nd, const int64_t *dims, const int64_t *strides, int is_virtual,
+                            int by_value, cudnnBackendDescriptor_t *out)
 {
     int64_t align = CU_BK_ALIGN;
     bool virt = is_virtual != 0, val = by_value != 0;
@@ -208,8 +207,7 @@ opsched_status cu_bk_tensor(const cu_plan_args *a, cu_bk_graph *g, int64_t uid,
 static opsched_status op_slot(const cu_plan_args *a, cu_bk_graph *g, int *i)
 {
     if (g->n_ops >= CU_BK_GRAPH_OPS)
-        return OS_FAIL(a->ctx, OPSCHED_ERR_BACKEND, "cuda: %s graph: too many operations",
-                       g->what);
+        return OS_FAIL(a->ctx, OPSCHED_ERR_BACKEND, "cuda: %s graph: too many operations", g->what);
     *i = g->n_ops++;
     return OPSCHED_OK;
 }
@@ -253,10 +251,11 @@ int cu_bk_act_mode(const cu_act *act, cu_bk_pw *m)
         cudnnBackendAttributeName_t param;
         int alpha;
         const char *name;
-    } one[] = {{CUK_U_SWISH, CUDNN_POINTWISE_SWISH_FWD, CUDNN_ATTR_POINTWISE_SWISH_BETA, 1, "swish"},
-               {CUK_U_ELU, CUDNN_POINTWISE_ELU_FWD, CUDNN_ATTR_POINTWISE_ELU_ALPHA, 1, "elu"},
-               {CUK_U_SOFTPLUS, CUDNN_POINTWISE_SOFTPLUS_FWD, CUDNN_ATTR_POINTWISE_SOFTPLUS_BETA, 0,
-                "softplus"}};
+    } one[] = {
+        {CUK_U_SWISH, CUDNN_POINTWISE_SWISH_FWD, CUDNN_ATTR_POINTWISE_SWISH_BETA, 1, "swish"},
+        {CUK_U_ELU, CUDNN_POINTWISE_ELU_FWD, CUDNN_ATTR_POINTWISE_ELU_ALPHA, 1, "elu"},
+        {CUK_U_SOFTPLUS, CUDNN_POINTWISE_SOFTPLUS_FWD, CUDNN_ATTR_POINTWISE_SOFTPLUS_BETA, 0,
+         "softplus"}};
     memset(m, 0, sizeof(*m));
     m->upper = FLT_MAX;
     for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
@@ -406,5 +405,168 @@ opsched_status cu_bk_engine_info(const cu_plan_args *a, cudnnBackendDescriptor_t
     *allowed = !notes_forbid(a->opts->math, notes, OS_MIN(n, CUDNN_NUMERICAL_NOTE_TYPE_COUNT));
 done:
     cu_bk_free(&eng);
+    return st;
+}
+
+/* ---- the plan store: serialized plans across runs ---------------------- */
+
+/* The device's plan store, opened at the first call (NULL when off or it
+ * cannot be opened; the debug log says which).  Its scope is what a
+ * serialized plan depends on beyond its graph and engine config: cuDNN,
+ * the CUDA runtime and driver, and the device. */
+static os_plan_store *plan_store(const cu_plan_args *a)
+{
+    cu_device *dev = a->dev;
+    if (dev->plan_store_tried) return dev->plan_store;
+    dev->plan_store_tried = 1;
+    char path[1024], scope[400], why[700];
+    if (os_plan_store_default_path(path, sizeof(path)) != 0) {
+        os_log(a->ctx, OPSCHED_LOG_DEBUG,
+               "cuda: no plan store (OPSCHED_PLAN_STORE=off, or no cache directory)");
+        return NULL;
+    }
+    struct cudaDeviceProp prop;
+    int rt = 0, drv = 0;
+    if (cudaGetDeviceProperties(&prop, dev->index) != cudaSuccess ||
+        cudaRuntimeGetVersion(&rt) != cudaSuccess || cudaDriverGetVersion(&drv) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    snprintf(scope, sizeof(scope), "cudnn %zu; cuda %d; driver %d; sm_%d%d; %.200s; %d SMs",
+             cudnnGetVersion(), rt, drv, prop.major, prop.minor, prop.name,
+             prop.multiProcessorCount);
+    dev->plan_store = os_plan_store_open(path, scope, why, sizeof(why));
+    if (dev->plan_store)
+        os_log(a->ctx, OPSCHED_LOG_DEBUG, "cuda: cuDNN plans stored in %s", path);
+    else
+        os_log(a->ctx, OPSCHED_LOG_DEBUG, "cuda: no plan store: %s", why);
+    return dev->plan_store;
+}
+
+/* "<graph_key>|e<engine>|<knob type>=<value>,...": the plan store's key of
+ * engine config cfg for that graph; 0 when cuDNN does not say (no store). */
+static int store_key(cudnnBackendDescriptor_t cfg, const char *graph_key, char *buf, size_t size)
+{
+    cudnnBackendDescriptor_t eng = NULL, knobs[CUDNN_KNOB_TYPE_COUNTS];
+    int64_t got = 0, index = -1, n = 0;
+    int ok = 0;
+    memset(knobs, 0, sizeof(knobs));
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS)
+        return 0;
+    if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                 &got, &eng) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &got,
+                                 &index) != CUDNN_STATUS_SUCCESS)
+        goto done;
+    for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; i++)
+        if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &knobs[i]) !=
+            CUDNN_STATUS_SUCCESS)
+            goto done;
+    if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, CUDNN_KNOB_TYPE_COUNTS, &n,
+                                 knobs) != CUDNN_STATUS_SUCCESS ||
+        n < 0 || n > CUDNN_KNOB_TYPE_COUNTS)
+        goto done;
+    int w = snprintf(buf, size, "%s|e%lld|", graph_key, (long long)index);
+    if (w < 0 || (size_t)w >= size) goto done;
+    size_t len = (size_t)w;
+    for (int64_t i = 0; i < n; i++) {
+        cudnnBackendKnobType_t type;
+        int64_t value = 0;
+        if (cudnnBackendGetAttribute(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+                                     CUDNN_TYPE_KNOB_TYPE, 1, &got,
+                                     &type) != CUDNN_STATUS_SUCCESS ||
+            cudnnBackendGetAttribute(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64,
+                                     1, &got, &value) != CUDNN_STATUS_SUCCESS)
+            goto done;
+        w = snprintf(buf + len, size - len, "%s%d=%lld", i ? "," : "", (int)type, (long long)value);
+        if (w < 0 || (size_t)w >= size - len) goto done;
+        len += (size_t)w;
+    }
+    ok = 1;
+done:
+    for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; i++)
+        if (knobs[i]) (void)cudnnBackendDestroyDescriptor(knobs[i]);
+    (void)cudnnBackendDestroyDescriptor(eng);
+    return ok;
+}
+
+/* The plan stored under key, finalized; NULL when none or it does not load
+ * (a plan of another build of the same versions: built again). */
+static cudnnBackendDescriptor_t load_plan(const cu_plan_args *a, os_plan_store *store,
+                                          const char *key)
+{
+    size_t n = 0;
+    char *json = os_plan_store_get(store, key, &n);
+    if (!json) return NULL;
+    cudnnBackendDescriptor_t p = NULL;
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &p) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendSetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
+                                 &a->dev->cudnn) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendSetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+                                 (int64_t)n, json) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendFinalize(p) != CUDNN_STATUS_SUCCESS) {
+        os_log(a->ctx, OPSCHED_LOG_DEBUG, "cuda: a stored cuDNN plan did not load; built again");
+        if (p) (void)cudnnBackendDestroyDescriptor(p);
+        p = NULL;
+        (void)cudaGetLastError();
+    }
+    free(json);
+    return p;
+}
+
+/* Stores plan p's serialized form under key; engines that cannot be
+ * serialized are simply not stored. */
+static void keep_plan(os_plan_store *store, const char *key, cudnnBackendDescriptor_t p)
+{
+    int64_t n = 0;
+    if (cudnnBackendGetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+                                 0, &n, NULL) != CUDNN_STATUS_SUCCESS ||
+        n <= 0 || n > OS_PLAN_STORE_MAX_BYTES) {
+        (void)cudaGetLastError();
+        return;
+    }
+    char *json = malloc((size_t)n);
+    int64_t got = 0;
+    if (json &&
+        cudnnBackendGetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+                                 n, &got, json) == CUDNN_STATUS_SUCCESS &&
+        got > 0 && got <= n)
+        (void)os_plan_store_put(store, key, json, (size_t)got);
+    free(json);
+}
+
+opsched_status cu_bk_plan(const cu_plan_args *a, cudnnBackendDescriptor_t cfg,
+                          const char *graph_key, cudnnBackendDescriptor_t *plan, cudnnStatus_t *why)
+{
+    char key[OS_PLAN_STORE_MAX_KEY];
+    os_plan_store *store = graph_key ? plan_store(a) : NULL;
+    int keyed = store && store_key(cfg, graph_key, key, sizeof(key));
+    opsched_status st = OPSCHED_OK;
+    cudnnBackendDescriptor_t p = NULL;
+    *plan = NULL;
+    if (why) *why = CUDNN_STATUS_SUCCESS;
+    if (keyed && (*plan = load_plan(a, store, key)) != NULL) return OPSCHED_OK;
+    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &p));
+    CUDNN_CHECK_GOTO(a->ctx, st,
+                     cudnnBackendSetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+                                              CUDNN_TYPE_HANDLE, 1, &a->dev->cudnn),
+                     fail);
+    CUDNN_CHECK_GOTO(a->ctx, st,
+                     cudnnBackendSetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg),
+                     fail);
+    cudnnStatus_t e = cudnnBackendFinalize(p);
+    if (e != CUDNN_STATUS_SUCCESS) {
+        if (why) *why = e;
+        (void)cudaGetLastError();
+        goto fail;
+    }
+    if (keyed) keep_plan(store, key, p);
+    *plan = p;
+    return OPSCHED_OK;
+fail:
+    cu_bk_free(&p);
     return st;
 }

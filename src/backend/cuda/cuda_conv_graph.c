@@ -60,12 +60,15 @@ enum { UID_X = 1, UID_W = 2, UID_Y = 3, UID_B = 4, UID_CONV_OUT = 5, UID_ADD_OUT
  * per graph_plan. */
 typedef struct conv_choice {
     int refs;
+    /* While it is planned: the in-process cache's key (NULL when none),
+     * from which the plan store's keys are made (cu_bk_plan). */
+    const char *graph_key;
     /* The graph the execution plan was built from, kept while it lives. */
     cudnnBackendDescriptor_t x, w, y, conv, op, graph, cfg, plan;
     /* The fused epilogue's bias, virtual tensors and pointwise ops. */
     cudnnBackendDescriptor_t b, conv_out, add_out, pw_add, pw_act, op_add, op_act;
     int fuse_bias, fuse_act; /* what the graph computes after the conv */
-    cu_bk_pw act;             /* the activation's pointwise mode, when fuse_act */
+    cu_bk_pw act;            /* the activation's pointwise mode, when fuse_act */
     /* For a graph with the activation: 0 until measured against the graph
      * without it plus the activation's kernel, then 1 when fused was
      * faster and -1 when it was slower (the plan then takes the other). */
@@ -108,8 +111,8 @@ typedef struct conv_choice {
      * as kept plus the multiply's pass, then 1 when it was faster and -1
      * when not; one verdict each without and with a residual. */
     int gate_wins[2];
-    int64_t engine;           /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX of the plan */
-    size_t workspace;         /* the execution plan's */
+    int64_t engine;   /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX of the plan */
+    size_t workspace; /* the execution plan's */
     /* The workspace limits under which planning again chooses the same:
      * [limit_lo, limit_hi).  limit_lo is the largest workspace of the
      * plans that were candidates, limit_hi the smallest of those passed
@@ -128,12 +131,12 @@ typedef struct graph_plan {
     int res;           /* 1: the residual epilogue (input 3) runs after cuDNN's graph */
     int dw_nhwc;
     cuk_dw_desc dw;
-    cu_act dw_act;     /* the activation it applies */
+    cu_act dw_act; /* the activation it applies */
     /* The activation it applies to its input as it reads it (a prologue,
      * opsched_conv_prologue_find): the four-channel kernel's. */
     cu_act dw_pre;
     int64_t dw_pre_numel; /* the input's elements */
-    int use_gemm;      /* 1: a 1x1 convolution runs as the cuBLASLt product lt */
+    int use_gemm;         /* 1: a 1x1 convolution runs as the cuBLASLt product lt */
     cu_lt_gemm lt;
     /* An activation cuBLASLt's epilogue lacks (Clip, SiLU, HardSwish...),
      * run as one element-wise kernel after the product: PyTorch's compiler
@@ -271,8 +274,7 @@ static opsched_status make_bias(const cu_plan_args *a, cudnnBackendDescriptor_t 
     const opsched_tensor *y = cu_out(a, 0);
     int64_t m = y->shape.d[1], dims[4] = {1, m, 1, 1};
     int64_t nchw[4] = {m, 1, 1, 1}, nhwc[4] = {m, 1, m, m};
-    return make_desc(a, UID_B, cu_cudnn_type(a->dt), dims, cu_is_nhwc(a, y) ? nhwc : nchw, 0,
-                     out);
+    return make_desc(a, UID_B, cu_cudnn_type(a->dt), dims, cu_is_nhwc(a, y) ? nhwc : nchw, 0, out);
 }
 
 /* A pointwise op y = mode(x[, b]) computed in float. */
@@ -324,27 +326,28 @@ static opsched_status build_graph(const cu_plan_args *a, conv_choice *p)
     OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &p->conv));
     CU_BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
     CU_BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1,
-           &mode);
+              &mode);
     CU_BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims);
     CU_BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pre);
     CU_BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, post);
     CU_BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, c->dilation);
-    CU_BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, c->stride);
+    CU_BK_SET(a->ctx, p->conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2,
+              c->stride);
     OS_TRY(FINALIZE(a, p->conv, "convolution descriptor"));
 
     OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &p->op));
-    CU_BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-           1, &p->x);
-    CU_BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-           1, &p->w);
-    CU_BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-           1, fused ? &p->conv_out : &p->y);
+    CU_BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->x);
+    CU_BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->w);
+    CU_BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, fused ? &p->conv_out : &p->y);
     CU_BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
-           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->conv);
+              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->conv);
     CU_BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1,
-           &alpha);
+              &alpha);
     CU_BK_SET(a->ctx, p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1,
-           &beta);
+              &beta);
     OS_TRY(FINALIZE(a, p->op, "convolution operation"));
 
     cudnnBackendDescriptor_t ops[3] = {p->op, NULL, NULL}, last = p->conv_out;
@@ -365,9 +368,9 @@ static opsched_status build_graph(const cu_plan_args *a, conv_choice *p)
 
     OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &p->graph));
     CU_BK_SET(a->ctx, p->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
-           &a->dev->cudnn);
+              &a->dev->cudnn);
     CU_BK_SET(a->ctx, p->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n_ops,
-           ops);
+              ops);
     return FINALIZE(a, p->graph, "operation graph");
 }
 
@@ -377,30 +380,22 @@ static opsched_status build_graph(const cu_plan_args *a, conv_choice *p)
  * an execution plan from it and the plan's workspace fits; c->plan stays
  * NULL otherwise and t says why.  A candidate takes cfg over. */
 static opsched_status try_config(const cu_plan_args *a, cudnnBackendDescriptor_t cfg, size_t limit,
-                                 candidate *c, tally *t)
+                                 const char *store_key, candidate *c, tally *t)
 {
     cudnnBackendDescriptor_t plan = NULL;
+    cudnnStatus_t e = CUDNN_STATUS_SUCCESS;
     int64_t ws = 0, got = 0;
     int allowed = 0;
     opsched_status st = OPSCHED_OK;
-    memset(c, 0, sizeof(*c));
+    memset(c, 0, sizeof(c[0]));
     t->configs++;
     OS_TRY(cu_bk_engine_info(a, cfg, &c->engine, &allowed));
     if (!allowed) {
         t->filtered++;
         return OPSCHED_OK;
     }
-    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
-    CUDNN_CHECK_GOTO(a->ctx, st,
-                     cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
-                                              CUDNN_TYPE_HANDLE, 1, &a->dev->cudnn),
-                     done);
-    CUDNN_CHECK_GOTO(a->ctx, st,
-                     cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg),
-                     done);
-    cudnnStatus_t e = cudnnBackendFinalize(plan);
-    if (e != CUDNN_STATUS_SUCCESS) {
+    OS_TRY(cu_bk_plan(a, cfg, store_key, &plan, &e));
+    if (!plan) {
         /* An engine that turns down this configuration: try the next. */
         if (CUDNN_STATUS_CATEGORY(e) == CUDNN_STATUS_NOT_SUPPORTED ||
             CUDNN_STATUS_CATEGORY(e) == CUDNN_STATUS_BAD_PARAM)
@@ -408,7 +403,7 @@ static opsched_status try_config(const cu_plan_args *a, cudnnBackendDescriptor_t
         else
             st = cu_fail_cudnn(a->ctx, e, "cudnnBackendFinalize(execution plan)", __FILE__,
                                __LINE__);
-        goto done;
+        return st;
     }
     CUDNN_CHECK_GOTO(a->ctx, st,
                      cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
@@ -450,10 +445,20 @@ static opsched_status collect(const cu_plan_args *a, conv_choice *p, size_t limi
      * times slower than the best (and each extra plan may cost a runtime
      * compile). */
     int grouped = a->node->attr.conv.groups > 1 && !(a->opts->ablate & OPSCHED_ABLATE_ENGINES);
-    const int quota[3] = {find ? GRAPH_MAX_FIND : grouped ? GRAPH_HEUR_A : 1,
+    const int quota[3] = {find      ? GRAPH_MAX_FIND
+                          : grouped ? GRAPH_HEUR_A
+                                    : 1,
                           find || !grouped ? 0 : 1, find ? GRAPH_MAX_FIND : 1};
     int max = find ? GRAPH_MAX_FIND : grouped ? GRAPH_HEUR_A + 1 : 1;
     opsched_status st = OPSCHED_OK;
+    /* The graph built: the cache key's, with the epilogue it kept. */
+    char gk[700];
+    const char *store_key = NULL;
+    if (p->graph_key) {
+        int w = snprintf(gk, sizeof(gk), "%s|graph bias %d act %d", p->graph_key, p->fuse_bias,
+                         p->fuse_act);
+        if (w > 0 && (size_t)w < sizeof(gk)) store_key = gk;
+    }
     *n = 0;
     for (int m = 0; m < 3 && *n < max && st == OPSCHED_OK; m++) {
         if (quota[m] == 0 || (modes[m] == CUDNN_HEUR_MODE_FALLBACK && !find && *n > 0)) continue;
@@ -462,10 +467,11 @@ static opsched_status collect(const cu_plan_args *a, conv_choice *p, size_t limi
         int taken = 0;
         OS_TRY(cu_bk_configs(a->ctx, p->graph, modes[m], &cfgs, &k));
         for (int64_t i = 0; i < k && *n < max && taken < quota[m] && st == OPSCHED_OK; i++) {
-            st = try_config(a, cfgs[i], limit, &c[*n], t);
+            st = try_config(a, cfgs[i], limit, store_key, &c[*n], t);
             if (st != OPSCHED_OK || !c[*n].plan) continue;
             int dup = 0;
-            for (int j = 0; j < *n; j++) dup |= c[j].engine == c[*n].engine;
+            for (int j = 0; j < *n; j++)
+                dup |= c[j].engine == c[*n].engine;
             if (dup) {
                 candidates_free(&c[*n], 1); /* its cfg is cfgs[i]: freed once, here */
                 cfgs[i] = NULL;
@@ -498,8 +504,7 @@ static opsched_status pack_for(opsched_ctx *ctx, graph_plan *p, const void *x, c
     const int64_t uids[4] = {UID_X, UID_W, UID_Y, UID_B};
     void *ptrs[4] = {(void *)x, (void *)w, y, (void *)b};
     int n = b ? 4 : 3;
-    return cu_bk_pack_for(ctx, &p->packs, p->base.workspace, uids, ptrs, n, n, "convolution",
-                          out);
+    return cu_bk_pack_for(ctx, &p->packs, p->base.workspace, uids, ptrs, n, n, "convolution", out);
 }
 
 /* Frees the operation graph and what it was built from. */
@@ -551,9 +556,9 @@ static void graph_release(cu_plan *base)
 
 /* The product and, when cuBLASLt's epilogue lacks the activation, the
  * activation's kernel after it. */
-static opsched_status gemm_enqueue(opsched_ctx *ctx, cu_device *dev, graph_plan *p,
-                                   cudaStream_t s, const void *w, const void *x, const void *b,
-                                   const void *r, void *y)
+static opsched_status gemm_enqueue(opsched_ctx *ctx, cu_device *dev, graph_plan *p, cudaStream_t s,
+                                   const void *w, const void *x, const void *b, const void *r,
+                                   void *y)
 {
     if (p->mm && !r && (uintptr_t)x % CU_BK_ALIGN == 0 && (uintptr_t)w % CU_BK_ALIGN == 0 &&
         (uintptr_t)b % CU_BK_ALIGN == 0 && (uintptr_t)y % CU_BK_ALIGN == 0)
@@ -631,16 +636,16 @@ static opsched_status graph_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *ba
                             p->res ? in[3] : NULL, out[0]);
     if (p->use_dw && p->dw_pre.on) {
         const void *b = base->n_in > 2 ? in[2] : NULL;
-        cudaError_t e = cuk_depthwise_vec(p->kt, &p->dw, in[0], in[1], b, p->dw_act.on,
-                                          p->dw_act.fn, &p->dw_act.prm, 1, p->dw_pre.fn,
-                                          &p->dw_pre.prm, out[0], s);
+        cudaError_t e =
+            cuk_depthwise_vec(p->kt, &p->dw, in[0], in[1], b, p->dw_act.on, p->dw_act.fn,
+                              &p->dw_act.prm, 1, p->dw_pre.fn, &p->dw_pre.prm, out[0], s);
         if (e == cudaErrorNotSupported) {
             /* tensors the kernel cannot read four values at a time: the
              * activation in place (its input has no other reader), then
              * the convolution */
-            CUDA_CHECK(ctx, cuk_ew_unary(p->dw_pre.fn, &p->dw_pre.prm, (cuk_dtype)p->kt,
-                                         (cuk_dtype)p->kt, p->dw_pre_numel, in[0],
-                                         (void *)in[0], s));
+            CUDA_CHECK(ctx,
+                       cuk_ew_unary(p->dw_pre.fn, &p->dw_pre.prm, (cuk_dtype)p->kt,
+                                    (cuk_dtype)p->kt, p->dw_pre_numel, in[0], (void *)in[0], s));
             e = cuk_depthwise(p->kt, &p->dw, p->dw_nhwc, in[0], in[1], b, p->dw_act.on,
                               p->dw_act.fn, &p->dw_act.prm, out[0], s);
         }
@@ -826,7 +831,7 @@ done:
  * given up for a reason that may pass (memory, a cuDNN error), so the
  * choice is not kept. */
 static opsched_status plan_choice(const cu_plan_args *a, int find, int bias, const cu_bk_pw *act,
-                                  size_t limit, conv_choice **out, int *cacheable)
+                                  size_t limit, const char *key, conv_choice **out, int *cacheable)
 {
     int relu = act != NULL;
     opsched_status st = OPSCHED_OK;
@@ -837,6 +842,7 @@ static opsched_status plan_choice(const cu_plan_args *a, int find, int bias, con
     c->fuse_bias = bias;
     c->fuse_act = relu;
     if (act) c->act = *act;
+    c->graph_key = key;
     *cacheable = 1;
     if (bias || relu) {
         st = choose(a, c, find, limit);
@@ -854,6 +860,7 @@ static opsched_status plan_choice(const cu_plan_args *a, int find, int bias, con
         }
     }
     if (!c->plan) st = choose(a, c, find, limit);
+    c->graph_key = NULL;
     if (st != OPSCHED_OK) {
         choice_unref(c);
         return st;
@@ -878,12 +885,12 @@ static int choice_key(const cu_plan_args *a, int find, int bias, const cu_bk_pw 
                      find ? "find" : "heuristic", opsched_math_name(a->opts->math),
                      a->opts->layout == OPSCHED_LAYOUT_NHWC ? "nhwc" : "nchw",
                      opsched_dtype_name(a->dt), CU_BK_ALIGN, (long long)c->stride[0],
-                     (long long)c->stride[1], (long long)c->dilation[0],
-                     (long long)c->dilation[1], (long long)c->pads[0], (long long)c->pads[1],
-                     (long long)c->pads[2], (long long)c->pads[3],
-                     (long long)(c->groups ? c->groups : 1), bias, act ? act->name : "none",
-                     act ? act->lower : 0.0, act ? act->upper : 0.0, act ? act->slope : 0.0,
-                     act ? act->param : 0.0, !(a->opts->ablate & OPSCHED_ABLATE_ENGINES));
+                     (long long)c->stride[1], (long long)c->dilation[0], (long long)c->dilation[1],
+                     (long long)c->pads[0], (long long)c->pads[1], (long long)c->pads[2],
+                     (long long)c->pads[3], (long long)(c->groups ? c->groups : 1), bias,
+                     act ? act->name : "none", act ? act->lower : 0.0, act ? act->upper : 0.0,
+                     act ? act->slope : 0.0, act ? act->param : 0.0,
+                     !(a->opts->ablate & OPSCHED_ABLATE_ENGINES));
     if (w < 0 || (size_t)w >= size) return 0;
     size_t n = (size_t)w;
     for (int i = 0; i < 3; i++) {
@@ -921,7 +928,7 @@ static opsched_status get_choice(const cu_plan_args *a, int find, int bias, cons
     }
     if (!ch) {
         int cacheable = 0;
-        OS_TRY(plan_choice(a, find, bias, act, limit, &ch, &cacheable));
+        OS_TRY(plan_choice(a, find, bias, act, limit, keyed ? key : NULL, &ch, &cacheable));
         if (keyed && cacheable) {
             ch->refs++; /* the cache's */
             if (os_plan_cache_put(cache, key, ch) != 0) ch->refs--;
@@ -965,7 +972,6 @@ fail:
     return st;
 }
 
-
 /* A choice and its kernel epilogue on scratch tensors (time_choice). */
 typedef struct choice_run {
     const conv_choice *ch;
@@ -981,9 +987,9 @@ static opsched_status enqueue_choice(const cu_plan_args *a, void *env, cudaStrea
     const cu_conv_bias *epi = c->epi;
     CUDNN_CHECK(a->ctx, cudnnBackendExecute(a->dev->cudnn, c->ch->plan, c->pack));
     if (c->res) {
-        CUDA_CHECK(a->ctx, cuk_conv_residual(a->kt, epi->numel, epi->channels,
-                                             epi->channel_stride, epi->on ? c->b : NULL, c->r,
-                                             epi->act.on, epi->act.fn, &epi->act.prm, c->y, s));
+        CUDA_CHECK(a->ctx, cuk_conv_residual(a->kt, epi->numel, epi->channels, epi->channel_stride,
+                                             epi->on ? c->b : NULL, c->r, epi->act.on, epi->act.fn,
+                                             &epi->act.prm, c->y, s));
         return OPSCHED_OK;
     }
     return cu_conv_bias_add(a->ctx, epi, a->kt, c->b, c->y, s);
@@ -1150,8 +1156,9 @@ static opsched_status pick_depthwise(const cu_plan_args *a, graph_plan *p, conv_
 {
     int fits = depthwise_desc(a, &p->dw, &p->dw_nhwc);
     if (own && !fits)
-        return CU_UNSUPPORTED(a, "own: the own kernel runs grouped convolutions of at most %d "
-                                 "input channels a group (depthwise ones among them)",
+        return CU_UNSUPPORTED(a,
+                              "own: the own kernel runs grouped convolutions of at most %d "
+                              "input channels a group (depthwise ones among them)",
                               OWN_MAX_GROUP_CHANNELS);
     if (!own && ((a->opts->ablate & OPSCHED_ABLATE_DEPTHWISE) || !fits)) return OPSCHED_OK;
     p->dw_act = *act;
@@ -1256,11 +1263,13 @@ static int lt_epilogue(const cu_plan_args *a, const cu_act *act, cublasLtEpilogu
         }
     }
     if (cu_in(a, 2))
-        *epi = relu ? CUBLASLT_EPILOGUE_RELU_BIAS
-                    : gelu ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+        *epi = relu   ? CUBLASLT_EPILOGUE_RELU_BIAS
+               : gelu ? CUBLASLT_EPILOGUE_GELU_BIAS
+                      : CUBLASLT_EPILOGUE_BIAS;
     else
-        *epi = relu ? CUBLASLT_EPILOGUE_RELU : gelu ? CUBLASLT_EPILOGUE_GELU
-                                                     : CUBLASLT_EPILOGUE_DEFAULT;
+        *epi = relu   ? CUBLASLT_EPILOGUE_RELU
+               : gelu ? CUBLASLT_EPILOGUE_GELU
+                      : CUBLASLT_EPILOGUE_DEFAULT;
     return 1;
 }
 
@@ -1300,8 +1309,8 @@ static int gemm_desc(const cu_plan_args *a, const cu_act *act, int res, int *m, 
 static void lt_types(const cu_plan_args *a, cudaDataType_t *type, cublasComputeType_t *compute)
 {
     *type = a->dt == OPSCHED_F16 ? CUDA_R_16F : a->dt == OPSCHED_BF16 ? CUDA_R_16BF : CUDA_R_32F;
-    *compute = a->opts->math == OPSCHED_MATH_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                  : CUBLAS_COMPUTE_32F;
+    *compute =
+        a->opts->math == OPSCHED_MATH_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
 
 static opsched_status enqueue_gemm(const cu_plan_args *a, void *env, cudaStream_t s)
@@ -1418,7 +1427,8 @@ static opsched_status pick_gemm(const cu_plan_args *a, graph_plan *p, conv_choic
 static int align16(int64_t bytes)
 {
     int al = 16;
-    while (al > 1 && bytes % al) al /= 2;
+    while (al > 1 && bytes % al)
+        al /= 2;
     return al;
 }
 
@@ -1482,9 +1492,10 @@ static opsched_status pick_im2col(const cu_plan_args *a, graph_plan *p, conv_cho
     int mma = fits && force != 1 && cuk_gconv_mma_fits(p->kt, tf32, &d) &&
               (force || !(a->opts->ablate & OPSCHED_ABLATE_IGEMM));
     if (force == 1 && !cols)
-        return CU_UNSUPPORTED(a, "im2col: only grouped convolutions in NHWC of at least %d input "
-                                 "channels a group, with at most a bias and an element-wise "
-                                 "activation after them, run as columns and a batched product",
+        return CU_UNSUPPORTED(a,
+                              "im2col: only grouped convolutions in NHWC of at least %d input "
+                              "channels a group, with at most a bias and an element-wise "
+                              "activation after them, run as columns and a batched product",
                               IG_MIN_GROUP_CHANNELS);
     if (force == 2 && !mma)
         return CU_UNSUPPORTED(a, "igemm: only grouped convolutions in NHWC, in TF32, fp16 or "
@@ -1510,8 +1521,9 @@ static opsched_status pick_im2col(const cu_plan_args *a, graph_plan *p, conv_cho
             scratch = a->opts->workspace_limit;
         int64_t pc = (int64_t)(scratch / ((size_t)(groups * K) * esz));
         if (pc < 1 && force)
-            return CU_UNSUPPORTED(a, "im2col: one output pixel's columns (%lld B) exceed the "
-                                     "%zu B of scratch",
+            return CU_UNSUPPORTED(a,
+                                  "im2col: one output pixel's columns (%lld B) exceed the "
+                                  "%zu B of scratch",
                                   (long long)((size_t)(groups * K) * esz), scratch);
         cols = pc >= 1;
         if (cols) {
@@ -1633,8 +1645,8 @@ static opsched_status enqueue_conv_norm(const cu_plan_args *a, void *env, cudaSt
 static opsched_status enqueue_norm(const cu_plan_args *a, void *env, cudaStream_t s)
 {
     norm_run *r = env;
-    CUDA_CHECK(a->ctx, cuk_layernorm(a->kt, r->rows, r->cols, r->p->ln_eps, r->sc.y, r->g, r->be,
-                                     r->z, s));
+    CUDA_CHECK(a->ctx,
+               cuk_layernorm(a->kt, r->rows, r->cols, r->p->ln_eps, r->sc.y, r->g, r->be, r->z, s));
     return OPSCHED_OK;
 }
 
@@ -1696,9 +1708,9 @@ static opsched_status pick_norm(const cu_plan_args *a, graph_plan *p, conv_choic
 {
     opsched_conv_norm cn;
     int node = cu_node_index(a), nhwc = 0;
-    if (!a->opts->fuse_norm || (a->opts->ablate & OPSCHED_ABLATE_CONV_NORM) || p->res ||
-        act->on || node < 0 || !opsched_conv_norm_find(a->g, node, &cn) ||
-        !depthwise_desc(a, &p->ln, &nhwc) || !nhwc || !cuk_depthwise_ln_fits(&p->ln))
+    if (!a->opts->fuse_norm || (a->opts->ablate & OPSCHED_ABLATE_CONV_NORM) || p->res || act->on ||
+        node < 0 || !opsched_conv_norm_find(a->g, node, &cn) || !depthwise_desc(a, &p->ln, &nhwc) ||
+        !nhwc || !cuk_depthwise_ln_fits(&p->ln))
         return OPSCHED_OK;
     const opsched_node *ln = opsched_graph_node(a->g, cn.norm);
     const opsched_tensor *z = opsched_graph_tensor(a->g, ln->outputs[0]);
@@ -1729,9 +1741,9 @@ static opsched_status enqueue_depthwise_pre(const cu_plan_args *a, void *env, cu
 {
     plan_run *d = env;
     const graph_plan *p = d->p;
-    CUDA_CHECK(a->ctx, cuk_depthwise_vec(a->kt, &p->dw, d->x, d->w, d->b, p->dw_act.on,
-                                         p->dw_act.fn, &p->dw_act.prm, 1, p->dw_pre.fn,
-                                         &p->dw_pre.prm, d->y, s));
+    CUDA_CHECK(a->ctx,
+               cuk_depthwise_vec(a->kt, &p->dw, d->x, d->w, d->b, p->dw_act.on, p->dw_act.fn,
+                                 &p->dw_act.prm, 1, p->dw_pre.fn, &p->dw_pre.prm, d->y, s));
     return OPSCHED_OK;
 }
 
@@ -1785,9 +1797,9 @@ static opsched_status pick_prologue(const cu_plan_args *a, graph_plan *p, conv_c
             os_log(a->ctx, OPSCHED_LOG_DEBUG,
                    "cuda: node '%s': with its input's %s applied as it reads (tile %dx%d) "
                    "%.4f ms, as kept %.4f ms and the %s's pass %.4f ms",
-                   a->node->name, opsched_node_op_name(pre.node), trial.dw.tile_h,
-                   trial.dw.tile_w, (double)with, (double)keyed->dw_ms,
-                   opsched_node_op_name(pre.node), (double)pass);
+                   a->node->name, opsched_node_op_name(pre.node), trial.dw.tile_h, trial.dw.tile_w,
+                   (double)with, (double)keyed->dw_ms, opsched_node_op_name(pre.node),
+                   (double)pass);
         }
         if (keyed->pre_wins < 0) return OPSCHED_OK;
         trial.use_dw = 1;
@@ -1849,8 +1861,8 @@ static opsched_status pick_gate(const cu_plan_args *a, graph_plan *p, conv_choic
     int node = cu_node_index(a), m = 0, n = 0, k = 0, post = 0;
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
     if (!a->opts->fuse_gate || (a->opts->ablate & OPSCHED_ABLATE_GATE) || node < 0 ||
-        !opsched_conv_gate_find(a->g, node, NULL) || !gemm_desc(a, act, p->res, &m, &n, &k, &epi,
-                                                                 &post))
+        !opsched_conv_gate_find(a->g, node, NULL) ||
+        !gemm_desc(a, act, p->res, &m, &n, &k, &epi, &post))
         return OPSCHED_OK;
     int slot = p->res ? 1 : 0;
     if (!force && keyed->gate_wins[slot] < 0) return OPSCHED_OK;
@@ -1878,9 +1890,8 @@ static opsched_status pick_gate(const cu_plan_args *a, graph_plan *p, conv_choic
     cudaDataType_t type;
     cublasComputeType_t compute;
     lt_types(a, &type, &compute);
-    if (!cu_lt_gemm_init_batched(a->dev, type, compute, CUBLAS_OP_T, CUBLAS_OP_N, m, (int)pix, k,
-                                 k, k, m, epi, p->res ? 1.0f : 0.0f, limit, &bt,
-                                 &trial.gate_lt)) {
+    if (!cu_lt_gemm_init_batched(a->dev, type, compute, CUBLAS_OP_T, CUBLAS_OP_N, m, (int)pix, k, k,
+                                 k, m, epi, p->res ? 1.0f : 0.0f, limit, &bt, &trial.gate_lt)) {
         if (!force) keyed->gate_wins[slot] = -1;
         return OPSCHED_OK;
     }
@@ -1962,7 +1973,7 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
     int bias = cu_in(a, 2) != NULL;
     size_t limit = a->opts->workspace_limit ? a->opts->workspace_limit : cu_free_memory();
     OS_TRY_GOTO(st, get_choice(a, find, bias, fusable, limit, &ch), fail);
-    p->ch = ch; /* freed with the plan from here on */
+    p->ch = ch;              /* freed with the plan from here on */
     conv_choice *keyed = ch; /* the configuration's own, for the depthwise verdict */
     keyed->refs++;
     st = pick_epilogue(a, find, bias, &act, limit, &p->ch);
@@ -1983,9 +1994,10 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
     if (st == OPSCHED_OK && !own && !p->use_gemm && force != CU_CONV_CUBLASLT &&
         force != CU_CONV_MM_GRAPH)
         st = pick_im2col(a, p, keyed, &act,
-                         force == CU_CONV_IM2COL ? 1 : force == CU_CONV_IGEMM ? 2 : 0);
-    if (st == OPSCHED_OK && (force == CU_CONV_TIMED || own))
-        st = pick_norm(a, p, keyed, &act, own);
+                         force == CU_CONV_IM2COL  ? 1
+                         : force == CU_CONV_IGEMM ? 2
+                                                  : 0);
+    if (st == OPSCHED_OK && (force == CU_CONV_TIMED || own)) st = pick_norm(a, p, keyed, &act, own);
     if (st == OPSCHED_OK && !p->use_ln && force != CU_CONV_CUBLASLT && force != CU_CONV_MM_GRAPH &&
         !grouped_forced)
         st = pick_prologue(a, p, keyed, own);
@@ -2009,8 +2021,8 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
     } else if (p->use_ln)
         snprintf(a->info->algo, sizeof(a->info->algo), "depthwise+LayerNormalization");
     else if (p->use_ig)
-        snprintf(a->info->algo, sizeof(a->info->algo), "%s%s%s%s",
-                 p->ig_mma ? "igemm" : "im2col", cu_in(a, 2) ? "+bias" : "", act.on ? "+" : "",
+        snprintf(a->info->algo, sizeof(a->info->algo), "%s%s%s%s", p->ig_mma ? "igemm" : "im2col",
+                 cu_in(a, 2) ? "+bias" : "", act.on ? "+" : "",
                  act.on ? opsched_node_op_name(act.node) : "");
     else if (p->use_gemm && p->mm)
         cu_mm_graph_describe(p->mm, a->info->algo, sizeof(a->info->algo));
@@ -2037,8 +2049,7 @@ opsched_status cu_plan_conv_graph(const cu_plan_args *a, int find, cu_conv_force
                  act.on ? "+" : "", act.on ? opsched_node_op_name(act.node) : "",
                  p->dw_pre.on ? ", input " : "",
                  p->dw_pre.on ? opsched_node_op_name(p->dw_pre.node) : "");
-    }
-    else
+    } else
         snprintf(a->info->algo, sizeof(a->info->algo), "graph:eng%lld%s%s%s%s",
                  (long long)ch->engine, ch->fuse_bias ? "+bias" : "", ch->fuse_act ? "+" : "",
                  ch->fuse_act ? ch->act.name : "", p->res ? "+residual" : "");

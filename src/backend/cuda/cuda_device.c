@@ -187,8 +187,7 @@ static void cu_device_close(void *impl)
     if (!dev) return;
     if (cudaSetDevice(dev->index) == cudaSuccess && dev->stream)
         (void)cudaStreamSynchronize(dev->stream);
-    for (int i = 0; i < dev->n_streams; i++)
-    {
+    for (int i = 0; i < dev->n_streams; i++) {
         if (dev->streams[i].ws) (void)cudaFree(dev->streams[i].ws);
         if (dev->streams[i].scratch) (void)cudaFree(dev->streams[i].scratch);
     }
@@ -198,6 +197,7 @@ static void cu_device_close(void *impl)
     os_plan_cache_free(dev->sdpa_plans);
     os_plan_cache_free(dev->lt_algos);
     os_plan_cache_free(dev->mm_plans);
+    os_plan_store_close(dev->plan_store);
     if (dev->cublaslt) (void)cublasLtDestroy(dev->cublaslt);
     if (dev->cublas) (void)cublasDestroy(dev->cublas);
     if (dev->cudnn) (void)cudnnDestroy(dev->cudnn);
@@ -508,7 +508,11 @@ static opsched_status cu_timer_between(opsched_ctx *ctx, void *impl, void *a, vo
 static void cu_plan_cache_stats(void *impl, opsched_plan_cache_stats *out)
 {
     const cu_device *dev = impl;
+    long loads = 0, misses = 0, writes = 0;
     os_plan_cache_stats(dev ? dev->conv_plans : NULL, out);
+    os_plan_store_counts(dev ? dev->plan_store : NULL, &loads, &misses, &writes);
+    out->store_loads = loads;
+    out->store_writes = writes;
 }
 
 const os_backend_iface os_backend_cuda = {

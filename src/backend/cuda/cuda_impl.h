@@ -36,6 +36,7 @@
 
 #include "backend/backend_impl.h"
 #include "backend/plan_cache.h"
+#include "store/plan_store.h"
 #include "backend/cuda/kernels.h"
 #include "core/error.h"
 #include "core/util.h"
@@ -153,12 +154,14 @@ typedef struct cu_device {
     cudnnHandle_t cudnn;
     cublasHandle_t cublas;
     cublasLtHandle_t cublaslt; /* matrix products with epilogues */
-    cu_nvml *nvml; /* NULL when NVML is unavailable */
+    cu_nvml *nvml;             /* NULL when NVML is unavailable */
     char pci_bus_id[32];
     os_plan_cache *conv_plans; /* cuDNN graph-API convolution choices */
     os_plan_cache *sdpa_plans; /* cuDNN fused-attention choices (cuda_sdpa.c) */
     os_plan_cache *lt_algos;   /* cuBLASLt algorithms timed (cu_lt_gemm_tune) */
     os_plan_cache *mm_plans;   /* products with their bias and activation as cuDNN graphs */
+    os_plan_store *plan_store; /* cuDNN's serialized plans across runs (cu_bk_plan); NULL: none */
+    int plan_store_tried;      /* its opening was tried (once, at the first graph plan) */
     int pdl_ok;                /* sm_90 or later: own kernels may be launched programmatically */
     int pdl_plain;             /* launch plans made programmatic plainly (cu_launch_pdl) */
 } cu_device;
@@ -563,8 +566,8 @@ typedef struct cu_bk_packs {
     int next; /* the slot the next new pointer set replaces */
 } cu_bk_packs;
 /* A pack of n (uid, pointer) pairs with workspace ws. */
-opsched_status cu_bk_pack_build(opsched_ctx *ctx, void *ws, const int64_t *uids,
-                                void *const *ptrs, int n, cudnnBackendDescriptor_t *out);
+opsched_status cu_bk_pack_build(opsched_ctx *ctx, void *ws, const int64_t *uids, void *const *ptrs,
+                                int n, cudnnBackendDescriptor_t *out);
 /* The cached pack for this pointer set, built on first sight; the first
  * n_device pointers are device buffers, which must be CU_BK_ALIGN-aligned
  * (the rest, by-value scalars, need not).  `what` names the operation in
@@ -591,13 +594,12 @@ void cu_bk_graph_free(cu_bk_graph *g);
 /* Finalizes d, a part of the graph named `graph` ("attention"): cuDNN's
  * "not supported" or "bad parameter" becomes OPSCHED_ERR_UNSUPPORTED with
  * its reason, which callers turn into another plan. */
-opsched_status cu_bk_finalize(const cu_plan_args *a, cudnnBackendDescriptor_t d,
-                              const char *graph, const char *what);
+opsched_status cu_bk_finalize(const cu_plan_args *a, cudnnBackendDescriptor_t d, const char *graph,
+                              const char *what);
 /* A tensor of nd (<= 8) dims; *out is kept in g for freeing. */
-opsched_status cu_bk_tensor(const cu_plan_args *a, cu_bk_graph *g, int64_t uid,
-                            cudnnDataType_t dt, int nd, const int64_t *dims,
-                            const int64_t *strides, int is_virtual, int by_value,
-                            cudnnBackendDescriptor_t *out);
+opsched_status cu_bk_tensor(const cu_plan_args *a, cu_bk_graph *g, int64_t uid, cudnnDataType_t dt,
+                            int nd, const int64_t *dims, const int64_t *strides, int is_virtual,
+                            int by_value, cudnnBackendDescriptor_t *out);
 /* y = x w, computed in float. */
 opsched_status cu_bk_matmul(const cu_plan_args *a, cu_bk_graph *g, cudnnBackendDescriptor_t x,
                             cudnnBackendDescriptor_t w, cudnnBackendDescriptor_t y);
@@ -635,6 +637,17 @@ opsched_status cu_bk_graph_finish(const cu_plan_args *a, cu_bk_graph *g);
  * does). */
 opsched_status cu_bk_engine_info(const cu_plan_args *a, cudnnBackendDescriptor_t cfg,
                                  int64_t *index, int *allowed);
+/* An execution plan of engine config cfg for the operation graph that
+ * graph_key names whole (every shape, stride, type and operation: the key
+ * the caller's in-process plan cache uses): loaded from the device's plan
+ * store when it holds one for (graph_key, cfg's engine and knobs), which
+ * skips a runtime-fusion engine's compile; else finalized and then stored.
+ * graph_key NULL: no store.  When cuDNN turns the config down, *plan is
+ * NULL and *why (may be NULL) its status; OPSCHED_OK either way, an error
+ * only for a failure of the library (out of memory). */
+opsched_status cu_bk_plan(const cu_plan_args *a, cudnnBackendDescriptor_t cfg,
+                          const char *graph_key, cudnnBackendDescriptor_t *plan,
+                          cudnnStatus_t *why);
 
 /* ---- a product, its bias and activation as one cuDNN graph ------------ */
 

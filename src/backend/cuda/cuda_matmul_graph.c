@@ -89,8 +89,8 @@ struct cu_mm_choice {
     cudnnBackendDescriptor_t plan;
     int64_t engine;
     size_t workspace;
-    int wins;                  /* 1: the graph measured faster; -1: not, or no engine runs it */
-    float graph_ms, apart_ms;  /* what the verdict measured */
+    int wins;                 /* 1: the graph measured faster; -1: not, or no engine runs it */
+    float graph_ms, apart_ms; /* what the verdict measured */
     char act_name[16];
     int n_scalars; /* a chain's: its scale and offset, passed by value */
     float scalars[2];
@@ -167,34 +167,21 @@ static opsched_status build_graph(const cu_plan_args *a, const cu_mm_desc *d, co
 }
 
 /* An execution plan of cfg within `limit` bytes of workspace, or none
- * (*plan NULL) when the engine turns the graph down or wants more. */
+ * (*plan NULL) when the engine turns the graph down or wants more; key
+ * names the graph for the plan store (NULL: none). */
 static opsched_status plan_of(const cu_plan_args *a, cudnnBackendDescriptor_t cfg, size_t limit,
-                              cudnnBackendDescriptor_t *plan, size_t *ws)
+                              const char *key, cudnnBackendDescriptor_t *plan, size_t *ws)
 {
     int64_t w = 0, got = 0;
-    opsched_status st = OPSCHED_OK;
-    OS_TRY(cu_bk_new(a->ctx, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, plan));
-    CUDNN_CHECK_GOTO(a->ctx, st,
-                     cudnnBackendSetAttribute(*plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
-                                              CUDNN_TYPE_HANDLE, 1, &a->dev->cudnn),
-                     fail);
-    CUDNN_CHECK_GOTO(a->ctx, st,
-                     cudnnBackendSetAttribute(*plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg),
-                     fail);
-    if (cudnnBackendFinalize(*plan) != CUDNN_STATUS_SUCCESS ||
-        cudnnBackendGetAttribute(*plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64,
-                                 1, &got, &w) != CUDNN_STATUS_SUCCESS ||
-        w < 0 || (uint64_t)w > limit) {
+    OS_TRY(cu_bk_plan(a, cfg, key, plan, NULL));
+    if (*plan && (cudnnBackendGetAttribute(*plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                           CUDNN_TYPE_INT64, 1, &got, &w) != CUDNN_STATUS_SUCCESS ||
+                  w < 0 || (uint64_t)w > limit)) {
         (void)cudaGetLastError();
         cu_bk_free(plan);
-        return OPSCHED_OK;
     }
-    *ws = (size_t)w;
+    if (*plan) *ws = (size_t)w;
     return OPSCHED_OK;
-fail:
-    cu_bk_free(plan);
-    return st;
 }
 
 /* Scratch operands of a verdict, zeroed. */
@@ -244,9 +231,9 @@ static opsched_status enqueue_run(const cu_plan_args *a, void *env, cudaStream_t
         return OPSCHED_OK;
     }
     OS_TRY(cu_lt_gemm_run(a->ctx, a->dev, r->lt, s, r->s->B, r->s->A, r->s->bias, NULL, r->s->Y));
-    CUDA_CHECK(a->ctx, cuk_ew_unary(r->d->act.fn, &r->d->act.prm, (cuk_dtype)r->d->kt,
-                                    (cuk_dtype)r->d->kt, (int64_t)r->d->m * r->d->n, r->s->Y,
-                                    r->s->Y, s));
+    CUDA_CHECK(a->ctx,
+               cuk_ew_unary(r->d->act.fn, &r->d->act.prm, (cuk_dtype)r->d->kt, (cuk_dtype)r->d->kt,
+                            (int64_t)r->d->m * r->d->n, r->s->Y, r->s->Y, s));
     return OPSCHED_OK;
 }
 
@@ -284,7 +271,7 @@ done:
 /* Builds c's graph and keeps the fastest execution plan of its candidates
  * in c (none: c->plan stays NULL). */
 static opsched_status choose(const cu_plan_args *a, const cu_mm_desc *d, const mm_act *act,
-                             size_t limit, cu_mm_choice *c)
+                             size_t limit, const char *key, cu_mm_choice *c)
 {
     static const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B};
     static const int quota[2] = {MM_HEUR_A, 1};
@@ -308,7 +295,7 @@ static opsched_status choose(const cu_plan_args *a, const cu_mm_desc *d, const m
             cudnnBackendDescriptor_t plan = NULL;
             size_t ws = 0;
             float ms = -1.0f;
-            st = plan_of(a, cfgs[i], limit, &plan, &ws);
+            st = plan_of(a, cfgs[i], limit, key, &plan, &ws);
             if (st != OPSCHED_OK || !plan) continue;
             seen[n_seen++] = engine;
             taken++;
@@ -349,11 +336,11 @@ static int choice_key(const cu_plan_args *a, const cu_mm_desc *d, const mm_act *
                       char *buf, size_t size)
 {
     int w = snprintf(buf, size,
-                     "mm-graph kt %d math %s m %d n %d k %d bt %d act %s %.9g %.9g %.9g %.9g "
-                     "%.9g %.9g limit %zu",
-                     (int)d->kt, opsched_math_name(a->opts->math), d->m, d->n, d->k, d->b_trans,
-                     act->name, act->pw.lower, act->pw.upper, act->pw.slope, act->pw.param,
-                     (double)act->scale, (double)act->offset, limit);
+                     "mm-graph kt %d dtype %s math %s m %d n %d k %d bt %d act %s %.9g %.9g "
+                     "%.9g %.9g %.9g %.9g limit %zu",
+                     (int)d->kt, opsched_dtype_name(a->dt), opsched_math_name(a->opts->math), d->m,
+                     d->n, d->k, d->b_trans, act->name, act->pw.lower, act->pw.upper, act->pw.slope,
+                     act->pw.param, (double)act->scale, (double)act->offset, limit);
     return w > 0 && (size_t)w < size;
 }
 
@@ -383,7 +370,7 @@ opsched_status cu_mm_graph_plan(const cu_plan_args *a, const cu_mm_desc *d, cu_l
         c->g.what = "product";
         c->graph_ms = c->apart_ms = -1.0f;
         snprintf(c->act_name, sizeof(c->act_name), "%s", act.name);
-        opsched_status st = choose(a, d, &act, limit, c);
+        opsched_status st = choose(a, d, &act, limit, keyed ? key : NULL, c);
         /* The graph is an option of the plan, not the plan: where cuDNN's
          * descriptors turn it down with an error of their own (not a
          * failed launch: the device has no error pending) and nothing
@@ -402,15 +389,15 @@ opsched_status cu_mm_graph_plan(const cu_plan_args *a, const cu_mm_desc *d, cu_l
             choice_unref(c);
             return st;
         }
-        c->wins = c->plan && c->graph_ms >= 0.0f &&
-                          (c->apart_ms < 0.0f || c->graph_ms < c->apart_ms)
-                      ? 1
-                      : -1;
+        c->wins =
+            c->plan && c->graph_ms >= 0.0f && (c->apart_ms < 0.0f || c->graph_ms < c->apart_ms)
+                ? 1
+                : -1;
         os_log(a->ctx, OPSCHED_LOG_DEBUG,
                "cuda: node '%s': product %dx%dx%d with bias and %s: cuDNN's graph (engine %lld) "
                "%.4f ms, cuBLASLt and the activation's kernel %.4f ms",
-               a->node->name, d->m, d->n, d->k, act.name, (long long)c->engine,
-               (double)c->graph_ms, (double)c->apart_ms);
+               a->node->name, d->m, d->n, d->k, act.name, (long long)c->engine, (double)c->graph_ms,
+               (double)c->apart_ms);
         if (keyed) {
             c->refs++; /* the cache's */
             if (os_plan_cache_put(cache, key, c) != 0) c->refs--;

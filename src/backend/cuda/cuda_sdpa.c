@@ -164,7 +164,7 @@ static opsched_status build_graph(const cu_plan_args *a, const cuk_attention_des
 
 /* The first engine config of heuristics mode A (then the fallback list)
  * that builds an execution plan. */
-static opsched_status build_plan(const cu_plan_args *a, sdpa_choice *c)
+static opsched_status build_plan(const cu_plan_args *a, const char *key, sdpa_choice *c)
 {
     static const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
     int tried = 0;
@@ -176,14 +176,8 @@ static opsched_status build_plan(const cu_plan_args *a, sdpa_choice *c)
         for (int64_t i = 0; i < n && !c->plan && st == OPSCHED_OK; i++) {
             cudnnBackendDescriptor_t plan = NULL;
             tried++;
-            st = cu_bk_new(a->ctx, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan);
-            if (st == OPSCHED_OK &&
-                cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE,
-                                         1, &a->dev->cudnn) == CUDNN_STATUS_SUCCESS &&
-                cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                         &cfgs[i]) == CUDNN_STATUS_SUCCESS &&
-                cudnnBackendFinalize(plan) == CUDNN_STATUS_SUCCESS) {
+            st = cu_bk_plan(a, cfgs[i], key, &plan, NULL);
+            if (st == OPSCHED_OK && plan) {
                 int64_t ws = 0, got = 0;
                 cudnnBackendDescriptor_t eng = NULL;
                 if (cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
@@ -374,7 +368,7 @@ opsched_status cu_sdpa_plan(const cu_plan_args *a, const cuk_attention_desc *d, 
         c->g.what = "attention";
         cudnnDataType_t dt = t == CUK_DT_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
         opsched_status st = build_graph(a, d, dt, has_bias, c);
-        if (st == OPSCHED_OK) st = build_plan(a, c);
+        if (st == OPSCHED_OK) st = build_plan(a, keyed ? key : NULL, c);
         if (st == OPSCHED_OK) st = measure(a, d, t, off, has_bias, c);
         if (st == OPSCHED_ERR_UNSUPPORTED) {
             /* no engine: remembered as a loss, so it is not built again */
