@@ -11,7 +11,11 @@
 # distinct layer timed alone too), for the CSVs that say where the time goes.
 # With --gpus N the suite takes only the first N GPUs (the rest stay free
 # for other work of the same call); CARRY=DIR names the carry to run
-# (default .carry).
+# (default .carry).  The shards share one cuDNN plan store
+# (OPSCHED_PLAN_STORE), so an item's second opsched run, and every later
+# item with the same layers, loads its plans instead of compiling them; a
+# store carried as CARRY/plans.sqlite seeds it, and it comes back as
+# OUTDIR/plans.sqlite.xz (when under 24 MB) to carry to the next call.
 #
 #   bash bench/networks/run_gpus.sh RESULTS_DIR OUTDIR [--gpus N] [--tests] [--profile MODELS] [suite.py run options]
 #
@@ -37,6 +41,9 @@ c=${CARRY:-.carry}
 command -v taskset > /dev/null || taskset() { shift 2; "$@"; }   # unpinned without it
 mkdir -p "$res" "$out"
 gpu_env_write "$out" > /dev/null
+store=/tmp/opsched-plans.sqlite
+[ -f "$c/plans.sqlite" ] && [ ! -f "$store" ] && cp "$c/plans.sqlite" "$store"
+export OPSCHED_PLAN_STORE=$store
 all=$(nvidia-smi -L | wc -l)
 n=${gpus:-$all}
 [ "$n" -ge 1 ] && [ "$n" -le "$all" ] || { echo "run_gpus: --gpus $n of $all GPUs" >&2; exit 2; }
@@ -72,4 +79,8 @@ tail -n 3 "$res"/shard-*.out >> "$out/run.log"
 tar -czf "$out/networks.tgz" -C "$(dirname "$res")" --exclude='stages*.db*' "$(basename "$res")"
 [ -d "$out/gpu_tests" ] && tar -czf "$out/gpu_tests.tgz" -C "$out" gpu_tests && rm -rf "$out/gpu_tests"
 [ -d "$out/profile" ] && tar -czf "$out/profile.tgz" -C "$out" profile && rm -rf "$out/profile"
+if [ -f "$store" ]; then
+  xz -T0 -c "$store" > "$out/plans.sqlite.xz"
+  [ "$(stat -c %s "$out/plans.sqlite.xz")" -le $((24 << 20)) ] || rm -f "$out/plans.sqlite.xz"
+fi
 cat "$out/run.log"
