@@ -21,7 +21,7 @@
 #include <stddef.h>
 
 /* The most the file may hold before the store stops adding to it. */
-#define OS_PLAN_STORE_MAX_BYTES ((long long)2 << 30)
+#define OS_PLAN_STORE_MAX_BYTES ((long long)1 << 30)
 /* The longest key (the scope included). */
 #define OS_PLAN_STORE_MAX_KEY 4096
 
