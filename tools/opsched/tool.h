@@ -92,7 +92,7 @@ opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_
 #define TOOL_ABLATE_HELP                                                                           \
     "turn parts of the planner off, to measure what each\nbuys: depthwise (the own depthwise "     \
     "and grouped\nkernel), epilogue (the timed epilogue choice), engines\n(the timed engine "      \
-    "choice of grouped convolutions),\nreductions (column and row reductions), chains\n"           \
+    "choice of grouped and large\nconvolutions),\nreductions (column and row reductions), chains\n"           \
     "(element-wise chains as one launch), residual\n(residual Adds inside convolutions), "         \
     "layout\n(the layout per tensor), se (the squeeze-and-excitation\ngate as one launch), "       \
     "bias (a MatMul's bias Add or a Gemm's C in its\nlaunch), attention (attention as one node), " \

@@ -4,9 +4,10 @@
  * and engine configs from cuDNN's heuristics.  "heuristic" takes mode A's
  * first config that the math mode allows and that finalizes into an
  * execution plan within the workspace limit (the fallback list's first
- * when none does); for a grouped convolution it takes the first
- * GRAPH_HEUR_A of mode A and mode B's first, times the different engines
- * once on scratch buffers and keeps the fastest.  On RegNet's grouped
+ * when none does); for a grouped convolution, and a dense one of at
+ * least GRAPH_TIMED_FLOPS, it takes the first GRAPH_HEUR_A of mode A and
+ * mode B's first, times the different engines once on scratch buffers and
+ * keeps the fastest.  On RegNet's grouped
  * convolutions these still miss the engine find picks (engine 52 at 16 us
  * against engine 51's 68 us): `--algo find` there.  "find" times up to
  * GRAPH_MAX_FIND plans of mode A and the fallback list (cudnn.benchmark
@@ -47,7 +48,9 @@
 #include "backend/plan_cache.h"
 
 #define GRAPH_MAX_FIND 16 /* execution plans "find" times */
-#define GRAPH_HEUR_A 2    /* mode A's plans "heuristic" takes for a grouped convolution */
+#define GRAPH_HEUR_A 2    /* mode A's plans "heuristic" times (timed_engines) */
+/* Dense convolutions of at least this many FLOPs time their engines too. */
+#define GRAPH_TIMED_FLOPS 5e8
 #define GRAPH_FIND_RUNS 3 /* timed runs of each, after one warm-up */
 
 enum { UID_X = 1, UID_W = 2, UID_Y = 3, UID_B = 4, UID_CONV_OUT = 5, UID_ADD_OUT = 6 };
@@ -431,20 +434,36 @@ static void candidates_free(candidate *c, int n)
     }
 }
 
+/* Whether "heuristic" times a few engines rather than taking mode A's
+ * first: for grouped convolutions, where that pick measured several times
+ * slower than the best, and for dense ones of at least GRAPH_TIMED_FLOPS,
+ * where a few percent of a long kernel pays for a compile or two (each
+ * extra plan may cost a runtime compile, once per machine with the plan
+ * store).  --ablate engines: never. */
+static int timed_engines(const cu_plan_args *a)
+{
+    if (a->opts->ablate & OPSCHED_ABLATE_ENGINES) return 0;
+    const opsched_conv_attr *c = &a->node->attr.conv;
+    if (c->groups > 1) return 1;
+    const opsched_tensor *w = cu_in(a, 1), *y = cu_out(a, 0);
+    double flops = 2.0;
+    for (int d = 0; d < 4; d++)
+        flops *= (double)w->shape.d[d]; /* K x C x R x S */
+    flops *= (double)y->shape.d[0] * (double)y->shape.d[2] * (double)y->shape.d[3];
+    return flops >= GRAPH_TIMED_FLOPS;
+}
+
 /* The candidates, in the heuristics' order: for find, up to GRAPH_MAX_FIND
- * of mode A, then the fallback list's; for a grouped convolution under
- * heuristic, up to GRAPH_HEUR_A of mode A and mode B's first; for a dense
- * one, mode A's first; under heuristic the fallback list's first when
- * nothing else is left.  An engine already taken is not taken twice. */
+ * of mode A, then the fallback list's; under heuristic, up to
+ * GRAPH_HEUR_A of mode A and mode B's first where timed_engines, otherwise
+ * mode A's first, and the fallback list's first when nothing else is
+ * left.  An engine already taken is not taken twice. */
 static opsched_status collect(const cu_plan_args *a, conv_choice *p, size_t limit, int find,
                               candidate *c, int *n, tally *t)
 {
     static const cudnnBackendHeurMode_t modes[3] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
                                                     CUDNN_HEUR_MODE_FALLBACK};
-    /* Grouped convolutions only: there mode A's first pick measured several
-     * times slower than the best (and each extra plan may cost a runtime
-     * compile). */
-    int grouped = a->node->attr.conv.groups > 1 && !(a->opts->ablate & OPSCHED_ABLATE_ENGINES);
+    int grouped = timed_engines(a);
     const int quota[3] = {find      ? GRAPH_MAX_FIND
                           : grouped ? GRAPH_HEUR_A
                                     : 1,
