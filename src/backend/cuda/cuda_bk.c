@@ -491,8 +491,9 @@ done:
     return ok;
 }
 
-/* The plan stored under key, finalized; NULL when none or it does not load
- * (a plan of another build of the same versions: built again). */
+/* The plan stored under key, finalized (its serialized form set first,
+ * then the handle, as cuDNN's frontend loads one); NULL when none or it
+ * does not load (then it is built again and stored anew). */
 static cudnnBackendDescriptor_t load_plan(const cu_plan_args *a, os_plan_store *store,
                                           const char *key)
 {
@@ -502,10 +503,10 @@ static cudnnBackendDescriptor_t load_plan(const cu_plan_args *a, os_plan_store *
     cudnnBackendDescriptor_t p = NULL;
     if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &p) !=
             CUDNN_STATUS_SUCCESS ||
-        cudnnBackendSetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
-                                 &a->dev->cudnn) != CUDNN_STATUS_SUCCESS ||
         cudnnBackendSetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
                                  (int64_t)n, json) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendSetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
+                                 &a->dev->cudnn) != CUDNN_STATUS_SUCCESS ||
         cudnnBackendFinalize(p) != CUDNN_STATUS_SUCCESS) {
         os_log(a->ctx, OPSCHED_LOG_DEBUG, "cuda: a stored cuDNN plan did not load; built again");
         if (p) (void)cudnnBackendDestroyDescriptor(p);
