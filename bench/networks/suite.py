@@ -14,6 +14,9 @@ in TF32):
               before and after the peers, and reports the mean of the two
               medians, so that a drift of the clocks hits both sides alike
               (`opsched_drift` is the second over the first).
+              `opsched_s` and `opsched_again_s` are the two runs' wall
+              seconds: planning, the schedule search and the timing (the
+              second plans from the caches the first filled).
   torch_eager     PyTorch eager, the model as its constructor builds it
   torch_graph     the same, captured once and replayed as a CUDA graph
   torch_compile   torch.compile(mode="reduce-overhead") with inductor
@@ -79,7 +82,8 @@ FIELDS = (["model", "family", "task", "batch", "math", "input", "backend",
            "opsched_ms", "opsched_seq_ms", "opsched_free_ms", "opsched_drift", "opsched_layout",
            "opsched_error"]
           + [c for p in PEERS for c in (p + "_ms", p + "_error")]
-          + ["torch_compile_s", "torch_autotune_s", "speedup_vs_compile", "seconds", "finished"])
+          + ["opsched_s", "opsched_again_s", "torch_compile_s", "torch_autotune_s",
+             "speedup_vs_compile", "seconds", "finished"])
 ROUND = 8
 
 
@@ -160,8 +164,9 @@ def step_limit(a, timeout_s):
 
 
 def opsched_run(a, m, batch, mathmode, stages_db, logf):
-    """One `opsched run --compare sequential,ios`: (ios, sequential, free, layout) in ms,
-    or raises RuntimeError with the tool's message."""
+    """One `opsched run --compare sequential,ios`: (ios, sequential, free, layout) in ms
+    and the run's wall seconds (planning, search, timing), or raises RuntimeError with
+    the tool's message."""
     path = os.path.join(HERE, m["file"])
     shapes = ",".join("%s:%s" % (s["name"], "x".join(str(batch if d == "batch" else d)
                                                     for d in s["shape"])) for s in m["inputs"])
@@ -176,6 +181,7 @@ def opsched_run(a, m, batch, mathmode, stages_db, logf):
     logf.write("$ %s\n" % " ".join(cmd))
     logf.flush()
     limit = step_limit(a, a.opsched_timeout_s)
+    t0 = time.time()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
@@ -190,7 +196,7 @@ def opsched_run(a, m, batch, mathmode, stages_db, logf):
     graph = rows["ios"].get("graph_ms") or ""
     col = "graph_ms" if graph else "free_ms"   # the CPU backend has no CUDA graph
     return (float(rows["ios"][col]), float(rows["sequential"][col]),
-            float(rows["ios"]["free_ms"]), rows["ios"].get("layout", ""))
+            float(rows["ios"]["free_ms"]), rows["ios"].get("layout", ""), time.time() - t0)
 
 
 def parse_run_table(text):
@@ -633,6 +639,9 @@ def run_main(a):
                 r["opsched_seq_ms"] = fmt((first[1] + second[1]) / 2)
                 r["opsched_free_ms"] = fmt((first[2] + second[2]) / 2)
                 r["opsched_layout"] = first[3]
+                r["opsched_s"] = fmt(first[4])
+                if second is not first:
+                    r["opsched_again_s"] = fmt(second[4])
             why = autotune_skip(a, peers, m["name"], batch, mathmode)
             if why:
                 r["torch_autotune_error"] = why
