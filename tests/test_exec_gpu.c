@@ -262,10 +262,9 @@ static void test_se_gate(void **state)
 {
     (void)state;
     SKIP_WITHOUT_GPU();
-    const opsched_shape shapes[7] = {{4, {2, 40, 48, 48}}, {4, {3, 240, 7, 7}},
-                                     {4, {2, 30, 20, 20}}, {4, {2, 100, 9, 9}},
-                                     {4, {1, 1152, 7, 7}}, {4, {2, 960, 7, 7}},
-                                     {4, {1, 672, 14, 14}}};
+    const opsched_shape shapes[7] = {
+        {4, {2, 40, 48, 48}}, {4, {3, 240, 7, 7}}, {4, {2, 30, 20, 20}}, {4, {2, 100, 9, 9}},
+        {4, {1, 1152, 7, 7}}, {4, {2, 960, 7, 7}}, {4, {1, 672, 14, 14}}};
     const int64_t hidden[7] = {10, 12, 8, 36, 48, 240, 168};
     for (int i = 0; i < 7; i++) {
         opsched_graph *g = netref_se_graph(env.ctx, &shapes[i], hidden[i], 37 + i);
@@ -296,9 +295,9 @@ static void test_se_gate(void **state)
 }
 
 /* A MatMul's bias Add in cuBLASLt's epilogue, with Relu and tanh GELU
- * fused too, a residual Add through C, and Sigmoid left to its own kernel, in every math mode against
- * the CPU backend in fp32, node by node.  A 4-D input under NHWC goes
- * through the NCHW adapter, which runs the product without its bias. */
+ * fused too, a residual Add through C, and Sigmoid left to its own kernel, in every math mode
+ * against the CPU backend in fp32, node by node.  A 4-D input under NHWC goes through the NCHW
+ * adapter, which runs the product without its bias. */
 static void test_bias_epilogue(void **state)
 {
     (void)state;
@@ -388,8 +387,8 @@ static void test_product_graph(void **state)
             }
             CHECK(st);
             const char *algo = opsched_executor_layer(ex, 0)->algo;
-            print_message("  %s, %s, --algo cudnn: %s\n", name,
-                          opsched_math_name((opsched_math)m), algo);
+            print_message("  %s, %s, --algo cudnn: %s\n", name, opsched_math_name((opsched_math)m),
+                          algo);
             assert_true(strncmp(algo, acts[c].algo, strlen(acts[c].algo)) == 0);
             assert_int_equal(opsched_executor_layer(ex, 2)->role, OPSCHED_ROLE_FUSED);
             opsched_executor_free(ex);
@@ -566,9 +565,8 @@ static void test_norm_act_and_transposed_residual(void **state)
     g = netref_transposed_residual_graph(env.ctx, &xs, 73);
     assert_non_null(g);
     check_graph_modes(g, "transposed residual", 1);
-    opsched_exec_options o = {.plan = {.math = OPSCHED_MATH_FP32,
-                                       .layout = OPSCHED_LAYOUT_NHWC,
-                                       .fuse_activation = 1}};
+    opsched_exec_options o = {
+        .plan = {.math = OPSCHED_MATH_FP32, .layout = OPSCHED_LAYOUT_NHWC, .fuse_activation = 1}};
     opsched_executor *ex = NULL;
     CHECK(opsched_executor_create(env.gpu, g, NULL, &o, &ex));
     opsched_exec_info info;
@@ -680,18 +678,26 @@ static void test_attention(void **state)
         int failures = 0;
         /* policy 0: the planner's choice; 1: cuDNN's engines (fp16 and bf16
          * only), which must take the causal mask [1, 1, S, S] and may turn
-         * down the padding mask [B, 1, 1, S] */
+         * down the padding mask [B, 1, 1, S]; 2: the tensor-core kernel
+         * (fp32 in split TF32 in every math mode), which heads of a
+         * multiple of 16 must take and others must fail */
+        static const char *const policies[] = {NULL, "cudnn", "tensor-cores"};
         for (int layout = 0; layout < 2; layout++)
             for (int m = 0; m < OPSCHED_MATH_COUNT; m++)
-                for (int policy = 0; policy < 2; policy++) {
+                for (int policy = 0; policy < 3; policy++) {
                     int low = m == OPSCHED_MATH_FP16 || m == OPSCHED_MATH_BF16;
                     if (policy == 1 && !low) continue;
                     opsched_exec_options o = {.plan = {.math = (opsched_math)m,
                                                        .layout = (opsched_layout)layout,
                                                        .fuse_activation = 1,
-                                                       .algo = policy ? "cudnn" : NULL}};
+                                                       .algo = policies[policy]}};
                     opsched_executor *ex = NULL;
                     opsched_status cst = opsched_executor_create(env.gpu, g, NULL, &o, &ex);
+                    if (policy == 2 && k[3] % 16 != 0) {
+                        assert_int_equal(cst, OPSCHED_ERR_UNSUPPORTED);
+                        opsched_ctx_clear_error(env.ctx);
+                        continue;
+                    }
                     if (policy == 1 && cst == OPSCHED_ERR_UNSUPPORTED && !k[4]) {
                         print_message(
                             "  attention %lldx%lldx%lldx%lld, %s %s: cuDNN declines: %s\n",
@@ -706,6 +712,8 @@ static void test_attention(void **state)
                     snprintf(algo, sizeof(algo), "%s", opsched_executor_layer(ex, att)->algo);
                     if (policy == 1)
                         assert_true(strncmp(algo, "cudnn_sdpa", 10) == 0);
+                    else if (policy == 2)
+                        assert_true(strncmp(algo, "fused_attention_tc", 18) == 0);
                     else
                         assert_true(strncmp(algo, "fused_attention", 15) == 0 ||
                                     (low && strncmp(algo, "cudnn_sdpa", 10) == 0));
@@ -1214,8 +1222,8 @@ static void test_depthwise_vec7(void **state)
                               opsched_executor_layer(ex, 6)->algo);
                 assert_true(strncmp(got, want, strlen(want)) == 0);
                 if (staged) /* the 3x3 one too (stride 1) */
-                    assert_true(strncmp(opsched_executor_layer(ex, 6)->algo, want,
-                                        strlen(want)) == 0);
+                    assert_true(strncmp(opsched_executor_layer(ex, 6)->algo, want, strlen(want)) ==
+                                0);
                 opsched_executor_free(ex);
                 failures += gpu_output_fails(g, &o, xv, ref, n_ref, (opsched_math)m);
             }

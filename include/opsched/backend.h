@@ -175,8 +175,9 @@ typedef enum opsched_ablation {
     OPSCHED_ABLATE_PROJECTIONS = 1u << 10,  /* sibling projections that only attention
                                              * reads as one product: each stays its own
                                              * (OPSCHED_REWRITE_KEEP_PROJECTIONS) */
-    OPSCHED_ABLATE_TENSOR_CORES = 1u << 11, /* fp16/bf16 attention on the tensor cores:
-                                             * the float kernel instead */
+    OPSCHED_ABLATE_TENSOR_CORES = 1u << 11, /* attention on the tensor cores (fp16/bf16,
+                                             * fp32 in split TF32 under TF32): the float
+                                             * kernel instead */
     OPSCHED_ABLATE_CUDNN_ATTENTION = 1u << 12, /* cuDNN's fused attention engines for
                                                 * fp16/bf16: the own kernel always */
     OPSCHED_ABLATE_CONV_GEMM = 1u << 13,       /* 1x1 convolutions as timed cuBLASLt products:

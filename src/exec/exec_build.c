@@ -179,14 +179,16 @@ opsched_status os_exec_plan_node(opsched_device *dev, const opsched_graph *g, in
     char reason[512];
     int named = named_algo(po.algo);
     /* a named algorithm is a convolution's (cuDNN's names, "own"), an
-     * attention's ("cudnn", "own") or a product's with its bias and
-     * activation ("cudnn", their graph); other ops plan as they do */
+     * attention's ("cudnn", "own", "tensor-cores") or a product's with its
+     * bias and activation ("cudnn", their graph); other ops plan as they do */
     int takes_algo = n->op == OPSCHED_OP_CONV || n->op == OPSCHED_OP_ATTENTION ||
                      ((n->op == OPSCHED_OP_MATMUL || n->op == OPSCHED_OP_GEMM) && named &&
                       strcmp(po.algo, "cudnn") == 0);
     if (!takes_algo && named) po.algo = NULL;
-    /* "cudnn" names the attention's engines; a convolution is cuDNN's anyway */
-    if (n->op == OPSCHED_OP_CONV && named && strcmp(po.algo, "cudnn") == 0) {
+    /* "cudnn" and "tensor-cores" name the attention's kernels; a convolution
+     * plans as it does */
+    if (n->op == OPSCHED_OP_CONV && named &&
+        (strcmp(po.algo, "cudnn") == 0 || strcmp(po.algo, "tensor-cores") == 0)) {
         po.algo = NULL;
         named = 0;
     }
@@ -482,8 +484,8 @@ static int gate_apart(opsched_executor *ex, ex_build *b, int i, const opsched_ex
     opsched_conv_gate cg;
     if (!o->plan.fuse_activation || (o->plan.ablate & OPSCHED_ABLATE_GATE) ||
         b->place[i].merge_first >= 0 || !opsched_conv_gate_find(b->g, i, &cg) ||
-        ex->nodes[cg.mul].role != OPSCHED_ROLE_LAUNCH || !b->plans[cg.mul] ||
-        b->chain_in[cg.mul] || b->place[cg.mul].merge_first >= 0)
+        ex->nodes[cg.mul].role != OPSCHED_ROLE_LAUNCH || !b->plans[cg.mul] || b->chain_in[cg.mul] ||
+        b->place[cg.mul].merge_first >= 0)
         return -1;
     int sp = opsched_tensor_scheduled_producer(b->g, cg.scale);
     if (sp >= 0 && !launches_before(b, sp, i)) return -1;
@@ -504,8 +506,8 @@ static opsched_status plan_gate(opsched_executor *ex, ex_build *b, const opsched
     int y = opsched_graph_node(b->g, se->mul)->outputs[0], c = -1;
     for (int j = se->mul + 1; j < ex->n_nodes && c < 0; j++)
         if (opsched_graph_node(b->g, j)->inputs[0] == y) c = j;
-    if (c < 0 || b->plans[c] || !launches_alone(ex, b, c) || !opsched_conv_gate_find(b->g, c, &cg) ||
-        cg.mul != se->mul || cg.scale != se->gate)
+    if (c < 0 || b->plans[c] || !launches_alone(ex, b, c) ||
+        !opsched_conv_gate_find(b->g, c, &cg) || cg.mul != se->mul || cg.scale != se->gate)
         return OPSCHED_OK;
     b->gate[c] = cg.scale;
     OS_TRY(plan_node(ex, b, c));
@@ -570,8 +572,8 @@ static opsched_status plan_se(opsched_executor *ex, ex_build *b, int i,
 /* Plans MatMul i with the bias Add after it (opsched_matmul_bias_find),
  * and the activation or residual Add after that where the backend applies
  * it too: they become aliases of its output, and the launch reads the bias
- * as its third input and the residual as its fourth.  *done is 0 when there is nothing to fuse or the backend would
- * run the product alone (nothing kept: plan_node plans it). */
+ * as its third input and the residual as its fourth.  *done is 0 when there is nothing to fuse or
+ * the backend would run the product alone (nothing kept: plan_node plans it). */
 static opsched_status plan_bias(opsched_executor *ex, ex_build *b, int i,
                                 const opsched_exec_options *base, int *done)
 {
@@ -790,8 +792,8 @@ static opsched_status plan_node(opsched_executor *ex, ex_build *b, int i)
     }
     o.plan.fuse_residual = has_res;
     opsched_conv_prologue cp;
-    o.plan.fuse_prologue = opsched_graph_node(b->g, i)->op == OPSCHED_OP_CONV &&
-                           prologue_ok(ex, b, i, &o, &cp);
+    o.plan.fuse_prologue =
+        opsched_graph_node(b->g, i)->op == OPSCHED_OP_CONV && prologue_ok(ex, b, i, &o, &cp);
     int late_mul = b->gate[i] < 0 ? gate_apart(ex, b, i, &o) : -1;
     o.plan.fuse_gate = b->gate[i] >= 0; /* asked by plan_se, or late_mul's */
     OS_TRY(os_exec_plan_node(ex->dev, b->g, i, &o, &li, &b->plans[i]));
@@ -966,10 +968,9 @@ static opsched_status merge_graph(opsched_executor *ex, ex_build *b, int k, opsc
         /* The members' activation (the same for all: merges require it). */
         const opsched_node *act = opsched_graph_node(b->g, m->members[0].relu);
         snprintf(name, sizeof(name), "merge%d.act", k + 1);
-        OS_TRY_GOTO(st,
-                    opsched_graph_add_node(p, name, act->op, &act->attr, &conv_out, 1, 1, NULL,
-                                           &final),
-                    done);
+        OS_TRY_GOTO(
+            st, opsched_graph_add_node(p, name, act->op, &act->attr, &conv_out, 1, 1, NULL, &final),
+            done);
     }
     ex_tensor probe;
     memset(&probe, 0, sizeof(probe));
@@ -1247,8 +1248,10 @@ static opsched_status plan_move_concats(opsched_executor *ex, ex_build *b,
             if (b->move_role[e] != OPSCHED_MOVE_HEAD || !b->plans[e] || !b->chain_in[e] ||
                 b->chain_in[e][0] != t)
                 continue;
-            if (nh == (int)OS_ARRAY_LEN(heads)) ok = 0;
-            else heads[nh++] = e;
+            if (nh == (int)OS_ARRAY_LEN(heads))
+                ok = 0;
+            else
+                heads[nh++] = e;
         }
         if (!ok || nh == 0) continue;
         opsched_plan *plans[OS_ARRAY_LEN(heads)];
@@ -1317,9 +1320,9 @@ static opsched_status plan_moves(opsched_executor *ex, ex_build *b)
         goto done;
     }
     for (int i = 0; i < n; i++)
-        alias[i] = ex->nodes[i].role == OPSCHED_ROLE_VIEW ||
-                   (ex->nodes[i].role != OPSCHED_ROLE_LAUNCH &&
-                    ex->nodes[i].role != OPSCHED_ROLE_VIEW_COPY);
+        alias[i] =
+            ex->nodes[i].role == OPSCHED_ROLE_VIEW || (ex->nodes[i].role != OPSCHED_ROLE_LAUNCH &&
+                                                       ex->nodes[i].role != OPSCHED_ROLE_VIEW_COPY);
     if (opsched_move_runs(b->g, alias, b->move_role) == 0) goto done;
     for (int e = 0; e < n; e++) {
         if (b->move_role[e] != OPSCHED_MOVE_HEAD) continue;
@@ -1363,8 +1366,7 @@ static opsched_status plan_all(opsched_executor *ex, ex_build *b)
     for (int i = 0; i < ex->n_nodes; i++) {
         const opsched_node *n = opsched_graph_node(g, i);
         if (!opsched_op_is_view(n->op) &&
-            !(n->op == OPSCHED_OP_TRANSPOSE &&
-              opsched_layout_transpose_view(g, i, ex->rowmajor)))
+            !(n->op == OPSCHED_OP_TRANSPOSE && opsched_layout_transpose_view(g, i, ex->rowmajor)))
             continue;
         if (os_exec_view_aliases(g, i, ex->math, ex->layout, ex->rowmajor)) {
             ex->nodes[i].role = OPSCHED_ROLE_VIEW;
@@ -1461,16 +1463,15 @@ static opsched_status launch_node(opsched_executor *ex, ex_build *b, int i, int 
     ex->nodes[i].stream = stream;
     if (b->plans[i] && (b->residual[i] >= 0 || b->gate[i] >= 0)) {
         /* x, w, the bias or none, r or none, (none, the gate) */
-        int in[6] = {n->inputs[0], n->inputs[1], n->n_inputs > 2 ? n->inputs[2] : -1,
-                     b->residual[i], -1, b->gate[i]};
+        int in[6] = {n->inputs[0],   n->inputs[1], n->n_inputs > 2 ? n->inputs[2] : -1,
+                     b->residual[i], -1,           b->gate[i]};
         OS_TRY(add_launch(ex, b->plans[i], i, stage, stream, n->name, in, b->gate[i] >= 0 ? 6 : 4,
                           n->outputs, n->n_outputs));
         b->plans[i] = NULL;
     } else if (b->plans[i] && b->chain_in[i]) { /* the head's inputs, then the sides */
         int over = b->out_over[i] >= 0;
-        OS_TRY(add_launch(ex, b->plans[i], i, stage, stream, n->name, b->chain_in[i],
-                          b->chain_n[i], over ? &b->out_over[i] : n->outputs,
-                          over ? 1 : n->n_outputs));
+        OS_TRY(add_launch(ex, b->plans[i], i, stage, stream, n->name, b->chain_in[i], b->chain_n[i],
+                          over ? &b->out_over[i] : n->outputs, over ? 1 : n->n_outputs));
         b->plans[i] = NULL;
     } else if (b->plans[i]) {
         OS_TRY(add_launch(ex, b->plans[i], i, stage, stream, n->name, n->inputs, n->n_inputs,
@@ -1651,12 +1652,12 @@ static opsched_status load_weights(opsched_executor *ex, const opsched_graph *g,
         } else if (et->host)
             memcpy(host + off, et->host, et->bytes);
         else
-            OS_TRY_GOTO(
-                st, os_exec_tensor_values(ex->ctx, g, t, ex->math,
-                                          ex->rowmajor && ex->rowmajor[t] ? OPSCHED_LAYOUT_NCHW
-                                                                          : ex->layout,
-                                          seed, host + off),
-                done);
+            OS_TRY_GOTO(st,
+                        os_exec_tensor_values(ex->ctx, g, t, ex->math,
+                                              ex->rowmajor && ex->rowmajor[t] ? OPSCHED_LAYOUT_NCHW
+                                                                              : ex->layout,
+                                              seed, host + off),
+                        done);
         off += align_up(et->bytes ? et->bytes : 1);
     }
     if (host_total) OS_TRY_GOTO(st, opsched_buffer_upload(ex->weights, 0, host, host_total), done);

@@ -96,7 +96,7 @@ opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_
     "(element-wise chains as one launch), residual\n(residual Adds inside convolutions), "         \
     "layout\n(the layout per tensor), se (the squeeze-and-excitation\ngate as one launch), "       \
     "bias (a MatMul's bias Add or a Gemm's C in its\nlaunch), attention (attention as one node), " \
-    "projections (sibling\nprojections as one product), tensor-cores (fp16\nattention on "         \
+    "projections (sibling\nprojections as one product), tensor-cores (fp32,\nfp16 attention on "         \
     "tensor cores), cudnn-attention\n(cuDNN's fused attention), conv-gemm (1x1\nconvolutions "     \
     "as cuBLASLt products), movement\n(runs of Reshapes, Transposes and Slices as one\n"           \
     "gather), se-split (large gates as two launches),\ngemm-tuning (cuBLASLt's algorithms "        \

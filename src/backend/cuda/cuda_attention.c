@@ -13,6 +13,13 @@
  * instead (cuda_sdpa.c), where they measure faster than the own kernel;
  * --algo cudnn takes them whatever they measure, --algo own never, and
  * --ablate cudnn-attention turns the choice off.
+ *
+ * fp32 attention under TF32 times the tensor-core kernel in split TF32
+ * (fp32 accuracy, kernels_attention.cu) against the float kernel and keeps
+ * the faster; --ablate tensor-cores keeps the float kernel, and --algo
+ * tensor-cores takes the tensor-core kernel whatever it measures (fp16 and
+ * bf16 as stored, fp32 in split TF32 in any math mode; heads of a multiple
+ * of 16 up to 128, others fail).
  */
 #include <string.h>
 
@@ -35,6 +42,56 @@ static opsched_status att_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base
     CUDA_CHECK(ctx, cuk_attention(p->t, &p->d, q + p->off[0], k + p->off[1], v + p->off[2],
                                   p->has_bias ? in[3] : NULL, out[0], s));
     return OPSCHED_OK;
+}
+
+/* One launch of an attention variant on scratch operands (a verdict). */
+typedef struct att_run {
+    cuk_dtype t;
+    const cuk_attention_desc *d;
+    void *q, *k, *v, *bias, *o;
+} att_run;
+
+static opsched_status enqueue_run(const cu_plan_args *a, void *env, cudaStream_t s)
+{
+    const att_run *r = env;
+    CUDA_CHECK(a->ctx, cuk_attention(r->t, r->d, r->q, r->k, r->v, r->bias, r->o, s));
+    return OPSCHED_OK;
+}
+
+/* Elements an operand of these dims and strides spans. */
+static size_t extent(int64_t d0, int64_t d1, int64_t d2, int64_t d3, const int64_t st[4])
+{
+    const int64_t dims[4] = {d0, d1, d2, d3};
+    size_t e = 1;
+    for (int i = 0; i < 4; i++)
+        if (dims[i] > 1 && st[i] > 0) e += (size_t)(dims[i] - 1) * (size_t)st[i];
+    return e;
+}
+
+/* The time of variants a and b of one attention on zeroed scratch operands
+ * laid out as the node's (ms[0] and ms[1]). */
+static opsched_status time_variants(const cu_plan_args *a, cuk_dtype t, int has_bias,
+                                    const cuk_attention_desc *va, const cuk_attention_desc *vb,
+                                    float ms[2])
+{
+    const cuk_attention_desc *d = va;
+    size_t esz = cu_elem_size(a, cu_in(a, 0));
+    size_t n[5] = {extent(d->B, d->H, d->Sq, d->D, d->q), extent(d->B, d->H, d->Sk, d->D, d->k),
+                   extent(d->B, d->H, d->Sk, d->Dv, d->v),
+                   has_bias ? extent(d->B, d->H, d->Sq, d->Sk, d->bias) : 0,
+                   extent(d->B, d->H, d->Sq, d->Dv, d->o)};
+    void *buf[5] = {NULL, NULL, NULL, NULL, NULL};
+    opsched_status st = OPSCHED_OK;
+    for (int i = 0; i < 5 && st == OPSCHED_OK; i++)
+        if (n[i]) st = cu_zeroed(a, n[i] * esz, &buf[i]);
+    att_run r = {t, va, buf[0], buf[1], buf[2], buf[3], buf[4]};
+    if (st == OPSCHED_OK) st = cu_time_reps(a, enqueue_run, &r, &ms[0]);
+    r.d = vb;
+    if (st == OPSCHED_OK) st = cu_time_reps(a, enqueue_run, &r, &ms[1]);
+    for (int i = 0; i < 5; i++)
+        (void)cudaFree(buf[i]);
+    (void)cudaGetLastError();
+    return st;
 }
 
 /* The canonical strides of operand x, stored as tensor t; through a view
@@ -93,18 +150,48 @@ opsched_status cu_plan_attention(const cu_plan_args *a, cu_plan **out)
             return CU_UNSUPPORTED(a, "an attention operand read through a view of a tensor "
                                      "stored channels-last");
     }
-    /* fp16 and bf16 with heads of a multiple of 16 up to 128: the tensor
-     * cores (--ablate tensor-cores keeps the float kernel) */
-    d.tc = (t == CUK_DT_F16 || t == CUK_DT_BF16) && d.D % 16 == 0 && d.Dv % 16 == 0 &&
-           d.D <= 128 && d.Dv <= 128 && !(a->opts->ablate & OPSCHED_ABLATE_TENSOR_CORES);
+    /* Heads of a multiple of 16 up to 128 fit the tensor-core kernel: fp16
+     * and bf16 take it; fp32 under TF32 times it in split TF32 against the
+     * float kernel (--ablate tensor-cores: the float kernel always) */
+    const char *algo = a->opts->algo ? a->opts->algo : "heuristic";
+    int want_tc = strcmp(algo, "tensor-cores") == 0;
+    int tc_heads = d.D % 16 == 0 && d.Dv % 16 == 0 && d.D <= 128 && d.Dv <= 128;
+    if (want_tc && (!tc_heads || (t != CUK_DT_F16 && t != CUK_DT_BF16 && t != CUK_DT_F32)))
+        return CU_UNSUPPORTED(a,
+                              "tensor-cores: the tensor-core kernel takes fp32, fp16 and bf16 "
+                              "heads of a multiple of 16 up to 128, not %lld (values %lld)",
+                              (long long)d.D, (long long)d.Dv);
+    tc_heads = tc_heads && !(a->opts->ablate & OPSCHED_ABLATE_TENSOR_CORES);
+    d.tc = (t == CUK_DT_F16 || t == CUK_DT_BF16) && (tc_heads || want_tc);
+    if (want_tc && t == CUK_DT_F32) d.tc = 2;
+    int split = !want_tc && t == CUK_DT_F32 && a->opts->math == OPSCHED_MATH_TF32 && tc_heads;
     int sms = 0, shared = 0;
     CUDA_CHECK(a->ctx, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, a->dev->index));
     CUDA_CHECK(a->ctx, cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin,
                                               a->dev->index));
+    if (split) {
+        cuk_attention_desc s2 = d;
+        s2.tc = 2;
+        cuk_attention_shape(&s2, sms, (size_t)shared);
+        cuk_attention_shape(&d, sms, (size_t)shared);
+        float ms[2] = {-1.0f, -1.0f};
+        if (cuk_attention_ok(&s2) && cuk_attention_shared_bytes(&s2) <= (size_t)shared &&
+            cuk_attention_ok(&d) && cuk_attention_shared_bytes(&d) <= (size_t)shared) {
+            CUDA_CHECK(a->ctx, cuk_attention_prepare(t, &s2));
+            CUDA_CHECK(a->ctx, cuk_attention_prepare(t, &d));
+            OS_TRY(time_variants(a, t, has_bias, &d, &s2, ms));
+            os_log(a->ctx, OPSCHED_LOG_DEBUG,
+                   "cuda: node '%s': attention: float kernel %.4f ms, tensor cores in split "
+                   "TF32 %.4f ms",
+                   a->node->name, (double)ms[0], (double)ms[1]);
+        }
+        if (ms[1] >= 0.0f && (ms[0] < 0.0f || ms[1] < ms[0])) d = s2;
+    }
     cuk_attention_shape(&d, sms, (size_t)shared);
     if (!cuk_attention_ok(&d) || cuk_attention_shared_bytes(&d) > (size_t)shared)
-        return CU_UNSUPPORTED(a, "attention with a head of %lld (values %lld): the fused kernel "
-                                 "takes heads up to 256 within %d bytes of shared memory",
+        return CU_UNSUPPORTED(a,
+                              "attention with a head of %lld (values %lld): the fused kernel "
+                              "takes heads up to 256 within %d bytes of shared memory",
                               (long long)d.D, (long long)d.Dv, shared);
     CUDA_CHECK(a->ctx, cuk_attention_prepare(t, &d));
     size_t off_bytes[3];
@@ -112,9 +199,9 @@ opsched_status cu_plan_attention(const cu_plan_args *a, cu_plan **out)
         off_bytes[x] = (size_t)off[x] * cu_elem_size(a, cu_in(a, x));
     cu_plan *base = NULL;
     /* fp16 and bf16: cuDNN's fused engines where they measure faster;
-     * --algo cudnn takes them whatever they measure, --algo own never */
-    const char *algo = a->opts->algo ? a->opts->algo : "heuristic";
-    int force = strcmp(algo, "cudnn") == 0, own = strcmp(algo, "own") == 0;
+     * --algo cudnn takes them whatever they measure, --algo own and
+     * tensor-cores never */
+    int force = strcmp(algo, "cudnn") == 0, own = strcmp(algo, "own") == 0 || want_tc;
     if (force && t != CUK_DT_F16 && t != CUK_DT_BF16)
         return CU_UNSUPPORTED(a, "cudnn: cuDNN's fused attention takes fp16 and bf16 only");
     if (force || ((t == CUK_DT_F16 || t == CUK_DT_BF16) && !own &&
@@ -136,7 +223,8 @@ opsched_status cu_plan_attention(const cu_plan_args *a, cu_plan **out)
     for (int x = 0; x < 3; x++)
         p->off[x] = off_bytes[x];
     if (d.tc)
-        snprintf(a->info->algo, sizeof(a->info->algo), "fused_attention_tc_w%d", d.qpw);
+        snprintf(a->info->algo, sizeof(a->info->algo), "fused_attention_tc%s_w%d",
+                 d.tc == 2 ? "32" : "", d.qpw);
     else
         snprintf(a->info->algo, sizeof(a->info->algo), "fused_attention_q%d", d.qpw * 4);
     *out = base;

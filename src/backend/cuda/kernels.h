@@ -617,7 +617,8 @@ typedef struct cuk_attention_desc {
     int64_t q[4], k[4], v[4], bias[4], o[4];
     float scale;
     int nan_rows_zero;
-    int tc;  /* 1: the tensor-core kernel (fp16 or bf16, heads of 16..128 in steps of 16) */
+    int tc;  /* the tensor-core kernel, heads of 16..128 in steps of 16: 1 fp16 or bf16,
+              * 2 fp32 in split TF32 (fp32 accuracy); 0 the float kernel */
     int qpw; /* query rows per warp: 2, 4 or 8; with tc, warps per block: 1, 2 or 4 */
 } cuk_attention_desc;
 int cuk_attention_ok(const cuk_attention_desc *d);

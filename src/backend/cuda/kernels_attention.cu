@@ -28,6 +28,12 @@
  * storage type, and O += P V runs on the tensor cores again on the warp's
  * running output, which lives in shared memory in float (rescaled there by
  * each row's exp(m_old - m_new) before the product).
+ *
+ * fp32 takes the same kernel (d.tc 2) with TF32 fragments three times over
+ * (split TF32): each operand x is x_hi + x_lo, both rounded to TF32, and a
+ * product a b is a_lo b_hi + a_hi b_lo + a_hi b_hi, which drops only a_lo b_lo
+ * (2^-22 of it): fp32 accuracy on the tensor cores, as the products around
+ * a softmax keep it whatever TF32 allows (precision.c).
  */
 #include <math.h>
 #include <mma.h>
@@ -161,8 +167,10 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
             for (int r = 0; r < QPW; r++) {
                 float4 x = *reinterpret_cast<const float4 *>(qw + r * D4 + c);
-                s[r][0] = fmaf(x.x, a0.x, fmaf(x.y, a0.y, fmaf(x.z, a0.z, fmaf(x.w, a0.w, s[r][0]))));
-                s[r][1] = fmaf(x.x, a1.x, fmaf(x.y, a1.y, fmaf(x.z, a1.z, fmaf(x.w, a1.w, s[r][1]))));
+                s[r][0] =
+                    fmaf(x.x, a0.x, fmaf(x.y, a0.y, fmaf(x.z, a0.z, fmaf(x.w, a0.w, s[r][0]))));
+                s[r][1] =
+                    fmaf(x.x, a1.x, fmaf(x.y, a1.y, fmaf(x.z, a1.z, fmaf(x.w, a1.w, s[r][1]))));
             }
         }
 #pragma unroll
@@ -203,7 +211,9 @@ __global__ void __launch_bounds__(kThreads)
                 float v2 = Vs[(j + 2) * V4 + col], v3 = Vs[(j + 3) * V4 + col];
 #pragma unroll
                 for (int r = 0; r < QPW; r++)
-                    acc[r][c] = fmaf(p[r].x, v0, fmaf(p[r].y, v1, fmaf(p[r].z, v2, fmaf(p[r].w, v3, acc[r][c]))));
+                    acc[r][c] =
+                        fmaf(p[r].x, v0,
+                             fmaf(p[r].y, v1, fmaf(p[r].z, v2, fmaf(p[r].w, v3, acc[r][c]))));
             }
         }
         __syncwarp(); /* P is rewritten by the next tile */
@@ -232,12 +242,10 @@ template <typename T, int QPW, int NV> void *att_fn()
 template <typename T> void *att_pick(int qpw, int64_t dv)
 {
     int nv = dv <= 64 ? 2 : dv <= 128 ? 4 : 8;
-#define ATT_NV(Q)                                                                                  \
-    (nv == 2 ? att_fn<T, Q, 2>() : nv == 4 ? att_fn<T, Q, 4>() : att_fn<T, Q, 8>())
+#define ATT_NV(Q) (nv == 2 ? att_fn<T, Q, 2>() : nv == 4 ? att_fn<T, Q, 4>() : att_fn<T, Q, 8>())
     return qpw == 8 ? ATT_NV(8) : qpw == 4 ? ATT_NV(4) : ATT_NV(2);
 #undef ATT_NV
 }
-
 
 /* ---- the tensor-core kernel (fp16, bf16) ------------------------------- */
 
@@ -261,11 +269,12 @@ __device__ __forceinline__ void stage_tc(T *dst, int ld, const T *src, int64_t r
                                          int rows, int64_t valid, int64_t cols)
 {
     const T zero = from_float<T>(0.0f);
-    if (cs == 1 && rs % 8 == 0 && cols % 8 == 0 && ((uintptr_t)src & 15) == 0) {
-        /* rows of contiguous, aligned elements: 8 at a time (16 bytes) */
-        constexpr int C8 = DP / 8;
-        for (int idx = threadIdx.x; idx < rows * C8; idx += NT) {
-            int r = idx / C8, c = (idx - r * C8) * 8;
+    constexpr int V = 16 / (int)sizeof(T); /* elements in 16 bytes */
+    if (cs == 1 && rs % V == 0 && cols % V == 0 && ((uintptr_t)src & 15) == 0) {
+        /* rows of contiguous, aligned elements: 16 bytes at a time */
+        constexpr int CV = DP / V;
+        for (int idx = threadIdx.x; idx < rows * CV; idx += NT) {
+            int r = idx / CV, c = (idx - r * CV) * V;
             uint4 w = make_uint4(0u, 0u, 0u, 0u);
             if (r < valid && c < cols) w = *reinterpret_cast<const uint4 *>(src + r * rs + c);
             *reinterpret_cast<uint4 *>(dst + r * ld + c) = w;
@@ -278,6 +287,46 @@ __device__ __forceinline__ void stage_tc(T *dst, int ld, const T *src, int64_t r
     }
 }
 
+/* The fragments of T on the tensor cores: fp16 and bf16 as stored, 16
+ * deep; fp32 as TF32, 8 deep, split in two (mma_tc). */
+template <typename T> struct tc_frag {
+    using in = T;
+    static constexpr int K = 16;
+    static constexpr bool split = false;
+};
+template <> struct tc_frag<float> {
+    using in = nvcuda::wmma::precision::tf32;
+    static constexpr int K = 8;
+    static constexpr bool split = true;
+};
+
+/* acc += a b on the tensor cores; for split TF32, a and b loaded as floats
+ * become their high parts and the low parts' products go first. */
+template <bool Split, typename FA, typename FB, typename FC>
+__device__ __forceinline__ void mma_tc(FC &acc, FA &a, FB &b)
+{
+    using namespace nvcuda;
+    if constexpr (Split) {
+        FA a_lo;
+        FB b_lo;
+#pragma unroll
+        for (int t = 0; t < a.num_elements; t++) {
+            const float x = a.x[t], hi = wmma::__float_to_tf32(x);
+            a.x[t] = hi;
+            a_lo.x[t] = wmma::__float_to_tf32(x - hi);
+        }
+#pragma unroll
+        for (int t = 0; t < b.num_elements; t++) {
+            const float x = b.x[t], hi = wmma::__float_to_tf32(x);
+            b.x[t] = hi;
+            b_lo.x[t] = wmma::__float_to_tf32(x - hi);
+        }
+        wmma::mma_sync(acc, a_lo, b, acc);
+        wmma::mma_sync(acc, a, b_lo, acc);
+    }
+    wmma::mma_sync(acc, a, b, acc);
+}
+
 template <typename T, int DP, int W>
 __global__ void __launch_bounds__(32 * W)
     k_attention_tc(const __grid_constant__ cuk_attention_desc d, const T *__restrict__ q,
@@ -286,6 +335,9 @@ __global__ void __launch_bounds__(32 * W)
 {
     cuk_kernel_enter();
     using namespace nvcuda;
+    using F = tc_frag<T>;
+    using In = typename F::in;
+    constexpr int KS = F::K;
     constexpr int NT = 32 * W, QT = 16 * W, LD = DP + 8, LS = kTcTile + 4, LO = DP + 4,
                   LP = kTcTile + 8;
     extern __shared__ float4 att_smem[];
@@ -319,15 +371,15 @@ __global__ void __launch_bounds__(32 * W)
         /* S = Q K^T for the warp's 16 rows */
 #pragma unroll
         for (int n = 0; n < kTcTile / 16; n++) {
-            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+            wmma::fragment<wmma::accumulator, 16, 16, KS, float> acc;
             wmma::fill_fragment(acc, 0.0f);
 #pragma unroll
-            for (int kk = 0; kk < DP / 16; kk++) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb;
-                wmma::load_matrix_sync(fa, Qs + warp * 16 * LD + kk * 16, LD);
-                wmma::load_matrix_sync(fb, Ks + n * 16 * LD + kk * 16, LD);
-                wmma::mma_sync(acc, fa, fb, acc);
+            for (int kk = 0; kk < DP / KS; kk++) {
+                wmma::fragment<wmma::matrix_a, 16, 16, KS, In, wmma::row_major> fa;
+                wmma::fragment<wmma::matrix_b, 16, 16, KS, In, wmma::col_major> fb;
+                wmma::load_matrix_sync(fa, Qs + warp * 16 * LD + kk * KS, LD);
+                wmma::load_matrix_sync(fb, Ks + n * 16 * LD + kk * KS, LD);
+                mma_tc<F::split>(acc, fa, fb);
             }
             wmma::store_matrix_sync(Ss + n * 16, acc, LS, wmma::mem_row_major);
         }
@@ -339,8 +391,10 @@ __global__ void __launch_bounds__(32 * W)
             const int col = half * 32 + c;
             const int64_t j = j0 + col;
             float x = Ss[r * LS + col] * d.scale;
-            if (j >= d.Sk) x = -CUDART_INF_F;
-            else if (bb && i < d.Sq) x += to_float(bb[i * d.bias[2] + j * d.bias[3]]);
+            if (j >= d.Sk)
+                x = -CUDART_INF_F;
+            else if (bb && i < d.Sq)
+                x += to_float(bb[i * d.bias[2] + j * d.bias[3]]);
             sv[c] = x;
             tmax = fmaxf(tmax, x);
         }
@@ -363,15 +417,15 @@ __global__ void __launch_bounds__(32 * W)
         /* O += P V */
 #pragma unroll
         for (int nb = 0; nb < DP / 16; nb++) {
-            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+            wmma::fragment<wmma::accumulator, 16, 16, KS, float> acc;
             wmma::load_matrix_sync(acc, Os + nb * 16, LO, wmma::mem_row_major);
 #pragma unroll
-            for (int kk = 0; kk < kTcTile / 16; kk++) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
-                wmma::load_matrix_sync(fa, Ps + kk * 16, LP);
-                wmma::load_matrix_sync(fb, Vs + kk * 16 * LD + nb * 16, LD);
-                wmma::mma_sync(acc, fa, fb, acc);
+            for (int kk = 0; kk < kTcTile / KS; kk++) {
+                wmma::fragment<wmma::matrix_a, 16, 16, KS, In, wmma::row_major> fa;
+                wmma::fragment<wmma::matrix_b, 16, 16, KS, In, wmma::row_major> fb;
+                wmma::load_matrix_sync(fa, Ps + kk * KS, LP);
+                wmma::load_matrix_sync(fb, Vs + kk * KS * LD + nb * 16, LD);
+                mma_tc<F::split>(acc, fa, fb);
             }
             wmma::store_matrix_sync(Os + nb * 16, acc, LO, wmma::mem_row_major);
         }
@@ -411,6 +465,9 @@ template <> struct tc_type<__half> {
 template <> struct tc_type<__nv_bfloat16> {
     static constexpr bool ok = true;
 };
+template <> struct tc_type<float> {
+    static constexpr bool ok = true;
+};
 
 template <typename T> void *any_pick(const cuk_attention_desc *d)
 {
@@ -424,8 +481,17 @@ template <typename T> void *any_pick(const cuk_attention_desc *d)
 
 extern "C" size_t cuk_attention_shared_bytes(const cuk_attention_desc *d)
 {
-    if (d->tc) return tc_bytes(tc_dp(d->D > d->Dv ? d->D : d->Dv), d->qpw, 2);
+    if (d->tc) return tc_bytes(tc_dp(d->D > d->Dv ? d->D : d->Dv), d->qpw, d->tc == 2 ? 4 : 2);
     return (size_t)att_floats(*d, d->qpw) * sizeof(float);
+}
+
+/* The tensor-core kernel's code fits the type: 1 fp16 or bf16, 2 fp32
+ * (split TF32); 0, the float kernel, fits every type. */
+static int tc_type_ok(cuk_dtype t, const cuk_attention_desc *d)
+{
+    if (d->tc == 1) return t == CUK_DT_F16 || t == CUK_DT_BF16;
+    if (d->tc == 2) return t == CUK_DT_F32;
+    return d->tc == 0;
 }
 
 /* Query rows a block takes. */
@@ -438,11 +504,10 @@ extern "C" int cuk_attention_ok(const cuk_attention_desc *d)
 {
     int shape = d->B >= 1 && d->H >= 1 && d->Sq >= 1 && d->Sk >= 1 && d->D >= 1 && d->Dv >= 1 &&
                 d->D <= kMaxHead && d->Dv <= kMaxHead && d->B * d->H <= INT32_MAX;
-    int tiles = d->tc ? (d->qpw == 1 || d->qpw == 2 || d->qpw == 4) && d->D <= 128 &&
-                            d->Dv <= 128 && d->D % 16 == 0 && d->Dv % 16 == 0
+    int tiles = d->tc ? (d->tc == 1 || d->tc == 2) && (d->qpw == 1 || d->qpw == 2 || d->qpw == 4) &&
+                            d->D <= 128 && d->Dv <= 128 && d->D % 16 == 0 && d->Dv % 16 == 0
                       : d->qpw == 2 || d->qpw == 4 || d->qpw == 8;
-    return shape && tiles &&
-           (d->Sq + rows_per_block(d) - 1) / rows_per_block(d) <= 65535;
+    return shape && tiles && (d->Sq + rows_per_block(d) - 1) / rows_per_block(d) <= 65535;
 }
 
 extern "C" void cuk_attention_shape(cuk_attention_desc *d, int sm_count, size_t max_shared)
@@ -450,15 +515,17 @@ extern "C" void cuk_attention_shape(cuk_attention_desc *d, int sm_count, size_t 
     if (sm_count < 1) sm_count = 1;
     int64_t bh = d->B * d->H;
     if (d->tc) { /* warps a block: 2 while 4 would not fill half the device (a block
-                   * stages the whole key tile, so fewer than 2 costs more than it gains) */
+                  * stages the whole key tile, so fewer than 2 costs more than it gains) */
         int w = 4;
         if (bh * ((d->Sq + 63) / 64) < (int64_t)sm_count / 2) w = 2;
         d->qpw = w;
         return;
     }
     int qpw = 2;
-    if (bh * ((d->Sq + 31) / 32) >= 2 * (int64_t)sm_count) qpw = 8;
-    else if (bh * ((d->Sq + 15) / 16) >= (int64_t)sm_count) qpw = 4;
+    if (bh * ((d->Sq + 31) / 32) >= 2 * (int64_t)sm_count)
+        qpw = 8;
+    else if (bh * ((d->Sq + 15) / 16) >= (int64_t)sm_count)
+        qpw = 4;
     while (qpw > 2 && (size_t)att_floats(*d, qpw) * sizeof(float) > max_shared)
         qpw /= 2;
     d->qpw = qpw;
@@ -469,7 +536,7 @@ extern "C" cudaError_t cuk_attention_prepare(cuk_dtype t, const cuk_attention_de
     if (!cuk_attention_ok(d)) return cudaErrorInvalidValue;
     size_t shm = cuk_attention_shared_bytes(d);
     void *fn = nullptr;
-    if (d->tc && t != CUK_DT_F16 && t != CUK_DT_BF16) return cudaErrorInvalidValue;
+    if (!tc_type_ok(t, d)) return cudaErrorInvalidValue;
     CUK_DISPATCH_FP(t, T, fn = any_pick<T>(d));
     return cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm);
 }
@@ -479,7 +546,7 @@ extern "C" cudaError_t cuk_attention(cuk_dtype t, const cuk_attention_desc *d, c
                                      cudaStream_t stream)
 {
     if (!cuk_attention_ok(d) || !q || !k || !v || !o) return cudaErrorInvalidValue;
-    if (d->tc && t != CUK_DT_F16 && t != CUK_DT_BF16) return cudaErrorInvalidValue;
+    if (!tc_type_ok(t, d)) return cudaErrorInvalidValue;
     int64_t qt = rows_per_block(d);
     dim3 grid((unsigned)(d->B * d->H), (unsigned)((d->Sq + qt - 1) / qt));
     size_t shm = cuk_attention_shared_bytes(d);
