@@ -279,12 +279,17 @@ typedef struct cu_lt_gemm {
  * itself, and verdicts on such times follow noise. */
 #define CU_TIME_REPS 8
 #define CU_TIME_RUNS 3 /* timed runs, after one warm-up */
+/* A choice whose warm-up run took this long a launch is timed once: its
+ * runs differ by far less than the verdicts it takes part in, and a slow
+ * candidate (a generic kernel at batch 16) would otherwise cost the
+ * planner a second or more. */
+#define CU_TIME_LONG_MS 2.0f
 /* What a timed verdict launches, CU_TIME_REPS times over. */
 typedef opsched_status (*cu_enqueue_fn)(const cu_plan_args *a, void *env, cudaStream_t s);
 /* Times fn as the executor deploys it: CU_TIME_REPS enqueues captured into
  * one CUDA graph, launched once to warm up and then CU_TIME_RUNS times
- * between two events on the device's stream; *best is the fastest run's
- * time per enqueue, in ms.  Where the capture fails the enqueues run back
+ * (once from CU_TIME_LONG_MS a launch on) between two events on the
+ * device's stream; *best is the fastest run's time per enqueue, in ms.  Where the capture fails the enqueues run back
  * to back on the stream instead. */
 opsched_status cu_time_reps(const cu_plan_args *a, cu_enqueue_fn fn, void *env, float *best);
 /* Device memory of `bytes` set to zero, for a verdict's scratch operands
