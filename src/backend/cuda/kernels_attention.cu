@@ -247,7 +247,7 @@ template <typename T> void *att_pick(int qpw, int64_t dv)
 #undef ATT_NV
 }
 
-/* ---- the tensor-core kernel (fp16, bf16) ------------------------------- */
+/* ---- the tensor-core kernel (fp16, bf16; fp32 in split TF32) ----------- */
 
 constexpr int kTcTile = 64; /* keys per tile */
 
