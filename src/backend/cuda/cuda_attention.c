@@ -6,8 +6,9 @@
  * this plan (cu_strides: row-major, or channels-last for a 4-D tensor of an
  * NHWC plan), so whatever order the layout pass chose is read in place.
  * Scores never reach global memory, whatever the math mode: the products
- * and the softmax are in float (the TF32 mode's rule for the products of
- * two activations, precision.c, holds by construction).
+ * and the softmax are in float, or for fp32 in split TF32, which keeps
+ * fp32's accuracy (the TF32 mode's rule for the products of two
+ * activations, precision.c, holds by construction).
  *
  * fp16 and bf16 attention may run on cuDNN's fused flash-attention engines
  * instead (cuda_sdpa.c), where they measure faster than the own kernel;

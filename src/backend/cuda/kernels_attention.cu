@@ -300,6 +300,18 @@ template <> struct tc_frag<float> {
     static constexpr bool split = true;
 };
 
+/* A fragment loaded as floats becomes its TF32 high part; lo gets the
+ * rest, rounded to TF32 too. */
+template <typename Frag> __device__ __forceinline__ void split_tf32(Frag &f, Frag &lo)
+{
+#pragma unroll
+    for (int t = 0; t < f.num_elements; t++) {
+        const float x = f.x[t], hi = nvcuda::wmma::__float_to_tf32(x);
+        f.x[t] = hi;
+        lo.x[t] = nvcuda::wmma::__float_to_tf32(x - hi);
+    }
+}
+
 /* acc += a b on the tensor cores; for split TF32, a and b loaded as floats
  * become their high parts and the low parts' products go first. */
 template <bool Split, typename FA, typename FB, typename FC>
@@ -309,18 +321,8 @@ __device__ __forceinline__ void mma_tc(FC &acc, FA &a, FB &b)
     if constexpr (Split) {
         FA a_lo;
         FB b_lo;
-#pragma unroll
-        for (int t = 0; t < a.num_elements; t++) {
-            const float x = a.x[t], hi = wmma::__float_to_tf32(x);
-            a.x[t] = hi;
-            a_lo.x[t] = wmma::__float_to_tf32(x - hi);
-        }
-#pragma unroll
-        for (int t = 0; t < b.num_elements; t++) {
-            const float x = b.x[t], hi = wmma::__float_to_tf32(x);
-            b.x[t] = hi;
-            b_lo.x[t] = wmma::__float_to_tf32(x - hi);
-        }
+        split_tf32(a, a_lo);
+        split_tf32(b, b_lo);
         wmma::mma_sync(acc, a_lo, b, acc);
         wmma::mma_sync(acc, a, b_lo, acc);
     }
