@@ -395,10 +395,11 @@ static int search_all(opsched_ctx *ctx, opsched_device *dev, const run_args *a,
     opsched_stage_measurer_stats ms;
     opsched_stage_measurer_stats_get(c.m, &ms);
     if (rc == TOOL_EXIT_OK)
-        fprintf(rep, "stage costs: %lld stages measured (%lld unsupported) in %.1f s, %lld answered from "
-               "memory%s",
-               (long long)ms.measured, (long long)ms.unsupported, ms.seconds, (long long)ms.cached,
-               c.store ? "" : "\n");
+        fprintf(rep,
+                "stage costs: %lld stages measured (%lld unsupported) in %.1f s (building %.1f, "
+                "capturing %.1f, timing %.1f), %lld answered from memory%s",
+                (long long)ms.measured, (long long)ms.unsupported, ms.seconds, ms.build_seconds,
+                ms.capture_seconds, ms.timing_seconds, (long long)ms.cached, c.store ? "" : "\n");
     if (rc == TOOL_EXIT_OK && c.store) fprintf(rep, ", %lld from %s\n", (long long)c.cache.hits, a->db);
     opsched_stage_measurer_free(c.m);
     opsched_store_close(c.store);
