@@ -159,3 +159,43 @@ opsched_status os_read_file(opsched_ctx *ctx, const char *path, char **out, size
 {
     return os_file_read(ctx, path, "file", OS_FILE_MAX_DEFAULT, out, size);
 }
+
+int os_user_cache_dir(char *buf, size_t size)
+{
+    const char *env = getenv("OPSCHED_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"),
+               *home = getenv("HOME");
+    int w;
+    if (env && *env)
+        w = snprintf(buf, size, "%s", env);
+    else if (xdg && *xdg)
+        w = snprintf(buf, size, "%s/opsched", xdg);
+    else if (home && *home)
+        w = snprintf(buf, size, "%s/.cache/opsched", home);
+    else
+        return -1;
+    return w < 0 || (size_t)w >= size ? -1 : 0;
+}
+
+int os_mkdir_p(const char *dir)
+{
+    char p[4096];
+    if (!dir || !*dir || snprintf(p, sizeof(p), "%s", dir) >= (int)sizeof(p)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *c = p + 1;; c++) {
+        if (*c != '/' && *c != '\0') continue;
+        char keep = *c;
+        *c = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
+        *c = keep;
+        if (!keep) break;
+    }
+    struct stat st;
+    if (stat(p, &st) != 0) return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}

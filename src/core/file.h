@@ -41,4 +41,14 @@ opsched_status os_file_read(opsched_ctx *ctx, const char *path, const char *what
 /* os_file_read of a "file" of at most OS_FILE_MAX_DEFAULT bytes. */
 opsched_status os_read_file(opsched_ctx *ctx, const char *path, char **out, size_t *size);
 
+/* The user's cache directory for opsched (the shipped data's databases,
+ * the CUDA backend's plan store): $OPSCHED_CACHE_DIR, else
+ * $XDG_CACHE_HOME/opsched, else $HOME/.cache/opsched.  0 with it in buf;
+ * -1 when none of them is set or it does not fit.  Makes nothing. */
+int os_user_cache_dir(char *buf, size_t size);
+
+/* mkdir -p: 0 when dir is a directory afterwards; -1 with errno set
+ * otherwise (ENOTDIR when a part of it is something else). */
+int os_mkdir_p(const char *dir);
+
 #endif /* OS_CORE_FILE_H */

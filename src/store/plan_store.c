@@ -10,10 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include <sqlite3.h>
+
+#include "core/file.h"
 
 #define BUSY_MS 5000
 #define WHY_LEN 512
@@ -48,16 +49,7 @@ static int make_parent(const char *path)
     char *slash = strrchr(p, '/');
     if (!slash || slash == p) return 0;
     *slash = '\0';
-    for (char *c = p + 1;; c++) {
-        if (*c != '/' && *c != '\0') continue;
-        char keep = *c;
-        *c = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
-        *c = keep;
-        if (!keep) break;
-    }
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+    return os_mkdir_p(p);
 }
 
 static int exec(os_plan_store *s, const char *sql)
@@ -217,20 +209,15 @@ const char *os_plan_store_why(const os_plan_store *s)
 
 int os_plan_store_default_path(char *buf, size_t size)
 {
-    const char *own = getenv("OPSCHED_PLAN_STORE"), *env = getenv("OPSCHED_CACHE_DIR"),
-               *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    const char *own = getenv("OPSCHED_PLAN_STORE");
+    char dir[OS_PLAN_STORE_MAX_KEY];
     int w;
     if (own && *own) {
         if (strcmp(own, "off") == 0) return -1;
         w = snprintf(buf, size, "%s", own);
-    } else if (env && *env) {
-        w = snprintf(buf, size, "%s/cudnn-plans.sqlite", env);
-    } else if (xdg && *xdg) {
-        w = snprintf(buf, size, "%s/opsched/cudnn-plans.sqlite", xdg);
-    } else if (home && *home) {
-        w = snprintf(buf, size, "%s/.cache/opsched/cudnn-plans.sqlite", home);
     } else {
-        return -1;
+        if (os_user_cache_dir(dir, sizeof(dir)) != 0) return -1;
+        w = snprintf(buf, size, "%s/cudnn-plans.sqlite", dir);
     }
     return w < 0 || (size_t)w >= size ? -1 : 0;
 }

@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "core/util.h"
 #include "store/store_impl.h"
 
@@ -375,41 +376,18 @@ done:
     return st;
 }
 
-static opsched_status mkdir_p(opsched_ctx *ctx, const char *path)
-{
-    char p[PATH_MAX_LEN];
-    snprintf(p, sizeof(p), "%s", path);
-    for (char *c = p + 1;; c++) {
-        if (*c != '/' && *c != '\0') continue;
-        char keep = *c;
-        *c = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST)
-            return OS_FAIL(ctx, OPSCHED_ERR_IO, "cannot create the cache directory %s: %s", p,
-                           strerror(errno));
-        *c = keep;
-        if (!keep) break;
-    }
-    if (!is_dir(p))
-        return OS_FAIL(ctx, OPSCHED_ERR_IO, "the cache path %s is not a directory", p);
-    return OPSCHED_OK;
-}
-
 static opsched_status cache_dir(opsched_ctx *ctx, char *buf, size_t size)
 {
-    const char *env = getenv("OPSCHED_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"),
-               *home = getenv("HOME");
-    if (env && *env)
-        snprintf(buf, size, "%s", env);
-    else if (xdg && *xdg)
-        snprintf(buf, size, "%s/opsched", xdg);
-    else if (home && *home)
-        snprintf(buf, size, "%s/.cache/opsched", home);
-    else if (*OPSCHED_BUILD_CACHE_DIR)
+    if (os_user_cache_dir(buf, size) != 0) {
+        if (!*OPSCHED_BUILD_CACHE_DIR)
+            return OS_FAIL(ctx, OPSCHED_ERR_NOT_FOUND,
+                           "no cache directory for shipped data: set OPSCHED_CACHE_DIR");
         snprintf(buf, size, "%s", OPSCHED_BUILD_CACHE_DIR);
-    else
-        return OS_FAIL(ctx, OPSCHED_ERR_NOT_FOUND,
-                       "no cache directory for shipped data: set OPSCHED_CACHE_DIR");
-    return mkdir_p(ctx, buf);
+    }
+    if (os_mkdir_p(buf) != 0)
+        return OS_FAIL(ctx, OPSCHED_ERR_IO, "cannot create the cache directory %s: %s", buf,
+                       strerror(errno));
+    return OPSCHED_OK;
 }
 
 /* "<name>-<16 hex>" followed by ".db", ".db-wal", ".db-shm" or ".db.models",
