@@ -153,8 +153,7 @@ typedef enum opsched_ablation {
     OPSCHED_ABLATE_EPILOGUE = 1u << 1,      /* the timed choice of the epilogue: an activation
                                              * cuDNN can fuse is always fused */
     OPSCHED_ABLATE_ENGINES = 1u << 2,       /* the timed choice of engines for grouped
-                                             * convolutions and dense ones of 0.5 GFLOP or
-                                             * more: mode A's first */
+                                             * convolutions: mode A's first */
     OPSCHED_ABLATE_REDUCTIONS = 1u << 3,    /* the column and row reductions of global pooling
                                              * and Reduce*: cuDNN's pooling window the size of
                                              * the map, the generic reduction kernel */

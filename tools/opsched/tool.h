@@ -92,11 +92,11 @@ opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_
 #define TOOL_ABLATE_HELP                                                                           \
     "turn parts of the planner off, to measure what each\nbuys: depthwise (the own depthwise "     \
     "and grouped\nkernel), epilogue (the timed epilogue choice), engines\n(the timed engine "      \
-    "choice of grouped and large\nconvolutions),\nreductions (column and row reductions), chains\n"           \
+    "choice of grouped\nconvolutions), reductions (column and row reductions), chains\n"           \
     "(element-wise chains as one launch), residual\n(residual Adds inside convolutions), "         \
     "layout\n(the layout per tensor), se (the squeeze-and-excitation\ngate as one launch), "       \
     "bias (a MatMul's bias Add or a Gemm's C in its\nlaunch), attention (attention as one node), " \
-    "projections (sibling\nprojections as one product), tensor-cores (fp32,\nfp16 attention on "         \
+    "projections (sibling\nprojections as one product), tensor-cores (fp32,\nfp16 attention on "   \
     "tensor cores), cudnn-attention\n(cuDNN's fused attention), conv-gemm (1x1\nconvolutions "     \
     "as cuBLASLt products), movement\n(runs of Reshapes, Transposes and Slices as one\n"           \
     "gather), se-split (large gates as two launches),\ngemm-tuning (cuBLASLt's algorithms "        \
@@ -110,7 +110,7 @@ opsched_status tool_open_device(opsched_ctx *ctx, tool_measure_args *a, opsched_
     "gathering from a Concat's inputs), matmul-graph\n(a product, its bias and "                   \
     "activation as one\ncuDNN graph), pool-vec (NHWC pooling four\nchannels a thread), "           \
     "norm-concat (a batch\nnormalisation reading its Concat's inputs), pdl\n(own kernels "         \
-    "launched programmatically, each\nstarting as the one ahead of it ends), igemm\n(grouped "       \
+    "launched programmatically, each\nstarting as the one ahead of it ends), igemm\n(grouped "     \
     "convolutions as an implicit GEMM on\nthe tensor cores);\ncomma list"
 struct tool_opt;
 typedef struct tool_measure_record {

@@ -4,10 +4,9 @@
  * and engine configs from cuDNN's heuristics.  "heuristic" takes mode A's
  * first config that the math mode allows and that finalizes into an
  * execution plan within the workspace limit (the fallback list's first
- * when none does); for a grouped convolution, and a dense one of at
- * least GRAPH_TIMED_FLOPS, it takes the first GRAPH_HEUR_A of mode A and
- * mode B's first, times the different engines once on scratch buffers and
- * keeps the fastest.  On RegNet's grouped
+ * when none does); for a grouped convolution it takes the first
+ * GRAPH_HEUR_A of mode A and mode B's first, times the different engines
+ * once on scratch buffers and keeps the fastest.  On RegNet's grouped
  * convolutions these still miss the engine find picks (engine 52 at 16 us
  * against engine 51's 68 us): `--algo find` there.  "find" times up to
  * GRAPH_MAX_FIND plans of mode A and the fallback list (cudnn.benchmark
@@ -49,8 +48,6 @@
 
 #define GRAPH_MAX_FIND 16 /* execution plans "find" times */
 #define GRAPH_HEUR_A 2    /* mode A's plans "heuristic" times (timed_engines) */
-/* Dense convolutions of at least this many FLOPs time their engines too. */
-#define GRAPH_TIMED_FLOPS 5e8
 #define GRAPH_FIND_RUNS 3 /* timed runs of each, after one warm-up */
 
 enum { UID_X = 1, UID_W = 2, UID_Y = 3, UID_B = 4, UID_CONV_OUT = 5, UID_ADD_OUT = 6 };
@@ -436,21 +433,15 @@ static void candidates_free(candidate *c, int n)
 
 /* Whether "heuristic" times a few engines rather than taking mode A's
  * first: for grouped convolutions, where that pick measured several times
- * slower than the best, and for dense ones of at least GRAPH_TIMED_FLOPS,
- * where a few percent of a long kernel pays for a compile or two (each
- * extra plan may cost a runtime compile, once per machine with the plan
- * store).  --ablate engines: never. */
+ * slower than the best.  Dense ones take mode A's first: timing three
+ * engines for those of 0.5 GFLOP or more measured no faster at batch 16
+ * fp16 (ResNet-18 0.358 ms timed against 0.353 first, FCN-ResNet50 10.12
+ * against 10.03 on an H200; bench/results/networks/h200-2026-11-30/
+ * dense-engines/) and cost planning time.  --ablate engines: never. */
 static int timed_engines(const cu_plan_args *a)
 {
     if (a->opts->ablate & OPSCHED_ABLATE_ENGINES) return 0;
-    const opsched_conv_attr *c = &a->node->attr.conv;
-    if (c->groups > 1) return 1;
-    const opsched_tensor *w = cu_in(a, 1), *y = cu_out(a, 0);
-    double flops = 2.0;
-    for (int d = 0; d < 4; d++)
-        flops *= (double)w->shape.d[d]; /* K x C x R x S */
-    flops *= (double)y->shape.d[0] * (double)y->shape.d[2] * (double)y->shape.d[3];
-    return flops >= GRAPH_TIMED_FLOPS;
+    return a->node->attr.conv.groups > 1;
 }
 
 /* The candidates, in the heuristics' order: for find, up to GRAPH_MAX_FIND
