@@ -18,7 +18,8 @@ py=/opt/torch/.venv/bin/python3
 gpu_env_write() {
   {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "commit: $(git rev-parse --short HEAD 2>/dev/null) (of the tree sent; the binary: ${CARRY:-.carry})"
+    echo "commit: $(git rev-parse --short HEAD 2>/dev/null) (of the tree sent)"
+    echo "binary: $(cat "$carry/commit.txt" 2>/dev/null || echo unknown) (${CARRY:-.carry}, built at that commit)"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit,uuid \
         --format=csv,noheader
     [ -x "$py" ] && "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())'

@@ -23,6 +23,10 @@ for lib in $(ldd "$stage"/bin/opsched "$stage"/tests/* | awk '/=>/ {print $3}' |
   esac
 done
 strip --strip-debug "$stage"/bin/* "$stage"/tests/* "$stage"/lib/* 2>/dev/null || true
+# The commit the binaries were built at (the device's copy of .git may be
+# older than the tree it is sent with): gpu_env_write prints it.
+echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include tools || echo ' with uncommitted changes')" \
+  > "$stage/commit.txt"
 rm -rf .carry && mkdir -p .carry
 tar -C "$stage" -cf - . | xz -T1 --lzma2=preset=6,dict=192MiB > .carry/carry.tar.xz
 du -sh .carry/carry.tar.xz
