@@ -251,7 +251,10 @@ static void test_movement_runs(void **state)
  * every math mode against the unfused fp32 plan.  Shapes, one launch
  * each: a large map that the kernel splits into parts, a small one of many
  * channels, and one of 30 channels, which the channels-last sums read a
- * channel a lane (not in 16-byte vectors).  Gates whose layers are too
+ * channel a lane (not in 16-byte vectors); the planner may run these as
+ * two launches where that measured faster, and an eight-sample gate
+ * (the batch where one launch's last blocks take most of its time) takes
+ * whichever it measures faster too.  Gates whose layers are too
  * large for one block run as two launches ("se2"), the second of which
  * runs the Mul by the gate too: 100 channels and 36 hidden (fp16's 100
  * channels not in 16-byte vectors), EfficientNet's last stage (1152
@@ -262,17 +265,17 @@ static void test_se_gate(void **state)
 {
     (void)state;
     SKIP_WITHOUT_GPU();
-    const opsched_shape shapes[7] = {
-        {4, {2, 40, 48, 48}}, {4, {3, 240, 7, 7}}, {4, {2, 30, 20, 20}}, {4, {2, 100, 9, 9}},
-        {4, {1, 1152, 7, 7}}, {4, {2, 960, 7, 7}}, {4, {1, 672, 14, 14}}};
-    const int64_t hidden[7] = {10, 12, 8, 36, 48, 240, 168};
-    for (int i = 0; i < 7; i++) {
+    const opsched_shape shapes[8] = {
+        {4, {2, 40, 48, 48}}, {4, {3, 240, 7, 7}},  {4, {2, 30, 20, 20}}, {4, {8, 256, 12, 12}},
+        {4, {2, 100, 9, 9}},  {4, {1, 1152, 7, 7}}, {4, {2, 960, 7, 7}},  {4, {1, 672, 14, 14}}};
+    const int64_t hidden[8] = {10, 12, 8, 16, 36, 48, 240, 168};
+    for (int i = 0; i < 8; i++) {
         opsched_graph *g = netref_se_graph(env.ctx, &shapes[i], hidden[i], 37 + i);
         assert_non_null(g);
         check_graph_modes(g, "se", 1);
         for (int layout = 0; layout < 2; layout++)
             for (int apart = 0; apart < 2; apart++) {
-                const char *want = i < 3 ? "se:5" : apart ? "se2:5" : "se2:6";
+                const char *two = apart ? "se2:5" : "se2:6";
                 opsched_exec_options o = {.plan = {.math = OPSCHED_MATH_FP32,
                                                    .layout = (opsched_layout)layout,
                                                    .fuse_activation = 1,
@@ -286,8 +289,15 @@ static void test_se_gate(void **state)
                 print_message("  se %d, %s%s: %d launches; the means: %s, %s\n", i,
                               layout ? "NHWC" : "NCHW", apart ? ", se-mul ablated" : "",
                               info.n_launches, a0, a6);
-                assert_string_equal(a0, want);
-                assert_string_equal(a6, want);
+                /* the first four: one launch or two, as measured */
+                if (i < 4 && strcmp(a0, two) != 0)
+                    assert_string_equal(a0, "se:5");
+                else
+                    assert_string_equal(a0, two);
+                if (i < 4 && strcmp(a6, two) != 0)
+                    assert_string_equal(a6, "se:5");
+                else
+                    assert_string_equal(a6, two);
                 opsched_executor_free(ex);
             }
         opsched_graph_free(g);

@@ -409,7 +409,8 @@ opsched_status cu_plan_topk(const cu_plan_args *a, cu_plan **out)
 /* ---- the squeeze-and-excitation gate ------------------------------------ */
 
 /* The largest gate run as one launch (cu_plan_se); larger ones run as
- * two, when their map has at most SE_SPLIT_MAX_S positions. */
+ * two, when their map has at most SE_SPLIT_MAX_S positions, and so do
+ * smaller ones where two measure faster. */
 #define SE_MAX_HIDDEN 32
 #define SE_MAX_WEIGHT_BYTES (64 * 1024)
 #define SE_SPLIT_MAX_S 4096
@@ -430,6 +431,49 @@ static opsched_status se_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base,
     CUDA_CHECK(ctx, cuk_se_gate(p->t, &p->d, in[0], in[k], in[k + 1], in[k + 2], in[k + 3], out[0],
                                 base->workspace, s));
     return OPSCHED_OK;
+}
+
+/* A timed gate's scratch operands and variant. */
+typedef struct se_run {
+    cuk_dtype t;
+    const cuk_se_desc *d;
+    void *x, *w1, *b1, *w2, *b2, *y, *ws;
+} se_run;
+
+static opsched_status enqueue_se(const cu_plan_args *a, void *env, cudaStream_t s)
+{
+    const se_run *r = env;
+    CUDA_CHECK(a->ctx, cuk_se_gate(r->t, r->d, r->x, r->w1, r->b1, r->w2, r->b2, r->y, r->ws, s));
+    return OPSCHED_OK;
+}
+
+/* The time of gates one (one launch) and two (two, without the multiply)
+ * on zeroed scratch operands (ms[0] and ms[1]); a bias is timed where the
+ * node has one. */
+static opsched_status time_gates(const cu_plan_args *a, cuk_dtype t, const cuk_se_desc *one,
+                                 const cuk_se_desc *two, int b1, int b2, float ms[2])
+{
+    size_t esz = cu_elem_size(a, cu_in(a, 0));
+    size_t w1 = cuk_se_gate_workspace(one), w2 = cuk_se_gate_workspace(two);
+    const size_t bytes[7] = {(size_t)(one->N * one->C * one->S) * esz,
+                             (size_t)(one->C * one->hidden) * esz,
+                             b1 ? (size_t)one->hidden * esz : 0,
+                             (size_t)(one->C * one->hidden) * esz,
+                             b2 ? (size_t)one->C * esz : 0,
+                             (size_t)(one->N * one->C) * esz,
+                             w1 > w2 ? w1 : w2};
+    void *buf[7] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    opsched_status st = OPSCHED_OK;
+    for (int i = 0; i < 7 && st == OPSCHED_OK; i++)
+        if (bytes[i]) st = cu_zeroed(a, bytes[i], &buf[i]);
+    se_run r = {t, one, buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6]};
+    if (st == OPSCHED_OK) st = cu_time_reps(a, enqueue_se, &r, &ms[0]);
+    r.d = two;
+    if (st == OPSCHED_OK) st = cu_time_reps(a, enqueue_se, &r, &ms[1]);
+    for (int i = 0; i < 7; i++)
+        (void)cudaFree(buf[i]);
+    (void)cudaGetLastError();
+    return st;
 }
 
 static opsched_status se_act_of(const cu_plan_args *a, int node, cuk_se_act *act)
@@ -490,6 +534,24 @@ opsched_status cu_plan_se(const cu_plan_args *a, cu_plan **out)
         st = CU_UNSUPPORTED(a, "a gate of %lld channels and %lld hidden", (long long)p->d.C,
                             (long long)p->d.hidden);
         goto fail;
+    }
+    /* A gate small enough for one launch runs as two where that measures
+     * faster: one block a sample runs both layers at the end of the one
+     * launch, which at batch 16 took most of the gate's time (EfficientNetV2-S's
+     * 16x512x24x24 gates: 26 us against a few for the pooling's reads). */
+    if (!p->d.split && p->d.S <= SE_SPLIT_MAX_S && !(a->opts->ablate & OPSCHED_ABLATE_SE_SPLIT)) {
+        cuk_se_desc two = p->d;
+        two.split = 1;
+        float ms[2] = {-1.0f, -1.0f};
+        if (cuk_se_gate_ok(&two)) {
+            OS_TRY_GOTO(st, time_gates(a, t, &p->d, &two, se.sides[1] >= 0, se.sides[3] >= 0, ms),
+                        fail);
+            os_log(a->ctx, OPSCHED_LOG_DEBUG,
+                   "cuda: node '%s': squeeze-and-excitation gate: one launch %.4f ms, two "
+                   "%.4f ms",
+                   a->node->name, (double)ms[0], (double)ms[1]);
+            if (ms[1] >= 0.0f && ms[0] >= 0.0f && ms[1] < ms[0]) p->d.split = 1;
+        }
     }
     /* The multiply by x (asked with fuse_se 2) in the second launch, where
      * the gate runs split and the product keeps x's layout. */

@@ -575,12 +575,13 @@ cudaError_t cuk_groupnorm(cuk_dtype t, const cuk_groupnorm_desc *d, const void *
  * by every launch.  cuk_se_gate_ok says whether the shape is one it takes.
  *   split 0: one launch.  Blocks reduce parts of S into ws; the last block
  *            of a sample sums the parts and runs both layers.
- *   split 1: two launches, for layers too large for one block.  Each block
- *            owns a range of channels and all of S, takes their means and
- *            their share of W1 m; the last block of a sample sums the
- *            shares into h.  Then one warp an output computes W2 h; with
- *            mul, blocks of 32 channels and a part of S each compute their
- *            channels' s and write y = x * s over their part. */
+ *   split 1: two launches, for layers too large for one block and for
+ *            large batches.  Each block of the first owns a range of
+ *            channels and all of S, takes their means and their share of
+ *            W1 m.  Each block of the second sums its sample's shares into
+ *            h, then one warp an output computes W2 h; with mul, blocks of
+ *            32 channels and a part of S each compute their channels' s
+ *            and write y = x * s over their part. */
 typedef struct cuk_se_act {
     int has;
     cuk_ufn fn;

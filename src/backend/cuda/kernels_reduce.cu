@@ -558,6 +558,14 @@ __device__ __forceinline__ float se_act(const cuk_se_act &a, float v)
     return a.has ? ufloat(a.fn, v, a.prm) : v;
 }
 
+/* The channel blocks of a pooling launch: 32 channels a block channels-last,
+ * one a warp channels-first. */
+__host__ __device__ __forceinline__ int64_t se_cblocks(const cuk_se_desc &d)
+{
+    const int64_t per = d.nhwc ? 32 : kSeThreads / 32;
+    return (d.C + per - 1) / per;
+}
+
 /* Channels-last sums of sample n's rows [r0, r1) over the block's 32
  * channels [c0, c0 + 32): lanes[w * 32 + j] gets warp w's share for
  * channel c0 + j (0 past C); the caller syncs and adds the warps' shares.
@@ -723,18 +731,15 @@ __global__ void __launch_bounds__(kSeThreads)
  * the means of its channels over all of S as k_se_gate does (channels-last:
  * 32 channels, 16 row lanes; channels-first: 16 channels, a warp each),
  * then its share of h, W1[:, its channels] m, one warp a row of W1, into
- * ws's shares [N, blocks, hidden].  The sample's last block sums the
- * shares in block order into h [N, hidden] (after the shares in ws) with
- * b1 and act1. */
+ * ws's shares [N, blocks, hidden].  The second launch's blocks sum the
+ * shares (se_hidden): no block here waits for the others. */
 template <typename T>
 __global__ void __launch_bounds__(kSeThreads)
-    k_se_pool_fc1(const __grid_constant__ cuk_se_desc d, const T *x, const T *w1, const T *b1,
-                  float *ws)
+    k_se_pool_fc1(const __grid_constant__ cuk_se_desc d, const T *x, const T *w1, float *ws)
 {
     cuk_kernel_enter();
     __shared__ float lanes[kSeThreads];
     __shared__ float m[32];
-    __shared__ int last;
     const int64_t n = blockIdx.y, nb = gridDim.x;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int per = d.nhwc ? 32 : kSeThreads / 32; /* channels a block */
@@ -773,43 +778,65 @@ __global__ void __launch_bounds__(kSeThreads)
     float *share = ws + (n * nb + blockIdx.x) * d.hidden;
     const int64_t c = c0 + lane;
     const float mine = lane < per ? m[lane] : 0.0f;
+#pragma unroll 4
     for (int64_t j = w; j < d.hidden; j += kSeThreads / 32) {
         float v = lane < per && c < d.C ? load<T>(w1[j * d.C + c]) * mine : 0.0f;
         for (int o = 16; o > 0; o >>= 1)
             v += __shfl_xor_sync(0xffffffffu, v, o);
         if (lane == 0) share[j] = v;
     }
-    float *h = ws + d.N * nb * d.hidden;
-    unsigned *count = (unsigned *)(h + d.N * d.hidden) + n;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(count, 1u) == (unsigned)nb - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    for (int64_t j = threadIdx.x; j < d.hidden; j += kSeThreads) {
-        float acc = b1 ? load<T>(b1[j]) : 0.0f;
-        for (int64_t b = 0; b < nb; b++)
-            acc += __ldcg(&ws[(n * nb + b) * d.hidden + j]);
-        h[n * d.hidden + j] = se_act(d.act1, acc);
+}
+
+/* The split gate's h for sample n into h [hidden] (shared): act1(b1 + the
+ * sum of the first launch's nb shares), lanes along hidden and warps along
+ * the shares, red a kSeThreads scratch; every sum in a fixed order.  Each
+ * block of the second launch computes it, all at once, where one block a
+ * sample used to sum the shares one after another at the end of the first
+ * launch (EfficientNetV2-S's 48 shares of 64 at batch 16). */
+template <typename T>
+__device__ __forceinline__ void se_hidden(const cuk_se_desc &d, const float *ws, const T *b1,
+                                          int64_t n, float *h, float *red)
+{
+    constexpr int W = kSeThreads / 32;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int64_t nb = se_cblocks(d);
+    const float *sh = ws + n * nb * d.hidden;
+    for (int64_t j0 = 0; j0 < d.hidden; j0 += 32) {
+        const int64_t j = j0 + lane;
+        float a0 = 0.0f, a1 = 0.0f;
+        if (j < d.hidden) {
+            int64_t b = w;
+            for (; b + W < nb; b += 2 * W) {
+                a0 += __ldcg(&sh[b * d.hidden + j]);
+                a1 += __ldcg(&sh[(b + W) * d.hidden + j]);
+            }
+            if (b < nb) a0 += __ldcg(&sh[b * d.hidden + j]);
+        }
+        red[w * 32 + lane] = a0 + a1;
+        __syncthreads();
+        if (w == 0 && j < d.hidden) {
+            float acc = b1 ? load<T>(b1[j]) : 0.0f;
+            for (int k = 0; k < W; k++)
+                acc += red[k * 32 + lane];
+            h[j] = se_act(d.act1, acc);
+        }
+        __syncthreads();
     }
-    if (threadIdx.x == 0) *count = 0;
 }
 
 /* The split gate's second launch: grid (output blocks, N), one warp an
  * output channel, y[n, c] = act2(W2[c, :] h[n] + b2[c]). */
 template <typename T>
 __global__ void __launch_bounds__(kSeThreads)
-    k_se_fc2(const __grid_constant__ cuk_se_desc d, const float *h, const T *w2, const T *b2,
-             T *y)
+    k_se_fc2(const __grid_constant__ cuk_se_desc d, const float *ws, const T *b1, const T *w2,
+             const T *b2, T *y)
 {
     cuk_kernel_enter();
     extern __shared__ float se_sh[]; /* h [hidden] */
+    __shared__ float red[kSeThreads];
     const int64_t n = blockIdx.y;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    for (int64_t j = threadIdx.x; j < d.hidden; j += kSeThreads)
-        se_sh[j] = __ldcg(&h[n * d.hidden + j]);
-    __syncthreads();
+    se_hidden<T>(d, ws, b1, n, se_sh, red);
     const int64_t c = (int64_t)blockIdx.x * (kSeThreads / 32) + w;
     if (c >= d.C) return;
     const T *row = w2 + c * d.hidden;
@@ -834,18 +861,17 @@ __global__ void __launch_bounds__(kSeThreads)
  * and lanes along the rows. */
 template <typename T>
 __global__ void __launch_bounds__(kSeThreads)
-    k_se_fc2_mul(const __grid_constant__ cuk_se_desc d, int64_t chunk, const float *h,
+    k_se_fc2_mul(const __grid_constant__ cuk_se_desc d, int64_t chunk, const float *ws, const T *b1,
                  const T *w2, const T *b2, const T *x, T *y)
 {
     cuk_kernel_enter();
     extern __shared__ float se_sh[]; /* h [hidden] */
+    __shared__ float red[kSeThreads];
     __shared__ float g[32];
     const int64_t n = blockIdx.y, c0 = (int64_t)blockIdx.x * 32;
     const int64_t r0 = (int64_t)blockIdx.z * chunk, r1 = r0 + chunk < d.S ? r0 + chunk : d.S;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    for (int64_t j = threadIdx.x; j < d.hidden; j += kSeThreads)
-        se_sh[j] = __ldcg(&h[n * d.hidden + j]);
-    __syncthreads();
+    se_hidden<T>(d, ws, b1, n, se_sh, red);
     for (int k = w; k < 32; k += kSeThreads / 32) {
         const int64_t c = c0 + k;
         float a0 = 0.0f;
@@ -906,8 +932,7 @@ __global__ void __launch_bounds__(kSeThreads)
  * least 256 rows a part; the split gate has one part. */
 static void se_grid(const cuk_se_desc *d, int64_t *cblocks, int *parts)
 {
-    int64_t per = kSeThreads / 32;
-    *cblocks = d->nhwc ? (d->C + 31) / 32 : (d->C + per - 1) / per;
+    *cblocks = se_cblocks(*d);
     int64_t blocks = *cblocks * d->N;
     int64_t want = (264 + blocks - 1) / blocks, most = (d->S + 255) / 256;
     int64_t p = want < most ? want : most;
@@ -928,7 +953,7 @@ extern "C" int cuk_se_gate_ok(const cuk_se_desc *d)
 {
     return d->N >= 1 && d->N <= 65535 && d->C >= 1 && d->S >= 1 && d->hidden >= 1 &&
            (d->C + 31) / 32 <= INT32_MAX && d->N * d->S <= INT64_MAX / d->C &&
-           se_shared(d) <= 48 * 1024;
+           se_shared(d) + (d->split ? (kSeThreads + 32) * sizeof(float) : 0) <= 48 * 1024;
 }
 
 extern "C" size_t cuk_se_gate_workspace(const cuk_se_desc *d)
@@ -937,9 +962,7 @@ extern "C" size_t cuk_se_gate_workspace(const cuk_se_desc *d)
     int64_t cb;
     int parts;
     se_grid(d, &cb, &parts);
-    if (d->split)
-        return (size_t)(d->N * (cb + 1) * d->hidden) * sizeof(float) +
-               (size_t)d->N * sizeof(unsigned);
+    if (d->split) return (size_t)(d->N * cb * d->hidden) * sizeof(float);
     return (size_t)parts * (size_t)(d->N * d->C) * sizeof(float) + (size_t)d->N * sizeof(unsigned);
 }
 
@@ -954,10 +977,10 @@ extern "C" cudaError_t cuk_se_gate(cuk_dtype t, const cuk_se_desc *d, const void
     size_t shm = se_shared(d);
     if (d->split) {
         dim3 g1((unsigned)cb, (unsigned)d->N), g2((unsigned)((d->C + 15) / 16), (unsigned)d->N);
-        const float *h = (const float *)ws + d->N * cb * d->hidden;
+        const float *shares = (const float *)ws;
         CUK_DISPATCH_FP(t, T,
                         cuk_launch(k_se_pool_fc1<T>, g1, kSeThreads, 0, stream, *d, (const T *)x,
-                                   (const T *)w1, (const T *)b1, (float *)ws));
+                                   (const T *)w1, (float *)ws));
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) return e;
         if (d->mul) {
@@ -969,13 +992,14 @@ extern "C" cudaError_t cuk_se_gate(cuk_dtype t, const cuk_se_desc *d, const void
             int64_t chunk = (d->S + rparts - 1) / rparts;
             dim3 g3((unsigned)cb32, (unsigned)d->N, (unsigned)rparts);
             CUK_DISPATCH_FP(t, T,
-                            cuk_launch(k_se_fc2_mul<T>, g3, kSeThreads, shm, stream, *d, chunk, h,
-                                       (const T *)w2, (const T *)b2, (const T *)x, (T *)y));
+                            cuk_launch(k_se_fc2_mul<T>, g3, kSeThreads, shm, stream, *d, chunk,
+                                       shares, (const T *)b1, (const T *)w2, (const T *)b2,
+                                       (const T *)x, (T *)y));
             return cudaGetLastError();
         }
         CUK_DISPATCH_FP(t, T,
-                        cuk_launch(k_se_fc2<T>, g2, kSeThreads, shm, stream, *d, h, (const T *)w2,
-                                   (const T *)b2, (T *)y));
+                        cuk_launch(k_se_fc2<T>, g2, kSeThreads, shm, stream, *d, shares,
+                                   (const T *)b1, (const T *)w2, (const T *)b2, (T *)y));
         return cudaGetLastError();
     }
     int64_t chunk = (d->S + parts - 1) / parts;
