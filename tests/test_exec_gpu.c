@@ -690,11 +690,13 @@ static void test_attention(void **state)
          * only), which must take the causal mask [1, 1, S, S] and may turn
          * down the padding mask [B, 1, 1, S]; 2: the tensor-core kernel
          * (fp32 in split TF32 in every math mode), which heads of a
-         * multiple of 16 must take and others must fail */
-        static const char *const policies[] = {NULL, "cudnn", "tensor-cores"};
+         * multiple of 16 must take and others must fail; 3: the product
+         * form on cuBLASLt (fp32 and TF32), which Q, K and V read through
+         * views of one projection take */
+        static const char *const policies[] = {NULL, "cudnn", "tensor-cores", "products"};
         for (int layout = 0; layout < 2; layout++)
             for (int m = 0; m < OPSCHED_MATH_COUNT; m++)
-                for (int policy = 0; policy < 3; policy++) {
+                for (int policy = 0; policy < 4; policy++) {
                     int low = m == OPSCHED_MATH_FP16 || m == OPSCHED_MATH_BF16;
                     if (policy == 1 && !low) continue;
                     opsched_exec_options o = {.plan = {.math = (opsched_math)m,
@@ -703,7 +705,7 @@ static void test_attention(void **state)
                                                        .algo = policies[policy]}};
                     opsched_executor *ex = NULL;
                     opsched_status cst = opsched_executor_create(env.gpu, g, NULL, &o, &ex);
-                    if (policy == 2 && k[3] % 16 != 0) {
+                    if ((policy == 2 && k[3] % 16 != 0) || (policy == 3 && low)) {
                         assert_int_equal(cst, OPSCHED_ERR_UNSUPPORTED);
                         opsched_ctx_clear_error(env.ctx);
                         continue;
@@ -724,8 +726,11 @@ static void test_attention(void **state)
                         assert_true(strncmp(algo, "cudnn_sdpa", 10) == 0);
                     else if (policy == 2)
                         assert_true(strncmp(algo, "fused_attention_tc", 18) == 0);
+                    else if (policy == 3)
+                        assert_string_equal(algo, "cublaslt_products");
                     else
                         assert_true(strncmp(algo, "fused_attention", 15) == 0 ||
+                                    (!low && strcmp(algo, "cublaslt_products") == 0) ||
                                     (low && strncmp(algo, "cudnn_sdpa", 10) == 0));
                     opsched_executor_free(ex);
                     float *y = infer(env.gpu, g, &o, x, 0, &n);

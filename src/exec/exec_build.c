@@ -179,16 +179,17 @@ opsched_status os_exec_plan_node(opsched_device *dev, const opsched_graph *g, in
     char reason[512];
     int named = named_algo(po.algo);
     /* a named algorithm is a convolution's (cuDNN's names, "own"), an
-     * attention's ("cudnn", "own", "tensor-cores") or a product's with its
+     * attention's ("cudnn", "own", "tensor-cores", "products") or a product's with its
      * bias and activation ("cudnn", their graph); other ops plan as they do */
     int takes_algo = n->op == OPSCHED_OP_CONV || n->op == OPSCHED_OP_ATTENTION ||
                      ((n->op == OPSCHED_OP_MATMUL || n->op == OPSCHED_OP_GEMM) && named &&
                       strcmp(po.algo, "cudnn") == 0);
     if (!takes_algo && named) po.algo = NULL;
-    /* "cudnn" and "tensor-cores" name the attention's kernels; a convolution
-     * plans as it does */
+    /* "cudnn", "tensor-cores" and "products" name the attention's kernels;
+     * a convolution plans as it does */
     if (n->op == OPSCHED_OP_CONV && named &&
-        (strcmp(po.algo, "cudnn") == 0 || strcmp(po.algo, "tensor-cores") == 0)) {
+        (strcmp(po.algo, "cudnn") == 0 || strcmp(po.algo, "tensor-cores") == 0 ||
+         strcmp(po.algo, "products") == 0)) {
         po.algo = NULL;
         named = 0;
     }

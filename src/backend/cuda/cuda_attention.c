@@ -21,10 +21,32 @@
  * tensor-cores takes the tensor-core kernel whatever it measures (fp16 and
  * bf16 as stored, fp32 in split TF32 in any math mode; heads of a multiple
  * of 16 up to 128, others fail).
+ *
+ * fp32 attention may also run in product form: S = scale Q K^T and O = P V
+ * as strided batches of cuBLASLt products in fp32 (no TF32, as precision.c
+ * keeps these two products), the bias and the softmax between them one
+ * kernel over the scores (cuk_attention_softmax), which live in the plan's
+ * workspace.  The planner times it against the fused kernel and keeps the
+ * faster; it is the only form for heads over 256.  The fused kernels give
+ * each (b, h) of a short sequence a few warps; BERT-base at sequence 384
+ * spent 59 us a layer in the float kernel on an H200, where two products of
+ * 0.23 GFLOP and a softmax over 7 MB of scores should take a third of that.
+ * --algo products takes it whatever it measures, --algo own never.
  */
 #include <string.h>
 
 #include "backend/cuda/cuda_impl.h"
+
+/* The product form: S^T = scale K Q^T and O^T = V^T P^T on cuBLASLt in
+ * fp32 (column-major terms), the softmax between them a kernel over the
+ * scores, which sit in the plan's workspace. */
+typedef struct att_products {
+    cu_lt_gemm qk, pv;
+    int loops;       /* launches of each product: B where (b, h) make no one batch, else 1 */
+    int64_t step[4]; /* elements of Q, K, V and O from one loop to the next */
+    int64_t s_step;  /* and of the scores */
+    size_t s_bytes;  /* the scores, [B, H, Sq, Sk] floats */
+} att_products;
 
 typedef struct att_plan {
     cu_plan base;
@@ -32,17 +54,171 @@ typedef struct att_plan {
     cuk_attention_desc d;
     int has_bias;
     size_t off[3]; /* bytes into Q, K and V (views) */
+    int products;  /* 1: the product form runs (prod), 0: the fused kernel */
+    att_products prod;
 } att_plan;
+
+static void products_free(att_products *r)
+{
+    cu_lt_gemm_free(&r->qk);
+    cu_lt_gemm_free(&r->pv);
+}
+
+static void att_release(cu_plan *base)
+{
+    att_plan *p = (att_plan *)base;
+    if (p->products) products_free(&p->prod);
+}
+
+/* The product form on operands q, k, v, bias and o (offsets applied), its
+ * scores in sc. */
+static opsched_status products_run(opsched_ctx *ctx, cu_device *dev, cudaStream_t s, cuk_dtype t,
+                                   const cuk_attention_desc *d, att_products *r, const char *q,
+                                   const char *k, const char *v, const void *bias, char *o,
+                                   float *sc)
+{
+    const size_t e = sizeof(float);
+    for (int b = 0; b < r->loops; b++)
+        OS_TRY(cu_lt_gemm_run(ctx, dev, &r->qk, s, k + (size_t)(b * r->step[1]) * e,
+                              q + (size_t)(b * r->step[0]) * e, NULL, NULL, sc + b * r->s_step));
+    CUDA_CHECK(ctx, cuk_attention_softmax(t, d, sc, bias, s));
+    for (int b = 0; b < r->loops; b++)
+        OS_TRY(cu_lt_gemm_run(ctx, dev, &r->pv, s, v + (size_t)(b * r->step[2]) * e,
+                              sc + b * r->s_step, NULL, NULL, o + (size_t)(b * r->step[3]) * e));
+    return OPSCHED_OK;
+}
 
 static opsched_status att_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base, cudaStream_t s,
                                  void *const *in, void *const *out)
 {
-    (void)dev;
     att_plan *p = (att_plan *)base;
     const char *q = in[0], *k = in[1], *v = in[2];
+    if (p->products)
+        return products_run(ctx, dev, s, p->t, &p->d, &p->prod, q + p->off[0], k + p->off[1],
+                            v + p->off[2], p->has_bias ? in[3] : NULL, out[0], base->workspace);
     CUDA_CHECK(ctx, cuk_attention(p->t, &p->d, q + p->off[0], k + p->off[1], v + p->off[2],
                                   p->has_bias ? in[3] : NULL, out[0], s));
     return OPSCHED_OK;
+}
+
+/* The largest score buffer a product-form plan holds. */
+#define ATT_PRODUCTS_MAX_BYTES ((size_t)256 << 20)
+
+/* The largest power of two up to 16 that divides every one of n byte
+ * counts (16 for none but zeros). */
+static int align_of(const int64_t *bytes, int n)
+{
+    int al = 16;
+    for (int i = 0; i < n; i++)
+        while (al > 1 && bytes[i] % al != 0)
+            al /= 2;
+    return al;
+}
+
+/* One operand as cuBLASLt reads it: the matrix M [n0][n1], element (i, j)
+ * at i s0 + j s1, as op(A) of a column-major layout: transposed (T) where
+ * its rows are contiguous, as stored (N) where its columns are; 0 when
+ * neither (or the leading dimension would not fit an int). */
+static int lt_operand(int64_t n0, int64_t s0, int64_t n1, int64_t s1, cublasOperation_t *op,
+                      int *ld)
+{
+    int64_t l;
+    if (n1 == 1 || s1 == 1) {
+        *op = CUBLAS_OP_T; /* column-major M^T [n1 x n0] */
+        l = n0 == 1 ? n1 : s0;
+        if (l < n1) return 0;
+    } else if (n0 == 1 || s0 == 1) {
+        *op = CUBLAS_OP_N; /* column-major M [n0 x n1] */
+        l = n1 == 1 ? n0 : s1;
+        if (l < n0) return 0;
+    } else {
+        return 0;
+    }
+    if (l > INT32_MAX) return 0;
+    *ld = (int)l;
+    return 1;
+}
+
+/* The stride of operand strides x (b, h) over the (b, h) pairs as one
+ * batch of B H, or -1 when they make none. */
+static int64_t flat_stride(int64_t B, int64_t H, const int64_t *x)
+{
+    if (H == 1) return x[0];
+    if (B == 1 || x[0] == H * x[1]) return x[1];
+    return -1;
+}
+
+/* Sets up the product form of fp32 attention d; 1 when cuBLASLt takes it,
+ * its scores fit ATT_PRODUCTS_MAX_BYTES and every operand has contiguous
+ * rows or columns (O contiguous rows). */
+static int products_init(const cu_plan_args *a, const cuk_attention_desc *d,
+                         const size_t off_bytes[3], size_t limit, att_products *r)
+{
+    memset(r, 0, sizeof(*r));
+    const int64_t B = d->B, H = d->H, Sq = d->Sq, Sk = d->Sk;
+    if (Sq > INT32_MAX || Sk > INT32_MAX || d->D > INT32_MAX || d->Dv > INT32_MAX ||
+        (double)B * (double)H * (double)Sq * (double)Sk * sizeof(float) >
+            (double)ATT_PRODUCTS_MAX_BYTES)
+        return 0;
+    r->s_bytes = (size_t)(B * H * Sq * Sk) * sizeof(float);
+    const int64_t *xs[4] = {d->q, d->k, d->v, d->o};
+    int64_t bs[4];
+    int flat = 1;
+    for (int x = 0; x < 4; x++)
+        flat &= (bs[x] = flat_stride(B, H, xs[x])) >= 0;
+    r->loops = flat ? 1 : (int)B;
+    for (int x = 0; x < 4; x++) {
+        if (!flat) bs[x] = xs[x][1];
+        r->step[x] = flat ? 0 : xs[x][0];
+    }
+    const int count = (int)(flat ? B * H : H);
+    r->s_step = flat ? 0 : H * Sq * Sk;
+    const int64_t e = (int64_t)sizeof(float), sb = Sq * Sk * e;
+    /* alignments: every pointer a loop and a batch reach */
+    const int64_t qa[3] = {(int64_t)off_bytes[0], bs[0] * e, r->step[0] * e},
+                  ka[3] = {(int64_t)off_bytes[1], bs[1] * e, r->step[1] * e},
+                  va[3] = {(int64_t)off_bytes[2], bs[2] * e, r->step[2] * e},
+                  oa[2] = {bs[3] * e, r->step[3] * e}, sa[2] = {sb, r->s_step * e};
+    cublasOperation_t ta, tb;
+    int lda, ldb;
+    /* S^T [Sk x Sq] = scale K Q^T: K [Sk][D] as op(A), Q^T [D][Sq] as op(B) */
+    if (!lt_operand(Sk, d->k[2], d->D, d->k[3], &ta, &lda) ||
+        !lt_operand(d->D, d->q[3], Sq, d->q[2], &tb, &ldb))
+        return 0;
+    int al_s = align_of(sa, 2);
+    cu_lt_batch b1 = {.count = count,
+                      .stride_a = bs[1],
+                      .stride_b = bs[0],
+                      .stride_d = Sq * Sk,
+                      .align_a = align_of(ka, 3),
+                      .align_b = align_of(qa, 3),
+                      .align_d = al_s};
+    if (!cu_lt_gemm_init_batched(a->dev, CUDA_R_32F, CUBLAS_COMPUTE_32F, ta, tb, (int)Sk, (int)Sq,
+                                 (int)d->D, lda, ldb, (int)Sk, CUBLASLT_EPILOGUE_DEFAULT, 0.0f,
+                                 limit, &b1, &r->qk))
+        return 0;
+    r->qk.alpha = d->scale;
+    /* O^T [Dv x Sq] = V^T P^T: V^T [Dv][Sk] as op(A), P^T [Sk][Sq] as op(B) */
+    int ldo = (int)(Sq == 1 ? d->Dv : d->o[2]);
+    if ((d->Dv > 1 && d->o[3] != 1) || d->o[2] > INT32_MAX || ldo < d->Dv ||
+        !lt_operand(d->Dv, d->v[3], Sk, d->v[2], &ta, &lda)) {
+        cu_lt_gemm_free(&r->qk);
+        return 0;
+    }
+    cu_lt_batch b2 = {.count = count,
+                      .stride_a = bs[2],
+                      .stride_b = Sq * Sk,
+                      .stride_d = bs[3],
+                      .align_a = align_of(va, 3),
+                      .align_b = al_s,
+                      .align_d = align_of(oa, 2)};
+    if (!cu_lt_gemm_init_batched(a->dev, CUDA_R_32F, CUBLAS_COMPUTE_32F, ta, CUBLAS_OP_N,
+                                 (int)d->Dv, (int)Sq, (int)Sk, lda, (int)Sk, ldo,
+                                 CUBLASLT_EPILOGUE_DEFAULT, 0.0f, limit, &b2, &r->pv)) {
+        cu_lt_gemm_free(&r->qk);
+        return 0;
+    }
+    return 1;
 }
 
 /* One launch of an attention variant on scratch operands (a verdict). */
@@ -69,28 +245,77 @@ static size_t extent(int64_t d0, int64_t d1, int64_t d2, int64_t d3, const int64
     return e;
 }
 
+/* Zeroed scratch operands laid out as attention d's: Q, K, V, the bias
+ * (where has_bias) and O; freed with scratch_free. */
+static opsched_status att_scratch(const cu_plan_args *a, const cuk_attention_desc *d, int has_bias,
+                                  void *buf[5])
+{
+    size_t esz = cu_elem_size(a, cu_in(a, 0));
+    size_t n[5] = {extent(d->B, d->H, d->Sq, d->D, d->q), extent(d->B, d->H, d->Sk, d->D, d->k),
+                   extent(d->B, d->H, d->Sk, d->Dv, d->v),
+                   has_bias ? extent(d->B, d->H, d->Sq, d->Sk, d->bias) : 0,
+                   extent(d->B, d->H, d->Sq, d->Dv, d->o)};
+    opsched_status st = OPSCHED_OK;
+    for (int i = 0; i < 5; i++)
+        buf[i] = NULL;
+    for (int i = 0; i < 5 && st == OPSCHED_OK; i++)
+        if (n[i]) st = cu_zeroed(a, n[i] * esz, &buf[i]);
+    return st;
+}
+
+static void scratch_free(void *buf[5])
+{
+    for (int i = 0; i < 5; i++)
+        (void)cudaFree(buf[i]);
+    (void)cudaGetLastError();
+}
+
 /* The time of variants a and b of one attention on zeroed scratch operands
  * laid out as the node's (ms[0] and ms[1]). */
 static opsched_status time_variants(const cu_plan_args *a, cuk_dtype t, int has_bias,
                                     const cuk_attention_desc *va, const cuk_attention_desc *vb,
                                     float ms[2])
 {
-    const cuk_attention_desc *d = va;
-    size_t esz = cu_elem_size(a, cu_in(a, 0));
-    size_t n[5] = {extent(d->B, d->H, d->Sq, d->D, d->q), extent(d->B, d->H, d->Sk, d->D, d->k),
-                   extent(d->B, d->H, d->Sk, d->Dv, d->v),
-                   has_bias ? extent(d->B, d->H, d->Sq, d->Sk, d->bias) : 0,
-                   extent(d->B, d->H, d->Sq, d->Dv, d->o)};
-    void *buf[5] = {NULL, NULL, NULL, NULL, NULL};
-    opsched_status st = OPSCHED_OK;
-    for (int i = 0; i < 5 && st == OPSCHED_OK; i++)
-        if (n[i]) st = cu_zeroed(a, n[i] * esz, &buf[i]);
+    void *buf[5];
+    opsched_status st = att_scratch(a, va, has_bias, buf);
     att_run r = {t, va, buf[0], buf[1], buf[2], buf[3], buf[4]};
     if (st == OPSCHED_OK) st = cu_time_reps(a, enqueue_run, &r, &ms[0]);
     r.d = vb;
     if (st == OPSCHED_OK) st = cu_time_reps(a, enqueue_run, &r, &ms[1]);
-    for (int i = 0; i < 5; i++)
-        (void)cudaFree(buf[i]);
+    scratch_free(buf);
+    return st;
+}
+
+/* One run of the product form on scratch operands (a verdict). */
+typedef struct prod_run {
+    cuk_dtype t;
+    const cuk_attention_desc *d;
+    att_products *r;
+    void *buf[5];
+    float *sc;
+} prod_run;
+
+static opsched_status enqueue_products(const cu_plan_args *a, void *env, cudaStream_t s)
+{
+    prod_run *r = env;
+    return products_run(a->ctx, a->dev, s, r->t, r->d, r->r, r->buf[0], r->buf[1], r->buf[2],
+                        r->buf[3], r->buf[4], r->sc);
+}
+
+/* The time of the fused kernel d (ms[0]; -1 where kernel_ok is 0) and of
+ * the product form r (ms[1]) on zeroed scratch operands. */
+static opsched_status time_products(const cu_plan_args *a, cuk_dtype t, int has_bias,
+                                    const cuk_attention_desc *d, int kernel_ok, att_products *r,
+                                    float ms[2])
+{
+    prod_run pr = {t, d, r, {NULL}, NULL};
+    opsched_status st = att_scratch(a, d, has_bias, pr.buf);
+    if (st == OPSCHED_OK) st = cu_zeroed(a, r->s_bytes, (void **)&pr.sc);
+    att_run k = {t, d, pr.buf[0], pr.buf[1], pr.buf[2], pr.buf[3], pr.buf[4]};
+    if (st == OPSCHED_OK && kernel_ok) st = cu_time_reps(a, enqueue_run, &k, &ms[0]);
+    if (st == OPSCHED_OK) st = cu_time_reps(a, enqueue_products, &pr, &ms[1]);
+    scratch_free(pr.buf);
+    (void)cudaFree(pr.sc);
     (void)cudaGetLastError();
     return st;
 }
@@ -189,16 +414,78 @@ opsched_status cu_plan_attention(const cu_plan_args *a, cu_plan **out)
         if (ms[1] >= 0.0f && (ms[0] < 0.0f || ms[1] < ms[0])) d = s2;
     }
     cuk_attention_shape(&d, sms, (size_t)shared);
-    if (!cuk_attention_ok(&d) || cuk_attention_shared_bytes(&d) > (size_t)shared)
+    int kernel_ok = cuk_attention_ok(&d) && cuk_attention_shared_bytes(&d) <= (size_t)shared;
+    size_t off_bytes[3];
+    for (int x = 0; x < 3; x++)
+        off_bytes[x] = (size_t)off[x] * cu_elem_size(a, cu_in(a, x));
+    /* fp32: the product form where it measures faster than the fused
+     * kernel, or where that kernel cannot take the heads; --algo products
+     * takes it whatever it measures, --algo own and tensor-cores never */
+    int want_prod = strcmp(algo, "products") == 0, use_prod = 0;
+    att_products prod;
+    if (want_prod && t != CUK_DT_F32)
+        return CU_UNSUPPORTED(a, "products: the product form takes fp32 attention only");
+    if (t == CUK_DT_F32 && !want_tc && strcmp(algo, "own") != 0 && strcmp(algo, "cudnn") != 0) {
+        size_t limit = 0;
+        OS_TRY(cu_gemm_default_workspace(a, &limit));
+        if (products_init(a, &d, off_bytes, limit, &prod)) {
+            use_prod = want_prod || !kernel_ok;
+            if (!use_prod) {
+                float ms[2] = {-1.0f, -1.0f};
+                opsched_status st = OPSCHED_OK;
+                if (cuk_attention_prepare(t, &d) != cudaSuccess) kernel_ok = 0;
+                (void)cudaGetLastError();
+                st = time_products(a, t, has_bias, &d, kernel_ok, &prod, ms);
+                if (st != OPSCHED_OK) {
+                    products_free(&prod);
+                    return st;
+                }
+                os_log(a->ctx, OPSCHED_LOG_DEBUG,
+                       "cuda: node '%s': attention: fused kernel %.4f ms, products on cuBLASLt "
+                       "%.4f ms",
+                       a->node->name, (double)ms[0], (double)ms[1]);
+                use_prod = ms[1] >= 0.0f && (ms[0] < 0.0f || ms[1] < ms[0]);
+            }
+            if (!use_prod) products_free(&prod);
+        }
+    }
+    if (want_prod && !use_prod)
+        return CU_UNSUPPORTED(a,
+                              "products: cuBLASLt cannot take this attention's operands (a "
+                              "view with neither rows nor columns contiguous, or scores over "
+                              "%zu MiB)",
+                              ATT_PRODUCTS_MAX_BYTES >> 20);
+    cu_plan *base = NULL;
+    if (use_prod) {
+        opsched_status st = cu_plan_alloc(a, sizeof(att_plan), att_launch, att_release, &base);
+        if (st != OPSCHED_OK) {
+            products_free(&prod);
+            return st;
+        }
+        att_plan *p = (att_plan *)base;
+        p->t = t;
+        p->d = d;
+        p->has_bias = has_bias;
+        p->products = 1;
+        p->prod = prod;
+        for (int x = 0; x < 3; x++)
+            p->off[x] = off_bytes[x];
+        st = cu_malloc(a->ctx, prod.s_bytes, &base->workspace);
+        if (st != OPSCHED_OK) {
+            cu_plan_destroy(base);
+            return st;
+        }
+        base->workspace_bytes = prod.s_bytes;
+        snprintf(a->info->algo, sizeof(a->info->algo), "cublaslt_products");
+        *out = base;
+        return OPSCHED_OK;
+    }
+    if (!kernel_ok)
         return CU_UNSUPPORTED(a,
                               "attention with a head of %lld (values %lld): the fused kernel "
                               "takes heads up to 256 within %d bytes of shared memory",
                               (long long)d.D, (long long)d.Dv, shared);
     CUDA_CHECK(a->ctx, cuk_attention_prepare(t, &d));
-    size_t off_bytes[3];
-    for (int x = 0; x < 3; x++)
-        off_bytes[x] = (size_t)off[x] * cu_elem_size(a, cu_in(a, x));
-    cu_plan *base = NULL;
     /* fp16 and bf16: cuDNN's fused engines where they measure faster;
      * --algo cudnn takes them whatever they measure, --algo own and
      * tensor-cores never */
@@ -216,7 +503,7 @@ opsched_status cu_plan_attention(const cu_plan_args *a, cu_plan **out)
         os_log(a->ctx, OPSCHED_LOG_DEBUG, "cuda: node '%s': attention: own kernel: %s",
                a->node->name, why ? why : "");
     }
-    OS_TRY(cu_plan_alloc(a, sizeof(att_plan), att_launch, NULL, &base));
+    OS_TRY(cu_plan_alloc(a, sizeof(att_plan), att_launch, att_release, &base));
     att_plan *p = (att_plan *)base;
     p->t = t;
     p->d = d;

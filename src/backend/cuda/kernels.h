@@ -630,6 +630,12 @@ size_t cuk_attention_shared_bytes(const cuk_attention_desc *d);
 cudaError_t cuk_attention_prepare(cuk_dtype t, const cuk_attention_desc *d);
 cudaError_t cuk_attention(cuk_dtype t, const cuk_attention_desc *d, const void *q, const void *k,
                           const void *v, const void *bias, void *o, cudaStream_t stream);
+/* The product form's softmax (cuda_attention.c runs the two products on
+ * cuBLASLt): s [B, H, Sq, Sk] row-major holds scale * Q K^T in float; adds
+ * the bias (type t, NULL: none) through d->bias's strides and replaces each
+ * row by its softmax, a row of -inf by NaN or, with nan_rows_zero, 0. */
+cudaError_t cuk_attention_softmax(cuk_dtype t, const cuk_attention_desc *d, float *s,
+                                  const void *bias, cudaStream_t stream);
 
 /* CumSum along the middle axis of x and y [outer, len, inner]: a thread
  * per line (sequential) when inner > 1, a warp scanning 32 elements at a

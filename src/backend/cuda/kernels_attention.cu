@@ -479,7 +479,67 @@ template <typename T> void *any_pick(const cuk_attention_desc *d)
     return att_pick<T>(d->qpw, d->Dv);
 }
 
+/* The softmax between the two products of the product form: s holds the
+ * scaled scores [B, H, Sq, Sk], row-major; a warp a row adds the bias read
+ * through its strides, then writes the row's softmax over them in place
+ * (max, sum and the divide in float, every sum in a fixed order). */
+constexpr int kSoftmaxRows = 8; /* rows (warps) a block */
+
+template <typename T>
+__global__ void __launch_bounds__(32 * kSoftmaxRows)
+    k_att_softmax(const __grid_constant__ cuk_attention_desc d, float *s, const T *bias)
+{
+    cuk_kernel_enter();
+    const int lane = threadIdx.x & 31;
+    const int64_t row = (int64_t)blockIdx.x * kSoftmaxRows + (threadIdx.x >> 5);
+    if (row >= d.B * d.H * d.Sq) return;
+    const int64_t i = row % d.Sq, bh = row / d.Sq, h = bh % d.H, b = bh / d.H;
+    float *sr = s + row * d.Sk;
+    const T *br = bias ? bias + b * d.bias[0] + h * d.bias[1] + i * d.bias[2] : nullptr;
+    float m = -INFINITY;
+    for (int64_t j = lane; j < d.Sk; j += 32) {
+        float v = sr[j];
+        if (br) {
+            v += to_float(br[j * d.bias[3]]);
+            sr[j] = v;
+        }
+        m = fmaxf(m, v);
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if (m == -INFINITY) { /* every score -inf: NaN as the fused kernels give, or 0 */
+        const float z = d.nan_rows_zero ? 0.0f : __int_as_float(0x7fc00000);
+        for (int64_t j = lane; j < d.Sk; j += 32)
+            sr[j] = z;
+        return;
+    }
+    float sum = 0.0f;
+    for (int64_t j = lane; j < d.Sk; j += 32) {
+        const float e = expf(sr[j] - m);
+        sr[j] = e;
+        sum += e;
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    const float inv = 1.0f / sum;
+    for (int64_t j = lane; j < d.Sk; j += 32)
+        sr[j] *= inv;
+}
+
 } // namespace
+
+extern "C" cudaError_t cuk_attention_softmax(cuk_dtype t, const cuk_attention_desc *d, float *s,
+                                             const void *bias, cudaStream_t stream)
+{
+    const int64_t rows = d->B * d->H * d->Sq;
+    if (!s || rows < 1 || d->Sk < 1 || (rows + kSoftmaxRows - 1) / kSoftmaxRows > INT32_MAX)
+        return cudaErrorInvalidValue;
+    dim3 grid((unsigned)((rows + kSoftmaxRows - 1) / kSoftmaxRows));
+    CUK_DISPATCH_FP(
+        t, T,
+        cuk_launch(k_att_softmax<T>, grid, 32 * kSoftmaxRows, 0, stream, *d, s, (const T *)bias));
+    return cudaGetLastError();
+}
 
 extern "C" size_t cuk_attention_shared_bytes(const cuk_attention_desc *d)
 {
