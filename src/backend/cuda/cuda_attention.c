@@ -45,6 +45,7 @@ typedef struct att_products {
     int loops;       /* launches of each product: B where (b, h) make no one batch, else 1 */
     int64_t step[4]; /* elements of Q, K, V and O from one loop to the next */
     int64_t s_step;  /* and of the scores */
+    int pv_scores_first; /* the second product reads the scores as A (O's columns contiguous) */
     size_t s_bytes;  /* the scores, [B, H, Sq, Sk] floats */
 } att_products;
 
@@ -82,9 +83,12 @@ static opsched_status products_run(opsched_ctx *ctx, cu_device *dev, cudaStream_
         OS_TRY(cu_lt_gemm_run(ctx, dev, &r->qk, s, k + (size_t)(b * r->step[1]) * e,
                               q + (size_t)(b * r->step[0]) * e, NULL, NULL, sc + b * r->s_step));
     CUDA_CHECK(ctx, cuk_attention_softmax(t, d, sc, bias, s));
-    for (int b = 0; b < r->loops; b++)
-        OS_TRY(cu_lt_gemm_run(ctx, dev, &r->pv, s, v + (size_t)(b * r->step[2]) * e,
-                              sc + b * r->s_step, NULL, NULL, o + (size_t)(b * r->step[3]) * e));
+    for (int b = 0; b < r->loops; b++) {
+        const void *vb = v + (size_t)(b * r->step[2]) * e, *pb = sc + b * r->s_step;
+        OS_TRY(cu_lt_gemm_run(ctx, dev, &r->pv, s, r->pv_scores_first ? pb : vb,
+                              r->pv_scores_first ? vb : pb, NULL, NULL,
+                              o + (size_t)(b * r->step[3]) * e));
+    }
     return OPSCHED_OK;
 }
 
@@ -150,7 +154,7 @@ static int64_t flat_stride(int64_t B, int64_t H, const int64_t *x)
 
 /* Sets up the product form of fp32 attention d; 1 when cuBLASLt takes it,
  * its scores fit ATT_PRODUCTS_MAX_BYTES and every operand has contiguous
- * rows or columns (O contiguous rows). */
+ * rows or columns. */
 static int products_init(const cu_plan_args *a, const cuk_attention_desc *d,
                          const size_t off_bytes[3], size_t limit, att_products *r)
 {
@@ -198,26 +202,32 @@ static int products_init(const cu_plan_args *a, const cuk_attention_desc *d,
                                  limit, &b1, &r->qk))
         return 0;
     r->qk.alpha = d->scale;
-    /* O^T [Dv x Sq] = V^T P^T: V^T [Dv][Sk] as op(A), P^T [Sk][Sq] as op(B) */
-    int ldo = (int)(Sq == 1 ? d->Dv : d->o[2]);
-    if ((d->Dv > 1 && d->o[3] != 1) || d->o[2] > INT32_MAX || ldo < d->Dv ||
-        !lt_operand(d->Dv, d->v[3], Sk, d->v[2], &ta, &lda)) {
-        cu_lt_gemm_free(&r->qk);
-        return 0;
-    }
+    /* O with contiguous rows: O^T [Dv x Sq] = V^T P^T, V^T [Dv][Sk] as op(A)
+     * and P^T [Sk][Sq] as op(B); with contiguous columns: O [Sq x Dv] =
+     * P V, P [Sq][Sk] as op(A) (the scores transposed) and V as op(B) */
+    int rows = d->Dv == 1 || d->o[3] == 1, cols = !rows && (Sq == 1 || d->o[2] == 1);
+    int64_t ldo = rows ? (Sq == 1 ? d->Dv : d->o[2]) : (d->Dv == 1 ? Sq : d->o[3]);
+    int ok = (rows || cols) && ldo <= INT32_MAX && ldo >= (rows ? d->Dv : Sq);
+    if (ok && rows) ok = lt_operand(d->Dv, d->v[3], Sk, d->v[2], &ta, &lda);
+    if (ok && cols) ok = lt_operand(Sk, d->v[2], d->Dv, d->v[3], &tb, &ldb);
     cu_lt_batch b2 = {.count = count,
-                      .stride_a = bs[2],
-                      .stride_b = Sq * Sk,
+                      .stride_a = rows ? bs[2] : Sq * Sk,
+                      .stride_b = rows ? Sq * Sk : bs[2],
                       .stride_d = bs[3],
-                      .align_a = align_of(va, 3),
-                      .align_b = al_s,
+                      .align_a = rows ? align_of(va, 3) : al_s,
+                      .align_b = rows ? al_s : align_of(va, 3),
                       .align_d = align_of(oa, 2)};
-    if (!cu_lt_gemm_init_batched(a->dev, CUDA_R_32F, CUBLAS_COMPUTE_32F, ta, CUBLAS_OP_N,
-                                 (int)d->Dv, (int)Sq, (int)Sk, lda, (int)Sk, ldo,
-                                 CUBLASLT_EPILOGUE_DEFAULT, 0.0f, limit, &b2, &r->pv)) {
+    if (!ok ||
+        !(rows ? cu_lt_gemm_init_batched(a->dev, CUDA_R_32F, CUBLAS_COMPUTE_32F, ta, CUBLAS_OP_N,
+                                         (int)d->Dv, (int)Sq, (int)Sk, lda, (int)Sk, (int)ldo,
+                                         CUBLASLT_EPILOGUE_DEFAULT, 0.0f, limit, &b2, &r->pv)
+               : cu_lt_gemm_init_batched(a->dev, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUBLAS_OP_T, tb,
+                                         (int)Sq, (int)d->Dv, (int)Sk, (int)Sk, ldb, (int)ldo,
+                                         CUBLASLT_EPILOGUE_DEFAULT, 0.0f, limit, &b2, &r->pv))) {
         cu_lt_gemm_free(&r->qk);
         return 0;
     }
+    r->pv_scores_first = cols;
     return 1;
 }
 
