@@ -735,8 +735,9 @@ def standing_main(a):
     several results folders (calls, shards, days): for each (model, batch,
     math) the row finished last in any of them, a row a model, a column a
     configuration; under it, each configuration's geometric mean, worst
-    model, how many are slower than torch.compile, and which items have no
-    speed-up (an error, a peer that did not finish, or no row at all)."""
+    model, how many are slower than torch.compile, which are above it by
+    less than --thin percent, and which items have no speed-up (an error, a
+    peer that did not finish, or no row at all)."""
     by, src = {}, {}
     for d in a.dirs:
         rows = read_all_rows(d)
@@ -798,6 +799,10 @@ def standing_main(a):
             line += ("; geometric mean %.2fx, worst %s %.2fx, slower than torch.compile on %d"
                      % (geomean([x for x, _ in sp]), worst[1], worst[0],
                         sum(1 for x, _ in sp if x < 1)))
+            thin = [(x, m) for x, m in sp if 1 <= x < 1 + a.thin / 100]
+            if thin:
+                line += "; within %g%% above it: %s" % (
+                    a.thin, ", ".join("%s %.2fx" % (m, x) for x, m in sorted(thin)))
         if missing[c]:
             line += "; none for: " + ", ".join(missing[c])
         out_lines.append(line)
@@ -975,6 +980,9 @@ def main():
     st.add_argument("--tasks", help="comma list of the manifest's tasks ('image "
                                      "classification,semantic segmentation')")
     st.add_argument("--configs", help="batch:math list (default: those in the rows)")
+    st.add_argument("--thin", type=float, default=3,
+                    help="name the items at most this many percent above torch.compile, "
+                         "within a call-to-call spread of the peer (default 3)")
     a = ap.parse_args()
     if a.cmd == "standing":
         return standing_main(a)
