@@ -788,37 +788,37 @@ __global__ void __launch_bounds__(kSeThreads)
 }
 
 /* The split gate's h for sample n into h [hidden] (shared): act1(b1 + the
- * sum of the first launch's nb shares), lanes along hidden and warps along
- * the shares, red a kSeThreads scratch; every sum in a fixed order.  Each
- * block of the second launch computes it, all at once, where one block a
- * sample used to sum the shares one after another at the end of the first
- * launch (EfficientNetV2-S's 48 shares of 64 at batch 16). */
+ * sum of the first launch's nb shares).  The block's threads are lanes
+ * along h (a multiple of 32 of them, up to the block) times parts along
+ * the shares, so each thread's loads are few and independent; red is a
+ * kSeThreads scratch; every sum in a fixed order.  Each block of the second
+ * launch computes it, all at once, where one block a sample used to sum
+ * the shares one after another at the end of the first launch
+ * (EfficientNetV2-S's 48 shares of 64 at batch 16). */
 template <typename T>
 __device__ __forceinline__ void se_hidden(const cuk_se_desc &d, const float *ws, const T *b1,
                                           int64_t n, float *h, float *red)
 {
-    constexpr int W = kSeThreads / 32;
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const int64_t nb = se_cblocks(d);
+    const int t = threadIdx.x;
+    const int64_t nb = se_cblocks(d), h32 = (d.hidden + 31) / 32 * 32;
     const float *sh = ws + n * nb * d.hidden;
-    for (int64_t j0 = 0; j0 < d.hidden; j0 += 32) {
-        const int64_t j = j0 + lane;
-        float a0 = 0.0f, a1 = 0.0f;
-        if (j < d.hidden) {
-            int64_t b = w;
-            for (; b + W < nb; b += 2 * W) {
-                a0 += __ldcg(&sh[b * d.hidden + j]);
-                a1 += __ldcg(&sh[(b + W) * d.hidden + j]);
-            }
-            if (b < nb) a0 += __ldcg(&sh[b * d.hidden + j]);
+    for (int64_t j0 = 0; j0 < d.hidden; j0 += kSeThreads) {
+        const int span = (int)(h32 - j0 < kSeThreads ? h32 - j0 : kSeThreads);
+        const int parts = kSeThreads / span, p = t / span;
+        const int64_t j = j0 + t % span;
+        float acc = 0.0f;
+        if (p < parts && j < d.hidden) {
+#pragma unroll 4
+            for (int64_t b = p; b < nb; b += parts)
+                acc += __ldcg(&sh[b * d.hidden + j]);
         }
-        red[w * 32 + lane] = a0 + a1;
+        red[t] = acc;
         __syncthreads();
-        if (w == 0 && j < d.hidden) {
-            float acc = b1 ? load<T>(b1[j]) : 0.0f;
-            for (int k = 0; k < W; k++)
-                acc += red[k * 32 + lane];
-            h[j] = se_act(d.act1, acc);
+        if (t < span && j0 + t < d.hidden) {
+            float v = b1 ? load<T>(b1[j0 + t]) : 0.0f;
+            for (int q = 0; q < parts; q++)
+                v += red[q * span + t];
+            h[j0 + t] = se_act(d.act1, v);
         }
         __syncthreads();
     }
