@@ -39,14 +39,19 @@
 
 /* The product form: S^T = scale K Q^T and O^T = V^T P^T on cuBLASLt in
  * fp32 (column-major terms), the softmax between them a kernel over the
- * scores, which sit in the plan's workspace. */
+ * scores.  The samples go in passes of `chunk` whose scores fit the
+ * stream's scratch (cu_stream_scratch), so a plan holds no memory of its
+ * own; a sample whose scores alone exceed it takes a pass each, its scores
+ * in the plan's workspace. */
 typedef struct att_products {
     cu_lt_gemm qk, pv;
-    int loops;       /* launches of each product: B where (b, h) make no one batch, else 1 */
-    int64_t step[4]; /* elements of Q, K, V and O from one loop to the next */
-    int64_t s_step;  /* and of the scores */
+    int flat;            /* a pass's (b, h) pairs as one batch of each product, else one a b */
+    int chunk;           /* samples a pass (a divisor of B) */
+    int own;             /* the scores in the plan's workspace, not the stream's scratch */
     int pv_scores_first; /* the second product reads the scores as A (O's columns contiguous) */
-    size_t s_bytes;  /* the scores, [B, H, Sq, Sk] floats */
+    int64_t bstep[4];    /* elements of Q, K, V and O from one sample to the next */
+    int64_t s_sample;    /* score elements a sample: H Sq Sk */
+    size_t s_bytes;      /* a pass's scores in bytes */
 } att_products;
 
 typedef struct att_plan {
@@ -71,23 +76,33 @@ static void att_release(cu_plan *base)
     if (p->products) products_free(&p->prod);
 }
 
-/* The product form on operands q, k, v, bias and o (offsets applied), its
- * scores in sc. */
+/* The product form on operands q, k, v, bias and o (offsets applied), the
+ * scores of each pass in sc. */
 static opsched_status products_run(opsched_ctx *ctx, cu_device *dev, cudaStream_t s, cuk_dtype t,
                                    const cuk_attention_desc *d, att_products *r, const char *q,
-                                   const char *k, const char *v, const void *bias, char *o,
+                                   const char *k, const char *v, const char *bias, char *o,
                                    float *sc)
 {
     const size_t e = sizeof(float);
-    for (int b = 0; b < r->loops; b++)
-        OS_TRY(cu_lt_gemm_run(ctx, dev, &r->qk, s, k + (size_t)(b * r->step[1]) * e,
-                              q + (size_t)(b * r->step[0]) * e, NULL, NULL, sc + b * r->s_step));
-    CUDA_CHECK(ctx, cuk_attention_softmax(t, d, sc, bias, s));
-    for (int b = 0; b < r->loops; b++) {
-        const void *vb = v + (size_t)(b * r->step[2]) * e, *pb = sc + b * r->s_step;
-        OS_TRY(cu_lt_gemm_run(ctx, dev, &r->pv, s, r->pv_scores_first ? pb : vb,
-                              r->pv_scores_first ? vb : pb, NULL, NULL,
-                              o + (size_t)(b * r->step[3]) * e));
+    const int calls = r->flat ? 1 : r->chunk;
+    cuk_attention_desc pass = *d;
+    pass.B = r->chunk;
+    for (int64_t b0 = 0; b0 < d->B; b0 += r->chunk) {
+        for (int c = 0; c < calls; c++) {
+            const int64_t b = b0 + c;
+            OS_TRY(cu_lt_gemm_run(ctx, dev, &r->qk, s, k + (size_t)(b * r->bstep[1]) * e,
+                                  q + (size_t)(b * r->bstep[0]) * e, NULL, NULL,
+                                  sc + c * r->s_sample));
+        }
+        CUDA_CHECK(ctx, cuk_attention_softmax(
+                            t, &pass, sc, bias ? bias + (size_t)(b0 * d->bias[0]) * e : NULL, s));
+        for (int c = 0; c < calls; c++) {
+            const int64_t b = b0 + c;
+            const void *vb = v + (size_t)(b * r->bstep[2]) * e, *pb = sc + c * r->s_sample;
+            OS_TRY(cu_lt_gemm_run(ctx, dev, &r->pv, s, r->pv_scores_first ? pb : vb,
+                                  r->pv_scores_first ? vb : pb, NULL, NULL,
+                                  o + (size_t)(b * r->bstep[3]) * e));
+        }
     }
     return OPSCHED_OK;
 }
@@ -97,15 +112,20 @@ static opsched_status att_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base
 {
     att_plan *p = (att_plan *)base;
     const char *q = in[0], *k = in[1], *v = in[2];
-    if (p->products)
+    if (p->products) {
+        float *sc = p->prod.own ? base->workspace : cu_stream_scratch(dev, s);
+        if (!sc)
+            return OS_FAIL(ctx, OPSCHED_ERR_BACKEND,
+                           "cuda: an attention's scores have no scratch on this stream");
         return products_run(ctx, dev, s, p->t, &p->d, &p->prod, q + p->off[0], k + p->off[1],
-                            v + p->off[2], p->has_bias ? in[3] : NULL, out[0], base->workspace);
+                            v + p->off[2], p->has_bias ? in[3] : NULL, out[0], sc);
+    }
     CUDA_CHECK(ctx, cuk_attention(p->t, &p->d, q + p->off[0], k + p->off[1], v + p->off[2],
                                   p->has_bias ? in[3] : NULL, out[0], s));
     return OPSCHED_OK;
 }
 
-/* The largest score buffer a product-form plan holds. */
+/* The most scores of one sample (H Sq Sk floats) the product form takes. */
 #define ATT_PRODUCTS_MAX_BYTES ((size_t)256 << 20)
 
 /* The largest power of two up to 16 that divides every one of n byte
@@ -153,36 +173,43 @@ static int64_t flat_stride(int64_t B, int64_t H, const int64_t *x)
 }
 
 /* Sets up the product form of fp32 attention d; 1 when cuBLASLt takes it,
- * its scores fit ATT_PRODUCTS_MAX_BYTES and every operand has contiguous
- * rows or columns. */
+ * a sample's scores fit ATT_PRODUCTS_MAX_BYTES and every operand has
+ * contiguous rows or columns. */
 static int products_init(const cu_plan_args *a, const cuk_attention_desc *d,
                          const size_t off_bytes[3], size_t limit, att_products *r)
 {
     memset(r, 0, sizeof(*r));
     const int64_t B = d->B, H = d->H, Sq = d->Sq, Sk = d->Sk;
     if (Sq > INT32_MAX || Sk > INT32_MAX || d->D > INT32_MAX || d->Dv > INT32_MAX ||
-        (double)B * (double)H * (double)Sq * (double)Sk * sizeof(float) >
-            (double)ATT_PRODUCTS_MAX_BYTES)
+        (double)H * (double)Sq * (double)Sk * sizeof(float) > (double)ATT_PRODUCTS_MAX_BYTES)
         return 0;
-    r->s_bytes = (size_t)(B * H * Sq * Sk) * sizeof(float);
+    r->s_sample = H * Sq * Sk;
+    /* samples a pass: the most that divide B and whose scores fit the
+     * stream's scratch; one, in the plan's workspace, where one does not */
+    const int64_t fit = (int64_t)(CU_STREAM_SCRATCH_BYTES / ((size_t)r->s_sample * sizeof(float)));
+    int64_t chunk = 1;
+    for (int64_t c = fit < B ? fit : B; c > 1 && chunk == 1; c--)
+        if (B % c == 0) chunk = c;
+    r->own = fit < 1;
+    r->chunk = (int)chunk;
+    r->s_bytes = (size_t)(chunk * r->s_sample) * sizeof(float);
     const int64_t *xs[4] = {d->q, d->k, d->v, d->o};
     int64_t bs[4];
     int flat = 1;
     for (int x = 0; x < 4; x++)
-        flat &= (bs[x] = flat_stride(B, H, xs[x])) >= 0;
-    r->loops = flat ? 1 : (int)B;
+        flat &= (bs[x] = flat_stride(chunk, H, xs[x])) >= 0;
+    r->flat = flat;
     for (int x = 0; x < 4; x++) {
         if (!flat) bs[x] = xs[x][1];
-        r->step[x] = flat ? 0 : xs[x][0];
+        r->bstep[x] = xs[x][0];
     }
-    const int count = (int)(flat ? B * H : H);
-    r->s_step = flat ? 0 : H * Sq * Sk;
+    const int count = (int)(flat ? chunk * H : H);
     const int64_t e = (int64_t)sizeof(float), sb = Sq * Sk * e;
-    /* alignments: every pointer a loop and a batch reach */
-    const int64_t qa[3] = {(int64_t)off_bytes[0], bs[0] * e, r->step[0] * e},
-                  ka[3] = {(int64_t)off_bytes[1], bs[1] * e, r->step[1] * e},
-                  va[3] = {(int64_t)off_bytes[2], bs[2] * e, r->step[2] * e},
-                  oa[2] = {bs[3] * e, r->step[3] * e}, sa[2] = {sb, r->s_step * e};
+    /* alignments: every pointer a pass, a call and a batch reach */
+    const int64_t qa[3] = {(int64_t)off_bytes[0], bs[0] * e, r->bstep[0] * e},
+                  ka[3] = {(int64_t)off_bytes[1], bs[1] * e, r->bstep[1] * e},
+                  va[3] = {(int64_t)off_bytes[2], bs[2] * e, r->bstep[2] * e},
+                  oa[2] = {bs[3] * e, r->bstep[3] * e}, sa[2] = {sb, r->s_sample * e};
     cublasOperation_t ta, tb;
     int lda, ldb;
     /* S^T [Sk x Sq] = scale K Q^T: K [Sk][D] as op(A), Q^T [D][Sq] as op(B) */
@@ -462,8 +489,8 @@ opsched_status cu_plan_attention(const cu_plan_args *a, cu_plan **out)
     if (want_prod && !use_prod)
         return CU_UNSUPPORTED(a,
                               "products: cuBLASLt cannot take this attention's operands (a "
-                              "view with neither rows nor columns contiguous, or scores over "
-                              "%zu MiB)",
+                              "view with neither rows nor columns contiguous, or one sample's "
+                              "scores over %zu MiB)",
                               ATT_PRODUCTS_MAX_BYTES >> 20);
     cu_plan *base = NULL;
     if (use_prod) {
@@ -480,12 +507,16 @@ opsched_status cu_plan_attention(const cu_plan_args *a, cu_plan **out)
         p->prod = prod;
         for (int x = 0; x < 3; x++)
             p->off[x] = off_bytes[x];
-        st = cu_malloc(a->ctx, prod.s_bytes, &base->workspace);
+        if (prod.own) {
+            st = cu_malloc(a->ctx, prod.s_bytes, &base->workspace);
+            base->workspace_bytes = st == OPSCHED_OK ? prod.s_bytes : 0;
+        } else {
+            st = cu_stream_scratch_reserve(a->ctx, a->dev);
+        }
         if (st != OPSCHED_OK) {
             cu_plan_destroy(base);
             return st;
         }
-        base->workspace_bytes = prod.s_bytes;
         snprintf(a->info->algo, sizeof(a->info->algo), "cublaslt_products");
         *out = base;
         return OPSCHED_OK;
