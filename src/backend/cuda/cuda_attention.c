@@ -128,14 +128,15 @@ static opsched_status att_launch(opsched_ctx *ctx, cu_device *dev, cu_plan *base
 /* The most scores of one sample (H Sq Sk floats) the product form takes. */
 #define ATT_PRODUCTS_MAX_BYTES ((size_t)256 << 20)
 
-/* The largest power of two up to 16 that divides every one of n byte
- * counts (16 for none but zeros). */
+/* The alignment every one of n byte offsets keeps (cu_align16 of each, the
+ * least). */
 static int align_of(const int64_t *bytes, int n)
 {
     int al = 16;
-    for (int i = 0; i < n; i++)
-        while (al > 1 && bytes[i] % al != 0)
-            al /= 2;
+    for (int i = 0; i < n; i++) {
+        int b = cu_align16(bytes[i]);
+        if (b < al) al = b;
+    }
     return al;
 }
 

@@ -1433,15 +1433,6 @@ static opsched_status pick_gemm(const cu_plan_args *a, graph_plan *p, conv_choic
  * layers and groups of two make products too thin for the tensor cores. */
 #define IG_MIN_GROUP_CHANNELS 4
 
-/* The largest power of two up to 16 that divides `bytes`. */
-static int align16(int64_t bytes)
-{
-    int al = 16;
-    while (al > 1 && bytes % al)
-        al /= 2;
-    return al;
-}
-
 /* One product of the batch for chunks of pc pixels: group g's D (mg x pc,
  * leading dimension M, at column offset g * mg of the NHWC output) = its
  * filters [mg, K] transposed times its columns [pc, K]. */
@@ -1454,14 +1445,14 @@ static int ig_product(const cu_plan_args *a, const graph_plan *p, cublasLtEpilog
     if (!cu_fits_int(mg) || !cu_fits_int(pc) || !cu_fits_int(K) || !cu_fits_int(d->m) ||
         !cu_fits_int(groups))
         return 0;
-    int ad = align16(mg * (int64_t)esz), ap = align16(pc * d->m * (int64_t)esz);
+    int ad = cu_align16(mg * (int64_t)esz), ap = cu_align16(pc * d->m * (int64_t)esz);
     cu_lt_batch bt = {.count = (int)groups,
                       .stride_a = mg * K,
                       .stride_b = pc * K,
                       .stride_d = mg,
                       .stride_bias = mg,
-                      .align_a = align16(mg * K * (int64_t)esz),
-                      .align_b = align16(pc * K * (int64_t)esz),
+                      .align_a = cu_align16(mg * K * (int64_t)esz),
+                      .align_b = cu_align16(pc * K * (int64_t)esz),
                       .align_d = ad < ap ? ad : ap};
     cudaDataType_t type;
     cublasComputeType_t compute;
@@ -1886,14 +1877,14 @@ static opsched_status pick_gate(const cu_plan_args *a, graph_plan *p, conv_choic
     trial.gate_n = N;
     trial.gate_m = m;
     trial.gate_k = k;
-    int ad = align16((int64_t)m * (int64_t)esz), ap = align16(pix * m * (int64_t)esz);
+    int ad = cu_align16((int64_t)m * (int64_t)esz), ap = cu_align16(pix * m * (int64_t)esz);
     cu_lt_batch bt = {.count = (int)N,
                       .stride_a = (int64_t)m * k,
                       .stride_b = pix * k,
                       .stride_d = pix * m,
                       .stride_bias = 0,
-                      .align_a = align16((int64_t)m * k * (int64_t)esz),
-                      .align_b = align16(pix * k * (int64_t)esz),
+                      .align_a = cu_align16((int64_t)m * k * (int64_t)esz),
+                      .align_b = cu_align16(pix * k * (int64_t)esz),
                       .align_d = ad < ap ? ad : ap};
     size_t limit = 0;
     OS_TRY(cu_gemm_default_workspace(a, &limit));

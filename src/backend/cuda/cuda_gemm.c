@@ -85,6 +85,14 @@ void cu_lt_gemm_free(cu_lt_gemm *g)
     memset(g, 0, sizeof(*g));
 }
 
+int cu_align16(int64_t bytes)
+{
+    int al = 16;
+    while (al > 1 && bytes % al)
+        al /= 2;
+    return al;
+}
+
 /* The heuristic's preferences for g: its workspace limit, and the
  * alignments of a batch's pointers. */
 static cublasLtMatmulPreference_t lt_pref(const cu_lt_gemm *g)

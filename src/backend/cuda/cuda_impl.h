@@ -250,6 +250,9 @@ cudnnDataType_t cu_cudnn_type(opsched_dtype dt);
  * byte alignments every product's A, B and C/D pointers keep (cuBLASLt
  * assumes 256 unless told), so that batches of odd offsets pick
  * algorithms that run on them. */
+/* The largest power of two up to 16 that divides `bytes`: the alignment a
+ * batch's pointers keep when they are that many bytes apart (cu_lt_batch). */
+int cu_align16(int64_t bytes);
 typedef struct cu_lt_batch {
     int count;
     int64_t stride_a, stride_b, stride_d, stride_bias;
