@@ -284,7 +284,7 @@ static size_t extent(int64_t d0, int64_t d1, int64_t d2, int64_t d3, const int64
 }
 
 /* Zeroed scratch operands laid out as attention d's: Q, K, V, the bias
- * (where has_bias) and O; freed with scratch_free. */
+ * (where has_bias) and O; freed with cu_free_set. */
 static opsched_status att_scratch(const cu_plan_args *a, const cuk_attention_desc *d, int has_bias,
                                   void *buf[5])
 {
@@ -293,19 +293,9 @@ static opsched_status att_scratch(const cu_plan_args *a, const cuk_attention_des
                    extent(d->B, d->H, d->Sk, d->Dv, d->v),
                    has_bias ? extent(d->B, d->H, d->Sq, d->Sk, d->bias) : 0,
                    extent(d->B, d->H, d->Sq, d->Dv, d->o)};
-    opsched_status st = OPSCHED_OK;
     for (int i = 0; i < 5; i++)
-        buf[i] = NULL;
-    for (int i = 0; i < 5 && st == OPSCHED_OK; i++)
-        if (n[i]) st = cu_zeroed(a, n[i] * esz, &buf[i]);
-    return st;
-}
-
-static void scratch_free(void *buf[5])
-{
-    for (int i = 0; i < 5; i++)
-        (void)cudaFree(buf[i]);
-    (void)cudaGetLastError();
+        n[i] *= esz;
+    return cu_zeroed_set(a, n, 5, buf);
 }
 
 /* The time of variants a and b of one attention on zeroed scratch operands
@@ -320,7 +310,7 @@ static opsched_status time_variants(const cu_plan_args *a, cuk_dtype t, int has_
     if (st == OPSCHED_OK) st = cu_time_reps(a, enqueue_run, &r, &ms[0]);
     r.d = vb;
     if (st == OPSCHED_OK) st = cu_time_reps(a, enqueue_run, &r, &ms[1]);
-    scratch_free(buf);
+    cu_free_set(buf, 5);
     return st;
 }
 
@@ -352,9 +342,8 @@ static opsched_status time_products(const cu_plan_args *a, cuk_dtype t, int has_
     att_run k = {t, d, pr.buf[0], pr.buf[1], pr.buf[2], pr.buf[3], pr.buf[4]};
     if (st == OPSCHED_OK && kernel_ok) st = cu_time_reps(a, enqueue_run, &k, &ms[0]);
     if (st == OPSCHED_OK) st = cu_time_reps(a, enqueue_products, &pr, &ms[1]);
-    scratch_free(pr.buf);
-    (void)cudaFree(pr.sc);
-    (void)cudaGetLastError();
+    cu_free_set(pr.buf, 5);
+    cu_free_set((void **)&pr.sc, 1);
     return st;
 }
 

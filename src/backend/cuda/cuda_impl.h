@@ -298,6 +298,10 @@ opsched_status cu_time_reps(const cu_plan_args *a, cu_enqueue_fn fn, void *env, 
 /* Device memory of `bytes` set to zero, for a verdict's scratch operands
  * (freed with cudaFree). */
 opsched_status cu_zeroed(const cu_plan_args *a, size_t bytes, void **out);
+/* buf[i] zeroed scratch of bytes[i] each, NULL where 0 (what was got
+ * before a failure stays in buf); cu_free_set frees them all. */
+opsched_status cu_zeroed_set(const cu_plan_args *a, const size_t *bytes, int n, void **buf);
+void cu_free_set(void **buf, int n);
 
 /* Sets g up with the heuristic's first algorithm (alpha 1); 0 when cuBLASLt
  * offers none (g then holds nothing). */

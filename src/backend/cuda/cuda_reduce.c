@@ -462,17 +462,13 @@ static opsched_status time_gates(const cu_plan_args *a, cuk_dtype t, const cuk_s
                              b2 ? (size_t)one->C * esz : 0,
                              (size_t)(one->N * one->C) * esz,
                              w1 > w2 ? w1 : w2};
-    void *buf[7] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    opsched_status st = OPSCHED_OK;
-    for (int i = 0; i < 7 && st == OPSCHED_OK; i++)
-        if (bytes[i]) st = cu_zeroed(a, bytes[i], &buf[i]);
+    void *buf[7];
+    opsched_status st = cu_zeroed_set(a, bytes, 7, buf);
     se_run r = {t, one, buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6]};
     if (st == OPSCHED_OK) st = cu_time_reps(a, enqueue_se, &r, &ms[0]);
     r.d = two;
     if (st == OPSCHED_OK) st = cu_time_reps(a, enqueue_se, &r, &ms[1]);
-    for (int i = 0; i < 7; i++)
-        (void)cudaFree(buf[i]);
-    (void)cudaGetLastError();
+    cu_free_set(buf, 7);
     return st;
 }
 

@@ -16,6 +16,23 @@ opsched_status cu_zeroed(const cu_plan_args *a, size_t bytes, void **out)
     return OPSCHED_OK;
 }
 
+opsched_status cu_zeroed_set(const cu_plan_args *a, const size_t *bytes, int n, void **buf)
+{
+    opsched_status st = OPSCHED_OK;
+    for (int i = 0; i < n; i++)
+        buf[i] = NULL;
+    for (int i = 0; i < n && st == OPSCHED_OK; i++)
+        if (bytes[i]) st = cu_zeroed(a, bytes[i], &buf[i]);
+    return st;
+}
+
+void cu_free_set(void **buf, int n)
+{
+    for (int i = 0; i < n; i++)
+        (void)cudaFree(buf[i]);
+    (void)cudaGetLastError();
+}
+
 opsched_status cu_time_reps(const cu_plan_args *a, cu_enqueue_fn fn, void *env, float *best)
 {
     cudaStream_t s = a->dev->stream;
